@@ -1,0 +1,151 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+// create sends the YAML object to the real API server.
+func create(t *testing.T, name, doc string) error {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+		t.Fatalf("bad test YAML: %v", err)
+	}
+	obj.SetName(name)
+	return env.Client.Create(context.Background(), obj)
+}
+
+const validSelector = `
+  nodeSelector:
+    nodeSelectorTerms:
+    - matchExpressions:
+      - {key: kubernetes.io/hostname, operator: In, values: [node-1]}`
+
+func TestNodeMaintenanceValidation(t *testing.T) {
+	cases := []struct {
+		name, spec string
+		wantErr    string // "" means the object is accepted
+	}{
+		{"valid planning", validSelector, ""},
+		{"valid drain", validSelector + "\n  cordon: true\n  drain: true\n  reason: kernel upgrade", ""},
+		{"drain without cordon", validSelector + "\n  drain: true", "drain: true requires cordon: true"},
+		{"no node selector", "\n  cordon: true", "spec.nodeSelector: Required value"},
+		{"no selector terms", "\n  nodeSelector: {nodeSelectorTerms: []}", "nodeSelector must have at least one nodeSelectorTerm"},
+		{"empty selector term", "\n  nodeSelector: {nodeSelectorTerms: [{}]}", "every nodeSelectorTerm needs matchExpressions or matchFields"},
+		{"reason too long", validSelector + "\n  reason: " + strings.Repeat("x", 1025), "spec.reason: Too long"},
+		{"unknown eviction policy", validSelector + "\n  evictionPolicy: Sometimes", `spec.evictionPolicy: Unsupported value: "Sometimes"`},
+		{"bad duration", validSelector + "\n  evacuationResponseTimeout: three minutes", "spec.evacuationResponseTimeout"},
+		{"delete without drain timeout", validSelector + "\n  drainTimeoutAction: Delete", "drainTimeoutAction: Delete requires drainTimeout"},
+		{"delete with drain timeout", validSelector + "\n  drainTimeout: 1h\n  drainTimeoutAction: Delete", ""},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "apiVersion: nodemaint.dev/v1alpha1\nkind: NodeMaintenance\nspec:" + tc.spec
+			err := create(t, fmt.Sprintf("nm-validation-%d", i), doc)
+			checkErr(t, err, tc.wantErr)
+		})
+	}
+}
+
+func TestDrainRuleValidation(t *testing.T) {
+	const pods = "\n  pods:\n  - selector: {matchLabels: {app: db}}"
+	cases := []struct {
+		name, spec string
+		wantErr    string
+	}{
+		{"valid drain with order", "\n  drain: {behavior: Drain, order: 100}" + pods, ""},
+		{"valid skip", "\n  drain: {behavior: Skip}" + pods, ""},
+		{"valid wait completed on some nodes", "\n  drain: {behavior: WaitCompleted}\n  nodes:\n  - selector: {matchLabels: {pool: gpu}}" + pods, ""},
+		{"order with skip", "\n  drain: {behavior: Skip, order: 1}" + pods, "order can only be set when behavior is Drain"},
+		{"unknown behavior", "\n  drain: {behavior: Evict}" + pods, `spec.drain.behavior: Unsupported value: "Evict"`},
+		{"no pods", "\n  drain: {behavior: Skip}", "spec.pods: Required value"},
+		{"empty pod selector entry", "\n  drain: {behavior: Skip}\n  pods: [{}]", "spec.pods[0]: Invalid value"},
+		{"too many pod selectors", "\n  drain: {behavior: Skip}\n  pods:" + strings.Repeat("\n  - selector: {}", 33), "spec.pods: Too many"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "apiVersion: nodemaint.dev/v1alpha1\nkind: DrainRule\nspec:" + tc.spec
+			err := create(t, fmt.Sprintf("dr-validation-%d", i), doc)
+			checkErr(t, err, tc.wantErr)
+		})
+	}
+}
+
+func checkErr(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("valid object refused: %v", err)
+	case want != "" && err == nil:
+		t.Fatalf("invalid object accepted; want an error containing %q", want)
+	case want != "" && !apierrors.IsInvalid(err):
+		t.Fatalf("want an Invalid error containing %q, got %v", want, err)
+	case want != "" && !strings.Contains(err.Error(), want):
+		t.Fatalf("error does not say %q:\n%v", want, err)
+	}
+}
+
+// TestNodeMaintenanceDefaults checks that a minimal object round-trips with the defaults applied by
+// the API server.
+func TestNodeMaintenanceDefaults(t *testing.T) {
+	ctx := context.Background()
+	err := create(t, "nm-defaults", "apiVersion: nodemaint.dev/v1alpha1\nkind: NodeMaintenance\nspec:"+validSelector+
+		"\n  shutdown: {applyOutOfServiceTaint: true}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nm nodemaintv1alpha1.NodeMaintenance
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: "nm-defaults"}, &nm); err != nil {
+		t.Fatal(err)
+	}
+	if nm.Spec.Cordon || nm.Spec.Drain {
+		t.Errorf("cordon and drain default to false, got %v and %v", nm.Spec.Cordon, nm.Spec.Drain)
+	}
+	if nm.Spec.EvacuationResponseTimeout == nil || nm.Spec.EvacuationResponseTimeout.Duration != 3*time.Minute {
+		t.Errorf("evacuationResponseTimeout defaults to 3m, got %v", nm.Spec.EvacuationResponseTimeout)
+	}
+	if nm.Spec.EvictionPolicy != nodemaintv1alpha1.EvictionPolicyEvict {
+		t.Errorf("evictionPolicy defaults to Evict, got %q", nm.Spec.EvictionPolicy)
+	}
+	if nm.Spec.Shutdown == nil || nm.Spec.Shutdown.NotReadyGracePeriod == nil || nm.Spec.Shutdown.NotReadyGracePeriod.Duration != time.Minute {
+		t.Errorf("shutdown.notReadyGracePeriod defaults to 1m, got %+v", nm.Spec.Shutdown)
+	}
+	if got := nm.Spec.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0].Values; len(got) != 1 || got[0] != "node-1" {
+		t.Errorf("nodeSelector did not round-trip: %+v", nm.Spec.NodeSelector)
+	}
+
+	// The typed client round-trips too, and an update that breaks a rule is refused.
+	nm.Spec.Drain = true
+	err = env.Client.Update(ctx, &nm)
+	checkErr(t, err, "drain: true requires cordon: true")
+	nm.Spec.Cordon = true
+	if err := env.Client.Update(ctx, &nm); err != nil {
+		t.Fatalf("cordon+drain refused: %v", err)
+	}
+}

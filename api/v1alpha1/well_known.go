@@ -1,0 +1,29 @@
+package v1alpha1
+
+// Labels, annotations, taints and conditions nodemaint puts on or reads from core objects.
+const (
+	// DrainLabel on a pod overrides every DrainRule: "skip" or "wait-completed".
+	DrainLabel = "nodemaint.dev/drain"
+	// DrainLabelSkip leaves the pod on the node.
+	DrainLabelSkip = "skip"
+	// DrainLabelWaitCompleted waits for the pod to complete; it is never evicted.
+	DrainLabelWaitCompleted = "wait-completed"
+
+	// MaintenancesAnnotation on a node lists the NodeMaintenances that maintain it, with their
+	// phases: "name=Phase,name=Phase", sorted by name.
+	MaintenancesAnnotation = "nodemaint.dev/maintenances"
+	// CordonedAnnotation on a node says nodemaint cordoned it, so it uncordons it at the end.
+	// A node that was cordoned before nodemaint touched it does not carry it and stays cordoned.
+	CordonedAnnotation = "nodemaint.dev/cordoned"
+
+	// PlannedMaintenanceTaint is the PreferNoSchedule taint of a node whose maintenance is only
+	// planned, so new pods prefer other nodes.
+	PlannedMaintenanceTaint = "nodemaint.dev/maintenance-planned"
+
+	// NodeConditionUnderMaintenance is the node condition that advertises the maintenance: True
+	// with the phase as reason and the NodeMaintenances in the message.
+	NodeConditionUnderMaintenance = "UnderMaintenance"
+
+	// Finalizer keeps a NodeMaintenance until its nodes and pods are restored.
+	Finalizer = "nodemaint.dev/cleanup"
+)

@@ -1,0 +1,121 @@
+// Command nodemaint-controller runs nodemaint's controllers: NodeMaintenance (cordon, evacuation
+// requests, drain, status) and the Deployment evacuation responder.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller"
+	"github.com/nodemaint/nodemaint/internal/features"
+)
+
+type options struct {
+	metricsAddr, probeAddr  string
+	leaderElect             bool
+	leaderElectionNamespace string
+	concurrency             int
+	qps                     float32
+	burst                   int
+	statusBatchDelay        time.Duration
+}
+
+func main() {
+	var o options
+	fs := pflag.CommandLine
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader, so that only one replica reconciles at a time.")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "nodemaint-system", "Namespace of the leader election Lease.")
+	fs.IntVar(&o.concurrency, "concurrency", 8, "Reconciles run in parallel, per controller.")
+	fs.Float32Var(&o.qps, "kube-api-qps", 50, "Requests per second to the API server (client-side rate limit).")
+	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of requests to the API server.")
+	fs.DurationVar(&o.statusBatchDelay, "status-batch-delay", time.Second, "How long pod changes are gathered before a NodeMaintenance status is written.")
+	features.Gate.AddFlag(fs)
+
+	zapOpts := zap.Options{}
+	goFlags := flag.NewFlagSet("", flag.ExitOnError)
+	zapOpts.BindFlags(goFlags)
+	config.RegisterFlags(goFlags)
+	fs.AddGoFlagSet(goFlags)
+	pflag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	if err := run(o); err != nil {
+		ctrl.Log.Error(err, "nodemaint-controller failed")
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	log := ctrl.Log.WithName("setup")
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(nodemaintv1alpha1.AddToScheme(scheme))
+
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	cfg.UserAgent = "nodemaint-controller"
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              "nodemaint-controller.nodemaint.dev",
+		LeaderElectionNamespace:       o.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	ctx := ctrl.SetupSignalHandler()
+
+	if features.Gate.Enabled(features.DeclarativeNodeMaintenance) {
+		if err := controller.SetupIndexes(ctx, mgr); err != nil {
+			return fmt.Errorf("setting up indexes: %w", err)
+		}
+		recorder := mgr.GetEventRecorder("nodemaint-controller")
+		if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr, o.concurrency); err != nil {
+			return fmt.Errorf("setting up node controller: %w", err)
+		}
+		if err := (&controller.NodeMaintenanceReconciler{
+			Client: mgr.GetClient(), Recorder: recorder, StatusBatchDelay: o.statusBatchDelay,
+		}).SetupWithManager(mgr, o.concurrency); err != nil {
+			return fmt.Errorf("setting up NodeMaintenance controller: %w", err)
+		}
+	} else {
+		log.Info("feature gate disabled: not reconciling NodeMaintenances", "gate", features.DeclarativeNodeMaintenance)
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	log.Info("starting manager",
+		string(features.DeclarativeNodeMaintenance), features.Gate.Enabled(features.DeclarativeNodeMaintenance),
+		string(features.NodeMaintenanceDeployment), features.Gate.Enabled(features.NodeMaintenanceDeployment))
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,91 @@
+// Package controller holds nodemaint's reconcilers: the node side of a maintenance (cordon, taint,
+// condition, annotation and the pods' evacuation requests) and the NodeMaintenance itself
+// (finalizer, status, Events).
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+)
+
+const (
+	// podNodeNameIndex indexes pods by spec.nodeName.
+	podNodeNameIndex = "spec.nodeName"
+	// nodeMaintenanceIndex indexes nodes by the NodeMaintenances their annotation names.
+	nodeMaintenanceIndex = "nodemaint.dev/maintenance"
+)
+
+// SetupIndexes registers the cache indexes the reconcilers use.
+func SetupIndexes(ctx context.Context, mgr manager.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podNodeNameIndex, func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return mgr.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, nodeMaintenanceIndex, func(o client.Object) []string {
+		entries := maintenance.ParseEntries(o.GetAnnotations()[nodemaintv1alpha1.MaintenancesAnnotation])
+		names := make([]string, 0, len(entries))
+		for _, e := range entries {
+			names = append(names, e.Name)
+		}
+		return names
+	})
+}
+
+// podsOnNode lists the pods bound to a node, from the cache.
+func podsOnNode(ctx context.Context, c client.Reader, node string) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.MatchingFields{podNodeNameIndex: node}); err != nil {
+		return nil, err
+	}
+	return pods.Items, nil
+}
+
+// nodesAdvertising lists the nodes whose annotation names the NodeMaintenance, from the cache.
+func nodesAdvertising(ctx context.Context, c client.Reader, nm string) ([]corev1.Node, error) {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes, client.MatchingFields{nodeMaintenanceIndex: nm}); err != nil {
+		return nil, err
+	}
+	return nodes.Items, nil
+}
+
+// selectedNodes lists the nodes a NodeMaintenance selects, from the cache.
+func selectedNodes(ctx context.Context, c client.Reader, nm *nodemaintv1alpha1.NodeMaintenance) ([]*corev1.Node, maintenance.Selector, error) {
+	sel := maintenance.NewSelector(nm)
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return nil, sel, err
+	}
+	var out []*corev1.Node
+	for i := range nodes.Items {
+		if sel.Matches(&nodes.Items[i]) {
+			out = append(out, &nodes.Items[i])
+		}
+	}
+	return out, sel, nil
+}
+
+// maintenancesSelecting lists the NodeMaintenances whose nodeSelector selects the node, from the cache.
+func maintenancesSelecting(ctx context.Context, c client.Reader, node *corev1.Node) ([]*nodemaintv1alpha1.NodeMaintenance, error) {
+	var list nodemaintv1alpha1.NodeMaintenanceList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	var out []*nodemaintv1alpha1.NodeMaintenance
+	for i := range list.Items {
+		if maintenance.NewSelector(&list.Items[i]).Matches(node) {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}

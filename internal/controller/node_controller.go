@@ -1,0 +1,336 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// NodeReconciler makes one node and its pods what the NodeMaintenances selecting it want together:
+// cordoned while any of them cordons it, a PreferNoSchedule taint while it is only planned, the
+// UnderMaintenance condition and the maintenances annotation, and the EvacuationRequest condition on
+// its targeted pods while any of them drains it. When none wants anything any more, it restores what
+// nodemaint changed and nothing else.
+type NodeReconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+// +kubebuilder:rbac:groups=nodemaint.dev,resources=nodemaintenances,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile implements reconcile.Reconciler for nodes.
+func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	nms, err := maintenancesSelecting(ctx, r.Client, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	pods, err := podsOnNode(ctx, r.Client, node.Name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	remaining := 0
+	for i := range pods {
+		if maintenance.Targeted(&pods[i]) {
+			remaining++
+		}
+	}
+	intent := maintenance.Intent(nms, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
+		p := maintenance.Phase(nm, false)
+		if p == nodemaintv1alpha1.PhaseDrain && remaining == 0 {
+			return nodemaintv1alpha1.PhaseDrainComplete
+		}
+		return p
+	})
+
+	// Pods first: the node's annotation names a maintenance only once its requests are in place,
+	// and stops naming it only once they are withdrawn, so the finalizer can rely on it.
+	if err := r.syncPods(ctx, pods, intent); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.syncNode(ctx, node, intent, nms); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, nil
+}
+
+// syncPods sets nodemaint's EvacuationRequest on the targeted pods while the node is drained, and
+// withdraws it otherwise. It never touches another requester's request.
+func (r *NodeReconciler) syncPods(ctx context.Context, pods []corev1.Pod, intent maintenance.NodeIntent) error {
+	var errs []error
+	for i := range pods {
+		pod := &pods[i]
+		orig := pod.DeepCopy()
+		cur := evacuation.Condition(pod, evacuation.Request)
+		ours := cur != nil && cur.Reason == evacuation.ReasonNodeMaintenance
+		changed := false
+		switch want := intent.Drain && maintenance.Targeted(pod); {
+		case want && (cur == nil || cur.Status != corev1.ConditionTrue || ours):
+			changed = evacuation.SetCondition(pod, maintenance.EvacuationRequest(intent.Reason))
+		case !want && ours:
+			changed = evacuation.RemoveCondition(pod, evacuation.Request)
+		}
+		if !changed {
+			continue
+		}
+		if err := r.Client.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// syncNode patches the node's spec.unschedulable, taint, annotations and condition.
+func (r *NodeReconciler) syncNode(ctx context.Context, node *corev1.Node, intent maintenance.NodeIntent, nms []*nodemaintv1alpha1.NodeMaintenance) error {
+	logger := log.FromContext(ctx)
+	orig := node.DeepCopy()
+	wasCordonedByUs := false
+	for _, e := range maintenance.ParseEntries(node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]) {
+		wasCordonedByUs = wasCordonedByUs || maintenance.Cordons(e.Phase)
+	}
+
+	cordoned, uncordoned, reverted := false, false, false
+	switch {
+	case intent.Cordon && !node.Spec.Unschedulable:
+		node.Spec.Unschedulable = true
+		setAnnotation(node, nodemaintv1alpha1.CordonedAnnotation, "true")
+		cordoned, reverted = true, wasCordonedByUs
+	case !intent.Cordon && node.Annotations[nodemaintv1alpha1.CordonedAnnotation] != "":
+		uncordoned = node.Spec.Unschedulable
+		node.Spec.Unschedulable = false
+		delete(node.Annotations, nodemaintv1alpha1.CordonedAnnotation)
+	}
+	if len(intent.Entries) > 0 {
+		setAnnotation(node, nodemaintv1alpha1.MaintenancesAnnotation, maintenance.FormatEntries(intent.Entries))
+	} else {
+		delete(node.Annotations, nodemaintv1alpha1.MaintenancesAnnotation)
+	}
+	node.Spec.Taints = withTaint(node.Spec.Taints, corev1.Taint{
+		Key: nodemaintv1alpha1.PlannedMaintenanceTaint, Effect: corev1.TaintEffectPreferNoSchedule,
+	}, intent.PlannedTaint)
+
+	if !equality.Semantic.DeepEqual(orig.Spec, node.Spec) || !equality.Semantic.DeepEqual(orig.Annotations, node.Annotations) {
+		// The optimistic lock keeps the taint list and annotations of others intact.
+		if err := r.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		names := maintenanceNames(intent)
+		switch {
+		case reverted:
+			logger.Info("node was uncordoned during maintenance; cordoned it again", "maintenances", names)
+			r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, "UncordonReverted", "Cordon",
+				"node was uncordoned while NodeMaintenance %s keeps it cordoned; cordoned it again", names)
+			for _, nm := range nms {
+				if maintenance.Cordons(maintenance.Phase(nm, false)) {
+					r.Recorder.Eventf(nm, node, corev1.EventTypeWarning, "UncordonReverted", "Cordon",
+						"node %s was uncordoned during the maintenance; cordoned it again", node.Name)
+				}
+			}
+		case cordoned:
+			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "Cordoned", "Cordon", "cordoned for NodeMaintenance %s", names)
+		case uncordoned:
+			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "Uncordoned", "Uncordon", "maintenance complete; uncordoned")
+		}
+	}
+	return r.syncNodeCondition(ctx, node, intent.Condition())
+}
+
+// syncNodeCondition sets or removes the UnderMaintenance node condition with a strategic merge
+// patch, which leaves the kubelet's conditions alone.
+func (r *NodeReconciler) syncNodeCondition(ctx context.Context, node *corev1.Node, want *corev1.NodeCondition) error {
+	orig := node.DeepCopy()
+	idx := -1
+	for i, c := range node.Status.Conditions {
+		if c.Type == nodemaintv1alpha1.NodeConditionUnderMaintenance {
+			idx = i
+		}
+	}
+	switch {
+	case want == nil && idx < 0:
+		return nil
+	case want == nil:
+		node.Status.Conditions = append(node.Status.Conditions[:idx], node.Status.Conditions[idx+1:]...)
+	case idx >= 0 && node.Status.Conditions[idx].Status == want.Status &&
+		node.Status.Conditions[idx].Reason == want.Reason && node.Status.Conditions[idx].Message == want.Message:
+		return nil
+	default:
+		now := metav1.Now()
+		want.LastHeartbeatTime, want.LastTransitionTime = now, now
+		if idx >= 0 {
+			if node.Status.Conditions[idx].Status == want.Status {
+				want.LastTransitionTime = node.Status.Conditions[idx].LastTransitionTime
+			}
+			node.Status.Conditions[idx] = *want
+		} else {
+			node.Status.Conditions = append(node.Status.Conditions, *want)
+		}
+	}
+	return r.Client.Status().Patch(ctx, node, client.StrategicMergeFrom(orig))
+}
+
+func maintenanceNames(intent maintenance.NodeIntent) string {
+	names := make([]string, 0, len(intent.Entries))
+	for _, e := range intent.Entries {
+		names = append(names, e.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func setAnnotation(obj metav1.Object, key, value string) {
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[key] = value
+	obj.SetAnnotations(a)
+}
+
+// withTaint returns taints with t present or absent (matched by key and effect).
+func withTaint(taints []corev1.Taint, t corev1.Taint, present bool) []corev1.Taint {
+	out := make([]corev1.Taint, 0, len(taints)+1)
+	found := false
+	for _, cur := range taints {
+		if cur.Key == t.Key && cur.Effect == t.Effect {
+			if !present {
+				continue
+			}
+			found = true
+		}
+		out = append(out, cur)
+	}
+	if present && !found {
+		out = append(out, t)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// SetupWithManager registers the node controller: nodes, the NodeMaintenances that select them,
+// and their pods.
+func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) error {
+	c := mgr.GetClient()
+	return builder.ControllerManagedBy(mgr).
+		Named("node").
+		For(&corev1.Node{}, builder.WithPredicates(nodeChanged())).
+		Watches(&nodemaintv1alpha1.NodeMaintenance{},
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				return nodesOfMaintenance(ctx, c, o.(*nodemaintv1alpha1.NodeMaintenance))
+			}),
+			builder.WithPredicates(maintenanceIntentChanged())).
+		Watches(&corev1.Pod{},
+			handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+				if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+					return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: n}}}
+				}
+				return nil
+			}),
+			builder.WithPredicates(podChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// nodesOfMaintenance maps a NodeMaintenance to the nodes it selects and the nodes that still
+// advertise it (it may have stopped selecting them).
+func nodesOfMaintenance(ctx context.Context, c client.Reader, nm *nodemaintv1alpha1.NodeMaintenance) []reconcile.Request {
+	seen := map[string]bool{}
+	var reqs []reconcile.Request
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		}
+	}
+	nodes, _, err := selectedNodes(ctx, c, nm)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "listing nodes")
+	}
+	for _, n := range nodes {
+		add(n.Name)
+	}
+	advertising, err := nodesAdvertising(ctx, c, nm.Name)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "listing nodes")
+	}
+	for _, n := range advertising {
+		add(n.Name)
+	}
+	return reqs
+}
+
+// nodeChanged passes node events that may change what the node reconciler does: not the kubelet's
+// heartbeats.
+func nodeChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+		return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
+			!equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
+			!equality.Semantic.DeepEqual(maintenanceCondition(o), maintenanceCondition(n))
+	}}
+}
+
+func maintenanceCondition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == nodemaintv1alpha1.NodeConditionUnderMaintenance {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// maintenanceIntentChanged passes NodeMaintenance events that change what its nodes should be: not
+// its progress reports.
+func maintenanceIntentChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*nodemaintv1alpha1.NodeMaintenance), e.ObjectNew.(*nodemaintv1alpha1.NodeMaintenance)
+		return o.Generation != n.Generation || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+			maintenance.Phase(o, false) != maintenance.Phase(n, false)
+	}}
+}
+
+// podChanged passes pod events that change the node's pods as the maintenance sees them.
+func podChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+		return o.Spec.NodeName != n.Spec.NodeName ||
+			maintenance.Targeted(o) != maintenance.Targeted(n) ||
+			!o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+			!equality.Semantic.DeepEqual(evacuation.Condition(o, evacuation.Request), evacuation.Condition(n, evacuation.Request)) ||
+			!equality.Semantic.DeepEqual(evacuation.Condition(o, evacuation.Initiated), evacuation.Condition(n, evacuation.Initiated))
+	}}
+}

@@ -1,0 +1,268 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// NodeMaintenanceReconciler keeps a NodeMaintenance's finalizer, status and Events: which nodes it
+// selects, how many pods are pending and evacuating on each, its phase, and the Drained condition.
+type NodeMaintenanceReconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// StatusBatchDelay is how long pod changes are gathered before the status is written again, so
+	// that thousands of pods moving do not mean thousands of status writes.
+	StatusBatchDelay time.Duration
+}
+
+// +kubebuilder:rbac:groups=nodemaint.dev,resources=nodemaintenances,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=nodemaint.dev,resources=nodemaintenances/status,verbs=get;patch
+// +kubebuilder:rbac:groups=nodemaint.dev,resources=nodemaintenances/finalizers,verbs=update
+
+// Reconcile implements reconcile.Reconciler for NodeMaintenances.
+func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nm := &nodemaintv1alpha1.NodeMaintenance{}
+	if err := r.Client.Get(ctx, req.NamespacedName, nm); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !nm.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, nm)
+	}
+	if !controllerutil.ContainsFinalizer(nm, nodemaintv1alpha1.Finalizer) {
+		orig := nm.DeepCopy()
+		controllerutil.AddFinalizer(nm, nodemaintv1alpha1.Finalizer)
+		if err := r.Client.Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return requeueOnConflict(err)
+		}
+	}
+
+	nodes, sel, err := selectedNodes(ctx, r.Client, nm)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	status, err := r.observe(ctx, nm, nodes)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if equality.Semantic.DeepEqual(nm.Status, status) {
+		return reconcile.Result{}, nil
+	}
+	orig := nm.DeepCopy()
+	nm.Status = status
+	if err := r.Client.Status().Patch(ctx, nm, client.MergeFrom(orig)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	r.recordTransitions(orig, nm, sel)
+	return reconcile.Result{}, nil
+}
+
+// observe computes the status from the cache.
+func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, nodes []*corev1.Node) (nodemaintv1alpha1.NodeMaintenanceStatus, error) {
+	status := nodemaintv1alpha1.NodeMaintenanceStatus{
+		ObservedGeneration: nm.Generation,
+		SelectedNodes:      int32(len(nodes)),
+		Conditions:         append([]metav1.Condition(nil), nm.Status.Conditions...),
+	}
+	if len(nodes) > 0 {
+		status.Nodes = make(map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus, len(nodes))
+	}
+	for _, node := range nodes {
+		pods, err := podsOnNode(ctx, r.Client, node.Name)
+		if err != nil {
+			return status, err
+		}
+		var ns nodemaintv1alpha1.NodeMaintenanceNodeStatus
+		for i := range pods {
+			if !maintenance.Targeted(&pods[i]) {
+				continue
+			}
+			ns.PodsPendingEvacuation++
+			if evacuation.Accepted(&pods[i]) {
+				ns.PodsEvacuating++
+			}
+		}
+		status.Nodes[node.Name] = ns
+		status.PodsPendingEvacuation += ns.PodsPendingEvacuation
+		status.PodsEvacuating += ns.PodsEvacuating
+	}
+	drained := nm.Spec.Drain && status.PodsPendingEvacuation == 0
+	status.Phase = maintenance.Phase(nm, drained)
+
+	cond := metav1.Condition{Type: nodemaintv1alpha1.ConditionDrained, ObservedGeneration: nm.Generation}
+	switch {
+	case !nm.Spec.Drain:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "DrainNotRequested", "spec.drain is false"
+	case len(nodes) == 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "NoNodesSelected", "the nodeSelector selects no node"
+	case drained:
+		cond.Status, cond.Reason = metav1.ConditionTrue, "Drained"
+		cond.Message = fmt.Sprintf("every targeted pod is gone from the %d selected nodes", len(nodes))
+	default:
+		cond.Status, cond.Reason = metav1.ConditionFalse, "PodsPending"
+		cond.Message = fmt.Sprintf("%d pods pending evacuation (%d evacuating by their owners) on %d nodes",
+			status.PodsPendingEvacuation, status.PodsEvacuating, pendingNodes(status.Nodes))
+	}
+	meta.SetStatusCondition(&status.Conditions, cond)
+	return status, nil
+}
+
+func pendingNodes(nodes map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus) int {
+	n := 0
+	for _, ns := range nodes {
+		if ns.PodsPendingEvacuation > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// recordTransitions emits Events for phase and Drained changes, and for a selector that selects
+// nothing.
+func (r *NodeMaintenanceReconciler) recordTransitions(old, cur *nodemaintv1alpha1.NodeMaintenance, sel maintenance.Selector) {
+	if old.Status.Phase != cur.Status.Phase {
+		r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, "Phase"+string(cur.Status.Phase), "Reconcile",
+			"phase %s on %d nodes", cur.Status.Phase, cur.Status.SelectedNodes)
+	}
+	if old.Status.ObservedGeneration != cur.Status.ObservedGeneration || old.Status.SelectedNodes != cur.Status.SelectedNodes {
+		switch {
+		case sel.Err() != nil:
+			r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, "InvalidNodeSelector", "Reconcile", "nodeSelector selects no node: %v", sel.Err())
+		case cur.Status.SelectedNodes == 0:
+			r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, "NoNodesSelected", "Reconcile", "the nodeSelector selects no node")
+		}
+	}
+	was := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
+	now := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
+	if now != nil && now.Status == metav1.ConditionTrue && (was == nil || was.Status != metav1.ConditionTrue) {
+		r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, "Drained", "Drain", "%s", now.Message)
+	}
+}
+
+// finalize removes the finalizer once no node advertises the maintenance any more: the node
+// reconciler has then restored the nodes and withdrawn the maintenance's evacuation requests.
+func (r *NodeMaintenanceReconciler) finalize(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(nm, nodemaintv1alpha1.Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	nodes, err := nodesAdvertising(ctx, r.Client, nm.Name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(nodes) > 0 {
+		log.FromContext(ctx).V(1).Info("waiting for nodes to be restored", "nodes", len(nodes))
+		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	orig := nm.DeepCopy()
+	controllerutil.RemoveFinalizer(nm, nodemaintv1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil
+		}
+		return requeueOnConflict(err)
+	}
+	return reconcile.Result{}, nil
+}
+
+func requeueOnConflict(err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	return reconcile.Result{}, err
+}
+
+// SetupWithManager registers the NodeMaintenance controller. Node changes reach it at once; pod
+// changes are batched by StatusBatchDelay.
+func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concurrency int) error {
+	c := mgr.GetClient()
+	return builder.ControllerManagedBy(mgr).
+		Named("nodemaintenance").
+		For(&nodemaintv1alpha1.NodeMaintenance{}).
+		Watches(&corev1.Node{},
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				return maintenancesOfNode(ctx, c, o.(*corev1.Node))
+			}),
+			builder.WithPredicates(nodeChanged())).
+		Watches(&corev1.Pod{},
+			delayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, o client.Object) []reconcile.Request {
+				pod := o.(*corev1.Pod)
+				if pod.Spec.NodeName == "" {
+					return nil
+				}
+				node := &corev1.Node{}
+				if err := c.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); err != nil {
+					return nil
+				}
+				return maintenancesOfNode(ctx, c, node)
+			}),
+			builder.WithPredicates(podChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// maintenancesOfNode maps a node to the NodeMaintenances that select it or that it advertises.
+func maintenancesOfNode(ctx context.Context, c client.Reader, node *corev1.Node) []reconcile.Request {
+	nms, err := maintenancesSelecting(ctx, c, node)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "listing NodeMaintenances")
+	}
+	seen := map[string]bool{}
+	var reqs []reconcile.Request
+	for _, nm := range nms {
+		seen[nm.Name] = true
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nm.Name}})
+	}
+	for _, e := range maintenance.ParseEntries(node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]) {
+		if !seen[e.Name] {
+			seen[e.Name] = true
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: e.Name}})
+		}
+	}
+	return reqs
+}
+
+// delayedMapHandler enqueues the mapped requests after delay. The work queue keeps one entry per
+// request, so every event within the delay is served by one reconcile.
+func delayedMapHandler(delay time.Duration, fn handler.MapFunc) handler.EventHandler {
+	enqueue := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range fn(ctx, o) {
+			q.AddAfter(req, delay)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q)
+		},
+	}
+}

@@ -1,0 +1,167 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller"
+	"github.com/nodemaint/nodemaint/internal/testenv"
+)
+
+// The integration tests run the reconcilers in-process against a real kube-apiserver and etcd
+// (envtest). There is no kubelet or scheduler: pods are bound by setting spec.nodeName, and removed
+// with a zero grace period, as a kubelet would after they stopped.
+
+var (
+	env *testenv.Env
+	k8s client.Client
+)
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	k8s = env.Client
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runManager(ctx) }()
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		code = 1
+	}
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+func runManager(ctx context.Context) error {
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:  testenv.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		return err
+	}
+	if err := controller.SetupIndexes(ctx, mgr); err != nil {
+		return err
+	}
+	rec := mgr.GetEventRecorder("nodemaint-controller")
+	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr, 4); err != nil {
+		return err
+	}
+	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Recorder: rec, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// eventually polls cond until it holds or the timeout passes, then fails with the last message.
+func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, string, error)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		ok, msg, err := cond(ctx)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = msg
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v; last seen: %s", what, err, last)
+	}
+}
+
+func createNode(t *testing.T, name string, labels map[string]string, unschedulable bool) {
+	t.Helper()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Unschedulable: unschedulable}}
+	if err := k8s.Create(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), node) })
+}
+
+func createPod(t *testing.T, name, node string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeName:   node,
+			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	for _, m := range mutate {
+		m(pod)
+	}
+	if err := k8s.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deletePod(t, pod) })
+	return pod
+}
+
+func deletePod(t *testing.T, pod *corev1.Pod) {
+	_ = k8s.Delete(context.Background(), pod, client.GracePeriodSeconds(0))
+}
+
+func nodeSelectorFor(nodes ...string) corev1.NodeSelector {
+	return corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: nodes}},
+	}}}
+}
+
+func createNM(t *testing.T, name string, cordon, drain bool, reason string, nodes ...string) *nodemaintv1alpha1.NodeMaintenance {
+	t.Helper()
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: nodeSelectorFor(nodes...), Cordon: cordon, Drain: drain, Reason: reason},
+	}
+	if err := k8s.Create(context.Background(), nm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), nm) })
+	return nm
+}
+
+func setNM(t *testing.T, name string, cordon, drain bool) {
+	t.Helper()
+	nm := &nodemaintv1alpha1.NodeMaintenance{}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Name: name}, nm); err != nil {
+		t.Fatal(err)
+	}
+	orig := nm.DeepCopy()
+	nm.Spec.Cordon, nm.Spec.Drain = cordon, drain
+	if err := k8s.Patch(context.Background(), nm, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func deleteNMAndWait(t *testing.T, name string) {
+	t.Helper()
+	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8s.Delete(context.Background(), nm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "NodeMaintenance "+name+" gone", func(ctx context.Context) (bool, string, error) {
+		err := k8s.Get(ctx, types.NamespacedName{Name: name}, nm)
+		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprintf("finalizers %v", nm.Finalizers), nil
+	})
+}

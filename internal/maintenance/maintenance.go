@@ -1,0 +1,211 @@
+// Package maintenance holds the pure logic of a NodeMaintenance: which nodes it selects, which pods
+// it targets, which phase it is in, and what it wants of a node. It does no I/O.
+package maintenance
+
+import (
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// Selector matches nodes against a NodeMaintenance's nodeSelector.
+type Selector struct {
+	sel *nodeaffinity.NodeSelector
+	err error
+}
+
+// NewSelector parses a NodeMaintenance's node selector. A selector that does not parse selects no
+// node; Err says why.
+func NewSelector(nm *nodemaintv1alpha1.NodeMaintenance) Selector {
+	sel, err := nodeaffinity.NewNodeSelector(&nm.Spec.NodeSelector)
+	return Selector{sel: sel, err: err}
+}
+
+// Matches reports whether the node is selected.
+func (s Selector) Matches(node *corev1.Node) bool {
+	return s.err == nil && s.sel.Match(node)
+}
+
+// Err is the parse error of the selector, if any.
+func (s Selector) Err() error { return s.err }
+
+// Phase derives the phase of a NodeMaintenance from its spec, from whether its selected nodes are
+// drained, and from the phase it reported last: cordon=false and drain=false is Planning before the
+// maintenance was ever cordoned and Maintenance Complete after.
+func Phase(nm *nodemaintv1alpha1.NodeMaintenance, drained bool) nodemaintv1alpha1.Phase {
+	switch {
+	case !nm.DeletionTimestamp.IsZero():
+		return nodemaintv1alpha1.PhaseMaintenanceComplete
+	case nm.Spec.Drain && drained:
+		return nodemaintv1alpha1.PhaseDrainComplete
+	case nm.Spec.Drain:
+		return nodemaintv1alpha1.PhaseDrain
+	case nm.Spec.Cordon:
+		return nodemaintv1alpha1.PhaseCordon
+	}
+	switch nm.Status.Phase {
+	case "", nodemaintv1alpha1.PhasePlanning:
+		return nodemaintv1alpha1.PhasePlanning
+	}
+	return nodemaintv1alpha1.PhaseMaintenanceComplete
+}
+
+// Active reports whether the maintenance still wants anything of its nodes: it is not being deleted
+// and not complete.
+func Active(nm *nodemaintv1alpha1.NodeMaintenance) bool {
+	return Phase(nm, false) != nodemaintv1alpha1.PhaseMaintenanceComplete
+}
+
+// Targeted reports whether a pod on a node under maintenance is to leave it. Following KEP-4212,
+// every pod is targeted except DaemonSet pods and mirror (static) pods; unreplicated pods, pods
+// with emptyDir volumes and terminating pods are included. Pods that already finished (Succeeded or
+// Failed) run nothing and hold the node up for nothing, so they are not targeted.
+func Targeted(pod *corev1.Pod) bool {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "DaemonSet" && strings.HasPrefix(ref.APIVersion, "apps/") {
+		return false
+	}
+	return true
+}
+
+// NodeEntry is one NodeMaintenance's claim on a node, as advertised in the node's annotation.
+type NodeEntry struct {
+	Name  string
+	Phase nodemaintv1alpha1.Phase
+}
+
+// FormatEntries renders the node annotation value: "a=Drain,b=Cordon", sorted by name.
+func FormatEntries(entries []NodeEntry) string {
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	parts := make([]string, 0, len(entries))
+	for _, e := range entries {
+		parts = append(parts, e.Name+"="+string(e.Phase))
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseEntries reads the node annotation value. Malformed parts are ignored.
+func ParseEntries(value string) []NodeEntry {
+	var entries []NodeEntry
+	for _, part := range strings.Split(value, ",") {
+		name, phase, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || name == "" {
+			continue
+		}
+		entries = append(entries, NodeEntry{Name: name, Phase: nodemaintv1alpha1.Phase(phase)})
+	}
+	return entries
+}
+
+// Cordons reports whether a NodeMaintenance in this phase keeps its nodes unschedulable.
+func Cordons(p nodemaintv1alpha1.Phase) bool {
+	return p == nodemaintv1alpha1.PhaseCordon || p == nodemaintv1alpha1.PhaseDrain || p == nodemaintv1alpha1.PhaseDrainComplete
+}
+
+// Drains reports whether a NodeMaintenance in this phase requests evacuation of its nodes' pods.
+func Drains(p nodemaintv1alpha1.Phase) bool {
+	return p == nodemaintv1alpha1.PhaseDrain || p == nodemaintv1alpha1.PhaseDrainComplete
+}
+
+// rank orders phases by how much they ask of a node, for the node condition's reason.
+func rank(p nodemaintv1alpha1.Phase) int {
+	switch p {
+	case nodemaintv1alpha1.PhasePlanning:
+		return 1
+	case nodemaintv1alpha1.PhaseCordon:
+		return 2
+	case nodemaintv1alpha1.PhaseDrainComplete:
+		return 3
+	case nodemaintv1alpha1.PhaseDrain:
+		return 4
+	}
+	return 0
+}
+
+// NodeIntent is what the active NodeMaintenances selecting one node want of it, together.
+type NodeIntent struct {
+	// Entries are the maintenances with their phase on this node, sorted by name.
+	Entries []NodeEntry
+	// Cordon: some maintenance wants the node unschedulable.
+	Cordon bool
+	// PlannedTaint: the node is only planned for maintenance (no maintenance cordons it).
+	PlannedTaint bool
+	// Drain: some maintenance requests evacuation of the node's pods.
+	Drain bool
+	// Reason is the EvacuationRequest message: the reason of the oldest draining maintenance.
+	Reason string
+}
+
+// Intent combines the maintenances that select a node. phaseOf gives each one's phase on this node.
+func Intent(nms []*nodemaintv1alpha1.NodeMaintenance, phaseOf func(*nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase) NodeIntent {
+	sorted := append([]*nodemaintv1alpha1.NodeMaintenance(nil), nms...)
+	sort.Slice(sorted, func(i, j int) bool {
+		a, b := sorted[i], sorted[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+	var in NodeIntent
+	reasonSet := false
+	for _, nm := range sorted {
+		p := phaseOf(nm)
+		if p == nodemaintv1alpha1.PhaseMaintenanceComplete {
+			continue
+		}
+		in.Entries = append(in.Entries, NodeEntry{Name: nm.Name, Phase: p})
+		in.Cordon = in.Cordon || Cordons(p)
+		if Drains(p) {
+			in.Drain = true
+			if !reasonSet {
+				in.Reason, reasonSet = nm.Spec.Reason, true
+			}
+		}
+	}
+	sort.Slice(in.Entries, func(i, j int) bool { return in.Entries[i].Name < in.Entries[j].Name })
+	in.PlannedTaint = len(in.Entries) > 0 && !in.Cordon
+	return in
+}
+
+// Condition is the node's UnderMaintenance condition for the intent (status True), or nil when
+// the node is not under maintenance.
+func (in NodeIntent) Condition() *corev1.NodeCondition {
+	if len(in.Entries) == 0 {
+		return nil
+	}
+	top := in.Entries[0].Phase
+	names := make([]string, 0, len(in.Entries))
+	for _, e := range in.Entries {
+		if rank(e.Phase) > rank(top) {
+			top = e.Phase
+		}
+		names = append(names, e.Name+" ("+string(e.Phase)+")")
+	}
+	return &corev1.NodeCondition{
+		Type:    nodemaintv1alpha1.NodeConditionUnderMaintenance,
+		Status:  corev1.ConditionTrue,
+		Reason:  string(top),
+		Message: "NodeMaintenance " + strings.Join(names, ", "),
+	}
+}
+
+// EvacuationRequest is the pod condition nodemaint sets on a targeted pod of a drained node.
+func EvacuationRequest(reason string) corev1.PodCondition {
+	return corev1.PodCondition{
+		Type:    evacuation.Request,
+		Status:  corev1.ConditionTrue,
+		Reason:  evacuation.ReasonNodeMaintenance,
+		Message: reason,
+	}
+}

@@ -1,0 +1,118 @@
+package maintenance
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+)
+
+func nm(name string, cordon, drain bool, last nodemaintv1alpha1.Phase) *nodemaintv1alpha1.NodeMaintenance {
+	return &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{Cordon: cordon, Drain: drain, Reason: "reason of " + name},
+		Status:     nodemaintv1alpha1.NodeMaintenanceStatus{Phase: last},
+	}
+}
+
+func TestPhase(t *testing.T) {
+	deleting := nm("d", true, true, nodemaintv1alpha1.PhaseDrain)
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	cases := []struct {
+		name    string
+		nm      *nodemaintv1alpha1.NodeMaintenance
+		drained bool
+		want    nodemaintv1alpha1.Phase
+	}{
+		{"new, nothing asked", nm("a", false, false, ""), false, nodemaintv1alpha1.PhasePlanning},
+		{"planning stays planning", nm("a", false, false, nodemaintv1alpha1.PhasePlanning), false, nodemaintv1alpha1.PhasePlanning},
+		{"cordon", nm("a", true, false, nodemaintv1alpha1.PhasePlanning), false, nodemaintv1alpha1.PhaseCordon},
+		{"drain", nm("a", true, true, nodemaintv1alpha1.PhaseCordon), false, nodemaintv1alpha1.PhaseDrain},
+		{"drained", nm("a", true, true, nodemaintv1alpha1.PhaseDrain), true, nodemaintv1alpha1.PhaseDrainComplete},
+		{"drained is only about drain", nm("a", true, false, nodemaintv1alpha1.PhaseCordon), true, nodemaintv1alpha1.PhaseCordon},
+		{"both false after cordon completes", nm("a", false, false, nodemaintv1alpha1.PhaseCordon), false, nodemaintv1alpha1.PhaseMaintenanceComplete},
+		{"both false after drain completes", nm("a", false, false, nodemaintv1alpha1.PhaseDrainComplete), false, nodemaintv1alpha1.PhaseMaintenanceComplete},
+		{"complete stays complete", nm("a", false, false, nodemaintv1alpha1.PhaseMaintenanceComplete), false, nodemaintv1alpha1.PhaseMaintenanceComplete},
+		{"complete can restart", nm("a", true, false, nodemaintv1alpha1.PhaseMaintenanceComplete), false, nodemaintv1alpha1.PhaseCordon},
+		{"deleting", deleting, false, nodemaintv1alpha1.PhaseMaintenanceComplete},
+	}
+	for _, tc := range cases {
+		if got := Phase(tc.nm, tc.drained); got != tc.want {
+			t.Errorf("%s: Phase = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestTargeted(t *testing.T) {
+	controller := func(apiVersion, kind string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "x", Controller: ptr.To(true)}}
+	}
+	cases := []struct {
+		name string
+		pod  corev1.Pod
+		want bool
+	}{
+		{"bare pod", corev1.Pod{}, true},
+		{"ReplicaSet pod", corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: controller("apps/v1", "ReplicaSet")}}, true},
+		{"DaemonSet pod", corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: controller("apps/v1", "DaemonSet")}}, false},
+		{"non-controller DaemonSet owner", corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "x"}}}}, true},
+		{"a CRD's DaemonSet kind", corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: controller("example.com/v1", "DaemonSet")}}, true},
+		{"mirror pod", corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "x"}}}, false},
+		{"terminating pod", corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: ptr.To(metav1.Now())}}, true},
+		{"emptyDir pod", corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}, true},
+		{"succeeded pod", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}, false},
+		{"failed pod", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed}}, false},
+	}
+	for _, tc := range cases {
+		if got := Targeted(&tc.pod); got != tc.want {
+			t.Errorf("%s: Targeted = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestIntent(t *testing.T) {
+	older := nm("b-older", true, true, nodemaintv1alpha1.PhaseDrain)
+	older.CreationTimestamp = metav1.NewTime(time.Unix(100, 0))
+	newer := nm("a-newer", true, true, nodemaintv1alpha1.PhaseDrain)
+	newer.CreationTimestamp = metav1.NewTime(time.Unix(200, 0))
+	planned := nm("c-planned", false, false, "")
+	done := nm("d-done", false, false, nodemaintv1alpha1.PhaseCordon)
+	phase := func(m *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase { return Phase(m, false) }
+
+	in := Intent([]*nodemaintv1alpha1.NodeMaintenance{newer, planned, older, done}, phase)
+	if !in.Cordon || !in.Drain || in.PlannedTaint {
+		t.Errorf("cordon/drain/taint = %v/%v/%v, want true/true/false", in.Cordon, in.Drain, in.PlannedTaint)
+	}
+	if in.Reason != "reason of b-older" {
+		t.Errorf("Reason = %q, want the oldest draining maintenance's", in.Reason)
+	}
+	if got := FormatEntries(in.Entries); got != "a-newer=Drain,b-older=Drain,c-planned=Planning" {
+		t.Errorf("entries = %q", got)
+	}
+	if c := in.Condition(); c == nil || c.Reason != "Drain" || c.Message != "NodeMaintenance a-newer (Drain), b-older (Drain), c-planned (Planning)" {
+		t.Errorf("condition = %+v", c)
+	}
+
+	in = Intent([]*nodemaintv1alpha1.NodeMaintenance{planned, done}, phase)
+	if in.Cordon || in.Drain || !in.PlannedTaint || in.Condition().Reason != "Planning" {
+		t.Errorf("planned only: %+v", in)
+	}
+	in = Intent([]*nodemaintv1alpha1.NodeMaintenance{done}, phase)
+	if len(in.Entries) != 0 || in.PlannedTaint || in.Condition() != nil {
+		t.Errorf("complete only: %+v", in)
+	}
+}
+
+func TestEntriesRoundTrip(t *testing.T) {
+	entries := ParseEntries("b=Drain, a=Cordon,broken,=x")
+	if got := FormatEntries(entries); got != "a=Cordon,b=Drain" {
+		t.Errorf("round trip = %q", got)
+	}
+	if len(ParseEntries("")) != 0 {
+		t.Error("empty annotation has entries")
+	}
+}

@@ -1,0 +1,134 @@
+package evacuation
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Pod condition types of the protocol (KEP-4212 names).
+const (
+	// Request is set True by a requester that wants the pod to leave its node.
+	Request corev1.PodConditionType = "EvacuationRequest"
+	// Initiated is set by the pod's owner: True when it accepted and is moving the pod, False when
+	// it cannot, which lets eviction start.
+	Initiated corev1.PodConditionType = "EvacuationInitiated"
+)
+
+// ReasonNodeMaintenance is the Request reason of nodemaint's NodeMaintenance controller.
+const ReasonNodeMaintenance = "NodeMaintenance"
+
+// Annotations of nodemaint's Deployment responder (KEP-4212's deployment.kubernetes.io/evacuation-ready
+// and status.replicasToEvacuate, as annotations since an out-of-tree controller cannot add status fields).
+const (
+	// EvacuationReadyAnnotation on a ReplicaSet says its pods' evacuation requests are answered.
+	EvacuationReadyAnnotation = "nodemaint.dev/evacuation-ready"
+	// ReplicasToEvacuateAnnotation on a ReplicaSet counts its pods with an evacuation request; on a
+	// Deployment, the total over its ReplicaSets.
+	ReplicasToEvacuateAnnotation = "nodemaint.dev/replicas-to-evacuate"
+)
+
+// Condition returns the pod's condition of the given type, or nil.
+func Condition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == t {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// Requested reports whether some requester asks for the pod's evacuation.
+func Requested(pod *corev1.Pod) bool {
+	c := Condition(pod, Request)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// RequestedBy reports whether the requester with the given reason asks for the pod's evacuation.
+func RequestedBy(pod *corev1.Pod, reason string) bool {
+	c := Condition(pod, Request)
+	return c != nil && c.Status == corev1.ConditionTrue && c.Reason == reason
+}
+
+// Accepted reports whether the pod's owner accepted the evacuation (EvacuationInitiated=True).
+func Accepted(pod *corev1.Pod) bool {
+	c := Condition(pod, Initiated)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// Declined reports whether the pod's owner declined the evacuation (EvacuationInitiated=False).
+func Declined(pod *corev1.Pod) bool {
+	c := Condition(pod, Initiated)
+	return c != nil && c.Status == corev1.ConditionFalse
+}
+
+// SetCondition sets (or replaces) a condition on the pod in memory, keeping LastTransitionTime when
+// the status does not change. It reports whether anything changed.
+func SetCondition(pod *corev1.Pod, cond corev1.PodCondition) bool {
+	if cond.LastTransitionTime.IsZero() {
+		cond.LastTransitionTime = metav1.Now()
+	}
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		if c.Type != cond.Type {
+			continue
+		}
+		if c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message {
+			return false
+		}
+		if c.Status == cond.Status {
+			cond.LastTransitionTime = c.LastTransitionTime
+		}
+		*c = cond
+		return true
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, cond)
+	return true
+}
+
+// RemoveCondition removes the condition of the given type from the pod in memory. It reports whether
+// anything changed.
+func RemoveCondition(pod *corev1.Pod, t corev1.PodConditionType) bool {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == t {
+			pod.Status.Conditions = append(pod.Status.Conditions[:i], pod.Status.Conditions[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// Accept marks the pod's evacuation as accepted by its owner (EvacuationInitiated=True). It patches
+// the pod's status with a strategic merge patch, which touches only this condition.
+func Accept(ctx context.Context, c client.Client, pod *corev1.Pod, reason, message string) error {
+	return patchCondition(ctx, c, pod, corev1.PodCondition{
+		Type: Initiated, Status: corev1.ConditionTrue, Reason: reason, Message: message,
+	})
+}
+
+// Decline tells the requester the owner cannot move the pod (EvacuationInitiated=False), so it may
+// be evicted.
+func Decline(ctx context.Context, c client.Client, pod *corev1.Pod, reason, message string) error {
+	return patchCondition(ctx, c, pod, corev1.PodCondition{
+		Type: Initiated, Status: corev1.ConditionFalse, Reason: reason, Message: message,
+	})
+}
+
+// Withdraw removes the owner's EvacuationInitiated condition, e.g. after the request went away.
+func Withdraw(ctx context.Context, c client.Client, pod *corev1.Pod) error {
+	orig := pod.DeepCopy()
+	if !RemoveCondition(pod, Initiated) {
+		return nil
+	}
+	return c.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig))
+}
+
+func patchCondition(ctx context.Context, c client.Client, pod *corev1.Pod, cond corev1.PodCondition) error {
+	orig := pod.DeepCopy()
+	if !SetCondition(pod, cond) {
+		return nil
+	}
+	return c.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig))
+}
