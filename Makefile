@@ -1,0 +1,83 @@
+# nodemaint — see README.md. `make help` lists the targets.
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+.DEFAULT_GOAL := build
+
+GO ?= go
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+OUTPUT := _output
+CLUSTER_DIR := $(OUTPUT)/cluster
+NODES ?= 5
+export KUBECONFIG ?= $(CURDIR)/$(CLUSTER_DIR)/kubeconfig
+
+# The Kubernetes control plane and kwok, built from their Go modules once per machine.
+CONTROL_PLANE = $(shell hack/control-plane.sh)
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+##@ Build
+
+.PHONY: build
+build: ## Build bin/nodemaint-controller and bin/kubectl-maintenance.
+	$(GO) build -o bin/ ./cmd/nodemaint-controller ./cmd/kubectl-maintenance
+
+.PHONY: generate
+generate: ## Regenerate deepcopy, CRDs and RBAC from the Go markers.
+	$(CONTROLLER_GEN) object paths=./api/...
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=nodemaint-controller paths=./internal/... output:rbac:artifacts:config=config/rbac
+
+.PHONY: control-plane
+control-plane: ## Build (once) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok.
+	@hack/control-plane.sh
+
+##@ Test
+
+.PHONY: test
+test: verify test-unit test-e2e ## Every test: generated files, unit, integration (envtest) and end-to-end.
+
+.PHONY: verify
+verify: ## Fail when gofmt, go vet or the generated files are not clean.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	$(GO) vet ./...
+	hack/verify-generated.sh
+
+.PHONY: test-unit
+test-unit: ## Unit and integration tests (envtest: a real kube-apiserver and etcd).
+	KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
+
+.PHONY: test-e2e
+test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets).
+	NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -timeout 40m ./test/... $(E2E_ARGS)
+
+##@ Local cluster
+
+.PHONY: cluster-up
+cluster-up: ## Start the local cluster in the background (NODES=5); kubeconfig at _output/cluster/kubeconfig.
+	$(GO) run ./hack/localcluster up --dir $(CLUSTER_DIR) --nodes $(NODES) --bin-dir "$(CONTROL_PLANE)"
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local cluster and every process it started.
+	$(GO) run ./hack/localcluster down --dir $(CLUSTER_DIR)
+
+.PHONY: run
+run: build ## Run the controller against $$KUBECONFIG (default: the local cluster).
+	@if [ "$(KUBECONFIG)" = "$(CURDIR)/$(CLUSTER_DIR)/kubeconfig" ] && [ ! -f "$(KUBECONFIG)" ]; then $(MAKE) cluster-up; fi
+	@if [ "$(KUBECONFIG)" = "$(CURDIR)/$(CLUSTER_DIR)/kubeconfig" ]; then "$(CONTROL_PLANE)/kubectl" apply --server-side -f config/crd/bases >/dev/null; fi
+	bin/nodemaint-controller --kubeconfig "$(KUBECONFIG)" $(ARGS)
+
+.PHONY: demo
+demo: ## Bring up the local cluster, run the controller and a maintenance, and show its progress.
+	@echo "make demo: not yet (issue: kubectl maintenance, make demo)"; exit 1
+
+.PHONY: bench
+bench: ## Benchmarks against kubectl drain; JSON under _output/bench/.
+	@echo "make bench: not yet (issue: benchmarks)"; exit 1
+
+.PHONY: clean
+clean: ## Remove build output (not the control-plane cache).
+	rm -rf bin $(OUTPUT)
