@@ -7,67 +7,28 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
-// nodeView is what nodemaint may change on a node.
-type nodeView struct {
-	Unschedulable bool
-	PlannedTaint  bool
-	Maintenances  string // the annotation
-	CordonedByUs  bool
-	Condition     string // "Status/Reason" of UnderMaintenance, "" when absent
-}
-
-func viewNode(ctx context.Context, name string) (nodeView, error) {
-	node := &corev1.Node{}
-	if err := k8s.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
-		return nodeView{}, err
-	}
-	v := nodeView{
-		Unschedulable: node.Spec.Unschedulable,
-		Maintenances:  node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation],
-		CordonedByUs:  node.Annotations[nodemaintv1alpha1.CordonedAnnotation] != "",
-	}
-	for _, t := range node.Spec.Taints {
-		if t.Key == nodemaintv1alpha1.PlannedMaintenanceTaint && t.Effect == corev1.TaintEffectPreferNoSchedule {
-			v.PlannedTaint = true
-		}
-	}
-	for _, c := range node.Status.Conditions {
-		if c.Type == nodemaintv1alpha1.NodeConditionUnderMaintenance {
-			v.Condition = string(c.Status) + "/" + c.Reason
-		}
-	}
-	return v, nil
-}
-
-func expectNode(t *testing.T, name string, want nodeView) {
+func expectNode(t *testing.T, name string, want testutil.NodeView) {
 	t.Helper()
 	eventually(t, "node "+name, func(ctx context.Context) (bool, string, error) {
-		got, err := viewNode(ctx, name)
+		got, err := testutil.ViewNode(ctx, k8s, name)
 		return got == want, fmt.Sprintf("got %+v, want %+v", got, want), err
 	})
 }
 
-// requestOf renders a pod's EvacuationRequest as "Status/Reason/Message", "" when absent.
 func requestOf(ctx context.Context, name string) (string, error) {
 	pod := &corev1.Pod{}
-	if err := k8s.Get(ctx, types.NamespacedName{Namespace: "default", Name: name}, pod); err != nil {
-		return "", err
-	}
-	c := evacuation.Condition(pod, evacuation.Request)
-	if c == nil {
-		return "", nil
-	}
-	return string(c.Status) + "/" + c.Reason + "/" + c.Message, nil
+	err := k8s.Get(ctx, types.NamespacedName{Namespace: "default", Name: name}, pod)
+	return testutil.Request(pod), err
 }
 
 func expectRequest(t *testing.T, pod, want string) {
@@ -78,32 +39,12 @@ func expectRequest(t *testing.T, pod, want string) {
 	})
 }
 
-type statusView struct {
-	Phase                                 nodemaintv1alpha1.Phase
-	Selected, Pending, Evacuating         int32
-	Drained                               string
-	NodePending, NodeEvacuating, Observed int32
-}
-
-func expectStatus(t *testing.T, name, node string, want statusView) {
+func expectStatus(t *testing.T, name, node string, want testutil.StatusView) {
 	t.Helper()
+	want.UpToDate = true
 	eventually(t, "status of "+name, func(ctx context.Context) (bool, string, error) {
-		nm := &nodemaintv1alpha1.NodeMaintenance{}
-		if err := k8s.Get(ctx, types.NamespacedName{Name: name}, nm); err != nil {
-			return false, "", err
-		}
-		got := statusView{
-			Phase: nm.Status.Phase, Selected: nm.Status.SelectedNodes,
-			Pending: nm.Status.PodsPendingEvacuation, Evacuating: nm.Status.PodsEvacuating,
-			NodePending: nm.Status.Nodes[node].PodsPendingEvacuation, NodeEvacuating: nm.Status.Nodes[node].PodsEvacuating,
-		}
-		if c := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionDrained); c != nil {
-			got.Drained = string(c.Status)
-		}
-		if nm.Status.ObservedGeneration == nm.Generation {
-			got.Observed = 1
-		}
-		return got == want, fmt.Sprintf("got %+v, want %+v", got, want), nil
+		got, err := testutil.ViewStatus(ctx, k8s, name, node)
+		return got == want, fmt.Sprintf("got %+v, want %+v", got, want), err
 	})
 }
 
@@ -129,7 +70,7 @@ func setPodCondition(t *testing.T, name string, cond corev1.PodCondition) {
 	}
 }
 
-var restored = nodeView{}
+var restored = testutil.NodeView{}
 
 // TestPhases walks one NodeMaintenance through Planning, Cordon, Drain, Drain Complete and
 // Maintenance Complete, checking the node, the pods and the status at every step.
@@ -142,19 +83,19 @@ func TestPhases(t *testing.T) {
 	createPod(t, "phases-elsewhere", "phases-other")
 
 	createNM(t, "phases", false, false, "kernel upgrade", "phases-node")
-	expectNode(t, "phases-node", nodeView{PlannedTaint: true, Maintenances: "phases=Planning", Condition: "True/Planning"})
-	expectStatus(t, "phases", "phases-node", statusView{Phase: nodemaintv1alpha1.PhasePlanning, Selected: 1, Pending: 1, NodePending: 1, Drained: "False", Observed: 1})
+	expectNode(t, "phases-node", testutil.NodeView{PlannedTaint: true, Maintenances: "phases=Planning", Condition: "True/Planning"})
+	expectStatus(t, "phases", "phases-node", testutil.StatusView{Phase: nodemaintv1alpha1.PhasePlanning, Selected: 1, Pending: 1, NodePending: 1, Drained: "False"})
 	expectRequest(t, "phases-app", "")
 
 	setNM(t, "phases", true, false)
-	expectNode(t, "phases-node", nodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "phases=Cordon", Condition: "True/Cordon"})
-	expectStatus(t, "phases", "phases-node", statusView{Phase: nodemaintv1alpha1.PhaseCordon, Selected: 1, Pending: 1, NodePending: 1, Drained: "False", Observed: 1})
+	expectNode(t, "phases-node", testutil.NodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "phases=Cordon", Condition: "True/Cordon"})
+	expectStatus(t, "phases", "phases-node", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseCordon, Selected: 1, Pending: 1, NodePending: 1, Drained: "False"})
 	expectRequest(t, "phases-app", "")
 
 	setNM(t, "phases", true, true)
 	expectRequest(t, "phases-app", "True/NodeMaintenance/kernel upgrade")
-	expectNode(t, "phases-node", nodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "phases=Drain", Condition: "True/Drain"})
-	expectStatus(t, "phases", "phases-node", statusView{Phase: nodemaintv1alpha1.PhaseDrain, Selected: 1, Pending: 1, NodePending: 1, Drained: "False", Observed: 1})
+	expectNode(t, "phases-node", testutil.NodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "phases=Drain", Condition: "True/Drain"})
+	expectStatus(t, "phases", "phases-node", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrain, Selected: 1, Pending: 1, NodePending: 1, Drained: "False"})
 	expectRequest(t, "phases-ds", "")
 	expectRequest(t, "phases-mirror", "")
 	expectRequest(t, "phases-elsewhere", "")
@@ -162,15 +103,15 @@ func TestPhases(t *testing.T) {
 
 	// The owner accepts: the pod counts as evacuating.
 	setPodCondition(t, "phases-app", corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "Test"})
-	expectStatus(t, "phases", "phases-node", statusView{Phase: nodemaintv1alpha1.PhaseDrain, Selected: 1, Pending: 1, Evacuating: 1, NodePending: 1, NodeEvacuating: 1, Drained: "False", Observed: 1})
+	expectStatus(t, "phases", "phases-node", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrain, Selected: 1, Pending: 1, Evacuating: 1, NodePending: 1, NodeEvacuating: 1, Drained: "False"})
 
 	// Someone else removes the pod: the drain is complete.
 	deletePod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "phases-app"}})
-	expectStatus(t, "phases", "phases-node", statusView{Phase: nodemaintv1alpha1.PhaseDrainComplete, Selected: 1, Drained: "True", Observed: 1})
-	expectNode(t, "phases-node", nodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "phases=DrainComplete", Condition: "True/DrainComplete"})
+	expectStatus(t, "phases", "phases-node", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrainComplete, Selected: 1, Drained: "True"})
+	expectNode(t, "phases-node", testutil.NodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "phases=DrainComplete", Condition: "True/DrainComplete"})
 
 	setNM(t, "phases", false, false)
-	expectStatus(t, "phases", "phases-node", statusView{Phase: nodemaintv1alpha1.PhaseMaintenanceComplete, Selected: 1, Drained: "False", Observed: 1})
+	expectStatus(t, "phases", "phases-node", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseMaintenanceComplete, Selected: 1, Drained: "False"})
 	expectNode(t, "phases-node", restored)
 
 	deleteNMAndWait(t, "phases")
@@ -184,11 +125,11 @@ func TestOverlappingMaintenances(t *testing.T) {
 	createPod(t, "overlap-app", "overlap-node")
 	createNM(t, "overlap-a", true, true, "firmware", "overlap-node")
 	createNM(t, "overlap-b", true, true, "kernel", "overlap-node")
-	expectNode(t, "overlap-node", nodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "overlap-a=Drain,overlap-b=Drain", Condition: "True/Drain"})
+	expectNode(t, "overlap-node", testutil.NodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "overlap-a=Drain,overlap-b=Drain", Condition: "True/Drain"})
 	expectRequest(t, "overlap-app", "True/NodeMaintenance/firmware")
 
 	deleteNMAndWait(t, "overlap-a")
-	expectNode(t, "overlap-node", nodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "overlap-b=Drain", Condition: "True/Drain"})
+	expectNode(t, "overlap-node", testutil.NodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "overlap-b=Drain", Condition: "True/Drain"})
 	expectRequest(t, "overlap-app", "True/NodeMaintenance/kernel")
 
 	deleteNMAndWait(t, "overlap-b")
@@ -200,9 +141,9 @@ func TestOverlappingMaintenances(t *testing.T) {
 func TestPreCordonedNodeStaysCordoned(t *testing.T) {
 	createNode(t, "precordoned-node", nil, true)
 	createNM(t, "precordoned", true, false, "", "precordoned-node")
-	expectNode(t, "precordoned-node", nodeView{Unschedulable: true, Maintenances: "precordoned=Cordon", Condition: "True/Cordon"})
+	expectNode(t, "precordoned-node", testutil.NodeView{Unschedulable: true, Maintenances: "precordoned=Cordon", Condition: "True/Cordon"})
 	deleteNMAndWait(t, "precordoned")
-	expectNode(t, "precordoned-node", nodeView{Unschedulable: true})
+	expectNode(t, "precordoned-node", testutil.NodeView{Unschedulable: true})
 }
 
 // TestOtherRequesterUntouched: a True EvacuationRequest of another requester is neither
@@ -225,7 +166,7 @@ func TestManualUncordonReverted(t *testing.T) {
 	ctx := context.Background()
 	createNode(t, "uncordon-node", nil, false)
 	createNM(t, "uncordon", true, false, "", "uncordon-node")
-	expectNode(t, "uncordon-node", nodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "uncordon=Cordon", Condition: "True/Cordon"})
+	expectNode(t, "uncordon-node", testutil.NodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "uncordon=Cordon", Condition: "True/Cordon"})
 
 	node := &corev1.Node{}
 	if err := k8s.Get(ctx, types.NamespacedName{Name: "uncordon-node"}, node); err != nil {
@@ -234,7 +175,7 @@ func TestManualUncordonReverted(t *testing.T) {
 	if err := k8s.Patch(ctx, node, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"unschedulable":false}}`))); err != nil {
 		t.Fatal(err)
 	}
-	expectNode(t, "uncordon-node", nodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "uncordon=Cordon", Condition: "True/Cordon"})
+	expectNode(t, "uncordon-node", testutil.NodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "uncordon=Cordon", Condition: "True/Cordon"})
 	for _, kind := range []string{"Node", "NodeMaintenance"} {
 		eventually(t, "Warning Event on the "+kind, func(ctx context.Context) (bool, string, error) {
 			var events eventsv1.EventList
@@ -262,13 +203,13 @@ func TestSelectorChange(t *testing.T) {
 	nm := createNM(t, "sel", true, true, "", "sel-a")
 	expectRequest(t, "sel-app", "True/NodeMaintenance/")
 	orig := nm.DeepCopy()
-	nm.Spec.NodeSelector = nodeSelectorFor("sel-b")
+	nm.Spec.NodeSelector = testutil.NodeSelectorFor("sel-b")
 	if err := k8s.Patch(ctx, nm, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
 	expectNode(t, "sel-a", restored)
 	expectRequest(t, "sel-app", "")
-	expectNode(t, "sel-b", nodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "sel=DrainComplete", Condition: "True/DrainComplete"})
+	expectNode(t, "sel-b", testutil.NodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "sel=DrainComplete", Condition: "True/DrainComplete"})
 	deleteNMAndWait(t, "sel")
 	expectNode(t, "sel-b", restored)
 }

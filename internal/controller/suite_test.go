@@ -19,6 +19,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller"
 	"github.com/nodemaint/nodemaint/internal/testenv"
+	"github.com/nodemaint/nodemaint/internal/testutil"
 )
 
 // The integration tests run the reconcilers in-process against a real kube-apiserver and etcd
@@ -122,17 +123,11 @@ func deletePod(t *testing.T, pod *corev1.Pod) {
 	_ = k8s.Delete(context.Background(), pod, client.GracePeriodSeconds(0))
 }
 
-func nodeSelectorFor(nodes ...string) corev1.NodeSelector {
-	return corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-		MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: nodes}},
-	}}}
-}
-
 func createNM(t *testing.T, name string, cordon, drain bool, reason string, nodes ...string) *nodemaintv1alpha1.NodeMaintenance {
 	t.Helper()
 	nm := &nodemaintv1alpha1.NodeMaintenance{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: nodeSelectorFor(nodes...), Cordon: cordon, Drain: drain, Reason: reason},
+		Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: testutil.NodeSelectorFor(nodes...), Cordon: cordon, Drain: drain, Reason: reason},
 	}
 	if err := k8s.Create(context.Background(), nm); err != nil {
 		t.Fatal(err)
