@@ -28,6 +28,9 @@ type options struct {
 	metricsAddr, probeAddr  string
 	leaderElect             bool
 	leaderElectionNamespace string
+	leaseDuration           time.Duration
+	renewDeadline           time.Duration
+	retryPeriod             time.Duration
 	concurrency             int
 	qps                     float32
 	burst                   int
@@ -41,6 +44,9 @@ func main() {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader, so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "nodemaint-system", "Namespace of the leader election Lease.")
+	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a replica that stopped renewing keeps the leadership.")
+	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader tries to renew before it gives up the leadership.")
+	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the leadership.")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "Reconciles run in parallel, per controller.")
 	fs.Float32Var(&o.qps, "kube-api-qps", 50, "Requests per second to the API server (client-side rate limit).")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of requests to the API server.")
@@ -82,6 +88,9 @@ func run(o options) error {
 		LeaderElectionID:              "nodemaint-controller.nodemaint.dev",
 		LeaderElectionNamespace:       o.leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.leaseDuration,
+		RenewDeadline:                 &o.renewDeadline,
+		RetryPeriod:                   &o.retryPeriod,
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},

@@ -91,6 +91,12 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 // withdraws it otherwise. It never touches another requester's request.
 func (r *NodeReconciler) syncPods(ctx context.Context, pods []corev1.Pod, intent maintenance.NodeIntent) error {
 	var errs []error
+	requested, withdrawn := 0, 0
+	defer func() {
+		if requested+withdrawn > 0 {
+			log.FromContext(ctx).Info("evacuation requests updated", "requested", requested, "withdrawn", withdrawn)
+		}
+	}()
 	for i := range pods {
 		pod := &pods[i]
 		orig := pod.DeepCopy()
@@ -106,8 +112,15 @@ func (r *NodeReconciler) syncPods(ctx context.Context, pods []corev1.Pod, intent
 		if !changed {
 			continue
 		}
-		if err := r.Client.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+		err := r.Client.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig))
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
 			errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
+		case evacuation.RequestedBy(pod, evacuation.ReasonNodeMaintenance):
+			requested++
+		default:
+			withdrawn++
 		}
 	}
 	return errors.Join(errs...)

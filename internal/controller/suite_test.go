@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -73,22 +72,9 @@ func runManager(ctx context.Context) error {
 	return mgr.Start(ctx)
 }
 
-// eventually polls cond until it holds or the timeout passes, then fails with the last message.
 func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, string, error)) {
 	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		ok, msg, err := cond(ctx)
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		last = msg
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v; last seen: %s", what, err, last)
-	}
+	testutil.Eventually(t, 30*time.Second, what, cond)
 }
 
 func createNode(t *testing.T, name string, labels map[string]string, unschedulable bool) {

@@ -1,0 +1,423 @@
+package deployment
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+func TestMaxSurge(t *testing.T) {
+	for name, tc := range map[string]struct {
+		strategy appsv1.DeploymentStrategy
+		replicas int32
+		want     int32
+		wantErr  bool
+	}{
+		"absolute":              {strategy: rolling(intstr.FromInt32(2)), replicas: 10, want: 2},
+		"percent rounds up":     {strategy: rolling(intstr.FromString("25%")), replicas: 1, want: 1},
+		"percent of 10":         {strategy: rolling(intstr.FromString("25%")), replicas: 10, want: 3},
+		"zero":                  {strategy: rolling(intstr.FromInt32(0)), replicas: 10, want: 0},
+		"zero percent":          {strategy: rolling(intstr.FromString("0%")), replicas: 10, want: 0},
+		"default when unset":    {strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}, replicas: 4, want: 1},
+		"recreate":              {strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}, replicas: 4, want: 0},
+		"invalid percent":       {strategy: rolling(intstr.FromString("lots")), replicas: 4, wantErr: true},
+		"percent of 0 replicas": {strategy: rolling(intstr.FromString("50%")), replicas: 0, want: 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Strategy: tc.strategy}}
+			got, err := MaxSurge(d, tc.replicas)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("MaxSurge = %d, %v; want %d, error %t", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestEligible(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mutate     func(*appsv1.Deployment)
+		replicaSet int
+		autoscaled bool
+		wantOK     bool
+		wantReason string
+	}{
+		"rolling update with surge": {wantOK: true},
+		"replicas 0":                {mutate: func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](0) }},
+		"recreate": {mutate: func(d *appsv1.Deployment) {
+			d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+		}, wantReason: ReasonRecreate},
+		"maxSurge 0":          {mutate: func(d *appsv1.Deployment) { d.Spec.Strategy = rolling(intstr.FromInt32(0)) }, wantReason: ReasonMaxSurgeZero},
+		"paused":              {mutate: func(d *appsv1.Deployment) { d.Spec.Paused = true }, wantReason: ReasonPaused},
+		"autoscaled":          {autoscaled: true, wantReason: ReasonAutoscaled},
+		"rollout in progress": {replicaSet: 2, wantReason: ReasonRollout},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := newDeployment(3, 1)
+			if tc.mutate != nil {
+				tc.mutate(d)
+			}
+			el := eligible(d, *d.Spec.Replicas, max(tc.replicaSet, 1), tc.autoscaled)
+			if el.ok != tc.wantOK || el.reason != tc.wantReason {
+				t.Errorf("eligible = %+v; want ok %t, reason %q", el, tc.wantOK, tc.wantReason)
+			}
+		})
+	}
+}
+
+var now = time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+
+func TestDecide(t *testing.T) {
+	state := func(original, surge int32, age time.Duration) *surgeState {
+		return &surgeState{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewTime(now.Add(-age))}
+	}
+	for name, tc := range map[string]struct {
+		d           *appsv1.Deployment
+		extraRS     bool
+		autoscaled  bool
+		pods        []*corev1.Pod
+		wantAnswers map[string]string // pod → "True/Reason", "False/Reason" or "withdraw"
+		wantMark    []string
+		wantUnmark  []string
+		wantScale   *scaleChange
+		wantDrop    bool
+		wantRequeue bool
+	}{
+		"nothing requested": {
+			d:    newDeployment(3, 1),
+			pods: []*corev1.Pod{pod("a"), pod("b"), pod("c")},
+		},
+		"first wave: accepts all, surges maxSurge of the oldest requests": {
+			d:           newDeployment(3, 2),
+			pods:        []*corev1.Pod{pod("a", requested(3)), pod("b", requested(1)), pod("c", requested(2))},
+			wantAnswers: map[string]string{"a": "True/DeploymentSurge", "b": "True/DeploymentSurge", "c": "True/DeploymentSurge"},
+			wantMark:    []string{"a", "c"},
+			wantScale:   &scaleChange{replicas: 5, surge: state(3, 2, 0)},
+			wantRequeue: true,
+		},
+		"a wave marked before a crash is the next wave": {
+			d:           newDeployment(3, 1),
+			pods:        []*corev1.Pod{pod("a", requested(1), accepted), pod("b", requested(2), accepted, withMark), pod("c")},
+			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
+			wantRequeue: true,
+		},
+		"not steady yet: accepts, waits to surge": {
+			d:           withStatus(newDeployment(3, 1), func(s *appsv1.DeploymentStatus) { s.ObservedGeneration = 0 }),
+			pods:        []*corev1.Pod{pod("a", requested(1)), pod("b"), pod("c")},
+			wantAnswers: map[string]string{"a": "True/DeploymentSurge"},
+		},
+		"surge not available yet: waits": {
+			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 3),
+			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
+			wantRequeue: true,
+		},
+		"surge available: scales back": {
+			d:         surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 4),
+			pods:      []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
+			wantScale: &scaleChange{replicas: 3},
+		},
+		"withdrawn mid-surge: the surge pod goes, not the evacuated one": {
+			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 3),
+			pods:        []*corev1.Pod{pod("a", accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
+			wantAnswers: map[string]string{"a": "withdraw"},
+			wantMark:    []string{"s"},
+			wantUnmark:  []string{"a"},
+			wantScale:   &scaleChange{replicas: 3},
+		},
+		"timed out: declines for good and rolls back": {
+			d:           surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
+			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b", requested(2), accepted), pod("c"), pod("s", created(100))},
+			wantAnswers: map[string]string{"a": "False/SurgeTimedOut", "b": "False/SurgeTimedOut"},
+			wantMark:    []string{"s"},
+			wantUnmark:  []string{"a"},
+			wantScale:   &scaleChange{replicas: 3},
+		},
+		"minReadySeconds extends the bound": {
+			d: surging(withMinReady(newDeployment(3, 1), 120), state(3, 1, 3*time.Minute), 3),
+			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"),
+				pod("s", created(100))},
+			wantRequeue: true,
+		},
+		"scaled by someone during the surge: keeps their count": {
+			d:          surging(withReplicas(newDeployment(3, 1), 6), state(3, 1, 10*time.Second), 4),
+			pods:       []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
+			wantUnmark: []string{"a"},
+			wantDrop:   true,
+		},
+		"paused mid-surge: rolls back and declines": {
+			d:           surging(withPaused(newDeployment(3, 1)), state(3, 1, 10*time.Second), 3),
+			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
+			wantAnswers: map[string]string{"a": "False/DeploymentPaused"},
+			wantMark:    []string{"s"},
+			wantUnmark:  []string{"a"},
+			wantScale:   &scaleChange{replicas: 3},
+		},
+		"scale-down pending: marks stay": {
+			d:    newDeployment(3, 1),
+			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", withMark)},
+		},
+		"leftover marks go once settled": {
+			d:          newDeployment(3, 1),
+			pods:       []*corev1.Pod{pod("a"), pod("b"), pod("s", withMark)},
+			wantUnmark: []string{"s"},
+		},
+		"terminating evacuated pods do not count": {
+			d:           newDeployment(3, 1),
+			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark, terminating), pod("b", requested(2)), pod("c"), pod("s")},
+			wantAnswers: map[string]string{"b": "True/DeploymentSurge"},
+			wantMark:    []string{"b"},
+			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
+			wantRequeue: true,
+		},
+		"timed out pods are not accepted again": {
+			d:    newDeployment(3, 1),
+			pods: []*corev1.Pod{pod("a", requested(1), declined(ReasonSurgeTimedOut)), pod("b"), pod("c")},
+		},
+		"declined for a passing reason: accepted again": {
+			d:           newDeployment(3, 1),
+			pods:        []*corev1.Pod{pod("a", requested(1), declined(ReasonPaused)), pod("b"), pod("c")},
+			wantAnswers: map[string]string{"a": "True/DeploymentSurge"},
+			wantMark:    []string{"a"},
+			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
+			wantRequeue: true,
+		},
+		"maxSurge 0: declined": {
+			d:           newDeployment(3, 0),
+			pods:        []*corev1.Pod{pod("a", requested(1)), pod("b"), pod("c")},
+			wantAnswers: map[string]string{"a": "False/MaxSurgeZero"},
+		},
+		"autoscaled: declined": {
+			d:           newDeployment(3, 1),
+			autoscaled:  true,
+			pods:        []*corev1.Pod{pod("a", requested(1), accepted), pod("b"), pod("c")},
+			wantAnswers: map[string]string{"a": "False/HorizontalPodAutoscaler"},
+		},
+		"rollout in progress: declined": {
+			d:           newDeployment(3, 1),
+			extraRS:     true,
+			pods:        []*corev1.Pod{pod("a", requested(1)), pod("b"), pod("c")},
+			wantAnswers: map[string]string{"a": "False/RolloutInProgress"},
+		},
+		"replicas 0: no answer": {
+			d:    withReplicas(newDeployment(0, 1), 0),
+			pods: []*corev1.Pod{pod("a", requested(1), terminating)},
+		},
+		"request withdrawn: answer withdrawn": {
+			d:           newDeployment(3, 1),
+			pods:        []*corev1.Pod{pod("a", declined(ReasonPaused)), pod("b"), pod("c")},
+			wantAnswers: map[string]string{"a": "withdraw"},
+		},
+		"invalid surge state: dropped, replicas left": {
+			d:    withAnnotation(newDeployment(3, 1), evacuation.SurgeAnnotation, "{"),
+			pods: []*corev1.Pod{pod("a"), pod("b"), pod("c")},
+			// Nothing is requested: no answers.
+			wantDrop: true,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := input{deployment: tc.d, replicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)}, pods: tc.pods,
+				autoscaled: tc.autoscaled, now: now, surgeTimeout: 2 * time.Minute}
+			if tc.extraRS {
+				in.replicaSets = append(in.replicaSets, replicaSet("old", 1))
+			}
+			p := decide(in)
+			got := map[string]string{}
+			for _, a := range p.answers {
+				got[a.pod.Name] = "withdraw"
+				if a.status != "" {
+					got[a.pod.Name] = string(a.status) + "/" + a.reason
+				}
+			}
+			if tc.wantAnswers == nil {
+				tc.wantAnswers = map[string]string{}
+			}
+			if !equalMaps(got, tc.wantAnswers) {
+				t.Errorf("answers = %v, want %v", got, tc.wantAnswers)
+			}
+			if m := podNamesOf(p.mark); !slices.Equal(m, tc.wantMark) {
+				t.Errorf("mark = %v, want %v", m, tc.wantMark)
+			}
+			if u := podNamesOf(p.unmark); !slices.Equal(u, tc.wantUnmark) {
+				t.Errorf("unmark = %v, want %v", u, tc.wantUnmark)
+			}
+			switch {
+			case (p.scale == nil) != (tc.wantScale == nil):
+				t.Errorf("scale = %+v, want %+v", p.scale, tc.wantScale)
+			case p.scale != nil && (p.scale.replicas != tc.wantScale.replicas || p.scale.surge.String() != tc.wantScale.surge.String()):
+				t.Errorf("scale = %d %s, want %d %s", p.scale.replicas, p.scale.surge, tc.wantScale.replicas, tc.wantScale.surge)
+			}
+			if p.dropSurge != tc.wantDrop {
+				t.Errorf("dropSurge = %t, want %t", p.dropSurge, tc.wantDrop)
+			}
+			if (p.requeueAfter > 0) != tc.wantRequeue {
+				t.Errorf("requeueAfter = %v, want requeue %t", p.requeueAfter, tc.wantRequeue)
+			}
+		})
+	}
+}
+
+func TestMarkers(t *testing.T) {
+	rs := replicaSet("rs", 3)
+	pods := []*corev1.Pod{pod("a", requested(1)), pod("b", requested(2)), pod("c"), pod("d", requested(1), terminating)}
+	got := markers(rs, pods, true, map[string]string{evacuation.SurgeAnnotation: "{}"})
+	want := map[string]*string{
+		evacuation.ReplicasToEvacuateAnnotation:           ptr.To("2"),
+		evacuation.EvacuationReadyAnnotation:              ptr.To("true"),
+		evacuation.DeploymentReplicasToEvacuateAnnotation: nil,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("markers = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || ptr.Deref(g, "<nil>") != ptr.Deref(v, "<nil>") {
+			t.Errorf("markers[%s] = %v, want %v", k, ptr.Deref(g, "<nil>"), ptr.Deref(v, "<nil>"))
+		}
+	}
+	// Nothing requested, not ready: every marker removed.
+	for k, v := range markers(rs, []*corev1.Pod{pod("c")}, false, nil) {
+		if v != nil {
+			t.Errorf("markers[%s] = %s, want removed", k, *v)
+		}
+	}
+}
+
+func rolling(maxSurge intstr.IntOrString) appsv1.DeploymentStrategy {
+	return appsv1.DeploymentStrategy{
+		Type:          appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &maxSurge},
+	}
+}
+
+// newDeployment is a steady Deployment: every replica updated and available.
+func newDeployment(replicas, maxSurge int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "d", Generation: 1},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Strategy: rolling(intstr.FromInt32(maxSurge))},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: replicas, UpdatedReplicas: replicas,
+			ReadyReplicas: replicas, AvailableReplicas: replicas},
+	}
+}
+
+func withStatus(d *appsv1.Deployment, f func(*appsv1.DeploymentStatus)) *appsv1.Deployment {
+	f(&d.Status)
+	return d
+}
+
+func withReplicas(d *appsv1.Deployment, n int32) *appsv1.Deployment {
+	d.Spec.Replicas = ptr.To(n)
+	return d
+}
+
+func withPaused(d *appsv1.Deployment) *appsv1.Deployment {
+	d.Spec.Paused = true
+	return d
+}
+
+func withMinReady(d *appsv1.Deployment, seconds int32) *appsv1.Deployment {
+	d.Spec.MinReadySeconds = seconds
+	return d
+}
+
+func withAnnotation(d *appsv1.Deployment, k, v string) *appsv1.Deployment {
+	if d.Annotations == nil {
+		d.Annotations = map[string]string{}
+	}
+	d.Annotations[k] = v
+	return d
+}
+
+// surging puts a surge in progress on the Deployment, with available replicas available.
+func surging(d *appsv1.Deployment, s *surgeState, available int32) *appsv1.Deployment {
+	withAnnotation(d, evacuation.SurgeAnnotation, s.String())
+	if *d.Spec.Replicas == s.OriginalReplicas {
+		d.Spec.Replicas = ptr.To(s.OriginalReplicas + s.Surge)
+	}
+	d.Generation = 2
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: *d.Spec.Replicas, UpdatedReplicas: *d.Spec.Replicas, AvailableReplicas: available}
+	return d
+}
+
+func replicaSet(name string, replicas int32) *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name)},
+		Spec:       appsv1.ReplicaSetSpec{Replicas: ptr.To(replicas)},
+		Status:     appsv1.ReplicaSetStatus{Replicas: replicas},
+	}
+}
+
+func pod(name string, opts ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs", Controller: ptr.To(true)}},
+	}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// requested adds an evacuation request made minutesAgo.
+func requested(minutesAgo int) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		evacuation.SetCondition(p, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue,
+			Reason: evacuation.ReasonNodeMaintenance, LastTransitionTime: metav1.NewTime(now.Add(-time.Duration(minutesAgo) * time.Minute))})
+	}
+}
+
+func accepted(p *corev1.Pod) {
+	evacuation.SetCondition(p, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: ReasonSurge})
+}
+
+func declined(reason string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		evacuation.SetCondition(p, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionFalse, Reason: reason})
+	}
+}
+
+func withMark(p *corev1.Pod) {
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[evacuation.OriginalDeletionCostAnnotation] = ""
+	p.Annotations[corev1.PodDeletionCost] = "-2147483648"
+}
+
+func terminating(p *corev1.Pod) {
+	p.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+}
+
+// created sets the pod's creation secondsAgo.
+func created(secondsAgo int) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.CreationTimestamp = metav1.NewTime(now.Add(-time.Duration(secondsAgo) * time.Second))
+	}
+}
+
+func podNamesOf(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,344 @@
+// Package deployment is nodemaint's evacuation responder for Deployments (KEP-4212's
+// NodeMaintenanceDeployment, out of tree): when pods of a Deployment with a rolling update and
+// maxSurge > 0 are asked to leave their node (the EvacuationRequest pod condition, from any
+// requester), it accepts (EvacuationInitiated=True), raises the Deployment's replicas by up to
+// maxSurge, waits until the replacements are available, and scales back, with the evacuated
+// pods given the lowest pod-deletion-cost so that their ReplicaSet removes exactly them. Pods
+// go in waves of at most maxSurge.
+//
+// All its state is on the API objects: the surge in an annotation of the Deployment, written in
+// the same patch as spec.replicas; the pods to remove first in their deletion cost; its answers
+// in the pods' conditions. See docs/responder-protocol.md for the behavior in every case.
+package deployment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// DefaultSurgeTimeout is how long a surge's replacements have to become available (plus the
+// Deployment's minReadySeconds) before the responder gives up and lets eviction move the pods.
+const DefaultSurgeTimeout = 2 * time.Minute
+
+// controllerOwnerIndex indexes pods and ReplicaSets by the UID of their controller.
+const controllerOwnerIndex = "nodemaint.dev/deployment-responder-controller-uid"
+
+// Reconciler is the Deployment evacuation responder. It reconciles Deployments.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// SurgeTimeout bounds a surge: DefaultSurgeTimeout when zero.
+	SurgeTimeout time.Duration
+}
+
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile implements reconcile.Reconciler for Deployments.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	d := &appsv1.Deployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !d.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	in, err := r.observe(ctx, d)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	p := decide(in)
+	if err := r.apply(ctx, d, in.pods, p); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if err := r.syncMarkers(ctx, d, in, p.ready); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: p.requeueAfter}, nil
+}
+
+// observe reads the Deployment's ReplicaSets and pods from the cache, and whether an HPA
+// targets it (only when it matters: some pod is to be evacuated).
+func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, error) {
+	in := input{deployment: d, now: time.Now(), surgeTimeout: r.SurgeTimeout}
+	if in.surgeTimeout <= 0 {
+		in.surgeTimeout = DefaultSurgeTimeout
+	}
+	var rsList appsv1.ReplicaSetList
+	if err := r.Client.List(ctx, &rsList, client.InNamespace(d.Namespace), client.MatchingFields{controllerOwnerIndex: string(d.UID)}); err != nil {
+		return in, err
+	}
+	for i := range rsList.Items {
+		rs := &rsList.Items[i]
+		in.replicaSets = append(in.replicaSets, rs)
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.InNamespace(d.Namespace), client.MatchingFields{controllerOwnerIndex: string(rs.UID)}); err != nil {
+			return in, err
+		}
+		for j := range pods.Items {
+			in.pods = append(in.pods, &pods.Items[j])
+		}
+	}
+	if toEvacuate(in.pods) == 0 {
+		return in, nil
+	}
+	var hpas autoscalingv2.HorizontalPodAutoscalerList
+	if err := r.Client.List(ctx, &hpas, client.InNamespace(d.Namespace)); err != nil {
+		return in, err
+	}
+	for _, hpa := range hpas.Items {
+		ref := hpa.Spec.ScaleTargetRef
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err == nil && ref.Kind == "Deployment" && ref.Name == d.Name && (gv.Group == appsv1.GroupName || gv.Group == "extensions") {
+			in.autoscaled = true
+		}
+	}
+	return in, nil
+}
+
+// apply carries out the plan: the pods' answers and marks first, then the Deployment's
+// replicas, surge state and count of pods to evacuate, in one patch. The Deployment is not
+// scaled unless every pod write before succeeded.
+func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, p plan) error {
+	logger := log.FromContext(ctx)
+	var errs []error
+	for _, a := range p.answers {
+		var err error
+		switch a.status {
+		case corev1.ConditionTrue:
+			err = evacuation.Accept(ctx, r.Client, a.pod, a.reason, a.message)
+		case corev1.ConditionFalse:
+			err = evacuation.Decline(ctx, r.Client, a.pod, a.reason, a.message)
+		default:
+			err = evacuation.Withdraw(ctx, r.Client, a.pod)
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("answering for pod %s: %w", a.pod.Name, err))
+		}
+	}
+	for _, pod := range p.unmark {
+		if err := r.setDeletionCost(ctx, pod, false); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, pod := range p.mark {
+		if err := r.setDeletionCost(ctx, pod, true); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+
+	orig := d.DeepCopy()
+	setAnnotation(d, evacuation.DeploymentReplicasToEvacuateAnnotation, countValue(toEvacuate(pods)))
+	if p.dropSurge {
+		setAnnotation(d, evacuation.SurgeAnnotation, nil)
+	}
+	if p.scale != nil {
+		d.Spec.Replicas = ptr.To(p.scale.replicas)
+		if p.scale.surge != nil {
+			setAnnotation(d, evacuation.SurgeAnnotation, ptr.To(p.scale.surge.String()))
+		} else {
+			setAnnotation(d, evacuation.SurgeAnnotation, nil)
+		}
+	}
+	if !equality.Semantic.DeepEqual(orig.Annotations, d.Annotations) || !equality.Semantic.DeepEqual(orig.Spec, d.Spec) {
+		opts := []client.MergeFromOption{}
+		if p.scale != nil || p.dropSurge {
+			// The replica count is only ever changed from the one this decision saw.
+			opts = append(opts, client.MergeFromWithOptimisticLock{})
+		}
+		if err := r.Client.Patch(ctx, d, client.MergeFromWithOptions(orig, opts...)); err != nil {
+			return fmt.Errorf("patching the Deployment: %w", err)
+		}
+		if p.scale != nil {
+			logger.Info("Scaled the Deployment", "from", ptr.Deref(orig.Spec.Replicas, 1), "to", p.scale.replicas,
+				"surge", d.Annotations[evacuation.SurgeAnnotation])
+		}
+	}
+	for _, e := range p.events {
+		logger.Info(e.message, "event", e.reason)
+		r.Recorder.Eventf(d, nil, e.eventType, e.reason, e.action, "%s", e.message)
+	}
+	return nil
+}
+
+// setDeletionCost lowers the pod's deletion cost to the lowest, saving the one it had, or
+// restores the saved one.
+func (r *Reconciler) setDeletionCost(ctx context.Context, pod *corev1.Pod, lowest bool) error {
+	orig := pod.DeepCopy()
+	if lowest {
+		setAnnotation(pod, evacuation.OriginalDeletionCostAnnotation, ptr.To(pod.Annotations[corev1.PodDeletionCost]))
+		setAnnotation(pod, corev1.PodDeletionCost, ptr.To(strconv.Itoa(lowestDeletionCost)))
+	} else {
+		saved := pod.Annotations[evacuation.OriginalDeletionCostAnnotation]
+		setAnnotation(pod, evacuation.OriginalDeletionCostAnnotation, nil)
+		if saved == "" {
+			setAnnotation(pod, corev1.PodDeletionCost, nil)
+		} else {
+			setAnnotation(pod, corev1.PodDeletionCost, &saved)
+		}
+	}
+	if err := r.Client.Patch(ctx, pod, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("setting the deletion cost of pod %s: %w", pod.Name, err)
+	}
+	return nil
+}
+
+// syncMarkers keeps the ReplicaSets' evacuation-ready and replicas-to-evacuate annotations.
+func (r *Reconciler) syncMarkers(ctx context.Context, d *appsv1.Deployment, in input, ready bool) error {
+	var errs []error
+	for _, rs := range in.replicaSets {
+		orig := rs.DeepCopy()
+		for key, value := range markers(rs, in.pods, ready, d.Annotations) {
+			setAnnotation(rs, key, value)
+		}
+		if equality.Semantic.DeepEqual(orig.Annotations, rs.Annotations) {
+			continue
+		}
+		if err := r.Client.Patch(ctx, rs, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("patching ReplicaSet %s: %w", rs.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func countValue(n int) *string {
+	if n == 0 {
+		return nil
+	}
+	return ptr.To(strconv.Itoa(n))
+}
+
+// setAnnotation sets the annotation, or removes it when value is nil.
+func setAnnotation(obj metav1.Object, key string, value *string) {
+	a := obj.GetAnnotations()
+	if value == nil {
+		delete(a, key)
+		obj.SetAnnotations(a)
+		return
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[key] = *value
+	obj.SetAnnotations(a)
+}
+
+// SetupWithManager registers the responder and its cache indexes. A Deployment is reconciled
+// when it changes, when its ReplicaSets change, and when the evacuation conditions or marks of
+// its pods change.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, concurrency int) error {
+	byController := func(o client.Object) []string {
+		if ref := metav1.GetControllerOf(o); ref != nil {
+			return []string{string(ref.UID)}
+		}
+		return nil
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, controllerOwnerIndex, byController); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &appsv1.ReplicaSet{}, controllerOwnerIndex, byController); err != nil {
+		return err
+	}
+	c := mgr.GetClient()
+	return builder.ControllerManagedBy(mgr).
+		Named("deployment-evacuation").
+		For(&appsv1.Deployment{}).
+		Owns(&appsv1.ReplicaSet{}, builder.WithPredicates(replicaSetChanged())).
+		Watches(&corev1.Pod{},
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				return deploymentOfPod(ctx, c, o.(*corev1.Pod))
+			}),
+			builder.WithPredicates(podEvacuationChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// deploymentOfPod maps a pod to the Deployment of its ReplicaSet.
+func deploymentOfPod(ctx context.Context, c client.Reader, pod *corev1.Pod) []reconcile.Request {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "ReplicaSet" || !strings.HasPrefix(ref.APIVersion, appsv1.GroupName+"/") {
+		return nil
+	}
+	rs := &appsv1.ReplicaSet{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, rs); err != nil {
+		return nil
+	}
+	ref = metav1.GetControllerOf(rs)
+	if ref == nil || ref.Kind != "Deployment" || !strings.HasPrefix(ref.APIVersion, appsv1.GroupName+"/") {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}}}
+}
+
+// podEvacuationChanged passes the events of pods the responder has to look at: with an
+// evacuation request, an answer or a mark, when one of those or the pod's deletion changes.
+func podEvacuationChanged() predicate.Predicate {
+	involved := func(pod *corev1.Pod) bool {
+		return evacuation.Condition(pod, evacuation.Request) != nil || evacuation.Condition(pod, evacuation.Initiated) != nil || isMarked(pod)
+	}
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return involved(e.Object.(*corev1.Pod)) },
+		DeleteFunc: func(e event.DeleteEvent) bool { return involved(e.Object.(*corev1.Pod)) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+			if !involved(o) && !involved(n) {
+				return false
+			}
+			return !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+				isMarked(o) != isMarked(n) ||
+				!equality.Semantic.DeepEqual(evacuation.Condition(o, evacuation.Request), evacuation.Condition(n, evacuation.Request)) ||
+				!equality.Semantic.DeepEqual(evacuation.Condition(o, evacuation.Initiated), evacuation.Condition(n, evacuation.Initiated))
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// replicaSetChanged passes ReplicaSet events that change what the responder sees: not their
+// status reports, which reach it through the Deployment's status.
+func replicaSetChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*appsv1.ReplicaSet), e.ObjectNew.(*appsv1.ReplicaSet)
+		return !equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
+			!equality.Semantic.DeepEqual(o.Spec.Replicas, n.Spec.Replicas) ||
+			(o.Status.Replicas == 0) != (n.Status.Replicas == 0)
+	}}
+}

@@ -1,0 +1,29 @@
+package testutil
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Eventually polls cond every 100ms until it reports done, and fails the test when the timeout
+// passes first, with the state cond described last (or its last error). Errors do not stop the
+// polling: they may be transient.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (done bool, state string, err error)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		done, state, err := cond(ctx)
+		if err != nil {
+			last = "error: " + err.Error()
+			return false, nil
+		}
+		last = state
+		return done, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not after %v; last seen: %s", what, timeout, last)
+	}
+}
