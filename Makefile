@@ -55,6 +55,10 @@ test-unit: ## Unit and integration tests (envtest: a real kube-apiserver and etc
 test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets).
 	NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -timeout 40m ./test/... $(E2E_ARGS)
 
+.PHONY: test-scale
+test-scale: build ## The scale e2e test at full size: 200 nodes, 5,000 pods, 20 nodes maintained.
+	NODEMAINT_E2E_SCALE=full NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 30m ./test/e2e/scale/
+
 ##@ Local cluster
 
 .PHONY: cluster-up
