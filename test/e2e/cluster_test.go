@@ -1,0 +1,311 @@
+package e2e
+
+// These tests prove that the local cluster behaves like a real one: the end-to-end tests of
+// nodemaint rely on the real scheduler, controllers and kubectl, and on kwok's kubelets.
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodemaint/nodemaint/test/e2e/framework"
+	"github.com/nodemaint/nodemaint/test/localcluster"
+)
+
+func TestNodesAreReady(t *testing.T) {
+	var nodes corev1.NodeList
+	if err := framework.Client().List(t.Context(), &nodes, client.MatchingLabels{localcluster.NodeTypeLabel: "kwok"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) == 0 {
+		t.Fatal("no nodes")
+	}
+	for _, node := range nodes.Items {
+		if !localcluster.IsNodeReady(&node) {
+			t.Errorf("node %s is not Ready", node.Name)
+		}
+		if len(node.Spec.Taints) != 0 {
+			t.Errorf("node %s has taints %v", node.Name, node.Spec.Taints)
+		}
+		if zone := node.Labels[corev1.LabelTopologyZone]; !sets.New(localcluster.Zones...).Has(zone) {
+			t.Errorf("node %s is in zone %q", node.Name, zone)
+		}
+		if cpu := node.Status.Allocatable[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("32")) != 0 {
+			t.Errorf("node %s has %s allocatable CPUs, want 32", node.Name, cpu.String())
+		}
+	}
+}
+
+func TestSchedulerSpreadsDeployment(t *testing.T) {
+	ns := framework.Namespace(t)
+	d := framework.NewDeployment(ns, "web", 3)
+	d.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+		MaxSkew:           1,
+		TopologyKey:       corev1.LabelTopologyZone,
+		WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector:     d.Spec.Selector,
+	}}
+	framework.CreateDeployment(t, d)
+
+	pods := podsOf(t, d)
+	zones := sets.New[string]()
+	for _, pod := range pods {
+		var node corev1.Node
+		if err := framework.Client().Get(t.Context(), client.ObjectKey{Name: pod.Spec.NodeName}, &node); err != nil {
+			t.Fatal(err)
+		}
+		zones.Insert(node.Labels[corev1.LabelTopologyZone])
+	}
+	if len(pods) != 3 || zones.Len() != 3 {
+		t.Errorf("want 3 pods in 3 zones, got %d pods in zones %v", len(pods), sets.List(zones))
+	}
+}
+
+func TestPodStartupDelay(t *testing.T) {
+	const delay = 5 * time.Second
+	ns := framework.Namespace(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   ns,
+			Name:        "slow",
+			Annotations: map[string]string{localcluster.PodReadyDelayAnnotation: delay.String()},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	w, err := framework.Cluster().Client().CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	created := time.Now()
+	if err := framework.Client().Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	// kwok gives the pod an IP and creates its containers (pod-create stage), then makes it
+	// Ready delay later (pod-ready stage): the watch sees both states, in that order.
+	var sawStarting bool
+	for event := range w.ResultChan() {
+		pod, ok := event.Object.(*corev1.Pod)
+		if !ok {
+			t.Fatalf("watch: %v", event.Object)
+		}
+		if !isPodReady(pod) {
+			sawStarting = sawStarting || pod.Status.PodIP != ""
+			continue
+		}
+		if took := time.Since(created); took < delay {
+			t.Errorf("pod Ready %v after its creation, before its start-up delay %v", took, delay)
+		}
+		if !sawStarting {
+			t.Error("pod Ready without being seen started and not Ready first")
+		}
+		return
+	}
+	t.Fatalf("pod not Ready: %v", ctx.Err())
+}
+
+func TestKubectlDrain(t *testing.T) {
+	ns := framework.Namespace(t)
+	d := framework.NewDeployment(ns, "web", 3)
+	// One pod per node, and emptyDir data that only --delete-emptydir-data lets drain delete.
+	d.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+		MaxSkew:           1,
+		TopologyKey:       corev1.LabelHostname,
+		WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector:     d.Spec.Selector,
+	}}
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	framework.CreateDeployment(t, d)
+	evicted := podsOf(t, d)[0]
+	node := evicted.Spec.NodeName
+	t.Cleanup(func() { uncordon(t, node) })
+
+	if out, err := framework.Kubectl(t, "drain", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s", node); err != nil {
+		t.Fatalf("kubectl drain: %v\n%s", err, out)
+	}
+
+	var n corev1.Node
+	if err := framework.Client().Get(t.Context(), client.ObjectKey{Name: node}, &n); err != nil {
+		t.Fatal(err)
+	}
+	if !n.Spec.Unschedulable {
+		t.Errorf("node %s not cordoned", node)
+	}
+	err := framework.Client().Get(t.Context(), client.ObjectKeyFromObject(&evicted), &corev1.Pod{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("pod %s still exists after the drain (err: %v)", evicted.Name, err)
+	}
+	framework.WaitDeploymentAvailable(t, ns, d.Name)
+	for _, pod := range podsOf(t, d) {
+		if pod.Spec.NodeName == node {
+			t.Errorf("pod %s is on the drained node %s", pod.Name, node)
+		}
+	}
+}
+
+func TestKubectlDrainHonoursPDB(t *testing.T) {
+	ns := framework.Namespace(t)
+	d := framework.NewDeployment(ns, "db", 1)
+	framework.CreateDeployment(t, d)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     d.Spec.Selector,
+		},
+	}
+	if err := framework.Client().Create(t.Context(), pdb); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "PDB status from the disruption controller", func(ctx context.Context) (bool, error) {
+		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(pdb), pdb)
+		s := pdb.Status
+		return s.ObservedGeneration == pdb.Generation && s.CurrentHealthy == 1 && s.DisruptionsAllowed == 0, err
+	})
+	pod := podsOf(t, d)[0]
+	t.Cleanup(func() { uncordon(t, pod.Spec.NodeName) })
+
+	out, err := framework.Kubectl(t, "drain", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=10s", pod.Spec.NodeName)
+	if err == nil {
+		t.Fatalf("kubectl drain succeeded despite the PDB:\n%s", out)
+	}
+	if !strings.Contains(out, "disruption budget") {
+		t.Errorf("kubectl drain did not fail on the PDB:\n%s", out)
+	}
+	var after corev1.Pod
+	if err := framework.Client().Get(t.Context(), client.ObjectKeyFromObject(&pod), &after); err != nil {
+		t.Fatalf("pod %s: %v", pod.Name, err)
+	}
+	if after.UID != pod.UID || after.DeletionTimestamp != nil || !isPodReady(&after) {
+		t.Errorf("pod %s disrupted despite its PDB: %+v", pod.Name, after.Status)
+	}
+}
+
+func TestStopKubelet(t *testing.T) {
+	c := framework.Cluster()
+	names, err := c.AddNodes(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := names[0]
+	t.Cleanup(func() {
+		if err := c.DeleteNode(context.Background(), node); err != nil {
+			t.Error(err)
+		}
+	})
+	ns := framework.Namespace(t)
+	d := framework.NewDeployment(ns, "pinned", 1)
+	d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+	framework.CreateDeployment(t, d)
+	pod := podsOf(t, d)[0]
+
+	if err := c.StopKubelet(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "node "+node+" NotReady", func(ctx context.Context) (bool, error) {
+		var n corev1.Node
+		err := framework.Client().Get(ctx, client.ObjectKey{Name: node}, &n)
+		return !localcluster.IsNodeReady(&n), err
+	})
+	// Without its kubelet, a deleted pod stays Terminating.
+	if err := framework.Client().Delete(t.Context(), &pod); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // kwok would have deleted it after 1s
+	if err := framework.Client().Get(t.Context(), client.ObjectKeyFromObject(&pod), &pod); err != nil || pod.DeletionTimestamp == nil {
+		t.Fatalf("pod %s on the stopped node is not Terminating: %v", pod.Name, err)
+	}
+
+	if err := c.StartKubelet(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "node "+node+" Ready", func(ctx context.Context) (bool, error) {
+		var n corev1.Node
+		err := framework.Client().Get(ctx, client.ObjectKey{Name: node}, &n)
+		return localcluster.IsNodeReady(&n), err
+	})
+	framework.Eventually(t, 30*time.Second, "pod "+pod.Name+" deleted", func(ctx context.Context) (bool, error) {
+		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(&pod), &corev1.Pod{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+}
+
+func TestRestartKwok(t *testing.T) {
+	c := framework.Cluster()
+	ns := framework.Namespace(t)
+	if err := c.StopKwok(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.StartKwok(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	d := framework.NewDeployment(ns, "web", 1)
+	if err := framework.Client().Create(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler binds the pod, but no kubelet starts it.
+	framework.Eventually(t, 30*time.Second, "pod scheduled", func(ctx context.Context) (bool, error) {
+		pods := podsOf(t, d)
+		return len(pods) == 1 && pods[0].Spec.NodeName != "", nil
+	})
+	time.Sleep(3 * time.Second) // kwok would have started it after 1s
+	if pod := podsOf(t, d)[0]; pod.Status.PodIP != "" {
+		t.Fatalf("pod %s started without kwok", pod.Name)
+	}
+
+	if err := c.StartKwok(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitDeploymentAvailable(t, ns, d.Name)
+}
+
+func TestRestartAPIServer(t *testing.T) {
+	if err := framework.Cluster().RestartAPIServer(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// The controllers, the scheduler and kwok reconnect.
+	ns := framework.Namespace(t)
+	framework.CreateDeployment(t, framework.NewDeployment(ns, "after-restart", 2))
+}
+
+// podsOf returns the pods of the Deployment d.
+func podsOf(t *testing.T, d *appsv1.Deployment) []corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	if err := framework.Client().List(t.Context(), &pods, client.InNamespace(d.Namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
+}
+
+func isPodReady(pod *corev1.Pod) bool {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func uncordon(t *testing.T, node string) {
+	if out, err := framework.Kubectl(t, "uncordon", node); err != nil {
+		t.Errorf("kubectl uncordon: %v\n%s", err, out)
+	}
+}

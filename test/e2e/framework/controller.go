@@ -1,0 +1,217 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+)
+
+const (
+	// controllerReadyTimeout bounds the wait for a started controller to serve /readyz.
+	controllerReadyTimeout = 30 * time.Second
+	// controllerStopTimeout bounds the wait for a controller to exit.
+	controllerStopTimeout = 30 * time.Second
+)
+
+// Controller is a nodemaint-controller process, run from $NODEMAINT_BIN_DIR as the
+// ServiceAccount nodemaint-system/nodemaint-controller, so with exactly the permissions
+// config/rbac grants it. Its metrics and health endpoints listen on free 127.0.0.1 ports; its
+// output goes to a log file in the cluster's directory, named when the test fails.
+type Controller struct {
+	t                      testing.TB
+	binary, logPath        string
+	metricsAddr, probeAddr string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd exited
+}
+
+// controllerKubeconfig is written once per package, by controllerKubeconfigOnce.
+var (
+	controllerKubeconfig     string
+	controllerKubeconfigOnce = sync.OnceValue(writeControllerKubeconfig)
+)
+
+// NewController returns a stopped Controller for the test, which kills it when it ends. It
+// skips the test when $NODEMAINT_BIN_DIR/nodemaint-controller does not exist.
+func NewController(t testing.TB) *Controller {
+	t.Helper()
+	binDir := os.Getenv("NODEMAINT_BIN_DIR")
+	if binDir == "" {
+		t.Skip("NODEMAINT_BIN_DIR is not set (make test-e2e sets it)")
+	}
+	binary := filepath.Join(binDir, "nodemaint-controller")
+	if _, err := os.Stat(binary); err != nil {
+		t.Skipf("no nodemaint-controller binary: %v", err)
+	}
+	if err := controllerKubeconfigOnce(); err != nil {
+		t.Fatalf("writing the kubeconfig of nodemaint-controller: %v", err)
+	}
+	logFile, err := os.CreateTemp(filepath.Join(cluster.Dir(), "logs"),
+		"nodemaint-controller-"+strings.ReplaceAll(t.Name(), "/", "_")+"-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile.Close()
+	c := &Controller{
+		t:           t,
+		binary:      binary,
+		logPath:     logFile.Name(),
+		metricsAddr: freeAddr(t),
+		probeAddr:   freeAddr(t),
+	}
+	t.Cleanup(func() {
+		c.signal(syscall.SIGKILL)
+		if t.Failed() {
+			t.Logf("nodemaint-controller log: %s", c.logPath)
+		}
+	})
+	return c
+}
+
+// writeControllerKubeconfig writes a kubeconfig with a token of the controller's
+// ServiceAccount (TokenRequest API) and the cluster's CA.
+func writeControllerKubeconfig() error {
+	ctx := context.Background()
+	token, err := cluster.Client().CoreV1().ServiceAccounts(ControllerNamespace).CreateToken(ctx, ControllerServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(cluster.Dir(), "kubeconfigs", "nodemaint-controller.kubeconfig")
+	if err := cluster.WriteKubeconfig(path, &clientcmdapi.AuthInfo{Token: token.Status.Token}); err != nil {
+		return err
+	}
+	controllerKubeconfig = path
+	return nil
+}
+
+// Start starts the controller with --kubeconfig, --metrics-bind-address,
+// --health-probe-bind-address and then extraArgs, which may override them, and waits until
+// it serves /readyz.
+func (c *Controller) Start(extraArgs ...string) {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd != nil {
+		c.t.Fatal("nodemaint-controller is already running")
+	}
+	args := append([]string{
+		"--kubeconfig=" + controllerKubeconfig,
+		"--metrics-bind-address=" + c.metricsAddr,
+		"--health-probe-bind-address=" + c.probeAddr,
+	}, extraArgs...)
+	logFile, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "=== %s nodemaint-controller %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
+
+	cmd := exec.Command(c.binary, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Die with the test binary, whatever kills it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatalf("starting nodemaint-controller: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	c.cmd, c.exited = cmd, exited
+
+	err = wait.PollUntilContextTimeout(c.t.Context(), 100*time.Millisecond, controllerReadyTimeout, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-exited:
+			return false, fmt.Errorf("nodemaint-controller exited: %v", cmd.ProcessState)
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.HealthURL()+"/readyz", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		c.t.Fatalf("nodemaint-controller not ready (log: %s): %v", c.logPath, err)
+	}
+}
+
+// Stop stops the controller with SIGTERM, as Kubernetes does, and waits until it exited.
+func (c *Controller) Stop() {
+	c.t.Helper()
+	if err := c.signal(syscall.SIGTERM); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// Kill kills the controller with SIGKILL, as a crash would, and waits until it exited.
+func (c *Controller) Kill() {
+	c.t.Helper()
+	if err := c.signal(syscall.SIGKILL); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// signal sends sig to the controller, if it runs, and waits until it exited.
+func (c *Controller) signal(sig syscall.Signal) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil {
+		return nil
+	}
+	if err := c.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	select {
+	case <-c.exited:
+	case <-time.After(controllerStopTimeout):
+		return fmt.Errorf("nodemaint-controller still runs %v after %v (log: %s)", controllerStopTimeout, sig, c.logPath)
+	}
+	c.cmd = nil
+	return nil
+}
+
+// LogPath returns the path of the controller's log.
+func (c *Controller) LogPath() string { return c.logPath }
+
+// MetricsURL returns the base URL of the controller's metrics endpoint.
+func (c *Controller) MetricsURL() string { return "http://" + c.metricsAddr }
+
+// HealthURL returns the base URL of the controller's /healthz and /readyz endpoints.
+func (c *Controller) HealthURL() string { return "http://" + c.probeAddr }
+
+// freeAddr returns a 127.0.0.1 address with a port that is free now.
+func freeAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

@@ -1,0 +1,262 @@
+// Package framework is the end-to-end test harness: one local cluster (test/localcluster) per
+// test package, with nodemaint's CRDs and RBAC installed, nodemaint-controller run as a local
+// process with exactly the permissions of its ServiceAccount, and helpers for tests.
+//
+// A test package starts its cluster in TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(framework.Run(m, framework.Options{})) }
+//
+// The control-plane binaries come from $KUBEBUILDER_ASSETS, else from hack/control-plane.sh;
+// nodemaint-controller from $NODEMAINT_BIN_DIR. `make test-e2e` sets both.
+package framework
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/test/localcluster"
+)
+
+// Options configure Run.
+type Options struct {
+	// Nodes is the number of fake nodes: 5 when zero. $NODEMAINT_E2E_NODES overrides it.
+	Nodes int
+}
+
+const (
+	// ControllerNamespace and ControllerServiceAccount are where nodemaint-controller runs and
+	// whose permissions it has (config/rbac).
+	ControllerNamespace      = "nodemaint-system"
+	ControllerServiceAccount = "nodemaint-controller"
+
+	// fieldManager applies the manifests.
+	fieldManager = "nodemaint-e2e"
+)
+
+// Scheme knows the Kubernetes and nodemaint types.
+var Scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(Scheme))
+	utilruntime.Must(nodemaintv1alpha1.AddToScheme(Scheme))
+}
+
+// The package's environment, set up by Run.
+var (
+	cluster     *localcluster.Cluster
+	adminClient client.Client
+	repoRoot    string
+)
+
+// Run starts the package's cluster, installs nodemaint's CRDs and RBAC, runs the tests and
+// stops the cluster. It returns the exit code for os.Exit. The cluster lives in
+// _output/e2e/<package>-<random>, removed when every test passed; its processes die with the
+// test binary also when it panics, times out or is interrupted.
+func Run(m *testing.M, opts Options) int {
+	code, err := run(m, opts)
+	if err != nil {
+		slog.Error("End-to-end test setup failed", "err", err)
+		return 1
+	}
+	return code
+}
+
+func run(m *testing.M, opts Options) (int, error) {
+	log := slog.Default()
+	var err error
+	if repoRoot, err = findRepoRoot(); err != nil {
+		return 0, err
+	}
+	binDir := os.Getenv("KUBEBUILDER_ASSETS")
+	if binDir == "" {
+		if binDir, err = localcluster.BuildControlPlane(context.Background(), repoRoot); err != nil {
+			return 0, err
+		}
+	}
+	nodes := cmp.Or(opts.Nodes, 5)
+	if s := os.Getenv("NODEMAINT_E2E_NODES"); s != "" {
+		if nodes, err = strconv.Atoi(s); err != nil {
+			return 0, fmt.Errorf("NODEMAINT_E2E_NODES: %w", err)
+		}
+	}
+	pkg, err := os.Getwd()
+	if err != nil {
+		return 0, err
+	}
+	parent := filepath.Join(repoRoot, "_output", "e2e")
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp(parent, filepath.Base(pkg)+"-")
+	if err != nil {
+		return 0, err
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	interrupted := make(chan os.Signal, 1)
+	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(interrupted)
+	go func() {
+		sig := <-interrupted
+		log.Info("Interrupted, stopping the cluster", "signal", sig.String(), "dir", dir)
+		cancel()
+		if err := localcluster.Stop(dir); err != nil {
+			log.Error("Stopping the cluster", "err", err)
+		}
+		os.Exit(1)
+	}()
+
+	start := time.Now()
+	cluster, err = localcluster.Start(ctx, localcluster.Options{
+		Dir: dir, BinDir: binDir, Nodes: nodes, KillWithParent: true, Logger: log,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("starting the cluster in %s: %w", dir, err)
+	}
+	code, err := func() (int, error) {
+		if adminClient, err = client.New(cluster.RESTConfig(), client.Options{Scheme: Scheme}); err != nil {
+			return 0, err
+		}
+		if err := install(ctx); err != nil {
+			return 0, err
+		}
+		log.Info("The cluster is ready", "dir", dir, "nodes", nodes, "took", time.Since(start).Round(time.Millisecond))
+		return m.Run(), nil
+	}()
+	if stopErr := cluster.Stop(); stopErr != nil {
+		err = errors.Join(err, stopErr)
+	}
+	if code != 0 || err != nil {
+		log.Info("Kept the cluster's directory, with its logs", "dir", dir)
+		return code, err
+	}
+	return code, os.RemoveAll(dir)
+}
+
+// install applies the manifests of config/crd/bases and config/rbac, in the namespace
+// nodemaint-controller runs in, and waits until the CRDs are established.
+func install(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ControllerNamespace}}
+	if err := adminClient.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	var crds []string
+	for _, dir := range []string{"config/crd/bases", "config/rbac"} {
+		objs, err := readManifests(filepath.Join(repoRoot, dir))
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			err := adminClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldManager), client.ForceOwnership)
+			if err != nil {
+				return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+			}
+			if obj.GetKind() == "CustomResourceDefinition" {
+				crds = append(crds, obj.GetName())
+			}
+		}
+	}
+	for _, name := range crds {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := adminClient.Get(ctx, client.ObjectKey{Name: name}, &crd); err != nil {
+				return false, err
+			}
+			for _, cond := range crd.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established {
+					return cond.Status == apiextensionsv1.ConditionTrue, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for CRD %s to be established: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// readManifests returns the objects of the YAML files in dir, kustomization.yaml aside.
+func readManifests(dir string) ([]*unstructured.Unstructured, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	for _, file := range files {
+		if filepath.Base(file) == "kustomization.yaml" {
+			continue
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		decoder := yaml.NewYAMLOrJSONDecoder(f, 4096)
+		for {
+			obj := &unstructured.Unstructured{}
+			err := decoder.Decode(&obj.Object)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				f.Close()
+				return nil, fmt.Errorf("reading %s: %w", file, err)
+			}
+			if len(obj.Object) > 0 {
+				objs = append(objs, obj)
+			}
+		}
+		f.Close()
+	}
+	return objs, nil
+}
+
+// findRepoRoot returns the closest directory above the working directory with a go.mod.
+func findRepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Cluster returns the package's cluster.
+func Cluster() *localcluster.Cluster { return cluster }
+
+// Client returns a cluster-admin client that knows the nodemaint types.
+func Client() client.Client { return adminClient }

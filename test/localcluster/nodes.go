@@ -1,0 +1,197 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+const (
+	// NodeNamePrefix starts the name of every fake node: kwok-node-0, kwok-node-1, ...
+	NodeNamePrefix = "kwok-node-"
+	// NodeTypeLabel is on every fake node, with the value "kwok".
+	NodeTypeLabel = "type"
+
+	// KwokNodeLabel, with the value "fake", is how kwok selects the nodes it plays the kubelet
+	// for. StopKubelet and StartKubelet remove and restore it. It is a label and not kwok's
+	// usual annotation because kwok only notices that a node left its selection when the API
+	// server filters its watch, which it does for labels only.
+	KwokNodeLabel = "kwok.x-k8s.io/node"
+
+	// nodeCreateWorkers bounds the parallel node creations.
+	nodeCreateWorkers = 32
+	// nodesReadyTimeout bounds the wait for new nodes to become Ready.
+	nodesReadyTimeout = 3 * time.Minute
+)
+
+// Zones are the values of the topology.kubernetes.io/zone label; node i is in Zones[i%3].
+var Zones = []string{"zone-a", "zone-b", "zone-c"}
+
+// newNode returns the fake node number i: a 32-CPU, 256Gi Linux node, without taints.
+func newNode(i int) *corev1.Node {
+	name := NodeNamePrefix + strconv.Itoa(i)
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("32"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				NodeTypeLabel:            "kwok",
+				KwokNodeLabel:            "fake",
+				corev1.LabelHostname:     name,
+				corev1.LabelOSStable:     "linux",
+				corev1.LabelArchStable:   "amd64",
+				corev1.LabelTopologyZone: Zones[i%len(Zones)],
+			},
+		},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+}
+
+// ensureNodes creates the nodes numbered 0 to n-1 that do not exist and waits until they
+// are all Ready.
+func (c *Cluster) ensureNodes(ctx context.Context, n int) error {
+	indexes := make([]int, n)
+	for i := range indexes {
+		indexes[i] = i
+	}
+	_, err := c.createNodes(ctx, indexes)
+	return err
+}
+
+// AddNodes creates n more nodes, numbered after the highest-numbered node, waits until they
+// are Ready and returns their names.
+func (c *Cluster) AddNodes(ctx context.Context, n int) ([]string, error) {
+	nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: NodeTypeLabel + "=kwok"})
+	if err != nil {
+		return nil, err
+	}
+	next := 0
+	for _, node := range nodes.Items {
+		if i, err := strconv.Atoi(strings.TrimPrefix(node.Name, NodeNamePrefix)); err == nil && i >= next {
+			next = i + 1
+		}
+	}
+	indexes := make([]int, n)
+	for i := range indexes {
+		indexes[i] = next + i
+	}
+	return c.createNodes(ctx, indexes)
+}
+
+// DeleteNode deletes a node. The garbage collector deletes its Lease, and the pod garbage
+// collector its pods (after its 40s quarantine).
+func (c *Cluster) DeleteNode(ctx context.Context, name string) error {
+	return c.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// StopKubelet stops the fake kubelet of one node, as if the node was shut down: kwok stops
+// renewing the node's Lease and updating its status and its pods. Pods that are deleted stay
+// Terminating; kube-controller-manager marks the node NotReady (Ready=Unknown) once
+// nodeMonitorGracePeriod (20s) passed without a heartbeat, and then taints it unreachable.
+// It removes the node's KwokNodeLabel.
+func (c *Cluster) StopKubelet(ctx context.Context, node string) error {
+	return c.patchNodeLabel(ctx, node, nil)
+}
+
+// StartKubelet starts again the fake kubelet StopKubelet stopped: kwok takes the node back
+// (within a few seconds), marks it Ready and carries on with its pods.
+func (c *Cluster) StartKubelet(ctx context.Context, node string) error {
+	value := "fake"
+	return c.patchNodeLabel(ctx, node, &value)
+}
+
+func (c *Cluster) patchNodeLabel(ctx context.Context, node string, value *string) error {
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:null}}}`, KwokNodeLabel)
+	if value != nil {
+		patch = fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, KwokNodeLabel, *value)
+	}
+	_, err := c.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// createNodes creates the nodes numbered indexes that do not exist yet, in parallel, and
+// waits until all of them are Ready.
+func (c *Cluster) createNodes(ctx context.Context, indexes []int) ([]string, error) {
+	start := time.Now()
+	names := make([]string, len(indexes))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(nodeCreateWorkers)
+	for i, index := range indexes {
+		node := newNode(index)
+		names[i] = node.Name
+		g.Go(func() error {
+			_, err := c.client.CoreV1().Nodes().Create(gctx, node, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("creating nodes: %w", err)
+	}
+	if err := c.waitNodesReady(ctx, names); err != nil {
+		return nil, err
+	}
+	if len(names) > 0 {
+		c.log.Info("Nodes are Ready", "count", len(names), "took", time.Since(start).Round(time.Millisecond))
+	}
+	return names, nil
+}
+
+// waitNodesReady waits until the named nodes are Ready and schedulable: the node lifecycle
+// controller removed the not-ready taint new nodes get.
+func (c *Cluster) waitNodesReady(ctx context.Context, names []string) error {
+	want := sets.New(names...)
+	var notReady []string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, nodesReadyTimeout, true, func(ctx context.Context) (bool, error) {
+		nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: NodeTypeLabel + "=kwok"})
+		if err != nil {
+			return false, nil
+		}
+		ready := sets.New[string]()
+		for _, node := range nodes.Items {
+			if IsNodeReady(&node) && !slices.ContainsFunc(node.Spec.Taints, isNotReadyTaint) {
+				ready.Insert(node.Name)
+			}
+		}
+		notReady = sets.List(want.Difference(ready))
+		return len(notReady) == 0, nil
+	})
+	if err != nil && len(notReady) == 0 {
+		return fmt.Errorf("waiting for nodes to be Ready: %w", err)
+	}
+	if err != nil {
+		return fmt.Errorf("%d nodes not Ready, such as %s (kwok log: %s): %w",
+			len(notReady), notReady[0], logPath(c.dir, kwok), err)
+	}
+	return nil
+}
+
+func isNotReadyTaint(taint corev1.Taint) bool { return taint.Key == corev1.TaintNodeNotReady }
+
+// IsNodeReady reports whether the node's Ready condition is True.
+func IsNodeReady(node *corev1.Node) bool {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
