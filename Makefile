@@ -69,6 +69,10 @@ cluster-up: ## Start the local cluster in the background (NODES=5); kubeconfig a
 cluster-down: ## Stop the local cluster and every process it started.
 	$(GO) run ./hack/localcluster down --dir $(CLUSTER_DIR)
 
+.PHONY: cluster-status
+cluster-status: ## Show what runs of the local cluster.
+	$(GO) run ./hack/localcluster status --dir $(CLUSTER_DIR)
+
 .PHONY: run
 run: build ## Run the controller against $$KUBECONFIG (default: the local cluster).
 	@if [ "$(KUBECONFIG)" = "$(CURDIR)/$(CLUSTER_DIR)/kubeconfig" ] && [ ! -f "$(KUBECONFIG)" ]; then $(MAKE) cluster-up; fi
@@ -84,5 +88,5 @@ bench: ## Benchmarks against kubectl drain; JSON under _output/bench/.
 	@echo "make bench: not yet (issue: benchmarks)"; exit 1
 
 .PHONY: clean
-clean: ## Remove build output (not the control-plane cache).
+clean: cluster-down ## Stop the local cluster; remove build output (not the control-plane cache).
 	rm -rf bin $(OUTPUT)

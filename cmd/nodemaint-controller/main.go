@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sync/semaphore"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -21,6 +22,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller"
+	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/features"
 )
 
@@ -35,6 +37,7 @@ type options struct {
 	qps                     float32
 	burst                   int
 	statusBatchDelay        time.Duration
+	maxEvictions            int64
 }
 
 func main() {
@@ -51,6 +54,7 @@ func main() {
 	fs.Float32Var(&o.qps, "kube-api-qps", 50, "Requests per second to the API server (client-side rate limit).")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of requests to the API server.")
 	fs.DurationVar(&o.statusBatchDelay, "status-batch-delay", time.Second, "How long pod changes are gathered before a NodeMaintenance status is written.")
+	fs.Int64Var(&o.maxEvictions, "max-concurrent-evictions", 20, "Evictions in flight at once, across all nodes.")
 	features.Gate.AddFlag(fs)
 
 	zapOpts := zap.Options{}
@@ -105,11 +109,15 @@ func run(o options) error {
 			return fmt.Errorf("setting up indexes: %w", err)
 		}
 		recorder := mgr.GetEventRecorder("nodemaint-controller")
-		if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr, o.concurrency); err != nil {
+		evictions := drain.NewEvictions(time.Second, 30*time.Second)
+		if err := (&controller.NodeReconciler{
+			Client: mgr.GetClient(), Recorder: recorder,
+			Evictions: evictions, EvictionSlots: semaphore.NewWeighted(o.maxEvictions),
+		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up node controller: %w", err)
 		}
 		if err := (&controller.NodeMaintenanceReconciler{
-			Client: mgr.GetClient(), Recorder: recorder, StatusBatchDelay: o.statusBatchDelay,
+			Client: mgr.GetClient(), Recorder: recorder, Evictions: evictions, StatusBatchDelay: o.statusBatchDelay,
 		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up NodeMaintenance controller: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -36,6 +38,11 @@ import (
 type NodeReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Evictions remembers refused evictions; shared with the NodeMaintenance reconciler, which
+	// reports them.
+	Evictions *drain.Evictions
+	// EvictionSlots bounds the evictions in flight across all nodes; nil is unbounded.
+	EvictionSlots *semaphore.Weighted
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
@@ -59,15 +66,13 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	remaining := 0
-	for i := range pods {
-		if maintenance.Targeted(&pods[i]) {
-			remaining++
-		}
+	plan, err := planNode(ctx, r.Client, node, pods)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	intent := maintenance.Intent(nms, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
 		p := maintenance.Phase(nm, false)
-		if p == nodemaintv1alpha1.PhaseDrain && remaining == 0 {
+		if p == nodemaintv1alpha1.PhaseDrain && plan.Pending() == 0 {
 			return nodemaintv1alpha1.PhaseDrainComplete
 		}
 		return p
@@ -75,7 +80,11 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 
 	// Pods first: the node's annotation names a maintenance only once its requests are in place,
 	// and stops naming it only once they are withdrawn, so the finalizer can rely on it.
-	if err := r.syncPods(ctx, pods, intent); err != nil {
+	current := map[types.UID]bool{}
+	for _, c := range plan.Current {
+		current[c.Pod.UID] = true
+	}
+	if err := r.syncPods(ctx, pods, intent, current); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.syncNode(ctx, node, intent, nms); err != nil {
@@ -84,12 +93,17 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, nil
+	if !intent.Drain {
+		return reconcile.Result{}, nil
+	}
+	next, err := r.evictCurrent(ctx, plan, intent)
+	return reconcile.Result{RequeueAfter: next}, err
 }
 
-// syncPods sets nodemaint's EvacuationRequest on the targeted pods while the node is drained, and
-// withdraws it otherwise. It never touches another requester's request.
-func (r *NodeReconciler) syncPods(ctx context.Context, pods []corev1.Pod, intent maintenance.NodeIntent) error {
+// syncPods sets nodemaint's EvacuationRequest on the pods drained now (the current order group)
+// while the node is drained, and withdraws it otherwise. It never touches another requester's
+// request.
+func (r *NodeReconciler) syncPods(ctx context.Context, pods []corev1.Pod, intent maintenance.NodeIntent, current map[types.UID]bool) error {
 	var errs []error
 	requested, withdrawn := 0, 0
 	defer func() {
@@ -103,7 +117,7 @@ func (r *NodeReconciler) syncPods(ctx context.Context, pods []corev1.Pod, intent
 		cur := evacuation.Condition(pod, evacuation.Request)
 		ours := cur != nil && cur.Reason == evacuation.ReasonNodeMaintenance
 		changed := false
-		switch want := intent.Drain && maintenance.Targeted(pod); {
+		switch want := intent.Drain && current[pod.UID]; {
 		case want && (cur == nil || cur.Status != corev1.ConditionTrue || ours):
 			changed = evacuation.SetCondition(pod, maintenance.EvacuationRequest(intent.Reason))
 		case !want && ours:
@@ -273,8 +287,29 @@ func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) 
 				return nil
 			}),
 			builder.WithPredicates(podChanged())).
+		Watches(&nodemaintv1alpha1.DrainRule{},
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+				return nodesUnderMaintenance(ctx, c)
+			})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
+}
+
+// nodesUnderMaintenance maps to every node that advertises a maintenance: a DrainRule changes
+// how they are drained.
+func nodesUnderMaintenance(ctx context.Context, c client.Reader) []reconcile.Request {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		log.FromContext(ctx).Error(err, "listing nodes")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, n := range nodes.Items {
+		if n.Annotations[nodemaintv1alpha1.MaintenancesAnnotation] != "" {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: n.Name}})
+		}
+	}
+	return reqs
 }
 
 // nodesOfMaintenance maps a NodeMaintenance to the nodes it selects and the nodes that still
@@ -341,6 +376,7 @@ func podChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 		return o.Spec.NodeName != n.Spec.NodeName ||
+			!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 			maintenance.Targeted(o) != maintenance.Targeted(n) ||
 			!o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
 			!equality.Semantic.DeepEqual(evacuation.Condition(o, evacuation.Request), evacuation.Condition(n, evacuation.Request)) ||

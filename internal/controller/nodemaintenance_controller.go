@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -33,6 +34,8 @@ import (
 type NodeMaintenanceReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Evictions holds the refused evictions the node reconciler met, to report them.
+	Evictions *drain.Evictions
 	// StatusBatchDelay is how long pod changes are gathered before the status is written again, so
 	// that thousands of pods moving do not mean thousands of status writes.
 	StatusBatchDelay time.Duration
@@ -67,8 +70,14 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	// While a drain is under way, what blocks it may change with no event (an eviction refused,
+	// a response timeout run out): look again now and then.
+	var result reconcile.Result
+	if nm.Spec.Drain && status.PodsPendingEvacuation > 0 {
+		result.RequeueAfter = drainStatusRefresh
+	}
 	if equality.Semantic.DeepEqual(nm.Status, status) {
-		return reconcile.Result{}, nil
+		return result, nil
 	}
 	orig := nm.DeepCopy()
 	nm.Status = status
@@ -76,8 +85,11 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	r.recordTransitions(orig, nm, sel)
-	return reconcile.Result{}, nil
+	return result, nil
 }
+
+// drainStatusRefresh is how often the status of a drain under way is computed again.
+const drainStatusRefresh = 5 * time.Second
 
 // observe computes the status from the cache.
 func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, nodes []*corev1.Node) (nodemaintv1alpha1.NodeMaintenanceStatus, error) {
@@ -89,20 +101,33 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 	if len(nodes) > 0 {
 		status.Nodes = make(map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus, len(nodes))
 	}
+	now := time.Now()
 	for _, node := range nodes {
 		pods, err := podsOnNode(ctx, r.Client, node.Name)
 		if err != nil {
 			return status, err
 		}
-		var ns nodemaintv1alpha1.NodeMaintenanceNodeStatus
-		for i := range pods {
-			if !maintenance.Targeted(&pods[i]) {
-				continue
+		plan, err := planNode(ctx, r.Client, node, pods)
+		if err != nil {
+			return status, err
+		}
+		ns := nodemaintv1alpha1.NodeMaintenanceNodeStatus{PodsPendingEvacuation: int32(plan.Pending())}
+		for _, group := range [][]drain.Classified{plan.Current, plan.Later, plan.WaitCompleted} {
+			for _, c := range group {
+				if evacuation.Accepted(c.Pod) {
+					ns.PodsEvacuating++
+				}
 			}
-			ns.PodsPendingEvacuation++
-			if evacuation.Accepted(&pods[i]) {
-				ns.PodsEvacuating++
+		}
+		if nm.Spec.Drain {
+			nms, err := maintenancesSelecting(ctx, r.Client, node)
+			if err != nil {
+				return status, err
 			}
+			intent := maintenance.Intent(nms, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
+				return maintenance.Phase(nm, false)
+			})
+			ns.Blocked = blocked(plan, intent, r.Evictions, now)
 		}
 		status.Nodes[node.Name] = ns
 		status.PodsPendingEvacuation += ns.PodsPendingEvacuation

@@ -17,6 +17,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller"
+	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 )
@@ -63,10 +64,11 @@ func runManager(ctx context.Context) error {
 		return err
 	}
 	rec := mgr.GetEventRecorder("nodemaint-controller")
-	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr, 4); err != nil {
+	evictions := drain.NewEvictions(100*time.Millisecond, time.Second)
+	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions}).SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
-	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Recorder: rec, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
+	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
@@ -113,7 +115,11 @@ func createNM(t *testing.T, name string, cordon, drain bool, reason string, node
 	t.Helper()
 	nm := &nodemaintv1alpha1.NodeMaintenance{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: testutil.NodeSelectorFor(nodes...), Cordon: cordon, Drain: drain, Reason: reason},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: testutil.NodeSelectorFor(nodes...), Cordon: cordon, Drain: drain, Reason: reason,
+			// Nothing is evicted: eviction has tests of its own.
+			EvictionPolicy: nodemaintv1alpha1.EvictionPolicySignalOnly,
+		},
 	}
 	if err := k8s.Create(context.Background(), nm); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package maintenance
 import (
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,7 +146,14 @@ type NodeIntent struct {
 	Drain bool
 	// Reason is the EvacuationRequest message: the reason of the oldest draining maintenance.
 	Reason string
+	// Evict: some draining maintenance evicts pods whose owners do not answer.
+	Evict bool
+	// ResponseTimeout is the shortest response timeout of the maintenances that evict.
+	ResponseTimeout time.Duration
 }
+
+// DefaultResponseTimeout is KEP-4212's time for an owner to accept an evacuation request.
+const DefaultResponseTimeout = 3 * time.Minute
 
 // Intent combines the maintenances that select a node. phaseOf gives each one's phase on this node.
 func Intent(nms []*nodemaintv1alpha1.NodeMaintenance, phaseOf func(*nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase) NodeIntent {
@@ -170,6 +178,16 @@ func Intent(nms []*nodemaintv1alpha1.NodeMaintenance, phaseOf func(*nodemaintv1a
 			in.Drain = true
 			if !reasonSet {
 				in.Reason, reasonSet = nm.Spec.Reason, true
+			}
+			if nm.Spec.EvictionPolicy != nodemaintv1alpha1.EvictionPolicySignalOnly {
+				timeout := DefaultResponseTimeout
+				if nm.Spec.EvacuationResponseTimeout != nil {
+					timeout = nm.Spec.EvacuationResponseTimeout.Duration
+				}
+				if !in.Evict || timeout < in.ResponseTimeout {
+					in.ResponseTimeout = timeout
+				}
+				in.Evict = true
 			}
 		}
 	}

@@ -97,6 +97,21 @@ func TestIntent(t *testing.T) {
 		t.Errorf("condition = %+v", c)
 	}
 
+	if !in.Evict || in.ResponseTimeout != DefaultResponseTimeout {
+		t.Errorf("evict/timeout = %v/%v, want the default", in.Evict, in.ResponseTimeout)
+	}
+	newer.Spec.EvacuationResponseTimeout = &metav1.Duration{Duration: time.Minute}
+	older.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
+	older.Spec.EvacuationResponseTimeout = &metav1.Duration{Duration: time.Second}
+	in = Intent([]*nodemaintv1alpha1.NodeMaintenance{newer, older}, phase)
+	if !in.Evict || in.ResponseTimeout != time.Minute {
+		t.Errorf("evict/timeout = %v/%v, want the shortest timeout of the maintenances that evict", in.Evict, in.ResponseTimeout)
+	}
+	newer.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
+	if in = Intent([]*nodemaintv1alpha1.NodeMaintenance{newer, older}, phase); in.Evict {
+		t.Error("signal-only maintenances evict")
+	}
+
 	in = Intent([]*nodemaintv1alpha1.NodeMaintenance{planned, done}, phase)
 	if in.Cordon || in.Drain || !in.PlannedTaint || in.Condition().Reason != "Planning" {
 		t.Errorf("planned only: %+v", in)

@@ -14,16 +14,17 @@ import (
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (done bool, state string, err error)) {
 	t.Helper()
 	var last string
+	var lastErr error
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		done, state, err := cond(ctx)
 		if err != nil {
-			last = "error: " + err.Error()
+			lastErr = err
 			return false, nil
 		}
-		last = state
+		last, lastErr = state, nil
 		return done, nil
 	})
 	if err != nil {
-		t.Fatalf("%s: not after %v; last seen: %s", what, timeout, last)
+		t.Fatalf("%s: not after %v; last seen: %s (last error: %v)", what, timeout, last, lastErr)
 	}
 }

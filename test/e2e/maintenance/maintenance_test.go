@@ -45,12 +45,15 @@ func startController(t *testing.T) *framework.Controller {
 	return c
 }
 
+// createNM creates a signal-only NodeMaintenance: these tests are about what it asks of nodes and
+// pods, so nothing is evicted (drain_test.go tests eviction).
 func createNM(t *testing.T, name string, cordon, drain bool, reason string, nodes ...string) {
 	t.Helper()
 	nm := &nodemaintv1alpha1.NodeMaintenance{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
 			NodeSelector: testutil.NodeSelectorFor(nodes...), Cordon: cordon, Drain: drain, Reason: reason,
+			EvictionPolicy: nodemaintv1alpha1.EvictionPolicySignalOnly,
 		},
 	}
 	if err := framework.Client().Create(t.Context(), nm); err != nil {
@@ -117,7 +120,8 @@ func podsOn(ctx context.Context, namespace, node string) (map[string]*corev1.Pod
 }
 
 // expectRequests waits until the pods of the namespace on the node carry exactly the given
-// EvacuationRequest renderings (testutil.Request), by pod name prefix ("" for none).
+// EvacuationRequest renderings (testutil.Request), by pod name prefix ("" for none). Every prefix
+// must name at least one pod.
 func expectRequests(t *testing.T, namespace, node string, want map[string]string) {
 	t.Helper()
 	testutil.Eventually(t, timeout, fmt.Sprintf("requests on %s are %v", node, want), func(ctx context.Context) (bool, string, error) {
@@ -127,14 +131,18 @@ func expectRequests(t *testing.T, namespace, node string, want map[string]string
 		}
 		var seen []string
 		ok := true
-		for name, pod := range pods {
-			got := testutil.Request(pod)
-			seen = append(seen, name+"="+got)
-			for prefix, w := range want {
-				if strings.HasPrefix(name, prefix) && got != w {
-					ok = false
+		for prefix, w := range want {
+			found := false
+			for name, pod := range pods {
+				if strings.HasPrefix(name, prefix) {
+					found = true
+					ok = ok && testutil.Request(pod) == w
 				}
 			}
+			ok = ok && found
+		}
+		for name, pod := range pods {
+			seen = append(seen, name+"="+testutil.Request(pod))
 		}
 		return ok, strings.Join(seen, " "), nil
 	})

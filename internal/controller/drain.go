@@ -1,0 +1,217 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+)
+
+// evictionsTotal counts evictions by result: evicted, refused (429, a PodDisruptionBudget) or
+// failed.
+var evictionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "nodemaint_evictions_total",
+	Help: "Evictions of pods on nodes under maintenance, by result: evicted, refused (PodDisruptionBudget), failed.",
+}, []string{"result"})
+
+func init() { metrics.Registry.MustRegister(evictionsTotal) }
+
+// +kubebuilder:rbac:groups=nodemaint.dev,resources=drainrules,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+
+// planNode classifies the targeted pods of a node by the DrainRules.
+func planNode(ctx context.Context, c client.Reader, node *corev1.Node, pods []corev1.Pod) (drain.Plan, error) {
+	var rules nodemaintv1alpha1.DrainRuleList
+	if err := c.List(ctx, &rules); err != nil {
+		return drain.Plan{}, err
+	}
+	compiled := drain.NewRules(rules.Items)
+	namespaces := map[string]map[string]string{}
+	// A stable order keeps the status (which names a few pods) from changing for nothing.
+	sort.Slice(pods, func(i, j int) bool {
+		if pods[i].Namespace != pods[j].Namespace {
+			return pods[i].Namespace < pods[j].Namespace
+		}
+		return pods[i].Name < pods[j].Name
+	})
+	var classified []drain.Classified
+	for i := range pods {
+		pod := &pods[i]
+		if !maintenance.Targeted(pod) {
+			continue
+		}
+		nsLabels, ok := namespaces[pod.Namespace]
+		if !ok {
+			ns := &corev1.Namespace{}
+			if err := c.Get(ctx, types.NamespacedName{Name: pod.Namespace}, ns); client.IgnoreNotFound(err) != nil {
+				return drain.Plan{}, err
+			}
+			nsLabels = ns.Labels
+			namespaces[pod.Namespace] = nsLabels
+		}
+		classified = append(classified, drain.Classified{Pod: pod, Class: compiled.Classify(pod, nsLabels, node.Labels)})
+	}
+	return drain.NewPlan(classified), nil
+}
+
+func policyOf(intent maintenance.NodeIntent) drain.Policy {
+	return drain.Policy{Evict: intent.Evict, ResponseTimeout: intent.ResponseTimeout}
+}
+
+// evictCurrent evicts the pods of the current order group whose owners did not accept in time,
+// through the Eviction API so that PodDisruptionBudgets hold. A refused eviction backs off for
+// that pod only. It returns when the drain should look again.
+func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, intent maintenance.NodeIntent) (time.Duration, error) {
+	var next time.Duration
+	later := func(d time.Duration) {
+		if d > 0 && (next == 0 || d < next) {
+			next = d
+		}
+	}
+	var errs []error
+	now := time.Now()
+	for _, c := range plan.Current {
+		pod := c.Pod
+		d := drain.Decide(pod, now, policyOf(intent), drain.Unanswerable(pod))
+		if !d.Evict {
+			later(d.RecheckAfter)
+			continue
+		}
+		if wait := r.Evictions.Wait(pod.UID, now); wait > 0 {
+			later(wait)
+			continue
+		}
+		refusal, err := r.evict(ctx, pod)
+		switch {
+		case err != nil:
+			evictionsTotal.WithLabelValues("failed").Inc()
+			later(r.Evictions.Refused(pod.UID, now, err.Error()))
+			errs = append(errs, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err))
+		case refusal != "":
+			evictionsTotal.WithLabelValues("refused").Inc()
+			later(r.Evictions.Refused(pod.UID, now, refusal))
+			log.FromContext(ctx).V(1).Info("eviction refused", "pod", client.ObjectKeyFromObject(pod), "reason", refusal)
+		default:
+			evictionsTotal.WithLabelValues("evicted").Inc()
+			r.Evictions.Done(pod.UID)
+			log.FromContext(ctx).Info("evicted pod", "pod", client.ObjectKeyFromObject(pod), "source", c.Class.Source)
+		}
+	}
+	return next, errors.Join(errs...)
+}
+
+// evict asks the Eviction API to evict the pod. A refusal (429, a PodDisruptionBudget) is not an
+// error: it returns the budget's own message.
+func (r *NodeReconciler) evict(ctx context.Context, pod *corev1.Pod) (string, error) {
+	if r.EvictionSlots != nil {
+		if err := r.EvictionSlots.Acquire(ctx, 1); err != nil {
+			return "", err
+		}
+		defer r.EvictionSlots.Release(1)
+	}
+	// An eviction can hang in the API server (e.g. on a budget it has not processed yet); it must
+	// not hold a worker for long.
+	ctx, cancel := context.WithTimeout(ctx, evictionTimeout)
+	defer cancel()
+	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+	err := r.Client.SubResource("eviction").Create(ctx, pod, eviction)
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return "", nil
+	case apierrors.IsTooManyRequests(err):
+		return refusalMessage(err), nil
+	}
+	return "", err
+}
+
+// refusalMessage is the PodDisruptionBudget's own message from a refused eviction, e.g. "The
+// disruption budget web needs 1 healthy pods and has 1 currently".
+func refusalMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil {
+		for _, cause := range status.Status().Details.Causes {
+			if cause.Type == policyv1.DisruptionBudgetCause {
+				return cause.Message
+			}
+		}
+	}
+	return err.Error()
+}
+
+// evictionTimeout bounds one eviction request.
+const evictionTimeout = 10 * time.Second
+
+// maxBlockedNames is how many pods a blocked entry names.
+const maxBlockedNames = 5
+
+// blocked says what keeps the pods of a plan on their node, grouped by reason and message, with a
+// few pod names each, most pods first.
+func blocked(plan drain.Plan, intent maintenance.NodeIntent, evictions *drain.Evictions, now time.Time) []nodemaintv1alpha1.BlockedPods {
+	type key struct{ reason, message string }
+	groups := map[key]*nodemaintv1alpha1.BlockedPods{}
+	var order []key
+	add := func(reason, message string, pod *corev1.Pod) {
+		k := key{reason, message}
+		g, ok := groups[k]
+		if !ok {
+			g = &nodemaintv1alpha1.BlockedPods{Reason: reason, Message: message}
+			groups[k] = g
+			order = append(order, k)
+		}
+		g.Count++
+		if len(g.Pods) < maxBlockedNames {
+			g.Pods = append(g.Pods, pod.Namespace+"/"+pod.Name)
+		}
+	}
+	for _, c := range plan.Current {
+		if !intent.Drain {
+			break
+		}
+		d := drain.Decide(c.Pod, now, policyOf(intent), drain.Unanswerable(c.Pod))
+		switch refusal, refused := evictions.Refusal(c.Pod.UID); {
+		case d.Evict && refused:
+			add(drain.ReasonPodDisruptionBudget, refusal, c.Pod)
+		case d.Evict:
+			add(drain.ReasonEvicting, "evicting through the Eviction API", c.Pod)
+		default:
+			add(d.Reason, d.Message, c.Pod)
+		}
+	}
+	for _, c := range plan.Later {
+		add(drain.ReasonWaitingForOrder, fmt.Sprintf("order %d waits until the pods of lower orders are gone", c.Class.Order), c.Pod)
+	}
+	for _, c := range plan.WaitCompleted {
+		add(drain.ReasonWaitCompleted, "waiting for the pod to complete ("+c.Class.Source+")", c.Pod)
+	}
+	for _, c := range plan.Skipped {
+		add(drain.ReasonSkipped, "skipped: "+c.Class.Source, c.Pod)
+	}
+	out := make([]nodemaintv1alpha1.BlockedPods, 0, len(order))
+	for _, k := range order {
+		out = append(out, *groups[k])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Count > out[j].Count })
+	if len(out) > 16 {
+		out = out[:16]
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

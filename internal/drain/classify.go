@@ -1,0 +1,203 @@
+// Package drain decides how the pods of a node under maintenance are drained: which DrainRule
+// applies to a pod, which pods are drained now (order groups), and which are skipped or waited for.
+// It does no I/O.
+package drain
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+)
+
+// Class is how one pod is drained, and why.
+type Class struct {
+	Behavior nodemaintv1alpha1.DrainBehavior
+	// Order is the pod's order group (Drain only): lower groups are drained first.
+	Order int32
+	// Source says what decided: "DrainRule <name>", "label nodemaint.dev/drain=skip", ...
+	Source string
+}
+
+// Rules are the DrainRules of the cluster, compiled, in the order they apply: alphabetical by name.
+type Rules struct {
+	rules []rule
+}
+
+type rule struct {
+	name     string
+	drain    nodemaintv1alpha1.DrainRuleDrainConfig
+	nodes    []labels.Selector // ORed; none means every node
+	podSels  []podSelector     // ORed
+	parseErr error
+}
+
+type podSelector struct {
+	pods, namespaces labels.Selector
+}
+
+// NewRules compiles DrainRules. A rule whose selectors do not parse matches nothing; Errors names
+// it.
+func NewRules(list []nodemaintv1alpha1.DrainRule) *Rules {
+	rs := &Rules{}
+	for i := range list {
+		dr := &list[i]
+		r := rule{name: dr.Name, drain: dr.Spec.Drain}
+		for _, n := range dr.Spec.Nodes {
+			sel, err := metav1.LabelSelectorAsSelector(&n.Selector)
+			if err != nil {
+				r.parseErr = fmt.Errorf("DrainRule %s: nodes: %w", dr.Name, err)
+			}
+			r.nodes = append(r.nodes, sel)
+		}
+		for _, p := range dr.Spec.Pods {
+			ps, err := optionalSelector(p.Selector)
+			if err != nil {
+				r.parseErr = fmt.Errorf("DrainRule %s: pods: %w", dr.Name, err)
+			}
+			ns, err := optionalSelector(p.NamespaceSelector)
+			if err != nil {
+				r.parseErr = fmt.Errorf("DrainRule %s: pods: %w", dr.Name, err)
+			}
+			r.podSels = append(r.podSels, podSelector{pods: ps, namespaces: ns})
+		}
+		rs.rules = append(rs.rules, r)
+	}
+	sort.Slice(rs.rules, func(i, j int) bool { return rs.rules[i].name < rs.rules[j].name })
+	return rs
+}
+
+func optionalSelector(s *metav1.LabelSelector) (labels.Selector, error) {
+	if s == nil {
+		return labels.Everything(), nil
+	}
+	return metav1.LabelSelectorAsSelector(s)
+}
+
+// Errors lists the rules that do not parse.
+func (rs *Rules) Errors() []error {
+	var errs []error
+	for _, r := range rs.rules {
+		if r.parseErr != nil {
+			errs = append(errs, r.parseErr)
+		}
+	}
+	return errs
+}
+
+func (r *rule) matches(pod *corev1.Pod, namespaceLabels, nodeLabels labels.Set) bool {
+	if r.parseErr != nil {
+		return false
+	}
+	nodeOK := len(r.nodes) == 0
+	for _, sel := range r.nodes {
+		nodeOK = nodeOK || sel.Matches(nodeLabels)
+	}
+	if !nodeOK {
+		return false
+	}
+	for _, ps := range r.podSels {
+		if ps.pods.Matches(labels.Set(pod.Labels)) && ps.namespaces.Matches(namespaceLabels) {
+			return true
+		}
+	}
+	return false
+}
+
+// Classify decides how a targeted pod (see maintenance.Targeted) is drained. First match wins:
+// the pod label nodemaint.dev/drain; then a pod that tolerates the unschedulable taint is skipped
+// (evicted, it would come straight back); then the first DrainRule in alphabetical order that
+// matches the pod, its namespace and the node; else Drain in order 0.
+func (rs *Rules) Classify(pod *corev1.Pod, namespaceLabels, nodeLabels map[string]string) Class {
+	switch pod.Labels[nodemaintv1alpha1.DrainLabel] {
+	case nodemaintv1alpha1.DrainLabelSkip:
+		return Class{Behavior: nodemaintv1alpha1.DrainBehaviorSkip, Source: "label " + nodemaintv1alpha1.DrainLabel + "=" + nodemaintv1alpha1.DrainLabelSkip}
+	case nodemaintv1alpha1.DrainLabelWaitCompleted:
+		return Class{Behavior: nodemaintv1alpha1.DrainBehaviorWaitCompleted, Source: "label " + nodemaintv1alpha1.DrainLabel + "=" + nodemaintv1alpha1.DrainLabelWaitCompleted}
+	}
+	if ToleratesUnschedulable(pod) {
+		return Class{Behavior: nodemaintv1alpha1.DrainBehaviorSkip, Source: "tolerates " + corev1.TaintNodeUnschedulable}
+	}
+	if rs != nil {
+		for i := range rs.rules {
+			r := &rs.rules[i]
+			if !r.matches(pod, namespaceLabels, nodeLabels) {
+				continue
+			}
+			c := Class{Behavior: r.drain.Behavior, Source: "DrainRule " + r.name}
+			if r.drain.Order != nil {
+				c.Order = *r.drain.Order
+			}
+			return c
+		}
+	}
+	return Class{Behavior: nodemaintv1alpha1.DrainBehaviorDrain}
+}
+
+// ToleratesUnschedulable reports whether the pod tolerates node.kubernetes.io/unschedulable:NoSchedule.
+func ToleratesUnschedulable(pod *corev1.Pod) bool {
+	taint := &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+	for i := range pod.Spec.Tolerations {
+		if pod.Spec.Tolerations[i].ToleratesTaint(klog.Background(), taint, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// Classified is a pod with its class.
+type Classified struct {
+	Pod   *corev1.Pod
+	Class Class
+}
+
+// Plan is the drain of one node at one moment.
+type Plan struct {
+	// Current are the pods drained now: the Drain pods of the lowest order group left.
+	Current []Classified
+	// Later are the Drain pods of higher order groups, drained once Current is gone.
+	Later []Classified
+	// WaitCompleted are pods the drain waits for but never evicts.
+	WaitCompleted []Classified
+	// Skipped stay on the node; the drain does not wait for them.
+	Skipped []Classified
+}
+
+// Pending counts the pods the drain still waits for.
+func (p Plan) Pending() int { return len(p.Current) + len(p.Later) + len(p.WaitCompleted) }
+
+// NewPlan groups classified pods.
+func NewPlan(pods []Classified) Plan {
+	var plan Plan
+	var drain []Classified
+	for _, c := range pods {
+		switch c.Class.Behavior {
+		case nodemaintv1alpha1.DrainBehaviorSkip:
+			plan.Skipped = append(plan.Skipped, c)
+		case nodemaintv1alpha1.DrainBehaviorWaitCompleted:
+			plan.WaitCompleted = append(plan.WaitCompleted, c)
+		default:
+			drain = append(drain, c)
+		}
+	}
+	if len(drain) == 0 {
+		return plan
+	}
+	lowest := drain[0].Class.Order
+	for _, c := range drain {
+		lowest = min(lowest, c.Class.Order)
+	}
+	for _, c := range drain {
+		if c.Class.Order == lowest {
+			plan.Current = append(plan.Current, c)
+		} else {
+			plan.Later = append(plan.Later, c)
+		}
+	}
+	return plan
+}

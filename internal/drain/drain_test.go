@@ -1,0 +1,181 @@
+package drain
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+func newRule(name string, behavior nodemaintv1alpha1.DrainBehavior, order *int32, nodes map[string]string, pods, namespaces map[string]string) nodemaintv1alpha1.DrainRule {
+	dr := nodemaintv1alpha1.DrainRule{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: nodemaintv1alpha1.DrainRuleSpec{
+			Drain: nodemaintv1alpha1.DrainRuleDrainConfig{Behavior: behavior, Order: order},
+		},
+	}
+	if nodes != nil {
+		dr.Spec.Nodes = []nodemaintv1alpha1.DrainRuleNodeSelector{{Selector: metav1.LabelSelector{MatchLabels: nodes}}}
+	}
+	ps := nodemaintv1alpha1.DrainRulePodSelector{}
+	if pods != nil {
+		ps.Selector = &metav1.LabelSelector{MatchLabels: pods}
+	}
+	if namespaces != nil {
+		ps.NamespaceSelector = &metav1.LabelSelector{MatchLabels: namespaces}
+	}
+	dr.Spec.Pods = []nodemaintv1alpha1.DrainRulePodSelector{ps}
+	return dr
+}
+
+func pod(labels map[string]string, tolerations ...corev1.Toleration) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Tolerations: tolerations}}
+}
+
+func TestClassify(t *testing.T) {
+	rules := NewRules([]nodemaintv1alpha1.DrainRule{
+		newRule("b-db-late", nodemaintv1alpha1.DrainBehaviorDrain, ptr.To[int32](100), nil, map[string]string{"app": "db"}, nil),
+		newRule("a-db-gpu-skip", nodemaintv1alpha1.DrainBehaviorSkip, nil, map[string]string{"pool": "gpu"}, map[string]string{"app": "db"}, nil),
+		newRule("c-monitoring", nodemaintv1alpha1.DrainBehaviorWaitCompleted, nil, nil, nil, map[string]string{"team": "monitoring"}),
+	})
+	if errs := rules.Errors(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	gpu := map[string]string{"pool": "gpu"}
+	cpu := map[string]string{"pool": "cpu"}
+	cases := []struct {
+		name     string
+		pod      *corev1.Pod
+		ns, node map[string]string
+		want     nodemaintv1alpha1.DrainBehavior
+		order    int32
+		source   string
+	}{
+		{"no rule matches", pod(map[string]string{"app": "web"}), nil, cpu, nodemaintv1alpha1.DrainBehaviorDrain, 0, ""},
+		{"first rule alphabetically wins", pod(map[string]string{"app": "db"}), nil, gpu, nodemaintv1alpha1.DrainBehaviorSkip, 0, "DrainRule a-db-gpu-skip"},
+		{"node selector limits a rule", pod(map[string]string{"app": "db"}), nil, cpu, nodemaintv1alpha1.DrainBehaviorDrain, 100, "DrainRule b-db-late"},
+		{"namespace selector", pod(nil), map[string]string{"team": "monitoring"}, cpu, nodemaintv1alpha1.DrainBehaviorWaitCompleted, 0, "DrainRule c-monitoring"},
+		{"label skip overrides rules", pod(map[string]string{"app": "db", "nodemaint.dev/drain": "skip"}), nil, cpu, nodemaintv1alpha1.DrainBehaviorSkip, 0, "label nodemaint.dev/drain=skip"},
+		{"label wait-completed", pod(map[string]string{"nodemaint.dev/drain": "wait-completed"}), nil, cpu, nodemaintv1alpha1.DrainBehaviorWaitCompleted, 0, "label nodemaint.dev/drain=wait-completed"},
+		{"tolerates unschedulable", pod(nil, corev1.Toleration{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}), nil, cpu, nodemaintv1alpha1.DrainBehaviorSkip, 0, "tolerates node.kubernetes.io/unschedulable"},
+		{"tolerates everything", pod(nil, corev1.Toleration{Operator: corev1.TolerationOpExists}), nil, cpu, nodemaintv1alpha1.DrainBehaviorSkip, 0, "tolerates node.kubernetes.io/unschedulable"},
+		{"tolerates another taint", pod(nil, corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpExists}), nil, cpu, nodemaintv1alpha1.DrainBehaviorDrain, 0, ""},
+	}
+	for _, tc := range cases {
+		got := rules.Classify(tc.pod, tc.ns, tc.node)
+		if got.Behavior != tc.want || got.Order != tc.order || got.Source != tc.source {
+			t.Errorf("%s: got %+v, want %s/%d/%q", tc.name, got, tc.want, tc.order, tc.source)
+		}
+	}
+}
+
+func TestPlanOrderGroups(t *testing.T) {
+	c := func(b nodemaintv1alpha1.DrainBehavior, order int32) Classified {
+		return Classified{Pod: &corev1.Pod{}, Class: Class{Behavior: b, Order: order}}
+	}
+	plan := NewPlan([]Classified{
+		c(nodemaintv1alpha1.DrainBehaviorDrain, 100), c(nodemaintv1alpha1.DrainBehaviorDrain, -5),
+		c(nodemaintv1alpha1.DrainBehaviorDrain, -5), c(nodemaintv1alpha1.DrainBehaviorSkip, 0),
+		c(nodemaintv1alpha1.DrainBehaviorWaitCompleted, 0), c(nodemaintv1alpha1.DrainBehaviorDrain, 0),
+	})
+	if len(plan.Current) != 2 || plan.Current[0].Class.Order != -5 || len(plan.Later) != 2 ||
+		len(plan.Skipped) != 1 || len(plan.WaitCompleted) != 1 || plan.Pending() != 5 {
+		t.Errorf("plan = %+v", plan)
+	}
+	if p := NewPlan(nil); p.Pending() != 0 || p.Current != nil {
+		t.Errorf("empty plan = %+v", p)
+	}
+}
+
+func TestDecide(t *testing.T) {
+	now := time.Unix(1000, 0)
+	policy := Policy{Evict: true, ResponseTimeout: 3 * time.Minute}
+	requested := func(ago time.Duration, initiated ...corev1.ConditionStatus) *corev1.Pod {
+		p := &corev1.Pod{}
+		evacuation.SetCondition(p, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-ago))})
+		for _, s := range initiated {
+			evacuation.SetCondition(p, corev1.PodCondition{Type: evacuation.Initiated, Status: s, Message: "surging"})
+		}
+		return p
+	}
+	terminating := requested(time.Hour)
+	terminating.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(-10 * time.Second)))
+	cases := []struct {
+		name         string
+		pod          *corev1.Pod
+		policy       Policy
+		unanswerable bool
+		evict        bool
+		reason       string
+		recheck      time.Duration
+	}{
+		{"not requested yet", &corev1.Pod{}, policy, false, false, ReasonWaitingForOwner, time.Second},
+		{"within the timeout", requested(time.Minute), policy, false, false, ReasonWaitingForOwner, 2 * time.Minute},
+		{"timeout passed", requested(3 * time.Minute), policy, false, true, "", 0},
+		{"accepted, long ago", requested(time.Hour, corev1.ConditionTrue), policy, false, false, ReasonEvacuatingByOwner, 0},
+		{"declined", requested(time.Second, corev1.ConditionFalse), policy, false, true, "", 0},
+		{"nobody can answer", requested(time.Second), policy, true, true, "", 0},
+		{"signal only never evicts", requested(time.Hour), Policy{ResponseTimeout: time.Minute}, true, false, ReasonWaitingForOwner, 0},
+		{"terminating", terminating, policy, false, false, ReasonTerminating, 0},
+	}
+	for _, tc := range cases {
+		d := Decide(tc.pod, now, tc.policy, tc.unanswerable)
+		if d.Evict != tc.evict || d.Reason != tc.reason || d.RecheckAfter != tc.recheck {
+			t.Errorf("%s: got %+v", tc.name, d)
+		}
+	}
+}
+
+func TestEvictionsBackOff(t *testing.T) {
+	e := NewEvictions(time.Second, 8*time.Second)
+	now := time.Unix(1000, 0)
+	if e.Wait("a", now) != 0 {
+		t.Fatal("a pod never refused waits")
+	}
+	var delays []time.Duration
+	for range 5 {
+		delays = append(delays, e.Refused("a", now, "pdb says no"))
+	}
+	if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}; !equal(delays, want) {
+		t.Errorf("back-off %v, want %v", delays, want)
+	}
+	if w := e.Wait("a", now.Add(3*time.Second)); w != 5*time.Second {
+		t.Errorf("Wait = %v, want 5s", w)
+	}
+	if msg, ok := e.Refusal("a"); !ok || msg != "pdb says no" {
+		t.Errorf("Refusal = %q, %v", msg, ok)
+	}
+	if e.Wait("b", now) != 0 {
+		t.Error("one pod's back-off holds up another")
+	}
+	e.Done("a")
+	if _, ok := e.Refusal("a"); ok || e.Wait("a", now) != 0 || e.Refused("a", now, "") != time.Second {
+		t.Error("Done does not forget the pod")
+	}
+}
+
+func TestUnanswerable(t *testing.T) {
+	bare := &corev1.Pod{}
+	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Controller: ptr.To(true)}}}}
+	referenced := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: "ConfigMap"}}}}
+	if !Unanswerable(bare) || Unanswerable(owned) || !Unanswerable(referenced) {
+		t.Errorf("bare %v, owned %v, referenced %v", Unanswerable(bare), Unanswerable(owned), Unanswerable(referenced))
+	}
+}
+
+func equal(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
