@@ -15,7 +15,8 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 	t.Helper()
 	var last string
 	var lastErr error
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	// Not t.Context(): it is canceled before cleanups run, and cleanups wait too.
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		done, state, err := cond(ctx)
 		if err != nil {
 			lastErr = err

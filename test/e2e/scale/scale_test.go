@@ -69,7 +69,7 @@ func requestCounts(t *testing.T, c *framework.Controller) map[string]int {
 	return counts
 }
 
-func TestMarkPodsOfTwentyNodes(t *testing.T) {
+func TestMarkPodsOfSelectedNodes(t *testing.T) {
 	ctx := t.Context()
 	ns := framework.Namespace(t)
 	start := time.Now()
