@@ -158,6 +158,11 @@ type NodeMaintenanceStatus struct {
 	// +optional
 	PodsEvacuating int32 `json:"podsEvacuating"`
 
+	// drainStartTime is when the controller first saw drain requested; drainTimeout counts from
+	// it. It is cleared when drain is set back to false.
+	// +optional
+	DrainStartTime *metav1.Time `json:"drainStartTime,omitempty"`
+
 	// nodes holds the progress of every selected node, by node name.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=10000
@@ -187,9 +192,15 @@ type NodeMaintenanceNodeStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Blocked []BlockedPods `json:"blocked,omitempty"`
 
-	// volumesAttached counts the volumes of drained pods still attached to the node.
+	// volumesAttached counts the volumes of drained pods still attached to the node: the drain
+	// completes once they are detached. Volumes of skipped pods do not count.
 	// +optional
 	VolumesAttached int32 `json:"volumesAttached,omitempty"`
+
+	// outOfService is true while nodemaint keeps the node tainted
+	// node.kubernetes.io/out-of-service (see spec.shutdown).
+	// +optional
+	OutOfService bool `json:"outOfService,omitempty"`
 }
 
 // BlockedPods names pods that are held on a node for one reason.

@@ -16,6 +16,10 @@ const (
 	// A node that was cordoned before nodemaint touched it does not carry it and stays cordoned.
 	CordonedAnnotation = "nodemaint.dev/cordoned"
 
+	// OutOfServiceAnnotation on a node says nodemaint applied the out-of-service taint, so it
+	// removes it again; a taint someone else applied stays.
+	OutOfServiceAnnotation = "nodemaint.dev/out-of-service"
+
 	// PlannedMaintenanceTaint is the PreferNoSchedule taint of a node whose maintenance is only
 	// planned, so new pods prefer other nodes.
 	PlannedMaintenanceTaint = "nodemaint.dev/maintenance-planned"

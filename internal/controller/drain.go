@@ -78,12 +78,8 @@ func policyOf(intent maintenance.NodeIntent) drain.Policy {
 // through the Eviction API so that PodDisruptionBudgets hold. A refused eviction backs off for
 // that pod only. It returns when the drain should look again.
 func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, intent maintenance.NodeIntent) (time.Duration, error) {
-	var next time.Duration
-	later := func(d time.Duration) {
-		if d > 0 && (next == 0 || d < next) {
-			next = d
-		}
-	}
+	var next requeue
+	later := next.after
 	var errs []error
 	now := time.Now()
 	for _, c := range plan.Current {
@@ -113,7 +109,7 @@ func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, inte
 			log.FromContext(ctx).Info("evicted pod", "pod", client.ObjectKeyFromObject(pod), "source", c.Class.Source)
 		}
 	}
-	return next, errors.Join(errs...)
+	return next.d, errors.Join(errs...)
 }
 
 // evict asks the Eviction API to evict the pod. A refusal (429, a PodDisruptionBudget) is not an

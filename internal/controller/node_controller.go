@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,7 @@ type NodeReconciler struct {
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=delete
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
@@ -70,13 +72,23 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	volumes := 0
+	if plan.Pending() == 0 {
+		if volumes, err = attachedVolumes(ctx, r.Client, node, pods); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	intent := maintenance.Intent(nms, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
 		p := maintenance.Phase(nm, false)
-		if p == nodemaintv1alpha1.PhaseDrain && plan.Pending() == 0 {
+		if p == nodemaintv1alpha1.PhaseDrain && plan.Pending() == 0 && volumes == 0 {
 			return nodemaintv1alpha1.PhaseDrainComplete
 		}
 		return p
 	})
+	now := time.Now()
+	var next requeue
+	oos, wait := outOfService(node, pods, intent, now)
+	next.after(wait)
 
 	// Pods first: the node's annotation names a maintenance only once its requests are in place,
 	// and stops naming it only once they are withdrawn, so the finalizer can rely on it.
@@ -87,17 +99,57 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := r.syncPods(ctx, pods, intent, current); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.syncNode(ctx, node, intent, nms); err != nil {
+	if err := r.syncNode(ctx, node, intent, nms, oos); err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
 		return reconcile.Result{}, err
 	}
 	if !intent.Drain {
-		return reconcile.Result{}, nil
+		return next.result(), nil
 	}
-	next, err := r.evictCurrent(ctx, plan, intent)
-	return reconcile.Result{RequeueAfter: next}, err
+	if !intent.DeleteAt.IsZero() {
+		if wait := intent.DeleteAt.Sub(now); wait > 0 {
+			next.after(wait)
+		} else if err := r.deleteLeft(ctx, node, plan); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	wait, err = r.evictCurrent(ctx, plan, intent)
+	next.after(wait)
+	return next.result(), err
+}
+
+// requeue keeps the earliest time a reconcile must look again.
+type requeue struct{ d time.Duration }
+
+func (q *requeue) after(d time.Duration) {
+	if d > 0 && (q.d == 0 || d < q.d) {
+		q.d = d
+	}
+}
+
+func (q *requeue) result() reconcile.Result { return reconcile.Result{RequeueAfter: q.d} }
+
+// deleteLeft deletes the pods a drain still waits for, bypassing PodDisruptionBudgets: the admin
+// asked for it with drainTimeoutAction Delete, and the drain timed out. Skipped pods stay.
+func (r *NodeReconciler) deleteLeft(ctx context.Context, node *corev1.Node, plan drain.Plan) error {
+	var errs []error
+	for _, group := range [][]drain.Classified{plan.Current, plan.Later, plan.WaitCompleted} {
+		for _, c := range group {
+			if c.Pod.DeletionTimestamp != nil {
+				continue
+			}
+			if err := r.Client.Delete(ctx, c.Pod); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, err)
+				continue
+			}
+			evictionsTotal.WithLabelValues("deleted").Inc()
+			r.Recorder.Eventf(c.Pod, node, corev1.EventTypeWarning, "DeletedAfterDrainTimeout", "Delete",
+				"deleted, bypassing PodDisruptionBudgets: the drain of node %s timed out and drainTimeoutAction is Delete", node.Name)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // syncPods sets nodemaint's EvacuationRequest on the pods drained now (the current order group)
@@ -141,7 +193,7 @@ func (r *NodeReconciler) syncPods(ctx context.Context, pods []corev1.Pod, intent
 }
 
 // syncNode patches the node's spec.unschedulable, taint, annotations and condition.
-func (r *NodeReconciler) syncNode(ctx context.Context, node *corev1.Node, intent maintenance.NodeIntent, nms []*nodemaintv1alpha1.NodeMaintenance) error {
+func (r *NodeReconciler) syncNode(ctx context.Context, node *corev1.Node, intent maintenance.NodeIntent, nms []*nodemaintv1alpha1.NodeMaintenance, outOfService bool) error {
 	logger := log.FromContext(ctx)
 	orig := node.DeepCopy()
 	wasCordonedByUs := false
@@ -168,6 +220,15 @@ func (r *NodeReconciler) syncNode(ctx context.Context, node *corev1.Node, intent
 	node.Spec.Taints = withTaint(node.Spec.Taints, corev1.Taint{
 		Key: nodemaintv1alpha1.PlannedMaintenanceTaint, Effect: corev1.TaintEffectPreferNoSchedule,
 	}, intent.PlannedTaint)
+	hadOutOfService := node.Annotations[nodemaintv1alpha1.OutOfServiceAnnotation] != ""
+	if outOfService || hadOutOfService {
+		node.Spec.Taints = withTaint(node.Spec.Taints, outOfServiceTaint, outOfService)
+	}
+	if outOfService {
+		setAnnotation(node, nodemaintv1alpha1.OutOfServiceAnnotation, "true")
+	} else {
+		delete(node.Annotations, nodemaintv1alpha1.OutOfServiceAnnotation)
+	}
 
 	if !equality.Semantic.DeepEqual(orig.Spec, node.Spec) || !equality.Semantic.DeepEqual(orig.Annotations, node.Annotations) {
 		// The optimistic lock keeps the taint list and annotations of others intact.
@@ -190,6 +251,14 @@ func (r *NodeReconciler) syncNode(ctx context.Context, node *corev1.Node, intent
 			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "Cordoned", "Cordon", "cordoned for NodeMaintenance %s", names)
 		case uncordoned:
 			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "Uncordoned", "Uncordon", "maintenance complete; uncordoned")
+		}
+		switch {
+		case outOfService && !hadOutOfService:
+			logger.Info("node is shut down with pods stuck terminating; tainted out-of-service")
+			r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, "OutOfService", "Taint",
+				"NotReady for over %s with pods stuck terminating: tainted %s so they fail over", intent.OutOfServiceGrace, corev1.TaintNodeOutOfService)
+		case !outOfService && hadOutOfService:
+			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "BackInService", "Taint", "removed the %s taint", corev1.TaintNodeOutOfService)
 		}
 	}
 	return r.syncNodeCondition(ctx, node, intent.Condition())
@@ -287,6 +356,10 @@ func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) 
 				return nil
 			}),
 			builder.WithPredicates(podChanged())).
+		Watches(&storagev1.VolumeAttachment{},
+			handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*storagev1.VolumeAttachment).Spec.NodeName}}}
+			})).
 		Watches(&nodemaintv1alpha1.DrainRule{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 				return nodesUnderMaintenance(ctx, c)
@@ -348,7 +421,9 @@ func nodeChanged() predicate.Predicate {
 		return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
 			!equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
-			!equality.Semantic.DeepEqual(maintenanceCondition(o), maintenanceCondition(n))
+			!equality.Semantic.DeepEqual(maintenanceCondition(o), maintenanceCondition(n)) ||
+			nodeReady(o) != nodeReady(n) ||
+			!equality.Semantic.DeepEqual(o.Status.VolumesAttached, n.Status.VolumesAttached)
 	}}
 }
 

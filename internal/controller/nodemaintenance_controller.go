@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,7 +74,7 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	// While a drain is under way, what blocks it may change with no event (an eviction refused,
 	// a response timeout run out): look again now and then.
 	var result reconcile.Result
-	if nm.Spec.Drain && status.PodsPendingEvacuation > 0 {
+	if nm.Spec.Drain && meta.IsStatusConditionFalse(status.Conditions, nodemaintv1alpha1.ConditionDrained) {
 		result.RequeueAfter = drainStatusRefresh
 	}
 	if equality.Semantic.DeepEqual(nm.Status, status) {
@@ -97,11 +98,20 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 		ObservedGeneration: nm.Generation,
 		SelectedNodes:      int32(len(nodes)),
 		Conditions:         append([]metav1.Condition(nil), nm.Status.Conditions...),
+		DrainStartTime:     nm.Status.DrainStartTime,
+	}
+	now := time.Now()
+	switch {
+	case !nm.Spec.Drain:
+		status.DrainStartTime = nil
+	case status.DrainStartTime == nil:
+		status.DrainStartTime = &metav1.Time{Time: now.Truncate(time.Second)}
 	}
 	if len(nodes) > 0 {
 		status.Nodes = make(map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus, len(nodes))
 	}
-	now := time.Now()
+	volumes := 0
+	var left []string
 	for _, node := range nodes {
 		pods, err := podsOnNode(ctx, r.Client, node.Name)
 		if err != nil {
@@ -111,7 +121,25 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 		if err != nil {
 			return status, err
 		}
-		ns := nodemaintv1alpha1.NodeMaintenanceNodeStatus{PodsPendingEvacuation: int32(plan.Pending())}
+		ns := nodemaintv1alpha1.NodeMaintenanceNodeStatus{
+			PodsPendingEvacuation: int32(plan.Pending()),
+			OutOfService:          node.Annotations[nodemaintv1alpha1.OutOfServiceAnnotation] != "",
+		}
+		if nm.Spec.Drain && plan.Pending() == 0 {
+			n, err := attachedVolumes(ctx, r.Client, node, pods)
+			if err != nil {
+				return status, err
+			}
+			ns.VolumesAttached = int32(n)
+			volumes += n
+		}
+		for _, group := range [][]drain.Classified{plan.Current, plan.Later, plan.WaitCompleted} {
+			for _, c := range group {
+				if len(left) < maxBlockedNames {
+					left = append(left, c.Pod.Namespace+"/"+c.Pod.Name)
+				}
+			}
+		}
 		for _, group := range [][]drain.Classified{plan.Current, plan.Later, plan.WaitCompleted} {
 			for _, c := range group {
 				if evacuation.Accepted(c.Pod) {
@@ -133,7 +161,7 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 		status.PodsPendingEvacuation += ns.PodsPendingEvacuation
 		status.PodsEvacuating += ns.PodsEvacuating
 	}
-	drained := nm.Spec.Drain && status.PodsPendingEvacuation == 0
+	drained := nm.Spec.Drain && status.PodsPendingEvacuation == 0 && volumes == 0
 	status.Phase = maintenance.Phase(nm, drained)
 
 	cond := metav1.Condition{Type: nodemaintv1alpha1.ConditionDrained, ObservedGeneration: nm.Generation}
@@ -145,12 +173,38 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 	case drained:
 		cond.Status, cond.Reason = metav1.ConditionTrue, "Drained"
 		cond.Message = fmt.Sprintf("every targeted pod is gone from the %d selected nodes", len(nodes))
+	case status.PodsPendingEvacuation == 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, "VolumesAttached"
+		cond.Message = fmt.Sprintf("every targeted pod is gone; %d volumes of drained pods are still attached", volumes)
 	default:
 		cond.Status, cond.Reason = metav1.ConditionFalse, "PodsPending"
 		cond.Message = fmt.Sprintf("%d pods pending evacuation (%d evacuating by their owners) on %d nodes",
 			status.PodsPendingEvacuation, status.PodsEvacuating, pendingNodes(status.Nodes))
 	}
 	meta.SetStatusCondition(&status.Conditions, cond)
+
+	timedOut := metav1.Condition{Type: nodemaintv1alpha1.ConditionDrainTimedOut, ObservedGeneration: nm.Generation,
+		Status: metav1.ConditionFalse, Reason: "WithinDrainTimeout"}
+	nmAt := nm.DeepCopy()
+	nmAt.Status.DrainStartTime = status.DrainStartTime
+	deadline := maintenance.DrainDeadline(nmAt)
+	switch {
+	case nm.Spec.DrainTimeout == nil || !nm.Spec.Drain:
+		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut)
+	case drained || now.Before(deadline):
+		meta.SetStatusCondition(&status.Conditions, timedOut)
+	default:
+		timedOut.Status, timedOut.Reason = metav1.ConditionTrue, "DrainTimedOut"
+		timedOut.Message = fmt.Sprintf("not drained %s after drain started: %d pods and %d volumes left on %d nodes",
+			nm.Spec.DrainTimeout.Duration, status.PodsPendingEvacuation, volumes, pendingNodes(status.Nodes))
+		if len(left) > 0 {
+			timedOut.Message += ", among them " + strings.Join(left, ", ")
+		}
+		if nm.Spec.DrainTimeoutAction == nodemaintv1alpha1.DrainTimeoutActionDelete {
+			timedOut.Message += "; deleting them (drainTimeoutAction Delete)"
+		}
+		meta.SetStatusCondition(&status.Conditions, timedOut)
+	}
 	return status, nil
 }
 
@@ -178,6 +232,11 @@ func (r *NodeMaintenanceReconciler) recordTransitions(old, cur *nodemaintv1alpha
 		case cur.Status.SelectedNodes == 0:
 			r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, "NoNodesSelected", "Reconcile", "the nodeSelector selects no node")
 		}
+	}
+	if !meta.IsStatusConditionTrue(old.Status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut) &&
+		meta.IsStatusConditionTrue(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut) {
+		c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut)
+		r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, "DrainTimedOut", "Drain", "%s", c.Message)
 	}
 	was := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
 	now := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrained)

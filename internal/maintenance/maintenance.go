@@ -150,6 +150,25 @@ type NodeIntent struct {
 	Evict bool
 	// ResponseTimeout is the shortest response timeout of the maintenances that evict.
 	ResponseTimeout time.Duration
+	// DeleteAt is the earliest time a draining maintenance with drainTimeoutAction Delete stops
+	// waiting and deletes the pods left; zero when none does.
+	DeleteAt time.Time
+	// OutOfService: a draining maintenance opted in to the out-of-service taint, applied once the
+	// node has been NotReady for OutOfServiceGrace (the shortest of theirs).
+	OutOfService      bool
+	OutOfServiceGrace time.Duration
+}
+
+// DefaultNotReadyGracePeriod is how long a node is NotReady before the out-of-service taint.
+const DefaultNotReadyGracePeriod = time.Minute
+
+// DrainDeadline is when a maintenance's drain times out; zero without drainTimeout or before the
+// drain started.
+func DrainDeadline(nm *nodemaintv1alpha1.NodeMaintenance) time.Time {
+	if nm.Spec.DrainTimeout == nil || nm.Status.DrainStartTime == nil {
+		return time.Time{}
+	}
+	return nm.Status.DrainStartTime.Add(nm.Spec.DrainTimeout.Duration)
 }
 
 // DefaultResponseTimeout is KEP-4212's time for an owner to accept an evacuation request.
@@ -188,6 +207,21 @@ func Intent(nms []*nodemaintv1alpha1.NodeMaintenance, phaseOf func(*nodemaintv1a
 					in.ResponseTimeout = timeout
 				}
 				in.Evict = true
+			}
+			if nm.Spec.DrainTimeoutAction == nodemaintv1alpha1.DrainTimeoutActionDelete {
+				if at := DrainDeadline(nm); !at.IsZero() && (in.DeleteAt.IsZero() || at.Before(in.DeleteAt)) {
+					in.DeleteAt = at
+				}
+			}
+			if sd := nm.Spec.Shutdown; sd != nil && sd.ApplyOutOfServiceTaint {
+				grace := DefaultNotReadyGracePeriod
+				if sd.NotReadyGracePeriod != nil {
+					grace = sd.NotReadyGracePeriod.Duration
+				}
+				if !in.OutOfService || grace < in.OutOfServiceGrace {
+					in.OutOfServiceGrace = grace
+				}
+				in.OutOfService = true
 			}
 		}
 	}
