@@ -29,7 +29,14 @@ var evictionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Evictions of pods on nodes under maintenance, by result: evicted, refused (PodDisruptionBudget), failed.",
 }, []string{"result"})
 
-func init() { metrics.Registry.MustRegister(evictionsTotal) }
+// drainDuration observes how long drains take, from drain requested to Drained.
+var drainDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name:    "nodemaint_drain_duration_seconds",
+	Help:    "Time from a NodeMaintenance's drain request until it is Drained.",
+	Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1s to about 2h
+})
+
+func init() { metrics.Registry.MustRegister(evictionsTotal, drainDuration) }
 
 // +kubebuilder:rbac:groups=nodemaint.dev,resources=drainrules,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -101,6 +108,9 @@ func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, inte
 			errs = append(errs, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err))
 		case refusal != "":
 			evictionsTotal.WithLabelValues("refused").Inc()
+			if _, before := r.Evictions.Refusal(pod.UID); !before {
+				r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "EvictionRefused", "Evict", "node maintenance: %s", refusal)
+			}
 			later(r.Evictions.Refused(pod.UID, now, refusal))
 			log.FromContext(ctx).V(1).Info("eviction refused", "pod", client.ObjectKeyFromObject(pod), "reason", refusal)
 		default:

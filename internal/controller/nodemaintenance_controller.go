@@ -242,6 +242,9 @@ func (r *NodeMaintenanceReconciler) recordTransitions(old, cur *nodemaintv1alpha
 	now := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
 	if now != nil && now.Status == metav1.ConditionTrue && (was == nil || was.Status != metav1.ConditionTrue) {
 		r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, "Drained", "Drain", "%s", now.Message)
+		if start := cur.Status.DrainStartTime; start != nil {
+			drainDuration.Observe(time.Since(start.Time).Seconds())
+		}
 	}
 }
 

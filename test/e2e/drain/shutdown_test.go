@@ -1,0 +1,127 @@
+package drain_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/testutil"
+	"github.com/nodemaint/nodemaint/test/e2e/framework"
+	"github.com/nodemaint/nodemaint/test/localcluster"
+)
+
+func outOfServiceTainted(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeOutOfService && t.Effect == corev1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
+}
+
+// watchTaintedWhileReady reports whether the node was ever seen Ready with the out-of-service taint.
+func watchTaintedWhileReady(t *testing.T, node string) *atomic.Bool {
+	t.Helper()
+	var seen atomic.Bool
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := framework.Cluster().Client().CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", node).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if n, ok := ev.Object.(*corev1.Node); ok && ev.Type != watch.Deleted && localcluster.IsNodeReady(n) && outOfServiceTainted(n) {
+				seen.Store(true)
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return &seen
+}
+
+// TestOutOfServiceAfterShutdown: a drained node whose kubelet stops (kwok's heartbeat) while a pod
+// is stuck terminating gets the out-of-service taint after the grace period; the real pod GC of
+// kube-controller-manager then removes the pod, and the taint goes once the node is Ready again.
+// A Ready node of the same maintenance, with a pod stuck terminating too, never gets it.
+func TestOutOfServiceAfterShutdown(t *testing.T) {
+	ns := framework.Namespace(t)
+	startController(t)
+	down, up := node(4), node(0)
+	stuck := func(name string) *corev1.Pod {
+		p := barePod(ns, name, nil)
+		// It takes ten minutes to stop: it will still be terminating when the node goes down.
+		p.Annotations[localcluster.PodDeleteDelayAnnotation] = "10m"
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
+		return p
+	}
+	onlyOn(t, down, func() { create(t, stuck("stuck-down")); waitRunning(t, ns, 1) })
+	onlyOn(t, up, func() { create(t, stuck("stuck-up")); waitRunning(t, ns, 2) })
+	taintedWhileReady := watchTaintedWhileReady(t, up)
+
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "shutdown"},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: testutil.NodeSelectorFor(down, up), Cordon: true, Drain: true,
+			Shutdown: &nodemaintv1alpha1.ShutdownSpec{ApplyOutOfServiceTaint: true, NotReadyGracePeriod: &metav1.Duration{Duration: 3 * time.Second}},
+		},
+	}
+	create(t, nm)
+	t.Cleanup(func() { _ = framework.Client().Delete(context.Background(), nm) })
+	// Bare pods are evicted at once; they then take ten minutes to stop.
+	testutil.Eventually(t, timeout, "both pods terminating", func(ctx context.Context) (bool, string, error) {
+		var pods corev1.PodList
+		err := framework.Client().List(ctx, &pods, client.InNamespace(ns))
+		n := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				n++
+			}
+		}
+		return n == 2, fmt.Sprintf("%d terminating", n), err
+	})
+
+	if err := framework.Cluster().StopKubelet(t.Context(), down); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = framework.Cluster().StartKubelet(context.Background(), down) })
+	testutil.Eventually(t, 2*timeout, "out-of-service taint on the node that went down", func(ctx context.Context) (bool, string, error) {
+		n := &corev1.Node{}
+		err := framework.Client().Get(ctx, client.ObjectKey{Name: down}, n)
+		return outOfServiceTainted(n) && !localcluster.IsNodeReady(n), fmt.Sprintf("ready %v, taints %v", localcluster.IsNodeReady(n), n.Spec.Taints), err
+	})
+	testutil.Eventually(t, timeout, "pod GC removes the stuck pod", func(ctx context.Context) (bool, string, error) {
+		err := framework.Client().Get(ctx, client.ObjectKey{Namespace: ns, Name: "stuck-down"}, &corev1.Pod{})
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+	})
+
+	if err := framework.Cluster().StartKubelet(t.Context(), down); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, timeout, "taint removed once Ready", func(ctx context.Context) (bool, string, error) {
+		n := &corev1.Node{}
+		err := framework.Client().Get(ctx, client.ObjectKey{Name: down}, n)
+		return !outOfServiceTainted(n) && localcluster.IsNodeReady(n), fmt.Sprintf("ready %v, taints %v", localcluster.IsNodeReady(n), n.Spec.Taints), err
+	})
+	n := &corev1.Node{}
+	if err := framework.Client().Get(t.Context(), client.ObjectKey{Name: up}, n); err != nil {
+		t.Fatal(err)
+	}
+	if outOfServiceTainted(n) || taintedWhileReady.Load() {
+		t.Errorf("the Ready node %s got the out-of-service taint", up)
+	}
+	// Clean up the pod still stopping on the Ready node.
+	_ = framework.Client().Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stuck-up"}}, client.GracePeriodSeconds(0))
+}
