@@ -24,6 +24,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/controller"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/features"
+	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 )
 
 type options struct {
@@ -38,6 +39,7 @@ type options struct {
 	burst                   int
 	statusBatchDelay        time.Duration
 	maxEvictions            int64
+	surgeTimeout            time.Duration
 }
 
 func main() {
@@ -55,6 +57,7 @@ func main() {
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of requests to the API server.")
 	fs.DurationVar(&o.statusBatchDelay, "status-batch-delay", time.Second, "How long pod changes are gathered before a NodeMaintenance status is written.")
 	fs.Int64Var(&o.maxEvictions, "max-concurrent-evictions", 20, "Evictions in flight at once, across all nodes.")
+	fs.DurationVar(&o.surgeTimeout, "deployment-surge-timeout", deployment.DefaultSurgeTimeout, "How long the Deployment evacuation responder waits for surged replacements to become available (plus the Deployment's minReadySeconds) before it gives up and lets eviction move the pods.")
 	features.Gate.AddFlag(fs)
 
 	zapOpts := zap.Options{}
@@ -103,12 +106,12 @@ func run(o options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
+	recorder := mgr.GetEventRecorder("nodemaint-controller")
 
 	if features.Gate.Enabled(features.DeclarativeNodeMaintenance) {
 		if err := controller.SetupIndexes(ctx, mgr); err != nil {
 			return fmt.Errorf("setting up indexes: %w", err)
 		}
-		recorder := mgr.GetEventRecorder("nodemaint-controller")
 		evictions := drain.NewEvictions(time.Second, 30*time.Second)
 		if err := (&controller.NodeReconciler{
 			Client: mgr.GetClient(), Recorder: recorder,
@@ -123,6 +126,15 @@ func run(o options) error {
 		}
 	} else {
 		log.Info("feature gate disabled: not reconciling NodeMaintenances", "gate", features.DeclarativeNodeMaintenance)
+	}
+	if features.Gate.Enabled(features.NodeMaintenanceDeployment) {
+		if err := (&deployment.Reconciler{
+			Client: mgr.GetClient(), Recorder: recorder, SurgeTimeout: o.surgeTimeout,
+		}).SetupWithManager(ctx, mgr, o.concurrency); err != nil {
+			return fmt.Errorf("setting up the Deployment evacuation responder: %w", err)
+		}
+	} else {
+		log.Info("feature gate disabled: not answering the evacuation requests of Deployments' pods", "gate", features.NodeMaintenanceDeployment)
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

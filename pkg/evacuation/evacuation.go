@@ -25,9 +25,21 @@ const ReasonNodeMaintenance = "NodeMaintenance"
 const (
 	// EvacuationReadyAnnotation on a ReplicaSet says its pods' evacuation requests are answered.
 	EvacuationReadyAnnotation = "nodemaint.dev/evacuation-ready"
-	// ReplicasToEvacuateAnnotation on a ReplicaSet counts its pods with an evacuation request; on a
-	// Deployment, the total over its ReplicaSets.
+	// ReplicasToEvacuateAnnotation on a ReplicaSet counts its pods with an evacuation request.
 	ReplicasToEvacuateAnnotation = "nodemaint.dev/replicas-to-evacuate"
+	// DeploymentReplicasToEvacuateAnnotation on a Deployment counts the pods of all its ReplicaSets
+	// with an evacuation request. It is not ReplicasToEvacuateAnnotation because the Deployment
+	// controller copies a Deployment's annotations onto its newest ReplicaSet.
+	DeploymentReplicasToEvacuateAnnotation = "nodemaint.dev/deployment-replicas-to-evacuate"
+	// SurgeAnnotation on a Deployment records a surge in progress, as JSON:
+	// {"originalReplicas":3,"surge":2,"startTime":"2026-01-02T15:04:05.000000Z"}. While it is present,
+	// spec.replicas is originalReplicas+surge because of nodemaint; it is removed, in the same
+	// write that returns spec.replicas to originalReplicas, when the surge ends.
+	SurgeAnnotation = "nodemaint.dev/evacuation-surge"
+	// OriginalDeletionCostAnnotation on a pod says the Deployment responder lowered its
+	// controller.kubernetes.io/pod-deletion-cost so that its ReplicaSet removes it first; the
+	// value is the cost to restore ("" when the pod had none).
+	OriginalDeletionCostAnnotation = "nodemaint.dev/original-pod-deletion-cost"
 )
 
 // Condition returns the pod's condition of the given type, or nil.

@@ -43,6 +43,10 @@ const (
 // lowestDeletionCost is the pod-deletion-cost of the pods a ReplicaSet is to remove first.
 const lowestDeletionCost = math.MinInt32
 
+// gatherRequests is how long a wave that is not full waits for more requests after the last
+// one: a requester sets the requests of a node's pods one by one.
+const gatherRequests = time.Second
+
 // surgeState is the value of evacuation.SurgeAnnotation: a surge in progress.
 type surgeState struct {
 	// OriginalReplicas is the Deployment's spec.replicas before the surge, and after it.
@@ -50,7 +54,7 @@ type surgeState struct {
 	// Surge is the number of replicas added: the number of pods evacuated by this wave.
 	Surge int32 `json:"surge"`
 	// StartTime is when the surge started; it gives up SurgeTimeout later.
-	StartTime metav1.Time `json:"startTime"`
+	StartTime metav1.MicroTime `json:"startTime"`
 }
 
 func (s *surgeState) String() string {
@@ -290,6 +294,18 @@ func decide(in input) plan {
 	if len(candidates) == 0 || !steady {
 		return p
 	}
+	if int32(len(candidates)) < el.surge {
+		var last time.Time
+		for _, pod := range candidates {
+			if t := requestTime(pod); t.After(last) {
+				last = t
+			}
+		}
+		if wait := last.Add(gatherRequests).Sub(in.now); wait > 0 && !last.After(in.now) {
+			p.requeueAfter = wait
+			return p
+		}
+	}
 	// Pods marked by a wave that did not start (the process stopped) go first, then the oldest
 	// requests.
 	slices.SortFunc(candidates, func(a, b *corev1.Pod) int {
@@ -317,11 +333,11 @@ func decide(in input) plan {
 		}
 	}
 	p.scale = &scaleChange{replicas: replicas + k, surge: &surgeState{
-		OriginalReplicas: replicas, Surge: k, StartTime: metav1.NewTime(in.now.Truncate(time.Second)),
+		OriginalReplicas: replicas, Surge: k, StartTime: metav1.NewMicroTime(in.now),
 	}}
 	p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeStarted", "Surge",
-		fmt.Sprintf("scaling from %d to %d replicas to evacuate %s (%d pods wait for a later wave)",
-			replicas, replicas+k, podNames(wave), len(candidates)-int(k))})
+		fmt.Sprintf("scaling from %d to %d replicas to evacuate %s; %s wait for a later wave",
+			replicas, replicas+k, podNames(wave), count(candidates[k:]))})
 	p.requeueAfter = in.surgeTimeout + time.Duration(d.Spec.MinReadySeconds)*time.Second
 	return p
 }
@@ -329,10 +345,11 @@ func decide(in input) plan {
 // rollback ends a surge without completing it: the pods the surge created are marked to go
 // first, the evacuated pods unmarked, and spec.replicas returns to the original count.
 func (p *plan) rollback(live []*corev1.Pod, state *surgeState, why string) {
-	// The surge's pods are the newest ones created since it started.
+	// The surge's pods are the newest ones created since it started (creation times are in
+	// seconds).
 	var created []*corev1.Pod
 	for _, pod := range live {
-		if !pod.CreationTimestamp.Time.Before(state.StartTime.Time) && !evacuation.Requested(pod) {
+		if !pod.CreationTimestamp.Time.Before(state.StartTime.Truncate(time.Second)) && !evacuation.Requested(pod) {
 			created = append(created, pod)
 		}
 	}
@@ -370,15 +387,15 @@ func (p *plan) answerEvents(gaveUp bool) {
 	}
 	if len(accepted) > 0 {
 		p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "EvacuationAccepted", "Evacuate",
-			fmt.Sprintf("accepted the evacuation of %d pods (%s): they leave once surged replacements are available", len(accepted), podNames(accepted))})
+			fmt.Sprintf("accepted the evacuation of %s (%s): they leave once surged replacements are available", count(accepted), podNames(accepted))})
 	}
 	switch {
 	case gaveUp:
 		p.events = append(p.events, deploymentEvent{corev1.EventTypeWarning, "SurgeTimedOut", "Evacuate",
-			fmt.Sprintf("gave up the evacuation of %d pods (%s): %s", len(declined), podNames(declined), message)})
+			fmt.Sprintf("gave up the evacuation of %s (%s): %s", count(declined), podNames(declined), message)})
 	case len(declined) > 0:
 		p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "EvacuationDeclined", "Evacuate",
-			fmt.Sprintf("declined the evacuation of %d pods (%s), %s: %s", len(declined), podNames(declined), reason, message)})
+			fmt.Sprintf("declined the evacuation of %s (%s), %s: %s", count(declined), podNames(declined), reason, message)})
 	}
 }
 
@@ -419,6 +436,14 @@ func requestTime(pod *corev1.Pod) time.Time {
 		return c.LastTransitionTime.Time
 	}
 	return time.Time{}
+}
+
+// count says how many pods there are, for a message.
+func count(pods []*corev1.Pod) string {
+	if len(pods) == 1 {
+		return "1 pod"
+	}
+	return strconv.Itoa(len(pods)) + " pods"
 }
 
 // podNames lists a few pod names for a message.

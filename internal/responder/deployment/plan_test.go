@@ -77,7 +77,7 @@ var now = time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 
 func TestDecide(t *testing.T) {
 	state := func(original, surge int32, age time.Duration) *surgeState {
-		return &surgeState{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewTime(now.Add(-age))}
+		return &surgeState{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewMicroTime(now.Add(-age))}
 	}
 	for name, tc := range map[string]struct {
 		d           *appsv1.Deployment
@@ -106,6 +106,20 @@ func TestDecide(t *testing.T) {
 		"a wave marked before a crash is the next wave": {
 			d:           newDeployment(3, 1),
 			pods:        []*corev1.Pod{pod("a", requested(1), accepted), pod("b", requested(2), accepted, withMark), pod("c")},
+			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
+			wantRequeue: true,
+		},
+		"wave not full, a request just came: waits for more": {
+			d:           newDeployment(3, 2),
+			pods:        []*corev1.Pod{pod("a", requested(0)), pod("b"), pod("c")},
+			wantAnswers: map[string]string{"a": "True/DeploymentSurge"},
+			wantRequeue: true,
+		},
+		"wave not full, requests stopped coming: surges": {
+			d:           newDeployment(3, 2),
+			pods:        []*corev1.Pod{pod("a", requested(1)), pod("b"), pod("c")},
+			wantAnswers: map[string]string{"a": "True/DeploymentSurge"},
+			wantMark:    []string{"a"},
 			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
 			wantRequeue: true,
 		},

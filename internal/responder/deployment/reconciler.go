@@ -194,7 +194,7 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 		}
 	}
 	for _, e := range p.events {
-		logger.Info(e.message, "event", e.reason)
+		logger.Info("Evacuation step", "reason", e.reason, "note", e.message)
 		r.Recorder.Eventf(d, nil, e.eventType, e.reason, e.action, "%s", e.message)
 	}
 	return nil
@@ -281,7 +281,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	c := mgr.GetClient()
 	return builder.ControllerManagedBy(mgr).
 		Named("deployment-evacuation").
-		For(&appsv1.Deployment{}).
+		For(&appsv1.Deployment{}, builder.WithPredicates(deploymentChanged())).
 		Owns(&appsv1.ReplicaSet{}, builder.WithPredicates(replicaSetChanged())).
 		Watches(&corev1.Pod{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -330,6 +330,22 @@ func podEvacuationChanged() predicate.Predicate {
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+}
+
+// deploymentChanged passes the Deployment events that matter: a spec change, and any change
+// while pods of the Deployment are to be evacuated (its status says when a surge is available),
+// not the status reports of every other Deployment of the cluster.
+func deploymentChanged() predicate.Predicate {
+	evacuating := func(d *appsv1.Deployment) bool {
+		_, surging := d.Annotations[evacuation.SurgeAnnotation]
+		_, requested := d.Annotations[evacuation.DeploymentReplicasToEvacuateAnnotation]
+		return surging || requested
+	}
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*appsv1.Deployment), e.ObjectNew.(*appsv1.Deployment)
+		return o.Generation != n.Generation || evacuating(o) || evacuating(n) ||
+			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations)
+	}}
 }
 
 // replicaSetChanged passes ReplicaSet events that change what the responder sees: not their

@@ -36,11 +36,9 @@ const timeout = 90 * time.Second
 
 func node(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
 
-var leaseFlags = []string{"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms"}
-
 func startController(t *testing.T) {
 	t.Helper()
-	framework.NewController(t).Start(leaseFlags...)
+	framework.NewController(t).Start()
 }
 
 // onlyOn makes the scheduler place what create creates on the node: every other node is cordoned

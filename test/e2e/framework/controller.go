@@ -105,8 +105,8 @@ func writeControllerKubeconfig() error {
 }
 
 // Start starts the controller with --kubeconfig, --metrics-bind-address,
-// --health-probe-bind-address and then extraArgs, which may override them, and waits until
-// it serves /readyz.
+// --health-probe-bind-address, short leader election, and then extraArgs, which may override
+// them, and waits until it serves /readyz.
 func (c *Controller) Start(extraArgs ...string) {
 	c.t.Helper()
 	c.mu.Lock()
@@ -118,6 +118,10 @@ func (c *Controller) Start(extraArgs ...string) {
 		"--kubeconfig=" + controllerKubeconfig,
 		"--metrics-bind-address=" + c.metricsAddr,
 		"--health-probe-bind-address=" + c.probeAddr,
+		// Tests kill and restart controllers: a new one takes over in seconds, not 15s.
+		"--leader-election-lease-duration=4s",
+		"--leader-election-renew-deadline=3s",
+		"--leader-election-retry-period=500ms",
 	}, extraArgs...)
 	logFile, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {

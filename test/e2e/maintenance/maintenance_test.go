@@ -34,14 +34,10 @@ var restored = testutil.NodeView{}
 
 func node(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
 
-// leaseFlags shorten leader election, so that a controller restarted after a SIGKILL takes over
-// in seconds rather than the default 15s.
-var leaseFlags = []string{"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms"}
-
 func startController(t *testing.T) *framework.Controller {
 	t.Helper()
 	c := framework.NewController(t)
-	c.Start(leaseFlags...)
+	c.Start()
 	return c
 }
 

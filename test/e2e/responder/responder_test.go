@@ -1,0 +1,502 @@
+package responder_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/testutil"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+	"github.com/nodemaint/nodemaint/test/e2e/framework"
+	"github.com/nodemaint/nodemaint/test/localcluster"
+)
+
+// waitTimeout bounds the waits for an evacuation: a few waves of pods that take seconds to start.
+const waitTimeout = 90 * time.Second
+
+// TestSingleReplicaWithStrictPDB: a single-replica Deployment whose PDB allows no disruption
+// (kubectl drain would wait forever) moves off the maintained node with a Ready pod at every
+// moment, although its pods take 5s to start.
+func TestSingleReplicaWithStrictPDB(t *testing.T) {
+	startNodemaint(t, 2*time.Minute)
+	ns := framework.Namespace(t)
+	createDeployment(t, ns, "web", 1, intstr.FromString("25%"), "5s", 0)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		},
+	}
+	if err := framework.Client().Create(t.Context(), pdb); err != nil {
+		t.Fatal(err)
+	}
+	s := watchApp(t, ns, "web")
+	old := s.view().live()[0]
+
+	maintain(t, ns, old.Spec.NodeName)
+	s.waitFor(t, waitTimeout, "the pod replaced on another node", func(v view) bool {
+		return v.settled(1) && v.pod(old.Name) == nil && v.live()[0].Spec.NodeName != old.Spec.NodeName
+	})
+	minReady, maxLive, maxReplicas := s.stats()
+	t.Logf("Ready pods never below %d, at most %d pods, spec.replicas at most %d", minReady, maxLive, maxReplicas)
+	if minReady < 1 || maxLive > 2 || maxReplicas > 2 {
+		t.Errorf("want Ready >= 1, pods <= 2, replicas <= 2 throughout; saw Ready %d, pods %d, replicas %d", minReady, maxLive, maxReplicas)
+	}
+	expectMarkersGone(t, ns, "web")
+}
+
+// TestWavesOfMaxSurge: 10 replicas with maxSurge 2, spread over the maintained nodes and
+// others: only the maintained nodes' pods move, in waves of at most 2, and 10 stay Ready.
+func TestWavesOfMaxSurge(t *testing.T) {
+	startNodemaint(t, 2*time.Minute)
+	ns := framework.Namespace(t)
+	createDeployment(t, ns, "web", 10, intstr.FromInt32(2), "3s", 0)
+	s := watchApp(t, ns, "web")
+
+	// Maintain the two nodes with the most pods: at least 3 pods, so more than one wave.
+	byNode := map[string][]string{}
+	for _, pod := range s.view().live() {
+		byNode[pod.Spec.NodeName] = append(byNode[pod.Spec.NodeName], pod.Name)
+	}
+	nodes := make([]string, 0, len(byNode))
+	for n := range byNode {
+		nodes = append(nodes, n)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return len(byNode[nodes[i]]) > len(byNode[nodes[j]]) })
+	maintained, others := nodes[:2], nodes[2:]
+	var staying []string
+	for _, n := range others {
+		staying = append(staying, byNode[n]...)
+	}
+	moving := len(byNode[maintained[0]]) + len(byNode[maintained[1]])
+	if moving < 3 || len(staying) == 0 {
+		t.Fatalf("pods not spread as needed: %v", byNode)
+	}
+	t.Logf("maintaining %v with %d pods; %d pods on %v stay", maintained, moving, len(staying), others)
+
+	maintain(t, ns, maintained...)
+	s.waitFor(t, waitTimeout, "the maintained nodes' pods replaced", func(v view) bool {
+		return v.settled(10) && len(v.liveOn(maintained...)) == 0
+	})
+	minReady, maxLive, maxReplicas := s.stats()
+	t.Logf("Ready pods never below %d, at most %d pods, spec.replicas at most %d", minReady, maxLive, maxReplicas)
+	if minReady < 10 || maxLive > 12 || maxReplicas > 12 {
+		t.Errorf("want Ready >= 10, pods <= 12, replicas <= 12 throughout; saw Ready %d, pods %d, replicas %d", minReady, maxLive, maxReplicas)
+	}
+	if moved := s.wentAway(staying); len(moved) > 0 {
+		t.Errorf("pods of nodes not under maintenance were removed: %v", moved)
+	}
+	waves := countEvents(t, ns, "web", "SurgeStarted")
+	t.Logf("%d pods moved in %d waves", moving, waves)
+	if want := (moving + 1) / 2; waves < want {
+		t.Errorf("%d waves for %d pods with maxSurge 2, want at least %d", waves, moving, want)
+	}
+	expectMarkersGone(t, ns, "web")
+}
+
+// TestWithdrawalRollsBackSurge: the maintenance is deleted while the surge pod is Ready but not
+// yet available (minReadySeconds): the surge pod goes, the evacuated pod stays, and the
+// Deployment is back to its replicas with no trace of the evacuation.
+func TestWithdrawalRollsBackSurge(t *testing.T) {
+	startNodemaint(t, 2*time.Minute)
+	ns := framework.Namespace(t)
+	createDeployment(t, ns, "web", 2, intstr.FromInt32(1), "1s", 10)
+	s := watchApp(t, ns, "web")
+	node := s.view().live()[0].Spec.NodeName
+	evacuated := names(s.view().liveOn(node))
+
+	nm := maintain(t, ns, node)
+	s.waitFor(t, waitTimeout, "the surge pod Ready", func(v view) bool {
+		return v.replicas() == 2+1 && v.surging() && len(v.ready()) == 3
+	})
+	// The markers of KEP-4212, while the evacuation is under way.
+	var rss appsv1.ReplicaSetList
+	if err := framework.Client().List(t.Context(), &rss, client.InNamespace(ns)); err != nil || len(rss.Items) != 1 {
+		t.Fatalf("want 1 ReplicaSet: %v %v", rss.Items, err)
+	}
+	rs := rss.Items[0].Annotations
+	if rs[evacuation.EvacuationReadyAnnotation] != "true" || rs[evacuation.ReplicasToEvacuateAnnotation] != fmt.Sprint(len(evacuated)) {
+		t.Errorf("ReplicaSet annotations %v, want %s=true and %s=%d", nodemaintAnnotations(rs),
+			evacuation.EvacuationReadyAnnotation, evacuation.ReplicasToEvacuateAnnotation, len(evacuated))
+	}
+	if got := s.view().d.Annotations[evacuation.DeploymentReplicasToEvacuateAnnotation]; got != fmt.Sprint(len(evacuated)) {
+		t.Errorf("Deployment %s=%q, want %d", evacuation.DeploymentReplicasToEvacuateAnnotation, got, len(evacuated))
+	}
+
+	if err := framework.Client().Delete(t.Context(), nm); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, waitTimeout, "the surge rolled back", func(v view) bool {
+		if !v.settled(2) || v.d.Annotations[evacuation.DeploymentReplicasToEvacuateAnnotation] != "" {
+			return false
+		}
+		for _, pod := range v.live() {
+			if evacuation.Condition(pod, evacuation.Initiated) != nil || len(nodemaintAnnotations(pod.Annotations)) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, name := range evacuated {
+		if s.view().pod(name) == nil {
+			t.Errorf("evacuated pod %s is gone", name)
+		}
+	}
+	if removed := s.wentAway(evacuated); len(removed) > 0 {
+		t.Errorf("evacuated pods removed although the evacuation was withdrawn: %v", removed)
+	}
+	if minReady, _, maxReplicas := s.stats(); minReady < 2 || maxReplicas > 3 {
+		t.Errorf("want Ready >= 2 and replicas <= 3 throughout; saw Ready %d, replicas %d", minReady, maxReplicas)
+	}
+	expectMarkersGone(t, ns, "web")
+}
+
+// TestScaledDuringSurge: the user scales the Deployment while a surge is in flight: their count
+// wins, and the evacuation goes on from it.
+func TestScaledDuringSurge(t *testing.T) {
+	startNodemaint(t, 2*time.Minute)
+	ns := framework.Namespace(t)
+	createDeployment(t, ns, "web", 2, intstr.FromInt32(1), "5s", 0)
+	s := watchApp(t, ns, "web")
+	node := s.view().live()[0].Spec.NodeName
+
+	maintain(t, ns, node)
+	s.waitFor(t, waitTimeout, "a surge in flight", func(v view) bool { return v.surging() && v.replicas() == 3 })
+	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 5}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+	if err := framework.Client().SubResource("scale").Update(t.Context(), d, client.WithSubResourceBody(scale)); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, waitTimeout, "the evacuation completed at the user's count", func(v view) bool {
+		return v.settled(5) && len(v.liveOn(node)) == 0
+	})
+	if n := countEvents(t, ns, "web", "ScaledDuringSurge"); n == 0 {
+		t.Error("no ScaledDuringSurge Event")
+	}
+	expectMarkersGone(t, ns, "web")
+}
+
+// TestDeclined: the pods of Deployments that do not surge (maxSurge 0, paused, autoscaled) are
+// declined at once, so the drain need not wait for the response timeout.
+func TestDeclined(t *testing.T) {
+	startNodemaint(t, 2*time.Minute)
+	ns := framework.Namespace(t)
+	createDeployment(t, ns, "nosurge", 1, intstr.FromInt32(0), "1s", 0)
+	nosurge := watchApp(t, ns, "nosurge")
+	// A Deployment created paused has no ReplicaSet yet: pause it once it is available.
+	framework.CreateDeployment(t, framework.NewDeployment(ns, "paused", 1))
+	pause := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":true}}`))
+	if err := framework.Client().Patch(t.Context(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "paused"}}, pause); err != nil {
+		t.Fatal(err)
+	}
+	paused := watchApp(t, ns, "paused")
+	// There is no metrics server: the HPA does not scale, but it targets the Deployment.
+	createDeployment(t, ns, "autoscaled", 1, intstr.FromInt32(1), "1s", 0)
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "autoscaled"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "autoscaled"},
+			MinReplicas:    ptr.To[int32](1), MaxReplicas: 1,
+		},
+	}
+	if err := framework.Client().Create(t.Context(), hpa); err != nil {
+		t.Fatal(err)
+	}
+	autoscaled := watchApp(t, ns, "autoscaled")
+	var nodes []string
+	for _, s := range []*sampler{nosurge, paused, autoscaled} {
+		nodes = append(nodes, s.view().live()[0].Spec.NodeName)
+	}
+
+	maintain(t, ns, nodes...)
+	for s, reason := range map[*sampler]string{nosurge: "MaxSurgeZero", paused: "DeploymentPaused", autoscaled: "HorizontalPodAutoscaler"} {
+		s.waitFor(t, waitTimeout, "declined with "+reason, func(view) bool { return s.declinedWith(reason) })
+		if v := s.view(); v.replicas() != 1 || v.surging() {
+			t.Errorf("%s: declined, yet the Deployment changed: %s", reason, v)
+		}
+	}
+}
+
+// TestNoCapacityGivesUp: every other node is cordoned, so the surge pod cannot be scheduled:
+// the responder gives up within its bound, declines the evacuation and restores the replicas.
+func TestNoCapacityGivesUp(t *testing.T) {
+	const bound = 8 * time.Second
+	startNodemaint(t, bound)
+	ns := framework.Namespace(t)
+	createDeployment(t, ns, "web", 1, intstr.FromInt32(1), "1s", 0)
+	s := watchApp(t, ns, "web")
+	pod := s.view().live()[0]
+	cordonAllBut(t, pod.Spec.NodeName)
+
+	maintain(t, ns, pod.Spec.NodeName)
+	// Once declined, the drain may evict the pod: the decline is taken from the sampler's record.
+	s.waitFor(t, waitTimeout, "the evacuation declined and the replicas restored", func(v view) bool {
+		return s.declinedWith("SurgeTimedOut") && v.replicas() == 1 && !v.surging() && len(v.live()) == 1
+	})
+	s.mu.Lock()
+	accepted, declined := s.accepted[pod.Name], s.declined[pod.Name]
+	s.mu.Unlock()
+	took := declined.Sub(accepted)
+	t.Logf("gave up %v after accepting (bound %v)", took.Round(10*time.Millisecond), bound)
+	if accepted.IsZero() || took < bound-time.Second || took > bound+10*time.Second {
+		t.Errorf("gave up %v after accepting, want about %v", took, bound)
+	}
+	if _, _, maxReplicas := s.stats(); maxReplicas > 2 {
+		t.Errorf("spec.replicas went to %d", maxReplicas)
+	}
+}
+
+// TestControllerKilledDuringSurge: nodemaint-controller is killed while a surge is in flight and
+// started again after the surge became Ready: the evacuation completes, in more waves, the
+// replicas are restored exactly and availability never dropped.
+func TestControllerKilledDuringSurge(t *testing.T) {
+	c := startNodemaint(t, 2*time.Minute)
+	ns := framework.Namespace(t)
+	createDeployment(t, ns, "web", 4, intstr.FromInt32(1), "4s", 0)
+	s := watchApp(t, ns, "web")
+	pods := s.view().live()
+	nodes := []string{pods[0].Spec.NodeName, pods[1].Spec.NodeName}
+	moving := len(s.view().liveOn(nodes...))
+
+	maintain(t, ns, nodes...)
+	s.waitFor(t, waitTimeout, "a surge in flight", func(v view) bool { return v.surging() && v.replicas() == 5 })
+	c.Kill()
+	s.waitFor(t, waitTimeout, "the surge Ready while the controller is down", func(v view) bool {
+		return len(v.ready()) == 5 && v.replicas() == 5
+	})
+	c.Start()
+	s.waitFor(t, waitTimeout, "the evacuation completed", func(v view) bool {
+		return v.settled(4) && len(v.liveOn(nodes...)) == 0
+	})
+	minReady, maxLive, maxReplicas := s.stats()
+	t.Logf("%d pods moved; Ready pods never below %d, at most %d pods, spec.replicas at most %d", moving, minReady, maxLive, maxReplicas)
+	if minReady < 4 || maxLive > 5 || maxReplicas > 5 {
+		t.Errorf("want Ready >= 4, pods <= 5, replicas <= 5 throughout; saw Ready %d, pods %d, replicas %d", minReady, maxLive, maxReplicas)
+	}
+	expectMarkersGone(t, ns, "web")
+}
+
+// createDeployment creates a Deployment of pods labelled app=name that take readyDelay to
+// start, with a rolling update of the given maxSurge (and maxUnavailable 0, or 1 when maxSurge
+// is 0), and waits until it is available.
+func createDeployment(t *testing.T, namespace, name string, replicas int32, maxSurge intstr.IntOrString, readyDelay string, minReadySeconds int32) {
+	t.Helper()
+	d := framework.NewDeployment(namespace, name, replicas)
+	d.Spec.MinReadySeconds = minReadySeconds
+	maxUnavailable := intstr.FromInt32(0)
+	if maxSurge.IntValue() == 0 && maxSurge.Type == intstr.Int {
+		maxUnavailable = intstr.FromInt32(1) // the API server refuses both 0
+	}
+	d.Spec.Strategy = appsv1.DeploymentStrategy{
+		Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{
+			MaxSurge: &maxSurge, MaxUnavailable: &maxUnavailable,
+		},
+	}
+	d.Spec.Template.Annotations = map[string]string{localcluster.PodReadyDelayAnnotation: readyDelay}
+	framework.CreateDeployment(t, d)
+}
+
+// maintain creates a NodeMaintenance that cordons and drains the nodes. It is deleted when the
+// test ends, and the test waits until it is gone, so the nodes are restored for the next test.
+func maintain(t *testing.T, name string, nodes ...string) *nodemaintv1alpha1.NodeMaintenance {
+	t.Helper()
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: testutil.NodeSelectorFor(nodes...), Cordon: true, Drain: true, Reason: "e2e " + t.Name(),
+		},
+	}
+	if err := framework.Client().Create(t.Context(), nm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if err := framework.Client().Delete(ctx, nm); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting NodeMaintenance %s: %v", name, err)
+		}
+		// The test's context is done by now.
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := framework.Client().Get(ctx, types.NamespacedName{Name: name}, &nodemaintv1alpha1.NodeMaintenance{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Errorf("NodeMaintenance %s not gone: %v", name, err)
+		}
+	})
+	return nm
+}
+
+// cordonAllBut cordons every node but one until the test ends.
+func cordonAllBut(t *testing.T, keep string) {
+	t.Helper()
+	var nodes corev1.NodeList
+	if err := framework.Client().List(t.Context(), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		if node.Name == keep || node.Spec.Unschedulable {
+			continue
+		}
+		setUnschedulable(t, node.Name, true)
+		t.Cleanup(func() { setUnschedulable(t, node.Name, false) })
+	}
+}
+
+func setUnschedulable(t *testing.T, node string, on bool) {
+	patch := fmt.Appendf(nil, `{"spec":{"unschedulable":%t}}`, on)
+	err := framework.Client().Patch(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, patch))
+	if err != nil {
+		t.Errorf("cordoning node %s: %v", node, err)
+	}
+}
+
+// expectMarkersGone waits until neither the Deployment nor its ReplicaSets carry any of the
+// responder's annotations, and no pod carries a deletion cost.
+func expectMarkersGone(t *testing.T, namespace, name string) {
+	t.Helper()
+	testutil.Eventually(t, 30*time.Second, "the responder's annotations gone", func(ctx context.Context) (bool, string, error) {
+		var d appsv1.Deployment
+		if err := framework.Client().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &d); err != nil {
+			return false, "", err
+		}
+		if a := nodemaintAnnotations(d.Annotations); len(a) > 0 {
+			return false, fmt.Sprintf("Deployment: %v", a), nil
+		}
+		var rss appsv1.ReplicaSetList
+		if err := framework.Client().List(ctx, &rss, client.InNamespace(namespace)); err != nil {
+			return false, "", err
+		}
+		for _, rs := range rss.Items {
+			if a := nodemaintAnnotations(rs.Annotations); len(a) > 0 {
+				return false, fmt.Sprintf("ReplicaSet %s: %v", rs.Name, a), nil
+			}
+		}
+		var pods corev1.PodList
+		if err := framework.Client().List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+			return false, "", err
+		}
+		for _, pod := range pods.Items {
+			if a := nodemaintAnnotations(pod.Annotations); len(a) > 0 && pod.DeletionTimestamp.IsZero() {
+				return false, fmt.Sprintf("pod %s: %v", pod.Name, a), nil
+			}
+		}
+		return true, "", nil
+	})
+}
+
+// countEvents counts the Events of one reason about the Deployment.
+func countEvents(t *testing.T, namespace, name, reason string) int {
+	t.Helper()
+	var list corev1.EventList
+	if err := framework.Client().List(t.Context(), &list, client.InNamespace(namespace)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "Deployment" && e.InvolvedObject.Name == name && e.Reason == reason {
+			n += int(max(e.Count, 1))
+		}
+	}
+	return n
+}
+
+func names(pods []*corev1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for _, pod := range pods {
+		out = append(out, pod.Name)
+	}
+	return slices.Sorted(slices.Values(out))
+}
+
+// TestExampleResponder runs examples/responder, the protocol's example for responder authors,
+// against a Job's worker: it accepts, checkpoints and deletes the pod, and the Job starts it on
+// another node.
+func TestExampleResponder(t *testing.T) {
+	startNodemaint(t, 2*time.Minute)
+	ns := framework.Namespace(t)
+	runExample(t)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker"},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{
+				Labels:      map[string]string{"app": "worker", "example.nodemaint.dev/responder": "checkpoint"},
+				Annotations: map[string]string{localcluster.PodCompleteDelayAnnotation: "10m"},
+			},
+			Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "work", Image: "registry.k8s.io/pause:3.10"}},
+			},
+		}},
+	}
+	if err := framework.Client().Create(t.Context(), job); err != nil {
+		t.Fatal(err)
+	}
+	s := watchApp(t, ns, "worker")
+	s.waitFor(t, waitTimeout, "the worker running", func(v view) bool { return len(v.ready()) == 1 })
+	old := s.view().ready()[0]
+
+	maintain(t, ns, old.Spec.NodeName)
+	s.waitFor(t, waitTimeout, "the worker checkpointed and started on another node", func(v view) bool {
+		ready := v.ready()
+		return v.pod(old.Name) == nil && len(ready) == 1 && ready[0].Spec.NodeName != old.Spec.NodeName
+	})
+	s.mu.Lock()
+	accepted := !s.accepted[old.Name].IsZero()
+	s.mu.Unlock()
+	if !accepted {
+		t.Error("the example responder never accepted the evacuation")
+	}
+}
+
+// runExample builds and runs examples/responder as cluster admin until the test ends.
+func runExample(t *testing.T) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "responder")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/nodemaint/nodemaint/examples/responder")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building examples/responder: %v\n%s", err, out)
+	}
+	logFile, err := os.Create(filepath.Join(framework.Cluster().Dir(), "logs", "example-responder.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--kubeconfig="+framework.Cluster().Kubeconfig())
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logFile.Close()
+		if t.Failed() {
+			t.Logf("example responder log: %s", logFile.Name())
+		}
+	})
+}
