@@ -26,6 +26,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/testutil"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	"github.com/nodemaint/nodemaint/test/localcluster"
 )
@@ -136,7 +137,8 @@ func expectDrained(t *testing.T, name string) {
 	})
 }
 
-// TestMixedNode: a StatefulSet behind a PodDisruptionBudget is evicted as the budget allows, a
+// TestMixedNode: a Deployment with maxSurge is moved by the responder (never evicted, never below
+// its replicas), a StatefulSet behind a PodDisruptionBudget is evicted as the budget allows, a
 // bare pod is evicted, a DaemonSet pod and a pod labelled skip stay (the latter reported), and the
 // maintenance reaches Drained.
 func TestMixedNode(t *testing.T) {
@@ -165,23 +167,38 @@ func TestMixedNode(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
 		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}},
 	}
+	web := framework.NewDeployment(ns, "web", 2)
+	web.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+		MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+	}}
+	web.Spec.Template.Annotations = map[string]string{localcluster.PodReadyDelayAnnotation: "2s"}
 	onlyOn(t, target, func() {
 		create(t, sts, pdb, barePod(ns, "bare", nil), barePod(ns, "keep", map[string]string{"nodemaint.dev/drain": "skip"}))
-		waitRunning(t, ns, 5)
+		framework.CreateDeployment(t, web)
+		waitRunning(t, ns, 7)
 	})
 	create(t, ds)
-	waitRunning(t, ns, 10)
+	waitRunning(t, ns, 12)
 
-	// Watch the StatefulSet's ready pods throughout: the budget allows one down.
-	minReady := watchReady(t, ns, "app=db")
+	// Watch the ready pods throughout: the StatefulSet's budget allows one down; the Deployment
+	// is never below its replicas and its pods are never evicted.
+	db := watchPods(t, ns, "app=db")
+	webPods := watchPods(t, ns, "app=web")
 	createDrainNM(t, "mixed", target)
 	expectDrained(t, "mixed")
 	testutil.Eventually(t, timeout, "StatefulSet back to 3 ready", func(ctx context.Context) (bool, string, error) {
 		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(sts), sts)
 		return sts.Status.ReadyReplicas == 3, fmt.Sprintf("%d ready", sts.Status.ReadyReplicas), err
 	})
-	if got := minReady(); got < 2 {
+	framework.WaitDeploymentAvailable(t, ns, "web")
+	if got := db.minReady(); got < 2 {
 		t.Errorf("the StatefulSet went down to %d ready pods; its budget allows 2", got)
+	}
+	if got := webPods.minReady(); got < 2 {
+		t.Errorf("the Deployment went down to %d ready pods; it has 2 replicas and maxSurge", got)
+	}
+	if evicted := webPods.deletedUnaccepted(); len(evicted) > 0 {
+		t.Errorf("Deployment pods removed without the responder accepting: %v", evicted)
 	}
 	var pods corev1.PodList
 	if err := framework.Client().List(t.Context(), &pods, client.InNamespace(ns), client.MatchingFields{"spec.nodeName": target}); err != nil {
@@ -204,30 +221,58 @@ func TestMixedNode(t *testing.T) {
 	}
 }
 
-// watchReady watches the ready pods matching the selector and returns a function giving the
-// fewest seen ready at once since then.
-func watchReady(t *testing.T, ns, selector string) func() int {
+// podWatch follows the pods matching a selector: the fewest ready at once, and the pods that went
+// terminating without their owner having accepted an evacuation (evicted, or deleted by hand).
+type podWatch struct {
+	mu         sync.Mutex
+	ready      map[string]bool
+	fewest     int
+	unaccepted []string
+}
+
+func (w *podWatch) minReady() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.fewest
+}
+
+func (w *podWatch) deletedUnaccepted() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.unaccepted)
+}
+
+func (w *podWatch) observe(pod *corev1.Pod, deleted bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if pod.DeletionTimestamp != nil && w.ready[pod.Name] && !evacuation.Accepted(pod) && !slices.Contains(w.unaccepted, pod.Name) {
+		w.unaccepted = append(w.unaccepted, pod.Name)
+	}
+	w.ready[pod.Name] = !deleted && isReady(pod)
+	n := 0
+	for _, r := range w.ready {
+		if r {
+			n++
+		}
+	}
+	w.fewest = min(w.fewest, n)
+}
+
+// watchPods starts a podWatch on the pods of the namespace matching the selector.
+func watchPods(t *testing.T, ns, selector string) *podWatch {
 	t.Helper()
 	pods := framework.Cluster().Client().CoreV1().Pods(ns)
 	list, err := pods.List(t.Context(), metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	ready := map[string]bool{}
-	count := func() int {
-		n := 0
-		for _, r := range ready {
-			if r {
-				n++
-			}
-		}
-		return n
-	}
+	pw := &podWatch{ready: map[string]bool{}}
 	for i := range list.Items {
-		ready[list.Items[i].Name] = isReady(&list.Items[i])
+		pw.ready[list.Items[i].Name] = isReady(&list.Items[i])
+		if pw.ready[list.Items[i].Name] {
+			pw.fewest++
+		}
 	}
-	fewest := count()
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: list.ResourceVersion})
 	if err != nil {
@@ -237,22 +282,13 @@ func watchReady(t *testing.T, ns, selector string) func() int {
 	go func() {
 		defer close(done)
 		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
+			if pod, ok := ev.Object.(*corev1.Pod); ok {
+				pw.observe(pod, ev.Type == watch.Deleted)
 			}
-			mu.Lock()
-			ready[pod.Name] = ev.Type != watch.Deleted && isReady(pod)
-			fewest = min(fewest, count())
-			mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return fewest
-	}
+	return pw
 }
 
 // isReady: Ready and not terminating.
