@@ -73,8 +73,11 @@ cluster-down: ## Stop the local cluster and every process it started.
 cluster-status: ## Show what runs of the local cluster.
 	$(GO) run ./hack/localcluster status --dir $(CLUSTER_DIR)
 
+# ARGS are passed to the controller; one local process needs no leader election.
+ARGS ?= --leader-elect=false
+
 .PHONY: run
-run: build ## Run the controller against $$KUBECONFIG (default: the local cluster).
+run: build ## Run the controller against $$KUBECONFIG (default: the local cluster, started if needed; CRDs applied).
 	@if [ "$(KUBECONFIG)" = "$(CURDIR)/$(CLUSTER_DIR)/kubeconfig" ] && [ ! -f "$(KUBECONFIG)" ]; then $(MAKE) cluster-up; fi
 	@if [ "$(KUBECONFIG)" = "$(CURDIR)/$(CLUSTER_DIR)/kubeconfig" ]; then "$(CONTROL_PLANE)/kubectl" apply --server-side -f config/crd/bases >/dev/null; fi
 	bin/nodemaint-controller --kubeconfig "$(KUBECONFIG)" $(ARGS)
