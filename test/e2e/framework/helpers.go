@@ -21,7 +21,7 @@ const (
 	// DeploymentTimeout bounds the wait for a Deployment to become available.
 	DeploymentTimeout = time.Minute
 	// NamespaceDeleteTimeout bounds the wait for the pods of a test's namespace to be deleted.
-	NamespaceDeleteTimeout = time.Minute
+	NamespaceDeleteTimeout = 5 * time.Minute
 )
 
 // Eventually polls cond every 250ms until it reports done, and fails the test when timeout
