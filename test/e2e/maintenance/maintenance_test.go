@@ -34,10 +34,14 @@ var restored = testutil.NodeView{}
 
 func node(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
 
+// controllerArgs turn the Deployment responder off: these tests are about the NodeMaintenance
+// controller, and take the part of the pods' owners themselves (test/e2e/responder tests it).
+var controllerArgs = []string{"--feature-gates=NodeMaintenanceDeployment=false"}
+
 func startController(t *testing.T) *framework.Controller {
 	t.Helper()
 	c := framework.NewController(t)
-	c.Start()
+	c.Start(controllerArgs...)
 	return c
 }
 

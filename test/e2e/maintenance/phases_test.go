@@ -198,7 +198,7 @@ func TestControllerKilled(t *testing.T) {
 		return false, err
 	})
 	ctrl.Kill()
-	ctrl.Start()
+	ctrl.Start(controllerArgs...)
 	for _, n := range nodes {
 		expectRequests(t, ns, n, map[string]string{"crash-": "True/NodeMaintenance/crash test"})
 		expectNode(t, n, testutil.NodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "crash=Drain", Condition: "True/Drain"})
@@ -206,7 +206,7 @@ func TestControllerKilled(t *testing.T) {
 
 	deleteNM(t, "crash")
 	ctrl.Kill()
-	ctrl.Start()
+	ctrl.Start(controllerArgs...)
 	expectGone(t, "crash")
 	for _, n := range nodes {
 		expectNode(t, n, restored)
