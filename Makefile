@@ -66,7 +66,8 @@ cluster-up: ## Start the local cluster in the background (NODES=5); kubeconfig a
 	$(GO) run ./hack/localcluster up --dir $(CLUSTER_DIR) --nodes $(NODES) --bin-dir "$(CONTROL_PLANE)"
 
 .PHONY: cluster-down
-cluster-down: ## Stop the local cluster and every process it started.
+cluster-down: ## Stop the local cluster, every process it started, and the demo's controller.
+	@if [ -f $(CLUSTER_DIR)/run/nodemaint-controller.pid ]; then kill $$(cat $(CLUSTER_DIR)/run/nodemaint-controller.pid) 2>/dev/null || true; rm -f $(CLUSTER_DIR)/run/nodemaint-controller.pid; fi
 	$(GO) run ./hack/localcluster down --dir $(CLUSTER_DIR)
 
 .PHONY: cluster-status
@@ -84,7 +85,7 @@ run: build ## Run the controller against $$KUBECONFIG (default: the local cluste
 
 .PHONY: demo
 demo: ## Bring up the local cluster, run the controller and a maintenance, and show its progress.
-	@echo "make demo: not yet (issue: kubectl maintenance, make demo)"; exit 1
+	hack/demo.sh
 
 .PHONY: bench
 bench: ## Benchmarks against kubectl drain; JSON under _output/bench/.

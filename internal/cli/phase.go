@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+)
+
+// newPhaseCommand is plan, cordon and drain: create or update the NodeMaintenance of the target
+// with the given cordon and drain, and follow it.
+func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.Command {
+	var (
+		t               target
+		reason          string
+		wait            bool
+		timeout         time.Duration
+		responseTimeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   verb + " (NODE... | -l SELECTOR)",
+		Short: short,
+		Example: fmt.Sprintf(`  # %[1]s one node
+  kubectl maintenance %[1]s node-1 --reason "kernel upgrade"
+
+  # %[1]s every node of a rack
+  kubectl maintenance %[1]s -l topology.example.com/rack=7`, verb),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := t.complete(args); err != nil {
+				return usageError(cmd, err)
+			}
+			c, cs, err := o.clients()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if drain {
+				if ok, err := hasNodeMaintenanceAPI(cs); err != nil {
+					return err
+				} else if !ok {
+					fmt.Fprintln(o.streams.ErrOut, "Warning: this cluster has no NodeMaintenance API (nodemaint.dev/v1alpha1); falling back to the classic drain, which evicts every pod without asking its owner")
+					return classicDrain(ctx, o, cs, &t, timeout)
+				}
+			}
+			nm, err := applyMaintenance(ctx, c, &t, cordon, drain, reason, responseTimeout)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: %s\n", nm.Name, verbPast(verb))
+			if !drain || !wait {
+				return nil
+			}
+			return follow(ctx, o, c, nm.Name, timeout)
+		},
+	}
+	t.addFlags(cmd)
+	cmd.Flags().StringVar(&reason, "reason", "", "Why the nodes are maintained; pods' owners see it in the EvacuationRequest condition")
+	if drain {
+		cmd.Flags().BoolVar(&wait, "wait", true, "Follow the drain until the nodes are drained")
+		cmd.Flags().DurationVar(&timeout, "timeout", 0, "How long to wait for the drain (0: no limit); the drain goes on after a time-out")
+		cmd.Flags().DurationVar(&responseTimeout, "response-timeout", 0, "How long pod owners have to accept an evacuation before their pods are evicted (default: the NodeMaintenance's, 3m)")
+	}
+	return cmd
+}
+
+func verbPast(verb string) string {
+	switch verb {
+	case "plan":
+		return "planned"
+	case "cordon":
+		return "cordoned"
+	}
+	return "draining"
+}
+
+// applyMaintenance creates the target's NodeMaintenance, or updates the one that exists: running
+// a command again is idempotent.
+func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, drain bool, reason string, responseTimeout time.Duration) (*nodemaintv1alpha1.NodeMaintenance, error) {
+	sel, err := t.nodeSelector()
+	if err != nil {
+		return nil, err
+	}
+	nm := &nodemaintv1alpha1.NodeMaintenance{}
+	err = c.Get(ctx, client.ObjectKey{Name: t.Name()}, nm)
+	switch {
+	case apierrors.IsNotFound(err):
+		nm = &nodemaintv1alpha1.NodeMaintenance{
+			ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Labels: map[string]string{"app.kubernetes.io/managed-by": "kubectl-maintenance"}},
+			Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: sel, Cordon: cordon, Drain: drain, Reason: reason},
+		}
+		if responseTimeout > 0 {
+			nm.Spec.EvacuationResponseTimeout = &metav1.Duration{Duration: responseTimeout}
+		}
+		return nm, c.Create(ctx, nm)
+	case err != nil:
+		return nil, err
+	}
+	orig := nm.DeepCopy()
+	nm.Spec.NodeSelector, nm.Spec.Cordon, nm.Spec.Drain = sel, cordon, drain
+	if reason != "" {
+		nm.Spec.Reason = reason
+	}
+	if responseTimeout > 0 {
+		nm.Spec.EvacuationResponseTimeout = &metav1.Duration{Duration: responseTimeout}
+	}
+	return nm, c.Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+// newCompleteCommand sets cordon and drain back to false: Maintenance Complete.
+func newCompleteCommand(o *options, verb, short string) *cobra.Command {
+	var (
+		t   target
+		del bool
+	)
+	cmd := &cobra.Command{
+		Use:   verb + " (NODE... | -l SELECTOR | --name NAME)",
+		Short: short,
+		Example: fmt.Sprintf(`  # The maintenance of node-1 is over: uncordon it and restore what nodemaint changed
+  kubectl maintenance %s node-1`, verb),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if t.name == "" {
+				if err := t.complete(args); err != nil {
+					return usageError(cmd, err)
+				}
+			}
+			c, _, err := o.clients()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			nm := &nodemaintv1alpha1.NodeMaintenance{}
+			if err := c.Get(ctx, client.ObjectKey{Name: t.Name()}, nm); err != nil {
+				if apierrors.IsNotFound(err) {
+					return fmt.Errorf("no NodeMaintenance %s: nothing to complete", t.Name())
+				}
+				return err
+			}
+			if del {
+				if err := c.Delete(ctx, nm); client.IgnoreNotFound(err) != nil {
+					return err
+				}
+				fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: deleted\n", nm.Name)
+				return nil
+			}
+			orig := nm.DeepCopy()
+			nm.Spec.Cordon, nm.Spec.Drain = false, false
+			if err := c.Patch(ctx, nm, client.MergeFrom(orig)); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: complete\n", nm.Name)
+			return nil
+		},
+	}
+	t.addFlags(cmd)
+	cmd.Flags().BoolVar(&del, "delete", false, "Delete the NodeMaintenance (which completes it too)")
+	return cmd
+}
+
+// labelRequirements turns a label selector into node selector requirements.
+func labelRequirements(s string) ([]corev1.NodeSelectorRequirement, error) {
+	sel, err := labels.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	reqs, selectable := sel.Requirements()
+	if !selectable || len(reqs) == 0 {
+		return nil, fmt.Errorf("selector %q selects nothing", s)
+	}
+	var out []corev1.NodeSelectorRequirement
+	for _, r := range reqs {
+		var op corev1.NodeSelectorOperator
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			op = corev1.NodeSelectorOpIn
+		case selection.NotEquals, selection.NotIn:
+			op = corev1.NodeSelectorOpNotIn
+		case selection.Exists:
+			op = corev1.NodeSelectorOpExists
+		case selection.DoesNotExist:
+			op = corev1.NodeSelectorOpDoesNotExist
+		case selection.GreaterThan:
+			op = corev1.NodeSelectorOpGt
+		case selection.LessThan:
+			op = corev1.NodeSelectorOpLt
+		default:
+			return nil, fmt.Errorf("selector %q: operator %s is not supported", s, r.Operator())
+		}
+		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key(), Operator: op, Values: r.ValuesUnsorted()})
+	}
+	return out, nil
+}
+
+// drained reports whether the NodeMaintenance is drained, with the status it saw.
+func drained(nm *nodemaintv1alpha1.NodeMaintenance) bool {
+	return nm.Status.ObservedGeneration == nm.Generation &&
+		meta.IsStatusConditionTrue(nm.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
+}
+
+var errTimedOut = errors.New("timed out")

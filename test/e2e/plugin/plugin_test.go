@@ -1,0 +1,177 @@
+// Package plugin_test drives the built kubectl-maintenance binary against the local cluster.
+package plugin_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodemaint/nodemaint/internal/testutil"
+	"github.com/nodemaint/nodemaint/test/e2e/framework"
+)
+
+func TestMain(m *testing.M) { os.Exit(framework.Run(m, framework.Options{Nodes: 4})) }
+
+const timeout = 90 * time.Second
+
+// plugin runs bin/kubectl-maintenance with the cluster's kubeconfig; it returns the output and
+// the exit code.
+func plugin(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	bin := filepath.Join(os.Getenv("NODEMAINT_BIN_DIR"), "kubectl-maintenance")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("no plugin binary (make build): %v", err)
+	}
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", framework.Cluster().Kubeconfig()}, args...)...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("kubectl-maintenance %s\n%s", strings.Join(args, " "), out)
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return string(out), exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return string(out), 0
+}
+
+func pod(ns, name, node string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+}
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := framework.Client().Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func waitReady(t *testing.T, ns string, n int) {
+	t.Helper()
+	testutil.Eventually(t, timeout, "pods ready", func(ctx context.Context) (bool, string, error) {
+		var pods corev1.PodList
+		err := framework.Client().List(ctx, &pods, client.InNamespace(ns))
+		ready := 0
+		for _, p := range pods.Items {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready == n, fmt.Sprint(ready), err
+	})
+}
+
+func unschedulable(ctx context.Context, name string) (bool, error) {
+	n := &corev1.Node{}
+	err := framework.Client().Get(ctx, client.ObjectKey{Name: name}, n)
+	return n.Spec.Unschedulable, err
+}
+
+// TestDrainStatusComplete: drain waits and names the blocking budget, exits 3 on its timeout;
+// status --blocking quotes the budget; once it is gone drain finishes with 0; complete makes the
+// node schedulable again.
+func TestDrainStatusComplete(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.NewController(t).Start()
+	node := "kwok-node-1"
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "precious"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(0)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "precious"}}},
+	}
+	create(t, pdb, pod(ns, "precious", node, map[string]string{"app": "precious"}), pod(ns, "plain", node, nil))
+	waitReady(t, ns, 2)
+
+	out, code := plugin(t, "drain", node, "--reason", "e2e", "--timeout", "20s")
+	if code != 3 || !strings.Contains(out, "PodDisruptionBudget") || !strings.Contains(out, ns+"/precious") ||
+		!strings.Contains(out, "The disruption budget precious does not allow evicting pods") {
+		t.Errorf("drain blocked by a budget: exit %d, want 3 and the budget named", code)
+	}
+	if out, code := plugin(t, "status", node, "--blocking"); code != 0 || !strings.Contains(out, "The disruption budget precious") {
+		t.Errorf("status --blocking: exit %d, output does not quote the budget", code)
+	}
+	if out, code := plugin(t, "list", "-o", "wide"); code != 0 || !strings.Contains(out, node) || !strings.Contains(out, "e2e") {
+		t.Errorf("list -o wide: exit %d, %q", code, out)
+	}
+	if out, code := plugin(t, "status", node, "-o", "yaml"); code != 0 || !strings.Contains(out, "kind: NodeMaintenance") {
+		t.Errorf("status -o yaml: exit %d", code)
+	}
+
+	if err := framework.Client().Delete(t.Context(), pdb); err != nil {
+		t.Fatal(err)
+	}
+	// Running drain again is idempotent: it follows the same NodeMaintenance to the end.
+	if out, code := plugin(t, "drain", node, "--timeout", "60s"); code != 0 || !strings.Contains(out, "drained") {
+		t.Errorf("drain: exit %d, want 0 and drained", code)
+	}
+	if ok, err := unschedulable(t.Context(), node); err != nil || !ok {
+		t.Errorf("node %s schedulable during maintenance (%v)", node, err)
+	}
+	if _, code := plugin(t, "complete", node); code != 0 {
+		t.Errorf("complete: exit %d", code)
+	}
+	testutil.Eventually(t, timeout, "node schedulable again", func(ctx context.Context) (bool, string, error) {
+		ok, err := unschedulable(ctx, node)
+		return !ok, "", err
+	})
+	if _, code := plugin(t, "complete", node, "--delete"); code != 0 {
+		t.Errorf("complete --delete: exit %d", code)
+	}
+}
+
+// TestFallbackWithoutCRD: on a cluster without the NodeMaintenance API, drain warns and drains
+// the classic way. It removes the CRD, so it runs last.
+func TestFallbackWithoutCRD(t *testing.T) {
+	ns := framework.Namespace(t)
+	node := "kwok-node-2"
+	d := framework.NewDeployment(ns, "web", 2)
+	d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+	framework.CreateDeployment(t, d)
+
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "nodemaintenances.nodemaint.dev"}}
+	if err := framework.Client().Delete(t.Context(), crd); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, timeout, "CRD gone", func(ctx context.Context) (bool, string, error) {
+		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(crd), crd)
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+	})
+	out, code := plugin(t, "drain", node, "--timeout", "60s")
+	if code != 0 || !strings.Contains(out, "Warning: this cluster has no NodeMaintenance API") || !strings.Contains(out, "node/"+node+" drained") {
+		t.Errorf("fallback drain: exit %d", code)
+	}
+	if ok, err := unschedulable(t.Context(), node); err != nil || !ok {
+		t.Errorf("node %s not cordoned by the classic drain (%v)", node, err)
+	}
+	var pods corev1.PodList
+	if err := framework.Client().List(t.Context(), &pods, client.InNamespace(ns), client.MatchingFields{"spec.nodeName": node}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			t.Errorf("pod %s still runs on the drained node", p.Name)
+		}
+	}
+	_, _ = framework.Kubectl(t, "uncordon", node)
+}
