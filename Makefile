@@ -31,6 +31,11 @@ generate: ## Regenerate deepcopy, CRDs and RBAC from the Go markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(GO) run ./hack/crd-bounds config/crd/bases/nodemaint.dev_nodemaintenances.yaml
 	$(CONTROLLER_GEN) rbac:roleName=nodemaint-controller paths=./internal/... output:rbac:artifacts:config=config/rbac
+	hack/sync-chart.sh
+
+.PHONY: helm
+helm: ## Build (once) helm from its Go module; print its path.
+	@hack/tools.sh helm
 
 .PHONY: control-plane
 control-plane: ## Build (once) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok.
@@ -53,7 +58,7 @@ test-unit: ## Unit and integration tests (envtest: a real kube-apiserver and etc
 
 .PHONY: test-e2e
 test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets).
-	NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -timeout 40m ./test/... $(E2E_ARGS)
+	NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m ./test/... $(E2E_ARGS)
 
 .PHONY: test-scale
 test-scale: build ## The scale e2e test at full size: 200 nodes, 5,000 pods, 20 nodes maintained.

@@ -104,14 +104,14 @@ func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, inte
 		switch {
 		case err != nil:
 			evictionsTotal.WithLabelValues("failed").Inc()
-			later(r.Evictions.Refused(pod.UID, now, err.Error()))
+			later(r.Evictions.Refused(pod.UID, now, drain.ReasonEvictionFailed, err.Error()))
 			errs = append(errs, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err))
 		case refusal != "":
 			evictionsTotal.WithLabelValues("refused").Inc()
-			if _, before := r.Evictions.Refusal(pod.UID); !before {
+			if _, _, before := r.Evictions.Refusal(pod.UID); !before {
 				r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "EvictionRefused", "Evict", "node maintenance: %s", refusal)
 			}
-			later(r.Evictions.Refused(pod.UID, now, refusal))
+			later(r.Evictions.Refused(pod.UID, now, drain.ReasonPodDisruptionBudget, refusal))
 			log.FromContext(ctx).V(1).Info("eviction refused", "pod", client.ObjectKeyFromObject(pod), "reason", refusal)
 		default:
 			evictionsTotal.WithLabelValues("evicted").Inc()
@@ -190,9 +190,9 @@ func blocked(plan drain.Plan, intent maintenance.NodeIntent, evictions *drain.Ev
 			break
 		}
 		d := drain.Decide(c.Pod, now, policyOf(intent), drain.Unanswerable(c.Pod))
-		switch refusal, refused := evictions.Refusal(c.Pod.UID); {
+		switch reason, refusal, refused := evictions.Refusal(c.Pod.UID); {
 		case d.Evict && refused:
-			add(drain.ReasonPodDisruptionBudget, refusal, c.Pod)
+			add(reason, refusal, c.Pod)
 		case d.Evict:
 			add(drain.ReasonEvicting, "evicting through the Eviction API", c.Pod)
 		default:

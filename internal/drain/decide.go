@@ -93,6 +93,7 @@ type Evictions struct {
 
 type refusal struct {
 	notBefore time.Time
+	reason    string
 	message   string
 }
 
@@ -111,11 +112,12 @@ func (e *Evictions) Wait(uid types.UID, now time.Time) time.Duration {
 	return max(e.refused[uid].notBefore.Sub(now), 0)
 }
 
-// Refused records a refused eviction with the API server's message, and returns the back-off.
-func (e *Evictions) Refused(uid types.UID, now time.Time, message string) time.Duration {
+// Refused records a refused eviction, with the reason (ReasonPodDisruptionBudget for a 429,
+// ReasonEvictionFailed otherwise) and the API server's message, and returns the back-off.
+func (e *Evictions) Refused(uid types.UID, now time.Time, reason, message string) time.Duration {
 	d := e.limiter.When(uid)
 	e.mu.Lock()
-	e.refused[uid] = refusal{notBefore: now.Add(d), message: message}
+	e.refused[uid] = refusal{notBefore: now.Add(d), reason: reason, message: message}
 	e.mu.Unlock()
 	return d
 }
@@ -128,12 +130,12 @@ func (e *Evictions) Done(uid types.UID) {
 	e.mu.Unlock()
 }
 
-// Refusal returns the message of the pod's last refused eviction.
-func (e *Evictions) Refusal(uid types.UID) (string, bool) {
+// Refusal returns the reason and message of the pod's last refused eviction.
+func (e *Evictions) Refusal(uid types.UID) (reason, message string, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	r, ok := e.refused[uid]
-	return r.message, ok
+	return r.reason, r.message, ok
 }
 
 // Unanswerable reports whether nobody can answer the pod's evacuation request, so that waiting

@@ -139,7 +139,7 @@ func TestEvictionsBackOff(t *testing.T) {
 	}
 	var delays []time.Duration
 	for range 5 {
-		delays = append(delays, e.Refused("a", now, "pdb says no"))
+		delays = append(delays, e.Refused("a", now, ReasonPodDisruptionBudget, "pdb says no"))
 	}
 	if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}; !equal(delays, want) {
 		t.Errorf("back-off %v, want %v", delays, want)
@@ -147,14 +147,14 @@ func TestEvictionsBackOff(t *testing.T) {
 	if w := e.Wait("a", now.Add(3*time.Second)); w != 5*time.Second {
 		t.Errorf("Wait = %v, want 5s", w)
 	}
-	if msg, ok := e.Refusal("a"); !ok || msg != "pdb says no" {
-		t.Errorf("Refusal = %q, %v", msg, ok)
+	if reason, msg, ok := e.Refusal("a"); !ok || reason != ReasonPodDisruptionBudget || msg != "pdb says no" {
+		t.Errorf("Refusal = %q, %q, %v", reason, msg, ok)
 	}
 	if e.Wait("b", now) != 0 {
 		t.Error("one pod's back-off holds up another")
 	}
 	e.Done("a")
-	if _, ok := e.Refusal("a"); ok || e.Wait("a", now) != 0 || e.Refused("a", now, "") != time.Second {
+	if _, _, ok := e.Refusal("a"); ok || e.Wait("a", now) != 0 || e.Refused("a", now, ReasonEvictionFailed, "") != time.Second {
 		t.Error("Done does not forget the pod")
 	}
 }

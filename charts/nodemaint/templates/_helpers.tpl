@@ -1,0 +1,49 @@
+{{/* The name of the chart. */}}
+{{- define "nodemaint.name" -}}
+{{- default "nodemaint-controller" .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The name of the controller's objects: nodemaint-controller, as in config/ (one install per
+cluster: the CRDs and the ClusterRole are cluster-scoped).
+*/}}
+{{- define "nodemaint.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- include "nodemaint.name" . }}
+{{- end }}
+{{- end }}
+
+{{- define "nodemaint.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "nodemaint.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "nodemaint.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "nodemaint.labels" -}}
+helm.sh/chart: {{ include "nodemaint.chart" . }}
+{{ include "nodemaint.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: nodemaint
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "nodemaint.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "nodemaint.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "nodemaint.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Copies the generated install files into the Helm chart, so the chart and config/ cannot drift:
+# the CRDs (config/crd/bases) into charts/nodemaint/crds/, and the ClusterRole and leader-election
+# Role (config/rbac) into charts/nodemaint/files/, whose rules the chart's templates read.
+# Run by `make generate`; test/e2e/install fails when the copies differ.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+chart=charts/nodemaint
+rm -f "$chart"/crds/*.yaml
+mkdir -p "$chart/crds" "$chart/files"
+cp config/crd/bases/*.yaml "$chart/crds/"
+cp config/rbac/role.yaml config/rbac/leader_election_role.yaml "$chart/files/"

@@ -1,0 +1,587 @@
+package install
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/test/e2e/framework"
+)
+
+const (
+	namespace  = framework.ControllerNamespace
+	controller = "nodemaint-controller"
+	release    = "nodemaint"
+)
+
+// repoRoot is the repository's root directory.
+var repoRoot = func() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}()
+
+func repoPath(elem ...string) string { return filepath.Join(append([]string{repoRoot}, elem...)...) }
+
+// TestChartMatchesConfig fails when the chart's copies of the generated files differ from
+// config/: run `make generate` (hack/sync-chart.sh).
+func TestChartMatchesConfig(t *testing.T) {
+	pairs := map[string]string{
+		"config/rbac/role.yaml":                 "charts/nodemaint/files/role.yaml",
+		"config/rbac/leader_election_role.yaml": "charts/nodemaint/files/leader_election_role.yaml",
+	}
+	crds, err := filepath.Glob(repoPath("config", "crd", "bases", "*.yaml"))
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("no CRDs in config/crd/bases: %v", err)
+	}
+	for _, crd := range crds {
+		pairs[filepath.Join("config/crd/bases", filepath.Base(crd))] = filepath.Join("charts/nodemaint/crds", filepath.Base(crd))
+	}
+	chartCRDs, _ := filepath.Glob(repoPath("charts", "nodemaint", "crds", "*.yaml"))
+	if len(chartCRDs) != len(crds) {
+		t.Errorf("charts/nodemaint/crds has %d files, config/crd/bases %d: run make generate", len(chartCRDs), len(crds))
+	}
+	for src, dst := range pairs {
+		want, err := os.ReadFile(repoPath(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(repoPath(dst))
+		if err != nil {
+			t.Errorf("%v: run make generate", err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from %s: run make generate", dst, src)
+		}
+	}
+}
+
+// TestHelmChart renders the chart with its default values, checks the objects and has the API
+// server validate them (server-side apply, dry run).
+func TestHelmChart(t *testing.T) {
+	out := helmTemplate(t, "--include-crds")
+	objs := parse(t, out)
+
+	wantObjects(t, objs, []string{
+		"CustomResourceDefinition/drainrules.nodemaint.dev",
+		"CustomResourceDefinition/nodemaintenances.nodemaint.dev",
+		"ClusterRole/" + controller,
+		"ClusterRoleBinding/" + controller,
+		"Role/" + namespace + "/nodemaint-leader-election",
+		"RoleBinding/" + namespace + "/nodemaint-leader-election",
+		"ServiceAccount/" + namespace + "/" + controller,
+		"Deployment/" + namespace + "/" + controller,
+		"Service/" + namespace + "/" + controller + "-metrics",
+		"PodDisruptionBudget/" + namespace + "/" + controller,
+	})
+	checkRBAC(t, objs)
+	d := checkDeployment(t, objs)
+	checkServiceAndPDB(t, objs, d)
+	if got := ptr.Deref(d.Spec.Replicas, 1); got != 2 {
+		t.Errorf("replicas = %d, want 2", got)
+	}
+	if args := d.Spec.Template.Spec.Containers[0].Args; slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--feature-gates") }) {
+		t.Errorf("default values pass feature gates: %q", args)
+	}
+
+	applyDryRun(t, out)
+}
+
+// TestHelmChartValues renders the chart with the values a cluster admin sets.
+func TestHelmChartValues(t *testing.T) {
+	out := helmTemplate(t,
+		"--set", "replicas=3",
+		"--set", "featureGates.NodeMaintenanceDeployment=false",
+		"--set", "featureGates.DeclarativeNodeMaintenance=true",
+		"--set", "extraArgs={--max-concurrent-evictions=50}",
+		"--set", "image.tag=v9.9.9",
+		"--set", "nodeSelector.node-role\\.kubernetes\\.io/control-plane=",
+		"--set", "tolerations[0].key=node-role.kubernetes.io/control-plane",
+		"--set", "tolerations[0].operator=Exists",
+		"--set", "tolerations[0].effect=NoSchedule",
+	)
+	objs := parse(t, out)
+	d := checkDeployment(t, objs)
+	spec := d.Spec.Template.Spec
+	if got := ptr.Deref(d.Spec.Replicas, 0); got != 3 {
+		t.Errorf("replicas = %d, want 3", got)
+	}
+	c := spec.Containers[0]
+	for _, want := range []string{
+		"--feature-gates=DeclarativeNodeMaintenance=true,NodeMaintenanceDeployment=false",
+		"--max-concurrent-evictions=50",
+	} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args %q lack %s", c.Args, want)
+		}
+	}
+	if want := "ghcr.io/nodemaint/nodemaint-controller:v9.9.9"; c.Image != want {
+		t.Errorf("image = %s, want %s", c.Image, want)
+	}
+	if _, ok := spec.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok {
+		t.Errorf("nodeSelector = %v", spec.NodeSelector)
+	}
+	if len(spec.Tolerations) != 1 || spec.Tolerations[0].Key != "node-role.kubernetes.io/control-plane" {
+		t.Errorf("tolerations = %v", spec.Tolerations)
+	}
+	applyDryRun(t, out)
+
+	// One replica: no PodDisruptionBudget, which would block every drain of its node.
+	objs = parse(t, helmTemplate(t, "--set", "replicas=1"))
+	if _, ok := objs["PodDisruptionBudget/"+namespace+"/"+controller]; ok {
+		t.Error("a PodDisruptionBudget for a single replica")
+	}
+}
+
+// TestHelmChartServiceMonitor renders the chart with the ServiceMonitor. The cluster has no
+// prometheus-operator CRDs, so the ServiceMonitor is only checked against the metrics Service;
+// everything else is applied.
+func TestHelmChartServiceMonitor(t *testing.T) {
+	if objs := parse(t, helmTemplate(t)); len(kinds(objs, "ServiceMonitor")) != 0 {
+		t.Error("a ServiceMonitor by default")
+	}
+	out := helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "serviceMonitor.labels.release=prometheus")
+	objs := parse(t, out)
+	sms := kinds(objs, "ServiceMonitor")
+	if len(sms) != 1 {
+		t.Fatalf("%d ServiceMonitors, want 1", len(sms))
+	}
+	sm := sms[0]
+	if sm.GetNamespace() != namespace || sm.GetLabels()["release"] != "prometheus" {
+		t.Errorf("ServiceMonitor %s/%s labels %v", sm.GetNamespace(), sm.GetName(), sm.GetLabels())
+	}
+	var svc corev1.Service
+	decode(t, objs["Service/"+namespace+"/"+controller+"-metrics"], &svc)
+	selector, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	if len(selector) == 0 || !subset(selector, svc.Labels) {
+		t.Errorf("ServiceMonitor selector %v does not select the metrics Service (labels %v)", selector, svc.Labels)
+	}
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != svc.Spec.Ports[0].Name {
+		t.Errorf("ServiceMonitor endpoints %v, want the Service's port %s", endpoints, svc.Spec.Ports[0].Name)
+	}
+
+	var rest bytes.Buffer
+	for _, obj := range objs {
+		if obj.GetKind() == "ServiceMonitor" {
+			continue
+		}
+		b, err := obj.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest.Write(b)
+		rest.WriteString("\n")
+	}
+	applyDryRun(t, rest.String())
+}
+
+// TestKustomize renders config/default, checks the objects as the chart's and applies them
+// (dry run); and renders it with the optional prometheus component.
+func TestKustomize(t *testing.T) {
+	out, err := framework.Kubectl(t, "kustomize", repoPath("config", "default"))
+	if err != nil {
+		t.Fatalf("kubectl kustomize config/default: %v\n%s", err, out)
+	}
+	objs := parse(t, out)
+	wantObjects(t, objs, []string{
+		"Namespace/" + namespace,
+		"CustomResourceDefinition/drainrules.nodemaint.dev",
+		"CustomResourceDefinition/nodemaintenances.nodemaint.dev",
+		"ClusterRole/" + controller,
+		"ClusterRoleBinding/" + controller,
+		"Role/" + namespace + "/nodemaint-leader-election",
+		"RoleBinding/" + namespace + "/nodemaint-leader-election",
+		"ServiceAccount/" + namespace + "/" + controller,
+		"Deployment/" + namespace + "/" + controller,
+		"Service/" + namespace + "/" + controller + "-metrics",
+		"PodDisruptionBudget/" + namespace + "/" + controller,
+	})
+	checkRBAC(t, objs)
+	d := checkDeployment(t, objs)
+	checkServiceAndPDB(t, objs, d)
+	applyDryRun(t, out)
+
+	// The prometheus component, as a user's overlay enables it.
+	overlay := t.TempDir()
+	rel := func(p string) string {
+		r, err := filepath.Rel(overlay, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	kustomization := fmt.Sprintf("resources:\n- %s\ncomponents:\n- %s\n", rel(repoPath("config", "default")), rel(repoPath("config", "default", "prometheus")))
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = framework.Kubectl(t, "kustomize", overlay)
+	if err != nil {
+		t.Fatalf("kubectl kustomize with the prometheus component: %v\n%s", err, out)
+	}
+	sms := kinds(parse(t, out), "ServiceMonitor")
+	if len(sms) != 1 || sms[0].GetNamespace() != namespace {
+		t.Fatalf("the prometheus component gives %d ServiceMonitors, want 1 in %s", len(sms), namespace)
+	}
+}
+
+// TestHelmInstall really installs the chart with helm (without its CRDs, which the cluster has)
+// under another name in a namespace that enforces the restricted Pod Security Standard: the
+// controller's pods must be admitted and become available (kwok runs them), and its
+// ServiceAccount must have the permissions the controller needs, and no more.
+func TestHelmInstall(t *testing.T) {
+	ns := framework.Namespace(t)
+	if out, err := framework.Kubectl(t, "label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	name := ns + "-nodemaint"
+	install := []string{"install", ns, repoPath("charts", "nodemaint"), "--namespace", ns, "--skip-crds", "--set", "fullnameOverride=" + name}
+	if out, err := runHelm(t, install...); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		// The namespace goes with the test; the cluster-scoped objects go with the release.
+		if out, err := runHelm(t, "uninstall", ns, "--namespace", ns); err != nil {
+			t.Errorf("helm uninstall: %v\n%s", err, out)
+		}
+	})
+	framework.WaitDeploymentAvailable(t, ns, name)
+
+	sa := "system:serviceaccount:" + ns + ":" + name
+	for _, check := range [][]string{
+		{"patch", "nodes"},
+		{"create", "pods", "--subresource=eviction", "-A"},
+		{"patch", "pods", "--subresource=status", "-A"},
+		{"patch", "nodemaintenances.nodemaint.dev", "--subresource=status"},
+		{"list", "drainrules.nodemaint.dev"},
+		{"patch", "deployments.apps", "-A"},
+		{"list", "volumeattachments.storage.k8s.io"},
+		{"update", "leases.coordination.k8s.io", "-n", ns},
+	} {
+		if got := canI(t, sa, check...); got != "yes" {
+			t.Errorf("%s cannot %s: %s", sa, strings.Join(check, " "), got)
+		}
+	}
+	// Least privilege: no secrets, no changing what is not its own.
+	for _, check := range [][]string{
+		{"get", "secrets", "-A"},
+		{"update", "nodes"},
+		{"delete", "nodes"},
+		{"create", "nodemaintenances.nodemaint.dev"},
+		{"update", "leases.coordination.k8s.io", "-n", "kube-system"},
+	} {
+		if got := canI(t, sa, check...); got != "no" {
+			t.Errorf("%s can %s: %s", sa, strings.Join(check, " "), got)
+		}
+	}
+}
+
+// canI returns kubectl auth can-i's answer for user: "yes" or "no" (it exits 1 on "no"), with
+// kubectl's warnings dropped.
+func canI(t *testing.T, user string, args ...string) string {
+	t.Helper()
+	out, _ := framework.Kubectl(t, append([]string{"auth", "can-i", "--as", user}, args...)...)
+	lines := strings.Fields(out)
+	if len(lines) == 0 {
+		return ""
+	}
+	return lines[len(lines)-1]
+}
+
+// helmTemplate renders the chart as release "nodemaint" in nodemaint-system, with args.
+func helmTemplate(t *testing.T, args ...string) string {
+	t.Helper()
+	return helmTemplateIn(t, namespace, args...)
+}
+
+// helmTemplateIn renders the chart as release "nodemaint" in namespace ns, with args.
+func helmTemplateIn(t *testing.T, ns string, args ...string) string {
+	t.Helper()
+	args = append([]string{"template", release, repoPath("charts", "nodemaint"), "--namespace", ns}, args...)
+	t.Logf("helm %s", strings.Join(args, " "))
+	cmd := exec.Command(helmBinary(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
+// runHelm runs helm against the cluster, with its configuration, cache and data in a directory of
+// the test's, and returns its combined output.
+func runHelm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	t.Logf("helm %s", strings.Join(args, " "))
+	home := t.TempDir()
+	cmd := exec.Command(helmBinary(t), args...)
+	cmd.Env = append(cmd.Environ(),
+		"KUBECONFIG="+framework.Cluster().Kubeconfig(),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"),
+	)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+var helm struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// helmBinary returns $HELM, else the helm hack/tools.sh builds (once per machine).
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	helm.once.Do(func() {
+		if helm.path = os.Getenv("HELM"); helm.path != "" {
+			return
+		}
+		cmd := exec.Command(repoPath("hack", "tools.sh"), "helm")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			helm.err = fmt.Errorf("hack/tools.sh helm: %w\n%s", err, stderr.String())
+			return
+		}
+		helm.path = strings.TrimSpace(string(out))
+	})
+	if helm.err != nil {
+		t.Fatal(helm.err)
+	}
+	return helm.path
+}
+
+// applyDryRun has the API server validate the manifests: server-side apply, dry run.
+func applyDryRun(t *testing.T, manifests string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "manifests.yaml")
+	if err := os.WriteFile(file, []byte(manifests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := framework.Kubectl(t, "apply", "--server-side", "--dry-run=server", "--field-manager=install-test", "-f", file)
+	if err != nil {
+		t.Fatalf("kubectl apply --server-side --dry-run=server: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+// parse returns the objects of a multi-document YAML stream by "Kind/namespace/name" (or
+// "Kind/name" for cluster-scoped objects).
+func parse(t *testing.T, manifests string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	objs := map[string]*unstructured.Unstructured{}
+	decoder := yaml.NewYAMLOrJSONDecoder(strings.NewReader(manifests), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		err := decoder.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("parsing the manifests: %v", err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		key := key(obj)
+		if _, dup := objs[key]; dup {
+			t.Errorf("%s twice", key)
+		}
+		objs[key] = obj
+	}
+	return objs
+}
+
+func key(obj *unstructured.Unstructured) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetKind() + "/" + obj.GetName()
+	}
+	return obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName()
+}
+
+func kinds(objs map[string]*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, obj := range objs {
+		if obj.GetKind() == kind {
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+// wantObjects fails unless objs are exactly want.
+func wantObjects(t *testing.T, objs map[string]*unstructured.Unstructured, want []string) {
+	t.Helper()
+	var got []string
+	for k := range objs {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("objects:\n  got  %q\n  want %q", got, want)
+	}
+}
+
+func decode(t *testing.T, obj *unstructured.Unstructured, into any) {
+	t.Helper()
+	if obj == nil {
+		t.Fatalf("no object to decode into %T", into)
+	}
+	if err := apiruntime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, into); err != nil {
+		t.Fatalf("decoding %s: %v", key(obj), err)
+	}
+}
+
+// readRules returns the rules of the (Cluster)Role in a file of config/rbac.
+func readRules(t *testing.T, file string) []rbacv1.PolicyRule {
+	t.Helper()
+	b, err := os.ReadFile(repoPath("config", "rbac", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.Unmarshal(b, &role); err != nil {
+		t.Fatalf("config/rbac/%s: %v", file, err)
+	}
+	if len(role.Rules) == 0 {
+		t.Fatalf("config/rbac/%s has no rules", file)
+	}
+	return role.Rules
+}
+
+// checkRBAC checks that the ClusterRole and the leader-election Role have exactly the rules of
+// config/rbac, and that the bindings grant them to the controller's ServiceAccount.
+func checkRBAC(t *testing.T, objs map[string]*unstructured.Unstructured) {
+	t.Helper()
+	var cr rbacv1.ClusterRole
+	decode(t, objs["ClusterRole/"+controller], &cr)
+	if want := readRules(t, "role.yaml"); !reflect.DeepEqual(cr.Rules, want) {
+		t.Errorf("ClusterRole rules differ from config/rbac/role.yaml:\n  got  %+v\n  want %+v", cr.Rules, want)
+	}
+	var le rbacv1.Role
+	decode(t, objs["Role/"+namespace+"/nodemaint-leader-election"], &le)
+	if want := readRules(t, "leader_election_role.yaml"); !reflect.DeepEqual(le.Rules, want) {
+		t.Errorf("leader-election Role rules differ from config/rbac/leader_election_role.yaml:\n  got  %+v\n  want %+v", le.Rules, want)
+	}
+	subject := rbacv1.Subject{Kind: "ServiceAccount", Name: controller, Namespace: namespace}
+	var crb rbacv1.ClusterRoleBinding
+	decode(t, objs["ClusterRoleBinding/"+controller], &crb)
+	if crb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: controller}) || !slices.Equal(crb.Subjects, []rbacv1.Subject{subject}) {
+		t.Errorf("ClusterRoleBinding %+v %+v", crb.RoleRef, crb.Subjects)
+	}
+	var rb rbacv1.RoleBinding
+	decode(t, objs["RoleBinding/"+namespace+"/nodemaint-leader-election"], &rb)
+	if rb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "nodemaint-leader-election"}) || !slices.Equal(rb.Subjects, []rbacv1.Subject{subject}) {
+		t.Errorf("leader-election RoleBinding %+v %+v", rb.RoleRef, rb.Subjects)
+	}
+}
+
+// checkDeployment checks the manager Deployment: replicas, leader election, endpoints, probes,
+// resources and the security context of the restricted Pod Security Standard.
+func checkDeployment(t *testing.T, objs map[string]*unstructured.Unstructured) *appsv1.Deployment {
+	t.Helper()
+	var d appsv1.Deployment
+	decode(t, objs["Deployment/"+namespace+"/"+controller], &d)
+	spec := d.Spec.Template.Spec
+	if spec.ServiceAccountName != controller {
+		t.Errorf("serviceAccountName = %q", spec.ServiceAccountName)
+	}
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	if !slices.ContainsFunc(c.Args, func(a string) bool { return a == "--leader-elect" || a == "--leader-elect=true" }) {
+		t.Errorf("args %q: no --leader-elect", c.Args)
+	}
+	for _, want := range []string{"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args %q lack %s", c.Args, want)
+		}
+	}
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if ports["metrics"] != 8080 || ports["probes"] != 8081 {
+		t.Errorf("ports = %v, want metrics 8080 and probes 8081", ports)
+	}
+	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port != intstr.FromString("probes") {
+			t.Errorf("no HTTP probe on probes%s: %+v", path, probe)
+		}
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+		t.Errorf("resource requests %v", c.Resources.Requests)
+	}
+
+	psc := spec.SecurityContext
+	if psc == nil || !ptr.Deref(psc.RunAsNonRoot, false) || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod securityContext %+v: want runAsNonRoot and seccomp RuntimeDefault", psc)
+	}
+	sc := c.SecurityContext
+	if sc == nil || ptr.Deref(sc.AllowPrivilegeEscalation, true) || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) ||
+		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
+		t.Errorf("container securityContext %+v: want no privilege escalation, a read-only root filesystem, every capability dropped", sc)
+	}
+	return &d
+}
+
+// checkServiceAndPDB checks that the metrics Service and the PodDisruptionBudget select the
+// Deployment's pods.
+func checkServiceAndPDB(t *testing.T, objs map[string]*unstructured.Unstructured, d *appsv1.Deployment) {
+	t.Helper()
+	podLabels := d.Spec.Template.Labels
+	if !subset(d.Spec.Selector.MatchLabels, podLabels) {
+		t.Errorf("the Deployment's selector %v does not select its pods %v", d.Spec.Selector.MatchLabels, podLabels)
+	}
+	var svc corev1.Service
+	decode(t, objs["Service/"+namespace+"/"+controller+"-metrics"], &svc)
+	if len(svc.Spec.Selector) == 0 || !subset(svc.Spec.Selector, podLabels) {
+		t.Errorf("the metrics Service selects %v, not the pods %v", svc.Spec.Selector, podLabels)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "metrics" || svc.Spec.Ports[0].Port != 8080 || svc.Spec.Ports[0].TargetPort != intstr.FromString("metrics") {
+		t.Errorf("metrics Service ports %+v", svc.Spec.Ports)
+	}
+	var pdb policyv1.PodDisruptionBudget
+	decode(t, objs["PodDisruptionBudget/"+namespace+"/"+controller], &pdb)
+	if pdb.Spec.Selector == nil || len(pdb.Spec.Selector.MatchLabels) == 0 || !subset(pdb.Spec.Selector.MatchLabels, podLabels) {
+		t.Errorf("the PodDisruptionBudget selects %v, not the pods %v", pdb.Spec.Selector, podLabels)
+	}
+	if pdb.Spec.MaxUnavailable == nil || *pdb.Spec.MaxUnavailable != intstr.FromInt32(1) {
+		t.Errorf("PodDisruptionBudget maxUnavailable = %v, want 1", pdb.Spec.MaxUnavailable)
+	}
+}
+
+func subset(sub, of map[string]string) bool {
+	for k, v := range sub {
+		if w, ok := of[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
