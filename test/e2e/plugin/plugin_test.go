@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -141,7 +142,7 @@ func TestDrainStatusComplete(t *testing.T) {
 }
 
 // TestFallbackWithoutCRD: on a cluster without the NodeMaintenance API, drain warns and drains
-// the classic way. It removes the CRD, so it runs last.
+// the classic way. It removes the CRD, and installs it again when it ends.
 func TestFallbackWithoutCRD(t *testing.T) {
 	ns := framework.Namespace(t)
 	node := "kwok-node-2"
@@ -153,6 +154,16 @@ func TestFallbackWithoutCRD(t *testing.T) {
 	if err := framework.Client().Delete(t.Context(), crd); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		_, file, _, _ := runtime.Caller(0)
+		crds := filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "crd", "bases")
+		if out, err := framework.Kubectl(t, "apply", "--server-side", "-f", crds); err != nil {
+			t.Errorf("installing the CRDs again: %v\n%s", err, out)
+		}
+		if out, err := framework.Kubectl(t, "wait", "--for", "condition=Established", "crd/nodemaintenances.nodemaint.dev"); err != nil {
+			t.Errorf("CRD not established again: %v\n%s", err, out)
+		}
+	})
 	testutil.Eventually(t, timeout, "CRD gone", func(ctx context.Context) (bool, string, error) {
 		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(crd), crd)
 		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
