@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 )
@@ -139,6 +140,22 @@ func TestDrainStatusComplete(t *testing.T) {
 	if _, code := plugin(t, "complete", node, "--delete"); code != 0 {
 		t.Errorf("complete --delete: exit %d", code)
 	}
+	// The controller is still running: it finishes the cleanup and lets the object go.
+	noMaintenances(t)
+}
+
+// noMaintenances waits until no NodeMaintenance exists any more.
+func noMaintenances(t *testing.T) {
+	t.Helper()
+	testutil.Eventually(t, timeout, "no NodeMaintenance left", func(ctx context.Context) (bool, string, error) {
+		var list nodemaintv1alpha1.NodeMaintenanceList
+		err := framework.Client().List(ctx, &list)
+		names := make([]string, 0, len(list.Items))
+		for _, nm := range list.Items {
+			names = append(names, nm.Name)
+		}
+		return len(list.Items) == 0, strings.Join(names, ","), err
+	})
 }
 
 // TestFallbackWithoutCRD: on a cluster without the NodeMaintenance API, drain warns and drains
@@ -149,6 +166,9 @@ func TestFallbackWithoutCRD(t *testing.T) {
 	d := framework.NewDeployment(ns, "web", 2)
 	d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
 	framework.CreateDeployment(t, d)
+	// Deleting the CRD waits for every NodeMaintenance to go, and ours carry a finalizer that only
+	// a running controller removes: make sure none is left from an earlier test.
+	noMaintenances(t)
 
 	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "nodemaintenances.nodemaint.dev"}}
 	if err := framework.Client().Delete(t.Context(), crd); err != nil {
