@@ -134,6 +134,11 @@ const (
 	ConditionDrained = "Drained"
 	// ConditionDrainTimedOut is True when the drain outlived spec.drainTimeout.
 	ConditionDrainTimedOut = "DrainTimedOut"
+	// ConditionNodesSelected says whether the nodeSelector selects any node: False with reason
+	// NoNodesSelected or InvalidNodeSelector when it selects none, True with reason
+	// AllNodesSelected when it selects every node of a cluster of several, else True with reason
+	// NodesSelected.
+	ConditionNodesSelected = "NodesSelected"
 )
 
 // NodeMaintenanceStatus is what the controller observed.
@@ -168,7 +173,7 @@ type NodeMaintenanceStatus struct {
 	// +kubebuilder:validation:MaxProperties=10000
 	Nodes map[string]NodeMaintenanceNodeStatus `json:"nodes,omitempty"`
 
-	// conditions: Drained, DrainTimedOut.
+	// conditions: Drained, DrainTimedOut, NodesSelected.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -186,7 +191,7 @@ type NodeMaintenanceNodeStatus struct {
 	PodsEvacuating int32 `json:"podsEvacuating"`
 
 	// blocked names what keeps pods on the node: a few pod names per reason, and how many pods
-	// share it.
+	// share it. Every pod held counts in exactly one entry.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
@@ -206,7 +211,7 @@ type NodeMaintenanceNodeStatus struct {
 // BlockedPods names pods that are held on a node for one reason.
 type BlockedPods struct {
 	// reason is a CamelCase word: PodDisruptionBudget, WaitingForOwner, WaitCompleted, Terminating,
-	// Skipped, Evicting.
+	// Skipped, Evicting, EvictionFailed... and Other, which sums up the reasons past the 16th.
 	// +kubebuilder:validation:MaxLength=64
 	Reason string `json:"reason"`
 

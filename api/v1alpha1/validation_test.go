@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -68,12 +69,30 @@ func TestNodeMaintenanceValidation(t *testing.T) {
 		{"bad duration", validSelector + "\n  evacuationResponseTimeout: three minutes", "spec.evacuationResponseTimeout"},
 		{"delete without drain timeout", validSelector + "\n  drainTimeoutAction: Delete", "drainTimeoutAction: Delete requires drainTimeout"},
 		{"delete with drain timeout", validSelector + "\n  drainTimeout: 1h\n  drainTimeoutAction: Delete", ""},
+		{"report without drain timeout", validSelector + "\n  drainTimeoutAction: Report", ""},
+		{"unknown drain timeout action", validSelector + "\n  drainTimeout: 1h\n  drainTimeoutAction: Evict", `spec.drainTimeoutAction: Unsupported value: "Evict"`},
+		{"bad drain timeout", validSelector + "\n  drainTimeout: forever", "spec.drainTimeout"},
+		{"bad not-ready grace period", validSelector + "\n  shutdown: {applyOutOfServiceTaint: true, notReadyGracePeriod: soon}", "spec.shutdown.notReadyGracePeriod"},
+		{"signal only", validSelector + "\n  cordon: true\n  drain: true\n  evictionPolicy: SignalOnly", ""},
+		{"reason at its limit", validSelector + "\n  reason: " + strings.Repeat("x", 1024), ""},
+		{"node selector not an object", "\n  nodeSelector: rack-7", "spec.nodeSelector: Invalid value"},
+		{"cordon not a boolean", validSelector + "\n  cordon: yes please", "spec.cordon: Invalid value"},
+		{"field requirement without values", "\n  nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In}]}]}", "matchFields supports only metadata.name"},
+		{"field requirement with Exists", "\n  nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: Exists}]}]}", "matchFields supports only metadata.name"},
+		{"field requirement NotIn one name", "\n  nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: NotIn, values: [a]}]}]}", ""},
+		{"expression and field in one term", "\n  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Exists}], matchFields: [{key: metadata.name, operator: In, values: [b]}]}]}", ""},
+		{"terms at their limit", "\n  nodeSelector:\n    nodeSelectorTerms:" + strings.Repeat("\n    - matchExpressions: [{key: a, operator: Exists}]", 16), ""},
+		{"too many requirements in a term", "\n  nodeSelector:\n    nodeSelectorTerms:\n    - matchExpressions:" + strings.Repeat("\n      - {key: a, operator: Exists}", 33), "matchExpressions: Too many"},
+		{"too many values", "\n  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: In, values: [" + strings.TrimSuffix(strings.Repeat("v,", 257), ",") + "]}]}]}", "values: Too many"},
+		{"key too long", "\n  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: " + strings.Repeat("k", 317) + ", operator: Exists}]}]}", "key: Too long"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := "apiVersion: nodemaint.dev/v1alpha1\nkind: NodeMaintenance\nspec:" + tc.spec
-			err := create(t, fmt.Sprintf("nm-validation-%d", i), doc)
+			name := fmt.Sprintf("nm-validation-%d", i)
+			err := create(t, name, doc)
 			checkErr(t, err, tc.wantErr)
+			checkCreated(t, &nodemaintv1alpha1.NodeMaintenance{}, name, tc.wantErr == "")
 		})
 	}
 }
@@ -92,13 +111,41 @@ func TestDrainRuleValidation(t *testing.T) {
 		{"no pods", "\n  drain: {behavior: Skip}", "spec.pods: Required value"},
 		{"empty pod selector entry", "\n  drain: {behavior: Skip}\n  pods: [{}]", "spec.pods[0]: Invalid value"},
 		{"too many pod selectors", "\n  drain: {behavior: Skip}\n  pods:" + strings.Repeat("\n  - selector: {}", 33), "spec.pods: Too many"},
+		{"pod selectors at their limit", "\n  drain: {behavior: Skip}\n  pods:" + strings.Repeat("\n  - selector: {}", 32), ""},
+		{"no pod selector", "\n  drain: {behavior: Skip}\n  pods: []", "spec.pods: Invalid value"},
+		{"namespace selector only", "\n  drain: {behavior: Skip}\n  pods: [{namespaceSelector: {matchLabels: {team: a}}}]", ""},
+		{"order with wait completed", "\n  drain: {behavior: WaitCompleted, order: 1}" + pods, "order can only be set when behavior is Drain"},
+		{"order too high", "\n  drain: {behavior: Drain, order: 1000001}" + pods, "spec.drain.order: Invalid value"},
+		{"order too low", "\n  drain: {behavior: Drain, order: -1000001}" + pods, "spec.drain.order: Invalid value"},
+		{"order at its limits", "\n  drain: {behavior: Drain, order: -1000000}" + pods, ""},
+		{"order not a number", "\n  drain: {behavior: Drain, order: first}" + pods, "spec.drain.order: Invalid value"},
+		{"no behavior", "\n  drain: {order: 1}" + pods, "spec.drain.behavior: Required value"},
+		{"no drain", pods, "spec.drain: Required value"},
+		{"no spec", "", "spec: Required value"},
+		{"empty node list", "\n  drain: {behavior: Skip}\n  nodes: []" + pods, "spec.nodes: Invalid value"},
+		{"node entry without selector", "\n  drain: {behavior: Skip}\n  nodes: [{}]" + pods, "spec.nodes[0].selector: Required value"},
+		{"too many node selectors", "\n  drain: {behavior: Skip}\n  nodes:" + strings.Repeat("\n  - selector: {}", 33) + pods, "spec.nodes: Too many"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := "apiVersion: nodemaint.dev/v1alpha1\nkind: DrainRule\nspec:" + tc.spec
-			err := create(t, fmt.Sprintf("dr-validation-%d", i), doc)
+			name := fmt.Sprintf("dr-validation-%d", i)
+			err := create(t, name, doc)
 			checkErr(t, err, tc.wantErr)
+			checkCreated(t, &nodemaintv1alpha1.DrainRule{}, name, tc.wantErr == "")
 		})
+	}
+}
+
+// checkCreated checks that a refused object left nothing behind, and that an accepted one exists.
+func checkCreated(t *testing.T, obj client.Object, name string, want bool) {
+	t.Helper()
+	err := env.Client.Get(context.Background(), types.NamespacedName{Name: name}, obj)
+	switch {
+	case want && err != nil:
+		t.Fatalf("accepted object not found: %v", err)
+	case !want && !apierrors.IsNotFound(err):
+		t.Fatalf("refused object: want NotFound, got %v", err)
 	}
 }
 

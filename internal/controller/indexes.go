@@ -59,12 +59,13 @@ func nodesAdvertising(ctx context.Context, c client.Reader, nm string) ([]corev1
 	return nodes.Items, nil
 }
 
-// selectedNodes lists the nodes a NodeMaintenance selects, from the cache.
-func selectedNodes(ctx context.Context, c client.Reader, nm *nodemaintv1alpha1.NodeMaintenance) ([]*corev1.Node, maintenance.Selector, error) {
+// selectedNodes lists the nodes a NodeMaintenance selects, from the cache, and counts the nodes
+// of the cluster.
+func selectedNodes(ctx context.Context, c client.Reader, nm *nodemaintv1alpha1.NodeMaintenance) ([]*corev1.Node, maintenance.Selector, int, error) {
 	sel := maintenance.NewSelector(nm)
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil {
-		return nil, sel, err
+		return nil, sel, 0, err
 	}
 	var out []*corev1.Node
 	for i := range nodes.Items {
@@ -72,7 +73,7 @@ func selectedNodes(ctx context.Context, c client.Reader, nm *nodemaintv1alpha1.N
 			out = append(out, &nodes.Items[i])
 		}
 	}
-	return out, sel, nil
+	return out, sel, len(nodes.Items), nil
 }
 
 // maintenancesSelecting lists the NodeMaintenances whose nodeSelector selects the node, from the cache.

@@ -1,0 +1,90 @@
+package drain
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+)
+
+const (
+	// MaxBlockedNames is how many pods a blocked entry names (the CRD's limit).
+	MaxBlockedNames = 5
+	// MaxBlockedEntries is how many blocked entries a node's status holds (the CRD's limit).
+	MaxBlockedEntries = 16
+)
+
+// ReasonOther groups the pods of the reasons that do not fit in MaxBlockedEntries.
+const ReasonOther = "Other"
+
+// Blocked says what keeps the pods of a plan on their node, grouped by reason and message, with a
+// few pod names each, most pods first. Every pod the plan holds counts in exactly one entry: when
+// there are more reasons than MaxBlockedEntries, the smallest groups are folded into a last entry
+// of reason Other. draining says whether the node is drained now: only then are the pods of the
+// current order group held by their owners or by evictions.
+func Blocked(plan Plan, draining bool, policy Policy, evictions *Evictions, now time.Time) []nodemaintv1alpha1.BlockedPods {
+	type key struct{ reason, message string }
+	groups := map[key]*nodemaintv1alpha1.BlockedPods{}
+	var order []key
+	add := func(reason, message string, pod *corev1.Pod) {
+		k := key{reason, message}
+		g, ok := groups[k]
+		if !ok {
+			g = &nodemaintv1alpha1.BlockedPods{Reason: reason, Message: message}
+			groups[k] = g
+			order = append(order, k)
+		}
+		g.Count++
+		if len(g.Pods) < MaxBlockedNames {
+			g.Pods = append(g.Pods, pod.Namespace+"/"+pod.Name)
+		}
+	}
+	if draining {
+		for _, c := range plan.Current {
+			d := Decide(c.Pod, now, policy, Unanswerable(c.Pod))
+			switch reason, refusal, refused := evictions.Refusal(c.Pod.UID); {
+			case d.Evict && refused:
+				add(reason, refusal, c.Pod)
+			case d.Evict:
+				add(ReasonEvicting, "evicting through the Eviction API", c.Pod)
+			default:
+				add(d.Reason, d.Message, c.Pod)
+			}
+		}
+	}
+	for _, c := range plan.Later {
+		add(ReasonWaitingForOrder, fmt.Sprintf("order %d waits until the pods of lower orders are gone", c.Class.Order), c.Pod)
+	}
+	for _, c := range plan.WaitCompleted {
+		add(ReasonWaitCompleted, "waiting for the pod to complete ("+c.Class.Source+")", c.Pod)
+	}
+	for _, c := range plan.Skipped {
+		add(ReasonSkipped, "skipped: "+c.Class.Source, c.Pod)
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	out := make([]nodemaintv1alpha1.BlockedPods, 0, len(order))
+	for _, k := range order {
+		out = append(out, *groups[k])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Count > out[j].Count })
+	if len(out) > MaxBlockedEntries {
+		rest := out[MaxBlockedEntries-1:]
+		other := nodemaintv1alpha1.BlockedPods{Reason: ReasonOther}
+		for _, g := range rest {
+			other.Count += g.Count
+			for _, p := range g.Pods {
+				if len(other.Pods) < MaxBlockedNames {
+					other.Pods = append(other.Pods, p)
+				}
+			}
+		}
+		other.Message = fmt.Sprintf("%d pods held for %d other reasons", other.Count, len(rest))
+		out = append(out[:MaxBlockedEntries-1], other)
+	}
+	return out
+}

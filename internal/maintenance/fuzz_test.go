@@ -1,0 +1,161 @@
+package maintenance
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+)
+
+// Fuzz targets of the maintenance logic; the seed corpus is under testdata/fuzz/<FuzzTarget>/.
+// Run one with e.g. go test ./internal/maintenance -run '^$' -fuzz '^FuzzTargeted$' -fuzztime 30s
+
+// FuzzTargeted: DaemonSet pods, mirror pods and finished pods are never targeted, whatever else
+// they carry; every other pod is (KEP-4212: unreplicated, emptyDir, terminating pods included).
+func FuzzTargeted(f *testing.F) {
+	f.Add("apps/v1", "DaemonSet", true, false, "Running", false)
+	f.Add("apps/v1", "ReplicaSet", true, true, "Running", false)
+	f.Add("example.com/v1", "DaemonSet", true, false, "Pending", true)
+	f.Add("apps/v1", "DaemonSet", false, false, "Running", false)
+	f.Add("", "", false, false, "Succeeded", false)
+	f.Fuzz(func(t *testing.T, apiVersion, kind string, controller, mirror bool, phase string, terminating bool) {
+		pod := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPhase(phase)}}
+		if kind != "" {
+			pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "owner", UID: "uid", Controller: ptr.To(controller)}}
+		}
+		if mirror {
+			pod.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "hash"}
+		}
+		if terminating {
+			pod.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+		}
+		daemon := controller && kind == "DaemonSet" && strings.HasPrefix(apiVersion, "apps/")
+		finished := phase == string(corev1.PodSucceeded) || phase == string(corev1.PodFailed)
+		want := !daemon && !mirror && !finished
+		if got := Targeted(pod); got != want {
+			t.Fatalf("Targeted(owner %s %s controller=%v, mirror=%v, phase %q, terminating=%v) = %v, want %v",
+				apiVersion, kind, controller, mirror, phase, terminating, got, want)
+		}
+	})
+}
+
+// FuzzEntries: the node annotation never yields an entry without a name, and what FormatEntries
+// writes reads back the same, sorted by name.
+func FuzzEntries(f *testing.F) {
+	f.Add("b=Drain,a=Cordon")
+	f.Add("a=Drain,,=Cordon,b,c=")
+	f.Add(" x = Planning , y=DrainComplete")
+	f.Fuzz(func(t *testing.T, value string) {
+		entries := ParseEntries(value)
+		for _, e := range entries {
+			if e.Name == "" || strings.Contains(e.Name, ",") || strings.Contains(e.Name, "=") {
+				t.Fatalf("ParseEntries(%q) yields a bad name %q", value, e.Name)
+			}
+		}
+		// Names with surrounding spaces or "=" in the phase do not round-trip by design; keep the
+		// well-formed ones.
+		var clean []NodeEntry
+		for _, e := range entries {
+			if e.Name == strings.TrimSpace(e.Name) && !strings.ContainsAny(string(e.Phase), ",=") && string(e.Phase) == strings.TrimSpace(string(e.Phase)) {
+				clean = append(clean, e)
+			}
+		}
+		formatted := FormatEntries(slices.Clone(clean))
+		back := ParseEntries(formatted)
+		if len(back) != len(clean) {
+			t.Fatalf("%q -> %v -> %q -> %v", value, clean, formatted, back)
+		}
+		for i := 1; i < len(back); i++ {
+			if back[i-1].Name > back[i].Name {
+				t.Fatalf("FormatEntries does not sort: %q", formatted)
+			}
+		}
+	})
+}
+
+var phases = []nodemaintv1alpha1.Phase{"", nodemaintv1alpha1.PhasePlanning, nodemaintv1alpha1.PhaseCordon, nodemaintv1alpha1.PhaseDrain,
+	nodemaintv1alpha1.PhaseDrainComplete, nodemaintv1alpha1.PhaseMaintenanceComplete}
+
+// FuzzIntent: the intent of several maintenances on one node is their union, and does not depend
+// on the order they are listed in: cordoned while any cordons, drained while any drains, the
+// shortest response timeout of those that evict, the planned taint only when nothing cordons.
+func FuzzIntent(f *testing.F) {
+	f.Add([]byte{0x0b, 0x12, 0x27})
+	f.Add([]byte{0x03, 0x83, 0x41})
+	f.Add([]byte{0x01, 0x00, 0x05})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var nms []*nodemaintv1alpha1.NodeMaintenance
+		for i, b := range data {
+			if i == 8 {
+				break
+			}
+			nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprintf("nm-%d", i), CreationTimestamp: metav1.NewTime(time.Unix(int64(b>>6), 0)),
+			}}
+			nm.Spec.Cordon = b&1 != 0
+			nm.Spec.Drain = nm.Spec.Cordon && b&2 != 0
+			nm.Spec.Reason = fmt.Sprintf("reason %d", i)
+			if b&4 != 0 {
+				nm.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
+			}
+			if b&8 != 0 {
+				nm.Spec.EvacuationResponseTimeout = &metav1.Duration{Duration: time.Duration(b>>4) * time.Minute}
+			}
+			nm.Status.Phase = phases[int(b>>4)%len(phases)]
+			if b&0x20 != 0 && b&0x10 != 0 {
+				nm.DeletionTimestamp = &metav1.Time{Time: time.Unix(9, 0)}
+			}
+			nms = append(nms, nm)
+		}
+		phaseOf := func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase { return Phase(nm, false) }
+		got := Intent(nms, phaseOf)
+
+		var want NodeIntent
+		for _, nm := range nms {
+			p := phaseOf(nm)
+			if p == nodemaintv1alpha1.PhaseMaintenanceComplete {
+				continue
+			}
+			want.Entries = append(want.Entries, NodeEntry{Name: nm.Name, Phase: p})
+			want.Cordon = want.Cordon || nm.Spec.Cordon
+			if nm.Spec.Drain {
+				want.Drain = true
+				if nm.Spec.EvictionPolicy != nodemaintv1alpha1.EvictionPolicySignalOnly {
+					timeout := DefaultResponseTimeout
+					if nm.Spec.EvacuationResponseTimeout != nil {
+						timeout = nm.Spec.EvacuationResponseTimeout.Duration
+					}
+					if !want.Evict || timeout < want.ResponseTimeout {
+						want.ResponseTimeout = timeout
+					}
+					want.Evict = true
+				}
+			}
+		}
+		if len(got.Entries) != len(want.Entries) || got.Cordon != want.Cordon || got.Drain != want.Drain ||
+			got.Evict != want.Evict || got.ResponseTimeout != want.ResponseTimeout {
+			t.Fatalf("Intent = %+v, want %+v", got, want)
+		}
+		if got.PlannedTaint != (len(want.Entries) > 0 && !want.Cordon) {
+			t.Fatalf("PlannedTaint %v with %d entries, cordon %v", got.PlannedTaint, len(want.Entries), want.Cordon)
+		}
+		if (got.Condition() == nil) != (len(want.Entries) == 0) {
+			t.Fatalf("the UnderMaintenance condition is there iff some maintenance is: %+v", got.Condition())
+		}
+		if got.Drain && !slices.ContainsFunc(nms, func(nm *nodemaintv1alpha1.NodeMaintenance) bool { return nm.Spec.Drain && nm.Spec.Reason == got.Reason }) {
+			t.Fatalf("the drain reason %q is no draining maintenance's", got.Reason)
+		}
+		reversed := slices.Clone(nms)
+		slices.Reverse(reversed)
+		if again := Intent(reversed, phaseOf); fmt.Sprint(again) != fmt.Sprint(got) {
+			t.Fatalf("listing order matters:\n%+v\n%+v", got, again)
+		}
+	})
+}
