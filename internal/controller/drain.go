@@ -91,7 +91,7 @@ func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, inte
 	now := time.Now()
 	for _, c := range plan.Current {
 		pod := c.Pod
-		d := drain.Decide(pod, now, policyOf(intent), drain.Unanswerable(pod))
+		d := drain.Decide(pod, now, r.active.policyFor(pod, policyOf(intent)), drain.Unanswerable(pod))
 		if !d.Evict {
 			later(d.RecheckAfter)
 			continue
@@ -104,6 +104,9 @@ func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, inte
 		switch {
 		case err != nil:
 			evictionsTotal.WithLabelValues("failed").Inc()
+			if _, _, before := r.Evictions.Refusal(pod.UID); !before {
+				r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "EvictionFailed", "Evict", "node maintenance: %v", err)
+			}
 			later(r.Evictions.Refused(pod.UID, now, drain.ReasonEvictionFailed, err.Error()))
 			errs = append(errs, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err))
 		case refusal != "":
@@ -163,61 +166,5 @@ func refusalMessage(err error) string {
 // evictionTimeout bounds one eviction request.
 const evictionTimeout = 10 * time.Second
 
-// maxBlockedNames is how many pods a blocked entry names.
-const maxBlockedNames = 5
-
-// blocked says what keeps the pods of a plan on their node, grouped by reason and message, with a
-// few pod names each, most pods first.
-func blocked(plan drain.Plan, intent maintenance.NodeIntent, evictions *drain.Evictions, now time.Time) []nodemaintv1alpha1.BlockedPods {
-	type key struct{ reason, message string }
-	groups := map[key]*nodemaintv1alpha1.BlockedPods{}
-	var order []key
-	add := func(reason, message string, pod *corev1.Pod) {
-		k := key{reason, message}
-		g, ok := groups[k]
-		if !ok {
-			g = &nodemaintv1alpha1.BlockedPods{Reason: reason, Message: message}
-			groups[k] = g
-			order = append(order, k)
-		}
-		g.Count++
-		if len(g.Pods) < maxBlockedNames {
-			g.Pods = append(g.Pods, pod.Namespace+"/"+pod.Name)
-		}
-	}
-	for _, c := range plan.Current {
-		if !intent.Drain {
-			break
-		}
-		d := drain.Decide(c.Pod, now, policyOf(intent), drain.Unanswerable(c.Pod))
-		switch reason, refusal, refused := evictions.Refusal(c.Pod.UID); {
-		case d.Evict && refused:
-			add(reason, refusal, c.Pod)
-		case d.Evict:
-			add(drain.ReasonEvicting, "evicting through the Eviction API", c.Pod)
-		default:
-			add(d.Reason, d.Message, c.Pod)
-		}
-	}
-	for _, c := range plan.Later {
-		add(drain.ReasonWaitingForOrder, fmt.Sprintf("order %d waits until the pods of lower orders are gone", c.Class.Order), c.Pod)
-	}
-	for _, c := range plan.WaitCompleted {
-		add(drain.ReasonWaitCompleted, "waiting for the pod to complete ("+c.Class.Source+")", c.Pod)
-	}
-	for _, c := range plan.Skipped {
-		add(drain.ReasonSkipped, "skipped: "+c.Class.Source, c.Pod)
-	}
-	out := make([]nodemaintv1alpha1.BlockedPods, 0, len(order))
-	for _, k := range order {
-		out = append(out, *groups[k])
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Count > out[j].Count })
-	if len(out) > 16 {
-		out = out[:16]
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
+// maxBlockedNames is how many pods the DrainTimedOut condition names.
+const maxBlockedNames = drain.MaxBlockedNames

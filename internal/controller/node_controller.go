@@ -44,6 +44,10 @@ type NodeReconciler struct {
 	Evictions *drain.Evictions
 	// EvictionSlots bounds the evictions in flight across all nodes; nil is unbounded.
 	EvictionSlots *semaphore.Weighted
+
+	// active is when this replica became the leader: response timeouts count from then at the
+	// earliest.
+	active activeSince
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
@@ -55,7 +59,7 @@ type NodeReconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile implements reconcile.Reconciler for nodes.
-func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ reconcile.Result, err error) {
 	node := &corev1.Node{}
 	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -64,6 +68,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	defer func() { r.reportForbidden(node, nms, err) }()
 	pods, err := podsOnNode(ctx, r.Client, node.Name)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -103,6 +108,10 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
+		if apierrors.IsNotFound(err) {
+			// The node was deleted since the cache saw it: nothing is left to do for it.
+			return reconcile.Result{}, nil
+		}
 		return reconcile.Result{}, err
 	}
 	if !intent.Drain {
@@ -118,6 +127,19 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	wait, err = r.evictCurrent(ctx, plan, intent)
 	next.after(wait)
 	return next.result(), err
+}
+
+// reportForbidden makes a permission error (a role narrowed below what config/rbac grants)
+// visible where the admin looks, as a Warning Event on the maintenances of the node; otherwise it
+// would show only as a maintenance that makes no progress and an error in the controller's log.
+func (r *NodeReconciler) reportForbidden(node *corev1.Node, nms []*nodemaintv1alpha1.NodeMaintenance, err error) {
+	if err == nil || !apierrors.IsForbidden(err) {
+		return
+	}
+	for _, nm := range nms {
+		r.Recorder.Eventf(nm, node, corev1.EventTypeWarning, "Forbidden", "Reconcile",
+			"node %s: nodemaint is not allowed to do its work, check its RBAC: %v", node.Name, err)
+	}
 }
 
 // requeue keeps the earliest time a reconcile must look again.
@@ -339,6 +361,9 @@ func withTaint(taints []corev1.Taint, t corev1.Taint, present bool) []corev1.Tai
 // SetupWithManager registers the node controller: nodes, the NodeMaintenances that select them,
 // and their pods.
 func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) error {
+	if err := r.active.start(mgr); err != nil {
+		return err
+	}
 	c := mgr.GetClient()
 	return builder.ControllerManagedBy(mgr).
 		Named("node").
@@ -396,7 +421,7 @@ func nodesOfMaintenance(ctx context.Context, c client.Reader, nm *nodemaintv1alp
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 		}
 	}
-	nodes, _, err := selectedNodes(ctx, c, nm)
+	nodes, _, _, err := selectedNodes(ctx, c, nm)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "listing nodes")
 	}

@@ -63,7 +63,7 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 		}
 	}
 
-	nodes, sel, err := selectedNodes(ctx, r.Client, nm)
+	nodes, sel, total, err := selectedNodes(ctx, r.Client, nm)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -71,6 +71,7 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	meta.SetStatusCondition(&status.Conditions, nodesSelectedCondition(nm, sel, len(nodes), total))
 	// While a drain is under way, what blocks it may change with no event (an eviction refused,
 	// a response timeout run out): look again now and then.
 	var result reconcile.Result
@@ -85,7 +86,7 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	if err := r.Client.Status().Patch(ctx, nm, client.MergeFrom(orig)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	r.recordTransitions(orig, nm, sel)
+	r.recordTransitions(orig, nm)
 	return result, nil
 }
 
@@ -155,7 +156,7 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 			intent := maintenance.Intent(nms, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
 				return maintenance.Phase(nm, false)
 			})
-			ns.Blocked = blocked(plan, intent, r.Evictions, now)
+			ns.Blocked = drain.Blocked(plan, intent.Drain, policyOf(intent), r.Evictions, now)
 		}
 		status.Nodes[node.Name] = ns
 		status.PodsPendingEvacuation += ns.PodsPendingEvacuation
@@ -208,6 +209,34 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 	return status, nil
 }
 
+// nodesSelectedCondition says whether the selector selects no node, which is likely a mistake
+// (the maintenance then does nothing), or every node of a cluster of several, which is likely a
+// mistake too (the whole cluster is cordoned and drained).
+func nodesSelectedCondition(nm *nodemaintv1alpha1.NodeMaintenance, sel maintenance.Selector, selected, total int) metav1.Condition {
+	c := metav1.Condition{Type: nodemaintv1alpha1.ConditionNodesSelected, ObservedGeneration: nm.Generation}
+	switch {
+	case sel.Err() != nil:
+		c.Status, c.Reason = metav1.ConditionFalse, reasonInvalidNodeSelector
+		c.Message = fmt.Sprintf("the nodeSelector selects no node: %v", sel.Err())
+	case selected == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, reasonNoNodesSelected, "the nodeSelector selects no node"
+	case selected == total && total > 1:
+		c.Status, c.Reason = metav1.ConditionTrue, reasonAllNodesSelected
+		c.Message = fmt.Sprintf("the nodeSelector selects every node of the cluster (%d nodes)", selected)
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, "NodesSelected"
+		c.Message = fmt.Sprintf("the nodeSelector selects %d nodes", selected)
+	}
+	return c
+}
+
+// Reasons of the NodesSelected condition that are also Warning Events.
+const (
+	reasonInvalidNodeSelector = "InvalidNodeSelector"
+	reasonNoNodesSelected     = "NoNodesSelected"
+	reasonAllNodesSelected    = "AllNodesSelected"
+)
+
 func pendingNodes(nodes map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus) int {
 	n := 0
 	for _, ns := range nodes {
@@ -219,18 +248,17 @@ func pendingNodes(nodes map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus) 
 }
 
 // recordTransitions emits Events for phase and Drained changes, and for a selector that selects
-// nothing.
-func (r *NodeMaintenanceReconciler) recordTransitions(old, cur *nodemaintv1alpha1.NodeMaintenance, sel maintenance.Selector) {
+// no node or every node.
+func (r *NodeMaintenanceReconciler) recordTransitions(old, cur *nodemaintv1alpha1.NodeMaintenance) {
 	if old.Status.Phase != cur.Status.Phase {
 		r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, "Phase"+string(cur.Status.Phase), "Reconcile",
 			"phase %s on %d nodes", cur.Status.Phase, cur.Status.SelectedNodes)
 	}
 	if old.Status.ObservedGeneration != cur.Status.ObservedGeneration || old.Status.SelectedNodes != cur.Status.SelectedNodes {
-		switch {
-		case sel.Err() != nil:
-			r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, "InvalidNodeSelector", "Reconcile", "nodeSelector selects no node: %v", sel.Err())
-		case cur.Status.SelectedNodes == 0:
-			r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, "NoNodesSelected", "Reconcile", "the nodeSelector selects no node")
+		switch c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionNodesSelected); {
+		case c == nil:
+		case c.Reason == reasonInvalidNodeSelector, c.Reason == reasonNoNodesSelected, c.Reason == reasonAllNodesSelected:
+			r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
 		}
 	}
 	if !meta.IsStatusConditionTrue(old.Status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut) &&

@@ -1,0 +1,484 @@
+package chaos_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/test/e2e/framework"
+	"github.com/nodemaint/nodemaint/test/invariants"
+	"github.com/nodemaint/nodemaint/test/localcluster"
+)
+
+// chaosSize is the size of a chaos run.
+type chaosSize struct {
+	// maintained is the number of nodes of the main maintenance, kwok-node-0 on.
+	maintained int
+	// scale multiplies the number of workloads.
+	scale int
+	// kills is the number of times the leader is killed.
+	kills int
+}
+
+var (
+	shortChaos = chaosSize{maintained: 10, scale: 1, kills: 6}
+	longChaos  = chaosSize{maintained: 20, scale: 2, kills: 24}
+)
+
+// responseTimeout is the maintenances' evacuationResponseTimeout: pods nobody answers for (the
+// StatefulSet's, the Job's) are evicted within the test, while the Deployment responder, even
+// across several leader changes, answers long before.
+const responseTimeout = 30 * time.Second
+
+// Pods start and stop slowly enough for the faults to land mid-drain.
+var podDelays = map[string]string{
+	localcluster.PodReadyDelayAnnotation:  "2s",
+	localcluster.PodDeleteDelayAnnotation: "3s",
+}
+
+// leaseName is the controller's leader election Lease, the name of its leader metric.
+const leaseName = "nodemaint-controller.nodemaint.dev"
+
+func TestChaos(t *testing.T) {
+	if loadTest {
+		t.Skip("NODEMAINT_E2E_LOAD runs the load test only")
+	}
+	size := shortChaos
+	if long {
+		size = longChaos
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("NODEMAINT_CHAOS_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("NODEMAINT_CHAOS_SEED: %v", err)
+		}
+	}
+	t.Logf("chaos seed %d (replay with NODEMAINT_CHAOS_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+
+	ctx := t.Context()
+	c := framework.Client()
+	ns := framework.Namespace(t)
+	pods := createWorkloads(t, ns, size.scale)
+	waitAllReady(t, ns, pods)
+	t.Logf("%d pods Ready", pods)
+
+	checker, err := invariants.Start(ctx, framework.Cluster().RESTConfig(), invariants.Options{
+		Namespaces:  []string{ns},
+		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer checker.Stop()
+
+	d := &driver{t: t, rng: rng}
+	d.ctrls = []*framework.Controller{framework.NewController(t), framework.NewController(t)}
+	for _, ctrl := range d.ctrls {
+		ctrl.Start()
+	}
+
+	main := maintenance("chaos", nodeRange(0, size.maintained), true)
+	if err := c.Create(ctx, main); err != nil {
+		t.Fatal(err)
+	}
+	// Overlapping maintenances, created and deleted mid-way: one drains nodes inside and
+	// outside the main one's, one only cordons nodes inside it.
+	overlaps := []*nodemaintv1alpha1.NodeMaintenance{
+		maintenance("overlap-drain", nodeRange(size.maintained-2, size.maintained+2), true),
+		maintenance("overlap-cordon", nodeRange(2, 5), false),
+	}
+	// Which fault comes after which kill.
+	createAt := map[int]*nodemaintv1alpha1.NodeMaintenance{1: overlaps[0], 2: overlaps[1]}
+	deleteAt := map[int]*nodemaintv1alpha1.NodeMaintenance{size.kills/2 + 1: overlaps[0], size.kills - 1: overlaps[1]}
+	restartAt := size.kills / 2
+	if long {
+		// A second round of the overlapping drain (the first may still be finalizing).
+		again := overlaps[0].DeepCopy()
+		again.Name = "overlap-drain-again"
+		createAt[size.kills-6] = again
+		deleteAt[size.kills-2] = createAt[size.kills-6]
+	}
+
+	var lastFault time.Time
+	for kill := 1; kill <= size.kills; kill++ {
+		d.sleep(time.Second + time.Duration(rng.Int64N(int64(5*time.Second))))
+		d.killLeader()
+		lastFault = time.Now()
+		if nm := createAt[kill]; nm != nil {
+			nm = nm.DeepCopy()
+			nm.ResourceVersion = ""
+			if err := c.Create(ctx, nm); err != nil {
+				t.Fatalf("creating NodeMaintenance %s: %v", nm.Name, err)
+			}
+			t.Logf("created NodeMaintenance %s", nm.Name)
+		}
+		if nm := deleteAt[kill]; nm != nil {
+			if err := c.Delete(ctx, nm.DeepCopy()); err != nil {
+				t.Fatalf("deleting NodeMaintenance %s: %v", nm.Name, err)
+			}
+			t.Logf("deleted NodeMaintenance %s", nm.Name)
+			lastFault = time.Now()
+		}
+		if kill == restartAt {
+			d.sleep(time.Duration(rng.Int64N(int64(3 * time.Second))))
+			t.Logf("restarting the API server")
+			if err := framework.Cluster().RestartAPIServer(ctx); err != nil {
+				t.Fatalf("restarting the API server: %v", err)
+			}
+			lastFault = time.Now()
+		}
+	}
+	t.Logf("faults over: %d kills survived, API server restarted once", d.kills)
+
+	d.waitFor(10*time.Minute, "NodeMaintenance chaos drained", func(ctx context.Context) (bool, string, error) {
+		var nm nodemaintv1alpha1.NodeMaintenance
+		if err := c.Get(ctx, client.ObjectKey{Name: "chaos"}, &nm); err != nil {
+			return false, "", err
+		}
+		drained := meta.IsStatusConditionTrue(nm.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
+		return nm.Status.Phase == nodemaintv1alpha1.PhaseDrainComplete && drained,
+			fmt.Sprintf("phase %s, %d pending, %d evacuating", nm.Status.Phase, nm.Status.PodsPendingEvacuation, nm.Status.PodsEvacuating), nil
+	})
+	converged := time.Since(lastFault)
+	t.Logf("drained %v after the last fault", converged.Round(100*time.Millisecond))
+
+	// Complete the maintenance, then delete it, as an admin would.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(main), main); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(main.DeepCopy())
+	main.Spec.Cordon, main.Spec.Drain = false, false
+	if err := c.Patch(ctx, main, patch); err != nil {
+		t.Fatal(err)
+	}
+	completed := time.Now()
+	d.waitFor(3*time.Minute, "NodeMaintenance chaos complete", func(ctx context.Context) (bool, string, error) {
+		var nm nodemaintv1alpha1.NodeMaintenance
+		if err := c.Get(ctx, client.ObjectKey{Name: "chaos"}, &nm); err != nil {
+			return false, "", err
+		}
+		return nm.Status.Phase == nodemaintv1alpha1.PhaseMaintenanceComplete, string(nm.Status.Phase), nil
+	})
+	if err := c.Delete(ctx, main); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor(3*time.Minute, "every NodeMaintenance gone and nothing of nodemaint's left", func(ctx context.Context) (bool, string, error) {
+		var list nodemaintv1alpha1.NodeMaintenanceList
+		if err := c.List(ctx, &list); err != nil {
+			return false, "", err
+		}
+		if len(list.Items) > 0 {
+			return false, fmt.Sprintf("%d NodeMaintenances left", len(list.Items)), nil
+		}
+		if err := checker.CheckClean(ctx, ns); err != nil {
+			return false, err.Error(), nil
+		}
+		return true, "", nil
+	})
+	t.Logf("restored %v after the maintenance completed", time.Since(completed).Round(100*time.Millisecond))
+
+	budgets, deployments := checker.Watched()
+	violations := checker.Violations()
+	t.Logf("chaos figures: seed %d, %d pods, %d nodes maintained, %d kills survived, API server restarted once, "+
+		"%d budgets and %d surge-capable Deployments checked, %d invariant violations, drained %v after the last fault",
+		seed, pods, size.maintained, d.kills, budgets, deployments, len(violations), converged.Round(100*time.Millisecond))
+	for _, v := range violations {
+		t.Errorf("invariant violated: %s", v)
+	}
+	if budgets == 0 || deployments == 0 {
+		t.Errorf("the checker checked %d budgets and %d Deployments: it saw nothing to check", budgets, deployments)
+	}
+}
+
+// driver kills and restarts the controllers; it runs on the test's goroutine (Start may fail
+// the test).
+type driver struct {
+	t     *testing.T
+	rng   *rand.Rand
+	ctrls []*framework.Controller
+	kills int
+}
+
+func (d *driver) sleep(dur time.Duration) {
+	select {
+	case <-d.t.Context().Done():
+	case <-time.After(dur):
+	}
+	d.keepAlive()
+}
+
+// killLeader SIGKILLs the leader (a random replica when none leads right now) and starts it
+// again: it becomes the standby, the other replica takes over.
+func (d *driver) killLeader() {
+	d.t.Helper()
+	i := -1
+	for j, ctrl := range d.ctrls {
+		if isLeader(ctrl) {
+			i = j
+		}
+	}
+	leader := i >= 0
+	if !leader {
+		i = d.rng.IntN(len(d.ctrls))
+	}
+	d.ctrls[i].Kill()
+	d.kills++
+	d.t.Logf("kill %d: replica %d (leader: %v)", d.kills, i, leader)
+	d.ctrls[i].Start()
+}
+
+// keepAlive starts again a replica that exited by itself: a replica that cannot renew its
+// lease in time (the API server restarting, a starved machine) exits, as it should.
+func (d *driver) keepAlive() {
+	d.t.Helper()
+	for i, ctrl := range d.ctrls {
+		if healthy(ctrl) {
+			continue
+		}
+		d.t.Logf("replica %d exited by itself; starting it again", i)
+		ctrl.Kill()
+		ctrl.Start()
+	}
+}
+
+// waitFor polls cond every second, keeping the controllers running, until it is done.
+func (d *driver) waitFor(timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
+	d.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var state string
+	var err error
+	for {
+		var done bool
+		ctx, cancel := context.WithTimeout(d.t.Context(), 10*time.Second)
+		done, state, err = cond(ctx)
+		cancel()
+		if done && err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("%s: not after %v (state: %s, last error: %v)", what, timeout, state, err)
+		}
+		d.sleep(time.Second)
+	}
+}
+
+func healthy(ctrl *framework.Controller) bool {
+	resp, err := http.Get(ctrl.HealthURL() + "/healthz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// isLeader reports whether the controller's leader election metric says it leads.
+func isLeader(ctrl *framework.Controller) bool {
+	v, _ := scrape(ctrl.MetricsURL(), "leader_election_master_status", `name="`+leaseName+`"`)
+	return v == 1
+}
+
+// scrape sums the samples of the metric whose labels contain every one of match.
+func scrape(url, metric string, match ...string) (float64, error) {
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+lines:
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
+			continue
+		}
+		for _, m := range match {
+			if !strings.Contains(line, m) {
+				continue lines
+			}
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			return 0, fmt.Errorf("metrics line %q: %w", line, err)
+		}
+		sum += v
+	}
+	return sum, sc.Err()
+}
+
+func nodeRange(from, to int) []string {
+	var names []string
+	for i := from; i < to; i++ {
+		names = append(names, localcluster.NodeNamePrefix+strconv.Itoa(i))
+	}
+	return names
+}
+
+// maintenance returns a NodeMaintenance of the nodes that cordons them and drains them or not.
+func maintenance(name string, nodes []string, drain bool) *nodemaintv1alpha1.NodeMaintenance {
+	return &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: nodes}},
+			}}},
+			Cordon: true, Drain: drain, Reason: "chaos test",
+			EvacuationResponseTimeout: &metav1.Duration{Duration: responseTimeout},
+		},
+	}
+}
+
+// createWorkloads creates every kind of workload and returns how many pods they run.
+func createWorkloads(t *testing.T, ns string, scale int) int {
+	t.Helper()
+	ctx := t.Context()
+	c := framework.Client()
+	var objs []client.Object
+	pods := 0
+	deployment := func(name string, replicas int32, maxSurge intstr.IntOrString, pdb *policyv1.PodDisruptionBudgetSpec) {
+		d := framework.NewDeployment(ns, name, replicas)
+		d.Spec.Template.Annotations = podDelays
+		d.Spec.Strategy = appsv1.DeploymentStrategy{
+			Type:          appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &maxSurge, MaxUnavailable: ptr.To(intstr.FromInt32(1))},
+		}
+		objs = append(objs, d)
+		pods += int(replicas)
+		if pdb != nil {
+			pdb.Selector = d.Spec.Selector
+			objs = append(objs, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: *pdb})
+		}
+	}
+	maxUnavailable := func(v intstr.IntOrString) *policyv1.PodDisruptionBudgetSpec {
+		return &policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &v}
+	}
+	for i := range 5 * scale {
+		deployment(fmt.Sprintf("surge-%d", i), 8, intstr.FromInt32(1), maxUnavailable(intstr.FromInt32(1)))
+	}
+	for i := range 8 * scale {
+		var pdb *policyv1.PodDisruptionBudgetSpec
+		if i%2 == 0 {
+			pdb = &policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1))}
+		}
+		deployment(fmt.Sprintf("single-%d", i), 1, intstr.FromString("25%"), pdb)
+	}
+	deployment("big", int32(50*scale), intstr.FromString("25%"), maxUnavailable(intstr.FromString("10%")))
+	for i := range 3 * scale {
+		// Evicted one at a time (maxUnavailable 1), each waiting for the disruption controller
+		// to see the replacement Ready: the slowest workload to drain.
+		deployment(fmt.Sprintf("nosurge-%d", i), int32(2+2*scale), intstr.FromInt32(0), maxUnavailable(intstr.FromInt32(1)))
+	}
+	for i := range 2 * scale {
+		name := fmt.Sprintf("db-%d", i)
+		labels := map[string]string{"app": name}
+		objs = append(objs, &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: ptr.To(int32(5)), ServiceName: name,
+				PodManagementPolicy: appsv1.ParallelPodManagement,
+				Selector:            &metav1.LabelSelector{MatchLabels: labels},
+				Template:            podTemplate(labels),
+			},
+		}, &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, MaxUnavailable: ptr.To(intstr.FromInt32(1))},
+		})
+		pods += 5
+	}
+	for i := range 12 * scale {
+		tmpl := podTemplate(map[string]string{"app": "bare"})
+		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: fmt.Sprintf("bare-%d", i), Labels: tmpl.Labels, Annotations: tmpl.Annotations,
+		}, Spec: tmpl.Spec})
+		pods++
+	}
+	dsLabels := map[string]string{"app": "agent"}
+	objs = append(objs, &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
+		Spec:       appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: dsLabels}, Template: podTemplate(dsLabels)},
+	})
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	pods += len(nodes.Items)
+	jobTmpl := podTemplate(map[string]string{"app": "batch"})
+	jobTmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+	// The Job runs longer than the test: its evicted pods are replaced.
+	jobTmpl.Annotations = map[string]string{localcluster.PodCompleteDelayAnnotation: "1h"}
+	for k, v := range podDelays {
+		jobTmpl.Annotations[k] = v
+	}
+	parallelism := int32(12 * scale)
+	objs = append(objs, &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "batch"},
+		Spec: batchv1.JobSpec{
+			Parallelism: &parallelism, Completions: &parallelism, BackoffLimit: ptr.To(int32(1000)),
+			// Evicted pods are replaced, not failures.
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action:          batchv1.PodFailurePolicyActionIgnore,
+				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+			}}},
+			Template: jobTmpl,
+		},
+	})
+	pods += int(parallelism)
+	for _, obj := range objs {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+		}
+	}
+	return pods
+}
+
+func podTemplate(labels map[string]string) corev1.PodTemplateSpec {
+	annotations := map[string]string{}
+	for k, v := range podDelays {
+		annotations[k] = v
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+}
+
+// waitAllReady waits until the namespace has want Ready pods.
+func waitAllReady(t *testing.T, ns string, want int) {
+	t.Helper()
+	framework.Eventually(t, 5*time.Minute, fmt.Sprintf("%d pods Ready", want), func(ctx context.Context) (bool, error) {
+		var list corev1.PodList
+		if err := framework.Client().List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		ready := 0
+		for i := range list.Items {
+			for _, cond := range list.Items[i].Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && list.Items[i].DeletionTimestamp == nil {
+					ready++
+				}
+			}
+		}
+		return ready == want, nil
+	})
+}

@@ -1,0 +1,144 @@
+package invariants
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// ourPrefix starts the name of every annotation and taint of nodemaint's.
+const ourPrefix = "nodemaint.dev/"
+
+// Snapshot is what CheckClean reads from the cluster.
+type Snapshot struct {
+	Nodes       []corev1.Node
+	Pods        []corev1.Pod
+	Deployments []appsv1.Deployment
+	ReplicaSets []appsv1.ReplicaSet
+}
+
+// CheckClean reads the nodes, and the pods, Deployments and ReplicaSets of the watched
+// namespaces, from the API server (not the informers' caches), and returns an error naming
+// every leftover of nodemaint's (see Leftovers), nil when there is none. Call it once every
+// maintenance is over. It assumes nobody but nodemaint scaled the Deployments since the checker
+// first saw them.
+func (c *Checker) CheckClean(ctx context.Context, namespaces ...string) error {
+	var snap Snapshot
+	nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	snap.Nodes = nodes.Items
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	for _, ns := range namespaces {
+		pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		snap.Pods = append(snap.Pods, pods.Items...)
+		deps, err := c.client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		snap.Deployments = append(snap.Deployments, deps.Items...)
+		rss, err := c.client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		snap.ReplicaSets = append(snap.ReplicaSets, rss.Items...)
+	}
+	c.mu.Lock()
+	problems := Leftovers(snap, c.state.baseline)
+	c.mu.Unlock()
+	if len(problems) > 0 {
+		return errors.New(joinProblems(problems))
+	}
+	return nil
+}
+
+// Leftovers returns, sorted, one line per leftover of nodemaint's in the snapshot:
+//   - a node cordoned that nodemaint cordoned (annotation nodemaint.dev/cordoned) or that was not
+//     cordoned when first seen; a nodemaint.dev/ taint, or the out-of-service taint on a node that
+//     did not have it; a nodemaint.dev/ annotation; the UnderMaintenance condition;
+//   - a pod with nodemaint's EvacuationRequest, an EvacuationInitiated without any request, or
+//     a nodemaint.dev/ annotation;
+//   - a Deployment or ReplicaSet with a nodemaint.dev/ annotation, a Deployment whose replicas
+//     are not what its user set.
+func Leftovers(snap Snapshot, base Baseline) []string {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	for i := range snap.Nodes {
+		n := &snap.Nodes[i]
+		if n.Spec.Unschedulable && (n.Annotations[nodemaintv1alpha1.CordonedAnnotation] != "" || !base.Unschedulable[n.Name]) {
+			add("node %s: cordoned", n.Name)
+		}
+		for _, t := range n.Spec.Taints {
+			if strings.HasPrefix(t.Key, ourPrefix) || (t.Key == corev1.TaintNodeOutOfService && !base.OutOfService[n.Name]) {
+				add("node %s: taint %s:%s", n.Name, t.Key, t.Effect)
+			}
+		}
+		for _, a := range ours(n.Annotations) {
+			add("node %s: annotation %s", n.Name, a)
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == nodemaintv1alpha1.NodeConditionUnderMaintenance {
+				add("node %s: condition %s=%s (%s)", n.Name, c.Type, c.Status, c.Reason)
+			}
+		}
+	}
+	for i := range snap.Pods {
+		p := &snap.Pods[i]
+		k := key(p.Namespace, p.Name)
+		if c := evacuation.Condition(p, evacuation.Request); c != nil && c.Reason == evacuation.ReasonNodeMaintenance {
+			add("pod %s: condition %s=%s (%s)", k, c.Type, c.Status, c.Reason)
+		}
+		if c := evacuation.Condition(p, evacuation.Initiated); c != nil && evacuation.Condition(p, evacuation.Request) == nil {
+			add("pod %s: condition %s=%s (%s) without a request", k, c.Type, c.Status, c.Reason)
+		}
+		for _, a := range ours(p.Annotations) {
+			add("pod %s: annotation %s", k, a)
+		}
+	}
+	for i := range snap.Deployments {
+		d := &snap.Deployments[i]
+		k := key(d.Namespace, d.Name)
+		for _, a := range ours(d.Annotations) {
+			add("Deployment %s: annotation %s", k, a)
+		}
+		if want, ok := base.Replicas[k]; ok && ptr.Deref(d.Spec.Replicas, 1) != want {
+			add("Deployment %s: replicas %d, its user set %d", k, ptr.Deref(d.Spec.Replicas, 1), want)
+		}
+	}
+	for i := range snap.ReplicaSets {
+		rs := &snap.ReplicaSets[i]
+		for _, a := range ours(rs.Annotations) {
+			add("ReplicaSet %s: annotation %s", key(rs.Namespace, rs.Name), a)
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+// ours returns the nodemaint.dev/ annotations, as key=value, sorted.
+func ours(annotations map[string]string) []string {
+	var out []string
+	for k, v := range annotations {
+		if strings.HasPrefix(k, ourPrefix) {
+			out = append(out, k+"="+v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

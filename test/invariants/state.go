@@ -1,0 +1,359 @@
+package invariants
+
+import (
+	"encoding/json"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// state is what the checker knows of the cluster, fed one object at a time by the informers
+// (or by a unit test). It is not safe for concurrent use; Checker locks around it.
+type state struct {
+	onViolation func(Violation)
+
+	pods         map[string]*corev1.Pod
+	pdbs         map[string]*budget
+	deployments  map[string]*deployment
+	replicaSets  map[string]*appsv1.ReplicaSet
+	statefulSets map[string]*appsv1.StatefulSet
+	baseline     Baseline
+
+	violations []Violation
+}
+
+// budget is a PodDisruptionBudget; armed once it was seen satisfied.
+type budget struct {
+	pdb      *policyv1.PodDisruptionBudget
+	selector labels.Selector
+	armed    bool
+}
+
+// deployment is a Deployment; armed once it was seen with all its replicas Ready.
+type deployment struct {
+	d     *appsv1.Deployment
+	armed bool
+}
+
+// Baseline is what nodemaint must restore, recorded when the checker first saw each object.
+type Baseline struct {
+	// Unschedulable and OutOfService: nodes that were cordoned, or had the out-of-service taint,
+	// when first seen (someone else's, they stay).
+	Unschedulable, OutOfService map[string]bool
+	// Replicas of each Deployment as its user set them (the surge's original replicas when it
+	// was first seen mid-surge).
+	Replicas map[string]int32
+}
+
+func newState(onViolation func(Violation)) *state {
+	return &state{
+		onViolation:  onViolation,
+		pods:         map[string]*corev1.Pod{},
+		pdbs:         map[string]*budget{},
+		deployments:  map[string]*deployment{},
+		replicaSets:  map[string]*appsv1.ReplicaSet{},
+		statefulSets: map[string]*appsv1.StatefulSet{},
+		baseline: Baseline{
+			Unschedulable: map[string]bool{}, OutOfService: map[string]bool{}, Replicas: map[string]int32{},
+		},
+	}
+}
+
+// healthy is how the disruption controller counts a pod: Ready and not terminating.
+func healthy(pod *corev1.Pod) bool {
+	if pod == nil || pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// pod records a pod's change and checks the budgets and the Deployment it counts for. A
+// violation needs a pod that leaves: it was healthy and is no longer.
+func (s *state) pod(pod *corev1.Pod, deleted bool, now time.Time) {
+	k := key(pod.Namespace, pod.Name)
+	wasHealthy := healthy(s.pods[k])
+	if deleted {
+		delete(s.pods, k)
+	} else {
+		s.pods[k] = pod
+	}
+	left := wasHealthy && (deleted || !healthy(pod))
+	for bk, b := range s.pdbs {
+		if b.pdb.Namespace == pod.Namespace && selectorMatches(b.selector, pod.Labels) {
+			s.checkBudget(bk, b, left, k, now)
+		}
+	}
+	if dk := s.deploymentOf(pod); dk != "" {
+		if d := s.deployments[dk]; d != nil {
+			s.checkDeployment(dk, d, left, k, now)
+		}
+	}
+}
+
+func (s *state) pdb(pdb *policyv1.PodDisruptionBudget, deleted bool) {
+	k := key(pdb.Namespace, pdb.Name)
+	if deleted {
+		delete(s.pdbs, k)
+		return
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil {
+		sel = nil
+	}
+	b := s.pdbs[k]
+	if b == nil {
+		b = &budget{}
+		s.pdbs[k] = b
+	}
+	b.pdb, b.selector = pdb, sel
+	s.checkBudget(k, b, false, "", time.Time{})
+}
+
+func (s *state) deployment(d *appsv1.Deployment, deleted bool) {
+	k := key(d.Namespace, d.Name)
+	if deleted {
+		delete(s.deployments, k)
+		delete(s.baseline.Replicas, k)
+		return
+	}
+	if _, ok := s.baseline.Replicas[k]; !ok {
+		s.baseline.Replicas[k] = userReplicas(d)
+	}
+	dep := s.deployments[k]
+	if dep == nil {
+		dep = &deployment{}
+		s.deployments[k] = dep
+	}
+	dep.d = d
+	s.checkDeployment(k, dep, false, "", time.Time{})
+	s.recheckBudgets(d.Namespace)
+}
+
+func (s *state) replicaSet(rs *appsv1.ReplicaSet, deleted bool) {
+	k := key(rs.Namespace, rs.Name)
+	if deleted {
+		delete(s.replicaSets, k)
+		return
+	}
+	s.replicaSets[k] = rs
+	s.recheckBudgets(rs.Namespace)
+}
+
+func (s *state) statefulSet(sts *appsv1.StatefulSet, deleted bool) {
+	k := key(sts.Namespace, sts.Name)
+	if deleted {
+		delete(s.statefulSets, k)
+		return
+	}
+	s.statefulSets[k] = sts
+	s.recheckBudgets(sts.Namespace)
+}
+
+func (s *state) node(node *corev1.Node, deleted bool) {
+	if deleted {
+		return
+	}
+	if _, seen := s.baseline.Unschedulable[node.Name]; seen {
+		return
+	}
+	s.baseline.Unschedulable[node.Name] = node.Spec.Unschedulable
+	for _, t := range node.Spec.Taints {
+		if t.Key == corev1.TaintNodeOutOfService {
+			s.baseline.OutOfService[node.Name] = true
+		}
+	}
+}
+
+// recheckBudgets arms the budgets of the namespace that a change of a controller's scale may
+// have satisfied; it never reports a violation (no pod left).
+func (s *state) recheckBudgets(namespace string) {
+	for k, b := range s.pdbs {
+		if b.pdb.Namespace == namespace && !b.armed {
+			s.checkBudget(k, b, false, "", time.Time{})
+		}
+	}
+}
+
+// checkBudget arms the budget when it is satisfied, and reports a violation when it is not,
+// was satisfied before, and the pod podKey just left.
+func (s *state) checkBudget(k string, b *budget, left bool, podKey string, now time.Time) {
+	healthyPods, want, ok := s.budgetCounts(b)
+	if !ok {
+		return
+	}
+	if healthyPods >= want {
+		// A budget that allows every pod to go (before its pods or controllers are known, too)
+		// cannot be violated: it is armed only once it protects something.
+		b.armed = b.armed || want > 0
+		return
+	}
+	if b.armed && left {
+		s.report(Violation{Time: now, Kind: KindPodDisruptionBudget, Object: k, Pod: podKey, Healthy: healthyPods, Want: want})
+	}
+}
+
+// budgetCounts returns the healthy pods a budget selects and the least number it allows, as the
+// disruption controller computes them, except that the expected pods are the replicas the
+// workloads' users asked for (a surge does not raise them). ok is false when the budget cannot
+// be computed (a percentage or maxUnavailable over pods without a known controller).
+func (s *state) budgetCounts(b *budget) (healthyPods, want int32, ok bool) {
+	if b.selector == nil || b.selector.Empty() {
+		return 0, 0, false
+	}
+	spec := b.pdb.Spec
+	controllers := map[string]int32{}
+	unknown := false
+	for _, pod := range s.pods {
+		if pod.Namespace != b.pdb.Namespace || !b.selector.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		if healthy(pod) {
+			healthyPods++
+		}
+		if c, n, known := s.controllerScale(pod); known {
+			controllers[c] = n
+		} else {
+			unknown = true
+		}
+	}
+	if spec.MinAvailable != nil && spec.MinAvailable.Type == intstr.Int {
+		return healthyPods, spec.MinAvailable.IntVal, true
+	}
+	if unknown {
+		return 0, 0, false
+	}
+	var expected int32
+	for _, n := range controllers {
+		expected += n
+	}
+	switch {
+	case spec.MinAvailable != nil:
+		v, err := intstr.GetScaledValueFromIntOrPercent(spec.MinAvailable, int(expected), true)
+		if err != nil {
+			return 0, 0, false
+		}
+		return healthyPods, int32(v), true
+	case spec.MaxUnavailable != nil:
+		v, err := intstr.GetScaledValueFromIntOrPercent(spec.MaxUnavailable, int(expected), true)
+		if err != nil {
+			return 0, 0, false
+		}
+		return healthyPods, max(expected-int32(v), 0), true
+	}
+	return 0, 0, false
+}
+
+// controllerScale returns the pod's scalable controller (the Deployment for a ReplicaSet of a
+// Deployment) and the replicas its user asked for.
+func (s *state) controllerScale(pod *corev1.Pod) (string, int32, bool) {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil {
+		return "", 0, false
+	}
+	switch ref.Kind {
+	case "ReplicaSet":
+		if dk := s.deploymentOf(pod); dk != "" {
+			if d := s.deployments[dk]; d != nil {
+				return "Deployment/" + dk, userReplicas(d.d), true
+			}
+			return "", 0, false
+		}
+		rs := s.replicaSets[key(pod.Namespace, ref.Name)]
+		if rs == nil {
+			return "", 0, false
+		}
+		return "ReplicaSet/" + key(rs.Namespace, rs.Name), ptr.Deref(rs.Spec.Replicas, 1), true
+	case "StatefulSet":
+		sts := s.statefulSets[key(pod.Namespace, ref.Name)]
+		if sts == nil {
+			return "", 0, false
+		}
+		return "StatefulSet/" + key(sts.Namespace, sts.Name), ptr.Deref(sts.Spec.Replicas, 1), true
+	}
+	return "", 0, false
+}
+
+// deploymentOf returns the key of the Deployment whose ReplicaSet controls the pod, "" when
+// none is known.
+func (s *state) deploymentOf(pod *corev1.Pod) string {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "ReplicaSet" {
+		return ""
+	}
+	rs := s.replicaSets[key(pod.Namespace, ref.Name)]
+	if rs == nil {
+		return ""
+	}
+	if dref := metav1.GetControllerOf(rs); dref != nil && dref.Kind == "Deployment" {
+		return key(rs.Namespace, dref.Name)
+	}
+	return ""
+}
+
+// checkDeployment arms a surge-capable Deployment once all its replicas are Ready, and reports a
+// violation when a pod left and fewer are Ready.
+func (s *state) checkDeployment(k string, d *deployment, left bool, podKey string, now time.Time) {
+	if !surgeCapable(d.d) {
+		return
+	}
+	want := userReplicas(d.d)
+	var ready int32
+	for _, pod := range s.pods {
+		if pod.Namespace == d.d.Namespace && healthy(pod) && s.deploymentOf(pod) == k {
+			ready++
+		}
+	}
+	if ready >= want {
+		d.armed = d.armed || want > 0
+		return
+	}
+	if d.armed && left {
+		s.report(Violation{Time: now, Kind: KindDeploymentReady, Object: k, Pod: podKey, Healthy: ready, Want: want})
+	}
+}
+
+func (s *state) report(v Violation) {
+	s.violations = append(s.violations, v)
+	if s.onViolation != nil {
+		s.onViolation(v)
+	}
+}
+
+// surgeCapable: the Deployment responder moves its pods by surging, so none goes down.
+func surgeCapable(d *appsv1.Deployment) bool {
+	if d.Spec.Paused || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		return false
+	}
+	surge := intstr.FromString("25%")
+	if ru := d.Spec.Strategy.RollingUpdate; ru != nil && ru.MaxSurge != nil {
+		surge = *ru.MaxSurge
+	}
+	v, err := intstr.GetScaledValueFromIntOrPercent(&surge, int(userReplicas(d)), true)
+	return err == nil && v > 0
+}
+
+// userReplicas is the Deployment's replicas without nodemaint's surge.
+func userReplicas(d *appsv1.Deployment) int32 {
+	if v, ok := d.Annotations[evacuation.SurgeAnnotation]; ok {
+		var surge struct {
+			OriginalReplicas *int32 `json:"originalReplicas"`
+		}
+		if json.Unmarshal([]byte(v), &surge) == nil && surge.OriginalReplicas != nil {
+			return *surge.OriginalReplicas
+		}
+	}
+	return ptr.Deref(d.Spec.Replicas, 1)
+}

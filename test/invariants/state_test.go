@@ -1,0 +1,336 @@
+package invariants
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+const ns = "app"
+
+var now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func newDeployment(name string, replicas int32, maxSurge intstr.IntOrString) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Strategy: appsv1.DeploymentStrategy{
+				Type:          appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &maxSurge, MaxUnavailable: ptr.To(intstr.FromInt32(1))},
+			},
+		},
+	}
+}
+
+func newReplicaSet(d *appsv1.Deployment) *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: d.Name + "-rs",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: d.Name, Controller: ptr.To(true)}},
+	}, Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas}}
+}
+
+func newPod(rs *appsv1.ReplicaSet, app string, i int, ready bool) *corev1.Pod {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: fmt.Sprintf("%s-%d", app, i), Labels: map[string]string{"app": app},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: rs.Name, Controller: ptr.To(true)}},
+		},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}},
+	}
+}
+
+func terminating(pod *corev1.Pod) *corev1.Pod {
+	pod = pod.DeepCopy()
+	pod.DeletionTimestamp = &metav1.Time{Time: now}
+	return pod
+}
+
+func newPDB(app string, minAvailable, maxUnavailable *intstr.IntOrString) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			MinAvailable: minAvailable, MaxUnavailable: maxUnavailable,
+		},
+	}
+}
+
+func kinds(vs []Violation) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, fmt.Sprintf("%s %s %d<%d", v.Kind, v.Object, v.Healthy, v.Want))
+	}
+	return out
+}
+
+// A workload that starts up while the checker watches is no violation: pods that are not Ready
+// yet, or that flap before the budget was ever satisfied, are not disruptions.
+func TestStartupIsNoViolation(t *testing.T) {
+	s := newState(nil)
+	d := newDeployment("web", 3, intstr.FromInt32(0))
+	rs := newReplicaSet(d)
+	s.pdb(newPDB("web", nil, ptr.To(intstr.FromInt32(1))), false)
+	s.deployment(d, false)
+	s.replicaSet(rs, false)
+	p0 := newPod(rs, "web", 0, true)
+	s.pod(p0, false, now)
+	s.pod(newPod(rs, "web", 1, false), false, now)
+	// Ready, then not Ready, before the budget was ever satisfied (1 of the 2 it needs).
+	s.pod(newPod(rs, "web", 0, false), false, now)
+	s.pod(p0, false, now)
+	if len(s.violations) > 0 {
+		t.Fatalf("violations while starting up: %v", kinds(s.violations))
+	}
+}
+
+func TestPodDisruptionBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name                         string
+		minAvailable, maxUnavailable *intstr.IntOrString
+		// leave is how many of the 4 Ready pods leave, one by one; want the violations.
+		leave int
+		want  []string
+	}{
+		{name: "maxUnavailable 1, one leaves", maxUnavailable: ptr.To(intstr.FromInt32(1)), leave: 1},
+		{name: "maxUnavailable 1, two leave", maxUnavailable: ptr.To(intstr.FromInt32(1)), leave: 2,
+			want: []string{"PodDisruptionBudget app/web 2<3"}},
+		{name: "minAvailable 2, two leave", minAvailable: ptr.To(intstr.FromInt32(2)), leave: 2},
+		{name: "minAvailable 2, three leave", minAvailable: ptr.To(intstr.FromInt32(2)), leave: 3,
+			want: []string{"PodDisruptionBudget app/web 1<2"}},
+		{name: "minAvailable 50%, three leave", minAvailable: ptr.To(intstr.FromString("50%")), leave: 3,
+			want: []string{"PodDisruptionBudget app/web 1<2"}},
+		{name: "maxUnavailable 25% rounds up to 1, two leave", maxUnavailable: ptr.To(intstr.FromString("25%")), leave: 2,
+			want: []string{"PodDisruptionBudget app/web 2<3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newState(nil)
+			// maxSurge 0: only the budget is checked.
+			d := newDeployment("web", 4, intstr.FromInt32(0))
+			rs := newReplicaSet(d)
+			s.deployment(d, false)
+			s.replicaSet(rs, false)
+			var pods []*corev1.Pod
+			for i := range 4 {
+				pods = append(pods, newPod(rs, "web", i, true))
+				s.pod(pods[i], false, now)
+			}
+			s.pdb(newPDB("web", tc.minAvailable, tc.maxUnavailable), false)
+			for i := range tc.leave {
+				// Alternately terminating and deleted outright: both leave.
+				if i%2 == 0 {
+					s.pod(terminating(pods[i]), false, now)
+				} else {
+					s.pod(pods[i], true, now)
+				}
+			}
+			if got := kinds(s.violations); !slices.Equal(got, tc.want) {
+				t.Errorf("violations %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A replacement that is not Ready yet does not count, and an update of a pod that did not
+// leave is no new violation.
+func TestPodDisruptionBudgetCountsFromPods(t *testing.T) {
+	s := newState(nil)
+	d := newDeployment("web", 2, intstr.FromInt32(0))
+	rs := newReplicaSet(d)
+	s.deployment(d, false)
+	s.replicaSet(rs, false)
+	s.pdb(newPDB("web", ptr.To(intstr.FromInt32(2)), nil), false)
+	p0, p1 := newPod(rs, "web", 0, true), newPod(rs, "web", 1, true)
+	s.pod(p0, false, now)
+	s.pod(p1, false, now)
+	// Replacement created, not Ready; then p0 is deleted: 1 healthy of 2.
+	s.pod(newPod(rs, "web", 2, false), false, now)
+	s.pod(p0, true, now)
+	if got := kinds(s.violations); !slices.Equal(got, []string{"PodDisruptionBudget app/web 1<2"}) {
+		t.Fatalf("violations %v", got)
+	}
+	// A status update of a not-Ready pod is no new violation.
+	s.pod(newPod(rs, "web", 2, false), false, now)
+	if len(s.violations) != 1 {
+		t.Fatalf("violations %v", kinds(s.violations))
+	}
+}
+
+// A surge-capable Deployment mid-surge: its user wants 3, spec.replicas is 4. The evacuated pod
+// may go once its replacement is Ready; before that, its going is a violation. A maxSurge 0
+// Deployment is not held to it.
+func TestSurgeCapableDeployment(t *testing.T) {
+	surging := func(d *appsv1.Deployment) *appsv1.Deployment {
+		d = d.DeepCopy()
+		d.Spec.Replicas = ptr.To(int32(4))
+		d.Annotations = map[string]string{evacuation.SurgeAnnotation: `{"originalReplicas":3,"surge":1,"startTime":"2026-01-02T15:04:05.000000Z"}`}
+		return d
+	}
+	for _, tc := range []struct {
+		name            string
+		maxSurge        intstr.IntOrString
+		replacementUp   bool
+		wantViolations  []string
+		wantDeployments int
+	}{
+		{name: "replacement Ready first", maxSurge: intstr.FromInt32(1), replacementUp: true, wantDeployments: 1},
+		{name: "evacuated pod removed before its replacement is Ready", maxSurge: intstr.FromInt32(1),
+			wantViolations: []string{"DeploymentReady app/web 2<3"}, wantDeployments: 1},
+		{name: "maxSurge 25% of 3 rounds up to 1", maxSurge: intstr.FromString("25%"),
+			wantViolations: []string{"DeploymentReady app/web 2<3"}, wantDeployments: 1},
+		{name: "maxSurge 0 is not surge-capable", maxSurge: intstr.FromInt32(0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newState(nil)
+			d := newDeployment("web", 3, tc.maxSurge)
+			rs := newReplicaSet(d)
+			s.deployment(d, false)
+			s.replicaSet(rs, false)
+			var pods []*corev1.Pod
+			for i := range 3 {
+				pods = append(pods, newPod(rs, "web", i, true))
+				s.pod(pods[i], false, now)
+			}
+			s.deployment(surging(d), false)
+			s.pod(newPod(rs, "web", 3, false), false, now)
+			if tc.replacementUp {
+				s.pod(newPod(rs, "web", 3, true), false, now)
+			}
+			s.pod(terminating(pods[0]), false, now)
+			s.pod(pods[0], true, now)
+			if got := kinds(s.violations); !slices.Equal(got, tc.wantViolations) {
+				t.Errorf("violations %v, want %v", got, tc.wantViolations)
+			}
+			if got := s.baseline.Replicas["app/web"]; got != 3 {
+				t.Errorf("baseline replicas %d, want 3", got)
+			}
+			armed := 0
+			for _, d := range s.deployments {
+				if d.armed {
+					armed++
+				}
+			}
+			if armed != tc.wantDeployments {
+				t.Errorf("%d Deployments checked, want %d", armed, tc.wantDeployments)
+			}
+		})
+	}
+}
+
+// A budget over a StatefulSet takes its expected pods from the StatefulSet's replicas.
+func TestPodDisruptionBudgetOfStatefulSet(t *testing.T) {
+	s := newState(nil)
+	s.statefulSet(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(int32(3))}}, false)
+	s.pdb(newPDB("db", nil, ptr.To(intstr.FromInt32(1))), false)
+	var pods []*corev1.Pod
+	for i := range 3 {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("db-%d", i), Labels: map[string]string{"app": "db"},
+				OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "db", Controller: ptr.To(true)}}},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		}
+		pods = append(pods, pod)
+		s.pod(pod, false, now)
+	}
+	s.pod(pods[0], true, now)
+	if len(s.violations) != 0 {
+		t.Fatalf("violations %v", kinds(s.violations))
+	}
+	s.pod(pods[1], true, now)
+	if got := kinds(s.violations); !slices.Equal(got, []string{"PodDisruptionBudget app/db 1<2"}) {
+		t.Fatalf("violations %v", got)
+	}
+}
+
+func TestLeftovers(t *testing.T) {
+	base := Baseline{
+		Unschedulable: map[string]bool{"cordoned-before": true},
+		OutOfService:  map[string]bool{},
+		Replicas:      map[string]int32{"app/web": 3, "app/api": 2},
+	}
+	clean := Snapshot{
+		Nodes: []corev1.Node{
+			{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{"other.io/x": "y"}}},
+			// Cordoned before nodemaint: stays cordoned.
+			{ObjectMeta: metav1.ObjectMeta{Name: "cordoned-before"}, Spec: corev1.NodeSpec{Unschedulable: true}},
+		},
+		Pods: []corev1.Pod{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: map[string]string{nodemaintv1alpha1.DrainLabel: "skip"}},
+			// A descheduler's request is not ours.
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: "Descheduler"}}},
+		}},
+		Deployments: []appsv1.Deployment{*newDeployment("web", 3, intstr.FromInt32(1))},
+		ReplicaSets: []appsv1.ReplicaSet{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-rs"}}},
+	}
+	if got := Leftovers(clean, base); len(got) > 0 {
+		t.Fatalf("leftovers of a clean cluster: %q", got)
+	}
+
+	dirty := Snapshot{
+		Nodes: []corev1.Node{{
+			ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{
+				nodemaintv1alpha1.CordonedAnnotation: "true", nodemaintv1alpha1.MaintenancesAnnotation: "nm=Drain",
+			}},
+			Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{
+				{Key: nodemaintv1alpha1.PlannedMaintenanceTaint, Effect: corev1.TaintEffectPreferNoSchedule},
+				{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute},
+			}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: nodemaintv1alpha1.NodeConditionUnderMaintenance, Status: corev1.ConditionTrue, Reason: "Drain"}}},
+		}, {
+			// Cordoned, without nodemaint's annotation, but not cordoned when first seen.
+			ObjectMeta: metav1.ObjectMeta{Name: "n2"}, Spec: corev1.NodeSpec{Unschedulable: true},
+		}},
+		Pods: []corev1.Pod{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Annotations: map[string]string{evacuation.OriginalDeletionCostAnnotation: ""}},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+				{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: evacuation.ReasonNodeMaintenance},
+			}},
+		}, {
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "q"},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+				{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "DeploymentSurge"},
+			}},
+		}},
+		Deployments: []appsv1.Deployment{func() appsv1.Deployment {
+			d := newDeployment("web", 4, intstr.FromInt32(1))
+			d.Annotations = map[string]string{evacuation.SurgeAnnotation: "{}"}
+			return *d
+		}()},
+		ReplicaSets: []appsv1.ReplicaSet{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-rs",
+			Annotations: map[string]string{evacuation.EvacuationReadyAnnotation: "true"}}}},
+	}
+	want := []string{
+		"Deployment app/web: annotation nodemaint.dev/evacuation-surge={}",
+		"Deployment app/web: replicas 4, its user set 3",
+		"ReplicaSet app/web-rs: annotation nodemaint.dev/evacuation-ready=true",
+		"node n1: annotation nodemaint.dev/cordoned=true",
+		"node n1: annotation nodemaint.dev/maintenances=nm=Drain",
+		"node n1: condition UnderMaintenance=True (Drain)",
+		"node n1: cordoned",
+		"node n1: taint node.kubernetes.io/out-of-service:NoExecute",
+		"node n1: taint nodemaint.dev/maintenance-planned:PreferNoSchedule",
+		"node n2: cordoned",
+		"pod app/p: annotation nodemaint.dev/original-pod-deletion-cost=",
+		"pod app/p: condition EvacuationRequest=True (NodeMaintenance)",
+		"pod app/q: condition EvacuationInitiated=True (DeploymentSurge) without a request",
+	}
+	if got := Leftovers(dirty, base); !slices.Equal(got, want) {
+		t.Errorf("leftovers:\n%q\nwant\n%q", got, want)
+	}
+}
