@@ -44,7 +44,7 @@ control-plane: ## Build (once) etcd, kube-apiserver, kube-controller-manager, ku
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-e2e ## Every test: generated files, unit, integration (envtest) and end-to-end.
+test: verify test-unit test-fuzz test-e2e ## Every test: generated files, unit, integration (envtest) and end-to-end.
 
 .PHONY: verify
 verify: ## Fail when gofmt, go vet or the generated files are not clean.
@@ -56,6 +56,18 @@ verify: ## Fail when gofmt, go vet or the generated files are not clean.
 test-unit: ## Unit and integration tests (envtest: a real kube-apiserver and etcd).
 	KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
 
+# Every fuzz target, FUZZTIME each: `go test -fuzz` takes one target per package at a time.
+FUZZ_TARGETS := internal/drain:FuzzClassify internal/drain:FuzzPlanAndBlocked \
+	internal/maintenance:FuzzTargeted internal/maintenance:FuzzEntries internal/maintenance:FuzzIntent
+FUZZTIME ?= 5s
+
+.PHONY: test-fuzz
+test-fuzz: ## A short fuzz run of each fuzz target (FUZZTIME=5s each); seed corpora in testdata/fuzz.
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \
+	done
+
 .PHONY: test-e2e
 test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets).
 	NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m ./test/... $(E2E_ARGS)
@@ -63,6 +75,14 @@ test-e2e: build ## End-to-end tests on a local cluster of their own (real contro
 .PHONY: test-scale
 test-scale: build ## The scale e2e test at full size: 200 nodes, 5,000 pods, 20 nodes maintained.
 	NODEMAINT_E2E_SCALE=full NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 30m ./test/e2e/scale/
+
+.PHONY: test-chaos
+test-chaos: build ## The chaos e2e test, long version: >= 20 leader kills, an API server restart, overlapping maintenances.
+	NODEMAINT_CHAOS=long NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 30m -run 'TestChaos$$' ./test/e2e/chaos/ $(E2E_ARGS)
+
+.PHONY: test-load
+test-load: build ## The load e2e test: 50 NodeMaintenances created at once over 500 nodes.
+	NODEMAINT_E2E_LOAD=1 NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 30m -run 'TestLoad$$' ./test/e2e/chaos/ $(E2E_ARGS)
 
 ##@ Local cluster
 
@@ -92,9 +112,13 @@ run: build ## Run the controller against $$KUBECONFIG (default: the local cluste
 demo: ## Bring up the local cluster, run the controller and a maintenance, and show its progress.
 	hack/demo.sh
 
+# BENCH_ARGS go to test/bench: -large adds scenario L and the idle memory on 5,000 nodes,
+# -scenarios S,B,M picks scenarios.
+BENCH_ARGS ?=
+
 .PHONY: bench
-bench: ## Benchmarks against kubectl drain; JSON under _output/bench/.
-	@echo "make bench: not yet (issue: benchmarks)"; exit 1
+bench: build ## Benchmarks against kubectl drain (S, B, M; BENCH_ARGS=-large adds L); JSON under _output/bench/, figures in docs/benchmarks.md.
+	KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) run ./test/bench -write-docs $(BENCH_ARGS)
 
 .PHONY: clean
 clean: cluster-down ## Stop the local cluster; remove build output (not the control-plane cache).

@@ -39,6 +39,7 @@ type options struct {
 	burst                   int
 	statusBatchDelay        time.Duration
 	maxEvictions            int64
+	evictionMaxBackoff      time.Duration
 	surgeTimeout            time.Duration
 }
 
@@ -57,6 +58,7 @@ func main() {
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of requests to the API server.")
 	fs.DurationVar(&o.statusBatchDelay, "status-batch-delay", time.Second, "How long pod changes are gathered before a NodeMaintenance status is written.")
 	fs.Int64Var(&o.maxEvictions, "max-concurrent-evictions", 20, "Evictions in flight at once, across all nodes.")
+	fs.DurationVar(&o.evictionMaxBackoff, "eviction-max-backoff", 5*time.Second, "The longest wait before a refused eviction (a PodDisruptionBudget) of a pod is tried again; it backs off exponentially from 1s. kubectl drain retries every 5s.")
 	fs.DurationVar(&o.surgeTimeout, "deployment-surge-timeout", deployment.DefaultSurgeTimeout, "How long the Deployment evacuation responder waits for surged replacements to become available (plus the Deployment's minReadySeconds) before it gives up and lets eviction move the pods.")
 	features.Gate.AddFlag(fs)
 
@@ -76,6 +78,9 @@ func main() {
 
 func run(o options) error {
 	log := ctrl.Log.WithName("setup")
+	if o.evictionMaxBackoff <= 0 {
+		return fmt.Errorf("--eviction-max-backoff must be positive, not %v", o.evictionMaxBackoff)
+	}
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(nodemaintv1alpha1.AddToScheme(scheme))
@@ -112,7 +117,7 @@ func run(o options) error {
 		if err := controller.SetupIndexes(ctx, mgr); err != nil {
 			return fmt.Errorf("setting up indexes: %w", err)
 		}
-		evictions := drain.NewEvictions(time.Second, 30*time.Second)
+		evictions := drain.NewEvictions(min(time.Second, o.evictionMaxBackoff), o.evictionMaxBackoff)
 		if err := (&controller.NodeReconciler{
 			Client: mgr.GetClient(), Recorder: recorder,
 			Evictions: evictions, EvictionSlots: semaphore.NewWeighted(o.maxEvictions),

@@ -51,8 +51,11 @@ func classicDrain(ctx context.Context, o *options, cs kubernetes.Interface, t *t
 		IgnoreAllDaemonSets: true,
 		DeleteEmptyDirData:  true,
 		Timeout:             timeout,
-		Out:                 o.streams.Out,
-		ErrOut:              o.streams.ErrOut,
+		// kubectl drain's default: the Helper's zero value retries an eviction refused by a
+		// PodDisruptionBudget in a tight loop.
+		EvictErrorRetryDelay: 5 * time.Second,
+		Out:                  o.streams.Out,
+		ErrOut:               o.streams.ErrOut,
 	}
 	for _, name := range names {
 		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})

@@ -1,0 +1,644 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/kubectl/pkg/drain"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/test/localcluster"
+)
+
+// The two methods compared.
+const (
+	MethodNodemaint = "nodemaint"
+	MethodClassic   = "kubectl-drain"
+)
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	utilruntime.Must(nodemaintv1alpha1.AddToScheme(scheme))
+}
+
+type bench struct {
+	o          options
+	root       string
+	cluster    *localcluster.Cluster
+	cs         kubernetes.Interface
+	c          client.Client
+	kubeconfig string // the controller's: its ServiceAccount's token
+}
+
+func newBench(ctx context.Context, o options, root string, cluster *localcluster.Cluster) (*bench, error) {
+	c, err := client.New(cluster.RESTConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{o: o, root: root, cluster: cluster, cs: cluster.Client(), c: c}
+	if err := b.install(ctx); err != nil {
+		return nil, err
+	}
+	if b.kubeconfig, err = writeControllerKubeconfig(ctx, cluster); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// scenario runs s with the classic drain and with nodemaint, each on fresh workloads.
+func (b *bench) scenario(ctx context.Context, s Scenario) (*ScenarioResult, error) {
+	empty, settled := idealTimes(s.Workloads)
+	res := &ScenarioResult{
+		Name: s.Name, Description: s.Description, Nodes: s.Nodes, Targets: s.Targets, Pods: s.pods(),
+		IdealEmptySeconds: empty.Seconds(), IdealSettledSeconds: settled.Seconds(),
+	}
+	for _, method := range b.o.methods {
+		if method != MethodClassic && method != MethodNodemaint {
+			return res, fmt.Errorf("unknown method %q (%s, %s)", method, MethodClassic, MethodNodemaint)
+		}
+		slog.Info("Run", "scenario", s.Name, "method", method)
+		r, err := b.run(ctx, s, method)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", method, err)
+		}
+		r.EmptyRatio, r.SettledRatio = ratio(r.EmptySeconds, empty), ratio(r.SettledSeconds, settled)
+		res.Runs = append(res.Runs, *r)
+		slog.Info("Run done", "scenario", s.Name, "method", method, "empty", fmtSeconds(r.EmptySeconds),
+			"settled", fmtSeconds(r.SettledSeconds), "blocked", r.Blocked)
+	}
+	return res, nil
+}
+
+// run sets the scenario's workloads up in a new namespace, drains the target nodes with one
+// method while the sampler watches, and restores the nodes.
+func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResult, err error) {
+	ns := fmt.Sprintf("bench-%s-%s-%d", strings.ToLower(s.Name), method, time.Now().Unix())
+	targets := s.targetNodes()
+	if err := b.setup(ctx, s, ns); err != nil {
+		return nil, fmt.Errorf("setting up: %w", err)
+	}
+	defer func() {
+		err = errors.Join(err, b.deleteNamespace(ctx, ns))
+	}()
+
+	desired, ignored, kinds := map[string]int{}, map[string]bool{}, map[string]string{}
+	for _, w := range s.Workloads {
+		desired[w.Name], ignored[w.Name], kinds[w.Name] = int(w.Replicas), w.Blocker, w.Kind
+	}
+	tr := newTracker(desired, ignored, targets)
+	stopSampler, err := b.sample(ctx, ns, tr)
+	if err != nil {
+		return nil, err
+	}
+	defer stopSampler()
+
+	var ctrl *controllerProcess
+	if method == MethodNodemaint {
+		if ctrl, err = b.startController(ctx, ns); err != nil {
+			return nil, err
+		}
+		defer ctrl.kill()
+	}
+	before, beforeRes, err := b.apiRequests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ctrlBefore map[string]float64
+	var cpuBefore float64
+	if ctrl != nil {
+		if ctrlBefore, err = ctrl.requests(ctx); err != nil {
+			return nil, err
+		}
+		if cpuBefore, _, err = procStats(ctrl.pid()); err != nil {
+			return nil, err
+		}
+	}
+
+	res := &RunResult{Method: method}
+	start := time.Now()
+	tr.begin(start)
+	runCtx, cancel := context.WithTimeout(ctx, b.o.runTimeout)
+	defer cancel()
+	var clientRequests map[string]float64
+	switch method {
+	case MethodNodemaint:
+		err = b.drainNodemaint(runCtx, ns, targets, tr)
+	default:
+		clientRequests, res.Blocked, err = b.drainClassic(runCtx, targets, tr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	end := time.Now()
+	res.DurationSeconds = round(end.Sub(start).Seconds())
+
+	after, afterRes, err := b.apiRequests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ctrl != nil {
+		ctrlAfter, err := ctrl.requests(ctx)
+		if err != nil {
+			return nil, err
+		}
+		clientRequests = diff(ctrlAfter, ctrlBefore)
+		cpu, hwm, err := procStats(ctrl.pid())
+		if err != nil {
+			return nil, err
+		}
+		res.ControllerCPUSeconds = ptr.To(round(cpu - cpuBefore))
+		res.ControllerPeakRSSMiB = ptr.To(round(float64(hwm) / 1024))
+	}
+	out := tr.outcome(end.Sub(start).Seconds(), kinds)
+	res.EmptySeconds, res.SettledSeconds = roundp(out.empty), roundp(out.settled)
+	res.PodsLeft, res.EvacuatedPods, res.Events, res.Workloads, res.Ready = out.left, out.evacuated, out.events, out.workloads, out.total
+	res.APIRequests, res.APIRequestsByResource = diff(after, before), diff(afterRes, beforeRes)
+	res.ClientRequests = clientRequests
+	if res.EvacuatedPods > 0 {
+		res.APIRequestsPerPod = perPod(res.APIRequests, res.EvacuatedPods)
+		res.ClientRequestsPerPod = perPod(res.ClientRequests, res.EvacuatedPods)
+	}
+
+	if err := b.restore(ctx, method, targets); err != nil {
+		return nil, fmt.Errorf("restoring the nodes: %w", err)
+	}
+	return res, nil
+}
+
+// setup creates the scenario's workloads in ns, on the target nodes only (every other node is
+// cordoned meanwhile), and waits until they are Ready and their budgets are computed.
+func (b *bench) setup(ctx context.Context, s Scenario, ns string) error {
+	targets := map[string]bool{}
+	for _, n := range s.targetNodes() {
+		targets[n] = true
+	}
+	nodes, err := b.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var others []string
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable {
+			return fmt.Errorf("node %s is cordoned before the run", n.Name)
+		}
+		if !targets[n.Name] {
+			others = append(others, n.Name)
+		}
+	}
+	if len(targets) > len(nodes.Items)-1 {
+		return fmt.Errorf("%d target nodes need a cluster of more than %d nodes", len(targets), len(nodes.Items))
+	}
+	if err := b.cordon(ctx, others, true); err != nil {
+		return err
+	}
+	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	// Pods can be created once the namespace's default ServiceAccount exists.
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := b.cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("no default ServiceAccount in %s: %w", ns, err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, w := range s.Workloads {
+		g.Go(func() error {
+			obj, pdb := w.objects(ns)
+			if pdb != nil {
+				if err := b.c.Create(gctx, pdb.(client.Object)); err != nil {
+					return err
+				}
+			}
+			return b.c.Create(gctx, obj.(client.Object))
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	want := s.pods()
+	slog.Info("Waiting for the workloads", "namespace", ns, "pods", want)
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := b.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && podReady(&p) {
+				ready++
+			}
+		}
+		if ready < want {
+			return false, nil
+		}
+		pdbs, err := b.cs.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, p := range pdbs.Items {
+			if p.Status.ObservedGeneration != p.Generation || p.Status.CurrentHealthy != p.Status.ExpectedPods || p.Status.ExpectedPods == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the workloads are not Ready: %w", err)
+	}
+	return b.cordon(ctx, others, false)
+}
+
+// cordon sets spec.unschedulable of the nodes.
+func (b *bench) cordon(ctx context.Context, nodes []string, unschedulable bool) error {
+	patch := fmt.Appendf(nil, `{"spec":{"unschedulable":%t}}`, unschedulable)
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, n := range nodes {
+		g.Go(func() error {
+			_, err := b.cs.CoreV1().Nodes().Patch(ctx, n, types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// sample feeds tr with every event of the pods in ns, until the returned function is called.
+func (b *bench) sample(ctx context.Context, ns string, tr *tracker) (stop func(), err error) {
+	lw := toolscache.NewListWatchFromClient(b.cs.CoreV1().RESTClient(), "pods", ns, fields.Everything())
+	inf := toolscache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, nil)
+	observe := func(o any, deleted bool) {
+		if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = tomb.Obj
+		}
+		p, ok := o.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		tr.observe(time.Now(), p.Name, p.Labels[appLabel], p.Spec.NodeName, podReady(p), p.DeletionTimestamp != nil, deleted)
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { observe(o, false) },
+		UpdateFunc: func(_, o any) { observe(o, false) },
+		DeleteFunc: func(o any) { observe(o, true) },
+	}); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go inf.Run(ctx.Done())
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		cancel()
+		return nil, errors.New("the sampler's cache did not sync")
+	}
+	return cancel, nil
+}
+
+// drainNodemaint creates a NodeMaintenance that cordons and drains the targets, and waits until
+// they are empty and every workload is back at its replicas.
+func (b *bench) drainNodemaint(ctx context.Context, ns string, targets []string, tr *tracker) error {
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: targets},
+			}}}},
+			Cordon: true, Drain: true, Reason: "benchmark",
+			EvacuationResponseTimeout: &metav1.Duration{Duration: b.o.responseTimeout},
+		},
+	}
+	if err := b.c.Create(ctx, nm); err != nil {
+		return err
+	}
+	return waitTracker(ctx, tr, "the nodes empty and every workload Ready", func(s snapshot) bool { return s.left == 0 && s.allDesired })
+}
+
+// drainClassic drains the targets as `kubectl drain --ignore-daemonsets --delete-emptydir-data
+// --timeout=<classic-timeout> <targets>` does: it cordons them all, then drains them one after
+// another; a node that does not drain in time is reported and the next one drained. It returns
+// the drainer's requests by HTTP method and what blocked it.
+func (b *bench) drainClassic(ctx context.Context, targets []string, tr *tracker) (map[string]float64, string, error) {
+	config := b.cluster.RESTConfig()
+	// kubectl's defaults.
+	config.QPS, config.Burst = 50, 300
+	counter := &countingTransport{counts: map[string]float64{}}
+	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
+	cs, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, "", err
+	}
+	helper := &drain.Helper{
+		Ctx: ctx, Client: cs, GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true,
+		Timeout: b.o.classicTimeout, Out: io.Discard, ErrOut: io.Discard,
+		// kubectl drain's default; the Helper's zero value retries a refused eviction at once.
+		EvictErrorRetryDelay: 5 * time.Second,
+	}
+	for _, name := range targets {
+		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, "", err
+		}
+		if err := drain.RunCordonOrUncordon(helper, node, true); err != nil {
+			return nil, "", fmt.Errorf("cordoning %s: %w", name, err)
+		}
+	}
+	var blocked []string
+	for _, name := range targets {
+		err := drain.RunNodeDrain(helper, name)
+		if err != nil && strings.Contains(err.Error(), "global timeout reached") {
+			blocked = append(blocked, name)
+			continue
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("draining %s: %w", name, err)
+		}
+	}
+	msg := ""
+	if len(blocked) > 0 {
+		msg = fmt.Sprintf("timed out after %v on %s", b.o.classicTimeout, strings.Join(blocked, ", "))
+	}
+	// The drain returns when the pods are gone; their replacements may still be starting.
+	err = waitTracker(ctx, tr, "every workload Ready", func(s snapshot) bool { return s.allDesired })
+	return counter.snapshot(), msg, err
+}
+
+// waitTracker waits until cond holds, evaluated at every event.
+func waitTracker(ctx context.Context, tr *tracker, what string, cond func(snapshot) bool) error {
+	for {
+		s := tr.snapshot()
+		if cond(s) {
+			return nil
+		}
+		select {
+		case <-s.changed:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (%d pods left on the nodes)", what, ctx.Err(), s.left)
+		}
+	}
+}
+
+// restore undoes the drain: nodemaint's maintenance is deleted (nodemaint uncordons the nodes),
+// the classic drain's nodes are uncordoned; it waits until no node is cordoned.
+func (b *bench) restore(ctx context.Context, method string, targets []string) error {
+	if method == MethodNodemaint {
+		var list nodemaintv1alpha1.NodeMaintenanceList
+		if err := b.c.List(ctx, &list); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			if err := b.c.Delete(ctx, &list.Items[i]); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			var list nodemaintv1alpha1.NodeMaintenanceList
+			if err := b.c.List(ctx, &list); err != nil {
+				return false, err
+			}
+			return len(list.Items) == 0, nil
+		})
+		if err != nil {
+			return fmt.Errorf("NodeMaintenance not deleted: %w", err)
+		}
+	} else if err := b.cordon(ctx, targets, false); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, n := range targets {
+			node, err := b.cs.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if node.Spec.Unschedulable || len(node.Spec.Taints) > 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// deleteNamespace deletes ns and waits until it is gone.
+func (b *bench) deleteNamespace(ctx context.Context, ns string) error {
+	err := b.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := b.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// apiRequests returns the API server's apiserver_request_total by verb, and by verb,
+// resource and subresource.
+func (b *bench) apiRequests(ctx context.Context) (byVerb, byResource map[string]float64, err error) {
+	data, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("scraping the API server's metrics: %w", err)
+	}
+	byResource, err = sumCounter(strings.NewReader(string(data)), "apiserver_request_total", "verb", "resource", "subresource")
+	if err != nil {
+		return nil, nil, err
+	}
+	// Lease renewals are the fake kubelets' heartbeats (and leader election): they go on at the
+	// same pace whatever drains, so they are left out of the per-verb figures.
+	byVerb = map[string]float64{}
+	for k, v := range byResource {
+		verb, rest, _ := strings.Cut(k, " ")
+		if rest != "leases" {
+			byVerb[verb] += v
+		}
+	}
+	return byVerb, byResource, nil
+}
+
+func diff(after, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func perPod(counts map[string]float64, pods int) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range counts {
+		out[k] = round(v / float64(pods))
+	}
+	return out
+}
+
+func roundp(f *float64) *float64 {
+	if f == nil {
+		return nil
+	}
+	return ptr.To(round(*f))
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// countingTransport counts requests by HTTP method.
+type countingTransport struct {
+	next   http.RoundTripper
+	mu     sync.Mutex
+	counts map[string]float64
+}
+
+func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	t.counts[r.Method]++
+	t.mu.Unlock()
+	return t.next.RoundTrip(r)
+}
+
+func (t *countingTransport) snapshot() map[string]float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]float64{}
+	for k, v := range t.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// install applies config/crd/bases and config/rbac and waits until the CRDs are established.
+func (b *bench) install(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}}
+	if err := b.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	for _, dir := range []string{"config/crd/bases", "config/rbac"} {
+		objs, err := readManifests(filepath.Join(b.root, dir))
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			err := b.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("nodemaint-bench"), client.ForceOwnership)
+			if err != nil {
+				return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+			}
+			if obj.GetKind() != "CustomResourceDefinition" {
+				continue
+			}
+			err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				var crd apiextensionsv1.CustomResourceDefinition
+				if err := b.c.Get(ctx, client.ObjectKey{Name: obj.GetName()}, &crd); err != nil {
+					return false, err
+				}
+				for _, c := range crd.Status.Conditions {
+					if c.Type == apiextensionsv1.Established {
+						return c.Status == apiextensionsv1.ConditionTrue, nil
+					}
+				}
+				return false, nil
+			})
+			if err != nil {
+				return fmt.Errorf("CRD %s not established: %w", obj.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// idleMemory grows the cluster to nodes nodes and pods pods (Deployments, on every node), runs
+// the controller with no maintenance, and reports its memory once its caches are synced.
+func (b *bench) idleMemory(ctx context.Context, nodes, pods int) (*IdleResult, error) {
+	list, err := b.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil, err
+	}
+	if missing := nodes - len(list.Items); missing > 0 {
+		slog.Info("Adding nodes for the idle measurement", "nodes", missing)
+		if _, err := b.cluster.AddNodes(ctx, missing); err != nil {
+			return nil, err
+		}
+	}
+	ns := fmt.Sprintf("bench-idle-%d", time.Now().Unix())
+	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := b.deleteNamespace(ctx, ns); err != nil {
+			slog.Error("Deleting the idle namespace", "err", err)
+		}
+	}()
+	const perDeployment = 500
+	for i := range ceilDiv(pods, perDeployment) {
+		w := Workload{Name: fmt.Sprintf("idle-%03d", i), Kind: KindDeployment, Replicas: int32(min(perDeployment, pods-i*perDeployment))}
+		obj, _ := w.objects(ns)
+		if err := b.c.Create(ctx, obj.(*appsv1.Deployment)); err != nil {
+			return nil, err
+		}
+	}
+	slog.Info("Waiting for the idle pods", "pods", pods)
+	err = wait.PollUntilContextTimeout(ctx, 5*time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var ds appsv1.DeploymentList
+		if err := b.c.List(ctx, &ds, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, d := range ds.Items {
+			ready += int(d.Status.ReadyReplicas)
+		}
+		return ready >= pods, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the idle pods are not Ready: %w", err)
+	}
+	ctrl, err := b.startController(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	defer ctrl.kill()
+	// Let the caches sync and the first reconciles of every node pass.
+	time.Sleep(30 * time.Second)
+	cpu, hwm, err := procStats(ctrl.pid())
+	if err != nil {
+		return nil, err
+	}
+	rss, err := procRSS(ctrl.pid())
+	if err != nil {
+		return nil, err
+	}
+	return &IdleResult{Nodes: nodes, Pods: pods, RSSMiB: round(float64(rss) / 1024), PeakRSSMiB: round(float64(hwm) / 1024), CPUSeconds: round(cpu)}, nil
+}

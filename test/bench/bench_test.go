@@ -1,0 +1,239 @@
+package main
+
+import (
+	"encoding/xml"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestIdealTimes(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		ws             []Workload
+		empty, settled time.Duration
+	}{{
+		// 10 replicas, maxSurge 25% = 3: 4 waves of 1s+5s, then the last old pod's 2s.
+		name:  "deployment surges in waves of maxSurge",
+		ws:    []Workload{{Kind: KindDeployment, Replicas: 10, ReadyDelay: 5 * sec, DeleteDelay: 2 * sec}},
+		empty: 4*6*sec + 2*sec, settled: 4*6*sec + 2*sec,
+	}, {
+		name:  "a single replica surges one",
+		ws:    []Workload{{Kind: KindDeployment, Replicas: 1, PDBMinAvailable: 1, ReadyDelay: 3 * sec, DeleteDelay: sec}},
+		empty: 4*sec + sec, settled: 5 * sec,
+	}, {
+		// 3 pods one at a time: stop 5s, start 11s; empty after the third stop.
+		name:  "statefulset paced by its budget",
+		ws:    []Workload{{Kind: KindStatefulSet, Replicas: 3, PDBMaxUnavailable: 1, ReadyDelay: 10 * sec, DeleteDelay: 5 * sec}},
+		empty: 2*16*sec + 5*sec, settled: 3 * 16 * sec,
+	}, {
+		name:  "statefulset without a budget goes at once",
+		ws:    []Workload{{Kind: KindStatefulSet, Replicas: 4, ReadyDelay: 2 * sec, DeleteDelay: 3 * sec}},
+		empty: 3 * sec, settled: 6 * sec,
+	}, {
+		name:  "shutdown is bounded by the grace period",
+		ws:    []Workload{{Kind: KindStatefulSet, Replicas: 1, ReadyDelay: 0, DeleteDelay: time.Hour}},
+		empty: terminationGracePeriod, settled: terminationGracePeriod + createDelay,
+	}, {
+		name: "the slowest workload counts, the blocker not",
+		ws: []Workload{
+			{Kind: KindDeployment, Replicas: 1, ReadyDelay: 3 * sec, DeleteDelay: sec},
+			{Kind: KindStatefulSet, Replicas: 2, PDBMinAvailable: 1, ReadyDelay: 4 * sec, DeleteDelay: 2 * sec},
+			{Kind: KindStatefulSet, Replicas: 1, PDBNever: true, Blocker: true, ReadyDelay: time.Hour},
+		},
+		empty: 7*sec + 2*sec, settled: 14 * sec,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			empty, settled := idealTimes(tc.ws)
+			if empty != tc.empty || settled != tc.settled {
+				t.Errorf("idealTimes = %v, %v; want %v, %v", empty, settled, tc.empty, tc.settled)
+			}
+		})
+	}
+}
+
+func TestScenarioSizes(t *testing.T) {
+	for name, want := range map[string]int{"S": 30, "B": 100, "M": 1000, "L": 10000} {
+		s := scenarios()[name]
+		if got := s.pods(); got != want {
+			t.Errorf("scenario %s has %d pods, want %d", name, got, want)
+		}
+		if s.Targets >= s.Nodes {
+			t.Errorf("scenario %s drains %d of %d nodes: no room for the replacements", name, s.Targets, s.Nodes)
+		}
+	}
+}
+
+// TestTracker feeds the sampler's accounting a drain of one node: a Deployment of 2 that dips
+// to 1, and a pod that no one may evict.
+func TestTracker(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	tr := newTracker(map[string]int{"web": 2, "blocker": 1}, map[string]bool{"blocker": true}, []string{"n1"})
+	// The initial state, before the clock starts.
+	tr.observe(at(-5), "web-a", "web", "n1", true, false, false)
+	tr.observe(at(-5), "web-b", "web", "n1", true, false, false)
+	tr.observe(at(-5), "blocker-0", "blocker", "n1", true, false, false)
+	tr.begin(t0)
+	if s := tr.snapshot(); s.left != 2 || !s.allDesired {
+		t.Fatalf("initial snapshot %+v", s)
+	}
+	tr.observe(at(1), "web-a", "web", "n1", true, true, false) // evicted: terminating, no longer counts as Ready
+	tr.observe(at(2), "web-c", "web", "", false, false, false) // replacement created
+	tr.observe(at(2.5), "web-c", "web", "n2", false, false, false)
+	tr.observe(at(3), "web-a", "web", "n1", true, true, true) // gone
+	tr.observe(at(6), "web-c", "web", "n2", true, false, false)
+	tr.observe(at(7), "web-d", "web", "n2", true, false, false) // a surge: above desired
+	tr.observe(at(8), "web-b", "web", "n1", true, true, false)
+	if s := tr.snapshot(); s.left != 1 || !s.allDesired {
+		t.Fatalf("snapshot at 8s %+v", s)
+	}
+	tr.observe(at(9), "web-b", "web", "n1", true, true, true)
+	s := tr.snapshot()
+	if s.left != 0 || !s.allDesired {
+		t.Fatalf("final snapshot %+v", s)
+	}
+	o := tr.outcome(10, map[string]string{"web": KindDeployment, "blocker": KindStatefulSet})
+	if o.empty == nil || *o.empty != 9 {
+		t.Errorf("empty = %v, want 9", o.empty)
+	}
+	// web came back to 2 Ready at 6s; the nodes were empty at 9s.
+	if o.settled == nil || *o.settled != 9 {
+		t.Errorf("settled = %v, want 9", o.settled)
+	}
+	if o.evacuated != 2 {
+		t.Errorf("evacuated = %d, want 2", o.evacuated)
+	}
+	want := []WorkloadResult{
+		{Name: "blocker", Kind: KindStatefulSet, Desired: 1, MinReady: 1},
+		{Name: "web", Kind: KindDeployment, Desired: 2, MinReady: 1, SecondsBelow: 5},
+	}
+	if len(o.workloads) != 2 || o.workloads[0] != want[0] || o.workloads[1] != want[1] {
+		t.Errorf("workloads = %+v, want %+v", o.workloads, want)
+	}
+	// Ready in all (the blocker aside): 2, 1 at 1s, 2 at 6s, 3 at 7s, 2 at 8s.
+	wantTotal := []Point{{0, 2}, {1, 1}, {6, 2}, {7, 3}, {8, 2}}
+	if len(o.total) != len(wantTotal) {
+		t.Fatalf("total = %v, want %v", o.total, wantTotal)
+	}
+	for i := range wantTotal {
+		if o.total[i] != wantTotal[i] {
+			t.Fatalf("total = %v, want %v", o.total, wantTotal)
+		}
+	}
+}
+
+func TestTrackerNeverEmpty(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tr := newTracker(map[string]int{"db": 1}, nil, []string{"n1"})
+	tr.observe(t0, "db-0", "db", "n1", true, false, false)
+	tr.begin(t0)
+	tr.observe(t0.Add(3*time.Second), "db-0", "db", "n1", false, false, false) // not Ready, stays
+	o := tr.outcome(10, nil)
+	if o.empty != nil || o.left != 1 {
+		t.Errorf("empty = %v, left = %d; want never, 1", o.empty, o.left)
+	}
+	if o.settled != nil {
+		t.Errorf("settled = %v, want never (db is down)", *o.settled)
+	}
+	if w := o.workloads[0]; w.MinReady != 0 || w.SecondsBelow != 7 || w.SecondsAtZero != 7 {
+		t.Errorf("db = %+v, want 7s at zero", w)
+	}
+}
+
+func TestAvailability(t *testing.T) {
+	series := []Point{{0, 3}, {2, 1}, {4, 0}, {5, 3}, {20, 3}}
+	minReady, below, zero := availability(series, 3, 10)
+	if minReady != 0 || below != 3 || zero != 1 {
+		t.Errorf("availability = %d, %v, %v; want 0, 3, 1", minReady, below, zero)
+	}
+}
+
+func TestSumCounter(t *testing.T) {
+	const metrics = `# HELP apiserver_request_total x
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",group="",resource="pods",verb="GET",version="v1"} 12
+apiserver_request_total{code="201",component="apiserver",group="",resource="pods",subresource="eviction",verb="POST",version="v1"} 3
+apiserver_request_total{code="429",component="apiserver",group="",resource="pods",subresource="eviction",verb="POST",version="v1"} 1.5e+01
+apiserver_request_total_other{verb="GET"} 99
+apiserver_request_duration_seconds_bucket{verb="GET",le="1"} 7
+`
+	got, err := sumCounter(strings.NewReader(metrics), "apiserver_request_total", "verb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["GET"] != 12 || got["POST"] != 18 {
+		t.Errorf("sumCounter = %v, want GET 12, POST 18", got)
+	}
+}
+
+func TestProcParsing(t *testing.T) {
+	stat := "4242 (nodemaint ctl) S 1 4242 4242 0 -1 4194560 3075 0 0 0 150 37 0 0 20 0 12 0 1000 2000 3000"
+	cpu, err := parseStatCPU(stat)
+	if err != nil || cpu != 1.87 {
+		t.Errorf("parseStatCPU = %v, %v; want 1.87", cpu, err)
+	}
+	status := "Name:\tnodemaint\nVmHWM:\t   51234 kB\nVmRSS:\t   40000 kB\n"
+	if hwm, err := statusKiB(status, "VmHWM"); err != nil || hwm != 51234 {
+		t.Errorf("VmHWM = %v, %v", hwm, err)
+	}
+}
+
+func testReport() *Report {
+	empty, settled, ratio := 9.0, 12.0, 1.5
+	return &Report{
+		Time:    "2026-11-23T00:00:00Z",
+		Machine: Machine{CPU: "test", Cores: 2, MemoryGiB: 4, GoVersion: "go1.26", KubernetesVersion: "v1.37.1"},
+		Scenarios: []ScenarioResult{{
+			Name: "S", Description: "test", Pods: 2, IdealEmptySeconds: 6, IdealSettledSeconds: 8,
+			Runs: []RunResult{
+				{Method: MethodClassic, Blocked: "timed out after 1m0s on n1", PodsLeft: 1, DurationSeconds: 60,
+					Ready: []Point{{0, 2}, {1, 0}, {7, 2}}, Workloads: []WorkloadResult{{Name: "web", Desired: 2, SecondsBelow: 6, SecondsAtZero: 6}}},
+				{Method: MethodNodemaint, EmptySeconds: &empty, SettledSeconds: &settled, EmptyRatio: &ratio, DurationSeconds: 12,
+					Ready: []Point{{0, 2}, {5, 3}, {9, 2}}, APIRequestsPerPod: map[string]float64{"POST": 2, "GET": 1}},
+			},
+		}},
+	}
+}
+
+func TestRenderTable(t *testing.T) {
+	out := renderTable(testReport())
+	for _, want := range []string{"never (1 pods left)", "9.0s ×1.50", "timed out after 1m0s on n1", "1 of 1 (longest 6.0s)", "3.0 (writes 2.0)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRenderSVG(t *testing.T) {
+	svg := renderSVG(testReport().Scenarios[0])
+	var doc struct {
+		Polylines []struct {
+			Points string `xml:"points,attr"`
+		} `xml:"polyline"`
+	}
+	if err := xml.Unmarshal([]byte(svg), &doc); err != nil {
+		t.Fatalf("not XML: %v\n%s", err, svg)
+	}
+	if len(doc.Polylines) != 2 {
+		t.Fatalf("%d polylines, want one per method", len(doc.Polylines))
+	}
+	// A step line: 3 points, 2 vertical steps, and the end of the run.
+	if n := len(strings.Fields(doc.Polylines[0].Points)); n != 6 {
+		t.Errorf("classic line has %d points, want 6: %s", n, doc.Polylines[0].Points)
+	}
+}
+
+func TestSpliceDocs(t *testing.T) {
+	doc := "intro\n" + docsBegin + "\nold\n" + docsEnd + "\nnotes\n"
+	out, err := spliceDocs(doc, "new\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "intro\n" + docsBegin + "\nnew\n" + docsEnd + "\nnotes\n"; out != want {
+		t.Errorf("spliceDocs = %q, want %q", out, want)
+	}
+	if _, err := spliceDocs("no markers", "x"); err == nil {
+		t.Error("spliceDocs without markers: no error")
+	}
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/test/localcluster"
+)
+
+// Where nodemaint-controller runs and whose permissions it has (config/rbac).
+const (
+	controllerNamespace      = "nodemaint-system"
+	controllerServiceAccount = "nodemaint-controller"
+)
+
+// writeControllerKubeconfig writes a kubeconfig with a token of the controller's
+// ServiceAccount, so that it runs with exactly the permissions config/rbac grants it.
+func writeControllerKubeconfig(ctx context.Context, c *localcluster.Cluster) (string, error) {
+	token, err := c.Client().CoreV1().ServiceAccounts(controllerNamespace).CreateToken(ctx, controllerServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(c.Dir(), "kubeconfigs", "nodemaint-controller.kubeconfig")
+	return path, c.WriteKubeconfig(path, &clientcmdapi.AuthInfo{Token: token.Status.Token})
+}
+
+// controllerProcess is a running nodemaint-controller.
+type controllerProcess struct {
+	cmd         *exec.Cmd
+	exited      chan struct{}
+	metricsAddr string
+}
+
+// startController starts the controller, logging to the cluster's logs directory, and waits
+// until it is ready.
+func (b *bench) startController(ctx context.Context, name string) (*controllerProcess, error) {
+	metricsAddr, probeAddr, err := freeAddr(), freeAddr(), error(nil)
+	if metricsAddr == "" || probeAddr == "" {
+		return nil, errors.New("no free port")
+	}
+	logPath := filepath.Join(b.cluster.Dir(), "logs", "nodemaint-controller-"+name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	args := append([]string{
+		"--kubeconfig=" + b.kubeconfig,
+		"--metrics-bind-address=" + metricsAddr,
+		"--health-probe-bind-address=" + probeAddr,
+		"--leader-elect=false",
+	}, b.o.controllerArgs...)
+	cmd := exec.Command(b.o.controller, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting nodemaint-controller: %w", err)
+	}
+	p := &controllerProcess{cmd: cmd, exited: make(chan struct{}), metricsAddr: metricsAddr}
+	go func() {
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-p.exited:
+			return false, fmt.Errorf("nodemaint-controller exited: %v (log: %s)", cmd.ProcessState, logPath)
+		default:
+		}
+		resp, err := http.Get("http://" + probeAddr + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		p.kill()
+		return nil, fmt.Errorf("nodemaint-controller not ready (log: %s): %w", logPath, err)
+	}
+	return p, nil
+}
+
+func (p *controllerProcess) pid() int { return p.cmd.Process.Pid }
+
+// kill kills the controller and waits until it exited.
+func (p *controllerProcess) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// requests returns the controller's client-go requests by HTTP method.
+func (p *controllerProcess) requests(ctx context.Context) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metricsAddr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return sumCounter(resp.Body, "rest_client_requests_total", "method")
+}
+
+// sumCounter sums the samples of the Prometheus counter metric in the text exposition r by
+// the values of labels, joined by spaces (empty values left out).
+func sumCounter(r io.Reader, metric string, labels ...string) (map[string]float64, error) {
+	out := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	prefix := metric + "{"
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		end := strings.LastIndexByte(line, '}')
+		if end < 0 {
+			return nil, fmt.Errorf("metric line %q", line)
+		}
+		value, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+		if err != nil {
+			return nil, fmt.Errorf("metric line %q: %w", line, err)
+		}
+		values := map[string]string{}
+		for _, kv := range strings.Split(line[len(prefix):end], ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				values[k] = strings.Trim(v, `"`)
+			}
+		}
+		var key []string
+		for _, l := range labels {
+			if v := values[l]; v != "" {
+				key = append(key, v)
+			}
+		}
+		out[strings.Join(key, " ")] += value
+	}
+	return out, sc.Err()
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat's times (100 on Linux).
+const clockTicks = 100
+
+// procStats returns the CPU seconds (user and system) the process used and its peak resident
+// memory (VmHWM) in KiB.
+func procStats(pid int) (cpuSeconds float64, hwmKiB int64, err error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	if cpuSeconds, err = parseStatCPU(string(stat)); err != nil {
+		return 0, 0, err
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	hwmKiB, err = statusKiB(string(status), "VmHWM")
+	return cpuSeconds, hwmKiB, err
+}
+
+// procRSS returns the process's resident memory (VmRSS) in KiB.
+func procRSS(pid int) (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return statusKiB(string(status), "VmRSS")
+}
+
+// parseStatCPU returns utime+stime of a /proc/<pid>/stat line, in seconds.
+func parseStatCPU(stat string) (float64, error) {
+	// The command (field 2) is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/<pid>/stat: %q", stat)
+	}
+	fields := strings.Fields(stat[i+1:])
+	// fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/<pid>/stat: %q", stat)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return float64(utime+stime) / clockTicks, nil
+}
+
+// statusKiB returns the value in kB of the field of a /proc/<pid>/status.
+func statusKiB(status, field string) (int64, error) {
+	for _, line := range strings.Split(status, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && k == field {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/<pid>/status", field)
+}
+
+// freeAddr returns a 127.0.0.1 address with a port that is free now, or "".
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return ""
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// readManifests returns the objects of the YAML files in dir, kustomization.yaml aside.
+func readManifests(dir string) ([]*unstructured.Unstructured, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	for _, file := range files {
+		if filepath.Base(file) == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		decoder := yaml.NewYAMLOrJSONDecoder(strings.NewReader(string(data)), 4096)
+		for {
+			obj := &unstructured.Unstructured{}
+			err := decoder.Decode(&obj.Object)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", file, err)
+			}
+			if len(obj.Object) > 0 {
+				objs = append(objs, obj)
+			}
+		}
+	}
+	return objs, nil
+}

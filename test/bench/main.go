@@ -1,0 +1,237 @@
+// Command bench compares nodemaint with the classic `kubectl drain` on the same local cluster
+// (test/localcluster: a real control plane, kwok kubelets), in the same run, on identical fresh
+// workloads: time until the nodes are empty and until every workload is back at full
+// availability, each workload's Ready replicas over time (from watches, every event), API
+// requests per evacuated pod, the controller's CPU and memory, and the ideal drain.
+//
+//	go run ./test/bench [-scenarios S,B,M] [-large] [-write-docs]
+//
+// `make bench` runs it. Results go to _output/bench/<time>.json and latest.json, a table to
+// stdout, and with -write-docs the figures and chart to docs/benchmarks.md and
+// docs/bench-s-ready.svg. See docs/benchmarks.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nodemaint/nodemaint/test/localcluster"
+)
+
+type options struct {
+	scenarios       []string
+	out             string
+	k8sBinDir       string
+	controller      string
+	writeDocs       bool
+	classicTimeout  time.Duration
+	responseTimeout time.Duration
+	runTimeout      time.Duration
+	idle            bool
+	keep            bool
+	methods         []string
+	controllerArgs  []string
+	fromJSON        string
+}
+
+func main() {
+	var o options
+	var names, methods, controllerArgs string
+	var large bool
+	flag.StringVar(&names, "scenarios", "S,B,M", "Scenarios to run, comma-separated: S, B, M, L.")
+	flag.BoolVar(&large, "large", false, "Also run scenario L (100 of 1,000 nodes, 10,000 pods) and the controller's idle memory with 5,000 nodes and 50,000 pods.")
+	flag.StringVar(&o.out, "out", "_output/bench", "Directory of the results (JSON) and of the cluster.")
+	flag.StringVar(&o.k8sBinDir, "k8s-bin-dir", os.Getenv("KUBEBUILDER_ASSETS"), "Directory of the control-plane binaries; empty runs hack/control-plane.sh.")
+	flag.StringVar(&o.controller, "controller", "bin/nodemaint-controller", "The nodemaint-controller binary (make build).")
+	flag.BoolVar(&o.writeDocs, "write-docs", false, "Write the figures to docs/benchmarks.md and the chart to docs/bench-s-ready.svg.")
+	flag.StringVar(&methods, "methods", MethodClassic+","+MethodNodemaint, "Methods to run, comma-separated.")
+	flag.StringVar(&controllerArgs, "controller-args", "", "Extra arguments of nodemaint-controller, space-separated (e.g. --eviction-max-backoff=30s).")
+	flag.DurationVar(&o.classicTimeout, "classic-timeout", 30*time.Second, "The classic drain's timeout per node (kubectl drain --timeout); a pod its PDB never lets go blocks it until then.")
+	flag.DurationVar(&o.responseTimeout, "response-timeout", 30*time.Second, "The NodeMaintenance's evacuationResponseTimeout: how long pods no responder answers for wait before they are evicted.")
+	flag.DurationVar(&o.runTimeout, "run-timeout", 10*time.Minute, "How long one run may take before the benchmark fails.")
+	flag.StringVar(&o.fromJSON, "from-json", "", "Run nothing: print the table of this results file and, with -write-docs, write its figures to docs/benchmarks.md.")
+	flag.BoolVar(&o.keep, "keep-cluster", false, "Leave the cluster running at the end (it is reused by the next run).")
+	flag.Parse()
+	for _, n := range strings.Split(names, ",") {
+		if n = strings.ToUpper(strings.TrimSpace(n)); n != "" {
+			o.scenarios = append(o.scenarios, n)
+		}
+	}
+	o.methods = strings.Split(methods, ",")
+	o.controllerArgs = strings.Fields(controllerArgs)
+	if large {
+		if !slices.Contains(o.scenarios, "L") {
+			o.scenarios = append(o.scenarios, "L")
+		}
+		o.idle = true
+	}
+	if err := run(o); err != nil {
+		slog.Error("Benchmark failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	if o.fromJSON != "" {
+		return render(o)
+	}
+	all := scenarios()
+	var selected []Scenario
+	nodes := 0
+	for _, n := range o.scenarios {
+		s, ok := all[n]
+		if !ok {
+			return fmt.Errorf("unknown scenario %q (S, B, M, L)", n)
+		}
+		selected = append(selected, s)
+		nodes = max(nodes, s.Nodes)
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(o.controller) {
+		o.controller = filepath.Join(root, o.controller)
+	}
+	if _, err := os.Stat(o.controller); err != nil {
+		return fmt.Errorf("no controller binary (make build): %w", err)
+	}
+	if !filepath.IsAbs(o.out) {
+		o.out = filepath.Join(root, o.out)
+	}
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if o.k8sBinDir == "" {
+		if o.k8sBinDir, err = localcluster.BuildControlPlane(ctx, root); err != nil {
+			return err
+		}
+	}
+
+	dir := filepath.Join(o.out, "cluster")
+	start := time.Now()
+	slog.Info("Starting the local cluster", "dir", dir, "nodes", nodes)
+	cluster, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, BinDir: o.k8sBinDir, Nodes: nodes, KillWithParent: true})
+	if err != nil {
+		return fmt.Errorf("starting the cluster: %w", err)
+	}
+	defer func() {
+		if !o.keep {
+			if err := cluster.Stop(); err != nil {
+				slog.Error("Stopping the cluster", "err", err)
+			}
+		}
+	}()
+	b, err := newBench(ctx, o, root, cluster)
+	if err != nil {
+		return err
+	}
+	slog.Info("The cluster is ready", "took", time.Since(start).Round(time.Millisecond))
+
+	report := &Report{
+		Time: time.Now().UTC().Format(time.RFC3339), Machine: machine(ctx, cluster),
+		Settings: Settings{
+			ClusterNodes: nodes, ClassicTimeoutSeconds: o.classicTimeout.Seconds(),
+			ResponseTimeoutSeconds: o.responseTimeout.Seconds(), GracePeriodSeconds: terminationGracePeriod.Seconds(),
+			ControllerArgs: o.controllerArgs,
+		},
+	}
+	var runErr error
+	for _, s := range selected {
+		res, err := b.scenario(ctx, s)
+		if res != nil {
+			report.Scenarios = append(report.Scenarios, *res)
+		}
+		if err != nil {
+			runErr = fmt.Errorf("scenario %s: %w", s.Name, err)
+			break
+		}
+	}
+	if runErr == nil && o.idle {
+		idle, err := b.idleMemory(ctx, 5000, 50000)
+		report.Idle = idle
+		if err != nil {
+			runErr = fmt.Errorf("idle memory: %w", err)
+		}
+	}
+	if len(report.Scenarios) > 0 || report.Idle != nil {
+		if err := writeReport(o.out, report); err != nil {
+			return errors.Join(runErr, err)
+		}
+		fmt.Print(renderTable(report))
+		if runErr == nil && o.writeDocs {
+			if err := writeDocs(root, report); err != nil {
+				return err
+			}
+		}
+	}
+	return runErr
+}
+
+// render prints the table of a results file and, with -write-docs, writes its figures to the docs.
+func render(o options) error {
+	data, err := os.ReadFile(o.fromJSON)
+	if err != nil {
+		return err
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("reading %s: %w", o.fromJSON, err)
+	}
+	fmt.Print(renderTable(&r))
+	if !o.writeDocs {
+		return nil
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	return writeDocs(root, &r)
+}
+
+// writeReport writes the report to out/<time>.json and out/latest.json.
+func writeReport(out string, r *Report) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	name := filepath.Join(out, strings.NewReplacer(":", "", "-", "").Replace(r.Time)+".json")
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		return err
+	}
+	slog.Info("Wrote the results", "file", name)
+	return os.WriteFile(filepath.Join(out, "latest.json"), data, 0o644)
+}
+
+// repoRoot returns the closest directory above the working directory with a go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

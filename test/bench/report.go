@@ -1,0 +1,408 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nodemaint/nodemaint/test/localcluster"
+)
+
+// Report is the result of one benchmark run: _output/bench/<time>.json.
+type Report struct {
+	Time      string           `json:"time"`
+	Machine   Machine          `json:"machine"`
+	Settings  Settings         `json:"settings"`
+	Scenarios []ScenarioResult `json:"scenarios"`
+	Idle      *IdleResult      `json:"idle,omitempty"`
+}
+
+// Machine is where the benchmark ran.
+type Machine struct {
+	CPU               string  `json:"cpu"`
+	Cores             int     `json:"cores"`
+	MemoryGiB         float64 `json:"memoryGiB"`
+	GoVersion         string  `json:"goVersion"`
+	KubernetesVersion string  `json:"kubernetesVersion"`
+}
+
+// Settings are the benchmark's parameters.
+type Settings struct {
+	ClusterNodes           int      `json:"clusterNodes"`
+	ClassicTimeoutSeconds  float64  `json:"classicTimeoutSeconds"`
+	ResponseTimeoutSeconds float64  `json:"responseTimeoutSeconds"`
+	GracePeriodSeconds     float64  `json:"gracePeriodSeconds"`
+	ControllerArgs         []string `json:"controllerArgs,omitempty"`
+}
+
+// ScenarioResult is one scenario, drained by each method.
+type ScenarioResult struct {
+	Name                string      `json:"name"`
+	Description         string      `json:"description"`
+	Nodes               int         `json:"nodes"`
+	Targets             int         `json:"targets"`
+	Pods                int         `json:"pods"`
+	IdealEmptySeconds   float64     `json:"idealEmptySeconds"`
+	IdealSettledSeconds float64     `json:"idealSettledSeconds"`
+	Runs                []RunResult `json:"runs"`
+}
+
+// RunResult is one method's drain of a scenario. Times are seconds since the drain was
+// requested; nil when it did not happen.
+type RunResult struct {
+	Method string `json:"method"`
+	// EmptySeconds: when the target nodes held no pod (a Blocker's aside) any more.
+	EmptySeconds *float64 `json:"emptySeconds"`
+	// SettledSeconds: when, after that, every workload was back at its replicas, all Ready.
+	SettledSeconds *float64 `json:"settledSeconds"`
+	EmptyRatio     *float64 `json:"emptyRatioToIdeal,omitempty"`
+	SettledRatio   *float64 `json:"settledRatioToIdeal,omitempty"`
+	// Blocked says what the drain gave up on.
+	Blocked string `json:"blocked,omitempty"`
+	// PodsLeft are pods (a Blocker's aside) still on the target nodes at the end.
+	PodsLeft        int     `json:"podsLeft"`
+	DurationSeconds float64 `json:"durationSeconds"`
+	EvacuatedPods   int     `json:"evacuatedPods"`
+	// Events is the number of pod events the sampler recorded.
+	Events int `json:"events"`
+	// APIRequests are the API server's requests (every client) during the run, by verb.
+	APIRequests       map[string]float64 `json:"apiRequests"`
+	APIRequestsPerPod map[string]float64 `json:"apiRequestsPerPod,omitempty"`
+	// APIRequestsByResource are the same by "verb resource [subresource]".
+	APIRequestsByResource map[string]float64 `json:"apiRequestsByResource"`
+	// ClientRequests are the drainer's own requests (the controller's, or kubectl's), by method.
+	ClientRequests       map[string]float64 `json:"clientRequests"`
+	ClientRequestsPerPod map[string]float64 `json:"clientRequestsPerPod,omitempty"`
+	ControllerCPUSeconds *float64           `json:"controllerCPUSeconds,omitempty"`
+	ControllerPeakRSSMiB *float64           `json:"controllerPeakRSSMiB,omitempty"`
+	Workloads            []WorkloadResult   `json:"workloads"`
+	// Ready is the number of Ready pods of all workloads (a Blocker's aside) over time.
+	Ready []Point `json:"ready"`
+}
+
+// IdleResult is the controller's memory on a big cluster with no maintenance.
+type IdleResult struct {
+	Nodes      int     `json:"nodes"`
+	Pods       int     `json:"pods"`
+	RSSMiB     float64 `json:"rssMiB"`
+	PeakRSSMiB float64 `json:"peakRSSMiB"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+}
+
+func machine(ctx context.Context, c *localcluster.Cluster) Machine {
+	m := Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version()}
+	if v, err := c.Client().Discovery().ServerVersion(); err == nil {
+		m.KubernetesVersion = v.GitVersion
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if kib, err := statusKiB(string(data), "MemTotal"); err == nil {
+			m.MemoryGiB = math.Round(float64(kib)/(1<<20)*10) / 10
+		}
+	}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	_ = ctx
+	return m
+}
+
+func fmtSeconds(f *float64) string {
+	if f == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.1fs", *f)
+}
+
+func fmtRatio(f *float64) string {
+	if f == nil {
+		return "—"
+	}
+	return fmt.Sprintf("×%.2f", *f)
+}
+
+// writes sums the write verbs of the API server (or HTTP methods of a client).
+func writes(m map[string]float64) float64 {
+	n := 0.0
+	for k, v := range m {
+		switch strings.ToUpper(k) {
+		case "POST", "PUT", "PATCH", "DELETE", "CREATE", "UPDATE", "APPLY", "DELETECOLLECTION":
+			n += v
+		}
+	}
+	return n
+}
+
+func total(m map[string]float64) float64 {
+	n := 0.0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func fmtCounts(m map[string]float64) string {
+	keys := slices.Sorted(maps.Keys(m))
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.2g", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// rows are the lines of a scenario's comparison: a label and one cell per run.
+func rows(s ScenarioResult) (header []string, lines [][]string) {
+	header = []string{"scenario " + s.Name}
+	for _, r := range s.Runs {
+		header = append(header, r.Method)
+	}
+	header = append(header, "ideal")
+	add := func(label, ideal string, cell func(r RunResult) string) {
+		line := []string{label}
+		for _, r := range s.Runs {
+			line = append(line, cell(r))
+		}
+		lines = append(lines, append(line, ideal))
+	}
+	idealEmpty, idealSettled := s.IdealEmptySeconds, s.IdealSettledSeconds
+	add("nodes empty", fmtSeconds(&idealEmpty), func(r RunResult) string {
+		if r.EmptySeconds == nil {
+			return fmt.Sprintf("never (%d pods left)", r.PodsLeft)
+		}
+		return fmtSeconds(r.EmptySeconds) + " " + fmtRatio(r.EmptyRatio)
+	})
+	add("all workloads Ready", fmtSeconds(&idealSettled), func(r RunResult) string {
+		return fmtSeconds(r.SettledSeconds) + " " + fmtRatio(r.SettledRatio)
+	})
+	add("blocked", "", func(r RunResult) string { return or(r.Blocked, "no") })
+	add("workloads below desired", "0", func(r RunResult) string {
+		n, worst := 0, 0.0
+		for _, w := range r.Workloads {
+			if w.SecondsBelow > 0 {
+				n++
+				worst = max(worst, w.SecondsBelow)
+			}
+		}
+		return fmt.Sprintf("%d of %d (longest %.1fs)", n, len(r.Workloads), worst)
+	})
+	add("workloads at zero", "0", func(r RunResult) string {
+		n, secs := 0, 0.0
+		for _, w := range r.Workloads {
+			if w.SecondsAtZero > 0 {
+				n++
+				secs += w.SecondsAtZero
+			}
+		}
+		return fmt.Sprintf("%d (%.1fs in all)", n, secs)
+	})
+	add("evacuated pods", "", func(r RunResult) string { return fmt.Sprint(r.EvacuatedPods) })
+	add("API requests / pod", "", func(r RunResult) string {
+		return fmt.Sprintf("%.1f (writes %.1f)", total(r.APIRequestsPerPod), writes(r.APIRequestsPerPod))
+	})
+	add("drainer requests / pod", "", func(r RunResult) string {
+		return fmt.Sprintf("%.1f (writes %.1f)", total(r.ClientRequestsPerPod), writes(r.ClientRequestsPerPod))
+	})
+	add("controller CPU", "", func(r RunResult) string {
+		if r.ControllerCPUSeconds == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.2fs", *r.ControllerCPUSeconds)
+	})
+	add("controller peak RSS", "", func(r RunResult) string {
+		if r.ControllerPeakRSSMiB == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.0f MiB", *r.ControllerPeakRSSMiB)
+	})
+	return header, lines
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// renderTable renders the report for a terminal.
+func renderTable(r *Report) string {
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
+	for _, s := range r.Scenarios {
+		header, lines := rows(s)
+		fmt.Fprintf(tw, "%s\n", strings.Join(header, "\t"))
+		for _, l := range lines {
+			fmt.Fprintf(tw, "%s\n", strings.Join(l, "\t"))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	if r.Idle != nil {
+		fmt.Fprintf(&buf, "controller idle with %d nodes and %d pods: RSS %.0f MiB (peak %.0f MiB)\n", r.Idle.Nodes, r.Idle.Pods, r.Idle.RSSMiB, r.Idle.PeakRSSMiB)
+	}
+	return buf.String()
+}
+
+// renderMarkdown renders the figures of the report as Markdown.
+func renderMarkdown(r *Report, chart string) string {
+	var b strings.Builder
+	m := r.Machine
+	fmt.Fprintf(&b, "Run %s on %d cores (%s), %.1f GiB of memory, %s, Kubernetes %s (local cluster of %d kwok nodes).\n",
+		r.Time, m.Cores, or(m.CPU, "unknown CPU"), m.MemoryGiB, m.GoVersion, or(m.KubernetesVersion, "?"), r.Settings.ClusterNodes)
+	fmt.Fprintf(&b, "Classic drain timeout per node %gs; NodeMaintenance `evacuationResponseTimeout` %gs; pods' grace period %gs.\n\n",
+		r.Settings.ClassicTimeoutSeconds, r.Settings.ResponseTimeoutSeconds, r.Settings.GracePeriodSeconds)
+	for _, s := range r.Scenarios {
+		fmt.Fprintf(&b, "### Scenario %s\n\n%s.\n\n", s.Name, s.Description)
+		header, lines := rows(s)
+		b.WriteString("| " + strings.Join(header, " | ") + " |\n|" + strings.Repeat("---|", len(header)) + "\n")
+		for _, l := range lines {
+			b.WriteString("| " + strings.Join(l, " | ") + " |\n")
+		}
+		b.WriteString("\n")
+		if s.Name == "S" && chart != "" {
+			fmt.Fprintf(&b, "![Ready replicas in scenario S](%s)\n\n", chart)
+		}
+		// Per workload availability, where some workload dipped.
+		var dips []string
+		for _, run := range s.Runs {
+			for _, w := range run.Workloads {
+				if w.SecondsBelow > 0 {
+					dips = append(dips, fmt.Sprintf("| %s | %s %s | %d | %d | %.1fs | %.1fs |", run.Method, w.Kind, w.Name, w.Desired, w.MinReady, w.SecondsBelow, w.SecondsAtZero))
+				}
+			}
+		}
+		if len(dips) > 0 && len(dips) <= 40 {
+			b.WriteString("| method | workload | desired | min Ready | below desired | at zero |\n|---|---|---|---|---|---|\n")
+			b.WriteString(strings.Join(dips, "\n") + "\n\n")
+		} else if len(dips) > 40 {
+			fmt.Fprintf(&b, "%d workload runs went below their replicas (see the JSON).\n\n", len(dips))
+		}
+		for _, run := range s.Runs {
+			fmt.Fprintf(&b, "- %s API server requests per pod: %s\n", run.Method, fmtCounts(run.APIRequestsPerPod))
+		}
+		b.WriteString("\n")
+	}
+	if r.Idle != nil {
+		fmt.Fprintf(&b, "Controller idle with %d nodes and %d pods: RSS %.0f MiB (peak %.0f MiB).\n\n", r.Idle.Nodes, r.Idle.Pods, r.Idle.RSSMiB, r.Idle.PeakRSSMiB)
+	}
+	return b.String()
+}
+
+// Markers around the generated part of docs/benchmarks.md; the rest is written by hand.
+const (
+	docsBegin = "<!-- bench:begin (generated by make bench; edits between the markers are lost) -->"
+	docsEnd   = "<!-- bench:end -->"
+)
+
+// spliceDocs replaces what is between the markers of doc with generated.
+func spliceDocs(doc, generated string) (string, error) {
+	i, j := strings.Index(doc, docsBegin), strings.Index(doc, docsEnd)
+	if i < 0 || j < i {
+		return "", errors.New("docs/benchmarks.md has no bench:begin / bench:end markers")
+	}
+	return doc[:i+len(docsBegin)] + "\n" + generated + doc[j:], nil
+}
+
+// writeDocs writes the report's figures into docs/benchmarks.md and scenario S's chart.
+func writeDocs(root string, r *Report) error {
+	chart := ""
+	for _, s := range r.Scenarios {
+		if s.Name == "S" {
+			svg := renderSVG(s)
+			if err := os.WriteFile(filepath.Join(root, "docs", "bench-s-ready.svg"), []byte(svg), 0o644); err != nil {
+				return err
+			}
+			chart = "bench-s-ready.svg"
+		}
+	}
+	path := filepath.Join(root, "docs", "benchmarks.md")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := spliceDocs(string(doc), renderMarkdown(r, chart))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(out), 0o644)
+}
+
+// svgColors are the runs' line colors, in order.
+var svgColors = []string{"#d62728", "#1f77b4", "#2ca02c"}
+
+// renderSVG draws the Ready pods over time of each run of the scenario, as step lines.
+func renderSVG(s ScenarioResult) string {
+	const w, h, left, right, top, bottom = 720.0, 360.0, 50.0, 20.0, 30.0, 40.0
+	maxT, maxV := 1.0, 1
+	for _, r := range s.Runs {
+		maxT = max(maxT, r.DurationSeconds)
+		for _, p := range r.Ready {
+			maxT, maxV = max(maxT, p.T), max(maxV, p.V)
+		}
+	}
+	maxV = max(maxV, s.Pods)
+	x := func(t float64) float64 { return left + t/maxT*(w-left-right) }
+	y := func(v int) float64 { return h - bottom - float64(v)/float64(maxV)*(h-top-bottom) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
+	fmt.Fprintf(&b, `<rect width="%.0f" height="%.0f" fill="white"/>`+"\n", w, h)
+	fmt.Fprintf(&b, `<text x="%.0f" y="18" font-size="14">Scenario %s: Ready pods over time (desired %d)</text>`+"\n", left, s.Name, s.Pods)
+	// Axes and grid.
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", left, h-bottom, w-right, h-bottom)
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", left, top, left, h-bottom)
+	for i := 0; i <= 4; i++ {
+		v := maxV * i / 4
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/><text x="%.1f" y="%.1f" text-anchor="end">%d</text>`+"\n",
+			left, y(v), w-right, y(v), left-5, y(v)+4, v)
+	}
+	step := niceStep(maxT / 6)
+	for t := 0.0; t <= maxT+1e-9; t += step {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%gs</text>`+"\n", x(t), h-bottom+16, t)
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">seconds since the drain was requested</text>`+"\n", (left+w-right)/2, h-6)
+	for i, r := range s.Runs {
+		color := svgColors[i%len(svgColors)]
+		var pts []string
+		for j, p := range r.Ready {
+			if j > 0 {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p.T), y(r.Ready[j-1].V)))
+			}
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p.T), y(p.V)))
+		}
+		if n := len(r.Ready); n > 0 {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(max(r.DurationSeconds, r.Ready[n-1].T)), y(r.Ready[n-1].V)))
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", color, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="12" height="3" fill="%s"/><text x="%.1f" y="%.1f">%s</text>`+"\n",
+			w-right-170, h-bottom-40+float64(i)*16, color, w-right-152, h-bottom-35+float64(i)*16, r.Method)
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+// niceStep rounds a step up to 1, 2 or 5 times a power of ten.
+func niceStep(raw float64) float64 {
+	if raw <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= raw {
+			return m * p
+		}
+	}
+	return 10 * p
+}

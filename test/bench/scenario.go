@@ -1,0 +1,189 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/test/localcluster"
+)
+
+// Workload kinds.
+const (
+	KindDeployment  = "Deployment"
+	KindStatefulSet = "StatefulSet"
+)
+
+// kwok's defaults: a pod is created (has an IP) 1s after it is scheduled.
+const createDelay = time.Second
+
+// terminationGracePeriod is the pods' deletion grace period, Kubernetes' default.
+const terminationGracePeriod = 30 * time.Second
+
+// Workload is one Deployment or StatefulSet of a scenario, with its PodDisruptionBudget.
+type Workload struct {
+	Name     string
+	Kind     string
+	Replicas int32
+	// MaxSurgePercent is the Deployment's maxSurge; 0 means Kubernetes' default, 25%.
+	MaxSurgePercent int
+	// PDBMinAvailable and PDBMaxUnavailable make a PodDisruptionBudget when set (> 0, or
+	// PDBNever for maxUnavailable 0).
+	PDBMinAvailable   int
+	PDBMaxUnavailable int
+	PDBNever          bool
+	// ReadyDelay is the pods' start-up time (kwok), DeleteDelay their shutdown time.
+	ReadyDelay, DeleteDelay time.Duration
+	// Node pins the pods to a node.
+	Node string
+	// Blocker marks the pod no one may evict (PDB maxUnavailable 0): it stays, and is left out
+	// of "nodes empty" and "back at full availability".
+	Blocker bool
+}
+
+func (w Workload) startup() time.Duration  { return createDelay + w.ReadyDelay }
+func (w Workload) shutdown() time.Duration { return min(w.DeleteDelay, terminationGracePeriod) }
+
+// Scenario is a set of workloads on the target nodes, drained by each method in turn.
+type Scenario struct {
+	Name        string
+	Description string
+	// Targets are the nodes drained; the workloads start on them only.
+	Targets int
+	// Nodes is the least number of nodes of the cluster.
+	Nodes     int
+	Workloads []Workload
+}
+
+func (s Scenario) pods() int {
+	n := 0
+	for _, w := range s.Workloads {
+		n += int(w.Replicas)
+	}
+	return n
+}
+
+func (s Scenario) targetNodes() []string {
+	out := make([]string, s.Targets)
+	for i := range out {
+		out[i] = localcluster.NodeNamePrefix + strconv.Itoa(i)
+	}
+	return out
+}
+
+const sec = time.Second
+
+// scenarios returns the scenarios by name.
+func scenarios() map[string]Scenario {
+	s := Scenario{
+		Name: "S", Targets: 1, Nodes: 10,
+		Description: "1 node, 30 pods: Deployments (one of 10 with a PDB maxUnavailable 1), four single-replica Deployments with strict PDBs (minAvailable 1), a StatefulSet of 3 with a PDB maxUnavailable 1",
+		Workloads: []Workload{
+			{Name: "web", Kind: KindDeployment, Replicas: 10, PDBMaxUnavailable: 1, ReadyDelay: 5 * sec, DeleteDelay: 2 * sec},
+			{Name: "api", Kind: KindDeployment, Replicas: 6, PDBMinAvailable: 3, ReadyDelay: 8 * sec, DeleteDelay: 3 * sec},
+			{Name: "worker", Kind: KindDeployment, Replicas: 7, ReadyDelay: 3 * sec, DeleteDelay: 5 * sec},
+			{Name: "single-a", Kind: KindDeployment, Replicas: 1, PDBMinAvailable: 1, ReadyDelay: 5 * sec, DeleteDelay: 2 * sec},
+			{Name: "single-b", Kind: KindDeployment, Replicas: 1, PDBMinAvailable: 1, ReadyDelay: 10 * sec, DeleteDelay: 2 * sec},
+			{Name: "single-c", Kind: KindDeployment, Replicas: 1, PDBMinAvailable: 1, ReadyDelay: 3 * sec, DeleteDelay: 1 * sec},
+			{Name: "single-d", Kind: KindDeployment, Replicas: 1, PDBMinAvailable: 1, ReadyDelay: 3 * sec, DeleteDelay: 1 * sec},
+			{Name: "db", Kind: KindStatefulSet, Replicas: 3, PDBMaxUnavailable: 1, ReadyDelay: 10 * sec, DeleteDelay: 5 * sec},
+		},
+	}
+	b := Scenario{
+		Name: "B", Targets: 5, Nodes: 10,
+		Description: "5 nodes of 20 pods; kwok-node-0 also holds a pod whose PDB never allows a disruption: time until the 4 others are drained",
+		Workloads: []Workload{
+			{Name: "web", Kind: KindDeployment, Replicas: 40, PDBMaxUnavailable: 4, ReadyDelay: 5 * sec, DeleteDelay: 2 * sec},
+			{Name: "api", Kind: KindDeployment, Replicas: 30, ReadyDelay: 5 * sec, DeleteDelay: 3 * sec},
+			{Name: "worker", Kind: KindDeployment, Replicas: 20, ReadyDelay: 3 * sec, DeleteDelay: 5 * sec},
+			{Name: "cache", Kind: KindStatefulSet, Replicas: 9, PDBMaxUnavailable: 3, ReadyDelay: 5 * sec, DeleteDelay: 2 * sec},
+			{Name: "blocker", Kind: KindStatefulSet, Replicas: 1, PDBNever: true, ReadyDelay: sec, DeleteDelay: sec,
+				Node: localcluster.NodeNamePrefix + "0", Blocker: true},
+		},
+	}
+	// No StatefulSets at this size: kwok v0.8.0 deletes a pod by name once its shutdown delay
+	// is over, and on a loaded machine that delete can hit the StatefulSet's replacement of the
+	// same name, which starts a loop of deletes (see docs/benchmarks.md).
+	m := Scenario{
+		Name: "M", Targets: 10, Nodes: 100,
+		Description: "10 of 100 nodes, 1,000 pods: 20 Deployments of 50 with a PDB maxUnavailable 10%",
+	}
+	for i := range 20 {
+		m.Workloads = append(m.Workloads, Workload{Name: fmt.Sprintf("deploy-%02d", i), Kind: KindDeployment, Replicas: 50,
+			PDBMaxUnavailable: 5, ReadyDelay: time.Duration(2+i%4) * sec, DeleteDelay: time.Duration(1+i%3) * sec})
+	}
+	l := Scenario{
+		Name: "L", Targets: 100, Nodes: 1000,
+		Description: "100 of 1,000 nodes, 10,000 pods: 80 Deployments of 100 (PDB maxUnavailable 10%), 200 StatefulSets of 10 (PDB maxUnavailable 2)",
+	}
+	for i := range 80 {
+		l.Workloads = append(l.Workloads, Workload{Name: fmt.Sprintf("deploy-%02d", i), Kind: KindDeployment, Replicas: 100,
+			PDBMaxUnavailable: 10, ReadyDelay: time.Duration(2+i%4) * sec, DeleteDelay: time.Duration(1+i%3) * sec})
+	}
+	for i := range 200 {
+		l.Workloads = append(l.Workloads, Workload{Name: fmt.Sprintf("sts-%03d", i), Kind: KindStatefulSet, Replicas: 10,
+			PDBMaxUnavailable: 2, ReadyDelay: time.Duration(2+i%3) * sec, DeleteDelay: time.Duration(1+i%2) * sec})
+	}
+	return map[string]Scenario{"S": s, "B": b, "M": m, "L": l}
+}
+
+// appLabel names a pod's workload.
+const appLabel = "app"
+
+// objects returns the workload's Deployment or StatefulSet and its PodDisruptionBudget (nil
+// when it has none), in namespace.
+func (w Workload) objects(namespace string) (workload, pdb any) {
+	labels := map[string]string{appLabel: w.Name}
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels: labels,
+			Annotations: map[string]string{
+				localcluster.PodCreateDelayAnnotation: createDelay.String(),
+				localcluster.PodReadyDelayAnnotation:  w.ReadyDelay.String(),
+				localcluster.PodDeleteDelayAnnotation: w.DeleteDelay.String(),
+			},
+		},
+		Spec: corev1.PodSpec{
+			Containers:                    []corev1.Container{{Name: "app", Image: "bench.invalid/app"}},
+			TerminationGracePeriodSeconds: ptr.To(int64(terminationGracePeriod.Seconds())),
+		},
+	}
+	if w.Node != "" {
+		tmpl.Spec.NodeSelector = map[string]string{corev1.LabelHostname: w.Node}
+	}
+	meta := metav1.ObjectMeta{Name: w.Name, Namespace: namespace, Labels: labels}
+	selector := &metav1.LabelSelector{MatchLabels: labels}
+	switch w.Kind {
+	case KindDeployment:
+		d := &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Replicas: ptr.To(w.Replicas), Selector: selector, Template: tmpl}}
+		if w.MaxSurgePercent > 0 {
+			surge := intstr.FromString(strconv.Itoa(w.MaxSurgePercent) + "%")
+			d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge}}
+		}
+		workload = d
+	default:
+		workload = &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To(w.Replicas), Selector: selector, Template: tmpl, ServiceName: w.Name,
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+		}}
+	}
+	if w.PDBMinAvailable == 0 && w.PDBMaxUnavailable == 0 && !w.PDBNever {
+		return workload, nil
+	}
+	p := &policyv1.PodDisruptionBudget{ObjectMeta: meta, Spec: policyv1.PodDisruptionBudgetSpec{Selector: selector}}
+	switch {
+	case w.PDBMinAvailable > 0:
+		p.Spec.MinAvailable = ptr.To(intstr.FromInt32(int32(w.PDBMinAvailable)))
+	default:
+		p.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(int32(w.PDBMaxUnavailable)))
+	}
+	return workload, p
+}
