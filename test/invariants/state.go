@@ -28,6 +28,14 @@ type state struct {
 	baseline     Baseline
 
 	violations []Violation
+
+	// holdUntil is the end of the hold after an informer listed again (a watch gap: an API
+	// server restart, an expired resource version). A relist delivers the objects that went away
+	// during the gap before the ones that came or changed, so until it is over a pod's leaving is
+	// seen against a stale rest; violations found while holding wait in suspects until a fresh
+	// read confirms them (Checker.settle).
+	holdUntil time.Time
+	suspects  []Violation
 }
 
 // budget is a PodDisruptionBudget; armed once it was seen satisfied.
@@ -81,7 +89,8 @@ func healthy(pod *corev1.Pod) bool {
 }
 
 // pod records a pod's change and checks the budgets and the Deployment it counts for. A
-// violation needs a pod that leaves: it was healthy and is no longer.
+// violation needs a pod that leaves: it was healthy and is deleted or terminating (a voluntary
+// disruption; turning not Ready is none).
 func (s *state) pod(pod *corev1.Pod, deleted bool, now time.Time) {
 	k := key(pod.Namespace, pod.Name)
 	wasHealthy := healthy(s.pods[k])
@@ -90,7 +99,7 @@ func (s *state) pod(pod *corev1.Pod, deleted bool, now time.Time) {
 	} else {
 		s.pods[k] = pod
 	}
-	left := wasHealthy && (deleted || !healthy(pod))
+	left := wasHealthy && (deleted || pod.DeletionTimestamp != nil)
 	for bk, b := range s.pdbs {
 		if b.pdb.Namespace == pod.Namespace && selectorMatches(b.selector, pod.Labels) {
 			s.checkBudget(bk, b, left, k, now)
@@ -309,13 +318,7 @@ func (s *state) checkDeployment(k string, d *deployment, left bool, podKey strin
 	if !surgeCapable(d.d) {
 		return
 	}
-	want := userReplicas(d.d)
-	var ready int32
-	for _, pod := range s.pods {
-		if pod.Namespace == d.d.Namespace && healthy(pod) && s.deploymentOf(pod) == k {
-			ready++
-		}
-	}
+	ready, want := s.deploymentCounts(k, d)
 	if ready >= want {
 		d.armed = d.armed || want > 0
 		return
@@ -325,11 +328,54 @@ func (s *state) checkDeployment(k string, d *deployment, left bool, podKey strin
 	}
 }
 
+// deploymentCounts returns the Ready pods of a Deployment and the replicas its user asked for.
+func (s *state) deploymentCounts(k string, d *deployment) (ready, want int32) {
+	for _, pod := range s.pods {
+		if pod.Namespace == d.d.Namespace && healthy(pod) && s.deploymentOf(pod) == k {
+			ready++
+		}
+	}
+	return ready, userReplicas(d.d)
+}
+
+// report records a violation, or holds it as a suspect while a relist is being delivered.
 func (s *state) report(v Violation) {
+	if v.Time.Before(s.holdUntil) {
+		s.suspects = append(s.suspects, v)
+		return
+	}
+	s.record(v)
+}
+
+func (s *state) record(v Violation) {
 	s.violations = append(s.violations, v)
 	if s.onViolation != nil {
 		s.onViolation(v)
 	}
+}
+
+// stillViolated evaluates a suspect against this state, built from a fresh read: it is still
+// violated when the budget or Deployment has fewer healthy pods than it allows. It returns the
+// suspect with the fresh count.
+func (s *state) stillViolated(v Violation) (Violation, bool) {
+	switch v.Kind {
+	case KindPodDisruptionBudget:
+		b := s.pdbs[v.Object]
+		if b == nil {
+			return v, false
+		}
+		healthyPods, want, ok := s.budgetCounts(b)
+		v.Healthy, v.Want = healthyPods, want
+		return v, ok && healthyPods < want
+	case KindDeploymentReady:
+		d := s.deployments[v.Object]
+		if d == nil || !surgeCapable(d.d) {
+			return v, false
+		}
+		v.Healthy, v.Want = s.deploymentCounts(v.Object, d)
+		return v, v.Healthy < v.Want
+	}
+	return v, false
 }
 
 // surgeCapable: the Deployment responder moves its pods by surging, so none goes down.

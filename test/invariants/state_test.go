@@ -234,6 +234,94 @@ func TestSurgeCapableDeployment(t *testing.T) {
 }
 
 // A budget over a StatefulSet takes its expected pods from the StatefulSet's replicas.
+// A pod that turns not Ready without being deleted (its node went NotReady, a probe failed) is
+// an involuntary disruption, which no budget governs: no violation. It still does not count, so
+// deleting another pod while it is down is one.
+func TestNotReadyIsInvoluntary(t *testing.T) {
+	s := newState(nil)
+	d := newDeployment("web", 3, intstr.FromInt32(1))
+	rs := newReplicaSet(d)
+	s.deployment(d, false)
+	s.replicaSet(rs, false)
+	s.pdb(newPDB("web", nil, ptr.To(intstr.FromInt32(1))), false)
+	for i := range 3 {
+		s.pod(newPod(rs, "web", i, true), false, now)
+	}
+	s.pod(newPod(rs, "web", 0, false), false, now)
+	if len(s.violations) != 0 {
+		t.Fatalf("a pod turning not Ready: violations %v", kinds(s.violations))
+	}
+	s.pod(terminating(newPod(rs, "web", 1, true)), false, now)
+	want := []string{"PodDisruptionBudget app/web 1<2", "DeploymentReady app/web 1<3"}
+	if got := kinds(s.violations); !slices.Equal(got, want) {
+		t.Fatalf("deleting a pod while another is not Ready: violations %v, want %v", got, want)
+	}
+}
+
+// After a watch gap an informer lists again and delivers the pods that went away before the ones
+// that came: a surged single-replica Deployment whose old pod left once its replacement was
+// Ready is seen at zero for a moment. Violations found during the hold are suspects; a fresh
+// read decides. Only what the fresh read still shows is recorded.
+func TestRelistHoldsViolationsForAFreshRead(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		replacementUp bool
+		want          []string
+	}{
+		{name: "replacement Ready during the gap", replacementUp: true},
+		{name: "replacement not Ready yet", want: []string{"PodDisruptionBudget app/web 0<1", "DeploymentReady app/web 0<1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDeployment("web", 1, intstr.FromInt32(1))
+			rs := newReplicaSet(d)
+			pdb := newPDB("web", ptr.To(intstr.FromInt32(1)), nil)
+			old := newPod(rs, "web", 0, true)
+			s := newState(nil)
+			s.deployment(d, false)
+			s.replicaSet(rs, false)
+			s.pdb(pdb, false)
+			s.pod(old, false, now)
+
+			// The relist: the old pod's deletion first, then its replacement.
+			s.holdUntil = now.Add(relistHold)
+			replacement := newPod(rs, "web", 1, tc.replacementUp)
+			s.pod(old, true, now)
+			s.pod(replacement, false, now)
+			if len(s.violations) != 0 || len(s.suspects) != 2 {
+				t.Fatalf("during the hold: violations %v, suspects %v; want none and 2", kinds(s.violations), kinds(s.suspects))
+			}
+
+			fresh := newState(nil)
+			fresh.deployment(d, false)
+			fresh.replicaSet(rs, false)
+			fresh.pdb(pdb, false)
+			fresh.pod(replacement, false, time.Time{})
+			var got []string
+			for _, v := range s.suspects {
+				if confirmed, violated := fresh.stillViolated(v); violated {
+					got = append(got, kinds([]Violation{confirmed})...)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("confirmed %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	// Once the hold is over, violations are recorded as they happen.
+	d := newDeployment("web", 1, intstr.FromInt32(1))
+	rs := newReplicaSet(d)
+	s := newState(nil)
+	s.deployment(d, false)
+	s.replicaSet(rs, false)
+	s.pod(newPod(rs, "web", 0, true), false, now)
+	s.holdUntil = now
+	s.pod(newPod(rs, "web", 0, true), true, now)
+	if got := kinds(s.violations); !slices.Equal(got, []string{"DeploymentReady app/web 0<1"}) || len(s.suspects) != 0 {
+		t.Errorf("after the hold: violations %v, suspects %v", got, kinds(s.suspects))
+	}
+}
+
 func TestPodDisruptionBudgetOfStatefulSet(t *testing.T) {
 	s := newState(nil)
 	s.statefulSet(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(int32(3))}}, false)
