@@ -217,7 +217,7 @@ func TestStopKubelet(t *testing.T) {
 	if err := c.StopKubelet(t.Context(), node); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, time.Minute, "node "+node+" NotReady", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, 2*time.Minute, "node "+node+" NotReady", func(ctx context.Context) (bool, error) {
 		var n corev1.Node
 		err := framework.Client().Get(ctx, client.ObjectKey{Name: node}, &n)
 		return !localcluster.IsNodeReady(&n), err

@@ -58,7 +58,7 @@ func (c *Cluster) kwokArgs(kubeconfig string) []string {
 }
 
 // StopKwok stops kwok, and with it every fake kubelet: nothing happens to pods any more, and
-// nodes go NotReady once nodeMonitorGracePeriod (20s) passed without heartbeats.
+// nodes go NotReady once nodeMonitorGracePeriod (40s) passed without heartbeats.
 func (c *Cluster) StopKwok() error { return stopProcesses(c.log, c.dir, kwok) }
 
 // StartKwok starts kwok again after StopKwok; it does nothing when kwok runs.

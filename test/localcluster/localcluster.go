@@ -94,8 +94,12 @@ const (
 	// startTimeout bounds the wait for one component to become healthy.
 	startTimeout = time.Minute
 	// nodeMonitorGracePeriod is how long a node may go without a heartbeat before
-	// kube-controller-manager marks it NotReady (upstream default 50s).
-	nodeMonitorGracePeriod = 20 * time.Second
+	// kube-controller-manager marks it NotReady (upstream default 50s). kwok renews the node
+	// Leases every 10s (a quarter of nodeLeaseDuration), so this tolerates three missed renewals:
+	// an API server restart of a few seconds must not look like failed nodes. With 20s, one
+	// missed renewal did, and kube-controller-manager marked every pod of those nodes not Ready;
+	// kwok, unlike a kubelet, never marks them Ready again.
+	nodeMonitorGracePeriod = 40 * time.Second
 	// maxStartAttempts bounds the retries on another process taking a free port first.
 	maxStartAttempts = 3
 )

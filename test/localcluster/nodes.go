@@ -103,7 +103,7 @@ func (c *Cluster) DeleteNode(ctx context.Context, name string) error {
 // StopKubelet stops the fake kubelet of one node, as if the node was shut down: kwok stops
 // renewing the node's Lease and updating its status and its pods. Pods that are deleted stay
 // Terminating; kube-controller-manager marks the node NotReady (Ready=Unknown) once
-// nodeMonitorGracePeriod (20s) passed without a heartbeat, and then taints it unreachable.
+// nodeMonitorGracePeriod (40s) passed without a heartbeat, and then taints it unreachable.
 // It removes the node's KwokNodeLabel.
 func (c *Cluster) StopKubelet(ctx context.Context, node string) error {
 	return c.patchNodeLabel(ctx, node, nil)
