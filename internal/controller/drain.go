@@ -89,9 +89,10 @@ func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, inte
 	later := next.after
 	var errs []error
 	now := time.Now()
+	policy := r.active.policy(policyOf(intent))
 	for _, c := range plan.Current {
 		pod := c.Pod
-		d := drain.Decide(pod, now, r.active.policyFor(pod, policyOf(intent)), drain.Unanswerable(pod))
+		d := drain.Decide(pod, now, policy, drain.Unanswerable(pod))
 		if !d.Evict {
 			later(d.RecheckAfter)
 			continue

@@ -5,11 +5,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nodemaint/nodemaint/internal/drain"
-	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
 // activeSince is when this replica started reconciling: when it became the leader. While no
@@ -28,19 +26,11 @@ func (a *activeSince) start(mgr manager.Manager) error {
 	}))
 }
 
-// policyFor returns the drain policy for the pod, its response timeout counted from its
-// evacuation request or from when this replica became active, whichever is later.
-func (a *activeSince) policyFor(pod *corev1.Pod, policy drain.Policy) drain.Policy {
-	since := a.nanos.Load()
-	if since == 0 {
-		return policy
-	}
-	req := evacuation.Condition(pod, evacuation.Request)
-	if req == nil {
-		return policy
-	}
-	if gap := time.Unix(0, since).Sub(req.LastTransitionTime.Time); gap > 0 {
-		policy.ResponseTimeout += gap
+// policy returns the drain policy with its response timeouts counted from when this replica
+// became active at the earliest.
+func (a *activeSince) policy(policy drain.Policy) drain.Policy {
+	if since := a.nanos.Load(); since != 0 {
+		policy.CountFrom = time.Unix(0, since)
 	}
 	return policy
 }

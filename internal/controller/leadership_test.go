@@ -38,7 +38,7 @@ func TestActiveSincePolicy(t *testing.T) {
 			if !tc.active.IsZero() {
 				a.nanos.Store(tc.active.UnixNano())
 			}
-			d := drain.Decide(tc.pod, now, a.policyFor(tc.pod, policy), false)
+			d := drain.Decide(tc.pod, now, a.policy(policy), false)
 			if d.Evict != tc.wantEvict {
 				t.Errorf("evict %v, want %v (%+v)", d.Evict, tc.wantEvict, d)
 			}

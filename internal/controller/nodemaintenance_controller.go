@@ -40,6 +40,10 @@ type NodeMaintenanceReconciler struct {
 	// StatusBatchDelay is how long pod changes are gathered before the status is written again, so
 	// that thousands of pods moving do not mean thousands of status writes.
 	StatusBatchDelay time.Duration
+
+	// active is when this replica became the leader: the node reconciler counts response timeouts
+	// from it at the earliest, and so must the status that explains them.
+	active activeSince
 }
 
 // +kubebuilder:rbac:groups=nodemaint.dev,resources=nodemaintenances,verbs=get;list;watch;patch
@@ -156,7 +160,7 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 			intent := maintenance.Intent(nms, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
 				return maintenance.Phase(nm, false)
 			})
-			ns.Blocked = drain.Blocked(plan, intent.Drain, policyOf(intent), r.Evictions, now)
+			ns.Blocked = drain.Blocked(plan, intent.Drain, r.active.policy(policyOf(intent)), r.Evictions, now)
 		}
 		status.Nodes[node.Name] = ns
 		status.PodsPendingEvacuation += ns.PodsPendingEvacuation
@@ -311,6 +315,9 @@ func requeueOnConflict(err error) (reconcile.Result, error) {
 // SetupWithManager registers the NodeMaintenance controller. Node changes reach it at once; pod
 // changes are batched by StatusBatchDelay.
 func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concurrency int) error {
+	if err := r.active.start(mgr); err != nil {
+		return err
+	}
 	c := mgr.GetClient()
 	return builder.ControllerManagedBy(mgr).
 		Named("nodemaintenance").

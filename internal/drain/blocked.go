@@ -42,6 +42,7 @@ func Blocked(plan Plan, draining bool, policy Policy, evictions *Evictions, now 
 			g.Pods = append(g.Pods, pod.Namespace+"/"+pod.Name)
 		}
 	}
+	var terminatingSince time.Time // the earliest deletion of a terminating pod
 	if draining {
 		for _, c := range plan.Current {
 			d := Decide(c.Pod, now, policy, Unanswerable(c.Pod))
@@ -52,6 +53,9 @@ func Blocked(plan Plan, draining bool, policy Policy, evictions *Evictions, now 
 				add(ReasonEvicting, "evicting through the Eviction API", c.Pod)
 			default:
 				add(d.Reason, d.Message, c.Pod)
+				if d.Reason == ReasonTerminating && !d.Since.IsZero() && (terminatingSince.IsZero() || d.Since.Before(terminatingSince)) {
+					terminatingSince = d.Since
+				}
 			}
 		}
 	}
@@ -69,7 +73,11 @@ func Blocked(plan Plan, draining bool, policy Policy, evictions *Evictions, now 
 	}
 	out := make([]nodemaintv1alpha1.BlockedPods, 0, len(order))
 	for _, k := range order {
-		out = append(out, *groups[k])
+		g := *groups[k]
+		if g.Reason == ReasonTerminating && !terminatingSince.IsZero() {
+			g.Message = terminatingMessage(g.Count, now.Sub(terminatingSince))
+		}
+		out = append(out, g)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Count > out[j].Count })
 	if len(out) > MaxBlockedEntries {
@@ -87,4 +95,21 @@ func Blocked(plan Plan, draining bool, policy Policy, evictions *Evictions, now 
 		out = append(out[:MaxBlockedEntries-1], other)
 	}
 	return out
+}
+
+// terminatingStep is the granularity of the time pods have been terminating in the status: a
+// status that changed every second would be written every time it is refreshed.
+const terminatingStep = 10 * time.Second
+
+// terminatingMessage says how long the longest terminating pod of a group has been terminating,
+// in steps of terminatingStep; pods that started terminating less than a step ago are just
+// "terminating".
+func terminatingMessage(count int32, longest time.Duration) string {
+	if longest < terminatingStep {
+		return "terminating"
+	}
+	if count == 1 {
+		return fmt.Sprintf("terminating for %s", longest.Truncate(terminatingStep))
+	}
+	return fmt.Sprintf("terminating, the longest for %s", longest.Truncate(terminatingStep))
 }

@@ -31,6 +31,9 @@ type Policy struct {
 	Evict bool
 	// ResponseTimeout is how long owners have to accept an evacuation request.
 	ResponseTimeout time.Duration
+	// CountFrom, when later than a pod's evacuation request, is when its response timeout starts
+	// instead: when this controller replica became the leader (see the controller's activeSince).
+	CountFrom time.Time
 }
 
 // Decision is what to do with one pod of the current order group now.
@@ -40,15 +43,18 @@ type Decision struct {
 	Reason, Message string
 	// RecheckAfter is when the decision may change by itself (the response timeout runs out).
 	RecheckAfter time.Duration
+	// Since is when the pod entered the state Reason names, when known (Terminating: its
+	// deletion).
+	Since time.Time
 }
 
 // Decide decides about a pod of the current order group. Its owner has the response timeout,
-// counted from the EvacuationRequest's last transition, to accept (EvacuationInitiated=True); an
+// counted from the EvacuationRequest's last transition (or policy.CountFrom, if later), to accept (EvacuationInitiated=True); an
 // owner that declines (EvacuationInitiated=False) has its pod evicted at once, and so does a pod
 // nobody can answer for (unanswerable: see Unanswerable). An accepted pod is left to its owner.
 func Decide(pod *corev1.Pod, now time.Time, policy Policy, unanswerable bool) Decision {
 	if pod.DeletionTimestamp != nil {
-		return Decision{Reason: ReasonTerminating, Message: "terminating"}
+		return Decision{Reason: ReasonTerminating, Message: "terminating", Since: deletionRequested(pod)}
 	}
 	if c := evacuation.Condition(pod, evacuation.Initiated); c != nil && c.Status == corev1.ConditionTrue {
 		msg := c.Message
@@ -70,7 +76,11 @@ func Decide(pod *corev1.Pod, now time.Time, policy Policy, unanswerable bool) De
 	if unanswerable {
 		return Decision{Evict: true}
 	}
-	left := req.LastTransitionTime.Add(policy.ResponseTimeout).Sub(now)
+	from := req.LastTransitionTime.Time
+	if policy.CountFrom.After(from) {
+		from = policy.CountFrom
+	}
+	left := from.Add(policy.ResponseTimeout).Sub(now)
 	if left <= 0 {
 		return Decision{Evict: true}
 	}
@@ -149,4 +159,14 @@ func Unanswerable(pod *corev1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// deletionRequested is when a terminating pod's deletion was asked for: its deletionTimestamp is
+// when its grace period runs out, deletionGracePeriodSeconds after the request.
+func deletionRequested(pod *corev1.Pod) time.Time {
+	t := pod.DeletionTimestamp.Time
+	if g := pod.DeletionGracePeriodSeconds; g != nil {
+		t = t.Add(-time.Duration(*g) * time.Second)
+	}
+	return t
 }

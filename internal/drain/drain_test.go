@@ -122,11 +122,42 @@ func TestDecide(t *testing.T) {
 		{"nobody can answer", requested(time.Second), policy, true, true, "", 0},
 		{"signal only never evicts", requested(time.Hour), Policy{ResponseTimeout: time.Minute}, true, false, ReasonWaitingForOwner, 0},
 		{"terminating", terminating, policy, false, false, ReasonTerminating, 0},
+		{"requested before this replica led: counted from its leading", requested(time.Hour),
+			Policy{Evict: true, ResponseTimeout: 3 * time.Minute, CountFrom: now.Add(-time.Minute)}, false, false, ReasonWaitingForOwner, 2 * time.Minute},
+		{"requested after this replica led", requested(3 * time.Minute),
+			Policy{Evict: true, ResponseTimeout: 3 * time.Minute, CountFrom: now.Add(-time.Hour)}, false, true, "", 0},
 	}
 	for _, tc := range cases {
 		d := Decide(tc.pod, now, tc.policy, tc.unanswerable)
 		if d.Evict != tc.evict || d.Reason != tc.reason || d.RecheckAfter != tc.recheck {
 			t.Errorf("%s: got %+v", tc.name, d)
+		}
+	}
+}
+
+// The status says how long pods have been terminating, the longest of a group, in steps of 10s
+// so that it does not change on every refresh.
+func TestBlockedTerminatingFor(t *testing.T) {
+	now := time.Unix(1000, 0)
+	deleted := func(name string, ago time.Duration) Classified {
+		// The API server sets deletionTimestamp to when the grace period runs out.
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name,
+			DeletionTimestamp: ptr.To(metav1.NewTime(now.Add(-ago).Add(30 * time.Second))), DeletionGracePeriodSeconds: ptr.To[int64](30)}}
+		return Classified{Pod: p, Class: Class{Behavior: nodemaintv1alpha1.DrainBehaviorDrain}}
+	}
+	for _, tc := range []struct {
+		name string
+		pods []Classified
+		want string
+	}{
+		{"just deleted", []Classified{deleted("a", 3*time.Second)}, "terminating"},
+		{"one, for 47s", []Classified{deleted("a", 47*time.Second)}, "terminating for 40s"},
+		{"several", []Classified{deleted("a", 5*time.Second), deleted("b", 125*time.Second), deleted("c", 30*time.Second)},
+			"terminating, the longest for 2m0s"},
+	} {
+		got := Blocked(NewPlan(tc.pods), true, Policy{Evict: true, ResponseTimeout: time.Minute}, NewEvictions(time.Second, time.Second), now)
+		if len(got) != 1 || got[0].Reason != ReasonTerminating || got[0].Message != tc.want || int(got[0].Count) != len(tc.pods) {
+			t.Errorf("%s: blocked %+v, want one Terminating entry %q", tc.name, got, tc.want)
 		}
 	}
 }
