@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -43,5 +44,26 @@ func TestActiveSincePolicy(t *testing.T) {
 				t.Errorf("evict %v, want %v (%+v)", d.Evict, tc.wantEvict, d)
 			}
 		})
+	}
+}
+
+// A NodeMaintenance's status is written at most once per StatusBatchDelay, whatever triggers
+// the reconciles; another NodeMaintenance has its own spacing.
+func TestStatusWriteSpacing(t *testing.T) {
+	r := &NodeMaintenanceReconciler{StatusBatchDelay: time.Second}
+	a, b := types.NamespacedName{Name: "a"}, types.NamespacedName{Name: "b"}
+	now := time.Unix(1000, 0)
+	if w := r.statusWriteWait(a, now); w != 0 {
+		t.Fatalf("first write waits %v", w)
+	}
+	r.statusWritten.Store(a, now)
+	if w := r.statusWriteWait(a, now.Add(300*time.Millisecond)); w != 700*time.Millisecond {
+		t.Errorf("write 300ms after the last waits %v, want 700ms", w)
+	}
+	if w := r.statusWriteWait(a, now.Add(2*time.Second)); w != 0 {
+		t.Errorf("write 2s after the last waits %v", w)
+	}
+	if w := r.statusWriteWait(b, now); w != 0 {
+		t.Errorf("another NodeMaintenance waits %v", w)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,8 +39,15 @@ type NodeMaintenanceReconciler struct {
 	// Evictions holds the refused evictions the node reconciler met, to report them.
 	Evictions *drain.Evictions
 	// StatusBatchDelay is how long pod changes are gathered before the status is written again, so
-	// that thousands of pods moving do not mean thousands of status writes.
+	// that thousands of pods moving do not mean thousands of status writes. It is also the least
+	// time between two status writes of one NodeMaintenance: node changes and the controller's own
+	// writes reach it at once, and would otherwise write the status as fast as it changes.
 	StatusBatchDelay time.Duration
+
+	// statusWritten holds when this replica last wrote each NodeMaintenance's status
+	// (types.NamespacedName → time.Time). Memory only: after a restart the first write just
+	// happens.
+	statusWritten sync.Map
 
 	// active is when this replica became the leader: the node reconciler counts response timeouts
 	// from it at the earliest, and so must the status that explains them.
@@ -85,13 +93,27 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	if equality.Semantic.DeepEqual(nm.Status, status) {
 		return result, nil
 	}
+	if wait := r.statusWriteWait(req.NamespacedName, time.Now()); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	orig := nm.DeepCopy()
 	nm.Status = status
 	if err := r.Client.Status().Patch(ctx, nm, client.MergeFrom(orig)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	r.statusWritten.Store(req.NamespacedName, time.Now())
 	r.recordTransitions(orig, nm)
 	return result, nil
+}
+
+// statusWriteWait is how long the status of key must wait before it is written again: at least
+// StatusBatchDelay after the last write.
+func (r *NodeMaintenanceReconciler) statusWriteWait(key types.NamespacedName, now time.Time) time.Duration {
+	last, ok := r.statusWritten.Load(key)
+	if !ok {
+		return 0
+	}
+	return max(0, last.(time.Time).Add(r.StatusBatchDelay).Sub(now))
 }
 
 // drainStatusRefresh is how often the status of a drain under way is computed again.
@@ -283,6 +305,7 @@ func (r *NodeMaintenanceReconciler) recordTransitions(old, cur *nodemaintv1alpha
 // finalize removes the finalizer once no node advertises the maintenance any more: the node
 // reconciler has then restored the nodes and withdrawn the maintenance's evacuation requests.
 func (r *NodeMaintenanceReconciler) finalize(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance) (reconcile.Result, error) {
+	r.statusWritten.Delete(client.ObjectKeyFromObject(nm))
 	if !controllerutil.ContainsFinalizer(nm, nodemaintv1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
 	}
