@@ -10,7 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -58,10 +57,10 @@ func Namespace(t testing.TB) string {
 		// them is faster than waiting for the namespace controller to do it, and the
 		// terminating namespace takes no new ones.
 		// Thousands of pods may take longer than one request may: the API server goes on
-		// deleting them after it answers with a time-out.
-		if err := adminClient.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns.Name)); err != nil && !apierrors.IsServerTimeout(err) && !apierrors.IsTimeout(err) {
-			t.Errorf("deleting the pods of namespace %s: %v", ns.Name, err)
-			return
+		// deleting them after it answers with a time-out, or resets the HTTP/2 stream. Either
+		// way the namespace controller deletes what is left; the wait below is what counts.
+		if err := adminClient.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns.Name)); err != nil {
+			t.Logf("deleting the pods of namespace %s: %v; waiting for the namespace controller", ns.Name, err)
 		}
 		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, NamespaceDeleteTimeout, true, func(ctx context.Context) (bool, error) {
 			var pods corev1.PodList
