@@ -144,7 +144,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	res := &RunResult{Method: method}
 	start := time.Now()
 	tr.begin(start)
-	runCtx, cancel := context.WithTimeout(ctx, b.o.runTimeout)
+	runCtx, cancel := context.WithTimeout(ctx, max(b.o.runTimeout, s.Timeout))
 	defer cancel()
 	var clientRequests map[string]float64
 	switch method {
@@ -247,7 +247,7 @@ func (b *bench) setup(ctx context.Context, s Scenario, ns string) error {
 	}
 	want := s.pods()
 	slog.Info("Waiting for the workloads", "namespace", ns, "pods", want)
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, time.Second, setupTimeout, true, func(ctx context.Context) (bool, error) {
 		pods, err := b.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return false, nil
@@ -445,6 +445,10 @@ func (b *bench) restore(ctx context.Context, method string, targets []string) er
 	})
 }
 
+// setupTimeout bounds the waits for a scenario's pods to be Ready and for its namespace to be
+// gone: scenario L's 10,000 pods take minutes on 2 cores.
+const setupTimeout = 30 * time.Minute
+
 // deleteNamespace deletes ns and waits until it is gone.
 func (b *bench) deleteNamespace(ctx context.Context, ns string) error {
 	err := b.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
@@ -454,7 +458,7 @@ func (b *bench) deleteNamespace(ctx context.Context, ns string) error {
 	if err != nil {
 		return err
 	}
-	return wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+	return wait.PollUntilContextTimeout(ctx, time.Second, setupTimeout, true, func(ctx context.Context) (bool, error) {
 		_, err := b.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
