@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
@@ -91,12 +93,19 @@ func run(o options) error {
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "nodemaint-controller"
+	// Leader election renews its Lease with a client and rate limiter of its own, so that a busy
+	// controller never loses the leadership waiting for its own token bucket.
+	leaderElectionCfg := rest.CopyConfig(cfg)
+	// Every other client shares one token bucket: without it, each API group's REST client (core,
+	// events, nodemaint.dev, ...) would get --kube-api-qps of its own.
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.qps, o.burst)
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
+		LeaderElectionConfig:          leaderElectionCfg,
 		LeaderElectionID:              "nodemaint-controller.nodemaint.dev",
 		LeaderElectionNamespace:       o.leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
