@@ -389,6 +389,10 @@ func (c *Cluster) args(name string) []string {
 			"--tls-cert-file=" + pki("serving.crt"),
 			"--tls-private-key-file=" + pki("serving.key"),
 			"--leader-elect=false",
+			// Its default of 50 requests a second (a binding and an Event per pod) makes
+			// scheduling thousands of pods take minutes; kube-controller-manager gets the same.
+			"--kube-api-qps=100",
+			"--kube-api-burst=200",
 		}
 	case kwok:
 		return c.kwokArgs(kubeconfig)
