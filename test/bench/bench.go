@@ -601,11 +601,15 @@ func (b *bench) idleMemory(ctx context.Context, nodes, pods int) (*IdleResult, e
 	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err := b.deleteNamespace(ctx, ns); err != nil {
-			slog.Error("Deleting the idle namespace", "err", err)
-		}
-	}()
+	if b.o.keep {
+		// Otherwise the cluster goes with the benchmark, and tens of thousands of pods need
+		// not be deleted one by one first.
+		defer func() {
+			if err := b.deleteNamespace(ctx, ns); err != nil {
+				slog.Error("Deleting the idle namespace", "err", err)
+			}
+		}()
+	}
 	const perDeployment = 500
 	for i := range ceilDiv(pods, perDeployment) {
 		w := Workload{Name: fmt.Sprintf("idle-%03d", i), Kind: KindDeployment, Replicas: int32(min(perDeployment, pods-i*perDeployment))}

@@ -26,6 +26,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/nodemaint/nodemaint/test/localcluster"
 )
 
@@ -46,6 +49,9 @@ type options struct {
 }
 
 func main() {
+	// The controller-runtime client of the benchmark logs (API server warnings, throttling) to
+	// the same log as the rest.
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.Default().Handler()))
 	var o options
 	var names, methods, controllerArgs string
 	var large bool
