@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/xml"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -226,14 +228,60 @@ func TestRenderSVG(t *testing.T) {
 
 func TestSpliceDocs(t *testing.T) {
 	doc := "intro\n" + docsBegin + "\nold\n" + docsEnd + "\nnotes\n"
-	out, err := spliceDocs(doc, "new\n")
+	out, err := spliceDocs(doc, docsBegin, docsEnd, "new\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "intro\n" + docsBegin + "\nnew\n" + docsEnd + "\nnotes\n"; out != want {
 		t.Errorf("spliceDocs = %q, want %q", out, want)
 	}
-	if _, err := spliceDocs("no markers", "x"); err == nil {
+	if _, err := spliceDocs("no markers", docsBegin, docsEnd, "x"); err == nil {
 		t.Error("spliceDocs without markers: no error")
+	}
+}
+
+// A run of the large scenario alone rewrites only the large part of the page, and a run of the
+// others only theirs; a run of both rewrites both.
+func TestWriteDocsParts(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(root, "docs", "benchmarks.md")
+	doc := "intro\n" + docsBegin + "\nold regular\n" + docsEnd + "\nmiddle\n" + docsLargeBegin + "\nold large\n" + docsLargeEnd + "\nend\n"
+	if err := os.WriteFile(page, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	large := &Report{Time: "T1", Scenarios: []ScenarioResult{{Name: "L", Description: "the large one"}}, Idle: &IdleResult{Nodes: 5000, Pods: 50000, RSSMiB: 300}}
+	if err := writeDocs(root, large); err != nil {
+		t.Fatal(err)
+	}
+	got := read()
+	if !strings.Contains(got, "\nold regular\n") {
+		t.Errorf("a large run rewrote the regular part:\n%s", got)
+	}
+	if strings.Contains(got, "old large") || !strings.Contains(got, "### Scenario L") || !strings.Contains(got, "5000 nodes and 50000 pods") {
+		t.Errorf("a large run did not write the large part:\n%s", got)
+	}
+	regular := &Report{Time: "T2", Scenarios: []ScenarioResult{{Name: "M", Description: "the medium one"}}}
+	if err := writeDocs(root, regular); err != nil {
+		t.Fatal(err)
+	}
+	got = read()
+	if strings.Contains(got, "old regular") || !strings.Contains(got, "### Scenario M") {
+		t.Errorf("a regular run did not write the regular part:\n%s", got)
+	}
+	if !strings.Contains(got, "### Scenario L") {
+		t.Errorf("a regular run rewrote the large part:\n%s", got)
+	}
+	if i, j := strings.Index(got, "### Scenario M"), strings.Index(got, "middle"); i > j {
+		t.Errorf("scenario M written after the regular part's end:\n%s", got)
 	}
 }
