@@ -584,8 +584,8 @@ func (b *bench) install(ctx context.Context) error {
 	return nil
 }
 
-// idleMemory grows the cluster to nodes nodes and pods pods (Deployments, on every node), runs
-// the controller with no maintenance, and reports its memory once its caches are synced.
+// idleMemory grows the cluster to nodes nodes and pods pods (spread over every node), runs the
+// controller with no maintenance, and reports its memory once its caches are synced.
 func (b *bench) idleMemory(ctx context.Context, nodes, pods int) (*IdleResult, error) {
 	list, err := b.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
@@ -610,28 +610,12 @@ func (b *bench) idleMemory(ctx context.Context, nodes, pods int) (*IdleResult, e
 			}
 		}()
 	}
-	const perDeployment = 500
-	for i := range ceilDiv(pods, perDeployment) {
-		w := Workload{Name: fmt.Sprintf("idle-%03d", i), Kind: KindDeployment, Replicas: int32(min(perDeployment, pods-i*perDeployment))}
-		obj, _ := w.objects(ns)
-		if err := b.c.Create(ctx, obj.(*appsv1.Deployment)); err != nil {
-			return nil, err
-		}
+	if err := b.createIdlePods(ctx, ns, pods); err != nil {
+		return nil, err
 	}
 	slog.Info("Waiting for the idle pods", "pods", pods)
-	err = wait.PollUntilContextTimeout(ctx, 5*time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
-		var ds appsv1.DeploymentList
-		if err := b.c.List(ctx, &ds, client.InNamespace(ns)); err != nil {
-			return false, nil
-		}
-		ready := 0
-		for _, d := range ds.Items {
-			ready += int(d.Status.ReadyReplicas)
-		}
-		return ready >= pods, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("the idle pods are not Ready: %w", err)
+	if err := b.waitPodsRunning(ctx, ns, pods); err != nil {
+		return nil, fmt.Errorf("the idle pods are not Running: %w", err)
 	}
 	ctrl, err := b.startController(ctx, ns)
 	if err != nil {
@@ -649,4 +633,81 @@ func (b *bench) idleMemory(ctx context.Context, nodes, pods int) (*IdleResult, e
 		return nil, err
 	}
 	return &IdleResult{Nodes: nodes, Pods: pods, RSSMiB: round(float64(rss) / 1024), PeakRSSMiB: round(float64(hwm) / 1024), CPUSeconds: round(cpu)}, nil
+}
+
+// createIdlePods creates pods pods in namespace, spread evenly over the cluster's kwok nodes and
+// bound to them already: on 2 cores kube-scheduler places about 10 pods a second on a cluster
+// of 1,000 nodes, and tens of thousands of pods would take hours to schedule. What the
+// controller holds in memory for them (pods in its informer, indexed by node) is the same.
+func (b *bench) createIdlePods(ctx context.Context, ns string, pods int) error {
+	nodes, err := b.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0", LabelSelector: localcluster.KwokNodeLabel + "=fake"})
+	if err != nil {
+		return err
+	}
+	if len(nodes.Items) == 0 {
+		return errors.New("no kwok nodes")
+	}
+	config := b.cluster.RESTConfig()
+	config.QPS, config.Burst = 500, 1000
+	cs, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	w := Workload{Name: "idle", Kind: KindDeployment, Replicas: 1, ReadyDelay: sec, DeleteDelay: sec}
+	obj, _ := w.objects(ns)
+	tmpl := obj.(*appsv1.Deployment).Spec.Template
+	slog.Info("Creating the idle pods", "pods", pods, "nodes", len(nodes.Items))
+	next := make(chan int)
+	g, ctx := errgroup.WithContext(ctx)
+	for range 16 {
+		g.Go(func() error {
+			for i := range next {
+				pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+				pod.Name, pod.Namespace = fmt.Sprintf("idle-%05d", i), ns
+				pod.Spec.NodeName = nodes.Items[i%len(nodes.Items)].Name
+				if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+					return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+				}
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		defer close(next)
+		for i := range pods {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+// waitPodsRunning waits until want pods of namespace run. It watches them: listing tens of
+// thousands of pods again and again would take the CPU the API server and kwok need to start
+// them.
+func (b *bench) waitPodsRunning(ctx context.Context, ns string, want int) error {
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	lw := toolscache.NewListWatchFromClient(b.cs.CoreV1().RESTClient(), "pods", ns, fields.Everything())
+	inf := toolscache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, nil)
+	go inf.RunWithContext(ctx)
+	running := 0
+	err := wait.PollUntilContextCancel(ctx, 15*time.Second, false, func(context.Context) (bool, error) {
+		running = 0
+		for _, o := range inf.GetStore().List() {
+			if o.(*corev1.Pod).Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		slog.Info("Pods running", "running", running, "of", want)
+		return running >= want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d of %d pods running: %w", running, want, err)
+	}
+	return nil
 }

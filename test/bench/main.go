@@ -57,6 +57,7 @@ func main() {
 	var large bool
 	flag.StringVar(&names, "scenarios", "S,B,M", "Scenarios to run, comma-separated: S, B, M, L.")
 	flag.BoolVar(&large, "large", false, "Also run scenario L (100 of 1,000 nodes, 10,000 pods) and the controller's idle memory with 5,000 nodes and 50,000 pods.")
+	flag.BoolVar(&o.idle, "idle", false, "Also measure the controller's idle memory with 5,000 nodes and 50,000 pods (-large does too); with -scenarios= alone.")
 	flag.StringVar(&o.out, "out", "_output/bench", "Directory of the results (JSON) and of the cluster.")
 	flag.StringVar(&o.k8sBinDir, "k8s-bin-dir", os.Getenv("KUBEBUILDER_ASSETS"), "Directory of the control-plane binaries; empty runs hack/control-plane.sh.")
 	flag.StringVar(&o.controller, "controller", "bin/nodemaint-controller", "The nodemaint-controller binary (make build).")
@@ -167,6 +168,9 @@ func run(o options) error {
 	if runErr == nil && o.idle {
 		idle, err := b.idleMemory(ctx, 5000, 50000)
 		report.Idle = idle
+		if len(selected) == 0 {
+			report.Settings.ClusterNodes = 5000
+		}
 		if err != nil {
 			runErr = fmt.Errorf("idle memory: %w", err)
 		}

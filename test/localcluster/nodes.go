@@ -32,7 +32,7 @@ const (
 
 	// nodeCreateWorkers bounds the parallel node creations.
 	nodeCreateWorkers = 32
-	// nodesReadyTimeout bounds the wait for new nodes to become Ready.
+	// nodesReadyTimeout bounds the wait for new nodes to become Ready, and 50ms more per node.
 	nodesReadyTimeout = 3 * time.Minute
 )
 
@@ -160,8 +160,14 @@ func (c *Cluster) createNodes(ctx context.Context, indexes []int) ([]string, err
 func (c *Cluster) waitNodesReady(ctx context.Context, names []string) error {
 	want := sets.New(names...)
 	var notReady []string
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, nodesReadyTimeout, true, func(ctx context.Context) (bool, error) {
-		nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: NodeTypeLabel + "=kwok"})
+	// Thousands of nodes take minutes on 2 cores (kwok initializes about 20 a second), and
+	// listing them four times a second would only slow that down.
+	interval, timeout := 250*time.Millisecond, nodesReadyTimeout+time.Duration(len(names))*50*time.Millisecond
+	if len(names) > 200 {
+		interval = 2 * time.Second
+	}
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+		nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: NodeTypeLabel + "=kwok", ResourceVersion: "0"})
 		if err != nil {
 			return false, nil
 		}
