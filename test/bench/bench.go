@@ -247,20 +247,11 @@ func (b *bench) setup(ctx context.Context, s Scenario, ns string) error {
 	}
 	want := s.pods()
 	slog.Info("Waiting for the workloads", "namespace", ns, "pods", want)
+	ready := func(p *corev1.Pod) bool { return p.DeletionTimestamp == nil && podReady(p) }
+	if err := b.waitPods(ctx, ns, want, "Ready", ready); err != nil {
+		return fmt.Errorf("the workloads are not Ready: %w", err)
+	}
 	err = wait.PollUntilContextTimeout(ctx, time.Second, setupTimeout, true, func(ctx context.Context) (bool, error) {
-		pods, err := b.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			return false, nil
-		}
-		ready := 0
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && podReady(&p) {
-				ready++
-			}
-		}
-		if ready < want {
-			return false, nil
-		}
 		pdbs, err := b.cs.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
@@ -273,7 +264,7 @@ func (b *bench) setup(ctx context.Context, s Scenario, ns string) error {
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the workloads are not Ready: %w", err)
+		return fmt.Errorf("the disruption budgets are not computed: %w", err)
 	}
 	return b.cordon(ctx, others, false)
 }
@@ -294,8 +285,7 @@ func (b *bench) cordon(ctx context.Context, nodes []string, unschedulable bool) 
 
 // sample feeds tr with every event of the pods in ns, until the returned function is called.
 func (b *bench) sample(ctx context.Context, ns string, tr *tracker) (stop func(), err error) {
-	lw := toolscache.NewListWatchFromClient(b.cs.CoreV1().RESTClient(), "pods", ns, fields.Everything())
-	inf := toolscache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, nil)
+	inf := b.podInformer(ns)
 	observe := func(o any, deleted bool) {
 		if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 			o = tomb.Obj
@@ -614,7 +604,8 @@ func (b *bench) idleMemory(ctx context.Context, nodes, pods int) (*IdleResult, e
 		return nil, err
 	}
 	slog.Info("Waiting for the idle pods", "pods", pods)
-	if err := b.waitPodsRunning(ctx, ns, pods); err != nil {
+	running := func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
+	if err := b.waitPods(ctx, ns, pods, "Running", running); err != nil {
 		return nil, fmt.Errorf("the idle pods are not Running: %w", err)
 	}
 	ctrl, err := b.startController(ctx, ns)
@@ -686,28 +677,36 @@ func (b *bench) createIdlePods(ctx context.Context, ns string, pods int) error {
 	return g.Wait()
 }
 
-// waitPodsRunning waits until want pods of namespace run. It watches them: listing tens of
-// thousands of pods again and again would take the CPU the API server and kwok need to start
-// them.
-func (b *bench) waitPodsRunning(ctx context.Context, ns string, want int) error {
+// podInformer returns an informer on the pods of ns.
+func (b *bench) podInformer(ns string) toolscache.SharedIndexInformer {
+	lw := toolscache.NewListWatchFromClient(b.cs.CoreV1().RESTClient(), "pods", ns, fields.Everything())
+	return toolscache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, nil)
+}
+
+// waitPods waits up to setupTimeout until want pods of ns are what ok says (what names it in
+// the log). It watches them: listing thousands of pods again and again takes the CPU the API
+// server and kwok need to start them.
+func (b *bench) waitPods(ctx context.Context, ns string, want int, what string, ok func(*corev1.Pod) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
-	lw := toolscache.NewListWatchFromClient(b.cs.CoreV1().RESTClient(), "pods", ns, fields.Everything())
-	inf := toolscache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, nil)
+	inf := b.podInformer(ns)
 	go inf.RunWithContext(ctx)
-	running := 0
-	err := wait.PollUntilContextCancel(ctx, 15*time.Second, false, func(context.Context) (bool, error) {
-		running = 0
+	n, last := 0, time.Now()
+	err := wait.PollUntilContextCancel(ctx, time.Second, false, func(context.Context) (bool, error) {
+		n = 0
 		for _, o := range inf.GetStore().List() {
-			if o.(*corev1.Pod).Status.Phase == corev1.PodRunning {
-				running++
+			if ok(o.(*corev1.Pod)) {
+				n++
 			}
 		}
-		slog.Info("Pods running", "running", running, "of", want)
-		return running >= want, nil
+		if time.Since(last) >= 15*time.Second {
+			slog.Info("Pods "+what, "count", n, "of", want)
+			last = time.Now()
+		}
+		return n >= want, nil
 	})
 	if err != nil {
-		return fmt.Errorf("%d of %d pods running: %w", running, want, err)
+		return fmt.Errorf("%d of %d pods %s: %w", n, want, what, err)
 	}
 	return nil
 }
