@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 const (
@@ -160,20 +161,19 @@ func (c *Cluster) createNodes(ctx context.Context, indexes []int) ([]string, err
 func (c *Cluster) waitNodesReady(ctx context.Context, names []string) error {
 	want := sets.New(names...)
 	var notReady []string
-	// Thousands of nodes take minutes on 2 cores (kwok initializes about 20 a second), and
-	// listing them four times a second would only slow that down.
-	interval, timeout := 250*time.Millisecond, nodesReadyTimeout+time.Duration(len(names))*50*time.Millisecond
-	if len(names) > 200 {
-		interval = 2 * time.Second
-	}
-	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
-		nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: NodeTypeLabel + "=kwok", ResourceVersion: "0"})
-		if err != nil {
-			return false, nil
-		}
+	// A watch, not a list polled: thousands of nodes take minutes on 2 cores (kwok initializes
+	// about 20 a second), and listing them again and again would slow that down.
+	ctx, cancel := context.WithTimeout(ctx, nodesReadyTimeout+time.Duration(len(names))*50*time.Millisecond)
+	defer cancel()
+	lw := toolscache.NewFilteredListWatchFromClient(c.client.CoreV1().RESTClient(), "nodes", metav1.NamespaceAll,
+		func(o *metav1.ListOptions) { o.LabelSelector = NodeTypeLabel + "=kwok" })
+	inf := toolscache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, nil)
+	go inf.RunWithContext(ctx)
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(context.Context) (bool, error) {
 		ready := sets.New[string]()
-		for _, node := range nodes.Items {
-			if IsNodeReady(&node) && !slices.ContainsFunc(node.Spec.Taints, isNotReadyTaint) {
+		for _, o := range inf.GetStore().List() {
+			node := o.(*corev1.Node)
+			if IsNodeReady(node) && !slices.ContainsFunc(node.Spec.Taints, isNotReadyTaint) {
 				ready.Insert(node.Name)
 			}
 		}
