@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
@@ -274,6 +276,35 @@ func TestRestartKwok(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.WaitDeploymentAvailable(t, ns, d.Name)
+}
+
+// TestPodReadyAgain: kube-controller-manager marks the pods of a node that missed its
+// heartbeats not Ready; once the node is back, its kubelet marks them Ready again, and so does
+// kwok (the pod-ready-again stage). Without it they would stay not Ready for good.
+func TestPodReadyAgain(t *testing.T) {
+	ns := framework.Namespace(t)
+	d := framework.NewDeployment(ns, "web", 1)
+	framework.CreateDeployment(t, d)
+	pod := podsOf(t, d)[0]
+	// What the node lifecycle controller writes (MarkPodsNotReady).
+	patch := []byte(`{"status":{"conditions":[{"type":"Ready","status":"False","lastTransitionTime":"` +
+		time.Now().UTC().Format(time.RFC3339) + `"}]}}`)
+	if err := framework.Client().Status().Patch(t.Context(), &pod, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	if isPodReady(&pod) {
+		t.Fatalf("pod %s still Ready after the patch", pod.Name)
+	}
+	framework.Eventually(t, 30*time.Second, "pod "+pod.Name+" Ready again", func(ctx context.Context) (bool, error) {
+		var p corev1.Pod
+		if err := framework.Client().Get(ctx, client.ObjectKeyFromObject(&pod), &p); err != nil {
+			return false, err
+		}
+		if p.UID != pod.UID {
+			return false, fmt.Errorf("pod %s was replaced", pod.Name)
+		}
+		return isPodReady(&p), nil
+	})
 }
 
 func TestRestartAPIServer(t *testing.T) {

@@ -97,8 +97,9 @@ const (
 	// kube-controller-manager marks it NotReady (upstream default 50s). kwok renews the node
 	// Leases every 10s (a quarter of nodeLeaseDuration), so this tolerates three missed renewals:
 	// an API server restart of a few seconds must not look like failed nodes. With 20s, one
-	// missed renewal did, and kube-controller-manager marked every pod of those nodes not Ready;
-	// kwok, unlike a kubelet, never marks them Ready again.
+	// missed renewal did, and kube-controller-manager marked every pod of those nodes not Ready
+	// (kwok marks them Ready again a second later, see the pod-ready-again stage, but the tests
+	// count that as a disruption).
 	nodeMonitorGracePeriod = 40 * time.Second
 	// maxStartAttempts bounds the retries on another process taking a free port first.
 	maxStartAttempts = 3
