@@ -285,3 +285,32 @@ func TestWriteDocsParts(t *testing.T) {
 		t.Errorf("scenario M written after the regular part's end:\n%s", got)
 	}
 }
+
+// Scenario L and the idle measurement run apart make one report: L from the first file, the idle
+// figures from the second with the time of their own run; a later result of a scenario replaces
+// an earlier one.
+func TestMergeReports(t *testing.T) {
+	l := &Report{Time: "T1", Settings: Settings{ClusterNodes: 1000}, Scenarios: []ScenarioResult{{Name: "L", Description: "first"}}}
+	idle := &Report{Time: "T2", Settings: Settings{ClusterNodes: 5000}, Idle: &IdleResult{Nodes: 5000, Pods: 50000, RSSMiB: 590}}
+	again := &Report{Time: "T3", Scenarios: []ScenarioResult{{Name: "L", Description: "again"}, {Name: "M", Description: "medium"}}}
+	m := mergeReports([]*Report{l, idle, again})
+	if m.Time != "T1" || m.Settings.ClusterNodes != 1000 {
+		t.Errorf("time %s, %d nodes: want the first report's, T1 and 1000", m.Time, m.Settings.ClusterNodes)
+	}
+	if len(m.Scenarios) != 2 || m.Scenarios[0].Description != "again" || m.Scenarios[1].Name != "M" {
+		t.Errorf("scenarios %+v: want L (again) and M", m.Scenarios)
+	}
+	if m.Idle == nil || m.Idle.RSSMiB != 590 || m.Idle.Time != "T2" {
+		t.Fatalf("idle %+v: want 590 MiB measured at T2", m.Idle)
+	}
+	if l.Scenarios[0].Description != "first" || idle.Idle.Time != "" {
+		t.Error("merging changed its inputs")
+	}
+	md := renderMarkdown(m, "")
+	if !strings.Contains(md, "Run T1 ") || !strings.Contains(md, "Controller idle (run T2) with 5000 nodes") {
+		t.Errorf("markdown does not name both runs:\n%s", md)
+	}
+	if md := renderMarkdown(mergeReports([]*Report{idle}), ""); strings.Contains(md, "(run ") {
+		t.Errorf("one report names its idle run apart:\n%s", md)
+	}
+}

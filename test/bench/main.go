@@ -67,7 +67,7 @@ func main() {
 	flag.DurationVar(&o.classicTimeout, "classic-timeout", 30*time.Second, "The classic drain's timeout per node (kubectl drain --timeout); a pod its PDB never lets go blocks it until then.")
 	flag.DurationVar(&o.responseTimeout, "response-timeout", 30*time.Second, "The NodeMaintenance's evacuationResponseTimeout: how long pods no responder answers for wait before they are evicted.")
 	flag.DurationVar(&o.runTimeout, "run-timeout", 10*time.Minute, "How long one run may take before the benchmark fails.")
-	flag.StringVar(&o.fromJSON, "from-json", "", "Run nothing: print the table of this results file and, with -write-docs, write its figures to docs/benchmarks.md.")
+	flag.StringVar(&o.fromJSON, "from-json", "", "Run nothing: print the table of these results files (comma-separated; later ones add their scenarios and idle measurement to the first) and, with -write-docs, write their figures to docs/benchmarks.md.")
 	flag.BoolVar(&o.keep, "keep-cluster", false, "Leave the cluster running at the end (it is reused by the next run).")
 	flag.Parse()
 	for _, n := range strings.Split(names, ",") {
@@ -189,17 +189,24 @@ func run(o options) error {
 	return runErr
 }
 
-// render prints the table of a results file and, with -write-docs, writes its figures to the docs.
+// render prints the table of one or more results files and, with -write-docs, writes their
+// figures to the docs. Several files make one report: scenario L and the idle measurement, run
+// apart, go into the large part of the page together.
 func render(o options) error {
-	data, err := os.ReadFile(o.fromJSON)
-	if err != nil {
-		return err
+	var reports []*Report
+	for _, name := range strings.Split(o.fromJSON, ",") {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		var r Report
+		if err := json.Unmarshal(data, &r); err != nil {
+			return fmt.Errorf("reading %s: %w", name, err)
+		}
+		reports = append(reports, &r)
 	}
-	var r Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return fmt.Errorf("reading %s: %w", o.fromJSON, err)
-	}
-	fmt.Print(renderTable(&r))
+	r := mergeReports(reports)
+	fmt.Print(renderTable(r))
 	if !o.writeDocs {
 		return nil
 	}
@@ -207,7 +214,7 @@ func render(o options) error {
 	if err != nil {
 		return err
 	}
-	return writeDocs(root, &r)
+	return writeDocs(root, r)
 }
 
 // writeReport writes the report to out/<time>.json and out/latest.json.

@@ -90,6 +90,8 @@ type RunResult struct {
 
 // IdleResult is the controller's memory on a big cluster with no maintenance.
 type IdleResult struct {
+	// Time is the time of the run that measured it, when it is not the report's (mergeReports).
+	Time       string  `json:"time,omitempty"`
 	Nodes      int     `json:"nodes"`
 	Pods       int     `json:"pods"`
 	RSSMiB     float64 `json:"rssMiB"`
@@ -295,7 +297,11 @@ func renderMarkdown(r *Report, chart string) string {
 		b.WriteString("\n")
 	}
 	if r.Idle != nil {
-		fmt.Fprintf(&b, "Controller idle with %d nodes and %d pods: RSS %.0f MiB (peak %.0f MiB).\n\n", r.Idle.Nodes, r.Idle.Pods, r.Idle.RSSMiB, r.Idle.PeakRSSMiB)
+		when := ""
+		if r.Idle.Time != "" && r.Idle.Time != r.Time {
+			when = " (run " + r.Idle.Time + ")"
+		}
+		fmt.Fprintf(&b, "Controller idle%s with %d nodes and %d pods: RSS %.0f MiB (peak %.0f MiB).\n\n", when, r.Idle.Nodes, r.Idle.Pods, r.Idle.RSSMiB, r.Idle.PeakRSSMiB)
 	}
 	return b.String()
 }
@@ -438,4 +444,35 @@ func niceStep(raw float64) float64 {
 		}
 	}
 	return 10 * p
+}
+
+// mergeReports makes one report of several: the first one's time, machine and settings, the
+// scenarios of all (a later result of the same scenario replaces an earlier one), and the last
+// idle measurement, which keeps its own time.
+func mergeReports(reports []*Report) *Report {
+	merged := *reports[0]
+	merged.Scenarios = slices.Clone(merged.Scenarios)
+	if merged.Idle != nil && merged.Idle.Time == "" {
+		idle := *merged.Idle
+		idle.Time = merged.Time
+		merged.Idle = &idle
+	}
+	for _, r := range reports[1:] {
+		for _, s := range r.Scenarios {
+			i := slices.IndexFunc(merged.Scenarios, func(m ScenarioResult) bool { return m.Name == s.Name })
+			if i >= 0 {
+				merged.Scenarios[i] = s
+			} else {
+				merged.Scenarios = append(merged.Scenarios, s)
+			}
+		}
+		if r.Idle != nil {
+			idle := *r.Idle
+			if idle.Time == "" {
+				idle.Time = r.Time
+			}
+			merged.Idle = &idle
+		}
+	}
+	return &merged
 }
