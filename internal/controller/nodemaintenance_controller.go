@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -27,6 +26,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/fairqueue"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -363,7 +363,7 @@ func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concur
 				return maintenancesOfNode(ctx, c, node)
 			}),
 			builder.WithPredicates(podChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(fairqueue.Options(concurrency)).
 		Complete(r)
 }
 

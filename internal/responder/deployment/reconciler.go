@@ -31,7 +31,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -39,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/nodemaint/nodemaint/internal/fairqueue"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -288,7 +288,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 				return deploymentOfPod(ctx, c, o.(*corev1.Pod))
 			}),
 			builder.WithPredicates(podEvacuationChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(fairqueue.Options(concurrency)).
 		Complete(r)
 }
 
