@@ -287,28 +287,41 @@ func TestWriteDocsParts(t *testing.T) {
 }
 
 // Scenario L and the idle measurement run apart make one report: L from the first file, the idle
-// figures from the second with the time of their own run; a later result of a scenario replaces
-// an earlier one.
+// figures from the second with the time of their own run; a later run of a method replaces an
+// earlier one and keeps its time, the other method's run stays.
 func TestMergeReports(t *testing.T) {
-	l := &Report{Time: "T1", Settings: Settings{ClusterNodes: 1000}, Scenarios: []ScenarioResult{{Name: "L", Description: "first"}}}
+	l := &Report{Time: "T1", Settings: Settings{ClusterNodes: 1000}, Scenarios: []ScenarioResult{{Name: "L", Description: "first",
+		Runs: []RunResult{{Method: MethodClassic, DurationSeconds: 777}, {Method: MethodNodemaint, DurationSeconds: 1}}}}}
 	idle := &Report{Time: "T2", Settings: Settings{ClusterNodes: 5000}, Idle: &IdleResult{Nodes: 5000, Pods: 50000, RSSMiB: 590}}
-	again := &Report{Time: "T3", Scenarios: []ScenarioResult{{Name: "L", Description: "again"}, {Name: "M", Description: "medium"}}}
+	again := &Report{Time: "T3", Scenarios: []ScenarioResult{
+		{Name: "L", Description: "again", Runs: []RunResult{{Method: MethodNodemaint, DurationSeconds: 300}}},
+		{Name: "M", Description: "medium"}}}
 	m := mergeReports([]*Report{l, idle, again})
 	if m.Time != "T1" || m.Settings.ClusterNodes != 1000 {
 		t.Errorf("time %s, %d nodes: want the first report's, T1 and 1000", m.Time, m.Settings.ClusterNodes)
 	}
 	if len(m.Scenarios) != 2 || m.Scenarios[0].Description != "again" || m.Scenarios[1].Name != "M" {
-		t.Errorf("scenarios %+v: want L (again) and M", m.Scenarios)
+		t.Fatalf("scenarios %+v: want L (again) and M", m.Scenarios)
+	}
+	runs := m.Scenarios[0].Runs
+	if len(runs) != 2 || runs[0].Method != MethodClassic || runs[0].DurationSeconds != 777 || runs[0].Time != "" ||
+		runs[1].Method != MethodNodemaint || runs[1].DurationSeconds != 300 || runs[1].Time != "T3" {
+		t.Errorf("runs of L %+v: want the classic one of T1 and the nodemaint one of T3", runs)
 	}
 	if m.Idle == nil || m.Idle.RSSMiB != 590 || m.Idle.Time != "T2" {
 		t.Fatalf("idle %+v: want 590 MiB measured at T2", m.Idle)
 	}
-	if l.Scenarios[0].Description != "first" || idle.Idle.Time != "" {
+	if l.Scenarios[0].Description != "first" || l.Scenarios[0].Runs[1].DurationSeconds != 1 || idle.Idle.Time != "" || again.Scenarios[0].Runs[0].Time != "" {
 		t.Error("merging changed its inputs")
 	}
 	md := renderMarkdown(m, "")
-	if !strings.Contains(md, "Run T1 ") || !strings.Contains(md, "Controller idle (run T2) with 5000 nodes") {
-		t.Errorf("markdown does not name both runs:\n%s", md)
+	for _, want := range []string{"Run T1 ", "Controller idle (run T2) with 5000 nodes", "nodemaint was run apart: run T3"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown without %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "kubectl-drain was run apart") {
+		t.Errorf("the first report's run named apart:\n%s", md)
 	}
 	if md := renderMarkdown(mergeReports([]*Report{idle}), ""); strings.Contains(md, "(run ") {
 		t.Errorf("one report names its idle run apart:\n%s", md)

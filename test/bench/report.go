@@ -59,6 +59,8 @@ type ScenarioResult struct {
 // requested; nil when it did not happen.
 type RunResult struct {
 	Method string `json:"method"`
+	// Time is the time of the run's report when it is not the merged report's (mergeReports).
+	Time string `json:"time,omitempty"`
 	// EmptySeconds: when the target nodes held no pod (a Blocker's aside) any more.
 	EmptySeconds *float64 `json:"emptySeconds"`
 	// SettledSeconds: when, after that, every workload was back at its replicas, all Ready.
@@ -292,6 +294,9 @@ func renderMarkdown(r *Report, chart string) string {
 			fmt.Fprintf(&b, "%d workload runs went below their replicas (see the JSON).\n\n", len(dips))
 		}
 		for _, run := range s.Runs {
+			if run.Time != "" && run.Time != r.Time {
+				fmt.Fprintf(&b, "- %s was run apart: run %s, on a fresh cluster of the same size.\n", run.Method, run.Time)
+			}
 			fmt.Fprintf(&b, "- %s API server requests per pod: %s\n", run.Method, fmtCounts(run.APIRequestsPerPod))
 		}
 		b.WriteString("\n")
@@ -447,8 +452,8 @@ func niceStep(raw float64) float64 {
 }
 
 // mergeReports makes one report of several: the first one's time, machine and settings, the
-// scenarios of all (a later result of the same scenario replaces an earlier one), and the last
-// idle measurement, which keeps its own time.
+// scenarios of all (a later run of a scenario's method replaces an earlier one; runs and the idle
+// measurement from a later report keep its time), and the last idle measurement.
 func mergeReports(reports []*Report) *Report {
 	merged := *reports[0]
 	merged.Scenarios = slices.Clone(merged.Scenarios)
@@ -459,12 +464,28 @@ func mergeReports(reports []*Report) *Report {
 	}
 	for _, r := range reports[1:] {
 		for _, s := range r.Scenarios {
-			i := slices.IndexFunc(merged.Scenarios, func(m ScenarioResult) bool { return m.Name == s.Name })
-			if i >= 0 {
-				merged.Scenarios[i] = s
-			} else {
-				merged.Scenarios = append(merged.Scenarios, s)
+			s.Runs = slices.Clone(s.Runs)
+			for k := range s.Runs {
+				if s.Runs[k].Time == "" {
+					s.Runs[k].Time = r.Time
+				}
 			}
+			i := slices.IndexFunc(merged.Scenarios, func(m ScenarioResult) bool { return m.Name == s.Name })
+			if i < 0 {
+				merged.Scenarios = append(merged.Scenarios, s)
+				continue
+			}
+			// The later runs replace the earlier ones of their method; the others stay.
+			runs := slices.Clone(merged.Scenarios[i].Runs)
+			for _, run := range s.Runs {
+				if j := slices.IndexFunc(runs, func(m RunResult) bool { return m.Method == run.Method }); j >= 0 {
+					runs[j] = run
+				} else {
+					runs = append(runs, run)
+				}
+			}
+			s.Runs = runs
+			merged.Scenarios[i] = s
 		}
 		if r.Idle != nil {
 			idle := *r.Idle
