@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,6 +39,10 @@ var drainDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 })
 
 func init() { metrics.Registry.MustRegister(evictionsTotal, drainDuration) }
+
+// podWritesPerNode bounds the pod writes (evacuation requests, evictions) one node's reconcile
+// has in flight at once.
+const podWritesPerNode = 10
 
 // +kubebuilder:rbac:groups=nodemaint.dev,resources=drainrules,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -85,11 +91,23 @@ func policyOf(intent maintenance.NodeIntent) drain.Policy {
 // through the Eviction API so that PodDisruptionBudgets hold. A refused eviction backs off for
 // that pod only. It returns when the drain should look again.
 func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, intent maintenance.NodeIntent) (time.Duration, error) {
-	var next requeue
-	later := next.after
-	var errs []error
+	var (
+		mu   sync.Mutex
+		next requeue
+		errs []error
+	)
+	later := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		next.after(d)
+	}
 	now := time.Now()
 	policy := r.active.policy(policyOf(intent))
+	// Like kubectl drain, the pods of a node are evicted in parallel (EvictionSlots bounds the
+	// evictions in flight across all nodes): one at a time, a node of 100 pods held a worker for
+	// minutes on a loaded API server while the other nodes waited their turn.
+	var g errgroup.Group
+	g.SetLimit(podWritesPerNode)
 	for _, c := range plan.Current {
 		pod := c.Pod
 		d := drain.Decide(pod, now, policy, drain.Unanswerable(pod))
@@ -101,28 +119,34 @@ func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, inte
 			later(wait)
 			continue
 		}
-		refusal, err := r.evict(ctx, pod)
-		switch {
-		case err != nil:
-			evictionsTotal.WithLabelValues("failed").Inc()
-			if _, _, before := r.Evictions.Refusal(pod.UID); !before {
-				r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "EvictionFailed", "Evict", "node maintenance: %v", err)
+		g.Go(func() error {
+			refusal, err := r.evict(ctx, pod)
+			switch {
+			case err != nil:
+				evictionsTotal.WithLabelValues("failed").Inc()
+				if _, _, before := r.Evictions.Refusal(pod.UID); !before {
+					r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "EvictionFailed", "Evict", "node maintenance: %v", err)
+				}
+				later(r.Evictions.Refused(pod.UID, now, drain.ReasonEvictionFailed, err.Error()))
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err))
+				mu.Unlock()
+			case refusal != "":
+				evictionsTotal.WithLabelValues("refused").Inc()
+				if _, _, before := r.Evictions.Refusal(pod.UID); !before {
+					r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "EvictionRefused", "Evict", "node maintenance: %s", refusal)
+				}
+				later(r.Evictions.Refused(pod.UID, now, drain.ReasonPodDisruptionBudget, refusal))
+				log.FromContext(ctx).V(1).Info("eviction refused", "pod", client.ObjectKeyFromObject(pod), "reason", refusal)
+			default:
+				evictionsTotal.WithLabelValues("evicted").Inc()
+				r.Evictions.Done(pod.UID)
+				log.FromContext(ctx).Info("evicted pod", "pod", client.ObjectKeyFromObject(pod), "source", c.Class.Source)
 			}
-			later(r.Evictions.Refused(pod.UID, now, drain.ReasonEvictionFailed, err.Error()))
-			errs = append(errs, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err))
-		case refusal != "":
-			evictionsTotal.WithLabelValues("refused").Inc()
-			if _, _, before := r.Evictions.Refusal(pod.UID); !before {
-				r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "EvictionRefused", "Evict", "node maintenance: %s", refusal)
-			}
-			later(r.Evictions.Refused(pod.UID, now, drain.ReasonPodDisruptionBudget, refusal))
-			log.FromContext(ctx).V(1).Info("eviction refused", "pod", client.ObjectKeyFromObject(pod), "reason", refusal)
-		default:
-			evictionsTotal.WithLabelValues("evicted").Inc()
-			r.Evictions.Done(pod.UID)
-			log.FromContext(ctx).Info("evicted pod", "pod", client.ObjectKeyFromObject(pod), "source", c.Class.Source)
-		}
+			return nil
+		})
 	}
+	_ = g.Wait()
 	return next.d, errors.Join(errs...)
 }
 

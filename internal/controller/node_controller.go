@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -178,13 +180,20 @@ func (r *NodeReconciler) deleteLeft(ctx context.Context, node *corev1.Node, plan
 // while the node is drained, and withdraws it otherwise. It never touches another requester's
 // request.
 func (r *NodeReconciler) syncPods(ctx context.Context, pods []corev1.Pod, intent maintenance.NodeIntent, current map[types.UID]bool) error {
-	var errs []error
-	requested, withdrawn := 0, 0
+	var (
+		mu                   sync.Mutex
+		errs                 []error
+		requested, withdrawn int
+	)
 	defer func() {
 		if requested+withdrawn > 0 {
 			log.FromContext(ctx).Info("evacuation requests updated", "requested", requested, "withdrawn", withdrawn)
 		}
 	}()
+	// In parallel: one patch after the other, the requests for a node of 100 pods took seconds
+	// on a loaded API server, and its owners only start moving pods once they have them.
+	var g errgroup.Group
+	g.SetLimit(podWritesPerNode)
 	for i := range pods {
 		pod := &pods[i]
 		orig := pod.DeepCopy()
@@ -200,17 +209,23 @@ func (r *NodeReconciler) syncPods(ctx context.Context, pods []corev1.Pod, intent
 		if !changed {
 			continue
 		}
-		err := r.Client.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig))
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
-		case evacuation.RequestedBy(pod, evacuation.ReasonNodeMaintenance):
-			requested++
-		default:
-			withdrawn++
-		}
+		g.Go(func() error {
+			err := r.Client.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			case evacuation.RequestedBy(pod, evacuation.ReasonNodeMaintenance):
+				requested++
+			default:
+				withdrawn++
+			}
+			return nil
+		})
 	}
+	_ = g.Wait()
 	return errors.Join(errs...)
 }
 
