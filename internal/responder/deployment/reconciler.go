@@ -17,8 +17,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -135,33 +137,57 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 // apply carries out the plan: the pods' answers and marks first, then the Deployment's
 // replicas, surge state and count of pods to evacuate, in one patch. The Deployment is not
 // scaled unless every pod write before succeeded.
+// podWritesInFlight bounds the pod patches one reconcile has in flight at once.
+const podWritesInFlight = 10
+
 func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, p plan) error {
 	logger := log.FromContext(ctx)
-	var errs []error
+	// The pods' answers, then their deletion costs, each in parallel: one patch after the other,
+	// a Deployment of 100 pods on a loaded API server took seconds per step (13s per reconcile in
+	// scenario L of the benchmark) while the other Deployments waited their turn.
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs = append(errs, err)
+	}
+	var g errgroup.Group
+	g.SetLimit(podWritesInFlight)
 	for _, a := range p.answers {
-		var err error
-		switch a.status {
-		case corev1.ConditionTrue:
-			err = evacuation.Accept(ctx, r.Client, a.pod, a.reason, a.message)
-		case corev1.ConditionFalse:
-			err = evacuation.Decline(ctx, r.Client, a.pod, a.reason, a.message)
-		default:
-			err = evacuation.Withdraw(ctx, r.Client, a.pod)
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("answering for pod %s: %w", a.pod.Name, err))
+		g.Go(func() error {
+			var err error
+			switch a.status {
+			case corev1.ConditionTrue:
+				err = evacuation.Accept(ctx, r.Client, a.pod, a.reason, a.message)
+			case corev1.ConditionFalse:
+				err = evacuation.Decline(ctx, r.Client, a.pod, a.reason, a.message)
+			default:
+				err = evacuation.Withdraw(ctx, r.Client, a.pod)
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				fail(fmt.Errorf("answering for pod %s: %w", a.pod.Name, err))
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for _, set := range []struct {
+		pods   []*corev1.Pod
+		lowest bool
+	}{{p.unmark, false}, {p.mark, true}} {
+		for _, pod := range set.pods {
+			g.Go(func() error {
+				if err := r.setDeletionCost(ctx, pod, set.lowest); err != nil {
+					fail(err)
+				}
+				return nil
+			})
 		}
 	}
-	for _, pod := range p.unmark {
-		if err := r.setDeletionCost(ctx, pod, false); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, pod := range p.mark {
-		if err := r.setDeletionCost(ctx, pod, true); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	_ = g.Wait()
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
