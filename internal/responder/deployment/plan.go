@@ -53,7 +53,8 @@ type surgeState struct {
 	OriginalReplicas int32 `json:"originalReplicas"`
 	// Surge is the number of replicas added: the number of pods evacuated by this wave.
 	Surge int32 `json:"surge"`
-	// StartTime is when the surge started; it gives up SurgeTimeout later.
+	// StartTime is when the surge started; it gives up once its pods made no progress for
+	// SurgeTimeout since then (see lastProgress).
 	StartTime metav1.MicroTime `json:"startTime"`
 }
 
@@ -227,7 +228,8 @@ func decide(in input) plan {
 
 	giveUp := false
 	if state != nil && el.ok {
-		deadline := state.StartTime.Add(in.surgeTimeout + time.Duration(d.Spec.MinReadySeconds)*time.Second)
+		progress := lastProgress(live, state)
+		deadline := progress.Add(in.surgeTimeout + time.Duration(d.Spec.MinReadySeconds)*time.Second)
 		wave := marked(live)
 		available := d.Status.ObservedGeneration >= d.Generation &&
 			d.Status.UpdatedReplicas >= replicas && d.Status.AvailableReplicas >= replicas
@@ -241,7 +243,8 @@ func decide(in input) plan {
 					state.Surge, state.OriginalReplicas, podNames(wave))})
 		case !in.now.Before(deadline):
 			giveUp = true
-			p.rollback(live, state, fmt.Sprintf("the replacements were not available within %v", deadline.Sub(state.StartTime.Time)))
+			p.rollback(live, state, fmt.Sprintf("the replacements made no progress for %v (%v after the surge started)",
+				deadline.Sub(progress).Round(time.Second), in.now.Sub(state.StartTime.Time).Round(time.Second)))
 		default:
 			p.requeueAfter = deadline.Sub(in.now)
 		}
@@ -342,11 +345,9 @@ func decide(in input) plan {
 	return p
 }
 
-// rollback ends a surge without completing it: the pods the surge created are marked to go
-// first, the evacuated pods unmarked, and spec.replicas returns to the original count.
-func (p *plan) rollback(live []*corev1.Pod, state *surgeState, why string) {
-	// The surge's pods are the newest ones created since it started (creation times are in
-	// seconds).
+// surgePods are the pods a surge created: the newest ones created since it started (creation
+// times are in seconds) that nobody asked to leave, at most its size.
+func surgePods(live []*corev1.Pod, state *surgeState) []*corev1.Pod {
 	var created []*corev1.Pod
 	for _, pod := range live {
 		if !pod.CreationTimestamp.Time.Before(state.StartTime.Truncate(time.Second)) && !evacuation.Requested(pod) {
@@ -356,9 +357,39 @@ func (p *plan) rollback(live []*corev1.Pod, state *surgeState, why string) {
 	slices.SortFunc(created, func(a, b *corev1.Pod) int {
 		return cmp.Or(b.CreationTimestamp.Compare(a.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
 	})
-	surgePods := created[:min(len(created), int(state.Surge))]
+	return created[:min(len(created), int(state.Surge))]
+}
+
+// lastProgress is when the surge last moved: its start, or the latest time one of its pods was
+// created, scheduled or became ready. A surge gives up only after the surge timeout without
+// progress, as a Deployment's progressDeadlineSeconds counts: on a busy cluster the scheduler may
+// take minutes to place every replacement of every Deployment surging at once, and a surge whose
+// pods keep arriving is slow, not stuck. Giving it up would throw its replacements away and
+// evict the pods instead.
+func lastProgress(live []*corev1.Pod, state *surgeState) time.Time {
+	last := state.StartTime.Time
+	later := func(t time.Time) {
+		if t.After(last) {
+			last = t
+		}
+	}
+	for _, pod := range surgePods(live, state) {
+		later(pod.CreationTimestamp.Time)
+		for _, c := range pod.Status.Conditions {
+			if (c.Type == corev1.PodScheduled || c.Type == corev1.PodReady) && c.Status == corev1.ConditionTrue {
+				later(c.LastTransitionTime.Time)
+			}
+		}
+	}
+	return last
+}
+
+// rollback ends a surge without completing it: the pods the surge created are marked to go
+// first, the evacuated pods unmarked, and spec.replicas returns to the original count.
+func (p *plan) rollback(live []*corev1.Pod, state *surgeState, why string) {
+	created := surgePods(live, state)
 	for _, pod := range live {
-		switch in := slices.Contains(surgePods, pod); {
+		switch in := slices.Contains(created, pod); {
 		case in && !isMarked(pod):
 			p.mark = append(p.mark, pod)
 		case !in && isMarked(pod):
@@ -367,7 +398,7 @@ func (p *plan) rollback(live []*corev1.Pod, state *surgeState, why string) {
 	}
 	p.scale = &scaleChange{replicas: state.OriginalReplicas}
 	p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeRolledBack", "Surge",
-		fmt.Sprintf("%s; scaled back to %d replicas, which removes the surge's pods %s", why, state.OriginalReplicas, podNames(surgePods))})
+		fmt.Sprintf("%s; scaled back to %d replicas, which removes the surge's pods %s", why, state.OriginalReplicas, podNames(created))})
 }
 
 // answerEvents reports the answers that change the pods' EvacuationInitiated. The answers are

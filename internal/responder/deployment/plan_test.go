@@ -148,7 +148,7 @@ func TestDecide(t *testing.T) {
 		},
 		"timed out: declines for good and rolls back": {
 			d:           surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
-			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b", requested(2), accepted), pod("c"), pod("s", created(100))},
+			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b", requested(2), accepted), pod("c"), pod("s", created(170), since(corev1.PodScheduled, 150))},
 			wantAnswers: map[string]string{"a": "False/SurgeTimedOut", "b": "False/SurgeTimedOut"},
 			wantMark:    []string{"s"},
 			wantUnmark:  []string{"a"},
@@ -157,8 +157,34 @@ func TestDecide(t *testing.T) {
 		"minReadySeconds extends the bound": {
 			d: surging(withMinReady(newDeployment(3, 1), 120), state(3, 1, 3*time.Minute), 3),
 			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"),
-				pod("s", created(100))},
+				pod("s", created(170))},
 			wantRequeue: true,
+		},
+		"slow but moving: a replacement scheduled within the timeout keeps the surge": {
+			d: surging(newDeployment(4, 2), state(4, 2, 5*time.Minute), 5),
+			pods: []*corev1.Pod{pod("a", requested(6), accepted, withMark), pod("b", requested(6), accepted, withMark), pod("c"), pod("d"),
+				pod("s1", created(290), since(corev1.PodScheduled, 200), since(corev1.PodReady, 180)),
+				pod("s2", created(290), since(corev1.PodScheduled, 60))},
+			wantRequeue: true,
+		},
+		"progress long ago: gives up": {
+			d: surging(newDeployment(4, 2), state(4, 2, 5*time.Minute), 5),
+			pods: []*corev1.Pod{pod("a", requested(6), accepted, withMark), pod("b", requested(6), accepted, withMark), pod("c"), pod("d"),
+				pod("s1", created(290), since(corev1.PodScheduled, 200), since(corev1.PodReady, 180)),
+				pod("s2", created(290))},
+			wantAnswers: map[string]string{"a": "False/SurgeTimedOut", "b": "False/SurgeTimedOut"},
+			wantMark:    []string{"s1", "s2"},
+			wantUnmark:  []string{"a", "b"},
+			wantScale:   &scaleChange{replicas: 4},
+		},
+		"progress of pods the surge did not create does not count": {
+			d: surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
+			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b", since(corev1.PodReady, 10)), pod("c"),
+				pod("s", created(170))},
+			wantAnswers: map[string]string{"a": "False/SurgeTimedOut"},
+			wantMark:    []string{"s"},
+			wantUnmark:  []string{"a"},
+			wantScale:   &scaleChange{replicas: 3},
 		},
 		"scaled by someone during the surge: keeps their count": {
 			d:          surging(withReplicas(newDeployment(3, 1), 6), state(3, 1, 10*time.Second), 4),
@@ -412,6 +438,14 @@ func terminating(p *corev1.Pod) {
 func created(secondsAgo int) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		p.CreationTimestamp = metav1.NewTime(now.Add(-time.Duration(secondsAgo) * time.Second))
+	}
+}
+
+// since sets the pod's condition True since secondsAgo.
+func since(t corev1.PodConditionType, secondsAgo int) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now.Add(-time.Duration(secondsAgo) * time.Second))})
 	}
 }
 

@@ -44,8 +44,9 @@ import (
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
-// DefaultSurgeTimeout is how long a surge's replacements have to become available (plus the
-// Deployment's minReadySeconds) before the responder gives up and lets eviction move the pods.
+// DefaultSurgeTimeout is how long a surge's replacements may make no progress (none created,
+// scheduled or Ready; plus the Deployment's minReadySeconds) before the responder gives up and
+// lets eviction move the pods.
 const DefaultSurgeTimeout = 2 * time.Minute
 
 // controllerOwnerIndex indexes pods and ReplicaSets by the UID of their controller.
