@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -56,8 +57,8 @@ func main() {
 	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader tries to renew before it gives up the leadership.")
 	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the leadership.")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "Reconciles run in parallel, per controller.")
-	fs.Float32Var(&o.qps, "kube-api-qps", 100, "Requests per second to the API server, all clients of the controller together (client-side rate limit; leader election has its own).")
-	fs.IntVar(&o.burst, "kube-api-burst", 200, "Burst of requests to the API server.")
+	fs.Float32Var(&o.qps, "kube-api-qps", 100, "Requests per second to the API server (client-side rate limit): the node and NodeMaintenance controllers share one token bucket of this size; the Deployment evacuation responder has one of its own of the same size, so that its answers, which have a deadline, never wait behind the requests of a large maintenance; leader election has its own.")
+	fs.IntVar(&o.burst, "kube-api-burst", 200, "Burst of requests to the API server, per token bucket (see --kube-api-qps).")
 	fs.DurationVar(&o.statusBatchDelay, "status-batch-delay", time.Second, "How long pod changes are gathered before a NodeMaintenance status is written.")
 	fs.Int64Var(&o.maxEvictions, "max-concurrent-evictions", 20, "Evictions in flight at once, across all nodes.")
 	fs.DurationVar(&o.evictionMaxBackoff, "eviction-max-backoff", 5*time.Second, "The longest wait before a refused eviction (a PodDisruptionBudget) of a pod is tried again; it backs off exponentially from 1s. kubectl drain retries every 5s.")
@@ -142,8 +143,23 @@ func run(o options) error {
 		log.Info("feature gate disabled: not reconciling NodeMaintenances", "gate", features.DeclarativeNodeMaintenance)
 	}
 	if features.Gate.Enabled(features.NodeMaintenanceDeployment) {
+		// The responder writes through a token bucket of its own: it answers evacuation requests
+		// against the maintenance's response timeout, and behind the node controller's writes of
+		// a large maintenance (10,000 requests at --kube-api-qps) its answers came minutes late,
+		// so the pods it had not answered yet were evicted instead of surged. It stands for an
+		// owner's controller, which would have its own client anyway (KEP-4212). It reads from
+		// the manager's cache.
+		responderCfg := rest.CopyConfig(cfg)
+		responderCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.qps, o.burst)
+		responderCfg.UserAgent = "nodemaint-controller/deployment-responder"
+		responderClient, err := client.New(responderCfg, client.Options{
+			Scheme: scheme, Mapper: mgr.GetRESTMapper(), Cache: &client.CacheOptions{Reader: mgr.GetCache()},
+		})
+		if err != nil {
+			return fmt.Errorf("creating the Deployment evacuation responder's client: %w", err)
+		}
 		if err := (&deployment.Reconciler{
-			Client: mgr.GetClient(), Recorder: recorder, SurgeTimeout: o.surgeTimeout,
+			Client: responderClient, Recorder: recorder, SurgeTimeout: o.surgeTimeout,
 		}).SetupWithManager(ctx, mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up the Deployment evacuation responder: %w", err)
 		}
