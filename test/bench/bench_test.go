@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/xml"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -325,5 +326,21 @@ func TestMergeReports(t *testing.T) {
 	}
 	if md := renderMarkdown(mergeReports([]*Report{idle}), ""); strings.Contains(md, "(run ") {
 		t.Errorf("one report names its idle run apart:\n%s", md)
+	}
+}
+
+func TestClassicTimedOut(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{errors.New(`[error when evicting pods/"db-0" -n "ns" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget., global timeout reached: 30s]`), true},
+		{errors.New(`[error when waiting for pod "web-1" in namespace "ns" to terminate: context deadline exceeded]`), true},
+		{errors.New(`pods "web-1" is forbidden: User "x" cannot create resource "pods/eviction"`), false},
+	} {
+		if got := timedOut(tc.err); got != tc.want {
+			t.Errorf("timedOut(%v) = %t, want %t", tc.err, got, tc.want)
+		}
 	}
 }
