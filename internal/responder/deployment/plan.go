@@ -229,7 +229,7 @@ func decide(in input) plan {
 	giveUp := false
 	if state != nil && el.ok {
 		progress := lastProgress(live, state)
-		deadline := progress.Add(in.surgeTimeout + time.Duration(d.Spec.MinReadySeconds)*time.Second)
+		deadline := progress.Add(patience(d, surgePods(live, state), state, in.surgeTimeout))
 		wave := marked(live)
 		available := d.Status.ObservedGeneration >= d.Generation &&
 			d.Status.UpdatedReplicas >= replicas && d.Status.AvailableReplicas >= replicas
@@ -361,11 +361,11 @@ func surgePods(live []*corev1.Pod, state *surgeState) []*corev1.Pod {
 }
 
 // lastProgress is when the surge last moved: its start, or the latest time one of its pods was
-// created, scheduled or became ready. A surge gives up only after the surge timeout without
-// progress, as a Deployment's progressDeadlineSeconds counts: on a busy cluster the scheduler may
-// take minutes to place every replacement of every Deployment surging at once, and a surge whose
-// pods keep arriving is slow, not stuck. Giving it up would throw its replacements away and
-// evict the pods instead.
+// created, scheduled, initialized or became ready. A surge gives up only after its patience
+// without progress, as a Deployment's progressDeadlineSeconds counts: on a busy cluster the
+// scheduler may take minutes to place every replacement of every Deployment surging at once,
+// and a surge whose pods keep arriving is slow, not stuck. Giving it up would throw its
+// replacements away and evict the pods instead.
 func lastProgress(live []*corev1.Pod, state *surgeState) time.Time {
 	last := state.StartTime.Time
 	later := func(t time.Time) {
@@ -376,12 +376,56 @@ func lastProgress(live []*corev1.Pod, state *surgeState) time.Time {
 	for _, pod := range surgePods(live, state) {
 		later(pod.CreationTimestamp.Time)
 		for _, c := range pod.Status.Conditions {
-			if (c.Type == corev1.PodScheduled || c.Type == corev1.PodReady) && c.Status == corev1.ConditionTrue {
-				later(c.LastTransitionTime.Time)
+			switch c.Type {
+			case corev1.PodScheduled, corev1.PodInitialized, corev1.PodReady:
+				if c.Status == corev1.ConditionTrue {
+					later(c.LastTransitionTime.Time)
+				}
 			}
 		}
 	}
 	return last
+}
+
+// patience is how long a surge may make no progress before it gives up: the surge timeout,
+// which finds replacements that cannot be placed (no capacity, every other node cordoned) or
+// that fail to start. Once every replacement is on a node and starting, its kubelet is at work
+// (pulling images, starting containers), as it would be for any scale-up of the Deployment: the
+// surge then waits as long as the Deployment's own progressDeadlineSeconds if that is longer,
+// the bound after which its owner considers a rollout stuck. minReadySeconds comes on top.
+func patience(d *appsv1.Deployment, created []*corev1.Pod, state *surgeState, surgeTimeout time.Duration) time.Duration {
+	wait := surgeTimeout
+	if len(created) == int(state.Surge) && !slices.ContainsFunc(created, func(pod *corev1.Pod) bool { return !starting(pod) }) {
+		progressDeadline := time.Duration(ptr.Deref(d.Spec.ProgressDeadlineSeconds, defaultProgressDeadlineSeconds)) * time.Second
+		wait = max(wait, progressDeadline)
+	}
+	return wait + time.Duration(d.Spec.MinReadySeconds)*time.Second
+}
+
+// defaultProgressDeadlineSeconds is the API server's default of a Deployment's
+// spec.progressDeadlineSeconds.
+const defaultProgressDeadlineSeconds = 600
+
+// failedToStart are the reasons of a waiting container that a kubelet gives when the container
+// does not start and will not without a change (an image that does not exist, a missing Secret)
+// or keeps failing.
+var failedToStart = []string{"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
+	"CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff"}
+
+// starting reports whether a replacement is Ready, or is on a node whose kubelet is starting it:
+// scheduled, not failed, and none of its containers waiting on a failure.
+func starting(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range statuses {
+			if cs.State.Waiting != nil && slices.Contains(failedToStart, cs.State.Waiting.Reason) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // rollback ends a surge without completing it: the pods the surge created are marked to go

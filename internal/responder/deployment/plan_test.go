@@ -148,7 +148,7 @@ func TestDecide(t *testing.T) {
 		},
 		"timed out: declines for good and rolls back": {
 			d:           surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
-			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b", requested(2), accepted), pod("c"), pod("s", created(170), since(corev1.PodScheduled, 150))},
+			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b", requested(2), accepted), pod("c"), pod("s", created(170))},
 			wantAnswers: map[string]string{"a": "False/SurgeTimedOut", "b": "False/SurgeTimedOut"},
 			wantMark:    []string{"s"},
 			wantUnmark:  []string{"a"},
@@ -166,6 +166,49 @@ func TestDecide(t *testing.T) {
 				pod("s1", created(290), since(corev1.PodScheduled, 200), since(corev1.PodReady, 180)),
 				pod("s2", created(290), since(corev1.PodScheduled, 60))},
 			wantRequeue: true,
+		},
+		"replacement starting on its node: waits for the Deployment's progress deadline": {
+			d: surging(newDeployment(3, 1), state(3, 1, 9*time.Minute), 3),
+			pods: []*corev1.Pod{pod("a", requested(10), accepted, withMark), pod("b"), pod("c"),
+				pod("s", created(530), onNode, since(corev1.PodScheduled, 530))},
+			wantRequeue: true,
+		},
+		"replacement starting past the progress deadline: gives up": {
+			d: surging(newDeployment(3, 1), state(3, 1, 11*time.Minute), 3),
+			pods: []*corev1.Pod{pod("a", requested(12), accepted, withMark), pod("b"), pod("c"),
+				pod("s", created(650), onNode, since(corev1.PodScheduled, 650), since(corev1.PodInitialized, 620))},
+			wantAnswers: map[string]string{"a": "False/SurgeTimedOut"},
+			wantMark:    []string{"s"},
+			wantUnmark:  []string{"a"},
+			wantScale:   &scaleChange{replicas: 3},
+		},
+		"a shorter progressDeadlineSeconds leaves the surge timeout": {
+			d: surging(withProgressDeadline(newDeployment(3, 1), 60), state(3, 1, 3*time.Minute), 3),
+			pods: []*corev1.Pod{pod("a", requested(4), accepted, withMark), pod("b"), pod("c"),
+				pod("s", created(170), onNode, since(corev1.PodScheduled, 170))},
+			wantAnswers: map[string]string{"a": "False/SurgeTimedOut"},
+			wantMark:    []string{"s"},
+			wantUnmark:  []string{"a"},
+			wantScale:   &scaleChange{replicas: 3},
+		},
+		"replacement whose image does not pull: the surge timeout": {
+			d: surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
+			pods: []*corev1.Pod{pod("a", requested(4), accepted, withMark), pod("b"), pod("c"),
+				pod("s", created(170), onNode, since(corev1.PodScheduled, 170), waiting("ImagePullBackOff"))},
+			wantAnswers: map[string]string{"a": "False/SurgeTimedOut"},
+			wantMark:    []string{"s"},
+			wantUnmark:  []string{"a"},
+			wantScale:   &scaleChange{replicas: 3},
+		},
+		"one replacement starting, one not placed: the surge timeout": {
+			d: surging(newDeployment(4, 2), state(4, 2, 5*time.Minute), 5),
+			pods: []*corev1.Pod{pod("a", requested(6), accepted, withMark), pod("b", requested(6), accepted, withMark), pod("c"), pod("d"),
+				pod("s1", created(290), onNode, since(corev1.PodScheduled, 290)),
+				pod("s2", created(290))},
+			wantAnswers: map[string]string{"a": "False/SurgeTimedOut", "b": "False/SurgeTimedOut"},
+			wantMark:    []string{"s1", "s2"},
+			wantUnmark:  []string{"a", "b"},
+			wantScale:   &scaleChange{replicas: 4},
 		},
 		"progress long ago: gives up": {
 			d: surging(newDeployment(4, 2), state(4, 2, 5*time.Minute), 5),
@@ -439,6 +482,22 @@ func created(secondsAgo int) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		p.CreationTimestamp = metav1.NewTime(now.Add(-time.Duration(secondsAgo) * time.Second))
 	}
+}
+
+// onNode binds the pod to a node.
+func onNode(p *corev1.Pod) { p.Spec.NodeName = "node-1" }
+
+// waiting makes the pod's container wait for reason.
+func waiting(reason string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: "app",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}})
+	}
+}
+
+func withProgressDeadline(d *appsv1.Deployment, seconds int32) *appsv1.Deployment {
+	d.Spec.ProgressDeadlineSeconds = ptr.To(seconds)
+	return d
 }
 
 // since sets the pod's condition True since secondsAgo.

@@ -269,6 +269,44 @@ func TestNoCapacityGivesUp(t *testing.T) {
 	}
 }
 
+// TestSlowStartKeepsSurge: the surge pod is placed at once but takes three times the
+// responder's bound to start, as after a slow image pull. Its kubelet is at work, so the
+// responder waits (up to the Deployment's progressDeadlineSeconds) instead of giving up and
+// leaving the pod to an eviction that its budget (minAvailable 1) would refuse.
+func TestSlowStartKeepsSurge(t *testing.T) {
+	const bound = 5 * time.Second
+	startNodemaint(t, bound)
+	ns := framework.Namespace(t)
+	createDeployment(t, ns, "web", 1, intstr.FromInt32(1), (3 * bound).String(), 0)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		},
+	}
+	if err := framework.Client().Create(t.Context(), pdb); err != nil {
+		t.Fatal(err)
+	}
+	s := watchApp(t, ns, "web")
+	old := s.view().live()[0]
+
+	maintain(t, ns, old.Spec.NodeName)
+	s.waitFor(t, waitTimeout, "the pod replaced on another node", func(v view) bool {
+		return v.settled(1) && v.pod(old.Name) == nil && v.live()[0].Spec.NodeName != old.Spec.NodeName
+	})
+	if s.declinedWith("SurgeTimedOut") {
+		t.Errorf("the responder gave up on a surge pod that was starting on its node")
+	}
+	if n := countEvents(t, ns, "web", "SurgeRolledBack"); n > 0 {
+		t.Errorf("%d SurgeRolledBack Events, want none", n)
+	}
+	if minReady, _, _ := s.stats(); minReady < 1 {
+		t.Errorf("Ready pods went down to %d, want 1 throughout", minReady)
+	}
+	expectMarkersGone(t, ns, "web")
+}
+
 // TestControllerKilledDuringSurge: nodemaint-controller is killed while a surge is in flight and
 // started again after the surge became Ready: the evacuation completes, in more waves, the
 // replicas are restored exactly and availability never dropped.
