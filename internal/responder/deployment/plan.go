@@ -229,7 +229,7 @@ func decide(in input) plan {
 	giveUp := false
 	if state != nil && el.ok {
 		progress := lastProgress(live, state)
-		deadline := progress.Add(patience(d, surgePods(live, state), state, in.surgeTimeout))
+		deadline := progress.Add(patience(d, in.replicaSets, surgePods(live, state), in.surgeTimeout))
 		wave := marked(live)
 		available := d.Status.ObservedGeneration >= d.Generation &&
 			d.Status.UpdatedReplicas >= replicas && d.Status.AvailableReplicas >= replicas
@@ -387,15 +387,17 @@ func lastProgress(live []*corev1.Pod, state *surgeState) time.Time {
 	return last
 }
 
-// patience is how long a surge may make no progress before it gives up: the surge timeout,
-// which finds replacements that cannot be placed (no capacity, every other node cordoned) or
-// that fail to start. Once every replacement is on a node and starting, its kubelet is at work
-// (pulling images, starting containers), as it would be for any scale-up of the Deployment: the
-// surge then waits as long as the Deployment's own progressDeadlineSeconds if that is longer,
-// the bound after which its owner considers a rollout stuck. minReadySeconds comes on top.
-func patience(d *appsv1.Deployment, created []*corev1.Pod, state *surgeState, surgeTimeout time.Duration) time.Duration {
+// patience is how long a surge may make no progress before it gives up. The surge timeout is
+// the bound for replacements that show a problem: one that cannot be placed (no capacity, every
+// other node cordoned), one whose containers fail to start, or a ReplicaSet that fails to create
+// them (a quota, an admission webhook). A surge that is only slow, its replacements waiting for
+// kube-controller-manager, the scheduler or their kubelets on a busy cluster (slow image pulls),
+// waits as it would for any scale-up of the Deployment: up to the Deployment's own
+// progressDeadlineSeconds when that is longer, the bound after which its owner considers a
+// rollout stuck. minReadySeconds comes on top.
+func patience(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, created []*corev1.Pod, surgeTimeout time.Duration) time.Duration {
 	wait := surgeTimeout
-	if len(created) == int(state.Surge) && !slices.ContainsFunc(created, func(pod *corev1.Pod) bool { return !starting(pod) }) {
+	if !slices.ContainsFunc(created, inTrouble) && !slices.ContainsFunc(replicaSets, failingToCreate) {
 		progressDeadline := time.Duration(ptr.Deref(d.Spec.ProgressDeadlineSeconds, defaultProgressDeadlineSeconds)) * time.Second
 		wait = max(wait, progressDeadline)
 	}
@@ -412,20 +414,40 @@ const defaultProgressDeadlineSeconds = 600
 var failedToStart = []string{"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
 	"CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff"}
 
-// starting reports whether a replacement is Ready, or is on a node whose kubelet is starting it:
-// scheduled, not failed, and none of its containers waiting on a failure.
-func starting(pod *corev1.Pod) bool {
-	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodFailed {
-		return false
+// inTrouble reports whether a replacement shows that it may never become Ready: the scheduler
+// found no node for it, it failed, or one of its containers waits on a failure.
+func inTrouble(pod *corev1.Pod) bool {
+	if pod.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	if c := podCondition(pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse {
+		return true
 	}
 	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
 		for _, cs := range statuses {
 			if cs.State.Waiting != nil && slices.Contains(failedToStart, cs.State.Waiting.Reason) {
-				return false
+				return true
 			}
 		}
 	}
-	return true
+	return false
+}
+
+// failingToCreate reports whether the ReplicaSet controller fails to create the ReplicaSet's
+// pods (condition ReplicaFailure, e.g. a quota exceeded).
+func failingToCreate(rs *appsv1.ReplicaSet) bool {
+	return slices.ContainsFunc(rs.Status.Conditions, func(c appsv1.ReplicaSetCondition) bool {
+		return c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue
+	})
+}
+
+func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == t {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // rollback ends a surge without completing it: the pods the surge created are marked to go

@@ -82,6 +82,7 @@ func TestDecide(t *testing.T) {
 	for name, tc := range map[string]struct {
 		d           *appsv1.Deployment
 		extraRS     bool
+		rsFailure   bool
 		autoscaled  bool
 		pods        []*corev1.Pod
 		wantAnswers map[string]string // pod → "True/Reason", "False/Reason" or "withdraw"
@@ -148,7 +149,7 @@ func TestDecide(t *testing.T) {
 		},
 		"timed out: declines for good and rolls back": {
 			d:           surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
-			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b", requested(2), accepted), pod("c"), pod("s", created(170))},
+			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b", requested(2), accepted), pod("c"), pod("s", created(170), unschedulable)},
 			wantAnswers: map[string]string{"a": "False/SurgeTimedOut", "b": "False/SurgeTimedOut"},
 			wantMark:    []string{"s"},
 			wantUnmark:  []string{"a"},
@@ -204,17 +205,36 @@ func TestDecide(t *testing.T) {
 			d: surging(newDeployment(4, 2), state(4, 2, 5*time.Minute), 5),
 			pods: []*corev1.Pod{pod("a", requested(6), accepted, withMark), pod("b", requested(6), accepted, withMark), pod("c"), pod("d"),
 				pod("s1", created(290), onNode, since(corev1.PodScheduled, 290)),
-				pod("s2", created(290))},
+				pod("s2", created(290), unschedulable)},
 			wantAnswers: map[string]string{"a": "False/SurgeTimedOut", "b": "False/SurgeTimedOut"},
 			wantMark:    []string{"s1", "s2"},
 			wantUnmark:  []string{"a", "b"},
 			wantScale:   &scaleChange{replicas: 4},
 		},
+		"replacements not created yet on a busy cluster: waits for the progress deadline": {
+			d:           surging(newDeployment(3, 1), state(3, 1, 5*time.Minute), 3),
+			pods:        []*corev1.Pod{pod("a", requested(6), accepted, withMark), pod("b"), pod("c")},
+			wantRequeue: true,
+		},
+		"replacement created, not placed yet, nothing wrong: waits for the progress deadline": {
+			d: surging(newDeployment(3, 1), state(3, 1, 5*time.Minute), 3),
+			pods: []*corev1.Pod{pod("a", requested(6), accepted, withMark), pod("b"), pod("c"),
+				pod("s", created(290))},
+			wantRequeue: true,
+		},
+		"the ReplicaSet fails to create the replacements: the surge timeout": {
+			d:           surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
+			rsFailure:   true,
+			pods:        []*corev1.Pod{pod("a", requested(4), accepted, withMark), pod("b"), pod("c")},
+			wantAnswers: map[string]string{"a": "False/SurgeTimedOut"},
+			wantUnmark:  []string{"a"},
+			wantScale:   &scaleChange{replicas: 3},
+		},
 		"progress long ago: gives up": {
 			d: surging(newDeployment(4, 2), state(4, 2, 5*time.Minute), 5),
 			pods: []*corev1.Pod{pod("a", requested(6), accepted, withMark), pod("b", requested(6), accepted, withMark), pod("c"), pod("d"),
 				pod("s1", created(290), since(corev1.PodScheduled, 200), since(corev1.PodReady, 180)),
-				pod("s2", created(290))},
+				pod("s2", created(290), unschedulable)},
 			wantAnswers: map[string]string{"a": "False/SurgeTimedOut", "b": "False/SurgeTimedOut"},
 			wantMark:    []string{"s1", "s2"},
 			wantUnmark:  []string{"a", "b"},
@@ -223,7 +243,7 @@ func TestDecide(t *testing.T) {
 		"progress of pods the surge did not create does not count": {
 			d: surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
 			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b", since(corev1.PodReady, 10)), pod("c"),
-				pod("s", created(170))},
+				pod("s", created(170), unschedulable)},
 			wantAnswers: map[string]string{"a": "False/SurgeTimedOut"},
 			wantMark:    []string{"s"},
 			wantUnmark:  []string{"a"},
@@ -310,6 +330,10 @@ func TestDecide(t *testing.T) {
 				autoscaled: tc.autoscaled, now: now, surgeTimeout: 2 * time.Minute}
 			if tc.extraRS {
 				in.replicaSets = append(in.replicaSets, replicaSet("old", 1))
+			}
+			if tc.rsFailure {
+				in.replicaSets[0].Status.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure,
+					Status: corev1.ConditionTrue, Reason: "FailedCreate"}}
 			}
 			p := decide(in)
 			got := map[string]string{}
@@ -482,6 +506,12 @@ func created(secondsAgo int) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		p.CreationTimestamp = metav1.NewTime(now.Add(-time.Duration(secondsAgo) * time.Second))
 	}
+}
+
+// unschedulable marks the pod as one the scheduler found no node for.
+func unschedulable(p *corev1.Pod) {
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled,
+		Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable})
 }
 
 // onNode binds the pod to a node.

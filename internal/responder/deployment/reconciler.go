@@ -46,8 +46,8 @@ import (
 
 // DefaultSurgeTimeout is how long a surge's replacements may make no progress (none created,
 // scheduled, initialized or Ready; plus the Deployment's minReadySeconds) before the responder
-// gives up and lets eviction move the pods; replacements that are all on their nodes and
-// starting get the Deployment's progressDeadlineSeconds if that is longer (see patience).
+// gives up and lets eviction move the pods, once a replacement shows a problem; a surge that is
+// only slow gets the Deployment's progressDeadlineSeconds if that is longer (see patience).
 const DefaultSurgeTimeout = 2 * time.Minute
 
 // controllerOwnerIndex indexes pods and ReplicaSets by the UID of their controller.
