@@ -127,8 +127,12 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 	}
 	wait, err = r.evictCurrent(ctx, plan, intent)
+	if err != nil {
+		// The work queue's back-off retries; a RequeueAfter next to an error is ignored.
+		return reconcile.Result{}, err
+	}
 	next.after(wait)
-	return next.result(), err
+	return next.result(), nil
 }
 
 // reportForbidden makes a permission error (a role narrowed below what config/rbac grants)
