@@ -42,24 +42,7 @@ const waitTimeout = 90 * time.Second
 func TestSingleReplicaWithStrictPDB(t *testing.T) {
 	startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
-	createDeployment(t, ns, "web", 1, intstr.FromString("25%"), "5s", 0)
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: ptr.To(intstr.FromInt32(1)),
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-		},
-	}
-	if err := framework.Client().Create(t.Context(), pdb); err != nil {
-		t.Fatal(err)
-	}
-	s := watchApp(t, ns, "web")
-	old := s.view().live()[0]
-
-	maintain(t, ns, old.Spec.NodeName)
-	s.waitFor(t, waitTimeout, "the pod replaced on another node", func(v view) bool {
-		return v.settled(1) && v.pod(old.Name) == nil && v.live()[0].Spec.NodeName != old.Spec.NodeName
-	})
+	s := moveStrictSingleReplica(t, ns, intstr.FromString("25%"), "5s")
 	minReady, maxLive, maxReplicas := s.stats()
 	t.Logf("Ready pods never below %d, at most %d pods, spec.replicas at most %d", minReady, maxLive, maxReplicas)
 	if minReady < 1 || maxLive > 2 || maxReplicas > 2 {
@@ -277,24 +260,7 @@ func TestSlowStartKeepsSurge(t *testing.T) {
 	const bound = 5 * time.Second
 	startNodemaint(t, bound)
 	ns := framework.Namespace(t)
-	createDeployment(t, ns, "web", 1, intstr.FromInt32(1), (3 * bound).String(), 0)
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: ptr.To(intstr.FromInt32(1)),
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-		},
-	}
-	if err := framework.Client().Create(t.Context(), pdb); err != nil {
-		t.Fatal(err)
-	}
-	s := watchApp(t, ns, "web")
-	old := s.view().live()[0]
-
-	maintain(t, ns, old.Spec.NodeName)
-	s.waitFor(t, waitTimeout, "the pod replaced on another node", func(v view) bool {
-		return v.settled(1) && v.pod(old.Name) == nil && v.live()[0].Spec.NodeName != old.Spec.NodeName
-	})
+	s := moveStrictSingleReplica(t, ns, intstr.FromInt32(1), (3 * bound).String())
 	if s.declinedWith("SurgeTimedOut") {
 		t.Errorf("the responder gave up on a surge pod that was starting on its node")
 	}
@@ -335,6 +301,33 @@ func TestControllerKilledDuringSurge(t *testing.T) {
 		t.Errorf("want Ready >= 4, pods <= 5, replicas <= 5 throughout; saw Ready %d, pods %d, replicas %d", minReady, maxLive, maxReplicas)
 	}
 	expectMarkersGone(t, ns, "web")
+}
+
+// moveStrictSingleReplica creates the Deployment web of one replica, with the given maxSurge and
+// start-up time, behind a budget of minAvailable 1 (kubectl drain would wait forever), maintains
+// its node and waits until its pod is replaced on another node. It returns the Deployment's
+// sampler, which saw it all.
+func moveStrictSingleReplica(t *testing.T, ns string, maxSurge intstr.IntOrString, readyDelay string) *sampler {
+	t.Helper()
+	createDeployment(t, ns, "web", 1, maxSurge, readyDelay, 0)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		},
+	}
+	if err := framework.Client().Create(t.Context(), pdb); err != nil {
+		t.Fatal(err)
+	}
+	s := watchApp(t, ns, "web")
+	old := s.view().live()[0]
+
+	maintain(t, ns, old.Spec.NodeName)
+	s.waitFor(t, waitTimeout, "the pod replaced on another node", func(v view) bool {
+		return v.settled(1) && v.pod(old.Name) == nil && v.live()[0].Spec.NodeName != old.Spec.NodeName
+	})
+	return s
 }
 
 // createDeployment creates a Deployment of pods labelled app=name that take readyDelay to
