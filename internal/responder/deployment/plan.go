@@ -53,8 +53,8 @@ type surgeState struct {
 	OriginalReplicas int32 `json:"originalReplicas"`
 	// Surge is the number of replicas added: the number of pods evacuated by this wave.
 	Surge int32 `json:"surge"`
-	// StartTime is when the surge started; it gives up once its pods made no progress for
-	// SurgeTimeout since then (see lastProgress).
+	// StartTime is when the surge started; it gives up once its pods made no progress for its
+	// patience since then (see lastProgress and patience).
 	StartTime metav1.MicroTime `json:"startTime"`
 }
 
@@ -228,8 +228,9 @@ func decide(in input) plan {
 
 	giveUp := false
 	if state != nil && el.ok {
-		progress := lastProgress(live, state)
-		deadline := progress.Add(patience(d, in.replicaSets, surgePods(live, state), in.surgeTimeout))
+		created := surgePods(live, state)
+		progress := lastProgress(created, state)
+		deadline := progress.Add(patience(d, in.replicaSets, created, in.surgeTimeout))
 		wave := marked(live)
 		available := d.Status.ObservedGeneration >= d.Generation &&
 			d.Status.UpdatedReplicas >= replicas && d.Status.AvailableReplicas >= replicas
@@ -360,20 +361,20 @@ func surgePods(live []*corev1.Pod, state *surgeState) []*corev1.Pod {
 	return created[:min(len(created), int(state.Surge))]
 }
 
-// lastProgress is when the surge last moved: its start, or the latest time one of its pods was
-// created, scheduled, initialized or became ready. A surge gives up only after its patience
-// without progress, as a Deployment's progressDeadlineSeconds counts: on a busy cluster the
-// scheduler may take minutes to place every replacement of every Deployment surging at once,
-// and a surge whose pods keep arriving is slow, not stuck. Giving it up would throw its
-// replacements away and evict the pods instead.
-func lastProgress(live []*corev1.Pod, state *surgeState) time.Time {
+// lastProgress is when the surge last moved: its start, or the latest time one of the pods it
+// created (surgePods) was created, scheduled, initialized or became ready. A surge gives up
+// only after its patience without progress, as a Deployment's progressDeadlineSeconds counts:
+// on a busy cluster the scheduler may take minutes to place every replacement of every
+// Deployment surging at once, and a surge whose pods keep arriving is slow, not stuck. Giving
+// it up would throw its replacements away and evict the pods instead.
+func lastProgress(created []*corev1.Pod, state *surgeState) time.Time {
 	last := state.StartTime.Time
 	later := func(t time.Time) {
 		if t.After(last) {
 			last = t
 		}
 	}
-	for _, pod := range surgePods(live, state) {
+	for _, pod := range created {
 		later(pod.CreationTimestamp.Time)
 		for _, c := range pod.Status.Conditions {
 			switch c.Type {
@@ -420,7 +421,7 @@ func inTrouble(pod *corev1.Pod) bool {
 	if pod.Status.Phase == corev1.PodFailed {
 		return true
 	}
-	if c := podCondition(pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse {
+	if c := evacuation.Condition(pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse {
 		return true
 	}
 	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
@@ -439,15 +440,6 @@ func failingToCreate(rs *appsv1.ReplicaSet) bool {
 	return slices.ContainsFunc(rs.Status.Conditions, func(c appsv1.ReplicaSetCondition) bool {
 		return c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue
 	})
-}
-
-func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == t {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // rollback ends a surge without completing it: the pods the surge created are marked to go
