@@ -21,23 +21,40 @@ import (
 
 func setReady(t *testing.T, node string, status corev1.ConditionStatus, since time.Time) {
 	t.Helper()
+	patchNodeStatus(t, node, func(n *corev1.Node) {
+		ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: status, Reason: "Test", LastTransitionTime: metav1.NewTime(since), LastHeartbeatTime: metav1.NewTime(since)}
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == corev1.NodeReady {
+				n.Status.Conditions[i] = ready
+				return
+			}
+		}
+		n.Status.Conditions = append(n.Status.Conditions, ready)
+	})
+}
+
+// patchNodeStatus changes the node's status, as its kubelet would, with a strategic merge patch.
+func patchNodeStatus(t *testing.T, node string, mutate func(*corev1.Node)) {
+	t.Helper()
+	patchNodeWith(t, node, func(ctx context.Context, n *corev1.Node, p client.Patch) error { return k8s.Status().Patch(ctx, n, p) }, mutate)
+}
+
+// patchNode changes the node's metadata or spec with a strategic merge patch.
+func patchNode(t *testing.T, node string, mutate func(*corev1.Node)) {
+	t.Helper()
+	patchNodeWith(t, node, func(ctx context.Context, n *corev1.Node, p client.Patch) error { return k8s.Patch(ctx, n, p) }, mutate)
+}
+
+func patchNodeWith(t *testing.T, node string, patch func(context.Context, *corev1.Node, client.Patch) error, mutate func(*corev1.Node)) {
+	t.Helper()
 	ctx := context.Background()
 	n := &corev1.Node{}
 	if err := k8s.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
 		t.Fatal(err)
 	}
 	orig := n.DeepCopy()
-	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: status, Reason: "Test", LastTransitionTime: metav1.NewTime(since), LastHeartbeatTime: metav1.NewTime(since)}
-	replaced := false
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == corev1.NodeReady {
-			n.Status.Conditions[i], replaced = ready, true
-		}
-	}
-	if !replaced {
-		n.Status.Conditions = append(n.Status.Conditions, ready)
-	}
-	if err := k8s.Status().Patch(ctx, n, client.StrategicMergeFrom(orig)); err != nil {
+	mutate(n)
+	if err := patch(ctx, n, client.StrategicMergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -66,31 +83,7 @@ func expectOutOfService(t *testing.T, node string, want bool) {
 // setBootID sets the node's status.nodeInfo.bootID, as its kubelet reports it.
 func setBootID(t *testing.T, node, bootID string) {
 	t.Helper()
-	ctx := context.Background()
-	n := &corev1.Node{}
-	if err := k8s.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
-		t.Fatal(err)
-	}
-	orig := n.DeepCopy()
-	n.Status.NodeInfo.BootID = bootID
-	if err := k8s.Status().Patch(ctx, n, client.MergeFrom(orig)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// patchNode changes the node's metadata or spec with a merge patch.
-func patchNode(t *testing.T, node string, mutate func(*corev1.Node)) {
-	t.Helper()
-	ctx := context.Background()
-	n := &corev1.Node{}
-	if err := k8s.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
-		t.Fatal(err)
-	}
-	orig := n.DeepCopy()
-	mutate(n)
-	if err := k8s.Patch(ctx, n, client.MergeFrom(orig)); err != nil {
-		t.Fatal(err)
-	}
+	patchNodeStatus(t, node, func(n *corev1.Node) { n.Status.NodeInfo.BootID = bootID })
 }
 
 // TestOutOfService: a drained node that is NotReady past the grace period with a pod stuck
