@@ -70,7 +70,27 @@ type NodeMaintenanceSpec struct {
 	// shutdown configures what happens when a drained node is shut down for its maintenance.
 	// +optional
 	Shutdown *ShutdownSpec `json:"shutdown,omitempty"`
+
+	// drainLabelPolicy says whether the pod label nodemaint.dev/drain (skip, wait-completed) may
+	// override the DrainRules. Honor (the default): a pod's owner can keep its pod on the node or
+	// make the drain wait for it to complete. Ignore: only DrainRules, which cluster admins write,
+	// decide; pods carrying the label are drained like the others. When several maintenances drain
+	// one node, Ignore wins. Skipped pods are counted and named in the status either way.
+	// +optional
+	// +default="Honor"
+	DrainLabelPolicy DrainLabelPolicy `json:"drainLabelPolicy,omitempty"`
 }
+
+// DrainLabelPolicy says whether pods' nodemaint.dev/drain labels override DrainRules.
+// +kubebuilder:validation:Enum=Honor;Ignore
+type DrainLabelPolicy string
+
+const (
+	// DrainLabelPolicyHonor lets the pod label nodemaint.dev/drain override DrainRules.
+	DrainLabelPolicyHonor DrainLabelPolicy = "Honor"
+	// DrainLabelPolicyIgnore ignores the pod label: only DrainRules decide.
+	DrainLabelPolicyIgnore DrainLabelPolicy = "Ignore"
+)
 
 // EvictionPolicy says whether pods are evicted when their owners do not answer.
 // +kubebuilder:validation:Enum=Evict;SignalOnly
@@ -96,14 +116,19 @@ const (
 
 // ShutdownSpec configures the out-of-service handling of KEP-2268 (non-graceful node shutdown).
 type ShutdownSpec struct {
-	// applyOutOfServiceTaint opts in to tainting a drained node that went NotReady while pods are
+	// applyOutOfServiceTaint opts in to tainting a drained node that is shut down while pods are
 	// stuck terminating on it with node.kubernetes.io/out-of-service=nodeshutdown:NoExecute, so that
-	// Kubernetes fails its pods and volumes over. The taint is removed when the node is Ready again
-	// and clean, or when the maintenance completes. A Ready node never gets it.
+	// Kubernetes fails its pods and volumes over (KEP-2268). NotReady alone is no proof of a
+	// shutdown (a network partition looks the same while the pods still run): the node must also
+	// carry positive evidence, the cloud provider's node.cloudprovider.kubernetes.io/shutdown
+	// taint or the annotation nodemaint.dev/shutdown-confirmed set to the node's current
+	// status.nodeInfo.bootID by the automation that shut it down. The taint is removed once the
+	// node is Ready again and no pod is stuck terminating on it. A Ready node never gets it.
 	// +optional
 	ApplyOutOfServiceTaint bool `json:"applyOutOfServiceTaint,omitempty"`
 
-	// notReadyGracePeriod is how long the node must have been NotReady before it is tainted.
+	// notReadyGracePeriod is how long the node must have been NotReady, with evidence of its
+	// shutdown, before it is tainted.
 	// +optional
 	// +default="1m"
 	// +kubebuilder:validation:Type=string

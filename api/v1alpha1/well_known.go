@@ -20,6 +20,15 @@ const (
 	// removes it again; a taint someone else applied stays.
 	OutOfServiceAnnotation = "nodemaint.dev/out-of-service"
 
+	// ShutdownConfirmedAnnotation on a node confirms that it was shut down, for the out-of-service
+	// taint (spec.shutdown): its value is the node's status.nodeInfo.bootID of the boot that was
+	// shut down, so the confirmation lapses by itself when the node boots again.
+	ShutdownConfirmedAnnotation = "nodemaint.dev/shutdown-confirmed"
+
+	// CloudProviderShutdownTaint is the taint the cloud provider's node lifecycle controller puts
+	// on a node whose instance is shut down: evidence of shutdown for the out-of-service taint.
+	CloudProviderShutdownTaint = "node.cloudprovider.kubernetes.io/shutdown"
+
 	// PlannedMaintenanceTaint is the PreferNoSchedule taint of a node whose maintenance is only
 	// planned, so new pods prefer other nodes.
 	PlannedMaintenanceTaint = "nodemaint.dev/maintenance-planned"

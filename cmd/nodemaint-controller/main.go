@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/semaphore"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -44,6 +46,8 @@ type options struct {
 	maxEvictions            int64
 	evictionMaxBackoff      time.Duration
 	surgeTimeout            time.Duration
+	ownPodsNamespace        string
+	ownPodsSelector         string
 }
 
 func main() {
@@ -63,6 +67,8 @@ func main() {
 	fs.Int64Var(&o.maxEvictions, "max-concurrent-evictions", 20, "Evictions in flight at once, across all nodes.")
 	fs.DurationVar(&o.evictionMaxBackoff, "eviction-max-backoff", 5*time.Second, "The longest wait before a refused eviction (a PodDisruptionBudget) of a pod is tried again; it backs off exponentially from 1s. kubectl drain retries every 5s.")
 	fs.DurationVar(&o.surgeTimeout, "deployment-surge-timeout", deployment.DefaultSurgeTimeout, "How long the Deployment evacuation responder waits for surged replacements that make no progress (none created, scheduled, initialized or Ready; plus the Deployment's minReadySeconds) before it gives up and lets eviction move the pods. This bound is for replacements that show a problem (unschedulable, failing to start, not created); a surge that is only slow gets the Deployment's progressDeadlineSeconds if that is longer.")
+	fs.StringVar(&o.ownPodsNamespace, "own-pods-namespace", "", "Namespace of nodemaint-controller's own pods, which nodemaint asks to move like any other but never evicts or deletes. Default: $POD_NAMESPACE (the downward API), else --leader-election-namespace.")
+	fs.StringVar(&o.ownPodsSelector, "own-pods-selector", "app.kubernetes.io/name=nodemaint-controller", "Label selector of nodemaint-controller's own pods in --own-pods-namespace (the Deployment's pod labels); empty: none.")
 	features.Gate.AddFlag(fs)
 
 	zapOpts := zap.Options{}
@@ -83,6 +89,10 @@ func run(o options) error {
 	log := ctrl.Log.WithName("setup")
 	if o.evictionMaxBackoff <= 0 {
 		return fmt.Errorf("--eviction-max-backoff must be positive, not %v", o.evictionMaxBackoff)
+	}
+	ownPods, err := ownPodsOf(o)
+	if err != nil {
+		return err
 	}
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -130,12 +140,12 @@ func run(o options) error {
 		evictions := drain.NewEvictions(min(time.Second, o.evictionMaxBackoff), o.evictionMaxBackoff)
 		if err := (&controller.NodeReconciler{
 			Client: mgr.GetClient(), Recorder: recorder,
-			Evictions: evictions, EvictionSlots: semaphore.NewWeighted(o.maxEvictions),
+			Evictions: evictions, EvictionSlots: semaphore.NewWeighted(o.maxEvictions), OwnPods: ownPods,
 		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up node controller: %w", err)
 		}
 		if err := (&controller.NodeMaintenanceReconciler{
-			Client: mgr.GetClient(), Recorder: recorder, Evictions: evictions, StatusBatchDelay: o.statusBatchDelay,
+			Client: mgr.GetClient(), Recorder: recorder, Evictions: evictions, StatusBatchDelay: o.statusBatchDelay, OwnPods: ownPods,
 		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up NodeMaintenance controller: %w", err)
 		}
@@ -173,8 +183,24 @@ func run(o options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	if ownPods != nil {
+		log.Info("never evicting or deleting the controller's own pods", "namespace", ownPods.Namespace, "selector", ownPods.Selector.String())
+	}
 	log.Info("starting manager",
 		string(features.DeclarativeNodeMaintenance), features.Gate.Enabled(features.DeclarativeNodeMaintenance),
 		string(features.NodeMaintenanceDeployment), features.Gate.Enabled(features.NodeMaintenanceDeployment))
 	return mgr.Start(ctx)
+}
+
+// ownPodsOf returns the selection of the controller's own pods, from the flags and $POD_NAMESPACE.
+func ownPodsOf(o options) (*controller.OwnPods, error) {
+	if o.ownPodsSelector == "" {
+		return nil, nil
+	}
+	sel, err := labels.Parse(o.ownPodsSelector)
+	if err != nil {
+		return nil, fmt.Errorf("--own-pods-selector: %w", err)
+	}
+	ns := cmp.Or(o.ownPodsNamespace, os.Getenv("POD_NAMESPACE"), o.leaderElectionNamespace)
+	return &controller.OwnPods{Namespace: ns, Selector: sel}, nil
 }

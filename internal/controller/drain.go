@@ -48,13 +48,21 @@ const podWritesPerNode = 10
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 
+// planOptions are what the plan of a node depends on besides the cluster's objects.
+type planOptions struct {
+	// ownPods are nodemaint-controller's own pods, which are protected.
+	ownPods *OwnPods
+	// ignoreDrainLabel: a maintenance draining the node ignores the pod label nodemaint.dev/drain.
+	ignoreDrainLabel bool
+}
+
 // planNode classifies the targeted pods of a node by the DrainRules.
-func planNode(ctx context.Context, c client.Reader, node *corev1.Node, pods []corev1.Pod) (drain.Plan, error) {
+func planNode(ctx context.Context, c client.Reader, node *corev1.Node, pods []corev1.Pod, opts planOptions) (drain.Plan, error) {
 	var rules nodemaintv1alpha1.DrainRuleList
 	if err := c.List(ctx, &rules); err != nil {
 		return drain.Plan{}, err
 	}
-	compiled := drain.NewRules(rules.Items)
+	compiled := drain.NewRules(rules.Items).IgnoringDrainLabel(opts.ignoreDrainLabel)
 	namespaces := map[string]map[string]string{}
 	// A stable order keeps the status (which names a few pods) from changing for nothing.
 	sort.Slice(pods, func(i, j int) bool {
@@ -78,7 +86,11 @@ func planNode(ctx context.Context, c client.Reader, node *corev1.Node, pods []co
 			nsLabels = ns.Labels
 			namespaces[pod.Namespace] = nsLabels
 		}
-		classified = append(classified, drain.Classified{Pod: pod, Class: compiled.Classify(pod, nsLabels, node.Labels)})
+		class := compiled.Classify(pod, nsLabels, node.Labels)
+		if opts.ownPods.Match(pod) {
+			class.Protected = "nodemaint-controller's own pod"
+		}
+		classified = append(classified, drain.Classified{Pod: pod, Class: class})
 	}
 	return drain.NewPlan(classified), nil
 }
@@ -110,7 +122,7 @@ func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, inte
 	g.SetLimit(podWritesPerNode)
 	for _, c := range plan.Current {
 		pod := c.Pod
-		d := drain.Decide(pod, now, policy, drain.Unanswerable(pod))
+		d := drain.Decide(c, now, policy)
 		if !d.Evict {
 			later(d.RecheckAfter)
 			continue
@@ -120,8 +132,11 @@ func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, inte
 			continue
 		}
 		g.Go(func() error {
-			refusal, err := r.evict(ctx, pod)
+			gone, refusal, err := r.evict(ctx, pod)
 			switch {
+			case gone:
+				// Deleted or replaced by a namesake since the cache saw it: nothing to evict.
+				r.Evictions.Done(pod.UID)
 			case err != nil:
 				evictionsTotal.WithLabelValues("failed").Inc()
 				if _, _, before := r.Evictions.Refusal(pod.UID); !before {
@@ -150,12 +165,13 @@ func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, inte
 	return next.d, errors.Join(errs...)
 }
 
-// evict asks the Eviction API to evict the pod. A refusal (429, a PodDisruptionBudget) is not an
-// error: it returns the budget's own message.
-func (r *NodeReconciler) evict(ctx context.Context, pod *corev1.Pod) (string, error) {
+// evict asks the Eviction API to evict the pod, this pod and not a namesake created since (a UID
+// precondition). A refusal (429, a PodDisruptionBudget) is not an error: it returns the budget's
+// own message. gone says the pod was no longer there to evict.
+func (r *NodeReconciler) evict(ctx context.Context, pod *corev1.Pod) (gone bool, refusal string, err error) {
 	if r.EvictionSlots != nil {
 		if err := r.EvictionSlots.Acquire(ctx, 1); err != nil {
-			return "", err
+			return false, "", err
 		}
 		defer r.EvictionSlots.Release(1)
 	}
@@ -163,15 +179,22 @@ func (r *NodeReconciler) evict(ctx context.Context, pod *corev1.Pod) (string, er
 	// not hold a worker for long.
 	ctx, cancel := context.WithTimeout(ctx, evictionTimeout)
 	defer cancel()
-	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
-	err := r.Client.SubResource("eviction").Create(ctx, pod, eviction)
-	switch {
-	case err == nil, apierrors.IsNotFound(err):
-		return "", nil
-	case apierrors.IsTooManyRequests(err):
-		return refusalMessage(err), nil
+	eviction := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
 	}
-	return "", err
+	err = r.Client.SubResource("eviction").Create(ctx, pod, eviction)
+	switch {
+	case err == nil:
+		return false, "", nil
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		// Conflict: the UID precondition failed, a namesake replaced the pod. The next
+		// reconcile, from the cache, decides about the namesake.
+		return true, "", nil
+	case apierrors.IsTooManyRequests(err):
+		return false, refusalMessage(err), nil
+	}
+	return false, "", err
 }
 
 // refusalMessage is the PodDisruptionBudget's own message from a refused eviction, e.g. "The

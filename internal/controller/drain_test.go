@@ -90,8 +90,9 @@ func expectBlocked(t *testing.T, nm, node, pod, reason, msg string) {
 	})
 }
 
-// TestEvictionFallback: a bare pod is evicted at once (nobody can answer for it), a declined one
-// too, an unanswered one after the response timeout, and an accepted one never.
+// TestEvictionFallback: a declined pod is evicted at once, an unanswered one after the response
+// timeout, and an accepted one never. A bare pod waits the response timeout like the others (an
+// operator may answer for it), and the status and an Event say that it will not come back.
 func TestEvictionFallback(t *testing.T) {
 	createNode(t, "evict-node", nil, false)
 	createPod(t, "evict-bare", "evict-node")
@@ -100,7 +101,10 @@ func TestEvictionFallback(t *testing.T) {
 	createPod(t, "evict-accepted", "evict-node", ownedByReplicaSet)
 	createDrainNM(t, "evict", 4*time.Second, "evict-node")
 
-	expectEvicted(t, "evict-bare")
+	expectBlocked(t, "evict", "evict-node", "evict-bare", "WaitingForOwner", "bare pod (no controller): it will not be recreated once evicted; waiting up to 4s")
+	if e := expectWarning(t, "Pod", "evict-bare", "BarePod"); !strings.Contains(e.Note, "will not be recreated") {
+		t.Errorf("the BarePod Event does not say the pod will not come back: %q", e.Note)
+	}
 	expectBlocked(t, "evict", "evict-node", "evict-silent", "WaitingForOwner", "waiting up to 4s")
 	setPodCondition(t, "evict-accepted", corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "Surge", Message: "waiting for Deployment web to surge"})
 	setPodCondition(t, "evict-declined", corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionFalse, Reason: "NoCapacity"})
@@ -108,7 +112,51 @@ func TestEvictionFallback(t *testing.T) {
 	expectBlocked(t, "evict", "evict-node", "evict-accepted", "EvacuatingByOwner", "waiting for Deployment web to surge")
 
 	expectEvicted(t, "evict-silent")
+	expectEvicted(t, "evict-bare")
 	notEvicted(t, "evict-accepted")
+}
+
+// TestOwnPodsNeverEvicted: nodemaint-controller's own pods are asked to move like any other, but
+// never evicted, however long their owner takes; the status says so. The other pods of the node
+// are evicted.
+func TestOwnPodsNeverEvicted(t *testing.T) {
+	createNode(t, "own-node", nil, false)
+	createPod(t, "own-controller", "own-node", ownedByReplicaSet, withLabels(ownPodLabels))
+	createPod(t, "own-other", "own-node", ownedByReplicaSet)
+	createDrainNM(t, "own", time.Second, "own-node")
+
+	expectEvicted(t, "own-other")
+	expectRequest(t, "own-controller", "True/NodeMaintenance/drain test")
+	expectBlocked(t, "own", "own-node", "own-controller", "Protected", "nodemaint-controller's own pod: never evicted or deleted by nodemaint")
+	notEvicted(t, "own-controller")
+}
+
+// TestDrainLabelPolicyIgnore: with drainLabelPolicy Ignore, a pod's nodemaint.dev/drain=skip label
+// does not keep it on the node: it is drained like the others. With the default (Honor) it stays.
+func TestDrainLabelPolicyIgnore(t *testing.T) {
+	ctx := context.Background()
+	skip := withLabels(map[string]string{nodemaintv1alpha1.DrainLabel: nodemaintv1alpha1.DrainLabelSkip})
+	createNode(t, "label-ignored", nil, false)
+	createNode(t, "label-honored", nil, false)
+	createPod(t, "label-ignored-app", "label-ignored", ownedByReplicaSet, skip)
+	createPod(t, "label-honored-app", "label-honored", ownedByReplicaSet, skip)
+	createDrainNM(t, "label-honored", time.Second, "label-honored")
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "label-ignored"},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: testutil.NodeSelectorFor("label-ignored"), Cordon: true, Drain: true,
+			EvacuationResponseTimeout: &metav1.Duration{Duration: time.Second},
+			DrainLabelPolicy:          nodemaintv1alpha1.DrainLabelPolicyIgnore,
+		},
+	}
+	if err := k8s.Create(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), nm) })
+
+	expectEvicted(t, "label-ignored-app")
+	expectBlocked(t, "label-honored", "label-honored", "label-honored-app", "Skipped", "label nodemaint.dev/drain=skip")
+	notEvicted(t, "label-honored-app")
 }
 
 // TestPodDisruptionBudgetHolds: an eviction a PodDisruptionBudget refuses is retried with back-off,
@@ -172,7 +220,7 @@ func TestDrainRules(t *testing.T) {
 	createPod(t, "rules-tolerant", "rules-node", func(p *corev1.Pod) {
 		p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 	})
-	createDrainNM(t, "rules", time.Minute, "rules-node")
+	createDrainNM(t, "rules", 2*time.Second, "rules-node")
 
 	expectEvicted(t, "rules-web")
 	expectBlocked(t, "rules", "rules-node", "rules-db", "WaitingForLowerOrder", "order 100")

@@ -39,7 +39,7 @@ func TestActiveSincePolicy(t *testing.T) {
 			if !tc.active.IsZero() {
 				a.nanos.Store(tc.active.UnixNano())
 			}
-			d := drain.Decide(tc.pod, now, a.policy(policy), false)
+			d := drain.Decide(drain.Classified{Pod: tc.pod}, now, a.policy(policy))
 			if d.Evict != tc.wantEvict {
 				t.Errorf("evict %v, want %v (%+v)", d.Evict, tc.wantEvict, d)
 			}

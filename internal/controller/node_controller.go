@@ -46,6 +46,9 @@ type NodeReconciler struct {
 	Evictions *drain.Evictions
 	// EvictionSlots bounds the evictions in flight across all nodes; nil is unbounded.
 	EvictionSlots *semaphore.Weighted
+	// OwnPods are nodemaint-controller's own pods: asked to move like any other, never evicted
+	// or deleted. Nil: none.
+	OwnPods *OwnPods
 
 	// active is when this replica became the leader: response timeouts count from then at the
 	// earliest.
@@ -75,7 +78,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	plan, err := planNode(ctx, r.Client, node, pods)
+	plan, err := planNode(ctx, r.Client, node, pods, planOptions{ownPods: r.OwnPods, ignoreDrainLabel: maintenance.IgnoreDrainLabel(nms)})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -94,16 +97,19 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	})
 	now := time.Now()
 	var next requeue
-	oos, wait := outOfService(node, pods, intent, now)
+	oos, wait, noEvidence := outOfService(node, pods, intent, now)
 	next.after(wait)
+	if noEvidence != "" {
+		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, "ShutdownNotConfirmed", "Taint", "%s", noEvidence)
+	}
 
-	// Pods first: the node's annotation names a maintenance only once its requests are in place,
-	// and stops naming it only once they are withdrawn, so the finalizer can rely on it.
+	// Withdrawals first: the node's annotation stops naming a maintenance only once its requests
+	// are withdrawn, so the finalizer can rely on it.
 	current := map[types.UID]bool{}
 	for _, c := range plan.Current {
 		current[c.Pod.UID] = true
 	}
-	if err := r.syncPods(ctx, pods, intent, current); err != nil {
+	if err := r.syncPods(ctx, pods, intent, current, false); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.syncNode(ctx, node, intent, nms, oos); err != nil {
@@ -116,8 +122,14 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 		return reconcile.Result{}, err
 	}
-	if !intent.Drain {
+	// A complete cordon is a prerequisite of the drain (KEP-4212): no pod is asked to move, and
+	// none is evicted or deleted, before the node is unschedulable, or a replacement could land
+	// right back on it. syncNode has cordoned it (or failed and returned).
+	if !intent.Drain || !node.Spec.Unschedulable {
 		return next.result(), nil
+	}
+	if err := r.syncPods(ctx, pods, intent, current, true); err != nil {
+		return reconcile.Result{}, err
 	}
 	if !intent.DeleteAt.IsZero() {
 		if wait := intent.DeleteAt.Sub(now); wait > 0 {
@@ -165,10 +177,11 @@ func (r *NodeReconciler) deleteLeft(ctx context.Context, node *corev1.Node, plan
 	var errs []error
 	for _, group := range [][]drain.Classified{plan.Current, plan.Later, plan.WaitCompleted} {
 		for _, c := range group {
-			if c.Pod.DeletionTimestamp != nil {
+			if c.Pod.DeletionTimestamp != nil || c.Class.Protected != "" {
 				continue
 			}
-			if err := r.Client.Delete(ctx, c.Pod); client.IgnoreNotFound(err) != nil {
+			// The UID precondition deletes this pod and never a namesake created since.
+			if err := r.Client.Delete(ctx, c.Pod, client.Preconditions{UID: &c.Pod.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 				errs = append(errs, err)
 				continue
 			}
@@ -180,10 +193,10 @@ func (r *NodeReconciler) deleteLeft(ctx context.Context, node *corev1.Node, plan
 	return errors.Join(errs...)
 }
 
-// syncPods sets nodemaint's EvacuationRequest on the pods drained now (the current order group)
-// while the node is drained, and withdraws it otherwise. It never touches another requester's
-// request.
-func (r *NodeReconciler) syncPods(ctx context.Context, pods []corev1.Pod, intent maintenance.NodeIntent, current map[types.UID]bool) error {
+// syncPods withdraws nodemaint's EvacuationRequest from the pods that are not drained now and,
+// when request is true, sets it on the pods drained now (the current order group) while the node
+// is drained. It never touches another requester's request.
+func (r *NodeReconciler) syncPods(ctx context.Context, pods []corev1.Pod, intent maintenance.NodeIntent, current map[types.UID]bool, request bool) error {
 	var (
 		mu                   sync.Mutex
 		errs                 []error
@@ -205,6 +218,7 @@ func (r *NodeReconciler) syncPods(ctx context.Context, pods []corev1.Pod, intent
 		ours := cur != nil && cur.Reason == evacuation.ReasonNodeMaintenance
 		changed := false
 		switch want := intent.Drain && current[pod.UID]; {
+		case want && !request:
 		case want && (cur == nil || cur.Status != corev1.ConditionTrue || ours):
 			changed = evacuation.SetCondition(pod, maintenance.EvacuationRequest(intent.Reason))
 		case !want && ours:
@@ -223,6 +237,10 @@ func (r *NodeReconciler) syncPods(ctx context.Context, pods []corev1.Pod, intent
 				errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
 			case evacuation.RequestedBy(pod, evacuation.ReasonNodeMaintenance):
 				requested++
+				if drain.Unanswerable(pod) && !evacuation.RequestedBy(orig, evacuation.ReasonNodeMaintenance) {
+					r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "BarePod", "RequestEvacuation",
+						"evacuation requested for node maintenance; this pod has no controller: once evicted it will not be recreated")
+				}
 			default:
 				withdrawn++
 			}

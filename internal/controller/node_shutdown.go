@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,25 +36,25 @@ func nodeReady(node *corev1.Node) bool {
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
-// outOfService decides the out-of-service taint of a node (opt-in, KEP-2268): wanted when a
-// maintenance that drains the node asked for it, the node has been NotReady for the grace
-// period, and pods are stuck terminating on it. nodemaint removes only the taint it applied: when
-// the node is Ready again, or no such maintenance drains it any more. It never taints a Ready
-// node. It returns whether the taint should be there, and when to look again.
-func outOfService(node *corev1.Node, pods []corev1.Pod, intent maintenance.NodeIntent, now time.Time) (bool, time.Duration) {
-	ours := node.Annotations[nodemaintv1alpha1.OutOfServiceAnnotation] != ""
-	if !intent.OutOfService || nodeReady(node) {
-		return false, 0
-	}
-	if ours {
-		return true, 0
-	}
+// outOfService decides the out-of-service taint of a node (opt-in, KEP-2268). It is wanted when a
+// maintenance that drains the node asked for it, pods are stuck terminating on it, the node has
+// been NotReady for the grace period, and there is positive evidence that it was shut down (see
+// shutdownEvidence): NotReady alone may be a network partition, with the pods still running, and
+// failing them over would run a StatefulSet's pod twice. Once applied, nodemaint's taint stays until
+// the node is Ready again and no pod is stuck terminating on it, whether or not a maintenance
+// still wants it; a taint someone else applied is never touched. A Ready node never gets it. It
+// returns whether the taint should be there, when to look again, and, when only the evidence is
+// missing, what is missing (for an Event).
+func outOfService(node *corev1.Node, pods []corev1.Pod, intent maintenance.NodeIntent, now time.Time) (want bool, recheck time.Duration, missing string) {
 	stuck := false
 	for i := range pods {
 		stuck = stuck || pods[i].DeletionTimestamp != nil
 	}
-	if !stuck {
-		return false, 0
+	if node.Annotations[nodemaintv1alpha1.OutOfServiceAnnotation] != "" {
+		return !nodeReady(node) || stuck, 0, ""
+	}
+	if !intent.OutOfService || nodeReady(node) || !stuck {
+		return false, 0, ""
 	}
 	ready := readyCondition(node)
 	notReadySince := node.CreationTimestamp.Time
@@ -61,9 +62,29 @@ func outOfService(node *corev1.Node, pods []corev1.Pod, intent maintenance.NodeI
 		notReadySince = ready.LastTransitionTime.Time
 	}
 	if wait := notReadySince.Add(intent.OutOfServiceGrace).Sub(now); wait > 0 {
-		return false, wait
+		return false, wait, ""
 	}
-	return true, 0
+	if !shutdownEvidence(node) {
+		return false, 0, fmt.Sprintf("NotReady for over %s with pods stuck terminating, but with no evidence that it was shut down: "+
+			"not tainting %s (a network partition looks the same). Evidence is the taint %s, or the annotation %s set to the node's bootID %q",
+			intent.OutOfServiceGrace, corev1.TaintNodeOutOfService, nodemaintv1alpha1.CloudProviderShutdownTaint,
+			nodemaintv1alpha1.ShutdownConfirmedAnnotation, node.Status.NodeInfo.BootID)
+	}
+	return true, 0, ""
+}
+
+// shutdownEvidence reports whether something positively says the node was shut down: the cloud
+// provider's shutdown taint, or a confirmation by the automation that shut it down, the annotation
+// nodemaint.dev/shutdown-confirmed naming the node's current boot ID (so that a confirmation left
+// from an earlier shutdown does not count once the node has booted again).
+func shutdownEvidence(node *corev1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == nodemaintv1alpha1.CloudProviderShutdownTaint {
+			return true
+		}
+	}
+	confirmed := node.Annotations[nodemaintv1alpha1.ShutdownConfirmedAnnotation]
+	return confirmed != "" && confirmed == node.Status.NodeInfo.BootID
 }
 
 // attachedVolumes counts the volumes attached to the node that no pod still on it uses: the

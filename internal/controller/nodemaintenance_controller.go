@@ -38,6 +38,8 @@ type NodeMaintenanceReconciler struct {
 	Recorder events.EventRecorder
 	// Evictions holds the refused evictions the node reconciler met, to report them.
 	Evictions *drain.Evictions
+	// OwnPods are nodemaint-controller's own pods (see NodeReconciler.OwnPods).
+	OwnPods *OwnPods
 	// StatusBatchDelay is how long pod changes are gathered before the status is written again, so
 	// that thousands of pods moving do not mean thousands of status writes. It is also the least
 	// time between two status writes of one NodeMaintenance: node changes and the controller's own
@@ -144,7 +146,13 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 		if err != nil {
 			return status, err
 		}
-		plan, err := planNode(ctx, r.Client, node, pods)
+		var nms []*nodemaintv1alpha1.NodeMaintenance
+		if nm.Spec.Drain {
+			if nms, err = maintenancesSelecting(ctx, r.Client, node); err != nil {
+				return status, err
+			}
+		}
+		plan, err := planNode(ctx, r.Client, node, pods, planOptions{ownPods: r.OwnPods, ignoreDrainLabel: maintenance.IgnoreDrainLabel(nms)})
 		if err != nil {
 			return status, err
 		}
@@ -175,10 +183,6 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 			}
 		}
 		if nm.Spec.Drain {
-			nms, err := maintenancesSelecting(ctx, r.Client, node)
-			if err != nil {
-				return status, err
-			}
 			intent := maintenance.Intent(nms, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
 				return maintenance.Phase(nm, false)
 			})

@@ -21,23 +21,40 @@ import (
 
 func setReady(t *testing.T, node string, status corev1.ConditionStatus, since time.Time) {
 	t.Helper()
+	patchNodeStatus(t, node, func(n *corev1.Node) {
+		ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: status, Reason: "Test", LastTransitionTime: metav1.NewTime(since), LastHeartbeatTime: metav1.NewTime(since)}
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == corev1.NodeReady {
+				n.Status.Conditions[i] = ready
+				return
+			}
+		}
+		n.Status.Conditions = append(n.Status.Conditions, ready)
+	})
+}
+
+// patchNodeStatus changes the node's status, as its kubelet would, with a strategic merge patch.
+func patchNodeStatus(t *testing.T, node string, mutate func(*corev1.Node)) {
+	t.Helper()
+	patchNodeWith(t, node, func(ctx context.Context, n *corev1.Node, p client.Patch) error { return k8s.Status().Patch(ctx, n, p) }, mutate)
+}
+
+// patchNode changes the node's metadata or spec with a strategic merge patch.
+func patchNode(t *testing.T, node string, mutate func(*corev1.Node)) {
+	t.Helper()
+	patchNodeWith(t, node, func(ctx context.Context, n *corev1.Node, p client.Patch) error { return k8s.Patch(ctx, n, p) }, mutate)
+}
+
+func patchNodeWith(t *testing.T, node string, patch func(context.Context, *corev1.Node, client.Patch) error, mutate func(*corev1.Node)) {
+	t.Helper()
 	ctx := context.Background()
 	n := &corev1.Node{}
 	if err := k8s.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
 		t.Fatal(err)
 	}
 	orig := n.DeepCopy()
-	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: status, Reason: "Test", LastTransitionTime: metav1.NewTime(since), LastHeartbeatTime: metav1.NewTime(since)}
-	replaced := false
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == corev1.NodeReady {
-			n.Status.Conditions[i], replaced = ready, true
-		}
-	}
-	if !replaced {
-		n.Status.Conditions = append(n.Status.Conditions, ready)
-	}
-	if err := k8s.Status().Patch(ctx, n, client.StrategicMergeFrom(orig)); err != nil {
+	mutate(n)
+	if err := patch(ctx, n, client.StrategicMergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -63,25 +80,36 @@ func expectOutOfService(t *testing.T, node string, want bool) {
 	})
 }
 
+// setBootID sets the node's status.nodeInfo.bootID, as its kubelet reports it.
+func setBootID(t *testing.T, node, bootID string) {
+	t.Helper()
+	patchNodeStatus(t, node, func(n *corev1.Node) { n.Status.NodeInfo.BootID = bootID })
+}
+
 // TestOutOfService: a drained node that is NotReady past the grace period with a pod stuck
-// terminating gets the out-of-service taint; it goes when the node is Ready again. A Ready node
-// never gets it, nor a node of a maintenance that did not opt in.
+// terminating gets the out-of-service taint only with positive evidence that it was shut down:
+// without it (a network partition looks the same) it is never tainted and a Warning Event says
+// what is missing; a confirmation of an earlier boot does not count; the confirmation of the
+// current boot, or the cloud provider's shutdown taint, does. nodemaint's taint stays while the
+// node is Ready with a pod still stuck, and goes once nothing is. A Ready node never gets it, nor
+// a node of a maintenance that did not opt in.
 func TestOutOfService(t *testing.T) {
 	ctx := context.Background()
 	createNode(t, "oos-node", nil, false)
+	createNode(t, "oos-cloud", nil, false)
 	createNode(t, "oos-ready", nil, false)
 	createNode(t, "oos-optout", nil, false)
-	setReady(t, "oos-node", corev1.ConditionTrue, time.Now())
-	setReady(t, "oos-ready", corev1.ConditionTrue, time.Now())
-	setReady(t, "oos-optout", corev1.ConditionTrue, time.Now())
-	for _, n := range []string{"oos-node", "oos-ready", "oos-optout"} {
-		createPod(t, n+"-app", n) // bare: evicted at once, then stuck terminating without a kubelet
+	for _, n := range []string{"oos-node", "oos-cloud", "oos-ready", "oos-optout"} {
+		setReady(t, n, corev1.ConditionTrue, time.Now())
+		setBootID(t, n, n+"-boot-2")
+		createPod(t, n+"-app", n) // evicted after 1s, then stuck terminating without a kubelet
 	}
 	nm := &nodemaintv1alpha1.NodeMaintenance{
 		ObjectMeta: metav1.ObjectMeta{Name: "oos"},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
-			NodeSelector: testutil.NodeSelectorFor("oos-node", "oos-ready"), Cordon: true, Drain: true,
-			Shutdown: &nodemaintv1alpha1.ShutdownSpec{ApplyOutOfServiceTaint: true, NotReadyGracePeriod: &metav1.Duration{Duration: 2 * time.Second}},
+			NodeSelector: testutil.NodeSelectorFor("oos-node", "oos-cloud", "oos-ready"), Cordon: true, Drain: true,
+			EvacuationResponseTimeout: &metav1.Duration{Duration: time.Second},
+			Shutdown:                  &nodemaintv1alpha1.ShutdownSpec{ApplyOutOfServiceTaint: true, NotReadyGracePeriod: &metav1.Duration{Duration: 2 * time.Second}},
 		},
 	}
 	if err := k8s.Create(ctx, nm); err != nil {
@@ -89,30 +117,62 @@ func TestOutOfService(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), nm) })
 	createDrainNM(t, "oos-optout", time.Second, "oos-optout")
-	for _, n := range []string{"oos-node", "oos-ready", "oos-optout"} {
+	for _, n := range []string{"oos-node", "oos-cloud", "oos-ready", "oos-optout"} {
 		expectEvicted(t, n+"-app")
 	}
 
-	// The node is shut down: NotReady, but only just.
-	setReady(t, "oos-node", corev1.ConditionFalse, time.Now())
+	// oos-node goes NotReady (shut down, or only cut off: nothing says which yet), with a
+	// confirmation left from its previous boot.
+	patchNode(t, "oos-node", func(n *corev1.Node) {
+		metav1.SetMetaDataAnnotation(&n.ObjectMeta, nodemaintv1alpha1.ShutdownConfirmedAnnotation, "oos-node-boot-1")
+	})
+	setReady(t, "oos-node", corev1.ConditionFalse, time.Now().Add(-time.Hour))
 	setReady(t, "oos-optout", corev1.ConditionFalse, time.Now().Add(-time.Hour))
-	if got, err := hasOutOfServiceTaint(ctx, "oos-node"); err != nil || got {
-		t.Fatalf("tainted before the grace period: %v %v", got, err)
+	e := expectWarning(t, "Node", "oos-node", "ShutdownNotConfirmed")
+	if !strings.Contains(e.Note, nodemaintv1alpha1.ShutdownConfirmedAnnotation) || !strings.Contains(e.Note, "oos-node-boot-2") {
+		t.Errorf("the Event does not say how to confirm the shutdown: %q", e.Note)
 	}
+	if got, err := hasOutOfServiceTaint(ctx, "oos-node"); err != nil || got {
+		t.Fatalf("tainted without evidence of shutdown: %v %v", got, err)
+	}
+
+	// The automation that shut it down confirms it, for the current boot.
+	patchNode(t, "oos-node", func(n *corev1.Node) {
+		metav1.SetMetaDataAnnotation(&n.ObjectMeta, nodemaintv1alpha1.ShutdownConfirmedAnnotation, "oos-node-boot-2")
+	})
 	expectOutOfService(t, "oos-node", true)
 	eventually(t, "status reports out-of-service", func(ctx context.Context) (bool, string, error) {
 		obj := &nodemaintv1alpha1.NodeMaintenance{}
 		err := k8s.Get(ctx, types.NamespacedName{Name: "oos"}, obj)
 		return obj.Status.Nodes["oos-node"].OutOfService, fmt.Sprintf("%+v", obj.Status.Nodes), err
 	})
+
+	// The cloud provider's shutdown taint is evidence too.
+	patchNode(t, "oos-cloud", func(n *corev1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: nodemaintv1alpha1.CloudProviderShutdownTaint, Effect: corev1.TaintEffectNoSchedule})
+	})
+	setReady(t, "oos-cloud", corev1.ConditionFalse, time.Now().Add(-time.Hour))
+	expectOutOfService(t, "oos-cloud", true)
+
 	for _, n := range []string{"oos-ready", "oos-optout"} {
 		if got, err := hasOutOfServiceTaint(ctx, n); err != nil || got {
 			t.Errorf("node %s tainted out-of-service: %v %v", n, got, err)
 		}
 	}
 
-	// Back: Ready again, the taint goes.
+	// Back, Ready again, with the pod still stuck terminating: the taint stays until it is gone.
+	setBootID(t, "oos-node", "oos-node-boot-3")
 	setReady(t, "oos-node", corev1.ConditionTrue, time.Now())
+	// Nothing shows that the node reconciler has seen the node Ready: give it the time to.
+	time.Sleep(2 * time.Second)
+	if got, err := hasOutOfServiceTaint(ctx, "oos-node"); err != nil || !got {
+		t.Fatalf("taint removed while a pod is still stuck terminating: %v %v", got, err)
+	}
+	pod, err := getPod(ctx, "oos-node-app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deletePod(t, pod)
 	expectOutOfService(t, "oos-node", false)
 }
 

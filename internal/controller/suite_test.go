@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,14 +66,21 @@ func runManager(ctx context.Context) error {
 	}
 	rec := mgr.GetEventRecorder("nodemaint-controller")
 	evictions := drain.NewEvictions(100*time.Millisecond, time.Second)
-	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions}).SetupWithManager(mgr, 4); err != nil {
+	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions, OwnPods: ownPods}).SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
-	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
+	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions, OwnPods: ownPods, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
 }
+
+// ownPods stand for nodemaint-controller's own pods in these tests: pods of the default
+// namespace labelled ownPodLabels.
+var (
+	ownPodLabels = map[string]string{"app.kubernetes.io/name": "nodemaint-controller"}
+	ownPods      = &controller.OwnPods{Namespace: "default", Selector: labels.SelectorFromSet(ownPodLabels)}
+)
 
 func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, string, error)) {
 	t.Helper()

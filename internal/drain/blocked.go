@@ -45,7 +45,7 @@ func Blocked(plan Plan, draining bool, policy Policy, evictions *Evictions, now 
 	var terminatingSince time.Time // the earliest deletion of a terminating pod
 	if draining {
 		for _, c := range plan.Current {
-			d := Decide(c.Pod, now, policy, Unanswerable(c.Pod))
+			d := Decide(c, now, policy)
 			switch reason, refusal, refused := evictions.Refusal(c.Pod.UID); {
 			case d.Evict && refused:
 				add(reason, refusal, c.Pod)

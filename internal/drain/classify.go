@@ -22,11 +22,28 @@ type Class struct {
 	Order int32
 	// Source says what decided: "DrainRule <name>", "label nodemaint.dev/drain=skip", ...
 	Source string
+	// Protected, when set, says why nodemaint never evicts or deletes the pod (e.g. it is one of
+	// nodemaint-controller's own pods): it is asked to move like any other, and only its owner
+	// moves it.
+	Protected string
 }
 
 // Rules are the DrainRules of the cluster, compiled, in the order they apply: alphabetical by name.
 type Rules struct {
 	rules []rule
+	// ignoreDrainLabel: the pod label nodemaint.dev/drain does not override the rules.
+	ignoreDrainLabel bool
+}
+
+// IgnoringDrainLabel returns the rules with the pod label nodemaint.dev/drain ignored when ignore
+// is true (a NodeMaintenance's drainLabelPolicy Ignore): only DrainRules, which the cluster's
+// admins write, then decide, not the pods' owners.
+func (rs *Rules) IgnoringDrainLabel(ignore bool) *Rules {
+	out := &Rules{ignoreDrainLabel: ignore}
+	if rs != nil {
+		out.rules = rs.rules
+	}
+	return out
 }
 
 type rule struct {
@@ -110,11 +127,15 @@ func (r *rule) matches(pod *corev1.Pod, namespaceLabels, nodeLabels labels.Set) 
 }
 
 // Classify decides how a targeted pod (see maintenance.Targeted) is drained. First match wins:
-// the pod label nodemaint.dev/drain; then a pod that tolerates the unschedulable taint is skipped
+// the pod label nodemaint.dev/drain (unless the rules ignore it, see IgnoringDrainLabel); then a pod that tolerates the unschedulable taint is skipped
 // (evicted, it would come straight back); then the first DrainRule in alphabetical order that
 // matches the pod, its namespace and the node; else Drain in order 0.
 func (rs *Rules) Classify(pod *corev1.Pod, namespaceLabels, nodeLabels map[string]string) Class {
-	switch pod.Labels[nodemaintv1alpha1.DrainLabel] {
+	label := pod.Labels[nodemaintv1alpha1.DrainLabel]
+	if rs != nil && rs.ignoreDrainLabel {
+		label = ""
+	}
+	switch label {
 	case nodemaintv1alpha1.DrainLabelSkip:
 		return Class{Behavior: nodemaintv1alpha1.DrainBehaviorSkip, Source: "label " + nodemaintv1alpha1.DrainLabel + "=" + nodemaintv1alpha1.DrainLabelSkip}
 	case nodemaintv1alpha1.DrainLabelWaitCompleted:

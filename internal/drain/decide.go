@@ -23,6 +23,9 @@ const (
 	ReasonWaitingForOrder     = "WaitingForLowerOrder"
 	ReasonEvictionFailed      = "EvictionFailed"
 	ReasonEvicting            = "Evicting"
+	// ReasonProtected: the pod is never evicted or deleted by nodemaint (its own controller's
+	// pods); only its owner moves it.
+	ReasonProtected = "Protected"
 )
 
 // Policy is how the maintenances draining a node want its pods treated.
@@ -49,15 +52,18 @@ type Decision struct {
 }
 
 // Decide decides about a pod of the current order group. Its owner has the response timeout,
-// counted from the EvacuationRequest's last transition (or policy.CountFrom, if later), to accept (EvacuationInitiated=True); an
-// owner that declines (EvacuationInitiated=False) has its pod evicted at once, and so does a pod
-// nobody can answer for (unanswerable: see Unanswerable). An accepted pod is left to its owner.
-func Decide(pod *corev1.Pod, now time.Time, policy Policy, unanswerable bool) Decision {
+// counted from the EvacuationRequest's last transition (or policy.CountFrom, if later), to accept
+// (EvacuationInitiated=True); an owner that declines (EvacuationInitiated=False) has its pod
+// evicted at once. A bare pod (see Unanswerable) waits the response timeout like any other, since
+// an operator may answer for it, and its message says that it will not come back once evicted. An
+// accepted pod is left to its owner, and a protected pod (Class.Protected) is never evicted.
+func Decide(c Classified, now time.Time, policy Policy) Decision {
+	pod := c.Pod
 	if pod.DeletionTimestamp != nil {
 		return Decision{Reason: ReasonTerminating, Message: "terminating", Since: deletionRequested(pod)}
 	}
-	if c := evacuation.Condition(pod, evacuation.Initiated); c != nil && c.Status == corev1.ConditionTrue {
-		msg := c.Message
+	if cond := evacuation.Condition(pod, evacuation.Initiated); cond != nil && cond.Status == corev1.ConditionTrue {
+		msg := cond.Message
 		if msg == "" {
 			msg = "the owner accepted the evacuation and is moving the pod"
 		}
@@ -67,13 +73,13 @@ func Decide(pod *corev1.Pod, now time.Time, policy Policy, unanswerable bool) De
 	if req == nil || req.Status != corev1.ConditionTrue {
 		return Decision{Reason: ReasonWaitingForOwner, Message: "evacuation not requested yet", RecheckAfter: time.Second}
 	}
+	if c.Class.Protected != "" {
+		return Decision{Reason: ReasonProtected, Message: c.Class.Protected + ": never evicted or deleted by nodemaint; waiting for its owner to move it"}
+	}
 	if !policy.Evict {
 		return Decision{Reason: ReasonWaitingForOwner, Message: "signal only: waiting for the owner, never evicting"}
 	}
 	if evacuation.Declined(pod) {
-		return Decision{Evict: true}
-	}
-	if unanswerable {
 		return Decision{Evict: true}
 	}
 	from := req.LastTransitionTime.Time
@@ -84,11 +90,11 @@ func Decide(pod *corev1.Pod, now time.Time, policy Policy, unanswerable bool) De
 	if left <= 0 {
 		return Decision{Evict: true}
 	}
-	return Decision{
-		Reason:       ReasonWaitingForOwner,
-		Message:      fmt.Sprintf("waiting up to %s for the owner to accept the evacuation request, then evicting", policy.ResponseTimeout),
-		RecheckAfter: left,
+	msg := fmt.Sprintf("waiting up to %s for the owner to accept the evacuation request, then evicting", policy.ResponseTimeout)
+	if Unanswerable(pod) {
+		msg = fmt.Sprintf("bare pod (no controller): it will not be recreated once evicted; waiting up to %s for someone to accept the evacuation request, then evicting", policy.ResponseTimeout)
 	}
+	return Decision{Reason: ReasonWaitingForOwner, Message: msg, RecheckAfter: left}
 }
 
 // Evictions remembers, per pod, evictions the API server refused (429: a PodDisruptionBudget), so
@@ -148,10 +154,9 @@ func (e *Evictions) Refusal(uid types.UID) (reason, message string, ok bool) {
 	return r.reason, r.message, ok
 }
 
-// Unanswerable reports whether nobody can answer the pod's evacuation request, so that waiting
-// for an answer is pointless: a pod without a controller (a bare pod). Every other pod waits the
-// response timeout, since any operator may implement the protocol for the pods it owns, unless
-// its owner declines sooner.
+// Unanswerable reports whether the pod has no controller (a bare pod): no workload controller
+// recreates it once it is evicted, as kubectl drain warns before it refuses such pods without
+// --force. It still waits the response timeout, since an operator may answer for it.
 func Unanswerable(pod *corev1.Pod) bool {
 	for _, ref := range pod.OwnerReferences {
 		if ref.Controller != nil && *ref.Controller {

@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -105,31 +106,41 @@ func TestDecide(t *testing.T) {
 	}
 	terminating := requested(time.Hour)
 	terminating.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(-10 * time.Second)))
+	owned := func(p *corev1.Pod) *corev1.Pod {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", Controller: ptr.To(true)}}
+		return p
+	}
+	const own = "nodemaint-controller's own pod"
 	cases := []struct {
-		name         string
-		pod          *corev1.Pod
-		policy       Policy
-		unanswerable bool
-		evict        bool
-		reason       string
-		recheck      time.Duration
+		name      string
+		pod       *corev1.Pod
+		policy    Policy
+		protected string
+		evict     bool
+		reason    string
+		recheck   time.Duration
+		message   string // a part of the message, when it matters
 	}{
-		{"not requested yet", &corev1.Pod{}, policy, false, false, ReasonWaitingForOwner, time.Second},
-		{"within the timeout", requested(time.Minute), policy, false, false, ReasonWaitingForOwner, 2 * time.Minute},
-		{"timeout passed", requested(3 * time.Minute), policy, false, true, "", 0},
-		{"accepted, long ago", requested(time.Hour, corev1.ConditionTrue), policy, false, false, ReasonEvacuatingByOwner, 0},
-		{"declined", requested(time.Second, corev1.ConditionFalse), policy, false, true, "", 0},
-		{"nobody can answer", requested(time.Second), policy, true, true, "", 0},
-		{"signal only never evicts", requested(time.Hour), Policy{ResponseTimeout: time.Minute}, true, false, ReasonWaitingForOwner, 0},
-		{"terminating", terminating, policy, false, false, ReasonTerminating, 0},
+		{"not requested yet", &corev1.Pod{}, policy, "", false, ReasonWaitingForOwner, time.Second, ""},
+		{"within the timeout", owned(requested(time.Minute)), policy, "", false, ReasonWaitingForOwner, 2 * time.Minute, "for the owner to accept"},
+		{"timeout passed", requested(3 * time.Minute), policy, "", true, "", 0, ""},
+		{"accepted, long ago", requested(time.Hour, corev1.ConditionTrue), policy, "", false, ReasonEvacuatingByOwner, 0, ""},
+		{"declined", requested(time.Second, corev1.ConditionFalse), policy, "", true, "", 0, ""},
+		{"a bare pod waits the timeout, and is told it will not come back", requested(time.Second), policy, "", false, ReasonWaitingForOwner, 3*time.Minute - time.Second, "will not be recreated"},
+		{"a bare pod past the timeout", requested(3 * time.Minute), policy, "", true, "", 0, ""},
+		{"signal only never evicts", requested(time.Hour), Policy{ResponseTimeout: time.Minute}, "", false, ReasonWaitingForOwner, 0, ""},
+		{"terminating", terminating, policy, "", false, ReasonTerminating, 0, ""},
+		{"protected, past the timeout", requested(time.Hour), policy, own, false, ReasonProtected, 0, own + ": never evicted"},
+		{"protected and declined", requested(time.Hour, corev1.ConditionFalse), policy, own, false, ReasonProtected, 0, ""},
+		{"protected, accepted", requested(time.Hour, corev1.ConditionTrue), policy, own, false, ReasonEvacuatingByOwner, 0, ""},
 		{"requested before this replica led: counted from its leading", requested(time.Hour),
-			Policy{Evict: true, ResponseTimeout: 3 * time.Minute, CountFrom: now.Add(-time.Minute)}, false, false, ReasonWaitingForOwner, 2 * time.Minute},
+			Policy{Evict: true, ResponseTimeout: 3 * time.Minute, CountFrom: now.Add(-time.Minute)}, "", false, ReasonWaitingForOwner, 2 * time.Minute, ""},
 		{"requested after this replica led", requested(3 * time.Minute),
-			Policy{Evict: true, ResponseTimeout: 3 * time.Minute, CountFrom: now.Add(-time.Hour)}, false, true, "", 0},
+			Policy{Evict: true, ResponseTimeout: 3 * time.Minute, CountFrom: now.Add(-time.Hour)}, "", true, "", 0, ""},
 	}
 	for _, tc := range cases {
-		d := Decide(tc.pod, now, tc.policy, tc.unanswerable)
-		if d.Evict != tc.evict || d.Reason != tc.reason || d.RecheckAfter != tc.recheck {
+		d := Decide(Classified{Pod: tc.pod, Class: Class{Protected: tc.protected}}, now, tc.policy)
+		if d.Evict != tc.evict || d.Reason != tc.reason || d.RecheckAfter != tc.recheck || !strings.Contains(d.Message, tc.message) {
 			t.Errorf("%s: got %+v", tc.name, d)
 		}
 	}

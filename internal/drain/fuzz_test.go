@@ -308,6 +308,9 @@ func FuzzPlanAndBlocked(f *testing.F) {
 			if k&0x80 != 0 {
 				evictions.Refused(pod.UID, now, ReasonPodDisruptionBudget, fmt.Sprintf("The disruption budget pdb-%d does not allow evicting pods currently", s%24))
 			}
+			if i%7 == 3 {
+				c.Protected = "nodemaint-controller's own pod"
+			}
 			pods = append(pods, Classified{Pod: pod, Class: c})
 		}
 
@@ -316,14 +319,20 @@ func FuzzPlanAndBlocked(f *testing.F) {
 
 		// Decisions about the current group.
 		for _, c := range plan.Current {
-			d := Decide(c.Pod, now, policy, Unanswerable(c.Pod))
-			if d.Evict && (!policy.Evict || c.Pod.DeletionTimestamp != nil || evacuation.Accepted(c.Pod)) {
-				t.Fatalf("pod %s evicted though terminating, accepted, or signal-only: %+v", c.Pod.Name, d)
+			d := Decide(c, now, policy)
+			if d.Evict && (!policy.Evict || c.Pod.DeletionTimestamp != nil || evacuation.Accepted(c.Pod) || c.Class.Protected != "") {
+				t.Fatalf("pod %s evicted though terminating, accepted, protected, or signal-only: %+v", c.Pod.Name, d)
+			}
+			if d.Evict && !evacuation.Declined(c.Pod) {
+				// Without a decline, only a response timeout run out evicts, bare pod or not.
+				if req := evacuation.Condition(c.Pod, evacuation.Request); req == nil || now.Sub(req.LastTransitionTime.Time) < policy.ResponseTimeout {
+					t.Fatalf("pod %s evicted before its response timeout: %+v", c.Pod.Name, d)
+				}
 			}
 			if d.Evict == (d.Reason != "") || d.RecheckAfter < 0 {
 				t.Fatalf("a decision either evicts or says why not: %+v", d)
 			}
-			if again := Decide(c.Pod, now, policy, Unanswerable(c.Pod)); again != d {
+			if again := Decide(c, now, policy); again != d {
 				t.Fatalf("Decide is not deterministic: %+v then %+v", d, again)
 			}
 		}

@@ -159,6 +159,18 @@ type NodeIntent struct {
 	OutOfServiceGrace time.Duration
 }
 
+// IgnoreDrainLabel reports whether the pod label nodemaint.dev/drain is ignored on a node these
+// maintenances select: one that drains it asks so (drainLabelPolicy Ignore). The admin's
+// choice to drain the node wins over a tenant's label.
+func IgnoreDrainLabel(nms []*nodemaintv1alpha1.NodeMaintenance) bool {
+	for _, nm := range nms {
+		if Drains(Phase(nm, false)) && nm.Spec.DrainLabelPolicy == nodemaintv1alpha1.DrainLabelPolicyIgnore {
+			return true
+		}
+	}
+	return false
+}
+
 // DefaultNotReadyGracePeriod is how long a node is NotReady before the out-of-service taint.
 const DefaultNotReadyGracePeriod = time.Minute
 

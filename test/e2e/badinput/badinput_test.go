@@ -182,8 +182,8 @@ func narrowRole(t *testing.T, narrow func(rbacv1.PolicyRule) rbacv1.PolicyRule) 
 	return restore
 }
 
-// createBarePod creates a pod without owner on the first node and returns the node. Nobody can
-// answer for a bare pod, so it is evicted at once.
+// createBarePod creates a pod without owner on the first node and returns the node. Nobody
+// answers for it here, so it is evicted after maintain's response timeout.
 func createBarePod(t *testing.T, ns string) string {
 	t.Helper()
 	c := framework.Client()
@@ -231,6 +231,8 @@ func maintain(t *testing.T, name string, nodes ...string) {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
 			NodeSelector: testutil.NodeSelectorFor(nodes...), Cordon: true, Drain: true, Reason: "e2e " + t.Name(),
+			// A bare pod waits the response timeout like any other before it is evicted.
+			EvacuationResponseTimeout: &metav1.Duration{Duration: 2 * time.Second},
 		},
 	}
 	if err := framework.Client().Create(t.Context(), nm); err != nil {

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,10 +34,11 @@ func outOfServiceTainted(n *corev1.Node) bool {
 	return false
 }
 
-// watchTaintedWhileReady reports whether the node was ever seen Ready with the out-of-service taint.
-func watchTaintedWhileReady(t *testing.T, node string) *atomic.Bool {
+// watchNode reports whether the node was ever seen in a state seen says, from a watch started
+// now and stopped when the test ends.
+func watchNode(t *testing.T, node string, seen func(*corev1.Node) bool) *atomic.Bool {
 	t.Helper()
-	var seen atomic.Bool
+	var saw atomic.Bool
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := framework.Cluster().Client().CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", node).String()})
 	if err != nil {
@@ -45,13 +48,42 @@ func watchTaintedWhileReady(t *testing.T, node string) *atomic.Bool {
 	go func() {
 		defer close(done)
 		for ev := range w.ResultChan() {
-			if n, ok := ev.Object.(*corev1.Node); ok && ev.Type != watch.Deleted && localcluster.IsNodeReady(n) && outOfServiceTainted(n) {
-				seen.Store(true)
+			if n, ok := ev.Object.(*corev1.Node); ok && ev.Type != watch.Deleted && seen(n) {
+				saw.Store(true)
 			}
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return &seen
+	return &saw
+}
+
+// watchTaintedWhileReady reports whether the node was ever seen Ready with the out-of-service taint.
+func watchTaintedWhileReady(t *testing.T, node string) *atomic.Bool {
+	return watchNode(t, node, func(n *corev1.Node) bool { return localcluster.IsNodeReady(n) && outOfServiceTainted(n) })
+}
+
+// watchTaintedUnconfirmed reports whether the node was ever seen with the out-of-service taint
+// and without the confirmation of its shutdown.
+func watchTaintedUnconfirmed(t *testing.T, node string) *atomic.Bool {
+	return watchNode(t, node, func(n *corev1.Node) bool {
+		return outOfServiceTainted(n) && n.Annotations[nodemaintv1alpha1.ShutdownConfirmedAnnotation] == ""
+	})
+}
+
+// setBootID gives the node a new status.nodeInfo.bootID, as a kubelet reports after a boot (kwok
+// keeps what it finds there), and returns it.
+func setBootID(t *testing.T, node string) string {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := framework.Client().Get(t.Context(), client.ObjectKey{Name: node}, n); err != nil {
+		t.Fatal(err)
+	}
+	orig := n.DeepCopy()
+	n.Status.NodeInfo.BootID = fmt.Sprintf("%s-boot-%d", node, time.Now().UnixNano())
+	if err := framework.Client().Status().Patch(t.Context(), n, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	return n.Status.NodeInfo.BootID
 }
 
 // TestOutOfServiceAfterShutdown: a drained node whose kubelet stops (kwok's heartbeat) while a pod
@@ -77,12 +109,13 @@ func TestOutOfServiceAfterShutdown(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "shutdown"},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
 			NodeSelector: testutil.NodeSelectorFor(down, up), Cordon: true, Drain: true,
+			EvacuationResponseTimeout: &metav1.Duration{Duration: 2 * time.Second},
 			Shutdown: &nodemaintv1alpha1.ShutdownSpec{ApplyOutOfServiceTaint: true, NotReadyGracePeriod: &metav1.Duration{Duration: 3 * time.Second}},
 		},
 	}
 	create(t, nm)
 	t.Cleanup(func() { _ = framework.Client().Delete(context.Background(), nm) })
-	// Bare pods are evicted at once; they then take ten minutes to stop.
+	// The bare pods are evicted after the response timeout; they then take ten minutes to stop.
 	testutil.Eventually(t, timeout, "both pods terminating", func(ctx context.Context) (bool, string, error) {
 		var pods corev1.PodList
 		err := framework.Client().List(ctx, &pods, client.InNamespace(ns))
@@ -103,10 +136,40 @@ func TestOutOfServiceAfterShutdown(t *testing.T) {
 		return ok, fmt.Sprintf("%+v", st.Blocked), err
 	})
 
+	// The node goes down, but nothing says it was shut down rather than cut off: NotReady alone
+	// never gets the taint (watched, not sampled), and an Event says what is missing.
+	bootID := setBootID(t, down)
+	taintedUnconfirmed := watchTaintedUnconfirmed(t, down)
 	if err := framework.Cluster().StopKubelet(t.Context(), down); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = framework.Cluster().StartKubelet(context.Background(), down) })
+	testutil.Eventually(t, 2*timeout, "a ShutdownNotConfirmed Event on the node that went down", func(ctx context.Context) (bool, string, error) {
+		var events eventsv1.EventList
+		if err := framework.Client().List(ctx, &events); err != nil {
+			return false, "", err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "ShutdownNotConfirmed" && e.Regarding.Kind == "Node" && e.Regarding.Name == down {
+				return strings.Contains(e.Note, nodemaintv1alpha1.ShutdownConfirmedAnnotation), e.Note, nil
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(events.Items)), nil
+	})
+	// The automation that shut it down confirms it, naming the boot it ended.
+	n := &corev1.Node{}
+	if err := framework.Client().Get(t.Context(), client.ObjectKey{Name: down}, n); err != nil {
+		t.Fatal(err)
+	}
+	orig := n.DeepCopy()
+	metav1.SetMetaDataAnnotation(&n.ObjectMeta, nodemaintv1alpha1.ShutdownConfirmedAnnotation, bootID)
+	if err := framework.Client().Patch(t.Context(), n, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		patch := []byte(`{"metadata":{"annotations":{"` + nodemaintv1alpha1.ShutdownConfirmedAnnotation + `":null}}}`)
+		_ = framework.Client().Patch(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: down}}, client.RawPatch(types.MergePatchType, patch))
+	})
 	testutil.Eventually(t, 2*timeout, "out-of-service taint on the node that went down", func(ctx context.Context) (bool, string, error) {
 		n := &corev1.Node{}
 		err := framework.Client().Get(ctx, client.ObjectKey{Name: down}, n)
@@ -125,7 +188,9 @@ func TestOutOfServiceAfterShutdown(t *testing.T) {
 		err := framework.Client().Get(ctx, client.ObjectKey{Name: down}, n)
 		return !outOfServiceTainted(n) && localcluster.IsNodeReady(n), fmt.Sprintf("ready %v, taints %v", localcluster.IsNodeReady(n), n.Spec.Taints), err
 	})
-	n := &corev1.Node{}
+	if taintedUnconfirmed.Load() {
+		t.Errorf("node %s was tainted out-of-service before its shutdown was confirmed", down)
+	}
 	if err := framework.Client().Get(t.Context(), client.ObjectKey{Name: up}, n); err != nil {
 		t.Fatal(err)
 	}

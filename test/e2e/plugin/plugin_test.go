@@ -105,7 +105,7 @@ func TestDrainStatusComplete(t *testing.T) {
 	create(t, pdb, pod(ns, "precious", node, map[string]string{"app": "precious"}), pod(ns, "plain", node, nil))
 	waitReady(t, ns, 2)
 
-	out, code := plugin(t, "drain", node, "--reason", "e2e", "--timeout", "20s")
+	out, code := plugin(t, "drain", node, "--reason", "e2e", "--timeout", "20s", "--response-timeout", "2s")
 	if code != 3 || !strings.Contains(out, "PodDisruptionBudget") || !strings.Contains(out, ns+"/precious") ||
 		!strings.Contains(out, "The disruption budget precious does not allow evicting pods") {
 		t.Errorf("drain blocked by a budget: exit %d, want 3 and the budget named", code)
@@ -124,7 +124,7 @@ func TestDrainStatusComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Running drain again is idempotent: it follows the same NodeMaintenance to the end.
-	if out, code := plugin(t, "drain", node, "--timeout", "60s"); code != 0 || !strings.Contains(out, "drained") {
+	if out, code := plugin(t, "drain", node, "--timeout", "60s", "--response-timeout", "2s"); code != 0 || !strings.Contains(out, "drained") {
 		t.Errorf("drain: exit %d, want 0 and drained", code)
 	}
 	if ok, err := unschedulable(t.Context(), node); err != nil || !ok {

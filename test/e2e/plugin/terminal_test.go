@@ -36,7 +36,7 @@ func TestLiveDisplayInTerminal(t *testing.T) {
 		return string(out), err
 	}
 	bin := filepath.Join(os.Getenv("NODEMAINT_BIN_DIR"), "kubectl-maintenance")
-	shell := fmt.Sprintf("%s --kubeconfig %s drain %s --timeout 60s; echo exit=$?; sleep 600", bin, framework.Cluster().Kubeconfig(), node)
+	shell := fmt.Sprintf("%s --kubeconfig %s drain %s --timeout 60s --response-timeout 2s; echo exit=$?; sleep 600", bin, framework.Cluster().Kubeconfig(), node)
 	if out, err := run("new-session", "-d", "-s", "drain", "-x", "160", "-y", "40", shell); err != nil {
 		t.Fatalf("tmux: %v: %s", err, out)
 	}
