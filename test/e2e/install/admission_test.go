@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -343,14 +346,75 @@ func relTo(t *testing.T, base, target string) string {
 	return r
 }
 
-// policyObjects returns the admission policy objects among objs, by key.
+// The admission policies of config/admission, and their bindings, by name.
+const (
+	deleteGuard = "nodemaint-drain-timeout-delete"
+	nodeScope   = "nodemaint-node-scope"
+)
+
+// policyObjects returns, sorted, the keys of the admission policies, their bindings and the
+// node-scope ConfigMap among objs.
 func policyObjects(objs map[string]*unstructured.Unstructured) []string {
 	var out []string
 	for k, obj := range objs {
-		switch obj.GetKind() {
-		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+		switch {
+		case obj.GetKind() == "ValidatingAdmissionPolicy", obj.GetKind() == "ValidatingAdmissionPolicyBinding",
+			obj.GetKind() == "ConfigMap" && strings.HasSuffix(obj.GetName(), "-node-scope"):
 			out = append(out, k)
 		}
 	}
+	slices.Sort(out)
 	return out
+}
+
+// checkPolicies checks the admission policies among objs, named prefix-drain-timeout-delete and
+// prefix-node-scope: their specs are those of config/admission, each has a binding that denies,
+// and the node-scope binding takes its parameters from the ConfigMap prefix-node-scope in ns,
+// refusing everything without it.
+func checkPolicies(t *testing.T, objs map[string]*unstructured.Unstructured, prefix, ns string) {
+	t.Helper()
+	files := map[string]string{
+		prefix + "-drain-timeout-delete": repoPath("config", "admission", "drain_timeout_delete_policy.yaml"),
+		prefix + "-node-scope":           repoPath("config", "admission", "node-scope", "node_scope_policy.yaml"),
+	}
+	for _, policy := range kinds(objs, "ValidatingAdmissionPolicy") {
+		name := policy.GetName()
+		file, ok := files[name]
+		if !ok {
+			t.Errorf("unexpected ValidatingAdmissionPolicy %s", name)
+			continue
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := kinds(parse(t, string(b)), "ValidatingAdmissionPolicy")
+		if len(want) != 1 {
+			t.Fatalf("%s: %d policies, want 1", file, len(want))
+		}
+		if !reflect.DeepEqual(policy.Object["spec"], want[0].Object["spec"]) {
+			t.Errorf("policy %s differs from %s:\n  got  %v\n  want %v", name, file, policy.Object["spec"], want[0].Object["spec"])
+		}
+		var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		decode(t, objs["ValidatingAdmissionPolicyBinding/"+name], &binding)
+		if binding.Spec.PolicyName != name || !slices.Equal(binding.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+			t.Errorf("binding %s: policy %q, actions %v; want %s, [Deny]", name, binding.Spec.PolicyName, binding.Spec.ValidationActions, name)
+		}
+		if name != prefix+"-node-scope" {
+			continue
+		}
+		ref := binding.Spec.ParamRef
+		if ref == nil || ref.Name != name || ref.Namespace != ns || ptr.Deref(ref.ParameterNotFoundAction, "") != admissionregistrationv1.DenyAction {
+			t.Errorf("binding %s paramRef %+v; want ConfigMap %s/%s, Deny when missing", name, ref, ns, name)
+		}
+		cm := objs["ConfigMap/"+ns+"/"+name]
+		if cm == nil {
+			t.Errorf("no ConfigMap %s/%s for policy %s", ns, name, name)
+		} else if key, _, _ := unstructured.NestedString(cm.Object, "data", "labelKey"); key == "" {
+			t.Errorf("ConfigMap %s/%s has no labelKey", ns, name)
+		}
+	}
+	if len(kinds(objs, "ValidatingAdmissionPolicyBinding")) != len(kinds(objs, "ValidatingAdmissionPolicy")) {
+		t.Errorf("%d bindings for %d policies", len(kinds(objs, "ValidatingAdmissionPolicyBinding")), len(kinds(objs, "ValidatingAdmissionPolicy")))
+	}
 }

@@ -46,8 +46,10 @@ func repoPath(elem ...string) string { return filepath.Join(append([]string{repo
 // config/: run `make generate` (hack/sync-chart.sh).
 func TestChartMatchesConfig(t *testing.T) {
 	pairs := map[string]string{
-		"config/rbac/role.yaml":                 "charts/nodemaint/files/role.yaml",
-		"config/rbac/leader_election_role.yaml": "charts/nodemaint/files/leader_election_role.yaml",
+		"config/rbac/role.yaml":                              "charts/nodemaint/files/role.yaml",
+		"config/rbac/leader_election_role.yaml":              "charts/nodemaint/files/leader_election_role.yaml",
+		"config/admission/drain_timeout_delete_policy.yaml":  "charts/nodemaint/files/admission/drain_timeout_delete_policy.yaml",
+		"config/admission/node-scope/node_scope_policy.yaml": "charts/nodemaint/files/admission/node_scope_policy.yaml",
 	}
 	crds, err := filepath.Glob(repoPath("config", "crd", "bases", "*.yaml"))
 	if err != nil || len(crds) == 0 {
@@ -93,8 +95,11 @@ func TestHelmChart(t *testing.T) {
 		"Deployment/" + namespace + "/" + controller,
 		"Service/" + namespace + "/" + controller + "-metrics",
 		"PodDisruptionBudget/" + namespace + "/" + controller,
+		"ValidatingAdmissionPolicy/" + deleteGuard,
+		"ValidatingAdmissionPolicyBinding/" + deleteGuard,
 	})
 	checkRBAC(t, objs)
+	checkPolicies(t, objs, "nodemaint", namespace)
 	d := checkDeployment(t, objs)
 	checkServiceAndPDB(t, objs, d)
 	if got := ptr.Deref(d.Spec.Replicas, 1); got != 2 {
@@ -143,6 +148,26 @@ func TestHelmChartValues(t *testing.T) {
 	}
 	if len(spec.Tolerations) != 1 || spec.Tolerations[0].Key != "node-role.kubernetes.io/control-plane" {
 		t.Errorf("tolerations = %v", spec.Tolerations)
+	}
+	applyDryRun(t, out)
+
+	// The admission policies: node scope on, with another label; the Delete guard off.
+	out = helmTemplate(t,
+		"--set", "admissionPolicies.nodeScope.enabled=true",
+		"--set", "admissionPolicies.nodeScope.labelKey=topology.example.com/rack",
+		"--set", "admissionPolicies.drainTimeoutDelete.enabled=false",
+	)
+	objs = parse(t, out)
+	if got, want := policyObjects(objs), []string{
+		"ConfigMap/" + namespace + "/" + nodeScope,
+		"ValidatingAdmissionPolicy/" + nodeScope,
+		"ValidatingAdmissionPolicyBinding/" + nodeScope,
+	}; !slices.Equal(got, want) {
+		t.Errorf("admission objects %q, want %q", got, want)
+	}
+	checkPolicies(t, objs, "nodemaint", namespace)
+	if key, _, _ := unstructured.NestedString(objs["ConfigMap/"+namespace+"/"+nodeScope].Object, "data", "labelKey"); key != "topology.example.com/rack" {
+		t.Errorf("node-scope labelKey = %q", key)
 	}
 	applyDryRun(t, out)
 
@@ -216,8 +241,11 @@ func TestKustomize(t *testing.T) {
 		"Deployment/" + namespace + "/" + controller,
 		"Service/" + namespace + "/" + controller + "-metrics",
 		"PodDisruptionBudget/" + namespace + "/" + controller,
+		"ValidatingAdmissionPolicy/" + deleteGuard,
+		"ValidatingAdmissionPolicyBinding/" + deleteGuard,
 	})
 	checkRBAC(t, objs)
+	checkPolicies(t, objs, "nodemaint", namespace)
 	d := checkDeployment(t, objs)
 	checkServiceAndPDB(t, objs, d)
 	applyDryRun(t, out)
@@ -243,6 +271,28 @@ func TestKustomize(t *testing.T) {
 	if len(sms) != 1 || sms[0].GetNamespace() != namespace {
 		t.Fatalf("the prometheus component gives %d ServiceMonitors, want 1 in %s", len(sms), namespace)
 	}
+
+	// The node-scope component, as config/default's comment enables it.
+	kustomization = fmt.Sprintf("resources:\n- %s\ncomponents:\n- %s\n", rel(repoPath("config", "default")), rel(repoPath("config", "admission", "node-scope")))
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = framework.Kubectl(t, "kustomize", overlay)
+	if err != nil {
+		t.Fatalf("kubectl kustomize with the node-scope component: %v\n%s", err, out)
+	}
+	objs = parse(t, out)
+	if got, want := policyObjects(objs), []string{
+		"ConfigMap/" + namespace + "/" + nodeScope,
+		"ValidatingAdmissionPolicy/" + deleteGuard,
+		"ValidatingAdmissionPolicy/" + nodeScope,
+		"ValidatingAdmissionPolicyBinding/" + deleteGuard,
+		"ValidatingAdmissionPolicyBinding/" + nodeScope,
+	}; !slices.Equal(got, want) {
+		t.Errorf("admission objects with the node-scope component %q, want %q", got, want)
+	}
+	checkPolicies(t, objs, "nodemaint", namespace)
+	applyDryRun(t, out)
 }
 
 // TestHelmInstall really installs the chart with helm (without its CRDs, which the cluster has)
@@ -255,7 +305,8 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	name := ns + "-nodemaint"
-	install := []string{"install", ns, repoPath("charts", "nodemaint"), "--namespace", ns, "--skip-crds", "--set", "fullnameOverride=" + name}
+	install := []string{"install", ns, repoPath("charts", "nodemaint"), "--namespace", ns, "--skip-crds", "--set", "fullnameOverride=" + name,
+		"--set", "admissionPolicies.nodeScope.enabled=true", "--set", "admissionPolicies.nodeScope.labelKey=topology.example.com/rack"}
 	if out, err := runHelm(t, install...); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
@@ -266,6 +317,18 @@ func TestHelmInstall(t *testing.T) {
 		}
 	})
 	framework.WaitDeploymentAvailable(t, ns, name)
+
+	// The admission policies are installed and enforced: a user who may only create
+	// NodeMaintenances may not ask for drainTimeoutAction: Delete, nor select nodes but by the
+	// node label the release set.
+	for _, policy := range []string{name + "-drain-timeout-delete", name + "-node-scope"} {
+		expectTypeChecked(t, policy)
+	}
+	user := "helm-user-" + ns
+	grant(t, user, rbacv1.PolicyRule{APIGroups: []string{"nodemaint.dev"}, Resources: []string{"nodemaintenances"}, Verbs: []string{"create"}})
+	restricted := impersonate(t, user)
+	waitRefused(t, restricted, deleting(ns+"-delete"), deleteRefused)
+	waitRefused(t, restricted, maintenance(ns+"-all", everyNode()), "every nodeSelectorTerm must require the node label topology.example.com/rack with operator In")
 
 	sa := "system:serviceaccount:" + ns + ":" + name
 	for _, check := range [][]string{
