@@ -150,7 +150,26 @@ func TestAdmissionPolicies(t *testing.T) {
 		expectAbsent(t, nm("erin-all"))
 		// Nor move her maintenance to pool-b.
 		expectRefused(t, erin.Patch(ctx, a, mergePatch(`{"spec":{"nodeSelector":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"nodemaint.dev/pool","operator":"In","values":["pool-b"]}]}]}}}`)),
-			"may not maintain every node pool it selects (nodemaint.dev/pool: pool-b)")
+			"may not maintain every node pool it selects (nodemaint.dev/pool: pool-b, pool-a)")
+		// Nor end pool-b's maintenance: neither uncordon it, move it to pool-a, nor delete it.
+		b := maintenance(nm("admin-pool-b"), byPool("pool-b")...)
+		b.Spec.Cordon = true
+		create(t, admin, b)
+		for _, patch := range []string{
+			`{"spec":{"cordon":false}}`,
+			`{"spec":{"nodeSelector":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"nodemaint.dev/pool","operator":"In","values":["pool-a"]}]}]}}}`,
+		} {
+			expectRefused(t, erin.Patch(ctx, b, mergePatch(patch)), "may not maintain every node pool it selects (nodemaint.dev/pool: ")
+		}
+		expectRefused(t, erin.Delete(ctx, b), "may not maintain every node pool it selects (nodemaint.dev/pool: pool-b)")
+		var cur nodemaintv1alpha1.NodeMaintenance
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(b), &cur); err != nil || !cur.Spec.Cordon || cur.DeletionTimestamp != nil {
+			t.Errorf("pool-b's maintenance after erin's refused changes: cordon %v, deleted at %v, %v", cur.Spec.Cordon, cur.DeletionTimestamp, err)
+		}
+		// Her own she may end.
+		if err := erin.Delete(ctx, a); err != nil {
+			t.Errorf("erin deleting her pool-a maintenance: %v", err)
+		}
 		// frank holds no pool.
 		expectRefused(t, frank.Create(ctx, maintenance(nm("frank-pool-a"), byPool("pool-a")...)), "may not maintain every node pool it selects (nodemaint.dev/pool: pool-a)")
 		expectAbsent(t, nm("frank-pool-a"))
