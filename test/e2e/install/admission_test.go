@@ -34,7 +34,8 @@ const policyTimeout = 30 * time.Second
 const (
 	deleteRefused        = "may not delete pods in every namespace, so it may not ask for drainTimeoutAction: Delete"
 	selectorChangeRefuse = "may not change the nodeSelector of a NodeMaintenance with drainTimeoutAction: Delete"
-	drainOnRefused       = "may not turn on the drain of a NodeMaintenance with drainTimeoutAction: Delete"
+	drainTimeoutRefused  = "may not change the drainTimeout of a NodeMaintenance with drainTimeoutAction: Delete"
+	drainingRefused      = "may not change a NodeMaintenance with drainTimeoutAction: Delete that drains (drain: true), only stop it"
 	byPoolOnly           = "every nodeSelectorTerm must require the node label nodemaint.dev/pool with operator In"
 )
 
@@ -82,11 +83,20 @@ func TestAdmissionPolicies(t *testing.T) {
 		adm := deleting(nm("admin-delete"))
 		adm.Spec.Cordon = true
 		create(t, admin, adm)
-		// bob may not widen it or start it, but may change the rest, and stop it.
+		// bob may not widen it, shorten it or start it, but may edit it while it does not drain.
 		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"nodeSelector":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"kubernetes.io/hostname","operator":"Exists"}]}]}}}`)), selectorChangeRefuse)
-		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"drain":true}}`)), drainOnRefused)
+		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"drainTimeout":"10m"}}`)), drainTimeoutRefused)
+		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"drain":true}}`)), drainingRefused)
 		if err := bob.Patch(ctx, adm, mergePatch(`{"spec":{"reason":"kernel upgrade"}}`)); err != nil {
-			t.Errorf("bob changing the reason of a Delete maintenance: %v", err)
+			t.Errorf("bob changing the reason of a Delete maintenance that does not drain: %v", err)
+		}
+		// Once a cluster admin started the drain, bob may only stop it.
+		if err := admin.Patch(ctx, adm, mergePatch(`{"spec":{"drain":true}}`)); err != nil {
+			t.Fatalf("cluster admin starting the drain: %v", err)
+		}
+		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"reason":"other"}}`)), drainingRefused)
+		if err := bob.Patch(ctx, adm, mergePatch(`{"spec":{"drain":false}}`)); err != nil {
+			t.Errorf("bob stopping the drain of a Delete maintenance: %v", err)
 		}
 		if err := bob.Patch(ctx, adm, mergePatch(`{"spec":{"drainTimeoutAction":"Report"}}`)); err != nil {
 			t.Errorf("bob setting drainTimeoutAction: Report: %v", err)
