@@ -262,8 +262,13 @@ func byName(node string) []corev1.NodeSelectorTerm {
 }
 
 func byPool(pools ...string) []corev1.NodeSelectorTerm {
+	return byLabel("nodemaint.dev/pool", pools...)
+}
+
+// byLabel selects the nodes whose label key has one of values.
+func byLabel(key string, values ...string) []corev1.NodeSelectorTerm {
 	return []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-		{Key: "nodemaint.dev/pool", Operator: corev1.NodeSelectorOpIn, Values: pools}}}}
+		{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}}}}
 }
 
 func everyNode() corev1.NodeSelectorTerm {

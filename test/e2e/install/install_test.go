@@ -24,7 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 )
 
@@ -318,17 +320,26 @@ func TestHelmInstall(t *testing.T) {
 	})
 	framework.WaitDeploymentAvailable(t, ns, name)
 
-	// The admission policies are installed and enforced: a user who may only create
-	// NodeMaintenances may not ask for drainTimeoutAction: Delete, nor select nodes but by the
-	// node label the release set.
+	// The admission policies are installed and enforced: a user who may create NodeMaintenances
+	// and maintain rack 7 may neither ask for drainTimeoutAction: Delete there, nor select nodes
+	// but by the node label the release set. (Each request breaks one policy only: which refusal
+	// the API server reports when several refuse is not defined.)
 	for _, policy := range []string{name + "-drain-timeout-delete", name + "-node-scope"} {
 		expectTypeChecked(t, policy)
 	}
 	user := "helm-user-" + ns
-	grant(t, user, rbacv1.PolicyRule{APIGroups: []string{"nodemaint.dev"}, Resources: []string{"nodemaintenances"}, Verbs: []string{"create"}})
+	grant(t, user,
+		rbacv1.PolicyRule{APIGroups: []string{"nodemaint.dev"}, Resources: []string{"nodemaintenances"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{"nodemaint.dev"}, Resources: []string{"nodepools"}, ResourceNames: []string{"7"}, Verbs: []string{"maintain"}})
 	restricted := impersonate(t, user)
-	waitRefused(t, restricted, deleting(ns+"-delete"), deleteRefused)
+	rack7 := deleting(ns + "-delete")
+	rack7.Spec.NodeSelector.NodeSelectorTerms = byLabel("topology.example.com/rack", "7")
+	waitRefused(t, restricted, rack7, deleteRefused)
 	waitRefused(t, restricted, maintenance(ns+"-all", everyNode()), "every nodeSelectorTerm must require the node label topology.example.com/rack with operator In")
+	rack7.Spec.DrainTimeoutAction = nodemaintv1alpha1.DrainTimeoutActionReport
+	if err := restricted.Create(t.Context(), rack7, client.DryRunAll); err != nil {
+		t.Errorf("a user granted rack 7 maintaining rack 7: %v", err)
+	}
 
 	sa := "system:serviceaccount:" + ns + ":" + name
 	for _, check := range [][]string{
