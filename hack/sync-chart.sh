@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copies the generated install files into the Helm chart, so the chart and config/ cannot drift:
-# the CRDs (config/crd/bases) into charts/nodemaint/crds/, and the ClusterRole and leader-election
-# Role (config/rbac) into charts/nodemaint/files/, whose rules the chart's templates read.
+# the CRDs (config/crd/bases) into charts/nodemaint/crds/, the ClusterRole and leader-election
+# Role (config/rbac) into charts/nodemaint/files/, and the admission policies (config/admission) into
+# charts/nodemaint/files/admission/, whose rules the chart's templates read.
 # Run by `make generate`; test/e2e/install fails when the copies differ.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,3 +12,7 @@ rm -f "$chart"/crds/*.yaml
 mkdir -p "$chart/crds" "$chart/files"
 cp config/crd/bases/*.yaml "$chart/crds/"
 cp config/rbac/role.yaml config/rbac/leader_election_role.yaml "$chart/files/"
+# The admission policies, whose specs the chart's templates read.
+rm -rf "$chart/files/admission"
+mkdir -p "$chart/files/admission"
+cp config/admission/drain_timeout_delete_policy.yaml config/admission/node-scope/node_scope_policy.yaml "$chart/files/admission/"

@@ -47,3 +47,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 {{- end }}
+
+{{/*
+The prefix of the admission policies' names: nodemaint by default (as in config/admission), else
+the full name without a trailing -controller.
+*/}}
+{{- define "nodemaint.policyPrefix" -}}
+{{- include "nodemaint.fullname" . | trimSuffix "-controller" }}
+{{- end }}

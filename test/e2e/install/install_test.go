@@ -24,7 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 )
 
@@ -46,8 +48,10 @@ func repoPath(elem ...string) string { return filepath.Join(append([]string{repo
 // config/: run `make generate` (hack/sync-chart.sh).
 func TestChartMatchesConfig(t *testing.T) {
 	pairs := map[string]string{
-		"config/rbac/role.yaml":                 "charts/nodemaint/files/role.yaml",
-		"config/rbac/leader_election_role.yaml": "charts/nodemaint/files/leader_election_role.yaml",
+		"config/rbac/role.yaml":                              "charts/nodemaint/files/role.yaml",
+		"config/rbac/leader_election_role.yaml":              "charts/nodemaint/files/leader_election_role.yaml",
+		"config/admission/drain_timeout_delete_policy.yaml":  "charts/nodemaint/files/admission/drain_timeout_delete_policy.yaml",
+		"config/admission/node-scope/node_scope_policy.yaml": "charts/nodemaint/files/admission/node_scope_policy.yaml",
 	}
 	crds, err := filepath.Glob(repoPath("config", "crd", "bases", "*.yaml"))
 	if err != nil || len(crds) == 0 {
@@ -93,8 +97,11 @@ func TestHelmChart(t *testing.T) {
 		"Deployment/" + namespace + "/" + controller,
 		"Service/" + namespace + "/" + controller + "-metrics",
 		"PodDisruptionBudget/" + namespace + "/" + controller,
+		"ValidatingAdmissionPolicy/" + deleteGuard,
+		"ValidatingAdmissionPolicyBinding/" + deleteGuard,
 	})
 	checkRBAC(t, objs)
+	checkPolicies(t, objs, "nodemaint", namespace)
 	d := checkDeployment(t, objs)
 	checkServiceAndPDB(t, objs, d)
 	if got := ptr.Deref(d.Spec.Replicas, 1); got != 2 {
@@ -143,6 +150,26 @@ func TestHelmChartValues(t *testing.T) {
 	}
 	if len(spec.Tolerations) != 1 || spec.Tolerations[0].Key != "node-role.kubernetes.io/control-plane" {
 		t.Errorf("tolerations = %v", spec.Tolerations)
+	}
+	applyDryRun(t, out)
+
+	// The admission policies: node scope on, with another label; the Delete guard off.
+	out = helmTemplate(t,
+		"--set", "admissionPolicies.nodeScope.enabled=true",
+		"--set", "admissionPolicies.nodeScope.labelKey=topology.example.com/rack",
+		"--set", "admissionPolicies.drainTimeoutDelete.enabled=false",
+	)
+	objs = parse(t, out)
+	if got, want := policyObjects(objs), []string{
+		"ConfigMap/" + namespace + "/" + nodeScope,
+		"ValidatingAdmissionPolicy/" + nodeScope,
+		"ValidatingAdmissionPolicyBinding/" + nodeScope,
+	}; !slices.Equal(got, want) {
+		t.Errorf("admission objects %q, want %q", got, want)
+	}
+	checkPolicies(t, objs, "nodemaint", namespace)
+	if key, _, _ := unstructured.NestedString(objs["ConfigMap/"+namespace+"/"+nodeScope].Object, "data", "labelKey"); key != "topology.example.com/rack" {
+		t.Errorf("node-scope labelKey = %q", key)
 	}
 	applyDryRun(t, out)
 
@@ -216,8 +243,11 @@ func TestKustomize(t *testing.T) {
 		"Deployment/" + namespace + "/" + controller,
 		"Service/" + namespace + "/" + controller + "-metrics",
 		"PodDisruptionBudget/" + namespace + "/" + controller,
+		"ValidatingAdmissionPolicy/" + deleteGuard,
+		"ValidatingAdmissionPolicyBinding/" + deleteGuard,
 	})
 	checkRBAC(t, objs)
+	checkPolicies(t, objs, "nodemaint", namespace)
 	d := checkDeployment(t, objs)
 	checkServiceAndPDB(t, objs, d)
 	applyDryRun(t, out)
@@ -243,6 +273,28 @@ func TestKustomize(t *testing.T) {
 	if len(sms) != 1 || sms[0].GetNamespace() != namespace {
 		t.Fatalf("the prometheus component gives %d ServiceMonitors, want 1 in %s", len(sms), namespace)
 	}
+
+	// The node-scope component, as config/default's comment enables it.
+	kustomization = fmt.Sprintf("resources:\n- %s\ncomponents:\n- %s\n", rel(repoPath("config", "default")), rel(repoPath("config", "admission", "node-scope")))
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = framework.Kubectl(t, "kustomize", overlay)
+	if err != nil {
+		t.Fatalf("kubectl kustomize with the node-scope component: %v\n%s", err, out)
+	}
+	objs = parse(t, out)
+	if got, want := policyObjects(objs), []string{
+		"ConfigMap/" + namespace + "/" + nodeScope,
+		"ValidatingAdmissionPolicy/" + deleteGuard,
+		"ValidatingAdmissionPolicy/" + nodeScope,
+		"ValidatingAdmissionPolicyBinding/" + deleteGuard,
+		"ValidatingAdmissionPolicyBinding/" + nodeScope,
+	}; !slices.Equal(got, want) {
+		t.Errorf("admission objects with the node-scope component %q, want %q", got, want)
+	}
+	checkPolicies(t, objs, "nodemaint", namespace)
+	applyDryRun(t, out)
 }
 
 // TestHelmInstall really installs the chart with helm (without its CRDs, which the cluster has)
@@ -255,7 +307,8 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	name := ns + "-nodemaint"
-	install := []string{"install", ns, repoPath("charts", "nodemaint"), "--namespace", ns, "--skip-crds", "--set", "fullnameOverride=" + name}
+	install := []string{"install", ns, repoPath("charts", "nodemaint"), "--namespace", ns, "--skip-crds", "--set", "fullnameOverride=" + name,
+		"--set", "admissionPolicies.nodeScope.enabled=true", "--set", "admissionPolicies.nodeScope.labelKey=topology.example.com/rack"}
 	if out, err := runHelm(t, install...); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
@@ -266,6 +319,27 @@ func TestHelmInstall(t *testing.T) {
 		}
 	})
 	framework.WaitDeploymentAvailable(t, ns, name)
+
+	// The admission policies are installed and enforced: a user who may create NodeMaintenances
+	// and maintain rack 7 may neither ask for drainTimeoutAction: Delete there, nor select nodes
+	// but by the node label the release set. (Each request breaks one policy only: which refusal
+	// the API server reports when several refuse is not defined.)
+	for _, policy := range []string{name + "-drain-timeout-delete", name + "-node-scope"} {
+		expectTypeChecked(t, policy)
+	}
+	user := "helm-user-" + ns
+	grant(t, user,
+		rbacv1.PolicyRule{APIGroups: []string{"nodemaint.dev"}, Resources: []string{"nodemaintenances"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{"nodemaint.dev"}, Resources: []string{"nodepools"}, ResourceNames: []string{"7"}, Verbs: []string{"maintain"}})
+	restricted := impersonate(t, user)
+	rack7 := deleting(ns + "-delete")
+	rack7.Spec.NodeSelector.NodeSelectorTerms = byLabel("topology.example.com/rack", "7")
+	waitRefused(t, restricted, rack7, deleteRefused)
+	waitRefused(t, restricted, maintenance(ns+"-all", everyNode()), "every nodeSelectorTerm must require the node label topology.example.com/rack with operator In")
+	rack7.Spec.DrainTimeoutAction = nodemaintv1alpha1.DrainTimeoutActionReport
+	if err := restricted.Create(t.Context(), rack7, client.DryRunAll); err != nil {
+		t.Errorf("a user granted rack 7 maintaining rack 7: %v", err)
+	}
 
 	sa := "system:serviceaccount:" + ns + ":" + name
 	for _, check := range [][]string{

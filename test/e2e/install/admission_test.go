@@ -1,0 +1,454 @@
+package install
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/test/e2e/framework"
+)
+
+// policyTimeout bounds the wait for the API server to enforce, or stop enforcing, a policy that
+// was just created or deleted (its admission plugin learns of policies through an informer).
+const policyTimeout = 30 * time.Second
+
+// The messages of the policies of config/admission.
+const (
+	deleteRefused        = "may not delete pods in every namespace, so it may not ask for drainTimeoutAction: Delete"
+	selectorChangeRefuse = "may not change the nodeSelector of a NodeMaintenance with drainTimeoutAction: Delete"
+	drainTimeoutRefused  = "may not change the drainTimeout of a NodeMaintenance with drainTimeoutAction: Delete"
+	drainingRefused      = "may not change a NodeMaintenance with drainTimeoutAction: Delete that drains (drain: true), only stop it"
+	byPoolOnly           = "every nodeSelectorTerm must require the node label nodemaint.dev/pool with operator In"
+)
+
+// TestAdmissionPolicies applies the admission policies as config/default installs them
+// (config/admission) and proves them with impersonated users who hold only the RBAC rules
+// given here; then adds the node-scope component (config/admission/node-scope) with the sample
+// grant of config/samples/node-scope-team.yaml.
+func TestAdmissionPolicies(t *testing.T) {
+	admin := framework.Client()
+	ctx := t.Context()
+	suffix := strings.TrimPrefix(framework.Namespace(t), "e2e-") // unique names for this run
+	nm := func(name string) string { return name + "-" + suffix }
+
+	// alice may only create NodeMaintenances; bob may also read and change them.
+	alice, bob := impersonate(t, "alice-"+suffix), impersonate(t, "bob-"+suffix)
+	grant(t, "alice-"+suffix, rbacv1.PolicyRule{APIGroups: []string{nodemaintv1alpha1.GroupVersion.Group}, Resources: []string{"nodemaintenances"}, Verbs: []string{"create"}})
+	grant(t, "bob-"+suffix, rbacv1.PolicyRule{APIGroups: []string{nodemaintv1alpha1.GroupVersion.Group}, Resources: []string{"nodemaintenances"}, Verbs: []string{"create", "get", "patch", "update"}})
+
+	// Without the policy, alice can ask for Delete: the back door this closes.
+	if err := alice.Create(ctx, deleting(nm("before")), client.DryRunAll); err != nil {
+		t.Fatalf("without the policy, alice's dry-run create with Delete: %v", err)
+	}
+
+	apply(t, renderKustomize(t, repoPath("config", "admission")), alice)
+	waitRefused(t, alice, deleting(nm("probe")), deleteRefused)
+	expectTypeChecked(t, "nodemaint-drain-timeout-delete")
+
+	t.Run("DrainTimeoutDelete", func(t *testing.T) {
+		// alice: Delete refused with the policy's message, nothing created.
+		expectRefused(t, alice.Create(ctx, deleting(nm("alice-delete"))), deleteRefused)
+		expectAbsent(t, nm("alice-delete"))
+		// The same without Delete is allowed.
+		report := maintenance(nm("alice-report"), byName("node-0")...)
+		create(t, alice, report)
+
+		// bob may not turn it into a Delete maintenance.
+		err := bob.Patch(ctx, report, mergePatch(`{"spec":{"drainTimeout":"30m","drainTimeoutAction":"Delete"}}`))
+		expectRefused(t, err, deleteRefused)
+		var cur nodemaintv1alpha1.NodeMaintenance
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(report), &cur); err != nil || cur.Spec.DrainTimeoutAction == nodemaintv1alpha1.DrainTimeoutActionDelete {
+			t.Errorf("after the refused patch: drainTimeoutAction %q, %v", cur.Spec.DrainTimeoutAction, err)
+		}
+
+		// A cluster admin may ask for Delete.
+		adm := deleting(nm("admin-delete"))
+		adm.Spec.Cordon = true
+		create(t, admin, adm)
+		// bob may not widen it, shorten it or start it, but may edit it while it does not drain.
+		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"nodeSelector":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"kubernetes.io/hostname","operator":"Exists"}]}]}}}`)), selectorChangeRefuse)
+		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"drainTimeout":"10m"}}`)), drainTimeoutRefused)
+		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"drain":true}}`)), drainingRefused)
+		if err := bob.Patch(ctx, adm, mergePatch(`{"spec":{"reason":"kernel upgrade"}}`)); err != nil {
+			t.Errorf("bob changing the reason of a Delete maintenance that does not drain: %v", err)
+		}
+		// Once a cluster admin started the drain, bob may only stop it.
+		if err := admin.Patch(ctx, adm, mergePatch(`{"spec":{"drain":true}}`)); err != nil {
+			t.Fatalf("cluster admin starting the drain: %v", err)
+		}
+		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"reason":"other"}}`)), drainingRefused)
+		if err := bob.Patch(ctx, adm, mergePatch(`{"spec":{"drain":false}}`)); err != nil {
+			t.Errorf("bob stopping the drain of a Delete maintenance: %v", err)
+		}
+		if err := bob.Patch(ctx, adm, mergePatch(`{"spec":{"drainTimeoutAction":"Report"}}`)); err != nil {
+			t.Errorf("bob setting drainTimeoutAction: Report: %v", err)
+		}
+
+		// Deleting pods in one namespace is not enough; in every namespace it is.
+		carol, dave := impersonate(t, "carol-"+suffix), impersonate(t, "dave-"+suffix)
+		grant(t, "carol-"+suffix, rbacv1.PolicyRule{APIGroups: []string{nodemaintv1alpha1.GroupVersion.Group}, Resources: []string{"nodemaintenances"}, Verbs: []string{"create"}})
+		grantIn(t, framework.ControllerNamespace, "carol-"+suffix, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"delete"}})
+		grant(t, "dave-"+suffix,
+			rbacv1.PolicyRule{APIGroups: []string{nodemaintv1alpha1.GroupVersion.Group}, Resources: []string{"nodemaintenances"}, Verbs: []string{"create"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"delete"}})
+		expectRefused(t, carol.Create(ctx, deleting(nm("carol-delete"))), deleteRefused)
+		expectAbsent(t, nm("carol-delete"))
+		create(t, dave, deleting(nm("dave-delete")))
+	})
+
+	t.Run("NodeScope", func(t *testing.T) {
+		// The component as an overlay enables it, and the shipped sample grant for team-a.
+		overlay := t.TempDir()
+		kustomization := fmt.Sprintf("resources:\n- %s\ncomponents:\n- %s\n",
+			relTo(t, overlay, repoPath("config", "admission")), relTo(t, overlay, repoPath("config", "admission", "node-scope")))
+		if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		apply(t, renderKustomize(t, overlay), alice)
+		sample, err := os.ReadFile(repoPath("config", "samples", "node-scope-team.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		apply(t, string(sample), nil)
+
+		// erin is in team-a, which the sample grants pool-a; frank has the same rights on
+		// NodeMaintenances but no pool.
+		erin := impersonate(t, "erin-"+suffix, "team-a")
+		frank := impersonate(t, "frank-"+suffix)
+		grant(t, "frank-"+suffix, rbacv1.PolicyRule{APIGroups: []string{nodemaintv1alpha1.GroupVersion.Group}, Resources: []string{"nodemaintenances"}, Verbs: []string{"create"}})
+		waitRefused(t, erin, maintenance(nm("probe"), byName("node-0")...), byPoolOnly)
+		expectTypeChecked(t, "nodemaint-node-scope")
+
+		// erin may cordon and drain pool-a.
+		a := maintenance(nm("erin-pool-a"), byPool("pool-a")...)
+		a.Spec.Cordon, a.Spec.Drain = true, true
+		create(t, erin, a)
+		// Not pool-b, not pool-a and pool-b, not a selector without the pool, not every node.
+		for name, terms := range map[string][]corev1.NodeSelectorTerm{
+			"erin-pool-b":    byPool("pool-b"),
+			"erin-pool-a-b":  byPool("pool-a", "pool-b"),
+			"erin-pool-a-or": append(byPool("pool-a"), byName("node-0")...),
+		} {
+			err := erin.Create(ctx, maintenance(nm(name), terms...))
+			want := map[string]string{
+				"erin-pool-b":    "may not maintain every node pool it selects (nodemaint.dev/pool: pool-b)",
+				"erin-pool-a-b":  "may not maintain every node pool it selects (nodemaint.dev/pool: pool-a, pool-b)",
+				"erin-pool-a-or": byPoolOnly,
+			}[name]
+			expectRefused(t, err, want)
+			expectAbsent(t, nm(name))
+		}
+		expectRefused(t, erin.Create(ctx, maintenance(nm("erin-all"), everyNode())), byPoolOnly)
+		expectAbsent(t, nm("erin-all"))
+		// Nor move her maintenance to pool-b.
+		expectRefused(t, erin.Patch(ctx, a, mergePatch(`{"spec":{"nodeSelector":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"nodemaint.dev/pool","operator":"In","values":["pool-b"]}]}]}}}`)),
+			"may not maintain every node pool it selects (nodemaint.dev/pool: pool-b, pool-a)")
+		// Nor end pool-b's maintenance: neither uncordon it, move it to pool-a, nor delete it.
+		b := maintenance(nm("admin-pool-b"), byPool("pool-b")...)
+		b.Spec.Cordon = true
+		create(t, admin, b)
+		for _, patch := range []string{
+			`{"spec":{"cordon":false}}`,
+			`{"spec":{"nodeSelector":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"nodemaint.dev/pool","operator":"In","values":["pool-a"]}]}]}}}`,
+		} {
+			expectRefused(t, erin.Patch(ctx, b, mergePatch(patch)), "may not maintain every node pool it selects (nodemaint.dev/pool: ")
+		}
+		expectRefused(t, erin.Delete(ctx, b), "may not maintain every node pool it selects (nodemaint.dev/pool: pool-b)")
+		var cur nodemaintv1alpha1.NodeMaintenance
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(b), &cur); err != nil || !cur.Spec.Cordon || cur.DeletionTimestamp != nil {
+			t.Errorf("pool-b's maintenance after erin's refused changes: cordon %v, deleted at %v, %v", cur.Spec.Cordon, cur.DeletionTimestamp, err)
+		}
+		// Her own she may end.
+		if err := erin.Delete(ctx, a); err != nil {
+			t.Errorf("erin deleting her pool-a maintenance: %v", err)
+		}
+		// frank holds no pool.
+		expectRefused(t, frank.Create(ctx, maintenance(nm("frank-pool-a"), byPool("pool-a")...)), "may not maintain every node pool it selects (nodemaint.dev/pool: pool-a)")
+		expectAbsent(t, nm("frank-pool-a"))
+		// A cluster admin, who could drain any node directly, is not limited.
+		create(t, admin, maintenance(nm("admin-all"), everyNode()))
+	})
+}
+
+// impersonate returns a client that acts as user, in groups.
+func impersonate(t *testing.T, user string, groups ...string) client.Client {
+	t.Helper()
+	cfg := framework.Cluster().RESTConfig()
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// grant gives user rules in every namespace, until the test ends.
+func grant(t *testing.T, user string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	name := "e2e-" + user
+	create(t, framework.Client(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules})
+	create(t, framework.Client(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
+	})
+}
+
+// grantIn gives user rules in namespace ns, until the test ends.
+func grantIn(t *testing.T, ns, user string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	name := "e2e-" + user
+	create(t, framework.Client(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: rules})
+	create(t, framework.Client(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
+	})
+}
+
+// create creates obj with c, and deletes it (as cluster admin) when the test ends.
+func create(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Create(t.Context(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+	t.Cleanup(func() {
+		if err := framework.Client().Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting %T %s: %v", obj, obj.GetName(), err)
+		}
+	})
+}
+
+// maintenance returns a NodeMaintenance in its Planning phase selecting terms.
+func maintenance(name string, terms ...corev1.NodeSelectorTerm) *nodemaintv1alpha1.NodeMaintenance {
+	return &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: corev1.NodeSelector{NodeSelectorTerms: terms},
+			Reason:       "admission e2e",
+		},
+	}
+}
+
+// deleting returns a NodeMaintenance of one node that asks for drainTimeoutAction: Delete.
+func deleting(name string) *nodemaintv1alpha1.NodeMaintenance {
+	m := maintenance(name, byName("node-0")...)
+	m.Spec.DrainTimeout = &metav1.Duration{Duration: 30 * time.Minute}
+	m.Spec.DrainTimeoutAction = nodemaintv1alpha1.DrainTimeoutActionDelete
+	return m
+}
+
+func byName(node string) []corev1.NodeSelectorTerm {
+	return []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+		{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}
+}
+
+func byPool(pools ...string) []corev1.NodeSelectorTerm {
+	return byLabel("nodemaint.dev/pool", pools...)
+}
+
+// byLabel selects the nodes whose label key has one of values.
+func byLabel(key string, values ...string) []corev1.NodeSelectorTerm {
+	return []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}}}}
+}
+
+func everyNode() corev1.NodeSelectorTerm {
+	return corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpExists}}}
+}
+
+func mergePatch(s string) client.Patch {
+	return client.RawPatch("application/merge-patch+json", []byte(s))
+}
+
+// expectRefused fails unless err is the API server's refusal (403) with a message containing want.
+func expectRefused(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("allowed; want refused with %q", want)
+		return
+	}
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v; want Forbidden with %q", err, want)
+		return
+	}
+	t.Logf("refused: %v", err)
+}
+
+// expectAbsent fails when the NodeMaintenance exists.
+func expectAbsent(t *testing.T, name string) {
+	t.Helper()
+	err := framework.Client().Get(t.Context(), client.ObjectKey{Name: name}, &nodemaintv1alpha1.NodeMaintenance{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("NodeMaintenance %s: %v, want NotFound", name, err)
+	}
+}
+
+// waitRefused waits until c's dry-run create of obj is refused with want: the policy is enforced.
+func waitRefused(t *testing.T, c client.Client, obj client.Object, want string) {
+	t.Helper()
+	framework.Eventually(t, policyTimeout, "the policy refusing "+obj.GetName(), func(ctx context.Context) (bool, error) {
+		err := c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), want) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+// expectTypeChecked fails when the API server found type errors in the policy's expressions
+// (against the CRD's schema), once it checked them.
+func expectTypeChecked(t *testing.T, name string) {
+	t.Helper()
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	framework.Eventually(t, policyTimeout, "policy "+name+" type-checked", func(ctx context.Context) (bool, error) {
+		err := framework.Client().Get(ctx, client.ObjectKey{Name: name}, &policy)
+		return policy.Status.ObservedGeneration == policy.Generation && policy.Status.TypeChecking != nil, err
+	})
+	for _, w := range policy.Status.TypeChecking.ExpressionWarnings {
+		t.Errorf("policy %s: %s: %s", name, w.FieldRef, w.Warning)
+	}
+}
+
+// renderKustomize returns what kubectl kustomize renders of dir.
+func renderKustomize(t *testing.T, dir string) string {
+	t.Helper()
+	out, err := framework.Kubectl(t, "kustomize", dir)
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
+	}
+	return out
+}
+
+// apply applies manifests (server-side) until the test ends, then deletes them. With a probe, a
+// user who may only create NodeMaintenances, it then waits until the API server lets the probe
+// ask for drainTimeoutAction: Delete again: the admission policies are no longer enforced, and
+// no later test sees them.
+func apply(t *testing.T, manifests string, probe client.Client) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "manifests.yaml")
+	if err := os.WriteFile(file, []byte(manifests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := framework.Kubectl(t, "apply", "--server-side", "--field-manager=install-test", "-f", file); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := framework.Kubectl(t, "delete", "--ignore-not-found", "-f", file); err != nil {
+			t.Errorf("kubectl delete: %v\n%s", err, out)
+		}
+		if probe == nil {
+			return
+		}
+		// t.Context() is done by now.
+		var last error
+		err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, policyTimeout, true, func(ctx context.Context) (bool, error) {
+			last = probe.Create(ctx, deleting("policies-gone"), client.DryRunAll)
+			return last == nil, nil
+		})
+		if err != nil {
+			t.Errorf("the policies are still enforced %v after their deletion: %v", policyTimeout, last)
+		}
+	})
+}
+
+func relTo(t *testing.T, base, target string) string {
+	t.Helper()
+	r, err := filepath.Rel(base, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The admission policies of config/admission, and their bindings, by name.
+const (
+	deleteGuard = "nodemaint-drain-timeout-delete"
+	nodeScope   = "nodemaint-node-scope"
+)
+
+// policyObjects returns, sorted, the keys of the admission policies, their bindings and the
+// node-scope ConfigMap among objs.
+func policyObjects(objs map[string]*unstructured.Unstructured) []string {
+	var out []string
+	for k, obj := range objs {
+		switch {
+		case obj.GetKind() == "ValidatingAdmissionPolicy", obj.GetKind() == "ValidatingAdmissionPolicyBinding",
+			obj.GetKind() == "ConfigMap" && strings.HasSuffix(obj.GetName(), "-node-scope"):
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkPolicies checks the admission policies among objs, named prefix-drain-timeout-delete and
+// prefix-node-scope: their specs are those of config/admission, each has a binding that denies,
+// and the node-scope binding takes its parameters from the ConfigMap prefix-node-scope in ns,
+// refusing everything without it.
+func checkPolicies(t *testing.T, objs map[string]*unstructured.Unstructured, prefix, ns string) {
+	t.Helper()
+	files := map[string]string{
+		prefix + "-drain-timeout-delete": repoPath("config", "admission", "drain_timeout_delete_policy.yaml"),
+		prefix + "-node-scope":           repoPath("config", "admission", "node-scope", "node_scope_policy.yaml"),
+	}
+	for _, policy := range kinds(objs, "ValidatingAdmissionPolicy") {
+		name := policy.GetName()
+		file, ok := files[name]
+		if !ok {
+			t.Errorf("unexpected ValidatingAdmissionPolicy %s", name)
+			continue
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := kinds(parse(t, string(b)), "ValidatingAdmissionPolicy")
+		if len(want) != 1 {
+			t.Fatalf("%s: %d policies, want 1", file, len(want))
+		}
+		if !reflect.DeepEqual(policy.Object["spec"], want[0].Object["spec"]) {
+			t.Errorf("policy %s differs from %s:\n  got  %v\n  want %v", name, file, policy.Object["spec"], want[0].Object["spec"])
+		}
+		var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		decode(t, objs["ValidatingAdmissionPolicyBinding/"+name], &binding)
+		if binding.Spec.PolicyName != name || !slices.Equal(binding.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+			t.Errorf("binding %s: policy %q, actions %v; want %s, [Deny]", name, binding.Spec.PolicyName, binding.Spec.ValidationActions, name)
+		}
+		if name != prefix+"-node-scope" {
+			continue
+		}
+		ref := binding.Spec.ParamRef
+		if ref == nil || ref.Name != name || ref.Namespace != ns || ptr.Deref(ref.ParameterNotFoundAction, "") != admissionregistrationv1.DenyAction {
+			t.Errorf("binding %s paramRef %+v; want ConfigMap %s/%s, Deny when missing", name, ref, ns, name)
+		}
+		cm := objs["ConfigMap/"+ns+"/"+name]
+		if cm == nil {
+			t.Errorf("no ConfigMap %s/%s for policy %s", ns, name, name)
+		} else if key, _, _ := unstructured.NestedString(cm.Object, "data", "labelKey"); key == "" {
+			t.Errorf("ConfigMap %s/%s has no labelKey", ns, name)
+		}
+	}
+	if len(kinds(objs, "ValidatingAdmissionPolicyBinding")) != len(kinds(objs, "ValidatingAdmissionPolicy")) {
+		t.Errorf("%d bindings for %d policies", len(kinds(objs, "ValidatingAdmissionPolicyBinding")), len(kinds(objs, "ValidatingAdmissionPolicy")))
+	}
+}
