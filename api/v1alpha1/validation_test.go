@@ -86,6 +86,32 @@ func TestNodeMaintenanceValidation(t *testing.T) {
 		{"too many values", "\n  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: In, values: [" + strings.TrimSuffix(strings.Repeat("v,", 257), ",") + "]}]}]}", "values: Too many"},
 		{"key too long", "\n  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: " + strings.Repeat("k", 317) + ", operator: Exists}]}]}", "key: Too long"},
 	}
+	// Every duration field refuses what Go's time.ParseDuration cannot parse and what is out of
+	// bounds, naming the bounds; the controller could not decode the first kind (issue 16).
+	durations := []struct{ field, yaml, bounds, over string }{
+		{"evacuationResponseTimeout", "\n  evacuationResponseTimeout: %s", "between 1s and 24h", "24h1s"},
+		{"drainTimeout", "\n  drainTimeout: %s", "between 1s and 168h", "168h1s"},
+		{"notReadyGracePeriod", "\n  shutdown: {applyOutOfServiceTaint: true, notReadyGracePeriod: %s}", "between 1s and 24h", "25h"},
+	}
+	for _, d := range durations {
+		for _, bad := range []string{"1d", "2 days", "1w", "0s", "-1s", `""`, "999ms", d.over, "1h1d"} {
+			cases = append(cases, struct{ name, spec, wantErr string }{
+				d.field + " " + bad, validSelector + fmt.Sprintf(d.yaml, bad), d.field + " must be a duration " + d.bounds})
+		}
+		for _, good := range []string{"1h0m0s", "90s", "1.5h", "1s", "24h", "500ms1s"} {
+			cases = append(cases, struct{ name, spec, wantErr string }{d.field + " " + good, validSelector + fmt.Sprintf(d.yaml, good), ""})
+		}
+	}
+	cases = append(cases, []struct{ name, spec, wantErr string }{
+		{"drainTimeout at its limit", validSelector + "\n  drainTimeout: 168h", ""},
+		{"delete after 3s", validSelector + "\n  drainTimeout: 3s\n  drainTimeoutAction: Delete", "drainTimeoutAction: Delete requires a drainTimeout of at least 5m and at least evacuationResponseTimeout (default 3m)"},
+		{"delete just under 5m", validSelector + "\n  drainTimeout: 4m59s\n  drainTimeoutAction: Delete", "drainTimeout of at least 5m"},
+		{"delete at 5m", validSelector + "\n  drainTimeout: 5m\n  drainTimeoutAction: Delete", ""},
+		{"delete before the owners could answer", validSelector + "\n  evacuationResponseTimeout: 10m\n  drainTimeout: 9m\n  drainTimeoutAction: Delete", "at least evacuationResponseTimeout"},
+		{"delete once the owners could answer", validSelector + "\n  evacuationResponseTimeout: 10m\n  drainTimeout: 10m\n  drainTimeoutAction: Delete", ""},
+		{"report after 3s", validSelector + "\n  drainTimeout: 3s\n  drainTimeoutAction: Report", ""},
+		{"delete with a bad drain timeout", validSelector + "\n  drainTimeout: 1d\n  drainTimeoutAction: Delete", "drainTimeout must be a duration between 1s and 168h"},
+	}...)
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := "apiVersion: nodemaint.dev/v1alpha1\nkind: NodeMaintenance\nspec:" + tc.spec

@@ -81,7 +81,7 @@ func TestOutOfService(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "oos"},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
 			NodeSelector: testutil.NodeSelectorFor("oos-node", "oos-ready"), Cordon: true, Drain: true,
-			Shutdown: &nodemaintv1alpha1.ShutdownSpec{ApplyOutOfServiceTaint: true, NotReadyGracePeriod: &metav1.Duration{Duration: 2 * time.Second}},
+			Shutdown: &nodemaintv1alpha1.ShutdownSpec{ApplyOutOfServiceTaint: true, NotReadyGracePeriod: &nodemaintv1alpha1.Duration{Duration: 2 * time.Second}},
 		},
 	}
 	if err := k8s.Create(ctx, nm); err != nil {
@@ -153,8 +153,8 @@ func TestDrainTimeout(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "deadline"},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
 			NodeSelector: testutil.NodeSelectorFor("deadline-node"), Cordon: true, Drain: true,
-			EvacuationResponseTimeout: &metav1.Duration{Duration: time.Hour},
-			DrainTimeout:              &metav1.Duration{Duration: 3 * time.Second},
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: time.Hour},
+			DrainTimeout:              &nodemaintv1alpha1.Duration{Duration: 3 * time.Second},
 		},
 	}
 	if err := k8s.Create(ctx, nm); err != nil {

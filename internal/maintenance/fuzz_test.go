@@ -106,7 +106,7 @@ func FuzzIntent(f *testing.F) {
 				nm.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
 			}
 			if b&8 != 0 {
-				nm.Spec.EvacuationResponseTimeout = &metav1.Duration{Duration: time.Duration(b>>4) * time.Minute}
+				nm.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: time.Duration(b>>4) * time.Minute}
 			}
 			nm.Status.Phase = phases[int(b>>4)%len(phases)]
 			if b&0x20 != 0 && b&0x10 != 0 {

@@ -100,9 +100,9 @@ func TestIntent(t *testing.T) {
 	if !in.Evict || in.ResponseTimeout != DefaultResponseTimeout {
 		t.Errorf("evict/timeout = %v/%v, want the default", in.Evict, in.ResponseTimeout)
 	}
-	newer.Spec.EvacuationResponseTimeout = &metav1.Duration{Duration: time.Minute}
+	newer.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: time.Minute}
 	older.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
-	older.Spec.EvacuationResponseTimeout = &metav1.Duration{Duration: time.Second}
+	older.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: time.Second}
 	in = Intent([]*nodemaintv1alpha1.NodeMaintenance{newer, older}, phase)
 	if !in.Evict || in.ResponseTimeout != time.Minute {
 		t.Errorf("evict/timeout = %v/%v, want the shortest timeout of the maintenances that evict", in.Evict, in.ResponseTimeout)
