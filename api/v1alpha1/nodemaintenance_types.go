@@ -146,6 +146,11 @@ const (
 	// AllNodesSelected when it selects every node of a cluster of several, else True with reason
 	// NodesSelected.
 	ConditionNodesSelected = "NodesSelected"
+	// ConditionSpecValid is False, reason InvalidSpec, while the spec has a field the controller
+	// cannot use (NodeMaintenanceSpec.Problems: a duration stored before the API server refused
+	// it); the message names the field and its value. The maintenance then keeps cordoning and may
+	// request evacuation, but never evicts, deletes or taints. Absent when the spec is valid.
+	ConditionSpecValid = "SpecValid"
 )
 
 // NodeMaintenanceStatus is what the controller observed.
@@ -180,7 +185,7 @@ type NodeMaintenanceStatus struct {
 	// +kubebuilder:validation:MaxProperties=10000
 	Nodes map[string]NodeMaintenanceNodeStatus `json:"nodes,omitempty"`
 
-	// conditions: Drained, DrainTimedOut, NodesSelected.
+	// conditions: Drained, DrainTimedOut, NodesSelected, SpecValid.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -127,7 +127,10 @@ func FuzzIntent(f *testing.F) {
 			want.Cordon = want.Cordon || nm.Spec.Cordon
 			if nm.Spec.Drain {
 				want.Drain = true
-				if nm.Spec.EvictionPolicy != nodemaintv1alpha1.EvictionPolicySignalOnly {
+				// A response timeout of 0 is out of bounds (1s..24h): the spec is not usable and
+				// the maintenance only requests evacuation.
+				usable := nm.Spec.EvacuationResponseTimeout == nil || nm.Spec.EvacuationResponseTimeout.Duration >= time.Second
+				if usable && nm.Spec.EvictionPolicy != nodemaintv1alpha1.EvictionPolicySignalOnly {
 					timeout := DefaultResponseTimeout
 					if nm.Spec.EvacuationResponseTimeout != nil {
 						timeout = nm.Spec.EvacuationResponseTimeout.Duration
