@@ -152,6 +152,43 @@ func TestDrainRuleValidation(t *testing.T) {
 		{"node entry without selector", "\n  drain: {behavior: Skip}\n  nodes: [{}]" + pods, "spec.nodes[0].selector: Required value"},
 		{"too many node selectors", "\n  drain: {behavior: Skip}\n  nodes:" + strings.Repeat("\n  - selector: {}", 33) + pods, "spec.nodes: Too many"},
 	}
+	// Every label selector refuses what metav1.LabelSelectorAsSelector cannot parse: such a rule
+	// would match nothing, and a Skip rule would protect no pod (issue 16).
+	selectors := []struct{ where, yaml string }{
+		{"spec.nodes[0].selector", "\n  drain: {behavior: Skip}\n  nodes: [{selector: %s}]" + pods},
+		{"spec.pods[0].selector", "\n  drain: {behavior: Skip}\n  pods: [{selector: %s}]"},
+		{"spec.pods[0].namespaceSelector", "\n  drain: {behavior: Skip}\n  pods: [{namespaceSelector: %s}]"},
+	}
+	for _, sel := range selectors {
+		const values = ": Invalid value: operators In and NotIn need values; Exists and DoesNotExist take none"
+		for _, c := range []struct{ name, selector, wantErr string }{
+			{"unknown operator", "{matchExpressions: [{key: app, operator: Equals, values: [db]}]}", `.matchExpressions[0].operator: Unsupported value: "Equals"`},
+			{"node selector operator", "{matchExpressions: [{key: app, operator: Gt, values: ['1']}]}", `.matchExpressions[0].operator: Unsupported value: "Gt"`},
+			{"In without values", "{matchExpressions: [{key: app, operator: In}]}", ".matchExpressions[0]" + values},
+			{"NotIn with no values", "{matchExpressions: [{key: app, operator: NotIn, values: []}]}", ".matchExpressions[0]" + values},
+			{"Exists with values", "{matchExpressions: [{key: app, operator: Exists, values: [db]}]}", ".matchExpressions[0]" + values},
+			{"DoesNotExist with values", "{matchExpressions: [{key: app, operator: DoesNotExist, values: [db]}]}", ".matchExpressions[0]" + values},
+			{"bad key", "{matchExpressions: [{key: 'app name', operator: Exists}]}", `.matchExpressions[0].key: Invalid value: "app name": must be a valid label key`},
+			{"bad key prefix", "{matchExpressions: [{key: 'Example.COM_/app', operator: Exists}]}", `.matchExpressions[0].key: Invalid value: "Example.COM_/app": must be a valid label key`},
+			{"bad value", "{matchExpressions: [{key: app, operator: In, values: ['-db']}]}", `.matchExpressions[0].values[0]: Invalid value: "-db": must be a valid label value`},
+			{"value too long", "{matchExpressions: [{key: app, operator: In, values: [" + strings.Repeat("v", 64) + "]}]}", ".matchExpressions[0].values[0]: Too long"},
+			{"too many values", "{matchExpressions: [{key: app, operator: In, values: [" + strings.TrimSuffix(strings.Repeat("v,", 33), ",") + "]}]}", ".matchExpressions[0].values: Too many"},
+			{"too many requirements", "{matchExpressions: [" + strings.TrimSuffix(strings.Repeat("{key: a, operator: Exists},", 17), ",") + "]}", ".matchExpressions: Too many"},
+			{"bad matchLabels key", "{matchLabels: {'app name': db}}", ".matchLabels: Invalid value: every key must be a valid label key"},
+			{"bad matchLabels value", "{matchLabels: {app: 'a b'}}", `.matchLabels[app]: Invalid value: "a b": must be a valid label value`},
+			{"valid In", "{matchExpressions: [{key: app, operator: In, values: [db, cache]}]}", ""},
+			{"valid prefixed key, empty value", "{matchExpressions: [{key: example.com/tier, operator: NotIn, values: ['']}]}", ""},
+			{"valid Exists", "{matchExpressions: [{key: app, operator: Exists}], matchLabels: {example.com/team: a.b_c-d}}", ""},
+			{"valid DoesNotExist with empty values", "{matchExpressions: [{key: app, operator: DoesNotExist, values: []}]}", ""},
+			{"limits", "{matchExpressions: [" + strings.TrimSuffix(strings.Repeat("{key: a, operator: In, values: ["+strings.TrimSuffix(strings.Repeat(strings.Repeat("v", 63)+",", 32), ",")+"]},", 16), ",") + "]}", ""},
+		} {
+			want := c.wantErr
+			if want != "" {
+				want = sel.where + want
+			}
+			cases = append(cases, struct{ name, spec, wantErr string }{sel.where + " " + c.name, fmt.Sprintf(sel.yaml, c.selector), want})
+		}
+	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := "apiVersion: nodemaint.dev/v1alpha1\nkind: DrainRule\nspec:" + tc.spec
