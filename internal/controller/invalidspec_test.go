@@ -10,9 +10,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/yaml"
 
@@ -147,4 +149,122 @@ spec:
 		return apierrors.IsNotFound(err) && !node.Spec.Unschedulable, fmt.Sprintf("get: %v, unschedulable %v", err, node.Spec.Unschedulable), nil
 	})
 	notEvicted(t, "badspec-pod")
+}
+
+// withoutDrainRuleValidation installs the DrainRule CRD without its CEL rules (as before the API
+// server refused selectors that do not parse) until restore is called or the test ends.
+func withoutDrainRuleValidation(t *testing.T) (restore func()) {
+	t.Helper()
+	ctx := context.Background()
+	crds := apiextensionsclient.NewForConfigOrDie(env.Config).ApiextensionsV1().CustomResourceDefinitions()
+	const name = "drainrules.nodemaint.dev"
+	orig, err := crds.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := orig.DeepCopy()
+	var strip func(p *apiextensionsv1.JSONSchemaProps)
+	strip = func(p *apiextensionsv1.JSONSchemaProps) {
+		p.XValidations = nil
+		for k, v := range p.Properties {
+			strip(&v)
+			p.Properties[k] = v
+		}
+		if p.Items != nil && p.Items.Schema != nil {
+			strip(p.Items.Schema)
+		}
+		if p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil {
+			strip(p.AdditionalProperties.Schema)
+		}
+	}
+	for i := range old.Spec.Versions {
+		strip(old.Spec.Versions[i].Schema.OpenAPIV3Schema)
+	}
+	if _, err := crds.Update(ctx, old, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	restore = func() {
+		if restored {
+			return
+		}
+		restored = true
+		cur, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		cur.Spec = orig.Spec
+		if _, err := crds.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(restore)
+	return restore
+}
+
+// TestInvalidDrainRuleHoldsPods: a Skip DrainRule stored with a selector that does not parse
+// (operator In without values) is not ignored: the pod it was meant to protect stays on the
+// drained node, reported blocked as InvalidDrainRule naming the rule; the rule's Valid condition
+// and a Warning Event say why; fixing the rule lets the drain finish (issue 16, item 5).
+func TestInvalidDrainRuleHoldsPods(t *testing.T) {
+	restore := withoutDrainRuleValidation(t)
+	createNode(t, "badrule-node", nil, false)
+	createPod(t, "badrule-db", "badrule-node", ownedByReplicaSet, withLabels(map[string]string{"app": "badrule-db"}))
+
+	rule := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(`
+apiVersion: nodemaint.dev/v1alpha1
+kind: DrainRule
+metadata: {name: badrule-protect-db}
+spec:
+  drain: {behavior: Skip}
+  pods:
+  - selector:
+      matchExpressions: [{key: app, operator: In}]`), &rule.Object); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "DrainRule with a selector that does not parse stored", func(ctx context.Context) (bool, string, error) {
+		err := k8s.Create(ctx, rule.DeepCopy())
+		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err), nil
+	})
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), rule) })
+
+	createDrainNM(t, "badrule", 1e9, "badrule-node") // response timeout 1s
+	expectBlocked(t, "badrule", "badrule-node", "badrule-db", "InvalidDrainRule", "DrainRule badrule-protect-db")
+	eventually(t, "DrainRule Valid=False", func(ctx context.Context) (bool, string, error) {
+		dr := &nodemaintv1alpha1.DrainRule{}
+		if err := k8s.Get(ctx, types.NamespacedName{Name: "badrule-protect-db"}, dr); err != nil {
+			return false, "", err
+		}
+		c := meta.FindStatusCondition(dr.Status.Conditions, nodemaintv1alpha1.ConditionValid)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "InvalidSelector" &&
+			strings.Contains(c.Message, "DrainRule badrule-protect-db: pods:") && c.ObservedGeneration == dr.Generation, fmt.Sprintf("%+v", c), nil
+	})
+	if e := expectWarning(t, "DrainRule", "badrule-protect-db", "InvalidSelector"); !strings.Contains(e.Note, "holds every pod") {
+		t.Errorf("InvalidSelector Event %q does not say the pods are held", e.Note)
+	}
+	// Long past the response timeout, nothing evicted it, and the drain is not complete.
+	expectStatus(t, "badrule", "badrule-node", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrain, Selected: 1, Pending: 1, NodePending: 1, Drained: "False", UpToDate: true})
+	notEvicted(t, "badrule-db")
+
+	// Fixed (with validation back in place), the rule skips the pod and the drain completes.
+	restore()
+	eventually(t, "DrainRule fixed", func(ctx context.Context) (bool, string, error) {
+		dr := &nodemaintv1alpha1.DrainRule{}
+		if err := k8s.Get(ctx, types.NamespacedName{Name: "badrule-protect-db"}, dr); err != nil {
+			return false, "", err
+		}
+		orig := dr.DeepCopy()
+		dr.Spec.Pods[0].Selector.MatchExpressions[0].Values = []string{"badrule-db"}
+		err := k8s.Patch(ctx, dr, client.MergeFrom(orig))
+		return err == nil, fmt.Sprint(err), nil
+	})
+	expectStatus(t, "badrule", "badrule-node", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrainComplete, Selected: 1, Drained: "True", UpToDate: true})
+	notEvicted(t, "badrule-db")
+	eventually(t, "DrainRule Valid=True", func(ctx context.Context) (bool, string, error) {
+		dr := &nodemaintv1alpha1.DrainRule{}
+		err := k8s.Get(ctx, types.NamespacedName{Name: "badrule-protect-db"}, dr)
+		return meta.IsStatusConditionTrue(dr.Status.Conditions, nodemaintv1alpha1.ConditionValid), fmt.Sprintf("%+v", dr.Status), err
+	})
 }
