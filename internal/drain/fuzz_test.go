@@ -184,7 +184,9 @@ func oracle(rules []nodemaintv1alpha1.DrainRule, pod *corev1.Pod, nsLabels, node
 			}
 			return sel
 		}
-		matches := func(sel labels.Selector, set map[string]string) bool { return sel == nil || sel.Matches(labels.Set(set)) }
+		matches := func(sel labels.Selector, set map[string]string) bool {
+			return sel == nil || sel.Matches(labels.Set(set))
+		}
 		ok, nodeOK, podOK := true, len(dr.Spec.Nodes) == 0, false
 		for _, n := range dr.Spec.Nodes {
 			sel := parse(&n.Selector)
