@@ -29,7 +29,7 @@ build: ## Build bin/nodemaint-controller and bin/kubectl-maintenance.
 generate: ## Regenerate deepcopy, CRDs and RBAC from the Go markers.
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(GO) run ./hack/crd-bounds config/crd/bases/nodemaint.dev_nodemaintenances.yaml
+	$(GO) run ./hack/crd-bounds config/crd/bases/nodemaint.dev_nodemaintenances.yaml config/crd/bases/nodemaint.dev_drainrules.yaml
 	$(CONTROLLER_GEN) rbac:roleName=nodemaint-controller paths=./internal/... output:rbac:artifacts:config=config/rbac
 	hack/sync-chart.sh
 

@@ -74,15 +74,37 @@ type DrainRuleSpec struct {
 	Pods []DrainRulePodSelector `json:"pods"`
 }
 
+// DrainRuleStatus is what the controller observed of a DrainRule.
+type DrainRuleStatus struct {
+	// observedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Valid.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ConditionValid is the condition of a DrainRule that says whether the controller can use it:
+// False with reason InvalidSelector, naming the error, when a selector does not parse (a rule
+// stored before the API server refused such selectors). While it is False, the drain holds every
+// pod the rule could match, on every node it could apply to.
+const ConditionValid = "Valid"
+
 // DrainRule tells the drain how to treat some pods: drain them in order, skip them, or wait for them
 // to complete (Cluster API's MachineDrainRule, for nodes). When several rules match a pod, the first
 // in alphabetical order of name wins. A pod label nodemaint.dev/drain=skip|wait-completed overrides
 // every rule.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=nodemaint
 // +kubebuilder:printcolumn:name="Behavior",type=string,JSONPath=`.spec.drain.behavior`
 // +kubebuilder:printcolumn:name="Order",type=integer,JSONPath=`.spec.drain.order`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type DrainRule struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -90,6 +112,8 @@ type DrainRule struct {
 
 	// +required
 	Spec DrainRuleSpec `json:"spec"`
+	// +optional
+	Status DrainRuleStatus `json:"status,omitempty"`
 }
 
 // DrainRuleList is a list of DrainRules.

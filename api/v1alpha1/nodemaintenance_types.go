@@ -14,6 +14,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.nodeSelector.nodeSelectorTerms.all(t, has(t.matchExpressions) || has(t.matchFields))",message="every nodeSelectorTerm needs matchExpressions or matchFields; an empty term selects no node"
 // +kubebuilder:validation:XValidation:rule="self.nodeSelector.nodeSelectorTerms.all(t, !has(t.matchFields) || t.matchFields.all(f, f.key == 'metadata.name' && (f.operator == 'In' || f.operator == 'NotIn') && has(f.values) && size(f.values) == 1))",message="matchFields supports only metadata.name with operator In or NotIn and exactly one value; select several nodes by name with one term each"
 // +kubebuilder:validation:XValidation:rule="!has(self.drainTimeoutAction) || self.drainTimeoutAction == 'Report' || has(self.drainTimeout)",message="drainTimeoutAction: Delete requires drainTimeout"
+// +kubebuilder:validation:XValidation:rule="!has(self.drainTimeoutAction) || self.drainTimeoutAction == 'Report' || !has(self.drainTimeout) || !self.drainTimeout.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+$') || (duration(self.drainTimeout) >= duration('5m') && duration(self.drainTimeout) >= (has(self.evacuationResponseTimeout) && self.evacuationResponseTimeout.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+$') ? duration(self.evacuationResponseTimeout) : duration('3m')))",message="drainTimeoutAction: Delete requires a drainTimeout of at least 5m and at least evacuationResponseTimeout (default 3m): pods are deleted only after every owner had its chance to answer"
 type NodeMaintenanceSpec struct {
 	// nodeSelector selects the nodes under maintenance. Its terms are ORed, like a pod's required
 	// node affinity. It may select many nodes. At most 16 terms of 32 requirements each
@@ -39,12 +40,14 @@ type NodeMaintenanceSpec struct {
 	Reason string `json:"reason,omitempty"`
 
 	// evacuationResponseTimeout is how long a pod's owner has to accept an evacuation request
-	// (EvacuationInitiated=True) before the pod is evicted. KEP-4212's figure is 3m.
+	// (EvacuationInitiated=True) before the pod is evicted. KEP-4212's figure is 3m. Between 1s and
+	// 24h.
 	// +optional
 	// +default="3m"
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Format=duration
-	EvacuationResponseTimeout *metav1.Duration `json:"evacuationResponseTimeout,omitempty"`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+$') && duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="evacuationResponseTimeout must be a duration between 1s and 24h, such as 90s, 15m or 1h30m (units h, m, s, ms, us, ns; no days or weeks)"
+	EvacuationResponseTimeout *Duration `json:"evacuationResponseTimeout,omitempty"`
 
 	// evictionPolicy says what happens to a pod whose owner did not accept its evacuation request in
 	// time. Evict (the default) evicts it through the Eviction API, so PodDisruptionBudgets hold.
@@ -55,11 +58,13 @@ type NodeMaintenanceSpec struct {
 
 	// drainTimeout bounds the drain. When the selected nodes are not drained this long after drain
 	// was set, the maintenance reports the DrainTimedOut condition naming what is left. It never
-	// bypasses a PodDisruptionBudget unless drainTimeoutAction says so.
+	// bypasses a PodDisruptionBudget unless drainTimeoutAction says so. Between 1s and 168h; with
+	// drainTimeoutAction Delete at least 5m and at least evacuationResponseTimeout.
 	// +optional
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Format=duration
-	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+$') && duration(self) >= duration('1s') && duration(self) <= duration('168h')",message="drainTimeout must be a duration between 1s and 168h, such as 90s, 15m or 1h30m (units h, m, s, ms, us, ns; no days or weeks)"
+	DrainTimeout *Duration `json:"drainTimeout,omitempty"`
 
 	// drainTimeoutAction is what happens after drainTimeout. Report (the default) only reports.
 	// Delete deletes the remaining pods, bypassing PodDisruptionBudgets: use it only when losing those
@@ -128,12 +133,13 @@ type ShutdownSpec struct {
 	ApplyOutOfServiceTaint bool `json:"applyOutOfServiceTaint,omitempty"`
 
 	// notReadyGracePeriod is how long the node must have been NotReady, with evidence of its
-	// shutdown, before it is tainted.
+	// shutdown, before it is tainted. Between 1s and 24h.
 	// +optional
 	// +default="1m"
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Format=duration
-	NotReadyGracePeriod *metav1.Duration `json:"notReadyGracePeriod,omitempty"`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+$') && duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="notReadyGracePeriod must be a duration between 1s and 24h, such as 90s, 15m or 1h30m (units h, m, s, ms, us, ns; no days or weeks)"
+	NotReadyGracePeriod *Duration `json:"notReadyGracePeriod,omitempty"`
 }
 
 // Phase is the phase of a NodeMaintenance (KEP-4212).
@@ -164,6 +170,11 @@ const (
 	// AllNodesSelected when it selects every node of a cluster of several, else True with reason
 	// NodesSelected.
 	ConditionNodesSelected = "NodesSelected"
+	// ConditionSpecValid is False, reason InvalidSpec, while the spec has a field the controller
+	// cannot use (NodeMaintenanceSpec.Problems: a duration stored before the API server refused
+	// it); the message names the field and its value. The maintenance then keeps cordoning and may
+	// request evacuation, but never evicts, deletes or taints. Absent when the spec is valid.
+	ConditionSpecValid = "SpecValid"
 )
 
 // NodeMaintenanceStatus is what the controller observed.
@@ -198,7 +209,7 @@ type NodeMaintenanceStatus struct {
 	// +kubebuilder:validation:MaxProperties=10000
 	Nodes map[string]NodeMaintenanceNodeStatus `json:"nodes,omitempty"`
 
-	// conditions: Drained, DrainTimedOut, NodesSelected.
+	// conditions: Drained, DrainTimedOut, NodesSelected, SpecValid.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -237,6 +248,7 @@ type NodeMaintenanceNodeStatus struct {
 type BlockedPods struct {
 	// reason is a CamelCase word: PodDisruptionBudget, WaitingForOwner, WaitCompleted, Terminating,
 	// Skipped, Evicting, EvictionFailed... and Other, which sums up the reasons past the 16th.
+	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
 	Reason string `json:"reason"`
 

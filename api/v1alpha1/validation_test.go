@@ -86,6 +86,32 @@ func TestNodeMaintenanceValidation(t *testing.T) {
 		{"too many values", "\n  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: In, values: [" + strings.TrimSuffix(strings.Repeat("v,", 257), ",") + "]}]}]}", "values: Too many"},
 		{"key too long", "\n  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: " + strings.Repeat("k", 317) + ", operator: Exists}]}]}", "key: Too long"},
 	}
+	// Every duration field refuses what Go's time.ParseDuration cannot parse and what is out of
+	// bounds, naming the bounds; the controller could not decode the first kind (issue 16).
+	durations := []struct{ field, yaml, bounds, over string }{
+		{"evacuationResponseTimeout", "\n  evacuationResponseTimeout: %s", "between 1s and 24h", "24h1s"},
+		{"drainTimeout", "\n  drainTimeout: %s", "between 1s and 168h", "168h1s"},
+		{"notReadyGracePeriod", "\n  shutdown: {applyOutOfServiceTaint: true, notReadyGracePeriod: %s}", "between 1s and 24h", "25h"},
+	}
+	for _, d := range durations {
+		for _, bad := range []string{"1d", "2 days", "1w", "0s", "-1s", `""`, "999ms", d.over, "1h1d"} {
+			cases = append(cases, struct{ name, spec, wantErr string }{
+				d.field + " " + bad, validSelector + fmt.Sprintf(d.yaml, bad), d.field + " must be a duration " + d.bounds})
+		}
+		for _, good := range []string{"1h0m0s", "90s", "1.5h", "1s", "24h", "500ms1s"} {
+			cases = append(cases, struct{ name, spec, wantErr string }{d.field + " " + good, validSelector + fmt.Sprintf(d.yaml, good), ""})
+		}
+	}
+	cases = append(cases, []struct{ name, spec, wantErr string }{
+		{"drainTimeout at its limit", validSelector + "\n  drainTimeout: 168h", ""},
+		{"delete after 3s", validSelector + "\n  drainTimeout: 3s\n  drainTimeoutAction: Delete", "drainTimeoutAction: Delete requires a drainTimeout of at least 5m and at least evacuationResponseTimeout (default 3m)"},
+		{"delete just under 5m", validSelector + "\n  drainTimeout: 4m59s\n  drainTimeoutAction: Delete", "drainTimeout of at least 5m"},
+		{"delete at 5m", validSelector + "\n  drainTimeout: 5m\n  drainTimeoutAction: Delete", ""},
+		{"delete before the owners could answer", validSelector + "\n  evacuationResponseTimeout: 10m\n  drainTimeout: 9m\n  drainTimeoutAction: Delete", "at least evacuationResponseTimeout"},
+		{"delete once the owners could answer", validSelector + "\n  evacuationResponseTimeout: 10m\n  drainTimeout: 10m\n  drainTimeoutAction: Delete", ""},
+		{"report after 3s", validSelector + "\n  drainTimeout: 3s\n  drainTimeoutAction: Report", ""},
+		{"delete with a bad drain timeout", validSelector + "\n  drainTimeout: 1d\n  drainTimeoutAction: Delete", "drainTimeout must be a duration between 1s and 168h"},
+	}...)
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := "apiVersion: nodemaint.dev/v1alpha1\nkind: NodeMaintenance\nspec:" + tc.spec
@@ -125,6 +151,43 @@ func TestDrainRuleValidation(t *testing.T) {
 		{"empty node list", "\n  drain: {behavior: Skip}\n  nodes: []" + pods, "spec.nodes: Invalid value"},
 		{"node entry without selector", "\n  drain: {behavior: Skip}\n  nodes: [{}]" + pods, "spec.nodes[0].selector: Required value"},
 		{"too many node selectors", "\n  drain: {behavior: Skip}\n  nodes:" + strings.Repeat("\n  - selector: {}", 33) + pods, "spec.nodes: Too many"},
+	}
+	// Every label selector refuses what metav1.LabelSelectorAsSelector cannot parse: such a rule
+	// would match nothing, and a Skip rule would protect no pod (issue 16).
+	selectors := []struct{ where, yaml string }{
+		{"spec.nodes[0].selector", "\n  drain: {behavior: Skip}\n  nodes: [{selector: %s}]" + pods},
+		{"spec.pods[0].selector", "\n  drain: {behavior: Skip}\n  pods: [{selector: %s}]"},
+		{"spec.pods[0].namespaceSelector", "\n  drain: {behavior: Skip}\n  pods: [{namespaceSelector: %s}]"},
+	}
+	for _, sel := range selectors {
+		const values = ": Invalid value: operators In and NotIn need values; Exists and DoesNotExist take none"
+		for _, c := range []struct{ name, selector, wantErr string }{
+			{"unknown operator", "{matchExpressions: [{key: app, operator: Equals, values: [db]}]}", `.matchExpressions[0].operator: Unsupported value: "Equals"`},
+			{"node selector operator", "{matchExpressions: [{key: app, operator: Gt, values: ['1']}]}", `.matchExpressions[0].operator: Unsupported value: "Gt"`},
+			{"In without values", "{matchExpressions: [{key: app, operator: In}]}", ".matchExpressions[0]" + values},
+			{"NotIn with no values", "{matchExpressions: [{key: app, operator: NotIn, values: []}]}", ".matchExpressions[0]" + values},
+			{"Exists with values", "{matchExpressions: [{key: app, operator: Exists, values: [db]}]}", ".matchExpressions[0]" + values},
+			{"DoesNotExist with values", "{matchExpressions: [{key: app, operator: DoesNotExist, values: [db]}]}", ".matchExpressions[0]" + values},
+			{"bad key", "{matchExpressions: [{key: 'app name', operator: Exists}]}", `.matchExpressions[0].key: Invalid value: "app name": must be a valid label key`},
+			{"bad key prefix", "{matchExpressions: [{key: 'Example.COM_/app', operator: Exists}]}", `.matchExpressions[0].key: Invalid value: "Example.COM_/app": must be a valid label key`},
+			{"bad value", "{matchExpressions: [{key: app, operator: In, values: ['-db']}]}", `.matchExpressions[0].values[0]: Invalid value: "-db": must be a valid label value`},
+			{"value too long", "{matchExpressions: [{key: app, operator: In, values: [" + strings.Repeat("v", 64) + "]}]}", ".matchExpressions[0].values[0]: Too long"},
+			{"too many values", "{matchExpressions: [{key: app, operator: In, values: [" + strings.TrimSuffix(strings.Repeat("v,", 33), ",") + "]}]}", ".matchExpressions[0].values: Too many"},
+			{"too many requirements", "{matchExpressions: [" + strings.TrimSuffix(strings.Repeat("{key: a, operator: Exists},", 17), ",") + "]}", ".matchExpressions: Too many"},
+			{"bad matchLabels key", "{matchLabels: {'app name': db}}", ".matchLabels: Invalid value: every key must be a valid label key"},
+			{"bad matchLabels value", "{matchLabels: {app: 'a b'}}", `.matchLabels[app]: Invalid value: "a b": must be a valid label value`},
+			{"valid In", "{matchExpressions: [{key: app, operator: In, values: [db, cache]}]}", ""},
+			{"valid prefixed key, empty value", "{matchExpressions: [{key: example.com/tier, operator: NotIn, values: ['']}]}", ""},
+			{"valid Exists", "{matchExpressions: [{key: app, operator: Exists}], matchLabels: {example.com/team: a.b_c-d}}", ""},
+			{"valid DoesNotExist with empty values", "{matchExpressions: [{key: app, operator: DoesNotExist, values: []}]}", ""},
+			{"limits", "{matchExpressions: [" + strings.TrimSuffix(strings.Repeat("{key: a, operator: In, values: ["+strings.TrimSuffix(strings.Repeat(strings.Repeat("v", 63)+",", 32), ",")+"]},", 16), ",") + "]}", ""},
+		} {
+			want := c.wantErr
+			if want != "" {
+				want = sel.where + want
+			}
+			cases = append(cases, struct{ name, spec, wantErr string }{sel.where + " " + c.name, fmt.Sprintf(sel.yaml, c.selector), want})
+		}
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

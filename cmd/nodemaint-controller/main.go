@@ -149,6 +149,9 @@ func run(o options) error {
 		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up NodeMaintenance controller: %w", err)
 		}
+		if err := (&controller.DrainRuleReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up DrainRule controller: %w", err)
+		}
 	} else {
 		log.Info("feature gate disabled: not reconciling NodeMaintenances", "gate", features.DeclarativeNodeMaintenance)
 	}

@@ -100,7 +100,7 @@ func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, d
 			Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: sel, Cordon: cordon, Drain: drain, Reason: reason},
 		}
 		if responseTimeout > 0 {
-			nm.Spec.EvacuationResponseTimeout = &metav1.Duration{Duration: responseTimeout}
+			nm.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: responseTimeout}
 		}
 		return nm, c.Create(ctx, nm)
 	case err != nil:
@@ -112,7 +112,7 @@ func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, d
 		nm.Spec.Reason = reason
 	}
 	if responseTimeout > 0 {
-		nm.Spec.EvacuationResponseTimeout = &metav1.Duration{Duration: responseTimeout}
+		nm.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: responseTimeout}
 	}
 	return nm, c.Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }

@@ -28,7 +28,7 @@ func createDrainNM(t *testing.T, name string, timeout time.Duration, nodes ...st
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
 			NodeSelector: testutil.NodeSelectorFor(nodes...), Cordon: true, Drain: true, Reason: "drain test",
-			EvacuationResponseTimeout: &metav1.Duration{Duration: timeout},
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: timeout},
 		},
 	}
 	if err := k8s.Create(context.Background(), nm); err != nil {
@@ -145,7 +145,7 @@ func TestDrainLabelPolicyIgnore(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "label-ignored"},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
 			NodeSelector: testutil.NodeSelectorFor("label-ignored"), Cordon: true, Drain: true,
-			EvacuationResponseTimeout: &metav1.Duration{Duration: time.Second},
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: time.Second},
 			DrainLabelPolicy:          nodemaintv1alpha1.DrainLabelPolicyIgnore,
 		},
 	}

@@ -86,6 +86,7 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 		return reconcile.Result{}, err
 	}
 	meta.SetStatusCondition(&status.Conditions, nodesSelectedCondition(nm, sel, len(nodes), total))
+	setSpecValid(nm, &status)
 	// While a drain is under way, what blocks it may change with no event (an eviction refused,
 	// a response timeout run out): look again now and then.
 	var result reconcile.Result
@@ -105,6 +106,7 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	}
 	r.statusWritten.Store(req.NamespacedName, time.Now())
 	r.recordTransitions(orig, nm)
+	r.recordSpecValid(orig, nm)
 	return result, nil
 }
 
@@ -220,7 +222,7 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 	nmAt.Status.DrainStartTime = status.DrainStartTime
 	deadline := maintenance.DrainDeadline(nmAt)
 	switch {
-	case nm.Spec.DrainTimeout == nil || !nm.Spec.Drain:
+	case nm.Spec.DrainTimeout == nil || !nm.Spec.Drain || !maintenance.Usable(nm):
 		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut)
 	case drained || now.Before(deadline):
 		meta.SetStatusCondition(&status.Conditions, timedOut)

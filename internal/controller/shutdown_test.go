@@ -108,8 +108,8 @@ func TestOutOfService(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "oos"},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
 			NodeSelector: testutil.NodeSelectorFor("oos-node", "oos-cloud", "oos-ready"), Cordon: true, Drain: true,
-			EvacuationResponseTimeout: &metav1.Duration{Duration: time.Second},
-			Shutdown:                  &nodemaintv1alpha1.ShutdownSpec{ApplyOutOfServiceTaint: true, NotReadyGracePeriod: &metav1.Duration{Duration: 2 * time.Second}},
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: time.Second},
+			Shutdown:                  &nodemaintv1alpha1.ShutdownSpec{ApplyOutOfServiceTaint: true, NotReadyGracePeriod: &nodemaintv1alpha1.Duration{Duration: 2 * time.Second}},
 		},
 	}
 	if err := k8s.Create(ctx, nm); err != nil {
@@ -213,14 +213,26 @@ func TestDrainTimeout(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "deadline"},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
 			NodeSelector: testutil.NodeSelectorFor("deadline-node"), Cordon: true, Drain: true,
-			EvacuationResponseTimeout: &metav1.Duration{Duration: time.Hour},
-			DrainTimeout:              &metav1.Duration{Duration: 3 * time.Second},
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: time.Hour},
+			DrainTimeout:              &nodemaintv1alpha1.Duration{Duration: 2 * time.Hour},
 		},
 	}
 	if err := k8s.Create(ctx, nm); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), nm) })
+	// drainTimeout with Delete is at least the response timeout (the API server refuses less):
+	// rather than wait 2h, the admin moves the drain's start 3h back; the controller keeps an
+	// existing drainStartTime.
+	eventually(t, "drainStartTime", func(ctx context.Context) (bool, string, error) {
+		err := k8s.Get(ctx, types.NamespacedName{Name: "deadline"}, nm)
+		return nm.Status.DrainStartTime != nil, fmt.Sprintf("%+v", nm.Status), err
+	})
+	started := nm.DeepCopy()
+	nm.Status.DrainStartTime = &metav1.Time{Time: nm.Status.DrainStartTime.Add(-3 * time.Hour)}
+	if err := k8s.Status().Patch(ctx, nm, client.MergeFrom(started)); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "DrainTimedOut", func(ctx context.Context) (bool, string, error) {
 		obj := &nodemaintv1alpha1.NodeMaintenance{}
 		err := k8s.Get(ctx, types.NamespacedName{Name: "deadline"}, obj)

@@ -72,6 +72,9 @@ func runManager(ctx context.Context) error {
 	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions, OwnPods: ownPods, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
+	if err := (&controller.DrainRuleReconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	return mgr.Start(ctx)
 }
 

@@ -68,6 +68,9 @@ func Blocked(plan Plan, draining bool, policy Policy, evictions *Evictions, now 
 	for _, c := range plan.Skipped {
 		add(ReasonSkipped, "skipped: "+c.Class.Source, c.Pod)
 	}
+	for _, c := range plan.Held {
+		add(ReasonInvalidDrainRule, "held until the DrainRule is fixed or deleted: "+c.Class.InvalidRule, c.Pod)
+	}
 	if len(order) == 0 {
 		return nil
 	}

@@ -26,7 +26,15 @@ type Class struct {
 	// nodemaint-controller's own pods): it is asked to move like any other, and only its owner
 	// moves it.
 	Protected string
+	// InvalidRule, when set, is the error of the DrainRule (Source) that could match the pod but
+	// does not parse: the pod is held (Plan.Held), never evicted nor deleted, until the rule is
+	// fixed or deleted, for the rule may have been meant to protect it.
+	InvalidRule string
 }
+
+// ReasonInvalidDrainRule is the blocked reason of the pods held because a DrainRule that could
+// match them does not parse.
+const ReasonInvalidDrainRule = "InvalidDrainRule"
 
 // Rules are the DrainRules of the cluster, compiled, in the order they apply: alphabetical by name.
 type Rules struct {
@@ -58,8 +66,10 @@ type podSelector struct {
 	pods, namespaces labels.Selector
 }
 
-// NewRules compiles DrainRules. A rule whose selectors do not parse matches nothing; Errors names
-// it.
+// NewRules compiles DrainRules. A rule whose selectors do not parse (stored before the API server
+// refused them) is not ignored: a selector that does not parse counts as selecting everything, so
+// the rule could match every pod (or node) it may have been meant for, and Classify holds those
+// pods (Class.InvalidRule). Errors names the rule.
 func NewRules(list []nodemaintv1alpha1.DrainRule) *Rules {
 	rs := &Rules{}
 	for i := range list {
@@ -69,6 +79,7 @@ func NewRules(list []nodemaintv1alpha1.DrainRule) *Rules {
 			sel, err := metav1.LabelSelectorAsSelector(&n.Selector)
 			if err != nil {
 				r.parseErr = fmt.Errorf("DrainRule %s: nodes: %w", dr.Name, err)
+				sel = labels.Everything()
 			}
 			r.nodes = append(r.nodes, sel)
 		}
@@ -76,10 +87,12 @@ func NewRules(list []nodemaintv1alpha1.DrainRule) *Rules {
 			ps, err := optionalSelector(p.Selector)
 			if err != nil {
 				r.parseErr = fmt.Errorf("DrainRule %s: pods: %w", dr.Name, err)
+				ps = labels.Everything()
 			}
 			ns, err := optionalSelector(p.NamespaceSelector)
 			if err != nil {
-				r.parseErr = fmt.Errorf("DrainRule %s: pods: %w", dr.Name, err)
+				r.parseErr = fmt.Errorf("DrainRule %s: pods: namespaceSelector: %w", dr.Name, err)
+				ns = labels.Everything()
 			}
 			r.podSels = append(r.podSels, podSelector{pods: ps, namespaces: ns})
 		}
@@ -107,10 +120,9 @@ func (rs *Rules) Errors() []error {
 	return errs
 }
 
+// matches reports whether the rule matches the pod on the node; for a rule that does not parse,
+// whether it could (its broken selectors select everything).
 func (r *rule) matches(pod *corev1.Pod, namespaceLabels, nodeLabels labels.Set) bool {
-	if r.parseErr != nil {
-		return false
-	}
 	nodeOK := len(r.nodes) == 0
 	for _, sel := range r.nodes {
 		nodeOK = nodeOK || sel.Matches(nodeLabels)
@@ -127,9 +139,10 @@ func (r *rule) matches(pod *corev1.Pod, namespaceLabels, nodeLabels labels.Set) 
 }
 
 // Classify decides how a targeted pod (see maintenance.Targeted) is drained. First match wins:
-// the pod label nodemaint.dev/drain (unless the rules ignore it, see IgnoringDrainLabel); then a pod that tolerates the unschedulable taint is skipped
-// (evicted, it would come straight back); then the first DrainRule in alphabetical order that
-// matches the pod, its namespace and the node; else Drain in order 0.
+// the pod label nodemaint.dev/drain (unless the rules ignore it, see IgnoringDrainLabel); then a
+// pod that tolerates the unschedulable taint is skipped (evicted, it would come straight back); then the first DrainRule in alphabetical order that
+// matches the pod, its namespace and the node (or could: a rule that does not parse holds the pod,
+// see Class.InvalidRule); else Drain in order 0.
 func (rs *Rules) Classify(pod *corev1.Pod, namespaceLabels, nodeLabels map[string]string) Class {
 	label := pod.Labels[nodemaintv1alpha1.DrainLabel]
 	if rs != nil && rs.ignoreDrainLabel {
@@ -151,6 +164,10 @@ func (rs *Rules) Classify(pod *corev1.Pod, namespaceLabels, nodeLabels map[strin
 				continue
 			}
 			c := Class{Behavior: r.drain.Behavior, Source: "DrainRule " + r.name}
+			if r.parseErr != nil {
+				c.InvalidRule = r.parseErr.Error()
+				return c
+			}
 			if r.drain.Order != nil {
 				c.Order = *r.drain.Order
 			}
@@ -187,20 +204,27 @@ type Plan struct {
 	WaitCompleted []Classified
 	// Skipped stay on the node; the drain does not wait for them.
 	Skipped []Classified
+	// Held are pods a DrainRule that does not parse could match (Class.InvalidRule): never
+	// evicted nor deleted, and the drain waits for them until the rule is fixed or deleted.
+	Held []Classified
 }
 
 // Pending counts the pods the drain still waits for.
-func (p Plan) Pending() int { return len(p.Current) + len(p.Later) + len(p.WaitCompleted) }
+func (p Plan) Pending() int {
+	return len(p.Current) + len(p.Later) + len(p.WaitCompleted) + len(p.Held)
+}
 
 // NewPlan groups classified pods.
 func NewPlan(pods []Classified) Plan {
 	var plan Plan
 	var drain []Classified
 	for _, c := range pods {
-		switch c.Class.Behavior {
-		case nodemaintv1alpha1.DrainBehaviorSkip:
+		switch {
+		case c.Class.InvalidRule != "":
+			plan.Held = append(plan.Held, c)
+		case c.Class.Behavior == nodemaintv1alpha1.DrainBehaviorSkip:
 			plan.Skipped = append(plan.Skipped, c)
-		case nodemaintv1alpha1.DrainBehaviorWaitCompleted:
+		case c.Class.Behavior == nodemaintv1alpha1.DrainBehaviorWaitCompleted:
 			plan.WaitCompleted = append(plan.WaitCompleted, c)
 		default:
 			drain = append(drain, c)

@@ -221,3 +221,54 @@ func equal(a, b []time.Duration) bool {
 	}
 	return true
 }
+
+// TestInvalidRuleHolds: a DrainRule whose selector does not parse (stored before the API server
+// refused it) is not ignored: the pods it could match, on the nodes it could apply to, are held
+// and reported with reason InvalidDrainRule naming the rule; a Skip rule meant to protect them
+// never lets them be evicted (issue 16).
+func TestInvalidRuleHolds(t *testing.T) {
+	badExpr := []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Equals", Values: []string{"db"}}}
+	badPods := newRule("protect-db", nodemaintv1alpha1.DrainBehaviorSkip, nil, map[string]string{"pool": "db"}, nil, nil)
+	badPods.Spec.Pods[0].Selector = &metav1.LabelSelector{MatchExpressions: badExpr}
+	badNodes := newRule("protect-gpu", nodemaintv1alpha1.DrainBehaviorSkip, nil, nil, map[string]string{"app": "gpu"}, nil)
+	badNodes.Spec.Nodes = []nodemaintv1alpha1.DrainRuleNodeSelector{{Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "pool", Operator: metav1.LabelSelectorOpIn}}}}}
+	good := newRule("a-web", nodemaintv1alpha1.DrainBehaviorWaitCompleted, nil, nil, map[string]string{"app": "web"}, nil)
+	rules := NewRules([]nodemaintv1alpha1.DrainRule{badPods, badNodes, good})
+	if errs := rules.Errors(); len(errs) != 2 {
+		t.Fatalf("Errors() = %v, want the two rules that do not parse", errs)
+	}
+	dbNode, otherNode := map[string]string{"pool": "db"}, map[string]string{"pool": "web"}
+	cases := []struct {
+		name   string
+		pod    *corev1.Pod
+		node   map[string]string
+		source string // "" means not held
+	}{
+		{"any pod on a node the broken pod selector's rule applies to", pod(map[string]string{"app": "cache"}), dbNode, "DrainRule protect-db"},
+		{"not on the nodes its node selector excludes", pod(map[string]string{"app": "cache"}), otherNode, ""},
+		{"a broken node selector applies on every node", pod(map[string]string{"app": "gpu"}), otherNode, "DrainRule protect-gpu"},
+		{"an earlier valid rule decides first", pod(map[string]string{"app": "web"}), dbNode, ""},
+		{"the pod label decides first", pod(map[string]string{nodemaintv1alpha1.DrainLabel: nodemaintv1alpha1.DrainLabelSkip}), dbNode, ""},
+	}
+	for _, tc := range cases {
+		c := rules.Classify(tc.pod, nil, tc.node)
+		switch {
+		case tc.source == "" && c.InvalidRule != "":
+			t.Errorf("%s: held by %s: %s", tc.name, c.Source, c.InvalidRule)
+		case tc.source != "" && (c.Source != tc.source || !strings.HasPrefix(c.InvalidRule, tc.source+": ")):
+			t.Errorf("%s: class %+v, want held by %s", tc.name, c, tc.source)
+		}
+		if tc.source == "" {
+			continue
+		}
+		tc.pod.Name, tc.pod.Namespace = "held", "default"
+		plan := NewPlan([]Classified{{Pod: tc.pod, Class: c}})
+		if len(plan.Held) != 1 || len(plan.Current)+len(plan.Later)+len(plan.WaitCompleted)+len(plan.Skipped) != 0 || plan.Pending() != 1 {
+			t.Errorf("%s: plan %+v; want the pod held and pending", tc.name, plan)
+		}
+		blocked := Blocked(plan, true, Policy{Evict: true}, NewEvictions(time.Second, time.Minute), time.Now())
+		if len(blocked) != 1 || blocked[0].Reason != ReasonInvalidDrainRule || !strings.Contains(blocked[0].Message, tc.source) {
+			t.Errorf("%s: blocked %+v; want reason %s naming %s", tc.name, blocked, ReasonInvalidDrainRule, tc.source)
+		}
+	}
+}

@@ -163,13 +163,15 @@ func tolerates(pod *corev1.Pod) bool {
 }
 
 // oracle restates Classify's contract: the drain label, then tolerating the unschedulable taint,
-// then the first rule by name whose selectors all parse and that matches the node (any node
-// selector, or none) and the pod (any pod selector whose pod and namespace parts both match).
+// then the first rule by name that matches the node (any node selector, or none) and the pod (any
+// pod selector whose pod and namespace parts both match), where a selector that does not parse
+// matches everything and makes the rule hold the pod (InvalidRule).
 func oracle(rules []nodemaintv1alpha1.DrainRule, pod *corev1.Pod, nsLabels, nodeLabels map[string]string) (Class, int) {
 	sorted := append([]nodemaintv1alpha1.DrainRule(nil), rules...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	broken := 0
 	var match *nodemaintv1alpha1.DrainRule
+	matchBroken := false
 	for i := range sorted {
 		dr := &sorted[i]
 		parse := func(s *metav1.LabelSelector) labels.Selector {
@@ -182,23 +184,25 @@ func oracle(rules []nodemaintv1alpha1.DrainRule, pod *corev1.Pod, nsLabels, node
 			}
 			return sel
 		}
+		matches := func(sel labels.Selector, set map[string]string) bool {
+			return sel == nil || sel.Matches(labels.Set(set))
+		}
 		ok, nodeOK, podOK := true, len(dr.Spec.Nodes) == 0, false
 		for _, n := range dr.Spec.Nodes {
 			sel := parse(&n.Selector)
 			ok = ok && sel != nil
-			nodeOK = nodeOK || (sel != nil && sel.Matches(labels.Set(nodeLabels)))
+			nodeOK = nodeOK || matches(sel, nodeLabels)
 		}
 		for _, p := range dr.Spec.Pods {
 			ps, ns := parse(p.Selector), parse(p.NamespaceSelector)
 			ok = ok && ps != nil && ns != nil
-			podOK = podOK || (ps != nil && ns != nil && ps.Matches(labels.Set(pod.Labels)) && ns.Matches(labels.Set(nsLabels)))
+			podOK = podOK || (matches(ps, pod.Labels) && matches(ns, nsLabels))
 		}
 		if !ok {
 			broken++
-			continue
 		}
 		if match == nil && nodeOK && podOK {
-			match = dr
+			match, matchBroken = dr, !ok
 		}
 	}
 	switch pod.Labels[nodemaintv1alpha1.DrainLabel] {
@@ -214,6 +218,10 @@ func oracle(rules []nodemaintv1alpha1.DrainRule, pod *corev1.Pod, nsLabels, node
 		return Class{Behavior: nodemaintv1alpha1.DrainBehaviorDrain}, broken
 	}
 	c := Class{Behavior: match.Spec.Drain.Behavior, Source: "DrainRule " + match.Name}
+	if matchBroken {
+		c.InvalidRule = "DrainRule " + match.Name + ": ..."
+		return c, broken
+	}
 	if match.Spec.Drain.Order != nil {
 		c.Order = *match.Spec.Drain.Order
 	}
@@ -236,6 +244,9 @@ func FuzzClassify(f *testing.F) {
 			pod := g.pod(i)
 			got := rs.Classify(pod, nsLabels, nodeLabels)
 			want, broken := oracle(list, pod, nsLabels, nodeLabels)
+			if want.InvalidRule != "" && strings.HasPrefix(got.InvalidRule, got.Source+": ") {
+				want.InvalidRule = got.InvalidRule // the oracle does not restate the parse error
+			}
 			if got != want {
 				t.Fatalf("pod labels %v tolerations %v, namespace %v, node %v, rules %s:\ngot  %+v\nwant %+v",
 					pod.Labels, pod.Spec.Tolerations, nsLabels, nodeLabels, describe(list), got, want)
@@ -288,6 +299,10 @@ func FuzzPlanAndBlocked(f *testing.F) {
 				c.Order = int32(int8(s)) / 8
 			default:
 				c.Source = fmt.Sprintf("DrainRule r%d", s%20)
+			}
+			if k%7 == 6 {
+				c.Source = fmt.Sprintf("DrainRule r%d", s%20)
+				c.InvalidRule = c.Source + `: "Equals" is not a valid label selector operator`
 			}
 			// What the owner, the API server and the kubelet made of the pod.
 			if k&0x08 != 0 {
@@ -360,6 +375,7 @@ func checkPlan(t *testing.T, pods []Classified, plan Plan) {
 	note("Later", plan.Later)
 	note("WaitCompleted", plan.WaitCompleted)
 	note("Skipped", plan.Skipped)
+	note("Held", plan.Held)
 	if len(seen) != len(pods) {
 		t.Fatalf("plan holds %d pods, given %d", len(seen), len(pods))
 	}
@@ -370,10 +386,14 @@ func checkPlan(t *testing.T, pods []Classified, plan Plan) {
 			nodemaintv1alpha1.DrainBehaviorSkip:          {"Skipped"},
 			nodemaintv1alpha1.DrainBehaviorWaitCompleted: {"WaitCompleted"},
 		}[c.Class.Behavior]
+		if c.Class.InvalidRule != "" {
+			// A rule that does not parse holds its pods, whatever its behavior.
+			want = []string{"Held"}
+		}
 		if !contains(want, seen[c.Pod]) {
 			t.Fatalf("pod %s of behavior %s in %s", c.Pod.Name, c.Class.Behavior, seen[c.Pod])
 		}
-		if c.Class.Behavior == nodemaintv1alpha1.DrainBehaviorDrain {
+		if c.Class.Behavior == nodemaintv1alpha1.DrainBehaviorDrain && c.Class.InvalidRule == "" {
 			if !anyDrain || c.Class.Order < lowest {
 				lowest = c.Class.Order
 			}
@@ -393,7 +413,7 @@ func checkPlan(t *testing.T, pods []Classified, plan Plan) {
 			t.Fatalf("Later holds order %d, not above the lowest %d", c.Class.Order, lowest)
 		}
 	}
-	if plan.Pending() != len(plan.Current)+len(plan.Later)+len(plan.WaitCompleted) {
+	if plan.Pending() != len(plan.Current)+len(plan.Later)+len(plan.WaitCompleted)+len(plan.Held) {
 		t.Fatalf("Pending() = %d", plan.Pending())
 	}
 }
@@ -415,6 +435,9 @@ func checkBlocked(t *testing.T, plan Plan, draining bool, policy Policy, got []n
 	}
 	for _, c := range plan.Skipped {
 		allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{ReasonSkipped, ReasonOther}
+	}
+	for _, c := range plan.Held {
+		allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{ReasonInvalidDrainRule, ReasonOther}
 	}
 	if (len(allowed) == 0) != (got == nil) {
 		t.Fatalf("%d pods held, blocked %+v", len(allowed), got)

@@ -106,7 +106,7 @@ func FuzzIntent(f *testing.F) {
 				nm.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
 			}
 			if b&8 != 0 {
-				nm.Spec.EvacuationResponseTimeout = &metav1.Duration{Duration: time.Duration(b>>4) * time.Minute}
+				nm.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: time.Duration(b>>4) * time.Minute}
 			}
 			nm.Status.Phase = phases[int(b>>4)%len(phases)]
 			if b&0x20 != 0 && b&0x10 != 0 {
@@ -127,7 +127,10 @@ func FuzzIntent(f *testing.F) {
 			want.Cordon = want.Cordon || nm.Spec.Cordon
 			if nm.Spec.Drain {
 				want.Drain = true
-				if nm.Spec.EvictionPolicy != nodemaintv1alpha1.EvictionPolicySignalOnly {
+				// A response timeout of 0 is out of bounds (1s..24h): the spec is not usable and
+				// the maintenance only requests evacuation.
+				usable := nm.Spec.EvacuationResponseTimeout == nil || nm.Spec.EvacuationResponseTimeout.Duration >= time.Second
+				if usable && nm.Spec.EvictionPolicy != nodemaintv1alpha1.EvictionPolicySignalOnly {
 					timeout := DefaultResponseTimeout
 					if nm.Spec.EvacuationResponseTimeout != nil {
 						timeout = nm.Spec.EvacuationResponseTimeout.Duration

@@ -174,13 +174,22 @@ func IgnoreDrainLabel(nms []*nodemaintv1alpha1.NodeMaintenance) bool {
 // DefaultNotReadyGracePeriod is how long a node is NotReady before the out-of-service taint.
 const DefaultNotReadyGracePeriod = time.Minute
 
-// DrainDeadline is when a maintenance's drain times out; zero without drainTimeout or before the
-// drain started.
+// DrainDeadline is when a maintenance's drain times out; zero without drainTimeout, before the
+// drain started, or when the spec is not usable (Usable).
 func DrainDeadline(nm *nodemaintv1alpha1.NodeMaintenance) time.Time {
-	if nm.Spec.DrainTimeout == nil || nm.Status.DrainStartTime == nil {
+	if nm.Spec.DrainTimeout == nil || nm.Status.DrainStartTime == nil || !Usable(nm) {
 		return time.Time{}
 	}
 	return nm.Status.DrainStartTime.Add(nm.Spec.DrainTimeout.Duration)
+}
+
+// Usable reports whether the controller may act destructively for the maintenance: its spec has
+// no Problems (a duration that does not parse or is out of bounds, stored before the API server
+// refused them). A maintenance that is not usable still cordons and may request evacuation, but
+// never has a pod evicted or deleted, nor a node tainted out-of-service, and never uncordons
+// because of the bad field.
+func Usable(nm *nodemaintv1alpha1.NodeMaintenance) bool {
+	return len(nm.Spec.Problems()) == 0
 }
 
 // DefaultResponseTimeout is KEP-4212's time for an owner to accept an evacuation request.
@@ -209,6 +218,9 @@ func Intent(nms []*nodemaintv1alpha1.NodeMaintenance, phaseOf func(*nodemaintv1a
 			in.Drain = true
 			if !reasonSet {
 				in.Reason, reasonSet = nm.Spec.Reason, true
+			}
+			if !Usable(nm) {
+				continue // evacuation requested only: nothing destructive on an unusable spec
 			}
 			if nm.Spec.EvictionPolicy != nodemaintv1alpha1.EvictionPolicySignalOnly {
 				timeout := DefaultResponseTimeout

@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -100,9 +101,9 @@ func TestIntent(t *testing.T) {
 	if !in.Evict || in.ResponseTimeout != DefaultResponseTimeout {
 		t.Errorf("evict/timeout = %v/%v, want the default", in.Evict, in.ResponseTimeout)
 	}
-	newer.Spec.EvacuationResponseTimeout = &metav1.Duration{Duration: time.Minute}
+	newer.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: time.Minute}
 	older.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
-	older.Spec.EvacuationResponseTimeout = &metav1.Duration{Duration: time.Second}
+	older.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: time.Second}
 	in = Intent([]*nodemaintv1alpha1.NodeMaintenance{newer, older}, phase)
 	if !in.Evict || in.ResponseTimeout != time.Minute {
 		t.Errorf("evict/timeout = %v/%v, want the shortest timeout of the maintenances that evict", in.Evict, in.ResponseTimeout)
@@ -129,5 +130,46 @@ func TestEntriesRoundTrip(t *testing.T) {
 	}
 	if len(ParseEntries("")) != 0 {
 		t.Error("empty annotation has entries")
+	}
+}
+
+// TestIntentUnusableSpec: a maintenance whose duration the controller cannot use (stored before
+// the API server refused it) keeps the node cordoned and may request evacuation, but never has a
+// pod evicted or deleted nor the node tainted out-of-service (issue 16).
+func TestIntentUnusableSpec(t *testing.T) {
+	drainPhase := func(*nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase { return nodemaintv1alpha1.PhaseDrain }
+	for _, spec := range []string{
+		`{"evacuationResponseTimeout":"1d","drainTimeout":"2h","drainTimeoutAction":"Delete","shutdown":{"applyOutOfServiceTaint":true}}`,
+		`{"drainTimeout":"2 days","drainTimeoutAction":"Delete","shutdown":{"applyOutOfServiceTaint":true}}`,
+		`{"drainTimeout":"0s","drainTimeoutAction":"Delete","shutdown":{"applyOutOfServiceTaint":true}}`,
+		`{"drainTimeout":"3s","drainTimeoutAction":"Delete","shutdown":{"applyOutOfServiceTaint":true}}`,
+		`{"drainTimeout":"2h","drainTimeoutAction":"Delete","shutdown":{"applyOutOfServiceTaint":true,"notReadyGracePeriod":"1w"}}`,
+		`{"evacuationResponseTimeout":"-1s","drainTimeout":"2h","drainTimeoutAction":"Delete","shutdown":{"applyOutOfServiceTaint":true}}`,
+	} {
+		bad := nm("bad", true, true, nodemaintv1alpha1.PhaseDrain)
+		if err := json.Unmarshal([]byte(spec), &bad.Spec); err != nil {
+			t.Fatalf("%s: decoding must not fail: %v", spec, err)
+		}
+		bad.Spec.Cordon, bad.Spec.Drain = true, true
+		bad.Status.DrainStartTime = &metav1.Time{Time: time.Now().Add(-24 * time.Hour)}
+		if Usable(bad) {
+			t.Errorf("%s: Usable, want not", spec)
+		}
+		in := Intent([]*nodemaintv1alpha1.NodeMaintenance{bad}, drainPhase)
+		if !in.Cordon || !in.Drain || in.Evict || !in.DeleteAt.IsZero() || in.OutOfService {
+			t.Errorf("%s: intent %+v; want cordon and drain (evacuation requested) only", spec, in)
+		}
+		if !DrainDeadline(bad).IsZero() {
+			t.Errorf("%s: a drain deadline from an unusable spec", spec)
+		}
+		// The same maintenance with usable durations does evict, delete and taint.
+		good := nm("good", true, true, nodemaintv1alpha1.PhaseDrain)
+		good.Spec.DrainTimeout = &nodemaintv1alpha1.Duration{Duration: 2 * time.Hour}
+		good.Spec.DrainTimeoutAction = nodemaintv1alpha1.DrainTimeoutActionDelete
+		good.Spec.Shutdown = &nodemaintv1alpha1.ShutdownSpec{ApplyOutOfServiceTaint: true}
+		good.Status.DrainStartTime = bad.Status.DrainStartTime
+		if in := Intent([]*nodemaintv1alpha1.NodeMaintenance{good}, drainPhase); !in.Evict || in.DeleteAt.IsZero() || !in.OutOfService {
+			t.Errorf("usable maintenance: intent %+v; want evict, delete and out-of-service", in)
+		}
 	}
 }

@@ -322,7 +322,7 @@ func (b *bench) drainNodemaint(ctx context.Context, ns string, targets []string,
 				{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: targets},
 			}}}},
 			Cordon: true, Drain: true, Reason: "benchmark",
-			EvacuationResponseTimeout: &metav1.Duration{Duration: b.o.responseTimeout},
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: b.o.responseTimeout},
 		},
 	}
 	if err := b.c.Create(ctx, nm); err != nil {

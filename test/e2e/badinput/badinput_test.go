@@ -232,7 +232,7 @@ func maintain(t *testing.T, name string, nodes ...string) {
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
 			NodeSelector: testutil.NodeSelectorFor(nodes...), Cordon: true, Drain: true, Reason: "e2e " + t.Name(),
 			// A bare pod waits the response timeout like any other before it is evicted.
-			EvacuationResponseTimeout: &metav1.Duration{Duration: 2 * time.Second},
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: 2 * time.Second},
 		},
 	}
 	if err := framework.Client().Create(t.Context(), nm); err != nil {

@@ -344,7 +344,7 @@ func maintenance(name string, nodes []string, drain bool) *nodemaintv1alpha1.Nod
 				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: nodes}},
 			}}},
 			Cordon: true, Drain: drain, Reason: "chaos test",
-			EvacuationResponseTimeout: &metav1.Duration{Duration: responseTimeout},
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: responseTimeout},
 		},
 	}
 }

@@ -110,7 +110,7 @@ func createDrainNM(t *testing.T, name string, nodes ...string) {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
 			NodeSelector: testutil.NodeSelectorFor(nodes...), Cordon: true, Drain: true, Reason: "e2e drain",
-			EvacuationResponseTimeout: &metav1.Duration{Duration: 5 * time.Second},
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: 5 * time.Second},
 		},
 	}
 	create(t, nm)

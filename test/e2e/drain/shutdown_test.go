@@ -109,8 +109,8 @@ func TestOutOfServiceAfterShutdown(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "shutdown"},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
 			NodeSelector: testutil.NodeSelectorFor(down, up), Cordon: true, Drain: true,
-			EvacuationResponseTimeout: &metav1.Duration{Duration: 2 * time.Second},
-			Shutdown: &nodemaintv1alpha1.ShutdownSpec{ApplyOutOfServiceTaint: true, NotReadyGracePeriod: &metav1.Duration{Duration: 3 * time.Second}},
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: 2 * time.Second},
+			Shutdown:                  &nodemaintv1alpha1.ShutdownSpec{ApplyOutOfServiceTaint: true, NotReadyGracePeriod: &nodemaintv1alpha1.Duration{Duration: 3 * time.Second}},
 		},
 	}
 	create(t, nm)

@@ -251,7 +251,7 @@ func maintenance(name string, terms ...corev1.NodeSelectorTerm) *nodemaintv1alph
 // deleting returns a NodeMaintenance of one node that asks for drainTimeoutAction: Delete.
 func deleting(name string) *nodemaintv1alpha1.NodeMaintenance {
 	m := maintenance(name, byName("node-0")...)
-	m.Spec.DrainTimeout = &metav1.Duration{Duration: 30 * time.Minute}
+	m.Spec.DrainTimeout = &nodemaintv1alpha1.Duration{Duration: 30 * time.Minute}
 	m.Spec.DrainTimeoutAction = nodemaintv1alpha1.DrainTimeoutActionDelete
 	return m
 }
