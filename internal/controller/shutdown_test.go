@@ -204,11 +204,13 @@ func TestVolumesDetach(t *testing.T) {
 }
 
 // TestDrainTimeout: past drainTimeout the maintenance reports DrainTimedOut naming what is left;
-// with drainTimeoutAction Delete the pods left are deleted, PodDisruptionBudget or not.
+// with drainTimeoutAction Delete the pods left are deleted, PodDisruptionBudget or not, except
+// nodemaint-controller's own.
 func TestDrainTimeout(t *testing.T) {
 	ctx := context.Background()
 	createNode(t, "deadline-node", nil, false)
 	createPod(t, "deadline-held", "deadline-node", ownedByReplicaSet)
+	createPod(t, "deadline-controller", "deadline-node", ownedByReplicaSet, withLabels(ownPodLabels))
 	nm := &nodemaintv1alpha1.NodeMaintenance{
 		ObjectMeta: metav1.ObjectMeta{Name: "deadline"},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
@@ -247,4 +249,7 @@ func TestDrainTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectEvicted(t, "deadline-held")
+	// nodemaint-controller's own pod is never deleted, not even past drainTimeout with Delete.
+	expectBlocked(t, "deadline", "deadline-node", "deadline-controller", "Protected", "never evicted or deleted")
+	notEvicted(t, "deadline-controller")
 }
