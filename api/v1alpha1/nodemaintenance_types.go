@@ -222,11 +222,11 @@ type NodeMaintenanceStatus struct {
 const (
 	// MaxStatusNodes is how many nodes status.nodes lists at most.
 	MaxStatusNodes = 100
-	// MaxStatusNodesBytes is how large status.nodes may grow, in bytes of JSON: about four nodes
+	// MaxStatusNodesBytes is how large status.nodes may grow, in bytes of JSON: three nodes
 	// whose every field is at its limit, or 100 nodes with a few reasons each.
 	MaxStatusNodesBytes = 128 << 10
 	// MaxBlockedMessageLength is the length of a blocked entry's message; longer ones are cut.
-	MaxBlockedMessageLength = 256
+	MaxBlockedMessageLength = 512
 )
 
 // NodeMaintenanceNodeStatus is the progress of one node.
@@ -268,9 +268,9 @@ type BlockedPods struct {
 	Reason string `json:"reason"`
 
 	// message explains it for a person, e.g. the PodDisruptionBudget's own message. Longer
-	// messages are cut to 256 characters.
+	// messages are cut to 512 characters.
 	// +optional
-	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:MaxLength=512
 	Message string `json:"message,omitempty"`
 
 	// pods are a few of the pods (namespace/name).
