@@ -71,7 +71,11 @@ func listNodes(reports []nodeReport, maxNodes, maxBytes int) (map[string]nodemai
 		size += len(entry) - 1
 		listed[c.name] = c.status
 	}
-	return listed, int32(len(candidates) - len(listed))
+	notListed := int32(len(candidates) - len(listed))
+	if len(listed) == 0 {
+		return nil, notListed // as the API server returns it, so that the status compares equal
+	}
+	return listed, notListed
 }
 
 // boundBlocked cuts the messages of blocked entries to the CRD's limit: an eviction's error or an
