@@ -153,7 +153,8 @@ const (
 	PhaseCordon Phase = "Cordon"
 	// PhaseDrain: the pods on the selected nodes are being moved off.
 	PhaseDrain Phase = "Drain"
-	// PhaseDrainComplete: every targeted pod is gone from every selected node.
+	// PhaseDrainComplete: every targeted pod is gone from every selected node, and at least one
+	// node is selected.
 	PhaseDrainComplete Phase = "DrainComplete"
 	// PhaseMaintenanceComplete: cordon and drain were set back to false; nodes are restored.
 	PhaseMaintenanceComplete Phase = "MaintenanceComplete"
@@ -161,7 +162,9 @@ const (
 
 // Condition types of a NodeMaintenance.
 const (
-	// ConditionDrained is True when every targeted pod on every selected node is gone.
+	// ConditionDrained is True when every targeted pod on every selected node is gone; never when
+	// the nodeSelector selects no node (False, reason NoNodesSelected). Its message names a few of
+	// the pods the drain skipped and left running.
 	ConditionDrained = "Drained"
 	// ConditionDrainTimedOut is True when the drain outlived spec.drainTimeout.
 	ConditionDrainTimedOut = "DrainTimedOut"
@@ -177,7 +180,9 @@ const (
 	ConditionSpecValid = "SpecValid"
 )
 
-// NodeMaintenanceStatus is what the controller observed.
+// NodeMaintenanceStatus is what the controller observed. Its size is bounded whatever the number
+// of selected nodes: the totals cover every selected node, and nodes lists only a bounded number
+// of them, those with something to report.
 type NodeMaintenanceStatus struct {
 	// observedGeneration is the generation of the spec this status describes.
 	// +optional
@@ -191,6 +196,20 @@ type NodeMaintenanceStatus struct {
 	// +optional
 	SelectedNodes int32 `json:"selectedNodes"`
 
+	// nodesPending counts the selected nodes with targeted pods still on them.
+	// +optional
+	NodesPending int32 `json:"nodesPending"`
+
+	// nodesDrained counts the selected nodes that are drained: drain is requested, and no
+	// targeted pod and no volume of a drained pod is left on them.
+	// +optional
+	NodesDrained int32 `json:"nodesDrained"`
+
+	// nodesOutOfService counts the selected nodes nodemaint keeps tainted
+	// node.kubernetes.io/out-of-service (see spec.shutdown).
+	// +optional
+	NodesOutOfService int32 `json:"nodesOutOfService,omitempty"`
+
 	// podsPendingEvacuation counts the targeted pods still on the selected nodes.
 	// +optional
 	PodsPendingEvacuation int32 `json:"podsPendingEvacuation"`
@@ -199,15 +218,33 @@ type NodeMaintenanceStatus struct {
 	// +optional
 	PodsEvacuating int32 `json:"podsEvacuating"`
 
+	// podsSkipped counts the pods on the selected nodes that the drain leaves running: skipped by
+	// the pod label nodemaint.dev/drain=skip, by a DrainRule, or because they tolerate the
+	// unschedulable taint. They do not hold the drain up; the Drained condition names a few.
+	// +optional
+	PodsSkipped int32 `json:"podsSkipped"`
+
+	// volumesAttached counts the volumes of drained pods still attached to the selected nodes.
+	// +optional
+	VolumesAttached int32 `json:"volumesAttached,omitempty"`
+
 	// drainStartTime is when the controller first saw drain requested; drainTimeout counts from
 	// it. It is cleared when drain is set back to false.
 	// +optional
 	DrainStartTime *metav1.Time `json:"drainStartTime,omitempty"`
 
-	// nodes holds the progress of every selected node, by node name.
+	// nodes details the selected nodes that have something to report (targeted or skipped pods
+	// left, volumes attached, out of service), by node name: at most 100 of them, and no more
+	// than fit in 128 KiB, chosen by the most pods pending, then the most volumes attached, then
+	// the most pods skipped, then by name. nodesNotListed counts the others; a selected node
+	// neither listed nor counted there has nothing left to report.
 	// +optional
-	// +kubebuilder:validation:MaxProperties=10000
+	// +kubebuilder:validation:MaxProperties=100
 	Nodes map[string]NodeMaintenanceNodeStatus `json:"nodes,omitempty"`
+
+	// nodesNotListed counts the selected nodes with something to report that nodes leaves out.
+	// +optional
+	NodesNotListed int32 `json:"nodesNotListed,omitempty"`
 
 	// conditions: Drained, DrainTimedOut, NodesSelected, SpecValid.
 	// +optional
@@ -217,6 +254,17 @@ type NodeMaintenanceStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// Bounds of a NodeMaintenance's status, as the controller keeps them; the CRD's limits match.
+const (
+	// MaxStatusNodes is how many nodes status.nodes lists at most.
+	MaxStatusNodes = 100
+	// MaxStatusNodesBytes is how large status.nodes may grow, in bytes of JSON: three nodes
+	// whose every field is at its limit, or 100 nodes with a few reasons each.
+	MaxStatusNodesBytes = 128 << 10
+	// MaxBlockedMessageLength is the length of a blocked entry's message; longer ones are cut.
+	MaxBlockedMessageLength = 512
+)
+
 // NodeMaintenanceNodeStatus is the progress of one node.
 type NodeMaintenanceNodeStatus struct {
 	// podsPendingEvacuation counts the targeted pods still on the node.
@@ -225,6 +273,10 @@ type NodeMaintenanceNodeStatus struct {
 	// podsEvacuating counts the targeted pods whose owners accepted the evacuation
 	// (EvacuationInitiated=True).
 	PodsEvacuating int32 `json:"podsEvacuating"`
+
+	// podsSkipped counts the pods the drain leaves running on the node.
+	// +optional
+	PodsSkipped int32 `json:"podsSkipped,omitempty"`
 
 	// blocked names what keeps pods on the node: a few pod names per reason, and how many pods
 	// share it. Every pod held counts in exactly one entry.
@@ -252,15 +304,17 @@ type BlockedPods struct {
 	// +kubebuilder:validation:MaxLength=64
 	Reason string `json:"reason"`
 
-	// message explains it for a person, e.g. the PodDisruptionBudget's own message.
+	// message explains it for a person, e.g. the PodDisruptionBudget's own message. Longer
+	// messages are cut to 512 characters.
 	// +optional
-	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:MaxLength=512
 	Message string `json:"message,omitempty"`
 
 	// pods are a few of the pods (namespace/name).
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=5
+	// +kubebuilder:validation:items:MaxLength=317
 	Pods []string `json:"pods,omitempty"`
 
 	// count is how many pods are held for this reason, including those not named.
@@ -279,6 +333,7 @@ type BlockedPods struct {
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.selectedNodes`
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.podsPendingEvacuation`
 // +kubebuilder:printcolumn:name="Evacuating",type=integer,JSONPath=`.status.podsEvacuating`,priority=1
+// +kubebuilder:printcolumn:name="Skipped",type=integer,JSONPath=`.status.podsSkipped`,priority=1
 // +kubebuilder:printcolumn:name="Drained",type=string,JSONPath=`.status.conditions[?(@.type=="Drained")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.spec.reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

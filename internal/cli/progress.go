@@ -49,6 +49,9 @@ func follow(ctx context.Context, o *options, c client.WithWatch, name string, ti
 			fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: drained\n", name)
 			return nil
 		}
+		if err := selectsNoNode(last); err != nil {
+			return err
+		}
 		w, err := c.Watch(ctx, &nodemaintv1alpha1.NodeMaintenanceList{}, &client.ListOptions{
 			FieldSelector: fields.OneTermEqualSelector("metadata.name", name),
 			Raw:           &metav1.ListOptions{ResourceVersion: list.ResourceVersion},
@@ -72,12 +75,27 @@ func follow(ctx context.Context, o *options, c client.WithWatch, name string, ti
 				fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: drained\n", name)
 				return nil
 			}
+			if err := selectsNoNode(nm); err != nil {
+				w.Stop()
+				return err
+			}
 		}
 		if ctx.Err() != nil {
 			return waitError(ctx, last, ctx.Err())
 		}
 		// The watch ended (the server closes watches now and then): list and watch again.
 	}
+}
+
+// selectsNoNode is an error when the controller reports that the NodeMaintenance selects no node:
+// it is then never drained, and waiting for it would never end.
+func selectsNoNode(nm *nodemaintv1alpha1.NodeMaintenance) error {
+	c := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionNodesSelected)
+	if c == nil || c.Status != metav1.ConditionFalse || c.ObservedGeneration != nm.Generation || nm.Status.ObservedGeneration != nm.Generation {
+		return nil
+	}
+	return fmt.Errorf("NodeMaintenance %s drains nothing: %s (%s); remove it with `kubectl maintenance complete --name %s --delete`",
+		nm.Name, c.Message, c.Reason, nm.Name)
 }
 
 // waitError turns the end of a wait into an error naming what is left.
@@ -103,7 +121,8 @@ func nodeNames(nm *nodemaintv1alpha1.NodeMaintenance) []string {
 	return names
 }
 
-// blockingLines says what holds each node: "node: Reason (count) ns/pod, ...: message".
+// blockingLines says what holds each node the status lists: "node: Reason (count) ns/pod, ...:
+// message", and how many nodes it does not list.
 func blockingLines(nm *nodemaintv1alpha1.NodeMaintenance) []string {
 	var lines []string
 	for _, n := range nodeNames(nm) {
@@ -111,7 +130,19 @@ func blockingLines(nm *nodemaintv1alpha1.NodeMaintenance) []string {
 			lines = append(lines, fmt.Sprintf("%s: %s (%d) %s: %s", n, b.Reason, b.Count, strings.Join(b.Pods, ", "), b.Message))
 		}
 	}
+	if l := notListedLine(nm); l != "" {
+		lines = append(lines, l)
+	}
 	return lines
+}
+
+// notListedLine says how many nodes with something to report the status leaves out, if any.
+func notListedLine(nm *nodemaintv1alpha1.NodeMaintenance) string {
+	if nm.Status.NodesNotListed == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d more nodes not listed: the status details at most %d nodes, those with the most pods pending",
+		nm.Status.NodesNotListed, nodemaintv1alpha1.MaxStatusNodes)
 }
 
 // summary is one line about the whole maintenance.
@@ -123,14 +154,23 @@ func summary(nm *nodemaintv1alpha1.NodeMaintenance) string {
 	if c := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionDrained); c != nil {
 		drainedStatus = string(c.Status)
 	}
-	return fmt.Sprintf("%s: phase %s, %d nodes, %d pods pending, %d evacuating by their owners, drained %s",
-		nm.Name, nm.Status.Phase, nm.Status.SelectedNodes, nm.Status.PodsPendingEvacuation, nm.Status.PodsEvacuating, drainedStatus)
+	s := nm.Status
+	line := fmt.Sprintf("%s: phase %s, %d nodes", nm.Name, s.Phase, s.SelectedNodes)
+	if s.SelectedNodes > 0 {
+		line += fmt.Sprintf(" (%d with pods pending, %d drained)", s.NodesPending, s.NodesDrained)
+	}
+	line += fmt.Sprintf(", %d pods pending, %d evacuating by their owners", s.PodsPendingEvacuation, s.PodsEvacuating)
+	if s.PodsSkipped > 0 {
+		line += fmt.Sprintf(", %d skipped and left running", s.PodsSkipped)
+	}
+	return line + ", drained " + drainedStatus
 }
 
-// writeNodeTable writes one row per node: pending, evacuating, and the first thing that blocks it.
+// writeNodeTable writes one row per node the status lists: pending, evacuating, skipped, and the
+// first thing that blocks it; then how many nodes it does not list.
 func writeNodeTable(out io.Writer, nm *nodemaintv1alpha1.NodeMaintenance) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tPENDING\tEVACUATING\tBLOCKED BY")
+	fmt.Fprintln(tw, "NODE\tPENDING\tEVACUATING\tSKIPPED\tBLOCKED BY")
 	for _, n := range nodeNames(nm) {
 		ns := nm.Status.Nodes[n]
 		blocked := "-"
@@ -144,9 +184,15 @@ func writeNodeTable(out io.Writer, nm *nodemaintv1alpha1.NodeMaintenance) {
 				blocked += fmt.Sprintf("; %d more reasons", len(ns.Blocked)-1)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", n, ns.PodsPendingEvacuation, ns.PodsEvacuating, blocked)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", n, ns.PodsPendingEvacuation, ns.PodsEvacuating, ns.PodsSkipped, blocked)
 	}
 	tw.Flush()
+	if l := notListedLine(nm); l != "" {
+		fmt.Fprintln(out, l)
+	}
+	if quiet := nm.Status.SelectedNodes - int32(len(nm.Status.Nodes)) - nm.Status.NodesNotListed; quiet > 0 && nm.Status.ObservedGeneration > 0 {
+		fmt.Fprintf(out, "%d more nodes with nothing to report\n", quiet)
+	}
 }
 
 // liveDisplay redraws the summary and node table in place.

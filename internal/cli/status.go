@@ -86,7 +86,7 @@ func newListCommand(o *options) *cobra.Command {
 			tw := tabwriter.NewWriter(o.streams.Out, 0, 4, 2, ' ', 0)
 			header := "NAME\tPHASE\tCORDON\tDRAIN\tNODES\tPENDING\tDRAINED"
 			if *print.OutputFormat == "wide" {
-				header += "\tEVACUATING\tREASON"
+				header += "\tEVACUATING\tSKIPPED\tREASON"
 			}
 			fmt.Fprintln(tw, header)
 			for _, nm := range items {
@@ -97,7 +97,7 @@ func newListCommand(o *options) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%t\t%t\t%d\t%d\t%s", nm.Name, nm.Status.Phase, nm.Spec.Cordon, nm.Spec.Drain,
 					nm.Status.SelectedNodes, nm.Status.PodsPendingEvacuation, drained)
 				if *print.OutputFormat == "wide" {
-					fmt.Fprintf(tw, "\t%d\t%s", nm.Status.PodsEvacuating, nm.Spec.Reason)
+					fmt.Fprintf(tw, "\t%d\t%d\t%s", nm.Status.PodsEvacuating, nm.Status.PodsSkipped, nm.Spec.Reason)
 				}
 				fmt.Fprintln(tw)
 			}

@@ -84,7 +84,7 @@ func expectNoNewReconcileErrors(t *testing.T, before float64) {
 }
 
 // TestNoNodesSelected: a selector that matches no node is reported in the status and by a
-// Warning Event; nothing is touched.
+// Warning Event, is never Drained; nothing is touched.
 func TestNoNodesSelected(t *testing.T) {
 	createNode(t, "nonodes-node", nil, false)
 	createNM(t, "nonodes", true, true, "", "no-such-node")
@@ -93,7 +93,11 @@ func TestNoNodesSelected(t *testing.T) {
 		t.Errorf("message %q", c.Message)
 	}
 	expectWarning(t, "NodeMaintenance", "nonodes", "NoNodesSelected")
-	expectStatus(t, "nonodes", "", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrainComplete, Drained: "True"})
+	// Nothing is drained: a typo in a node name must not read as done.
+	expectStatus(t, "nonodes", "", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrain, Drained: "False"})
+	if c := expectCondition(t, "nonodes", nodemaintv1alpha1.ConditionDrained, metav1.ConditionFalse, "NoNodesSelected"); c.Message != "the nodeSelector selects no node: nothing is drained" {
+		t.Errorf("Drained message %q", c.Message)
+	}
 	expectNode(t, "nonodes-node", restored)
 
 	// A node that appears later and matches is selected, and the condition says so.

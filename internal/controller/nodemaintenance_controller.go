@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -90,7 +91,7 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	// While a drain is under way, what blocks it may change with no event (an eviction refused,
 	// a response timeout run out): look again now and then.
 	var result reconcile.Result
-	if nm.Spec.Drain && meta.IsStatusConditionFalse(status.Conditions, nodemaintv1alpha1.ConditionDrained) {
+	if nm.Spec.Drain && len(nodes) > 0 && meta.IsStatusConditionFalse(status.Conditions, nodemaintv1alpha1.ConditionDrained) {
 		result.RequeueAfter = drainStatusRefresh
 	}
 	if equality.Semantic.DeepEqual(nm.Status, status) {
@@ -123,7 +124,8 @@ func (r *NodeMaintenanceReconciler) statusWriteWait(key types.NamespacedName, no
 // drainStatusRefresh is how often the status of a drain under way is computed again.
 const drainStatusRefresh = 5 * time.Second
 
-// observe computes the status from the cache.
+// observe computes the status from the cache. It counts every selected node in the totals, and
+// details only the nodes with something to report, within bounds (see listNodes).
 func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, nodes []*corev1.Node) (nodemaintv1alpha1.NodeMaintenanceStatus, error) {
 	status := nodemaintv1alpha1.NodeMaintenanceStatus{
 		ObservedGeneration: nm.Generation,
@@ -138,11 +140,13 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 	case status.DrainStartTime == nil:
 		status.DrainStartTime = &metav1.Time{Time: now.Truncate(time.Second)}
 	}
-	if len(nodes) > 0 {
-		status.Nodes = make(map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus, len(nodes))
-	}
-	volumes := 0
-	var left []string
+	// By name, so that the nodes and pods the status names do not change from one look to the next.
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	reports := make([]nodeReport, 0, len(nodes))
+	var (
+		left    []string
+		skipped skippedPods
+	)
 	for _, node := range nodes {
 		pods, err := podsOnNode(ctx, r.Client, node.Name)
 		if err != nil {
@@ -160,15 +164,16 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 		}
 		ns := nodemaintv1alpha1.NodeMaintenanceNodeStatus{
 			PodsPendingEvacuation: int32(plan.Pending()),
+			PodsSkipped:           int32(len(plan.Skipped)),
 			OutOfService:          node.Annotations[nodemaintv1alpha1.OutOfServiceAnnotation] != "",
 		}
+		skipped.add(plan)
 		if nm.Spec.Drain && plan.Pending() == 0 {
 			n, err := attachedVolumes(ctx, r.Client, node, pods)
 			if err != nil {
 				return status, err
 			}
 			ns.VolumesAttached = int32(n)
-			volumes += n
 		}
 		for _, group := range [][]drain.Classified{plan.Current, plan.Later, plan.WaitCompleted} {
 			for _, c := range group {
@@ -188,13 +193,28 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 			intent := maintenance.Intent(nms, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
 				return maintenance.Phase(nm, false)
 			})
-			ns.Blocked = drain.Blocked(plan, intent.Drain, r.active.policy(policyOf(intent)), r.Evictions, now)
+			ns.Blocked = boundBlocked(drain.Blocked(plan, intent.Drain, r.active.policy(policyOf(intent)), r.Evictions, now))
 		}
-		status.Nodes[node.Name] = ns
+		reports = append(reports, nodeReport{name: node.Name, status: ns})
 		status.PodsPendingEvacuation += ns.PodsPendingEvacuation
 		status.PodsEvacuating += ns.PodsEvacuating
+		status.PodsSkipped += ns.PodsSkipped
+		status.VolumesAttached += ns.VolumesAttached
+		switch {
+		case ns.PodsPendingEvacuation > 0:
+			status.NodesPending++
+		case nm.Spec.Drain && ns.VolumesAttached == 0:
+			status.NodesDrained++
+		}
+		if ns.OutOfService {
+			status.NodesOutOfService++
+		}
 	}
-	drained := nm.Spec.Drain && status.PodsPendingEvacuation == 0 && volumes == 0
+	status.Nodes, status.NodesNotListed = listNodes(reports, nodemaintv1alpha1.MaxStatusNodes, nodemaintv1alpha1.MaxStatusNodesBytes)
+	volumes := status.VolumesAttached
+	// A maintenance that selects no node has drained nothing: it is never Drained (a typo in a
+	// node name must not read as done).
+	drained := nm.Spec.Drain && len(nodes) > 0 && status.PodsPendingEvacuation == 0 && volumes == 0
 	status.Phase = maintenance.Phase(nm, drained)
 
 	cond := metav1.Condition{Type: nodemaintv1alpha1.ConditionDrained, ObservedGeneration: nm.Generation}
@@ -202,17 +222,17 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 	case !nm.Spec.Drain:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "DrainNotRequested", "spec.drain is false"
 	case len(nodes) == 0:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "NoNodesSelected", "the nodeSelector selects no node"
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reasonNoNodesSelected, "the nodeSelector selects no node: nothing is drained"
 	case drained:
 		cond.Status, cond.Reason = metav1.ConditionTrue, "Drained"
-		cond.Message = fmt.Sprintf("every targeted pod is gone from the %d selected nodes", len(nodes))
+		cond.Message = fmt.Sprintf("every targeted pod is gone from the %d selected nodes", len(nodes)) + skipped.note(status.PodsSkipped)
 	case status.PodsPendingEvacuation == 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, "VolumesAttached"
-		cond.Message = fmt.Sprintf("every targeted pod is gone; %d volumes of drained pods are still attached", volumes)
+		cond.Message = fmt.Sprintf("every targeted pod is gone; %d volumes of drained pods are still attached", volumes) + skipped.note(status.PodsSkipped)
 	default:
 		cond.Status, cond.Reason = metav1.ConditionFalse, "PodsPending"
 		cond.Message = fmt.Sprintf("%d pods pending evacuation (%d evacuating by their owners) on %d nodes",
-			status.PodsPendingEvacuation, status.PodsEvacuating, pendingNodes(status.Nodes))
+			status.PodsPendingEvacuation, status.PodsEvacuating, status.NodesPending) + skipped.note(status.PodsSkipped)
 	}
 	meta.SetStatusCondition(&status.Conditions, cond)
 
@@ -229,7 +249,7 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 	default:
 		timedOut.Status, timedOut.Reason = metav1.ConditionTrue, "DrainTimedOut"
 		timedOut.Message = fmt.Sprintf("not drained %s after drain started: %d pods and %d volumes left on %d nodes",
-			nm.Spec.DrainTimeout.Duration, status.PodsPendingEvacuation, volumes, pendingNodes(status.Nodes))
+			nm.Spec.DrainTimeout.Duration, status.PodsPendingEvacuation, volumes, status.NodesPending)
 		if len(left) > 0 {
 			timedOut.Message += ", among them " + strings.Join(left, ", ")
 		}
@@ -268,16 +288,6 @@ const (
 	reasonNoNodesSelected     = "NoNodesSelected"
 	reasonAllNodesSelected    = "AllNodesSelected"
 )
-
-func pendingNodes(nodes map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus) int {
-	n := 0
-	for _, ns := range nodes {
-		if ns.PodsPendingEvacuation > 0 {
-			n++
-		}
-	}
-	return n
-}
 
 // recordTransitions emits Events for phase and Drained changes, and for a selector that selects
 // no node or every node.

@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+)
+
+// bigMaintenance is the status of a maintenance of 5,000 nodes: two listed, 4,000 more with pods
+// pending not listed, the rest with nothing to report.
+func bigMaintenance() *nodemaintv1alpha1.NodeMaintenance {
+	return &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Generation: 1},
+		Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{Cordon: true, Drain: true},
+		Status: nodemaintv1alpha1.NodeMaintenanceStatus{
+			ObservedGeneration: 1, Phase: nodemaintv1alpha1.PhaseDrain,
+			SelectedNodes: 5000, NodesPending: 4002, NodesDrained: 998,
+			PodsPendingEvacuation: 4003, PodsEvacuating: 1, PodsSkipped: 7,
+			Nodes: map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus{
+				"node-a": {PodsPendingEvacuation: 2, PodsEvacuating: 1, PodsSkipped: 1, Blocked: []nodemaintv1alpha1.BlockedPods{
+					{Reason: "PodDisruptionBudget", Message: "The disruption budget db needs 1 healthy pods", Pods: []string{"prod/db-0"}, Count: 1},
+				}},
+				"node-b": {PodsPendingEvacuation: 1},
+			},
+			NodesNotListed: 4000,
+			Conditions:     []metav1.Condition{{Type: nodemaintv1alpha1.ConditionDrained, Status: metav1.ConditionFalse, Reason: "PodsPending"}},
+		},
+	}
+}
+
+// The plugin shows the totals over every node, the nodes the status lists, and how many it does
+// not list.
+func TestDisplayOfABoundedStatus(t *testing.T) {
+	nm := bigMaintenance()
+	if got, want := summary(nm), "fleet: phase Drain, 5000 nodes (4002 with pods pending, 998 drained), 4003 pods pending, 1 evacuating by their owners, 7 skipped and left running, drained False"; got != want {
+		t.Errorf("summary:\n got %q\nwant %q", got, want)
+	}
+	var table bytes.Buffer
+	writeNodeTable(&table, nm)
+	for _, want := range []string{
+		"NODE    PENDING  EVACUATING  SKIPPED  BLOCKED BY\n",
+		"node-a  2        1           1        PodDisruptionBudget prod/db-0\n",
+		"node-b  1        0           0        -\n",
+		"4000 more nodes not listed: the status details at most 100 nodes, those with the most pods pending\n",
+		"998 more nodes with nothing to report\n",
+	} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("node table lacks %q:\n%s", want, table.String())
+		}
+	}
+	lines := blockingLines(nm)
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "node-a: PodDisruptionBudget (1) prod/db-0: The disruption budget db") ||
+		!strings.HasPrefix(lines[1], "4000 more nodes not listed") {
+		t.Errorf("blocking lines %q", lines)
+	}
+}
+
+// A maintenance that selects no node is never drained: following it fails at once, naming the
+// reason, instead of waiting forever.
+func TestFollowFailsWhenNoNodeIsSelected(t *testing.T) {
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-such-node", Generation: 1},
+		Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{Cordon: true, Drain: true},
+		Status: nodemaintv1alpha1.NodeMaintenanceStatus{
+			ObservedGeneration: 1, Phase: nodemaintv1alpha1.PhaseDrain,
+			Conditions: []metav1.Condition{
+				{Type: nodemaintv1alpha1.ConditionDrained, Status: metav1.ConditionFalse, Reason: "NoNodesSelected", ObservedGeneration: 1},
+				{Type: nodemaintv1alpha1.ConditionNodesSelected, Status: metav1.ConditionFalse, Reason: "NoNodesSelected", ObservedGeneration: 1,
+					Message: "the nodeSelector selects no node"},
+			},
+		},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(nm).
+		WithIndex(&nodemaintv1alpha1.NodeMaintenance{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).
+		Build()
+	var out bytes.Buffer
+	o := &options{config: genericclioptions.NewConfigFlags(false), streams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}
+	done := make(chan error, 1)
+	go func() { done <- follow(context.Background(), o, c, "no-such-node", 0) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("follow still waits for a maintenance that selects no node")
+	}
+	if err == nil || ExitCode(err) != ExitError ||
+		err.Error() != "NodeMaintenance no-such-node drains nothing: the nodeSelector selects no node (NoNodesSelected); remove it with `kubectl maintenance complete --name no-such-node --delete`" {
+		t.Fatalf("follow: %v (exit %d); want exit 1 naming the empty selection", err, ExitCode(err))
+	}
+}

@@ -1,0 +1,113 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drain"
+)
+
+// listNodes lists the nodes with the most to report, by a total order, and counts the rest.
+func TestListNodesChoosesDeterministically(t *testing.T) {
+	reports := []nodeReport{
+		{name: "quiet"}, // nothing to report: neither listed nor counted
+		{name: "b-pending-1", status: nodemaintv1alpha1.NodeMaintenanceNodeStatus{PodsPendingEvacuation: 1}},
+		{name: "a-pending-1", status: nodemaintv1alpha1.NodeMaintenanceNodeStatus{PodsPendingEvacuation: 1}},
+		{name: "z-pending-9", status: nodemaintv1alpha1.NodeMaintenanceNodeStatus{PodsPendingEvacuation: 9}},
+		{name: "volumes", status: nodemaintv1alpha1.NodeMaintenanceNodeStatus{VolumesAttached: 2}},
+		{name: "skipped", status: nodemaintv1alpha1.NodeMaintenanceNodeStatus{PodsSkipped: 3}},
+		{name: "oos", status: nodemaintv1alpha1.NodeMaintenanceNodeStatus{OutOfService: true}},
+	}
+	for _, tc := range []struct {
+		max        int
+		want       []string
+		notListed  int32
+		reportsRev bool
+	}{
+		{max: 100, want: []string{"a-pending-1", "b-pending-1", "oos", "skipped", "volumes", "z-pending-9"}},
+		{max: 3, want: []string{"a-pending-1", "b-pending-1", "z-pending-9"}, notListed: 3},
+		{max: 4, want: []string{"a-pending-1", "b-pending-1", "volumes", "z-pending-9"}, notListed: 2, reportsRev: true},
+		{max: 5, want: []string{"a-pending-1", "b-pending-1", "skipped", "volumes", "z-pending-9"}, notListed: 1},
+	} {
+		in := append([]nodeReport(nil), reports...)
+		if tc.reportsRev {
+			for i, j := 0, len(in)-1; i < j; i, j = i+1, j-1 {
+				in[i], in[j] = in[j], in[i]
+			}
+		}
+		got, notListed := listNodes(in, tc.max, 1<<20)
+		if names := sortedKeys(got); strings.Join(names, ",") != strings.Join(tc.want, ",") || notListed != tc.notListed {
+			t.Errorf("max %d: listed %v, %d not listed; want %v, %d", tc.max, names, notListed, tc.want, tc.notListed)
+		}
+	}
+	if got, notListed := listNodes([]nodeReport{{name: "quiet"}}, 100, 1<<20); got != nil || notListed != 0 {
+		t.Errorf("nothing to report: listed %v, %d not listed", got, notListed)
+	}
+}
+
+// However many nodes there are, and however much each has to say, status.nodes stays within its
+// byte budget and the CRD's limits.
+func TestListNodesStaysWithinBudget(t *testing.T) {
+	long := strings.Repeat("x", 253)
+	var reports []nodeReport
+	for i := range 10000 {
+		var blocked []nodemaintv1alpha1.BlockedPods
+		for r := range drain.MaxBlockedEntries {
+			b := nodemaintv1alpha1.BlockedPods{Reason: fmt.Sprintf("Reason%02d", r), Message: strings.Repeat("é", 2000), Count: 1000}
+			for p := range drain.MaxBlockedNames {
+				b.Pods = append(b.Pods, fmt.Sprintf("%s/%s-%d", long[:63], long[:240], p))
+			}
+			blocked = append(blocked, b)
+		}
+		reports = append(reports, nodeReport{
+			name:   fmt.Sprintf("%s-%05d", long[:240], i),
+			status: nodemaintv1alpha1.NodeMaintenanceNodeStatus{PodsPendingEvacuation: 5000, Blocked: boundBlocked(blocked)},
+		})
+	}
+	got, notListed := listNodes(reports, nodemaintv1alpha1.MaxStatusNodes, nodemaintv1alpha1.MaxStatusNodesBytes)
+	raw, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) > nodemaintv1alpha1.MaxStatusNodesBytes {
+		t.Errorf("status.nodes is %d bytes, over the budget of %d", len(raw), nodemaintv1alpha1.MaxStatusNodesBytes)
+	}
+	if len(got) == 0 || int(notListed) != len(reports)-len(got) {
+		t.Errorf("%d nodes listed, %d not listed, of %d", len(got), notListed, len(reports))
+	}
+	for _, ns := range got {
+		for _, b := range ns.Blocked {
+			if n := utf8.RuneCountInString(b.Message); n > nodemaintv1alpha1.MaxBlockedMessageLength || !utf8.ValidString(b.Message) {
+				t.Fatalf("a message of %d characters (valid UTF-8: %t)", n, utf8.ValidString(b.Message))
+			}
+		}
+	}
+	t.Logf("%d worst-case nodes listed in %d bytes", len(got), len(raw))
+}
+
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"a longer message", 10, "a longe…"},
+		{"ééééé", 8, "éé…"}, // never half a character
+	} {
+		if got := cut(tc.in, tc.n); got != tc.want || len(got) > tc.n {
+			t.Errorf("cut(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+func sortedKeys(m map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus) []string {
+	return slices.Sorted(maps.Keys(m))
+}
