@@ -12,7 +12,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!self.drain || self.cordon",message="drain: true requires cordon: true; a node is cordoned before it is drained"
 // +kubebuilder:validation:XValidation:rule="size(self.nodeSelector.nodeSelectorTerms) > 0",message="nodeSelector must have at least one nodeSelectorTerm; an empty selector selects no node"
 // +kubebuilder:validation:XValidation:rule="self.nodeSelector.nodeSelectorTerms.all(t, has(t.matchExpressions) || has(t.matchFields))",message="every nodeSelectorTerm needs matchExpressions or matchFields; an empty term selects no node"
-// +kubebuilder:validation:XValidation:rule="self.nodeSelector.nodeSelectorTerms.all(t, !has(t.matchFields) || t.matchFields.all(f, f.key == 'metadata.name' && (f.operator == 'In' || f.operator == 'NotIn') && has(f.values) && size(f.values) == 1))",message="matchFields supports only metadata.name with operator In or NotIn and exactly one value; select several nodes by name with one term each"
+// +kubebuilder:validation:XValidation:rule="self.nodeSelector.nodeSelectorTerms.all(t, !has(t.matchFields) || t.matchFields.all(f, f.key == 'metadata.name' && (f.operator == 'In' || f.operator == 'NotIn') && has(f.values) && size(f.values) > 0))",message="matchFields supports only metadata.name with operator In or NotIn and 1 to 256 node names"
 // +kubebuilder:validation:XValidation:rule="!has(self.drainTimeoutAction) || self.drainTimeoutAction == 'Report' || has(self.drainTimeout)",message="drainTimeoutAction: Delete requires drainTimeout"
 type NodeMaintenanceSpec struct {
 	// nodeSelector selects the nodes under maintenance. Its terms are ORed, like a pod's required
