@@ -119,4 +119,5 @@ var timeNow = time.Now
 // discard is an event recorder that records nothing: Release reports its changes to its caller.
 type discard struct{}
 
-func (discard) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...interface{}) {}
+func (discard) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...interface{}) {
+}
