@@ -109,6 +109,7 @@ Exit codes: 0 done, 1 error, 3 timed out waiting (the maintenance goes on).`,
 		newCompleteCommand(o, "uncordon", "Complete the maintenance of nodes (alias of complete)"),
 		newStatusCommand(o),
 		newListCommand(o),
+		newCleanupCommand(o),
 	)
 	return cmd
 }
