@@ -3,6 +3,8 @@ package deployment
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -79,8 +81,9 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 		delete(after.Annotations, evacuation.SurgeAnnotation)
 	}
 	for _, rs := range replicaSets {
-		for k, v := range markers(rs, unrequested, false, after.Annotations) {
-			if _, has := rs.Annotations[k]; has && v == nil {
+		want := markers(rs, unrequested, false, after.Annotations)
+		for _, k := range slices.Sorted(maps.Keys(want)) {
+			if _, has := rs.Annotations[k]; has && want[k] == nil {
 				changes = append(changes, fmt.Sprintf("replicaset.apps/%s/%s: removed annotation %s", rs.Namespace, rs.Name, k))
 			}
 		}
