@@ -177,6 +177,9 @@ func (t *target) nodeSelector() (corev1.NodeSelector, error) {
 	return sel, nil
 }
 
+// getNodesUpTo is the most named nodes check gets one by one; it lists the nodes for more.
+const getNodesUpTo = 16
+
 // maxNodeNames is the most values a node selector requirement takes (the CRD's bound).
 const maxNodeNames = 256
 
@@ -200,15 +203,33 @@ func (t *target) check(ctx context.Context, c client.Reader) error {
 		return nil
 	}
 	var missing []string
-	for _, name := range t.nodes {
-		var node metav1.PartialObjectMetadata
-		node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
-		err := c.Get(ctx, client.ObjectKey{Name: name}, &node)
-		switch {
-		case apierrors.IsNotFound(err):
-			missing = append(missing, name)
-		case err != nil:
-			return fmt.Errorf("getting node %s: %w", name, err)
+	if len(t.nodes) > getNodesUpTo {
+		// One list instead of a request per name.
+		var nodes metav1.PartialObjectMetadataList
+		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+		if err := c.List(ctx, &nodes); err != nil {
+			return fmt.Errorf("listing the nodes: %w", err)
+		}
+		exist := make(map[string]bool, len(nodes.Items))
+		for _, n := range nodes.Items {
+			exist[n.Name] = true
+		}
+		for _, name := range t.nodes {
+			if !exist[name] {
+				missing = append(missing, name)
+			}
+		}
+	} else {
+		for _, name := range t.nodes {
+			var node metav1.PartialObjectMetadata
+			node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+			err := c.Get(ctx, client.ObjectKey{Name: name}, &node)
+			switch {
+			case apierrors.IsNotFound(err):
+				missing = append(missing, name)
+			case err != nil:
+				return fmt.Errorf("getting node %s: %w", name, err)
+			}
 		}
 	}
 	switch len(missing) {

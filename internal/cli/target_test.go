@@ -13,10 +13,19 @@ import (
 
 // TestTargetCheck: names of no node and selectors that match no node are refused, naming them.
 func TestTargetCheck(t *testing.T) {
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"rack": "7"}}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2"}},
-	).Build()
+	)
+	var many []string // more than 16: checked with one list
+	for i := range 20 {
+		name := fmt.Sprintf("many-%02d", i)
+		many = append(many, name)
+		if i != 7 {
+			b.WithObjects(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+	}
+	c := b.Build()
 	cases := []struct {
 		nodes    []string
 		selector string
@@ -28,6 +37,8 @@ func TestTargetCheck(t *testing.T) {
 		{selector: "rack"},
 		{nodes: []string{"no-such-node"}, wantErr: "no node named no-such-node: nothing changed"},
 		{nodes: []string{"node-1", "nde-2", "node-3"}, wantErr: "no nodes named nde-2, node-3: nothing changed"},
+		{nodes: many[:7]},
+		{nodes: many, wantErr: "no node named many-07: nothing changed"},
 		{selector: "rack=8", wantErr: `selector "rack=8" matches no node: nothing changed`},
 		{selector: "!rack,rack=7", wantErr: "matches no node"},
 	}
