@@ -59,7 +59,11 @@ func TestNodeMaintenanceValidation(t *testing.T) {
 		{"no node selector", "\n  cordon: true", "spec.nodeSelector: Required value"},
 		{"no selector terms", "\n  nodeSelector: {nodeSelectorTerms: []}", "nodeSelector must have at least one nodeSelectorTerm"},
 		{"empty selector term", "\n  nodeSelector: {nodeSelectorTerms: [{}]}", "every nodeSelectorTerm needs matchExpressions or matchFields"},
-		{"several names in one field requirement", "\n  nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [a, b]}]}]}", "matchFields supports only metadata.name"},
+		{"several names in one field requirement", "\n  nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [a, b]}]}]}", ""},
+		{"several names NotIn", "\n  nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: NotIn, values: [a, b, c]}]}]}", ""},
+		{"256 names in one field requirement", "\n  nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [" + nodeNames(256) + "]}]}]}", ""},
+		{"257 names in one field requirement", "\n  nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [" + nodeNames(257) + "]}]}]}", "must have at most 256 items"},
+		{"field requirement with empty values", "\n  nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: []}]}]}", "1 to 256 node names"},
 		{"unsupported field", "\n  nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: spec.unschedulable, operator: In, values: [a]}]}]}", "matchFields supports only metadata.name"},
 		{"one name per term", "\n  nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [a]}]}, {matchFields: [{key: metadata.name, operator: In, values: [b]}]}]}", ""},
 		{"unknown operator", "\n  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Equals, values: [b]}]}]}", `Unsupported value: "Equals"`},
@@ -263,4 +267,13 @@ func TestNodeMaintenanceDefaults(t *testing.T) {
 	if err := env.Client.Update(ctx, &nm); err != nil {
 		t.Fatalf("cordon+drain refused: %v", err)
 	}
+}
+
+// nodeNames is "node-0, node-1, ...", n of them, for a YAML flow sequence.
+func nodeNames(n int) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("node-%d", i)
+	}
+	return strings.Join(names, ", ")
 }

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -105,6 +109,7 @@ Exit codes: 0 done, 1 error, 3 timed out waiting (the maintenance goes on).`,
 		newCompleteCommand(o, "uncordon", "Complete the maintenance of nodes (alias of complete)"),
 		newStatusCommand(o),
 		newListCommand(o),
+		newCleanupCommand(o),
 	)
 	return cmd
 }
@@ -163,12 +168,77 @@ func (t *target) nodeSelector() (corev1.NodeSelector, error) {
 		sel.NodeSelectorTerms = []corev1.NodeSelectorTerm{{MatchExpressions: reqs}}
 		return sel, nil
 	}
-	for _, n := range t.nodes {
-		sel.NodeSelectorTerms = append(sel.NodeSelectorTerms, corev1.NodeSelectorTerm{
-			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n}}},
-		})
+	if len(t.nodes) > maxNodeNames {
+		return sel, fmt.Errorf("%d node names: a NodeMaintenance names at most %d; select the nodes with -l instead", len(t.nodes), maxNodeNames)
 	}
+	sel.NodeSelectorTerms = []corev1.NodeSelectorTerm{{
+		MatchFields: []corev1.NodeSelectorRequirement{{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: t.nodes}},
+	}}
 	return sel, nil
+}
+
+// getNodesUpTo is the most named nodes check gets one by one; it lists the nodes for more.
+const getNodesUpTo = 16
+
+// maxNodeNames is the most values a node selector requirement takes (the CRD's bound).
+const maxNodeNames = 256
+
+// check refuses a target that selects no node: a name of no node (a typo) or a selector that
+// matches none. Such a NodeMaintenance would report nothing to do today and drain whatever node
+// comes to match it later.
+func (t *target) check(ctx context.Context, c client.Reader) error {
+	if t.selector != "" {
+		sel, err := labels.Parse(t.selector)
+		if err != nil {
+			return err
+		}
+		var nodes metav1.PartialObjectMetadataList
+		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+		if err := c.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: sel}, client.Limit(1)); err != nil {
+			return fmt.Errorf("listing the nodes: %w", err)
+		}
+		if len(nodes.Items) == 0 {
+			return fmt.Errorf("selector %q matches no node: nothing changed", t.selector)
+		}
+		return nil
+	}
+	var missing []string
+	if len(t.nodes) > getNodesUpTo {
+		// One list instead of a request per name.
+		var nodes metav1.PartialObjectMetadataList
+		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+		if err := c.List(ctx, &nodes); err != nil {
+			return fmt.Errorf("listing the nodes: %w", err)
+		}
+		exist := make(map[string]bool, len(nodes.Items))
+		for _, n := range nodes.Items {
+			exist[n.Name] = true
+		}
+		for _, name := range t.nodes {
+			if !exist[name] {
+				missing = append(missing, name)
+			}
+		}
+	} else {
+		for _, name := range t.nodes {
+			var node metav1.PartialObjectMetadata
+			node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+			err := c.Get(ctx, client.ObjectKey{Name: name}, &node)
+			switch {
+			case apierrors.IsNotFound(err):
+				missing = append(missing, name)
+			case err != nil:
+				return fmt.Errorf("getting node %s: %w", name, err)
+			}
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("no node named %s: nothing changed", missing[0])
+	}
+	return fmt.Errorf("no nodes named %s: nothing changed", strings.Join(missing, ", "))
 }
 
 func usageError(cmd *cobra.Command, err error) error {

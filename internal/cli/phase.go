@@ -45,6 +45,9 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 				return err
 			}
 			ctx := cmd.Context()
+			if err := t.check(ctx, c); err != nil {
+				return err
+			}
 			if drain {
 				if ok, err := hasNodeMaintenanceAPI(cs); err != nil {
 					return err

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -159,6 +160,94 @@ func FuzzIntent(f *testing.F) {
 		slices.Reverse(reversed)
 		if again := Intent(reversed, phaseOf); fmt.Sprint(again) != fmt.Sprint(got) {
 			t.Fatalf("listing order matters:\n%+v\n%+v", got, again)
+		}
+	})
+}
+
+// FuzzSelector: a selector with multi-value metadata.name requirements selects exactly the nodes
+// that nodeaffinity selects with the same selector written with single values, as KEP-4212's
+// terms mean: In [a, b] in a term is the OR of the term with In [a] and with In [b]; NotIn
+// [a, b] is NotIn [a] and NotIn [b] in the same term. Each byte of data is one requirement:
+// bits 0-1 the term it goes in (of 3), bit 2 a label (zone In/NotIn) or a name requirement,
+// bit 3 the operator (In or NotIn), bits 4-7 the set of values (of 4 names or 4 zones; none
+// gives one value).
+func FuzzSelector(f *testing.F) {
+	f.Add([]byte{0x70})                   // one term: metadata.name In [n1 n2 n3]
+	f.Add([]byte{0x78, 0x14})             // NotIn [n1 n2 n3], and zone In [z0] in the same term
+	f.Add([]byte{0x30, 0xc1, 0x5c, 0x21}) // two terms, names and zones ANDed in each
+	f.Add([]byte{0x30, 0x60, 0x18})       // two In lists in one term: their intersection
+	names := []string{"n0", "n1", "n2", "n3"}
+	zones := []string{"z0", "z1", "z2", "z3"}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 8 {
+			data = data[:8]
+		}
+		terms := make([]corev1.NodeSelectorTerm, 3)
+		for _, b := range data {
+			var values []string
+			from := names
+			if b&4 != 0 {
+				from = zones
+			}
+			for i := range 4 {
+				if b>>(4+i)&1 != 0 {
+					values = append(values, from[i])
+				}
+			}
+			if len(values) == 0 {
+				values = from[:1]
+			}
+			op := corev1.NodeSelectorOpIn
+			if b&8 != 0 {
+				op = corev1.NodeSelectorOpNotIn
+			}
+			term := &terms[int(b&3)%3]
+			if b&4 != 0 {
+				term.MatchExpressions = append(term.MatchExpressions, corev1.NodeSelectorRequirement{Key: corev1.LabelTopologyZone, Operator: op, Values: values})
+			} else {
+				term.MatchFields = append(term.MatchFields, corev1.NodeSelectorRequirement{Key: metav1.ObjectNameField, Operator: op, Values: values})
+			}
+		}
+		sel := NewSelector(&nodemaintv1alpha1.NodeMaintenance{Spec: nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: corev1.NodeSelector{NodeSelectorTerms: terms}}})
+		if sel.Err() != nil {
+			t.Fatalf("NewSelector(%+v): %v", terms, sel.Err())
+		}
+		// The same selector with single-valued metadata.name requirements.
+		var single []corev1.NodeSelectorTerm
+		for _, term := range terms {
+			expanded := []corev1.NodeSelectorTerm{{MatchExpressions: term.MatchExpressions}}
+			for _, r := range term.MatchFields {
+				if r.Operator == corev1.NodeSelectorOpNotIn {
+					for i := range expanded {
+						for _, v := range r.Values {
+							expanded[i].MatchFields = append(expanded[i].MatchFields, corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: []string{v}})
+						}
+					}
+					continue
+				}
+				var next []corev1.NodeSelectorTerm
+				for _, e := range expanded {
+					for _, v := range r.Values {
+						c := *e.DeepCopy()
+						c.MatchFields = append(c.MatchFields, corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: []string{v}})
+						next = append(next, c)
+					}
+				}
+				expanded = next
+			}
+			single = append(single, expanded...)
+		}
+		want, err := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: single})
+		if err != nil {
+			t.Fatalf("nodeaffinity refuses the single-valued selector %+v: %v", single, err)
+		}
+		for _, name := range names {
+			for _, zone := range zones {
+				node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: zone}}}
+				if got, want := sel.Matches(node), want.Match(node); got != want {
+					t.Fatalf("node %s in %s: selected %v, nodeaffinity with single values says %v\nterms %+v\nsingle-valued %+v", name, zone, got, want, terms, single)
+				}
+			}
 		}
 	})
 }

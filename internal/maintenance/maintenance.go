@@ -9,28 +9,113 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
-// Selector matches nodes against a NodeMaintenance's nodeSelector.
+// Selector matches nodes against a NodeMaintenance's nodeSelector, with the semantics of a
+// pod's required node affinity (k8s.io/component-helpers' nodeaffinity): terms are ORed, the
+// requirements of a term ANDed, an empty term selects nothing. One thing nodeaffinity refuses is
+// evaluated here: a matchFields requirement on metadata.name with several values (In: the node
+// is one of them; NotIn: it is none of them), so that one term can name up to 256 nodes.
 type Selector struct {
-	sel *nodeaffinity.NodeSelector
-	err error
+	terms []selectorTerm
+	err   error
+}
+
+// selectorTerm is one parsed nodeSelectorTerm.
+type selectorTerm struct {
+	// labels are the term's matchExpressions; nil when it has none.
+	labels *nodeaffinity.NodeSelector
+	// names are the term's matchFields, all on metadata.name.
+	names []nameRequirement
+}
+
+// nameRequirement is metadata.name In (in) or NotIn (!in) a set of names.
+type nameRequirement struct {
+	in     bool
+	values sets.Set[string]
 }
 
 // NewSelector parses a NodeMaintenance's node selector. A selector that does not parse selects no
 // node; Err says why.
 func NewSelector(nm *nodemaintv1alpha1.NodeMaintenance) Selector {
-	sel, err := nodeaffinity.NewNodeSelector(&nm.Spec.NodeSelector)
-	return Selector{sel: sel, err: err}
+	terms := nm.Spec.NodeSelector.NodeSelectorTerms
+	var s Selector
+	var errs []error
+	// The label requirements are nodeaffinity's; parse them all at once so that its errors name
+	// the term they are in.
+	onlyLabels := corev1.NodeSelector{NodeSelectorTerms: make([]corev1.NodeSelectorTerm, len(terms))}
+	for i := range terms {
+		onlyLabels.NodeSelectorTerms[i].MatchExpressions = terms[i].MatchExpressions
+	}
+	if _, err := nodeaffinity.NewNodeSelector(&onlyLabels); err != nil {
+		errs = append(errs, err)
+	}
+	path := field.NewPath("nodeSelectorTerms")
+	for i := range terms {
+		t := &terms[i]
+		if len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0 {
+			continue // an empty term selects no node
+		}
+		var st selectorTerm
+		if len(t.MatchExpressions) > 0 {
+			st.labels, _ = nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: t.MatchExpressions}}})
+		}
+		for j, r := range t.MatchFields {
+			p := path.Index(i).Child("matchFields").Index(j)
+			switch {
+			case r.Key != metav1.ObjectNameField:
+				errs = append(errs, field.NotSupported(p.Child("key"), r.Key, []string{metav1.ObjectNameField}))
+			case r.Operator != corev1.NodeSelectorOpIn && r.Operator != corev1.NodeSelectorOpNotIn:
+				errs = append(errs, field.NotSupported(p.Child("operator"), r.Operator,
+					[]string{string(corev1.NodeSelectorOpIn), string(corev1.NodeSelectorOpNotIn)}))
+			case len(r.Values) == 0:
+				errs = append(errs, field.Required(p.Child("values"), "at least one node name"))
+			default:
+				st.names = append(st.names, nameRequirement{in: r.Operator == corev1.NodeSelectorOpIn, values: sets.New(r.Values...)})
+			}
+		}
+		s.terms = append(s.terms, st)
+	}
+	if len(errs) > 0 {
+		return Selector{err: utilerrors.Flatten(utilerrors.NewAggregate(errs))}
+	}
+	return s
 }
 
 // Matches reports whether the node is selected.
 func (s Selector) Matches(node *corev1.Node) bool {
-	return s.err == nil && s.sel.Match(node)
+	if s.err != nil || node == nil {
+		return false
+	}
+	for i := range s.terms {
+		if s.terms[i].matches(node) {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *selectorTerm) matches(node *corev1.Node) bool {
+	if t.labels != nil && !t.labels.Match(node) {
+		return false
+	}
+	if node.Name == "" {
+		// As nodeaffinity: a node without a name has no fields to match.
+		return true
+	}
+	for _, r := range t.names {
+		if r.values.Has(node.Name) != r.in {
+			return false
+		}
+	}
+	return true
 }
 
 // Err is the parse error of the selector, if any.

@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -170,6 +171,49 @@ func TestIntentUnusableSpec(t *testing.T) {
 		good.Status.DrainStartTime = bad.Status.DrainStartTime
 		if in := Intent([]*nodemaintv1alpha1.NodeMaintenance{good}, drainPhase); !in.Evict || in.DeleteAt.IsZero() || !in.OutOfService {
 			t.Errorf("usable maintenance: intent %+v; want evict, delete and out-of-service", in)
+		}
+	}
+}
+
+func selectorOf(terms ...corev1.NodeSelectorTerm) Selector {
+	return NewSelector(&nodemaintv1alpha1.NodeMaintenance{Spec: nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: corev1.NodeSelector{NodeSelectorTerms: terms}}})
+}
+
+func namesTerm(op corev1.NodeSelectorOperator, names ...string) corev1.NodeSelectorTerm {
+	return corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: op, Values: names}}}
+}
+
+// TestSelectorNames: one term names many nodes; what nodeaffinity cannot parse selects nothing
+// and says why.
+func TestSelectorNames(t *testing.T) {
+	node := func(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	var names []string
+	for i := range 20 {
+		names = append(names, fmt.Sprintf("node-%d", i))
+	}
+	in := selectorOf(namesTerm(corev1.NodeSelectorOpIn, names...))
+	notIn := selectorOf(namesTerm(corev1.NodeSelectorOpNotIn, names...))
+	for _, n := range names {
+		if !in.Matches(node(n)) || notIn.Matches(node(n)) {
+			t.Errorf("%s: In selects %v, NotIn selects %v", n, in.Matches(node(n)), notIn.Matches(node(n)))
+		}
+	}
+	if in.Matches(node("node-20")) || !notIn.Matches(node("node-20")) {
+		t.Errorf("node-20: In selects %v, NotIn selects %v", in.Matches(node("node-20")), notIn.Matches(node("node-20")))
+	}
+	for name, sel := range map[string]Selector{
+		"no values":  selectorOf(namesTerm(corev1.NodeSelectorOpIn)),
+		"operator":   selectorOf(namesTerm(corev1.NodeSelectorOpExists)),
+		"key":        selectorOf(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{Key: "spec.unschedulable", Operator: corev1.NodeSelectorOpIn, Values: []string{"true"}}}}),
+		"bad label":  selectorOf(namesTerm(corev1.NodeSelectorOpIn, "node-1"), corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: "Bogus"}}}),
+		"empty term": selectorOf(corev1.NodeSelectorTerm{}),
+		"no term":    selectorOf(),
+	} {
+		if sel.Matches(node("node-1")) {
+			t.Errorf("%s: selects node-1", name)
+		}
+		if (sel.Err() == nil) != (name == "empty term" || name == "no term") {
+			t.Errorf("%s: Err() = %v", name, sel.Err())
 		}
 	}
 }

@@ -84,14 +84,10 @@ func ViewStatus(ctx context.Context, c client.Reader, name, node string) (Status
 	return v, nil
 }
 
-// NodeSelectorFor selects the named nodes by metadata.name: one term per node, since a field
-// requirement takes exactly one value.
+// NodeSelectorFor selects the named nodes by metadata.name, in one term, as kubectl maintenance
+// writes it.
 func NodeSelectorFor(nodes ...string) corev1.NodeSelector {
-	var sel corev1.NodeSelector
-	for _, n := range nodes {
-		sel.NodeSelectorTerms = append(sel.NodeSelectorTerms, corev1.NodeSelectorTerm{
-			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n}}},
-		})
-	}
-	return sel
+	return corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: nodes}},
+	}}}
 }

@@ -1,0 +1,368 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/responder/deployment"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// leaderLease is the name of nodemaint-controller's leader election Lease.
+const leaderLease = "nodemaint-controller.nodemaint.dev"
+
+// newCleanupCommand restores what nodemaint changed, without the controller.
+func newCleanupCommand(o *options) *cobra.Command {
+	var (
+		dryRun, force bool
+		namespace     string
+		timeout       time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "cleanup",
+		Short: "Restore everything nodemaint changed, without the controller (for uninstall)",
+		Long: `cleanup restores what nodemaint changed in the cluster, for when the controller is gone
+(uninstall) or cannot run. It does the controller's own cleanup:
+
+  - nodes: uncordons the nodes nodemaint cordoned (annotation nodemaint.dev/cordoned; a node
+    cordoned before stays cordoned), removes the nodemaint.dev/maintenance-planned taint, the
+    out-of-service taint where nodemaint applied it (annotation nodemaint.dev/out-of-service),
+    nodemaint's annotations and the UnderMaintenance condition;
+  - pods: removes the EvacuationRequest condition nodemaint set (reason NodeMaintenance), never
+    another requester's;
+  - Deployments: rolls a surge in progress back exactly as the Deployment responder does when a
+    maintenance ends early, withdraws its EvacuationInitiated answers, restores the pods'
+    deletion costs once the ReplicaSet removed the surge's pods, and removes its annotations
+    from Deployments and ReplicaSets;
+  - NodeMaintenances: removes their finalizer, so that a NodeMaintenance being deleted goes and
+    the CRD can be deleted. It does not delete them: they are your declarations, and a
+    controller started again would carry them out again. Delete them, or the CRDs, afterwards.
+
+It refuses to run while a controller holds its leader Lease (it would redo its work), unless
+--force. It is idempotent: run it again until it says there is nothing left.`,
+		Example: `  # Uninstall: stop the controller, then
+  kubectl maintenance cleanup --dry-run
+  kubectl maintenance cleanup
+  kubectl delete crd nodemaintenances.nodemaint.dev drainrules.nodemaint.dev`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := o.clients()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if !force {
+				if err := checkNoLeader(ctx, c, namespace, time.Now()); err != nil {
+					return err
+				}
+			}
+			cl := &cleaner{c: c, out: o.streams.Out, dryRun: dryRun}
+			return cl.run(ctx, timeout)
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Print what would be done, change nothing")
+	cmd.Flags().BoolVar(&force, "force", false, "Run even though a controller holds its leader Lease (it would redo its work)")
+	cmd.Flags().StringVar(&namespace, "controller-namespace", "nodemaint-system", "Namespace of the controller's leader election Lease")
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "How long to wait for ReplicaSets to remove the pods of a rolled back surge")
+	return cmd
+}
+
+// checkNoLeader refuses while a controller holds the leader Lease: held by someone and renewed
+// within its duration.
+func checkNoLeader(ctx context.Context, c client.Reader, namespace string, now time.Time) error {
+	lease := &coordinationv1.Lease{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: leaderLease}, lease)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the leader Lease %s/%s to check that no controller runs: %w (--force skips the check)", namespace, leaderLease, err)
+	}
+	if holder, held := leaseHeld(lease, now); held {
+		return fmt.Errorf("nodemaint-controller %s holds the leader Lease %s/%s: a running controller would redo what cleanup undoes; stop it first (or --force)", holder, namespace, leaderLease)
+	}
+	return nil
+}
+
+// leaseHeld reports whether the Lease has a holder that renewed it within its duration.
+func leaseHeld(lease *coordinationv1.Lease, now time.Time) (string, bool) {
+	holder := ""
+	if lease.Spec.HolderIdentity != nil {
+		holder = *lease.Spec.HolderIdentity
+	}
+	if holder == "" || lease.Spec.RenewTime == nil {
+		return holder, false
+	}
+	duration := 15 * time.Second
+	if lease.Spec.LeaseDurationSeconds != nil {
+		duration = time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return holder, now.Before(lease.Spec.RenewTime.Add(duration))
+}
+
+// restoreNode removes from the node, in memory, what nodemaint changed in its spec and
+// metadata, and returns one line per change.
+func restoreNode(node *corev1.Node) []string {
+	var changes []string
+	a := node.Annotations
+	if a[nodemaintv1alpha1.CordonedAnnotation] != "" {
+		if node.Spec.Unschedulable {
+			node.Spec.Unschedulable = false
+			changes = append(changes, "uncordoned (nodemaint cordoned it)")
+		}
+	}
+	if _, ours := a[nodemaintv1alpha1.OutOfServiceAnnotation]; ours {
+		taints := node.Spec.Taints[:0:0]
+		for _, t := range node.Spec.Taints {
+			if t.Key == corev1.TaintNodeOutOfService {
+				changes = append(changes, fmt.Sprintf("removed taint %s:%s (nodemaint applied it)", t.Key, t.Effect))
+				continue
+			}
+			taints = append(taints, t)
+		}
+		node.Spec.Taints = taints
+	}
+	taints := node.Spec.Taints[:0:0]
+	for _, t := range node.Spec.Taints {
+		if t.Key == nodemaintv1alpha1.PlannedMaintenanceTaint {
+			changes = append(changes, fmt.Sprintf("removed taint %s:%s", t.Key, t.Effect))
+			continue
+		}
+		taints = append(taints, t)
+	}
+	node.Spec.Taints = taints
+	for _, k := range []string{nodemaintv1alpha1.CordonedAnnotation, nodemaintv1alpha1.MaintenancesAnnotation, nodemaintv1alpha1.OutOfServiceAnnotation} {
+		if _, ok := a[k]; ok {
+			delete(a, k)
+			changes = append(changes, "removed annotation "+k)
+		}
+	}
+	return changes
+}
+
+// removeNodeCondition removes the UnderMaintenance condition from the node in memory.
+func removeNodeCondition(node *corev1.Node) bool {
+	for i, c := range node.Status.Conditions {
+		if c.Type == nodemaintv1alpha1.NodeConditionUnderMaintenance {
+			node.Status.Conditions = append(node.Status.Conditions[:i], node.Status.Conditions[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// ourRequest reports whether the pod carries nodemaint's EvacuationRequest.
+func ourRequest(pod *corev1.Pod) bool {
+	c := evacuation.Condition(pod, evacuation.Request)
+	return c != nil && c.Reason == evacuation.ReasonNodeMaintenance
+}
+
+// cleaner carries out the cleanup and prints what it does.
+type cleaner struct {
+	c       client.Client
+	out     io.Writer
+	dryRun  bool
+	changes int
+}
+
+func (cl *cleaner) report(obj, change string) {
+	cl.changes++
+	if cl.dryRun {
+		change += " (dry run)"
+	}
+	fmt.Fprintf(cl.out, "%s: %s\n", obj, change)
+}
+
+func (cl *cleaner) run(ctx context.Context, timeout time.Duration) error {
+	var errs []error
+	if err := cl.pods(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	again, err := cl.deployments(ctx)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := cl.nodes(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := cl.maintenances(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	// The ReplicaSets remove the pods of the surges rolled back; then their marks go.
+	deadline := time.Now().Add(timeout)
+	for again && !cl.dryRun && len(errs) == 0 {
+		if time.Now().After(deadline) {
+			errs = append(errs, fmt.Errorf("ReplicaSets did not remove the pods of rolled back surges within %v: run cleanup again", timeout))
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		if again, err = cl.deployments(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if cl.changes == 0 {
+		fmt.Fprintln(cl.out, "Nothing of nodemaint's left to clean up.")
+	}
+	return nil
+}
+
+// pods removes nodemaint's EvacuationRequest from every pod.
+func (cl *cleaner) pods(ctx context.Context) error {
+	var pods corev1.PodList
+	if err := cl.c.List(ctx, &pods); err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	var errs []error
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if !ourRequest(pod) {
+			continue
+		}
+		cl.report("pod/"+pod.Namespace+"/"+pod.Name, "removed "+string(evacuation.Request)+" (reason "+evacuation.ReasonNodeMaintenance+")")
+		if cl.dryRun {
+			continue
+		}
+		orig := pod.DeepCopy()
+		evacuation.RemoveCondition(pod, evacuation.Request)
+		if err := cl.c.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deployments releases every Deployment from the responder (deployment.Release). It reports
+// whether some still wait for their ReplicaSets.
+func (cl *cleaner) deployments(ctx context.Context) (bool, error) {
+	var (
+		deps appsv1.DeploymentList
+		rss  appsv1.ReplicaSetList
+		pods corev1.PodList
+	)
+	for _, l := range []client.ObjectList{&deps, &rss, &pods} {
+		if err := cl.c.List(ctx, l); err != nil {
+			return false, fmt.Errorf("listing %T: %w", l, err)
+		}
+	}
+	rsOf := map[types.UID][]*appsv1.ReplicaSet{}
+	for i := range rss.Items {
+		if ref := metav1.GetControllerOf(&rss.Items[i]); ref != nil {
+			rsOf[ref.UID] = append(rsOf[ref.UID], &rss.Items[i])
+		}
+	}
+	podsOf := map[types.UID][]*corev1.Pod{}
+	for i := range pods.Items {
+		if ref := metav1.GetControllerOf(&pods.Items[i]); ref != nil {
+			podsOf[ref.UID] = append(podsOf[ref.UID], &pods.Items[i])
+		}
+	}
+	var errs []error
+	again := false
+	for i := range deps.Items {
+		d := &deps.Items[i]
+		var ps []*corev1.Pod
+		for _, rs := range rsOf[d.UID] {
+			ps = append(ps, podsOf[rs.UID]...)
+		}
+		changes, more, err := deployment.Release(ctx, cl.c, d, rsOf[d.UID], ps, cl.dryRun)
+		for _, ch := range changes {
+			cl.changes++
+			if cl.dryRun {
+				ch += " (dry run)"
+			}
+			fmt.Fprintln(cl.out, ch)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("Deployment %s/%s: %w", d.Namespace, d.Name, err))
+		}
+		again = again || more
+	}
+	return again, errors.Join(errs...)
+}
+
+// nodes restores every node.
+func (cl *cleaner) nodes(ctx context.Context) error {
+	var nodes corev1.NodeList
+	if err := cl.c.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	var errs []error
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		orig := node.DeepCopy()
+		for _, ch := range restoreNode(node) {
+			cl.report("node/"+node.Name, ch)
+		}
+		if !cl.dryRun && (!equality.Semantic.DeepEqual(orig.Spec, node.Spec) || !equality.Semantic.DeepEqual(orig.Annotations, node.Annotations)) {
+			if err := cl.c.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+				errs = append(errs, fmt.Errorf("node %s: %w", node.Name, err))
+				continue
+			}
+		}
+		orig = node.DeepCopy()
+		if removeNodeCondition(node) {
+			cl.report("node/"+node.Name, "removed condition "+nodemaintv1alpha1.NodeConditionUnderMaintenance)
+			if !cl.dryRun {
+				if err := cl.c.Status().Patch(ctx, node, client.StrategicMergeFrom(orig)); err != nil {
+					errs = append(errs, fmt.Errorf("node %s status: %w", node.Name, err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// maintenances removes nodemaint's finalizer from every NodeMaintenance.
+func (cl *cleaner) maintenances(ctx context.Context) error {
+	var list nodemaintv1alpha1.NodeMaintenanceList
+	if err := cl.c.List(ctx, &list); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil // the CRD is gone already
+		}
+		return fmt.Errorf("listing NodeMaintenances: %w", err)
+	}
+	var errs []error
+	for i := range list.Items {
+		nm := &list.Items[i]
+		if !controllerutil.ContainsFinalizer(nm, nodemaintv1alpha1.Finalizer) {
+			continue
+		}
+		change := "removed finalizer " + nodemaintv1alpha1.Finalizer
+		if !nm.DeletionTimestamp.IsZero() {
+			change += " (it was being deleted: it goes now)"
+		}
+		cl.report("nodemaintenance.nodemaint.dev/"+nm.Name, change)
+		if cl.dryRun {
+			continue
+		}
+		orig := nm.DeepCopy()
+		controllerutil.RemoveFinalizer(nm, nodemaintv1alpha1.Finalizer)
+		if err := cl.c.Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("NodeMaintenance %s: %w", nm.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// TestRestoreNode: what nodemaint changed goes, what someone else did stays.
+func TestRestoreNode(t *testing.T) {
+	planned := corev1.Taint{Key: nodemaintv1alpha1.PlannedMaintenanceTaint, Effect: corev1.TaintEffectPreferNoSchedule}
+	oos := corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
+	other := corev1.Taint{Key: "example.com/gpu", Effect: corev1.TaintEffectNoSchedule}
+	node := func(unschedulable bool, annotations map[string]string, taints ...corev1.Taint) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: annotations}, Spec: corev1.NodeSpec{Unschedulable: unschedulable, Taints: taints}}
+	}
+	for name, tc := range map[string]struct {
+		in                *corev1.Node
+		wantUnschedulable bool
+		wantTaints        int
+		wantAnnotations   int
+	}{
+		"cordoned by nodemaint": {in: node(true, map[string]string{nodemaintv1alpha1.CordonedAnnotation: "true", nodemaintv1alpha1.MaintenancesAnnotation: "a=Drain", "keep": "x"}, other),
+			wantTaints: 1, wantAnnotations: 1},
+		"cordoned before": {in: node(true, map[string]string{nodemaintv1alpha1.MaintenancesAnnotation: "a=Drain"}),
+			wantUnschedulable: true},
+		"planned taint":                       {in: node(false, map[string]string{nodemaintv1alpha1.MaintenancesAnnotation: "a=Planning"}, planned, other), wantTaints: 1},
+		"our out-of-service taint":            {in: node(true, map[string]string{nodemaintv1alpha1.CordonedAnnotation: "true", nodemaintv1alpha1.OutOfServiceAnnotation: "true"}, oos)},
+		"someone else's out-of-service taint": {in: node(false, nil, oos), wantTaints: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			changes := restoreNode(tc.in)
+			if tc.in.Spec.Unschedulable != tc.wantUnschedulable || len(tc.in.Spec.Taints) != tc.wantTaints || len(tc.in.Annotations) != tc.wantAnnotations {
+				t.Errorf("unschedulable %v, taints %v, annotations %v; changes %v", tc.in.Spec.Unschedulable, tc.in.Spec.Taints, tc.in.Annotations, changes)
+			}
+			if again := restoreNode(tc.in); len(again) != 0 {
+				t.Errorf("not idempotent: %v", again)
+			}
+		})
+	}
+}
+
+func TestLeaseHeld(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	lease := func(holder string, renewedAgo time.Duration) *coordinationv1.Lease {
+		return &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](15),
+			RenewTime: &metav1.MicroTime{Time: now.Add(-renewedAgo)}}}
+	}
+	for name, tc := range map[string]struct {
+		lease *coordinationv1.Lease
+		want  bool
+	}{
+		"renewed just now": {lease("pod-a", time.Second), true},
+		"expired":          {lease("pod-a", 20*time.Second), false},
+		"released":         {lease("", time.Second), false},
+		"never renewed":    {&coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-a")}}, false},
+	} {
+		if _, got := leaseHeld(tc.lease, now); got != tc.want {
+			t.Errorf("%s: held %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// TestCleanupPodsAndMaintenances: nodemaint's requests go, another requester's stays; the
+// finalizers go; dry run changes nothing; a second run finds nothing.
+func TestCleanupPodsAndMaintenances(t *testing.T) {
+	ours := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ours"}}
+	evacuation.SetCondition(ours, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: evacuation.ReasonNodeMaintenance})
+	theirs := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "theirs"}}
+	evacuation.SetCondition(theirs, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: "Descheduler"})
+	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "m", Finalizers: []string{nodemaintv1alpha1.Finalizer}}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ours, theirs, nm).WithStatusSubresource(&corev1.Pod{}).Build()
+	ctx := context.Background()
+
+	var out bytes.Buffer
+	if err := (&cleaner{c: c, out: &out, dryRun: true}).run(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "pod/ns/ours: removed EvacuationRequest") || !strings.Contains(out.String(), "(dry run)") || strings.Contains(out.String(), "theirs") {
+		t.Errorf("dry run says:\n%s", out.String())
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ours), ours); err != nil || !ourRequest(ours) {
+		t.Errorf("dry run removed the request (%v)", err)
+	}
+
+	out.Reset()
+	if err := (&cleaner{c: c, out: &out}).run(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cleanup:\n%s", out.String())
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ours), ours); err != nil || evacuation.Condition(ours, evacuation.Request) != nil {
+		t.Errorf("our request left: %v (%v)", ours.Status.Conditions, err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(theirs), theirs); err != nil || !evacuation.RequestedBy(theirs, "Descheduler") {
+		t.Errorf("the descheduler's request is gone: %v (%v)", theirs.Status.Conditions, err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(nm), nm); err != nil || len(nm.Finalizers) != 0 {
+		t.Errorf("NodeMaintenance finalizers %v (%v)", nm.Finalizers, err)
+	}
+
+	out.Reset()
+	if err := (&cleaner{c: c, out: &out}).run(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "Nothing of nodemaint's left to clean up.\n" {
+		t.Errorf("second run:\n%s", out.String())
+	}
+}

@@ -1,0 +1,126 @@
+package deployment
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// Release ends the responder's work on one Deployment for good, as when nodemaint is uninstalled
+// (kubectl maintenance cleanup): from now on nobody answers its pods' evacuation requests. It
+// decides as the responder does once every request is withdrawn, so a surge in progress is rolled
+// back exactly as when a maintenance ends early (the surge's pods marked to go first, spec.replicas
+// back to the original count, the surge record removed), the pods' EvacuationInitiated answers are
+// withdrawn, marks are removed once the ReplicaSet removed the surge's pods, and the ReplicaSets'
+// markers go. Requests themselves are not touched: withdrawing its own is each requester's job.
+//
+// pods are the pods of replicaSets, the Deployment's ReplicaSets. Unless dryRun, the decision is
+// carried out with c. Release returns one line per change (done, or to be done with dryRun), and
+// whether the Deployment needs another call later: pods are still marked, waiting for their
+// ReplicaSet to remove them.
+func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, pods []*corev1.Pod, dryRun bool) (changes []string, again bool, err error) {
+	// Decide on copies of the pods without their requests; carry out on the pods as they are, so
+	// that another requester's request stays.
+	unrequested := make([]*corev1.Pod, len(pods))
+	original := make(map[*corev1.Pod]*corev1.Pod, len(pods))
+	for i, pod := range pods {
+		cp := pod.DeepCopy()
+		evacuation.RemoveCondition(cp, evacuation.Request)
+		unrequested[i], original[cp] = cp, pod
+	}
+	in := input{deployment: d, replicaSets: replicaSets, pods: unrequested, now: timeNow(), surgeTimeout: DefaultSurgeTimeout}
+	p := decide(in)
+	if state, err := parseSurge(d); err == nil && state != nil && p.scale == nil && !p.dropSurge {
+		// A surge decide would still wait for (no evacuated pod left to tell it was withdrawn):
+		// nobody will complete it any more.
+		var live []*corev1.Pod
+		for _, pod := range unrequested {
+			if pod.DeletionTimestamp.IsZero() {
+				live = append(live, pod)
+			}
+		}
+		p.rollback(live, state, "nodemaint's Deployment responder is being removed")
+	}
+	for i := range p.answers {
+		p.answers[i].pod = original[p.answers[i].pod]
+	}
+	for _, set := range []*[]*corev1.Pod{&p.mark, &p.unmark} {
+		for i, pod := range *set {
+			(*set)[i] = original[pod]
+		}
+	}
+
+	key := d.Namespace + "/" + d.Name
+	for _, e := range p.events {
+		changes = append(changes, fmt.Sprintf("deployment.apps/%s: %s: %s", key, e.reason, e.message))
+	}
+	if p.dropSurge && p.scale == nil {
+		changes = append(changes, fmt.Sprintf("deployment.apps/%s: removed the surge record, spec.replicas stays %d", key, ptr.Deref(d.Spec.Replicas, 1)))
+	}
+	for _, a := range p.answers {
+		changes = append(changes, fmt.Sprintf("pod/%s/%s: removed %s", a.pod.Namespace, a.pod.Name, evacuation.Initiated))
+	}
+	for _, pod := range p.unmark {
+		changes = append(changes, fmt.Sprintf("pod/%s/%s: restored its pod-deletion-cost", pod.Namespace, pod.Name))
+	}
+	if _, ok := d.Annotations[evacuation.DeploymentReplicasToEvacuateAnnotation]; ok {
+		changes = append(changes, fmt.Sprintf("deployment.apps/%s: removed annotation %s", key, evacuation.DeploymentReplicasToEvacuateAnnotation))
+	}
+	after := d.DeepCopy()
+	if p.scale != nil || p.dropSurge {
+		delete(after.Annotations, evacuation.SurgeAnnotation)
+	}
+	for _, rs := range replicaSets {
+		want := markers(rs, unrequested, false, after.Annotations)
+		for _, k := range slices.Sorted(maps.Keys(want)) {
+			if _, has := rs.Annotations[k]; has && want[k] == nil {
+				changes = append(changes, fmt.Sprintf("replicaset.apps/%s/%s: removed annotation %s", rs.Namespace, rs.Name, k))
+			}
+		}
+	}
+	// Marked pods the ReplicaSet has yet to remove: the surge's pods after a rollback.
+	for _, pod := range unrequested {
+		if pod.DeletionTimestamp.IsZero() && (isMarked(pod) || containsPod(p.mark, original[pod])) && !containsPod(p.unmark, original[pod]) {
+			again = true
+		}
+	}
+	if dryRun || len(changes) == 0 {
+		return changes, again, nil
+	}
+	r := &Reconciler{Client: c, Recorder: discard{}}
+	if err := r.apply(ctx, d, unrequested, p); err != nil {
+		return changes, true, err
+	}
+	if err := r.syncMarkers(ctx, d, in, false); err != nil {
+		return changes, true, err
+	}
+	return changes, again, nil
+}
+
+func containsPod(pods []*corev1.Pod, pod *corev1.Pod) bool {
+	for _, p := range pods {
+		if p == pod {
+			return true
+		}
+	}
+	return false
+}
+
+// timeNow is time.Now, replaced by tests.
+var timeNow = time.Now
+
+// discard is an event recorder that records nothing: Release reports its changes to its caller.
+type discard struct{}
+
+func (discard) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...interface{}) {
+}

@@ -1,0 +1,127 @@
+package deployment
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// TestRelease: a Deployment mid-surge (2 replicas surged to 3 for one evacuated pod) is rolled
+// back as when its maintenance ends early: replicas 2, the surge record gone, the surge's pod
+// marked to go first, the evacuated pod unmarked and its acceptance withdrawn, its request
+// (the requester's) left; once the ReplicaSet removed the surge's pod, nothing of the
+// responder's is left, and another call changes nothing.
+func TestRelease(t *testing.T) {
+	defer func(f func() time.Time) { timeNow = f }(timeNow)
+	timeNow = func() time.Time { return now }
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	state := &surgeState{OriginalReplicas: 2, Surge: 1, StartTime: metavNow(-30 * time.Second)}
+	d := withAnnotation(surging(newDeployment(2, 1), state, 2), evacuation.DeploymentReplicasToEvacuateAnnotation, "1")
+	rs := replicaSet("rs", 3)
+	rs.Annotations = map[string]string{evacuation.ReplicasToEvacuateAnnotation: "1", evacuation.EvacuationReadyAnnotation: "true"}
+	evacuated := pod("evacuated", requested(1), accepted, withMark)
+	stays := pod("stays")
+	surged := pod("surged", created(10))
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(d, rs, evacuated, stays, surged).
+		WithStatusSubresource(&corev1.Pod{}).Build()
+	ctx := context.Background()
+	release := func(dryRun bool) ([]string, bool) {
+		t.Helper()
+		var dep appsv1.Deployment
+		var rsNow appsv1.ReplicaSet
+		var pods corev1.PodList
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), &dep); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(rs), &rsNow); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.List(ctx, &pods); err != nil {
+			t.Fatal(err)
+		}
+		var ps []*corev1.Pod
+		for i := range pods.Items {
+			ps = append(ps, &pods.Items[i])
+		}
+		changes, again, err := Release(ctx, c, &dep, []*appsv1.ReplicaSet{&rsNow}, ps, dryRun)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("changes (dry run %v, again %v):\n%s", dryRun, again, strings.Join(changes, "\n"))
+		return changes, again
+	}
+	get := func(o client.Object) {
+		t.Helper()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if changes, _ := release(true); len(changes) == 0 {
+		t.Fatal("dry run: no change announced")
+	}
+	get(d)
+	if *d.Spec.Replicas != 3 || d.Annotations[evacuation.SurgeAnnotation] == "" {
+		t.Fatalf("dry run changed the Deployment: replicas %d, annotations %v", *d.Spec.Replicas, d.Annotations)
+	}
+
+	changes, again := release(false)
+	if !again || !strings.Contains(strings.Join(changes, "\n"), "SurgeRolledBack") {
+		t.Errorf("rollback: again %v, changes %v", again, changes)
+	}
+	get(d)
+	if *d.Spec.Replicas != 2 || len(ours(d.Annotations)) > 0 {
+		t.Errorf("Deployment after the rollback: replicas %d, annotations %v", *d.Spec.Replicas, d.Annotations)
+	}
+	get(evacuated)
+	get(surged)
+	get(rs)
+	if isMarked(evacuated) || evacuation.Condition(evacuated, evacuation.Initiated) != nil || !evacuation.RequestedBy(evacuated, evacuation.ReasonNodeMaintenance) {
+		t.Errorf("evacuated pod: marked %v, conditions %v; want unmarked, its request only", isMarked(evacuated), evacuated.Status.Conditions)
+	}
+	if !isMarked(surged) || surged.Annotations[corev1.PodDeletionCost] != "-2147483648" {
+		t.Errorf("the surge's pod is not marked to go first: %v", surged.Annotations)
+	}
+	if len(ours(rs.Annotations)) > 0 {
+		t.Errorf("ReplicaSet markers left: %v", rs.Annotations)
+	}
+
+	// The ReplicaSet removes the surge's pod (the lowest deletion cost).
+	if err := c.Delete(ctx, surged); err != nil {
+		t.Fatal(err)
+	}
+	if changes, again := release(false); again || len(changes) != 0 {
+		t.Errorf("after the ReplicaSet scaled down: again %v, changes %v; want nothing", again, changes)
+	}
+	get(d)
+	if *d.Spec.Replicas != 2 {
+		t.Errorf("replicas %d, want 2", *d.Spec.Replicas)
+	}
+}
+
+func metavNow(offset time.Duration) metav1.MicroTime { return metav1.NewMicroTime(now.Add(offset)) }
+
+// ours is the nodemaint.dev/ annotations.
+func ours(a map[string]string) []string {
+	var out []string
+	for k := range a {
+		if strings.HasPrefix(k, "nodemaint.dev/") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
