@@ -61,7 +61,8 @@ test-unit: ## Unit and integration tests (envtest: a real kube-apiserver and etc
 # target with a bare "context deadline exceeded" when the deadline races a busy worker
 # (golang/go#75804), which is a flake, not a crasher. A count has no deadline to race.
 FUZZ_TARGETS := internal/drain:FuzzClassify internal/drain:FuzzPlanAndBlocked \
-	internal/maintenance:FuzzTargeted internal/maintenance:FuzzEntries internal/maintenance:FuzzIntent
+	internal/maintenance:FuzzTargeted internal/maintenance:FuzzEntries internal/maintenance:FuzzIntent \
+	internal/maintenance:FuzzSelector
 FUZZTIME ?= 20000x
 
 .PHONY: test-fuzz
