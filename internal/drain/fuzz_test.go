@@ -425,6 +425,10 @@ func checkBlocked(t *testing.T, plan Plan, draining bool, policy Policy, got []n
 	if draining {
 		for _, c := range plan.Current {
 			allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{ReasonTerminating, ReasonEvacuatingByOwner, ReasonWaitingForOwner, ReasonEvicting, ReasonPodDisruptionBudget, ReasonOther}
+			if c.Class.Protected != "" {
+				// Never evicted: never reported as being evicted or refused.
+				allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{ReasonTerminating, ReasonEvacuatingByOwner, ReasonWaitingForOwner, ReasonProtected, ReasonOther}
+			}
 		}
 	}
 	for _, c := range plan.Later {
