@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,7 +35,8 @@ type chaosSize struct {
 	maintained int
 	// scale multiplies the number of workloads.
 	scale int
-	// kills is the number of times the leader is killed, taking turns at aimedWindows.
+	// kills is the number of times the leader is killed taking turns at aimedWindows; one more
+	// kill aims at windowEviction.
 	kills int
 }
 
@@ -45,7 +47,7 @@ var (
 
 // aimTimeout bounds the wait for a window to open: past it the kill lands at random (and is
 // counted so).
-const aimTimeout = 8 * time.Second
+const aimTimeout = 5 * time.Second
 
 // takeoverTimeout bounds the wait for a replica to lead after the leader was killed: the lease
 // (4s) expires, the standby acquires it.
@@ -140,7 +142,7 @@ func TestChaos(t *testing.T) {
 	var lastFault time.Time
 	restarts := 0
 	for kill := 1; kill <= size.kills; kill++ {
-		d.killLeader(aimedWindows[(kill-1)%len(aimedWindows)])
+		d.killLeader(aimedWindows[(kill-1)%len(aimedWindows)], aimTimeout)
 		lastFault = time.Now()
 		if nm := createAt[kill]; nm != nil {
 			nm = nm.DeepCopy()
@@ -167,6 +169,10 @@ func TestChaos(t *testing.T) {
 			lastFault = time.Now()
 		}
 	}
+	// Last, right after the first eviction of a pod nobody answers for, once its response
+	// timeout ran out under one leader.
+	d.killLeader(windowEviction, responseTimeout+15*time.Second)
+	lastFault = time.Now()
 	t.Logf("faults over: %d kills survived, API server restarted %d times", d.kills, restarts)
 
 	d.waitFor(10*time.Minute, "NodeMaintenance chaos drained", func(ctx context.Context) (bool, string, error) {
@@ -219,7 +225,7 @@ func TestChaos(t *testing.T) {
 	budgets, deployments := checker.Watched()
 	violations := checker.Violations()
 	var byWindow []string
-	for _, win := range aimedWindows {
+	for _, win := range append(slices.Clone(aimedWindows), windowEviction) {
 		byWindow = append(byWindow, fmt.Sprintf("%s %d", win, d.aimed[win]))
 		if d.missed[win] > 0 {
 			byWindow[len(byWindow)-1] += fmt.Sprintf(" (+%d not seen open, at random)", d.missed[win])
@@ -237,9 +243,9 @@ func TestChaos(t *testing.T) {
 	if budgets == 0 || deployments == 0 {
 		t.Errorf("the checker checked %d budgets and %d Deployments: it saw nothing to check", budgets, deployments)
 	}
-	if d.kills < size.kills || d.failovers == 0 || restarts != 1 {
+	if d.kills < size.kills+1 || d.failovers == 0 || restarts != 1 {
 		t.Errorf("%d leader kills (want %d), %d failovers (want at least 1), %d API server restarts (want 1)",
-			d.kills, size.kills, d.failovers, restarts)
+			d.kills, size.kills+1, d.failovers, restarts)
 	}
 }
 
@@ -265,17 +271,18 @@ func (d *driver) sleep(dur time.Duration) {
 	d.keepAlive()
 }
 
-// killLeader waits for win to open (windowRandom: a random moment of up to 2s), SIGKILLs the
+// killLeader waits for win to open, at most timeout (windowRandom: a random moment of up to
+// 2s), SIGKILLs the
 // leader, waits until a replica leads again, and starts the killed one again: it becomes the
 // standby. As the killed replica is not running until a replica leads again, the other one
 // took over: a failover.
-func (d *driver) killLeader(win window) {
+func (d *driver) killLeader(win window, timeout time.Duration) {
 	d.t.Helper()
 	d.keepAlive()
 	what := ""
 	if win == windowRandom {
 		d.sleep(time.Duration(d.rng.Int64N(int64(2 * time.Second))))
-	} else if what = d.windows.wait(d.t.Context(), win, aimTimeout); what == "" {
+	} else if what = d.windows.wait(d.t.Context(), win, timeout); what == "" {
 		d.missed[win]++
 	}
 	i := d.leader(takeoverTimeout)
@@ -289,7 +296,7 @@ func (d *driver) killLeader(win window) {
 		d.aimed[win]++
 	}
 	if what == "" && win != windowRandom {
-		what = fmt.Sprintf("not seen open in %v, at random", aimTimeout)
+		what = fmt.Sprintf("not seen open in %v, at random", timeout)
 	}
 	j := d.leader(takeoverTimeout)
 	took := time.Since(killed)
@@ -336,7 +343,7 @@ func (d *driver) keepAlive() {
 // waitFor polls cond every second, keeping the controllers running, until it is done.
 func (d *driver) waitFor(timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
 	d.t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline, logged := time.Now().Add(timeout), time.Now()
 	var state string
 	var err error
 	for {
@@ -349,6 +356,10 @@ func (d *driver) waitFor(timeout time.Duration, what string, cond func(ctx conte
 		}
 		if time.Now().After(deadline) {
 			d.t.Fatalf("%s: not after %v (state: %s, last error: %v)", what, timeout, state, err)
+		}
+		if time.Since(logged) >= 15*time.Second {
+			d.t.Logf("waiting for %s: %s", what, state)
+			logged = time.Now()
 		}
 		d.sleep(time.Second)
 	}
