@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A watch gap (an API server restart, an expired resource version) hides what happened between
@@ -204,7 +205,15 @@ func podSteps(k string, before, after *corev1.Pod, start time.Time) []step {
 		}
 		requested := after.DeletionTimestamp.Add(-time.Duration(deref(after.DeletionGracePeriodSeconds)) * time.Second)
 		evidence := fmt.Sprintf("deletion requested at %s (deletionTimestamp %s, grace %ds)",
-			requested.Format(time.RFC3339), after.DeletionTimestamp.UTC().Format(time.RFC3339), deref(after.DeletionGracePeriodSeconds))
+			requested.UTC().Format(time.RFC3339), after.DeletionTimestamp.UTC().Format(time.RFC3339), deref(after.DeletionGracePeriodSeconds))
+		// A second deletion with a shorter grace period moves deletionTimestamp earlier but
+		// not before the first request; an eviction's DisruptionTarget condition dates it.
+		for _, c := range after.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.LastTransitionTime.Before(&metav1.Time{Time: requested}) {
+				requested = c.LastTransitionTime.Time
+				evidence = fmt.Sprintf("%s since %s (%s)", c.Type, requested.UTC().Format(time.RFC3339), c.Reason)
+			}
+		}
 		if wasHealthy {
 			return []step{{at: at(requested), kind: stepLeave, pod: k, evidence: evidence}}
 		}

@@ -388,6 +388,17 @@ func deletedAt(pod *corev1.Pod, t time.Time) *corev1.Pod {
 	return pod
 }
 
+// evictedAt returns the pod evicted at t (DisruptionTarget, grace 30s), then deleted again with
+// a grace period of 0 at cut.
+func evictedAt(pod *corev1.Pod, t, cut time.Time) *corev1.Pod {
+	pod = pod.DeepCopy()
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: "EvictionByEvictionAPI", LastTransitionTime: metav1.NewTime(t.Truncate(time.Second))})
+	pod.DeletionGracePeriodSeconds = ptr.To[int64](0)
+	pod.DeletionTimestamp = &metav1.Time{Time: cut.Truncate(time.Second)}
+	return pod
+}
+
 // A watch gap's relist delivers what changed in no particular order; the checker replays the gap
 // from what the objects carry. Each case is a gap of a surged single-replica Deployment with a
 // PodDisruptionBudget minAvailable 1: its old pod web-0, Ready before the gap, and its
@@ -412,6 +423,8 @@ func TestWatchGapReplay(t *testing.T) {
 			relist: []any{deletedAt(old, at(2)), readyAt(replacement, at(4))}, want: both},
 		{name: "the same, the old pod gone without a trace (no witness): assumed gone at the gap's start",
 			relist: []any{"app/web-0", readyAt(replacement, at(4))}, want: both},
+		{name: "old pod evicted at +2s (DisruptionTarget), its grace cut short at +5s, replacement Ready at +4s",
+			relist: []any{evictedAt(old, at(2), at(5)), readyAt(replacement, at(4))}, want: both},
 		{name: "replacement Ready at +2s, old pod evicted at +4s",
 			relist: []any{readyAt(replacement, at(2)), deletedAt(old, at(4))}},
 		{name: "the same, delivered the other way round",
