@@ -344,11 +344,12 @@ func (c *Checker) maybeCloseGap() {
 	}
 }
 
-// Gaps returns the number of watch gaps the checker replayed.
-func (c *Checker) Gaps() int {
+// Gaps returns the number of watch gaps the checker replayed, and the number of pods that
+// joined, went down or left inside them, as the replays found.
+func (c *Checker) Gaps() (gaps, changes int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.gaps
+	return c.gaps, c.state.gapChanges
 }
 
 // key returns namespace/name.

@@ -81,6 +81,16 @@ func (s *state) closeGap() {
 		return
 	}
 	s.gap = nil
+	for k, pod := range s.pods {
+		if len(podSteps(k, g.pods[k], pod, g.start)) > 0 {
+			s.gapChanges++
+		}
+	}
+	for k, pod := range g.pods {
+		if s.pods[k] == nil && len(podSteps(k, pod, nil, g.start)) > 0 {
+			s.gapChanges++
+		}
+	}
 	for _, k := range sortedKeys(g.armedBudgets) {
 		b := s.pdbs[k]
 		if b == nil {

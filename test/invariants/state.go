@@ -34,6 +34,8 @@ type state struct {
 	gap *gap
 	// lastEvent is when the last event was applied outside a gap.
 	lastEvent time.Time
+	// gapChanges counts the pods' changes the gaps' replays found (joins, downs, leaves).
+	gapChanges int
 }
 
 // budget is a PodDisruptionBudget; armed once it was seen satisfied.

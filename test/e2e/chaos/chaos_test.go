@@ -222,6 +222,7 @@ func TestChaos(t *testing.T) {
 	})
 	t.Logf("restored %v after the maintenance completed", time.Since(completed).Round(100*time.Millisecond))
 
+	gaps, gapChanges := checker.Gaps()
 	budgets, deployments := checker.Watched()
 	violations := checker.Violations()
 	var byWindow []string
@@ -232,10 +233,10 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	t.Logf("chaos figures: seed %d, %d pods, %d nodes maintained, %d leader kills (%s), %d failovers to the other replica "+
-		"(longest takeover %v), %d replicas that exited by themselves, API server restarted %d times, %d watch gaps replayed, "+
+		"(longest takeover %v), %d replicas that exited by themselves, API server restarted %d times, %d watch gaps replayed (%d pod changes inside), "+
 		"%d budgets and %d surge-capable Deployments checked, %d invariant violations, drained %v after the last fault, %v in all",
 		seed, pods, size.maintained, d.kills, strings.Join(byWindow, ", "), d.failovers, d.longestTakeover.Round(100*time.Millisecond),
-		d.exited, restarts, checker.Gaps(), budgets, deployments, len(violations), converged.Round(100*time.Millisecond),
+		d.exited, restarts, gaps, gapChanges, budgets, deployments, len(violations), converged.Round(100*time.Millisecond),
 		time.Since(start).Round(time.Second))
 	for _, v := range violations {
 		t.Errorf("invariant violated: %s", v)
@@ -243,9 +244,9 @@ func TestChaos(t *testing.T) {
 	if budgets == 0 || deployments == 0 {
 		t.Errorf("the checker checked %d budgets and %d Deployments: it saw nothing to check", budgets, deployments)
 	}
-	if d.kills < size.kills+1 || d.failovers == 0 || restarts != 1 {
-		t.Errorf("%d leader kills (want %d), %d failovers (want at least 1), %d API server restarts (want 1)",
-			d.kills, size.kills+1, d.failovers, restarts)
+	if d.kills < size.kills+1 || d.failovers == 0 || restarts != 1 || gaps == 0 {
+		t.Errorf("%d leader kills (want %d), %d failovers (want at least 1), %d API server restarts (want 1), "+
+			"%d watch gaps of the checker replayed (want at least 1: the restart's)", d.kills, size.kills+1, d.failovers, restarts, gaps)
 	}
 }
 
