@@ -19,7 +19,10 @@ import (
 // they happened:
 //
 //   - a pod that was healthy and now carries a deletionTimestamp left when its deletion was
-//     requested: deletionTimestamp minus deletionGracePeriodSeconds;
+//     requested: deletionTimestamp minus deletionGracePeriodSeconds, or its DisruptionTarget
+//     condition's lastTransitionTime (an eviction) when earlier;
+//   - a pod whose UID changed (a StatefulSet's pod of the same name) is two: the first gone,
+//     the second come;
 //   - a pod that was not healthy (or not there) and now is became healthy at its Ready
 //     condition's lastTransitionTime;
 //   - a pod that was healthy and now is not Ready, without being deleted, went down
@@ -33,7 +36,9 @@ import (
 // "still violated later" grace, a breach that healed inside the gap is found. The API server's
 // timestamps have a resolution of one second, so events in the same second are replayed joins
 // first, then involuntary downs, then leaves: a breach that starts and heals within the same
-// second inside a gap is the one thing the replay cannot see.
+// second inside a gap is not seen. Nor is the leaving of a pod that was created and deleted
+// entirely inside a gap (no witness finalizer yet): it never counts as healthy, so the replay
+// is stricter, not laxer, for every other pod's leaving.
 
 // gap is a watch gap being delivered: the state as it was when it opened.
 type gap struct {
