@@ -7,6 +7,8 @@
 //     replica, restarts the API server once, and creates and deletes overlapping
 //     NodeMaintenances. `make test` runs a short version; NODEMAINT_CHAOS=long
 //     (`make test-chaos`) the long one. NODEMAINT_CHAOS_SEED replays a run's random choices.
+//   - TestCheckerSeesBreachHiddenInGap: the checker's own connections are cut while a budget is
+//     breached and healed; it reports the breach once it reconnects.
 //   - TestLoad: 50 NodeMaintenances created at once over 500 nodes (NODEMAINT_E2E_LOAD=1,
 //     `make test-load`); skipped otherwise.
 package chaos_test
