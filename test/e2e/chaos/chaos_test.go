@@ -181,8 +181,12 @@ func TestChaos(t *testing.T) {
 			return false, "", err
 		}
 		drained := meta.IsStatusConditionTrue(nm.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
+		why := ""
+		if cond := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionDrained); cond != nil {
+			why = fmt.Sprintf("; %s: %s", cond.Reason, cond.Message)
+		}
 		return nm.Status.Phase == nodemaintv1alpha1.PhaseDrainComplete && drained,
-			fmt.Sprintf("phase %s, %d pending, %d evacuating", nm.Status.Phase, nm.Status.PodsPendingEvacuation, nm.Status.PodsEvacuating), nil
+			fmt.Sprintf("phase %s, %d pending, %d evacuating%s", nm.Status.Phase, nm.Status.PodsPendingEvacuation, nm.Status.PodsEvacuating, why), nil
 	})
 	converged := time.Since(lastFault)
 	t.Logf("drained %v after the last fault", converged.Round(100*time.Millisecond))
