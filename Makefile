@@ -81,7 +81,7 @@ test-scale: build ## The scale e2e test at full size: 200 nodes, 5,000 pods, 20 
 	NODEMAINT_E2E_SCALE=full NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 30m ./test/e2e/scale/
 
 .PHONY: test-chaos
-test-chaos: build ## The chaos e2e test, long version: >= 20 leader kills, an API server restart, overlapping maintenances.
+test-chaos: build ## The chaos e2e test, long version: 41 aimed leader kills (failovers), an API server restart, overlapping maintenances.
 	NODEMAINT_CHAOS=long NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 30m -run 'TestChaos$$' ./test/e2e/chaos/ $(E2E_ARGS)
 
 .PHONY: test-load

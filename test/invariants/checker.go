@@ -20,15 +20,17 @@
 // it was seen fully available, so workloads still starting up when the checker starts, or when
 // they are created, are no false positives.
 //
-// After a watch gap (an API server restart) an informer lists again, and a relist delivers the
-// objects that went away before those that came or changed: violations found then are held
-// and confirmed only by a fresh read of their namespace once the relists are through.
+// After a watch gap (an API server restart) the informers list again and deliver what changed in
+// no particular order. The checker then reconstructs what happened inside the gap from what the
+// objects carry (deletion and Ready timestamps) and replays it in order, so a breach that healed
+// before the relist is still found (gap.go). With Options.Witness no pod can vanish unseen.
 //
 // The package does not import testing: the end-to-end tests and the benchmarks both use it.
 package invariants
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -69,14 +71,16 @@ type Violation struct {
 	// Healthy is the number of healthy (or Ready) pods after the pod left; Want the least allowed.
 	Healthy, Want int32
 	// AfterWatchGap: the pod left while the checker's watch was broken; the violation was
-	// confirmed by a fresh read after the relist, and Healthy is what that read counted.
+	// found by the gap's replay, Time is when the pod left, and Evidence says what that was
+	// read from.
 	AfterWatchGap bool
+	Evidence      string
 }
 
 func (v Violation) String() string {
 	gap := ""
 	if v.AfterWatchGap {
-		gap = " (left during a watch gap; a fresh read after it still counts too few)"
+		gap = " (reconstructed after a watch gap: " + v.Evidence + ")"
 	}
 	return fmt.Sprintf("%s %s %s: %d healthy pods after %s left, at least %d allowed%s",
 		v.Time.Format(time.RFC3339Nano), v.Kind, v.Object, v.Healthy, v.Pod, v.Want, gap)
@@ -90,6 +94,9 @@ type Options struct {
 	// OnViolation, when set, is called with every violation as it is found (from an informer's
 	// goroutine), e.g. to log it.
 	OnViolation func(Violation)
+	// Witness puts WitnessFinalizer on the watched pods, so that none can vanish unseen inside a
+	// watch gap; Stop removes it. Needs Namespaces.
+	Witness bool
 }
 
 // Checker watches the cluster and records violations. It is safe for concurrent use.
@@ -99,8 +106,18 @@ type Checker struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	// informers is the number of informers, each with an id below it.
+	informers  int
+	namespaces []string
+	witness    *witness
+
 	mu    sync.Mutex
 	state *state
+	// gapOpened, gapRelisted, lastRelist: when the open gap opened, the informers that listed
+	// again since, when the last did. gaps counts the gaps closed.
+	gapOpened, lastRelist time.Time
+	gapRelisted           map[int]bool
+	gaps                  int
 }
 
 // Start starts the informers and returns once their caches are synced. The checker runs until
@@ -113,12 +130,17 @@ func Start(ctx context.Context, config *rest.Config, opts Options) (*Checker, er
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	c := &Checker{ctx: ctx, client: client, cancel: cancel, done: make(chan struct{}), state: newState(opts.OnViolation)}
-
 	namespaces := opts.Namespaces
 	if len(namespaces) == 0 {
+		if opts.Witness {
+			return nil, errors.New("invariant checker: a witness needs namespaces")
+		}
 		namespaces = []string{metav1.NamespaceAll}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := &Checker{ctx: ctx, client: client, cancel: cancel, done: make(chan struct{}), state: newState(opts.OnViolation), namespaces: namespaces}
+	if opts.Witness {
+		c.witness = newWitness(c)
 	}
 	var infs []cache.SharedIndexInformer
 	for _, ns := range namespaces {
@@ -145,6 +167,10 @@ func Start(ctx context.Context, config *rest.Config, opts Options) (*Checker, er
 	for _, inf := range infs {
 		running.Go(func() { inf.RunWithContext(ctx) })
 	}
+	if c.witness != nil {
+		running.Go(c.witness.run)
+		context.AfterFunc(ctx, c.witness.queue.ShutDown)
+	}
 	go func() {
 		running.Wait()
 		close(c.done)
@@ -156,10 +182,15 @@ func Start(ctx context.Context, config *rest.Config, opts Options) (*Checker, er
 	return c, nil
 }
 
-// Stop stops the informers. Violations stay readable.
-func (c *Checker) Stop() {
+// Stop stops the informers and, with Options.Witness, removes WitnessFinalizer from every pod.
+// Violations stay readable.
+func (c *Checker) Stop() error {
 	c.cancel()
 	<-c.done
+	if c.witness != nil {
+		return c.witness.release(c.namespaces)
+	}
+	return nil
 }
 
 // Violations returns the violations found so far, oldest first.
@@ -189,8 +220,8 @@ func (c *Checker) Watched() (budgets, deployments int) {
 
 func (c *Checker) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.apply(obj, false) },
-		UpdateFunc: func(_, obj any) { c.apply(obj, false) },
+		AddFunc:    func(obj any) { c.apply(obj, false); c.witnessPod(obj) },
+		UpdateFunc: func(_, obj any) { c.apply(obj, false); c.witnessPod(obj) },
 		DeleteFunc: func(obj any) {
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tomb.Obj
@@ -200,10 +231,20 @@ func (c *Checker) handler() cache.ResourceEventHandler {
 	}
 }
 
+// witnessPod queues a pod for the witness, once the state applied it.
+func (c *Checker) witnessPod(obj any) {
+	if pod, ok := obj.(*corev1.Pod); ok && c.witness != nil {
+		c.witness.queue.Add(podKey(pod))
+	}
+}
+
 func (c *Checker) apply(obj any, deleted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
+	if c.state.gap == nil {
+		c.state.lastEvent = now
+	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		c.state.pod(o, deleted, now)
@@ -220,9 +261,13 @@ func (c *Checker) apply(obj any, deleted bool) {
 	}
 }
 
-// relistHold is how long violations wait after an informer lists again: long enough for the
-// relist's events, and the other informers' relists after the same gap, to be delivered.
-const relistHold = 5 * time.Second
+// A watch gap closes once every informer listed again and relistDelivery passed since the last
+// of them listed (their events are delivered by then), or gapCap after it opened (one informer
+// listed again on its own, an expired resource version: the others never will).
+const (
+	relistDelivery = 2 * time.Second
+	gapCap         = 30 * time.Second
+)
 
 // lister is a typed client of one resource, as client-go's clientsets have them.
 type lister[L runtime.Object] interface {
@@ -241,13 +286,14 @@ func listWatch[L runtime.Object](api lister[L]) *cache.ListWatch {
 }
 
 // informer returns an informer that tells the checker whenever it lists again after its first
-// list (a LIST, or a WATCH that sends the initial events): the events of that relist are not in
-// the order things happened, so the checker holds back what it finds until they are delivered.
+// list (a LIST, or a WATCH that sends the initial events): a watch gap.
 func (c *Checker) informer(lw *cache.ListWatch, example runtime.Object) cache.SharedIndexInformer {
 	var listed atomic.Bool
+	id := c.informers
+	c.informers++
 	noteList := func() {
 		if listed.Swap(true) {
-			c.relisted()
+			c.relisted(id)
 		}
 	}
 	list, watchFn := lw.ListWithContextFunc, lw.WatchFuncWithContext
@@ -267,100 +313,43 @@ func (c *Checker) informer(lw *cache.ListWatch, example runtime.Object) cache.Sh
 	return cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
 }
 
-// relisted starts (or extends) the hold and settles it when it ends.
-func (c *Checker) relisted() {
+// relisted notes that informer id listed again, before the relist's events are delivered: it
+// opens a gap (the state as it is now is what the replay starts from) or extends the one open.
+func (c *Checker) relisted(id int) {
 	c.mu.Lock()
-	c.state.holdUntil = time.Now().Add(relistHold)
-	c.mu.Unlock()
-	time.AfterFunc(relistHold, c.settle)
+	defer c.mu.Unlock()
+	now := time.Now()
+	if c.state.gap == nil {
+		c.state.openGap()
+		c.gapOpened, c.gapRelisted = now, map[int]bool{}
+		time.AfterFunc(gapCap, c.maybeCloseGap)
+	}
+	c.gapRelisted[id] = true
+	c.lastRelist = now
+	time.AfterFunc(relistDelivery, c.maybeCloseGap)
 }
 
-// settle confirms the suspects of a hold that is over against a fresh read of their namespaces:
-// what the relist showed in the wrong order is gone, what is still violated is recorded.
-func (c *Checker) settle() {
+// maybeCloseGap closes the open gap once its relists are delivered (see relistDelivery).
+func (c *Checker) maybeCloseGap() {
 	c.mu.Lock()
-	if time.Now().Before(c.state.holdUntil) {
-		// A later relist extended the hold; its own timer settles.
-		c.mu.Unlock()
+	defer c.mu.Unlock()
+	if c.state.gap == nil {
 		return
 	}
-	suspects := c.state.suspects
-	c.state.suspects = nil
-	c.mu.Unlock()
-
-	fresh := map[string]*state{}
-	var retry []Violation
-	for _, v := range suspects {
-		namespace, _, _ := strings.Cut(v.Object, "/")
-		s := fresh[namespace]
-		if s == nil {
-			var err error
-			if s, err = c.read(namespace); err != nil {
-				if c.ctx.Err() != nil {
-					return
-				}
-				retry = append(retry, v)
-				continue
-			}
-			fresh[namespace] = s
-		}
-		if confirmed, violated := s.stillViolated(v); violated {
-			confirmed.AfterWatchGap = true
-			c.mu.Lock()
-			c.state.record(confirmed)
-			c.mu.Unlock()
-		}
-	}
-	if len(retry) > 0 {
-		// The API server is not back yet: try again after another hold.
-		c.mu.Lock()
-		c.state.suspects = append(c.state.suspects, retry...)
-		c.mu.Unlock()
-		c.relisted()
+	now := time.Now()
+	all := len(c.gapRelisted) == c.informers
+	if (all && now.Sub(c.lastRelist) >= relistDelivery) || now.Sub(c.gapOpened) >= gapCap {
+		c.state.closeGap()
+		c.gaps++
 	}
 }
 
-// read builds a state from a fresh read of a namespace's workloads.
-func (c *Checker) read(namespace string) (*state, error) {
-	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
-	defer cancel()
-	s := newState(nil)
-	deployments, err := c.client.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	replicaSets, err := c.client.AppsV1().ReplicaSets(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	statefulSets, err := c.client.AppsV1().StatefulSets(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	pdbs, err := c.client.PolicyV1().PodDisruptionBudgets(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	pods, err := c.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	for i := range deployments.Items {
-		s.deployment(&deployments.Items[i], false)
-	}
-	for i := range replicaSets.Items {
-		s.replicaSet(&replicaSets.Items[i], false)
-	}
-	for i := range statefulSets.Items {
-		s.statefulSet(&statefulSets.Items[i], false)
-	}
-	for i := range pdbs.Items {
-		s.pdb(&pdbs.Items[i], false)
-	}
-	for i := range pods.Items {
-		s.pod(&pods.Items[i], false, time.Time{})
-	}
-	return s, nil
+// Gaps returns the number of watch gaps the checker replayed, and the number of pods that
+// joined, went down or left inside them, as the replays found.
+func (c *Checker) Gaps() (gaps, changes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gaps, c.state.gapChanges
 }
 
 // key returns namespace/name.

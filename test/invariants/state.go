@@ -29,13 +29,13 @@ type state struct {
 
 	violations []Violation
 
-	// holdUntil is the end of the hold after an informer listed again (a watch gap: an API
-	// server restart, an expired resource version). A relist delivers the objects that went away
-	// during the gap before the ones that came or changed, so until it is over a pod's leaving is
-	// seen against a stale rest; violations found while holding wait in suspects until a fresh
-	// read confirms them (Checker.settle).
-	holdUntil time.Time
-	suspects  []Violation
+	// gap, while a watch gap's relists are being delivered: events are applied but judged only
+	// when it closes, by a replay of what the objects carry (gap.go).
+	gap *gap
+	// lastEvent is when the last event was applied outside a gap.
+	lastEvent time.Time
+	// gapChanges counts the pods' changes the gaps' replays found (joins, downs, leaves).
+	gapChanges int
 }
 
 // budget is a PodDisruptionBudget; armed once it was seen satisfied.
@@ -338,10 +338,10 @@ func (s *state) deploymentCounts(k string, d *deployment) (ready, want int32) {
 	return ready, userReplicas(d.d)
 }
 
-// report records a violation, or holds it as a suspect while a relist is being delivered.
+// report records a violation found on an event; during a gap events come in no order, and the
+// gap's replay judges them instead.
 func (s *state) report(v Violation) {
-	if v.Time.Before(s.holdUntil) {
-		s.suspects = append(s.suspects, v)
+	if s.gap != nil {
 		return
 	}
 	s.record(v)
@@ -352,30 +352,6 @@ func (s *state) record(v Violation) {
 	if s.onViolation != nil {
 		s.onViolation(v)
 	}
-}
-
-// stillViolated evaluates a suspect against this state, built from a fresh read: it is still
-// violated when the budget or Deployment has fewer healthy pods than it allows. It returns the
-// suspect with the fresh count.
-func (s *state) stillViolated(v Violation) (Violation, bool) {
-	switch v.Kind {
-	case KindPodDisruptionBudget:
-		b := s.pdbs[v.Object]
-		if b == nil {
-			return v, false
-		}
-		healthyPods, want, ok := s.budgetCounts(b)
-		v.Healthy, v.Want = healthyPods, want
-		return v, ok && healthyPods < want
-	case KindDeploymentReady:
-		d := s.deployments[v.Object]
-		if d == nil || !surgeCapable(d.d) {
-			return v, false
-		}
-		v.Healthy, v.Want = s.deploymentCounts(v.Object, d)
-		return v, v.Healthy < v.Want
-	}
-	return v, false
 }
 
 // surgeCapable: the Deployment responder moves its pods by surging, so none goes down.

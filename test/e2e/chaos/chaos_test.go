@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,14 +35,23 @@ type chaosSize struct {
 	maintained int
 	// scale multiplies the number of workloads.
 	scale int
-	// kills is the number of times the leader is killed.
+	// kills is the number of times the leader is killed taking turns at aimedWindows; one more
+	// kill aims at windowEviction.
 	kills int
 }
 
 var (
-	shortChaos = chaosSize{maintained: 10, scale: 1, kills: 6}
-	longChaos  = chaosSize{maintained: 20, scale: 2, kills: 24}
+	shortChaos = chaosSize{maintained: 10, scale: 1, kills: 20}
+	longChaos  = chaosSize{maintained: 20, scale: 2, kills: 40}
 )
+
+// aimTimeout bounds the wait for a window to open: past it the kill lands at random (and is
+// counted so).
+const aimTimeout = 5 * time.Second
+
+// takeoverTimeout bounds the wait for a replica to lead after the leader was killed: the lease
+// (4s) expires, the standby acquires it.
+const takeoverTimeout = 20 * time.Second
 
 // responseTimeout is the maintenances' evacuationResponseTimeout: pods nobody answers for (the
 // StatefulSet's, the Job's) are evicted within the test, while the Deployment responder, even
@@ -85,13 +95,23 @@ func TestChaos(t *testing.T) {
 	checker, err := invariants.Start(ctx, framework.Cluster().RESTConfig(), invariants.Options{
 		Namespaces:  []string{ns},
 		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
+		Witness:     true,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer checker.Stop()
+	t.Cleanup(func() {
+		if err := checker.Stop(); err != nil {
+			t.Errorf("stopping the invariant checker: %v", err)
+		}
+	})
+	wins, err := watchWindows(ctx, framework.Cluster().RESTConfig(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	d := &driver{t: t, rng: rng}
+	start := time.Now()
+	d := &driver{t: t, rng: rng, windows: wins, aimed: map[window]int{}, missed: map[window]int{}}
 	d.ctrls = []*framework.Controller{framework.NewController(t), framework.NewController(t)}
 	for _, ctrl := range d.ctrls {
 		ctrl.Start()
@@ -120,9 +140,9 @@ func TestChaos(t *testing.T) {
 	}
 
 	var lastFault time.Time
+	restarts := 0
 	for kill := 1; kill <= size.kills; kill++ {
-		d.sleep(time.Second + time.Duration(rng.Int64N(int64(5*time.Second))))
-		d.killLeader()
+		d.killLeader(aimedWindows[(kill-1)%len(aimedWindows)], aimTimeout)
 		lastFault = time.Now()
 		if nm := createAt[kill]; nm != nil {
 			nm = nm.DeepCopy()
@@ -145,10 +165,15 @@ func TestChaos(t *testing.T) {
 			if err := framework.Cluster().RestartAPIServer(ctx); err != nil {
 				t.Fatalf("restarting the API server: %v", err)
 			}
+			restarts++
 			lastFault = time.Now()
 		}
 	}
-	t.Logf("faults over: %d kills survived, API server restarted once", d.kills)
+	// Last, right after the first eviction of a pod nobody answers for, once its response
+	// timeout ran out under one leader.
+	d.killLeader(windowEviction, responseTimeout+15*time.Second)
+	lastFault = time.Now()
+	t.Logf("faults over: %d kills survived, API server restarted %d times", d.kills, restarts)
 
 	d.waitFor(10*time.Minute, "NodeMaintenance chaos drained", func(ctx context.Context) (bool, string, error) {
 		var nm nodemaintv1alpha1.NodeMaintenance
@@ -156,8 +181,12 @@ func TestChaos(t *testing.T) {
 			return false, "", err
 		}
 		drained := meta.IsStatusConditionTrue(nm.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
+		why := ""
+		if cond := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionDrained); cond != nil {
+			why = fmt.Sprintf("; %s: %s", cond.Reason, cond.Message)
+		}
 		return nm.Status.Phase == nodemaintv1alpha1.PhaseDrainComplete && drained,
-			fmt.Sprintf("phase %s, %d pending, %d evacuating", nm.Status.Phase, nm.Status.PodsPendingEvacuation, nm.Status.PodsEvacuating), nil
+			fmt.Sprintf("phase %s, %d pending, %d evacuating%s", nm.Status.Phase, nm.Status.PodsPendingEvacuation, nm.Status.PodsEvacuating, why), nil
 	})
 	converged := time.Since(lastFault)
 	t.Logf("drained %v after the last fault", converged.Round(100*time.Millisecond))
@@ -197,26 +226,46 @@ func TestChaos(t *testing.T) {
 	})
 	t.Logf("restored %v after the maintenance completed", time.Since(completed).Round(100*time.Millisecond))
 
+	gaps, gapChanges := checker.Gaps()
 	budgets, deployments := checker.Watched()
 	violations := checker.Violations()
-	t.Logf("chaos figures: seed %d, %d pods, %d nodes maintained, %d kills survived, API server restarted once, "+
-		"%d budgets and %d surge-capable Deployments checked, %d invariant violations, drained %v after the last fault",
-		seed, pods, size.maintained, d.kills, budgets, deployments, len(violations), converged.Round(100*time.Millisecond))
+	var byWindow []string
+	for _, win := range append(slices.Clone(aimedWindows), windowEviction) {
+		byWindow = append(byWindow, fmt.Sprintf("%s %d", win, d.aimed[win]))
+		if d.missed[win] > 0 {
+			byWindow[len(byWindow)-1] += fmt.Sprintf(" (+%d not seen open, at random)", d.missed[win])
+		}
+	}
+	t.Logf("chaos figures: seed %d, %d pods, %d nodes maintained, %d leader kills (%s), %d failovers to the other replica "+
+		"(longest takeover %v), %d replicas that exited by themselves, API server restarted %d times, %d watch gaps replayed (%d pod changes inside), "+
+		"%d budgets and %d surge-capable Deployments checked, %d invariant violations, drained %v after the last fault, %v in all",
+		seed, pods, size.maintained, d.kills, strings.Join(byWindow, ", "), d.failovers, d.longestTakeover.Round(100*time.Millisecond),
+		d.exited, restarts, gaps, gapChanges, budgets, deployments, len(violations), converged.Round(100*time.Millisecond),
+		time.Since(start).Round(time.Second))
 	for _, v := range violations {
 		t.Errorf("invariant violated: %s", v)
 	}
 	if budgets == 0 || deployments == 0 {
 		t.Errorf("the checker checked %d budgets and %d Deployments: it saw nothing to check", budgets, deployments)
 	}
+	if d.kills < size.kills+1 || d.failovers == 0 || restarts != 1 || gaps == 0 {
+		t.Errorf("%d leader kills (want %d), %d failovers (want at least 1), %d API server restarts (want 1), "+
+			"%d watch gaps of the checker replayed (want at least 1: the restart's)", d.kills, size.kills+1, d.failovers, restarts, gaps)
+	}
 }
 
 // driver kills and restarts the controllers; it runs on the test's goroutine (Start may fail
 // the test).
 type driver struct {
-	t     *testing.T
-	rng   *rand.Rand
-	ctrls []*framework.Controller
-	kills int
+	t       *testing.T
+	rng     *rand.Rand
+	ctrls   []*framework.Controller
+	windows *windows
+	// kills, aimed and missed by window, failovers (the other replica took over), replicas that
+	// exited by themselves, the longest takeover.
+	kills, failovers, exited int
+	aimed, missed            map[window]int
+	longestTakeover          time.Duration
 }
 
 func (d *driver) sleep(dur time.Duration) {
@@ -227,24 +276,58 @@ func (d *driver) sleep(dur time.Duration) {
 	d.keepAlive()
 }
 
-// killLeader SIGKILLs the leader (a random replica when none leads right now) and starts it
-// again: it becomes the standby, the other replica takes over.
-func (d *driver) killLeader() {
+// killLeader waits for win to open, at most timeout (windowRandom: a random moment of up to
+// 2s), SIGKILLs the
+// leader, waits until a replica leads again, and starts the killed one again: it becomes the
+// standby. As the killed replica is not running until a replica leads again, the other one
+// took over: a failover.
+func (d *driver) killLeader(win window, timeout time.Duration) {
 	d.t.Helper()
-	i := -1
-	for j, ctrl := range d.ctrls {
-		if isLeader(ctrl) {
-			i = j
-		}
+	d.keepAlive()
+	what := ""
+	if win == windowRandom {
+		d.sleep(time.Duration(d.rng.Int64N(int64(2 * time.Second))))
+	} else if what = d.windows.wait(d.t.Context(), win, timeout); what == "" {
+		d.missed[win]++
 	}
-	leader := i >= 0
-	if !leader {
+	i := d.leader(takeoverTimeout)
+	if i < 0 {
 		i = d.rng.IntN(len(d.ctrls))
 	}
 	d.ctrls[i].Kill()
+	killed := time.Now()
 	d.kills++
-	d.t.Logf("kill %d: replica %d (leader: %v)", d.kills, i, leader)
+	if what != "" || win == windowRandom {
+		d.aimed[win]++
+	}
+	if what == "" && win != windowRandom {
+		what = fmt.Sprintf("not seen open in %v, at random", timeout)
+	}
+	j := d.leader(takeoverTimeout)
+	took := time.Since(killed)
+	if j >= 0 && j != i {
+		d.failovers++
+		d.longestTakeover = max(d.longestTakeover, took)
+	}
+	d.t.Logf("kill %d aimed at %s: %s; replica %d killed, replica %d leads %v later", d.kills, win, what, i, j, took.Round(100*time.Millisecond))
 	d.ctrls[i].Start()
+}
+
+// leader returns the replica that leads, waiting for one at most timeout; -1 when none does.
+func (d *driver) leader(timeout time.Duration) int {
+	deadline := time.Now().Add(timeout)
+	for {
+		for j, ctrl := range d.ctrls {
+			if isLeader(ctrl) {
+				return j
+			}
+		}
+		if time.Now().After(deadline) || d.t.Context().Err() != nil {
+			return -1
+		}
+		time.Sleep(100 * time.Millisecond)
+		d.keepAlive()
+	}
 }
 
 // keepAlive starts again a replica that exited by itself: a replica that cannot renew its
@@ -252,10 +335,11 @@ func (d *driver) killLeader() {
 func (d *driver) keepAlive() {
 	d.t.Helper()
 	for i, ctrl := range d.ctrls {
-		if healthy(ctrl) {
+		if !ctrl.Running() || healthy(ctrl) {
 			continue
 		}
 		d.t.Logf("replica %d exited by itself; starting it again", i)
+		d.exited++
 		ctrl.Kill()
 		ctrl.Start()
 	}
@@ -264,7 +348,7 @@ func (d *driver) keepAlive() {
 // waitFor polls cond every second, keeping the controllers running, until it is done.
 func (d *driver) waitFor(timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
 	d.t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline, logged := time.Now().Add(timeout), time.Now()
 	var state string
 	var err error
 	for {
@@ -277,6 +361,10 @@ func (d *driver) waitFor(timeout time.Duration, what string, cond func(ctx conte
 		}
 		if time.Now().After(deadline) {
 			d.t.Fatalf("%s: not after %v (state: %s, last error: %v)", what, timeout, state, err)
+		}
+		if time.Since(logged) >= 15*time.Second {
+			d.t.Logf("waiting for %s: %s", what, state)
+			logged = time.Now()
 		}
 		d.sleep(time.Second)
 	}

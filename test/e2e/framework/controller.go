@@ -201,6 +201,14 @@ func (c *Controller) signal(sig syscall.Signal) error {
 	return nil
 }
 
+// Running reports whether the controller was started and not stopped or killed since. A
+// controller that exited by itself still counts as running: it was not asked to stop.
+func (c *Controller) Running() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cmd != nil
+}
+
 // LogPath returns the path of the controller's log.
 func (c *Controller) LogPath() string { return c.logPath }
 
