@@ -128,31 +128,31 @@ func restoreNode(node *corev1.Node) []string {
 		}
 	}
 	if _, ours := a[nodemaintv1alpha1.OutOfServiceAnnotation]; ours {
-		taints := node.Spec.Taints[:0:0]
-		for _, t := range node.Spec.Taints {
-			if t.Key == corev1.TaintNodeOutOfService {
-				changes = append(changes, fmt.Sprintf("removed taint %s:%s (nodemaint applied it)", t.Key, t.Effect))
-				continue
-			}
-			taints = append(taints, t)
-		}
-		node.Spec.Taints = taints
+		changes = append(changes, dropTaints(node, corev1.TaintNodeOutOfService, " (nodemaint applied it)")...)
 	}
-	taints := node.Spec.Taints[:0:0]
-	for _, t := range node.Spec.Taints {
-		if t.Key == nodemaintv1alpha1.PlannedMaintenanceTaint {
-			changes = append(changes, fmt.Sprintf("removed taint %s:%s", t.Key, t.Effect))
-			continue
-		}
-		taints = append(taints, t)
-	}
-	node.Spec.Taints = taints
+	changes = append(changes, dropTaints(node, nodemaintv1alpha1.PlannedMaintenanceTaint, "")...)
 	for _, k := range []string{nodemaintv1alpha1.CordonedAnnotation, nodemaintv1alpha1.MaintenancesAnnotation, nodemaintv1alpha1.OutOfServiceAnnotation} {
 		if _, ok := a[k]; ok {
 			delete(a, k)
 			changes = append(changes, "removed annotation "+k)
 		}
 	}
+	return changes
+}
+
+// dropTaints removes the node's taints of the key, in memory, and returns one line per taint
+// removed, each followed by note.
+func dropTaints(node *corev1.Node, key, note string) []string {
+	var changes []string
+	kept := node.Spec.Taints[:0:0]
+	for _, t := range node.Spec.Taints {
+		if t.Key == key {
+			changes = append(changes, fmt.Sprintf("removed taint %s:%s%s", t.Key, t.Effect, note))
+			continue
+		}
+		kept = append(kept, t)
+	}
+	node.Spec.Taints = kept
 	return changes
 }
 

@@ -23,37 +23,27 @@ import (
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
-// withoutDurationRules installs the NodeMaintenance CRD as it was before the API server validated
-// durations (no CEL rules on them) until the test ends, then the real one again.
-func withoutDurationRules(t *testing.T) {
+// withCRD installs the CRD name as mutate changes it, until restore is called or the test ends,
+// then the real one again: the tests below store objects an older CRD admitted.
+func withCRD(t *testing.T, name string, mutate func(*apiextensionsv1.CustomResourceDefinition)) (restore func()) {
 	t.Helper()
 	ctx := context.Background()
 	crds := apiextensionsclient.NewForConfigOrDie(env.Config).ApiextensionsV1().CustomResourceDefinitions()
-	const name = "nodemaintenances.nodemaint.dev"
 	orig, err := crds.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	old := orig.DeepCopy()
-	for i := range old.Spec.Versions {
-		spec := old.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"]
-		spec.XValidations = nil
-		strip := func(props map[string]apiextensionsv1.JSONSchemaProps, field string) {
-			p := props[field]
-			p.XValidations = nil
-			props[field] = p
-		}
-		strip(spec.Properties, "evacuationResponseTimeout")
-		strip(spec.Properties, "drainTimeout")
-		shutdown := spec.Properties["shutdown"]
-		strip(shutdown.Properties, "notReadyGracePeriod")
-		spec.Properties["shutdown"] = shutdown
-		old.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"] = spec
-	}
+	mutate(old)
 	if _, err := crds.Update(ctx, old, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	restored := false
+	restore = func() {
+		if restored {
+			return
+		}
+		restored = true
 		cur, err := crds.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Error(err)
@@ -62,6 +52,31 @@ func withoutDurationRules(t *testing.T) {
 		cur.Spec = orig.Spec
 		if _, err := crds.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 			t.Error(err)
+		}
+	}
+	t.Cleanup(restore)
+	return restore
+}
+
+// withoutDurationRules installs the NodeMaintenance CRD as it was before the API server validated
+// durations (no CEL rules on them) until the test ends, then the real one again.
+func withoutDurationRules(t *testing.T) {
+	t.Helper()
+	withCRD(t, "nodemaintenances.nodemaint.dev", func(crd *apiextensionsv1.CustomResourceDefinition) {
+		for i := range crd.Spec.Versions {
+			spec := crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"]
+			spec.XValidations = nil
+			strip := func(props map[string]apiextensionsv1.JSONSchemaProps, field string) {
+				p := props[field]
+				p.XValidations = nil
+				props[field] = p
+			}
+			strip(spec.Properties, "evacuationResponseTimeout")
+			strip(spec.Properties, "drainTimeout")
+			shutdown := spec.Properties["shutdown"]
+			strip(shutdown.Properties, "notReadyGracePeriod")
+			spec.Properties["shutdown"] = shutdown
+			crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"] = spec
 		}
 	})
 }
@@ -155,14 +170,6 @@ spec:
 // server refused selectors that do not parse) until restore is called or the test ends.
 func withoutDrainRuleValidation(t *testing.T) (restore func()) {
 	t.Helper()
-	ctx := context.Background()
-	crds := apiextensionsclient.NewForConfigOrDie(env.Config).ApiextensionsV1().CustomResourceDefinitions()
-	const name = "drainrules.nodemaint.dev"
-	orig, err := crds.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := orig.DeepCopy()
 	var strip func(p *apiextensionsv1.JSONSchemaProps)
 	strip = func(p *apiextensionsv1.JSONSchemaProps) {
 		p.XValidations = nil
@@ -177,30 +184,11 @@ func withoutDrainRuleValidation(t *testing.T) (restore func()) {
 			strip(p.AdditionalProperties.Schema)
 		}
 	}
-	for i := range old.Spec.Versions {
-		strip(old.Spec.Versions[i].Schema.OpenAPIV3Schema)
-	}
-	if _, err := crds.Update(ctx, old, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	restored := false
-	restore = func() {
-		if restored {
-			return
+	return withCRD(t, "drainrules.nodemaint.dev", func(crd *apiextensionsv1.CustomResourceDefinition) {
+		for i := range crd.Spec.Versions {
+			strip(crd.Spec.Versions[i].Schema.OpenAPIV3Schema)
 		}
-		restored = true
-		cur, err := crds.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		cur.Spec = orig.Spec
-		if _, err := crds.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-			t.Error(err)
-		}
-	}
-	t.Cleanup(restore)
-	return restore
+	})
 }
 
 // TestInvalidDrainRuleHoldsPods: a Skip DrainRule stored with a selector that does not parse
