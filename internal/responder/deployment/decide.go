@@ -1,10 +1,10 @@
 package deployment
 
+// The pure decision: what the responder does to one Deployment and its pods, from what it
+// observed and the time. reconciler.go observes and applies; release.go reuses it.
+
 import (
-	"cmp"
-	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,44 +40,9 @@ const (
 	ReasonSurgeTimedOut = "SurgeTimedOut"
 )
 
-// lowestDeletionCost is the pod-deletion-cost of the pods a ReplicaSet is to remove first.
-const lowestDeletionCost = math.MinInt32
-
 // gatherRequests is how long a wave that is not full waits for more requests after the last
 // one: a requester sets the requests of a node's pods one by one.
 const gatherRequests = time.Second
-
-// surgeState is the value of evacuation.SurgeAnnotation: a surge in progress.
-type surgeState struct {
-	// OriginalReplicas is the Deployment's spec.replicas before the surge, and after it.
-	OriginalReplicas int32 `json:"originalReplicas"`
-	// Surge is the number of replicas added: the number of pods evacuated by this wave.
-	Surge int32 `json:"surge"`
-	// StartTime is when the surge started; it gives up once its pods made no progress for its
-	// patience since then (see lastProgress and patience).
-	StartTime metav1.MicroTime `json:"startTime"`
-}
-
-func (s *surgeState) String() string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-// parseSurge reads the surge in progress from the Deployment, nil when there is none.
-func parseSurge(d *appsv1.Deployment) (*surgeState, error) {
-	v, ok := d.Annotations[evacuation.SurgeAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	s := &surgeState{}
-	if err := json.Unmarshal([]byte(v), s); err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", evacuation.SurgeAnnotation, err)
-	}
-	if s.OriginalReplicas < 0 || s.Surge <= 0 || s.StartTime.IsZero() {
-		return nil, fmt.Errorf("annotation %s: invalid value %q", evacuation.SurgeAnnotation, v)
-	}
-	return s, nil
-}
 
 // MaxSurge resolves the Deployment's rolling update maxSurge against replicas as the Deployment
 // controller does: a percentage rounds up. It is 0 for the Recreate strategy.
@@ -346,119 +311,6 @@ func decide(in input) plan {
 	return p
 }
 
-// surgePods are the pods a surge created: the newest ones created since it started (creation
-// times are in seconds) that nobody asked to leave, at most its size.
-func surgePods(live []*corev1.Pod, state *surgeState) []*corev1.Pod {
-	var created []*corev1.Pod
-	for _, pod := range live {
-		if !pod.CreationTimestamp.Time.Before(state.StartTime.Truncate(time.Second)) && !evacuation.Requested(pod) {
-			created = append(created, pod)
-		}
-	}
-	slices.SortFunc(created, func(a, b *corev1.Pod) int {
-		return cmp.Or(b.CreationTimestamp.Compare(a.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
-	})
-	return created[:min(len(created), int(state.Surge))]
-}
-
-// lastProgress is when the surge last moved: its start, or the latest time one of the pods it
-// created (surgePods) was created, scheduled, initialized or became ready. A surge gives up
-// only after its patience without progress, as a Deployment's progressDeadlineSeconds counts:
-// on a busy cluster the scheduler may take minutes to place every replacement of every
-// Deployment surging at once, and a surge whose pods keep arriving is slow, not stuck. Giving
-// it up would throw its replacements away and evict the pods instead.
-func lastProgress(created []*corev1.Pod, state *surgeState) time.Time {
-	last := state.StartTime.Time
-	later := func(t time.Time) {
-		if t.After(last) {
-			last = t
-		}
-	}
-	for _, pod := range created {
-		later(pod.CreationTimestamp.Time)
-		for _, c := range pod.Status.Conditions {
-			switch c.Type {
-			case corev1.PodScheduled, corev1.PodInitialized, corev1.PodReady:
-				if c.Status == corev1.ConditionTrue {
-					later(c.LastTransitionTime.Time)
-				}
-			}
-		}
-	}
-	return last
-}
-
-// patience is how long a surge may make no progress before it gives up. The surge timeout is
-// the bound for replacements that show a problem: one that cannot be placed (no capacity, every
-// other node cordoned), one whose containers fail to start, or a ReplicaSet that fails to create
-// them (a quota, an admission webhook). A surge that is only slow, its replacements waiting for
-// kube-controller-manager, the scheduler or their kubelets on a busy cluster (slow image pulls),
-// waits as it would for any scale-up of the Deployment: up to the Deployment's own
-// progressDeadlineSeconds when that is longer, the bound after which its owner considers a
-// rollout stuck. minReadySeconds comes on top.
-func patience(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, created []*corev1.Pod, surgeTimeout time.Duration) time.Duration {
-	wait := surgeTimeout
-	if !slices.ContainsFunc(created, inTrouble) && !slices.ContainsFunc(replicaSets, failingToCreate) {
-		progressDeadline := time.Duration(ptr.Deref(d.Spec.ProgressDeadlineSeconds, defaultProgressDeadlineSeconds)) * time.Second
-		wait = max(wait, progressDeadline)
-	}
-	return wait + time.Duration(d.Spec.MinReadySeconds)*time.Second
-}
-
-// defaultProgressDeadlineSeconds is the API server's default of a Deployment's
-// spec.progressDeadlineSeconds.
-const defaultProgressDeadlineSeconds = 600
-
-// failedToStart are the reasons of a waiting container that a kubelet gives when the container
-// does not start and will not without a change (an image that does not exist, a missing Secret)
-// or keeps failing.
-var failedToStart = []string{"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
-	"CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff"}
-
-// inTrouble reports whether a replacement shows that it may never become Ready: the scheduler
-// found no node for it, it failed, or one of its containers waits on a failure.
-func inTrouble(pod *corev1.Pod) bool {
-	if pod.Status.Phase == corev1.PodFailed {
-		return true
-	}
-	if c := evacuation.Condition(pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse {
-		return true
-	}
-	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
-		for _, cs := range statuses {
-			if cs.State.Waiting != nil && slices.Contains(failedToStart, cs.State.Waiting.Reason) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// failingToCreate reports whether the ReplicaSet controller fails to create the ReplicaSet's
-// pods (condition ReplicaFailure, e.g. a quota exceeded).
-func failingToCreate(rs *appsv1.ReplicaSet) bool {
-	return slices.ContainsFunc(rs.Status.Conditions, func(c appsv1.ReplicaSetCondition) bool {
-		return c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue
-	})
-}
-
-// rollback ends a surge without completing it: the pods the surge created are marked to go
-// first, the evacuated pods unmarked, and spec.replicas returns to the original count.
-func (p *plan) rollback(live []*corev1.Pod, state *surgeState, why string) {
-	created := surgePods(live, state)
-	for _, pod := range live {
-		switch in := slices.Contains(created, pod); {
-		case in && !isMarked(pod):
-			p.mark = append(p.mark, pod)
-		case !in && isMarked(pod):
-			p.unmark = append(p.unmark, pod)
-		}
-	}
-	p.scale = &scaleChange{replicas: state.OriginalReplicas}
-	p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeRolledBack", "Surge",
-		fmt.Sprintf("%s; scaled back to %d replicas, which removes the surge's pods %s", why, state.OriginalReplicas, podNames(created))})
-}
-
 // answerEvents reports the answers that change the pods' EvacuationInitiated. The answers are
 // carried out before the rollback of a surge that gave up: if the process stops in between, the
 // next decision still knows it gave up.
@@ -486,22 +338,6 @@ func (p *plan) answerEvents(gaveUp bool) {
 		p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "EvacuationDeclined", "Evacuate",
 			fmt.Sprintf("declined the evacuation of %s (%s), %s: %s", count(declined), podNames(declined), reason, message)})
 	}
-}
-
-// isMarked reports whether the responder lowered the pod's deletion cost.
-func isMarked(pod *corev1.Pod) bool {
-	_, ok := pod.Annotations[evacuation.OriginalDeletionCostAnnotation]
-	return ok
-}
-
-func marked(pods []*corev1.Pod) []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, pod := range pods {
-		if isMarked(pod) {
-			out = append(out, pod)
-		}
-	}
-	return out
 }
 
 func withdrawn(pods []*corev1.Pod) []*corev1.Pod {
@@ -549,45 +385,4 @@ func podNames(pods []*corev1.Pod) string {
 		return "no pods"
 	}
 	return strings.Join(names, ", ")
-}
-
-// markers are the annotations the responder keeps on a ReplicaSet: the number of its pods with
-// an evacuation request and, while the Deployment answers them by surging, evacuation-ready.
-// Copies of the Deployment's own nodemaint annotations, which the Deployment controller puts on
-// its newest ReplicaSet, are removed once the Deployment no longer has them. A nil value
-// removes the annotation.
-func markers(rs *appsv1.ReplicaSet, pods []*corev1.Pod, ready bool, deploymentAnnotations map[string]string) map[string]*string {
-	n := 0
-	for _, pod := range pods {
-		if ref := metav1.GetControllerOf(pod); ref != nil && ref.UID == rs.UID && pod.DeletionTimestamp.IsZero() && evacuation.Requested(pod) {
-			n++
-		}
-	}
-	want := map[string]*string{
-		evacuation.ReplicasToEvacuateAnnotation: nil,
-		evacuation.EvacuationReadyAnnotation:    nil,
-	}
-	if n > 0 {
-		want[evacuation.ReplicasToEvacuateAnnotation] = ptr.To(strconv.Itoa(n))
-		if ready {
-			want[evacuation.EvacuationReadyAnnotation] = ptr.To("true")
-		}
-	}
-	for _, key := range []string{evacuation.SurgeAnnotation, evacuation.DeploymentReplicasToEvacuateAnnotation} {
-		if _, copied := deploymentAnnotations[key]; !copied {
-			want[key] = nil
-		}
-	}
-	return want
-}
-
-// toEvacuate counts the pods with an evacuation request, for the Deployment's marker.
-func toEvacuate(pods []*corev1.Pod) int {
-	n := 0
-	for _, pod := range pods {
-		if pod.DeletionTimestamp.IsZero() && evacuation.Requested(pod) {
-			n++
-		}
-	}
-	return n
 }
