@@ -149,75 +149,121 @@ type plan struct {
 // the Deployment's spec.replicas and surge annotation and the pods' conditions and marks, so a
 // decision taken again after a crash, at any point of carrying out an earlier one, converges.
 func decide(in input) plan {
-	d := in.deployment
 	var p plan
-	state, err := parseSurge(d)
-	if err != nil {
-		// Without the state nobody knows which replica count the user wants: leave replicas
-		// alone and let eviction move the pods.
-		p.dropSurge = true
-		p.events = append(p.events, deploymentEvent{corev1.EventTypeWarning, "InvalidSurgeState", "Surge",
-			fmt.Sprintf("%v; removed it and left spec.replicas at %d", err, ptr.Deref(d.Spec.Replicas, 1))})
-		state = nil
-	}
-	replicas := ptr.Deref(d.Spec.Replicas, 1)
-	live := make([]*corev1.Pod, 0, len(in.pods))
-	for _, pod := range in.pods {
-		if pod.DeletionTimestamp.IsZero() {
-			live = append(live, pod)
-		}
-	}
-	active := 0
-	for _, rs := range in.replicaSets {
-		if ptr.Deref(rs.Spec.Replicas, 1) > 0 || rs.Status.Replicas > 0 {
-			active++
-		}
-	}
-
-	if state != nil && replicas != state.OriginalReplicas+state.Surge {
-		// Someone else (a person, a GitOps tool) scaled the Deployment during the surge: their
-		// count is what the Deployment keeps. The wave ends; a new one may start from there.
-		p.dropSurge = true
-		p.events = append(p.events, deploymentEvent{corev1.EventTypeWarning, "ScaledDuringSurge", "Surge",
-			fmt.Sprintf("spec.replicas was set to %d during a surge from %d to %d; keeping %d", replicas,
-				state.OriginalReplicas, state.OriginalReplicas+state.Surge, replicas)})
-		p.unmark = marked(live)
-		state = nil
-	}
+	replicas := ptr.Deref(in.deployment.Spec.Replicas, 1)
+	live := livePods(in.pods)
+	state := p.readSurge(in.deployment)
+	state = p.keepScale(state, replicas, live)
 	original := replicas
 	if state != nil {
 		original = state.OriginalReplicas
 	}
-	el := eligible(d, original, active, in.autoscaled)
+	el := eligible(in.deployment, original, activeReplicaSets(in.replicaSets), in.autoscaled)
 	p.ready = el.ok
-
-	giveUp := false
-	if state != nil && el.ok {
-		created := surgePods(live, state)
-		progress := lastProgress(created, state)
-		deadline := progress.Add(patience(d, in.replicaSets, created, in.surgeTimeout))
-		wave := marked(live)
-		available := d.Status.ObservedGeneration >= d.Generation &&
-			d.Status.UpdatedReplicas >= replicas && d.Status.AvailableReplicas >= replicas
-		switch {
-		case slices.ContainsFunc(wave, func(pod *corev1.Pod) bool { return !evacuation.Requested(pod) }):
-			p.rollback(live, state, "the evacuation of "+podNames(withdrawn(wave))+" was withdrawn")
-		case available:
-			p.scale = &scaleChange{replicas: state.OriginalReplicas}
-			p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeCompleted", "Surge",
-				fmt.Sprintf("%d replacements are available; scaled back to %d replicas, which removes %s",
-					state.Surge, state.OriginalReplicas, podNames(wave))})
-		case !in.now.Before(deadline):
-			giveUp = true
-			p.rollback(live, state, fmt.Sprintf("the replacements made no progress for %v (%v after the surge started)",
-				deadline.Sub(progress).Round(time.Second), in.now.Sub(state.StartTime.Time).Round(time.Second)))
-		default:
-			p.requeueAfter = deadline.Sub(in.now)
-		}
-	} else if state != nil {
-		p.rollback(live, state, el.message)
+	gaveUp := p.endSurge(in, live, state, el, replicas)
+	p.answerPods(in.deployment, live, el, gaveUp)
+	if state != nil || p.dropSurge {
+		// A surge is in progress or ended now: the next wave is for a later decision.
+		return p
 	}
+	p.startWave(in, live, el, replicas)
+	return p
+}
 
+// livePods are the pods that are not terminating.
+func livePods(pods []*corev1.Pod) []*corev1.Pod {
+	live := make([]*corev1.Pod, 0, len(pods))
+	for _, pod := range pods {
+		if pod.DeletionTimestamp.IsZero() {
+			live = append(live, pod)
+		}
+	}
+	return live
+}
+
+// activeReplicaSets counts the ReplicaSets that want or have pods.
+func activeReplicaSets(replicaSets []*appsv1.ReplicaSet) int {
+	active := 0
+	for _, rs := range replicaSets {
+		if ptr.Deref(rs.Spec.Replicas, 1) > 0 || rs.Status.Replicas > 0 {
+			active++
+		}
+	}
+	return active
+}
+
+// readSurge decides what to make of the Deployment's surge record: the surge in progress, nil
+// when there is none. An unusable record is dropped: without it nobody knows which replica
+// count the user wants, so spec.replicas stays and eviction moves the pods.
+func (p *plan) readSurge(d *appsv1.Deployment) *surgeState {
+	state, err := parseSurge(d)
+	if err != nil {
+		p.dropSurge = true
+		p.events = append(p.events, deploymentEvent{corev1.EventTypeWarning, "InvalidSurgeState", "Surge",
+			fmt.Sprintf("%v; removed it and left spec.replicas at %d", err, ptr.Deref(d.Spec.Replicas, 1))})
+		return nil
+	}
+	return state
+}
+
+// keepScale decides whether someone else (a person, a GitOps tool) scaled the Deployment during
+// the surge: their count is what the Deployment keeps, so the surge record and its wave's marks
+// go; a new wave may start from there. It returns the surge still in progress.
+func (p *plan) keepScale(state *surgeState, replicas int32, live []*corev1.Pod) *surgeState {
+	if state == nil || replicas == state.OriginalReplicas+state.Surge {
+		return state
+	}
+	p.dropSurge = true
+	p.events = append(p.events, deploymentEvent{corev1.EventTypeWarning, "ScaledDuringSurge", "Surge",
+		fmt.Sprintf("spec.replicas was set to %d during a surge from %d to %d; keeping %d", replicas,
+			state.OriginalReplicas, state.OriginalReplicas+state.Surge, replicas)})
+	p.unmark = marked(live)
+	return nil
+}
+
+// endSurge decides whether the surge in progress ends now. It is rolled back when the
+// Deployment can no longer surge or a pod of its wave is no longer asked to leave, completed
+// once its replacements are available, and given up (rolled back, its pods declined for good)
+// once they made no progress for its patience; until then it is looked at again at that
+// deadline. It reports whether the surge gave up.
+func (p *plan) endSurge(in input, live []*corev1.Pod, state *surgeState, el eligibility, replicas int32) (gaveUp bool) {
+	if state == nil {
+		return false
+	}
+	if !el.ok {
+		p.rollback(live, state, el.message)
+		return false
+	}
+	d := in.deployment
+	created := surgePods(live, state)
+	progress := lastProgress(created, state)
+	deadline := progress.Add(patience(d, in.replicaSets, created, in.surgeTimeout))
+	wave := marked(live)
+	available := d.Status.ObservedGeneration >= d.Generation &&
+		d.Status.UpdatedReplicas >= replicas && d.Status.AvailableReplicas >= replicas
+	switch {
+	case slices.ContainsFunc(wave, func(pod *corev1.Pod) bool { return !evacuation.Requested(pod) }):
+		p.rollback(live, state, "the evacuation of "+podNames(withdrawn(wave))+" was withdrawn")
+	case available:
+		p.scale = &scaleChange{replicas: state.OriginalReplicas}
+		p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeCompleted", "Surge",
+			fmt.Sprintf("%d replacements are available; scaled back to %d replicas, which removes %s",
+				state.Surge, state.OriginalReplicas, podNames(wave))})
+	case !in.now.Before(deadline):
+		gaveUp = true
+		p.rollback(live, state, fmt.Sprintf("the replacements made no progress for %v (%v after the surge started)",
+			deadline.Sub(progress).Round(time.Second), in.now.Sub(state.StartTime.Time).Round(time.Second)))
+	default:
+		p.requeueAfter = deadline.Sub(in.now)
+	}
+	return gaveUp
+}
+
+// answerPods decides each pod's EvacuationInitiated, where it changes: removed when the pod is
+// no longer asked to leave, False for good when the surge gave up, True when the Deployment
+// surges, False with the reason when it declines; left alone when the responder gave the pod up
+// earlier or neither accepts nor declines. The changes are reported in Events.
+func (p *plan) answerPods(d *appsv1.Deployment, live []*corev1.Pod, el eligibility, gaveUp bool) {
 	for _, pod := range live {
 		cond := evacuation.Condition(pod, evacuation.Initiated)
 		switch {
@@ -226,7 +272,7 @@ func decide(in input) plan {
 				p.answers = append(p.answers, answer{pod: pod})
 			}
 		case timedOut(pod):
-		case giveUp:
+		case gaveUp:
 			p.answers = append(p.answers, answer{pod, corev1.ConditionFalse, ReasonSurgeTimedOut,
 				"the Deployment's surge did not become available in time: eviction moves the pod"})
 		case el.ok:
@@ -240,55 +286,30 @@ func decide(in input) plan {
 			}
 		}
 	}
-	p.answerEvents(giveUp)
-	if state != nil || p.dropSurge {
-		return p
-	}
+	p.answerEvents(gaveUp)
+}
 
-	// No surge in progress. Marks left over from an earlier wave or rollback go, once the
-	// ReplicaSet removed the pods it was to remove.
+// startWave decides, with no surge in progress, whether a wave starts: once the Deployment is
+// steady, it surges by up to maxSurge for the pods asked to leave and marks them to go first
+// when it scales back. A wave that is not full first waits gatherRequests for more requests.
+// Marks left over from an earlier wave or rollback go, once the ReplicaSet removed the pods it
+// was to remove.
+func (p *plan) startWave(in input, live []*corev1.Pod, el eligibility, replicas int32) {
+	d := in.deployment
 	if int32(len(live)) > replicas {
-		return p
+		return
 	}
-	var candidates []*corev1.Pod
-	for _, pod := range live {
-		if el.ok && evacuation.Requested(pod) && !timedOut(pod) {
-			candidates = append(candidates, pod)
-		} else if isMarked(pod) {
-			p.unmark = append(p.unmark, pod)
-		}
-	}
+	candidates := p.waveCandidates(live, el)
 	steady := d.Status.ObservedGeneration >= d.Generation && d.Status.Replicas == replicas &&
 		d.Status.UpdatedReplicas == replicas && int32(len(live)) == replicas
 	if len(candidates) == 0 || !steady {
-		return p
+		return
 	}
-	if int32(len(candidates)) < el.surge {
-		var last time.Time
-		for _, pod := range candidates {
-			if t := requestTime(pod); t.After(last) {
-				last = t
-			}
-		}
-		if wait := last.Add(gatherRequests).Sub(in.now); wait > 0 && !last.After(in.now) {
-			p.requeueAfter = wait
-			return p
-		}
+	if wait := gathering(candidates, el.surge, in.now); wait > 0 {
+		p.requeueAfter = wait
+		return
 	}
-	// Pods marked by a wave that did not start (the process stopped) go first, then the oldest
-	// requests.
-	slices.SortFunc(candidates, func(a, b *corev1.Pod) int {
-		if isMarked(a) != isMarked(b) {
-			if isMarked(a) {
-				return -1
-			}
-			return 1
-		}
-		if c := requestTime(a).Compare(requestTime(b)); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
+	sortWave(candidates)
 	k := min(el.surge, int32(len(candidates)))
 	wave := candidates[:k]
 	for _, pod := range wave {
@@ -308,7 +329,55 @@ func decide(in input) plan {
 		fmt.Sprintf("scaling from %d to %d replicas to evacuate %s; %s wait for a later wave",
 			replicas, replicas+k, podNames(wave), count(candidates[k:]))})
 	p.requeueAfter = in.surgeTimeout + time.Duration(d.Spec.MinReadySeconds)*time.Second
-	return p
+}
+
+// waveCandidates are the pods a wave may evacuate: those asked to leave that the responder did
+// not give up on, when the Deployment surges. The marks of the other pods go.
+func (p *plan) waveCandidates(live []*corev1.Pod, el eligibility) []*corev1.Pod {
+	var candidates []*corev1.Pod
+	for _, pod := range live {
+		if el.ok && evacuation.Requested(pod) && !timedOut(pod) {
+			candidates = append(candidates, pod)
+		} else if isMarked(pod) {
+			p.unmark = append(p.unmark, pod)
+		}
+	}
+	return candidates
+}
+
+// gathering is how long a wave of fewer candidates than maxSurge still waits for more
+// requests after the last one; 0 when it starts now.
+func gathering(candidates []*corev1.Pod, maxSurge int32, now time.Time) time.Duration {
+	if int32(len(candidates)) >= maxSurge {
+		return 0
+	}
+	var last time.Time
+	for _, pod := range candidates {
+		if t := requestTime(pod); t.After(last) {
+			last = t
+		}
+	}
+	if wait := last.Add(gatherRequests).Sub(now); wait > 0 && !last.After(now) {
+		return wait
+	}
+	return 0
+}
+
+// sortWave orders the candidates of a wave: pods marked by a wave that did not start (the
+// process stopped) go first, then the oldest requests.
+func sortWave(candidates []*corev1.Pod) {
+	slices.SortFunc(candidates, func(a, b *corev1.Pod) int {
+		if isMarked(a) != isMarked(b) {
+			if isMarked(a) {
+				return -1
+			}
+			return 1
+		}
+		if c := requestTime(a).Compare(requestTime(b)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 }
 
 // answerEvents reports the answers that change the pods' EvacuationInitiated. The answers are
