@@ -110,6 +110,19 @@ func TestDecide(t *testing.T) {
 			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
 			wantRequeue: true,
 		},
+		"a wave marked before a crash goes before older requests": {
+			d:           newDeployment(3, 1),
+			pods:        []*corev1.Pod{pod("a", requested(5), accepted), pod("b", requested(1), accepted, withMark), pod("c")},
+			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
+			wantRequeue: true,
+		},
+		"more pods marked than maxSurge: the oldest request is the wave, the others are unmarked": {
+			d:           newDeployment(3, 1),
+			pods:        []*corev1.Pod{pod("a", requested(2), accepted, withMark), pod("b", requested(1), accepted, withMark), pod("c")},
+			wantUnmark:  []string{"b"},
+			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
+			wantRequeue: true,
+		},
 		"wave not full, a request just came: waits for more": {
 			d:           newDeployment(3, 2),
 			pods:        []*corev1.Pod{pod("a", requested(0)), pod("b"), pod("c")},

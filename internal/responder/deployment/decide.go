@@ -1,0 +1,457 @@
+package deployment
+
+// The pure decision: what the responder does to one Deployment and its pods, from what it
+// observed and the time. reconciler.go observes and applies; release.go reuses it.
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// Reasons of the EvacuationInitiated condition the responder sets on a Deployment's pods.
+const (
+	// ReasonSurge accepts: the pod is moved by surging its Deployment.
+	ReasonSurge = "DeploymentSurge"
+	// ReasonRecreate declines: the Deployment's strategy is Recreate, it never surges.
+	ReasonRecreate = "RecreateStrategy"
+	// ReasonMaxSurgeZero declines: the Deployment's maxSurge resolves to 0 pods.
+	ReasonMaxSurgeZero = "MaxSurgeZero"
+	// ReasonPaused declines: the Deployment is paused, nodemaint does not change it.
+	ReasonPaused = "DeploymentPaused"
+	// ReasonAutoscaled declines: a HorizontalPodAutoscaler owns the Deployment's replicas and
+	// would undo a surge.
+	ReasonAutoscaled = "HorizontalPodAutoscaler"
+	// ReasonRollout declines: a rollout is in progress (more than one active ReplicaSet); it
+	// replaces pods itself, and a surge would be split across its ReplicaSets.
+	ReasonRollout = "RolloutInProgress"
+	// ReasonSurgeTimedOut declines for good: the surge's replacements did not become available
+	// in time. The responder does not accept this pod again while its request stands.
+	ReasonSurgeTimedOut = "SurgeTimedOut"
+)
+
+// gatherRequests is how long a wave that is not full waits for more requests after the last
+// one: a requester sets the requests of a node's pods one by one.
+const gatherRequests = time.Second
+
+// MaxSurge resolves the Deployment's rolling update maxSurge against replicas as the Deployment
+// controller does: a percentage rounds up. It is 0 for the Recreate strategy.
+func MaxSurge(d *appsv1.Deployment, replicas int32) (int32, error) {
+	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		return 0, nil
+	}
+	// The API server defaults maxSurge to 25%.
+	surge := intstr.FromString("25%")
+	if ru := d.Spec.Strategy.RollingUpdate; ru != nil && ru.MaxSurge != nil {
+		surge = *ru.MaxSurge
+	}
+	v, err := intstr.GetScaledValueFromIntOrPercent(&surge, int(replicas), true)
+	if err != nil {
+		return 0, fmt.Errorf("maxSurge: %w", err)
+	}
+	return int32(max(v, 0)), nil
+}
+
+// eligibility says whether the responder surges a Deployment for its pods' evacuation.
+type eligibility struct {
+	ok bool
+	// surge is the resolved maxSurge, when ok.
+	surge int32
+	// reason and message decline the requests when not ok; an empty reason leaves them
+	// unanswered.
+	reason, message string
+}
+
+// eligible decides whether a Deployment of the given (original) replicas can surge.
+func eligible(d *appsv1.Deployment, replicas int32, activeReplicaSets int, autoscaled bool) eligibility {
+	surge, err := MaxSurge(d, replicas)
+	switch {
+	case replicas == 0:
+		// Nothing to surge: its remaining pods are terminating.
+		return eligibility{}
+	case d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType:
+		return eligibility{reason: ReasonRecreate, message: "the Deployment's strategy is " + string(d.Spec.Strategy.Type) + ", it does not surge"}
+	case err != nil:
+		return eligibility{reason: ReasonMaxSurgeZero, message: err.Error()}
+	case surge == 0:
+		return eligibility{reason: ReasonMaxSurgeZero, message: "the Deployment's maxSurge is 0: eviction moves its pods"}
+	case d.Spec.Paused:
+		return eligibility{reason: ReasonPaused, message: "the Deployment is paused: eviction moves its pods"}
+	case autoscaled:
+		return eligibility{reason: ReasonAutoscaled, message: "a HorizontalPodAutoscaler sets the Deployment's replicas and would undo a surge: eviction moves its pods"}
+	case activeReplicaSets > 1:
+		return eligibility{reason: ReasonRollout, message: "a rollout is in progress: eviction moves its pods"}
+	}
+	return eligibility{ok: true, surge: surge}
+}
+
+// input is what the responder observed of one Deployment.
+type input struct {
+	deployment  *appsv1.Deployment
+	replicaSets []*appsv1.ReplicaSet
+	// pods are the pods of the replicaSets, terminating or not.
+	pods []*corev1.Pod
+	// autoscaled: a HorizontalPodAutoscaler targets the Deployment.
+	autoscaled   bool
+	now          time.Time
+	surgeTimeout time.Duration
+}
+
+// answer sets (status True or False) or removes (empty status) a pod's EvacuationInitiated.
+type answer struct {
+	pod             *corev1.Pod
+	status          corev1.ConditionStatus
+	reason, message string
+}
+
+// scaleChange is a write of the Deployment's spec.replicas and surge state, in one patch.
+type scaleChange struct {
+	replicas int32
+	// surge is the new surge state; nil removes it.
+	surge *surgeState
+}
+
+// deploymentEvent is an Event on the Deployment.
+type deploymentEvent struct {
+	eventType, reason, action, message string
+}
+
+// plan is what the responder does to one Deployment and its pods, in this order: answers,
+// unmark, mark, then the Deployment's scale.
+type plan struct {
+	answers []answer
+	// unmark restores the pods' deletion cost; mark lowers it, so that the ReplicaSet removes
+	// them first when the Deployment scales down.
+	unmark, mark []*corev1.Pod
+	// scale is nil when spec.replicas and the surge state stay.
+	scale *scaleChange
+	// dropSurge removes an unusable surge state and leaves spec.replicas alone.
+	dropSurge bool
+	events    []deploymentEvent
+	// ready: the Deployment answers its pods' evacuation requests by surging (the ReplicaSets'
+	// evacuation-ready marker).
+	ready bool
+	// requeueAfter is when to look again if nothing changes before: the surge's deadline.
+	requeueAfter time.Duration
+}
+
+// decide is the responder's state machine for one Deployment. It is level-based: the state is
+// the Deployment's spec.replicas and surge annotation and the pods' conditions and marks, so a
+// decision taken again after a crash, at any point of carrying out an earlier one, converges.
+func decide(in input) plan {
+	var p plan
+	replicas := ptr.Deref(in.deployment.Spec.Replicas, 1)
+	live := livePods(in.pods)
+	state := p.readSurge(in.deployment)
+	state = p.keepScale(state, replicas, live)
+	original := replicas
+	if state != nil {
+		original = state.OriginalReplicas
+	}
+	el := eligible(in.deployment, original, activeReplicaSets(in.replicaSets), in.autoscaled)
+	p.ready = el.ok
+	gaveUp := p.endSurge(in, live, state, el, replicas)
+	p.answerPods(in.deployment, live, el, gaveUp)
+	if state != nil || p.dropSurge {
+		// A surge is in progress or ended now: the next wave is for a later decision.
+		return p
+	}
+	p.startWave(in, live, el, replicas)
+	return p
+}
+
+// livePods are the pods that are not terminating.
+func livePods(pods []*corev1.Pod) []*corev1.Pod {
+	live := make([]*corev1.Pod, 0, len(pods))
+	for _, pod := range pods {
+		if pod.DeletionTimestamp.IsZero() {
+			live = append(live, pod)
+		}
+	}
+	return live
+}
+
+// activeReplicaSets counts the ReplicaSets that want or have pods.
+func activeReplicaSets(replicaSets []*appsv1.ReplicaSet) int {
+	active := 0
+	for _, rs := range replicaSets {
+		if ptr.Deref(rs.Spec.Replicas, 1) > 0 || rs.Status.Replicas > 0 {
+			active++
+		}
+	}
+	return active
+}
+
+// readSurge decides what to make of the Deployment's surge record: the surge in progress, nil
+// when there is none. An unusable record is dropped: without it nobody knows which replica
+// count the user wants, so spec.replicas stays and eviction moves the pods.
+func (p *plan) readSurge(d *appsv1.Deployment) *surgeState {
+	state, err := parseSurge(d)
+	if err != nil {
+		p.dropSurge = true
+		p.events = append(p.events, deploymentEvent{corev1.EventTypeWarning, "InvalidSurgeState", "Surge",
+			fmt.Sprintf("%v; removed it and left spec.replicas at %d", err, ptr.Deref(d.Spec.Replicas, 1))})
+		return nil
+	}
+	return state
+}
+
+// keepScale decides whether someone else (a person, a GitOps tool) scaled the Deployment during
+// the surge: their count is what the Deployment keeps, so the surge record and its wave's marks
+// go; a new wave may start from there. It returns the surge still in progress.
+func (p *plan) keepScale(state *surgeState, replicas int32, live []*corev1.Pod) *surgeState {
+	if state == nil || replicas == state.OriginalReplicas+state.Surge {
+		return state
+	}
+	p.dropSurge = true
+	p.events = append(p.events, deploymentEvent{corev1.EventTypeWarning, "ScaledDuringSurge", "Surge",
+		fmt.Sprintf("spec.replicas was set to %d during a surge from %d to %d; keeping %d", replicas,
+			state.OriginalReplicas, state.OriginalReplicas+state.Surge, replicas)})
+	p.unmark = marked(live)
+	return nil
+}
+
+// endSurge decides whether the surge in progress ends now. It is rolled back when the
+// Deployment can no longer surge or a pod of its wave is no longer asked to leave, completed
+// once its replacements are available, and given up (rolled back, its pods declined for good)
+// once they made no progress for its patience; until then it is looked at again at that
+// deadline. It reports whether the surge gave up.
+func (p *plan) endSurge(in input, live []*corev1.Pod, state *surgeState, el eligibility, replicas int32) (gaveUp bool) {
+	if state == nil {
+		return false
+	}
+	if !el.ok {
+		p.rollback(live, state, el.message)
+		return false
+	}
+	d := in.deployment
+	created := surgePods(live, state)
+	progress := lastProgress(created, state)
+	deadline := progress.Add(patience(d, in.replicaSets, created, in.surgeTimeout))
+	wave := marked(live)
+	available := d.Status.ObservedGeneration >= d.Generation &&
+		d.Status.UpdatedReplicas >= replicas && d.Status.AvailableReplicas >= replicas
+	switch {
+	case slices.ContainsFunc(wave, func(pod *corev1.Pod) bool { return !evacuation.Requested(pod) }):
+		p.rollback(live, state, "the evacuation of "+podNames(withdrawn(wave))+" was withdrawn")
+	case available:
+		p.scale = &scaleChange{replicas: state.OriginalReplicas}
+		p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeCompleted", "Surge",
+			fmt.Sprintf("%d replacements are available; scaled back to %d replicas, which removes %s",
+				state.Surge, state.OriginalReplicas, podNames(wave))})
+	case !in.now.Before(deadline):
+		gaveUp = true
+		p.rollback(live, state, fmt.Sprintf("the replacements made no progress for %v (%v after the surge started)",
+			deadline.Sub(progress).Round(time.Second), in.now.Sub(state.StartTime.Time).Round(time.Second)))
+	default:
+		p.requeueAfter = deadline.Sub(in.now)
+	}
+	return gaveUp
+}
+
+// answerPods decides each pod's EvacuationInitiated, where it changes: removed when the pod is
+// no longer asked to leave, False for good when the surge gave up, True when the Deployment
+// surges, False with the reason when it declines; left alone when the responder gave the pod up
+// earlier or neither accepts nor declines. The changes are reported in Events.
+func (p *plan) answerPods(d *appsv1.Deployment, live []*corev1.Pod, el eligibility, gaveUp bool) {
+	for _, pod := range live {
+		cond := evacuation.Condition(pod, evacuation.Initiated)
+		switch {
+		case !evacuation.Requested(pod):
+			if cond != nil {
+				p.answers = append(p.answers, answer{pod: pod})
+			}
+		case timedOut(pod):
+		case gaveUp:
+			p.answers = append(p.answers, answer{pod, corev1.ConditionFalse, ReasonSurgeTimedOut,
+				"the Deployment's surge did not become available in time: eviction moves the pod"})
+		case el.ok:
+			if cond == nil || cond.Status != corev1.ConditionTrue {
+				p.answers = append(p.answers, answer{pod, corev1.ConditionTrue, ReasonSurge,
+					fmt.Sprintf("Deployment %s surges a replacement before the pod is removed", d.Name)})
+			}
+		case el.reason != "":
+			if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != el.reason {
+				p.answers = append(p.answers, answer{pod, corev1.ConditionFalse, el.reason, el.message})
+			}
+		}
+	}
+	p.answerEvents(gaveUp)
+}
+
+// startWave decides, with no surge in progress, whether a wave starts: once the Deployment is
+// steady, it surges by up to maxSurge for the pods asked to leave and marks them to go first
+// when it scales back. A wave that is not full first waits gatherRequests for more requests.
+// Marks left over from an earlier wave or rollback go, once the ReplicaSet removed the pods it
+// was to remove.
+func (p *plan) startWave(in input, live []*corev1.Pod, el eligibility, replicas int32) {
+	d := in.deployment
+	if int32(len(live)) > replicas {
+		return
+	}
+	candidates := p.waveCandidates(live, el)
+	steady := d.Status.ObservedGeneration >= d.Generation && d.Status.Replicas == replicas &&
+		d.Status.UpdatedReplicas == replicas && int32(len(live)) == replicas
+	if len(candidates) == 0 || !steady {
+		return
+	}
+	if wait := gathering(candidates, el.surge, in.now); wait > 0 {
+		p.requeueAfter = wait
+		return
+	}
+	sortWave(candidates)
+	k := min(el.surge, int32(len(candidates)))
+	wave := candidates[:k]
+	for _, pod := range wave {
+		if !isMarked(pod) {
+			p.mark = append(p.mark, pod)
+		}
+	}
+	for _, pod := range candidates[k:] {
+		if isMarked(pod) {
+			p.unmark = append(p.unmark, pod)
+		}
+	}
+	p.scale = &scaleChange{replicas: replicas + k, surge: &surgeState{
+		OriginalReplicas: replicas, Surge: k, StartTime: metav1.NewMicroTime(in.now),
+	}}
+	p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeStarted", "Surge",
+		fmt.Sprintf("scaling from %d to %d replicas to evacuate %s; %s wait for a later wave",
+			replicas, replicas+k, podNames(wave), count(candidates[k:]))})
+	p.requeueAfter = in.surgeTimeout + time.Duration(d.Spec.MinReadySeconds)*time.Second
+}
+
+// waveCandidates are the pods a wave may evacuate: those asked to leave that the responder did
+// not give up on, when the Deployment surges. The marks of the other pods go.
+func (p *plan) waveCandidates(live []*corev1.Pod, el eligibility) []*corev1.Pod {
+	var candidates []*corev1.Pod
+	for _, pod := range live {
+		if el.ok && evacuation.Requested(pod) && !timedOut(pod) {
+			candidates = append(candidates, pod)
+		} else if isMarked(pod) {
+			p.unmark = append(p.unmark, pod)
+		}
+	}
+	return candidates
+}
+
+// gathering is how long a wave of fewer candidates than maxSurge still waits for more
+// requests after the last one; 0 when it starts now.
+func gathering(candidates []*corev1.Pod, maxSurge int32, now time.Time) time.Duration {
+	if int32(len(candidates)) >= maxSurge {
+		return 0
+	}
+	var last time.Time
+	for _, pod := range candidates {
+		if t := requestTime(pod); t.After(last) {
+			last = t
+		}
+	}
+	if wait := last.Add(gatherRequests).Sub(now); wait > 0 && !last.After(now) {
+		return wait
+	}
+	return 0
+}
+
+// sortWave orders the candidates of a wave: pods marked by a wave that did not start (the
+// process stopped) go first, then the oldest requests.
+func sortWave(candidates []*corev1.Pod) {
+	slices.SortFunc(candidates, func(a, b *corev1.Pod) int {
+		if isMarked(a) != isMarked(b) {
+			if isMarked(a) {
+				return -1
+			}
+			return 1
+		}
+		if c := requestTime(a).Compare(requestTime(b)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+}
+
+// answerEvents reports the answers that change the pods' EvacuationInitiated. The answers are
+// carried out before the rollback of a surge that gave up: if the process stops in between, the
+// next decision still knows it gave up.
+func (p *plan) answerEvents(gaveUp bool) {
+	var accepted, declined []*corev1.Pod
+	reason, message := "", ""
+	for _, a := range p.answers {
+		switch a.status {
+		case corev1.ConditionTrue:
+			accepted = append(accepted, a.pod)
+		case corev1.ConditionFalse:
+			declined = append(declined, a.pod)
+			reason, message = a.reason, a.message
+		}
+	}
+	if len(accepted) > 0 {
+		p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "EvacuationAccepted", "Evacuate",
+			fmt.Sprintf("accepted the evacuation of %s (%s): they leave once surged replacements are available", count(accepted), podNames(accepted))})
+	}
+	switch {
+	case gaveUp:
+		p.events = append(p.events, deploymentEvent{corev1.EventTypeWarning, "SurgeTimedOut", "Evacuate",
+			fmt.Sprintf("gave up the evacuation of %s (%s): %s", count(declined), podNames(declined), message)})
+	case len(declined) > 0:
+		p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "EvacuationDeclined", "Evacuate",
+			fmt.Sprintf("declined the evacuation of %s (%s), %s: %s", count(declined), podNames(declined), reason, message)})
+	}
+}
+
+func withdrawn(pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, pod := range pods {
+		if !evacuation.Requested(pod) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// timedOut reports whether the responder gave up on the pod's evacuation for good.
+func timedOut(pod *corev1.Pod) bool {
+	c := evacuation.Condition(pod, evacuation.Initiated)
+	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == ReasonSurgeTimedOut
+}
+
+func requestTime(pod *corev1.Pod) time.Time {
+	if c := evacuation.Condition(pod, evacuation.Request); c != nil {
+		return c.LastTransitionTime.Time
+	}
+	return time.Time{}
+}
+
+// count says how many pods there are, for a message.
+func count(pods []*corev1.Pod) string {
+	if len(pods) == 1 {
+		return "1 pod"
+	}
+	return strconv.Itoa(len(pods)) + " pods"
+}
+
+// podNames lists a few pod names for a message.
+func podNames(pods []*corev1.Pod) string {
+	const most = 5
+	names := make([]string, 0, most)
+	for i, pod := range pods {
+		if i == most {
+			return strings.Join(names, ", ") + " and " + strconv.Itoa(len(pods)-most) + " more"
+		}
+		names = append(names, pod.Name)
+	}
+	if len(names) == 0 {
+		return "no pods"
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,76 @@
+package deployment
+
+// The marks the responder keeps: the pods' lowered deletion cost (the pods a ReplicaSet removes
+// first) and the ReplicaSets' markers.
+
+import (
+	"math"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// lowestDeletionCost is the pod-deletion-cost of the pods a ReplicaSet is to remove first.
+const lowestDeletionCost = math.MinInt32
+
+// isMarked reports whether the responder lowered the pod's deletion cost.
+func isMarked(pod *corev1.Pod) bool {
+	_, ok := pod.Annotations[evacuation.OriginalDeletionCostAnnotation]
+	return ok
+}
+
+func marked(pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, pod := range pods {
+		if isMarked(pod) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// markers are the annotations the responder keeps on a ReplicaSet: the number of its pods with
+// an evacuation request and, while the Deployment answers them by surging, evacuation-ready.
+// Copies of the Deployment's own nodemaint annotations, which the Deployment controller puts on
+// its newest ReplicaSet, are removed once the Deployment no longer has them. A nil value
+// removes the annotation.
+func markers(rs *appsv1.ReplicaSet, pods []*corev1.Pod, ready bool, deploymentAnnotations map[string]string) map[string]*string {
+	n := 0
+	for _, pod := range pods {
+		if ref := metav1.GetControllerOf(pod); ref != nil && ref.UID == rs.UID && pod.DeletionTimestamp.IsZero() && evacuation.Requested(pod) {
+			n++
+		}
+	}
+	want := map[string]*string{
+		evacuation.ReplicasToEvacuateAnnotation: nil,
+		evacuation.EvacuationReadyAnnotation:    nil,
+	}
+	if n > 0 {
+		want[evacuation.ReplicasToEvacuateAnnotation] = ptr.To(strconv.Itoa(n))
+		if ready {
+			want[evacuation.EvacuationReadyAnnotation] = ptr.To("true")
+		}
+	}
+	for _, key := range []string{evacuation.SurgeAnnotation, evacuation.DeploymentReplicasToEvacuateAnnotation} {
+		if _, copied := deploymentAnnotations[key]; !copied {
+			want[key] = nil
+		}
+	}
+	return want
+}
+
+// toEvacuate counts the pods with an evacuation request, for the Deployment's marker.
+func toEvacuate(pods []*corev1.Pod) int {
+	n := 0
+	for _, pod := range pods {
+		if pod.DeletionTimestamp.IsZero() && evacuation.Requested(pod) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,165 @@
+package deployment
+
+// The surge bookkeeping: the surge record kept in the Deployment's annotation, the pods a surge
+// created, how long it may make no progress, and its rollback.
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// surgeState is the value of evacuation.SurgeAnnotation: a surge in progress.
+type surgeState struct {
+	// OriginalReplicas is the Deployment's spec.replicas before the surge, and after it.
+	OriginalReplicas int32 `json:"originalReplicas"`
+	// Surge is the number of replicas added: the number of pods evacuated by this wave.
+	Surge int32 `json:"surge"`
+	// StartTime is when the surge started; it gives up once its pods made no progress for its
+	// patience since then (see lastProgress and patience).
+	StartTime metav1.MicroTime `json:"startTime"`
+}
+
+func (s *surgeState) String() string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// parseSurge reads the surge in progress from the Deployment, nil when there is none.
+func parseSurge(d *appsv1.Deployment) (*surgeState, error) {
+	v, ok := d.Annotations[evacuation.SurgeAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	s := &surgeState{}
+	if err := json.Unmarshal([]byte(v), s); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", evacuation.SurgeAnnotation, err)
+	}
+	if s.OriginalReplicas < 0 || s.Surge <= 0 || s.StartTime.IsZero() {
+		return nil, fmt.Errorf("annotation %s: invalid value %q", evacuation.SurgeAnnotation, v)
+	}
+	return s, nil
+}
+
+// surgePods are the pods a surge created: the newest ones created since it started (creation
+// times are in seconds) that nobody asked to leave, at most its size.
+func surgePods(live []*corev1.Pod, state *surgeState) []*corev1.Pod {
+	var created []*corev1.Pod
+	for _, pod := range live {
+		if !pod.CreationTimestamp.Time.Before(state.StartTime.Truncate(time.Second)) && !evacuation.Requested(pod) {
+			created = append(created, pod)
+		}
+	}
+	slices.SortFunc(created, func(a, b *corev1.Pod) int {
+		return cmp.Or(b.CreationTimestamp.Compare(a.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+	})
+	return created[:min(len(created), int(state.Surge))]
+}
+
+// lastProgress is when the surge last moved: its start, or the latest time one of the pods it
+// created (surgePods) was created, scheduled, initialized or became ready. A surge gives up
+// only after its patience without progress, as a Deployment's progressDeadlineSeconds counts:
+// on a busy cluster the scheduler may take minutes to place every replacement of every
+// Deployment surging at once, and a surge whose pods keep arriving is slow, not stuck. Giving
+// it up would throw its replacements away and evict the pods instead.
+func lastProgress(created []*corev1.Pod, state *surgeState) time.Time {
+	last := state.StartTime.Time
+	later := func(t time.Time) {
+		if t.After(last) {
+			last = t
+		}
+	}
+	for _, pod := range created {
+		later(pod.CreationTimestamp.Time)
+		for _, c := range pod.Status.Conditions {
+			switch c.Type {
+			case corev1.PodScheduled, corev1.PodInitialized, corev1.PodReady:
+				if c.Status == corev1.ConditionTrue {
+					later(c.LastTransitionTime.Time)
+				}
+			}
+		}
+	}
+	return last
+}
+
+// patience is how long a surge may make no progress before it gives up. The surge timeout is
+// the bound for replacements that show a problem: one that cannot be placed (no capacity, every
+// other node cordoned), one whose containers fail to start, or a ReplicaSet that fails to create
+// them (a quota, an admission webhook). A surge that is only slow, its replacements waiting for
+// kube-controller-manager, the scheduler or their kubelets on a busy cluster (slow image pulls),
+// waits as it would for any scale-up of the Deployment: up to the Deployment's own
+// progressDeadlineSeconds when that is longer, the bound after which its owner considers a
+// rollout stuck. minReadySeconds comes on top.
+func patience(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, created []*corev1.Pod, surgeTimeout time.Duration) time.Duration {
+	wait := surgeTimeout
+	if !slices.ContainsFunc(created, inTrouble) && !slices.ContainsFunc(replicaSets, failingToCreate) {
+		progressDeadline := time.Duration(ptr.Deref(d.Spec.ProgressDeadlineSeconds, defaultProgressDeadlineSeconds)) * time.Second
+		wait = max(wait, progressDeadline)
+	}
+	return wait + time.Duration(d.Spec.MinReadySeconds)*time.Second
+}
+
+// defaultProgressDeadlineSeconds is the API server's default of a Deployment's
+// spec.progressDeadlineSeconds.
+const defaultProgressDeadlineSeconds = 600
+
+// failedToStart are the reasons of a waiting container that a kubelet gives when the container
+// does not start and will not without a change (an image that does not exist, a missing Secret)
+// or keeps failing.
+var failedToStart = []string{"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
+	"CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff"}
+
+// inTrouble reports whether a replacement shows that it may never become Ready: the scheduler
+// found no node for it, it failed, or one of its containers waits on a failure.
+func inTrouble(pod *corev1.Pod) bool {
+	if pod.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	if c := evacuation.Condition(pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse {
+		return true
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range statuses {
+			if cs.State.Waiting != nil && slices.Contains(failedToStart, cs.State.Waiting.Reason) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// failingToCreate reports whether the ReplicaSet controller fails to create the ReplicaSet's
+// pods (condition ReplicaFailure, e.g. a quota exceeded).
+func failingToCreate(rs *appsv1.ReplicaSet) bool {
+	return slices.ContainsFunc(rs.Status.Conditions, func(c appsv1.ReplicaSetCondition) bool {
+		return c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue
+	})
+}
+
+// rollback ends a surge without completing it: the pods the surge created are marked to go
+// first, the evacuated pods unmarked, and spec.replicas returns to the original count.
+func (p *plan) rollback(live []*corev1.Pod, state *surgeState, why string) {
+	created := surgePods(live, state)
+	for _, pod := range live {
+		switch in := slices.Contains(created, pod); {
+		case in && !isMarked(pod):
+			p.mark = append(p.mark, pod)
+		case !in && isMarked(pod):
+			p.unmark = append(p.unmark, pod)
+		}
+	}
+	p.scale = &scaleChange{replicas: state.OriginalReplicas}
+	p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeRolledBack", "Surge",
+		fmt.Sprintf("%s; scaled back to %d replicas, which removes the surge's pods %s", why, state.OriginalReplicas, podNames(created))})
+}
