@@ -29,10 +29,6 @@ type Class struct {
 	InvalidRule string
 }
 
-// ReasonInvalidDrainRule is the blocked reason of the pods held because a DrainRule that could
-// match them does not parse.
-const ReasonInvalidDrainRule = "InvalidDrainRule"
-
 // Rules are the DrainRules of the cluster, compiled, in the order they apply: alphabetical by name.
 type Rules struct {
 	rules []rule
