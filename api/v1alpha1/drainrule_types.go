@@ -94,6 +94,12 @@ type DrainRuleStatus struct {
 // pod the rule could match, on every node it could apply to.
 const ConditionValid = "Valid"
 
+// Reasons of a DrainRule's Valid condition.
+const (
+	ReasonValid           = "Valid"
+	ReasonInvalidSelector = "InvalidSelector"
+)
+
 // DrainRule tells the drain how to treat some pods: drain them in order, skip them, or wait for them
 // to complete (Cluster API's MachineDrainRule, for nodes). When several rules match a pod, the first
 // in alphabetical order of name wins. A pod label nodemaint.dev/drain=skip|wait-completed overrides

@@ -180,6 +180,47 @@ const (
 	ConditionSpecValid = "SpecValid"
 )
 
+// Reasons of the NodeMaintenance conditions. NoNodesSelected is a reason of both Drained and
+// NodesSelected.
+const (
+	// Drained.
+	ReasonDrainNotRequested = "DrainNotRequested"
+	ReasonPodsPending       = "PodsPending"
+	ReasonVolumesAttached   = "VolumesAttached"
+	ReasonDrained           = "Drained"
+	ReasonNoNodesSelected   = "NoNodesSelected"
+	// DrainTimedOut.
+	ReasonWithinDrainTimeout = "WithinDrainTimeout"
+	ReasonDrainTimedOut      = "DrainTimedOut"
+	// NodesSelected.
+	ReasonNodesSelected       = "NodesSelected"
+	ReasonAllNodesSelected    = "AllNodesSelected"
+	ReasonInvalidNodeSelector = "InvalidNodeSelector"
+	// SpecValid.
+	ReasonInvalidSpec = "InvalidSpec"
+)
+
+// Reasons a pod is still on a node under maintenance: the reason of a BlockedPods entry.
+const (
+	BlockedReasonPodDisruptionBudget = "PodDisruptionBudget"
+	BlockedReasonWaitingForOwner     = "WaitingForOwner"
+	BlockedReasonEvacuatingByOwner   = "EvacuatingByOwner"
+	BlockedReasonTerminating         = "Terminating"
+	BlockedReasonWaitCompleted       = "WaitCompleted"
+	BlockedReasonSkipped             = "Skipped"
+	BlockedReasonWaitingForOrder     = "WaitingForLowerOrder"
+	BlockedReasonEvictionFailed      = "EvictionFailed"
+	BlockedReasonEvicting            = "Evicting"
+	// BlockedReasonProtected: the pod is never evicted or deleted by nodemaint (its own
+	// controller's pods); only its owner moves it.
+	BlockedReasonProtected = "Protected"
+	// BlockedReasonInvalidDrainRule: the pod is held because a DrainRule that could match it does
+	// not parse.
+	BlockedReasonInvalidDrainRule = "InvalidDrainRule"
+	// BlockedReasonOther groups the pods of the reasons that do not fit in the status's entries.
+	BlockedReasonOther = "Other"
+)
+
 // NodeMaintenanceStatus is what the controller observed. Its size is bounded whatever the number
 // of selected nodes: the totals cover every selected node, and nodes lists only a bounded number
 // of them, those with something to report.

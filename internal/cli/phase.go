@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -209,5 +208,3 @@ func drained(nm *nodemaintv1alpha1.NodeMaintenance) bool {
 	return nm.Status.ObservedGeneration == nm.Generation &&
 		meta.IsStatusConditionTrue(nm.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
 }
-
-var errTimedOut = errors.New("timed out")

@@ -28,12 +28,12 @@ func bigMaintenance() *nodemaintv1alpha1.NodeMaintenance {
 			PodsPendingEvacuation: 4003, PodsEvacuating: 1, PodsSkipped: 7,
 			Nodes: map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus{
 				"node-a": {PodsPendingEvacuation: 2, PodsEvacuating: 1, PodsSkipped: 1, Blocked: []nodemaintv1alpha1.BlockedPods{
-					{Reason: "PodDisruptionBudget", Message: "The disruption budget db needs 1 healthy pods", Pods: []string{"prod/db-0"}, Count: 1},
+					{Reason: nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, Message: "The disruption budget db needs 1 healthy pods", Pods: []string{"prod/db-0"}, Count: 1},
 				}},
 				"node-b": {PodsPendingEvacuation: 1},
 			},
 			NodesNotListed: 4000,
-			Conditions:     []metav1.Condition{{Type: nodemaintv1alpha1.ConditionDrained, Status: metav1.ConditionFalse, Reason: "PodsPending"}},
+			Conditions:     []metav1.Condition{{Type: nodemaintv1alpha1.ConditionDrained, Status: metav1.ConditionFalse, Reason: nodemaintv1alpha1.ReasonPodsPending}},
 		},
 	}
 }
@@ -74,8 +74,8 @@ func TestFollowFailsWhenNoNodeIsSelected(t *testing.T) {
 		Status: nodemaintv1alpha1.NodeMaintenanceStatus{
 			ObservedGeneration: 1, Phase: nodemaintv1alpha1.PhaseDrain,
 			Conditions: []metav1.Condition{
-				{Type: nodemaintv1alpha1.ConditionDrained, Status: metav1.ConditionFalse, Reason: "NoNodesSelected", ObservedGeneration: 1},
-				{Type: nodemaintv1alpha1.ConditionNodesSelected, Status: metav1.ConditionFalse, Reason: "NoNodesSelected", ObservedGeneration: 1,
+				{Type: nodemaintv1alpha1.ConditionDrained, Status: metav1.ConditionFalse, Reason: nodemaintv1alpha1.ReasonNoNodesSelected, ObservedGeneration: 1},
+				{Type: nodemaintv1alpha1.ConditionNodesSelected, Status: metav1.ConditionFalse, Reason: nodemaintv1alpha1.ReasonNoNodesSelected, ObservedGeneration: 1,
 					Message: "the nodeSelector selects no node"},
 			},
 		},

@@ -88,21 +88,21 @@ func expectNoNewReconcileErrors(t *testing.T, before float64) {
 func TestNoNodesSelected(t *testing.T) {
 	createNode(t, "nonodes-node", nil, false)
 	createNM(t, "nonodes", true, true, "", "no-such-node")
-	c := expectCondition(t, "nonodes", nodemaintv1alpha1.ConditionNodesSelected, metav1.ConditionFalse, "NoNodesSelected")
+	c := expectCondition(t, "nonodes", nodemaintv1alpha1.ConditionNodesSelected, metav1.ConditionFalse, nodemaintv1alpha1.ReasonNoNodesSelected)
 	if c.Message != "the nodeSelector selects no node" {
 		t.Errorf("message %q", c.Message)
 	}
-	expectWarning(t, "NodeMaintenance", "nonodes", "NoNodesSelected")
+	expectWarning(t, "NodeMaintenance", "nonodes", nodemaintv1alpha1.ReasonNoNodesSelected)
 	// Nothing is drained: a typo in a node name must not read as done.
 	expectStatus(t, "nonodes", "", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrain, Drained: "False"})
-	if c := expectCondition(t, "nonodes", nodemaintv1alpha1.ConditionDrained, metav1.ConditionFalse, "NoNodesSelected"); c.Message != "the nodeSelector selects no node: nothing is drained" {
+	if c := expectCondition(t, "nonodes", nodemaintv1alpha1.ConditionDrained, metav1.ConditionFalse, nodemaintv1alpha1.ReasonNoNodesSelected); c.Message != "the nodeSelector selects no node: nothing is drained" {
 		t.Errorf("Drained message %q", c.Message)
 	}
 	expectNode(t, "nonodes-node", restored)
 
 	// A node that appears later and matches is selected, and the condition says so.
 	createNode(t, "no-such-node", nil, false)
-	c = expectCondition(t, "nonodes", nodemaintv1alpha1.ConditionNodesSelected, metav1.ConditionTrue, "NodesSelected")
+	c = expectCondition(t, "nonodes", nodemaintv1alpha1.ConditionNodesSelected, metav1.ConditionTrue, nodemaintv1alpha1.ReasonNodesSelected)
 	if c.Message != "the nodeSelector selects 1 nodes" {
 		t.Errorf("message %q", c.Message)
 	}
@@ -128,7 +128,7 @@ func TestAllNodesSelected(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), nm) })
-	c := expectCondition(t, "allnodes", nodemaintv1alpha1.ConditionNodesSelected, metav1.ConditionTrue, "AllNodesSelected")
+	c := expectCondition(t, "allnodes", nodemaintv1alpha1.ConditionNodesSelected, metav1.ConditionTrue, nodemaintv1alpha1.ReasonAllNodesSelected)
 	var nodes corev1.NodeList
 	if err := k8s.List(ctx, &nodes); err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestAllNodesSelected(t *testing.T) {
 	if want := fmt.Sprintf("the nodeSelector selects every node of the cluster (%d nodes)", len(nodes.Items)); c.Message != want {
 		t.Errorf("message %q, want %q", c.Message, want)
 	}
-	e := expectWarning(t, "NodeMaintenance", "allnodes", "AllNodesSelected")
+	e := expectWarning(t, "NodeMaintenance", "allnodes", nodemaintv1alpha1.ReasonAllNodesSelected)
 	if e.Note != c.Message {
 		t.Errorf("Event says %q, condition %q", e.Note, c.Message)
 	}
@@ -225,11 +225,11 @@ func TestInvalidNodeSelector(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), nm) })
-	c := expectCondition(t, "invalidsel", nodemaintv1alpha1.ConditionNodesSelected, metav1.ConditionFalse, "InvalidNodeSelector")
+	c := expectCondition(t, "invalidsel", nodemaintv1alpha1.ConditionNodesSelected, metav1.ConditionFalse, nodemaintv1alpha1.ReasonInvalidNodeSelector)
 	if !strings.Contains(c.Message, `"six"`) {
 		t.Errorf("the message does not quote the bad value: %q", c.Message)
 	}
-	expectWarning(t, "NodeMaintenance", "invalidsel", "InvalidNodeSelector")
+	expectWarning(t, "NodeMaintenance", "invalidsel", nodemaintv1alpha1.ReasonInvalidNodeSelector)
 	expectNode(t, "invalidsel-node", restored)
 	deleteNMAndWait(t, "invalidsel")
 }

@@ -140,9 +140,9 @@ func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, inte
 			case err != nil:
 				evictionsTotal.WithLabelValues("failed").Inc()
 				if _, _, before := r.Evictions.Refusal(pod.UID); !before {
-					r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "EvictionFailed", "Evict", "node maintenance: %v", err)
+					r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, nodemaintv1alpha1.BlockedReasonEvictionFailed, "Evict", "node maintenance: %v", err)
 				}
-				later(r.Evictions.Refused(pod.UID, now, drain.ReasonEvictionFailed, err.Error()))
+				later(r.Evictions.Refused(pod.UID, now, nodemaintv1alpha1.BlockedReasonEvictionFailed, err.Error()))
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err))
 				mu.Unlock()
@@ -151,7 +151,7 @@ func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, inte
 				if _, _, before := r.Evictions.Refusal(pod.UID); !before {
 					r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "EvictionRefused", "Evict", "node maintenance: %s", refusal)
 				}
-				later(r.Evictions.Refused(pod.UID, now, drain.ReasonPodDisruptionBudget, refusal))
+				later(r.Evictions.Refused(pod.UID, now, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, refusal))
 				log.FromContext(ctx).V(1).Info("eviction refused", "pod", client.ObjectKeyFromObject(pod), "reason", refusal)
 			default:
 				evictionsTotal.WithLabelValues("evicted").Inc()

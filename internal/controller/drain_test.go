@@ -101,15 +101,15 @@ func TestEvictionFallback(t *testing.T) {
 	createPod(t, "evict-accepted", "evict-node", ownedByReplicaSet)
 	createDrainNM(t, "evict", 4*time.Second, "evict-node")
 
-	expectBlocked(t, "evict", "evict-node", "evict-bare", "WaitingForOwner", "bare pod (no controller): it will not be recreated once evicted; waiting up to 4s")
+	expectBlocked(t, "evict", "evict-node", "evict-bare", nodemaintv1alpha1.BlockedReasonWaitingForOwner, "bare pod (no controller): it will not be recreated once evicted; waiting up to 4s")
 	if e := expectWarning(t, "Pod", "evict-bare", "BarePod"); !strings.Contains(e.Note, "will not be recreated") {
 		t.Errorf("the BarePod Event does not say the pod will not come back: %q", e.Note)
 	}
-	expectBlocked(t, "evict", "evict-node", "evict-silent", "WaitingForOwner", "waiting up to 4s")
+	expectBlocked(t, "evict", "evict-node", "evict-silent", nodemaintv1alpha1.BlockedReasonWaitingForOwner, "waiting up to 4s")
 	setPodCondition(t, "evict-accepted", corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "Surge", Message: "waiting for Deployment web to surge"})
 	setPodCondition(t, "evict-declined", corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionFalse, Reason: "NoCapacity"})
 	expectEvicted(t, "evict-declined")
-	expectBlocked(t, "evict", "evict-node", "evict-accepted", "EvacuatingByOwner", "waiting for Deployment web to surge")
+	expectBlocked(t, "evict", "evict-node", "evict-accepted", nodemaintv1alpha1.BlockedReasonEvacuatingByOwner, "waiting for Deployment web to surge")
 
 	expectEvicted(t, "evict-silent")
 	expectEvicted(t, "evict-bare")
@@ -127,7 +127,7 @@ func TestOwnPodsNeverEvicted(t *testing.T) {
 
 	expectEvicted(t, "own-other")
 	expectRequest(t, "own-controller", "True/NodeMaintenance/drain test")
-	expectBlocked(t, "own", "own-node", "own-controller", "Protected", "nodemaint-controller's own pod: never evicted or deleted by nodemaint")
+	expectBlocked(t, "own", "own-node", "own-controller", nodemaintv1alpha1.BlockedReasonProtected, "nodemaint-controller's own pod: never evicted or deleted by nodemaint")
 	notEvicted(t, "own-controller")
 }
 
@@ -155,7 +155,7 @@ func TestDrainLabelPolicyIgnore(t *testing.T) {
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), nm) })
 
 	expectEvicted(t, "label-ignored-app")
-	expectBlocked(t, "label-honored", "label-honored", "label-honored-app", "Skipped", "label nodemaint.dev/drain=skip")
+	expectBlocked(t, "label-honored", "label-honored", "label-honored-app", nodemaintv1alpha1.BlockedReasonSkipped, "label nodemaint.dev/drain=skip")
 	notEvicted(t, "label-honored-app")
 }
 
@@ -189,7 +189,7 @@ func TestPodDisruptionBudgetHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	createDrainNM(t, "pdb", time.Second, "pdb-node")
-	expectBlocked(t, "pdb", "pdb-node", "pdb-guarded", "PodDisruptionBudget", "The disruption budget guard needs 1 healthy pods and has 1 currently")
+	expectBlocked(t, "pdb", "pdb-node", "pdb-guarded", nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, "The disruption budget guard needs 1 healthy pods and has 1 currently")
 	notEvicted(t, "pdb-guarded")
 	if err := k8s.Delete(ctx, pdb); err != nil {
 		t.Fatal(err)
@@ -223,10 +223,10 @@ func TestDrainRules(t *testing.T) {
 	createDrainNM(t, "rules", 2*time.Second, "rules-node")
 
 	expectEvicted(t, "rules-web")
-	expectBlocked(t, "rules", "rules-node", "rules-db", "WaitingForLowerOrder", "order 100")
-	expectBlocked(t, "rules", "rules-node", "rules-skip", "Skipped", "label nodemaint.dev/drain=skip")
-	expectBlocked(t, "rules", "rules-node", "rules-tolerant", "Skipped", "tolerates node.kubernetes.io/unschedulable")
-	expectBlocked(t, "rules", "rules-node", "rules-batch", "WaitCompleted", "label nodemaint.dev/drain=wait-completed")
+	expectBlocked(t, "rules", "rules-node", "rules-db", nodemaintv1alpha1.BlockedReasonWaitingForOrder, "order 100")
+	expectBlocked(t, "rules", "rules-node", "rules-skip", nodemaintv1alpha1.BlockedReasonSkipped, "label nodemaint.dev/drain=skip")
+	expectBlocked(t, "rules", "rules-node", "rules-tolerant", nodemaintv1alpha1.BlockedReasonSkipped, "tolerates node.kubernetes.io/unschedulable")
+	expectBlocked(t, "rules", "rules-node", "rules-batch", nodemaintv1alpha1.BlockedReasonWaitCompleted, "label nodemaint.dev/drain=wait-completed")
 	for _, p := range []string{"rules-db", "rules-skip", "rules-batch", "rules-tolerant"} {
 		if got, err := requestOf(ctx, p); err != nil || got != "" {
 			t.Errorf("pod %s: request %q (%v) before its turn", p, got, err)

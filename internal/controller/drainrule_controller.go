@@ -19,12 +19,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/drain"
 )
 
-// Reasons of a DrainRule's Valid condition.
-const (
-	ReasonValidDrainRule   = "Valid"
-	ReasonInvalidSelector  = "InvalidSelector"
-	maxConditionMessageLen = 32768 // metav1.Condition's limit
-)
+const maxConditionMessageLen = 32768 // metav1.Condition's limit
 
 // DrainRuleReconciler reports on each DrainRule whether the drain can use it: the Valid
 // condition, False with reason InvalidSelector naming the error (and a Warning Event) when a
@@ -59,7 +54,7 @@ func (r *DrainRuleReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	was := meta.FindStatusCondition(orig.Status.Conditions, nodemaintv1alpha1.ConditionValid)
 	if c := meta.FindStatusCondition(status.Conditions, nodemaintv1alpha1.ConditionValid); c.Status == metav1.ConditionFalse &&
 		(was == nil || was.Status != c.Status || was.Message != c.Message) {
-		r.Recorder.Eventf(dr, nil, corev1.EventTypeWarning, ReasonInvalidSelector, "Validate", "%s", c.Message)
+		r.Recorder.Eventf(dr, nil, corev1.EventTypeWarning, nodemaintv1alpha1.ReasonInvalidSelector, "Validate", "%s", c.Message)
 	}
 	return reconcile.Result{}, nil
 }
@@ -67,9 +62,9 @@ func (r *DrainRuleReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 // drainRuleValid is the Valid condition of the rule, from drain.Rules.Errors.
 func drainRuleValid(dr *nodemaintv1alpha1.DrainRule) metav1.Condition {
 	c := metav1.Condition{Type: nodemaintv1alpha1.ConditionValid, ObservedGeneration: dr.Generation,
-		Status: metav1.ConditionTrue, Reason: ReasonValidDrainRule, Message: "every selector parses"}
+		Status: metav1.ConditionTrue, Reason: nodemaintv1alpha1.ReasonValid, Message: "every selector parses"}
 	if errs := drain.NewRules([]nodemaintv1alpha1.DrainRule{*dr}).Errors(); len(errs) > 0 {
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonInvalidSelector
+		c.Status, c.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonInvalidSelector
 		c.Message = errors.Join(errs...).Error() +
 			"; the drain holds every pod this rule could match, on every node it could apply to, until the rule is fixed or deleted"
 		if len(c.Message) > maxConditionMessageLen {

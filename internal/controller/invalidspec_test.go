@@ -125,13 +125,13 @@ spec:
 	})
 
 	// The bad one is reported on its own status and by an Event, naming the field and the value.
-	c := expectCondition(t, "badspec", nodemaintv1alpha1.ConditionSpecValid, metav1.ConditionFalse, "InvalidSpec")
+	c := expectCondition(t, "badspec", nodemaintv1alpha1.ConditionSpecValid, metav1.ConditionFalse, nodemaintv1alpha1.ReasonInvalidSpec)
 	for _, want := range []string{`spec.evacuationResponseTimeout: "1d"`, `spec.drainTimeout: "2 days"`} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("SpecValid message %q does not name %s", c.Message, want)
 		}
 	}
-	if e := expectWarning(t, "NodeMaintenance", "badspec", "InvalidSpec"); !strings.Contains(e.Note, "1d") {
+	if e := expectWarning(t, "NodeMaintenance", "badspec", nodemaintv1alpha1.ReasonInvalidSpec); !strings.Contains(e.Note, "1d") {
 		t.Errorf("InvalidSpec Event %q does not name the value", e.Note)
 	}
 	// It keeps cordoning and requests evacuation, but never evicts nor deletes.
@@ -219,17 +219,17 @@ spec:
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), rule) })
 
 	createDrainNM(t, "badrule", 1e9, "badrule-node") // response timeout 1s
-	expectBlocked(t, "badrule", "badrule-node", "badrule-db", "InvalidDrainRule", "DrainRule badrule-protect-db")
+	expectBlocked(t, "badrule", "badrule-node", "badrule-db", nodemaintv1alpha1.BlockedReasonInvalidDrainRule, "DrainRule badrule-protect-db")
 	eventually(t, "DrainRule Valid=False", func(ctx context.Context) (bool, string, error) {
 		dr := &nodemaintv1alpha1.DrainRule{}
 		if err := k8s.Get(ctx, types.NamespacedName{Name: "badrule-protect-db"}, dr); err != nil {
 			return false, "", err
 		}
 		c := meta.FindStatusCondition(dr.Status.Conditions, nodemaintv1alpha1.ConditionValid)
-		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "InvalidSelector" &&
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == nodemaintv1alpha1.ReasonInvalidSelector &&
 			strings.Contains(c.Message, "DrainRule badrule-protect-db: pods:") && c.ObservedGeneration == dr.Generation, fmt.Sprintf("%+v", c), nil
 	})
-	if e := expectWarning(t, "DrainRule", "badrule-protect-db", "InvalidSelector"); !strings.Contains(e.Note, "holds every pod") {
+	if e := expectWarning(t, "DrainRule", "badrule-protect-db", nodemaintv1alpha1.ReasonInvalidSelector); !strings.Contains(e.Note, "holds every pod") {
 		t.Errorf("InvalidSelector Event %q does not say the pods are held", e.Note)
 	}
 	// Long past the response timeout, nothing evicted it, and the drain is not complete.

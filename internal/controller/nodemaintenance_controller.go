@@ -220,24 +220,24 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 	cond := metav1.Condition{Type: nodemaintv1alpha1.ConditionDrained, ObservedGeneration: nm.Generation}
 	switch {
 	case !nm.Spec.Drain:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "DrainNotRequested", "spec.drain is false"
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonDrainNotRequested, "spec.drain is false"
 	case len(nodes) == 0:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reasonNoNodesSelected, "the nodeSelector selects no node: nothing is drained"
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonNoNodesSelected, "the nodeSelector selects no node: nothing is drained"
 	case drained:
-		cond.Status, cond.Reason = metav1.ConditionTrue, "Drained"
+		cond.Status, cond.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrained
 		cond.Message = fmt.Sprintf("every targeted pod is gone from the %d selected nodes", len(nodes)) + skipped.note(status.PodsSkipped)
 	case status.PodsPendingEvacuation == 0:
-		cond.Status, cond.Reason = metav1.ConditionFalse, "VolumesAttached"
+		cond.Status, cond.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonVolumesAttached
 		cond.Message = fmt.Sprintf("every targeted pod is gone; %d volumes of drained pods are still attached", volumes) + skipped.note(status.PodsSkipped)
 	default:
-		cond.Status, cond.Reason = metav1.ConditionFalse, "PodsPending"
+		cond.Status, cond.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonPodsPending
 		cond.Message = fmt.Sprintf("%d pods pending evacuation (%d evacuating by their owners) on %d nodes",
 			status.PodsPendingEvacuation, status.PodsEvacuating, status.NodesPending) + skipped.note(status.PodsSkipped)
 	}
 	meta.SetStatusCondition(&status.Conditions, cond)
 
 	timedOut := metav1.Condition{Type: nodemaintv1alpha1.ConditionDrainTimedOut, ObservedGeneration: nm.Generation,
-		Status: metav1.ConditionFalse, Reason: "WithinDrainTimeout"}
+		Status: metav1.ConditionFalse, Reason: nodemaintv1alpha1.ReasonWithinDrainTimeout}
 	nmAt := nm.DeepCopy()
 	nmAt.Status.DrainStartTime = status.DrainStartTime
 	deadline := maintenance.DrainDeadline(nmAt)
@@ -247,7 +247,7 @@ func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1
 	case drained || now.Before(deadline):
 		meta.SetStatusCondition(&status.Conditions, timedOut)
 	default:
-		timedOut.Status, timedOut.Reason = metav1.ConditionTrue, "DrainTimedOut"
+		timedOut.Status, timedOut.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrainTimedOut
 		timedOut.Message = fmt.Sprintf("not drained %s after drain started: %d pods and %d volumes left on %d nodes",
 			nm.Spec.DrainTimeout.Duration, status.PodsPendingEvacuation, volumes, status.NodesPending)
 		if len(left) > 0 {
@@ -268,26 +268,19 @@ func nodesSelectedCondition(nm *nodemaintv1alpha1.NodeMaintenance, sel maintenan
 	c := metav1.Condition{Type: nodemaintv1alpha1.ConditionNodesSelected, ObservedGeneration: nm.Generation}
 	switch {
 	case sel.Err() != nil:
-		c.Status, c.Reason = metav1.ConditionFalse, reasonInvalidNodeSelector
+		c.Status, c.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonInvalidNodeSelector
 		c.Message = fmt.Sprintf("the nodeSelector selects no node: %v", sel.Err())
 	case selected == 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, reasonNoNodesSelected, "the nodeSelector selects no node"
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonNoNodesSelected, "the nodeSelector selects no node"
 	case selected == total && total > 1:
-		c.Status, c.Reason = metav1.ConditionTrue, reasonAllNodesSelected
+		c.Status, c.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonAllNodesSelected
 		c.Message = fmt.Sprintf("the nodeSelector selects every node of the cluster (%d nodes)", selected)
 	default:
-		c.Status, c.Reason = metav1.ConditionTrue, "NodesSelected"
+		c.Status, c.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonNodesSelected
 		c.Message = fmt.Sprintf("the nodeSelector selects %d nodes", selected)
 	}
 	return c
 }
-
-// Reasons of the NodesSelected condition that are also Warning Events.
-const (
-	reasonInvalidNodeSelector = "InvalidNodeSelector"
-	reasonNoNodesSelected     = "NoNodesSelected"
-	reasonAllNodesSelected    = "AllNodesSelected"
-)
 
 // recordTransitions emits Events for phase and Drained changes, and for a selector that selects
 // no node or every node.
@@ -299,19 +292,19 @@ func (r *NodeMaintenanceReconciler) recordTransitions(old, cur *nodemaintv1alpha
 	if old.Status.ObservedGeneration != cur.Status.ObservedGeneration || old.Status.SelectedNodes != cur.Status.SelectedNodes {
 		switch c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionNodesSelected); {
 		case c == nil:
-		case c.Reason == reasonInvalidNodeSelector, c.Reason == reasonNoNodesSelected, c.Reason == reasonAllNodesSelected:
+		case c.Reason == nodemaintv1alpha1.ReasonInvalidNodeSelector, c.Reason == nodemaintv1alpha1.ReasonNoNodesSelected, c.Reason == nodemaintv1alpha1.ReasonAllNodesSelected:
 			r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
 		}
 	}
 	if !meta.IsStatusConditionTrue(old.Status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut) &&
 		meta.IsStatusConditionTrue(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut) {
 		c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut)
-		r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, "DrainTimedOut", "Drain", "%s", c.Message)
+		r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, nodemaintv1alpha1.ReasonDrainTimedOut, "Drain", "%s", c.Message)
 	}
 	was := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
 	now := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
 	if now != nil && now.Status == metav1.ConditionTrue && (was == nil || was.Status != metav1.ConditionTrue) {
-		r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, "Drained", "Drain", "%s", now.Message)
+		r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, nodemaintv1alpha1.ReasonDrained, "Drain", "%s", now.Message)
 		if start := cur.Status.DrainStartTime; start != nil {
 			drainDuration.Observe(time.Since(start.Time).Seconds())
 		}

@@ -195,7 +195,7 @@ func TestVolumesDetach(t *testing.T) {
 		obj := &nodemaintv1alpha1.NodeMaintenance{}
 		err := k8s.Get(ctx, types.NamespacedName{Name: "vol"}, obj)
 		c := meta.FindStatusCondition(obj.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
-		return c != nil && c.Reason == "VolumesAttached" && obj.Status.Nodes["vol-node"].VolumesAttached == 1, fmt.Sprintf("%+v %+v", c, obj.Status.Nodes), err
+		return c != nil && c.Reason == nodemaintv1alpha1.ReasonVolumesAttached && obj.Status.Nodes["vol-node"].VolumesAttached == 1, fmt.Sprintf("%+v %+v", c, obj.Status.Nodes), err
 	})
 	if err := k8s.Delete(ctx, va); err != nil {
 		t.Fatal(err)
@@ -250,6 +250,6 @@ func TestDrainTimeout(t *testing.T) {
 	}
 	expectEvicted(t, "deadline-held")
 	// nodemaint-controller's own pod is never deleted, not even past drainTimeout with Delete.
-	expectBlocked(t, "deadline", "deadline-node", "deadline-controller", "Protected", "never evicted or deleted")
+	expectBlocked(t, "deadline", "deadline-node", "deadline-controller", nodemaintv1alpha1.BlockedReasonProtected, "never evicted or deleted")
 	notEvicted(t, "deadline-controller")
 }

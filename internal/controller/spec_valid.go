@@ -10,9 +10,6 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 )
 
-// ReasonInvalidSpec is the reason of the SpecValid=False condition and of its Warning Event.
-const ReasonInvalidSpec = "InvalidSpec"
-
 // setSpecValid reports on the maintenance's own status a spec the controller cannot use (stored
 // before the API server refused it): SpecValid False naming the fields and their values, removed
 // once the spec is fixed. The maintenance then does nothing destructive (maintenance.Usable).
@@ -23,7 +20,7 @@ func setSpecValid(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alph
 		return
 	}
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
-		Type: nodemaintv1alpha1.ConditionSpecValid, Status: metav1.ConditionFalse, Reason: ReasonInvalidSpec,
+		Type: nodemaintv1alpha1.ConditionSpecValid, Status: metav1.ConditionFalse, Reason: nodemaintv1alpha1.ReasonInvalidSpec,
 		ObservedGeneration: nm.Generation,
 		Message: strings.Join(problems, "; ") +
 			"; until it is fixed, nodemaint only cordons and requests evacuation: it evicts, deletes and taints nothing for this maintenance",
@@ -40,5 +37,5 @@ func (r *NodeMaintenanceReconciler) recordSpecValid(old, cur *nodemaintv1alpha1.
 	if was := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionSpecValid); was != nil && was.Message == c.Message {
 		return
 	}
-	r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Reconcile", "%s", c.Message)
+	r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, nodemaintv1alpha1.ReasonInvalidSpec, "Reconcile", "%s", c.Message)
 }

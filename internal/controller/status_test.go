@@ -162,7 +162,7 @@ func TestSkippedPodsReported(t *testing.T) {
 	deletePod(t, app)
 	const want = "every targeted pod is gone from the 2 selected nodes; 2 pods skipped and left running: " +
 		"default/skipped-a (label nodemaint.dev/drain=skip), default/skipped-b (DrainRule keep-logs)"
-	c := expectCondition(t, "skipped", nodemaintv1alpha1.ConditionDrained, metav1.ConditionTrue, "Drained")
+	c := expectCondition(t, "skipped", nodemaintv1alpha1.ConditionDrained, metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrained)
 	if c.Message != want {
 		t.Errorf("Drained message %q, want %q", c.Message, want)
 	}
@@ -172,7 +172,7 @@ func TestSkippedPodsReported(t *testing.T) {
 			return false, "", err
 		}
 		for _, e := range events.Items {
-			if e.Reason == "Drained" && e.Regarding.Kind == "NodeMaintenance" && e.Regarding.Name == "skipped" {
+			if e.Reason == nodemaintv1alpha1.ReasonDrained && e.Regarding.Kind == "NodeMaintenance" && e.Regarding.Name == "skipped" {
 				return e.Note == want, e.Note, nil
 			}
 		}

@@ -17,9 +17,6 @@ const (
 	MaxBlockedEntries = 16
 )
 
-// ReasonOther groups the pods of the reasons that do not fit in MaxBlockedEntries.
-const ReasonOther = "Other"
-
 // Blocked says what keeps the pods of a plan on their node, grouped by reason and message, with a
 // few pod names each, most pods first. Every pod the plan holds counts in exactly one entry: when
 // there are more reasons than MaxBlockedEntries, the smallest groups are folded into a last entry
@@ -50,26 +47,26 @@ func Blocked(plan Plan, draining bool, policy Policy, evictions *Evictions, now 
 			case d.Evict && refused:
 				add(reason, refusal, c.Pod)
 			case d.Evict:
-				add(ReasonEvicting, "evicting through the Eviction API", c.Pod)
+				add(nodemaintv1alpha1.BlockedReasonEvicting, "evicting through the Eviction API", c.Pod)
 			default:
 				add(d.Reason, d.Message, c.Pod)
-				if d.Reason == ReasonTerminating && !d.Since.IsZero() && (terminatingSince.IsZero() || d.Since.Before(terminatingSince)) {
+				if d.Reason == nodemaintv1alpha1.BlockedReasonTerminating && !d.Since.IsZero() && (terminatingSince.IsZero() || d.Since.Before(terminatingSince)) {
 					terminatingSince = d.Since
 				}
 			}
 		}
 	}
 	for _, c := range plan.Later {
-		add(ReasonWaitingForOrder, fmt.Sprintf("order %d waits until the pods of lower orders are gone", c.Class.Order), c.Pod)
+		add(nodemaintv1alpha1.BlockedReasonWaitingForOrder, fmt.Sprintf("order %d waits until the pods of lower orders are gone", c.Class.Order), c.Pod)
 	}
 	for _, c := range plan.WaitCompleted {
-		add(ReasonWaitCompleted, "waiting for the pod to complete ("+c.Class.Source+")", c.Pod)
+		add(nodemaintv1alpha1.BlockedReasonWaitCompleted, "waiting for the pod to complete ("+c.Class.Source+")", c.Pod)
 	}
 	for _, c := range plan.Skipped {
-		add(ReasonSkipped, "skipped: "+c.Class.Source, c.Pod)
+		add(nodemaintv1alpha1.BlockedReasonSkipped, "skipped: "+c.Class.Source, c.Pod)
 	}
 	for _, c := range plan.Held {
-		add(ReasonInvalidDrainRule, "held until the DrainRule is fixed or deleted: "+c.Class.InvalidRule, c.Pod)
+		add(nodemaintv1alpha1.BlockedReasonInvalidDrainRule, "held until the DrainRule is fixed or deleted: "+c.Class.InvalidRule, c.Pod)
 	}
 	if len(order) == 0 {
 		return nil
@@ -77,7 +74,7 @@ func Blocked(plan Plan, draining bool, policy Policy, evictions *Evictions, now 
 	out := make([]nodemaintv1alpha1.BlockedPods, 0, len(order))
 	for _, k := range order {
 		g := *groups[k]
-		if g.Reason == ReasonTerminating && !terminatingSince.IsZero() {
+		if g.Reason == nodemaintv1alpha1.BlockedReasonTerminating && !terminatingSince.IsZero() {
 			g.Message = terminatingMessage(g.Count, now.Sub(terminatingSince))
 		}
 		out = append(out, g)
@@ -85,7 +82,7 @@ func Blocked(plan Plan, draining bool, policy Policy, evictions *Evictions, now 
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Count > out[j].Count })
 	if len(out) > MaxBlockedEntries {
 		rest := out[MaxBlockedEntries-1:]
-		other := nodemaintv1alpha1.BlockedPods{Reason: ReasonOther}
+		other := nodemaintv1alpha1.BlockedPods{Reason: nodemaintv1alpha1.BlockedReasonOther}
 		for _, g := range rest {
 			other.Count += g.Count
 			for _, p := range g.Pods {

@@ -1,6 +1,3 @@
-// Package drain decides how the pods of a node under maintenance are drained: which DrainRule
-// applies to a pod, which pods are drained now (order groups), and which are skipped or waited for.
-// It does no I/O.
 package drain
 
 import (
@@ -31,10 +28,6 @@ type Class struct {
 	// fixed or deleted, for the rule may have been meant to protect it.
 	InvalidRule string
 }
-
-// ReasonInvalidDrainRule is the blocked reason of the pods held because a DrainRule that could
-// match them does not parse.
-const ReasonInvalidDrainRule = "InvalidDrainRule"
 
 // Rules are the DrainRules of the cluster, compiled, in the order they apply: alphabetical by name.
 type Rules struct {

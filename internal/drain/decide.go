@@ -9,23 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
-)
-
-// Reasons a pod is still on a node, as reported in a NodeMaintenance's status.
-const (
-	ReasonPodDisruptionBudget = "PodDisruptionBudget"
-	ReasonWaitingForOwner     = "WaitingForOwner"
-	ReasonEvacuatingByOwner   = "EvacuatingByOwner"
-	ReasonTerminating         = "Terminating"
-	ReasonWaitCompleted       = "WaitCompleted"
-	ReasonSkipped             = "Skipped"
-	ReasonWaitingForOrder     = "WaitingForLowerOrder"
-	ReasonEvictionFailed      = "EvictionFailed"
-	ReasonEvicting            = "Evicting"
-	// ReasonProtected: the pod is never evicted or deleted by nodemaint (its own controller's
-	// pods); only its owner moves it.
-	ReasonProtected = "Protected"
 )
 
 // Policy is how the maintenances draining a node want its pods treated.
@@ -60,24 +45,24 @@ type Decision struct {
 func Decide(c Classified, now time.Time, policy Policy) Decision {
 	pod := c.Pod
 	if pod.DeletionTimestamp != nil {
-		return Decision{Reason: ReasonTerminating, Message: "terminating", Since: deletionRequested(pod)}
+		return Decision{Reason: nodemaintv1alpha1.BlockedReasonTerminating, Message: "terminating", Since: deletionRequested(pod)}
 	}
 	if cond := evacuation.Condition(pod, evacuation.Initiated); cond != nil && cond.Status == corev1.ConditionTrue {
 		msg := cond.Message
 		if msg == "" {
 			msg = "the owner accepted the evacuation and is moving the pod"
 		}
-		return Decision{Reason: ReasonEvacuatingByOwner, Message: msg}
+		return Decision{Reason: nodemaintv1alpha1.BlockedReasonEvacuatingByOwner, Message: msg}
 	}
 	req := evacuation.Condition(pod, evacuation.Request)
 	if req == nil || req.Status != corev1.ConditionTrue {
-		return Decision{Reason: ReasonWaitingForOwner, Message: "evacuation not requested yet", RecheckAfter: time.Second}
+		return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Message: "evacuation not requested yet", RecheckAfter: time.Second}
 	}
 	if c.Class.Protected != "" {
-		return Decision{Reason: ReasonProtected, Message: c.Class.Protected + ": never evicted or deleted by nodemaint; waiting for its owner to move it"}
+		return Decision{Reason: nodemaintv1alpha1.BlockedReasonProtected, Message: c.Class.Protected + ": never evicted or deleted by nodemaint; waiting for its owner to move it"}
 	}
 	if !policy.Evict {
-		return Decision{Reason: ReasonWaitingForOwner, Message: "signal only: waiting for the owner, never evicting"}
+		return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Message: "signal only: waiting for the owner, never evicting"}
 	}
 	if evacuation.Declined(pod) {
 		return Decision{Evict: true}
@@ -94,7 +79,7 @@ func Decide(c Classified, now time.Time, policy Policy) Decision {
 	if Unanswerable(pod) {
 		msg = fmt.Sprintf("bare pod (no controller): it will not be recreated once evicted; waiting up to %s for someone to accept the evacuation request, then evicting", policy.ResponseTimeout)
 	}
-	return Decision{Reason: ReasonWaitingForOwner, Message: msg, RecheckAfter: left}
+	return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Message: msg, RecheckAfter: left}
 }
 
 // Evictions remembers, per pod, evictions the API server refused (429: a PodDisruptionBudget), so
@@ -128,8 +113,8 @@ func (e *Evictions) Wait(uid types.UID, now time.Time) time.Duration {
 	return max(e.refused[uid].notBefore.Sub(now), 0)
 }
 
-// Refused records a refused eviction, with the reason (ReasonPodDisruptionBudget for a 429,
-// ReasonEvictionFailed otherwise) and the API server's message, and returns the back-off.
+// Refused records a refused eviction, with the reason (nodemaintv1alpha1.BlockedReasonPodDisruptionBudget for a 429,
+// nodemaintv1alpha1.BlockedReasonEvictionFailed otherwise) and the API server's message, and returns the back-off.
 func (e *Evictions) Refused(uid types.UID, now time.Time, reason, message string) time.Duration {
 	d := e.limiter.When(uid)
 	e.mu.Lock()

@@ -121,20 +121,20 @@ func TestDecide(t *testing.T) {
 		recheck   time.Duration
 		message   string // a part of the message, when it matters
 	}{
-		{"not requested yet", &corev1.Pod{}, policy, "", false, ReasonWaitingForOwner, time.Second, ""},
-		{"within the timeout", owned(requested(time.Minute)), policy, "", false, ReasonWaitingForOwner, 2 * time.Minute, "for the owner to accept"},
+		{"not requested yet", &corev1.Pod{}, policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, time.Second, ""},
+		{"within the timeout", owned(requested(time.Minute)), policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 2 * time.Minute, "for the owner to accept"},
 		{"timeout passed", requested(3 * time.Minute), policy, "", true, "", 0, ""},
-		{"accepted, long ago", requested(time.Hour, corev1.ConditionTrue), policy, "", false, ReasonEvacuatingByOwner, 0, ""},
+		{"accepted, long ago", requested(time.Hour, corev1.ConditionTrue), policy, "", false, nodemaintv1alpha1.BlockedReasonEvacuatingByOwner, 0, ""},
 		{"declined", requested(time.Second, corev1.ConditionFalse), policy, "", true, "", 0, ""},
-		{"a bare pod waits the timeout, and is told it will not come back", requested(time.Second), policy, "", false, ReasonWaitingForOwner, 3*time.Minute - time.Second, "will not be recreated"},
+		{"a bare pod waits the timeout, and is told it will not come back", requested(time.Second), policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 3*time.Minute - time.Second, "will not be recreated"},
 		{"a bare pod past the timeout", requested(3 * time.Minute), policy, "", true, "", 0, ""},
-		{"signal only never evicts", requested(time.Hour), Policy{ResponseTimeout: time.Minute}, "", false, ReasonWaitingForOwner, 0, ""},
-		{"terminating", terminating, policy, "", false, ReasonTerminating, 0, ""},
-		{"protected, past the timeout", requested(time.Hour), policy, own, false, ReasonProtected, 0, own + ": never evicted"},
-		{"protected and declined", requested(time.Hour, corev1.ConditionFalse), policy, own, false, ReasonProtected, 0, ""},
-		{"protected, accepted", requested(time.Hour, corev1.ConditionTrue), policy, own, false, ReasonEvacuatingByOwner, 0, ""},
+		{"signal only never evicts", requested(time.Hour), Policy{ResponseTimeout: time.Minute}, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 0, ""},
+		{"terminating", terminating, policy, "", false, nodemaintv1alpha1.BlockedReasonTerminating, 0, ""},
+		{"protected, past the timeout", requested(time.Hour), policy, own, false, nodemaintv1alpha1.BlockedReasonProtected, 0, own + ": never evicted"},
+		{"protected and declined", requested(time.Hour, corev1.ConditionFalse), policy, own, false, nodemaintv1alpha1.BlockedReasonProtected, 0, ""},
+		{"protected, accepted", requested(time.Hour, corev1.ConditionTrue), policy, own, false, nodemaintv1alpha1.BlockedReasonEvacuatingByOwner, 0, ""},
 		{"requested before this replica led: counted from its leading", requested(time.Hour),
-			Policy{Evict: true, ResponseTimeout: 3 * time.Minute, CountFrom: now.Add(-time.Minute)}, "", false, ReasonWaitingForOwner, 2 * time.Minute, ""},
+			Policy{Evict: true, ResponseTimeout: 3 * time.Minute, CountFrom: now.Add(-time.Minute)}, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 2 * time.Minute, ""},
 		{"requested after this replica led", requested(3 * time.Minute),
 			Policy{Evict: true, ResponseTimeout: 3 * time.Minute, CountFrom: now.Add(-time.Hour)}, "", true, "", 0, ""},
 	}
@@ -167,7 +167,7 @@ func TestBlockedTerminatingFor(t *testing.T) {
 			"terminating, the longest for 2m0s"},
 	} {
 		got := Blocked(NewPlan(tc.pods), true, Policy{Evict: true, ResponseTimeout: time.Minute}, NewEvictions(time.Second, time.Second), now)
-		if len(got) != 1 || got[0].Reason != ReasonTerminating || got[0].Message != tc.want || int(got[0].Count) != len(tc.pods) {
+		if len(got) != 1 || got[0].Reason != nodemaintv1alpha1.BlockedReasonTerminating || got[0].Message != tc.want || int(got[0].Count) != len(tc.pods) {
 			t.Errorf("%s: blocked %+v, want one Terminating entry %q", tc.name, got, tc.want)
 		}
 	}
@@ -181,7 +181,7 @@ func TestEvictionsBackOff(t *testing.T) {
 	}
 	var delays []time.Duration
 	for range 5 {
-		delays = append(delays, e.Refused("a", now, ReasonPodDisruptionBudget, "pdb says no"))
+		delays = append(delays, e.Refused("a", now, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, "pdb says no"))
 	}
 	if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}; !equal(delays, want) {
 		t.Errorf("back-off %v, want %v", delays, want)
@@ -189,14 +189,14 @@ func TestEvictionsBackOff(t *testing.T) {
 	if w := e.Wait("a", now.Add(3*time.Second)); w != 5*time.Second {
 		t.Errorf("Wait = %v, want 5s", w)
 	}
-	if reason, msg, ok := e.Refusal("a"); !ok || reason != ReasonPodDisruptionBudget || msg != "pdb says no" {
+	if reason, msg, ok := e.Refusal("a"); !ok || reason != nodemaintv1alpha1.BlockedReasonPodDisruptionBudget || msg != "pdb says no" {
 		t.Errorf("Refusal = %q, %q, %v", reason, msg, ok)
 	}
 	if e.Wait("b", now) != 0 {
 		t.Error("one pod's back-off holds up another")
 	}
 	e.Done("a")
-	if _, _, ok := e.Refusal("a"); ok || e.Wait("a", now) != 0 || e.Refused("a", now, ReasonEvictionFailed, "") != time.Second {
+	if _, _, ok := e.Refusal("a"); ok || e.Wait("a", now) != 0 || e.Refused("a", now, nodemaintv1alpha1.BlockedReasonEvictionFailed, "") != time.Second {
 		t.Error("Done does not forget the pod")
 	}
 }
@@ -267,8 +267,8 @@ func TestInvalidRuleHolds(t *testing.T) {
 			t.Errorf("%s: plan %+v; want the pod held and pending", tc.name, plan)
 		}
 		blocked := Blocked(plan, true, Policy{Evict: true}, NewEvictions(time.Second, time.Minute), time.Now())
-		if len(blocked) != 1 || blocked[0].Reason != ReasonInvalidDrainRule || !strings.Contains(blocked[0].Message, tc.source) {
-			t.Errorf("%s: blocked %+v; want reason %s naming %s", tc.name, blocked, ReasonInvalidDrainRule, tc.source)
+		if len(blocked) != 1 || blocked[0].Reason != nodemaintv1alpha1.BlockedReasonInvalidDrainRule || !strings.Contains(blocked[0].Message, tc.source) {
+			t.Errorf("%s: blocked %+v; want reason %s naming %s", tc.name, blocked, nodemaintv1alpha1.BlockedReasonInvalidDrainRule, tc.source)
 		}
 	}
 }

@@ -321,7 +321,7 @@ func FuzzPlanAndBlocked(f *testing.F) {
 				pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs", Controller: ptr.To(true)}}
 			}
 			if k&0x80 != 0 {
-				evictions.Refused(pod.UID, now, ReasonPodDisruptionBudget, fmt.Sprintf("The disruption budget pdb-%d does not allow evicting pods currently", s%24))
+				evictions.Refused(pod.UID, now, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, fmt.Sprintf("The disruption budget pdb-%d does not allow evicting pods currently", s%24))
 			}
 			if i%7 == 3 {
 				c.Protected = "nodemaint-controller's own pod"
@@ -424,24 +424,24 @@ func checkBlocked(t *testing.T, plan Plan, draining bool, policy Policy, got []n
 	allowed := map[string][]string{}
 	if draining {
 		for _, c := range plan.Current {
-			allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{ReasonTerminating, ReasonEvacuatingByOwner, ReasonWaitingForOwner, ReasonEvicting, ReasonPodDisruptionBudget, ReasonOther}
+			allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{nodemaintv1alpha1.BlockedReasonTerminating, nodemaintv1alpha1.BlockedReasonEvacuatingByOwner, nodemaintv1alpha1.BlockedReasonWaitingForOwner, nodemaintv1alpha1.BlockedReasonEvicting, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, nodemaintv1alpha1.BlockedReasonOther}
 			if c.Class.Protected != "" {
 				// Never evicted: never reported as being evicted or refused.
-				allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{ReasonTerminating, ReasonEvacuatingByOwner, ReasonWaitingForOwner, ReasonProtected, ReasonOther}
+				allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{nodemaintv1alpha1.BlockedReasonTerminating, nodemaintv1alpha1.BlockedReasonEvacuatingByOwner, nodemaintv1alpha1.BlockedReasonWaitingForOwner, nodemaintv1alpha1.BlockedReasonProtected, nodemaintv1alpha1.BlockedReasonOther}
 			}
 		}
 	}
 	for _, c := range plan.Later {
-		allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{ReasonWaitingForOrder, ReasonOther}
+		allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{nodemaintv1alpha1.BlockedReasonWaitingForOrder, nodemaintv1alpha1.BlockedReasonOther}
 	}
 	for _, c := range plan.WaitCompleted {
-		allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{ReasonWaitCompleted, ReasonOther}
+		allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{nodemaintv1alpha1.BlockedReasonWaitCompleted, nodemaintv1alpha1.BlockedReasonOther}
 	}
 	for _, c := range plan.Skipped {
-		allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{ReasonSkipped, ReasonOther}
+		allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{nodemaintv1alpha1.BlockedReasonSkipped, nodemaintv1alpha1.BlockedReasonOther}
 	}
 	for _, c := range plan.Held {
-		allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{ReasonInvalidDrainRule, ReasonOther}
+		allowed[c.Pod.Namespace+"/"+c.Pod.Name] = []string{nodemaintv1alpha1.BlockedReasonInvalidDrainRule, nodemaintv1alpha1.BlockedReasonOther}
 	}
 	if (len(allowed) == 0) != (got == nil) {
 		t.Fatalf("%d pods held, blocked %+v", len(allowed), got)
@@ -457,20 +457,20 @@ func checkBlocked(t *testing.T, plan Plan, draining bool, policy Policy, got []n
 		if b.Reason == "" || b.Count <= 0 || len(b.Pods) == 0 || len(b.Pods) > MaxBlockedNames || len(b.Pods) > int(b.Count) {
 			t.Fatalf("entry %d: %+v", i, b)
 		}
-		if b.Reason != ReasonOther && len(b.Pods) != min(int(b.Count), MaxBlockedNames) {
+		if b.Reason != nodemaintv1alpha1.BlockedReasonOther && len(b.Pods) != min(int(b.Count), MaxBlockedNames) {
 			t.Fatalf("entry %d names %d of its %d pods: %+v", i, len(b.Pods), b.Count, b)
 		}
-		if b.Reason == ReasonOther && i != len(got)-1 {
+		if b.Reason == nodemaintv1alpha1.BlockedReasonOther && i != len(got)-1 {
 			t.Fatalf("the Other entry is not last: %+v", got)
 		}
-		if i > 0 && b.Reason != ReasonOther && b.Count > got[i-1].Count {
+		if i > 0 && b.Reason != nodemaintv1alpha1.BlockedReasonOther && b.Count > got[i-1].Count {
 			t.Fatalf("entries not sorted by count: %+v", got)
 		}
 		if keys[b.Reason+"\x00"+b.Message] {
 			t.Fatalf("reason and message twice: %+v", got)
 		}
 		keys[b.Reason+"\x00"+b.Message] = true
-		if !policy.Evict && (b.Reason == ReasonEvicting || b.Reason == ReasonPodDisruptionBudget) {
+		if !policy.Evict && (b.Reason == nodemaintv1alpha1.BlockedReasonEvicting || b.Reason == nodemaintv1alpha1.BlockedReasonPodDisruptionBudget) {
 			t.Fatalf("signal-only drain reports %s", b.Reason)
 		}
 		for _, p := range b.Pods {

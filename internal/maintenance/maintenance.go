@@ -142,12 +142,6 @@ func Phase(nm *nodemaintv1alpha1.NodeMaintenance, drained bool) nodemaintv1alpha
 	return nodemaintv1alpha1.PhaseMaintenanceComplete
 }
 
-// Active reports whether the maintenance still wants anything of its nodes: it is not being deleted
-// and not complete.
-func Active(nm *nodemaintv1alpha1.NodeMaintenance) bool {
-	return Phase(nm, false) != nodemaintv1alpha1.PhaseMaintenanceComplete
-}
-
 // Targeted reports whether a pod on a node under maintenance is to leave it. Following KEP-4212,
 // every pod is targeted except DaemonSet pods and mirror (static) pods; unreplicated pods, pods
 // with emptyDir volumes and terminating pods are included. Pods that already finished (Succeeded or

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +31,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/test/localcluster"
+	"github.com/nodemaint/nodemaint/test/manifests"
 )
 
 // The two methods compared.
@@ -547,41 +547,7 @@ func (t *countingTransport) snapshot() map[string]float64 {
 
 // install applies config/crd/bases and config/rbac and waits until the CRDs are established.
 func (b *bench) install(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}}
-	if err := b.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	for _, dir := range []string{"config/crd/bases", "config/rbac"} {
-		objs, err := readManifests(filepath.Join(b.root, dir))
-		if err != nil {
-			return err
-		}
-		for _, obj := range objs {
-			err := b.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("nodemaint-bench"), client.ForceOwnership)
-			if err != nil {
-				return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
-			}
-			if obj.GetKind() != "CustomResourceDefinition" {
-				continue
-			}
-			err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-				var crd apiextensionsv1.CustomResourceDefinition
-				if err := b.c.Get(ctx, client.ObjectKey{Name: obj.GetName()}, &crd); err != nil {
-					return false, err
-				}
-				for _, c := range crd.Status.Conditions {
-					if c.Type == apiextensionsv1.Established {
-						return c.Status == apiextensionsv1.ConditionTrue, nil
-					}
-				}
-				return false, nil
-			})
-			if err != nil {
-				return fmt.Errorf("CRD %s not established: %w", obj.GetName(), err)
-			}
-		}
-	}
-	return nil
+	return manifests.Install(ctx, b.c, b.root, controllerNamespace, "nodemaint-bench")
 }
 
 // idleMemory grows the cluster to nodes nodes and pods pods (spread over every node), runs the

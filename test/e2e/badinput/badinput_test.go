@@ -94,7 +94,7 @@ func TestEvictionForbidden(t *testing.T) {
 			return false, "", err
 		}
 		for _, b := range nm.Status.Nodes[node].Blocked {
-			if b.Reason == "EvictionFailed" && strings.Contains(b.Message, "forbidden") && strings.Contains(b.Message, `cannot create resource "pods/eviction"`) &&
+			if b.Reason == nodemaintv1alpha1.BlockedReasonEvictionFailed && strings.Contains(b.Message, "forbidden") && strings.Contains(b.Message, `cannot create resource "pods/eviction"`) &&
 				slices.Contains(b.Pods, ns+"/bare") {
 				return true, "", nil
 			}
@@ -102,7 +102,7 @@ func TestEvictionForbidden(t *testing.T) {
 		return false, fmt.Sprintf("blocked %+v", nm.Status.Nodes[node].Blocked), nil
 	})
 	expectWarning(t, "NodeMaintenance", "forbidden-evict", "Forbidden", `cannot create resource "pods/eviction"`)
-	expectWarning(t, "Pod", "bare", "EvictionFailed", `cannot create resource "pods/eviction"`)
+	expectWarning(t, "Pod", "bare", nodemaintv1alpha1.BlockedReasonEvictionFailed, `cannot create resource "pods/eviction"`)
 
 	// The permission back, the drain completes.
 	restore()

@@ -216,7 +216,7 @@ func TestMixedNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Blocked) != 1 || st.Blocked[0].Reason != "Skipped" || !slices.Equal(st.Blocked[0].Pods, []string{ns + "/keep"}) {
+	if len(st.Blocked) != 1 || st.Blocked[0].Reason != nodemaintv1alpha1.BlockedReasonSkipped || !slices.Equal(st.Blocked[0].Pods, []string{ns + "/keep"}) {
 		t.Errorf("status of %s: %+v; want the skipped pod reported", target, st)
 	}
 }
@@ -329,7 +329,7 @@ func TestUnbudgetedPodBlocks(t *testing.T) {
 		blocked, nm, err := nodeStatus(ctx, "blocked", blockedNode)
 		free := nm.Status.Nodes[freeNode]
 		ok := blocked.PodsPendingEvacuation == 1 && free.PodsPendingEvacuation == 0 && len(blocked.Blocked) == 1 &&
-			blocked.Blocked[0].Reason == "PodDisruptionBudget" &&
+			blocked.Blocked[0].Reason == nodemaintv1alpha1.BlockedReasonPodDisruptionBudget &&
 			slices.Equal(blocked.Blocked[0].Pods, []string{ns + "/precious"}) &&
 			strings.Contains(blocked.Blocked[0].Message, "The disruption budget never does not allow evicting pods")
 		return ok, fmt.Sprintf("%s: %+v; %s: %+v", blockedNode, blocked, freeNode, free), err

@@ -130,7 +130,7 @@ func TestOutOfServiceAfterShutdown(t *testing.T) {
 	// The status names the stuck pod and how long it has been terminating, in 10s steps.
 	testutil.Eventually(t, timeout, "the status says how long the pod has been terminating", func(ctx context.Context) (bool, string, error) {
 		st, _, err := nodeStatus(ctx, "shutdown", up)
-		ok := len(st.Blocked) == 1 && st.Blocked[0].Reason == "Terminating" &&
+		ok := len(st.Blocked) == 1 && st.Blocked[0].Reason == nodemaintv1alpha1.BlockedReasonTerminating &&
 			slices.Equal(st.Blocked[0].Pods, []string{ns + "/stuck-up"}) &&
 			strings.HasPrefix(st.Blocked[0].Message, "terminating for ") && st.Blocked[0].Message != "terminating for 0s"
 		return ok, fmt.Sprintf("%+v", st.Blocked), err

@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -25,20 +24,15 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/test/localcluster"
+	"github.com/nodemaint/nodemaint/test/manifests"
 )
 
 // Options configure Run.
@@ -162,79 +156,7 @@ func run(m *testing.M, opts Options) (int, error) {
 // install applies the manifests of config/crd/bases and config/rbac, in the namespace
 // nodemaint-controller runs in, and waits until the CRDs are established.
 func install(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ControllerNamespace}}
-	if err := adminClient.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	var crds []string
-	for _, dir := range []string{"config/crd/bases", "config/rbac"} {
-		objs, err := readManifests(filepath.Join(repoRoot, dir))
-		if err != nil {
-			return err
-		}
-		for _, obj := range objs {
-			err := adminClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldManager), client.ForceOwnership)
-			if err != nil {
-				return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
-			}
-			if obj.GetKind() == "CustomResourceDefinition" {
-				crds = append(crds, obj.GetName())
-			}
-		}
-	}
-	for _, name := range crds {
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := adminClient.Get(ctx, client.ObjectKey{Name: name}, &crd); err != nil {
-				return false, err
-			}
-			for _, cond := range crd.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established {
-					return cond.Status == apiextensionsv1.ConditionTrue, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("waiting for CRD %s to be established: %w", name, err)
-		}
-	}
-	return nil
-}
-
-// readManifests returns the objects of the YAML files in dir, kustomization.yaml aside.
-func readManifests(dir string) ([]*unstructured.Unstructured, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	var objs []*unstructured.Unstructured
-	for _, file := range files {
-		if filepath.Base(file) == "kustomization.yaml" {
-			continue
-		}
-		f, err := os.Open(file)
-		if err != nil {
-			return nil, err
-		}
-		decoder := yaml.NewYAMLOrJSONDecoder(f, 4096)
-		for {
-			obj := &unstructured.Unstructured{}
-			err := decoder.Decode(&obj.Object)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				f.Close()
-				return nil, fmt.Errorf("reading %s: %w", file, err)
-			}
-			if len(obj.Object) > 0 {
-				objs = append(objs, obj)
-			}
-		}
-		f.Close()
-	}
-	return objs, nil
+	return manifests.Install(ctx, adminClient, repoRoot, ControllerNamespace, fieldManager)
 }
 
 // findRepoRoot returns the closest directory above the working directory with a go.mod.
