@@ -15,11 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -374,49 +372,4 @@ func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concur
 			builder.WithPredicates(podChanged())).
 		WithOptions(fairqueue.Options(concurrency)).
 		Complete(r)
-}
-
-// maintenancesOfNode maps a node to the NodeMaintenances that select it or that it advertises.
-func maintenancesOfNode(ctx context.Context, c client.Reader, node *corev1.Node) []reconcile.Request {
-	nms, err := maintenancesSelecting(ctx, c, node)
-	if err != nil {
-		log.FromContext(ctx).Error(err, "listing NodeMaintenances")
-	}
-	seen := map[string]bool{}
-	var reqs []reconcile.Request
-	for _, nm := range nms {
-		seen[nm.Name] = true
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nm.Name}})
-	}
-	for _, e := range maintenance.ParseEntries(node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]) {
-		if !seen[e.Name] {
-			seen[e.Name] = true
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: e.Name}})
-		}
-	}
-	return reqs
-}
-
-// delayedMapHandler enqueues the mapped requests after delay. The work queue keeps one entry per
-// request, so every event within the delay is served by one reconcile.
-func delayedMapHandler(delay time.Duration, fn handler.MapFunc) handler.EventHandler {
-	enqueue := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, req := range fn(ctx, o) {
-			q.AddAfter(req, delay)
-		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, q)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.ObjectNew, q)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, q)
-		},
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, q)
-		},
-	}
 }

@@ -4,100 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 )
 
-// evictionsTotal counts evictions by result: evicted, refused (429, a PodDisruptionBudget) or
-// failed.
-var evictionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "nodemaint_evictions_total",
-	Help: "Evictions of pods on nodes under maintenance, by result: evicted, refused (PodDisruptionBudget), failed.",
-}, []string{"result"})
-
-// drainDuration observes how long drains take, from drain requested to Drained.
-var drainDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-	Name:    "nodemaint_drain_duration_seconds",
-	Help:    "Time from a NodeMaintenance's drain request until it is Drained.",
-	Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1s to about 2h
-})
-
-func init() { metrics.Registry.MustRegister(evictionsTotal, drainDuration) }
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 
 // podWritesPerNode bounds the pod writes (evacuation requests, evictions) one node's reconcile
 // has in flight at once.
 const podWritesPerNode = 10
-
-// +kubebuilder:rbac:groups=nodemaint.dev,resources=drainrules,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
-
-// planOptions are what the plan of a node depends on besides the cluster's objects.
-type planOptions struct {
-	// ownPods are nodemaint-controller's own pods, which are protected.
-	ownPods *OwnPods
-	// ignoreDrainLabel: a maintenance draining the node ignores the pod label nodemaint.dev/drain.
-	ignoreDrainLabel bool
-}
-
-// planNode classifies the targeted pods of a node by the DrainRules.
-func planNode(ctx context.Context, c client.Reader, node *corev1.Node, pods []corev1.Pod, opts planOptions) (drain.Plan, error) {
-	var rules nodemaintv1alpha1.DrainRuleList
-	if err := c.List(ctx, &rules); err != nil {
-		return drain.Plan{}, err
-	}
-	compiled := drain.NewRules(rules.Items).IgnoringDrainLabel(opts.ignoreDrainLabel)
-	namespaces := map[string]map[string]string{}
-	// A stable order keeps the status (which names a few pods) from changing for nothing.
-	sort.Slice(pods, func(i, j int) bool {
-		if pods[i].Namespace != pods[j].Namespace {
-			return pods[i].Namespace < pods[j].Namespace
-		}
-		return pods[i].Name < pods[j].Name
-	})
-	var classified []drain.Classified
-	for i := range pods {
-		pod := &pods[i]
-		if !maintenance.Targeted(pod) {
-			continue
-		}
-		nsLabels, ok := namespaces[pod.Namespace]
-		if !ok {
-			ns := &corev1.Namespace{}
-			if err := c.Get(ctx, types.NamespacedName{Name: pod.Namespace}, ns); client.IgnoreNotFound(err) != nil {
-				return drain.Plan{}, err
-			}
-			nsLabels = ns.Labels
-			namespaces[pod.Namespace] = nsLabels
-		}
-		class := compiled.Classify(pod, nsLabels, node.Labels)
-		if opts.ownPods.Match(pod) {
-			class.Protected = "nodemaint-controller's own pod"
-		}
-		classified = append(classified, drain.Classified{Pod: pod, Class: class})
-	}
-	return drain.NewPlan(classified), nil
-}
-
-func policyOf(intent maintenance.NodeIntent) drain.Policy {
-	return drain.Policy{Evict: intent.Evict, ResponseTimeout: intent.ResponseTimeout}
-}
 
 // evictCurrent evicts the pods of the current order group whose owners did not accept in time,
 // through the Eviction API so that PodDisruptionBudgets hold. A refused eviction backs off for
@@ -214,5 +141,24 @@ func refusalMessage(err error) string {
 // evictionTimeout bounds one eviction request.
 const evictionTimeout = 10 * time.Second
 
-// maxBlockedNames is how many pods the DrainTimedOut condition names.
-const maxBlockedNames = drain.MaxBlockedNames
+// deleteLeft deletes the pods a drain still waits for, bypassing PodDisruptionBudgets: the admin
+// asked for it with drainTimeoutAction Delete, and the drain timed out. Skipped pods stay.
+func (r *NodeReconciler) deleteLeft(ctx context.Context, node *corev1.Node, plan drain.Plan) error {
+	var errs []error
+	for _, group := range [][]drain.Classified{plan.Current, plan.Later, plan.WaitCompleted} {
+		for _, c := range group {
+			if c.Pod.DeletionTimestamp != nil || c.Class.Protected != "" {
+				continue
+			}
+			// The UID precondition deletes this pod and never a namesake created since.
+			if err := r.Client.Delete(ctx, c.Pod, client.Preconditions{UID: &c.Pod.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+				errs = append(errs, err)
+				continue
+			}
+			evictionsTotal.WithLabelValues("deleted").Inc()
+			r.Recorder.Eventf(c.Pod, node, corev1.EventTypeWarning, "DeletedAfterDrainTimeout", "Delete",
+				"deleted, bypassing PodDisruptionBudgets: the drain of node %s timed out and drainTimeoutAction is Delete", node.Name)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,203 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// nodeOfPod maps a pod event to the pod's node when the node has to do with a maintenance: a
+// NodeMaintenance selects it, it still carries something nodemaint set, or the pod has
+// nodemaint's evacuation request. The pods of every other node come and go without a reconcile:
+// while a large maintenance moves thousands of pods onto the rest of the cluster (scenario L of
+// the benchmark: 10,000 replacements on 900 nodes), their events queued every node of the
+// cluster ahead of the nodes being drained. A node that becomes selected is reconciled through
+// its own event or its NodeMaintenance's.
+func nodeOfPod(ctx context.Context, c client.Reader, pod *corev1.Pod) []reconcile.Request {
+	if pod.Spec.NodeName == "" {
+		return nil
+	}
+	req := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pod.Spec.NodeName}}}
+	if evacuation.RequestedBy(pod, evacuation.ReasonNodeMaintenance) {
+		return req
+	}
+	node := &corev1.Node{}
+	if err := c.Get(ctx, req[0].NamespacedName, node); err != nil {
+		// Not in the cache (yet): the reconcile finds out.
+		return req
+	}
+	if carriesMaintenanceState(node) {
+		return req
+	}
+	nms, err := maintenancesSelecting(ctx, c, node)
+	if err != nil || len(nms) > 0 {
+		return req
+	}
+	return nil
+}
+
+// carriesMaintenanceState reports whether the node has anything the node reconciler set and
+// would have to keep or remove.
+func carriesMaintenanceState(node *corev1.Node) bool {
+	for _, key := range []string{nodemaintv1alpha1.MaintenancesAnnotation, nodemaintv1alpha1.CordonedAnnotation, nodemaintv1alpha1.OutOfServiceAnnotation} {
+		if node.Annotations[key] != "" {
+			return true
+		}
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == nodemaintv1alpha1.PlannedMaintenanceTaint {
+			return true
+		}
+	}
+	return maintenanceCondition(node) != nil
+}
+
+// nodesUnderMaintenance maps to every node that advertises a maintenance: a DrainRule changes
+// how they are drained.
+func nodesUnderMaintenance(ctx context.Context, c client.Reader) []reconcile.Request {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		log.FromContext(ctx).Error(err, "listing nodes")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, n := range nodes.Items {
+		if n.Annotations[nodemaintv1alpha1.MaintenancesAnnotation] != "" {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: n.Name}})
+		}
+	}
+	return reqs
+}
+
+// nodesOfMaintenance maps a NodeMaintenance to the nodes it selects and the nodes that still
+// advertise it (it may have stopped selecting them).
+func nodesOfMaintenance(ctx context.Context, c client.Reader, nm *nodemaintv1alpha1.NodeMaintenance) []reconcile.Request {
+	seen := map[string]bool{}
+	var reqs []reconcile.Request
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		}
+	}
+	nodes, _, _, err := selectedNodes(ctx, c, nm)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "listing nodes")
+	}
+	for _, n := range nodes {
+		add(n.Name)
+	}
+	advertising, err := nodesAdvertising(ctx, c, nm.Name)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "listing nodes")
+	}
+	for _, n := range advertising {
+		add(n.Name)
+	}
+	return reqs
+}
+
+// nodeChanged passes node events that may change what the node reconciler does: not the kubelet's
+// heartbeats.
+func nodeChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+		return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
+			!equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
+			!equality.Semantic.DeepEqual(maintenanceCondition(o), maintenanceCondition(n)) ||
+			nodeReady(o) != nodeReady(n) ||
+			!equality.Semantic.DeepEqual(o.Status.VolumesAttached, n.Status.VolumesAttached)
+	}}
+}
+
+func maintenanceCondition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == nodemaintv1alpha1.NodeConditionUnderMaintenance {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// maintenanceIntentChanged passes NodeMaintenance events that change what its nodes should be: not
+// its progress reports.
+func maintenanceIntentChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*nodemaintv1alpha1.NodeMaintenance), e.ObjectNew.(*nodemaintv1alpha1.NodeMaintenance)
+		return o.Generation != n.Generation || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+			maintenance.Phase(o, false) != maintenance.Phase(n, false)
+	}}
+}
+
+// podChanged passes pod events that change the node's pods as the maintenance sees them.
+func podChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+		return o.Spec.NodeName != n.Spec.NodeName ||
+			!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+			maintenance.Targeted(o) != maintenance.Targeted(n) ||
+			!o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+			!equality.Semantic.DeepEqual(evacuation.Condition(o, evacuation.Request), evacuation.Condition(n, evacuation.Request)) ||
+			!equality.Semantic.DeepEqual(evacuation.Condition(o, evacuation.Initiated), evacuation.Condition(n, evacuation.Initiated))
+	}}
+}
+
+// maintenancesOfNode maps a node to the NodeMaintenances that select it or that it advertises.
+func maintenancesOfNode(ctx context.Context, c client.Reader, node *corev1.Node) []reconcile.Request {
+	nms, err := maintenancesSelecting(ctx, c, node)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "listing NodeMaintenances")
+	}
+	seen := map[string]bool{}
+	var reqs []reconcile.Request
+	for _, nm := range nms {
+		seen[nm.Name] = true
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nm.Name}})
+	}
+	for _, e := range maintenance.ParseEntries(node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]) {
+		if !seen[e.Name] {
+			seen[e.Name] = true
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: e.Name}})
+		}
+	}
+	return reqs
+}
+
+// delayedMapHandler enqueues the mapped requests after delay. The work queue keeps one entry per
+// request, so every event within the delay is served by one reconcile.
+func delayedMapHandler(delay time.Duration, fn handler.MapFunc) handler.EventHandler {
+	enqueue := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range fn(ctx, o) {
+			q.AddAfter(req, delay)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q)
+		},
+	}
+}
