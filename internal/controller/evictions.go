@@ -29,7 +29,7 @@ const podWritesPerNode = 10
 // evictCurrent evicts the pods of the current order group whose owners did not accept in time,
 // through the Eviction API so that PodDisruptionBudgets hold. A refused eviction backs off for
 // that pod only. It returns when the drain should look again.
-func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, intent maintenance.NodeIntent) (time.Duration, error) {
+func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, intent maintenance.NodeIntent, now time.Time) (time.Duration, error) {
 	var (
 		mu   sync.Mutex
 		next requeue
@@ -40,7 +40,6 @@ func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, inte
 		defer mu.Unlock()
 		next.after(d)
 	}
-	now := time.Now()
 	policy := r.active.policy(policyOf(intent))
 	// Like kubectl drain, the pods of a node are evicted in parallel (EvictionSlots bounds the
 	// evictions in flight across all nodes): one at a time, a node of 100 pods held a worker for

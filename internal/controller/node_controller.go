@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -47,6 +48,9 @@ type NodeReconciler struct {
 	// OwnPods are nodemaint-controller's own pods: asked to move like any other, never evicted
 	// or deleted. Nil: none.
 	OwnPods *OwnPods
+	// Clock tells the time; nil is the real clock. A reconcile reads it once and decides, writes
+	// and schedules its next look from that one instant.
+	Clock clock.PassiveClock
 
 	// active is when this replica became the leader: response timeouts count from then at the
 	// earliest.
@@ -93,7 +97,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 		return p
 	})
-	now := time.Now()
+	now := clockOrReal(r.Clock).Now()
 	var next requeue
 	oos, wait, noEvidence := outOfService(node, pods, intent, now)
 	next.after(wait)
@@ -110,7 +114,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := r.syncPods(ctx, pods, intent, current, false); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.syncNode(ctx, node, intent, nms, oos); err != nil {
+	if err := r.syncNode(ctx, node, intent, nms, oos, now); err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
@@ -136,7 +140,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 			return reconcile.Result{}, err
 		}
 	}
-	wait, err = r.evictCurrent(ctx, plan, intent)
+	wait, err = r.evictCurrent(ctx, plan, intent, now)
 	if err != nil {
 		// The work queue's back-off retries; a RequeueAfter next to an error is ignored.
 		return reconcile.Result{}, err
@@ -228,7 +232,7 @@ func (r *NodeReconciler) syncPods(ctx context.Context, pods []corev1.Pod, intent
 }
 
 // syncNode patches the node's spec.unschedulable, taint, annotations and condition.
-func (r *NodeReconciler) syncNode(ctx context.Context, node *corev1.Node, intent maintenance.NodeIntent, nms []*nodemaintv1alpha1.NodeMaintenance, outOfService bool) error {
+func (r *NodeReconciler) syncNode(ctx context.Context, node *corev1.Node, intent maintenance.NodeIntent, nms []*nodemaintv1alpha1.NodeMaintenance, outOfService bool, now time.Time) error {
 	logger := log.FromContext(ctx)
 	orig := node.DeepCopy()
 	wasCordonedByUs := false
@@ -296,12 +300,12 @@ func (r *NodeReconciler) syncNode(ctx context.Context, node *corev1.Node, intent
 			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "BackInService", "Taint", "removed the %s taint", corev1.TaintNodeOutOfService)
 		}
 	}
-	return r.syncNodeCondition(ctx, node, intent.Condition())
+	return r.syncNodeCondition(ctx, node, intent.Condition(), now)
 }
 
 // syncNodeCondition sets or removes the UnderMaintenance node condition with a strategic merge
 // patch, which leaves the kubelet's conditions alone.
-func (r *NodeReconciler) syncNodeCondition(ctx context.Context, node *corev1.Node, want *corev1.NodeCondition) error {
+func (r *NodeReconciler) syncNodeCondition(ctx context.Context, node *corev1.Node, want *corev1.NodeCondition, at time.Time) error {
 	orig := node.DeepCopy()
 	idx := -1
 	for i, c := range node.Status.Conditions {
@@ -318,7 +322,7 @@ func (r *NodeReconciler) syncNodeCondition(ctx context.Context, node *corev1.Nod
 		node.Status.Conditions[idx].Reason == want.Reason && node.Status.Conditions[idx].Message == want.Message:
 		return nil
 	default:
-		now := metav1.Now()
+		now := metav1.NewTime(at)
 		want.LastHeartbeatTime, want.LastTransitionTime = now, now
 		if idx >= 0 {
 			if node.Status.Conditions[idx].Status == want.Status {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -39,6 +40,8 @@ type NodeMaintenanceReconciler struct {
 	Evictions *drain.Evictions
 	// OwnPods are nodemaint-controller's own pods (see NodeReconciler.OwnPods).
 	OwnPods *OwnPods
+	// Clock tells the time; nil is the real clock.
+	Clock clock.PassiveClock
 	// StatusBatchDelay is how long pod changes are gathered before the status is written again, so
 	// that thousands of pods moving do not mean thousands of status writes. It is also the least
 	// time between two status writes of one NodeMaintenance: node changes and the controller's own
@@ -61,6 +64,7 @@ type NodeMaintenanceReconciler struct {
 
 // Reconcile implements reconcile.Reconciler for NodeMaintenances.
 func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	now := clockOrReal(r.Clock).Now()
 	nm := &nodemaintv1alpha1.NodeMaintenance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, nm); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -80,7 +84,7 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	status, err := r.observe(ctx, nm, nodes)
+	status, err := r.observe(ctx, nm, nodes, now)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -95,7 +99,7 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	if equality.Semantic.DeepEqual(nm.Status, status) {
 		return result, nil
 	}
-	if wait := r.statusWriteWait(req.NamespacedName, time.Now()); wait > 0 {
+	if wait := r.statusWriteWait(req.NamespacedName, now); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	orig := nm.DeepCopy()
@@ -103,8 +107,8 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	if err := r.Client.Status().Patch(ctx, nm, client.MergeFrom(orig)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	r.statusWritten.Store(req.NamespacedName, time.Now())
-	r.recordTransitions(orig, nm)
+	r.statusWritten.Store(req.NamespacedName, clockOrReal(r.Clock).Now())
+	r.recordTransitions(orig, nm, now)
 	r.recordSpecValid(orig, nm)
 	return result, nil
 }
@@ -124,14 +128,13 @@ const drainStatusRefresh = 5 * time.Second
 
 // observe computes the status from the cache. It counts every selected node in the totals, and
 // details only the nodes with something to report, within bounds (see listNodes).
-func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, nodes []*corev1.Node) (nodemaintv1alpha1.NodeMaintenanceStatus, error) {
+func (r *NodeMaintenanceReconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, nodes []*corev1.Node, now time.Time) (nodemaintv1alpha1.NodeMaintenanceStatus, error) {
 	status := nodemaintv1alpha1.NodeMaintenanceStatus{
 		ObservedGeneration: nm.Generation,
 		SelectedNodes:      int32(len(nodes)),
 		Conditions:         append([]metav1.Condition(nil), nm.Status.Conditions...),
 		DrainStartTime:     nm.Status.DrainStartTime,
 	}
-	now := time.Now()
 	switch {
 	case !nm.Spec.Drain:
 		status.DrainStartTime = nil
@@ -282,7 +285,7 @@ func nodesSelectedCondition(nm *nodemaintv1alpha1.NodeMaintenance, sel maintenan
 
 // recordTransitions emits Events for phase and Drained changes, and for a selector that selects
 // no node or every node.
-func (r *NodeMaintenanceReconciler) recordTransitions(old, cur *nodemaintv1alpha1.NodeMaintenance) {
+func (r *NodeMaintenanceReconciler) recordTransitions(old, cur *nodemaintv1alpha1.NodeMaintenance, now time.Time) {
 	if old.Status.Phase != cur.Status.Phase {
 		r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, "Phase"+string(cur.Status.Phase), "Reconcile",
 			"phase %s on %d nodes", cur.Status.Phase, cur.Status.SelectedNodes)
@@ -300,11 +303,11 @@ func (r *NodeMaintenanceReconciler) recordTransitions(old, cur *nodemaintv1alpha
 		r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, nodemaintv1alpha1.ReasonDrainTimedOut, "Drain", "%s", c.Message)
 	}
 	was := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
-	now := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
-	if now != nil && now.Status == metav1.ConditionTrue && (was == nil || was.Status != metav1.ConditionTrue) {
-		r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, nodemaintv1alpha1.ReasonDrained, "Drain", "%s", now.Message)
+	is := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
+	if is != nil && is.Status == metav1.ConditionTrue && (was == nil || was.Status != metav1.ConditionTrue) {
+		r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, nodemaintv1alpha1.ReasonDrained, "Drain", "%s", is.Message)
 		if start := cur.Status.DrainStartTime; start != nil {
-			drainDuration.Observe(time.Since(start.Time).Seconds())
+			drainDuration.Observe(now.Sub(start.Time).Seconds())
 		}
 	}
 }
