@@ -84,20 +84,30 @@ func Read(dir string) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, err
 		}
-		decoder := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			obj := &unstructured.Unstructured{}
-			err := decoder.Decode(&obj.Object)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("reading %s: %w", file, err)
-			}
-			if len(obj.Object) > 0 {
-				objs = append(objs, obj)
-			}
+		decoded, err := Decode(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", file, err)
 		}
+		objs = append(objs, decoded...)
 	}
 	return objs, nil
+}
+
+// Decode returns the objects of a stream of YAML or JSON documents, empty documents aside.
+func Decode(r io.Reader) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	decoder := yaml.NewYAMLOrJSONDecoder(r, 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		err := decoder.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
+		}
+	}
 }

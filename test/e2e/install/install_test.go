@@ -2,9 +2,7 @@ package install
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +26,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
+	testmanifests "github.com/nodemaint/nodemaint/test/manifests"
 )
 
 const (
@@ -467,20 +466,12 @@ func applyDryRun(t *testing.T, manifests string) {
 // "Kind/name" for cluster-scoped objects).
 func parse(t *testing.T, manifests string) map[string]*unstructured.Unstructured {
 	t.Helper()
+	decoded, err := testmanifests.Decode(strings.NewReader(manifests))
+	if err != nil {
+		t.Fatalf("parsing the manifests: %v", err)
+	}
 	objs := map[string]*unstructured.Unstructured{}
-	decoder := yaml.NewYAMLOrJSONDecoder(strings.NewReader(manifests), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		err := decoder.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("parsing the manifests: %v", err)
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
+	for _, obj := range decoded {
 		key := key(obj)
 		if _, dup := objs[key]; dup {
 			t.Errorf("%s twice", key)
