@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,11 +50,7 @@ func (r *DrainRuleReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	if err := r.Client.Status().Patch(ctx, dr, client.MergeFrom(orig)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	was := meta.FindStatusCondition(orig.Status.Conditions, nodemaintv1alpha1.ConditionValid)
-	if c := meta.FindStatusCondition(status.Conditions, nodemaintv1alpha1.ConditionValid); c.Status == metav1.ConditionFalse &&
-		(was == nil || was.Status != c.Status || was.Message != c.Message) {
-		r.Recorder.Eventf(dr, nil, corev1.EventTypeWarning, nodemaintv1alpha1.ReasonInvalidSelector, "Validate", "%s", c.Message)
-	}
+	eventSink{r.Recorder}.ruleValidated(orig, dr)
 	return reconcile.Result{}, nil
 }
 

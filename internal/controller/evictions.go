@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
-	"github.com/nodemaint/nodemaint/internal/maintenance"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
@@ -26,78 +26,69 @@ import (
 // has in flight at once.
 const podWritesPerNode = 10
 
-// evictCurrent evicts the pods of the current order group whose owners did not accept in time,
-// through the Eviction API so that PodDisruptionBudgets hold. A refused eviction backs off for
-// that pod only. It returns when the drain should look again.
-func (r *NodeReconciler) evictCurrent(ctx context.Context, plan drain.Plan, intent maintenance.NodeIntent, now time.Time) (time.Duration, error) {
+// evictPods evicts the pods the decision names (their owners did not accept in time), through
+// the Eviction API so that PodDisruptionBudgets hold. A refused eviction backs off for that pod
+// only. It returns the earliest back-off, when the drain should look again.
+func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified, now time.Time) (time.Duration, writes, error) {
 	var (
 		mu   sync.Mutex
-		next requeue
+		wait time.Duration
+		w    writes
 		errs []error
 	)
-	later := func(d time.Duration) {
-		mu.Lock()
-		defer mu.Unlock()
-		next.after(d)
+	backOff := func(d time.Duration) {
+		if d > 0 && (wait == 0 || d < wait) {
+			wait = d
+		}
 	}
-	policy := r.active.policy(policyOf(intent))
+	sink := eventSink{r.Recorder}
 	// Like kubectl drain, the pods of a node are evicted in parallel (EvictionSlots bounds the
 	// evictions in flight across all nodes): one at a time, a node of 100 pods held a worker for
 	// minutes on a loaded API server while the other nodes waited their turn.
 	var g errgroup.Group
 	g.SetLimit(podWritesPerNode)
-	for _, c := range plan.Current {
+	for _, c := range pods {
 		pod := c.Pod
-		d := drain.Decide(c, now, policy)
-		if !d.Evict {
-			later(d.RecheckAfter)
-			continue
-		}
-		if wait := r.Evictions.Wait(pod.UID, now); wait > 0 {
-			later(wait)
-			continue
-		}
 		g.Go(func() error {
-			gone, refusal, err := r.evict(ctx, pod)
+			refusal, err := r.evict(ctx, pod)
+			_, _, before := r.Evictions.Refusal(pod.UID)
+			mu.Lock()
+			defer mu.Unlock()
 			switch {
-			case gone:
+			case stale(err):
 				// Deleted or replaced by a namesake since the cache saw it: nothing to evict.
 				r.Evictions.Done(pod.UID)
+				w.stale = true
 			case err != nil:
 				evictionsTotal.WithLabelValues("failed").Inc()
-				if _, _, before := r.Evictions.Refusal(pod.UID); !before {
-					r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, nodemaintv1alpha1.BlockedReasonEvictionFailed, "Evict", "node maintenance: %v", err)
-				}
-				later(r.Evictions.Refused(pod.UID, now, nodemaintv1alpha1.BlockedReasonEvictionFailed, err.Error()))
-				mu.Lock()
+				sink.evictionFailed(pod, err, !before)
+				backOff(r.Evictions.Refused(pod.UID, now, nodemaintv1alpha1.BlockedReasonEvictionFailed, err.Error()))
 				errs = append(errs, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err))
-				mu.Unlock()
 			case refusal != "":
 				evictionsTotal.WithLabelValues("refused").Inc()
-				if _, _, before := r.Evictions.Refusal(pod.UID); !before {
-					r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "EvictionRefused", "Evict", "node maintenance: %s", refusal)
-				}
-				later(r.Evictions.Refused(pod.UID, now, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, refusal))
+				sink.evictionRefused(pod, refusal, !before)
+				backOff(r.Evictions.Refused(pod.UID, now, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, refusal))
 				log.FromContext(ctx).V(1).Info("eviction refused", "pod", client.ObjectKeyFromObject(pod), "reason", refusal)
 			default:
 				evictionsTotal.WithLabelValues("evicted").Inc()
 				r.Evictions.Done(pod.UID)
+				w.done++
 				log.FromContext(ctx).Info("evicted pod", "pod", client.ObjectKeyFromObject(pod), "source", c.Class.Source)
 			}
 			return nil
 		})
 	}
 	_ = g.Wait()
-	return next.d, errors.Join(errs...)
+	return wait, w, errors.Join(errs...)
 }
 
 // evict asks the Eviction API to evict the pod, this pod and not a namesake created since (a UID
-// precondition). A refusal (429, a PodDisruptionBudget) is not an error: it returns the budget's
-// own message. gone says the pod was no longer there to evict.
-func (r *NodeReconciler) evict(ctx context.Context, pod *corev1.Pod) (gone bool, refusal string, err error) {
+// precondition, which fails as a conflict). A refusal (429, a PodDisruptionBudget) is not an
+// error: it returns the budget's own message.
+func (r *NodeReconciler) evict(ctx context.Context, pod *corev1.Pod) (refusal string, err error) {
 	if r.EvictionSlots != nil {
 		if err := r.EvictionSlots.Acquire(ctx, 1); err != nil {
-			return false, "", err
+			return "", err
 		}
 		defer r.EvictionSlots.Release(1)
 	}
@@ -110,17 +101,10 @@ func (r *NodeReconciler) evict(ctx context.Context, pod *corev1.Pod) (gone bool,
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
 	}
 	err = r.Client.SubResource("eviction").Create(ctx, pod, eviction)
-	switch {
-	case err == nil:
-		return false, "", nil
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		// Conflict: the UID precondition failed, a namesake replaced the pod. The next
-		// reconcile, from the cache, decides about the namesake.
-		return true, "", nil
-	case apierrors.IsTooManyRequests(err):
-		return false, refusalMessage(err), nil
+	if apierrors.IsTooManyRequests(err) {
+		return refusalMessage(err), nil
 	}
-	return false, "", err
+	return "", err
 }
 
 // refusalMessage is the PodDisruptionBudget's own message from a refused eviction, e.g. "The
@@ -140,24 +124,56 @@ func refusalMessage(err error) string {
 // evictionTimeout bounds one eviction request.
 const evictionTimeout = 10 * time.Second
 
-// deleteLeft deletes the pods a drain still waits for, bypassing PodDisruptionBudgets: the admin
-// asked for it with drainTimeoutAction Delete, and the drain timed out. Skipped pods stay.
-func (r *NodeReconciler) deleteLeft(ctx context.Context, node *corev1.Node, plan drain.Plan) error {
-	var errs []error
-	for _, group := range [][]drain.Classified{plan.Current, plan.Later, plan.WaitCompleted} {
-		for _, c := range group {
-			if c.Pod.DeletionTimestamp != nil || c.Class.Protected != "" {
-				continue
-			}
-			// The UID precondition deletes this pod and never a namesake created since.
-			if err := r.Client.Delete(ctx, c.Pod, client.Preconditions{UID: &c.Pod.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-				errs = append(errs, err)
-				continue
-			}
+// deletePods deletes the pods a drain still waits for, bypassing PodDisruptionBudgets: the admin
+// asked for it with drainTimeoutAction Delete, and the drain timed out. The UID precondition
+// deletes each pod and never a namesake created since.
+func (r *NodeReconciler) deletePods(ctx context.Context, node *corev1.Node, pods []drain.Classified) (writes, error) {
+	var (
+		w    writes
+		errs []error
+	)
+	for _, c := range pods {
+		switch err := r.Client.Delete(ctx, c.Pod, client.Preconditions{UID: &c.Pod.UID}); {
+		case stale(err):
+			w.stale = true
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			w.done++
 			evictionsTotal.WithLabelValues("deleted").Inc()
-			r.Recorder.Eventf(c.Pod, node, corev1.EventTypeWarning, "DeletedAfterDrainTimeout", "Delete",
-				"deleted, bypassing PodDisruptionBudgets: the drain of node %s timed out and drainTimeoutAction is Delete", node.Name)
+			eventSink{r.Recorder}.deleted(c.Pod, node)
 		}
 	}
-	return errors.Join(errs...)
+	return w, errors.Join(errs...)
+}
+
+// writes is how a batch of writes ended: how many were done, and whether any was decided from
+// a stale cache.
+type writes struct {
+	done  int
+	stale bool
+}
+
+func (w *writes) add(o writes) {
+	w.done += o.done
+	w.stale = w.stale || o.stale
+}
+
+// stale reports whether a write failed because it was decided from a stale view of the object:
+// a resourceVersion or UID precondition that no longer holds (a conflict), or the object gone.
+// Both reconcilers treat such a write one way: dropped, not an error, and the object looked at
+// again shortly (staleRequeue) from the cache, which by then has caught up.
+func stale(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsNotFound(err)
+}
+
+// staleRequeue is how soon an object is looked at again after a stale write.
+const staleRequeue = 100 * time.Millisecond
+
+// result asks to look again after next, or sooner after a stale write.
+func result(next time.Duration, stale bool) reconcile.Result {
+	if stale && (next == 0 || staleRequeue < next) {
+		next = staleRequeue
+	}
+	return reconcile.Result{RequeueAfter: next}
 }

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-
-	"github.com/nodemaint/nodemaint/internal/drain"
 )
 
 // activeSince is when this replica started reconciling: when it became the leader. While no
@@ -26,11 +24,10 @@ func (a *activeSince) start(mgr manager.Manager) error {
 	}))
 }
 
-// policy returns the drain policy with its response timeouts counted from when this replica
-// became active at the earliest.
-func (a *activeSince) policy(policy drain.Policy) drain.Policy {
+// since returns when this replica became active; zero before (see drain.Policy.CountFrom).
+func (a *activeSince) since() time.Time {
 	if since := a.nanos.Load(); since != 0 {
-		policy.CountFrom = time.Unix(0, since)
+		return time.Unix(0, since)
 	}
-	return policy
+	return time.Time{}
 }

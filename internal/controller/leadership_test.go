@@ -39,7 +39,9 @@ func TestActiveSincePolicy(t *testing.T) {
 			if !tc.active.IsZero() {
 				a.nanos.Store(tc.active.UnixNano())
 			}
-			d := drain.Decide(drain.Classified{Pod: tc.pod}, now, a.policy(policy))
+			p := policy
+			p.CountFrom = a.since()
+			d := drain.Decide(drain.Classified{Pod: tc.pod}, now, p)
 			if d.Evict != tc.wantEvict {
 				t.Errorf("evict %v, want %v (%+v)", d.Evict, tc.wantEvict, d)
 			}

@@ -3,7 +3,6 @@ package controller
 import (
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -25,17 +24,4 @@ func setSpecValid(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alph
 		Message: strings.Join(problems, "; ") +
 			"; until it is fixed, nodemaint only cordons and requests evacuation: it evicts, deletes and taints nothing for this maintenance",
 	})
-}
-
-// recordSpecValid emits a Warning Event when the maintenance's spec becomes unusable, or changes
-// while it is.
-func (r *NodeMaintenanceReconciler) recordSpecValid(old, cur *nodemaintv1alpha1.NodeMaintenance) {
-	c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionSpecValid)
-	if c == nil {
-		return
-	}
-	if was := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionSpecValid); was != nil && was.Message == c.Message {
-		return
-	}
-	r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, nodemaintv1alpha1.ReasonInvalidSpec, "Reconcile", "%s", c.Message)
 }

@@ -5,10 +5,16 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
 )
 
 // The status of a NodeMaintenance stays far below etcd's limit on an object (1.5 MiB) whatever
@@ -101,32 +107,124 @@ func cut(s string, n int) string {
 	return s[:end] + ellipsis
 }
 
-// maxSkippedNames is how many skipped pods the Drained condition names.
-const maxSkippedNames = 5
-
-// skippedPods gathers a few of the pods the drain skips, with what skipped them, in the order
-// they are added.
-type skippedPods struct {
-	names []string
+// nodeDecision is the decision about one selected node.
+type nodeDecision struct {
+	name string
+	nodeaction.Decision
 }
 
-func (s *skippedPods) add(plan drain.Plan) {
-	for _, c := range plan.Skipped {
-		if len(s.names) == maxSkippedNames {
-			return
-		}
-		s.names = append(s.names, fmt.Sprintf("%s/%s (%s)", c.Pod.Namespace, c.Pod.Name, c.Class.Source))
+// maintenanceStatus is the status of the maintenance from the decisions about its selected nodes
+// at now: the totals, the nodes worth detailing (within bounds, see listNodes), the phase, and the
+// Drained and DrainTimedOut conditions. The NodesSelected and SpecValid conditions are the
+// caller's.
+func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, now time.Time) nodemaintv1alpha1.NodeMaintenanceStatus {
+	status := nodemaintv1alpha1.NodeMaintenanceStatus{
+		ObservedGeneration: nm.Generation,
+		SelectedNodes:      int32(len(nodes)),
+		Conditions:         append([]metav1.Condition(nil), nm.Status.Conditions...),
+		DrainStartTime:     nm.Status.DrainStartTime,
 	}
+	switch {
+	case !nm.Spec.Drain:
+		status.DrainStartTime = nil
+	case status.DrainStartTime == nil:
+		status.DrainStartTime = &metav1.Time{Time: now.Truncate(time.Second)}
+	}
+	// By name, so that the nodes and pods the status names do not change from one look to the next.
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
+	reports := make([]nodeReport, 0, len(nodes))
+	var left, skipped []string
+	for _, n := range nodes {
+		rep := n.Report
+		ns := nodemaintv1alpha1.NodeMaintenanceNodeStatus{
+			PodsPendingEvacuation: int32(rep.Pending),
+			PodsEvacuating:        int32(rep.Evacuating),
+			PodsSkipped:           int32(rep.Skipped),
+			OutOfService:          rep.OutOfService,
+		}
+		if nm.Spec.Drain {
+			// What holds the pods, and the volumes left, are a drain's to report.
+			ns.VolumesAttached = int32(rep.VolumesAttached)
+			ns.Blocked = boundBlocked(rep.Blocked)
+		}
+		left = append(left, rep.Left[:min(len(rep.Left), drain.MaxBlockedNames-len(left))]...)
+		skipped = append(skipped, rep.SkippedNames[:min(len(rep.SkippedNames), nodeaction.MaxSkippedNames-len(skipped))]...)
+		reports = append(reports, nodeReport{name: n.name, status: ns})
+		status.PodsPendingEvacuation += ns.PodsPendingEvacuation
+		status.PodsEvacuating += ns.PodsEvacuating
+		status.PodsSkipped += ns.PodsSkipped
+		status.VolumesAttached += ns.VolumesAttached
+		switch {
+		case ns.PodsPendingEvacuation > 0:
+			status.NodesPending++
+		case nm.Spec.Drain && ns.VolumesAttached == 0:
+			status.NodesDrained++
+		}
+		if ns.OutOfService {
+			status.NodesOutOfService++
+		}
+	}
+	status.Nodes, status.NodesNotListed = listNodes(reports, nodemaintv1alpha1.MaxStatusNodes, nodemaintv1alpha1.MaxStatusNodesBytes)
+	volumes := status.VolumesAttached
+	// A maintenance that selects no node has drained nothing: it is never Drained (a typo in a
+	// node name must not read as done).
+	drained := nm.Spec.Drain && len(nodes) > 0 && status.PodsPendingEvacuation == 0 && volumes == 0
+	status.Phase = maintenance.Phase(nm, drained)
+	skippedNote := skippedNote(skipped, status.PodsSkipped)
+
+	cond := metav1.Condition{Type: nodemaintv1alpha1.ConditionDrained, ObservedGeneration: nm.Generation}
+	switch {
+	case !nm.Spec.Drain:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonDrainNotRequested, "spec.drain is false"
+	case len(nodes) == 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonNoNodesSelected, "the nodeSelector selects no node: nothing is drained"
+	case drained:
+		cond.Status, cond.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrained
+		cond.Message = fmt.Sprintf("every targeted pod is gone from the %d selected nodes", len(nodes)) + skippedNote
+	case status.PodsPendingEvacuation == 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonVolumesAttached
+		cond.Message = fmt.Sprintf("every targeted pod is gone; %d volumes of drained pods are still attached", volumes) + skippedNote
+	default:
+		cond.Status, cond.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonPodsPending
+		cond.Message = fmt.Sprintf("%d pods pending evacuation (%d evacuating by their owners) on %d nodes",
+			status.PodsPendingEvacuation, status.PodsEvacuating, status.NodesPending) + skippedNote
+	}
+	meta.SetStatusCondition(&status.Conditions, cond)
+
+	timedOut := metav1.Condition{Type: nodemaintv1alpha1.ConditionDrainTimedOut, ObservedGeneration: nm.Generation,
+		Status: metav1.ConditionFalse, Reason: nodemaintv1alpha1.ReasonWithinDrainTimeout}
+	nmAt := nm.DeepCopy()
+	nmAt.Status.DrainStartTime = status.DrainStartTime
+	deadline := maintenance.DrainDeadline(nmAt)
+	switch {
+	case nm.Spec.DrainTimeout == nil || !nm.Spec.Drain || !maintenance.Usable(nm):
+		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut)
+	case drained || now.Before(deadline):
+		meta.SetStatusCondition(&status.Conditions, timedOut)
+	default:
+		timedOut.Status, timedOut.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrainTimedOut
+		timedOut.Message = fmt.Sprintf("not drained %s after drain started: %d pods and %d volumes left on %d nodes",
+			nm.Spec.DrainTimeout.Duration, status.PodsPendingEvacuation, volumes, status.NodesPending)
+		if len(left) > 0 {
+			timedOut.Message += ", among them " + strings.Join(left, ", ")
+		}
+		if nm.Spec.DrainTimeoutAction == nodemaintv1alpha1.DrainTimeoutActionDelete {
+			timedOut.Message += "; deleting them (drainTimeoutAction Delete)"
+		}
+		meta.SetStatusCondition(&status.Conditions, timedOut)
+	}
+	return status
 }
 
-// note says how many pods are skipped and names a few: "; 2 pods skipped and left running: ns/a
-// (label nodemaint.dev/drain=skip), ns/b (DrainRule keep-logs)". It is empty when none is.
-func (s *skippedPods) note(total int32) string {
+// skippedNote says how many pods are skipped and names a few: "; 2 pods skipped and left
+// running: ns/a (label nodemaint.dev/drain=skip), ns/b (DrainRule keep-logs)". It is empty when
+// none is.
+func skippedNote(names []string, total int32) string {
 	if total == 0 {
 		return ""
 	}
-	note := fmt.Sprintf("; %d pods skipped and left running: %s", total, strings.Join(s.names, ", "))
-	if more := int(total) - len(s.names); more > 0 {
+	note := fmt.Sprintf("; %d pods skipped and left running: %s", total, strings.Join(names, ", "))
+	if more := int(total) - len(names); more > 0 {
 		note += fmt.Sprintf(" and %d more", more)
 	}
 	return note

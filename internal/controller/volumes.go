@@ -14,8 +14,9 @@ import (
 
 // attachedVolumes counts the volumes attached to the node that no pod still on it uses: the
 // volumes of drained pods, not yet detached. Volumes of pods left on the node (skipped,
-// DaemonSet) do not count. It looks at VolumeAttachments (CSI) and node.status.volumesAttached.
-func attachedVolumes(ctx context.Context, c client.Reader, node *corev1.Node, pods []corev1.Pod) (int, error) {
+// DaemonSet) do not count. It looks at the cluster's VolumeAttachments (CSI, vas) and
+// node.status.volumesAttached.
+func attachedVolumes(ctx context.Context, c client.Reader, node *corev1.Node, pods []corev1.Pod, vas []storagev1.VolumeAttachment) (int, error) {
 	inUsePVs := map[string]bool{}
 	inUseNames := map[string]bool{}
 	for i := range pods {
@@ -47,11 +48,7 @@ func attachedVolumes(ctx context.Context, c client.Reader, node *corev1.Node, po
 			attached[string(v.Name)] = true
 		}
 	}
-	var vas storagev1.VolumeAttachmentList
-	if err := c.List(ctx, &vas); err != nil {
-		return 0, err
-	}
-	for _, va := range vas.Items {
+	for _, va := range vas {
 		pv := va.Spec.Source.PersistentVolumeName
 		if va.Spec.NodeName != node.Name || !va.Status.Attached && va.DeletionTimestamp != nil || pv != nil && inUsePVs[*pv] {
 			continue

@@ -5,18 +5,23 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/fairqueue"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -120,7 +125,7 @@ func nodeChanged() predicate.Predicate {
 			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
 			!equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
 			!equality.Semantic.DeepEqual(maintenanceCondition(o), maintenanceCondition(n)) ||
-			nodeReady(o) != nodeReady(n) ||
+			nodeaction.NodeReady(o) != nodeaction.NodeReady(n) ||
 			!equality.Semantic.DeepEqual(o.Status.VolumesAttached, n.Status.VolumesAttached)
 	}}
 }
@@ -200,4 +205,68 @@ func delayedMapHandler(delay time.Duration, fn handler.MapFunc) handler.EventHan
 			enqueue(ctx, e.Object, q)
 		},
 	}
+}
+
+// SetupWithManager registers the node controller: nodes, the NodeMaintenances that select them,
+// and their pods.
+func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) error {
+	if err := r.active.start(mgr); err != nil {
+		return err
+	}
+	c := mgr.GetClient()
+	return builder.ControllerManagedBy(mgr).
+		Named("node").
+		For(&corev1.Node{}, builder.WithPredicates(nodeChanged())).
+		Watches(&nodemaintv1alpha1.NodeMaintenance{},
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				return nodesOfMaintenance(ctx, c, o.(*nodemaintv1alpha1.NodeMaintenance))
+			}),
+			builder.WithPredicates(maintenanceIntentChanged())).
+		Watches(&corev1.Pod{},
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				return nodeOfPod(ctx, c, o.(*corev1.Pod))
+			}),
+			builder.WithPredicates(podChanged())).
+		Watches(&storagev1.VolumeAttachment{},
+			handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*storagev1.VolumeAttachment).Spec.NodeName}}}
+			})).
+		Watches(&nodemaintv1alpha1.DrainRule{},
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+				return nodesUnderMaintenance(ctx, c)
+			})).
+		WithOptions(fairqueue.Options(concurrency)).
+		Complete(r)
+}
+
+// SetupWithManager registers the NodeMaintenance controller. Node changes reach it at once; pod
+// changes are batched by StatusBatchDelay.
+func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concurrency int) error {
+	if err := r.active.start(mgr); err != nil {
+		return err
+	}
+	c := mgr.GetClient()
+	return builder.ControllerManagedBy(mgr).
+		Named("nodemaintenance").
+		For(&nodemaintv1alpha1.NodeMaintenance{}).
+		Watches(&corev1.Node{},
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				return maintenancesOfNode(ctx, c, o.(*corev1.Node))
+			}),
+			builder.WithPredicates(nodeChanged())).
+		Watches(&corev1.Pod{},
+			delayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, o client.Object) []reconcile.Request {
+				pod := o.(*corev1.Pod)
+				if pod.Spec.NodeName == "" {
+					return nil
+				}
+				node := &corev1.Node{}
+				if err := c.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); err != nil {
+					return nil
+				}
+				return maintenancesOfNode(ctx, c, node)
+			}),
+			builder.WithPredicates(podChanged())).
+		WithOptions(fairqueue.Options(concurrency)).
+		Complete(r)
 }

@@ -20,9 +20,10 @@ const (
 // Blocked says what keeps the pods of a plan on their node, grouped by reason and message, with a
 // few pod names each, most pods first. Every pod the plan holds counts in exactly one entry: when
 // there are more reasons than MaxBlockedEntries, the smallest groups are folded into a last entry
-// of reason Other. draining says whether the node is drained now: only then are the pods of the
-// current order group held by their owners or by evictions.
-func Blocked(plan Plan, draining bool, policy Policy, evictions *Evictions, now time.Time) []nodemaintv1alpha1.BlockedPods {
+// of reason Other. current are the decisions about plan.Current (DecideCurrent), in its order,
+// when the node is drained now, and nil when it is not: only then are the pods of the current
+// order group held by their owners or by evictions.
+func Blocked(plan Plan, current []Decision, now time.Time) []nodemaintv1alpha1.BlockedPods {
 	type key struct{ reason, message string }
 	groups := map[key]*nodemaintv1alpha1.BlockedPods{}
 	var order []key
@@ -40,20 +41,10 @@ func Blocked(plan Plan, draining bool, policy Policy, evictions *Evictions, now 
 		}
 	}
 	var terminatingSince time.Time // the earliest deletion of a terminating pod
-	if draining {
-		for _, c := range plan.Current {
-			d := Decide(c, now, policy)
-			switch reason, refusal, refused := evictions.Refusal(c.Pod.UID); {
-			case d.Evict && refused:
-				add(reason, refusal, c.Pod)
-			case d.Evict:
-				add(nodemaintv1alpha1.BlockedReasonEvicting, "evicting through the Eviction API", c.Pod)
-			default:
-				add(d.Reason, d.Message, c.Pod)
-				if d.Reason == nodemaintv1alpha1.BlockedReasonTerminating && !d.Since.IsZero() && (terminatingSince.IsZero() || d.Since.Before(terminatingSince)) {
-					terminatingSince = d.Since
-				}
-			}
+	for i, d := range current {
+		add(d.Reason, d.Message, plan.Current[i].Pod)
+		if d.Reason == nodemaintv1alpha1.BlockedReasonTerminating && !d.Since.IsZero() && (terminatingSince.IsZero() || d.Since.Before(terminatingSince)) {
+			terminatingSince = d.Since
 		}
 	}
 	for _, c := range plan.Later {

@@ -27,7 +27,8 @@ type Policy struct {
 // Decision is what to do with one pod of the current order group now.
 type Decision struct {
 	Evict bool
-	// Reason and Message say why the pod is still there when not evicted.
+	// Reason and Message say why the pod is still there when not evicted; from DecideCurrent,
+	// also what an eviction meets (Evicting, or the refusal of the last one).
 	Reason, Message string
 	// RecheckAfter is when the decision may change by itself (the response timeout runs out).
 	RecheckAfter time.Duration
@@ -82,6 +83,29 @@ func Decide(c Classified, now time.Time, policy Policy) Decision {
 	return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Message: msg, RecheckAfter: left}
 }
 
+// DecideCurrent decides about every pod of the current order group, in order, with what the API
+// server said of their earlier evictions (refusals, by pod UID): a pod whose eviction was refused
+// backs off until the refusal's NotBefore, held by the refusal; one past it is evicted again,
+// still reported with the refusal until an eviction succeeds. Every decision names a reason.
+func DecideCurrent(current []Classified, now time.Time, policy Policy, refusals map[types.UID]Refusal) []Decision {
+	out := make([]Decision, len(current))
+	for i, c := range current {
+		d := Decide(c, now, policy)
+		if d.Evict {
+			switch r, refused := refusals[c.Pod.UID]; {
+			case refused && r.NotBefore.After(now):
+				d = Decision{Reason: r.Reason, Message: r.Message, RecheckAfter: r.NotBefore.Sub(now)}
+			case refused:
+				d.Reason, d.Message = r.Reason, r.Message
+			default:
+				d.Reason, d.Message = nodemaintv1alpha1.BlockedReasonEvicting, "evicting through the Eviction API"
+			}
+		}
+		out[i] = d
+	}
+	return out
+}
+
 // Evictions remembers, per pod, evictions the API server refused (429: a PodDisruptionBudget), so
 // that they back off exponentially per pod without holding up other pods, and the refusal shows in
 // the status. It is memory only: after a restart the first attempt finds the refusal again.
@@ -89,20 +113,22 @@ type Evictions struct {
 	limiter workqueue.TypedRateLimiter[types.UID]
 
 	mu      sync.Mutex
-	refused map[types.UID]refusal
+	refused map[types.UID]Refusal
 }
 
-type refusal struct {
-	notBefore time.Time
-	reason    string
-	message   string
+// Refusal is an eviction the API server refused: the pod backs off until NotBefore. Reason is
+// nodemaintv1alpha1.BlockedReasonPodDisruptionBudget for a 429, BlockedReasonEvictionFailed
+// otherwise; Message is the API server's.
+type Refusal struct {
+	NotBefore       time.Time
+	Reason, Message string
 }
 
 // NewEvictions returns an Evictions backing off from initial up to max.
 func NewEvictions(initial, max time.Duration) *Evictions {
 	return &Evictions{
 		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](initial, max),
-		refused: map[types.UID]refusal{},
+		refused: map[types.UID]Refusal{},
 	}
 }
 
@@ -110,7 +136,7 @@ func NewEvictions(initial, max time.Duration) *Evictions {
 func (e *Evictions) Wait(uid types.UID, now time.Time) time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return max(e.refused[uid].notBefore.Sub(now), 0)
+	return max(e.refused[uid].NotBefore.Sub(now), 0)
 }
 
 // Refused records a refused eviction, with the reason (nodemaintv1alpha1.BlockedReasonPodDisruptionBudget for a 429,
@@ -118,7 +144,7 @@ func (e *Evictions) Wait(uid types.UID, now time.Time) time.Duration {
 func (e *Evictions) Refused(uid types.UID, now time.Time, reason, message string) time.Duration {
 	d := e.limiter.When(uid)
 	e.mu.Lock()
-	e.refused[uid] = refusal{notBefore: now.Add(d), reason: reason, message: message}
+	e.refused[uid] = Refusal{NotBefore: now.Add(d), Reason: reason, Message: message}
 	e.mu.Unlock()
 	return d
 }
@@ -136,7 +162,23 @@ func (e *Evictions) Refusal(uid types.UID) (reason, message string, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	r, ok := e.refused[uid]
-	return r.reason, r.message, ok
+	return r.Reason, r.Message, ok
+}
+
+// Refusals returns the refusals of these pods' last evictions, by UID; nil when there are none.
+func (e *Evictions) Refusals(pods []Classified) map[types.UID]Refusal {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out map[types.UID]Refusal
+	for _, c := range pods {
+		if r, ok := e.refused[c.Pod.UID]; ok {
+			if out == nil {
+				out = map[types.UID]Refusal{}
+			}
+			out[c.Pod.UID] = r
+		}
+	}
+	return out
 }
 
 // Unanswerable reports whether the pod has no controller (a bare pod): no workload controller

@@ -166,7 +166,8 @@ func TestBlockedTerminatingFor(t *testing.T) {
 		{"several", []Classified{deleted("a", 5*time.Second), deleted("b", 125*time.Second), deleted("c", 30*time.Second)},
 			"terminating, the longest for 2m0s"},
 	} {
-		got := Blocked(NewPlan(tc.pods), true, Policy{Evict: true, ResponseTimeout: time.Minute}, NewEvictions(time.Second, time.Second), now)
+		plan := NewPlan(tc.pods)
+		got := Blocked(plan, DecideCurrent(plan.Current, now, Policy{Evict: true, ResponseTimeout: time.Minute}, nil), now)
 		if len(got) != 1 || got[0].Reason != nodemaintv1alpha1.BlockedReasonTerminating || got[0].Message != tc.want || int(got[0].Count) != len(tc.pods) {
 			t.Errorf("%s: blocked %+v, want one Terminating entry %q", tc.name, got, tc.want)
 		}
@@ -266,7 +267,7 @@ func TestInvalidRuleHolds(t *testing.T) {
 		if len(plan.Held) != 1 || len(plan.Current)+len(plan.Later)+len(plan.WaitCompleted)+len(plan.Skipped) != 0 || plan.Pending() != 1 {
 			t.Errorf("%s: plan %+v; want the pod held and pending", tc.name, plan)
 		}
-		blocked := Blocked(plan, true, Policy{Evict: true}, NewEvictions(time.Second, time.Minute), time.Now())
+		blocked := Blocked(plan, DecideCurrent(plan.Current, time.Now(), Policy{Evict: true}, nil), time.Now())
 		if len(blocked) != 1 || blocked[0].Reason != nodemaintv1alpha1.BlockedReasonInvalidDrainRule || !strings.Contains(blocked[0].Message, tc.source) {
 			t.Errorf("%s: blocked %+v; want reason %s naming %s", tc.name, blocked, nodemaintv1alpha1.BlockedReasonInvalidDrainRule, tc.source)
 		}

@@ -321,7 +321,7 @@ func FuzzPlanAndBlocked(f *testing.F) {
 				pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs", Controller: ptr.To(true)}}
 			}
 			if k&0x80 != 0 {
-				evictions.Refused(pod.UID, now, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, fmt.Sprintf("The disruption budget pdb-%d does not allow evicting pods currently", s%24))
+				evictions.Refused(pod.UID, now.Add(-time.Duration(s%3)*time.Second), nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, fmt.Sprintf("The disruption budget pdb-%d does not allow evicting pods currently", s%24))
 			}
 			if i%7 == 3 {
 				c.Protected = "nodemaint-controller's own pod"
@@ -352,9 +352,23 @@ func FuzzPlanAndBlocked(f *testing.F) {
 			}
 		}
 
-		got := Blocked(plan, draining, policy, evictions, now)
+		var current []Decision
+		if draining {
+			current = DecideCurrent(plan.Current, now, policy, evictions.Refusals(plan.Current))
+			for i, d := range current {
+				c := plan.Current[i]
+				plain := Decide(c, now, policy)
+				if d.Reason == "" || d.Evict && !plain.Evict {
+					t.Fatalf("pod %s: DecideCurrent %+v, Decide %+v: it evicts only what Decide evicts, and always names a reason", c.Pod.Name, d, plain)
+				}
+				if d.Evict && evictions.Wait(c.Pod.UID, now) > 0 {
+					t.Fatalf("pod %s evicted while its refused eviction backs off: %+v", c.Pod.Name, d)
+				}
+			}
+		}
+		got := Blocked(plan, current, now)
 		checkBlocked(t, plan, draining, policy, got)
-		if again := Blocked(plan, draining, policy, evictions, now); fmt.Sprint(again) != fmt.Sprint(got) {
+		if again := Blocked(plan, current, now); fmt.Sprint(again) != fmt.Sprint(got) {
 			t.Fatalf("Blocked is not deterministic:\n%+v\n%+v", got, again)
 		}
 	})

@@ -1,4 +1,4 @@
-package controller
+package nodeaction
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 )
 
-// outOfServiceTaint is KEP-2268's taint: Kubernetes' pod GC and attach-detach controller then
+// OutOfServiceTaint is KEP-2268's taint: Kubernetes' pod GC and attach-detach controller then
 // fail the node's pods and volumes over.
-var outOfServiceTaint = corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
+var OutOfServiceTaint = corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
 
 // readyCondition returns the node's Ready condition, or nil.
 func readyCondition(node *corev1.Node) *corev1.NodeCondition {
@@ -24,7 +24,8 @@ func readyCondition(node *corev1.Node) *corev1.NodeCondition {
 	return nil
 }
 
-func nodeReady(node *corev1.Node) bool {
+// NodeReady reports whether the node's Ready condition is True.
+func NodeReady(node *corev1.Node) bool {
 	c := readyCondition(node)
 	return c != nil && c.Status == corev1.ConditionTrue
 }
@@ -44,9 +45,9 @@ func outOfService(node *corev1.Node, pods []corev1.Pod, intent maintenance.NodeI
 		stuck = stuck || pods[i].DeletionTimestamp != nil
 	}
 	if node.Annotations[nodemaintv1alpha1.OutOfServiceAnnotation] != "" {
-		return !nodeReady(node) || stuck, 0, ""
+		return !NodeReady(node) || stuck, 0, ""
 	}
-	if !intent.OutOfService || nodeReady(node) || !stuck {
+	if !intent.OutOfService || NodeReady(node) || !stuck {
 		return false, 0, ""
 	}
 	ready := readyCondition(node)

@@ -1,0 +1,121 @@
+package controller
+
+import (
+	"context"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
+)
+
+// +kubebuilder:rbac:groups=nodemaint.dev,resources=drainrules,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// observer reads from the cache what the decision about a node needs (nodeaction.Observation).
+// Both reconcilers observe through it: the node reconciler one node, the NodeMaintenance
+// reconciler each node it selects.
+type observer struct {
+	client client.Reader
+	// ownPods are nodemaint-controller's own pods, which are protected.
+	ownPods *OwnPods
+	// evictions remembers the refused evictions.
+	evictions *drain.Evictions
+	// active is when this replica became the leader.
+	active *activeSince
+}
+
+// view is what the observations of one reconcile share, each read once: the NodeMaintenances,
+// the DrainRules, and, when first needed, namespaces' labels and the VolumeAttachments.
+type view struct {
+	maintenances nodemaintv1alpha1.NodeMaintenanceList
+	rules        *drain.Rules
+	namespaces   map[string]map[string]string
+	attachments  *storagev1.VolumeAttachmentList
+}
+
+// view reads what the observations of one reconcile share.
+func (o *observer) view(ctx context.Context) (*view, error) {
+	v := &view{namespaces: map[string]map[string]string{}}
+	if err := o.client.List(ctx, &v.maintenances); err != nil {
+		return nil, err
+	}
+	var rules nodemaintv1alpha1.DrainRuleList
+	if err := o.client.List(ctx, &rules); err != nil {
+		return nil, err
+	}
+	v.rules = drain.NewRules(rules.Items)
+	return v, nil
+}
+
+// observe reads everything the decision about the node needs.
+func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nodeaction.Observation, error) {
+	obs := nodeaction.Observation{Node: node, ActiveSince: o.active.since()}
+	for i := range v.maintenances.Items {
+		if maintenance.NewSelector(&v.maintenances.Items[i]).Matches(node) {
+			obs.Maintenances = append(obs.Maintenances, &v.maintenances.Items[i])
+		}
+	}
+	var err error
+	if obs.Pods, err = podsOnNode(ctx, o.client, node.Name); err != nil {
+		return obs, err
+	}
+	if obs.Plan, err = o.plan(ctx, v, node, obs.Pods, maintenance.IgnoreDrainLabel(obs.Maintenances)); err != nil {
+		return obs, err
+	}
+	if obs.Plan.Pending() == 0 {
+		if v.attachments == nil {
+			v.attachments = &storagev1.VolumeAttachmentList{}
+			if err := o.client.List(ctx, v.attachments); err != nil {
+				v.attachments = nil
+				return obs, err
+			}
+		}
+		if obs.VolumesAttached, err = attachedVolumes(ctx, o.client, node, obs.Pods, v.attachments.Items); err != nil {
+			return obs, err
+		}
+	}
+	obs.Refusals = o.evictions.Refusals(obs.Plan.Current)
+	return obs, nil
+}
+
+// plan classifies the targeted pods of a node by the DrainRules; ignoreDrainLabel: a maintenance
+// draining the node ignores the pod label nodemaint.dev/drain.
+func (o *observer) plan(ctx context.Context, v *view, node *corev1.Node, pods []corev1.Pod, ignoreDrainLabel bool) (drain.Plan, error) {
+	rules := v.rules.IgnoringDrainLabel(ignoreDrainLabel)
+	// A stable order keeps the status (which names a few pods) from changing for nothing.
+	sort.Slice(pods, func(i, j int) bool {
+		if pods[i].Namespace != pods[j].Namespace {
+			return pods[i].Namespace < pods[j].Namespace
+		}
+		return pods[i].Name < pods[j].Name
+	})
+	var classified []drain.Classified
+	for i := range pods {
+		pod := &pods[i]
+		if !maintenance.Targeted(pod) {
+			continue
+		}
+		nsLabels, ok := v.namespaces[pod.Namespace]
+		if !ok {
+			ns := &corev1.Namespace{}
+			if err := o.client.Get(ctx, types.NamespacedName{Name: pod.Namespace}, ns); client.IgnoreNotFound(err) != nil {
+				return drain.Plan{}, err
+			}
+			nsLabels = ns.Labels
+			v.namespaces[pod.Namespace] = nsLabels
+		}
+		class := rules.Classify(pod, nsLabels, node.Labels)
+		if o.ownPods.Match(pod) {
+			class.Protected = "nodemaint-controller's own pod"
+		}
+		classified = append(classified, drain.Classified{Pod: pod, Class: class})
+	}
+	return drain.NewPlan(classified), nil
+}

@@ -1,0 +1,399 @@
+package nodeaction
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// FuzzDecide builds an observation from the fuzzer's bytes (a node in any state nodemaint or
+// others may have left it, up to three maintenances selecting it, usable or not, pods in every
+// state an owner, the API server and the kubelet make of them, refused evictions) and checks what
+// a decision must never do, and that it converges: applied, the next decision changes nothing.
+// The seed corpus is under testdata/fuzz/FuzzDecide. Run it with e.g.
+//
+//	go test ./internal/nodeaction -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
+func FuzzDecide(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0x03, 0x12, 0, 0x03, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+	f.Add([]byte{0xff, 0xff, 0xff, 0x43, 0x21, 0x81, 0x33, 0x0f, 0x1e, 0x2d, 0x3c, 0x4b, 0x5a, 0x69, 0x78, 0x87, 0x96})
+	f.Add([]byte{0x2b, 0x91, 0x07, 0x65, 0x3a, 0x02, 0x41, 0x77, 0x09, 0x88, 0x18, 0xc4, 0x50, 0x0b, 0xe3, 0x29, 0x71, 0x05})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g := &gen{data: data}
+		now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+		obs := g.observation(now)
+		before := snapshot(obs)
+		d := Decide(obs, now)
+		if after := snapshot(obs); after != before {
+			t.Fatalf("Decide changed its observation:\n%s\n%s", before, after)
+		}
+		if again := Decide(obs, now); fmt.Sprintf("%+v", again) != fmt.Sprintf("%+v", d) {
+			t.Fatalf("Decide is not deterministic")
+		}
+		check(t, obs, d, now)
+
+		// Applied, the decision leaves nothing to change: the node, its condition and the pods'
+		// requests are what the next decision wants.
+		next := apply(obs, d, now)
+		d2 := Decide(next, now)
+		if d2.NodeChanged || d2.ConditionChanged || len(d2.Withdraw) > 0 || len(d2.Request) > 0 {
+			t.Fatalf("applied, the decision does not converge: node %v, condition %v, withdraw %d, request %d\nfirst %+v\nthen %+v",
+				d2.NodeChanged, d2.ConditionChanged, len(d2.Withdraw), len(d2.Request), d.Node.Spec, d2.Node.Spec)
+		}
+		check(t, next, d2, now)
+	})
+}
+
+// check states what no decision may do.
+func check(t *testing.T, obs Observation, d Decision, now time.Time) {
+	t.Helper()
+	node := obs.Node
+	if d.RecheckAfter < 0 {
+		t.Fatalf("RecheckAfter %v", d.RecheckAfter)
+	}
+	if d.NodeChanged != !(equality.Semantic.DeepEqual(node.Spec, d.Node.Spec) && equality.Semantic.DeepEqual(node.Annotations, d.Node.Annotations)) {
+		t.Fatalf("NodeChanged %v does not say whether the node changes", d.NodeChanged)
+	}
+	// A complete cordon comes before any request, eviction or deletion (KEP-4212).
+	if len(d.Request)+len(d.Evict)+len(d.Delete) > 0 && (!d.Intent.Drain || !d.Node.Spec.Unschedulable) {
+		t.Fatalf("requests %d, evictions %d, deletions %d on a node not cordoned or not drained", len(d.Request), len(d.Evict), len(d.Delete))
+	}
+	// nodemaint lifts only its own cordon.
+	if node.Spec.Unschedulable && !d.Node.Spec.Unschedulable && node.Annotations[nodemaintv1alpha1.CordonedAnnotation] == "" {
+		t.Fatalf("uncordoned a node someone else cordoned")
+	}
+	if d.Intent.Cordon && !d.Node.Spec.Unschedulable {
+		t.Fatalf("a maintenance cordons the node, the decision leaves it schedulable")
+	}
+	// Others' taints stay.
+	for _, taint := range node.Spec.Taints {
+		if taint.Key == nodemaintv1alpha1.PlannedMaintenanceTaint || taint == OutOfServiceTaint {
+			continue
+		}
+		found := false
+		for _, w := range d.Node.Spec.Taints {
+			found = found || w == taint
+		}
+		if !found {
+			t.Fatalf("taint %v of someone else removed", taint)
+		}
+	}
+	// The out-of-service taint needs a NotReady node with pods stuck terminating, and evidence
+	// of a shutdown, from a usable maintenance that asked for it.
+	if d.Change.OutOfService {
+		stuck := false
+		for i := range obs.Pods {
+			stuck = stuck || obs.Pods[i].DeletionTimestamp != nil
+		}
+		if NodeReady(node) || !stuck || !shutdownEvidence(node) || !d.Intent.OutOfService {
+			t.Fatalf("tainted out-of-service: ready %v, stuck %v, evidence %v, asked %v", NodeReady(node), stuck, shutdownEvidence(node), d.Intent.OutOfService)
+		}
+	}
+	// Evacuation requests: only nodemaint's own are withdrawn; another requester's is never
+	// replaced.
+	for _, pod := range d.Withdraw {
+		if !evacuation.RequestedBy(pod, evacuation.ReasonNodeMaintenance) && !ours(pod) {
+			t.Fatalf("withdrew a request that is not nodemaint's from %s", pod.Name)
+		}
+	}
+	current := map[types.UID]drain.Classified{}
+	for _, c := range obs.Plan.Current {
+		current[c.Pod.UID] = c
+	}
+	for _, pod := range d.Request {
+		if _, ok := current[pod.UID]; !ok {
+			t.Fatalf("requested evacuation of %s, not of the current order group", pod.Name)
+		}
+		if cur := evacuation.Condition(pod, evacuation.Request); cur != nil && cur.Status == corev1.ConditionTrue && !ours(pod) {
+			t.Fatalf("replaced the request of another requester on %s", pod.Name)
+		}
+	}
+	usable := false
+	for _, nm := range obs.Maintenances {
+		usable = usable || maintenance.Usable(nm) && maintenance.Drains(maintenance.Phase(nm, false))
+	}
+	deleted := map[types.UID]bool{}
+	for _, c := range d.Delete {
+		deleted[c.Pod.UID] = true
+		if c.Pod.DeletionTimestamp != nil || c.Class.Protected != "" || c.Class.InvalidRule != "" || c.Class.Behavior == nodemaintv1alpha1.DrainBehaviorSkip {
+			t.Fatalf("deleted %s: terminating, protected, held or skipped (%+v)", c.Pod.Name, c.Class)
+		}
+		if d.Intent.DeleteAt.IsZero() || d.Intent.DeleteAt.After(now) || !usable {
+			t.Fatalf("deleted %s before the drain timed out (%v) or for an unusable maintenance", c.Pod.Name, d.Intent.DeleteAt)
+		}
+	}
+	for _, c := range d.Evict {
+		if _, ok := current[c.Pod.UID]; !ok || deleted[c.Pod.UID] {
+			t.Fatalf("evicted %s: not in the current order group, or deleted as well", c.Pod.Name)
+		}
+		if !d.Intent.Evict || !usable || c.Pod.DeletionTimestamp != nil || c.Class.Protected != "" || evacuation.Accepted(c.Pod) {
+			t.Fatalf("evicted %s: signal-only, unusable, terminating, protected or accepted", c.Pod.Name)
+		}
+		if r, ok := obs.Refusals[c.Pod.UID]; ok && r.NotBefore.After(now) {
+			t.Fatalf("evicted %s while its refused eviction backs off", c.Pod.Name)
+		}
+	}
+	if d.Report.Pending != obs.Plan.Pending() || d.Report.Skipped != len(obs.Plan.Skipped) {
+		t.Fatalf("report %+v, plan pending %d skipped %d", d.Report, obs.Plan.Pending(), len(obs.Plan.Skipped))
+	}
+	held := 0
+	for _, b := range d.Report.Blocked {
+		held += int(b.Count)
+	}
+	want := len(obs.Plan.Later) + len(obs.Plan.WaitCompleted) + len(obs.Plan.Skipped) + len(obs.Plan.Held)
+	if d.Intent.Drain {
+		want += len(obs.Plan.Current)
+	}
+	if held != want {
+		t.Fatalf("blocked entries count %d pods, %d are held", held, want)
+	}
+}
+
+func ours(pod *corev1.Pod) bool {
+	c := evacuation.Condition(pod, evacuation.Request)
+	return c != nil && c.Reason == evacuation.ReasonNodeMaintenance
+}
+
+// apply is what the node reconciler's writes make of the observation.
+func apply(obs Observation, d Decision, now time.Time) Observation {
+	next := obs
+	next.Node = d.Node.DeepCopy()
+	next.Pods = make([]corev1.Pod, len(obs.Pods))
+	index := map[types.UID]int{}
+	for i := range obs.Pods {
+		obs.Pods[i].DeepCopyInto(&next.Pods[i])
+		index[obs.Pods[i].UID] = i
+	}
+	for _, pod := range d.Withdraw {
+		evacuation.RemoveCondition(&next.Pods[index[pod.UID]], evacuation.Request)
+	}
+	for _, pod := range d.Request {
+		cond := maintenance.EvacuationRequest(d.RequestReason)
+		cond.LastTransitionTime = metav1.NewTime(now)
+		evacuation.SetCondition(&next.Pods[index[pod.UID]], cond)
+	}
+	regroup := func(cs []drain.Classified) []drain.Classified {
+		var out []drain.Classified
+		for _, c := range cs {
+			out = append(out, drain.Classified{Pod: &next.Pods[index[c.Pod.UID]], Class: c.Class})
+		}
+		return out
+	}
+	next.Plan = drain.Plan{Current: regroup(obs.Plan.Current), Later: regroup(obs.Plan.Later),
+		WaitCompleted: regroup(obs.Plan.WaitCompleted), Skipped: regroup(obs.Plan.Skipped), Held: regroup(obs.Plan.Held)}
+	return next
+}
+
+func snapshot(obs Observation) string {
+	b, _ := json.Marshal(struct {
+		Node *corev1.Node
+		Pods []corev1.Pod
+		NMs  []*nodemaintv1alpha1.NodeMaintenance
+	}{obs.Node, obs.Pods, obs.Maintenances})
+	return string(b)
+}
+
+// gen hands out the fuzzer's bytes; past their end it hands out zeros.
+type gen struct {
+	data []byte
+	i    int
+}
+
+func (g *gen) byte() byte {
+	if g.i >= len(g.data) {
+		return 0
+	}
+	b := g.data[g.i]
+	g.i++
+	return b
+}
+
+func (g *gen) more() bool { return g.i < len(g.data) }
+
+var phases = []nodemaintv1alpha1.Phase{"", nodemaintv1alpha1.PhasePlanning, nodemaintv1alpha1.PhaseCordon, nodemaintv1alpha1.PhaseDrain,
+	nodemaintv1alpha1.PhaseDrainComplete, nodemaintv1alpha1.PhaseMaintenanceComplete}
+
+func (g *gen) observation(now time.Time) Observation {
+	obs := Observation{Node: g.node(now)}
+	for i := range int(g.byte() % 4) {
+		obs.Maintenances = append(obs.Maintenances, g.maintenance(i, now))
+	}
+	var classes []drain.Class
+	for i := 0; g.more() && i < 24; i++ {
+		pod, class := g.pod(i, now)
+		obs.Pods = append(obs.Pods, *pod)
+		classes = append(classes, class)
+	}
+	var classified []drain.Classified
+	for i := range obs.Pods {
+		if maintenance.Targeted(&obs.Pods[i]) {
+			classified = append(classified, drain.Classified{Pod: &obs.Pods[i], Class: classes[i]})
+		}
+	}
+	obs.Plan = drain.NewPlan(classified)
+	if b := g.byte(); obs.Plan.Pending() == 0 {
+		obs.VolumesAttached = int(b % 2)
+	}
+	if g.byte()%2 == 1 {
+		obs.ActiveSince = now.Add(-5 * time.Second)
+	}
+	for _, c := range obs.Plan.Current {
+		if b := g.byte(); b%3 != 0 {
+			if obs.Refusals == nil {
+				obs.Refusals = map[types.UID]drain.Refusal{}
+			}
+			obs.Refusals[c.Pod.UID] = drain.Refusal{NotBefore: now.Add(time.Duration(int(b%5)-2) * time.Second),
+				Reason: nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, Message: "The disruption budget web needs 1 healthy pods"}
+		}
+	}
+	return obs
+}
+
+func (g *gen) node(now time.Time) *corev1.Node {
+	a, b, c := g.byte(), g.byte(), g.byte()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}
+	node.Status.NodeInfo.BootID = "boot-2"
+	node.Spec.Unschedulable = a&0x01 != 0
+	annotations := map[string]string{}
+	if a&0x02 != 0 {
+		annotations[nodemaintv1alpha1.CordonedAnnotation] = "true"
+	}
+	if a&0x04 != 0 {
+		annotations[nodemaintv1alpha1.MaintenancesAnnotation] = fmt.Sprintf("nm-0=%s,nm-1=%s", phases[b%6], phases[(b/6)%6])
+	}
+	if a&0x08 != 0 {
+		annotations[nodemaintv1alpha1.OutOfServiceAnnotation] = "true"
+		node.Spec.Taints = append(node.Spec.Taints, OutOfServiceTaint)
+	}
+	switch (a >> 4) % 4 {
+	case 1:
+		annotations[nodemaintv1alpha1.ShutdownConfirmedAnnotation] = "boot-2"
+	case 2:
+		annotations[nodemaintv1alpha1.ShutdownConfirmedAnnotation] = "boot-1" // from an earlier boot
+	case 3:
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: nodemaintv1alpha1.CloudProviderShutdownTaint, Effect: corev1.TaintEffectNoSchedule})
+	}
+	if a&0x40 != 0 {
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: nodemaintv1alpha1.PlannedMaintenanceTaint, Effect: corev1.TaintEffectPreferNoSchedule})
+	}
+	if a&0x80 != 0 {
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: "example.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule})
+	}
+	if len(annotations) > 0 {
+		node.Annotations = annotations
+	}
+	ready := []corev1.ConditionStatus{"", corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown}[c%4]
+	if ready != "" {
+		since := []time.Duration{10 * time.Second, 10 * time.Minute}[(c>>2)%2]
+		node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: ready,
+			LastTransitionTime: metav1.NewTime(now.Add(-since)), LastHeartbeatTime: metav1.NewTime(now.Add(-time.Second))})
+	}
+	if c&0x08 != 0 {
+		node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: nodemaintv1alpha1.NodeConditionUnderMaintenance,
+			Status: corev1.ConditionTrue, Reason: string(phases[(c>>4)%6]), Message: "NodeMaintenance nm-0 (Drain)",
+			LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))})
+	}
+	return node
+}
+
+func (g *gen) maintenance(i int, now time.Time) *nodemaintv1alpha1.NodeMaintenance {
+	a, b := g.byte(), g.byte()
+	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{
+		Name: fmt.Sprintf("nm-%d", i), CreationTimestamp: metav1.NewTime(now.Add(-time.Duration(b%3) * time.Hour)),
+	}}
+	nm.Spec.Cordon = a&0x01 != 0
+	nm.Spec.Drain = a&0x02 != 0
+	nm.Spec.Reason = fmt.Sprintf("kernel upgrade %d", i)
+	if a&0x04 != 0 {
+		nm.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
+	}
+	if a&0x08 != 0 {
+		nm.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(-time.Second)))
+	}
+	if a&0x10 != 0 {
+		nm.Spec.DrainLabelPolicy = nodemaintv1alpha1.DrainLabelPolicyIgnore
+	}
+	if a&0x20 != 0 {
+		nm.Spec.DrainTimeoutAction = nodemaintv1alpha1.DrainTimeoutActionDelete
+	}
+	if a&0x40 != 0 {
+		nm.Spec.Shutdown = &nodemaintv1alpha1.ShutdownSpec{ApplyOutOfServiceTaint: true}
+		if b&0x80 != 0 {
+			nm.Spec.Shutdown.NotReadyGracePeriod = duration(`"30s"`)
+		}
+	}
+	nm.Spec.EvacuationResponseTimeout = []*nodemaintv1alpha1.Duration{nil, duration(`"10s"`), duration(`"5m"`), duration(`"1d"`)}[(b>>2)%4]
+	nm.Spec.DrainTimeout = []*nodemaintv1alpha1.Duration{nil, duration(`"5m"`), duration(`"1h"`), duration(`"2 days"`)}[(b>>4)%4]
+	if a&0x80 != 0 {
+		nm.Status.DrainStartTime = ptr.To(metav1.NewTime(now.Add(-[]time.Duration{time.Minute, 2 * time.Hour}[b%2])))
+	}
+	nm.Status.Phase = phases[(b>>6)%4+2]
+	return nm
+}
+
+// duration decodes a duration as the API server stores it; "1d" and "2 days" do not parse.
+func duration(raw string) *nodemaintv1alpha1.Duration {
+	d := &nodemaintv1alpha1.Duration{}
+	if err := json.Unmarshal([]byte(raw), d); err != nil {
+		panic(err)
+	}
+	return d
+}
+
+var behaviors = []nodemaintv1alpha1.DrainBehavior{nodemaintv1alpha1.DrainBehaviorDrain, nodemaintv1alpha1.DrainBehaviorSkip, nodemaintv1alpha1.DrainBehaviorWaitCompleted}
+
+// pod returns a pod in some state, with a class as the DrainRules could give it.
+func (g *gen) pod(i int, now time.Time) (*corev1.Pod, drain.Class) {
+	k, s := g.byte(), g.byte()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("pod-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))}}
+	class := drain.Class{Behavior: behaviors[k%3], Source: fmt.Sprintf("DrainRule r%d", s%4)}
+	if class.Behavior == nodemaintv1alpha1.DrainBehaviorDrain {
+		class.Order, class.Source = int32(s%3), ""
+	}
+	if k%11 == 10 {
+		class.InvalidRule = class.Source + `: "Equals" is not a valid label selector operator`
+	}
+	if i%7 == 3 {
+		class.Protected = "nodemaint-controller's own pod"
+	}
+	switch (k >> 2) % 4 {
+	case 1:
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue,
+			Reason: evacuation.ReasonNodeMaintenance, Message: fmt.Sprintf("kernel upgrade %d", s%2), LastTransitionTime: metav1.NewTime(now.Add(-time.Duration(s%7) * time.Minute))})
+	case 2:
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue,
+			Reason: "ClusterAutoscaler", Message: "scale down"})
+	case 3:
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionFalse,
+			Reason: evacuation.ReasonNodeMaintenance})
+	}
+	switch (k >> 4) % 4 {
+	case 1:
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "Owner"})
+	case 2:
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionFalse, Reason: "Declined"})
+	case 3:
+		pod.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(-time.Duration(s%90) * time.Second)))
+	}
+	switch (k >> 6) % 4 {
+	case 1:
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs", Controller: ptr.To(true)}}
+	case 2:
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "ds", Controller: ptr.To(true)}}
+	case 3:
+		pod.Status.Phase = corev1.PodSucceeded
+	}
+	return pod, class
+}

@@ -1,0 +1,101 @@
+package nodeaction
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+)
+
+// Observation is everything a node's decision is made from, read from the cluster at one moment.
+type Observation struct {
+	// Node is the node as read.
+	Node *corev1.Node
+	// Maintenances are the NodeMaintenances whose nodeSelector selects the node.
+	Maintenances []*nodemaintv1alpha1.NodeMaintenance
+	// Pods are the pods bound to the node.
+	Pods []corev1.Pod
+	// Plan classifies the node's targeted pods by the DrainRules.
+	Plan drain.Plan
+	// VolumesAttached counts the volumes of drained pods still attached to the node. It is only
+	// counted once the plan has no pod pending, and zero before.
+	VolumesAttached int
+	// ActiveSince is when this controller replica became the leader (zero: unknown): response
+	// timeouts count from then at the earliest (see drain.Policy.CountFrom).
+	ActiveSince time.Time
+	// Refusals are the refused evictions of the plan's current pods, by UID.
+	Refusals map[types.UID]drain.Refusal
+}
+
+// Decision is what nodemaint does to one node and its pods now, and what it reports of them.
+type Decision struct {
+	// Intent is what the maintenances selecting the node want of it, together.
+	Intent maintenance.NodeIntent
+
+	// Node is the node as nodemaint wants it: spec.unschedulable, its taints, nodemaint's
+	// annotations and the UnderMaintenance condition; everything else as observed. It is the
+	// observed node itself when nothing is to change.
+	Node *corev1.Node
+	// NodeChanged and ConditionChanged say whether Node differs from the observed node in spec
+	// or annotations, and in its conditions.
+	NodeChanged, ConditionChanged bool
+	// Change says what changing the node means, for its Events.
+	Change NodeChange
+	// ShutdownNotConfirmed, when set, says what evidence the out-of-service taint misses.
+	ShutdownNotConfirmed string
+
+	// Withdraw are the pods whose evacuation request by nodemaint is withdrawn: before the node is
+	// written, so that its annotation stops naming a maintenance only once its requests are gone.
+	Withdraw []*corev1.Pod
+	// Request are the pods that get nodemaint's evacuation request (RequestReason its message).
+	// Request, Delete and Evict are for once the node is cordoned: none is acted on before.
+	Request       []*corev1.Pod
+	RequestReason string
+	// Delete are the pods deleted now, bypassing PodDisruptionBudgets: the drain timed out and
+	// a maintenance asked for drainTimeoutAction Delete.
+	Delete []drain.Classified
+	// Evict are the pods evicted now, through the Eviction API.
+	Evict []drain.Classified
+
+	// Report is what the node's status says.
+	Report Report
+
+	// RecheckAfter is when the decision may change by itself (a response timeout, a back-off,
+	// the out-of-service grace period or the drain timeout runs out); zero: only on a change.
+	RecheckAfter time.Duration
+}
+
+// NodeChange is what a node write does, for its Events.
+type NodeChange struct {
+	// Cordoned: the node is cordoned; Reverted: again, someone uncordoned it during a maintenance
+	// that cordons it.
+	Cordoned, Reverted bool
+	// Uncordoned: no maintenance cordons it any more, and nodemaint lifts its cordon.
+	Uncordoned bool
+	// OutOfService: the out-of-service taint is applied; BackInService: nodemaint's is removed.
+	OutOfService, BackInService bool
+}
+
+// Report is what a node's entry in a NodeMaintenance's status says.
+type Report struct {
+	// Pending counts the pods the drain still waits for; Evacuating those of them their owners
+	// accepted to move; Skipped the targeted pods left running.
+	Pending, Evacuating, Skipped int
+	// VolumesAttached counts volumes of drained pods still attached (see Observation).
+	VolumesAttached int
+	// OutOfService: the node carries nodemaint's out-of-service taint.
+	OutOfService bool
+	// Blocked says what holds the pods that stay: all of them while the node is drained, else
+	// those that are not drained in any case (later order groups, skipped, waited for, held).
+	Blocked []nodemaintv1alpha1.BlockedPods
+	// Left names a few pods the drain still waits for (drain.MaxBlockedNames), and SkippedNames
+	// a few skipped ones with what skipped them (MaxSkippedNames), for the conditions' messages.
+	Left, SkippedNames []string
+}
+
+// MaxSkippedNames is how many skipped pods a Report names.
+const MaxSkippedNames = 5
