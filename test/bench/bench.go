@@ -130,10 +130,10 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	if err != nil {
 		return nil, err
 	}
-	var ctrlBefore map[string]float64
+	var ctrlBefore controllerMetrics
 	var cpuBefore float64
 	if ctrl != nil {
-		if ctrlBefore, err = ctrl.requests(ctx); err != nil {
+		if ctrlBefore, err = ctrl.metrics(ctx); err != nil {
 			return nil, err
 		}
 		if cpuBefore, _, err = procStats(ctrl.pid()); err != nil {
@@ -164,11 +164,13 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		return nil, err
 	}
 	if ctrl != nil {
-		ctrlAfter, err := ctrl.requests(ctx)
+		ctrlAfter, err := ctrl.metrics(ctx)
 		if err != nil {
 			return nil, err
 		}
-		clientRequests = diff(ctrlAfter, ctrlBefore)
+		clientRequests = diff(ctrlAfter.requests, ctrlBefore.requests)
+		res.NodeQueueWaitSeconds = meanOf(ctrlAfter.queueWait, ctrlBefore.queueWait)
+		res.NodeReconcileSeconds = meanOf(ctrlAfter.reconcile, ctrlBefore.reconcile)
 		cpu, hwm, err := procStats(ctrl.pid())
 		if err != nil {
 			return nil, err

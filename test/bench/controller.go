@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -109,18 +110,56 @@ func (p *controllerProcess) kill() {
 	<-p.exited
 }
 
-// requests returns the controller's client-go requests by HTTP method.
-func (p *controllerProcess) requests(ctx context.Context) (map[string]float64, error) {
+// controllerMetrics is what the benchmark reads of the controller's metrics.
+type controllerMetrics struct {
+	// requests are its client-go requests by HTTP method.
+	requests map[string]float64
+	// queueWait and reconcile are the node controller's work queue wait and reconcile time:
+	// sums in seconds and counts ("sum", "count").
+	queueWait, reconcile map[string]float64
+}
+
+// metrics reads the controller's metrics.
+func (p *controllerProcess) metrics(ctx context.Context) (controllerMetrics, error) {
+	var m controllerMetrics
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metricsAddr+"/metrics", nil)
 	if err != nil {
-		return nil, err
+		return m, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return m, err
 	}
 	defer resp.Body.Close()
-	return sumCounter(resp.Body, "rest_client_requests_total", "method")
+	text, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return m, err
+	}
+	if m.requests, err = sumCounter(bytes.NewReader(text), "rest_client_requests_total", "method"); err != nil {
+		return m, err
+	}
+	m.queueWait, m.reconcile = map[string]float64{}, map[string]float64{}
+	for _, part := range []string{"sum", "count"} {
+		wait, err := sumCounter(bytes.NewReader(text), "workqueue_queue_duration_seconds_"+part, "name")
+		if err != nil {
+			return m, err
+		}
+		rec, err := sumCounter(bytes.NewReader(text), "controller_runtime_reconcile_time_seconds_"+part, "controller")
+		if err != nil {
+			return m, err
+		}
+		m.queueWait[part], m.reconcile[part] = wait["node"], rec["node"]
+	}
+	return m, nil
+}
+
+// meanOf is the mean of a histogram between two reads (sum over count), nil without samples.
+func meanOf(after, before map[string]float64) *float64 {
+	n := after["count"] - before["count"]
+	if n <= 0 {
+		return nil
+	}
+	return ptr.To(float64(int64((after["sum"]-before["sum"])/n*10000+0.5)) / 10000)
 }
 
 // sumCounter sums the samples of the Prometheus counter metric in the text exposition r by

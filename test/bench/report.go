@@ -85,7 +85,12 @@ type RunResult struct {
 	ClientRequestsPerPod map[string]float64 `json:"clientRequestsPerPod,omitempty"`
 	ControllerCPUSeconds *float64           `json:"controllerCPUSeconds,omitempty"`
 	ControllerPeakRSSMiB *float64           `json:"controllerPeakRSSMiB,omitempty"`
-	Workloads            []WorkloadResult   `json:"workloads"`
+	// NodeQueueWaitSeconds and NodeReconcileSeconds are the node controller's mean time in its
+	// work queue and mean reconcile (evictions included): whether evictions hold the workers
+	// other nodes wait for.
+	NodeQueueWaitSeconds *float64         `json:"nodeQueueWaitSeconds,omitempty"`
+	NodeReconcileSeconds *float64         `json:"nodeReconcileSeconds,omitempty"`
+	Workloads            []WorkloadResult `json:"workloads"`
 	// Ready is the number of Ready pods of all workloads (a Blocker's aside) over time.
 	Ready []Point `json:"ready"`
 }
@@ -229,6 +234,12 @@ func rows(s ScenarioResult) (header []string, lines [][]string) {
 			return "—"
 		}
 		return fmt.Sprintf("%.0f MiB", *r.ControllerPeakRSSMiB)
+	})
+	add("node reconcile / queue wait (mean)", "", func(r RunResult) string {
+		if r.NodeReconcileSeconds == nil || r.NodeQueueWaitSeconds == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.0fms / %.0fms", *r.NodeReconcileSeconds*1000, *r.NodeQueueWaitSeconds*1000)
 	})
 	return header, lines
 }
