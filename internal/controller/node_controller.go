@@ -78,7 +78,8 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, err
 	}
 	now := clockOrReal(r.Clock).Now()
-	res, err := r.apply(ctx, obs, nodeaction.Decide(obs, now), now)
+	d := nodeaction.Decide(obs, now)
+	res, err := r.apply(ctx, obs, d, now)
 	if apierrors.IsForbidden(err) {
 		eventSink{r.Recorder}.forbidden(node, obs.Maintenances, err)
 	}
