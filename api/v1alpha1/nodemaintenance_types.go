@@ -84,6 +84,11 @@ type NodeMaintenanceSpec struct {
 	// +optional
 	// +default="Honor"
 	DrainLabelPolicy DrainLabelPolicy `json:"drainLabelPolicy,omitempty"`
+
+	// rollout rolls the maintenance through the selected nodes a few at a time (see RolloutSpec).
+	// Without it, every selected node is cordoned and drained at once.
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
 }
 
 // DrainLabelPolicy says whether pods' nodemaint.dev/drain labels override DrainRules.
@@ -158,6 +163,13 @@ const (
 	PhaseDrainComplete Phase = "DrainComplete"
 	// PhaseMaintenanceComplete: cordon and drain were set back to false; nodes are restored.
 	PhaseMaintenanceComplete Phase = "MaintenanceComplete"
+
+	// PhaseReleased and PhaseFailed are a node's phase in a rollout once its turn ended (the node
+	// annotation only): released, or released as failed (not drained in time, onNodeFailure
+	// Continue). The node is restored; the entry stays until the maintenance ends, so that the
+	// node is not taken again.
+	PhaseReleased Phase = "Released"
+	PhaseFailed   Phase = "Failed"
 )
 
 // Condition types of a NodeMaintenance.
@@ -178,6 +190,8 @@ const (
 	// it); the message names the field and its value. The maintenance then keeps cordoning and may
 	// request evacuation, but never evicts, deletes or taints. Absent when the spec is valid.
 	ConditionSpecValid = "SpecValid"
+	// ConditionRolloutHalted says whether a rollout starts no new node, and why (spec.rollout).
+	ConditionRolloutHalted = "RolloutHalted"
 )
 
 // Reasons of the NodeMaintenance conditions. NoNodesSelected is a reason of both Drained and
@@ -198,6 +212,12 @@ const (
 	ReasonInvalidNodeSelector = "InvalidNodeSelector"
 	// SpecValid.
 	ReasonInvalidSpec = "InvalidSpec"
+
+	ReasonRolling                   = "Rolling"
+	ReasonRolloutComplete           = "RolloutComplete"
+	ReasonReplacementsUnschedulable = "ReplacementsUnschedulable"
+	ReasonNodeDrainTimedOut         = "NodeDrainTimedOut"
+	ReasonOutsideWindow             = "OutsideWindow"
 )
 
 // Reasons a pod is still on a node under maintenance: the reason of a BlockedPods entry.
@@ -286,6 +306,10 @@ type NodeMaintenanceStatus struct {
 	// nodesNotListed counts the selected nodes with something to report that nodes leaves out.
 	// +optional
 	NodesNotListed int32 `json:"nodesNotListed,omitempty"`
+
+	// rollout is where the rollout stands (spec.rollout only).
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 
 	// conditions: Drained, DrainTimedOut, NodesSelected, SpecValid.
 	// +optional

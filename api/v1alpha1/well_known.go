@@ -33,6 +33,15 @@ const (
 	// planned, so new pods prefer other nodes.
 	PlannedMaintenanceTaint = "nodemaint.dev/maintenance-planned"
 
+	// CompleteAnnotation on a node completes its turn in the rollouts it names (release Manual):
+	// NodeMaintenance names, comma-separated. `kubectl maintenance complete NODE` sets it.
+	CompleteAnnotation = "nodemaint.dev/complete"
+
+	// NodeConditionReasonNodeMaintenance is the reason of the KEP-5683 node conditions nodemaint
+	// sets (MaintenancePlanned, MaintenanceInProgress, DrainInProgress, Drained); it removes only
+	// those of that reason, never another tool's.
+	NodeConditionReasonNodeMaintenance = "NodeMaintenance"
+
 	// NodeConditionUnderMaintenance is the node condition that advertises the maintenance: True
 	// with the phase as reason and the NodeMaintenances in the message.
 	NodeConditionUnderMaintenance = "UnderMaintenance"

@@ -128,10 +128,55 @@ func (e eventSink) statusWritten(old, cur *nodemaintv1alpha1.NodeMaintenance, no
 			drainDuration.Observe(now.Sub(start.Time).Seconds())
 		}
 	}
+	e.rolloutWritten(old, cur)
 	if c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionSpecValid); c != nil {
 		if was := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionSpecValid); was == nil || was.Message != c.Message {
 			e.warning(cur, nil, nodemaintv1alpha1.ReasonInvalidSpec, "Reconcile", c.Message)
 		}
+	}
+}
+
+// rolloutWritten emits the Events of a rollout's progress: a node's turn starting, a node
+// released, the rollout halting (a Warning, but for the window, which is planned) or complete.
+func (e eventSink) rolloutWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) {
+	if cur.Status.Rollout == nil {
+		return
+	}
+	was := map[string]bool{}
+	if old.Status.Rollout != nil {
+		for _, t := range old.Status.Rollout.InTurn {
+			was[t.Name] = true
+		}
+	}
+	is := map[string]bool{}
+	r := cur.Status.Rollout
+	for _, t := range r.InTurn {
+		is[t.Name] = true
+		if !was[t.Name] {
+			e.normal(cur, nil, "TurnStarted", "Rollout", fmt.Sprintf("node %s starts its turn (%d in turn, %d done, %d waiting)", t.Name, r.NodesInTurn, r.NodesDone, r.NodesWaiting))
+		}
+	}
+	if old.Status.Rollout != nil {
+		for _, t := range old.Status.Rollout.InTurn {
+			if !is[t.Name] {
+				e.normal(cur, nil, "TurnEnded", "Rollout", fmt.Sprintf("node %s's turn ended (%d done of %d)", t.Name, r.NodesDone, cur.Status.SelectedNodes))
+			}
+		}
+	}
+	c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted)
+	prev := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted)
+	if c == nil || prev != nil && prev.Reason == c.Reason {
+		return
+	}
+	switch {
+	case c.Reason == nodemaintv1alpha1.ReasonRolloutComplete:
+		e.normal(cur, nil, nodemaintv1alpha1.ReasonRolloutComplete, "Rollout", c.Message)
+	case c.Status == metav1.ConditionTrue && c.Reason == nodemaintv1alpha1.ReasonOutsideWindow:
+		e.normal(cur, nil, "RolloutHalted", "Rollout", c.Message)
+	case c.Status == metav1.ConditionTrue:
+		e.warning(cur, nil, "RolloutHalted", "Rollout", c.Message)
+	case prev != nil && prev.Status == metav1.ConditionTrue:
+		e.normal(cur, nil, "RolloutResumed", "Rollout", c.Message)
 	}
 }
 

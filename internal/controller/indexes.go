@@ -16,6 +16,8 @@ const (
 	podNodeNameIndex = "spec.nodeName"
 	// nodeMaintenanceIndex indexes nodes by the NodeMaintenances their annotation names.
 	nodeMaintenanceIndex = "nodemaint.dev/maintenance"
+	// podUnschedulableIndex indexes the pods the scheduler could not place ("true").
+	podUnschedulableIndex = "nodemaint.dev/unschedulable"
 )
 
 // SetupIndexes registers the cache indexes the reconcilers use.
@@ -23,6 +25,14 @@ func SetupIndexes(ctx context.Context, mgr manager.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podNodeNameIndex, func(o client.Object) []string {
 		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
 			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podUnschedulableIndex, func(o client.Object) []string {
+		if unschedulable(o.(*corev1.Pod)) {
+			return []string{"true"}
 		}
 		return nil
 	}); err != nil {
@@ -42,6 +52,29 @@ func SetupIndexes(ctx context.Context, mgr manager.Manager) error {
 func podsOnNode(ctx context.Context, c client.Reader, node string) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.MatchingFields{podNodeNameIndex: node}); err != nil {
+		return nil, err
+	}
+	return pods.Items, nil
+}
+
+// unschedulable reports whether the scheduler could not place the pod: not bound, and its
+// PodScheduled condition False for reason Unschedulable.
+func unschedulable(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// unschedulablePods lists the pods the scheduler could not place, from the cache.
+func unschedulablePods(ctx context.Context, c client.Reader) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.MatchingFields{podUnschedulableIndex: "true"}); err != nil {
 		return nil, err
 	}
 	return pods.Items, nil

@@ -81,7 +81,11 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	status := maintenanceStatus(nm, decisions, now)
+	turns, err := r.turns(ctx, nm, decisions, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	status := maintenanceStatus(nm, decisions, turns, now)
 	meta.SetStatusCondition(&status.Conditions, nodesSelectedCondition(nm, sel, len(nodes), total))
 	setSpecValid(nm, &status)
 	// While a drain is under way, what blocks it may change with no event (an eviction refused,
@@ -89,6 +93,9 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	var result reconcile.Result
 	if nm.Spec.Drain && len(nodes) > 0 && meta.IsStatusConditionFalse(status.Conditions, nodemaintv1alpha1.ConditionDrained) {
 		result.RequeueAfter = drainStatusRefresh
+	}
+	if turns != nil && turns.RecheckAfter > 0 && (result.RequeueAfter == 0 || turns.RecheckAfter < result.RequeueAfter) {
+		result.RequeueAfter = turns.RecheckAfter
 	}
 	if equality.Semantic.DeepEqual(nm.Status, status) {
 		return result, nil
@@ -98,7 +105,9 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	}
 	orig := nm.DeepCopy()
 	nm.Status = status
-	if err := r.Client.Status().Patch(ctx, nm, client.MergeFrom(orig)); err != nil {
+	// With an optimistic lock: the turns of a rollout are decided from the status read, and a
+	// write from a stale read could drop a node in its turn.
+	if err := r.Client.Status().Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return settle(err)
 	}
 	r.statusWritten.Store(req.NamespacedName, clockOrReal(r.Clock).Now())
@@ -134,7 +143,7 @@ func (r *NodeMaintenanceReconciler) decide(ctx context.Context, nodes []*corev1.
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, nodeDecision{name: node.Name, Decision: nodeaction.Decide(obs, now)})
+		out = append(out, nodeDecision{name: node.Name, node: node, Decision: nodeaction.Decide(obs, now)})
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
 // The status of a NodeMaintenance stays far below etcd's limit on an object (1.5 MiB) whatever
@@ -110,17 +112,21 @@ func cut(s string, n int) string {
 // nodeDecision is the decision about one selected node.
 type nodeDecision struct {
 	name string
+	node *corev1.Node
 	nodeaction.Decision
 }
 
 // maintenanceStatus is the status of the maintenance from the decisions about its selected nodes
-// at now: the totals, the nodes worth detailing (within bounds, see listNodes), the phase, and the
-// Drained and DrainTimedOut conditions. The NodesSelected and SpecValid conditions are the
-// caller's.
-func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, now time.Time) nodemaintv1alpha1.NodeMaintenanceStatus {
+// at now, and about its rollout's turns (nil without spec.rollout): the totals, the nodes worth
+// detailing (within bounds, see listNodes), the phase, and the Drained, DrainTimedOut and
+// RolloutHalted conditions. In a rollout the totals and details are those of the nodes in their
+// turn, and the maintenance is drained, and complete, once every node was released. The
+// NodesSelected and SpecValid conditions are the caller's.
+func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, turns *rollout.Decision, now time.Time) nodemaintv1alpha1.NodeMaintenanceStatus {
+	selected := len(nodes)
 	status := nodemaintv1alpha1.NodeMaintenanceStatus{
 		ObservedGeneration: nm.Generation,
-		SelectedNodes:      int32(len(nodes)),
+		SelectedNodes:      int32(selected),
 		Conditions:         append([]metav1.Condition(nil), nm.Status.Conditions...),
 		DrainStartTime:     nm.Status.DrainStartTime,
 	}
@@ -129,6 +135,12 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 		status.DrainStartTime = nil
 	case status.DrainStartTime == nil:
 		status.DrainStartTime = &metav1.Time{Time: now.Truncate(time.Second)}
+	}
+	if turns != nil {
+		rolloutStatus(nm, turns, &status)
+		nodes = rolledNodes(turns, nodes)
+	} else {
+		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted)
 	}
 	// By name, so that the nodes and pods the status names do not change from one look to the next.
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
@@ -169,15 +181,28 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 	// A maintenance that selects no node has drained nothing: it is never Drained (a typo in a
 	// node name must not read as done).
 	drained := nm.Spec.Drain && len(nodes) > 0 && status.PodsPendingEvacuation == 0 && volumes == 0
+	if turns != nil {
+		drained = nm.Spec.Drain && turns.Complete
+	}
 	status.Phase = maintenance.Phase(nm, drained)
+	if turns != nil && turns.Complete {
+		status.Phase = nodemaintv1alpha1.PhaseMaintenanceComplete
+	}
 	skippedNote := skippedNote(skipped, status.PodsSkipped)
 
 	cond := metav1.Condition{Type: nodemaintv1alpha1.ConditionDrained, ObservedGeneration: nm.Generation}
 	switch {
 	case !nm.Spec.Drain:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonDrainNotRequested, "spec.drain is false"
-	case len(nodes) == 0:
+	case selected == 0:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonNoNodesSelected, "the nodeSelector selects no node: nothing is drained"
+	case turns != nil && drained:
+		cond.Status, cond.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrained
+		cond.Message = fmt.Sprintf("each of the %d selected nodes was drained in its turn and released", selected)
+	case turns != nil && status.PodsPendingEvacuation == 0 && volumes == 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonRolling
+		cond.Message = fmt.Sprintf("%d of %d nodes released; %d in their turn are drained; %d waiting",
+			turns.Done, selected, len(turns.InTurn), turns.Waiting) + skippedNote
 	case drained:
 		cond.Status, cond.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrained
 		cond.Message = fmt.Sprintf("every targeted pod is gone from the %d selected nodes", len(nodes)) + skippedNote
@@ -199,6 +224,16 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 	switch {
 	case nm.Spec.DrainTimeout == nil || !nm.Spec.Drain || !maintenance.Usable(nm):
 		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut)
+	case turns != nil && len(turns.TimedOut) == 0:
+		meta.SetStatusCondition(&status.Conditions, timedOut)
+	case turns != nil:
+		timedOut.Status, timedOut.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrainTimedOut
+		timedOut.Message = fmt.Sprintf("not drained %s after their turn started: %s; %d pods left on the nodes in their turn",
+			nm.Spec.DrainTimeout.Duration, strings.Join(turns.TimedOut, ", "), status.PodsPendingEvacuation)
+		if len(left) > 0 {
+			timedOut.Message += ", among them " + strings.Join(left, ", ")
+		}
+		meta.SetStatusCondition(&status.Conditions, timedOut)
 	case drained || now.Before(deadline):
 		meta.SetStatusCondition(&status.Conditions, timedOut)
 	default:

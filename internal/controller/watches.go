@@ -126,6 +126,7 @@ func nodeChanged() predicate.Predicate {
 			!equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
 			!equality.Semantic.DeepEqual(maintenanceCondition(o), maintenanceCondition(n)) ||
 			nodeaction.NodeReady(o) != nodeaction.NodeReady(n) ||
+			o.Status.NodeInfo.BootID != n.Status.NodeInfo.BootID ||
 			!equality.Semantic.DeepEqual(o.Status.VolumesAttached, n.Status.VolumesAttached)
 	}}
 }
@@ -145,8 +146,17 @@ func maintenanceIntentChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*nodemaintv1alpha1.NodeMaintenance), e.ObjectNew.(*nodemaintv1alpha1.NodeMaintenance)
 		return o.Generation != n.Generation || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
-			maintenance.Phase(o, false) != maintenance.Phase(n, false)
+			maintenance.Phase(o, false) != maintenance.Phase(n, false) ||
+			!equality.Semantic.DeepEqual(turnsOf(o), turnsOf(n))
 	}}
+}
+
+// turnsOf are the nodes in their turn in a rollout, which the node reconciler acts on.
+func turnsOf(nm *nodemaintv1alpha1.NodeMaintenance) []nodemaintv1alpha1.NodeTurn {
+	if nm.Status.Rollout == nil {
+		return nil
+	}
+	return nm.Status.Rollout.InTurn
 }
 
 // podChanged passes pod events that change the node's pods as the maintenance sees them.

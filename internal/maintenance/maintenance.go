@@ -236,7 +236,15 @@ type NodeIntent struct {
 	// node has been NotReady for OutOfServiceGrace (the shortest of theirs).
 	OutOfService      bool
 	OutOfServiceGrace time.Duration
+
+	// active: some maintenance asks something of the node (Entries may also hold rollouts whose
+	// turn on the node ended).
+	active bool
 }
+
+// Active reports whether some maintenance asks something of the node: planned, cordoned or
+// drained. A node whose every entry is a rollout turn that ended is restored.
+func (in NodeIntent) Active() bool { return in.active }
 
 // IgnoreDrainLabel reports whether the pod label nodemaint.dev/drain is ignored on a node these
 // maintenances select: one that drains it asks so (drainLabelPolicy Ignore). The admin's
@@ -292,6 +300,10 @@ func Intent(nms []*nodemaintv1alpha1.NodeMaintenance, phaseOf func(*nodemaintv1a
 			continue
 		}
 		in.Entries = append(in.Entries, NodeEntry{Name: nm.Name, Phase: p})
+		if p == nodemaintv1alpha1.PhaseReleased || p == nodemaintv1alpha1.PhaseFailed {
+			continue // its turn in a rollout ended: recorded, nothing more asked of the node
+		}
+		in.active = true
 		in.Cordon = in.Cordon || Cordons(p)
 		if Drains(p) {
 			in.Drain = true
@@ -329,20 +341,23 @@ func Intent(nms []*nodemaintv1alpha1.NodeMaintenance, phaseOf func(*nodemaintv1a
 		}
 	}
 	sort.Slice(in.Entries, func(i, j int) bool { return in.Entries[i].Name < in.Entries[j].Name })
-	in.PlannedTaint = len(in.Entries) > 0 && !in.Cordon
+	in.PlannedTaint = in.active && !in.Cordon
 	return in
 }
 
 // Condition is the node's UnderMaintenance condition for the intent (status True), or nil when
 // the node is not under maintenance.
 func (in NodeIntent) Condition() *corev1.NodeCondition {
-	if len(in.Entries) == 0 {
+	if !in.active {
 		return nil
 	}
-	top := in.Entries[0].Phase
+	top := nodemaintv1alpha1.Phase("")
 	names := make([]string, 0, len(in.Entries))
 	for _, e := range in.Entries {
-		if rank(e.Phase) > rank(top) {
+		if e.Phase == nodemaintv1alpha1.PhaseReleased || e.Phase == nodemaintv1alpha1.PhaseFailed {
+			continue
+		}
+		if top == "" || rank(e.Phase) > rank(top) {
 			top = e.Phase
 		}
 		names = append(names, e.Name+" ("+string(e.Phase)+")")
@@ -353,6 +368,49 @@ func (in NodeIntent) Condition() *corev1.NodeCondition {
 		Reason:  string(top),
 		Message: "NodeMaintenance " + strings.Join(names, ", "),
 	}
+}
+
+// LifecycleConditions are the KEP-5683 node lifecycle conditions the intent wants on the node,
+// each True with reason NodeMaintenance, by type; absent types are not wanted.
+// MaintenancePlanned while the node only waits for a maintenance (planned, or waiting its turn in
+// a rollout), MaintenanceInProgress while one cordons it, DrainInProgress while one drains it
+// and it is not drained yet, Drained once it is. A reboot daemon or an autoscaler that knows
+// nothing of nodemaint can wait on them.
+func (in NodeIntent) LifecycleConditions() map[corev1.NodeConditionType]*corev1.NodeCondition {
+	out := map[corev1.NodeConditionType]*corev1.NodeCondition{}
+	if !in.active {
+		return out
+	}
+	var names []string
+	draining, drained := false, false
+	for _, e := range in.Entries {
+		switch e.Phase {
+		case nodemaintv1alpha1.PhaseDrain:
+			draining = true
+		case nodemaintv1alpha1.PhaseDrainComplete:
+			drained = true
+		case nodemaintv1alpha1.PhaseReleased, nodemaintv1alpha1.PhaseFailed:
+			continue
+		}
+		names = append(names, e.Name)
+	}
+	add := func(t corev1.NodeConditionType, what string) {
+		out[t] = &corev1.NodeCondition{Type: t, Status: corev1.ConditionTrue, Reason: nodemaintv1alpha1.NodeConditionReasonNodeMaintenance,
+			Message: what + " (NodeMaintenance " + strings.Join(names, ", ") + ")"}
+	}
+	switch {
+	case in.PlannedTaint:
+		add(corev1.NodeMaintenancePlanned, "maintenance planned")
+	case in.Cordon:
+		add(corev1.NodeMaintenanceInProgress, "cordoned for maintenance")
+	}
+	switch {
+	case draining:
+		add(corev1.NodeDrainInProgress, "draining")
+	case drained:
+		add(corev1.NodeDrained, "drained: no targeted pod and no volume of a drained pod left")
+	}
+	return out
 }
 
 // EvacuationRequest is the pod condition nodemaint sets on a targeted pod of a drained node.

@@ -10,6 +10,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/rollout"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -17,12 +18,15 @@ import (
 // change the observation.
 func Decide(obs Observation, now time.Time) Decision {
 	plan := obs.Plan
-	intent := maintenance.Intent(obs.Maintenances, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
-		p := maintenance.Phase(nm, false)
-		if p == nodemaintv1alpha1.PhaseDrain && plan.Pending() == 0 && obs.VolumesAttached == 0 {
-			return nodemaintv1alpha1.PhaseDrainComplete
-		}
-		return p
+	drained := plan.Pending() == 0 && obs.VolumesAttached == 0
+	// In a rollout, a maintenance applies to the node only in its turn, and its drain times out
+	// counted from the turn (rollout.OnNode).
+	nms := make([]*nodemaintv1alpha1.NodeMaintenance, len(obs.Maintenances))
+	for i, nm := range obs.Maintenances {
+		nms[i] = rollout.OnNode(nm, obs.Node.Name)
+	}
+	intent := maintenance.Intent(nms, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
+		return rollout.Phase(nm, obs.Node, drained)
 	})
 	d := Decision{Intent: intent, RequestReason: intent.Reason}
 	oos, wait, missing := outOfService(obs.Node, obs.Pods, intent, now)

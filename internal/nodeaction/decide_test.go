@@ -43,8 +43,13 @@ func TestDecideLifecycle(t *testing.T) {
 	if got := d.Node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]; got != "kernel=Drain" {
 		t.Errorf("annotation %q, want kernel=Drain", got)
 	}
-	if !d.ConditionChanged || len(d.Node.Status.Conditions) != 1 || d.Node.Status.Conditions[0].Reason != string(nodemaintv1alpha1.PhaseDrain) {
-		t.Errorf("condition %+v", d.Node.Status.Conditions)
+	conds := map[corev1.NodeConditionType]corev1.NodeCondition{}
+	for _, c := range d.Node.Status.Conditions {
+		conds[c.Type] = c
+	}
+	if !d.ConditionChanged || len(conds) != 3 || conds[nodemaintv1alpha1.NodeConditionUnderMaintenance].Reason != string(nodemaintv1alpha1.PhaseDrain) ||
+		conds[corev1.NodeMaintenanceInProgress].Status != corev1.ConditionTrue || conds[corev1.NodeDrainInProgress].Status != corev1.ConditionTrue {
+		t.Errorf("conditions %+v; want UnderMaintenance (Drain), MaintenanceInProgress and DrainInProgress", d.Node.Status.Conditions)
 	}
 	if len(d.Request) != 1 || d.RequestReason != "kernel upgrade" || len(d.Evict) > 0 || d.RecheckAfter != time.Second {
 		t.Fatalf("request %d (%q), evict %d, recheck %v; want one request, none evicted, a look in 1s", len(d.Request), d.RequestReason, len(d.Evict), d.RecheckAfter)

@@ -54,25 +54,39 @@ func wantNode(node *corev1.Node, intent maintenance.NodeIntent, oos bool, now ti
 	if !changed {
 		change = NodeChange{}
 	}
-	want.Status.Conditions, conditionChanged = withCondition(node.Status.Conditions, intent.Condition(), now)
+	conditions, changed1 := withCondition(node.Status.Conditions, nodemaintv1alpha1.NodeConditionUnderMaintenance, intent.Condition(), false, now)
+	lifecycle := intent.LifecycleConditions()
+	for _, t := range LifecycleConditionTypes {
+		var changed2 bool
+		conditions, changed2 = withCondition(conditions, t, lifecycle[t], true, now)
+		changed1 = changed1 || changed2
+	}
+	want.Status.Conditions, conditionChanged = conditions, changed1
 	if !changed && !conditionChanged {
 		return node, change, false, false
 	}
 	return want, change, changed, conditionChanged
 }
 
-// withCondition returns conditions with the UnderMaintenance condition as wanted (nil: absent),
-// and whether that changes them. Its times are now when it changes, its transition time kept
-// while its status stays. The kubelet's conditions are left as they are.
-func withCondition(conditions []corev1.NodeCondition, want *corev1.NodeCondition, now time.Time) ([]corev1.NodeCondition, bool) {
+// LifecycleConditionTypes are the KEP-5683 node lifecycle conditions nodemaint keeps.
+var LifecycleConditionTypes = []corev1.NodeConditionType{corev1.NodeMaintenancePlanned, corev1.NodeMaintenanceInProgress, corev1.NodeDrainInProgress, corev1.NodeDrained}
+
+// withCondition returns conditions with the condition of type t as wanted (nil: absent), and
+// whether that changes them. Its times are now when it changes, its transition time kept while
+// its status stays. onlyOurs: a condition of another reason than nodemaint's is never removed
+// (KEP-5683's conditions are the admin's; another tool may set them). The kubelet's conditions
+// are left as they are.
+func withCondition(conditions []corev1.NodeCondition, t corev1.NodeConditionType, want *corev1.NodeCondition, onlyOurs bool, now time.Time) ([]corev1.NodeCondition, bool) {
 	idx := -1
 	for i, c := range conditions {
-		if c.Type == nodemaintv1alpha1.NodeConditionUnderMaintenance {
+		if c.Type == t {
 			idx = i
 		}
 	}
 	switch {
 	case want == nil && idx < 0:
+		return conditions, false
+	case want == nil && onlyOurs && conditions[idx].Reason != nodemaintv1alpha1.NodeConditionReasonNodeMaintenance:
 		return conditions, false
 	case want == nil:
 		out := append([]corev1.NodeCondition(nil), conditions[:idx]...)

@@ -1,0 +1,128 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// RolloutSpec rolls a maintenance through its selected nodes a few at a time, as a node-pool
+// upgrade does: at most maxUnavailable nodes are in their turn at once (cordoned, draining, or
+// drained and not yet released); the others wait in Planning, and a node whose turn ended
+// (released) is restored and uncordoned before the next one starts.
+type RolloutSpec struct {
+	// maxUnavailable is how many selected nodes may be in their turn at once: a number, or a
+	// percentage of the selected nodes ("25%"), rounded down but at least 1. Default 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="maxUnavailable must be a number of nodes of at least 1, or a percentage from 1% to 100%"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// release says when a node's turn ends, so that it is restored (uncordoned, its taints and
+	// conditions removed) and the next node starts. Drained (the default): as soon as it is
+	// drained. Rebooted: once drained, then rebooted (status.nodeInfo.bootID changed since its
+	// turn started) and Ready again, as a reboot daemon or an OS upgrade does. Manual: when the
+	// admin or their automation completes the node (`kubectl maintenance complete NODE`, or the
+	// node annotation nodemaint.dev/complete naming the maintenance).
+	// +optional
+	// +kubebuilder:default=Drained
+	Release ReleasePolicy `json:"release,omitempty"`
+
+	// onNodeFailure is what the rollout does when a node in its turn is not drained within
+	// drainTimeout (counted from the start of its turn). Pause (the default): no new node starts
+	// until the node is drained or released. Continue: the node is released as failed (restored
+	// and uncordoned, counted in nodesFailed) and the rollout goes on.
+	// +optional
+	// +kubebuilder:default=Pause
+	OnNodeFailure NodeFailurePolicy `json:"onNodeFailure,omitempty"`
+
+	// window restricts when a node may start its turn; a node already in its turn finishes it.
+	// +optional
+	Window *MaintenanceWindow `json:"window,omitempty"`
+}
+
+// ReleasePolicy says when a node's turn in a rollout ends.
+// +kubebuilder:validation:Enum=Drained;Rebooted;Manual
+type ReleasePolicy string
+
+const (
+	ReleaseDrained  ReleasePolicy = "Drained"
+	ReleaseRebooted ReleasePolicy = "Rebooted"
+	ReleaseManual   ReleasePolicy = "Manual"
+)
+
+// NodeFailurePolicy says what a rollout does with a node that is not drained in time.
+// +kubebuilder:validation:Enum=Pause;Continue
+type NodeFailurePolicy string
+
+const (
+	NodeFailurePause    NodeFailurePolicy = "Pause"
+	NodeFailureContinue NodeFailurePolicy = "Continue"
+)
+
+// MaintenanceWindow is when nodes may start their turn: from each time the schedule fires, for
+// duration.
+type MaintenanceWindow struct {
+	// schedule is a cron schedule of five fields (minute hour day-of-month month day-of-week), as
+	// a CronJob's: "0 22 * * 1-5" opens the window at 22:00 on weekdays.
+	// +kubebuilder:validation:MinLength=9
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.split(' ').filter(f, f != '').size() == 5",message="schedule must be a cron schedule of five fields: minute hour day-of-month month day-of-week"
+	Schedule string `json:"schedule"`
+
+	// duration is how long the window stays open each time, between 1m and 168h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+$') && duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="duration must be a duration between 1m and 168h, such as 90m or 4h (units h, m, s, ms, us, ns; no days or weeks)"
+	Duration Duration `json:"duration"`
+
+	// timeZone is the IANA time zone the schedule is read in ("Europe/Berlin"); default UTC.
+	// Daylight saving time shifts as a CronJob's does: a time skipped by the change does not
+	// fire, a time repeated fires once.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// RolloutStatus is where a rollout stands.
+type RolloutStatus struct {
+	// nodesDone counts the selected nodes whose turn ended (released), nodesFailed those of them
+	// released as failed (onNodeFailure Continue).
+	// +optional
+	NodesDone int32 `json:"nodesDone"`
+	// +optional
+	NodesFailed int32 `json:"nodesFailed,omitempty"`
+	// nodesInTurn counts the selected nodes in their turn; nodesWaiting those waiting for it.
+	// +optional
+	NodesInTurn int32 `json:"nodesInTurn"`
+	// +optional
+	NodesWaiting int32 `json:"nodesWaiting"`
+
+	// inTurn lists the nodes in their turn, with when it started: the node reconciler cordons
+	// and drains only these. At most maxUnavailable (and 1000) of them.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	InTurn []NodeTurn `json:"inTurn,omitempty"`
+}
+
+// NodeTurn is one node's turn in a rollout.
+type NodeTurn struct {
+	// name is the node's name.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// since is when its turn started; drainTimeout counts from it.
+	Since metav1.Time `json:"since"`
+	// bootID is the node's status.nodeInfo.bootID when its turn started: release Rebooted waits
+	// for another.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	BootID string `json:"bootID,omitempty"`
+	// failed says the node was not drained within drainTimeout.
+	// +optional
+	Failed bool `json:"failed,omitempty"`
+}
+
+// MaxRolloutInTurn is how many nodes status.rollout.inTurn lists at most (the CRD's limit).
+const MaxRolloutInTurn = 1000
