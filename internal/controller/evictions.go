@@ -57,7 +57,6 @@ func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified,
 			case stale(err):
 				// Deleted or replaced by a namesake since the cache saw it: nothing to evict.
 				r.Evictions.Done(pod.UID)
-				w.stale = true
 			case err != nil:
 				evictionsTotal.WithLabelValues("failed").Inc()
 				sink.evictionFailed(pod, err, !before)
@@ -134,7 +133,6 @@ func (r *NodeReconciler) deletePods(ctx context.Context, node *corev1.Node, pods
 	for _, c := range pods {
 		switch err := r.Client.Delete(ctx, c.Pod, client.Preconditions{UID: &c.Pod.UID}); {
 		case stale(err):
-			w.stale = true
 		case err != nil:
 			errs = append(errs, err)
 		default:

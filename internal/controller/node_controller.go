@@ -93,47 +93,38 @@ func (r *NodeReconciler) observer() *observer {
 // apply carries the decision out. Withdrawals come first: the node's annotation stops naming a
 // maintenance only once its requests are withdrawn, so the finalizer can rely on it. Requests,
 // deletions and evictions come only once the node is written cordoned. A write that meets a
-// conflict or an object gone was decided from a stale cache (see stale): it is dropped, and the
-// node is looked at again shortly, from the cache, never retried blind.
+// conflict or an object gone was decided from a stale cache (see stale): it is dropped, never
+// retried blind.
 func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, d nodeaction.Decision, now time.Time) (reconcile.Result, error) {
 	next := d.RecheckAfter
 	sink := eventSink{r.Recorder}
 	if d.ShutdownNotConfirmed != "" {
 		sink.shutdownNotConfirmed(obs.Node, d.ShutdownNotConfirmed)
 	}
-	wrote, err := r.patchPods(ctx, d.Withdraw, nil, now)
-	if err != nil {
+	if _, err := r.patchPods(ctx, d.Withdraw, nil, now); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.writeNode(ctx, obs, d); err != nil {
-		if stale(err) {
-			return reconcile.Result{RequeueAfter: staleRequeue}, nil
-		}
-		return reconcile.Result{}, err
+		return settle(err)
 	}
 	if !d.Intent.Drain {
-		return result(next, wrote.stale), nil
+		return reconcile.Result{RequeueAfter: next}, nil
 	}
-	requests, err := r.patchPods(ctx, d.Request, &d.RequestReason, now)
-	if err != nil {
+	if _, err := r.patchPods(ctx, d.Request, &d.RequestReason, now); err != nil {
 		return reconcile.Result{}, err
 	}
-	wrote.add(requests)
-	deleted, err := r.deletePods(ctx, obs.Node, d.Delete)
-	if err != nil {
+	if _, err := r.deletePods(ctx, obs.Node, d.Delete); err != nil {
 		return reconcile.Result{}, err
 	}
-	wrote.add(deleted)
-	wait, evicted, err := r.evictPods(ctx, d.Evict, now)
+	wait, _, err := r.evictPods(ctx, d.Evict, now)
 	if err != nil {
 		// The work queue's back-off retries; a RequeueAfter next to an error is ignored.
 		return reconcile.Result{}, err
 	}
-	wrote.add(evicted)
 	if wait > 0 && (next == 0 || wait < next) {
 		next = wait
 	}
-	return result(next, wrote.stale), nil
+	return reconcile.Result{RequeueAfter: next}, nil
 }
 
 // writeNode writes the node's spec and annotations, then its UnderMaintenance condition, as the
@@ -198,7 +189,6 @@ func (r *NodeReconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reas
 			defer mu.Unlock()
 			switch {
 			case stale(err):
-				w.stale = true
 			case err != nil:
 				errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
 			default:

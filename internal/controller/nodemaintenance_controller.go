@@ -191,12 +191,3 @@ func (r *NodeMaintenanceReconciler) finalize(ctx context.Context, nm *nodemaintv
 	}
 	return reconcile.Result{}, nil
 }
-
-// settle ends a reconcile whose write failed: a stale write (see stale) is looked at again
-// shortly, any other error is the work queue's to retry.
-func settle(err error) (reconcile.Result, error) {
-	if stale(err) {
-		return result(0, true), nil
-	}
-	return reconcile.Result{}, err
-}

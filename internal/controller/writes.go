@@ -7,22 +7,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// writes is how a batch of writes ended: how many were done, and whether any was decided from
-// a stale cache.
-type writes struct {
-	done  int
-	stale bool
-}
+// writes counts the writes of a batch that were done.
+type writes struct{ done int }
 
-func (w *writes) add(o writes) {
-	w.done += o.done
-	w.stale = w.stale || o.stale
-}
+func (w *writes) add(o writes) { w.done += o.done }
 
 // stale reports whether a write failed because it was decided from a stale view of the object:
 // a resourceVersion or UID precondition that no longer holds (a conflict), or the object gone.
-// Both reconcilers treat such a write one way: dropped, not an error, and the object looked at
-// again shortly (staleRequeue) from the cache, which by then has caught up.
+// Both reconcilers treat such a write one way: dropped, not an error, never retried blind. The
+// change that made it stale brings the next reconcile: a pod's deletion or its namesake's
+// creation is a watch event of its node. A conflict on the object being reconciled (a node, a
+// NodeMaintenance) is looked at again shortly (staleRequeue), since the change behind it may be
+// one its predicate filters out (a heartbeat).
 func stale(err error) bool {
 	return apierrors.IsConflict(err) || apierrors.IsNotFound(err)
 }
@@ -30,10 +26,11 @@ func stale(err error) bool {
 // staleRequeue is how soon an object is looked at again after a stale write.
 const staleRequeue = 100 * time.Millisecond
 
-// result asks to look again after next, or sooner after a stale write.
-func result(next time.Duration, stale bool) reconcile.Result {
-	if stale && (next == 0 || staleRequeue < next) {
-		next = staleRequeue
+// settle ends a reconcile whose write to the reconciled object failed: a stale write (see stale)
+// is looked at again shortly, any other error is the work queue's to retry.
+func settle(err error) (reconcile.Result, error) {
+	if stale(err) {
+		return reconcile.Result{RequeueAfter: staleRequeue}, nil
 	}
-	return reconcile.Result{RequeueAfter: next}
+	return reconcile.Result{}, err
 }
