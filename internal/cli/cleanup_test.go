@@ -118,3 +118,20 @@ func TestCleanupPodsAndMaintenances(t *testing.T) {
 		t.Errorf("second run:\n%s", out.String())
 	}
 }
+
+// cleanup removes nodemaint's node conditions, and leaves another tool's KEP-5683 conditions.
+func TestRemoveNodeConditions(t *testing.T) {
+	node := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue},
+		{Type: nodemaintv1alpha1.NodeConditionUnderMaintenance, Status: corev1.ConditionTrue, Reason: "Drain"},
+		{Type: corev1.NodeDrained, Status: corev1.ConditionTrue, Reason: nodemaintv1alpha1.NodeConditionReasonNodeMaintenance},
+		{Type: corev1.NodeMaintenancePlanned, Status: corev1.ConditionTrue, Reason: "ClusterAutoscaler"},
+	}}}
+	removed := removeNodeConditions(node)
+	if strings.Join(removed, ",") != "UnderMaintenance,Drained" {
+		t.Errorf("removed %v, want UnderMaintenance and Drained", removed)
+	}
+	if len(node.Status.Conditions) != 2 || node.Status.Conditions[1].Reason != "ClusterAutoscaler" {
+		t.Errorf("left %+v, want Ready and the autoscaler's MaintenancePlanned", node.Status.Conditions)
+	}
+}

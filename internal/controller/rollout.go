@@ -52,6 +52,7 @@ func (r *NodeMaintenanceReconciler) turns(ctx context.Context, nm *nodemaintv1al
 		in.Unschedulable = append(in.Unschedulable, pod.Namespace+"/"+pod.Name)
 	}
 	if spec.Window != nil {
+		// A window that does not parse is never open (SpecValid says why).
 		if w, err := rollout.ParseWindow(spec.Window); err == nil {
 			in.Window = w.At(now)
 		}

@@ -151,6 +151,50 @@ func maintenanceIntentChanged() predicate.Predicate {
 	}}
 }
 
+// maintenanceNodesHandler enqueues the nodes a NodeMaintenance event concerns: every node it
+// selects or that advertises it, except when only its rollout's turns changed, then the nodes
+// whose turn started, ended or failed (a rollout over thousands of nodes would otherwise queue
+// every one of them at each turn).
+func maintenanceNodesHandler(c client.Reader) handler.EventHandler {
+	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return nodesOfMaintenance(ctx, c, o.(*nodemaintv1alpha1.NodeMaintenance))
+	})
+	return handler.Funcs{
+		CreateFunc:  all.Create,
+		DeleteFunc:  all.Delete,
+		GenericFunc: all.Generic,
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			o, n := e.ObjectOld.(*nodemaintv1alpha1.NodeMaintenance), e.ObjectNew.(*nodemaintv1alpha1.NodeMaintenance)
+			if o.Generation != n.Generation || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) || maintenance.Phase(o, false) != maintenance.Phase(n, false) {
+				all.Update(ctx, e, q)
+				return
+			}
+			for _, name := range changedTurns(turnsOf(o), turnsOf(n)) {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+			}
+		},
+	}
+}
+
+// changedTurns names the nodes whose turn differs between two lists of turns.
+func changedTurns(old, cur []nodemaintv1alpha1.NodeTurn) []string {
+	was := map[string]nodemaintv1alpha1.NodeTurn{}
+	for _, t := range old {
+		was[t.Name] = t
+	}
+	var out []string
+	for _, t := range cur {
+		if w, ok := was[t.Name]; !ok || !equality.Semantic.DeepEqual(w, t) {
+			out = append(out, t.Name)
+		}
+		delete(was, t.Name)
+	}
+	for name := range was {
+		out = append(out, name)
+	}
+	return out
+}
+
 // turnsOf are the nodes in their turn in a rollout, which the node reconciler acts on.
 func turnsOf(nm *nodemaintv1alpha1.NodeMaintenance) []nodemaintv1alpha1.NodeTurn {
 	if nm.Status.Rollout == nil {
@@ -227,11 +271,7 @@ func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) 
 	return builder.ControllerManagedBy(mgr).
 		Named("node").
 		For(&corev1.Node{}, builder.WithPredicates(nodeChanged())).
-		Watches(&nodemaintv1alpha1.NodeMaintenance{},
-			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-				return nodesOfMaintenance(ctx, c, o.(*nodemaintv1alpha1.NodeMaintenance))
-			}),
-			builder.WithPredicates(maintenanceIntentChanged())).
+		Watches(&nodemaintv1alpha1.NodeMaintenance{}, maintenanceNodesHandler(c), builder.WithPredicates(maintenanceIntentChanged())).
 		Watches(&corev1.Pod{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				return nodeOfPod(ctx, c, o.(*corev1.Pod))

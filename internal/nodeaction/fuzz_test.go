@@ -3,6 +3,7 @@ package nodeaction
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -88,6 +89,20 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		}
 		if !found {
 			t.Fatalf("taint %v of someone else removed", taint)
+		}
+	}
+	// Another tool's KEP-5683 conditions stay unless nodemaint wants the condition itself.
+	wanted := d.Intent.LifecycleConditions()
+	for _, c := range node.Status.Conditions {
+		if !slices.Contains(LifecycleConditionTypes, c.Type) || c.Reason == nodemaintv1alpha1.NodeConditionReasonNodeMaintenance || wanted[c.Type] != nil {
+			continue
+		}
+		found := false
+		for _, w := range d.Node.Status.Conditions {
+			found = found || w.Type == c.Type && w.Reason == c.Reason
+		}
+		if !found {
+			t.Fatalf("condition %s of reason %s removed", c.Type, c.Reason)
 		}
 	}
 	// The out-of-service taint needs a NotReady node with pods stuck terminating, and evidence
@@ -271,7 +286,11 @@ func (g *gen) node(now time.Time) *corev1.Node {
 		annotations[nodemaintv1alpha1.CordonedAnnotation] = "true"
 	}
 	if a&0x04 != 0 {
-		annotations[nodemaintv1alpha1.MaintenancesAnnotation] = fmt.Sprintf("nm-0=%s,nm-1=%s", phases[b%6], phases[(b/6)%6])
+		ended := []nodemaintv1alpha1.Phase{nodemaintv1alpha1.PhaseDrain, nodemaintv1alpha1.PhaseReleased, nodemaintv1alpha1.PhaseFailed}
+		annotations[nodemaintv1alpha1.MaintenancesAnnotation] = fmt.Sprintf("nm-0=%s,nm-1=%s,nm-2=%s", phases[b%6], phases[(b/6)%6], ended[(c>>6)%3])
+	}
+	if c&0x04 != 0 {
+		annotations[nodemaintv1alpha1.CompleteAnnotation] = "nm-0,nm-2"
 	}
 	if a&0x08 != 0 {
 		annotations[nodemaintv1alpha1.OutOfServiceAnnotation] = "true"
@@ -299,6 +318,11 @@ func (g *gen) node(now time.Time) *corev1.Node {
 		since := []time.Duration{10 * time.Second, 10 * time.Minute}[(c>>2)%2]
 		node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: ready,
 			LastTransitionTime: metav1.NewTime(now.Add(-since)), LastHeartbeatTime: metav1.NewTime(now.Add(-time.Second))})
+	}
+	if b&0x80 != 0 {
+		reason := []string{nodemaintv1alpha1.NodeConditionReasonNodeMaintenance, "ClusterAutoscaler"}[(b>>6)%2]
+		node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: LifecycleConditionTypes[(b>>4)%4],
+			Status: corev1.ConditionTrue, Reason: reason, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))})
 	}
 	if c&0x08 != 0 {
 		node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: nodemaintv1alpha1.NodeConditionUnderMaintenance,
@@ -340,6 +364,17 @@ func (g *gen) maintenance(i int, now time.Time) *nodemaintv1alpha1.NodeMaintenan
 		nm.Status.DrainStartTime = ptr.To(metav1.NewTime(now.Add(-[]time.Duration{time.Minute, 2 * time.Hour}[b%2])))
 	}
 	nm.Status.Phase = phases[(b>>6)%4+2]
+	if r := g.byte(); r&0x01 != 0 {
+		// A rollout: the node (n1) waits, is in its turn (maybe failed), or its turn ended.
+		nm.Spec.Rollout = &nodemaintv1alpha1.RolloutSpec{Release: []nodemaintv1alpha1.ReleasePolicy{
+			nodemaintv1alpha1.ReleaseDrained, nodemaintv1alpha1.ReleaseRebooted, nodemaintv1alpha1.ReleaseManual}[(r>>1)%3]}
+		if r&0x08 != 0 {
+			nm.Status.Rollout = &nodemaintv1alpha1.RolloutStatus{InTurn: []nodemaintv1alpha1.NodeTurn{{
+				Name: "n1", Since: metav1.NewTime(now.Add(-time.Duration(r>>5) * 20 * time.Minute)),
+				BootID: []string{"boot-1", "boot-2"}[(r>>4)%2], Failed: r&0x80 != 0 && r&0x40 != 0,
+			}}}
+		}
+	}
 	return nm
 }
 

@@ -1,6 +1,7 @@
 package nodeaction
 
 import (
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,7 @@ func wantNode(node *corev1.Node, intent maintenance.NodeIntent, oos bool, now ti
 	} else {
 		delete(want.Annotations, nodemaintv1alpha1.MaintenancesAnnotation)
 	}
+	completeOnlyPending(want, intent)
 	want.Spec.Taints = withTaint(want.Spec.Taints, corev1.Taint{
 		Key: nodemaintv1alpha1.PlannedMaintenanceTaint, Effect: corev1.TaintEffectPreferNoSchedule,
 	}, intent.PlannedTaint)
@@ -105,6 +107,31 @@ func withCondition(conditions []corev1.NodeCondition, t corev1.NodeConditionType
 	}
 	out[idx] = c
 	return out, true
+}
+
+// completeOnlyPending drops from the node annotation nodemaint.dev/complete the maintenances whose
+// turn on the node is recorded as ended: the completion was used, and must not complete the turn
+// of a later maintenance of the same name.
+func completeOnlyPending(node *corev1.Node, intent maintenance.NodeIntent) {
+	value := node.Annotations[nodemaintv1alpha1.CompleteAnnotation]
+	if value == "" {
+		return
+	}
+	ended := map[string]bool{}
+	for _, e := range intent.Entries {
+		ended[e.Name] = e.Phase == nodemaintv1alpha1.PhaseReleased || e.Phase == nodemaintv1alpha1.PhaseFailed
+	}
+	var keep []string
+	for _, name := range strings.Split(value, ",") {
+		if name = strings.TrimSpace(name); name != "" && !ended[name] {
+			keep = append(keep, name)
+		}
+	}
+	if len(keep) == 0 {
+		delete(node.Annotations, nodemaintv1alpha1.CompleteAnnotation)
+		return
+	}
+	node.Annotations[nodemaintv1alpha1.CompleteAnnotation] = strings.Join(keep, ",")
 }
 
 func setAnnotation(obj metav1.Object, key, value string) {

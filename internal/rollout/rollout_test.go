@@ -1,0 +1,214 @@
+package rollout
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+)
+
+func TestBudget(t *testing.T) {
+	for _, tc := range []struct {
+		max      *intstr.IntOrString
+		selected int
+		want     int
+	}{
+		{nil, 10, 1},
+		{ptr.To(intstr.FromInt32(3)), 10, 3},
+		{ptr.To(intstr.FromString("25%")), 10, 2}, // rounded down
+		{ptr.To(intstr.FromString("5%")), 10, 1},  // at least 1
+		{ptr.To(intstr.FromString("100%")), 7, 7},
+		{ptr.To(intstr.FromString("bogus")), 7, 1},
+	} {
+		if got := Budget(tc.max, tc.selected); got != tc.want {
+			t.Errorf("Budget(%v, %d) = %d, want %d", tc.max, tc.selected, got, tc.want)
+		}
+	}
+}
+
+func TestDecideTurns(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	spec := nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(2))}
+	nodes := []Node{{Name: "n3"}, {Name: "n1"}, {Name: "n2"}, {Name: "n4", Unschedulable: true}, {Name: "n5", Ended: nodemaintv1alpha1.PhaseReleased}}
+
+	d := Decide(Input{Active: true, Spec: spec, Nodes: nodes}, now)
+	if !slices.Equal(d.Admitted, []string{"n4", "n1"}) || d.Done != 1 || d.Waiting != 2 || d.HaltReason != "" {
+		t.Fatalf("admitted %v, done %d, waiting %d, halt %q; want n4 (already cordoned) then n1", d.Admitted, d.Done, d.Waiting, d.HaltReason)
+	}
+
+	// n4 released, n1 still in its turn: one more starts, n2.
+	nodes[3].Ended = nodemaintv1alpha1.PhaseReleased
+	d = Decide(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: d.InTurn}, now.Add(time.Minute))
+	if got := turnNames(d.InTurn); !slices.Equal(got, []string{"n1", "n2"}) || !slices.Equal(d.Admitted, []string{"n2"}) {
+		t.Fatalf("in turn %v, admitted %v; want n1, n2", got, d.Admitted)
+	}
+	if d.InTurn[0].Since.Time != now {
+		t.Errorf("n1's turn restarted: %v", d.InTurn[0].Since)
+	}
+
+	// Unschedulable replacements halt: nothing new starts; the nodes in their turn stay.
+	nodes[0].Ended, nodes[1].Ended = "", nodemaintv1alpha1.PhaseReleased
+	halted := Decide(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: d.InTurn, Unschedulable: []string{"app/web-x"}}, now)
+	if halted.HaltReason != nodemaintv1alpha1.ReasonReplacementsUnschedulable || len(halted.Admitted) > 0 || !slices.Equal(turnNames(halted.InTurn), []string{"n2"}) {
+		t.Fatalf("halt %q, admitted %v, in turn %v", halted.HaltReason, halted.Admitted, turnNames(halted.InTurn))
+	}
+
+	// A node past drainTimeout: Pause halts, Continue marks it failed and goes on.
+	late := []nodemaintv1alpha1.NodeTurn{{Name: "n2", Since: metav1.NewTime(now.Add(-2 * time.Hour))}}
+	paused := Decide(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: late, DrainTimeout: time.Hour}, now)
+	if paused.HaltReason != nodemaintv1alpha1.ReasonNodeDrainTimedOut || len(paused.Admitted) > 0 || !slices.Equal(paused.TimedOut, []string{"n2"}) {
+		t.Fatalf("pause: halt %q, admitted %v, timed out %v", paused.HaltReason, paused.Admitted, paused.TimedOut)
+	}
+	spec.OnNodeFailure = nodemaintv1alpha1.NodeFailureContinue
+	cont := Decide(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: late, DrainTimeout: time.Hour}, now)
+	if cont.HaltReason != "" || !cont.InTurn[slices.IndexFunc(cont.InTurn, func(t nodemaintv1alpha1.NodeTurn) bool { return t.Name == "n2" })].Failed {
+		t.Fatalf("continue: halt %q, in turn %+v", cont.HaltReason, cont.InTurn)
+	}
+
+	// An inactive maintenance has no node in its turn.
+	if off := Decide(Input{Spec: spec, Nodes: nodes, InTurn: late}, now); len(off.InTurn) > 0 || len(off.Admitted) > 0 {
+		t.Fatalf("inactive: in turn %v", off.InTurn)
+	}
+}
+
+func turnNames(turns []nodemaintv1alpha1.NodeTurn) []string {
+	var out []string
+	for _, t := range turns {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+func TestWindow(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ParseWindow(&nodemaintv1alpha1.MaintenanceWindow{Schedule: "0 22 * * 1-5", Duration: nodemaintv1alpha1.Duration{Duration: 4 * time.Hour}, TimeZone: "Europe/Berlin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		at   time.Time
+		open bool
+		next time.Time
+	}{
+		// Tuesday 21:00 in Berlin: opens at 22:00.
+		{time.Date(2026, 3, 3, 21, 0, 0, 0, berlin), false, time.Date(2026, 3, 3, 22, 0, 0, 0, berlin)},
+		// Tuesday 23:30: open until Wednesday 02:00.
+		{time.Date(2026, 3, 3, 23, 30, 0, 0, berlin), true, time.Date(2026, 3, 4, 2, 0, 0, 0, berlin)},
+		// Saturday 01:00: Friday's window is still open until 02:00.
+		{time.Date(2026, 3, 7, 1, 0, 0, 0, berlin), true, time.Date(2026, 3, 7, 2, 0, 0, 0, berlin)},
+		// Saturday 03:00: next opens Monday 22:00.
+		{time.Date(2026, 3, 7, 3, 0, 0, 0, berlin), false, time.Date(2026, 3, 9, 22, 0, 0, 0, berlin)},
+	} {
+		got := w.At(tc.at.UTC())
+		if got.Open != tc.open || !got.Next.Equal(tc.next) {
+			t.Errorf("At(%v) = open %v, next %v; want %v, %v", tc.at, got.Open, got.Next, tc.open, tc.next)
+		}
+	}
+	// Overlapping windows join: every minute for 5 minutes is always open.
+	always, _ := ParseWindow(&nodemaintv1alpha1.MaintenanceWindow{Schedule: "* * * * *", Duration: nodemaintv1alpha1.Duration{Duration: 5 * time.Minute}})
+	if s := always.At(time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)); !s.Open {
+		t.Errorf("every minute for 5 minutes is closed at %v", s)
+	}
+	for _, bad := range []nodemaintv1alpha1.MaintenanceWindow{
+		{Schedule: "0 22 * *", Duration: nodemaintv1alpha1.Duration{Duration: time.Hour}},
+		{Schedule: "0 22 * * *", Duration: nodemaintv1alpha1.Duration{Duration: time.Hour}, TimeZone: "Mars/Olympus"},
+	} {
+		if _, err := ParseWindow(&bad); err == nil {
+			t.Errorf("ParseWindow(%+v) accepted", bad)
+		}
+	}
+}
+
+// FuzzDecide: the turns never exceed the budget by admitting, admit only waiting selected nodes,
+// in order (already unschedulable first, then by name), none while halted; every selected node
+// is done, in its turn or waiting, exactly once.
+func FuzzDecide(f *testing.F) {
+	f.Add([]byte{3, 1, 2, 3, 4, 5, 6, 7, 8}, uint8(2), false, false)
+	f.Add([]byte{0x81, 0x42, 0x23, 0x14, 0x05}, uint8(1), true, false)
+	f.Add([]byte{9, 0xff, 0x10, 0x20, 0x30, 0x40, 0x50}, uint8(3), false, true)
+	f.Fuzz(func(t *testing.T, data []byte, budget uint8, unschedulable, windowClosed bool) {
+		now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+		in := Input{Active: true, Spec: nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(int32(budget%5) + 1))}, DrainTimeout: time.Hour}
+		if windowClosed {
+			in.Spec.Window = &nodemaintv1alpha1.MaintenanceWindow{Schedule: "0 0 * * *"}
+		} else {
+			in.Window.Open = true
+		}
+		if unschedulable {
+			in.Unschedulable = []string{"app/pod"}
+		}
+		for i, b := range data {
+			if i >= 40 {
+				break
+			}
+			n := Node{Name: fmt.Sprintf("n%02d", (int(b)*7+i)%50), Unschedulable: b&1 != 0, Drained: b&2 != 0}
+			if slices.ContainsFunc(in.Nodes, func(o Node) bool { return o.Name == n.Name }) {
+				continue
+			}
+			switch (b >> 2) % 4 {
+			case 1:
+				n.Ended = nodemaintv1alpha1.PhaseReleased
+			case 2:
+				in.InTurn = append(in.InTurn, nodemaintv1alpha1.NodeTurn{Name: n.Name, Since: metav1.NewTime(now.Add(-time.Duration(b>>4) * 10 * time.Minute))})
+			}
+			in.Nodes = append(in.Nodes, n)
+		}
+		d := Decide(in, now)
+		again := Decide(in, now)
+		if fmt.Sprint(again) != fmt.Sprint(d) {
+			t.Fatal("Decide is not deterministic")
+		}
+		if len(d.Admitted) > 0 && len(d.InTurn) > d.Budget {
+			t.Fatalf("admitted %v beyond the budget %d: %d in turn", d.Admitted, d.Budget, len(d.InTurn))
+		}
+		if d.HaltReason != "" && len(d.Admitted) > 0 {
+			t.Fatalf("halted (%s) but admitted %v", d.HaltReason, d.Admitted)
+		}
+		state := map[string]string{}
+		for _, n := range in.Nodes {
+			if n.Ended != "" {
+				state[n.Name] = "done"
+			}
+		}
+		for _, turn := range d.InTurn {
+			if state[turn.Name] != "" {
+				t.Fatalf("node %s in its turn and %s", turn.Name, state[turn.Name])
+			}
+			if !slices.ContainsFunc(in.Nodes, func(n Node) bool { return n.Name == turn.Name }) {
+				t.Fatalf("node %s in its turn, not selected", turn.Name)
+			}
+			state[turn.Name] = "in turn"
+		}
+		if d.Done+len(d.InTurn)+d.Waiting != len(in.Nodes) {
+			t.Fatalf("done %d + in turn %d + waiting %d != %d selected", d.Done, len(d.InTurn), d.Waiting, len(in.Nodes))
+		}
+		// Admitted in order: no waiting node comes before an admitted one.
+		var order []Node
+		for _, n := range in.Nodes {
+			if slices.Contains(d.Admitted, n.Name) || state[n.Name] == "" {
+				order = append(order, n)
+			}
+		}
+		sort.Slice(order, func(i, j int) bool {
+			if order[i].Unschedulable != order[j].Unschedulable {
+				return order[i].Unschedulable
+			}
+			return order[i].Name < order[j].Name
+		})
+		for i, n := range order {
+			if i < len(d.Admitted) && n.Name != d.Admitted[i] {
+				t.Fatalf("admitted %v, but the order is %v", d.Admitted, order)
+			}
+		}
+	})
+}
