@@ -11,8 +11,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -93,6 +95,28 @@ func eligible(d *appsv1.Deployment, replicas int32, activeReplicaSets int, autos
 		return eligibility{reason: ReasonRollout, message: "a rollout is in progress: eviction moves its pods"}
 	}
 	return eligibility{ok: true, surge: surge}
+}
+
+// Surges says whether the responder answers evacuation requests of the Deployment's pods by
+// surging, from its spec, its ReplicaSets and whether a HorizontalPodAutoscaler targets it (see
+// Autoscales); when it does not, reason (one of the Reason constants, "" when it leaves them
+// unanswered: the Deployment has no replicas) and message say why, as the pods'
+// EvacuationInitiated=False would. It is the responder's own decision, for the preflight.
+func Surges(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, autoscaled bool) (ok bool, reason, message string) {
+	replicas := ptr.Deref(d.Spec.Replicas, 1)
+	if state, err := parseSurge(d); err == nil && state != nil {
+		replicas = state.OriginalReplicas
+	}
+	el := eligible(d, replicas, activeReplicaSets(replicaSets), autoscaled)
+	return el.ok, el.reason, el.message
+}
+
+// Autoscales reports whether the HorizontalPodAutoscaler scales the named Deployment of its
+// namespace.
+func Autoscales(hpa *autoscalingv2.HorizontalPodAutoscaler, deployment string) bool {
+	ref := hpa.Spec.ScaleTargetRef
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && ref.Kind == "Deployment" && ref.Name == deployment && (gv.Group == appsv1.GroupName || gv.Group == "extensions")
 }
 
 // input is what the responder observed of one Deployment.

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -115,12 +114,8 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 	if err := r.Client.List(ctx, &hpas, client.InNamespace(d.Namespace)); err != nil {
 		return in, err
 	}
-	for _, hpa := range hpas.Items {
-		ref := hpa.Spec.ScaleTargetRef
-		gv, err := schema.ParseGroupVersion(ref.APIVersion)
-		if err == nil && ref.Kind == "Deployment" && ref.Name == d.Name && (gv.Group == appsv1.GroupName || gv.Group == "extensions") {
-			in.autoscaled = true
-		}
+	for i := range hpas.Items {
+		in.autoscaled = in.autoscaled || Autoscales(&hpas.Items[i], d.Name)
 	}
 	return in, nil
 }

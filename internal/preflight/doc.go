@@ -1,0 +1,15 @@
+// Package preflight says, before anything moves, what a drain of some nodes would meet: per
+// node, what would block it (a PodDisruptionBudget that allows no disruption now, a DrainRule
+// that does not parse), what would be lost (bare pods that are not recreated, pods whose
+// replacement fits on no other node, emptyDir data, workloads that cannot surge and go down
+// together) and what happens to the rest (skipped pods and why, Deployments that surge).
+//
+// It is pure: Run reads an Input (the cluster as listed by the caller) and returns a Report.
+// It classifies pods with the drain's own code (maintenance.Targeted, drain.Rules.Classify,
+// drain.NewPlan) and decides whether a Deployment surges with the Deployment responder's own
+// (deployment.Surges), so it says what the drain would do. Whether a replacement fits on
+// another node is checked with the scheduler's filters as k8s.io/component-helpers has them
+// (node selector and required node affinity, taints and tolerations, cordons, volume node
+// affinity) and resource requests against what is left of the nodes' allocatable. Inter-pod
+// affinity and anti-affinity, topology spread constraints and host ports are not evaluated.
+package preflight

@@ -1,0 +1,225 @@
+package preflight
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodemaint/nodemaint/internal/responder/deployment"
+)
+
+// workload is what recreates a pod once it is gone: a Deployment (through its ReplicaSet), a
+// ReplicaSet without one, a StatefulSet, or any other controller.
+type workload struct {
+	kind, namespace, name string
+	// surges: the Deployment responder moves its pods by surging; else noSurge says why not.
+	surges  bool
+	noSurge string
+	// live counts its pods that are not terminating (bound or not).
+	live int
+}
+
+func (w *workload) String() string { return w.kind + " " + w.namespace + "/" + w.name }
+
+// workloads resolves the controllers of pods.
+type workloads struct {
+	replicaSets  map[types.UID]*appsv1.ReplicaSet
+	deployments  map[types.UID]*appsv1.Deployment
+	statefulSets map[types.UID]*appsv1.StatefulSet
+	// rsOf are the ReplicaSets of each Deployment.
+	rsOf map[types.UID][]*appsv1.ReplicaSet
+	// byKey are the workloads resolved so far, by kind/namespace/name.
+	byKey map[string]*workload
+	in    *Input
+}
+
+func newWorkloads(in *Input) *workloads {
+	ws := &workloads{
+		replicaSets:  map[types.UID]*appsv1.ReplicaSet{},
+		deployments:  map[types.UID]*appsv1.Deployment{},
+		statefulSets: map[types.UID]*appsv1.StatefulSet{},
+		rsOf:         map[types.UID][]*appsv1.ReplicaSet{},
+		byKey:        map[string]*workload{},
+		in:           in,
+	}
+	for i := range in.Deployments {
+		ws.deployments[in.Deployments[i].UID] = &in.Deployments[i]
+	}
+	for i := range in.ReplicaSets {
+		rs := &in.ReplicaSets[i]
+		ws.replicaSets[rs.UID] = rs
+		if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
+			ws.rsOf[ref.UID] = append(ws.rsOf[ref.UID], rs)
+		}
+	}
+	for i := range in.StatefulSets {
+		ws.statefulSets[in.StatefulSets[i].UID] = &in.StatefulSets[i]
+	}
+	// Count the live pods of every workload, to tell whether one goes down as a whole.
+	for i := range in.Pods {
+		pod := &in.Pods[i]
+		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if w := ws.of(pod); w != nil {
+			w.live++
+		}
+	}
+	return ws
+}
+
+// of is the workload of the pod; nil for a bare pod.
+func (ws *workloads) of(pod *corev1.Pod) *workload {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil {
+		return nil
+	}
+	kind, name := ref.Kind, ref.Name
+	var build func(w *workload)
+	switch {
+	case ref.Kind == "ReplicaSet" && ws.replicaSets[ref.UID] != nil:
+		rs := ws.replicaSets[ref.UID]
+		if dref := metav1.GetControllerOf(rs); dref != nil && dref.Kind == "Deployment" && ws.deployments[dref.UID] != nil {
+			d := ws.deployments[dref.UID]
+			kind, name = "Deployment", d.Name
+			build = func(w *workload) { ws.deploymentSurge(w, d) }
+			break
+		}
+		build = func(w *workload) {
+			w.noSurge = "a ReplicaSet without a Deployment does not surge: its pods are evicted once the response timeout runs out, unless its owner accepts the evacuation request"
+		}
+	case ref.Kind == "StatefulSet":
+		build = func(w *workload) {
+			w.noSurge = "a StatefulSet does not surge (it recreates a pod, under the same name, only once it is gone): its pods are evicted once the response timeout runs out"
+		}
+	default:
+		build = func(w *workload) {
+			w.noSurge = fmt.Sprintf("nodemaint does not surge a %s: its pods are evicted once the response timeout runs out, unless its controller accepts the evacuation request", ref.Kind)
+		}
+	}
+	key := kind + "/" + pod.Namespace + "/" + name
+	if w, ok := ws.byKey[key]; ok {
+		return w
+	}
+	w := &workload{kind: kind, namespace: pod.Namespace, name: name}
+	build(w)
+	ws.byKey[key] = w
+	return w
+}
+
+// deploymentSurge decides, as the Deployment responder does, whether it surges the Deployment.
+func (ws *workloads) deploymentSurge(w *workload, d *appsv1.Deployment) {
+	autoscaled := false
+	for i := range ws.in.HorizontalPodAutoscalers {
+		hpa := &ws.in.HorizontalPodAutoscalers[i]
+		autoscaled = autoscaled || (hpa.Namespace == d.Namespace && deployment.Autoscales(hpa, d.Name))
+	}
+	ok, _, message := deployment.Surges(d, ws.rsOf[d.UID], autoscaled)
+	w.surges = ok
+	if !ok {
+		if message == "" {
+			message = "the Deployment has no replicas"
+		}
+		w.noSurge = message
+	}
+}
+
+// budget is a PodDisruptionBudget with its selector.
+type budget struct {
+	pdb      *policyv1.PodDisruptionBudget
+	selector labels.Selector
+}
+
+func (b budget) String() string { return b.pdb.Namespace + "/" + b.pdb.Name }
+
+// budgets finds the PodDisruptionBudgets of pods.
+type budgets map[string][]budget
+
+func newBudgets(list []policyv1.PodDisruptionBudget) budgets {
+	bs := budgets{}
+	for i := range list {
+		pdb := &list[i]
+		// policy/v1: a nil selector selects no pod, an empty one every pod of the namespace.
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			continue // the API server refuses such a selector
+		}
+		bs[pdb.Namespace] = append(bs[pdb.Namespace], budget{pdb: pdb, selector: sel})
+	}
+	for ns := range bs {
+		sort.Slice(bs[ns], func(i, j int) bool { return bs[ns][i].pdb.Name < bs[ns][j].pdb.Name })
+	}
+	return bs
+}
+
+// of are the budgets covering the pod.
+func (bs budgets) of(pod *corev1.Pod) []budget {
+	var out []budget
+	for _, b := range bs[pod.Namespace] {
+		if b.selector.Matches(labels.Set(pod.Labels)) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// evictionIgnores reports whether the Eviction API evicts the pod whatever its budget allows:
+// a pod not running yet (Pending), or one that is not Ready while the budget is healthy enough
+// or allows evicting unhealthy pods (unhealthyPodEvictionPolicy AlwaysAllow).
+func evictionIgnores(pod *corev1.Pod, b budget) bool {
+	if pod.Status.Phase == corev1.PodPending {
+		return true
+	}
+	if podReady(pod) {
+		return false
+	}
+	st := b.pdb.Status
+	if st.DesiredHealthy > 0 && st.CurrentHealthy >= st.DesiredHealthy {
+		return true
+	}
+	p := b.pdb.Spec.UnhealthyPodEvictionPolicy
+	return p != nil && *p == policyv1.AlwaysAllow
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// budgetNote says what the budgets of a workload's pod allow now.
+func budgetNote(bs []budget) string {
+	switch len(bs) {
+	case 0:
+		return "no PodDisruptionBudget"
+	case 1:
+		n := bs[0].pdb.Status.DisruptionsAllowed
+		return fmt.Sprintf("PodDisruptionBudget %s allows %d %s now", bs[0], n, plural(int(n), "disruption", "disruptions"))
+	}
+	return "PodDisruptionBudgets " + budgetNames(bs)
+}
+
+func budgetNames(bs []budget) string {
+	names := make([]string, len(bs))
+	for i, b := range bs {
+		names[i] = b.String()
+	}
+	return strings.Join(names, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
