@@ -92,7 +92,8 @@ their progress and names what blocks a drain. Pod owners that can move their pod
 downtime (Deployments with maxSurge) do so; the rest are evicted through their
 PodDisruptionBudgets.
 
-Exit codes: 0 done, 1 error, 3 timed out waiting (the maintenance goes on).`,
+Exit codes: 0 done, 1 error, 2 preflight: the drain would be blocked, 3 timed out waiting (the
+maintenance goes on).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl maintenance"},
@@ -107,6 +108,7 @@ Exit codes: 0 done, 1 error, 3 timed out waiting (the maintenance goes on).`,
 		newPhaseCommand(o, "drain", "Cordon and drain nodes through a NodeMaintenance, and follow the drain", true, true),
 		newCompleteCommand(o, "complete", "Complete the maintenance of nodes: restore what nodemaint changed"),
 		newCompleteCommand(o, "uncordon", "Complete the maintenance of nodes (alias of complete)"),
+		newPreflightCommand(o),
 		newStatusCommand(o),
 		newListCommand(o),
 		newCleanupCommand(o),

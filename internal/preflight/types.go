@@ -111,7 +111,8 @@ type NodeReport struct {
 	Name string `json:"name"`
 	// Verdict is the worst severity of the findings; "" when there is none.
 	Verdict Severity `json:"verdict,omitempty"`
-	// OutWith names the other targets assumed out at the same time (see Report.Assumption).
+	// OutWith names the other targets assumed out at the same time when they are out in turns
+	// (see Report.Assumption); empty when every target is out at once.
 	OutWith []string `json:"outWith,omitempty"`
 	// Targeted counts the pods the drain concerns (all but DaemonSet, mirror and finished pods);
 	// Moved those it moves off the node, Skipped those it leaves running.

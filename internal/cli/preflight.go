@@ -1,0 +1,290 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/preflight"
+)
+
+// ExitBlocked is preflight's exit code when the drain of some node would be blocked.
+const ExitBlocked = 2
+
+// newPreflightCommand says, before anything moves, what a drain of the nodes would meet. It
+// only reads (list), so a user who may only read the cluster can run it.
+func newPreflightCommand(o *options) *cobra.Command {
+	var (
+		t                target
+		maxUnavailable   string
+		output           string
+		drainLabelPolicy string
+	)
+	cmd := &cobra.Command{
+		Use:   "preflight (NODE... | -l SELECTOR) [--max-unavailable N]",
+		Short: "Say what would block or be lost if the nodes were drained, before anything moves",
+		Long: `preflight lists, per node, what a drain of the nodes would meet, before anything moves:
+
+  Blocks  the drain would not finish by itself: a PodDisruptionBudget that allows no
+          disruption now covers a pod that would be evicted, a pod under several budgets,
+          a DrainRule that does not parse; in a rollout (--max-unavailable), a replacement
+          that fits on no other node, which halts it
+  Loses   the drain goes through, but something is lost: bare pods (never recreated),
+          pods whose replacement fits on no other node (it stays Pending), emptyDir data,
+          workloads that cannot surge and have all their pods on nodes out at once
+  Info    what happens to the rest: Deployments that surge, workloads evicted within
+          their budgets, pods skipped (DrainRules, the nodemaint.dev/drain label, a
+          toleration of the unschedulable taint) or waited for, and why
+
+Whether a replacement fits is checked against every other node that stays schedulable: node
+selector and required node affinity, taints and tolerations, cordons, the node affinity of
+bound volumes, and resource requests against the node's allocatable less the requests of the
+pods already there. With --max-unavailable N, N of the nodes are out at once: each node is
+checked with the N-1 fullest others out with it. Without it, all of them are out at once, as
+'kubectl maintenance drain' takes them. Pod (anti-)affinity, topology spread constraints and
+host ports are not checked.
+
+It only lists objects (nodes, pods, PodDisruptionBudgets, Deployments, ReplicaSets,
+StatefulSets, HorizontalPodAutoscalers, PersistentVolumeClaims, PersistentVolumes,
+namespaces, DrainRules) and changes nothing.
+
+Exit codes: 0 the drain would go through, 2 something would block it, 1 error.`,
+		Example: `  # What would a drain of node-1 meet?
+  kubectl maintenance preflight node-1
+
+  # A pool, two nodes at a time, as JSON for a script
+  kubectl maintenance preflight -l pool=a --max-unavailable 2 -o json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := t.complete(args); err != nil {
+				return usageError(cmd, err)
+			}
+			switch output {
+			case "", "json", "yaml":
+			default:
+				return usageError(cmd, fmt.Errorf("--output %q: want json or yaml", output))
+			}
+			var ignoreDrainLabel bool
+			switch nodemaintv1alpha1.DrainLabelPolicy(drainLabelPolicy) {
+			case nodemaintv1alpha1.DrainLabelPolicyHonor:
+			case nodemaintv1alpha1.DrainLabelPolicyIgnore:
+				ignoreDrainLabel = true
+			default:
+				return usageError(cmd, fmt.Errorf("--drain-label-policy %q: want %s or %s", drainLabelPolicy, nodemaintv1alpha1.DrainLabelPolicyHonor, nodemaintv1alpha1.DrainLabelPolicyIgnore))
+			}
+			var budget *intstr.IntOrString
+			if maxUnavailable != "" {
+				v := intstr.Parse(maxUnavailable)
+				if _, err := intstr.GetScaledValueFromIntOrPercent(&v, 100, false); err != nil || v.IntValue() < 0 || (v.Type == intstr.String && strings.HasPrefix(v.StrVal, "-")) {
+					return usageError(cmd, fmt.Errorf("--max-unavailable %q: want a number of nodes or a percentage (e.g. 2 or 25%%)", maxUnavailable))
+				}
+				budget = &v
+			}
+			c, _, err := o.clients()
+			if err != nil {
+				return err
+			}
+			in, err := readCluster(cmd.Context(), c, o.streams.ErrOut)
+			if err != nil {
+				return err
+			}
+			in.IgnoreDrainLabel = ignoreDrainLabel
+			if in.Targets, err = t.resolve(in.Nodes); err != nil {
+				return err
+			}
+			if budget != nil {
+				n, _ := intstr.GetScaledValueFromIntOrPercent(budget, len(in.Targets), false)
+				in.MaxUnavailable = max(n, 1) // a rollout's budget is at least one node
+			}
+			report := preflight.Run(in)
+			if err := printPreflight(o.streams.Out, &report, output); err != nil {
+				return err
+			}
+			if report.Blocks() {
+				blocked := 0
+				for _, n := range report.Nodes {
+					if n.Verdict == preflight.Blocks {
+						blocked++
+					}
+				}
+				return &exitError{code: ExitBlocked, err: fmt.Errorf("the drain would be blocked on %d of %d nodes", blocked, len(report.Nodes))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&t.selector, "selector", "l", "", "Label selector of the nodes, instead of names")
+	cmd.Flags().StringVar(&maxUnavailable, "max-unavailable", "", "How many of the nodes are out at once, a number or a percentage, as a rollout's maxUnavailable (default: all of them)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: a table per node)")
+	cmd.Flags().StringVar(&drainLabelPolicy, "drain-label-policy", string(nodemaintv1alpha1.DrainLabelPolicyHonor), "Whether the pod label nodemaint.dev/drain counts (Honor) or not (Ignore), as the NodeMaintenance's drainLabelPolicy")
+	return cmd
+}
+
+// resolve names the target's nodes among the nodes: the named ones, all of which must exist, or
+// those the selector matches, at least one.
+func (t *target) resolve(nodes []corev1.Node) ([]string, error) {
+	if t.selector != "" {
+		sel, err := labels.Parse(t.selector)
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for i := range nodes {
+			if sel.Matches(labels.Set(nodes[i].Labels)) {
+				names = append(names, nodes[i].Name)
+			}
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("selector %q matches no node", t.selector)
+		}
+		sort.Strings(names)
+		return names, nil
+	}
+	exist := map[string]bool{}
+	for i := range nodes {
+		exist[nodes[i].Name] = true
+	}
+	var missing []string
+	for _, name := range t.nodes {
+		if !exist[name] {
+			missing = append(missing, name)
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return t.nodes, nil
+	case 1:
+		return nil, fmt.Errorf("no node named %s", missing[0])
+	}
+	return nil, fmt.Errorf("no nodes named %s", strings.Join(missing, ", "))
+}
+
+// readCluster lists what the preflight needs. A cluster without the DrainRule API has no
+// DrainRules; any other error, a refused permission included, ends the preflight: a preflight
+// that did not see everything would say too little.
+func readCluster(ctx context.Context, c client.Reader, warnings io.Writer) (preflight.Input, error) {
+	var (
+		in          preflight.Input
+		nodes       corev1.NodeList
+		pods        corev1.PodList
+		pdbs        policyv1.PodDisruptionBudgetList
+		deployments appsv1.DeploymentList
+		replicaSets appsv1.ReplicaSetList
+		sts         appsv1.StatefulSetList
+		hpas        autoscalingv2.HorizontalPodAutoscalerList
+		pvcs        corev1.PersistentVolumeClaimList
+		pvs         corev1.PersistentVolumeList
+		namespaces  corev1.NamespaceList
+		rules       nodemaintv1alpha1.DrainRuleList
+	)
+	for _, l := range []struct {
+		what string
+		list client.ObjectList
+	}{
+		{"nodes", &nodes}, {"pods", &pods}, {"poddisruptionbudgets.policy", &pdbs},
+		{"deployments.apps", &deployments}, {"replicasets.apps", &replicaSets}, {"statefulsets.apps", &sts},
+		{"horizontalpodautoscalers.autoscaling", &hpas}, {"persistentvolumeclaims", &pvcs},
+		{"persistentvolumes", &pvs}, {"namespaces", &namespaces},
+	} {
+		if err := c.List(ctx, l.list); err != nil {
+			if apierrors.IsForbidden(err) {
+				return in, fmt.Errorf("preflight lists %s in every namespace, which you may not: %w", l.what, err)
+			}
+			return in, fmt.Errorf("listing %s: %w", l.what, err)
+		}
+	}
+	switch err := c.List(ctx, &rules); {
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		fmt.Fprintln(warnings, "Warning: this cluster has no DrainRule API (nodemaint.dev/v1alpha1): no DrainRules apply")
+	case apierrors.IsForbidden(err):
+		return in, fmt.Errorf("preflight lists drainrules.nodemaint.dev, which you may not: %w", err)
+	case err != nil:
+		return in, fmt.Errorf("listing drainrules.nodemaint.dev: %w", err)
+	}
+	in.Nodes, in.Pods, in.PodDisruptionBudgets = nodes.Items, pods.Items, pdbs.Items
+	in.Deployments, in.ReplicaSets, in.StatefulSets = deployments.Items, replicaSets.Items, sts.Items
+	in.HorizontalPodAutoscalers, in.PersistentVolumeClaims, in.PersistentVolumes = hpas.Items, pvcs.Items, pvs.Items
+	in.DrainRules = rules.Items
+	in.NamespaceLabels = make(map[string]map[string]string, len(namespaces.Items))
+	for _, ns := range namespaces.Items {
+		in.NamespaceLabels[ns.Name] = ns.Labels
+	}
+	return in, nil
+}
+
+// printPreflight prints the report: as JSON or YAML, or as the assumption and a table per node.
+func printPreflight(w io.Writer, r *preflight.Report, output string) error {
+	switch output {
+	case "json":
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	case "yaml":
+		b, err := yaml.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	fmt.Fprintf(w, "Assuming %s.\n", r.Assumption)
+	for _, n := range r.Nodes {
+		verdict := "nothing to report: the drain would go through"
+		switch n.Verdict {
+		case preflight.Blocks:
+			verdict = "the drain would be BLOCKED"
+		case preflight.Loses:
+			verdict = "the drain would go through, and LOSE something"
+		case preflight.Info:
+			verdict = "the drain would go through"
+		}
+		fmt.Fprintf(w, "\n%s: %s (%d pods targeted: %d moved, %d skipped)", n.Name, verdict, n.Targeted, n.Moved, n.Skipped)
+		if len(n.OutWith) > 0 {
+			fmt.Fprintf(w, "; checked with %s out at once", strings.Join(n.OutWith, ", "))
+		}
+		fmt.Fprintln(w)
+		if len(n.Findings) == 0 {
+			continue
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  SEVERITY\tREASON\tPODS\tWHY")
+		for _, f := range n.Findings {
+			why := f.Message
+			if f.Object != "" {
+				why = f.Object + ": " + why
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", f.Severity, f.Reason, podList(f.Pods), why)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// podList names up to three pods, and how many more.
+func podList(pods []string) string {
+	const most = 3
+	if len(pods) <= most {
+		return strings.Join(pods, ",")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(pods[:most], ","), len(pods)-most)
+}

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nodemaint/nodemaint/internal/preflight"
+)
+
+// TestPreflightReadAndPrint: what readCluster lists reaches the preflight (a budget that allows
+// nothing over a StatefulSet's pod, a bare pod), and the table and JSON say it.
+func TestPreflightReadAndPrint(t *testing.T) {
+	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	nodeOf := func(name string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": "a"}}, Status: corev1.NodeStatus{Allocatable: alloc}}
+	}
+	running := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		nodeOf("n1"), nodeOf("n2"),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db-0", UID: "db-0", Labels: map[string]string{"app": "db"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "sts", Controller: ptr.To(true)}}},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "db"}}}, Status: running},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "lonely", UID: "lonely"},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app"}}}, Status: running},
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"},
+			Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1}},
+	).Build()
+	var warnings bytes.Buffer
+	in, err := readCluster(context.Background(), c, &warnings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &target{selector: "pool=a"}
+	if in.Targets, err = tg.resolve(in.Nodes); err != nil || strings.Join(in.Targets, ",") != "n1,n2" {
+		t.Fatalf("targets %v, %v", in.Targets, err)
+	}
+	in.MaxUnavailable = 1
+	r := preflight.Run(in)
+	if !r.Blocks() {
+		t.Fatalf("not blocked: %+v", r)
+	}
+
+	var out bytes.Buffer
+	if err := printPreflight(&out, &r, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Assuming 1 of the 2 nodes is out at a time",
+		"n1: the drain would be BLOCKED (2 pods targeted: 2 moved, 0 skipped)",
+		"SEVERITY  REASON",
+		"Blocks    PodDisruptionBudget  shop/db-0",
+		"PodDisruptionBudget shop/db: allows no disruption now (1 healthy, 1 desired)",
+		"Loses     BarePod              shop/lonely",
+		"n2: nothing to report: the drain would go through (0 pods targeted: 0 moved, 0 skipped)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table without %q:\n%s", want, out.String())
+		}
+	}
+
+	out.Reset()
+	if err := printPreflight(&out, &r, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var back preflight.Report
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil || len(back.Nodes) != 2 || back.Nodes[0].Verdict != preflight.Blocks ||
+		back.Nodes[0].Findings[0].Object != "PodDisruptionBudget shop/db" {
+		t.Errorf("JSON %v:\n%s", err, out.String())
+	}
+}
+
+// TestPreflightResolve: names of no node are refused, as a selector that matches none.
+func TestPreflightResolve(t *testing.T) {
+	nodes := []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"rack": "7"}}}}
+	for _, tc := range []struct {
+		nodes    []string
+		selector string
+		wantErr  string
+	}{
+		{nodes: []string{"n1"}},
+		{selector: "rack=7"},
+		{nodes: []string{"n2"}, wantErr: "no node named n2"},
+		{nodes: []string{"n1", "n2", "n3"}, wantErr: "no nodes named n2, n3"},
+		{selector: "rack=8", wantErr: `selector "rack=8" matches no node`},
+	} {
+		tg := &target{selector: tc.selector}
+		if err := tg.complete(tc.nodes); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tg.resolve(nodes)
+		if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%v %q: error %v, want %q", tc.nodes, tc.selector, err, tc.wantErr)
+		}
+	}
+}
+
+// TestPreflightBadFlags: bad flags are refused before the cluster is read.
+func TestPreflightBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"preflight"}, "name nodes, or select them with -l"},
+		{[]string{"preflight", "n1", "--max-unavailable", "two"}, `--max-unavailable "two"`},
+		{[]string{"preflight", "n1", "--max-unavailable", "-1"}, `--max-unavailable "-1"`},
+		{[]string{"preflight", "n1", "--max-unavailable", "-5%"}, `--max-unavailable "-5%"`},
+		{[]string{"preflight", "n1", "-o", "wide"}, `--output "wide"`},
+		{[]string{"preflight", "n1", "--drain-label-policy", "Maybe"}, `--drain-label-policy "Maybe"`},
+	} {
+		var out bytes.Buffer
+		cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+		cmd.SetArgs(append(tc.args, "--kubeconfig", "/nonexistent"))
+		err := cmd.Execute()
+		if err == nil || ExitCode(err) != ExitError || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v (exit %d), want %q", tc.args, err, ExitCode(err), tc.want)
+		}
+	}
+}

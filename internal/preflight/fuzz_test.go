@@ -1,0 +1,285 @@
+package preflight
+
+import (
+	"fmt"
+	"math/rand"
+	"reflect"
+	"slices"
+	"strconv"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+)
+
+// FuzzRun builds small clusters from the fuzzer's bytes and checks the report against plain
+// re-statements of what it promises, not merely that nothing panics:
+//   - the same cluster listed in another order gives the same report;
+//   - every finding names pods of its node that the drain targets, the verdict is the worst
+//     severity, and the counts add up;
+//   - a pod whose replacement alone fits on no node left (its node selector, the taints it
+//     does not tolerate, cordons, its CPU against what is free before anything moves) is
+//     reported NoRoom, and a NoRoom finding blocks exactly when the targets are out in turns;
+//   - a pod evicted under one budget that allows nothing (Ready, Running) blocks; a pod whose
+//     Deployment surges never does, nor is reported lost as bare;
+//   - a bare pod that the drain moves is reported lost.
+//
+// Run it with
+//
+//	go test ./internal/preflight -run '^$' -fuzz '^FuzzRun$' -fuzztime 30s
+func FuzzRun(f *testing.F) {
+	f.Add([]byte{3, 2, 0, 5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
+	f.Add([]byte{5, 1, 2, 9, 0xff, 0x10, 0x22, 0x35, 0x47, 0x51, 0x63, 0x7e, 0x81, 0x90, 0xa3, 0xb7, 0xc1, 0xd3, 0xe5, 0xf7, 0x02, 0x14, 0x26, 0x38, 0x4a, 0x5c, 0x6e})
+	f.Add([]byte{1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g := &gen{data: data}
+		in := g.input()
+		r := Run(in)
+
+		// Another order, the same report.
+		shuffled := in
+		rng := rand.New(rand.NewSource(int64(len(data))))
+		shuffled.Nodes = slices.Clone(in.Nodes)
+		shuffled.Pods = slices.Clone(in.Pods)
+		shuffled.PodDisruptionBudgets = slices.Clone(in.PodDisruptionBudgets)
+		shuffled.Targets = slices.Clone(in.Targets)
+		rng.Shuffle(len(shuffled.Nodes), func(i, j int) { shuffled.Nodes[i], shuffled.Nodes[j] = shuffled.Nodes[j], shuffled.Nodes[i] })
+		rng.Shuffle(len(shuffled.Pods), func(i, j int) { shuffled.Pods[i], shuffled.Pods[j] = shuffled.Pods[j], shuffled.Pods[i] })
+		rng.Shuffle(len(shuffled.Targets), func(i, j int) { shuffled.Targets[i], shuffled.Targets[j] = shuffled.Targets[j], shuffled.Targets[i] })
+		rng.Shuffle(len(shuffled.PodDisruptionBudgets), func(i, j int) {
+			shuffled.PodDisruptionBudgets[i], shuffled.PodDisruptionBudgets[j] = shuffled.PodDisruptionBudgets[j], shuffled.PodDisruptionBudgets[i]
+		})
+		if r2 := Run(shuffled); !reflect.DeepEqual(r, r2) {
+			t.Fatalf("the report depends on the order of the input:\n%+v\n%+v", r, r2)
+		}
+
+		rollout := r.OutAtOnce < len(r.Nodes)
+		pods := map[string]*corev1.Pod{}
+		for i := range in.Pods {
+			pods[podKey(&in.Pods[i])] = &in.Pods[i]
+		}
+		for _, nr := range r.Nodes {
+			byPod := map[string][]Finding{}
+			worst := Severity("")
+			for _, fd := range nr.Findings {
+				if fd.Severity.rank() > worst.rank() {
+					worst = fd.Severity
+				}
+				if len(fd.Pods) == 0 {
+					t.Errorf("%s: a finding without pods: %+v", nr.Name, fd)
+				}
+				for _, key := range fd.Pods {
+					pod := pods[key]
+					if pod == nil || pod.Spec.NodeName != nr.Name || !maintenance.Targeted(pod) {
+						t.Errorf("%s: finding %s names %s, not a targeted pod of the node", nr.Name, fd.Reason, key)
+						continue
+					}
+					byPod[key] = append(byPod[key], fd)
+				}
+				if fd.Reason == ReasonNoRoom && (fd.Severity == Blocks) != rollout {
+					t.Errorf("%s: NoRoom of severity %s with %d of %d nodes out at once", nr.Name, fd.Severity, r.OutAtOnce, len(r.Nodes))
+				}
+			}
+			if worst != nr.Verdict {
+				t.Errorf("%s: verdict %q, worst finding %q", nr.Name, nr.Verdict, worst)
+			}
+			targeted := 0
+			for i := range in.Pods {
+				if pod := &in.Pods[i]; pod.Spec.NodeName == nr.Name && maintenance.Targeted(pod) {
+					targeted++
+				}
+			}
+			if nr.Targeted != targeted || nr.Moved+nr.Skipped > nr.Targeted {
+				t.Errorf("%s: targeted %d (want %d), moved %d, skipped %d", nr.Name, nr.Targeted, targeted, nr.Moved, nr.Skipped)
+			}
+			out := map[string]bool{nr.Name: true}
+			for _, n := range nr.OutWith {
+				out[n] = true
+			}
+			if !rollout {
+				for _, other := range r.Nodes {
+					out[other.Name] = true
+				}
+			}
+			if len(out) != r.OutAtOnce {
+				t.Errorf("%s: out with %v, but %d out at once", nr.Name, nr.OutWith, r.OutAtOnce)
+			}
+			for i := range in.Pods {
+				pod := &in.Pods[i]
+				if pod.Spec.NodeName != nr.Name || !maintenance.Targeted(pod) || pod.DeletionTimestamp != nil || g.skipped[pod.Name] {
+					continue
+				}
+				fs := byPod[podKey(pod)]
+				has := func(reason string) bool {
+					return slices.ContainsFunc(fs, func(fd Finding) bool { return fd.Reason == reason })
+				}
+				owner := metav1.GetControllerOf(pod)
+				switch {
+				case owner == nil && !has(ReasonBarePod):
+					t.Errorf("%s: bare pod %s not reported lost: %+v", nr.Name, pod.Name, fs)
+				case owner != nil && has(ReasonBarePod):
+					t.Errorf("%s: pod %s of %s reported bare", nr.Name, pod.Name, owner.Name)
+				}
+				if owner != nil && fitsNowhere(in, pod, out) && !has(ReasonNoRoom) {
+					t.Errorf("%s: the replacement of %s fits on no node left, not reported: %+v", nr.Name, pod.Name, fs)
+				}
+				surges := has(ReasonSurge)
+				if surges && (has(ReasonPodDisruptionBudget) || has(ReasonMultipleBudgets)) {
+					t.Errorf("%s: %s surges, yet a budget blocks it", nr.Name, pod.Name)
+				}
+				var covering []policyv1.PodDisruptionBudget
+				for _, b := range in.PodDisruptionBudgets {
+					if b.Spec.Selector.MatchLabels["app"] == pod.Labels["app"] {
+						covering = append(covering, b)
+					}
+				}
+				if !surges && len(covering) == 1 && covering[0].Status.DisruptionsAllowed == 0 && pod.Status.Phase == corev1.PodRunning && podReady(pod) &&
+					!has(ReasonPodDisruptionBudget) {
+					t.Errorf("%s: %s is evicted under budget %s that allows nothing, not reported blocked: %+v", nr.Name, pod.Name, covering[0].Name, fs)
+				}
+				if len(covering) > 1 && !surges && pod.Status.Phase == corev1.PodRunning && !has(ReasonMultipleBudgets) {
+					t.Errorf("%s: %s under %d budgets not reported blocked", nr.Name, pod.Name, len(covering))
+				}
+			}
+		}
+	})
+}
+
+// fitsNowhere re-states the filters for the generated clusters: the replacement of pod alone
+// fits on no node outside out (node selector on "pool", NoSchedule taints by key with Exists
+// tolerations, cordons, CPU free before anything moves).
+func fitsNowhere(in Input, pod *corev1.Pod, out map[string]bool) bool {
+	used := map[string]int64{}
+	count := map[string]int64{}
+	for i := range in.Pods {
+		p := &in.Pods[i]
+		if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			used[p.Spec.NodeName] += p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+			count[p.Spec.NodeName]++
+		}
+	}
+	want := pod.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+	tolerates := func(key string) bool {
+		return slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == key || t.Key == "" })
+	}
+	for _, n := range in.Nodes {
+		if out[n.Name] || (n.Spec.Unschedulable && !tolerates(corev1.TaintNodeUnschedulable)) {
+			continue
+		}
+		if v, ok := pod.Spec.NodeSelector["pool"]; ok && n.Labels["pool"] != v {
+			continue
+		}
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return !tolerates(t.Key) }) {
+			continue
+		}
+		// As the scheduler: a resource the pod does not ask for is not checked.
+		if (want == 0 || n.Status.Allocatable.Cpu().MilliValue()-used[n.Name] >= want) && n.Status.Allocatable.Pods().Value() > count[n.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+// gen hands out the fuzzer's bytes; past their end it hands out zeros.
+type gen struct {
+	data []byte
+	i    int
+	// skipped names the generated pods the drain leaves (the skip label, a toleration of all).
+	skipped map[string]bool
+}
+
+func (g *gen) byte() byte {
+	if g.i >= len(g.data) {
+		return 0
+	}
+	b := g.data[g.i]
+	g.i++
+	return b
+}
+
+var apps = []string{"a", "b", "c"}
+
+// input is a cluster of up to 6 nodes, 16 pods, 3 budgets, 2 Deployments.
+func (g *gen) input() Input {
+	g.skipped = map[string]bool{}
+	in := Input{NamespaceLabels: map[string]map[string]string{}}
+	nNodes := 1 + int(g.byte()%6)
+	nTargets := 1 + int(g.byte())%nNodes
+	in.MaxUnavailable = int(g.byte() % 4)
+	nPods := int(g.byte() % 17)
+	for i := 0; i < nNodes; i++ {
+		b := g.byte()
+		name := "n" + strconv.Itoa(i)
+		n := node(name)
+		n.Labels["pool"] = []string{"x", "y"}[b&1]
+		n.Status.Allocatable[corev1.ResourceCPU] = *resource.NewMilliQuantity(500*(1+int64(b>>1&3)), resource.DecimalSI)
+		if b&0x10 != 0 {
+			n.Spec.Taints = []corev1.Taint{{Key: "t", Effect: corev1.TaintEffectNoSchedule}}
+		}
+		n.Spec.Unschedulable = b&0x20 != 0
+		if b&0x40 != 0 {
+			n.Status.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(2, resource.DecimalSI)
+		}
+		in.Nodes = append(in.Nodes, n)
+		if i < nTargets {
+			in.Targets = append(in.Targets, name)
+		}
+	}
+	for i, surge := range []int32{1, 0} {
+		b := g.byte()
+		d, rs := deploymentWith("d"+strconv.Itoa(i), 1+int32(b&3), func(d *appsv1.Deployment) {
+			d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(surge))}
+			d.Spec.Paused = b&4 != 0
+		})
+		in.Deployments, in.ReplicaSets = append(in.Deployments, d), append(in.ReplicaSets, rs)
+	}
+	for i := 0; i < int(g.byte()%4); i++ {
+		b := g.byte()
+		in.PodDisruptionBudgets = append(in.PodDisruptionBudgets, pdb("pdb"+strconv.Itoa(i), int32(b&1), int32(b>>1&3), int32(b>>3&3), apps[(b>>5)%3]))
+	}
+	for i := 0; i < nPods; i++ {
+		b, c := g.byte(), g.byte()
+		name := "p" + strconv.Itoa(i)
+		p := podOn("n"+strconv.Itoa(int(b)%nNodes), name, fmt.Sprintf("%dm", 250*int(c&7)), labelled("app", apps[(c>>3)%3]))
+		switch (b >> 3) & 7 {
+		case 0, 1:
+			// bare
+		case 2:
+			ownedBy("ReplicaSet", "d0-rs")(&p)
+		case 3:
+			ownedBy("ReplicaSet", "d1-rs")(&p)
+		case 4:
+			ownedBy("DaemonSet", "agent")(&p)
+		default:
+			ownedBy("StatefulSet", "s"+strconv.Itoa(int(b>>6)))(&p)
+		}
+		if c&0x40 != 0 {
+			p.Spec.NodeSelector = map[string]string{"pool": []string{"x", "y"}[c>>7]}
+		}
+		switch d := g.byte(); {
+		case d&1 != 0:
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "t", Operator: corev1.TolerationOpExists}}
+		case d&2 != 0 && d&4 != 0:
+			p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+			g.skipped[name] = true
+		case d&8 != 0:
+			p.Labels["nodemaint.dev/drain"] = "skip"
+			g.skipped[name] = true
+		case d&0x10 != 0:
+			p.Status.Phase = corev1.PodPending
+		case d&0x20 != 0:
+			p.Status.Conditions[0].Status = corev1.ConditionFalse
+		case d&0x40 != 0:
+			p.DeletionTimestamp = &metav1.Time{}
+		}
+		in.Pods = append(in.Pods, p)
+	}
+	return in
+}
