@@ -43,7 +43,8 @@ func newCleanupCommand(o *options) *cobra.Command {
   - nodes: uncordons the nodes nodemaint cordoned (annotation nodemaint.dev/cordoned; a node
     cordoned before stays cordoned), removes the nodemaint.dev/maintenance-planned taint, the
     out-of-service taint where nodemaint applied it (annotation nodemaint.dev/out-of-service),
-    nodemaint's annotations and the UnderMaintenance condition;
+    nodemaint's annotations (and nodemaint.dev/complete), the UnderMaintenance condition and
+    the KEP-5683 node conditions nodemaint set (reason NodeMaintenance);
   - pods: removes the EvacuationRequest condition nodemaint set (reason NodeMaintenance), never
     another requester's;
   - Deployments: rolls a surge in progress back exactly as the Deployment responder does when a
@@ -131,7 +132,7 @@ func restoreNode(node *corev1.Node) []string {
 		changes = append(changes, dropTaints(node, corev1.TaintNodeOutOfService, " (nodemaint applied it)")...)
 	}
 	changes = append(changes, dropTaints(node, nodemaintv1alpha1.PlannedMaintenanceTaint, "")...)
-	for _, k := range []string{nodemaintv1alpha1.CordonedAnnotation, nodemaintv1alpha1.MaintenancesAnnotation, nodemaintv1alpha1.OutOfServiceAnnotation} {
+	for _, k := range []string{nodemaintv1alpha1.CordonedAnnotation, nodemaintv1alpha1.MaintenancesAnnotation, nodemaintv1alpha1.OutOfServiceAnnotation, nodemaintv1alpha1.CompleteAnnotation} {
 		if _, ok := a[k]; ok {
 			delete(a, k)
 			changes = append(changes, "removed annotation "+k)
@@ -156,13 +157,30 @@ func dropTaints(node *corev1.Node, key, note string) []string {
 	return changes
 }
 
-// removeNodeCondition removes the UnderMaintenance condition from the node in memory.
-func removeNodeCondition(node *corev1.Node) bool {
-	for i, c := range node.Status.Conditions {
-		if c.Type == nodemaintv1alpha1.NodeConditionUnderMaintenance {
-			node.Status.Conditions = append(node.Status.Conditions[:i], node.Status.Conditions[i+1:]...)
-			return true
+// removeNodeConditions removes from the node, in memory, the conditions nodemaint sets:
+// UnderMaintenance, and the KEP-5683 lifecycle conditions of reason NodeMaintenance (another
+// tool's stay). It returns the types removed.
+func removeNodeConditions(node *corev1.Node) []corev1.NodeConditionType {
+	var removed []corev1.NodeConditionType
+	kept := node.Status.Conditions[:0:0]
+	for _, c := range node.Status.Conditions {
+		if ourNodeCondition(c) {
+			removed = append(removed, c.Type)
+			continue
 		}
+		kept = append(kept, c)
+	}
+	node.Status.Conditions = kept
+	return removed
+}
+
+// ourNodeCondition reports whether nodemaint set the node condition.
+func ourNodeCondition(c corev1.NodeCondition) bool {
+	switch c.Type {
+	case nodemaintv1alpha1.NodeConditionUnderMaintenance:
+		return true
+	case corev1.NodeMaintenancePlanned, corev1.NodeMaintenanceInProgress, corev1.NodeDrainInProgress, corev1.NodeDrained:
+		return c.Reason == nodemaintv1alpha1.NodeConditionReasonNodeMaintenance
 	}
 	return false
 }
@@ -323,8 +341,10 @@ func (cl *cleaner) nodes(ctx context.Context) error {
 			}
 		}
 		orig = node.DeepCopy()
-		if removeNodeCondition(node) {
-			cl.report("node/"+node.Name, "removed condition "+nodemaintv1alpha1.NodeConditionUnderMaintenance)
+		if removed := removeNodeConditions(node); len(removed) > 0 {
+			for _, t := range removed {
+				cl.report("node/"+node.Name, "removed condition "+string(t))
+			}
 			if !cl.dryRun {
 				if err := cl.c.Status().Patch(ctx, node, client.StrategicMergeFrom(orig)); err != nil {
 					errs = append(errs, fmt.Errorf("node %s status: %w", node.Name, err))
