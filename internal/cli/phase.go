@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,15 +27,27 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 		wait            bool
 		timeout         time.Duration
 		responseTimeout time.Duration
+		roll            rolloutFlags
 	)
-	cmd := &cobra.Command{
-		Use:   verb + " (NODE... | -l SELECTOR)",
-		Short: short,
-		Example: fmt.Sprintf(`  # %[1]s one node
+	example := fmt.Sprintf(`  # %[1]s one node
   kubectl maintenance %[1]s node-1 --reason "kernel upgrade"
 
   # %[1]s every node of a rack
-  kubectl maintenance %[1]s -l topology.example.com/rack=7`, verb),
+  kubectl maintenance %[1]s -l topology.example.com/rack=7`, verb)
+	if drain {
+		example += `
+
+  # Roll through a node pool two nodes at a time; a node's turn ends once it rebooted
+  kubectl maintenance drain -l pool=a --max-unavailable 2 --release rebooted
+
+  # One node at a time, starting only on weeknights from 22:00 Berlin time for 4 hours
+  kubectl maintenance drain -l pool=a --max-unavailable 1 --release manual \
+    --window-schedule "0 22 * * 1-5" --window-duration 4h --window-time-zone Europe/Berlin`
+	}
+	cmd := &cobra.Command{
+		Use:     verb + " (NODE... | -l SELECTOR)",
+		Short:   short,
+		Example: example,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := t.complete(args); err != nil {
 				return usageError(cmd, err)
@@ -51,15 +64,18 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 				if ok, err := hasNodeMaintenanceAPI(cs); err != nil {
 					return err
 				} else if !ok {
+					if roll.given() {
+						return errors.New("this cluster has no NodeMaintenance API (nodemaint.dev/v1alpha1): the classic drain cannot roll through the nodes; install nodemaint, or drain without the rollout flags")
+					}
 					fmt.Fprintln(o.streams.ErrOut, "Warning: this cluster has no NodeMaintenance API (nodemaint.dev/v1alpha1); falling back to the classic drain, which evicts every pod without asking its owner")
 					return classicDrain(ctx, o, cs, &t, timeout)
 				}
 			}
-			nm, err := applyMaintenance(ctx, c, &t, cordon, drain, reason, responseTimeout)
+			nm, err := applyMaintenance(ctx, c, &t, cordon, drain, reason, responseTimeout, &roll)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: %s\n", nm.Name, verbPast(verb))
+			fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: %s\n", nm.Name, verbPast(verb, nm))
 			if !drain || !wait {
 				return nil
 			}
@@ -69,26 +85,30 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 	t.addFlags(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "Why the nodes are maintained; pods' owners see it in the EvacuationRequest condition")
 	if drain {
-		cmd.Flags().BoolVar(&wait, "wait", true, "Follow the drain until the nodes are drained")
+		cmd.Flags().BoolVar(&wait, "wait", true, "Follow the drain until the nodes are drained (a rollout: until every node was released)")
 		cmd.Flags().DurationVar(&timeout, "timeout", 0, "How long to wait for the drain (0: no limit); the drain goes on after a time-out")
 		cmd.Flags().DurationVar(&responseTimeout, "response-timeout", 0, "How long pod owners have to accept an evacuation before their pods are evicted (default: the NodeMaintenance's, 3m)")
+		roll.addFlags(cmd)
 	}
 	return cmd
 }
 
-func verbPast(verb string) string {
-	switch verb {
-	case "plan":
+func verbPast(verb string, nm *nodemaintv1alpha1.NodeMaintenance) string {
+	switch {
+	case verb == "plan":
 		return "planned"
-	case "cordon":
+	case verb == "cordon":
 		return "cordoned"
+	case nm.Spec.Rollout != nil:
+		return "rolling, " + rolloutPlan(nm)
 	}
 	return "draining"
 }
 
 // applyMaintenance creates the target's NodeMaintenance, or updates the one that exists: running
-// a command again is idempotent.
-func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, drain bool, reason string, responseTimeout time.Duration) (*nodemaintv1alpha1.NodeMaintenance, error) {
+// a command again is idempotent. The rollout flags (drain only; nil otherwise) set the fields of
+// spec.rollout they give.
+func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, drain bool, reason string, responseTimeout time.Duration, roll *rolloutFlags) (*nodemaintv1alpha1.NodeMaintenance, error) {
 	sel, err := t.nodeSelector()
 	if err != nil {
 		return nil, err
@@ -104,11 +124,21 @@ func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, d
 		if responseTimeout > 0 {
 			nm.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: responseTimeout}
 		}
+		if roll != nil {
+			if nm.Spec.Rollout, err = roll.apply(nil); err != nil {
+				return nil, err
+			}
+		}
 		return nm, c.Create(ctx, nm)
 	case err != nil:
 		return nil, err
 	}
 	orig := nm.DeepCopy()
+	if roll != nil {
+		if nm.Spec.Rollout, err = roll.apply(nm.Spec.Rollout); err != nil {
+			return nil, fmt.Errorf("NodeMaintenance %s: %w", nm.Name, err)
+		}
+	}
 	nm.Spec.NodeSelector, nm.Spec.Cordon, nm.Spec.Drain = sel, cordon, drain
 	if reason != "" {
 		nm.Spec.Reason = reason
