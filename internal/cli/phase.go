@@ -149,18 +149,38 @@ func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, d
 	return nm, c.Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
-// newCompleteCommand sets cordon and drain back to false: Maintenance Complete.
+// newCompleteCommand sets cordon and drain back to false: Maintenance Complete. Of nodes in
+// their turn in a rollout with release Manual, it completes their turn instead (see
+// completeTurns).
 func newCompleteCommand(o *options, verb, short string) *cobra.Command {
 	var (
-		t   target
-		del bool
+		t     target
+		del   bool
+		rolls string
 	)
 	cmd := &cobra.Command{
-		Use:   verb + " (NODE... | -l SELECTOR | --name NAME)",
+		Use:   verb + " (NODE... [--maintenance NAME] | -l SELECTOR | --name NAME)",
 		Short: short,
+		Long: short + `.
+
+For named nodes in their turn in a rollout (spec.rollout) with release Manual, complete ends
+their turn instead: it adds the maintenance's name to the node annotation nodemaint.dev/complete,
+and nodemaint restores and uncordons the nodes and starts the next ones. The rollout is the one
+the node's annotation nodemaint.dev/maintenances lists, or the one --maintenance names. complete
+refuses, changing nothing, a node in several rollouts, a node waiting for its turn, and a
+rollout whose nodes are released otherwise (release Drained or Rebooted).`,
 		Example: fmt.Sprintf(`  # The maintenance of node-1 is over: uncordon it and restore what nodemaint changed
-  kubectl maintenance %s node-1`, verb),
+  kubectl maintenance %[1]s node-1
+
+  # node-3 is upgraded: end its turn in its rollout (release Manual), the next node starts
+  kubectl maintenance %[1]s node-3
+
+  # the same, naming the rollout
+  kubectl maintenance %[1]s node-3 node-4 --maintenance pool-a`, verb),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if rolls != "" && (t.name != "" || t.selector != "" || del || len(args) == 0) {
+				return usageError(cmd, errors.New("--maintenance completes the turns of named nodes: name them, without --name, -l or --delete"))
+			}
 			if t.name == "" {
 				if err := t.complete(args); err != nil {
 					return usageError(cmd, err)
@@ -171,9 +191,19 @@ func newCompleteCommand(o *options, verb, short string) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
+			if t.name == "" && t.selector == "" && !del {
+				if done, err := completeTurns(ctx, o, c, &t, rolls); done || err != nil {
+					return err
+				}
+			}
 			nm := &nodemaintv1alpha1.NodeMaintenance{}
 			if err := c.Get(ctx, client.ObjectKey{Name: t.Name()}, nm); err != nil {
 				if apierrors.IsNotFound(err) {
+					if t.name == "" && t.selector == "" {
+						if err := t.check(ctx, c); err != nil {
+							return err // a typo in a node name
+						}
+					}
 					return fmt.Errorf("no NodeMaintenance %s: nothing to complete", t.Name())
 				}
 				return err
@@ -196,7 +226,53 @@ func newCompleteCommand(o *options, verb, short string) *cobra.Command {
 	}
 	t.addFlags(cmd)
 	cmd.Flags().BoolVar(&del, "delete", false, "Delete the NodeMaintenance (which completes it too)")
+	cmd.Flags().StringVar(&rolls, "maintenance", "", "Complete the named nodes' turn in this rollout (release Manual); default: the rollout the nodes are in")
 	return cmd
+}
+
+// completeTurns completes the named nodes' turns in their rollouts. done is false when no
+// rollout is named and none of the nodes is in one: complete then completes the NodeMaintenance
+// named after the nodes (which may outlive its nodes). Unknown nodes are refused, and nothing
+// changes unless every node's turn can be completed.
+func completeTurns(ctx context.Context, o *options, c client.Client, t *target, named string) (done bool, err error) {
+	if named != "" {
+		if err := t.check(ctx, c); err != nil {
+			return true, err
+		}
+	}
+	nodes := make([]*corev1.Node, 0, len(t.nodes))
+	missing := false
+	for _, name := range t.nodes {
+		node := &corev1.Node{}
+		err := c.Get(ctx, client.ObjectKey{Name: name}, node)
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = true
+			continue
+		case err != nil:
+			return true, fmt.Errorf("getting node %s: %w", name, err)
+		}
+		nodes = append(nodes, node)
+	}
+	r := &turnResolver{c: c, nms: map[string]*nodemaintv1alpha1.NodeMaintenance{}}
+	turns, already, found, err := r.resolve(ctx, nodes, named, t.Name())
+	switch {
+	case !found:
+		return false, nil
+	case missing:
+		return true, t.check(ctx, c) // names the unknown nodes
+	case err != nil:
+		return true, err
+	}
+	for _, line := range already {
+		fmt.Fprintln(o.streams.Out, line)
+	}
+	for _, turn := range turns {
+		if err := completeTurn(ctx, c, o.streams.Out, turn); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // labelRequirements turns a label selector into node selector requirements.
