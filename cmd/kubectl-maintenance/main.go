@@ -8,6 +8,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	// The IANA time zone database, so that maintenance windows' time zones
+	// (spec.rollout.window.timeZone) resolve where the host or image has no /usr/share/zoneinfo.
+	_ "time/tzdata"
+
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodemaint/nodemaint/internal/cli"

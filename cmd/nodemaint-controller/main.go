@@ -9,6 +9,10 @@ import (
 	"os"
 	"time"
 
+	// The IANA time zone database, so that maintenance windows' time zones
+	// (spec.rollout.window.timeZone) resolve where the host or image has no /usr/share/zoneinfo.
+	_ "time/tzdata"
+
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/semaphore"
 	"k8s.io/apimachinery/pkg/labels"

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,8 +43,8 @@ func newCleanupCommand(o *options) *cobra.Command {
   - nodes: uncordons the nodes nodemaint cordoned (annotation nodemaint.dev/cordoned; a node
     cordoned before stays cordoned), removes the nodemaint.dev/maintenance-planned taint, the
     out-of-service taint where nodemaint applied it (annotation nodemaint.dev/out-of-service),
-    nodemaint's annotations, the UnderMaintenance condition and the KEP-5683 node lifecycle
-    conditions nodemaint set (reason NodeMaintenance; another tool's stay);
+    nodemaint's annotations (and nodemaint.dev/complete), the UnderMaintenance condition and
+    the KEP-5683 node conditions nodemaint set (reason NodeMaintenance);
   - pods: removes the EvacuationRequest condition nodemaint set (reason NodeMaintenance), never
     another requester's;
   - Deployments: rolls a surge in progress back exactly as the Deployment responder does when a
@@ -158,15 +157,15 @@ func dropTaints(node *corev1.Node, key, note string) []string {
 	return changes
 }
 
-// removeNodeConditions removes nodemaint's node conditions in memory, the UnderMaintenance
-// condition and the KEP-5683 lifecycle conditions of reason NodeMaintenance, and returns the
-// types removed.
-func removeNodeConditions(node *corev1.Node) []string {
-	var removed []string
+// removeNodeConditions removes from the node, in memory, the conditions nodemaint sets:
+// UnderMaintenance, and the KEP-5683 lifecycle conditions of reason NodeMaintenance (another
+// tool's stay). It returns the types removed.
+func removeNodeConditions(node *corev1.Node) []corev1.NodeConditionType {
+	var removed []corev1.NodeConditionType
 	kept := node.Status.Conditions[:0:0]
 	for _, c := range node.Status.Conditions {
-		if c.Type == nodemaintv1alpha1.NodeConditionUnderMaintenance || c.Reason == nodemaintv1alpha1.NodeConditionReasonNodeMaintenance && lifecycleCondition(c.Type) {
-			removed = append(removed, string(c.Type))
+		if ourNodeCondition(c) {
+			removed = append(removed, c.Type)
 			continue
 		}
 		kept = append(kept, c)
@@ -175,10 +174,13 @@ func removeNodeConditions(node *corev1.Node) []string {
 	return removed
 }
 
-func lifecycleCondition(t corev1.NodeConditionType) bool {
-	switch t {
-	case corev1.NodeMaintenancePlanned, corev1.NodeMaintenanceInProgress, corev1.NodeDrainInProgress, corev1.NodeDrained:
+// ourNodeCondition reports whether nodemaint set the node condition.
+func ourNodeCondition(c corev1.NodeCondition) bool {
+	switch c.Type {
+	case nodemaintv1alpha1.NodeConditionUnderMaintenance:
 		return true
+	case corev1.NodeMaintenancePlanned, corev1.NodeMaintenanceInProgress, corev1.NodeDrainInProgress, corev1.NodeDrained:
+		return c.Reason == nodemaintv1alpha1.NodeConditionReasonNodeMaintenance
 	}
 	return false
 }
@@ -340,7 +342,9 @@ func (cl *cleaner) nodes(ctx context.Context) error {
 		}
 		orig = node.DeepCopy()
 		if removed := removeNodeConditions(node); len(removed) > 0 {
-			cl.report("node/"+node.Name, "removed conditions "+strings.Join(removed, ", "))
+			for _, t := range removed {
+				cl.report("node/"+node.Name, "removed condition "+string(t))
+			}
 			if !cl.dryRun {
 				if err := cl.c.Status().Patch(ctx, node, client.StrategicMergeFrom(orig)); err != nil {
 					errs = append(errs, fmt.Errorf("node %s status: %w", node.Name, err))

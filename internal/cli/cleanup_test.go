@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ func TestRestoreNode(t *testing.T) {
 			wantTaints: 1, wantAnnotations: 1},
 		"cordoned before": {in: node(true, map[string]string{nodemaintv1alpha1.MaintenancesAnnotation: "a=Drain"}),
 			wantUnschedulable: true},
+		"turn completed":                      {in: node(false, map[string]string{nodemaintv1alpha1.MaintenancesAnnotation: "pool=Released", nodemaintv1alpha1.CompleteAnnotation: "pool"})},
 		"planned taint":                       {in: node(false, map[string]string{nodemaintv1alpha1.MaintenancesAnnotation: "a=Planning"}, planned, other), wantTaints: 1},
 		"our out-of-service taint":            {in: node(true, map[string]string{nodemaintv1alpha1.CordonedAnnotation: "true", nodemaintv1alpha1.OutOfServiceAnnotation: "true"}, oos)},
 		"someone else's out-of-service taint": {in: node(false, nil, oos), wantTaints: 1},
@@ -49,6 +51,31 @@ func TestRestoreNode(t *testing.T) {
 				t.Errorf("not idempotent: %v", again)
 			}
 		})
+	}
+}
+
+// TestRemoveNodeConditions: cleanup removes UnderMaintenance and the KEP-5683 conditions of
+// reason NodeMaintenance; another tool's lifecycle condition and the kubelet's stay.
+func TestRemoveNodeConditions(t *testing.T) {
+	ours := func(ty corev1.NodeConditionType) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: ty, Status: corev1.ConditionTrue, Reason: nodemaintv1alpha1.NodeConditionReasonNodeMaintenance}
+	}
+	node := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"},
+		{Type: nodemaintv1alpha1.NodeConditionUnderMaintenance, Status: corev1.ConditionTrue, Reason: "Drain"},
+		ours(corev1.NodeMaintenanceInProgress),
+		ours(corev1.NodeDrained),
+		{Type: corev1.NodeMaintenancePlanned, Status: corev1.ConditionTrue, Reason: "ClusterAutoscaler"},
+	}}}
+	removed := removeNodeConditions(node)
+	if fmt.Sprint(removed) != "[UnderMaintenance MaintenanceInProgress Drained]" {
+		t.Errorf("removed %v", removed)
+	}
+	if len(node.Status.Conditions) != 2 || node.Status.Conditions[0].Type != corev1.NodeReady || node.Status.Conditions[1].Reason != "ClusterAutoscaler" {
+		t.Errorf("kept %+v, want Ready and the autoscaler's MaintenancePlanned", node.Status.Conditions)
+	}
+	if again := removeNodeConditions(node); len(again) != 0 {
+		t.Errorf("not idempotent: %v", again)
 	}
 }
 
@@ -116,22 +143,5 @@ func TestCleanupPodsAndMaintenances(t *testing.T) {
 	}
 	if out.String() != "Nothing of nodemaint's left to clean up.\n" {
 		t.Errorf("second run:\n%s", out.String())
-	}
-}
-
-// cleanup removes nodemaint's node conditions, and leaves another tool's KEP-5683 conditions.
-func TestRemoveNodeConditions(t *testing.T) {
-	node := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
-		{Type: corev1.NodeReady, Status: corev1.ConditionTrue},
-		{Type: nodemaintv1alpha1.NodeConditionUnderMaintenance, Status: corev1.ConditionTrue, Reason: "Drain"},
-		{Type: corev1.NodeDrained, Status: corev1.ConditionTrue, Reason: nodemaintv1alpha1.NodeConditionReasonNodeMaintenance},
-		{Type: corev1.NodeMaintenancePlanned, Status: corev1.ConditionTrue, Reason: "ClusterAutoscaler"},
-	}}}
-	removed := removeNodeConditions(node)
-	if strings.Join(removed, ",") != "UnderMaintenance,Drained" {
-		t.Errorf("removed %v, want UnderMaintenance and Drained", removed)
-	}
-	if len(node.Status.Conditions) != 2 || node.Status.Conditions[1].Reason != "ClusterAutoscaler" {
-		t.Errorf("left %+v, want Ready and the autoscaler's MaintenancePlanned", node.Status.Conditions)
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,15 +27,27 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 		wait            bool
 		timeout         time.Duration
 		responseTimeout time.Duration
+		roll            rolloutFlags
 	)
-	cmd := &cobra.Command{
-		Use:   verb + " (NODE... | -l SELECTOR)",
-		Short: short,
-		Example: fmt.Sprintf(`  # %[1]s one node
+	example := fmt.Sprintf(`  # %[1]s one node
   kubectl maintenance %[1]s node-1 --reason "kernel upgrade"
 
   # %[1]s every node of a rack
-  kubectl maintenance %[1]s -l topology.example.com/rack=7`, verb),
+  kubectl maintenance %[1]s -l topology.example.com/rack=7`, verb)
+	if drain {
+		example += `
+
+  # Roll through a node pool two nodes at a time; a node's turn ends once it rebooted
+  kubectl maintenance drain -l pool=a --max-unavailable 2 --release rebooted
+
+  # One node at a time, starting only on weeknights from 22:00 Berlin time for 4 hours
+  kubectl maintenance drain -l pool=a --max-unavailable 1 --release manual \
+    --window-schedule "0 22 * * 1-5" --window-duration 4h --window-time-zone Europe/Berlin`
+	}
+	cmd := &cobra.Command{
+		Use:     verb + " (NODE... | -l SELECTOR)",
+		Short:   short,
+		Example: example,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := t.complete(args); err != nil {
 				return usageError(cmd, err)
@@ -51,15 +64,18 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 				if ok, err := hasNodeMaintenanceAPI(cs); err != nil {
 					return err
 				} else if !ok {
+					if roll.given() {
+						return errors.New("this cluster has no NodeMaintenance API (nodemaint.dev/v1alpha1): the classic drain cannot roll through the nodes; install nodemaint, or drain without the rollout flags")
+					}
 					fmt.Fprintln(o.streams.ErrOut, "Warning: this cluster has no NodeMaintenance API (nodemaint.dev/v1alpha1); falling back to the classic drain, which evicts every pod without asking its owner")
 					return classicDrain(ctx, o, cs, &t, timeout)
 				}
 			}
-			nm, err := applyMaintenance(ctx, c, &t, cordon, drain, reason, responseTimeout)
+			nm, err := applyMaintenance(ctx, c, &t, cordon, drain, reason, responseTimeout, &roll)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: %s\n", nm.Name, verbPast(verb))
+			fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: %s\n", nm.Name, verbPast(verb, nm))
 			if !drain || !wait {
 				return nil
 			}
@@ -69,26 +85,30 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 	t.addFlags(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "Why the nodes are maintained; pods' owners see it in the EvacuationRequest condition")
 	if drain {
-		cmd.Flags().BoolVar(&wait, "wait", true, "Follow the drain until the nodes are drained")
+		cmd.Flags().BoolVar(&wait, "wait", true, "Follow the drain until the nodes are drained (a rollout: until every node was released)")
 		cmd.Flags().DurationVar(&timeout, "timeout", 0, "How long to wait for the drain (0: no limit); the drain goes on after a time-out")
 		cmd.Flags().DurationVar(&responseTimeout, "response-timeout", 0, "How long pod owners have to accept an evacuation before their pods are evicted (default: the NodeMaintenance's, 3m)")
+		roll.addFlags(cmd)
 	}
 	return cmd
 }
 
-func verbPast(verb string) string {
-	switch verb {
-	case "plan":
+func verbPast(verb string, nm *nodemaintv1alpha1.NodeMaintenance) string {
+	switch {
+	case verb == "plan":
 		return "planned"
-	case "cordon":
+	case verb == "cordon":
 		return "cordoned"
+	case nm.Spec.Rollout != nil:
+		return "rolling, " + rolloutPlan(nm)
 	}
 	return "draining"
 }
 
 // applyMaintenance creates the target's NodeMaintenance, or updates the one that exists: running
-// a command again is idempotent.
-func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, drain bool, reason string, responseTimeout time.Duration) (*nodemaintv1alpha1.NodeMaintenance, error) {
+// a command again is idempotent. The rollout flags (drain only; nil otherwise) set the fields of
+// spec.rollout they give.
+func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, drain bool, reason string, responseTimeout time.Duration, roll *rolloutFlags) (*nodemaintv1alpha1.NodeMaintenance, error) {
 	sel, err := t.nodeSelector()
 	if err != nil {
 		return nil, err
@@ -104,11 +124,21 @@ func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, d
 		if responseTimeout > 0 {
 			nm.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: responseTimeout}
 		}
+		if roll != nil {
+			if nm.Spec.Rollout, err = roll.apply(nil); err != nil {
+				return nil, err
+			}
+		}
 		return nm, c.Create(ctx, nm)
 	case err != nil:
 		return nil, err
 	}
 	orig := nm.DeepCopy()
+	if roll != nil {
+		if nm.Spec.Rollout, err = roll.apply(nm.Spec.Rollout); err != nil {
+			return nil, fmt.Errorf("NodeMaintenance %s: %w", nm.Name, err)
+		}
+	}
 	nm.Spec.NodeSelector, nm.Spec.Cordon, nm.Spec.Drain = sel, cordon, drain
 	if reason != "" {
 		nm.Spec.Reason = reason
@@ -119,18 +149,38 @@ func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, d
 	return nm, c.Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
-// newCompleteCommand sets cordon and drain back to false: Maintenance Complete.
+// newCompleteCommand sets cordon and drain back to false: Maintenance Complete. Of nodes in
+// their turn in a rollout with release Manual, it completes their turn instead (see
+// completeTurns).
 func newCompleteCommand(o *options, verb, short string) *cobra.Command {
 	var (
-		t   target
-		del bool
+		t     target
+		del   bool
+		rolls string
 	)
 	cmd := &cobra.Command{
-		Use:   verb + " (NODE... | -l SELECTOR | --name NAME)",
+		Use:   verb + " (NODE... [--maintenance NAME] | -l SELECTOR | --name NAME)",
 		Short: short,
+		Long: short + `.
+
+For named nodes in their turn in a rollout (spec.rollout) with release Manual, complete ends
+their turn instead: it adds the maintenance's name to the node annotation nodemaint.dev/complete,
+and nodemaint restores and uncordons the nodes and starts the next ones. The rollout is the one
+the node's annotation nodemaint.dev/maintenances lists, or the one --maintenance names. complete
+refuses, changing nothing, a node in several rollouts, a node waiting for its turn, and a
+rollout whose nodes are released otherwise (release Drained or Rebooted).`,
 		Example: fmt.Sprintf(`  # The maintenance of node-1 is over: uncordon it and restore what nodemaint changed
-  kubectl maintenance %s node-1`, verb),
+  kubectl maintenance %[1]s node-1
+
+  # node-3 is upgraded: end its turn in its rollout (release Manual), the next node starts
+  kubectl maintenance %[1]s node-3
+
+  # the same, naming the rollout
+  kubectl maintenance %[1]s node-3 node-4 --maintenance pool-a`, verb),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if rolls != "" && (t.name != "" || t.selector != "" || del || len(args) == 0) {
+				return usageError(cmd, errors.New("--maintenance completes the turns of named nodes: name them, without --name, -l or --delete"))
+			}
 			if t.name == "" {
 				if err := t.complete(args); err != nil {
 					return usageError(cmd, err)
@@ -141,9 +191,19 @@ func newCompleteCommand(o *options, verb, short string) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
+			if t.name == "" && t.selector == "" && !del {
+				if done, err := completeTurns(ctx, o, c, &t, rolls); done || err != nil {
+					return err
+				}
+			}
 			nm := &nodemaintv1alpha1.NodeMaintenance{}
 			if err := c.Get(ctx, client.ObjectKey{Name: t.Name()}, nm); err != nil {
 				if apierrors.IsNotFound(err) {
+					if t.name == "" && t.selector == "" {
+						if err := t.check(ctx, c); err != nil {
+							return err // a typo in a node name
+						}
+					}
 					return fmt.Errorf("no NodeMaintenance %s: nothing to complete", t.Name())
 				}
 				return err
@@ -166,7 +226,53 @@ func newCompleteCommand(o *options, verb, short string) *cobra.Command {
 	}
 	t.addFlags(cmd)
 	cmd.Flags().BoolVar(&del, "delete", false, "Delete the NodeMaintenance (which completes it too)")
+	cmd.Flags().StringVar(&rolls, "maintenance", "", "Complete the named nodes' turn in this rollout (release Manual); default: the rollout the nodes are in")
 	return cmd
+}
+
+// completeTurns completes the named nodes' turns in their rollouts. done is false when no
+// rollout is named and none of the nodes is in one: complete then completes the NodeMaintenance
+// named after the nodes (which may outlive its nodes). Unknown nodes are refused, and nothing
+// changes unless every node's turn can be completed.
+func completeTurns(ctx context.Context, o *options, c client.Client, t *target, named string) (done bool, err error) {
+	if named != "" {
+		if err := t.check(ctx, c); err != nil {
+			return true, err
+		}
+	}
+	nodes := make([]*corev1.Node, 0, len(t.nodes))
+	missing := false
+	for _, name := range t.nodes {
+		node := &corev1.Node{}
+		err := c.Get(ctx, client.ObjectKey{Name: name}, node)
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = true
+			continue
+		case err != nil:
+			return true, fmt.Errorf("getting node %s: %w", name, err)
+		}
+		nodes = append(nodes, node)
+	}
+	r := &turnResolver{c: c, nms: map[string]*nodemaintv1alpha1.NodeMaintenance{}}
+	turns, already, found, err := r.resolve(ctx, nodes, named, t.Name())
+	switch {
+	case !found:
+		return false, nil
+	case missing:
+		return true, t.check(ctx, c) // names the unknown nodes
+	case err != nil:
+		return true, err
+	}
+	for _, line := range already {
+		fmt.Fprintln(o.streams.Out, line)
+	}
+	for _, turn := range turns {
+		if err := completeTurn(ctx, c, o.streams.Out, turn); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // labelRequirements turns a label selector into node selector requirements.

@@ -46,7 +46,7 @@ func follow(ctx context.Context, o *options, c client.WithWatch, name string, ti
 		last = &list.Items[0]
 		show(last)
 		if drained(last) {
-			fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: drained\n", name)
+			fmt.Fprintln(o.streams.Out, doneLine(last))
 			return nil
 		}
 		if err := selectsNoNode(last); err != nil {
@@ -72,7 +72,7 @@ func follow(ctx context.Context, o *options, c client.WithWatch, name string, ti
 			show(nm)
 			if drained(nm) {
 				w.Stop()
-				fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: drained\n", name)
+				fmt.Fprintln(o.streams.Out, doneLine(nm))
 				return nil
 			}
 			if err := selectsNoNode(nm); err != nil {
@@ -85,6 +85,14 @@ func follow(ctx context.Context, o *options, c client.WithWatch, name string, ti
 		}
 		// The watch ended (the server closes watches now and then): list and watch again.
 	}
+}
+
+// doneLine is the last line of a drain followed to its end.
+func doneLine(nm *nodemaintv1alpha1.NodeMaintenance) string {
+	if nm.Spec.Rollout != nil {
+		return fmt.Sprintf("nodemaintenance.nodemaint.dev/%s: drained, every node in its turn, and released", nm.Name)
+	}
+	return fmt.Sprintf("nodemaintenance.nodemaint.dev/%s: drained", nm.Name)
 }
 
 // selectsNoNode is an error when the controller reports that the NodeMaintenance selects no node:
@@ -104,7 +112,12 @@ func waitError(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, err e
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "timed out waiting for NodeMaintenance %s to drain: %d pods pending", nm.Name, nm.Status.PodsPendingEvacuation)
+	if nm.Spec.Rollout != nil {
+		fmt.Fprintf(&b, "timed out waiting for the rollout of NodeMaintenance %s: %s; %d pods pending on the nodes in their turn",
+			nm.Name, rolloutProgress(nm), nm.Status.PodsPendingEvacuation)
+	} else {
+		fmt.Fprintf(&b, "timed out waiting for NodeMaintenance %s to drain: %d pods pending", nm.Name, nm.Status.PodsPendingEvacuation)
+	}
 	for _, line := range blockingLines(nm) {
 		b.WriteString("\n  " + line)
 	}
@@ -150,6 +163,9 @@ func summary(nm *nodemaintv1alpha1.NodeMaintenance) string {
 	if nm.Status.ObservedGeneration == 0 {
 		return nm.Name + ": waiting for nodemaint-controller to pick it up"
 	}
+	if nm.Spec.Rollout != nil {
+		return rolloutSummary(nm)
+	}
 	drainedStatus := "Unknown"
 	if c := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionDrained); c != nil {
 		drainedStatus = string(c.Status)
@@ -167,22 +183,20 @@ func summary(nm *nodemaintv1alpha1.NodeMaintenance) string {
 }
 
 // writeNodeTable writes one row per node the status lists: pending, evacuating, skipped, and the
-// first thing that blocks it; then how many nodes it does not list.
+// first thing that blocks it; then how many nodes it does not list. For a rollout, the nodes in
+// their turn (writeTurnTable).
 func writeNodeTable(out io.Writer, nm *nodemaintv1alpha1.NodeMaintenance) {
+	if nm.Spec.Rollout != nil {
+		writeTurnTable(out, nm, time.Now())
+		return
+	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tPENDING\tEVACUATING\tSKIPPED\tBLOCKED BY")
 	for _, n := range nodeNames(nm) {
 		ns := nm.Status.Nodes[n]
 		blocked := "-"
 		if len(ns.Blocked) > 0 {
-			b := ns.Blocked[0]
-			blocked = fmt.Sprintf("%s %s", b.Reason, strings.Join(b.Pods, ","))
-			if b.Count > int32(len(b.Pods)) {
-				blocked += fmt.Sprintf(" (+%d)", b.Count-int32(len(b.Pods)))
-			}
-			if len(ns.Blocked) > 1 {
-				blocked += fmt.Sprintf("; %d more reasons", len(ns.Blocked)-1)
-			}
+			blocked = blockedCell(ns.Blocked[0], len(ns.Blocked)-1)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", n, ns.PodsPendingEvacuation, ns.PodsEvacuating, ns.PodsSkipped, blocked)
 	}
@@ -215,6 +229,11 @@ func lineDisplay(out io.Writer) func(*nodemaintv1alpha1.NodeMaintenance) {
 	var last string
 	return func(nm *nodemaintv1alpha1.NodeMaintenance) {
 		text := summary(nm)
+		if nm.Spec.Rollout != nil {
+			for _, l := range rolloutLines(nm) {
+				text += "\n  " + l
+			}
+		}
 		for _, l := range blockingLines(nm) {
 			text += "\n  " + l
 		}

@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,7 +25,10 @@ func newStatusCommand(o *options) *cobra.Command {
   kubectl maintenance status
 
   # What holds up the drain of node-1, and why
-  kubectl maintenance status node-1 --blocking`,
+  kubectl maintenance status node-1 --blocking
+
+  # A rollout: nodes done, in their turn (since when, what holds each) and waiting; why it halts
+  kubectl maintenance status selector-1a2b3c4d5e`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, _, err := o.clients()
@@ -44,7 +49,11 @@ func newStatusCommand(o *options) *cobra.Command {
 				}
 				fmt.Fprintln(o.streams.Out, summary(nm))
 				if blocking {
-					lines := blockingLines(nm)
+					var lines []string
+					if nm.Spec.Rollout != nil {
+						lines = rolloutLines(nm)
+					}
+					lines = append(lines, blockingLines(nm)...)
 					if len(lines) == 0 {
 						fmt.Fprintln(o.streams.Out, "  nothing blocks")
 					}
@@ -86,7 +95,7 @@ func newListCommand(o *options) *cobra.Command {
 			tw := tabwriter.NewWriter(o.streams.Out, 0, 4, 2, ' ', 0)
 			header := "NAME\tPHASE\tCORDON\tDRAIN\tNODES\tPENDING\tDRAINED"
 			if *print.OutputFormat == "wide" {
-				header += "\tEVACUATING\tSKIPPED\tREASON"
+				header += "\tEVACUATING\tSKIPPED\tROLLOUT\tREASON"
 			}
 			fmt.Fprintln(tw, header)
 			for _, nm := range items {
@@ -97,7 +106,7 @@ func newListCommand(o *options) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%t\t%t\t%d\t%d\t%s", nm.Name, nm.Status.Phase, nm.Spec.Cordon, nm.Spec.Drain,
 					nm.Status.SelectedNodes, nm.Status.PodsPendingEvacuation, drained)
 				if *print.OutputFormat == "wide" {
-					fmt.Fprintf(tw, "\t%d\t%d\t%s", nm.Status.PodsEvacuating, nm.Status.PodsSkipped, nm.Spec.Reason)
+					fmt.Fprintf(tw, "\t%d\t%d\t%s\t%s", nm.Status.PodsEvacuating, nm.Status.PodsSkipped, rolloutCell(&nm), nm.Spec.Reason)
 				}
 				fmt.Fprintln(tw)
 			}
@@ -143,4 +152,21 @@ func printObjects(print *genericclioptions.PrintFlags, o *options, items []nodem
 	}
 	list := &nodemaintv1alpha1.NodeMaintenanceList{Items: items}
 	return p.PrintObj(list, o.streams.Out)
+}
+
+// rolloutCell is a rollout in a list: "3/8 done, 2 in turn", "halted" when it halts; "-" for a
+// maintenance that does not roll.
+func rolloutCell(nm *nodemaintv1alpha1.NodeMaintenance) string {
+	r := nm.Status.Rollout
+	switch {
+	case nm.Spec.Rollout == nil:
+		return "-"
+	case r == nil:
+		return "pending"
+	}
+	cell := fmt.Sprintf("%d/%d done, %d in turn", r.NodesDone, nm.Status.SelectedNodes, r.NodesInTurn)
+	if c := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted); c != nil && c.Status == metav1.ConditionTrue {
+		cell += ", halted (" + c.Reason + ")"
+	}
+	return cell
 }
