@@ -71,7 +71,8 @@ func (c *Checker) CheckClean(ctx context.Context, namespaces ...string) error {
 // Leftovers returns, sorted, one line per leftover of nodemaint's in the snapshot:
 //   - a node cordoned that nodemaint cordoned (annotation nodemaint.dev/cordoned) or that was not
 //     cordoned when first seen; a nodemaint.dev/ taint, or the out-of-service taint on a node that
-//     did not have it; a nodemaint.dev/ annotation; the UnderMaintenance condition;
+//     did not have it; a nodemaint.dev/ annotation; the UnderMaintenance condition or a KEP-5683
+//     condition of reason NodeMaintenance;
 //   - a pod with nodemaint's EvacuationRequest, an EvacuationInitiated without any request, or
 //     a nodemaint.dev/ annotation;
 //   - a Deployment or ReplicaSet with a nodemaint.dev/ annotation, a Deployment whose replicas
@@ -93,7 +94,7 @@ func Leftovers(snap Snapshot, base Baseline) []string {
 			add("node %s: annotation %s", n.Name, a)
 		}
 		for _, c := range n.Status.Conditions {
-			if c.Type == nodemaintv1alpha1.NodeConditionUnderMaintenance {
+			if c.Type == nodemaintv1alpha1.NodeConditionUnderMaintenance || c.Reason == nodemaintv1alpha1.NodeConditionReasonNodeMaintenance {
 				add("node %s: condition %s=%s (%s)", n.Name, c.Type, c.Status, c.Reason)
 			}
 		}
