@@ -311,6 +311,11 @@ type NodeMaintenanceStatus struct {
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
 
+	// preflight is what a drain of the selected nodes would meet, while the maintenance is
+	// Planning (see PreflightStatus); cleared once it cordons or drains.
+	// +optional
+	Preflight *PreflightStatus `json:"preflight,omitempty"`
+
 	// conditions: Drained, DrainTimedOut, NodesSelected, SpecValid.
 	// +optional
 	// +listType=map

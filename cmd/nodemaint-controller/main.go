@@ -149,7 +149,7 @@ func run(o options) error {
 			return fmt.Errorf("setting up node controller: %w", err)
 		}
 		if err := (&controller.NodeMaintenanceReconciler{
-			Client: mgr.GetClient(), Recorder: recorder, Evictions: evictions, StatusBatchDelay: o.statusBatchDelay, OwnPods: ownPods,
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Evictions: evictions, StatusBatchDelay: o.statusBatchDelay, OwnPods: ownPods,
 		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up NodeMaintenance controller: %w", err)
 		}

@@ -39,7 +39,7 @@ func TestPreflightReadAndPrint(t *testing.T) {
 			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1}},
 	).Build()
 	var warnings bytes.Buffer
-	in, err := readCluster(context.Background(), c, &warnings)
+	in, err := preflight.Read(context.Background(), c, &warnings)
 	if err != nil {
 		t.Fatal(err)
 	}

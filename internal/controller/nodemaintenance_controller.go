@@ -35,6 +35,9 @@ type NodeMaintenanceReconciler struct {
 	OwnPods *OwnPods
 	// Clock tells the time; nil is the real clock.
 	Clock clock.PassiveClock
+	// APIReader reads from the API server, not the cache: the preflight of a Planning
+	// maintenance lists with it. Nil: no preflight in the status.
+	APIReader client.Reader
 	// StatusBatchDelay is how long pod changes are gathered before the status is written again, so
 	// that thousands of pods moving do not mean thousands of status writes. It is also the least
 	// time between two status writes of one NodeMaintenance: node changes and the controller's own
@@ -86,6 +89,9 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 		return reconcile.Result{}, err
 	}
 	status := maintenanceStatus(nm, decisions, turns, now)
+	if status.Preflight, err = r.preflightStatus(ctx, nm, decisions, now); err != nil {
+		return reconcile.Result{}, err
+	}
 	meta.SetStatusCondition(&status.Conditions, nodesSelectedCondition(nm, sel, len(nodes), total))
 	setSpecValid(nm, &status)
 	// While a drain is under way, what blocks it may change with no event (an eviction refused,
@@ -96,6 +102,9 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	}
 	if turns != nil && turns.RecheckAfter > 0 && (result.RequeueAfter == 0 || turns.RecheckAfter < result.RequeueAfter) {
 		result.RequeueAfter = turns.RecheckAfter
+	}
+	if status.Preflight != nil && (result.RequeueAfter == 0 || preflightRefresh < result.RequeueAfter) {
+		result.RequeueAfter = preflightRefresh
 	}
 	if equality.Semantic.DeepEqual(nm.Status, status) {
 		return result, nil

@@ -69,7 +69,7 @@ func runManager(ctx context.Context) error {
 	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions, OwnPods: ownPods}).SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
-	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions, OwnPods: ownPods, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
+	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Evictions: evictions, OwnPods: ownPods, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
 	if err := (&controller.DrainRuleReconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr); err != nil {
