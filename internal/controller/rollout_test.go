@@ -256,3 +256,60 @@ func complete(t *testing.T, node, nm string) {
 		t.Fatal(err)
 	}
 }
+
+// A rollout that only cordons (release Manual: the admin does the work on each node) halts on a
+// pod that cannot be scheduled, and resumes once the pod is gone, though nothing on a selected
+// node changes: no drain refreshes its status now and then.
+func TestRolloutCordonOnlyResumes(t *testing.T) {
+	names := []string{"cordon-a", "cordon-b"}
+	for _, n := range names {
+		readyNode(t, n, nil)
+	}
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "rollout-cordon"},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: testutil.NodeSelectorFor(names...), Cordon: true, Reason: "rack move",
+			Rollout: &nodemaintv1alpha1.RolloutSpec{Release: nodemaintv1alpha1.ReleaseManual},
+		},
+	}
+	if err := k8s.Create(context.Background(), nm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), nm) })
+	status := func(ctx context.Context) (*nodemaintv1alpha1.RolloutStatus, *metav1.Condition, error) {
+		nm, err := getNM(ctx, "rollout-cordon")
+		if err != nil || nm.Status.Rollout == nil {
+			return &nodemaintv1alpha1.RolloutStatus{}, nil, err
+		}
+		return nm.Status.Rollout, meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted), nil
+	}
+	eventually(t, "cordon-a in its turn", func(ctx context.Context) (bool, string, error) {
+		r, _, err := status(ctx)
+		return len(r.InTurn) == 1 && r.InTurn[0].Name == "cordon-a", fmt.Sprintf("%+v", r), err
+	})
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unplaced", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
+	if err := k8s.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deletePod(t, pod) })
+	orig := pod.DeepCopy()
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/2 nodes are available: 1 node(s) were unschedulable, 1 Insufficient cpu.", LastTransitionTime: metav1.Now()}}
+	if err := k8s.Status().Patch(context.Background(), pod, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	complete(t, "cordon-a", "rollout-cordon")
+	eventually(t, "cordon-a released, halted on the pod", func(ctx context.Context) (bool, string, error) {
+		r, c, err := status(ctx)
+		return r.NodesDone == 1 && len(r.InTurn) == 0 && c != nil && c.Status == metav1.ConditionTrue && c.Reason == nodemaintv1alpha1.ReasonReplacementsUnschedulable,
+			fmt.Sprintf("%+v %+v", r, c), err
+	})
+
+	deletePod(t, pod)
+	eventually(t, "the rollout resumed with cordon-b", func(ctx context.Context) (bool, string, error) {
+		r, c, err := status(ctx)
+		return len(r.InTurn) == 1 && r.InTurn[0].Name == "cordon-b" && c != nil && c.Status == metav1.ConditionFalse, fmt.Sprintf("%+v %+v", r, c), err
+	})
+}

@@ -290,7 +290,8 @@ func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) 
 }
 
 // SetupWithManager registers the NodeMaintenance controller. Node changes reach it at once; pod
-// changes are batched by StatusBatchDelay.
+// changes are batched by StatusBatchDelay, and so are the changes of the pods the scheduler cannot
+// place, which halt rollouts.
 func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concurrency int) error {
 	if err := r.active.start(mgr); err != nil {
 		return err
@@ -317,6 +318,59 @@ func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concur
 				return maintenancesOfNode(ctx, c, node)
 			}),
 			builder.WithPredicates(podChanged())).
+		Watches(&corev1.Pod{},
+			delayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, _ client.Object) []reconcile.Request {
+				return rollingMaintenances(ctx, c)
+			}),
+			builder.WithPredicates(placementChanged())).
 		WithOptions(fairqueue.Options(concurrency)).
 		Complete(r)
+}
+
+// placementChanged passes the events of pods the scheduler cannot place: one became unschedulable,
+// was placed at last, or went. They are on no node, so the node-based mapping never sees them, yet
+// they halt rollouts, which must resume once they are gone even when nothing else changes (a rollout
+// that only cordons has no drain whose status is refreshed).
+func placementChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return awaitingPlacement(e.Object.(*corev1.Pod)) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return unschedulable(e.ObjectOld.(*corev1.Pod)) != unschedulable(e.ObjectNew.(*corev1.Pod))
+		},
+		DeleteFunc:  func(e event.DeleteEvent) bool { return awaitingPlacement(e.Object.(*corev1.Pod)) },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// awaitingPlacement: the pod is not bound and the scheduler found no node for it, deleted or not.
+func awaitingPlacement(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// rollingMaintenances lists the NodeMaintenances whose rollout may start or halt on a pod the
+// scheduler cannot place: those with spec.rollout that cordon or drain and are not complete.
+func rollingMaintenances(ctx context.Context, c client.Reader) []reconcile.Request {
+	var list nodemaintv1alpha1.NodeMaintenanceList
+	if err := c.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "listing NodeMaintenances")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		nm := &list.Items[i]
+		if nm.Spec.Rollout == nil || !(nm.Spec.Cordon || nm.Spec.Drain) || !nm.DeletionTimestamp.IsZero() ||
+			nm.Status.Phase == nodemaintv1alpha1.PhaseMaintenanceComplete {
+			continue
+		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nm.Name}})
+	}
+	return reqs
 }

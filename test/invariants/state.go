@@ -159,6 +159,7 @@ func (s *state) replicaSet(rs *appsv1.ReplicaSet, deleted bool) {
 	}
 	s.replicaSets[k] = rs
 	s.recheckBudgets(rs.Namespace)
+	s.recheckDeployments(rs.Namespace)
 }
 
 func (s *state) statefulSet(sts *appsv1.StatefulSet, deleted bool) {
@@ -182,6 +183,17 @@ func (s *state) node(node *corev1.Node, deleted bool) {
 	for _, t := range node.Spec.Taints {
 		if t.Key == corev1.TaintNodeOutOfService {
 			s.baseline.OutOfService[node.Name] = true
+		}
+	}
+}
+
+// recheckDeployments arms the Deployments of the namespace whose pods a ReplicaSet just tied to
+// them: the informers deliver the first list of each kind in no particular order, and pods seen
+// before their ReplicaSet count for no Deployment. It never reports a violation (no pod left).
+func (s *state) recheckDeployments(namespace string) {
+	for k, d := range s.deployments {
+		if d.d.Namespace == namespace && !d.armed {
+			s.checkDeployment(k, d, false, "", time.Time{})
 		}
 	}
 }

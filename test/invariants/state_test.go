@@ -234,6 +234,25 @@ func TestSurgeCapableDeployment(t *testing.T) {
 	}
 }
 
+// The informers deliver their first lists in no particular order: a Deployment whose ReplicaSet
+// comes after its pods is checked from then on all the same.
+func TestDeploymentArmedByLateReplicaSet(t *testing.T) {
+	s := newState(nil)
+	d := newDeployment("web", 3, intstr.FromInt32(1))
+	rs := newReplicaSet(d)
+	var pods []*corev1.Pod
+	for i := range 3 {
+		pods = append(pods, newPod(rs, "web", i, true))
+		s.pod(pods[i], false, now)
+	}
+	s.deployment(d, false)
+	s.replicaSet(rs, false)
+	s.pod(terminating(pods[0]), false, now)
+	if got, want := kinds(s.violations), []string{"DeploymentReady app/web 2<3"}; !slices.Equal(got, want) {
+		t.Errorf("violations %v, want %v", got, want)
+	}
+}
+
 // A budget over a StatefulSet takes its expected pods from the StatefulSet's replicas.
 // A pod that turns not Ready without being deleted (its node went NotReady, a probe failed) is
 // an involuntary disruption, which no budget governs: no violation. It still does not count, so

@@ -75,9 +75,21 @@ func (c *Cluster) ensureNodes(ctx context.Context, n int) error {
 	return err
 }
 
-// AddNodes creates n more nodes, numbered after the highest-numbered node, waits until they
-// are Ready and returns their names.
-func (c *Cluster) AddNodes(ctx context.Context, n int) ([]string, error) {
+// NodeOption adjusts a fake node before AddNodes creates it.
+type NodeOption func(*corev1.Node)
+
+// WithLabels adds labels to the new nodes, e.g. to make them a node pool of their own.
+func WithLabels(labels map[string]string) NodeOption {
+	return func(node *corev1.Node) {
+		for k, v := range labels {
+			node.Labels[k] = v
+		}
+	}
+}
+
+// AddNodes creates n more nodes, numbered after the highest-numbered node, adjusted by opts,
+// waits until they are Ready and returns their names.
+func (c *Cluster) AddNodes(ctx context.Context, n int, opts ...NodeOption) ([]string, error) {
 	nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: NodeTypeLabel + "=kwok"})
 	if err != nil {
 		return nil, err
@@ -92,7 +104,7 @@ func (c *Cluster) AddNodes(ctx context.Context, n int) ([]string, error) {
 	for i := range indexes {
 		indexes[i] = next + i
 	}
-	return c.createNodes(ctx, indexes)
+	return c.createNodes(ctx, indexes, opts...)
 }
 
 // DeleteNode deletes a node. The garbage collector deletes its Lease, and the pod garbage
@@ -126,15 +138,18 @@ func (c *Cluster) patchNodeLabel(ctx context.Context, node string, value *string
 	return err
 }
 
-// createNodes creates the nodes numbered indexes that do not exist yet, in parallel, and
-// waits until all of them are Ready.
-func (c *Cluster) createNodes(ctx context.Context, indexes []int) ([]string, error) {
+// createNodes creates the nodes numbered indexes that do not exist yet, adjusted by opts, in
+// parallel, and waits until all of them are Ready.
+func (c *Cluster) createNodes(ctx context.Context, indexes []int, opts ...NodeOption) ([]string, error) {
 	start := time.Now()
 	names := make([]string, len(indexes))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(nodeCreateWorkers)
 	for i, index := range indexes {
 		node := newNode(index)
+		for _, opt := range opts {
+			opt(node)
+		}
 		names[i] = node.Name
 		g.Go(func() error {
 			_, err := c.client.CoreV1().Nodes().Create(gctx, node, metav1.CreateOptions{})

@@ -178,13 +178,19 @@ func setPodCondition(t *testing.T, pod *corev1.Pod, cond corev1.PodCondition) {
 
 func expectWarning(t *testing.T, reason, kind, name string) {
 	t.Helper()
-	framework.Eventually(t, timeout, fmt.Sprintf("Warning %s on %s %s", reason, kind, name), func(ctx context.Context) (bool, error) {
+	expectEvent(t, corev1.EventTypeWarning, reason, kind, name)
+}
+
+// expectEvent waits for an Event of the type and reason regarding the object.
+func expectEvent(t *testing.T, eventType, reason, kind, name string) {
+	t.Helper()
+	framework.Eventually(t, timeout, fmt.Sprintf("%s %s on %s %s", eventType, reason, kind, name), func(ctx context.Context) (bool, error) {
 		var events eventsv1.EventList
 		if err := framework.Client().List(ctx, &events); err != nil {
 			return false, err
 		}
 		for _, e := range events.Items {
-			if e.Reason == reason && e.Type == corev1.EventTypeWarning && e.Regarding.Kind == kind && e.Regarding.Name == name {
+			if e.Reason == reason && e.Type == eventType && e.Regarding.Kind == kind && e.Regarding.Name == name {
 				return true, nil
 			}
 		}
