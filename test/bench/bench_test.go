@@ -474,3 +474,18 @@ func TestClassicTimedOut(t *testing.T) {
 		}
 	}
 }
+
+func TestDrainTimeouts(t *testing.T) {
+	for _, tc := range []struct {
+		timeouts []string
+		want     string
+	}{
+		{nil, ""},
+		{[]string{"n1", "n1", "n3"}, "3 drains timed out after 30s and were run again (n1, n3)"},
+		{[]string{"n1", "n2", "n3", "n4", "n4"}, "5 drains timed out after 30s and were run again (4 of the 20 nodes)"},
+	} {
+		if got := drainTimeouts(tc.timeouts, 20, 30*time.Second); got != tc.want {
+			t.Errorf("drainTimeouts(%v) = %q, want %q", tc.timeouts, got, tc.want)
+		}
+	}
+}

@@ -275,12 +275,22 @@ func (b *bench) rollClassic(ctx context.Context, pool []string, r Rollout, tr *t
 			return nil, "", fmt.Errorf("uncordoning %s: %w", name, err)
 		}
 	}
-	msg := ""
-	if len(timeouts) > 0 {
-		msg = fmt.Sprintf("%d drains timed out after %v and were run again (%s)", len(timeouts), b.o.classicTimeout, strings.Join(slices.Compact(timeouts), ", "))
-	}
 	err = waitTracker(ctx, tr, "every workload Ready", func(s snapshot) bool { return s.allDesired })
-	return counter.snapshot(), msg, err
+	return counter.snapshot(), drainTimeouts(timeouts, len(pool), b.o.classicTimeout), err
+}
+
+// drainTimeouts says which drains of the classic loop timed out and were run again, naming at
+// most 3 nodes: timeouts has a node's name for each.
+func drainTimeouts(timeouts []string, pool int, timeout time.Duration) string {
+	if len(timeouts) == 0 {
+		return ""
+	}
+	nodes := slices.Compact(slices.Clone(timeouts))
+	which := strings.Join(nodes, ", ")
+	if len(nodes) > 3 {
+		which = fmt.Sprintf("%d of the %d nodes", len(nodes), pool)
+	}
+	return fmt.Sprintf("%d drains timed out after %v and were run again (%s)", len(timeouts), timeout, which)
 }
 
 // waitNodes waits until cond holds, evaluated at every node event.
