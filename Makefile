@@ -118,11 +118,11 @@ demo: ## Bring up the local cluster, run the controller and a maintenance, and s
 	hack/demo.sh
 
 # BENCH_ARGS go to test/bench: -large adds scenario L and the idle memory on 5,000 nodes,
-# -scenarios S,B,M picks scenarios.
+# -scenarios S,B,M,P picks scenarios.
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: build ## Benchmarks against kubectl drain (S, B, M; BENCH_ARGS=-large adds L); JSON under _output/bench/, figures in docs/benchmarks.md.
+bench: build ## Benchmarks against kubectl drain (S, B, M, P; BENCH_ARGS=-large adds L); JSON under _output/bench/, figures in docs/benchmarks.md.
 	KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) run ./test/bench -write-docs $(BENCH_ARGS)
 
 .PHONY: clean

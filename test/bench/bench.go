@@ -74,10 +74,16 @@ func newBench(ctx context.Context, o options, root string, cluster *localcluster
 
 // scenario runs s with the classic drain and with nodemaint, each on fresh workloads.
 func (b *bench) scenario(ctx context.Context, s Scenario) (*ScenarioResult, error) {
+	res := &ScenarioResult{Name: s.Name, Description: s.Description, Nodes: s.Nodes, Targets: s.Targets, Pods: s.pods()}
 	empty, settled := idealTimes(s.Workloads)
-	res := &ScenarioResult{
-		Name: s.Name, Description: s.Description, Nodes: s.Nodes, Targets: s.Targets, Pods: s.pods(),
-		IdealEmptySeconds: empty.Seconds(), IdealSettledSeconds: settled.Seconds(),
+	if r := s.Rollout; r != nil {
+		res.Rollout = &RolloutResult{
+			MaxUnavailable: r.MaxUnavailable, RebootSeconds: r.Reboot.Seconds(),
+			IdealSeconds:       idealRollout(s.Workloads, s.Targets, r.MaxUnavailable, r.Reboot).Seconds(),
+			IdealSerialSeconds: idealRollout(s.Workloads, s.Targets, 1, r.Reboot).Seconds(),
+		}
+	} else {
+		res.IdealEmptySeconds, res.IdealSettledSeconds = empty.Seconds(), settled.Seconds()
 	}
 	for _, method := range b.o.methods {
 		if method != MethodClassic && method != MethodNodemaint {
@@ -88,10 +94,16 @@ func (b *bench) scenario(ctx context.Context, s Scenario) (*ScenarioResult, erro
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", method, err)
 		}
-		r.EmptyRatio, r.SettledRatio = ratio(r.EmptySeconds, empty), ratio(r.SettledSeconds, settled)
+		if s.Rollout != nil {
+			r.TotalRatio = ratio(r.TotalSeconds, idealRollout(s.Workloads, s.Targets, s.Rollout.atOnce(method), s.Rollout.Reboot))
+			slog.Info("Run done", "scenario", s.Name, "method", method, "total", fmtSeconds(r.TotalSeconds),
+				"nodesBack", r.NodesBack, "blocked", r.Blocked)
+		} else {
+			r.EmptyRatio, r.SettledRatio = ratio(r.EmptySeconds, empty), ratio(r.SettledSeconds, settled)
+			slog.Info("Run done", "scenario", s.Name, "method", method, "empty", fmtSeconds(r.EmptySeconds),
+				"settled", fmtSeconds(r.SettledSeconds), "blocked", r.Blocked)
+		}
 		res.Runs = append(res.Runs, *r)
-		slog.Info("Run done", "scenario", s.Name, "method", method, "empty", fmtSeconds(r.EmptySeconds),
-			"settled", fmtSeconds(r.SettledSeconds), "blocked", r.Blocked)
 	}
 	return res, nil
 }
@@ -118,6 +130,15 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		return nil, err
 	}
 	defer stopSampler()
+	var nt *nodeTracker
+	if s.Rollout != nil {
+		nt = newNodeTracker(targets)
+		stopNodes, err := b.watchNodes(ctx, nt)
+		if err != nil {
+			return nil, err
+		}
+		defer stopNodes()
+	}
 
 	var ctrl *controllerProcess
 	if method == MethodNodemaint {
@@ -144,11 +165,18 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	res := &RunResult{Method: method}
 	start := time.Now()
 	tr.begin(start)
+	if nt != nil {
+		nt.begin(start)
+	}
 	runCtx, cancel := context.WithTimeout(ctx, max(b.o.runTimeout, s.Timeout))
 	defer cancel()
 	var clientRequests map[string]float64
-	switch method {
-	case MethodNodemaint:
+	switch {
+	case s.Rollout != nil && method == MethodNodemaint:
+		res.Blocked, err = b.rollNodemaint(runCtx, ns, targets, *s.Rollout, tr, nt)
+	case s.Rollout != nil:
+		clientRequests, res.Blocked, err = b.rollClassic(runCtx, targets, *s.Rollout, tr, nt)
+	case method == MethodNodemaint:
 		err = b.drainNodemaint(runCtx, ns, targets, tr)
 	default:
 		clientRequests, res.Blocked, err = b.drainClassic(runCtx, targets, tr)
@@ -179,8 +207,18 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		res.ControllerPeakRSSMiB = ptr.To(round(float64(hwm) / 1024))
 	}
 	out := tr.outcome(end.Sub(start).Seconds(), kinds)
-	res.EmptySeconds, res.SettledSeconds = roundp(out.empty), roundp(out.settled)
-	res.PodsLeft, res.EvacuatedPods, res.Events, res.Workloads, res.Ready = out.left, out.evacuated, out.events, out.workloads, out.total
+	res.SettledSeconds = roundp(out.settled)
+	res.EvacuatedPods, res.Events, res.Workloads, res.Ready = out.evacuated, out.events, out.workloads, out.total
+	if nt != nil {
+		// The pods come back to the rebooted nodes: the pool is never empty.
+		nodes := nt.outcome()
+		res.NodesBack, res.MaxNodesOut = nodes.back, nodes.maxOut
+		if nodes.allBack != nil && out.settled != nil {
+			res.TotalSeconds = ptr.To(round(max(*nodes.allBack, *out.settled)))
+		}
+	} else {
+		res.EmptySeconds, res.PodsLeft = roundp(out.empty), out.left
+	}
 	res.APIRequests, res.APIRequestsByResource = diff(after, before), diff(afterRes, beforeRes)
 	res.ClientRequests = clientRequests
 	if res.EvacuatedPods > 0 {
@@ -214,7 +252,9 @@ func (b *bench) setup(ctx context.Context, s Scenario, ns string) error {
 			others = append(others, n.Name)
 		}
 	}
-	if len(targets) > len(nodes.Items)-1 {
+	// The replacements need a node besides the targets, but in a rolling maintenance, where they
+	// move within the pool.
+	if spare := len(nodes.Items) - len(targets); spare < 0 || spare == 0 && s.Rollout == nil {
 		return fmt.Errorf("%d target nodes need a cluster of more than %d nodes", len(targets), len(nodes.Items))
 	}
 	if err := b.cordon(ctx, others, true); err != nil {
@@ -317,17 +357,7 @@ func (b *bench) sample(ctx context.Context, ns string, tr *tracker) (stop func()
 // drainNodemaint creates a NodeMaintenance that cordons and drains the targets, and waits until
 // they are empty and every workload is back at its replicas.
 func (b *bench) drainNodemaint(ctx context.Context, ns string, targets []string, tr *tracker) error {
-	nm := &nodemaintv1alpha1.NodeMaintenance{
-		ObjectMeta: metav1.ObjectMeta{Name: ns},
-		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
-			NodeSelector: corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-				{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: targets},
-			}}}},
-			Cordon: true, Drain: true, Reason: "benchmark",
-			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: b.o.responseTimeout},
-		},
-	}
-	if err := b.c.Create(ctx, nm); err != nil {
+	if err := b.c.Create(ctx, b.nodeMaintenance(ns, targets)); err != nil {
 		return err
 	}
 	return waitTracker(ctx, tr, "the nodes empty and every workload Ready", func(s snapshot) bool { return s.left == 0 && s.allDesired })
@@ -338,23 +368,12 @@ func (b *bench) drainNodemaint(ctx context.Context, ns string, targets []string,
 // another; a node that does not drain in time is reported and the next one drained. It returns
 // the drainer's requests by HTTP method and what blocked it.
 func (b *bench) drainClassic(ctx context.Context, targets []string, tr *tracker) (map[string]float64, string, error) {
-	config := b.cluster.RESTConfig()
-	// kubectl's defaults.
-	config.QPS, config.Burst = 50, 300
-	counter := &countingTransport{counts: map[string]float64{}}
-	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
-	cs, err := kubernetes.NewForConfig(config)
+	helper, counter, err := b.classicDrainer(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	helper := &drain.Helper{
-		Ctx: ctx, Client: cs, GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true,
-		Timeout: b.o.classicTimeout, Out: io.Discard, ErrOut: io.Discard,
-		// kubectl drain's default; the Helper's zero value retries a refused eviction at once.
-		EvictErrorRetryDelay: 5 * time.Second,
-	}
 	for _, name := range targets {
-		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		node, err := helper.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return nil, "", err
 		}
@@ -380,6 +399,26 @@ func (b *bench) drainClassic(ctx context.Context, targets []string, tr *tracker)
 	// The drain returns when the pods are gone; their replacements may still be starting.
 	err = waitTracker(ctx, tr, "every workload Ready", func(s snapshot) bool { return s.allDesired })
 	return counter.snapshot(), msg, err
+}
+
+// classicDrainer returns what kubectl drain --ignore-daemonsets --delete-emptydir-data
+// --timeout=<classic-timeout> runs with, and the count of its requests by HTTP method.
+func (b *bench) classicDrainer(ctx context.Context) (*drain.Helper, *countingTransport, error) {
+	config := b.cluster.RESTConfig()
+	// kubectl's defaults.
+	config.QPS, config.Burst = 50, 300
+	counter := &countingTransport{counts: map[string]float64{}}
+	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
+	cs, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &drain.Helper{
+		Ctx: ctx, Client: cs, GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true,
+		Timeout: b.o.classicTimeout, Out: io.Discard, ErrOut: io.Discard,
+		// kubectl drain's default; the Helper's zero value retries a refused eviction at once.
+		EvictErrorRetryDelay: 5 * time.Second,
+	}, counter, nil
 }
 
 // timedOut reports whether kubectl drain gave up on a node at its --timeout: its evictions were

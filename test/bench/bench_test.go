@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestIdealTimes(t *testing.T) {
@@ -56,14 +59,113 @@ func TestIdealTimes(t *testing.T) {
 }
 
 func TestScenarioSizes(t *testing.T) {
-	for name, want := range map[string]int{"S": 30, "B": 100, "M": 1000, "L": 10000} {
+	for name, want := range map[string]int{"S": 30, "B": 100, "M": 1000, "L": 10000, "P": 200} {
 		s := scenarios()[name]
 		if got := s.pods(); got != want {
 			t.Errorf("scenario %s has %d pods, want %d", name, got, want)
 		}
-		if s.Targets >= s.Nodes {
+		if s.Targets >= s.Nodes && s.Rollout == nil {
 			t.Errorf("scenario %s drains %d of %d nodes: no room for the replacements", name, s.Targets, s.Nodes)
 		}
+	}
+}
+
+// Scenario P's pods stay in its pool, the nodes it rolls through: they come back to the
+// rebooted nodes whatever the size of the cluster the other scenarios need.
+func TestRolloutScenarioPool(t *testing.T) {
+	p := scenarios()["P"]
+	if p.Rollout == nil || p.Rollout.MaxUnavailable != 2 || p.Targets != 20 {
+		t.Fatalf("scenario P: %d targets, rollout %+v; want 20 nodes, maxUnavailable 2", p.Targets, p.Rollout)
+	}
+	pool := strings.Join(p.targetNodes(), ",")
+	for _, w := range p.Workloads {
+		obj, pdb := w.objects("ns")
+		if pdb == nil {
+			t.Errorf("%s has no PodDisruptionBudget", w.Name)
+		}
+		var tmpl corev1.PodTemplateSpec
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			tmpl = o.Spec.Template
+		case *appsv1.StatefulSet:
+			tmpl = o.Spec.Template
+		}
+		a := tmpl.Spec.Affinity
+		if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+			t.Fatalf("%s is not confined to the pool: %+v", w.Name, a)
+		}
+		req := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0]
+		if req.Key != corev1.LabelHostname || req.Operator != corev1.NodeSelectorOpIn || strings.Join(req.Values, ",") != pool {
+			t.Errorf("%s's pods select %+v, want the pool %s", w.Name, req, pool)
+		}
+	}
+}
+
+func TestIdealRollout(t *testing.T) {
+	p := scenarios()["P"]
+	// At 2 nodes at once each round moves a tenth of every workload: web 8 pods (one wave of
+	// maxSurge 20: 6s start, 2s stop), api 6 (9s, 3s), worker 4 (4s, 5s), cache 2 (6s, 2s),
+	// db 1 (5s stop, 11s start): drained after 12s, rebooted 10s later; 10 rounds.
+	if got, want := idealRollout(p.Workloads, p.Targets, 2, p.Rollout.Reboot), 10*22*sec; got != want {
+		t.Errorf("ideal at 2 nodes at once = %v, want %v", got, want)
+	}
+	// One node at a time: half the pods a round, api's single wave still 12s; 20 rounds.
+	if got, want := idealRollout(p.Workloads, p.Targets, 1, p.Rollout.Reboot), 20*22*sec; got != want {
+		t.Errorf("ideal one node at a time = %v, want %v", got, want)
+	}
+	// A StatefulSet whose last replacement starts after the last reboot: 2 rounds of its one
+	// pod (stop 5s, reboot 1s), then its replacement's start (1s+20s) after the last stop.
+	db := []Workload{{Kind: KindStatefulSet, Replicas: 2, PDBMaxUnavailable: 1, ReadyDelay: 20 * sec, DeleteDelay: 5 * sec}}
+	if got, want := idealRollout(db, 2, 1, sec), 6*sec+26*sec; got != want {
+		t.Errorf("ideal of a slow StatefulSet = %v, want %v", got, want)
+	}
+	if got := idealRollout(db, 0, 1, sec); got != 0 {
+		t.Errorf("ideal of no nodes = %v, want 0", got)
+	}
+}
+
+// TestNodeTracker feeds the node accounting a rollout of two nodes, one at a time: n1 cordoned,
+// drained, rebooted (NotReady, another boot ID), Ready, uncordoned; then n2.
+func TestNodeTracker(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	nt := newNodeTracker([]string{"n1", "n2"})
+	nt.observe(at(-5), "n1", "boot-1", true, false, false)
+	nt.observe(at(-5), "n2", "boot-2", true, false, false)
+	nt.observe(at(-5), "other", "x", false, true, false) // not in the pool
+	nt.begin(t0)
+	if s := nt.snapshot(); len(s.nodes) != 2 || s.nodes["n1"].rebooted || s.nodes["n1"].out() {
+		t.Fatalf("initial snapshot %+v", s.nodes)
+	}
+	nt.observe(at(1), "n1", "boot-1", true, true, false)
+	nt.observe(at(5), "n1", "boot-1", true, true, true)
+	nt.observe(at(6), "n1", "boot-1b", false, true, true) // down, back with another boot ID
+	if n := nt.snapshot().nodes["n1"]; !n.rebooted || n.back() {
+		t.Fatalf("n1 rebooting: %+v", n)
+	}
+	nt.observe(at(9), "n1", "boot-1b", true, true, true)
+	nt.observe(at(10), "n1", "boot-1b", true, false, false)
+	if o := nt.outcome(); o.back != 1 || o.allBack != nil || o.maxOut != 1 {
+		t.Fatalf("outcome after n1: %+v", o)
+	}
+	nt.observe(at(10.5), "n2", "boot-2", true, true, false)
+	nt.observe(at(12), "n2", "boot-2b", false, true, true)
+	nt.observe(at(14), "n2", "boot-2b", true, false, false)
+	nt.observe(at(15), "other", "y", false, true, false)
+	o := nt.outcome()
+	if o.back != 2 || o.allBack == nil || *o.allBack != 14 || o.maxOut != 1 {
+		t.Errorf("outcome %+v (all back %v), want 2 back at 14s, at most 1 out", o, o.allBack)
+	}
+	// A node that goes out again is not back until it returns.
+	nt.observe(at(16), "n1", "boot-1b", true, true, false)
+	nt.observe(at(17), "n2", "boot-2b", false, false, false)
+	if o := nt.outcome(); o.back != 0 || o.allBack != nil || o.maxOut != 2 {
+		t.Errorf("outcome with both out again %+v, want none back, 2 out", o)
+	}
+	nt.observe(at(18), "n1", "boot-1b", true, false, false)
+	nt.observe(at(19), "n2", "boot-2b", true, false, false)
+	if o := nt.outcome(); o.allBack == nil || *o.allBack != 19 {
+		t.Errorf("all back again at %v, want 19", o.allBack)
 	}
 }
 
@@ -208,6 +310,34 @@ func TestRenderTable(t *testing.T) {
 	}
 }
 
+// A rolling maintenance has a total time instead of "nodes empty", and ideals at both
+// concurrencies.
+func TestRenderRollout(t *testing.T) {
+	total, totalRatio := 300.0, 1.36
+	r := &Report{Scenarios: []ScenarioResult{{
+		Name: "P", Description: "pool", Targets: 20, Pods: 200,
+		Rollout: &RolloutResult{MaxUnavailable: 2, RebootSeconds: 10, IdealSeconds: 220, IdealSerialSeconds: 440},
+		Runs: []RunResult{
+			{Method: MethodClassic, NodesBack: 19, MaxNodesOut: 1, EvacuatedPods: 250, Blocked: "1 drains timed out after 30s and were run again (kwok-node-3)"},
+			{Method: MethodNodemaint, TotalSeconds: &total, TotalRatio: &totalRatio, NodesBack: 20, MaxNodesOut: 2, EvacuatedPods: 210},
+		},
+	}}}
+	out := renderTable(r)
+	for _, want := range []string{"total time", "300.0s ×1.36", "220.0s at 2 nodes at once, 440.0s at 1", "19 of 20", "20 of 20", "nodes out at once (most)", "run again (kwok-node-3)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	for _, unwanted := range []string{"nodes empty", "all workloads Ready", "never ("} {
+		if strings.Contains(out, unwanted) {
+			t.Errorf("table of a rollout has %q:\n%s", unwanted, out)
+		}
+	}
+	if md := renderMarkdown(r, ""); !strings.Contains(md, "| total time | never | 300.0s ×1.36 | 220.0s at 2 nodes at once, 440.0s at 1 |") {
+		t.Errorf("markdown without the total time row:\n%s", md)
+	}
+}
+
 func TestRenderSVG(t *testing.T) {
 	svg := renderSVG(testReport().Scenarios[0])
 	var doc struct {
@@ -341,6 +471,21 @@ func TestClassicTimedOut(t *testing.T) {
 	} {
 		if got := timedOut(tc.err); got != tc.want {
 			t.Errorf("timedOut(%v) = %t, want %t", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestDrainTimeouts(t *testing.T) {
+	for _, tc := range []struct {
+		timeouts []string
+		want     string
+	}{
+		{nil, ""},
+		{[]string{"n1", "n1", "n3"}, "3 drains timed out after 30s and were run again (n1, n3)"},
+		{[]string{"n1", "n2", "n3", "n4", "n4"}, "5 drains timed out after 30s and were run again (4 of the 20 nodes)"},
+	} {
+		if got := drainTimeouts(tc.timeouts, 20, 30*time.Second); got != tc.want {
+			t.Errorf("drainTimeouts(%v) = %q, want %q", tc.timeouts, got, tc.want)
 		}
 	}
 }

@@ -32,8 +32,11 @@ func idealTimes(ws []Workload) (empty, settled time.Duration) {
 	return empty, max(settled, empty)
 }
 
-func idealWorkload(w Workload) (empty, settled time.Duration) {
-	n := int(w.Replicas)
+func idealWorkload(w Workload) (empty, settled time.Duration) { return idealMove(w, int(w.Replicas)) }
+
+// idealMove is the ideal time until n of the workload's pods are gone from the drained nodes
+// and until their replacements are all Ready.
+func idealMove(w Workload, n int) (empty, settled time.Duration) {
 	if n == 0 {
 		return 0, 0
 	}
@@ -80,4 +83,30 @@ func ratio(measured *float64, ideal time.Duration) *float64 {
 	}
 	r := round(*measured / ideal.Seconds())
 	return &r
+}
+
+// idealRollout returns the ideal time of a rolling maintenance of a pool of targets nodes,
+// atOnce of them at a time: ceil(targets/atOnce) rounds, each the ideal drain of one round's
+// share of every workload's pods, then the reboot; a node is back in service as soon as it is
+// up, and the next round starts at once. The share is what an even spread puts on atOnce nodes,
+// as at the start: it holds when the pods a round evacuates land on nodes already done, which
+// in the first rounds they cannot, so this is a lower bound. Every workload is back at its
+// replicas once the last round's replacements are Ready, which for a StatefulSet (stop, then
+// start) may come after the last reboot.
+func idealRollout(ws []Workload, targets, atOnce int, reboot time.Duration) time.Duration {
+	if targets <= 0 || atOnce <= 0 {
+		return 0
+	}
+	atOnce = min(atOnce, targets)
+	var drain, settled time.Duration
+	for _, w := range ws {
+		if w.Blocker {
+			continue
+		}
+		n := min(int(w.Replicas), ceilDiv(int(w.Replicas)*atOnce, targets))
+		e, s := idealMove(w, n)
+		drain, settled = max(drain, e), max(settled, s)
+	}
+	round := drain + reboot
+	return time.Duration(ceilDiv(targets, atOnce)-1)*round + max(round, settled)
 }

@@ -2,9 +2,12 @@
 // (test/localcluster: a real control plane, kwok kubelets), in the same run, on identical fresh
 // workloads: time until the nodes are empty and until every workload is back at full
 // availability, each workload's Ready replicas over time (from watches, every event), API
-// requests per evacuated pod, the controller's CPU and memory, and the ideal drain.
+// requests per evacuated pod, the controller's CPU and memory, and the ideal drain. Scenario P
+// compares them in a rolling maintenance of a node pool instead: nodemaint's rollout against
+// the loop of a reboot daemon (drain a node, reboot it, uncordon it, next), with simulated
+// reboots.
 //
-//	go run ./test/bench [-scenarios S,B,M] [-large] [-write-docs]
+//	go run ./test/bench [-scenarios S,B,M,P] [-large] [-write-docs]
 //
 // `make bench` runs it. Results go to _output/bench/<time>.json and latest.json, a table to
 // stdout, and with -write-docs the figures and chart to docs/benchmarks.md and
@@ -55,7 +58,7 @@ func main() {
 	var o options
 	var names, methods, controllerArgs string
 	var large bool
-	flag.StringVar(&names, "scenarios", "S,B,M", "Scenarios to run, comma-separated: S, B, M, L.")
+	flag.StringVar(&names, "scenarios", "S,B,M,P", "Scenarios to run, comma-separated: S, B, M, P (a node pool rebooted node by node), L.")
 	flag.BoolVar(&large, "large", false, "Also run scenario L (100 of 1,000 nodes, 10,000 pods) and the controller's idle memory with 5,000 nodes and 50,000 pods.")
 	flag.BoolVar(&o.idle, "idle", false, "Also measure the controller's idle memory with 5,000 nodes and 50,000 pods (-large does too); with -scenarios= alone.")
 	flag.StringVar(&o.out, "out", "_output/bench", "Directory of the results (JSON) and of the cluster.")
@@ -99,7 +102,7 @@ func run(o options) error {
 	for _, n := range o.scenarios {
 		s, ok := all[n]
 		if !ok {
-			return fmt.Errorf("unknown scenario %q (S, B, M, L)", n)
+			return fmt.Errorf("unknown scenario %q (S, B, M, P, L)", n)
 		}
 		selected = append(selected, s)
 		nodes = max(nodes, s.Nodes)

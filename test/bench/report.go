@@ -45,14 +45,29 @@ type Settings struct {
 
 // ScenarioResult is one scenario, drained by each method.
 type ScenarioResult struct {
-	Name                string      `json:"name"`
-	Description         string      `json:"description"`
-	Nodes               int         `json:"nodes"`
-	Targets             int         `json:"targets"`
-	Pods                int         `json:"pods"`
-	IdealEmptySeconds   float64     `json:"idealEmptySeconds"`
-	IdealSettledSeconds float64     `json:"idealSettledSeconds"`
-	Runs                []RunResult `json:"runs"`
+	Name                string  `json:"name"`
+	Description         string  `json:"description"`
+	Nodes               int     `json:"nodes"`
+	Targets             int     `json:"targets"`
+	Pods                int     `json:"pods"`
+	IdealEmptySeconds   float64 `json:"idealEmptySeconds"`
+	IdealSettledSeconds float64 `json:"idealSettledSeconds"`
+	// Rollout is set for a rolling maintenance of a node pool (scenario P): its runs have a total
+	// time and no "nodes empty" (the pods come back to the rebooted nodes), and it has ideals of
+	// its own; IdealEmptySeconds and IdealSettledSeconds are 0.
+	Rollout *RolloutResult `json:"rollout,omitempty"`
+	Runs    []RunResult    `json:"runs"`
+}
+
+// RolloutResult is a rolling maintenance's parameters and ideal total times (idealRollout).
+type RolloutResult struct {
+	// MaxUnavailable is how many nodes nodemaint takes at once; the classic loop takes one.
+	MaxUnavailable int     `json:"maxUnavailable"`
+	RebootSeconds  float64 `json:"rebootSeconds"`
+	// IdealSeconds is the ideal at MaxUnavailable nodes at once, IdealSerialSeconds one at a
+	// time; each run's ratio is to the ideal at its own concurrency.
+	IdealSeconds       float64 `json:"idealSeconds"`
+	IdealSerialSeconds float64 `json:"idealSerialSeconds"`
 }
 
 // RunResult is one method's drain of a scenario. Times are seconds since the drain was
@@ -61,12 +76,23 @@ type RunResult struct {
 	Method string `json:"method"`
 	// Time is the time of the run's report when it is not the merged report's (mergeReports).
 	Time string `json:"time,omitempty"`
-	// EmptySeconds: when the target nodes held no pod (a Blocker's aside) any more.
+	// EmptySeconds: when the target nodes held no pod (a Blocker's aside) any more; nil in a
+	// rolling maintenance.
 	EmptySeconds *float64 `json:"emptySeconds"`
-	// SettledSeconds: when, after that, every workload was back at its replicas, all Ready.
+	// SettledSeconds: when, after that, every workload was back at its replicas, all Ready (in
+	// a rolling maintenance: when the last workload came back to its replicas).
 	SettledSeconds *float64 `json:"settledSeconds"`
 	EmptyRatio     *float64 `json:"emptyRatioToIdeal,omitempty"`
 	SettledRatio   *float64 `json:"settledRatioToIdeal,omitempty"`
+	// TotalSeconds (a rolling maintenance): when every node of the pool had been rebooted and
+	// was back in service (Ready, uncordoned) and every workload was back at its replicas.
+	TotalSeconds *float64 `json:"totalSeconds,omitempty"`
+	TotalRatio   *float64 `json:"totalRatioToIdeal,omitempty"`
+	// NodesBack are the nodes of the pool rebooted and back in service at the end, MaxNodesOut
+	// the most out of service (cordoned or not Ready) at once, from a watch (a rolling
+	// maintenance).
+	NodesBack   int `json:"nodesBack,omitempty"`
+	MaxNodesOut int `json:"maxNodesOut,omitempty"`
 	// Blocked says what the drain gave up on.
 	Blocked string `json:"blocked,omitempty"`
 	// PodsLeft are pods (a Blocker's aside) still on the target nodes at the end.
@@ -185,16 +211,30 @@ func rows(s ScenarioResult) (header []string, lines [][]string) {
 		}
 		lines = append(lines, append(line, ideal))
 	}
-	idealEmpty, idealSettled := s.IdealEmptySeconds, s.IdealSettledSeconds
-	add("nodes empty", fmtSeconds(&idealEmpty), func(r RunResult) string {
-		if r.EmptySeconds == nil {
-			return fmt.Sprintf("never (%d pods left)", r.PodsLeft)
-		}
-		return fmtSeconds(r.EmptySeconds) + " " + fmtRatio(r.EmptyRatio)
-	})
-	add("all workloads Ready", fmtSeconds(&idealSettled), func(r RunResult) string {
-		return fmtSeconds(r.SettledSeconds) + " " + fmtRatio(r.SettledRatio)
-	})
+	if ro := s.Rollout; ro != nil {
+		// The pods come back to the rebooted nodes: no "nodes empty", the time of the whole
+		// rollout instead.
+		ideal, serial := ro.IdealSeconds, ro.IdealSerialSeconds
+		add("total time", fmt.Sprintf("%s at %d nodes at once, %s at 1", fmtSeconds(&ideal), ro.MaxUnavailable, fmtSeconds(&serial)), func(r RunResult) string {
+			if r.TotalSeconds == nil {
+				return "never"
+			}
+			return fmtSeconds(r.TotalSeconds) + " " + fmtRatio(r.TotalRatio)
+		})
+		add("nodes rebooted and back", fmt.Sprint(s.Targets), func(r RunResult) string { return fmt.Sprintf("%d of %d", r.NodesBack, s.Targets) })
+		add("nodes out at once (most)", "", func(r RunResult) string { return fmt.Sprint(r.MaxNodesOut) })
+	} else {
+		idealEmpty, idealSettled := s.IdealEmptySeconds, s.IdealSettledSeconds
+		add("nodes empty", fmtSeconds(&idealEmpty), func(r RunResult) string {
+			if r.EmptySeconds == nil {
+				return fmt.Sprintf("never (%d pods left)", r.PodsLeft)
+			}
+			return fmtSeconds(r.EmptySeconds) + " " + fmtRatio(r.EmptyRatio)
+		})
+		add("all workloads Ready", fmtSeconds(&idealSettled), func(r RunResult) string {
+			return fmtSeconds(r.SettledSeconds) + " " + fmtRatio(r.SettledRatio)
+		})
+	}
 	add("blocked", "", func(r RunResult) string { return or(r.Blocked, "no") })
 	add("workloads below desired", "0", func(r RunResult) string {
 		n, worst := 0, 0.0
@@ -324,7 +364,7 @@ func renderMarkdown(r *Report, chart string) string {
 
 // Markers around the generated parts of docs/benchmarks.md; the rest is written by hand. The
 // large scenario (L) and the idle measurement have a part of their own, so that a run of
-// -large alone leaves the figures of S, B and M in place, and the other way round.
+// -large alone leaves the figures of S, B, M and P in place, and the other way round.
 const (
 	docsBegin      = "<!-- bench:begin (generated by make bench; edits between the markers are lost) -->"
 	docsEnd        = "<!-- bench:end -->"

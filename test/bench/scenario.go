@@ -43,6 +43,9 @@ type Workload struct {
 	ReadyDelay, DeleteDelay time.Duration
 	// Node pins the pods to a node.
 	Node string
+	// Pool confines the pods to these nodes (a required node affinity on their host name), as
+	// the workloads of a node pool select it.
+	Pool []string
 	// Blocker marks the pod no one may evict (PDB maxUnavailable 0): it stays, and is left out
 	// of "nodes empty" and "back at full availability".
 	Blocker bool
@@ -62,6 +65,28 @@ type Scenario struct {
 	Workloads []Workload
 	// Timeout, when longer than -run-timeout, bounds each run of this scenario instead.
 	Timeout time.Duration
+	// Rollout makes the scenario a rolling maintenance of a node pool, the target nodes: each
+	// node in turn is drained, rebooted and put back in service, and the pods, confined to the
+	// pool, come back to the rebooted nodes.
+	Rollout *Rollout
+}
+
+// Rollout is how a rolling maintenance goes through the pool.
+type Rollout struct {
+	// MaxUnavailable is how many nodes nodemaint takes at once (spec.rollout.maxUnavailable);
+	// the classic loop takes one (kured's default concurrency).
+	MaxUnavailable int
+	// Reboot is the simulated reboot's time: from the node going down until its kubelet is
+	// back, with a new boot ID.
+	Reboot time.Duration
+}
+
+// atOnce is how many nodes of the pool the method takes at once.
+func (r Rollout) atOnce(method string) int {
+	if method == MethodNodemaint {
+		return r.MaxUnavailable
+	}
+	return 1
 }
 
 func (s Scenario) pods() int {
@@ -130,7 +155,26 @@ func scenarios() map[string]Scenario {
 		l.Workloads = append(l.Workloads, Workload{Name: fmt.Sprintf("deploy-%02d", i), Kind: KindDeployment, Replicas: 100,
 			PDBMaxUnavailable: 10, ReadyDelay: time.Duration(2+i%4) * sec, DeleteDelay: time.Duration(1+i%3) * sec})
 	}
-	return map[string]Scenario{"S": s, "B": b, "M": m, "L": l}
+	// A node pool rebooted node by node, as kured or system-upgrade-controller do it: 200 pods,
+	// about 10 a node, all with a budget of one disruption at a time.
+	p := Scenario{
+		Name: "P", Targets: 20, Nodes: 20, Timeout: 40 * time.Minute,
+		Rollout: &Rollout{MaxUnavailable: 2, Reboot: 10 * sec},
+		Description: "a pool of 20 nodes, each drained, rebooted (10s) and put back in turn: nodemaint 2 nodes at a time " +
+			"(spec.rollout maxUnavailable 2, release Rebooted), the classic loop of a reboot daemon one at a time; " +
+			"200 pods confined to the pool: four Deployments (80, 60, 40, 17) and a StatefulSet of 3, each with a PDB maxUnavailable 1",
+		Workloads: []Workload{
+			{Name: "web", Kind: KindDeployment, Replicas: 80, PDBMaxUnavailable: 1, ReadyDelay: 5 * sec, DeleteDelay: 2 * sec},
+			{Name: "api", Kind: KindDeployment, Replicas: 60, PDBMaxUnavailable: 1, ReadyDelay: 8 * sec, DeleteDelay: 3 * sec},
+			{Name: "worker", Kind: KindDeployment, Replicas: 40, PDBMaxUnavailable: 1, ReadyDelay: 3 * sec, DeleteDelay: 5 * sec},
+			{Name: "cache", Kind: KindDeployment, Replicas: 17, PDBMaxUnavailable: 1, ReadyDelay: 5 * sec, DeleteDelay: 2 * sec},
+			{Name: "db", Kind: KindStatefulSet, Replicas: 3, PDBMaxUnavailable: 1, ReadyDelay: 10 * sec, DeleteDelay: 5 * sec},
+		},
+	}
+	for i := range p.Workloads {
+		p.Workloads[i].Pool = p.targetNodes()
+	}
+	return map[string]Scenario{"S": s, "B": b, "M": m, "L": l, "P": p}
 }
 
 // appLabel names a pod's workload.
@@ -156,6 +200,13 @@ func (w Workload) objects(namespace string) (workload, pdb any) {
 	}
 	if w.Node != "" {
 		tmpl.Spec.NodeSelector = map[string]string{corev1.LabelHostname: w.Node}
+	}
+	if len(w.Pool) > 0 {
+		tmpl.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: w.Pool}},
+			}}},
+		}}
 	}
 	meta := metav1.ObjectMeta{Name: w.Name, Namespace: namespace, Labels: labels}
 	selector := &metav1.LabelSelector{MatchLabels: labels}

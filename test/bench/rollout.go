@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/kubectl/pkg/drain"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/test/localcluster"
+)
+
+// watchNodes feeds nt with every event of the cluster's nodes, until the returned function is
+// called.
+func (b *bench) watchNodes(ctx context.Context, nt *nodeTracker) (stop func(), err error) {
+	lw := toolscache.NewListWatchFromClient(b.cs.CoreV1().RESTClient(), "nodes", "", fields.Everything())
+	inf := toolscache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, nil)
+	observe := func(o any) {
+		if n, ok := o.(*corev1.Node); ok {
+			nt.observe(time.Now(), n.Name, n.Status.NodeInfo.BootID, localcluster.IsNodeReady(n), n.Spec.Unschedulable, drained(n))
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, o any) { observe(o) },
+	}); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go inf.Run(ctx.Done())
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		cancel()
+		return nil, errors.New("the node watch's cache did not sync")
+	}
+	return cancel, nil
+}
+
+// drained reports whether the node has the KEP-5683 condition Drained=True, what a reboot
+// daemon that knows nothing of nodemaint waits for.
+func drained(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+		return c.Type == corev1.NodeDrained && c.Status == corev1.ConditionTrue
+	})
+}
+
+// reboot simulates the reboot of a drained node, taking d. kwok stops playing its kubelet
+// (otherwise kwok's node-initialize stage marks a node that is not Ready Ready again at once);
+// the node reports NotReady with a new boot ID, as a node coming back up does; after d kwok
+// plays its kubelet again, and its node-initialize stage marks it Ready, keeping the boot ID
+// (kwok's heartbeat does not write nodeInfo). A node that kwok made Ready meanwhile, or whose
+// boot ID it overwrote, fails the run: the reboot would not be what the benchmark says.
+func (b *bench) reboot(ctx context.Context, node string, d time.Duration) (err error) {
+	if err := b.cluster.StopKubelet(ctx, node); err != nil {
+		return err
+	}
+	defer func() {
+		// Whatever happened, the node gets its kubelet back: the next runs need it.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		err = errors.Join(err, b.cluster.StartKubelet(ctx, node))
+	}()
+	bootID := string(uuid.NewUUID())
+	now := time.Now().UTC().Format(time.RFC3339)
+	patch := fmt.Appendf(nil, `{"status":{"conditions":[{"type":%q,"status":"False","reason":"KubeletNotReady","message":"rebooting","lastHeartbeatTime":%q,"lastTransitionTime":%q}],"nodeInfo":{"bootID":%q}}}`,
+		corev1.NodeReady, now, now, bootID)
+	if _, err := b.cs.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("marking node %s NotReady with a new boot ID: %w", node, err)
+	}
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	n, err := b.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if localcluster.IsNodeReady(n) || n.Status.NodeInfo.BootID != bootID {
+		return fmt.Errorf("node %s Ready %t with boot ID %q during its reboot (want NotReady, %q): kwok still played its kubelet",
+			node, localcluster.IsNodeReady(n), n.Status.NodeInfo.BootID, bootID)
+	}
+	return nil
+}
+
+// rebootDaemon is what kured or system-upgrade-controller does next to nodemaint: it waits for
+// the KEP-5683 condition Drained=True on a node of the pool and reboots it, once per run.
+type rebootDaemon struct {
+	b      *bench
+	nt     *nodeTracker
+	reboot time.Duration
+	// fail ends the run with the error of a reboot.
+	fail    context.CancelCauseFunc
+	running sync.WaitGroup
+}
+
+// run reboots every node that is drained, until ctx is done; it returns once the reboots it
+// started are over.
+func (d *rebootDaemon) run(ctx context.Context) {
+	defer d.running.Wait()
+	rebooted := map[string]bool{}
+	for {
+		s := d.nt.snapshot()
+		for name, n := range s.nodes {
+			if !n.drained || rebooted[name] {
+				continue
+			}
+			rebooted[name] = true
+			slog.Info("Rebooting", "node", name)
+			d.running.Go(func() {
+				if err := d.b.reboot(ctx, name, d.reboot); err != nil {
+					d.fail(fmt.Errorf("rebooting %s: %w", name, err))
+				}
+			})
+		}
+		select {
+		case <-s.changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// rollNodemaint creates a NodeMaintenance that rolls through the pool maxUnavailable nodes at
+// a time and releases each node once rebooted, reboots each node once it is drained, and waits
+// until the maintenance is complete (every node released) and every workload is back at its
+// replicas. It returns what held the rollout up, if anything.
+func (b *bench) rollNodemaint(ctx context.Context, ns string, pool []string, r Rollout, tr *tracker, nt *nodeTracker) (string, error) {
+	ctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	daemon := &rebootDaemon{b: b, nt: nt, reboot: r.Reboot, fail: fail}
+	daemonCtx, stopDaemon := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		daemon.run(daemonCtx)
+	}()
+	defer func() {
+		stopDaemon()
+		<-done
+	}()
+
+	nm := b.nodeMaintenance(ns, pool)
+	nm.Spec.Rollout = &nodemaintv1alpha1.RolloutSpec{
+		MaxUnavailable: ptr.To(intstr.FromInt32(int32(r.MaxUnavailable))),
+		Release:        nodemaintv1alpha1.ReleaseRebooted,
+	}
+	if err := b.c.Create(ctx, nm); err != nil {
+		return "", err
+	}
+	final, err := b.waitMaintenanceComplete(ctx, nm.Name)
+	if err == nil {
+		err = waitTracker(ctx, tr, "every workload Ready", func(s snapshot) bool { return s.allDesired })
+	}
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	if err != nil {
+		return "", err
+	}
+	if st := final.Status.Rollout; st != nil && st.NodesFailed > 0 {
+		return fmt.Sprintf("%d nodes failed their turn", st.NodesFailed), nil
+	}
+	return "", nil
+}
+
+// nodeMaintenance is the benchmark's NodeMaintenance of the nodes: cordon and drain.
+func (b *bench) nodeMaintenance(name string, nodes []string) *nodemaintv1alpha1.NodeMaintenance {
+	return &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: nodes},
+			}}}},
+			Cordon: true, Drain: true, Reason: "benchmark",
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: b.o.responseTimeout},
+		},
+	}
+}
+
+// waitMaintenanceComplete watches the NodeMaintenance until its phase is MaintenanceComplete,
+// and returns it then.
+func (b *bench) waitMaintenanceComplete(ctx context.Context, name string) (*nodemaintv1alpha1.NodeMaintenance, error) {
+	wc, err := client.NewWithWatch(b.cluster.RESTConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	byName := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = byName
+			list := &nodemaintv1alpha1.NodeMaintenanceList{}
+			return list, wc.List(ctx, list, &client.ListOptions{Raw: &opts})
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = byName
+			return wc.Watch(ctx, &nodemaintv1alpha1.NodeMaintenanceList{}, &client.ListOptions{Raw: &opts})
+		},
+	}
+	ev, err := watchtools.UntilWithSync(ctx, lw, &nodemaintv1alpha1.NodeMaintenance{}, nil, func(ev watch.Event) (bool, error) {
+		nm, ok := ev.Object.(*nodemaintv1alpha1.NodeMaintenance)
+		if ev.Type == watch.Deleted {
+			return false, fmt.Errorf("NodeMaintenance %s deleted", name)
+		}
+		return ok && nm.Status.Phase == nodemaintv1alpha1.PhaseMaintenanceComplete, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for NodeMaintenance %s to be complete: %w", name, err)
+	}
+	return ev.Object.(*nodemaintv1alpha1.NodeMaintenance), nil
+}
+
+// rollClassic runs the loop every reboot daemon runs (kured, one node at a time): for each node
+// of the pool in name order, `kubectl drain` (cordon, then drain, with the classic drain's
+// options and timeout), the simulated reboot, once the node is Ready again `kubectl uncordon`
+// (kured uncordons from its pod on the node, which runs once the node is up), next node. A
+// drain that times out is run again: a reboot daemon does not reboot a node it could not drain.
+// It returns the drainer's requests by HTTP method and the drains that timed out.
+func (b *bench) rollClassic(ctx context.Context, pool []string, r Rollout, tr *tracker, nt *nodeTracker) (map[string]float64, string, error) {
+	helper, counter, err := b.classicDrainer(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	var timeouts []string
+	for _, name := range slices.Sorted(slices.Values(pool)) {
+		node, err := helper.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, "", err
+		}
+		if err := drain.RunCordonOrUncordon(helper, node, true); err != nil {
+			return nil, "", fmt.Errorf("cordoning %s: %w", name, err)
+		}
+		for {
+			err := drain.RunNodeDrain(helper, name)
+			if timedOut(err) {
+				timeouts = append(timeouts, name)
+				continue
+			}
+			if err != nil {
+				return nil, "", fmt.Errorf("draining %s: %w", name, err)
+			}
+			break
+		}
+		slog.Info("Rebooting", "node", name)
+		if err := b.reboot(ctx, name, r.Reboot); err != nil {
+			return nil, "", fmt.Errorf("rebooting %s: %w", name, err)
+		}
+		if err := waitNodes(ctx, nt, name+" Ready after its reboot", func(s nodeSnapshot) bool {
+			n := s.nodes[name]
+			return n.rebooted && n.ready
+		}); err != nil {
+			return nil, "", err
+		}
+		if node, err = helper.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return nil, "", err
+		}
+		if err := drain.RunCordonOrUncordon(helper, node, false); err != nil {
+			return nil, "", fmt.Errorf("uncordoning %s: %w", name, err)
+		}
+	}
+	err = waitTracker(ctx, tr, "every workload Ready", func(s snapshot) bool { return s.allDesired })
+	return counter.snapshot(), drainTimeouts(timeouts, len(pool), b.o.classicTimeout), err
+}
+
+// drainTimeouts says which drains of the classic loop timed out and were run again, naming at
+// most 3 nodes: timeouts has a node's name for each.
+func drainTimeouts(timeouts []string, pool int, timeout time.Duration) string {
+	if len(timeouts) == 0 {
+		return ""
+	}
+	nodes := slices.Compact(slices.Clone(timeouts))
+	which := strings.Join(nodes, ", ")
+	if len(nodes) > 3 {
+		which = fmt.Sprintf("%d of the %d nodes", len(nodes), pool)
+	}
+	return fmt.Sprintf("%d drains timed out after %v and were run again (%s)", len(timeouts), timeout, which)
+}
+
+// waitNodes waits until cond holds, evaluated at every node event.
+func waitNodes(ctx context.Context, nt *nodeTracker, what string, cond func(nodeSnapshot) bool) error {
+	for {
+		s := nt.snapshot()
+		if cond(s) {
+			return nil
+		}
+		select {
+		case <-s.changed:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		}
+	}
+}
