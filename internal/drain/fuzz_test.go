@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodemaint/nodemaint/internal/testutil"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -27,20 +29,8 @@ import (
 
 // gen hands out the fuzzer's bytes; past their end it hands out zeros.
 type gen struct {
-	data []byte
-	i    int
+	testutil.FuzzBytes
 }
-
-func (g *gen) byte() byte {
-	if g.i >= len(g.data) {
-		return 0
-	}
-	b := g.data[g.i]
-	g.i++
-	return b
-}
-
-func (g *gen) more() bool { return g.i < len(g.data) }
 
 var (
 	labelKeys   = []string{"app", "tier", "zone"}
@@ -60,7 +50,7 @@ func labelSet(b byte) map[string]string {
 
 // selector returns a label selector, sometimes one that does not parse (In without values).
 func (g *gen) selector() *metav1.LabelSelector {
-	b, c := g.byte(), g.byte()
+	b, c := g.Byte(), g.Byte()
 	key, val := labelKeys[c%3], labelValues[(c/3)%3]
 	switch b % 6 {
 	case 0:
@@ -83,7 +73,7 @@ func (g *gen) selector() *metav1.LabelSelector {
 }
 
 func (g *gen) optionalSelector() *metav1.LabelSelector {
-	if g.byte()%3 == 0 {
+	if g.Byte()%3 == 0 {
 		return nil
 	}
 	return g.selector()
@@ -93,26 +83,26 @@ var behaviors = []nodemaintv1alpha1.DrainBehavior{nodemaintv1alpha1.DrainBehavio
 
 // rules returns up to 6 DrainRules with distinct names (as in a cluster), in no particular order.
 func (g *gen) rules() []nodemaintv1alpha1.DrainRule {
-	n := int(g.byte() % 7)
+	n := int(g.Byte() % 7)
 	seen := map[string]bool{}
 	var out []nodemaintv1alpha1.DrainRule
 	for range n {
-		b := g.byte()
+		b := g.Byte()
 		name := fmt.Sprintf("rule-%c%c", 'a'+b%4, 'a'+(b/4)%4)
 		if seen[name] {
 			continue
 		}
 		seen[name] = true
 		dr := nodemaintv1alpha1.DrainRule{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		cfg := g.byte()
+		cfg := g.Byte()
 		dr.Spec.Drain.Behavior = behaviors[cfg%3]
 		if dr.Spec.Drain.Behavior == nodemaintv1alpha1.DrainBehaviorDrain && cfg&0x10 != 0 {
-			dr.Spec.Drain.Order = ptr.To(int32(int8(g.byte())))
+			dr.Spec.Drain.Order = ptr.To(int32(int8(g.Byte())))
 		}
 		for range int(cfg>>5) % 3 {
 			dr.Spec.Nodes = append(dr.Spec.Nodes, nodemaintv1alpha1.DrainRuleNodeSelector{Selector: *g.selector()})
 		}
-		for range 1 + int(g.byte()%2) {
+		for range 1 + int(g.Byte()%2) {
 			dr.Spec.Pods = append(dr.Spec.Pods, nodemaintv1alpha1.DrainRulePodSelector{Selector: g.optionalSelector(), NamespaceSelector: g.optionalSelector()})
 		}
 		out = append(out, dr)
@@ -122,7 +112,7 @@ func (g *gen) rules() []nodemaintv1alpha1.DrainRule {
 
 // pod returns a pod with labels, maybe the drain label, and maybe tolerations.
 func (g *gen) pod(i int) *corev1.Pod {
-	b, t := g.byte(), g.byte()
+	b, t := g.Byte(), g.Byte()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "ns", Name: fmt.Sprintf("pod-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i)), Labels: labelSet(b),
 	}}
@@ -236,11 +226,11 @@ func FuzzClassify(f *testing.F) {
 	f.Add([]byte{3, 0x05, 0x01, 0x40, 1, 1, 0, 2, 0x06, 0x10, 7, 0, 1, 1, 0, 0x00, 0x01, 0x01, 0x00})
 	f.Add([]byte{2, 0x01, 0x00, 0, 1, 0, 0x02, 0x01, 0, 1, 0, 0x00, 0x00, 0x00, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g := &gen{data: data}
+		g := &gen{FuzzBytes: testutil.FuzzBytes{Data: data}}
 		list := g.rules()
 		rs := NewRules(list)
-		nodeLabels, nsLabels := labelSet(g.byte()), labelSet(g.byte())
-		for i := 0; i == 0 || (g.more() && i < 8); i++ {
+		nodeLabels, nsLabels := labelSet(g.Byte()), labelSet(g.Byte())
+		for i := 0; i == 0 || (g.More() && i < 8); i++ {
 			pod := g.pod(i)
 			got := rs.Classify(pod, nsLabels, nodeLabels)
 			want, broken := oracle(list, pod, nsLabels, nodeLabels)
@@ -285,14 +275,14 @@ func FuzzPlanAndBlocked(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 0, 0, 2, 0, 0, 0, 5, 1, 0, 9, 2}, true, false)
 	f.Add([]byte{0x10, 1, 0x21, 2, 0x32, 3, 0x43, 4, 0x54, 5, 0x65, 6, 0x76, 7, 0x87, 8, 0x98, 9, 0xa9, 10, 0xba, 11, 0xcb, 12, 0xdc, 13, 0xed, 14, 0xfe, 15, 0x0f, 16, 0x1e, 17, 0x2d, 18}, false, true)
 	f.Fuzz(func(t *testing.T, data []byte, draining, evict bool) {
-		g := &gen{data: data}
+		g := &gen{FuzzBytes: testutil.FuzzBytes{Data: data}}
 		now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-		policy := Policy{Evict: evict, ResponseTimeout: time.Duration(g.byte()%4) * time.Minute}
+		policy := Policy{Evict: evict, ResponseTimeout: time.Duration(g.Byte()%4) * time.Minute}
 		evictions := NewEvictions(time.Second, time.Minute)
 		var pods []Classified
-		for i := 0; g.more() && i < 64; i++ {
+		for i := 0; g.More() && i < 64; i++ {
 			pod := g.pod(i)
-			k, s := g.byte(), g.byte()
+			k, s := g.Byte(), g.Byte()
 			c := Class{Behavior: behaviors[k%3]}
 			switch c.Behavior {
 			case nodemaintv1alpha1.DrainBehaviorDrain:

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodemaint/nodemaint/internal/testutil"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +34,7 @@ func FuzzDecide(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0x43, 0x21, 0x81, 0x33, 0x0f, 0x1e, 0x2d, 0x3c, 0x4b, 0x5a, 0x69, 0x78, 0x87, 0x96})
 	f.Add([]byte{0x2b, 0x91, 0x07, 0x65, 0x3a, 0x02, 0x41, 0x77, 0x09, 0x88, 0x18, 0xc4, 0x50, 0x0b, 0xe3, 0x29, 0x71, 0x05})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g := &gen{data: data}
+		g := &gen{FuzzBytes: testutil.FuzzBytes{Data: data}}
 		now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 		obs := g.observation(now)
 		before := snapshot(obs)
@@ -222,31 +224,19 @@ func snapshot(obs Observation) string {
 
 // gen hands out the fuzzer's bytes; past their end it hands out zeros.
 type gen struct {
-	data []byte
-	i    int
+	testutil.FuzzBytes
 }
-
-func (g *gen) byte() byte {
-	if g.i >= len(g.data) {
-		return 0
-	}
-	b := g.data[g.i]
-	g.i++
-	return b
-}
-
-func (g *gen) more() bool { return g.i < len(g.data) }
 
 var phases = []nodemaintv1alpha1.Phase{"", nodemaintv1alpha1.PhasePlanning, nodemaintv1alpha1.PhaseCordon, nodemaintv1alpha1.PhaseDrain,
 	nodemaintv1alpha1.PhaseDrainComplete, nodemaintv1alpha1.PhaseMaintenanceComplete}
 
 func (g *gen) observation(now time.Time) Observation {
 	obs := Observation{Node: g.node(now)}
-	for i := range int(g.byte() % 4) {
+	for i := range int(g.Byte() % 4) {
 		obs.Maintenances = append(obs.Maintenances, g.maintenance(i, now))
 	}
 	var classes []drain.Class
-	for i := 0; g.more() && i < 24; i++ {
+	for i := 0; g.More() && i < 24; i++ {
 		pod, class := g.pod(i, now)
 		obs.Pods = append(obs.Pods, *pod)
 		classes = append(classes, class)
@@ -258,14 +248,14 @@ func (g *gen) observation(now time.Time) Observation {
 		}
 	}
 	obs.Plan = drain.NewPlan(classified)
-	if b := g.byte(); obs.Plan.Pending() == 0 {
+	if b := g.Byte(); obs.Plan.Pending() == 0 {
 		obs.VolumesAttached = int(b % 2)
 	}
-	if g.byte()%2 == 1 {
+	if g.Byte()%2 == 1 {
 		obs.ActiveSince = now.Add(-5 * time.Second)
 	}
 	for _, c := range obs.Plan.Current {
-		if b := g.byte(); b%3 != 0 {
+		if b := g.Byte(); b%3 != 0 {
 			if obs.Refusals == nil {
 				obs.Refusals = map[types.UID]drain.Refusal{}
 			}
@@ -277,7 +267,7 @@ func (g *gen) observation(now time.Time) Observation {
 }
 
 func (g *gen) node(now time.Time) *corev1.Node {
-	a, b, c := g.byte(), g.byte(), g.byte()
+	a, b, c := g.Byte(), g.Byte(), g.Byte()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}
 	node.Status.NodeInfo.BootID = "boot-2"
 	node.Spec.Unschedulable = a&0x01 != 0
@@ -333,7 +323,7 @@ func (g *gen) node(now time.Time) *corev1.Node {
 }
 
 func (g *gen) maintenance(i int, now time.Time) *nodemaintv1alpha1.NodeMaintenance {
-	a, b := g.byte(), g.byte()
+	a, b := g.Byte(), g.Byte()
 	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{
 		Name: fmt.Sprintf("nm-%d", i), CreationTimestamp: metav1.NewTime(now.Add(-time.Duration(b%3) * time.Hour)),
 	}}
@@ -364,7 +354,7 @@ func (g *gen) maintenance(i int, now time.Time) *nodemaintv1alpha1.NodeMaintenan
 		nm.Status.DrainStartTime = ptr.To(metav1.NewTime(now.Add(-[]time.Duration{time.Minute, 2 * time.Hour}[b%2])))
 	}
 	nm.Status.Phase = phases[(b>>6)%4+2]
-	if r := g.byte(); r&0x01 != 0 {
+	if r := g.Byte(); r&0x01 != 0 {
 		// A rollout: the node (n1) waits, is in its turn (maybe failed), or its turn ended.
 		nm.Spec.Rollout = &nodemaintv1alpha1.RolloutSpec{Release: []nodemaintv1alpha1.ReleasePolicy{
 			nodemaintv1alpha1.ReleaseDrained, nodemaintv1alpha1.ReleaseRebooted, nodemaintv1alpha1.ReleaseManual}[(r>>1)%3]}
@@ -391,7 +381,7 @@ var behaviors = []nodemaintv1alpha1.DrainBehavior{nodemaintv1alpha1.DrainBehavio
 
 // pod returns a pod in some state, with a class as the DrainRules could give it.
 func (g *gen) pod(i int, now time.Time) (*corev1.Pod, drain.Class) {
-	k, s := g.byte(), g.byte()
+	k, s := g.Byte(), g.Byte()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("pod-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))}}
 	class := drain.Class{Behavior: behaviors[k%3], Source: fmt.Sprintf("DrainRule r%d", s%4)}
 	if class.Behavior == nodemaintv1alpha1.DrainBehaviorDrain {

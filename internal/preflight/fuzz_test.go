@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/nodemaint/nodemaint/internal/testutil"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -39,7 +41,7 @@ func FuzzRun(f *testing.F) {
 	f.Add([]byte{5, 1, 2, 9, 0xff, 0x10, 0x22, 0x35, 0x47, 0x51, 0x63, 0x7e, 0x81, 0x90, 0xa3, 0xb7, 0xc1, 0xd3, 0xe5, 0xf7, 0x02, 0x14, 0x26, 0x38, 0x4a, 0x5c, 0x6e})
 	f.Add([]byte{1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g := &gen{data: data}
+		g := &gen{FuzzBytes: testutil.FuzzBytes{Data: data}}
 		in := g.input()
 		r := Run(in)
 
@@ -189,19 +191,9 @@ func fitsNowhere(in Input, pod *corev1.Pod, out map[string]bool) bool {
 
 // gen hands out the fuzzer's bytes; past their end it hands out zeros.
 type gen struct {
-	data []byte
-	i    int
+	testutil.FuzzBytes
 	// skipped names the generated pods the drain leaves (the skip label, a toleration of all).
 	skipped map[string]bool
-}
-
-func (g *gen) byte() byte {
-	if g.i >= len(g.data) {
-		return 0
-	}
-	b := g.data[g.i]
-	g.i++
-	return b
 }
 
 var apps = []string{"a", "b", "c"}
@@ -210,12 +202,12 @@ var apps = []string{"a", "b", "c"}
 func (g *gen) input() Input {
 	g.skipped = map[string]bool{}
 	in := Input{NamespaceLabels: map[string]map[string]string{}}
-	nNodes := 1 + int(g.byte()%6)
-	nTargets := 1 + int(g.byte())%nNodes
-	in.MaxUnavailable = int(g.byte() % 4)
-	nPods := int(g.byte() % 17)
+	nNodes := 1 + int(g.Byte()%6)
+	nTargets := 1 + int(g.Byte())%nNodes
+	in.MaxUnavailable = int(g.Byte() % 4)
+	nPods := int(g.Byte() % 17)
 	for i := 0; i < nNodes; i++ {
-		b := g.byte()
+		b := g.Byte()
 		name := "n" + strconv.Itoa(i)
 		n := node(name)
 		n.Labels["pool"] = []string{"x", "y"}[b&1]
@@ -233,19 +225,19 @@ func (g *gen) input() Input {
 		}
 	}
 	for i, surge := range []int32{1, 0} {
-		b := g.byte()
+		b := g.Byte()
 		d, rs := deploymentWith("d"+strconv.Itoa(i), 1+int32(b&3), func(d *appsv1.Deployment) {
 			d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(surge))}
 			d.Spec.Paused = b&4 != 0
 		})
 		in.Deployments, in.ReplicaSets = append(in.Deployments, d), append(in.ReplicaSets, rs)
 	}
-	for i := 0; i < int(g.byte()%4); i++ {
-		b := g.byte()
+	for i := 0; i < int(g.Byte()%4); i++ {
+		b := g.Byte()
 		in.PodDisruptionBudgets = append(in.PodDisruptionBudgets, pdb("pdb"+strconv.Itoa(i), int32(b&1), int32(b>>1&3), int32(b>>3&3), apps[(b>>5)%3]))
 	}
 	for i := 0; i < nPods; i++ {
-		b, c := g.byte(), g.byte()
+		b, c := g.Byte(), g.Byte()
 		name := "p" + strconv.Itoa(i)
 		p := podOn("n"+strconv.Itoa(int(b)%nNodes), name, fmt.Sprintf("%dm", 250*int(c&7)), labelled("app", apps[(c>>3)%3]))
 		switch (b >> 3) & 7 {
@@ -263,7 +255,7 @@ func (g *gen) input() Input {
 		if c&0x40 != 0 {
 			p.Spec.NodeSelector = map[string]string{"pool": []string{"x", "y"}[c>>7]}
 		}
-		switch d := g.byte(); {
+		switch d := g.Byte(); {
 		case d&1 != 0:
 			p.Spec.Tolerations = []corev1.Toleration{{Key: "t", Operator: corev1.TolerationOpExists}}
 		case d&2 != 0 && d&4 != 0:

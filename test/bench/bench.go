@@ -345,11 +345,16 @@ func (b *bench) sample(ctx context.Context, ns string, tr *tracker) (stop func()
 	}); err != nil {
 		return nil, err
 	}
+	return runInformer(ctx, inf, "the sampler")
+}
+
+// runInformer runs inf once its cache synced, until the returned function is called.
+func runInformer(ctx context.Context, inf toolscache.SharedIndexInformer, what string) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	go inf.Run(ctx.Done())
 	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		cancel()
-		return nil, errors.New("the sampler's cache did not sync")
+		return nil, fmt.Errorf("%s's cache did not sync", what)
 	}
 	return cancel, nil
 }

@@ -44,13 +44,7 @@ func (b *bench) watchNodes(ctx context.Context, nt *nodeTracker) (stop func(), e
 	}); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	go inf.Run(ctx.Done())
-	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		cancel()
-		return nil, errors.New("the node watch's cache did not sync")
-	}
-	return cancel, nil
+	return runInformer(ctx, inf, "the node watch")
 }
 
 // drained reports whether the node has the KEP-5683 condition Drained=True, what a reboot
