@@ -199,18 +199,7 @@ func TestRolloutHaltsAndManualRelease(t *testing.T) {
 	})
 
 	// A replacement that cannot be scheduled.
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "replacement", Namespace: "default"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
-	if err := k8s.Create(context.Background(), pod); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { deletePod(t, pod) })
-	orig := pod.DeepCopy()
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-		Message: "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu.", LastTransitionTime: metav1.Now()}}
-	if err := k8s.Status().Patch(context.Background(), pod, client.MergeFrom(orig)); err != nil {
-		t.Fatal(err)
-	}
+	pod := createUnschedulablePod(t, "replacement")
 	eventually(t, "the rollout halted on the unschedulable replacement", func(ctx context.Context) (bool, string, error) {
 		_, c, err := status(ctx)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == nodemaintv1alpha1.ReasonReplacementsUnschedulable, fmt.Sprintf("%+v", c), err
@@ -288,18 +277,7 @@ func TestRolloutCordonOnlyResumes(t *testing.T) {
 		return len(r.InTurn) == 1 && r.InTurn[0].Name == "cordon-a", fmt.Sprintf("%+v", r), err
 	})
 
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unplaced", Namespace: "default"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
-	if err := k8s.Create(context.Background(), pod); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { deletePod(t, pod) })
-	orig := pod.DeepCopy()
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-		Message: "0/2 nodes are available: 1 node(s) were unschedulable, 1 Insufficient cpu.", LastTransitionTime: metav1.Now()}}
-	if err := k8s.Status().Patch(context.Background(), pod, client.MergeFrom(orig)); err != nil {
-		t.Fatal(err)
-	}
+	pod := createUnschedulablePod(t, "unplaced")
 	complete(t, "cordon-a", "rollout-cordon")
 	eventually(t, "cordon-a released, halted on the pod", func(ctx context.Context) (bool, string, error) {
 		r, c, err := status(ctx)
@@ -312,4 +290,23 @@ func TestRolloutCordonOnlyResumes(t *testing.T) {
 		r, c, err := status(ctx)
 		return len(r.InTurn) == 1 && r.InTurn[0].Name == "cordon-b" && c != nil && c.Status == metav1.ConditionFalse, fmt.Sprintf("%+v %+v", r, c), err
 	})
+}
+
+// createUnschedulablePod creates a pod the scheduler could not place, as the scheduler reports it
+// (PodScheduled False, reason Unschedulable).
+func createUnschedulablePod(t *testing.T, name string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
+	if err := k8s.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deletePod(t, pod) })
+	orig := pod.DeepCopy()
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu.", LastTransitionTime: metav1.Now()}}
+	if err := k8s.Status().Patch(context.Background(), pod, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	return pod
 }
