@@ -28,11 +28,10 @@ const podWritesPerNode = 10
 // evictPods evicts the pods the decision names (their owners did not accept in time), through
 // the Eviction API so that PodDisruptionBudgets hold. A refused eviction backs off for that pod
 // only. It returns the earliest back-off, when the drain should look again.
-func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified, now time.Time) (time.Duration, writes, error) {
+func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified, now time.Time) (time.Duration, error) {
 	var (
 		mu   sync.Mutex
 		wait time.Duration
-		w    writes
 		errs []error
 	)
 	backOff := func(d time.Duration) {
@@ -70,14 +69,13 @@ func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified,
 			default:
 				evictionsTotal.WithLabelValues("evicted").Inc()
 				r.Evictions.Done(pod.UID)
-				w.done++
 				log.FromContext(ctx).Info("evicted pod", "pod", client.ObjectKeyFromObject(pod), "source", c.Class.Source)
 			}
 			return nil
 		})
 	}
 	_ = g.Wait()
-	return wait, w, errors.Join(errs...)
+	return wait, errors.Join(errs...)
 }
 
 // evict asks the Eviction API to evict the pod, this pod and not a namesake created since (a UID
@@ -125,21 +123,17 @@ const evictionTimeout = 10 * time.Second
 // deletePods deletes the pods a drain still waits for, bypassing PodDisruptionBudgets: the admin
 // asked for it with drainTimeoutAction Delete, and the drain timed out. The UID precondition
 // deletes each pod and never a namesake created since.
-func (r *NodeReconciler) deletePods(ctx context.Context, node *corev1.Node, pods []drain.Classified) (writes, error) {
-	var (
-		w    writes
-		errs []error
-	)
+func (r *NodeReconciler) deletePods(ctx context.Context, node *corev1.Node, pods []drain.Classified) error {
+	var errs []error
 	for _, c := range pods {
 		switch err := r.Client.Delete(ctx, c.Pod, client.Preconditions{UID: &c.Pod.UID}); {
 		case stale(err):
 		case err != nil:
 			errs = append(errs, err)
 		default:
-			w.done++
 			evictionsTotal.WithLabelValues("deleted").Inc()
 			eventSink{r.Recorder}.deleted(c.Pod, node)
 		}
 	}
-	return w, errors.Join(errs...)
+	return errors.Join(errs...)
 }

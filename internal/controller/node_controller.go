@@ -101,7 +101,7 @@ func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, 
 	if d.ShutdownNotConfirmed != "" {
 		sink.shutdownNotConfirmed(obs.Node, d.ShutdownNotConfirmed)
 	}
-	if _, err := r.patchPods(ctx, d.Withdraw, nil, now); err != nil {
+	if err := r.patchPods(ctx, d.Withdraw, nil, now); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.writeNode(ctx, obs, d); err != nil {
@@ -110,13 +110,13 @@ func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, 
 	if !d.Intent.Drain {
 		return reconcile.Result{RequeueAfter: next}, nil
 	}
-	if _, err := r.patchPods(ctx, d.Request, &d.RequestReason, now); err != nil {
+	if err := r.patchPods(ctx, d.Request, &d.RequestReason, now); err != nil {
 		return reconcile.Result{}, err
 	}
-	if _, err := r.deletePods(ctx, obs.Node, d.Delete); err != nil {
+	if err := r.deletePods(ctx, obs.Node, d.Delete); err != nil {
 		return reconcile.Result{}, err
 	}
-	wait, _, err := r.evictPods(ctx, d.Evict, now)
+	wait, err := r.evictPods(ctx, d.Evict, now)
 	if err != nil {
 		// The work queue's back-off retries; a RequeueAfter next to an error is ignored.
 		return reconcile.Result{}, err
@@ -157,17 +157,17 @@ func (r *NodeReconciler) writeNode(ctx context.Context, obs nodeaction.Observati
 
 // patchPods sets nodemaint's evacuation request with the message *reason on the pods, or
 // withdraws it when reason is nil.
-func (r *NodeReconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reason *string, now time.Time) (writes, error) {
+func (r *NodeReconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reason *string, now time.Time) error {
 	var (
 		mu   sync.Mutex
 		errs []error
-		w    writes
+		done int
 	)
 	defer func() {
-		if w.done > 0 && reason != nil {
-			log.FromContext(ctx).Info("evacuation requests updated", "requested", w.done)
-		} else if w.done > 0 {
-			log.FromContext(ctx).Info("evacuation requests updated", "withdrawn", w.done)
+		if done > 0 && reason != nil {
+			log.FromContext(ctx).Info("evacuation requests updated", "requested", done)
+		} else if done > 0 {
+			log.FromContext(ctx).Info("evacuation requests updated", "withdrawn", done)
 		}
 	}()
 	// In parallel: one patch after the other, the requests for a node of 100 pods took seconds
@@ -192,7 +192,7 @@ func (r *NodeReconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reas
 			case err != nil:
 				errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
 			default:
-				w.done++
+				done++
 				if reason != nil {
 					eventSink{r.Recorder}.requested(orig)
 				}
@@ -201,5 +201,5 @@ func (r *NodeReconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reas
 		})
 	}
 	_ = g.Wait()
-	return w, errors.Join(errs...)
+	return errors.Join(errs...)
 }

@@ -7,11 +7,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// writes counts the writes of a batch that were done.
-type writes struct{ done int }
-
-func (w *writes) add(o writes) { w.done += o.done }
-
 // stale reports whether a write failed because it was decided from a stale view of the object:
 // a resourceVersion or UID precondition that no longer holds (a conflict), or the object gone.
 // Both reconcilers treat such a write one way: dropped, not an error, never retried blind. The
