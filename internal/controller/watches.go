@@ -297,6 +297,7 @@ func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concur
 		return err
 	}
 	c := mgr.GetClient()
+	statusMetrics.setSource(c, &r.active)
 	return builder.ControllerManagedBy(mgr).
 		Named("nodemaintenance").
 		For(&nodemaintv1alpha1.NodeMaintenance{}).
