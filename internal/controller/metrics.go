@@ -42,6 +42,10 @@ var outOfServiceTaints = prometheus.NewCounter(prometheus.CounterOpts{
 
 func init() {
 	metrics.Registry.MustRegister(evictionsTotal, drainDuration, outOfServiceTaints, statusMetrics)
+	// Every series from the start, at zero: a rate or increase() sees its first sample.
+	for _, result := range []string{"evicted", "refused", "failed", "deleted"} {
+		evictionsTotal.WithLabelValues(result)
+	}
 }
 
 // The descriptions of the gauges maintenanceCollector computes from each NodeMaintenance's status.

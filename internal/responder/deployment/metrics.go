@@ -31,7 +31,16 @@ var answerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(0.05, 2, 14), // 50ms to about 7 minutes
 }, []string{"answer"})
 
-func init() { metrics.Registry.MustRegister(surgesTotal, answerDuration) }
+func init() {
+	metrics.Registry.MustRegister(surgesTotal, answerDuration)
+	// Every series from the start, at zero: a rate or increase() sees its first sample.
+	for _, outcome := range []string{"started", "completed", "timed_out", "rolled_back", "overridden", "invalid"} {
+		surgesTotal.WithLabelValues(outcome)
+	}
+	for _, answer := range []string{"accepted", "declined"} {
+		answerDuration.WithLabelValues(answer)
+	}
+}
 
 // surgeOutcomes maps the reasons of the surge Events a plan emits to the outcome they count as.
 // A surge that gave up is rolled back too: it counts as timed_out alone.
