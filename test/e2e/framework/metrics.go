@@ -149,7 +149,7 @@ func StartPrometheus(t testing.TB, job string, targets ...MetricsTarget) *Promet
 		<-exited
 		logFile.Close()
 		if t.Failed() {
-			if out, err := os.ReadFile(logFile.Name()); err == nil {
+			if out, err := os.ReadFile(logFile.Name()); err == nil && len(out) > 0 {
 				t.Logf("prometheus log:\n%s", out)
 			}
 		}
