@@ -6,12 +6,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
 // nodemaint's metrics, served on the controller's metrics endpoint with controller-runtime's
@@ -40,11 +44,21 @@ var outOfServiceTaints = prometheus.NewCounter(prometheus.CounterOpts{
 	Help: "node.kubernetes.io/out-of-service taints applied by nodemaint to nodes shut down with pods stuck terminating (spec.shutdown).",
 })
 
+// evacuationAnswers observes how long owners take to answer nodemaint's evacuation requests.
+var evacuationAnswers = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "nodemaint_evacuation_answer_duration_seconds",
+	Help:    "Time from nodemaint's evacuation request on a pod (EvacuationRequest) to its owner's first answer (EvacuationInitiated), whoever the owner, by answer: accepted, declined. In whole seconds, those of the conditions' lastTransitionTime.",
+	Buckets: prometheus.ExponentialBuckets(1, 2, 12), // 1s to about 34 minutes
+}, []string{"answer"})
+
 func init() {
-	metrics.Registry.MustRegister(evictionsTotal, drainDuration, outOfServiceTaints, statusMetrics)
+	metrics.Registry.MustRegister(evictionsTotal, drainDuration, outOfServiceTaints, evacuationAnswers, statusMetrics)
 	// Every series from the start, at zero: a rate or increase() sees its first sample.
 	for _, result := range []string{"evicted", "refused", "failed", "deleted"} {
 		evictionsTotal.WithLabelValues(result)
+	}
+	for _, answer := range []string{"accepted", "declined"} {
+		evacuationAnswers.WithLabelValues(answer)
 	}
 }
 
@@ -192,4 +206,55 @@ func maintenanceMetrics(nm *nodemaintv1alpha1.NodeMaintenance, ch chan<- prometh
 		}
 		gauge(descHalted, halted)
 	}
+}
+
+// watchAnswers records evacuationAnswers from the pod changes the cache sees, on the leader only
+// (a runnable of mgr's leader election): an answer is a change of the owner's, which nodemaint
+// does not write, and the times are the pod's own (the conditions' lastTransitionTime), so a
+// change seen late or after a restart still measures the owner.
+func watchAnswers(mgr manager.Manager) error {
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		informer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+		if err != nil {
+			return err
+		}
+		reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(old, cur any) {
+				o, ok1 := old.(*corev1.Pod)
+				n, ok2 := cur.(*corev1.Pod)
+				if !ok1 || !ok2 {
+					return
+				}
+				if answer, latency, ok := firstAnswer(o, n); ok {
+					evacuationAnswers.WithLabelValues(answer).Observe(latency.Seconds())
+				}
+			},
+		})
+		if err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return informer.RemoveEventHandler(reg)
+	}))
+}
+
+// firstAnswer reports the answer the pod's owner gave to nodemaint's evacuation request between
+// old and cur, when it is the first to this request, and how long after the request it came.
+func firstAnswer(old, cur *corev1.Pod) (answer string, latency time.Duration, ok bool) {
+	if evacuation.Condition(old, evacuation.Initiated) != nil || !evacuation.RequestedBy(cur, evacuation.ReasonNodeMaintenance) {
+		return "", 0, false
+	}
+	c := evacuation.Condition(cur, evacuation.Initiated)
+	switch {
+	case c == nil:
+		return "", 0, false
+	case c.Status == corev1.ConditionTrue:
+		answer = "accepted"
+	case c.Status == corev1.ConditionFalse:
+		answer = "declined"
+	default:
+		return "", 0, false
+	}
+	requested := evacuation.Condition(cur, evacuation.Request).LastTransitionTime
+	return answer, max(0, c.LastTransitionTime.Sub(requested.Time)), true
 }

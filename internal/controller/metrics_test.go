@@ -6,11 +6,14 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
 // maintenanceSeries gathers the registry and returns the nodemaint_maintenance_* series of the
@@ -111,4 +114,53 @@ func mustSeries(t *testing.T) map[string]float64 {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// answers returns how many answers nodemaint_evacuation_answer_duration_seconds counted, by answer.
+func answers(t *testing.T) map[string]uint64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, f := range families {
+		if f.GetName() != "nodemaint_evacuation_answer_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "answer" {
+					out[l.GetValue()] = m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestEvacuationAnswerMetric: the owners' first answers to nodemaint's requests are counted, by
+// answer, whoever wrote them; a later change of answer is not a first answer.
+func TestEvacuationAnswerMetric(t *testing.T) {
+	createNode(t, "answers-node", nil, false)
+	createPod(t, "answers-accepted", "answers-node")
+	createPod(t, "answers-declined", "answers-node")
+	before := answers(t)
+	createNM(t, "answers", true, true, "", "answers-node")
+	expectRequest(t, "answers-accepted", "True/NodeMaintenance/")
+	expectRequest(t, "answers-declined", "True/NodeMaintenance/")
+	setPodCondition(t, "answers-accepted", corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "Test"})
+	setPodCondition(t, "answers-declined", corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionFalse, Reason: "Test"})
+	// A change of mind is not a first answer.
+	setPodCondition(t, "answers-accepted", corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionFalse, Reason: "Test"})
+	want := map[string]uint64{"accepted": before["accepted"] + 1, "declined": before["declined"] + 1}
+	eventually(t, "answers counted", func(context.Context) (bool, string, error) {
+		got := answers(t)
+		return got["accepted"] == want["accepted"] && got["declined"] == want["declined"], fmt.Sprintf("got %v, want %v", got, want), nil
+	})
+	// And no more come.
+	time.Sleep(500 * time.Millisecond)
+	if got := answers(t); got["accepted"] != want["accepted"] || got["declined"] != want["declined"] {
+		t.Errorf("answers = %v, want %v", got, want)
+	}
 }

@@ -296,6 +296,9 @@ func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concur
 	if err := r.active.start(mgr); err != nil {
 		return err
 	}
+	if err := watchAnswers(mgr); err != nil {
+		return err
+	}
 	c := mgr.GetClient()
 	statusMetrics.setSource(c, &r.active)
 	return builder.ControllerManagedBy(mgr).

@@ -94,6 +94,7 @@ func TestMetrics(t *testing.T) {
 			want("nodemaint_responder_surges_total", map[string]string{"outcome": "started"}, atLeast(1)),
 			want("nodemaint_responder_surges_total", map[string]string{"outcome": "completed"}, atLeast(1)),
 			want("nodemaint_responder_answer_duration_seconds", map[string]string{"answer": "accepted"}, atLeast(1)),
+			want("nodemaint_evacuation_answer_duration_seconds", map[string]string{"answer": "accepted"}, atLeast(1)),
 			want("nodemaint_drain_duration_seconds", nil, eq(0)),
 		)
 	})
