@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -137,7 +138,8 @@ func (c *maintenanceCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	var list nodemaintv1alpha1.NodeMaintenanceList
 	if err := src.reader.List(ctx, &list); err != nil {
-		ch <- prometheus.NewInvalidMetric(descNodes, err)
+		// Not an invalid metric, which would fail the whole scrape: the others still count.
+		log.Log.WithName("metrics").Error(err, "listing NodeMaintenances for their metrics")
 		return
 	}
 	for i := range list.Items {
