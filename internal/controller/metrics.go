@@ -39,6 +39,43 @@ var drainDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1s to about 2h
 })
 
+// nodeDrainDuration observes how long the drain of each node took.
+var nodeDrainDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name:    "nodemaint_node_drain_duration_seconds",
+	Help:    "Time from the start of a node's drain (the NodeMaintenance's drainStartTime, or the node's turn in a rollout) until no targeted pod and no volume of a drained pod is left on it, for the nodes status.nodes listed with pods or volumes left.",
+	Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1s to about 2h
+})
+
+// observeNodeDrains records the drain of each node the status written (cur) no longer reports
+// with pods or volumes left while the status it replaced (old) did, and which is still selected
+// and left with nothing (decisions). Each is seen once: the next write replaces a status that no
+// longer lists it.
+func observeNodeDrains(old, cur *nodemaintv1alpha1.NodeMaintenance, decisions []nodeDecision, now time.Time) {
+	if old.Status.DrainStartTime == nil {
+		return
+	}
+	since := map[string]time.Time{}
+	if r := old.Status.Rollout; r != nil {
+		for _, t := range r.InTurn {
+			since[t.Name] = t.Since.Time
+		}
+	}
+	for _, d := range decisions {
+		was, listed := old.Status.Nodes[d.name]
+		if !listed || was.PodsPendingEvacuation == 0 && was.VolumesAttached == 0 || d.Report.Pending > 0 || d.Report.VolumesAttached > 0 {
+			continue
+		}
+		if is, ok := cur.Status.Nodes[d.name]; ok && (is.PodsPendingEvacuation > 0 || is.VolumesAttached > 0) {
+			continue
+		}
+		start := old.Status.DrainStartTime.Time
+		if t, ok := since[d.name]; ok && t.After(start) {
+			start = t
+		}
+		nodeDrainDuration.Observe(max(0, now.Sub(start).Seconds()))
+	}
+}
+
 // outOfServiceTaints counts the node.kubernetes.io/out-of-service taints nodemaint applied.
 var outOfServiceTaints = prometheus.NewCounter(prometheus.CounterOpts{
 	Name: "nodemaint_out_of_service_taints_total",
@@ -53,7 +90,7 @@ var evacuationAnswers = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 }, []string{"answer"})
 
 func init() {
-	metrics.Registry.MustRegister(evictionsTotal, drainDuration, outOfServiceTaints, evacuationAnswers, statusMetrics)
+	metrics.Registry.MustRegister(evictionsTotal, drainDuration, nodeDrainDuration, outOfServiceTaints, evacuationAnswers, statusMetrics)
 	// Every series from the start, at zero: a rate or increase() sees its first sample.
 	for _, result := range []string{"evicted", "refused", "failed", "deleted"} {
 		evictionsTotal.WithLabelValues(result)

@@ -61,6 +61,7 @@ func TestMaintenanceMetrics(t *testing.T) {
 	createNode(t, "metrics-node", nil, false)
 	createNode(t, "metrics-other", nil, false)
 	createPod(t, "metrics-app", "metrics-node")
+	drainsBefore := histogramCount(t, "nodemaint_node_drain_duration_seconds")
 	createNM(t, "metrics", true, true, "", "metrics-node")
 	want := map[string]float64{
 		`nodemaint_maintenance_nodes{phase=Drain,state=selected}`:    1,
@@ -98,6 +99,12 @@ func TestMaintenanceMetrics(t *testing.T) {
 		`nodemaint_maintenance_nodes{phase=DrainComplete,state=pending}`: 0,
 		`nodemaint_maintenance_pods{state=pending_evacuation}`:           0,
 		`nodemaint_maintenance_condition{status=True,type=Drained}`:      1,
+	})
+
+	// The node's drain is timed, once.
+	eventually(t, "the node's drain timed", func(context.Context) (bool, string, error) {
+		n := histogramCount(t, "nodemaint_node_drain_duration_seconds")
+		return n == drainsBefore+1, fmt.Sprintf("%d node drains timed, want %d", n, drainsBefore+1), nil
 	})
 
 	deleteNMAndWait(t, "metrics")
@@ -163,4 +170,20 @@ func TestEvacuationAnswerMetric(t *testing.T) {
 	if got := answers(t); got["accepted"] != want["accepted"] || got["declined"] != want["declined"] {
 		t.Errorf("answers = %v, want %v", got, want)
 	}
+}
+
+// histogramCount is the number of observations of the unlabelled histogram name.
+func histogramCount(t *testing.T, name string) uint64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }

@@ -96,6 +96,7 @@ func TestMetrics(t *testing.T) {
 			want("nodemaint_responder_answer_duration_seconds", map[string]string{"answer": "accepted"}, atLeast(1)),
 			want("nodemaint_evacuation_answer_duration_seconds", map[string]string{"answer": "accepted"}, atLeast(1)),
 			want("nodemaint_drain_duration_seconds", nil, eq(0)),
+			want("nodemaint_node_drain_duration_seconds", nil, eq(0)),
 		)
 	})
 	evictedWhileHeld, _ := held.Value("nodemaint_evictions_total", map[string]string{"result": "evicted"})
@@ -115,6 +116,7 @@ func TestMetrics(t *testing.T) {
 			want("nodemaint_maintenance_condition", mine("type", "Drained", "status", "True"), eq(1)),
 			want("nodemaint_evictions_total", map[string]string{"result": "evicted"}, atLeast(evictedWhileHeld+1)),
 			want("nodemaint_drain_duration_seconds", nil, eq(1)),
+			want("nodemaint_node_drain_duration_seconds", nil, eq(1)),
 		)
 		if blocked {
 			problems = append(problems, "nodemaint_maintenance_pods_blocked still reported")
