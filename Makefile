@@ -44,13 +44,17 @@ control-plane: ## Build (once) etcd, kube-apiserver, kube-controller-manager, ku
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-fuzz test-e2e ## Every test: generated files, unit, integration (envtest) and end-to-end.
+test: verify test-alerts test-unit test-fuzz test-e2e ## Every test: generated files, alerts, unit, integration (envtest) and end-to-end.
 
 .PHONY: verify
 verify: ## Fail when gofmt, go vet or the generated files are not clean.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	hack/verify-generated.sh
+
+.PHONY: test-alerts
+test-alerts: ## Unit tests of the Prometheus alerts (promtool test rules; Debian package prometheus).
+	hack/test-alerts.sh
 
 .PHONY: test-unit
 test-unit: ## Unit and integration tests (envtest: a real kube-apiserver and etcd).

@@ -2,7 +2,8 @@
 # Copies the generated install files into the Helm chart, so the chart and config/ cannot drift:
 # the CRDs (config/crd/bases) into charts/nodemaint/crds/, the ClusterRole and leader-election
 # Role (config/rbac) into charts/nodemaint/files/, and the admission policies (config/admission) into
-# charts/nodemaint/files/admission/, whose rules the chart's templates read.
+# charts/nodemaint/files/admission/, whose rules the chart's templates read, and the alerts and
+# dashboard (config/default/prometheus) into charts/nodemaint/files/prometheus/.
 # Run by `make generate`; test/e2e/install fails when the copies differ.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,3 +17,9 @@ cp config/rbac/role.yaml config/rbac/leader_election_role.yaml "$chart/files/"
 rm -rf "$chart/files/admission"
 mkdir -p "$chart/files/admission"
 cp config/admission/drain_timeout_delete_policy.yaml config/admission/node-scope/node_scope_policy.yaml "$chart/files/admission/"
+# The alerts (config/default/prometheus/rules.yaml, a PrometheusRule) and the Grafana dashboard
+# (config/default/prometheus/dashboard.json), which the chart's prometheusrule.yaml and
+# dashboard.yaml render.
+rm -rf "$chart/files/prometheus"
+mkdir -p "$chart/files/prometheus"
+cp config/default/prometheus/rules.yaml config/default/prometheus/dashboard.json "$chart/files/prometheus/"

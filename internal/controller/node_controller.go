@@ -141,6 +141,7 @@ func (r *NodeReconciler) writeNode(ctx context.Context, obs nodeaction.Observati
 			log.FromContext(ctx).Info("node was uncordoned during maintenance; cordoned it again", "maintenances", maintenanceNames(d.Intent))
 		}
 		if d.Change.OutOfService {
+			outOfServiceTaints.Inc()
 			log.FromContext(ctx).Info("node is shut down with pods stuck terminating; tainted out-of-service")
 		}
 		eventSink{r.Recorder}.nodeWritten(obs.Node, obs.Maintenances, d)

@@ -121,6 +121,7 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	}
 	r.statusWritten.Store(req.NamespacedName, clockOrReal(r.Clock).Now())
 	eventSink{r.Recorder}.statusWritten(orig, nm, now)
+	observeNodeDrains(orig, nm, decisions, now)
 	return result, nil
 }
 

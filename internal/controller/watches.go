@@ -296,7 +296,11 @@ func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concur
 	if err := r.active.start(mgr); err != nil {
 		return err
 	}
+	if err := watchAnswers(mgr); err != nil {
+		return err
+	}
 	c := mgr.GetClient()
+	statusMetrics.setSource(c, &r.active)
 	return builder.ControllerManagedBy(mgr).
 		Named("nodemaintenance").
 		For(&nodemaintv1alpha1.NodeMaintenance{}).

@@ -91,6 +91,8 @@ func TestDecide(t *testing.T) {
 		wantScale   *scaleChange
 		wantDrop    bool
 		wantRequeue bool
+		// wantSurges are the outcomes nodemaint_responder_surges_total counts (surgeOutcomes).
+		wantSurges []string
 	}{
 		"nothing requested": {
 			d:    newDeployment(3, 1),
@@ -103,18 +105,21 @@ func TestDecide(t *testing.T) {
 			wantMark:    []string{"a", "c"},
 			wantScale:   &scaleChange{replicas: 5, surge: state(3, 2, 0)},
 			wantRequeue: true,
+			wantSurges:  []string{"started"},
 		},
 		"a wave marked before a crash is the next wave": {
 			d:           newDeployment(3, 1),
 			pods:        []*corev1.Pod{pod("a", requested(1), accepted), pod("b", requested(2), accepted, withMark), pod("c")},
 			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
 			wantRequeue: true,
+			wantSurges:  []string{"started"},
 		},
 		"a wave marked before a crash goes before older requests": {
 			d:           newDeployment(3, 1),
 			pods:        []*corev1.Pod{pod("a", requested(5), accepted), pod("b", requested(1), accepted, withMark), pod("c")},
 			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
 			wantRequeue: true,
+			wantSurges:  []string{"started"},
 		},
 		"more pods marked than maxSurge: the oldest request is the wave, the others are unmarked": {
 			d:           newDeployment(3, 1),
@@ -122,6 +127,7 @@ func TestDecide(t *testing.T) {
 			wantUnmark:  []string{"b"},
 			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
 			wantRequeue: true,
+			wantSurges:  []string{"started"},
 		},
 		"wave not full, a request just came: waits for more": {
 			d:           newDeployment(3, 2),
@@ -136,6 +142,7 @@ func TestDecide(t *testing.T) {
 			wantMark:    []string{"a"},
 			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
 			wantRequeue: true,
+			wantSurges:  []string{"started"},
 		},
 		"not steady yet: accepts, waits to surge": {
 			d:           withStatus(newDeployment(3, 1), func(s *appsv1.DeploymentStatus) { s.ObservedGeneration = 0 }),
@@ -146,11 +153,13 @@ func TestDecide(t *testing.T) {
 			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 3),
 			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
 			wantRequeue: true,
+			wantSurges:  nil,
 		},
 		"surge available: scales back": {
-			d:         surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 4),
-			pods:      []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
-			wantScale: &scaleChange{replicas: 3},
+			d:          surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 4),
+			pods:       []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
+			wantScale:  &scaleChange{replicas: 3},
+			wantSurges: []string{"completed"},
 		},
 		"withdrawn mid-surge: the surge pod goes, not the evacuated one": {
 			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 3),
@@ -159,6 +168,7 @@ func TestDecide(t *testing.T) {
 			wantMark:    []string{"s"},
 			wantUnmark:  []string{"a"},
 			wantScale:   &scaleChange{replicas: 3},
+			wantSurges:  []string{"rolled_back"},
 		},
 		"timed out: declines for good and rolls back": {
 			d:           surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
@@ -167,6 +177,7 @@ func TestDecide(t *testing.T) {
 			wantMark:    []string{"s"},
 			wantUnmark:  []string{"a"},
 			wantScale:   &scaleChange{replicas: 3},
+			wantSurges:  []string{"timed_out"},
 		},
 		"minReadySeconds extends the bound": {
 			d: surging(withMinReady(newDeployment(3, 1), 120), state(3, 1, 3*time.Minute), 3),
@@ -195,6 +206,7 @@ func TestDecide(t *testing.T) {
 			wantMark:    []string{"s"},
 			wantUnmark:  []string{"a"},
 			wantScale:   &scaleChange{replicas: 3},
+			wantSurges:  []string{"timed_out"},
 		},
 		"a shorter progressDeadlineSeconds leaves the surge timeout": {
 			d: surging(withProgressDeadline(newDeployment(3, 1), 60), state(3, 1, 3*time.Minute), 3),
@@ -204,6 +216,7 @@ func TestDecide(t *testing.T) {
 			wantMark:    []string{"s"},
 			wantUnmark:  []string{"a"},
 			wantScale:   &scaleChange{replicas: 3},
+			wantSurges:  []string{"timed_out"},
 		},
 		"replacement whose image does not pull: the surge timeout": {
 			d: surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
@@ -213,6 +226,7 @@ func TestDecide(t *testing.T) {
 			wantMark:    []string{"s"},
 			wantUnmark:  []string{"a"},
 			wantScale:   &scaleChange{replicas: 3},
+			wantSurges:  []string{"timed_out"},
 		},
 		"one replacement starting, one not placed: the surge timeout": {
 			d: surging(newDeployment(4, 2), state(4, 2, 5*time.Minute), 5),
@@ -223,6 +237,7 @@ func TestDecide(t *testing.T) {
 			wantMark:    []string{"s1", "s2"},
 			wantUnmark:  []string{"a", "b"},
 			wantScale:   &scaleChange{replicas: 4},
+			wantSurges:  []string{"timed_out"},
 		},
 		"replacements not created yet on a busy cluster: waits for the progress deadline": {
 			d:           surging(newDeployment(3, 1), state(3, 1, 5*time.Minute), 3),
@@ -242,6 +257,7 @@ func TestDecide(t *testing.T) {
 			wantAnswers: map[string]string{"a": "False/SurgeTimedOut"},
 			wantUnmark:  []string{"a"},
 			wantScale:   &scaleChange{replicas: 3},
+			wantSurges:  []string{"timed_out"},
 		},
 		"progress long ago: gives up": {
 			d: surging(newDeployment(4, 2), state(4, 2, 5*time.Minute), 5),
@@ -252,6 +268,7 @@ func TestDecide(t *testing.T) {
 			wantMark:    []string{"s1", "s2"},
 			wantUnmark:  []string{"a", "b"},
 			wantScale:   &scaleChange{replicas: 4},
+			wantSurges:  []string{"timed_out"},
 		},
 		"progress of pods the surge did not create does not count": {
 			d: surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
@@ -261,12 +278,14 @@ func TestDecide(t *testing.T) {
 			wantMark:    []string{"s"},
 			wantUnmark:  []string{"a"},
 			wantScale:   &scaleChange{replicas: 3},
+			wantSurges:  []string{"timed_out"},
 		},
 		"scaled by someone during the surge: keeps their count": {
 			d:          surging(withReplicas(newDeployment(3, 1), 6), state(3, 1, 10*time.Second), 4),
 			pods:       []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
 			wantUnmark: []string{"a"},
 			wantDrop:   true,
+			wantSurges: []string{"overridden"},
 		},
 		"paused mid-surge: rolls back and declines": {
 			d:           surging(withPaused(newDeployment(3, 1)), state(3, 1, 10*time.Second), 3),
@@ -275,6 +294,7 @@ func TestDecide(t *testing.T) {
 			wantMark:    []string{"s"},
 			wantUnmark:  []string{"a"},
 			wantScale:   &scaleChange{replicas: 3},
+			wantSurges:  []string{"rolled_back"},
 		},
 		"scale-down pending: marks stay": {
 			d:    newDeployment(3, 1),
@@ -292,6 +312,7 @@ func TestDecide(t *testing.T) {
 			wantMark:    []string{"b"},
 			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
 			wantRequeue: true,
+			wantSurges:  []string{"started"},
 		},
 		"timed out pods are not accepted again": {
 			d:    newDeployment(3, 1),
@@ -304,6 +325,7 @@ func TestDecide(t *testing.T) {
 			wantMark:    []string{"a"},
 			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
 			wantRequeue: true,
+			wantSurges:  []string{"started"},
 		},
 		"maxSurge 0: declined": {
 			d:           newDeployment(3, 0),
@@ -335,7 +357,8 @@ func TestDecide(t *testing.T) {
 			d:    withAnnotation(newDeployment(3, 1), evacuation.SurgeAnnotation, "{"),
 			pods: []*corev1.Pod{pod("a"), pod("b"), pod("c")},
 			// Nothing is requested: no answers.
-			wantDrop: true,
+			wantDrop:   true,
+			wantSurges: []string{"invalid"},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -376,6 +399,9 @@ func TestDecide(t *testing.T) {
 			}
 			if p.dropSurge != tc.wantDrop {
 				t.Errorf("dropSurge = %t, want %t", p.dropSurge, tc.wantDrop)
+			}
+			if o := surgeOutcomes(p.events); !slices.Equal(o, tc.wantSurges) {
+				t.Errorf("surge outcomes = %v, want %v", o, tc.wantSurges)
 			}
 			if (p.requeueAfter > 0) != tc.wantRequeue {
 				t.Errorf("requeueAfter = %v, want requeue %t", p.requeueAfter, tc.wantRequeue)

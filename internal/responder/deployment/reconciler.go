@@ -145,6 +145,7 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 	for _, a := range p.answers {
 		g.Go(func() error {
 			var err error
+			latency, first := answerLatency(a.pod, time.Now())
 			switch a.status {
 			case corev1.ConditionTrue:
 				err = evacuation.Accept(ctx, r.Client, a.pod, a.reason, a.message)
@@ -153,8 +154,11 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 			default:
 				err = evacuation.Withdraw(ctx, r.Client, a.pod)
 			}
-			if err != nil && !apierrors.IsNotFound(err) {
+			switch {
+			case err != nil && !apierrors.IsNotFound(err):
 				fail(fmt.Errorf("answering for pod %s: %w", a.pod.Name, err))
+			case err == nil && first && a.status != "":
+				observeAnswer(a.status, latency)
 			}
 			return nil
 		})
@@ -204,6 +208,9 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 			logger.Info("Scaled the Deployment", "from", ptr.Deref(orig.Spec.Replicas, 1), "to", p.scale.replicas,
 				"surge", d.Annotations[evacuation.SurgeAnnotation])
 		}
+	}
+	for _, outcome := range surgeOutcomes(p.events) {
+		surgesTotal.WithLabelValues(outcome).Inc()
 	}
 	for _, e := range p.events {
 		logger.Info("Evacuation step", "reason", e.reason, "note", e.message)

@@ -92,7 +92,8 @@ func setBootID(t *testing.T, node string) string {
 // A Ready node of the same maintenance, with a pod stuck terminating too, never gets it.
 func TestOutOfServiceAfterShutdown(t *testing.T) {
 	ns := framework.Namespace(t)
-	startController(t)
+	controller := framework.NewController(t)
+	controller.Start()
 	down, up := node(4), node(0)
 	stuck := func(name string) *corev1.Pod {
 		p := barePod(ns, name, nil)
@@ -174,6 +175,13 @@ func TestOutOfServiceAfterShutdown(t *testing.T) {
 		n := &corev1.Node{}
 		err := framework.Client().Get(ctx, client.ObjectKey{Name: down}, n)
 		return outOfServiceTainted(n) && !localcluster.IsNodeReady(n), fmt.Sprintf("ready %v, taints %v", localcluster.IsNodeReady(n), n.Spec.Taints), err
+	})
+	// The metrics count the taint, and the maintenance's node out of service.
+	expectMetrics(t, controller.MetricsTarget(), "the out-of-service taint counted", func(m framework.Metrics) []string {
+		return check(m,
+			want("nodemaint_out_of_service_taints_total", nil, eq(1)),
+			want("nodemaint_maintenance_nodes", map[string]string{"maintenance": "shutdown", "state": "out_of_service"}, eq(1)),
+		)
 	})
 	testutil.Eventually(t, timeout, "pod GC removes the stuck pod", func(ctx context.Context) (bool, string, error) {
 		err := framework.Client().Get(ctx, client.ObjectKey{Namespace: ns, Name: "stuck-down"}, &corev1.Pod{})

@@ -1,0 +1,227 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// MetricsTarget is how to reach a controller's metrics endpoint. ScrapeMetrics and the scrape
+// configuration of StartPrometheus are built from it alone: the scheme and credentials of the
+// endpoint are known here and nowhere else.
+type MetricsTarget struct {
+	// Scheme is http or https; Address is host:port; Path is /metrics.
+	Scheme, Address, Path string
+}
+
+// MetricsTarget returns the controller's metrics endpoint.
+func (c *Controller) MetricsTarget() MetricsTarget {
+	return MetricsTarget{Scheme: "http", Address: c.metricsAddr, Path: "/metrics"}
+}
+
+func (m MetricsTarget) url() string { return m.Scheme + "://" + m.Address + m.Path }
+
+// scrapeConfig is the Prometheus scrape_config of the target, under the job name.
+func (m MetricsTarget) scrapeConfig(job string) map[string]any {
+	return map[string]any{
+		"job_name":        job,
+		"scheme":          m.Scheme,
+		"metrics_path":    m.Path,
+		"scrape_interval": "1s",
+		"scrape_timeout":  "1s",
+		"static_configs":  []any{map[string]any{"targets": []string{m.Address}}},
+	}
+}
+
+// Metrics are the metric families of one scrape, by name.
+type Metrics map[string]*dto.MetricFamily
+
+// ScrapeMetrics reads the target's metrics once.
+func ScrapeMetrics(ctx context.Context, target MetricsTarget) (Metrics, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.url(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return nil, fmt.Errorf("GET %s: %s: %s", target.url(), resp.Status, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	return Metrics(families), err
+}
+
+// Value sums the samples of the metric name whose labels include labels: a counter's or gauge's
+// value, a histogram's count. ok is false when no sample matches.
+func (m Metrics) Value(name string, labels map[string]string) (sum float64, ok bool) {
+	f := m[name]
+	if f == nil {
+		return 0, false
+	}
+	for _, s := range f.GetMetric() {
+		matched := 0
+		for _, l := range s.GetLabel() {
+			if v, want := labels[l.GetName()]; want && v == l.GetValue() {
+				matched++
+			}
+		}
+		if matched != len(labels) {
+			continue
+		}
+		ok = true
+		switch {
+		case s.GetCounter() != nil:
+			sum += s.GetCounter().GetValue()
+		case s.GetGauge() != nil:
+			sum += s.GetGauge().GetValue()
+		case s.GetHistogram() != nil:
+			sum += float64(s.GetHistogram().GetSampleCount())
+		}
+	}
+	return sum, ok
+}
+
+// Prometheus is a Prometheus server (Debian package prometheus) run for a test on a free
+// loopback port, with its storage in the test's temporary directory, scraping its targets every
+// second.
+type Prometheus struct {
+	url string
+}
+
+// prometheusReadyTimeout bounds the wait for a started Prometheus to be ready.
+const prometheusReadyTimeout = 30 * time.Second
+
+// StartPrometheus starts Prometheus scraping the targets under the job name; it is stopped when
+// the test ends. It fails the test when there is no prometheus binary (.ci/run installs it).
+func StartPrometheus(t testing.TB, job string, targets ...MetricsTarget) *Prometheus {
+	t.Helper()
+	binary, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatalf("no prometheus binary (apt-get install prometheus): %v", err)
+	}
+	dir := t.TempDir()
+	var scrapes []any
+	for _, target := range targets {
+		scrapes = append(scrapes, target.scrapeConfig(job))
+	}
+	config, err := json.Marshal(map[string]any{"scrape_configs": scrapes}) // JSON is YAML
+	if err != nil {
+		t.Fatal(err)
+	}
+	configPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(configPath, config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "--config.file="+configPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		logFile.Close()
+		if t.Failed() {
+			if out, err := os.ReadFile(logFile.Name()); err == nil && len(out) > 0 {
+				t.Logf("prometheus log:\n%s", out)
+			}
+		}
+	})
+	p := &Prometheus{url: "http://" + addr}
+	err = wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, prometheusReadyTimeout, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-exited:
+			return false, fmt.Errorf("prometheus exited")
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/-/ready", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("prometheus not ready: %v", err)
+	}
+	// Prometheus applies its targets a few seconds after it starts: wait until each was scraped,
+	// so that the test's metrics are recorded from the start.
+	err = wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, prometheusReadyTimeout, true, func(ctx context.Context) (bool, error) {
+		series, err := p.QueryRange(ctx, fmt.Sprintf("up{job=%q} == 1", job), time.Now().Add(-time.Second), time.Now(), time.Second)
+		return err == nil && len(series) == len(targets), nil
+	})
+	if err != nil {
+		t.Fatalf("prometheus scraped none of %d targets: %v", len(targets), err)
+	}
+	return p
+}
+
+// Series is one series of a range query's result: its labels and its values.
+type Series struct {
+	Metric map[string]string `json:"metric"`
+	Values [][2]any          `json:"values"`
+}
+
+// QueryRange runs a PromQL range query from start to end, a point every step.
+func (p *Prometheus) QueryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]Series, error) {
+	q := url.Values{
+		"query": {expr},
+		"start": {strconv.FormatFloat(float64(start.UnixMilli())/1000, 'f', 3, 64)},
+		"end":   {strconv.FormatFloat(float64(end.UnixMilli())/1000, 'f', 3, 64)},
+		"step":  {step.String()},
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/api/v1/query_range?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []Series `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("query %q: %s: %w", expr, resp.Status, err)
+	}
+	if body.Status != "success" {
+		return nil, fmt.Errorf("query %q: %s", expr, body.Error)
+	}
+	return body.Data.Result, nil
+}
