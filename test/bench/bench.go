@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -197,6 +198,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 			return nil, err
 		}
 		clientRequests = diff(ctrlAfter.requests, ctrlBefore.requests)
+		res.ControllerWrites = diff(ctrlAfter.writes, ctrlBefore.writes)
 		res.NodeQueueWaitSeconds = meanOf(ctrlAfter.queueWait, ctrlBefore.queueWait)
 		res.NodeReconcileSeconds = meanOf(ctrlAfter.reconcile, ctrlBefore.reconcile)
 		cpu, hwm, err := procStats(ctrl.pid())
@@ -224,6 +226,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	if res.EvacuatedPods > 0 {
 		res.APIRequestsPerPod = perPod(res.APIRequests, res.EvacuatedPods)
 		res.ClientRequestsPerPod = perPod(res.ClientRequests, res.EvacuatedPods)
+		res.ControllerWritesPerPod = perPod(res.ControllerWrites, res.EvacuatedPods)
 	}
 
 	if err := b.restore(ctx, method, targets); err != nil {
@@ -645,7 +648,15 @@ func (b *bench) idleMemory(ctx context.Context, nodes, pods int) (*IdleResult, e
 	if err != nil {
 		return nil, err
 	}
-	return &IdleResult{Nodes: nodes, Pods: pods, RSSMiB: round(float64(rss) / 1024), PeakRSSMiB: round(float64(hwm) / 1024), CPUSeconds: round(cpu)}, nil
+	res := &IdleResult{Nodes: nodes, Pods: pods, RSSMiB: round(float64(rss) / 1024), PeakRSSMiB: round(float64(hwm) / 1024), CPUSeconds: round(cpu)}
+	// The heap profile says what the memory holds: go tool pprof -top -sample_index=inuse_space.
+	profile := fmt.Sprintf("idle-heap-%d-%d.pb.gz", nodes, pods)
+	inuse, err := ctrl.heapProfile(ctx, filepath.Join(b.o.out, profile))
+	if err != nil {
+		return nil, fmt.Errorf("heap profile: %w", err)
+	}
+	res.HeapInuseMiB, res.HeapProfile = round(inuse/(1<<20)), profile
+	return res, nil
 }
 
 // createIdlePods creates pods pods in namespace, spread evenly over the cluster's kwok nodes and
