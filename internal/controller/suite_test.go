@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodemaint/nodemaint/internal/cachetrim"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -57,6 +60,7 @@ func runManager(ctx context.Context) error {
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:  testenv.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   cachetrim.Options(cache.Options{}),
 	})
 	if err != nil {
 		return err
