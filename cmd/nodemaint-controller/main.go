@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/semaphore"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -35,6 +36,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/controller"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/features"
+	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 )
 
@@ -144,6 +146,8 @@ func run(o options) error {
 	ctx := ctrl.SetupSignalHandler()
 	recorder := mgr.GetEventRecorder("nodemaint-controller")
 
+	// The pods' writes of the node controller and the responder, until the cache shows them.
+	written := ownwrites.New[*corev1.Pod]()
 	if features.Gate.Enabled(features.DeclarativeNodeMaintenance) {
 		if err := controller.SetupIndexes(ctx, mgr); err != nil {
 			return fmt.Errorf("setting up indexes: %w", err)
@@ -151,12 +155,12 @@ func run(o options) error {
 		evictions := drain.NewEvictions(min(time.Second, o.evictionMaxBackoff), o.evictionMaxBackoff)
 		if err := (&controller.NodeReconciler{
 			Client: mgr.GetClient(), Recorder: recorder,
-			Evictions: evictions, EvictionSlots: semaphore.NewWeighted(o.maxEvictions), OwnPods: ownPods,
+			Evictions: evictions, EvictionSlots: semaphore.NewWeighted(o.maxEvictions), OwnPods: ownPods, Written: written,
 		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up node controller: %w", err)
 		}
 		if err := (&controller.NodeMaintenanceReconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Evictions: evictions, StatusBatchDelay: o.statusBatchDelay, OwnPods: ownPods,
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Evictions: evictions, StatusBatchDelay: o.statusBatchDelay, OwnPods: ownPods, Written: written,
 		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up NodeMaintenance controller: %w", err)
 		}
@@ -184,7 +188,7 @@ func run(o options) error {
 			return fmt.Errorf("creating the Deployment evacuation responder's client: %w", err)
 		}
 		if err := (&deployment.Reconciler{
-			Client: responderClient, Recorder: recorder, SurgeTimeout: o.surgeTimeout,
+			Client: responderClient, Recorder: recorder, SurgeTimeout: o.surgeTimeout, Written: written,
 		}).SetupWithManager(ctx, mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up the Deployment evacuation responder: %w", err)
 		}
