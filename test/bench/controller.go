@@ -122,11 +122,12 @@ func (p *controllerProcess) heapProfile(ctx context.Context, path string) (float
 	if err != nil {
 		return 0, err
 	}
-	inuse, err := sumCounter(bytes.NewReader(text), "go_memstats_heap_inuse_bytes")
-	if err != nil {
-		return 0, err
+	for _, line := range strings.Split(string(text), "\n") {
+		if value, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(value), 64)
+		}
 	}
-	return inuse[""], nil
+	return 0, errors.New("no go_memstats_heap_inuse_bytes in the controller's metrics")
 }
 
 func httpGet(ctx context.Context, url string) ([]byte, error) {
