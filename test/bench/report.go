@@ -114,7 +114,10 @@ type RunResult struct {
 	ControllerWrites       map[string]float64 `json:"controllerWrites,omitempty"`
 	ControllerWritesPerPod map[string]float64 `json:"controllerWritesPerPod,omitempty"`
 	ControllerCPUSeconds   *float64           `json:"controllerCPUSeconds,omitempty"`
-	ControllerPeakRSSMiB   *float64           `json:"controllerPeakRSSMiB,omitempty"`
+	// CPUProfile is the file (under -out) of the controller's CPU profile of the run's first
+	// minute.
+	CPUProfile           string   `json:"cpuProfile,omitempty"`
+	ControllerPeakRSSMiB *float64 `json:"controllerPeakRSSMiB,omitempty"`
 	// NodeQueueWaitSeconds and NodeReconcileSeconds are the node controller's mean time in its
 	// work queue and mean reconcile (evictions included): whether evictions hold the workers
 	// other nodes wait for.
