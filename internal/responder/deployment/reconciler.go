@@ -111,7 +111,11 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 			return in, err
 		}
 		for j := range pods.Items {
-			in.pods = append(in.pods, r.Written.Fresh(&pods.Items[j]).DeepCopy())
+			pod := &pods.Items[j]
+			if fresh := r.Written.Fresh(pod); fresh != pod {
+				pod = fresh.DeepCopy() // the record's copy is shared
+			}
+			in.pods = append(in.pods, pod)
 		}
 	}
 	if toEvacuate(in.pods) == 0 {
