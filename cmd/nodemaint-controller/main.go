@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/semaphore"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -30,14 +31,18 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/apirequests"
+	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/controller"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/features"
+	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 )
 
 type options struct {
 	metricsAddr, probeAddr  string
+	pprofAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaseDuration           time.Duration
@@ -59,6 +64,7 @@ func main() {
 	fs := pflag.CommandLine
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoints (/debug/pprof/: heap, CPU); empty disables them. Bind it to localhost: profiles are not authenticated.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader, so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "nodemaint-system", "Namespace of the leader election Lease.")
 	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a replica that stopped renewing keeps the leadership.")
@@ -111,6 +117,8 @@ func run(o options) error {
 	// Leader election renews its Lease with a client and rate limiter of its own, so that a busy
 	// controller never loses the leadership waiting for its own token bucket.
 	leaderElectionCfg := rest.CopyConfig(cfg)
+	leaderElectionCfg.Wrap(apirequests.Wrap("leader-election"))
+	cfg.Wrap(apirequests.Wrap("controller"))
 	// Every other client shares one token bucket: without it, each API group's REST client (core,
 	// events, nodemaint.dev, ...) would get --kube-api-qps of its own.
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.qps, o.burst)
@@ -127,9 +135,10 @@ func run(o options) error {
 		LeaseDuration:                 &o.leaseDuration,
 		RenewDeadline:                 &o.renewDeadline,
 		RetryPeriod:                   &o.retryPeriod,
-		Cache: cache.Options{
-			DefaultTransform: cache.TransformStripManagedFields(),
-		},
+		// Only what the controllers read is kept in the caches (managed fields, pods'
+		// containers, pod templates dropped): see internal/cachetrim.
+		Cache:            cachetrim.Options(cache.Options{}),
+		PprofBindAddress: o.pprofAddr,
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -137,6 +146,8 @@ func run(o options) error {
 	ctx := ctrl.SetupSignalHandler()
 	recorder := mgr.GetEventRecorder("nodemaint-controller")
 
+	// The pods' writes of the node controller and the responder, until the cache shows them.
+	written := ownwrites.New[*corev1.Pod]()
 	if features.Gate.Enabled(features.DeclarativeNodeMaintenance) {
 		if err := controller.SetupIndexes(ctx, mgr); err != nil {
 			return fmt.Errorf("setting up indexes: %w", err)
@@ -144,12 +155,12 @@ func run(o options) error {
 		evictions := drain.NewEvictions(min(time.Second, o.evictionMaxBackoff), o.evictionMaxBackoff)
 		if err := (&controller.NodeReconciler{
 			Client: mgr.GetClient(), Recorder: recorder,
-			Evictions: evictions, EvictionSlots: semaphore.NewWeighted(o.maxEvictions), OwnPods: ownPods,
+			Evictions: evictions, EvictionSlots: semaphore.NewWeighted(o.maxEvictions), OwnPods: ownPods, Written: written,
 		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up node controller: %w", err)
 		}
 		if err := (&controller.NodeMaintenanceReconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Evictions: evictions, StatusBatchDelay: o.statusBatchDelay, OwnPods: ownPods,
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Evictions: evictions, StatusBatchDelay: o.statusBatchDelay, OwnPods: ownPods, Written: written,
 		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up NodeMaintenance controller: %w", err)
 		}
@@ -167,6 +178,7 @@ func run(o options) error {
 		// owner's controller, which would have its own client anyway (KEP-4212). It reads from
 		// the manager's cache.
 		responderCfg := rest.CopyConfig(cfg)
+		responderCfg.WrapTransport = apirequests.Wrap("deployment-responder")
 		responderCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.qps, o.burst)
 		responderCfg.UserAgent = "nodemaint-controller/deployment-responder"
 		responderClient, err := client.New(responderCfg, client.Options{
@@ -176,7 +188,7 @@ func run(o options) error {
 			return fmt.Errorf("creating the Deployment evacuation responder's client: %w", err)
 		}
 		if err := (&deployment.Reconciler{
-			Client: responderClient, Recorder: recorder, SurgeTimeout: o.surgeTimeout,
+			Client: responderClient, Recorder: recorder, SurgeTimeout: o.surgeTimeout, Written: written,
 		}).SetupWithManager(ctx, mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up the Deployment evacuation responder: %w", err)
 		}

@@ -48,10 +48,14 @@ func SetupIndexes(ctx context.Context, mgr manager.Manager) error {
 	})
 }
 
-// podsOnNode lists the pods bound to a node, from the cache.
+// podsOnNode lists the pods bound to a node, from the cache, without copying them: the pods share
+// their maps and slices with the cache and are read only. Observations are read only (FuzzDecide
+// checks that a decision does not change its observation) and apply copies a pod before it
+// changes it (patchPods). Deep copies of every pod of a node, at each reconcile of the node and of
+// each maintenance selecting it, were a quarter of the controller's CPU in scenario M.
 func podsOnNode(ctx context.Context, c client.Reader, node string) ([]corev1.Pod, error) {
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.MatchingFields{podNodeNameIndex: node}); err != nil {
+	if err := c.List(ctx, &pods, client.MatchingFields{podNodeNameIndex: node}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	return pods.Items, nil

@@ -20,9 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -45,6 +47,9 @@ type NodeReconciler struct {
 	// OwnPods are nodemaint-controller's own pods: asked to move like any other, never evicted
 	// or deleted. Nil: none.
 	OwnPods *OwnPods
+	// Written remembers the pods' evacuation requests written until the cache shows them;
+	// shared with the NodeMaintenance reconciler and the Deployment responder. Nil: none.
+	Written *ownwrites.Writes[*corev1.Pod]
 	// Clock tells the time; nil is the real clock. A reconcile reads it once and decides, writes
 	// and schedules its next look from that one instant.
 	Clock clock.PassiveClock
@@ -87,7 +92,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 }
 
 func (r *NodeReconciler) observer() *observer {
-	return &observer{client: r.Client, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active}
+	return &observer{client: r.Client, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written}
 }
 
 // apply carries the decision out. Withdrawals come first: the node's annotation stops naming a
@@ -177,6 +182,7 @@ func (r *NodeReconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reas
 	g.SetLimit(podWritesPerNode)
 	for _, orig := range pods {
 		pod := orig.DeepCopy()
+		before := orig.ResourceVersion
 		if reason != nil {
 			cond := maintenance.EvacuationRequest(*reason)
 			cond.LastTransitionTime = metav1.NewTime(now)
@@ -186,6 +192,10 @@ func (r *NodeReconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reas
 		}
 		g.Go(func() error {
 			err := r.Client.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig))
+			if err == nil {
+				cachetrim.Pod(pod)
+				r.Written.Wrote(before, pod)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

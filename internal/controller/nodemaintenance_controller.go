@@ -22,6 +22,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/ownwrites"
 )
 
 // NodeMaintenanceReconciler keeps a NodeMaintenance's finalizer, status and Events: which nodes it
@@ -33,6 +34,8 @@ type NodeMaintenanceReconciler struct {
 	Evictions *drain.Evictions
 	// OwnPods are nodemaint-controller's own pods (see NodeReconciler.OwnPods).
 	OwnPods *OwnPods
+	// Written: see NodeReconciler.Written.
+	Written *ownwrites.Writes[*corev1.Pod]
 	// Clock tells the time; nil is the real clock.
 	Clock clock.PassiveClock
 	// APIReader reads from the API server, not the cache: the preflight of a Planning
@@ -142,7 +145,7 @@ const drainStatusRefresh = 5 * time.Second
 // status reports those decisions (what holds which pods, what is pending), not a computation of
 // its own.
 func (r *NodeMaintenanceReconciler) decide(ctx context.Context, nodes []*corev1.Node, now time.Time) ([]nodeDecision, error) {
-	o := &observer{client: r.Client, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active}
+	o := &observer{client: r.Client, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written}
 	v, err := o.view(ctx)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/ownwrites"
 )
 
 // +kubebuilder:rbac:groups=nodemaint.dev,resources=drainrules,verbs=get;list;watch
@@ -29,6 +30,8 @@ type observer struct {
 	evictions *drain.Evictions
 	// active is when this replica became the leader.
 	active *activeSince
+	// written are the pods' writes the cache may not show yet.
+	written *ownwrites.Writes[*corev1.Pod]
 }
 
 // view is what the observations of one reconcile share, each read once: the NodeMaintenances,
@@ -65,6 +68,11 @@ func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nod
 	var err error
 	if obs.Pods, err = podsOnNode(ctx, o.client, node.Name); err != nil {
 		return obs, err
+	}
+	for i := range obs.Pods {
+		if fresh := o.written.Fresh(&obs.Pods[i]); fresh != &obs.Pods[i] {
+			obs.Pods[i] = *fresh.DeepCopy()
+		}
 	}
 	if obs.Plan, err = o.plan(ctx, v, node, obs.Pods, maintenance.IgnoreDrainLabel(obs.Maintenances)); err != nil {
 		return obs, err

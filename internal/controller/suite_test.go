@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodemaint/nodemaint/internal/cachetrim"
+	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -57,6 +61,7 @@ func runManager(ctx context.Context) error {
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:  testenv.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   cachetrim.Options(cache.Options{}),
 	})
 	if err != nil {
 		return err
@@ -66,10 +71,11 @@ func runManager(ctx context.Context) error {
 	}
 	rec := mgr.GetEventRecorder("nodemaint-controller")
 	evictions := drain.NewEvictions(100*time.Millisecond, time.Second)
-	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions, OwnPods: ownPods}).SetupWithManager(mgr, 4); err != nil {
+	written := ownwrites.New[*corev1.Pod]()
+	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions, OwnPods: ownPods, Written: written}).SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
-	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Evictions: evictions, OwnPods: ownPods, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
+	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Evictions: evictions, OwnPods: ownPods, Written: written, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
 	if err := (&controller.DrainRuleReconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr); err != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -46,6 +47,18 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("Decide is not deterministic")
 		}
 		check(t, obs, d, now)
+
+		// The controller observes through trimmed caches (internal/cachetrim): trimmed, the
+		// observation gives the same decision.
+		trim := trimmed(obs)
+		for i := range obs.Pods {
+			if maintenance.Targeted(&obs.Pods[i]) != maintenance.Targeted(&trim.Pods[i]) {
+				t.Fatalf("pod %s: trimmed, targeted %v", obs.Pods[i].Name, maintenance.Targeted(&trim.Pods[i]))
+			}
+		}
+		if got, want := decisionKey(Decide(trim, now)), decisionKey(d); got != want {
+			t.Fatalf("trimmed, the observation decides otherwise:\n%s\nnot\n%s", got, want)
+		}
 
 		// Applied, the decision leaves nothing to change: the node, its condition and the pods'
 		// requests are what the next decision wants.
@@ -421,4 +434,56 @@ func (g *gen) pod(i int, now time.Time) (*corev1.Pod, drain.Class) {
 		pod.Status.Phase = corev1.PodSucceeded
 	}
 	return pod, class
+}
+
+// trimmed is the observation as the controller's caches hold it.
+func trimmed(obs Observation) Observation {
+	obs.Node = obs.Node.DeepCopy()
+	cachetrim.Node(obs.Node)
+	pods := make([]corev1.Pod, len(obs.Pods))
+	for i := range obs.Pods {
+		obs.Pods[i].DeepCopyInto(&pods[i])
+		cachetrim.Pod(&pods[i])
+	}
+	index := map[types.UID]int{}
+	for i := range pods {
+		index[pods[i].UID] = i
+	}
+	regroup := func(cs []drain.Classified) []drain.Classified {
+		var out []drain.Classified
+		for _, c := range cs {
+			out = append(out, drain.Classified{Pod: &pods[index[c.Pod.UID]], Class: c.Class})
+		}
+		return out
+	}
+	obs.Pods = pods
+	obs.Plan = drain.Plan{Current: regroup(obs.Plan.Current), Later: regroup(obs.Plan.Later),
+		WaitCompleted: regroup(obs.Plan.WaitCompleted), Skipped: regroup(obs.Plan.Skipped), Held: regroup(obs.Plan.Held)}
+	return obs
+}
+
+// decisionKey is what a decision does, as text: the node's spec, metadata and conditions as
+// wanted, and the pods by name.
+func decisionKey(d Decision) string {
+	names := func(pods []*corev1.Pod) (out []string) {
+		for _, p := range pods {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	classified := func(cs []drain.Classified) (out []string) {
+		for _, c := range cs {
+			out = append(out, c.Pod.Name+"/"+fmt.Sprint(c.Class))
+		}
+		return out
+	}
+	node, _ := json.Marshal(struct {
+		Spec        corev1.NodeSpec
+		Labels      map[string]string
+		Annotations map[string]string
+		Conditions  []corev1.NodeCondition
+	}{d.Node.Spec, d.Node.Labels, d.Node.Annotations, d.Node.Status.Conditions})
+	return fmt.Sprintf("intent %+v\nnode %s\nchange %+v %q\nwithdraw %v request %v %q\ndelete %v evict %v\nreport %+v\nrecheck %v",
+		d.Intent, node, d.Change, d.ShutdownNotConfirmed, names(d.Withdraw), names(d.Request), d.RequestReason,
+		classified(d.Delete), classified(d.Evict), d.Report, d.RecheckAfter)
 }

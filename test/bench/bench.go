@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -170,6 +171,17 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	}
 	runCtx, cancel := context.WithTimeout(ctx, max(b.o.runTimeout, s.Timeout))
 	defer cancel()
+	if ctrl != nil {
+		// The controller's CPU profile of the run's first minute (go tool pprof -top): where
+		// its CPU goes while it moves pods.
+		res.CPUProfile = fmt.Sprintf("%s-%s-cpu.pb.gz", strings.ToLower(s.Name), method)
+		path := filepath.Join(b.o.out, res.CPUProfile)
+		go func() {
+			if err := httpGetTo(runCtx, "http://"+ctrl.pprofAddr+"/debug/pprof/profile?seconds=60", path); err != nil {
+				slog.Info("No CPU profile of the run", "err", err)
+			}
+		}()
+	}
 	var clientRequests map[string]float64
 	switch {
 	case s.Rollout != nil && method == MethodNodemaint:
@@ -197,6 +209,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 			return nil, err
 		}
 		clientRequests = diff(ctrlAfter.requests, ctrlBefore.requests)
+		res.ControllerWrites = diff(ctrlAfter.writes, ctrlBefore.writes)
 		res.NodeQueueWaitSeconds = meanOf(ctrlAfter.queueWait, ctrlBefore.queueWait)
 		res.NodeReconcileSeconds = meanOf(ctrlAfter.reconcile, ctrlBefore.reconcile)
 		cpu, hwm, err := procStats(ctrl.pid())
@@ -224,6 +237,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	if res.EvacuatedPods > 0 {
 		res.APIRequestsPerPod = perPod(res.APIRequests, res.EvacuatedPods)
 		res.ClientRequestsPerPod = perPod(res.ClientRequests, res.EvacuatedPods)
+		res.ControllerWritesPerPod = perPod(res.ControllerWrites, res.EvacuatedPods)
 	}
 
 	if err := b.restore(ctx, method, targets); err != nil {
@@ -645,7 +659,15 @@ func (b *bench) idleMemory(ctx context.Context, nodes, pods int) (*IdleResult, e
 	if err != nil {
 		return nil, err
 	}
-	return &IdleResult{Nodes: nodes, Pods: pods, RSSMiB: round(float64(rss) / 1024), PeakRSSMiB: round(float64(hwm) / 1024), CPUSeconds: round(cpu)}, nil
+	res := &IdleResult{Nodes: nodes, Pods: pods, RSSMiB: round(float64(rss) / 1024), PeakRSSMiB: round(float64(hwm) / 1024), CPUSeconds: round(cpu)}
+	// The heap profile says what the memory holds: go tool pprof -top -sample_index=inuse_space.
+	profile := fmt.Sprintf("idle-heap-%d-%d.pb.gz", nodes, pods)
+	inuse, err := ctrl.heapProfile(ctx, filepath.Join(b.o.out, profile))
+	if err != nil {
+		return nil, fmt.Errorf("heap profile: %w", err)
+	}
+	res.HeapInuseMiB, res.HeapProfile = round(inuse/(1<<20)), profile
+	return res, nil
 }
 
 // createIdlePods creates pods pods in namespace, spread evenly over the cluster's kwok nodes and

@@ -50,13 +50,14 @@ type controllerProcess struct {
 	cmd         *exec.Cmd
 	exited      chan struct{}
 	metricsAddr string
+	pprofAddr   string
 }
 
 // startController starts the controller, logging to the cluster's logs directory, and waits
 // until it is ready.
 func (b *bench) startController(ctx context.Context, name string) (*controllerProcess, error) {
-	metricsAddr, probeAddr, err := freeAddr(), freeAddr(), error(nil)
-	if metricsAddr == "" || probeAddr == "" {
+	metricsAddr, probeAddr, pprofAddr, err := freeAddr(), freeAddr(), freeAddr(), error(nil)
+	if metricsAddr == "" || probeAddr == "" || pprofAddr == "" {
 		return nil, errors.New("no free port")
 	}
 	logPath := filepath.Join(b.cluster.Dir(), "logs", "nodemaint-controller-"+name+".log")
@@ -69,6 +70,7 @@ func (b *bench) startController(ctx context.Context, name string) (*controllerPr
 		"--kubeconfig=" + b.kubeconfig,
 		"--metrics-bind-address=" + metricsAddr,
 		"--health-probe-bind-address=" + probeAddr,
+		"--pprof-bind-address=" + pprofAddr,
 		"--leader-elect=false",
 	}, b.o.controllerArgs...)
 	cmd := exec.Command(b.o.controller, args...)
@@ -77,7 +79,7 @@ func (b *bench) startController(ctx context.Context, name string) (*controllerPr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting nodemaint-controller: %w", err)
 	}
-	p := &controllerProcess{cmd: cmd, exited: make(chan struct{}), metricsAddr: metricsAddr}
+	p := &controllerProcess{cmd: cmd, exited: make(chan struct{}), metricsAddr: metricsAddr, pprofAddr: pprofAddr}
 	go func() {
 		_ = cmd.Wait()
 		close(p.exited)
@@ -110,10 +112,54 @@ func (p *controllerProcess) kill() {
 	<-p.exited
 }
 
+// heapProfile saves the controller's heap profile (after a garbage collection) to path and
+// returns its Go heap in use, in bytes, from its metrics.
+func (p *controllerProcess) heapProfile(ctx context.Context, path string) (float64, error) {
+	if err := httpGetTo(ctx, "http://"+p.pprofAddr+"/debug/pprof/heap?gc=1", path); err != nil {
+		return 0, err
+	}
+	text, err := httpGet(ctx, "http://"+p.metricsAddr+"/metrics")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(text), "\n") {
+		if value, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(value), 64)
+		}
+	}
+	return 0, errors.New("no go_memstats_heap_inuse_bytes in the controller's metrics")
+}
+
+func httpGet(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+func httpGetTo(ctx context.Context, url, path string) error {
+	data, err := httpGet(ctx, url)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
 // controllerMetrics is what the benchmark reads of the controller's metrics.
 type controllerMetrics struct {
 	// requests are its client-go requests by HTTP method.
 	requests map[string]float64
+	// writes are its writes (nodemaint_api_requests_total) by "client verb resource [subresource]".
+	writes map[string]float64
 	// queueWait and reconcile are the node controller's work queue wait and reconcile time:
 	// sums in seconds and counts ("sum", "count").
 	queueWait, reconcile map[string]float64
@@ -138,6 +184,16 @@ func (p *controllerProcess) metrics(ctx context.Context) (controllerMetrics, err
 	if m.requests, err = sumCounter(bytes.NewReader(text), "rest_client_requests_total", "method"); err != nil {
 		return m, err
 	}
+	all, err := sumCounter(bytes.NewReader(text), "nodemaint_api_requests_total", "client", "verb", "resource", "subresource")
+	if err != nil {
+		return m, err
+	}
+	m.writes = map[string]float64{}
+	for k, v := range all {
+		if f := strings.Fields(k); len(f) >= 2 && isWrite(f[1]) {
+			m.writes[k] = v
+		}
+	}
 	m.queueWait, m.reconcile = map[string]float64{}, map[string]float64{}
 	for _, part := range []string{"sum", "count"} {
 		wait, err := sumCounter(bytes.NewReader(text), "workqueue_queue_duration_seconds_"+part, "name")
@@ -151,6 +207,15 @@ func (p *controllerProcess) metrics(ctx context.Context) (controllerMetrics, err
 		m.queueWait[part], m.reconcile[part] = wait["node"], rec["node"]
 	}
 	return m, nil
+}
+
+// isWrite says whether the API verb changes something.
+func isWrite(verb string) bool {
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
 }
 
 // meanOf is the mean of a histogram between two reads (sum over count), nil without samples.

@@ -45,6 +45,8 @@ type options struct {
 	responseTimeout time.Duration
 	runTimeout      time.Duration
 	idle            bool
+	idleNodes       int
+	idlePods        int
 	keep            bool
 	methods         []string
 	controllerArgs  []string
@@ -61,6 +63,8 @@ func main() {
 	flag.StringVar(&names, "scenarios", "S,B,M,P", "Scenarios to run, comma-separated: S, B, M, P (a node pool rebooted node by node), L.")
 	flag.BoolVar(&large, "large", false, "Also run scenario L (100 of 1,000 nodes, 10,000 pods) and the controller's idle memory with 5,000 nodes and 50,000 pods.")
 	flag.BoolVar(&o.idle, "idle", false, "Also measure the controller's idle memory with 5,000 nodes and 50,000 pods (-large does too); with -scenarios= alone.")
+	flag.IntVar(&o.idleNodes, "idle-nodes", 5000, "Nodes of the idle measurement.")
+	flag.IntVar(&o.idlePods, "idle-pods", 50000, "Pods of the idle measurement.")
 	flag.StringVar(&o.out, "out", "_output/bench", "Directory of the results (JSON) and of the cluster.")
 	flag.StringVar(&o.k8sBinDir, "k8s-bin-dir", os.Getenv("KUBEBUILDER_ASSETS"), "Directory of the control-plane binaries; empty runs hack/control-plane.sh.")
 	flag.StringVar(&o.controller, "controller", "bin/nodemaint-controller", "The nodemaint-controller binary (make build).")
@@ -169,10 +173,10 @@ func run(o options) error {
 		}
 	}
 	if runErr == nil && o.idle {
-		idle, err := b.idleMemory(ctx, 5000, 50000)
+		idle, err := b.idleMemory(ctx, o.idleNodes, o.idlePods)
 		report.Idle = idle
 		if len(selected) == 0 {
-			report.Settings.ClusterNodes = 5000
+			report.Settings.ClusterNodes = o.idleNodes
 		}
 		if err != nil {
 			runErr = fmt.Errorf("idle memory: %w", err)

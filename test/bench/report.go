@@ -109,8 +109,15 @@ type RunResult struct {
 	// ClientRequests are the drainer's own requests (the controller's, or kubectl's), by method.
 	ClientRequests       map[string]float64 `json:"clientRequests"`
 	ClientRequestsPerPod map[string]float64 `json:"clientRequestsPerPod,omitempty"`
-	ControllerCPUSeconds *float64           `json:"controllerCPUSeconds,omitempty"`
-	ControllerPeakRSSMiB *float64           `json:"controllerPeakRSSMiB,omitempty"`
+	// ControllerWrites are nodemaint-controller's writes by "client verb resource [subresource]"
+	// (its nodemaint_api_requests_total): what each write per pod is.
+	ControllerWrites       map[string]float64 `json:"controllerWrites,omitempty"`
+	ControllerWritesPerPod map[string]float64 `json:"controllerWritesPerPod,omitempty"`
+	ControllerCPUSeconds   *float64           `json:"controllerCPUSeconds,omitempty"`
+	// CPUProfile is the file (under -out) of the controller's CPU profile of the run's first
+	// minute.
+	CPUProfile           string   `json:"cpuProfile,omitempty"`
+	ControllerPeakRSSMiB *float64 `json:"controllerPeakRSSMiB,omitempty"`
 	// NodeQueueWaitSeconds and NodeReconcileSeconds are the node controller's mean time in its
 	// work queue and mean reconcile (evictions included): whether evictions hold the workers
 	// other nodes wait for.
@@ -130,6 +137,10 @@ type IdleResult struct {
 	RSSMiB     float64 `json:"rssMiB"`
 	PeakRSSMiB float64 `json:"peakRSSMiB"`
 	CPUSeconds float64 `json:"cpuSeconds"`
+	// HeapInuseMiB is the Go heap in use after a garbage collection (the heap profile's
+	// inuse_space, go_memstats_heap_inuse_bytes), HeapProfile the profile's file under -out.
+	HeapInuseMiB float64 `json:"heapInuseMiB,omitempty"`
+	HeapProfile  string  `json:"heapProfile,omitempty"`
 }
 
 func machine(ctx context.Context, c *localcluster.Cluster) Machine {
@@ -305,7 +316,7 @@ func renderTable(r *Report) string {
 	}
 	tw.Flush()
 	if r.Idle != nil {
-		fmt.Fprintf(&buf, "controller idle with %d nodes and %d pods: RSS %.0f MiB (peak %.0f MiB)\n", r.Idle.Nodes, r.Idle.Pods, r.Idle.RSSMiB, r.Idle.PeakRSSMiB)
+		fmt.Fprintf(&buf, "controller idle with %d nodes and %d pods: RSS %.0f MiB (peak %.0f MiB), heap in use %.0f MiB\n", r.Idle.Nodes, r.Idle.Pods, r.Idle.RSSMiB, r.Idle.PeakRSSMiB, r.Idle.HeapInuseMiB)
 	}
 	return buf.String()
 }
@@ -349,6 +360,9 @@ func renderMarkdown(r *Report, chart string) string {
 				fmt.Fprintf(&b, "- %s was run apart: run %s, on a fresh cluster of the same size.\n", run.Method, run.Time)
 			}
 			fmt.Fprintf(&b, "- %s API server requests per pod: %s\n", run.Method, fmtCounts(run.APIRequestsPerPod))
+			if len(run.ControllerWritesPerPod) > 0 {
+				fmt.Fprintf(&b, "- %s's own writes per pod: %s\n", run.Method, fmtCounts(run.ControllerWritesPerPod))
+			}
 		}
 		b.WriteString("\n")
 	}
@@ -357,7 +371,7 @@ func renderMarkdown(r *Report, chart string) string {
 		if r.Idle.Time != "" && r.Idle.Time != r.Time {
 			when = " (run " + r.Idle.Time + ")"
 		}
-		fmt.Fprintf(&b, "Controller idle%s with %d nodes and %d pods: RSS %.0f MiB (peak %.0f MiB).\n\n", when, r.Idle.Nodes, r.Idle.Pods, r.Idle.RSSMiB, r.Idle.PeakRSSMiB)
+		fmt.Fprintf(&b, "Controller idle%s with %d nodes and %d pods: RSS %.0f MiB (peak %.0f MiB), Go heap in use after a collection %.0f MiB.\n\n", when, r.Idle.Nodes, r.Idle.Pods, r.Idle.RSSMiB, r.Idle.PeakRSSMiB, r.Idle.HeapInuseMiB)
 	}
 	return b.String()
 }

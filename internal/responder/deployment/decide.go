@@ -420,8 +420,11 @@ func (p *plan) answerEvents(gaveUp bool) {
 		}
 	}
 	if len(accepted) > 0 {
+		// The note names no pods (their EvacuationInitiated conditions do): the acceptances of
+		// one Deployment's pods, which come node by node, are then one Event series, not one
+		// Event (a write) each.
 		p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "EvacuationAccepted", "Evacuate",
-			fmt.Sprintf("accepted the evacuation of %s (%s): they leave once surged replacements are available", count(accepted), podNames(accepted))})
+			"accepted the evacuation of pods asked to leave their nodes: each leaves once a surged replacement is available (the pods' EvacuationInitiated condition)"})
 	}
 	switch {
 	case gaveUp:

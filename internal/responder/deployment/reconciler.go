@@ -28,7 +28,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/fairqueue"
+	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -47,6 +49,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// SurgeTimeout bounds a surge: DefaultSurgeTimeout when zero.
 	SurgeTimeout time.Duration
+	// Written remembers the pods' answers and marks written until the cache shows them, so that
+	// a reconcile right after does not write them again. Nil: none.
+	Written *ownwrites.Writes[*corev1.Pod]
 }
 
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;patch
@@ -70,13 +75,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	p := decide(in)
-	if err := r.apply(ctx, d, in.pods, p); err != nil {
+	surgingBefore := surgeInProgress(d)
+	written, err := r.apply(ctx, d, in.pods, p)
+	if err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
 		return reconcile.Result{}, err
 	}
-	if err := r.syncMarkers(ctx, d, in, p.ready); err != nil {
+	if err := r.syncMarkers(ctx, d, in, p.ready, surgingBefore && !written); err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
@@ -104,7 +111,11 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 			return in, err
 		}
 		for j := range pods.Items {
-			in.pods = append(in.pods, &pods.Items[j])
+			pod := &pods.Items[j]
+			if fresh := r.Written.Fresh(pod); fresh != pod {
+				pod = fresh.DeepCopy() // the record's copy is shared
+			}
+			in.pods = append(in.pods, pod)
 		}
 	}
 	if toEvacuate(in.pods) == 0 {
@@ -126,7 +137,7 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 // podWritesInFlight bounds the pod patches one reconcile has in flight at once.
 const podWritesInFlight = 10
 
-func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, p plan) error {
+func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, p plan) (written bool, err error) {
 	logger := log.FromContext(ctx)
 	// The pods' answers, then their deletion costs, each in parallel: one patch after the other,
 	// a Deployment of 100 pods on a loaded API server took seconds per step (13s per reconcile in
@@ -143,6 +154,7 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 	var g errgroup.Group
 	g.SetLimit(podWritesInFlight)
 	for _, a := range p.answers {
+		before := a.pod.ResourceVersion
 		g.Go(func() error {
 			var err error
 			latency, first := answerLatency(a.pod, time.Now())
@@ -153,6 +165,9 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 				err = evacuation.Decline(ctx, r.Client, a.pod, a.reason, a.message)
 			default:
 				err = evacuation.Withdraw(ctx, r.Client, a.pod)
+			}
+			if err == nil {
+				r.wrote(before, a.pod)
 			}
 			switch {
 			case err != nil && !apierrors.IsNotFound(err):
@@ -179,11 +194,14 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 	}
 	_ = g.Wait()
 	if len(errs) > 0 {
-		return errors.Join(errs...)
+		return false, errors.Join(errs...)
 	}
 
 	orig := d.DeepCopy()
-	setAnnotation(d, evacuation.DeploymentReplicasToEvacuateAnnotation, countValue(toEvacuate(pods)))
+	count := map[string]*string{evacuation.DeploymentReplicasToEvacuateAnnotation: countValue(toEvacuate(pods))}
+	if p.scale != nil || p.dropSurge || !countCanWait(d.Annotations, count, surgeInProgress(d)) {
+		setAnnotation(d, evacuation.DeploymentReplicasToEvacuateAnnotation, count[evacuation.DeploymentReplicasToEvacuateAnnotation])
+	}
 	if p.dropSurge {
 		setAnnotation(d, evacuation.SurgeAnnotation, nil)
 	}
@@ -202,8 +220,9 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 			opts = append(opts, client.MergeFromWithOptimisticLock{})
 		}
 		if err := r.Client.Patch(ctx, d, client.MergeFromWithOptions(orig, opts...)); err != nil {
-			return fmt.Errorf("patching the Deployment: %w", err)
+			return false, fmt.Errorf("patching the Deployment: %w", err)
 		}
+		written = true
 		if p.scale != nil {
 			logger.Info("Scaled the Deployment", "from", ptr.Deref(orig.Spec.Replicas, 1), "to", p.scale.replicas,
 				"surge", d.Annotations[evacuation.SurgeAnnotation])
@@ -216,13 +235,14 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 		logger.Info("Evacuation step", "reason", e.reason, "note", e.message)
 		r.Recorder.Eventf(d, nil, e.eventType, e.reason, e.action, "%s", e.message)
 	}
-	return nil
+	return written, nil
 }
 
 // setDeletionCost lowers the pod's deletion cost to the lowest, saving the one it had, or
 // restores the saved one.
 func (r *Reconciler) setDeletionCost(ctx context.Context, pod *corev1.Pod, lowest bool) error {
 	orig := pod.DeepCopy()
+	before := pod.ResourceVersion
 	if lowest {
 		setAnnotation(pod, evacuation.OriginalDeletionCostAnnotation, ptr.To(pod.Annotations[corev1.PodDeletionCost]))
 		setAnnotation(pod, corev1.PodDeletionCost, ptr.To(strconv.Itoa(lowestDeletionCost)))
@@ -235,18 +255,38 @@ func (r *Reconciler) setDeletionCost(ctx context.Context, pod *corev1.Pod, lowes
 			setAnnotation(pod, corev1.PodDeletionCost, &saved)
 		}
 	}
-	if err := r.Client.Patch(ctx, pod, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+	err := r.Client.Patch(ctx, pod, client.MergeFrom(orig))
+	if err == nil {
+		r.wrote(before, pod)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("setting the deletion cost of pod %s: %w", pod.Name, err)
 	}
 	return nil
 }
 
-// syncMarkers keeps the ReplicaSets' evacuation-ready and replicas-to-evacuate annotations.
-func (r *Reconciler) syncMarkers(ctx context.Context, d *appsv1.Deployment, in input, ready bool) error {
+// wrote records a write of the pod, as the API server returned it, until the cache shows it.
+func (r *Reconciler) wrote(before string, pod *corev1.Pod) {
+	if r.Written == nil {
+		return
+	}
+	written := pod.DeepCopy()
+	cachetrim.Pod(written)
+	r.Written.Wrote(before, written)
+}
+
+// syncMarkers keeps the ReplicaSets' evacuation-ready and replicas-to-evacuate annotations;
+// countsCanWait: a surge is in progress and the Deployment was not written, so a count whose
+// value alone changed waits for the surge's next step (countCanWait).
+func (r *Reconciler) syncMarkers(ctx context.Context, d *appsv1.Deployment, in input, ready, countsCanWait bool) error {
 	var errs []error
 	for _, rs := range in.replicaSets {
 		orig := rs.DeepCopy()
-		for key, value := range markers(rs, in.pods, ready, d.Annotations) {
+		want := markers(rs, in.pods, ready, d.Annotations)
+		if countCanWait(rs.Annotations, want, countsCanWait) {
+			continue
+		}
+		for key, value := range want {
 			setAnnotation(rs, key, value)
 		}
 		if equality.Semantic.DeepEqual(orig.Annotations, rs.Annotations) {

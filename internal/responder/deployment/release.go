@@ -98,10 +98,10 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 		return changes, again, nil
 	}
 	r := &Reconciler{Client: c, Recorder: discard{}}
-	if err := r.apply(ctx, d, unrequested, p); err != nil {
+	if _, err := r.apply(ctx, d, unrequested, p); err != nil {
 		return changes, true, err
 	}
-	if err := r.syncMarkers(ctx, d, in, false); err != nil {
+	if err := r.syncMarkers(ctx, d, in, false, false); err != nil {
 		return changes, true, err
 	}
 	return changes, again, nil

@@ -1,0 +1,142 @@
+// Package cachetrim keeps in nodemaint-controller's informer caches only what its controllers
+// read. On a cluster of 5,000 nodes and 50,000 pods the caches are most of the controller's
+// memory, and most of a cached pod is what no controller here reads: its containers (images,
+// commands, environment, probes), the containers' statuses, IPs; most of a cached Deployment or
+// ReplicaSet is its pod template. The transforms run as objects enter the cache (before they are
+// stored or handed to event handlers), so a trimmed field is absent for every reader of the
+// cache, and for the patches computed from cached objects: a merge patch is the difference
+// between two copies of the same trimmed object, so a field absent from both is never sent.
+//
+// What the controllers read, and so what is kept:
+//   - Pod: metadata (without managed fields and kubectl's last-applied configuration);
+//     spec.nodeName, tolerations, volumes' persistentVolumeClaim claim names; status.phase,
+//     conditions, and for each container status its name and waiting reason (the Deployment
+//     responder's "replacement failing to start").
+//   - Node: metadata, spec; status.conditions, nodeInfo, volumesAttached.
+//   - Deployment and ReplicaSet: metadata, spec without the pod template (replicas, selector,
+//     strategy, minReadySeconds, paused, ...), status.
+//
+// A reader that needs more (the preflight in the NodeMaintenance status) reads from the API
+// server, not the cache. The list is checked by TestTrimKeepsWhatControllersRead.
+package cachetrim
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// lastApplied is kubectl's client-side apply annotation: a copy of the whole object as applied.
+const lastApplied = corev1.LastAppliedConfigAnnotation
+
+// Options sets the cache's transforms: managed fields and kubectl's last-applied configuration
+// dropped from every object, and the kinds above trimmed.
+func Options(o cache.Options) cache.Options {
+	o.DefaultTransform = Metadata
+	if o.ByObject == nil {
+		o.ByObject = map[client.Object]cache.ByObject{}
+	}
+	for obj, t := range map[client.Object]func(any) (any, error){
+		&corev1.Pod{}:        typed(Pod),
+		&corev1.Node{}:       typed(Node),
+		&appsv1.Deployment{}: typed(Deployment),
+		&appsv1.ReplicaSet{}: typed(ReplicaSet),
+	} {
+		by := o.ByObject[obj]
+		by.Transform = t
+		o.ByObject[obj] = by
+	}
+	return o
+}
+
+// typed makes a cache transform of a trim function: objects of another type (a tombstone) pass
+// unchanged.
+func typed[T any](trim func(T)) func(any) (any, error) {
+	return func(in any) (any, error) {
+		if obj, ok := in.(T); ok {
+			trim(obj)
+			if m, err := meta.Accessor(obj); err == nil {
+				trimMetadata(m)
+			}
+		}
+		return in, nil
+	}
+}
+
+// Metadata drops managed fields and kubectl's last-applied configuration.
+func Metadata(in any) (any, error) {
+	if m, err := meta.Accessor(in); err == nil {
+		trimMetadata(m)
+	}
+	return in, nil
+}
+
+func trimMetadata(m interface {
+	SetManagedFields([]metav1.ManagedFieldsEntry)
+	GetAnnotations() map[string]string
+	SetAnnotations(map[string]string)
+}) {
+	m.SetManagedFields(nil)
+	if a := m.GetAnnotations(); a != nil {
+		if _, ok := a[lastApplied]; ok {
+			delete(a, lastApplied)
+			m.SetAnnotations(a)
+		}
+	}
+}
+
+// Pod keeps of a pod what the controllers read (see the package comment).
+func Pod(pod *corev1.Pod) {
+	var volumes []corev1.Volume
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			volumes = append(volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName},
+			}})
+		}
+	}
+	pod.Spec = corev1.PodSpec{
+		NodeName:    pod.Spec.NodeName,
+		Tolerations: pod.Spec.Tolerations,
+		Volumes:     volumes,
+	}
+	pod.Status = corev1.PodStatus{
+		Phase:                 pod.Status.Phase,
+		Conditions:            pod.Status.Conditions,
+		InitContainerStatuses: waiting(pod.Status.InitContainerStatuses),
+		ContainerStatuses:     waiting(pod.Status.ContainerStatuses),
+	}
+}
+
+// waiting keeps of container statuses the names and the reasons of those waiting.
+func waiting(statuses []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(statuses) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(statuses))
+	for i, s := range statuses {
+		out[i].Name = s.Name
+		if w := s.State.Waiting; w != nil {
+			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason}
+		}
+	}
+	return out
+}
+
+// Node keeps of a node what the controllers read (see the package comment).
+func Node(node *corev1.Node) {
+	node.Status = corev1.NodeStatus{
+		Conditions:      node.Status.Conditions,
+		NodeInfo:        node.Status.NodeInfo,
+		VolumesAttached: node.Status.VolumesAttached,
+	}
+}
+
+// Deployment drops a Deployment's pod template.
+func Deployment(d *appsv1.Deployment) { d.Spec.Template = corev1.PodTemplateSpec{} }
+
+// ReplicaSet drops a ReplicaSet's pod template.
+func ReplicaSet(rs *appsv1.ReplicaSet) { rs.Spec.Template = corev1.PodTemplateSpec{} }
