@@ -218,14 +218,13 @@ func Decide(obs Observed, pods []corev1.Pod, request, withdraw []*corev1.Pod, re
 		case !present[uid]:
 			p.Delete = append(p.Delete, r)
 		case asked[uid]:
+		case r.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentEviction && !withdrawn[uid]:
+			// Asked before and still wanted: the drain asks only once (the answered pod carries
+			// the request).
 		case r.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentEviction && inProgress(obs.Evictions[uid]):
 			want := r.DeepCopy()
 			want.Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
 			p.Update = append(p.Update, want)
-		case r.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentEviction && !withdrawn[uid]:
-			// Not asked and not to withdraw: the drain wants it (another order group's request is
-			// never set before its turn, so this is a request the answered pod still carries).
-			// Only pods the drain withdraws lose it.
 		case !inProgress(obs.Evictions[uid]) || final(r):
 			p.Delete = append(p.Delete, r)
 		}

@@ -70,8 +70,12 @@ func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
 	if p := Decide(obs, pods, nil, nil, "kernel upgrade", now); len(p.Create)+len(p.Update)+len(p.Delete) != 0 {
 		t.Fatalf("nothing to do, got %+v", p)
 	}
-	// b's Eviction is under way: withdrawing b sets Withdrawn; a has none: its request goes.
+	// b's Eviction is under way: still asked, nothing changes; withdrawing b sets Withdrawn; a
+	// has none: its request goes.
 	obs.Evictions[b.UID] = &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-b"}}
+	if p := Decide(obs, pods, nil, nil, "kernel upgrade", now); len(p.Create)+len(p.Update)+len(p.Delete) != 0 {
+		t.Fatalf("an Eviction under way, nothing to do, got %+v", p)
+	}
 	p = Decide(obs, pods, nil, []*corev1.Pod{&a, &b}, "kernel upgrade", now)
 	if len(p.Delete) != 1 || p.Delete[0].Spec.Target.Pod.UID != a.UID || len(p.Update) != 1 || p.Update[0].Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
 		t.Fatalf("withdraw: %+v", p)
