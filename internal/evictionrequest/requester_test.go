@@ -114,7 +114,7 @@ func maintenance(t *testing.T, name, node string) *nodemaintv1alpha1.NodeMainten
 	t.Helper()
 	nm := &nodemaintv1alpha1.NodeMaintenance{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: testutil.NodeSelectorFor(node), Cordon: true, Drain: true, Reason: "kernel upgrade"},
+		Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: testutil.NodeSelectorFor(node), Cordon: true, Drain: true, Reason: "kernel upgrade"},
 	}
 	create(t, nm)
 	return nm
