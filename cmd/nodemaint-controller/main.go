@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	// The IANA time zone database, so that maintenance windows' time zones
 	// (spec.rollout.window.timeZone) resolve where the host or image has no /usr/share/zoneinfo.
 	_ "time/tzdata"
@@ -164,6 +166,12 @@ func run(o options) error {
 		if err := (&evictioncontroller.Reconciler{
 			Client: mgr.GetClient(), Recorder: recorder,
 			Evictions: drain.NewEvictions(time.Second, 15*time.Minute),
+			Protected: func(pod *corev1.Pod) string {
+				if ownPods.Match(pod) {
+					return "nodemaint-controller's own pod"
+				}
+				return ""
+			},
 		}).SetupWithManager(ctx, mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up the Eviction controller: %w", err)
 		}

@@ -37,6 +37,9 @@ type Observation struct {
 	// the pod (zero: now); EvictMessage is what the API server said of the last one.
 	EvictNotBefore time.Time
 	EvictMessage   string
+	// Protected, when set, says why the imperative evictor must not evict the pod (it is
+	// nodemaint-controller's own): it completes without evicting, with this message.
+	Protected string
 }
 
 // Decision is what the Eviction controller does about one target pod now.
@@ -412,9 +415,12 @@ func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod 
 // terminating, or backing off after a refusal), and heartbeat with what it met. Mirror and
 // DaemonSet pods are not evicted through the API: the responder completes without evicting.
 func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alpha1.ResponderStatus, obs Observation, pod *corev1.Pod, now time.Time) {
-	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror || ownedByDaemonSet(pod) {
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror || ownedByDaemonSet(pod) || obs.Protected != "" {
 		rs.CompletionTime = ptr.To(metav1.NewTime(now))
 		rs.Message = ptr.To("API-initiated eviction of DaemonSet and mirror pods is not supported")
+		if obs.Protected != "" {
+			rs.Message = ptr.To(obs.Protected + ": not evicted by nodemaint")
+		}
 		return
 	}
 	msg := "evicting the pod through the Eviction API"

@@ -265,8 +265,8 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		}
 	}
 	if d.Evict != nil {
-		if obs.Pod == nil || obs.Pod.DeletionTimestamp != nil || obs.EvictNotBefore.After(now) {
-			t.Fatalf("evicting a pod gone, terminating or backing off")
+		if obs.Pod == nil || obs.Pod.DeletionTimestamp != nil || obs.EvictNotBefore.After(now) || obs.Protected != "" {
+			t.Fatalf("evicting a pod gone, terminating, backing off or protected")
 		}
 		e := d.Evict
 		for _, w := range d.Status {
@@ -301,6 +301,9 @@ func fuzzObservation(g *testutil.FuzzBytes, now time.Time) Observation {
 		pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{}
 	}
 	obs := Observation{Namespace: "ns", Name: "p", Pod: pod, HeartbeatDeadline: 20 * time.Minute}
+	if g.Byte()%5 == 0 {
+		obs.Protected = "nodemaint-controller's own pod"
+	}
 	if b := g.Byte(); b%3 == 0 {
 		obs.EvictNotBefore, obs.EvictMessage = now.Add(time.Duration(b)*time.Second-100*time.Second), "refused"
 	}

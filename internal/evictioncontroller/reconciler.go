@@ -48,6 +48,9 @@ type Reconciler struct {
 	Evictions *drain.Evictions
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// Protected, when set, says why a pod must never be evicted by nodemaint ("" for others):
+	// nodemaint-controller's own pods. The imperative evictor passes them on.
+	Protected func(*corev1.Pod) string
 }
 
 // Reconcile observes the target pod, its EvictionRequests and Evictions, decides and applies.
@@ -105,6 +108,9 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 		return obs, err
 	}
 	obs.Evictions = evs.Items
+	if obs.Pod != nil && r.Protected != nil {
+		obs.Protected = r.Protected(obs.Pod)
+	}
 	if obs.Pod != nil && r.Evictions != nil {
 		if refusal, ok := r.Evictions.Refusals([]drain.Classified{{Pod: obs.Pod}})[obs.Pod.UID]; ok {
 			obs.EvictNotBefore, obs.EvictMessage = refusal.NotBefore, refusal.Message
