@@ -156,7 +156,13 @@ func answer(e *lifecyclev1alpha1.Eviction) (corev1.PodCondition, bool) {
 		if rs.StartTime != nil {
 			since = *rs.StartTime
 		}
-		return corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "EvictionResponder", Message: msg, LastTransitionTime: since}, true
+		reason := "EvictionResponder"
+		if t.Name == names.ImperativeEvictor && rs.Message != nil && strings.Contains(*rs.Message, "disruption budget") {
+			// The imperative evictor is held by a PodDisruptionBudget: the drain reports it as
+			// it reports its own refused evictions.
+			reason = nodemaintv1alpha1.BlockedReasonPodDisruptionBudget
+		}
+		return corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: since}, true
 	}
 	return corev1.PodCondition{}, false
 }

@@ -112,6 +112,15 @@ func TestAnswerReadsTheEviction(t *testing.T) {
 	if !evacuation.Accepted(&got) || !strings.Contains(c.Message, "evacuating by db.example.com/op, expected completion 2026-01-01T13:00:00Z: copying data") {
 		t.Fatalf("accepted: %+v", c)
 	}
+	// The imperative evictor held by a budget reads as that.
+	e.Status.TargetResponders[0].State = lifecyclev1alpha1.ResponderStateCompleted
+	e.Status.TargetResponders[1].State = lifecyclev1alpha1.ResponderStateActive
+	e.Status.Responders = append(e.Status.Responders, lifecyclev1alpha1.ResponderStatus{Name: names.ImperativeEvictor, StartTime: ptr.To(metav1.NewTime(now)),
+		Message: ptr.To("Could not evict the pod, retrying with a back-off: Cannot evict pod as it would violate the pod's disruption budget.")})
+	got = Answer([]corev1.Pod{a}, obs)[0]
+	if c := evacuation.Condition(&got, evacuation.Initiated); c.Reason != nodemaintv1alpha1.BlockedReasonPodDisruptionBudget || !strings.Contains(c.Message, "evacuating by "+names.ImperativeEvictor) {
+		t.Fatalf("held by a budget: %+v", c)
+	}
 	e.Status.Conditions = []metav1.Condition{{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: metav1.ConditionTrue, Reason: "NoFurtherResponder", Message: "none left"}}
 	got = Answer([]corev1.Pod{a}, obs)[0]
 	if !evacuation.Declined(&got) {
