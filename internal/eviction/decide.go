@@ -489,10 +489,8 @@ func requesters(had []lifecyclev1alpha1.Requester, reqs []*lifecyclev1alpha1.Evi
 	for name, intent := range byName {
 		out = append(out, lifecyclev1alpha1.Requester{Name: name, Intent: intent})
 	}
-	slices.SortFunc(out, func(a, b lifecyclev1alpha1.Requester) int {
-		// Withdrawn ones go first when the list is full (100).
-		return strings.Compare(a.Name, b.Name)
-	})
+	slices.SortFunc(out, func(a, b lifecyclev1alpha1.Requester) int { return strings.Compare(a.Name, b.Name) })
+	// The API holds 100: withdrawn requesters are dropped first.
 	if len(out) > 100 {
 		out = slices.DeleteFunc(out, func(r lifecyclev1alpha1.Requester) bool {
 			return r.Intent == lifecyclev1alpha1.RequesterIntentWithdrawn

@@ -302,3 +302,61 @@ func TestCancellation(t *testing.T) {
 		t.Fatalf("a canceled eviction evicted the pod (gone %v, %v)", gone, err)
 	}
 }
+
+// TestSilentResponderPassedOver: a responder that heartbeats once and then stops is passed over
+// (Interrupted) once the KEP's 20 minutes since its heartbeat have run out, not before, and the
+// imperative evictor evicts the pod. The API server enforces those 20 minutes, so this test takes
+// them: it runs only with NODEMAINT_SLOW_TESTS=1.
+func TestSilentResponderPassedOver(t *testing.T) {
+	if os.Getenv("NODEMAINT_SLOW_TESTS") != "1" {
+		t.Skip("takes the API server's heartbeat deadline (20 minutes): set NODEMAINT_SLOW_TESTS=1")
+	}
+	ctx := context.Background()
+	const responder = "silent.example.com/operator"
+	pod := createPod(t, "silent", corev1.EvictionResponder{Name: responder, Priority: ptr.To[int32](20000)})
+	request(t, pod, evictionrequest.Requester)
+
+	var e *lifecyclev1alpha1.Eviction
+	eventually(t, "the responder is active", func(ctx context.Context) (bool, string, error) {
+		var err error
+		e, err = evictionOf(ctx, pod)
+		if err != nil || e == nil {
+			return false, "no Eviction", err
+		}
+		return e.Status.TargetResponders[0].State == lifecyclev1alpha1.ResponderStateActive, states(e), nil
+	})
+	orig := e.DeepCopy()
+	heartbeat := metav1.Now()
+	for i := range e.Status.Responders {
+		if e.Status.Responders[i].Name == responder {
+			e.Status.Responders[i].HeartbeatTime = &heartbeat
+		}
+	}
+	if err := k8s.Status().Patch(ctx, e, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		t.Fatal(err)
+	}
+	// Silent from now on.
+	deadline := heartbeat.Add(evictionrequest.HeartbeatDeadline)
+	for time.Now().Before(deadline.Add(-5 * time.Second)) {
+		got, err := evictionOf(ctx, pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == nil || got.Status.TargetResponders[0].State != lifecyclev1alpha1.ResponderStateActive {
+			t.Fatalf("passed over %v before its heartbeat deadline: %v", time.Until(deadline), got)
+		}
+		time.Sleep(10 * time.Second)
+	}
+	testutil.Eventually(t, time.Minute, "interrupted, and the pod evicted by the imperative evictor", func(ctx context.Context) (bool, string, error) {
+		gone, err := podGone(ctx, pod)
+		if err != nil || !gone {
+			got, _ := evictionOf(ctx, pod)
+			if got != nil {
+				return false, states(got), err
+			}
+			return false, "pod there", err
+		}
+		return true, "", nil
+	})
+	t.Logf("passed over and evicted %v after the deadline", time.Since(deadline).Round(time.Second))
+}
