@@ -94,8 +94,8 @@ type Cluster struct {
 	// evictionRequestAPI: see Options.EvictionRequestAPI.
 	evictionRequestAPI bool
 	log                *slog.Logger
-	config         *rest.Config
-	client         kubernetes.Interface
+	config             *rest.Config
+	client             kubernetes.Interface
 }
 
 // state is what <dir>/cluster.json records.
