@@ -27,6 +27,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
+	"github.com/nodemaint/nodemaint/test/invariants"
 )
 
 func TestMain(m *testing.M) {
@@ -85,6 +86,14 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 	ns := framework.Namespace(t)
 	framework.NewController(t).Start()
 	c := framework.Client()
+	checker, err := invariants.Start(context.Background(), framework.Cluster().RESTConfig(), invariants.Options{
+		Namespaces:  []string{ns},
+		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = checker.Stop() })
 
 	solo := pod(ns, "solo")
 	op := pod(ns, "op", corev1.EvictionResponder{Name: declining, Priority: ptr.To[int32](20000)})
@@ -198,4 +207,10 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 		evs, reqs, err := evictionsOf(ctx, ns)
 		return len(evs) == 0 && len(reqs) == 0, err
 	})
+	if err := checker.CheckClean(ctx, ns); err != nil {
+		t.Errorf("left over:\n%v", err)
+	}
+	if v := checker.Violations(); len(v) > 0 {
+		t.Errorf("invariant violations: %v", v)
+	}
 }
