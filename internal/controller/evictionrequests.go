@@ -31,7 +31,8 @@ func (o *observer) observeRequests(ctx context.Context, node *corev1.Node, pods 
 	if o.protocol != nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
 		return pods, nil, nil
 	}
-	er := &evictionrequest.Observed{Node: node.Name, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
+	er := &evictionrequest.Observed{Node: node.Name, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{},
+		PodConditionsLeft: evictionrequest.PodConditionsLeft(pods)}
 	var reqs lifecyclev1alpha1.EvictionRequestList
 	if err := o.client.List(ctx, &reqs, client.MatchingLabels{evictionrequest.NodeLabel: node.Name}); err != nil {
 		return nil, nil, fmt.Errorf("listing EvictionRequests: %w", err)

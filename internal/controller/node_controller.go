@@ -112,6 +112,10 @@ func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, 
 		if err := r.writeRequests(ctx, plan, er, obs.Pods, false); err != nil {
 			return reconcile.Result{}, err
 		}
+		// Pod conditions of the other protocol, from before the controller switched.
+		if err := r.patchPods(ctx, er.PodConditionsLeft, nil, now); err != nil {
+			return reconcile.Result{}, err
+		}
 		if len(er.Requests) > 0 && (next == 0 || requestsRefresh < next) {
 			// A withdrawn request goes once its Eviction ends, which is no event of the node.
 			next = requestsRefresh

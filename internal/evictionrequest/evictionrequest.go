@@ -68,6 +68,26 @@ type Observed struct {
 	Node      string
 	Requests  []lifecyclev1alpha1.EvictionRequest
 	Evictions map[types.UID]*lifecyclev1alpha1.Eviction
+	// PodConditionsLeft are the pods with nodemaint's pod condition (see PodConditionsLeft), as
+	// read (not answered).
+	PodConditionsLeft []*corev1.Pod
+}
+
+// PodConditionsLeft are the pods that still carry nodemaint's EvacuationRequest pod condition
+// (set before the controller switched protocols): under this protocol it is withdrawn.
+func PodConditionsLeft(pods []corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range pods {
+		if ourCondition(&pods[i]) {
+			out = append(out, &pods[i])
+		}
+	}
+	return out
+}
+
+func ourCondition(pod *corev1.Pod) bool {
+	c := evacuation.Condition(pod, evacuation.Request)
+	return c != nil && c.Reason == evacuation.ReasonNodeMaintenance
 }
 
 // ours is nodemaint's request for the pod, if any.

@@ -28,6 +28,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/internal/testutil"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
 
@@ -294,4 +295,26 @@ func TestWithdrawnWhenTheMaintenanceEnds(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err != nil {
 		t.Fatalf("the pod must stay: %v", err)
 	}
+}
+
+// TestPodConditionWithdrawnAfterSwitch: nodemaint's EvacuationRequest pod condition left from
+// before the controller switched to the EvictionRequest protocol is withdrawn, and the pod is
+// asked through an EvictionRequest instead.
+func TestPodConditionWithdrawnAfterSwitch(t *testing.T) {
+	ctx := context.Background()
+	create(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "er-n3"}})
+	pod := runningPod(t, "switched", "er-n3", corev1.EvictionResponder{Name: "keep.example.com/op", Priority: ptr.To[int32](20000)})
+	evacuation.SetCondition(pod, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: evacuation.ReasonNodeMaintenance, Message: "old"})
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	maintenance(t, "er-switch", "er-n3")
+	eventually(t, "the pod condition withdrawn and an EvictionRequest instead", func(ctx context.Context) (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, "", err
+		}
+		reqs, err := requests(ctx, "er-n3")
+		return err == nil && evacuation.Condition(pod, evacuation.Request) == nil && len(reqs) == 1,
+			fmt.Sprintf("%d requests, conditions %v", len(reqs), pod.Status.Conditions), err
+	})
 }
