@@ -426,6 +426,7 @@ type BlockedPods struct {
 // +kubebuilder:printcolumn:name="Skipped",type=integer,JSONPath=`.status.podsSkipped`,priority=1
 // +kubebuilder:printcolumn:name="Drained",type=string,JSONPath=`.status.conditions[?(@.type=="Drained")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.spec.reason`,priority=1
+// +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.status.evacuationProtocol`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NodeMaintenance struct {
 	metav1.TypeMeta   `json:",inline"`
