@@ -67,7 +67,7 @@ test-unit: ## Unit and integration tests (envtest: a real kube-apiserver and etc
 FUZZ_TARGETS := internal/drain:FuzzClassify internal/drain:FuzzPlanAndBlocked \
 	internal/maintenance:FuzzTargeted internal/maintenance:FuzzEntries internal/maintenance:FuzzIntent \
 	internal/maintenance:FuzzSelector internal/nodeaction:FuzzDecide internal/rollout:FuzzDecide \
-	internal/preflight:FuzzRun
+	internal/preflight:FuzzRun internal/eviction:FuzzDecide
 FUZZTIME ?= 20000x
 
 .PHONY: test-fuzz
@@ -78,8 +78,13 @@ test-fuzz: ## A short fuzz run of each fuzz target (FUZZTIME=20000x executions e
 	done
 
 .PHONY: test-e2e
-test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets).
+test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets); then the drain's again under the EvictionRequest API.
 	NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m ./test/... $(E2E_ARGS)
+	EVICTION_REQUEST_API=true NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -timeout 10m -run '$(E2E_EVICTION_REQUEST_RUN)' ./test/e2e/drain/ $(E2E_ARGS)
+
+# The e2e tests run a second time on a cluster serving the EvictionRequest API (KEP-4563), where
+# nodemaint asks through EvictionRequests: those whose outcome must not depend on the protocol.
+E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestDrainRuleOrder)$$
 
 .PHONY: test-scale
 test-scale: build ## The scale e2e test at full size: 200 nodes, 5,000 pods, 20 nodes maintained.

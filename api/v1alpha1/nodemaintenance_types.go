@@ -241,6 +241,19 @@ const (
 	BlockedReasonOther = "Other"
 )
 
+// EvacuationProtocol is how nodemaint asks owners to move their pods.
+// +kubebuilder:validation:Enum=PodConditions;EvictionRequest
+type EvacuationProtocol string
+
+const (
+	// EvacuationProtocolPodConditions: the EvacuationRequest pod condition (KEP-4212), answered
+	// with EvacuationInitiated.
+	EvacuationProtocolPodConditions EvacuationProtocol = "PodConditions"
+	// EvacuationProtocolEvictionRequest: an EvictionRequest per pod (KEP-4563,
+	// lifecycle.k8s.io/v1alpha1), answered by the responders of the pod's Eviction.
+	EvacuationProtocolEvictionRequest EvacuationProtocol = "EvictionRequest"
+)
+
 // NodeMaintenanceStatus is what the controller observed. Its size is bounded whatever the number
 // of selected nodes: the totals cover every selected node, and nodes lists only a bounded number
 // of them, those with something to report.
@@ -252,6 +265,13 @@ type NodeMaintenanceStatus struct {
 	// phase is the phase of the maintenance.
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
+
+	// evacuationProtocol is how the controller asks the owners of the targeted pods to move them:
+	// PodConditions (the EvacuationRequest pod condition, KEP-4212) or EvictionRequest (an
+	// EvictionRequest per pod, KEP-4563's lifecycle.k8s.io/v1alpha1). It is chosen when the
+	// controller starts (--evacuation-protocol).
+	// +optional
+	EvacuationProtocol EvacuationProtocol `json:"evacuationProtocol,omitempty"`
 
 	// selectedNodes counts the nodes the nodeSelector selects.
 	// +optional
@@ -406,6 +426,7 @@ type BlockedPods struct {
 // +kubebuilder:printcolumn:name="Skipped",type=integer,JSONPath=`.status.podsSkipped`,priority=1
 // +kubebuilder:printcolumn:name="Drained",type=string,JSONPath=`.status.conditions[?(@.type=="Drained")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.spec.reason`,priority=1
+// +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.status.evacuationProtocol`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NodeMaintenance struct {
 	metav1.TypeMeta   `json:",inline"`

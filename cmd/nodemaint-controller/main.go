@@ -9,16 +9,20 @@ import (
 	"os"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	// The IANA time zone database, so that maintenance windows' time zones
 	// (spec.rollout.window.timeZone) resolve where the host or image has no /usr/share/zoneinfo.
 	_ "time/tzdata"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/semaphore"
-	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -35,6 +39,8 @@ import (
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/controller"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/features"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
@@ -57,6 +63,8 @@ type options struct {
 	surgeTimeout            time.Duration
 	ownPodsNamespace        string
 	ownPodsSelector         string
+	evacuationProtocol      string
+	evictionController      string
 }
 
 func main() {
@@ -79,6 +87,8 @@ func main() {
 	fs.DurationVar(&o.surgeTimeout, "deployment-surge-timeout", deployment.DefaultSurgeTimeout, "How long the Deployment evacuation responder waits for surged replacements that make no progress (none created, scheduled, initialized or Ready; plus the Deployment's minReadySeconds) before it gives up and lets eviction move the pods. This bound is for replacements that show a problem (unschedulable, failing to start, not created); a surge that is only slow gets the Deployment's progressDeadlineSeconds if that is longer.")
 	fs.StringVar(&o.ownPodsNamespace, "own-pods-namespace", "", "Namespace of nodemaint-controller's own pods, which nodemaint asks to move like any other but never evicts or deletes. Default: $POD_NAMESPACE (the downward API), else --leader-election-namespace.")
 	fs.StringVar(&o.ownPodsSelector, "own-pods-selector", "app.kubernetes.io/name=nodemaint-controller", "Label selector of nodemaint-controller's own pods in --own-pods-namespace (the Deployment's pod labels); empty: none.")
+	fs.StringVar(&o.evacuationProtocol, "evacuation-protocol", evictionrequest.FlagAuto, "How owners are asked to move their pods: pod-conditions (the EvacuationRequest pod condition, KEP-4212), eviction-request (an EvictionRequest per pod, KEP-4563's lifecycle.k8s.io/v1alpha1), or auto: eviction-request where the API server serves evictionrequests, else pod-conditions. Chosen at start; shown in each NodeMaintenance's status.evacuationProtocol.")
+	fs.StringVar(&o.evictionController, "eviction-controller", "auto", "Run nodemaint's own evictionrequest-controller and imperative-eviction.k8s.io/evictor (EvictionRequests to Evictions, responders by priority, the imperative evictor last): on, off, or auto: on where the API server serves lifecycle.k8s.io/v1alpha1 (no released kube-controller-manager runs one, and none says that it does: set off where the control plane runs its own).")
 	features.Gate.AddFlag(fs)
 
 	zapOpts := zap.Options{}
@@ -148,6 +158,35 @@ func run(o options) error {
 
 	// The pods' writes of the node controller and the responder, until the cache shows them.
 	written := ownwrites.New[*corev1.Pod]()
+	served, err := evictionRequestsServed(cfg)
+	if err != nil {
+		return err
+	}
+	protocol, err := evictionrequest.Choose(o.evacuationProtocol, served)
+	if err != nil {
+		return err
+	}
+	runEvictionController, err := evictionControllerOn(o.evictionController, served)
+	if err != nil {
+		return err
+	}
+	log.Info("evacuation protocol", "protocol", protocol, "flag", o.evacuationProtocol, "evictionRequestAPIServed", served,
+		"evictionController", runEvictionController)
+	if runEvictionController {
+		if err := (&evictioncontroller.Reconciler{
+			Client: mgr.GetClient(), Recorder: recorder,
+			Evictions: drain.NewEvictions(time.Second, 15*time.Minute),
+			Protected: func(pod *corev1.Pod) string {
+				if ownPods.Match(pod) {
+					return "nodemaint-controller's own pod"
+				}
+				return ""
+			},
+		}).SetupWithManager(ctx, mgr, o.concurrency); err != nil {
+			return fmt.Errorf("setting up the Eviction controller: %w", err)
+		}
+	}
+
 	if features.Gate.Enabled(features.DeclarativeNodeMaintenance) {
 		if err := controller.SetupIndexes(ctx, mgr); err != nil {
 			return fmt.Errorf("setting up indexes: %w", err)
@@ -156,11 +195,13 @@ func run(o options) error {
 		if err := (&controller.NodeReconciler{
 			Client: mgr.GetClient(), Recorder: recorder,
 			Evictions: evictions, EvictionSlots: semaphore.NewWeighted(o.maxEvictions), OwnPods: ownPods, Written: written,
+			Protocol: protocol,
 		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up node controller: %w", err)
 		}
 		if err := (&controller.NodeMaintenanceReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Evictions: evictions, StatusBatchDelay: o.statusBatchDelay, OwnPods: ownPods, Written: written,
+			Protocol: protocol,
 		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up NodeMaintenance controller: %w", err)
 		}
@@ -209,6 +250,43 @@ func run(o options) error {
 		string(features.DeclarativeNodeMaintenance), features.Gate.Enabled(features.DeclarativeNodeMaintenance),
 		string(features.NodeMaintenanceDeployment), features.Gate.Enabled(features.NodeMaintenanceDeployment))
 	return mgr.Start(ctx)
+}
+
+// evictionRequestsServed asks discovery whether the API server serves KEP-4563's
+// evictionrequests and evictions in lifecycle.k8s.io/v1alpha1.
+func evictionRequestsServed(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	list, err := dc.ServerResourcesForGroupVersion(lifecyclev1alpha1.SchemeGroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", lifecyclev1alpha1.SchemeGroupVersion, err)
+	}
+	found := map[string]bool{}
+	for _, r := range list.APIResources {
+		found[r.Name] = true
+	}
+	return found["evictionrequests"] && found["evictions"], nil
+}
+
+// evictionControllerOn reads --eviction-controller.
+func evictionControllerOn(flag string, served bool) (bool, error) {
+	switch flag {
+	case "auto":
+		return served, nil
+	case "on":
+		if !served {
+			return false, fmt.Errorf("--eviction-controller=on: the API server does not serve %s", lifecyclev1alpha1.SchemeGroupVersion)
+		}
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("--eviction-controller must be auto, on or off, not %q", flag)
 }
 
 // ownPodsOf returns the selection of the controller's own pods, from the flags and $POD_NAMESPACE.

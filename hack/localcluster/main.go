@@ -86,7 +86,7 @@ func up(ctx context.Context, dir, binDir string, nodes int) error {
 		return err
 	}
 	fmt.Printf(`
-The cluster is up, with %d nodes: https://127.0.0.1:%d
+The cluster is up, with %d nodes: https://127.0.0.1:%d (EvictionRequest API: %v)
 Use it with:
 
   export KUBECONFIG=%s
@@ -95,7 +95,7 @@ Use it with:
 
 Stop it with "make cluster-down". Logs are in %s.
 
-`, nodes, c.Ports().APIServer, c.Kubeconfig(), c.BinDir(), filepath.Join(c.Dir(), "logs"))
+`, nodes, c.Ports().APIServer, c.EvictionRequestAPI(), c.Kubeconfig(), c.BinDir(), filepath.Join(c.Dir(), "logs"))
 	return nil
 }
 

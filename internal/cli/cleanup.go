@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,8 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
+	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
 
 // leaderLease is the name of nodemaint-controller's leader election Lease.
@@ -47,6 +50,8 @@ func newCleanupCommand(o *options) *cobra.Command {
     the KEP-5683 node conditions nodemaint set (reason NodeMaintenance);
   - pods: removes the EvacuationRequest condition nodemaint set (reason NodeMaintenance), never
     another requester's;
+  - EvictionRequests (where lifecycle.k8s.io/v1alpha1 is served): deletes nodemaint's (requester
+    nodemaint.dev/node-maintenance), never another requester's; their Evictions go with them;
   - Deployments: rolls a surge in progress back exactly as the Deployment responder does when a
     maintenance ends early, withdraws its EvacuationInitiated answers, restores the pods'
     deletion costs once the ReplicaSet removed the surge's pods, and removes its annotations
@@ -212,6 +217,9 @@ func (cl *cleaner) run(ctx context.Context, timeout time.Duration) error {
 	if err := cl.pods(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	if err := cl.evictionRequests(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	again, err := cl.deployments(ctx)
 	if err != nil {
 		errs = append(errs, err)
@@ -267,6 +275,33 @@ func (cl *cleaner) pods(ctx context.Context) error {
 		evacuation.RemoveCondition(pod, evacuation.Request)
 		if err := cl.c.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig)); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// evictionRequests deletes nodemaint's EvictionRequests; nothing where the API is not served.
+func (cl *cleaner) evictionRequests(ctx context.Context) error {
+	var reqs lifecyclev1alpha1.EvictionRequestList
+	err := cl.c.List(ctx, &reqs, client.HasLabels{evictionrequest.NodeLabel})
+	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing EvictionRequests: %w", err)
+	}
+	var errs []error
+	for i := range reqs.Items {
+		r := &reqs.Items[i]
+		if r.Spec.Requester != ernames.Requester {
+			continue
+		}
+		cl.report("evictionrequest/"+r.Namespace+"/"+r.Name, "deleted")
+		if cl.dryRun {
+			continue
+		}
+		if err := cl.c.Delete(ctx, r); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("EvictionRequest %s/%s: %w", r.Namespace, r.Name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -10,13 +10,17 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
+	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
 
 // TestRestoreNode: what nodemaint changed goes, what someone else did stays.
@@ -108,12 +112,22 @@ func TestCleanupPodsAndMaintenances(t *testing.T) {
 	theirs := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "theirs"}}
 	evacuation.SetCondition(theirs, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: "Descheduler"})
 	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "m", Finalizers: []string{nodemaintv1alpha1.Finalizer}}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ours, theirs, nm).WithStatusSubresource(&corev1.Pod{}).Build()
+	request := func(name, requester string) *lifecyclev1alpha1.EvictionRequest {
+		return &lifecyclev1alpha1.EvictionRequest{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{evictionrequest.NodeLabel: "n1"}},
+			Spec:       lifecyclev1alpha1.EvictionRequestSpec{Requester: requester, Intent: lifecyclev1alpha1.EvictionRequestIntentEviction},
+		}
+	}
+	ourER, theirER := request("nodemaint-1", ernames.Requester), request("descheduler-1", "descheduler.example.com/x")
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ours, theirs, nm, ourER, theirER).WithStatusSubresource(&corev1.Pod{}).Build()
 	ctx := context.Background()
 
 	var out bytes.Buffer
 	if err := (&cleaner{c: c, out: &out, dryRun: true}).run(ctx, time.Second); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "evictionrequest/ns/nodemaint-1: deleted") || strings.Contains(out.String(), "descheduler-1") {
+		t.Errorf("dry run says:\n%s", out.String())
 	}
 	if !strings.Contains(out.String(), "pod/ns/ours: removed EvacuationRequest") || !strings.Contains(out.String(), "(dry run)") || strings.Contains(out.String(), "theirs") {
 		t.Errorf("dry run says:\n%s", out.String())
@@ -129,6 +143,12 @@ func TestCleanupPodsAndMaintenances(t *testing.T) {
 	t.Logf("cleanup:\n%s", out.String())
 	if err := c.Get(ctx, client.ObjectKeyFromObject(ours), ours); err != nil || evacuation.Condition(ours, evacuation.Request) != nil {
 		t.Errorf("our request left: %v (%v)", ours.Status.Conditions, err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ourER), ourER); !apierrors.IsNotFound(err) {
+		t.Errorf("nodemaint's EvictionRequest left (%v)", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(theirER), theirER); err != nil {
+		t.Errorf("another requester's EvictionRequest is gone: %v", err)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(theirs), theirs); err != nil || !evacuation.RequestedBy(theirs, "Descheduler") {
 		t.Errorf("the descheduler's request is gone: %v (%v)", theirs.Status.Conditions, err)

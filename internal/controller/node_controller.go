@@ -20,8 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
@@ -53,6 +55,8 @@ type NodeReconciler struct {
 	// Clock tells the time; nil is the real clock. A reconcile reads it once and decides, writes
 	// and schedules its next look from that one instant.
 	Clock clock.PassiveClock
+	// Protocol is how owners are asked to move their pods; zero: PodConditions.
+	Protocol nodemaintv1alpha1.EvacuationProtocol
 
 	// active is when this replica became the leader: response timeouts count from then at the
 	// earliest.
@@ -78,13 +82,13 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	obs, err := o.observe(ctx, v, node)
+	obs, er, err := o.observe(ctx, v, node)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	now := clockOrReal(r.Clock).Now()
 	d := nodeaction.Decide(obs, now)
-	res, err := r.apply(ctx, obs, d, now)
+	res, err := r.apply(ctx, obs, er, d, now)
 	if apierrors.IsForbidden(err) {
 		eventSink{r.Recorder}.forbidden(node, obs.Maintenances, err)
 	}
@@ -92,21 +96,36 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 }
 
 func (r *NodeReconciler) observer() *observer {
-	return &observer{client: r.Client, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written}
+	return &observer{client: r.Client, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written, protocol: r.Protocol}
 }
 
 // apply carries the decision out. Withdrawals come first: the node's annotation stops naming a
 // maintenance only once its requests are withdrawn, so the finalizer can rely on it. Requests,
 // deletions and evictions come only once the node is written cordoned. A write that meets a
 // conflict or an object gone was decided from a stale cache (see stale): it is dropped, never
-// retried blind.
-func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, d nodeaction.Decision, now time.Time) (reconcile.Result, error) {
+// retried blind. Under the EvictionRequest protocol (er not nil), requests and withdrawals are
+// EvictionRequests (evictionrequest.Decide) instead of pod conditions.
+func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, er *evictionrequest.Observed, d nodeaction.Decision, now time.Time) (reconcile.Result, error) {
 	next := d.RecheckAfter
 	sink := eventSink{r.Recorder}
 	if d.ShutdownNotConfirmed != "" {
 		sink.shutdownNotConfirmed(obs.Node, d.ShutdownNotConfirmed)
 	}
-	if err := r.patchPods(ctx, d.Withdraw, nil, now); err != nil {
+	var plan evictionrequest.Plan
+	if er != nil {
+		plan = evictionrequest.Decide(*er, obs.Pods, d.Request, d.Withdraw, d.RequestReason, now)
+		if err := r.writeRequests(ctx, plan, er, obs.Pods, false); err != nil {
+			return reconcile.Result{}, err
+		}
+		// Pod conditions of the other protocol, from before the controller switched.
+		if err := r.patchPods(ctx, er.PodConditionsLeft, nil, now); err != nil {
+			return reconcile.Result{}, err
+		}
+		if len(er.Requests) > 0 && (next == 0 || requestsRefresh < next) {
+			// A withdrawn request goes once its Eviction ends, which is no event of the node.
+			next = requestsRefresh
+		}
+	} else if err := r.patchPods(ctx, d.Withdraw, nil, now); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.writeNode(ctx, obs, d); err != nil {
@@ -115,7 +134,11 @@ func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, 
 	if !d.Intent.Drain {
 		return reconcile.Result{RequeueAfter: next}, nil
 	}
-	if err := r.patchPods(ctx, d.Request, &d.RequestReason, now); err != nil {
+	if er != nil {
+		if err := r.writeRequests(ctx, plan, er, obs.Pods, true); err != nil {
+			return reconcile.Result{}, err
+		}
+	} else if err := r.patchPods(ctx, d.Request, &d.RequestReason, now); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.deletePods(ctx, obs.Node, d.Delete); err != nil {
@@ -160,6 +183,9 @@ func (r *NodeReconciler) writeNode(ctx context.Context, obs nodeaction.Observati
 	}
 	return nil
 }
+
+// requestsRefresh is how often a node with EvictionRequests of nodemaint is looked at again.
+const requestsRefresh = 10 * time.Second
 
 // patchPods sets nodemaint's evacuation request with the message *reason on the pods, or
 // withdraws it when reason is nil.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -46,6 +47,9 @@ type NodeMaintenanceReconciler struct {
 	// time between two status writes of one NodeMaintenance: node changes and the controller's own
 	// writes reach it at once, and would otherwise write the status as fast as it changes.
 	StatusBatchDelay time.Duration
+	// Protocol is how owners are asked to move their pods (see NodeReconciler.Protocol); the
+	// status says which.
+	Protocol nodemaintv1alpha1.EvacuationProtocol
 
 	// statusWritten holds when this replica last wrote each NodeMaintenance's status
 	// (types.NamespacedName → time.Time). Memory only: after a restart the first write just
@@ -92,6 +96,7 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 		return reconcile.Result{}, err
 	}
 	status := maintenanceStatus(nm, decisions, turns, now)
+	status.EvacuationProtocol = cmp.Or(r.Protocol, nodemaintv1alpha1.EvacuationProtocolPodConditions)
 	if status.Preflight, err = r.preflightStatus(ctx, nm, decisions, now); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -145,14 +150,14 @@ const drainStatusRefresh = 5 * time.Second
 // status reports those decisions (what holds which pods, what is pending), not a computation of
 // its own.
 func (r *NodeMaintenanceReconciler) decide(ctx context.Context, nodes []*corev1.Node, now time.Time) ([]nodeDecision, error) {
-	o := &observer{client: r.Client, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written}
+	o := &observer{client: r.Client, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written, protocol: r.Protocol}
 	v, err := o.view(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]nodeDecision, 0, len(nodes))
 	for _, node := range nodes {
-		obs, err := o.observe(ctx, v, node)
+		obs, _, err := o.observe(ctx, v, node)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
@@ -32,6 +33,8 @@ type observer struct {
 	active *activeSince
 	// written are the pods' writes the cache may not show yet.
 	written *ownwrites.Writes[*corev1.Pod]
+	// protocol is how owners are asked to move their pods.
+	protocol nodemaintv1alpha1.EvacuationProtocol
 }
 
 // view is what the observations of one reconcile share, each read once: the NodeMaintenances,
@@ -57,8 +60,10 @@ func (o *observer) view(ctx context.Context) (*view, error) {
 	return v, nil
 }
 
-// observe reads everything the decision about the node needs.
-func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nodeaction.Observation, error) {
+// observe reads everything the decision about the node needs. Under the EvictionRequest protocol
+// the pods are as their EvictionRequests and Evictions answer them, and the second result holds
+// those (nil otherwise).
+func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nodeaction.Observation, *evictionrequest.Observed, error) {
 	obs := nodeaction.Observation{Node: node, ActiveSince: o.active.since()}
 	for i := range v.maintenances.Items {
 		if maintenance.NewSelector(&v.maintenances.Items[i]).Matches(node) {
@@ -67,7 +72,11 @@ func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nod
 	}
 	var err error
 	if obs.Pods, err = podsOnNode(ctx, o.client, node.Name); err != nil {
-		return obs, err
+		return obs, nil, err
+	}
+	var er *evictionrequest.Observed
+	if obs.Pods, er, err = o.observeRequests(ctx, node, obs.Pods); err != nil {
+		return obs, nil, err
 	}
 	for i := range obs.Pods {
 		if fresh := o.written.Fresh(&obs.Pods[i]); fresh != &obs.Pods[i] {
@@ -75,22 +84,22 @@ func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nod
 		}
 	}
 	if obs.Plan, err = o.plan(ctx, v, node, obs.Pods, maintenance.IgnoreDrainLabel(obs.Maintenances)); err != nil {
-		return obs, err
+		return obs, nil, err
 	}
 	if obs.Plan.Pending() == 0 {
 		if v.attachments == nil {
 			v.attachments = &storagev1.VolumeAttachmentList{}
 			if err := o.client.List(ctx, v.attachments); err != nil {
 				v.attachments = nil
-				return obs, err
+				return obs, nil, err
 			}
 		}
 		if obs.VolumesAttached, err = attachedVolumes(ctx, o.client, node, obs.Pods, v.attachments.Items); err != nil {
-			return obs, err
+			return obs, nil, err
 		}
 	}
 	obs.Refusals = o.evictions.Refusals(obs.Plan.Current)
-	return obs, nil
+	return obs, er, nil
 }
 
 // plan classifies the targeted pods of a node by the DrainRules; ignoreDrainLabel: a maintenance

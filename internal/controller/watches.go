@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -268,7 +270,18 @@ func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) 
 		return err
 	}
 	c := mgr.GetClient()
-	return builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr)
+	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
+		// Only under that protocol: the cache must not watch kinds the cluster may not serve.
+		b = b.Watches(&lifecyclev1alpha1.EvictionRequest{}, handler.EnqueueRequestsFromMapFunc(nodeOfRequest)).
+			Watches(&lifecyclev1alpha1.Eviction{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				if pod := podOfEviction(ctx, c, o); pod != nil {
+					return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pod.Spec.NodeName}}}
+				}
+				return nil
+			}))
+	}
+	return b.
 		Named("node").
 		For(&corev1.Node{}, builder.WithPredicates(nodeChanged())).
 		Watches(&nodemaintv1alpha1.NodeMaintenance{}, maintenanceNodesHandler(c), builder.WithPredicates(maintenanceIntentChanged())).
@@ -301,7 +314,22 @@ func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concur
 	}
 	c := mgr.GetClient()
 	statusMetrics.setSource(c, &r.active)
-	return builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr)
+	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
+		// An Eviction's progress (the active responder, its expected completion) is in the status.
+		b = b.Watches(&lifecyclev1alpha1.Eviction{}, delayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, o client.Object) []reconcile.Request {
+			pod := podOfEviction(ctx, c, o)
+			if pod == nil {
+				return nil
+			}
+			node := &corev1.Node{}
+			if err := c.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); err != nil {
+				return nil
+			}
+			return maintenancesOfNode(ctx, c, node)
+		}))
+	}
+	return b.
 		Named("nodemaintenance").
 		For(&nodemaintv1alpha1.NodeMaintenance{}).
 		Watches(&corev1.Node{},

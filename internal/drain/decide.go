@@ -51,7 +51,13 @@ func Decide(c Classified, now time.Time, policy Policy) Decision {
 		if msg == "" {
 			msg = "the owner accepted the evacuation and is moving the pod"
 		}
-		return Decision{Reason: nodemaintv1alpha1.BlockedReasonEvacuatingByOwner, Message: msg}
+		reason := nodemaintv1alpha1.BlockedReasonEvacuatingByOwner
+		if cond.Reason == nodemaintv1alpha1.BlockedReasonPodDisruptionBudget {
+			// Under the EvictionRequest protocol, the imperative evictor is evicting it and a
+			// budget refuses (evictionrequest.Answer).
+			reason = nodemaintv1alpha1.BlockedReasonPodDisruptionBudget
+		}
+		return Decision{Reason: reason, Message: msg}
 	}
 	req := evacuation.Condition(pod, evacuation.Request)
 	if req == nil || req.Status != corev1.ConditionTrue {

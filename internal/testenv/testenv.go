@@ -43,7 +43,25 @@ func RepoRoot() string {
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs under config/crd/bases.
-func Start() (*Env, error) {
+func Start() (*Env, error) { return StartWith(Options{}) }
+
+// Options configure StartWith.
+type Options struct {
+	// EvictionRequestAPI starts kube-apiserver with the EvictionRequestAPI feature gate and
+	// lifecycle.k8s.io/v1alpha1 served (KEP-4563's EvictionRequest and Eviction, and the pod field
+	// spec.evictionResponders).
+	EvictionRequestAPI bool
+}
+
+// EvictionRequestAPIArgs are the kube-apiserver flags that serve KEP-4563's EvictionRequest API.
+var EvictionRequestAPIArgs = map[string]string{
+	"feature-gates":  "EvictionRequestAPI=true",
+	"runtime-config": "lifecycle.k8s.io/v1alpha1=true",
+}
+
+// StartWith starts etcd and kube-apiserver configured by opts and installs the CRDs under
+// config/crd/bases.
+func StartWith(opts Options) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, or set it to the output of hack/control-plane.sh")
 	}
@@ -51,6 +69,12 @@ func Start() (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                Scheme,
+	}
+	if opts.EvictionRequestAPI {
+		args := env.ControlPlane.GetAPIServer().Configure()
+		for flag, value := range EvictionRequestAPIArgs {
+			args.Set(flag, value)
+		}
 	}
 	cfg, err := env.Start()
 	if err != nil {

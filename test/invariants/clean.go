@@ -9,11 +9,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
+	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
 
 // ourPrefix starts the name of every annotation and taint of nodemaint's.
@@ -25,6 +28,9 @@ type Snapshot struct {
 	Pods        []corev1.Pod
 	Deployments []appsv1.Deployment
 	ReplicaSets []appsv1.ReplicaSet
+	// EvictionRequests and Evictions are read where lifecycle.k8s.io/v1alpha1 is served.
+	EvictionRequests []lifecyclev1alpha1.EvictionRequest
+	Evictions        []lifecyclev1alpha1.Eviction
 }
 
 // CheckClean reads the nodes, and the pods, Deployments and ReplicaSets of the watched
@@ -58,6 +64,19 @@ func (c *Checker) CheckClean(ctx context.Context, namespaces ...string) error {
 			return err
 		}
 		snap.ReplicaSets = append(snap.ReplicaSets, rss.Items...)
+		ers, err := c.client.LifecycleV1alpha1().EvictionRequests(ns).List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			continue // the cluster does not serve the EvictionRequest API
+		}
+		if err != nil {
+			return err
+		}
+		snap.EvictionRequests = append(snap.EvictionRequests, ers.Items...)
+		evs, err := c.client.LifecycleV1alpha1().Evictions(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		snap.Evictions = append(snap.Evictions, evs.Items...)
 	}
 	c.mu.Lock()
 	problems := Leftovers(snap, c.state.baseline)
@@ -76,7 +95,9 @@ func (c *Checker) CheckClean(ctx context.Context, namespaces ...string) error {
 //   - a pod with nodemaint's EvacuationRequest, an EvacuationInitiated without any request, or
 //     a nodemaint.dev/ annotation;
 //   - a Deployment or ReplicaSet with a nodemaint.dev/ annotation, a Deployment whose replicas
-//     are not what its user set.
+//     are not what its user set;
+//   - an EvictionRequest of nodemaint's (requester nodemaint.dev/node-maintenance), an Eviction
+//     that names nodemaint as a requester.
 func Leftovers(snap Snapshot, base Baseline) []string {
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -126,6 +147,16 @@ func Leftovers(snap Snapshot, base Baseline) []string {
 		rs := &snap.ReplicaSets[i]
 		for _, a := range ours(rs.Annotations) {
 			add("ReplicaSet %s: annotation %s", key(rs.Namespace, rs.Name), a)
+		}
+	}
+	for _, r := range snap.EvictionRequests {
+		if r.Spec.Requester == ernames.Requester {
+			add("EvictionRequest %s: intent %s", key(r.Namespace, r.Name), r.Spec.Intent)
+		}
+	}
+	for _, e := range snap.Evictions {
+		if _, ok := e.Labels[ernames.Requester]; ok {
+			add("Eviction %s: names %s", key(e.Namespace, e.Name), ernames.Requester)
 		}
 	}
 	sort.Strings(problems)

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,6 +17,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
+	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
 
 const ns = "app"
@@ -321,6 +323,11 @@ func TestLeftovers(t *testing.T) {
 		}},
 		Deployments: []appsv1.Deployment{*newDeployment("web", 3, intstr.FromInt32(1))},
 		ReplicaSets: []appsv1.ReplicaSet{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-rs"}}},
+		// Another requester's EvictionRequest and its Eviction are not ours.
+		EvictionRequests: []lifecyclev1alpha1.EvictionRequest{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d"},
+			Spec: lifecyclev1alpha1.EvictionRequestSpec{Requester: "descheduler.example.com/x"}}},
+		Evictions: []lifecyclev1alpha1.Eviction{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pod-1-p",
+			Labels: map[string]string{"descheduler.example.com/x": "requester"}}}},
 	}
 	if got := Leftovers(clean, base); len(got) > 0 {
 		t.Fatalf("leftovers of a clean cluster: %q", got)
@@ -358,10 +365,16 @@ func TestLeftovers(t *testing.T) {
 		}()},
 		ReplicaSets: []appsv1.ReplicaSet{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-rs",
 			Annotations: map[string]string{evacuation.EvacuationReadyAnnotation: "true"}}}},
+		EvictionRequests: []lifecyclev1alpha1.EvictionRequest{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nodemaint-1"},
+			Spec: lifecyclev1alpha1.EvictionRequestSpec{Requester: ernames.Requester, Intent: lifecyclev1alpha1.EvictionRequestIntentWithdrawn}}},
+		Evictions: []lifecyclev1alpha1.Eviction{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pod-1-p",
+			Labels: map[string]string{ernames.Requester: "requester"}}}},
 	}
 	want := []string{
 		"Deployment app/web: annotation nodemaint.dev/evacuation-surge={}",
 		"Deployment app/web: replicas 4, its user set 3",
+		"Eviction app/pod-1-p: names nodemaint.dev/node-maintenance",
+		"EvictionRequest app/nodemaint-1: intent Withdrawn",
 		"ReplicaSet app/web-rs: annotation nodemaint.dev/evacuation-ready=true",
 		"node n1: annotation nodemaint.dev/cordoned=true",
 		"node n1: annotation nodemaint.dev/maintenances=nm=Drain",

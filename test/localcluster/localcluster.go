@@ -72,22 +72,37 @@ type Options struct {
 	KillWithParent bool
 	// Logger receives what the cluster does; nil means slog.Default().
 	Logger *slog.Logger
+	// EvictionRequestAPI serves KEP-4563's EvictionRequest API: kube-apiserver and
+	// kube-controller-manager get the EvictionRequestAPI feature gate, kube-apiserver serves
+	// lifecycle.k8s.io/v1alpha1. It is also on when $EVICTION_REQUEST_API is "true", so that
+	// `EVICTION_REQUEST_API=true make cluster-up` (and make demo, and the e2e suites) start such a
+	// cluster. A running cluster is reused only if it was started the same way.
+	EvictionRequestAPI bool
 }
+
+// EvictionRequestAPIEnv is the environment variable that turns Options.EvictionRequestAPI on.
+const EvictionRequestAPIEnv = "EVICTION_REQUEST_API"
+
+// EvictionRequestAPIFromEnv reports whether $EVICTION_REQUEST_API asks for the EvictionRequest API.
+func EvictionRequestAPIFromEnv() bool { return os.Getenv(EvictionRequestAPIEnv) == "true" }
 
 // Cluster is a running local cluster.
 type Cluster struct {
 	dir, binDir    string
 	ports          Ports
 	killWithParent bool
-	log            *slog.Logger
-	config         *rest.Config
-	client         kubernetes.Interface
+	// evictionRequestAPI: see Options.EvictionRequestAPI.
+	evictionRequestAPI bool
+	log                *slog.Logger
+	config             *rest.Config
+	client             kubernetes.Interface
 }
 
 // state is what <dir>/cluster.json records.
 type state struct {
-	BinDir string `json:"binDir"`
-	Ports  Ports  `json:"ports"`
+	BinDir             string `json:"binDir"`
+	Ports              Ports  `json:"ports"`
+	EvictionRequestAPI bool   `json:"evictionRequestAPI,omitempty"`
 }
 
 const (
@@ -118,8 +133,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		log = slog.Default()
 	}
 
+	evictionRequestAPI := opts.EvictionRequestAPI || EvictionRequestAPIFromEnv()
 	if c, err := open(dir, log); err == nil {
 		err := c.Healthy(ctx)
+		if err == nil && c.evictionRequestAPI != evictionRequestAPI {
+			err = fmt.Errorf("it was started with the EvictionRequest API %s", map[bool]string{true: "on", false: "off"}[c.evictionRequestAPI])
+		}
 		if err == nil {
 			log.Info("Reusing the running cluster", "dir", dir)
 			c.killWithParent = opts.KillWithParent
@@ -141,7 +160,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 				return nil, err
 			}
 		}
-		c := &Cluster{dir: dir, binDir: opts.BinDir, ports: *ports, killWithParent: opts.KillWithParent, log: log}
+		c := &Cluster{dir: dir, binDir: opts.BinDir, ports: *ports, killWithParent: opts.KillWithParent, evictionRequestAPI: evictionRequestAPI, log: log}
 		err := c.start(ctx, opts.Nodes)
 		if err == nil {
 			return c, nil
@@ -171,7 +190,7 @@ func open(dir string, log *slog.Logger) (*Cluster, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, "cluster.json"), err)
 	}
-	c := &Cluster{dir: dir, binDir: s.BinDir, ports: s.Ports, log: log}
+	c := &Cluster{dir: dir, binDir: s.BinDir, ports: s.Ports, evictionRequestAPI: s.EvictionRequestAPI, log: log}
 	return c, c.connect()
 }
 
@@ -197,6 +216,9 @@ func (c *Cluster) BinDir() string { return c.binDir }
 
 // Kubeconfig returns the path of the cluster-admin kubeconfig.
 func (c *Cluster) Kubeconfig() string { return filepath.Join(c.dir, "kubeconfig") }
+
+// EvictionRequestAPI reports whether the cluster serves KEP-4563's EvictionRequest API.
+func (c *Cluster) EvictionRequestAPI() bool { return c.evictionRequestAPI }
 
 // Ports returns the ports the cluster listens on.
 func (c *Cluster) Ports() Ports { return c.ports }
@@ -271,7 +293,7 @@ func (c *Cluster) start(ctx context.Context, nodes int) error {
 
 // writeConfigs writes cluster.json, the kubeconfigs and kwok's pod Stages.
 func (c *Cluster) writeConfigs() error {
-	b, err := json.MarshalIndent(state{BinDir: c.binDir, Ports: c.ports}, "", "  ")
+	b, err := json.MarshalIndent(state{BinDir: c.binDir, Ports: c.ports, EvictionRequestAPI: c.evictionRequestAPI}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -311,8 +333,24 @@ func (c *Cluster) connect() error {
 	return nil
 }
 
-// args returns the command line of the component name.
+// args returns the command line of the component name, with the EvictionRequest API's flags
+// where the cluster serves it.
 func (c *Cluster) args(name string) []string {
+	args := c.baseArgs(name)
+	if c.evictionRequestAPI {
+		switch name {
+		case kubeAPIServer:
+			args = append(args, "--feature-gates=EvictionRequestAPI=true", "--runtime-config=lifecycle.k8s.io/v1alpha1=true")
+		case kubeControllerManager:
+			// It has no evictionrequest-controller (1.37), but knows the gate (the pod field).
+			args = append(args, "--feature-gates=EvictionRequestAPI=true")
+		}
+	}
+	return args
+}
+
+// baseArgs returns the command line of the component name.
+func (c *Cluster) baseArgs(name string) []string {
 	pki := func(file string) string { return filepath.Join(c.dir, "pki", file) }
 	kubeconfig := filepath.Join(c.dir, "kubeconfigs", name+".kubeconfig")
 	loopback := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

@@ -39,6 +39,9 @@ import (
 type Options struct {
 	// Nodes is the number of fake nodes: 5 when zero. $NODEMAINT_E2E_NODES overrides it.
 	Nodes int
+	// EvictionRequestAPI starts the cluster serving KEP-4563's EvictionRequest API; so does
+	// $EVICTION_REQUEST_API=true (see localcluster.Options).
+	EvictionRequestAPI bool
 }
 
 const (
@@ -128,7 +131,7 @@ func run(m *testing.M, opts Options) (int, error) {
 
 	start := time.Now()
 	cluster, err = localcluster.Start(ctx, localcluster.Options{
-		Dir: dir, BinDir: binDir, Nodes: nodes, KillWithParent: true, Logger: log,
+		Dir: dir, BinDir: binDir, Nodes: nodes, KillWithParent: true, Logger: log, EvictionRequestAPI: opts.EvictionRequestAPI,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("starting the cluster in %s: %w", dir, err)

@@ -1,0 +1,164 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
+)
+
+// +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictionrequests,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions,verbs=get;list;watch
+
+// observeRequests reads, under the EvictionRequest protocol, nodemaint's EvictionRequests of the
+// node and the Evictions of its pods, and returns the pods as answered by them
+// (evictionrequest.Answer). Under the pod condition protocol it returns the pods as they are and
+// nil.
+func (o *observer) observeRequests(ctx context.Context, node *corev1.Node, pods []corev1.Pod) ([]corev1.Pod, *evictionrequest.Observed, error) {
+	if o.protocol != nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
+		return pods, nil, nil
+	}
+	er := &evictionrequest.Observed{Node: node.Name, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{},
+		PodConditionsLeft: evictionrequest.PodConditionsLeft(pods)}
+	var reqs lifecyclev1alpha1.EvictionRequestList
+	if err := o.client.List(ctx, &reqs, client.MatchingLabels{evictionrequest.NodeLabel: node.Name}); err != nil {
+		return nil, nil, fmt.Errorf("listing EvictionRequests: %w", err)
+	}
+	er.Requests = reqs.Items
+	// The Evictions naming nodemaint as a requester (the Eviction controller labels them so),
+	// namespace by namespace.
+	namespaces := map[string]bool{}
+	for _, r := range er.Requests {
+		namespaces[r.Namespace] = true
+	}
+	for ns := range namespaces {
+		var evs lifecyclev1alpha1.EvictionList
+		if err := o.client.List(ctx, &evs, client.InNamespace(ns), client.HasLabels{names.Requester}); err != nil {
+			return nil, nil, fmt.Errorf("listing Evictions: %w", err)
+		}
+		for i := range evs.Items {
+			if p := evs.Items[i].Spec.Target.Pod; p != nil {
+				er.Evictions[p.UID] = &evs.Items[i]
+			}
+		}
+	}
+	return evictionrequest.Answer(pods, *er), er, nil
+}
+
+// writeRequests writes the protocol's part of the decision: first (before the node) the
+// withdrawals and deletions; then, once the node is cordoned (create true), the requests.
+func (r *NodeReconciler) writeRequests(ctx context.Context, plan evictionrequest.Plan, observed *evictionrequest.Observed, pods []corev1.Pod, create bool) error {
+	byName := map[types.NamespacedName]*lifecyclev1alpha1.EvictionRequest{}
+	for i := range observed.Requests {
+		byName[client.ObjectKeyFromObject(&observed.Requests[i])] = &observed.Requests[i]
+	}
+	podOf := map[types.UID]*corev1.Pod{}
+	for i := range pods {
+		podOf[pods[i].UID] = &pods[i]
+	}
+	var (
+		mu                                 sync.Mutex
+		errs                               []error
+		created, asked, withdrawn, deleted int
+	)
+	record := func(err error, what *int) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err == nil:
+			*what++
+		case stale(err) || apierrors.IsAlreadyExists(err):
+		default:
+			errs = append(errs, err)
+		}
+	}
+	var g errgroup.Group
+	g.SetLimit(podWritesPerNode)
+	if !create {
+		for _, want := range plan.Update {
+			if want.Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
+				continue
+			}
+			orig := byName[client.ObjectKeyFromObject(want)]
+			g.Go(func() error {
+				record(r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), &withdrawn)
+				return nil
+			})
+		}
+		for _, req := range plan.Delete {
+			g.Go(func() error {
+				record(r.Client.Delete(ctx, req, client.Preconditions{UID: &req.UID}), &deleted)
+				return nil
+			})
+		}
+	} else {
+		for _, want := range plan.Update {
+			if want.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
+				continue
+			}
+			orig := byName[client.ObjectKeyFromObject(want)]
+			g.Go(func() error {
+				err := r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+				record(err, &asked)
+				if err == nil && orig.Spec.Intent != want.Spec.Intent {
+					if pod := podOf[want.Spec.Target.Pod.UID]; pod != nil {
+						eventSink{r.Recorder}.requested(pod)
+					}
+				}
+				return nil
+			})
+		}
+		for _, req := range plan.Create {
+			g.Go(func() error {
+				err := r.Client.Create(ctx, req)
+				record(err, &created)
+				if err == nil {
+					if pod := podOf[req.Spec.Target.Pod.UID]; pod != nil {
+						eventSink{r.Recorder}.requested(pod)
+					}
+				}
+				return nil
+			})
+		}
+	}
+	_ = g.Wait()
+	if created+asked+withdrawn+deleted > 0 {
+		log.FromContext(ctx).Info("EvictionRequests updated", "created", created, "askedAgain", asked, "withdrawn", withdrawn, "deleted", deleted)
+	}
+	return errors.Join(errs...)
+}
+
+// nodeOfRequest maps one of nodemaint's EvictionRequests to its node.
+func nodeOfRequest(_ context.Context, o client.Object) []reconcile.Request {
+	if n := o.GetLabels()[evictionrequest.NodeLabel]; n != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: n}}}
+	}
+	return nil
+}
+
+// podOfEviction reads the target pod of an Eviction naming nodemaint as a requester; nil for
+// others.
+func podOfEviction(ctx context.Context, c client.Reader, o client.Object) *corev1.Pod {
+	e := o.(*lifecyclev1alpha1.Eviction)
+	if _, ours := e.Labels[names.Requester]; !ours || e.Spec.Target.Pod == nil {
+		return nil
+	}
+	pod := &corev1.Pod{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: e.Spec.Target.Pod.Name}, pod); err != nil || pod.Spec.NodeName == "" {
+		return nil
+	}
+	return pod
+}

@@ -1,0 +1,559 @@
+package eviction
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
+)
+
+// Observation is everything the decision about one target pod is made from: the pod (nil when it
+// is gone), the EvictionRequests and Evictions naming it (by namespace and name, any UID), and
+// what the imperative evictor met so far.
+type Observation struct {
+	// Namespace and Name name the target pod.
+	Namespace, Name string
+	// Pod is the target as read; nil when no pod of that name exists.
+	Pod *corev1.Pod
+	// Requests are the EvictionRequests whose .spec.target.pod names the pod.
+	Requests []lifecyclev1alpha1.EvictionRequest
+	// Evictions are the Evictions whose .spec.target.pod names the pod.
+	Evictions []lifecyclev1alpha1.Eviction
+	// HeartbeatDeadline is how long an active responder may go without a heartbeat
+	// (evictionrequest.HeartbeatDeadline unless configured).
+	HeartbeatDeadline time.Duration
+	// EvictNotBefore is when the imperative evictor may try again after a refused eviction of
+	// the pod (zero: now); EvictMessage is what the API server said of the last one.
+	EvictNotBefore time.Time
+	EvictMessage   string
+	// Protected, when set, says why the imperative evictor must not evict the pod (it is
+	// nodemaint-controller's own): it completes without evicting, with this message.
+	Protected string
+}
+
+// Decision is what the Eviction controller does about one target pod now.
+type Decision struct {
+	// Create is an Eviction to create (its status is written by a later decision, since status is
+	// a subresource).
+	Create *lifecyclev1alpha1.Eviction
+	// Status are Evictions whose status changes: the object with its status as wanted.
+	Status []*lifecyclev1alpha1.Eviction
+	// RequestStatus are EvictionRequests whose status changes (the conditions of their Eviction,
+	// or why none is made).
+	RequestStatus []*lifecyclev1alpha1.EvictionRequest
+	// Meta are Evictions whose ownerReferences and labels change (a request came or went): the
+	// object as wanted.
+	Meta []*lifecyclev1alpha1.Eviction
+	// Delete are Evictions to delete: their target is gone or evicted, or no EvictionRequest
+	// names it any more.
+	Delete []*lifecyclev1alpha1.Eviction
+	// Evict: the imperative evictor is the active responder of Eviction (in Status, or as
+	// observed) and calls the pod's eviction subresource now.
+	Evict *lifecyclev1alpha1.Eviction
+	// Events are what the decision changes, for Events on the Evictions.
+	Events []Event
+	// RecheckAfter is when the decision may change by itself (a heartbeat deadline or the
+	// imperative evictor's back-off runs out); zero: only on a change.
+	RecheckAfter time.Duration
+}
+
+// Event is one change of a responder's state.
+type Event struct {
+	Eviction        string
+	Reason, Message string
+}
+
+// MaxNameLength bounds an Eviction's name.
+const maxNameLength = 253
+
+// Decide decides, at now, what the Eviction controller does about the observed target. It does
+// not change the observation.
+func Decide(obs Observation, now time.Time) Decision {
+	var d Decision
+	pod := obs.Pod
+	gone, goneReason := targetGone(pod)
+	var live types.UID
+	if !gone {
+		live = pod.UID
+	}
+
+	// Requests by target UID: those of another UID name a pod that is gone (replaced by one of the
+	// same name).
+	active := map[types.UID][]*lifecyclev1alpha1.EvictionRequest{}
+	all := map[types.UID][]*lifecyclev1alpha1.EvictionRequest{}
+	for i := range obs.Requests {
+		r := &obs.Requests[i]
+		if r.Spec.Target.Pod == nil {
+			continue
+		}
+		uid := r.Spec.Target.Pod.UID
+		all[uid] = append(all[uid], r)
+		if wantsEviction(r) {
+			active[uid] = append(active[uid], r)
+		}
+	}
+
+	// Evictions: one per live target; the others (the target gone, or never named by a request)
+	// are finished and collected.
+	var current *lifecyclev1alpha1.Eviction
+	for i := range obs.Evictions {
+		e := &obs.Evictions[i]
+		uid := types.UID("")
+		if e.Spec.Target.Pod != nil {
+			uid = e.Spec.Target.Pod.UID
+		}
+		switch {
+		case uid == live && live != "" && current == nil && e.DeletionTimestamp == nil:
+			current = e
+		case e.DeletionTimestamp != nil:
+		case uid != live || live == "":
+			// The target is gone: TargetEvicted is copied into its requests below, then the
+			// Eviction is collected.
+			d.Delete = append(d.Delete, e)
+		default:
+			// A second Eviction of the same target (another writer): only one is kept.
+			d.Delete = append(d.Delete, e)
+		}
+	}
+
+	// The requests of gone targets learn that their target is evicted.
+	for uid, reqs := range all {
+		if uid == live && live != "" {
+			continue
+		}
+		reason := string(lifecyclev1alpha1.EvictionConditionReasonPodDeleted)
+		msg := "the target pod no longer exists"
+		if pod != nil && uid == pod.UID && gone {
+			reason, msg = goneReason, "the target pod reached a terminal phase"
+		}
+		for _, r := range reqs {
+			d.requestConditions(r, now, evicted(reason, msg), failed(metav1.ConditionFalse, string(lifecyclev1alpha1.EvictionConditionReasonSucceeded), "the target was evicted"))
+		}
+	}
+	if live == "" {
+		return d
+	}
+
+	if len(all[live]) == 0 {
+		if current != nil {
+			d.Delete = append(d.Delete, current)
+		}
+		return d
+	}
+
+	if pod.Spec.SchedulingGroup != nil {
+		for _, r := range all[live] {
+			d.requestConditions(r, now, failed(metav1.ConditionTrue, string(lifecyclev1alpha1.EvictionConditionReasonEvictionInvalid),
+				fmt.Sprintf("Target Pod %s is part of a Workload/PodGroup. Eviction of such pods is currently not supported.", pod.Name)))
+		}
+		if current != nil {
+			d.Delete = append(d.Delete, current)
+		}
+		return d
+	}
+
+	if current == nil {
+		if len(active[live]) > 0 {
+			d.Create = newEviction(obs, pod, all[live])
+		}
+		return d
+	}
+
+	if cond := meta.FindStatusCondition(current.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)); cond != nil && cond.Status == metav1.ConditionTrue &&
+		cond.Reason == string(lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters) && len(active[live]) > 0 {
+		// Canceled, then asked again: a canceled Eviction is final, so it makes way for a new one.
+		d.Delete = append(d.Delete, current)
+		return d
+	}
+	if wantMeta := withMeta(current, all[live], pod); wantMeta != nil {
+		d.Meta = append(d.Meta, wantMeta)
+	}
+	want := current.DeepCopy()
+	d.progress(want, obs, pod, all[live], active[live], now)
+	if !equality.Semantic.DeepEqual(want.Status, current.Status) {
+		d.Status = append(d.Status, want)
+	}
+	// Condition synchronization: every request of the target carries the Eviction's Failed and
+	// TargetEvicted conditions.
+	var conds []metav1.Condition
+	for _, t := range []lifecyclev1alpha1.EvictionConditionType{lifecyclev1alpha1.EvictionConditionFailed, lifecyclev1alpha1.EvictionConditionTargetEvicted} {
+		if c := meta.FindStatusCondition(want.Status.Conditions, string(t)); c != nil {
+			conds = append(conds, *c)
+		}
+	}
+	for _, r := range all[live] {
+		d.requestConditions(r, now, conds...)
+	}
+	return d
+}
+
+// targetGone reports whether the pod is gone or terminal, with the reason of TargetEvicted.
+func targetGone(pod *corev1.Pod) (bool, string) {
+	switch {
+	case pod == nil:
+		return true, string(lifecyclev1alpha1.EvictionConditionReasonPodDeleted)
+	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+		return true, string(lifecyclev1alpha1.EvictionConditionReasonPodTerminal)
+	}
+	return false, ""
+}
+
+// wantsEviction: the request asks for the eviction. One being deleted (a blocking finalizer)
+// counts as withdrawn, as the KEP says.
+func wantsEviction(r *lifecyclev1alpha1.EvictionRequest) bool {
+	return r.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentEviction && r.DeletionTimestamp == nil
+}
+
+// newEviction is the Eviction of the pod: named pod-<n>-<pod name> with the first n not taken by
+// an observed Eviction, labelled with its requesters and responders, owned by its requests.
+func newEviction(obs Observation, pod *corev1.Pod, reqs []*lifecyclev1alpha1.EvictionRequest) *lifecyclev1alpha1.Eviction {
+	taken := map[string]bool{}
+	for _, e := range obs.Evictions {
+		taken[e.Name] = true
+	}
+	var name string
+	for n := 1; ; n++ {
+		name = "pod-" + strconv.Itoa(n) + "-" + pod.Name
+		if len(name) > maxNameLength {
+			name = strings.TrimRight(name[:maxNameLength], "-.")
+		}
+		if !taken[name] {
+			break
+		}
+	}
+	e := &lifecyclev1alpha1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: name, Labels: labels(reqs, pod)},
+		Spec: lifecyclev1alpha1.EvictionSpec{Target: lifecyclev1alpha1.EvictionTarget{
+			Pod: &lifecyclev1alpha1.EvictionPodReference{Name: pod.Name, UID: pod.UID},
+		}},
+	}
+	e.OwnerReferences = owners(reqs)
+	return e
+}
+
+// withMeta is the Eviction with the ownerReferences and labels its requests and pod want; nil
+// when it has them. Labels of others are kept.
+func withMeta(e *lifecyclev1alpha1.Eviction, reqs []*lifecyclev1alpha1.EvictionRequest, pod *corev1.Pod) *lifecyclev1alpha1.Eviction {
+	refs := owners(reqs)
+	lbls := labels(reqs, pod)
+	changed := !equality.Semantic.DeepEqual(refs, e.OwnerReferences)
+	for k, v := range lbls {
+		changed = changed || e.Labels[k] != v
+	}
+	if !changed {
+		return nil
+	}
+	out := e.DeepCopy()
+	out.OwnerReferences = refs
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	for k, v := range lbls {
+		out.Labels[k] = v
+	}
+	return out
+}
+
+// owners are the ownerReferences to the requests (so that the garbage collector collects the
+// Eviction with the last of them).
+func owners(reqs []*lifecyclev1alpha1.EvictionRequest) []metav1.OwnerReference {
+	var refs []metav1.OwnerReference
+	for _, r := range reqs {
+		refs = append(refs, metav1.OwnerReference{
+			APIVersion: lifecyclev1alpha1.SchemeGroupVersion.String(), Kind: "EvictionRequest", Name: r.Name, UID: r.UID,
+		})
+	}
+	slices.SortFunc(refs, func(a, b metav1.OwnerReference) int { return strings.Compare(a.Name, b.Name) })
+	return refs
+}
+
+// labels names the requesters and responders as label keys (KEP-4563 "Label Generation").
+func labels(reqs []*lifecyclev1alpha1.EvictionRequest, pod *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, r := range reqs {
+		out[r.Spec.Requester] = string(lifecyclev1alpha1.EvictionParticipantRoleRequester)
+	}
+	for _, t := range Responders(pod) {
+		if out[t.Name] == string(lifecyclev1alpha1.EvictionParticipantRoleRequester) {
+			out[t.Name] = string(lifecyclev1alpha1.EvictionParticipantRoleRequesterResponder)
+		} else {
+			out[t.Name] = string(lifecyclev1alpha1.EvictionParticipantRoleResponder)
+		}
+	}
+	return out
+}
+
+// Responders are the pod's target responders in the order they are asked: by priority, highest
+// first, ties broken by the responder's domain compared from its top label down, then the key;
+// the imperative evictor last unless the pod names it.
+func Responders(pod *corev1.Pod) []lifecyclev1alpha1.TargetResponder {
+	var out []lifecyclev1alpha1.TargetResponder
+	imperative := false
+	for _, r := range pod.Spec.EvictionResponders {
+		out = append(out, lifecyclev1alpha1.TargetResponder{Name: r.Name, Priority: ptr.To(ptr.Deref(r.Priority, 0)), State: lifecyclev1alpha1.ResponderStateInactive})
+		imperative = imperative || r.Name == evictionrequest.ImperativeEvictor
+	}
+	if !imperative {
+		out = append(out, lifecyclev1alpha1.TargetResponder{Name: evictionrequest.ImperativeEvictor, Priority: ptr.To(evictionrequest.ImperativeEvictorPriority), State: lifecyclev1alpha1.ResponderStateInactive})
+	}
+	slices.SortStableFunc(out, func(a, b lifecyclev1alpha1.TargetResponder) int {
+		if pa, pb := *a.Priority, *b.Priority; pa != pb {
+			return int(pb) - int(pa)
+		}
+		return compareDomains(a.Name, b.Name)
+	})
+	return out
+}
+
+// compareDomains orders "sub.example.com/key" names by their domain from the top label down
+// (com, example, sub), then by key.
+func compareDomains(a, b string) int {
+	split := func(s string) ([]string, string) {
+		domain, key, _ := strings.Cut(s, "/")
+		labels := strings.Split(domain, ".")
+		slices.Reverse(labels)
+		return labels, key
+	}
+	da, ka := split(a)
+	db, kb := split(b)
+	if c := slices.Compare(da, db); c != 0 {
+		return c
+	}
+	return strings.Compare(ka, kb)
+}
+
+// progress moves the Eviction's status on: requesters, responders (initialised once), the active
+// responder (completed, interrupted past its heartbeat deadline, canceled) and the conditions.
+func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod *corev1.Pod, reqs, active []*lifecyclev1alpha1.EvictionRequest, now time.Time) {
+	st := &e.Status
+	st.ObservedGeneration = ptr.To(max(e.Generation, 1))
+	st.Requesters = requesters(st.Requesters, reqs)
+	if len(st.TargetResponders) == 0 {
+		st.TargetResponders = Responders(pod)
+	}
+	if len(st.Responders) == 0 {
+		for _, t := range st.TargetResponders {
+			st.Responders = append(st.Responders, lifecyclev1alpha1.ResponderStatus{Name: t.Name})
+		}
+	}
+	if final(st) {
+		return
+	}
+	if meta.FindStatusCondition(st.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)) == nil {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: metav1.ConditionFalse,
+			Reason: string(lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction), Message: "the target is scheduled for eviction", LastTransitionTime: metav1.NewTime(now), ObservedGeneration: *st.ObservedGeneration})
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(lifecyclev1alpha1.EvictionConditionTargetEvicted), Status: metav1.ConditionFalse,
+			Reason: string(lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction), Message: "the target is scheduled for eviction", LastTransitionTime: metav1.NewTime(now), ObservedGeneration: *st.ObservedGeneration})
+	}
+
+	if len(active) == 0 {
+		// Every requester withdrew: the eviction is canceled; the active responder learns it.
+		for i := range st.TargetResponders {
+			if st.TargetResponders[i].State == lifecyclev1alpha1.ResponderStateActive {
+				st.TargetResponders[i].State = lifecyclev1alpha1.ResponderStateCanceled
+				d.Events = append(d.Events, Event{e.Name, "ResponderCanceled", st.TargetResponders[i].Name + ": every requester withdrew"})
+			}
+		}
+		d.fail(e, string(lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters), "every requester withdrew its eviction intent", now)
+		return
+	}
+
+	for {
+		i := slices.IndexFunc(st.TargetResponders, func(t lifecyclev1alpha1.TargetResponder) bool {
+			return t.State == lifecyclev1alpha1.ResponderStateActive
+		})
+		if i >= 0 {
+			t := &st.TargetResponders[i]
+			rs := responderStatus(st, t.Name)
+			if rs.CompletionTime != nil {
+				t.State = lifecyclev1alpha1.ResponderStateCompleted
+				d.Events = append(d.Events, Event{e.Name, "ResponderCompleted", t.Name + " completed" + message(rs)})
+				continue
+			}
+			last := latest(rs.StartTime, rs.HeartbeatTime)
+			if left := last.Add(obs.HeartbeatDeadline).Sub(now); left <= 0 {
+				t.State = lifecyclev1alpha1.ResponderStateInterrupted
+				d.Events = append(d.Events, Event{e.Name, "ResponderInterrupted", fmt.Sprintf("%s: no heartbeat for %s", t.Name, obs.HeartbeatDeadline)})
+				continue
+			} else {
+				d.after(left)
+			}
+			if t.Name == evictionrequest.ImperativeEvictor {
+				d.imperative(e, rs, obs, pod, now)
+			}
+			return
+		}
+		next := slices.IndexFunc(st.TargetResponders, func(t lifecyclev1alpha1.TargetResponder) bool {
+			return t.State == lifecyclev1alpha1.ResponderStateInactive
+		})
+		if next < 0 {
+			d.fail(e, string(lifecyclev1alpha1.EvictionConditionReasonNoFurtherResponder), "no responder evicted the target and no further responder is available", now)
+			return
+		}
+		t := &st.TargetResponders[next]
+		t.State = lifecyclev1alpha1.ResponderStateActive
+		rs := responderStatus(st, t.Name)
+		if rs.StartTime == nil {
+			rs.StartTime = ptr.To(metav1.NewTime(now))
+		}
+		d.Events = append(d.Events, Event{e.Name, "ResponderActive", t.Name + " is the active responder"})
+	}
+}
+
+// imperative is the imperative evictor's part while it is active: evict the pod (unless it is
+// terminating, or backing off after a refusal), and heartbeat with what it met. Mirror and
+// DaemonSet pods are not evicted through the API: the responder completes without evicting.
+func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alpha1.ResponderStatus, obs Observation, pod *corev1.Pod, now time.Time) {
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror || ownedByDaemonSet(pod) || obs.Protected != "" {
+		rs.CompletionTime = ptr.To(metav1.NewTime(now))
+		rs.Message = ptr.To("API-initiated eviction of DaemonSet and mirror pods is not supported")
+		if obs.Protected != "" {
+			rs.Message = ptr.To(obs.Protected + ": not evicted by nodemaint")
+		}
+		return
+	}
+	msg := "evicting the pod through the Eviction API"
+	if obs.EvictMessage != "" {
+		msg = "Could not evict the pod, retrying with a back-off: " + obs.EvictMessage
+	}
+	switch {
+	case pod.DeletionTimestamp != nil:
+		msg = "the pod is terminating"
+	case obs.EvictNotBefore.After(now):
+		d.after(obs.EvictNotBefore.Sub(now))
+	default:
+		d.Evict = e
+	}
+	if rs.Message == nil || *rs.Message != msg {
+		rs.Message = ptr.To(msg)
+		rs.HeartbeatTime = ptr.To(metav1.NewTime(now))
+	} else if rs.HeartbeatTime == nil || now.Sub(rs.HeartbeatTime.Time) >= obs.HeartbeatDeadline/4 {
+		// Heartbeat well inside the deadline, but not more often than needed.
+		rs.HeartbeatTime = ptr.To(metav1.NewTime(now))
+	}
+	if rs.HeartbeatTime != nil {
+		d.after(rs.HeartbeatTime.Add(obs.HeartbeatDeadline / 4).Sub(now))
+	}
+}
+
+func ownedByDaemonSet(pod *corev1.Pod) bool {
+	for _, ref := range pod.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
+
+// fail ends the eviction: Failed=True with reason, TargetEvicted stays False.
+func (d *Decision) fail(e *lifecyclev1alpha1.Eviction, reason, msg string, now time.Time) {
+	meta.SetStatusCondition(&e.Status.Conditions, metav1.Condition{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: metav1.ConditionTrue,
+		Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(now), ObservedGeneration: *e.Status.ObservedGeneration})
+	d.Events = append(d.Events, Event{e.Name, reason, msg})
+}
+
+// final: the Eviction's conditions are final once one is True.
+func final(st *lifecyclev1alpha1.EvictionStatus) bool {
+	return meta.IsStatusConditionTrue(st.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)) ||
+		meta.IsStatusConditionTrue(st.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted))
+}
+
+// requesters lists every request's requester and intent; requesters no longer present stay
+// listed as withdrawn.
+func requesters(had []lifecyclev1alpha1.Requester, reqs []*lifecyclev1alpha1.EvictionRequest) []lifecyclev1alpha1.Requester {
+	byName := map[string]lifecyclev1alpha1.RequesterIntent{}
+	for _, r := range had {
+		byName[r.Name] = lifecyclev1alpha1.RequesterIntentWithdrawn
+	}
+	for _, r := range reqs {
+		intent := lifecyclev1alpha1.RequesterIntentWithdrawn
+		if wantsEviction(r) {
+			intent = lifecyclev1alpha1.RequesterIntentEviction
+		}
+		if byName[r.Spec.Requester] != lifecyclev1alpha1.RequesterIntentEviction {
+			byName[r.Spec.Requester] = intent
+		}
+	}
+	out := make([]lifecyclev1alpha1.Requester, 0, len(byName))
+	for name, intent := range byName {
+		out = append(out, lifecyclev1alpha1.Requester{Name: name, Intent: intent})
+	}
+	slices.SortFunc(out, func(a, b lifecyclev1alpha1.Requester) int { return strings.Compare(a.Name, b.Name) })
+	// The API holds 100: withdrawn requesters are dropped first.
+	if len(out) > 100 {
+		out = slices.DeleteFunc(out, func(r lifecyclev1alpha1.Requester) bool {
+			return r.Intent == lifecyclev1alpha1.RequesterIntentWithdrawn
+		})
+		out = out[:min(len(out), 100)]
+	}
+	return out
+}
+
+// responderStatus is the named responder's status, added when missing.
+func responderStatus(st *lifecyclev1alpha1.EvictionStatus, name string) *lifecyclev1alpha1.ResponderStatus {
+	for i := range st.Responders {
+		if st.Responders[i].Name == name {
+			return &st.Responders[i]
+		}
+	}
+	st.Responders = append(st.Responders, lifecyclev1alpha1.ResponderStatus{Name: name})
+	return &st.Responders[len(st.Responders)-1]
+}
+
+func latest(ts ...*metav1.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t != nil && t.After(out) {
+			out = t.Time
+		}
+	}
+	return out
+}
+
+func message(rs *lifecyclev1alpha1.ResponderStatus) string {
+	if rs.Message == nil || *rs.Message == "" {
+		return ""
+	}
+	return ": " + *rs.Message
+}
+
+func evicted(reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: string(lifecyclev1alpha1.EvictionConditionTargetEvicted), Status: metav1.ConditionTrue, Reason: reason, Message: msg}
+}
+
+func failed(status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: status, Reason: reason, Message: msg}
+}
+
+// requestConditions sets the conditions on the request's status, recording it in
+// RequestStatus when that changes it.
+func (d *Decision) requestConditions(r *lifecyclev1alpha1.EvictionRequest, now time.Time, conds ...metav1.Condition) {
+	want := r.DeepCopy()
+	want.Status.ObservedGeneration = ptr.To(max(r.Generation, 1))
+	for _, c := range conds {
+		c.ObservedGeneration = *want.Status.ObservedGeneration
+		c.LastTransitionTime = metav1.NewTime(now)
+		meta.SetStatusCondition(&want.Status.Conditions, c)
+	}
+	if !equality.Semantic.DeepEqual(want.Status, r.Status) {
+		d.RequestStatus = append(d.RequestStatus, want)
+	}
+}
+
+// after keeps the earliest time the decision must be made again.
+func (d *Decision) after(wait time.Duration) {
+	if wait > 0 && (d.RecheckAfter == 0 || wait < d.RecheckAfter) {
+		d.RecheckAfter = wait
+	}
+}

@@ -1,0 +1,360 @@
+package eviction
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/internal/testutil"
+	"github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
+)
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func testPod(responders ...corev1.EvictionResponder) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-p"},
+		Spec:       corev1.PodSpec{EvictionResponders: responders},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+func testRequest(name, requester string, uid types.UID, intent lifecyclev1alpha1.EvictionRequestIntent) lifecyclev1alpha1.EvictionRequest {
+	return lifecyclev1alpha1.EvictionRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("req-" + name), Generation: 1},
+		Spec: lifecyclev1alpha1.EvictionRequestSpec{
+			Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: "p", UID: uid}},
+			Requester: requester, Intent: intent,
+		},
+	}
+}
+
+// settle applies decisions until none changes anything, at now, and returns the last
+// observation; it fails after 10 rounds.
+func settle(t *testing.T, obs Observation, now time.Time) (Observation, Decision) {
+	t.Helper()
+	for range 10 {
+		d := Decide(obs, now)
+		if d.Create == nil && len(d.Status) == 0 && len(d.RequestStatus) == 0 && len(d.Delete) == 0 && len(d.Meta) == 0 {
+			return obs, d
+		}
+		obs = apply(obs, d)
+	}
+	t.Fatalf("no fixed point after 10 decisions")
+	return obs, Decision{}
+}
+
+// apply is what the reconciler's writes make of the observation.
+func apply(obs Observation, d Decision) Observation {
+	next := obs
+	next.Requests = nil
+	for _, r := range obs.Requests {
+		for _, w := range d.RequestStatus {
+			if w.Name == r.Name {
+				r = *w.DeepCopy()
+			}
+		}
+		next.Requests = append(next.Requests, r)
+	}
+	next.Evictions = nil
+	for _, e := range obs.Evictions {
+		deleted := false
+		for _, del := range d.Delete {
+			deleted = deleted || del.Name == e.Name
+		}
+		if deleted {
+			continue
+		}
+		for _, w := range d.Meta {
+			if w.Name == e.Name {
+				e.OwnerReferences, e.Labels = w.OwnerReferences, w.Labels
+			}
+		}
+		for _, w := range d.Status {
+			if w.Name == e.Name {
+				e.Status = *w.Status.DeepCopy()
+			}
+		}
+		next.Evictions = append(next.Evictions, e)
+	}
+	if d.Create != nil {
+		c := d.Create.DeepCopy()
+		c.UID = types.UID("ev-" + c.Name)
+		c.Generation = 1
+		next.Evictions = append(next.Evictions, *c)
+	}
+	return next
+}
+
+func stateOf(e lifecyclev1alpha1.Eviction) string {
+	s := ""
+	for _, r := range e.Status.TargetResponders {
+		s += fmt.Sprintf("%s=%s ", r.Name, r.State)
+	}
+	return s
+}
+
+func setResponder(e *lifecyclev1alpha1.Eviction, name string, f func(*lifecyclev1alpha1.ResponderStatus)) {
+	for i := range e.Status.Responders {
+		if e.Status.Responders[i].Name == name {
+			f(&e.Status.Responders[i])
+		}
+	}
+}
+
+func TestResponderOrder(t *testing.T) {
+	pod := testPod(
+		corev1.EvictionResponder{Name: "b.example.com/x", Priority: ptr.To[int32](10000)},
+		corev1.EvictionResponder{Name: "z.acme.io/x", Priority: ptr.To[int32](10000)},
+		corev1.EvictionResponder{Name: "db.example.org/y", Priority: ptr.To[int32](50000)},
+		corev1.EvictionResponder{Name: "a.example.com/x", Priority: ptr.To[int32](10000)},
+	)
+	var got []string
+	for _, r := range Responders(pod) {
+		got = append(got, r.Name)
+	}
+	want := []string{"db.example.org/y", "a.example.com/x", "b.example.com/x", "z.acme.io/x", evictionrequest.ImperativeEvictor}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("order %v, want %v (priority, then the domain from its top label: com < io)", got, want)
+	}
+}
+
+// TestDecideHeartbeat: the active responder keeps its turn while it heartbeats within the
+// deadline, is interrupted past it, and the imperative evictor then evicts.
+func TestDecideHeartbeat(t *testing.T) {
+	const op = "op.example.com/x"
+	obs := Observation{
+		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute,
+		Pod:      testPod(corev1.EvictionResponder{Name: op, Priority: ptr.To[int32](10000)}),
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+	}
+	obs, d := settle(t, obs, t0)
+	if len(obs.Evictions) != 1 || stateOf(obs.Evictions[0]) != op+"=Active "+evictionrequest.ImperativeEvictor+"=Inactive " {
+		t.Fatalf("first: %v", obs.Evictions)
+	}
+	if d.Evict != nil || d.RecheckAfter != 20*time.Minute {
+		t.Fatalf("evict %v, recheck %v", d.Evict != nil, d.RecheckAfter)
+	}
+	// A heartbeat at 19 minutes keeps it active at 39.
+	setResponder(&obs.Evictions[0], op, func(r *lifecyclev1alpha1.ResponderStatus) {
+		r.HeartbeatTime = ptr.To(metav1.NewTime(t0.Add(19 * time.Minute)))
+	})
+	obs, d = settle(t, obs, t0.Add(38*time.Minute))
+	if stateOf(obs.Evictions[0]) != op+"=Active "+evictionrequest.ImperativeEvictor+"=Inactive " || d.Evict != nil {
+		t.Fatalf("at 38m: %s", stateOf(obs.Evictions[0]))
+	}
+	now := t0.Add(39*time.Minute + time.Second)
+	d = Decide(obs, now)
+	if d.Evict == nil || len(d.Status) != 1 || stateOf(*d.Status[0]) != op+"=Interrupted "+evictionrequest.ImperativeEvictor+"=Active " {
+		t.Fatalf("past the deadline: evict %v, %v", d.Evict != nil, d.Status)
+	}
+}
+
+// TestDecideGone: a pod gone: its requests learn TargetEvicted (PodDeleted) and the Eviction is
+// collected; a request of the same name but another UID (a pod replaced) likewise.
+func TestDecideGone(t *testing.T) {
+	obs := Observation{
+		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Pod: testPod(),
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+	}
+	obs, _ = settle(t, obs, t0)
+	obs.Pod = nil
+	obs, _ = settle(t, obs, t0.Add(time.Minute))
+	if len(obs.Evictions) != 0 || !meta.IsStatusConditionTrue(obs.Requests[0].Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)) {
+		t.Fatalf("evictions %d, request %v", len(obs.Evictions), obs.Requests[0].Status.Conditions)
+	}
+}
+
+// FuzzDecide builds observations of one pod with responders, requests (several requesters, any
+// intent, some for a former pod of the same name) and an Eviction in whatever state responders
+// left it, and checks what a decision must never do: more than one active responder, an eviction
+// by anyone but an active imperative evictor, an interruption before the deadline, an Eviction
+// without a request asking for it, a changed target responder list; and that applied, decisions
+// reach a fixed point.
+//
+//	go test ./internal/eviction -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
+func FuzzDecide(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{3, 1, 2, 0x41, 0x12, 9, 200, 7, 1, 3})
+	f.Add([]byte{0xff, 0x13, 0x22, 0x31, 0x40, 0x05, 0x66, 0x77, 0x88, 0x99, 0xaa})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g := &testutil.FuzzBytes{Data: data}
+		now := t0.Add(time.Hour)
+		obs := fuzzObservation(g, now)
+		before := fmt.Sprintf("%+v", obs)
+		d := Decide(obs, now)
+		if fmt.Sprintf("%+v", obs) != before {
+			t.Fatal("Decide changed its observation")
+		}
+		check(t, obs, d, now)
+		for range 6 {
+			obs = apply(obs, d)
+			d = Decide(obs, now)
+			check(t, obs, d, now)
+			if d.Create == nil && len(d.Status) == 0 && len(d.RequestStatus) == 0 && len(d.Delete) == 0 && len(d.Meta) == 0 {
+				return
+			}
+		}
+		t.Fatalf("no fixed point: %+v", d)
+	})
+}
+
+func check(t *testing.T, obs Observation, d Decision, now time.Time) {
+	t.Helper()
+	wanting := false
+	for _, r := range obs.Requests {
+		wanting = wanting || (r.Spec.Target.Pod != nil && obs.Pod != nil && r.Spec.Target.Pod.UID == obs.Pod.UID && wantsEviction(&r))
+	}
+	if d.Create != nil && !wanting {
+		t.Fatalf("created an Eviction no request asks for")
+	}
+	for _, w := range d.Status {
+		var old *lifecyclev1alpha1.Eviction
+		for i := range obs.Evictions {
+			if obs.Evictions[i].Name == w.Name {
+				old = &obs.Evictions[i]
+			}
+		}
+		active := 0
+		for _, tr := range w.Status.TargetResponders {
+			if tr.State == lifecyclev1alpha1.ResponderStateActive {
+				active++
+			}
+		}
+		if active > 1 {
+			t.Fatalf("%d active responders: %s", active, stateOf(*w))
+		}
+		if len(old.Status.TargetResponders) > 0 {
+			if len(old.Status.TargetResponders) != len(w.Status.TargetResponders) {
+				t.Fatalf("target responders changed: %s -> %s", stateOf(*old), stateOf(*w))
+			}
+			for i, tr := range w.Status.TargetResponders {
+				o := old.Status.TargetResponders[i]
+				if o.Name != tr.Name {
+					t.Fatalf("target responders reordered: %s -> %s", stateOf(*old), stateOf(*w))
+				}
+				if o.State != tr.State && o.State != lifecyclev1alpha1.ResponderStateInactive && o.State != lifecyclev1alpha1.ResponderStateActive {
+					t.Fatalf("a final responder state changed: %s -> %s", stateOf(*old), stateOf(*w))
+				}
+			}
+		}
+		// A responder is interrupted only past its deadline, counted from its start or last
+		// heartbeat (as the decision leaves them: one started now cannot be interrupted now).
+		for _, tr := range w.Status.TargetResponders {
+			was := lifecyclev1alpha1.ResponderStateInactive
+			for _, o := range old.Status.TargetResponders {
+				if o.Name == tr.Name {
+					was = o.State
+				}
+			}
+			if tr.State != lifecyclev1alpha1.ResponderStateInterrupted || was == tr.State {
+				continue
+			}
+			for _, rs := range w.Status.Responders {
+				if rs.Name == tr.Name && now.Before(latest(rs.StartTime, rs.HeartbeatTime).Add(obs.HeartbeatDeadline)) {
+					t.Fatalf("%s interrupted before its deadline", tr.Name)
+				}
+			}
+		}
+	}
+	if d.Evict != nil {
+		if obs.Pod == nil || obs.Pod.DeletionTimestamp != nil || obs.EvictNotBefore.After(now) || obs.Protected != "" {
+			t.Fatalf("evicting a pod gone, terminating, backing off or protected")
+		}
+		e := d.Evict
+		for _, w := range d.Status {
+			if w.Name == e.Name {
+				e = w
+			}
+		}
+		ok := false
+		for _, tr := range e.Status.TargetResponders {
+			ok = ok || (tr.Name == evictionrequest.ImperativeEvictor && tr.State == lifecyclev1alpha1.ResponderStateActive)
+		}
+		if !ok || final(&e.Status) {
+			t.Fatalf("evicting while the imperative evictor is not the active responder: %s", stateOf(*e))
+		}
+	}
+}
+
+func fuzzObservation(g *testutil.FuzzBytes, now time.Time) Observation {
+	names := []string{"a.example.com/x", "b.example.com/y", "db.acme.io/op", evictionrequest.ImperativeEvictor}
+	pod := testPod()
+	for i, name := range names[:int(g.Byte())%4] {
+		pod.Spec.EvictionResponders = append(pod.Spec.EvictionResponders, corev1.EvictionResponder{Name: name, Priority: ptr.To(int32(1000 + int(g.Byte())%3*5000 + i))})
+	}
+	switch g.Byte() % 8 {
+	case 0:
+		pod = nil
+	case 1:
+		pod.Status.Phase = corev1.PodSucceeded
+	case 2:
+		pod.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(-time.Minute)))
+	case 3:
+		pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{}
+	}
+	obs := Observation{Namespace: "ns", Name: "p", Pod: pod, HeartbeatDeadline: 20 * time.Minute}
+	if g.Byte()%5 == 0 {
+		obs.Protected = "nodemaint-controller's own pod"
+	}
+	if b := g.Byte(); b%3 == 0 {
+		obs.EvictNotBefore, obs.EvictMessage = now.Add(time.Duration(b)*time.Second-100*time.Second), "refused"
+	}
+	requesters := []string{evictionrequest.Requester, "other.example.com/descheduler", "x.example.org/y"}
+	for i := range int(g.Byte()) % 4 {
+		b := g.Byte()
+		uid := types.UID("uid-p")
+		if b&1 != 0 {
+			uid = "uid-old"
+		}
+		intent := lifecyclev1alpha1.EvictionRequestIntentEviction
+		if b&2 != 0 {
+			intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
+		}
+		r := testRequest(fmt.Sprint("r", i), requesters[int(b>>2)%3], uid, intent)
+		if b&0x40 != 0 {
+			r.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+		}
+		obs.Requests = append(obs.Requests, r)
+	}
+	if g.Byte()%2 == 0 || pod == nil {
+		return obs
+	}
+	// An Eviction a number of decisions in, with responders that heartbeat, complete or not.
+	start := obs
+	start.Pod = testPod(pod.Spec.EvictionResponders...)
+	start.Requests = []lifecyclev1alpha1.EvictionRequest{testRequest("r0", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)}
+	at := now.Add(-time.Duration(g.Byte()) * time.Minute / 2)
+	for range int(g.Byte())%4 + 2 {
+		d := Decide(start, at)
+		start = apply(start, d)
+		if len(start.Evictions) == 0 {
+			break
+		}
+		e := &start.Evictions[0]
+		for _, tr := range e.Status.TargetResponders {
+			if tr.State != lifecyclev1alpha1.ResponderStateActive {
+				continue
+			}
+			switch g.Byte() % 3 {
+			case 0:
+				setResponder(e, tr.Name, func(r *lifecyclev1alpha1.ResponderStatus) { r.CompletionTime = ptr.To(metav1.NewTime(at)) })
+			case 1:
+				setResponder(e, tr.Name, func(r *lifecyclev1alpha1.ResponderStatus) { r.HeartbeatTime = ptr.To(metav1.NewTime(at)) })
+			}
+		}
+		at = at.Add(time.Duration(g.Byte()) * time.Minute / 8)
+	}
+	if at.After(now) {
+		at = now
+	}
+	obs.Evictions = start.Evictions
+	return obs
+}

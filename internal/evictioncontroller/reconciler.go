@@ -1,0 +1,289 @@
+// Package evictioncontroller is nodemaint's out-of-tree implementation of KEP-4563's
+// evictionrequest-controller and of its imperative-eviction.k8s.io/evictor responder, for
+// clusters that serve lifecycle.k8s.io/v1alpha1 but whose kube-controller-manager does not run the
+// controller (Kubernetes 1.37 does not have it). It observes one target pod, decides with
+// internal/eviction and applies.
+package evictioncontroller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/eviction"
+	"github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
+)
+
+// +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictionrequests,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictionrequests/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+
+// targetIndex indexes EvictionRequests and Evictions by their target pod's "namespace/name".
+const targetIndex = "evictioncontroller.target"
+
+// Reconciler reconciles one target pod (its namespace and name) of EvictionRequests.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Evictions remembers the imperative evictor's refused evictions, to back off per pod.
+	Evictions *drain.Evictions
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+	// Protected, when set, says why a pod must never be evicted by nodemaint ("" for others):
+	// nodemaint-controller's own pods. The imperative evictor passes them on.
+	Protected func(*corev1.Pod) string
+}
+
+// Reconcile observes the target pod, its EvictionRequests and Evictions, decides and applies.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	log := logf.FromContext(ctx)
+	obs, err := r.observe(ctx, req.NamespacedName)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(obs.Requests) == 0 && len(obs.Evictions) == 0 {
+		return reconcile.Result{}, nil
+	}
+	now := r.now()
+	d := eviction.Decide(obs, now)
+	requeue, err := r.apply(ctx, obs, d)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if requeue {
+		// A write met a stale cache, or the evictor acted: look again once the cache caught up.
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	if d.RecheckAfter > 0 {
+		log.V(1).Info("looking again", "after", d.RecheckAfter)
+	}
+	return reconcile.Result{RequeueAfter: d.RecheckAfter}, nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (eviction.Observation, error) {
+	// The API server enforces the KEP's heartbeat deadline: it refuses to interrupt a responder
+	// earlier, so the deadline is not configurable.
+	obs := eviction.Observation{Namespace: target.Namespace, Name: target.Name, HeartbeatDeadline: evictionrequest.HeartbeatDeadline}
+	pod := &corev1.Pod{}
+	switch err := r.Client.Get(ctx, target, pod); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return obs, err
+	default:
+		obs.Pod = pod
+	}
+	var reqs lifecyclev1alpha1.EvictionRequestList
+	if err := r.Client.List(ctx, &reqs, client.InNamespace(target.Namespace), client.MatchingFields{targetIndex: target.String()}); err != nil {
+		return obs, err
+	}
+	obs.Requests = reqs.Items
+	var evs lifecyclev1alpha1.EvictionList
+	if err := r.Client.List(ctx, &evs, client.InNamespace(target.Namespace), client.MatchingFields{targetIndex: target.String()}); err != nil {
+		return obs, err
+	}
+	obs.Evictions = evs.Items
+	if obs.Pod != nil && r.Protected != nil {
+		obs.Protected = r.Protected(obs.Pod)
+	}
+	if obs.Pod != nil && r.Evictions != nil {
+		if refusal, ok := r.Evictions.Refusals([]drain.Classified{{Pod: obs.Pod}})[obs.Pod.UID]; ok {
+			obs.EvictNotBefore, obs.EvictMessage = refusal.NotBefore, refusal.Message
+		}
+	}
+	return obs, nil
+}
+
+// apply carries the decision out: request conditions, then the Eviction's creation, metadata
+// and status, then the imperative evictor's eviction, then the collection of finished Evictions.
+// It reports whether to look again shortly (a stale write, or an eviction made).
+func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d eviction.Decision) (bool, error) {
+	log := logf.FromContext(ctx)
+	again := false
+	byName := map[string]*lifecyclev1alpha1.EvictionRequest{}
+	for i := range obs.Requests {
+		byName[obs.Requests[i].Name] = &obs.Requests[i]
+	}
+	evByName := map[string]*lifecyclev1alpha1.Eviction{}
+	for i := range obs.Evictions {
+		evByName[obs.Evictions[i].Name] = &obs.Evictions[i]
+	}
+	var errs []error
+	note := func(err error) {
+		switch {
+		case err == nil:
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err):
+			again = true
+		default:
+			errs = append(errs, err)
+		}
+	}
+	for _, want := range d.RequestStatus {
+		note(r.Client.Status().Patch(ctx, want, client.MergeFromWithOptions(byName[want.Name], client.MergeFromWithOptimisticLock{})))
+	}
+	if d.Create != nil {
+		err := r.Client.Create(ctx, d.Create)
+		if err == nil {
+			log.Info("created the Eviction", "eviction", d.Create.Name)
+			r.Recorder.Eventf(d.Create, nil, corev1.EventTypeNormal, "EvictionCreated", "Create", "Eviction of pod %s for %d requester(s)", d.Create.Spec.Target.Pod.Name, len(d.Create.OwnerReferences))
+		}
+		note(err)
+		again = true
+	}
+	for _, want := range d.Meta {
+		note(r.Client.Patch(ctx, want, client.MergeFromWithOptions(evByName[want.Name], client.MergeFromWithOptimisticLock{})))
+	}
+	for _, want := range d.Status {
+		note(r.Client.Status().Patch(ctx, want, client.MergeFromWithOptions(evByName[want.Name], client.MergeFromWithOptimisticLock{})))
+	}
+	for _, e := range d.Events {
+		ev := evByName[e.Eviction]
+		if ev == nil {
+			continue
+		}
+		typ := corev1.EventTypeNormal
+		if e.Reason == "ResponderInterrupted" || e.Reason == string(lifecyclev1alpha1.EvictionConditionReasonNoFurtherResponder) {
+			typ = corev1.EventTypeWarning
+		}
+		log.Info("eviction progress", "eviction", e.Eviction, "reason", e.Reason, "message", e.Message)
+		r.Recorder.Eventf(ev, nil, typ, e.Reason, "Reconcile", "%s", e.Message)
+	}
+	if d.Evict != nil && obs.Pod != nil && len(errs) == 0 {
+		if r.evict(ctx, obs.Pod, d.Evict) {
+			again = true
+		}
+	}
+	for _, e := range d.Delete {
+		err := r.Client.Delete(ctx, e, client.Preconditions{UID: &e.UID})
+		if err == nil {
+			log.Info("collected the Eviction", "eviction", e.Name)
+		}
+		note(client.IgnoreNotFound(err))
+	}
+	return again, errors.Join(errs...)
+}
+
+// evict is the imperative evictor: an eviction of the pod through the API (with its
+// PodDisruptionBudgets), with the pod's UID as precondition. A refusal backs off exponentially
+// (Evictions); the next decision writes it into the responder's message. It reports whether
+// the pod was evicted or the refusal is new.
+func (r *Reconciler) evict(ctx context.Context, pod *corev1.Pod, ev *lifecyclev1alpha1.Eviction) bool {
+	log := logf.FromContext(ctx)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := r.Client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
+	})
+	switch {
+	case err == nil:
+		r.Evictions.Done(pod.UID)
+		log.Info("imperative evictor evicted the pod", "pod", pod.Name, "eviction", ev.Name)
+		r.Recorder.Eventf(ev, pod, corev1.EventTypeNormal, "Evicted", "Evict", "%s evicted pod %s through the Eviction API", evictionrequest.ImperativeEvictor, pod.Name)
+		return true
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return true
+	default:
+		msg := err.Error()
+		if apierrors.IsTooManyRequests(err) {
+			msg = "Cannot evict pod as it would violate the pod's disruption budget."
+			if s, ok := err.(apierrors.APIStatus); ok && s.Status().Details != nil {
+				for _, c := range s.Status().Details.Causes {
+					if c.Type == policyv1.DisruptionBudgetCause {
+						msg = c.Message
+					}
+				}
+			}
+		}
+		wait := r.Evictions.Refused(pod.UID, r.now(), "EvictionRefused", msg)
+		log.Info("imperative evictor's eviction refused", "pod", pod.Name, "retryAfter", wait, "reason", msg)
+		return true
+	}
+}
+
+// SetupWithManager registers the controller; the cluster must serve lifecycle.k8s.io/v1alpha1.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, concurrency int) error {
+	if r.Evictions == nil {
+		r.Evictions = drain.NewEvictions(time.Second, 15*time.Minute)
+	}
+	if err := IndexTargets(ctx, mgr); err != nil {
+		return err
+	}
+	c := mgr.GetClient()
+	return builder.ControllerManagedBy(mgr).
+		Named("eviction").
+		Watches(&lifecyclev1alpha1.EvictionRequest{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return targetOf(o.GetNamespace(), o.(*lifecyclev1alpha1.EvictionRequest).Spec.Target.Pod)
+		})).
+		Watches(&lifecyclev1alpha1.Eviction{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if p := o.(*lifecyclev1alpha1.Eviction).Spec.Target.Pod; p != nil {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: p.Name}}}
+			}
+			return nil
+		})).
+		// A pod's changes matter only while a request names it.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+			var reqs lifecyclev1alpha1.EvictionRequestList
+			if err := c.List(ctx, &reqs, client.InNamespace(key.Namespace), client.MatchingFields{targetIndex: key.String()}); err != nil || len(reqs.Items) == 0 {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: key}}
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+func targetOf(namespace string, p *lifecyclev1alpha1.EvictionRequestPodReference) []reconcile.Request {
+	if p == nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: namespace, Name: p.Name}}}
+}
+
+// IndexTargets indexes EvictionRequests and Evictions by their target pod in the manager's cache.
+func IndexTargets(ctx context.Context, mgr manager.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &lifecyclev1alpha1.EvictionRequest{}, targetIndex, func(o client.Object) []string {
+		if p := o.(*lifecyclev1alpha1.EvictionRequest).Spec.Target.Pod; p != nil {
+			return []string{o.GetNamespace() + "/" + p.Name}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing EvictionRequests: %w", err)
+	}
+	if err := idx.IndexField(ctx, &lifecyclev1alpha1.Eviction{}, targetIndex, func(o client.Object) []string {
+		if p := o.(*lifecyclev1alpha1.Eviction).Spec.Target.Pod; p != nil {
+			return []string{o.GetNamespace() + "/" + p.Name}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing Evictions: %w", err)
+	}
+	return nil
+}

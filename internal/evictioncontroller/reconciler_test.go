@@ -1,0 +1,362 @@
+package evictioncontroller_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
+	"github.com/nodemaint/nodemaint/internal/testenv"
+	"github.com/nodemaint/nodemaint/internal/testutil"
+	"github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
+)
+
+var (
+	env *testenv.Env
+	k8s client.Client
+)
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	var err error
+	if env, err = testenv.StartWith(testenv.Options{EvictionRequestAPI: true}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	k8s = env.Client
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+		if err != nil {
+			done <- err
+			return
+		}
+		r := &evictioncontroller.Reconciler{
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("nodemaint-controller"),
+			Evictions: drain.NewEvictions(100*time.Millisecond, time.Second),
+		}
+		if err := r.SetupWithManager(ctx, mgr, 4); err != nil {
+			done <- err
+			return
+		}
+		done <- mgr.Start(ctx)
+	}()
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		code = 1
+	}
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, string, error)) {
+	t.Helper()
+	testutil.Eventually(t, 30*time.Second, what, cond)
+}
+
+func createPod(t *testing.T, name string, responders ...corev1.EvictionResponder) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{
+			Containers:         []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+			EvictionResponders: responders,
+		},
+	}
+	if err := k8s.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+	// Running and Ready, as a kubelet would make it: the Eviction API ignores the budgets of
+	// pending pods.
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	if err := k8s.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+func request(t *testing.T, pod *corev1.Pod, requester string) *lifecyclev1alpha1.EvictionRequest {
+	t.Helper()
+	r := &lifecyclev1alpha1.EvictionRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name + "-" + fmt.Sprint(len(requester)), Namespace: pod.Namespace},
+		Spec: lifecyclev1alpha1.EvictionRequestSpec{
+			Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: pod.Name, UID: pod.UID}},
+			Requester: requester,
+			Intent:    lifecyclev1alpha1.EvictionRequestIntentEviction,
+		},
+	}
+	if err := k8s.Create(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), r) })
+	return r
+}
+
+// evictionOf reads the pod's Eviction; nil when there is none.
+func evictionOf(ctx context.Context, pod *corev1.Pod) (*lifecyclev1alpha1.Eviction, error) {
+	var list lifecyclev1alpha1.EvictionList
+	if err := k8s.List(ctx, &list, client.InNamespace(pod.Namespace)); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if p := list.Items[i].Spec.Target.Pod; p != nil && p.UID == pod.UID {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+func states(e *lifecyclev1alpha1.Eviction) string {
+	s := ""
+	for _, t := range e.Status.TargetResponders {
+		s += fmt.Sprintf("%s=%s ", t.Name, t.State)
+	}
+	return s
+}
+
+func podGone(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
+}
+
+// TestDeclinedThenEvictedThroughPDB: a responder of higher priority than the imperative evictor
+// is asked first; it declines (completionTime without evicting), the imperative evictor takes over
+// and evicts the pod through its PodDisruptionBudget, only once the budget allows; the request
+// learns TargetEvicted and the Eviction is collected. (Passing over a responder that stops
+// heartbeating takes the API server's 20 minutes, which it enforces: see FuzzDecide and
+// TestDecideHeartbeat for that rule.)
+func TestDeclinedThenEvictedThroughPDB(t *testing.T) {
+	ctx := context.Background()
+	const responder = "decline.example.com/operator"
+	pod := createPod(t, "declined", corev1.EvictionResponder{Name: responder, Priority: ptr.To[int32](20000)})
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "declined", Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "declined"}},
+		},
+	}
+	if err := k8s.Create(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pdb) })
+	// No disruption controller runs here: the budget's status says no disruption is allowed.
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1, DisruptionsAllowed: 0}
+	if err := k8s.Status().Update(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	req := request(t, pod, evictionrequest.Requester)
+
+	var e *lifecyclev1alpha1.Eviction
+	eventually(t, "the operator is the active responder, the imperative evictor waits", func(ctx context.Context) (bool, string, error) {
+		var err error
+		e, err = evictionOf(ctx, pod)
+		if err != nil || e == nil {
+			return false, "no Eviction", err
+		}
+		want := fmt.Sprintf("%s=Active %s=Inactive ", responder, evictionrequest.ImperativeEvictor)
+		return states(e) == want && e.Labels[evictionrequest.Requester] == "requester" && e.Labels[responder] == "responder" &&
+			len(e.Status.Requesters) == 1 && e.Status.Requesters[0].Name == evictionrequest.Requester, states(e), nil
+	})
+	time.Sleep(time.Second)
+	if gone, err := podGone(ctx, pod); err != nil || gone {
+		t.Fatalf("the pod was evicted while its responder was active (gone %v, %v)", gone, err)
+	}
+	// The operator declines.
+	orig := e.DeepCopy()
+	for i := range e.Status.Responders {
+		if e.Status.Responders[i].Name == responder {
+			e.Status.Responders[i].CompletionTime = ptr.To(metav1.Now())
+			e.Status.Responders[i].Message = ptr.To("declined: nothing to move")
+		}
+	}
+	if err := k8s.Status().Patch(ctx, e, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the operator completed and the imperative evictor is refused by the budget", func(ctx context.Context) (bool, string, error) {
+		e, err := evictionOf(ctx, pod)
+		if err != nil || e == nil {
+			return false, "no Eviction", err
+		}
+		msg := ""
+		for _, r := range e.Status.Responders {
+			if r.Name == evictionrequest.ImperativeEvictor && r.Message != nil {
+				msg = *r.Message
+			}
+		}
+		want := fmt.Sprintf("%s=Completed %s=Active ", responder, evictionrequest.ImperativeEvictor)
+		return states(e) == want && strings.Contains(msg, "disruption budget"), states(e) + msg, nil
+	})
+	if gone, err := podGone(ctx, pod); err != nil || gone {
+		t.Fatalf("the pod was evicted against its budget (gone %v, %v)", gone, err)
+	}
+
+	// The budget allows one disruption: the evictor's next try goes through.
+	pdb.Status.DisruptionsAllowed = 1
+	if err := k8s.Status().Update(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pod is evicted, its request says TargetEvicted, and its Eviction is collected", func(ctx context.Context) (bool, string, error) {
+		gone, err := podGone(ctx, pod)
+		if err != nil || !gone {
+			return false, "pod still there", err
+		}
+		r := &lifecyclev1alpha1.EvictionRequest{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(req), r); err != nil {
+			return false, "", err
+		}
+		e, err := evictionOf(ctx, pod)
+		return err == nil && e == nil && meta.IsStatusConditionTrue(r.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)),
+			fmt.Sprintf("eviction %v, conditions %v", e != nil, r.Status.Conditions), err
+	})
+}
+
+// TestCancellation: while a responder works on the eviction (heartbeating), when every requester withdraws, the eviction is canceled (the active responder
+// Canceled, Failed=CanceledDueToNoRequesters, copied into the request), and once the request is
+// deleted the Eviction is collected. The pod is never evicted.
+func TestCancellation(t *testing.T) {
+	ctx := context.Background()
+	const responder = "busy.example.com/operator"
+	pod := createPod(t, "busy", corev1.EvictionResponder{Name: responder, Priority: ptr.To[int32](20000)})
+	req := request(t, pod, "other.example.com/descheduler")
+
+	var name string
+	eventually(t, "the operator is active", func(ctx context.Context) (bool, string, error) {
+		e, err := evictionOf(ctx, pod)
+		if err != nil || e == nil {
+			return false, "no Eviction", err
+		}
+		name = e.Name
+		return len(e.Status.TargetResponders) > 0 && e.Status.TargetResponders[0].State == lifecyclev1alpha1.ResponderStateActive, states(e), nil
+	})
+	e := &lifecyclev1alpha1.Eviction{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: "default", Name: name}, e); err != nil {
+		t.Fatal(err)
+	}
+	orig := e.DeepCopy()
+	for i := range e.Status.Responders {
+		if e.Status.Responders[i].Name == responder {
+			e.Status.Responders[i].HeartbeatTime = ptr.To(metav1.Now())
+			e.Status.Responders[i].Message = ptr.To("moving the data")
+		}
+	}
+	if err := k8s.Status().Patch(ctx, e, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		t.Fatal(err)
+	}
+
+	origReq := req.DeepCopy()
+	req.Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
+	if err := k8s.Patch(ctx, req, client.MergeFrom(origReq)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the eviction is canceled, and the request says so", func(ctx context.Context) (bool, string, error) {
+		e, err := evictionOf(ctx, pod)
+		if err != nil || e == nil {
+			return false, "no Eviction", err
+		}
+		r := &lifecyclev1alpha1.EvictionRequest{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(req), r); err != nil {
+			return false, "", err
+		}
+		c := meta.FindStatusCondition(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed))
+		rc := meta.FindStatusCondition(r.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed))
+		ok := c != nil && c.Status == metav1.ConditionTrue && c.Reason == string(lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters) &&
+			rc != nil && rc.Status == metav1.ConditionTrue && rc.Reason == c.Reason &&
+			e.Status.TargetResponders[0].State == lifecyclev1alpha1.ResponderStateCanceled &&
+			len(e.Status.Requesters) == 1 && e.Status.Requesters[0].Intent == lifecyclev1alpha1.RequesterIntentWithdrawn
+		return ok, fmt.Sprintf("%s %v %v", states(e), c, rc), nil
+	})
+	if err := k8s.Delete(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Eviction is collected", func(ctx context.Context) (bool, string, error) {
+		e, err := evictionOf(ctx, pod)
+		return e == nil, "still there", err
+	})
+	if gone, err := podGone(ctx, pod); err != nil || gone {
+		t.Fatalf("a canceled eviction evicted the pod (gone %v, %v)", gone, err)
+	}
+}
+
+// TestSilentResponderPassedOver: a responder that heartbeats once and then stops is passed over
+// (Interrupted) once the KEP's 20 minutes since its heartbeat have run out, not before, and the
+// imperative evictor evicts the pod. The API server enforces those 20 minutes, so this test takes
+// them: it runs only with NODEMAINT_SLOW_TESTS=1.
+func TestSilentResponderPassedOver(t *testing.T) {
+	if os.Getenv("NODEMAINT_SLOW_TESTS") != "1" {
+		t.Skip("takes the API server's heartbeat deadline (20 minutes): set NODEMAINT_SLOW_TESTS=1")
+	}
+	ctx := context.Background()
+	const responder = "silent.example.com/operator"
+	pod := createPod(t, "silent", corev1.EvictionResponder{Name: responder, Priority: ptr.To[int32](20000)})
+	request(t, pod, evictionrequest.Requester)
+
+	var e *lifecyclev1alpha1.Eviction
+	eventually(t, "the responder is active", func(ctx context.Context) (bool, string, error) {
+		var err error
+		e, err = evictionOf(ctx, pod)
+		if err != nil || e == nil {
+			return false, "no Eviction", err
+		}
+		return e.Status.TargetResponders[0].State == lifecyclev1alpha1.ResponderStateActive, states(e), nil
+	})
+	orig := e.DeepCopy()
+	heartbeat := metav1.Now()
+	for i := range e.Status.Responders {
+		if e.Status.Responders[i].Name == responder {
+			e.Status.Responders[i].HeartbeatTime = &heartbeat
+		}
+	}
+	if err := k8s.Status().Patch(ctx, e, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		t.Fatal(err)
+	}
+	// Silent from now on.
+	deadline := heartbeat.Add(evictionrequest.HeartbeatDeadline)
+	for time.Now().Before(deadline.Add(-5 * time.Second)) {
+		got, err := evictionOf(ctx, pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == nil || got.Status.TargetResponders[0].State != lifecyclev1alpha1.ResponderStateActive {
+			t.Fatalf("passed over %v before its heartbeat deadline: %v", time.Until(deadline), got)
+		}
+		time.Sleep(10 * time.Second)
+	}
+	testutil.Eventually(t, time.Minute, "interrupted, and the pod evicted by the imperative evictor", func(ctx context.Context) (bool, string, error) {
+		gone, err := podGone(ctx, pod)
+		if err != nil || !gone {
+			got, _ := evictionOf(ctx, pod)
+			if got != nil {
+				return false, states(got), err
+			}
+			return false, "pod there", err
+		}
+		return true, "", nil
+	})
+	t.Logf("passed over and evicted %v after the deadline", time.Since(deadline).Round(time.Second))
+}

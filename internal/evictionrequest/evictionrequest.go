@@ -1,0 +1,302 @@
+// Package evictionrequest is nodemaint's node drain as a requester of KEP-4563's EvictionRequest
+// API (lifecycle.k8s.io/v1alpha1), purely: the drain decides as it does with pod conditions
+// (nodeaction.Decide's Request and Withdraw), this package turns that into EvictionRequests to
+// create, update, withdraw and delete, and reads each pod's Eviction back as its owner's answer
+// (Answer), so that the drain's rules (response timeout, eviction of pods nobody answers for,
+// drainTimeout) stay one and the same for both protocols.
+package evictionrequest
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
+)
+
+const (
+	// NodeLabel labels nodemaint's EvictionRequests with the node of their pod, so that the drain
+	// of a node finds its own (also those of pods gone) with one selector.
+	NodeLabel = "nodemaint.dev/node"
+	// ReasonAnnotation holds the drain's reason (the maintenances' reason), which the pod
+	// condition protocol carries in the condition's message.
+	ReasonAnnotation = "nodemaint.dev/reason"
+	// RequestedAnnotation is when nodemaint asked (RFC 3339): the response timeout counts from it.
+	RequestedAnnotation = "nodemaint.dev/requested-at"
+)
+
+// Protocol flag values of nodemaint-controller's --evacuation-protocol.
+const (
+	FlagAuto            = "auto"
+	FlagPodConditions   = "pod-conditions"
+	FlagEvictionRequest = "eviction-request"
+)
+
+// Choose is the protocol the flag value asks for, where served says whether the API server
+// serves evictionrequests in lifecycle.k8s.io/v1alpha1 (discovery). auto is EvictionRequest
+// where served, PodConditions elsewhere; eviction-request where it is not served is an error.
+func Choose(flag string, served bool) (nodemaintv1alpha1.EvacuationProtocol, error) {
+	switch flag {
+	case FlagAuto:
+		if served {
+			return nodemaintv1alpha1.EvacuationProtocolEvictionRequest, nil
+		}
+		return nodemaintv1alpha1.EvacuationProtocolPodConditions, nil
+	case FlagPodConditions:
+		return nodemaintv1alpha1.EvacuationProtocolPodConditions, nil
+	case FlagEvictionRequest:
+		if !served {
+			return "", fmt.Errorf("--evacuation-protocol=%s: the API server does not serve evictionrequests.%s (start kube-apiserver with --feature-gates=EvictionRequestAPI=true --runtime-config=%s=true)",
+				flag, lifecyclev1alpha1.SchemeGroupVersion, lifecyclev1alpha1.SchemeGroupVersion)
+		}
+		return nodemaintv1alpha1.EvacuationProtocolEvictionRequest, nil
+	}
+	return "", fmt.Errorf("--evacuation-protocol must be %s, %s or %s, not %q", FlagAuto, FlagPodConditions, FlagEvictionRequest, flag)
+}
+
+// Observed is what the drain of one node has of the protocol: nodemaint's EvictionRequests of the
+// node (NodeLabel) and the Evictions of its pods, by pod UID.
+type Observed struct {
+	Node      string
+	Requests  []lifecyclev1alpha1.EvictionRequest
+	Evictions map[types.UID]*lifecyclev1alpha1.Eviction
+	// PodConditionsLeft are the pods with nodemaint's pod condition (see PodConditionsLeft), as
+	// read (not answered).
+	PodConditionsLeft []*corev1.Pod
+}
+
+// PodConditionsLeft are the pods that still carry nodemaint's EvacuationRequest pod condition
+// (set before the controller switched protocols): under this protocol it is withdrawn.
+func PodConditionsLeft(pods []corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range pods {
+		if ourCondition(&pods[i]) {
+			out = append(out, &pods[i])
+		}
+	}
+	return out
+}
+
+func ourCondition(pod *corev1.Pod) bool {
+	c := evacuation.Condition(pod, evacuation.Request)
+	return c != nil && c.Reason == evacuation.ReasonNodeMaintenance
+}
+
+// ours is nodemaint's request for the pod, if any.
+func (o *Observed) ours(uid types.UID) *lifecyclev1alpha1.EvictionRequest {
+	for i := range o.Requests {
+		r := &o.Requests[i]
+		if r.Spec.Target.Pod != nil && r.Spec.Target.Pod.UID == uid && r.Spec.Requester == names.Requester {
+			return r
+		}
+	}
+	return nil
+}
+
+// Answer returns the pods as the drain sees them under this protocol: nodemaint's
+// EvacuationRequest condition where nodemaint's EvictionRequest asks for the pod's eviction
+// (message: its reason; since: when nodemaint asked), and EvacuationInitiated from the pod's
+// Eviction: True while a responder is active on it ("evacuating by <responder>, expected
+// completion ..."), False once it failed with no responder left (nodemaint then evicts the pod
+// itself, as it does when an owner declines). Requests and answers of the pod condition protocol
+// by others stay; nodemaint's own pod condition does not apply under this protocol. The pods given
+// are not changed.
+func Answer(pods []corev1.Pod, obs Observed) []corev1.Pod {
+	out := make([]corev1.Pod, len(pods))
+	for i := range pods {
+		pod := &pods[i]
+		ours := obs.ours(pod.UID)
+		cur := evacuation.Condition(pod, evacuation.Request)
+		oursCond := cur != nil && cur.Reason == evacuation.ReasonNodeMaintenance
+		if ours == nil && !oursCond {
+			out[i] = *pod
+			continue
+		}
+		p := pod.DeepCopy()
+		if oursCond {
+			evacuation.RemoveCondition(p, evacuation.Request)
+		}
+		if ours != nil && ours.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentEviction {
+			evacuation.SetCondition(p, corev1.PodCondition{
+				Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: evacuation.ReasonNodeMaintenance,
+				Message: ours.Annotations[ReasonAnnotation], LastTransitionTime: requestedAt(ours),
+			})
+			if cond, ok := answer(obs.Evictions[pod.UID]); ok {
+				evacuation.SetCondition(p, cond)
+			}
+		}
+		out[i] = *p
+	}
+	return out
+}
+
+// requestedAt is when nodemaint asked: its annotation, else the request's creation.
+func requestedAt(r *lifecyclev1alpha1.EvictionRequest) metav1.Time {
+	if t, err := time.Parse(time.RFC3339, r.Annotations[RequestedAnnotation]); err == nil {
+		return metav1.NewTime(t)
+	}
+	return r.CreationTimestamp
+}
+
+// answer reads the Eviction as an EvacuationInitiated condition.
+func answer(e *lifecyclev1alpha1.Eviction) (corev1.PodCondition, bool) {
+	if e == nil {
+		return corev1.PodCondition{}, false
+	}
+	if c := meta.FindStatusCondition(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)); c != nil && c.Status == metav1.ConditionTrue {
+		return corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionFalse, Reason: c.Reason,
+			Message: "Eviction " + e.Name + " failed: " + c.Message, LastTransitionTime: c.LastTransitionTime}, true
+	}
+	for _, t := range e.Status.TargetResponders {
+		if t.State != lifecyclev1alpha1.ResponderStateActive {
+			continue
+		}
+		var rs lifecyclev1alpha1.ResponderStatus
+		for _, r := range e.Status.Responders {
+			if r.Name == t.Name {
+				rs = r
+			}
+		}
+		msg := "evacuating by " + t.Name
+		if rs.ExpectedCompletionTime != nil {
+			msg += ", expected completion " + rs.ExpectedCompletionTime.UTC().Format(time.RFC3339)
+		}
+		if rs.Message != nil && *rs.Message != "" {
+			msg += ": " + *rs.Message
+		}
+		since := metav1.Time{}
+		if rs.StartTime != nil {
+			since = *rs.StartTime
+		}
+		reason := "EvictionResponder"
+		if t.Name == names.ImperativeEvictor && rs.Message != nil && strings.Contains(*rs.Message, "disruption budget") {
+			// The imperative evictor is held by a PodDisruptionBudget: the drain reports it as
+			// it reports its own refused evictions.
+			reason = nodemaintv1alpha1.BlockedReasonPodDisruptionBudget
+		}
+		return corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: since}, true
+	}
+	return corev1.PodCondition{}, false
+}
+
+// Plan is what the drain writes of the protocol for one node.
+type Plan struct {
+	// Create are the EvictionRequests to create.
+	Create []*lifecyclev1alpha1.EvictionRequest
+	// Update are nodemaint's requests whose intent or reason changes: the object as wanted
+	// (written with an optimistic lock on the observed one).
+	Update []*lifecyclev1alpha1.EvictionRequest
+	// Delete are nodemaint's requests that go.
+	Delete []*lifecyclev1alpha1.EvictionRequest
+}
+
+// Decide turns the drain's decision into the protocol's writes: request are the pods asked to
+// move now (reason: the drain's), withdraw those no longer asked, pods every pod on the node.
+// A request is withdrawn by setting its intent to Withdrawn while its Eviction is in progress, so
+// that the active responder learns of the cancellation, and deleted once the Eviction is over
+// (canceled, failed or collected) or never existed; a request whose pod is gone is deleted.
+func Decide(obs Observed, pods []corev1.Pod, request, withdraw []*corev1.Pod, reason string, now time.Time) Plan {
+	var p Plan
+	present := map[types.UID]bool{}
+	for i := range pods {
+		present[pods[i].UID] = true
+	}
+	asked := map[types.UID]bool{}
+	for _, pod := range request {
+		asked[pod.UID] = true
+		r := obs.ours(pod.UID)
+		if r == nil {
+			p.Create = append(p.Create, newRequest(obs.Node, pod, reason, now))
+			continue
+		}
+		if r.DeletionTimestamp != nil {
+			continue
+		}
+		if r.Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentEviction || r.Annotations[ReasonAnnotation] != reason {
+			want := r.DeepCopy()
+			if want.Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentEviction {
+				want.Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentEviction
+				setAnnotation(want, RequestedAnnotation, now.UTC().Format(time.RFC3339))
+			}
+			setAnnotation(want, ReasonAnnotation, reason)
+			p.Update = append(p.Update, want)
+		}
+	}
+	withdrawn := map[types.UID]bool{}
+	for _, pod := range withdraw {
+		withdrawn[pod.UID] = true
+	}
+	for i := range obs.Requests {
+		r := &obs.Requests[i]
+		if r.Spec.Requester != names.Requester || r.Spec.Target.Pod == nil || r.DeletionTimestamp != nil {
+			continue
+		}
+		uid := r.Spec.Target.Pod.UID
+		switch {
+		case !present[uid]:
+			p.Delete = append(p.Delete, r)
+		case asked[uid]:
+		case r.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentEviction && !withdrawn[uid]:
+			// Asked before and still wanted: the drain asks only once (the answered pod carries
+			// the request).
+		case r.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentEviction && inProgress(obs.Evictions[uid]):
+			want := r.DeepCopy()
+			want.Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
+			p.Update = append(p.Update, want)
+		case !inProgress(obs.Evictions[uid]) || final(r):
+			p.Delete = append(p.Delete, r)
+		}
+	}
+	return p
+}
+
+// inProgress: the Eviction exists and has not ended.
+func inProgress(e *lifecyclev1alpha1.Eviction) bool {
+	if e == nil || e.DeletionTimestamp != nil {
+		return false
+	}
+	return !meta.IsStatusConditionTrue(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)) &&
+		!meta.IsStatusConditionTrue(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted))
+}
+
+// final: the request's status says its Eviction ended.
+func final(r *lifecyclev1alpha1.EvictionRequest) bool {
+	return meta.IsStatusConditionTrue(r.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)) ||
+		meta.IsStatusConditionTrue(r.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted))
+}
+
+func setAnnotation(r *lifecyclev1alpha1.EvictionRequest, k, v string) {
+	if r.Annotations == nil {
+		r.Annotations = map[string]string{}
+	}
+	r.Annotations[k] = v
+}
+
+// RequestName is the name of nodemaint's EvictionRequest for a pod: one per pod, so that a
+// second create from a stale cache fails instead of asking twice.
+func RequestName(pod *corev1.Pod) string {
+	return "nodemaint-" + strings.ToLower(string(pod.UID))
+}
+
+func newRequest(node string, pod *corev1.Pod, reason string, now time.Time) *lifecyclev1alpha1.EvictionRequest {
+	return &lifecyclev1alpha1.EvictionRequest{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: pod.Namespace, Name: RequestName(pod),
+			Labels:      map[string]string{NodeLabel: node},
+			Annotations: map[string]string{ReasonAnnotation: reason, RequestedAnnotation: now.UTC().Format(time.RFC3339)},
+		},
+		Spec: lifecyclev1alpha1.EvictionRequestSpec{
+			Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: pod.Name, UID: pod.UID}},
+			Requester: names.Requester,
+			Intent:    lifecyclev1alpha1.EvictionRequestIntentEviction,
+		},
+	}
+}

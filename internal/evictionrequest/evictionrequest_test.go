@@ -1,0 +1,135 @@
+package evictionrequest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
+)
+
+var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func TestChoose(t *testing.T) {
+	for _, tc := range []struct {
+		flag   string
+		served bool
+		want   nodemaintv1alpha1.EvacuationProtocol
+		err    bool
+	}{
+		{FlagAuto, true, nodemaintv1alpha1.EvacuationProtocolEvictionRequest, false},
+		{FlagAuto, false, nodemaintv1alpha1.EvacuationProtocolPodConditions, false},
+		{FlagPodConditions, true, nodemaintv1alpha1.EvacuationProtocolPodConditions, false},
+		{FlagEvictionRequest, true, nodemaintv1alpha1.EvacuationProtocolEvictionRequest, false},
+		{FlagEvictionRequest, false, "", true},
+		{"conditions", true, "", true},
+	} {
+		got, err := Choose(tc.flag, tc.served)
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("Choose(%q, %v) = %q, %v; want %q, error %v", tc.flag, tc.served, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func pod(name string) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
+}
+
+func observedWith(reqs ...lifecyclev1alpha1.EvictionRequest) Observed {
+	return Observed{Node: "n1", Requests: reqs, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
+}
+
+func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
+	a, b := pod("a"), pod("b")
+	pods := []corev1.Pod{a, b}
+	p := Decide(observedWith(), pods, []*corev1.Pod{&a, &b}, nil, "kernel upgrade", now)
+	if len(p.Create) != 2 || len(p.Update)+len(p.Delete) != 0 {
+		t.Fatalf("first: %+v", p)
+	}
+	c := p.Create[0]
+	if c.Spec.Requester != names.Requester || c.Spec.Target.Pod.UID != a.UID || c.Labels[NodeLabel] != "n1" || c.Annotations[ReasonAnnotation] != "kernel upgrade" {
+		t.Fatalf("request %+v", c)
+	}
+	obs := observedWith(*p.Create[0], *p.Create[1])
+	// The drain sees its request as the pod condition protocol's, and asks nothing more.
+	answered := Answer(pods, obs)
+	if !evacuation.RequestedBy(&answered[0], evacuation.ReasonNodeMaintenance) || evacuation.Condition(&answered[0], evacuation.Request).Message != "kernel upgrade" {
+		t.Fatalf("answered %+v", answered[0].Status.Conditions)
+	}
+	if evacuation.Condition(&pods[0], evacuation.Request) != nil {
+		t.Fatal("Answer changed its input")
+	}
+	if p := Decide(obs, pods, nil, nil, "kernel upgrade", now); len(p.Create)+len(p.Update)+len(p.Delete) != 0 {
+		t.Fatalf("nothing to do, got %+v", p)
+	}
+	// b's Eviction is under way: still asked, nothing changes; withdrawing b sets Withdrawn; a
+	// has none: its request goes.
+	obs.Evictions[b.UID] = &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-b"}}
+	if p := Decide(obs, pods, nil, nil, "kernel upgrade", now); len(p.Create)+len(p.Update)+len(p.Delete) != 0 {
+		t.Fatalf("an Eviction under way, nothing to do, got %+v", p)
+	}
+	p = Decide(obs, pods, nil, []*corev1.Pod{&a, &b}, "kernel upgrade", now)
+	if len(p.Delete) != 1 || p.Delete[0].Spec.Target.Pod.UID != a.UID || len(p.Update) != 1 || p.Update[0].Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
+		t.Fatalf("withdraw: %+v", p)
+	}
+	// Withdrawn, b's request stays until the Eviction is canceled, then goes.
+	obs.Requests = []lifecyclev1alpha1.EvictionRequest{*p.Update[0]}
+	if p := Decide(obs, pods, nil, nil, "", now); len(p.Delete)+len(p.Update)+len(p.Create) != 0 {
+		t.Fatalf("withdrawn while the Eviction is under way: %+v", p)
+	}
+	obs.Evictions[b.UID].Status.Conditions = []metav1.Condition{{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: metav1.ConditionTrue, Reason: string(lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters)}}
+	if p := Decide(obs, pods, nil, nil, "", now); len(p.Delete) != 1 {
+		t.Fatalf("canceled: %+v", p)
+	}
+	// A request whose pod is gone goes.
+	if p := Decide(obs, []corev1.Pod{a}, nil, nil, "", now); len(p.Delete) != 1 {
+		t.Fatalf("pod gone: %+v", p)
+	}
+}
+
+func TestAnswerReadsTheEviction(t *testing.T) {
+	a := pod("a")
+	req := *newRequest("n1", &a, "r", now)
+	obs := observedWith(req)
+	e := &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-a"}}
+	obs.Evictions[a.UID] = e
+	e.Status.TargetResponders = []lifecyclev1alpha1.TargetResponder{
+		{Name: "db.example.com/op", State: lifecyclev1alpha1.ResponderStateActive},
+		{Name: names.ImperativeEvictor, State: lifecyclev1alpha1.ResponderStateInactive},
+	}
+	e.Status.Responders = []lifecyclev1alpha1.ResponderStatus{{Name: "db.example.com/op", StartTime: ptr.To(metav1.NewTime(now)),
+		ExpectedCompletionTime: ptr.To(metav1.NewTime(now.Add(time.Hour))), Message: ptr.To("copying data")}}
+	got := Answer([]corev1.Pod{a}, obs)[0]
+	c := evacuation.Condition(&got, evacuation.Initiated)
+	if !evacuation.Accepted(&got) || !strings.Contains(c.Message, "evacuating by db.example.com/op, expected completion 2026-01-01T13:00:00Z: copying data") {
+		t.Fatalf("accepted: %+v", c)
+	}
+	// The imperative evictor held by a budget reads as that.
+	e.Status.TargetResponders[0].State = lifecyclev1alpha1.ResponderStateCompleted
+	e.Status.TargetResponders[1].State = lifecyclev1alpha1.ResponderStateActive
+	e.Status.Responders = append(e.Status.Responders, lifecyclev1alpha1.ResponderStatus{Name: names.ImperativeEvictor, StartTime: ptr.To(metav1.NewTime(now)),
+		Message: ptr.To("Could not evict the pod, retrying with a back-off: Cannot evict pod as it would violate the pod's disruption budget.")})
+	got = Answer([]corev1.Pod{a}, obs)[0]
+	if c := evacuation.Condition(&got, evacuation.Initiated); c.Reason != nodemaintv1alpha1.BlockedReasonPodDisruptionBudget || !strings.Contains(c.Message, "evacuating by "+names.ImperativeEvictor) {
+		t.Fatalf("held by a budget: %+v", c)
+	}
+	e.Status.Conditions = []metav1.Condition{{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: metav1.ConditionTrue, Reason: "NoFurtherResponder", Message: "none left"}}
+	got = Answer([]corev1.Pod{a}, obs)[0]
+	if !evacuation.Declined(&got) {
+		t.Fatalf("failed Eviction must read as declined: %+v", got.Status.Conditions)
+	}
+	// Withdrawn: no request, no answer.
+	obs.Requests[0].Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
+	got = Answer([]corev1.Pod{a}, obs)[0]
+	if evacuation.Requested(&got) || evacuation.Condition(&got, evacuation.Initiated) != nil {
+		t.Fatalf("withdrawn: %+v", got.Status.Conditions)
+	}
+}

@@ -1,0 +1,320 @@
+package evictionrequest_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller"
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/testenv"
+	"github.com/nodemaint/nodemaint/internal/testutil"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
+)
+
+// The envtests of nodemaint as a requester: an API server serving lifecycle.k8s.io/v1alpha1, the
+// node and NodeMaintenance reconcilers under the EvictionRequest protocol, and nodemaint's
+// Eviction controller.
+
+var k8s client.Client
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	env, err := testenv.StartWith(testenv.Options{EvictionRequestAPI: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	k8s = env.Client
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, env) }()
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		code = 1
+	}
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, env *testenv.Env) error {
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return err
+	}
+	if err := controller.SetupIndexes(ctx, mgr); err != nil {
+		return err
+	}
+	rec := mgr.GetEventRecorder("nodemaint-controller")
+	evictions := drain.NewEvictions(100*time.Millisecond, time.Second)
+	const protocol = nodemaintv1alpha1.EvacuationProtocolEvictionRequest
+	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions, Protocol: protocol}).SetupWithManager(mgr, 4); err != nil {
+		return err
+	}
+	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions, Protocol: protocol, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
+		return err
+	}
+	if err := (&evictioncontroller.Reconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: drain.NewEvictions(100*time.Millisecond, time.Second)}).SetupWithManager(ctx, mgr, 4); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, string, error)) {
+	t.Helper()
+	testutil.Eventually(t, 30*time.Second, what, cond)
+}
+
+func create(t *testing.T, o client.Object) {
+	t.Helper()
+	if err := k8s.Create(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), o, client.GracePeriodSeconds(0)) })
+}
+
+// runningPod creates a Running, Ready pod on the node, as a kubelet would report it.
+func runningPod(t *testing.T, name, node string, responders ...corev1.EvictionResponder) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{NodeName: node, EvictionResponders: responders,
+			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	create(t, pod)
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	if err := k8s.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+func maintenance(t *testing.T, name, node string) *nodemaintv1alpha1.NodeMaintenance {
+	t.Helper()
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: testutil.NodeSelectorFor(node), Cordon: true, Drain: true, Reason: "kernel upgrade"},
+	}
+	create(t, nm)
+	return nm
+}
+
+func requests(ctx context.Context, node string) ([]lifecyclev1alpha1.EvictionRequest, error) {
+	var list lifecyclev1alpha1.EvictionRequestList
+	err := k8s.List(ctx, &list, client.MatchingLabels{evictionrequest.NodeLabel: node})
+	return list.Items, err
+}
+
+func evictions(ctx context.Context) ([]lifecyclev1alpha1.Eviction, error) {
+	var list lifecyclev1alpha1.EvictionList
+	err := k8s.List(ctx, &list, client.InNamespace("default"))
+	return list.Items, err
+}
+
+// TestDrainThroughEvictionRequest: a node drained under the EvictionRequest protocol. Its bare pod
+// with a minAvailable: 1 budget gets one EvictionRequest from nodemaint, the Eviction controller
+// makes its Eviction and, no other responder being registered, the imperative evictor tries to
+// evict it through the budget, which refuses; the NodeMaintenance says so. Once the budget
+// allows, the pod is evicted (and, its kubelet being simulated, deleted), and the request and the
+// Eviction are gone; the node is Drained.
+func TestDrainThroughEvictionRequest(t *testing.T) {
+	ctx := context.Background()
+	create(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "er-n1"}})
+	pod := runningPod(t, "web", "er-n1")
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+	}
+	create(t, pdb)
+	// No disruption controller runs here: the test writes the budget's status.
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
+	if err := k8s.Status().Update(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	nm := maintenance(t, "er-drain", "er-n1")
+
+	eventually(t, "one EvictionRequest by nodemaint, the imperative evictor refused by the budget, and the status says so", func(ctx context.Context) (bool, string, error) {
+		reqs, err := requests(ctx, "er-n1")
+		if err != nil || len(reqs) != 1 {
+			return false, fmt.Sprintf("%d requests", len(reqs)), err
+		}
+		r := reqs[0]
+		if r.Spec.Requester != names.Requester || r.Spec.Target.Pod.UID != pod.UID || r.Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentEviction {
+			return false, fmt.Sprintf("request %+v", r.Spec), nil
+		}
+		got := &nodemaintv1alpha1.NodeMaintenance{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(nm), got); err != nil {
+			return false, "", err
+		}
+		msg := ""
+		for _, b := range got.Status.Nodes["er-n1"].Blocked {
+			msg += b.Reason + ": " + b.Message + "; "
+		}
+		ok := got.Status.EvacuationProtocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest &&
+			strings.Contains(msg, "evacuating by "+names.ImperativeEvictor) && strings.Contains(msg, "disruption budget") &&
+			got.Status.PodsEvacuating == 1
+		return ok, fmt.Sprintf("protocol %q, evacuating %d, blocked %s", got.Status.EvacuationProtocol, got.Status.PodsEvacuating, msg), nil
+	})
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err != nil {
+		t.Fatalf("the pod was evicted against its budget: %v", err)
+	}
+
+	pdb.Status.DisruptionsAllowed = 1
+	if err := k8s.Status().Update(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pod is evicted (terminating)", func(ctx context.Context) (bool, string, error) {
+		p := &corev1.Pod{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), p); err != nil {
+			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+		}
+		return p.DeletionTimestamp != nil, "not terminating", nil
+	})
+	// The kubelet's part: the pod's containers stopped.
+	if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "no EvictionRequest and no Eviction left, the node Drained", func(ctx context.Context) (bool, string, error) {
+		reqs, err := requests(ctx, "er-n1")
+		if err != nil {
+			return false, "", err
+		}
+		evs, err := evictions(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		got := &nodemaintv1alpha1.NodeMaintenance{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(nm), got); err != nil {
+			return false, "", err
+		}
+		return len(reqs) == 0 && len(evs) == 0 && got.Status.NodesDrained == 1, fmt.Sprintf("%d requests, %d evictions, drained %d", len(reqs), len(evs), got.Status.NodesDrained), nil
+	})
+}
+
+// TestWithdrawnWhenTheMaintenanceEnds: a pod whose own responder works on its eviction; the
+// maintenance stops draining: nodemaint withdraws its request, the Eviction is canceled (the
+// responder Canceled), and then both are gone. The pod stays.
+func TestWithdrawnWhenTheMaintenanceEnds(t *testing.T) {
+	ctx := context.Background()
+	const responder = "db.example.com/operator"
+	create(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "er-n2"}})
+	pod := runningPod(t, "db", "er-n2", corev1.EvictionResponder{Name: responder, Priority: ptr.To[int32](20000)})
+	nm := maintenance(t, "er-withdraw", "er-n2")
+
+	var eviction types.NamespacedName
+	eventually(t, "the operator is the active responder, and the status says so", func(ctx context.Context) (bool, string, error) {
+		evs, err := evictions(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		for _, e := range evs {
+			if e.Spec.Target.Pod.UID == pod.UID && len(e.Status.TargetResponders) > 0 && e.Status.TargetResponders[0].State == lifecyclev1alpha1.ResponderStateActive {
+				eviction = client.ObjectKeyFromObject(&e)
+			}
+		}
+		got := &nodemaintv1alpha1.NodeMaintenance{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(nm), got); err != nil {
+			return false, "", err
+		}
+		msg := fmt.Sprint(got.Status.Nodes["er-n2"].Blocked)
+		return eviction.Name != "" && strings.Contains(msg, "evacuating by "+responder), msg, nil
+	})
+	// The operator heartbeats with an estimate.
+	e := &lifecyclev1alpha1.Eviction{}
+	if err := k8s.Get(ctx, eviction, e); err != nil {
+		t.Fatal(err)
+	}
+	orig := e.DeepCopy()
+	for i := range e.Status.Responders {
+		if e.Status.Responders[i].Name == responder {
+			e.Status.Responders[i].HeartbeatTime = ptr.To(metav1.Now())
+			e.Status.Responders[i].ExpectedCompletionTime = ptr.To(metav1.NewTime(time.Now().Add(time.Hour)))
+			e.Status.Responders[i].Message = ptr.To("moving the primary")
+		}
+	}
+	if err := k8s.Status().Patch(ctx, e, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the status shows the operator's progress", func(ctx context.Context) (bool, string, error) {
+		got := &nodemaintv1alpha1.NodeMaintenance{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(nm), got); err != nil {
+			return false, "", err
+		}
+		msg := fmt.Sprint(got.Status.Nodes["er-n2"].Blocked)
+		return strings.Contains(msg, "expected completion") && strings.Contains(msg, "moving the primary"), msg, nil
+	})
+
+	orignm := nm.DeepCopy()
+	nm.Spec.Drain = false
+	if err := k8s.Patch(ctx, nm, client.MergeFrom(orignm)); err != nil {
+		t.Fatal(err)
+	}
+	canceled := false
+	eventually(t, "the request withdrawn, the Eviction canceled, and both gone", func(ctx context.Context) (bool, string, error) {
+		e := &lifecyclev1alpha1.Eviction{}
+		switch err := k8s.Get(ctx, eviction, e); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return false, "", err
+		default:
+			canceled = canceled || e.Status.TargetResponders[0].State == lifecyclev1alpha1.ResponderStateCanceled
+		}
+		reqs, err := requests(ctx, "er-n2")
+		if err != nil {
+			return false, "", err
+		}
+		evs, err := evictions(ctx)
+		return err == nil && len(reqs) == 0 && len(evs) == 0, fmt.Sprintf("%d requests, %d evictions", len(reqs), len(evs)), err
+	})
+	if !canceled {
+		t.Log("the Eviction went before the test saw it Canceled")
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err != nil {
+		t.Fatalf("the pod must stay: %v", err)
+	}
+}
+
+// TestPodConditionWithdrawnAfterSwitch: nodemaint's EvacuationRequest pod condition left from
+// before the controller switched to the EvictionRequest protocol is withdrawn, and the pod is
+// asked through an EvictionRequest instead.
+func TestPodConditionWithdrawnAfterSwitch(t *testing.T) {
+	ctx := context.Background()
+	create(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "er-n3"}})
+	pod := runningPod(t, "switched", "er-n3", corev1.EvictionResponder{Name: "keep.example.com/op", Priority: ptr.To[int32](20000)})
+	evacuation.SetCondition(pod, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: evacuation.ReasonNodeMaintenance, Message: "old"})
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	maintenance(t, "er-switch", "er-n3")
+	eventually(t, "the pod condition withdrawn and an EvictionRequest instead", func(ctx context.Context) (bool, string, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, "", err
+		}
+		reqs, err := requests(ctx, "er-n3")
+		return err == nil && evacuation.Condition(pod, evacuation.Request) == nil && len(reqs) == 1,
+			fmt.Sprintf("%d requests, conditions %v", len(reqs), pod.Status.Conditions), err
+	})
+}

@@ -1,0 +1,216 @@
+// Package evictionrequest_test proves nodemaint's drain through KEP-4563's EvictionRequest API end
+// to end, on a local cluster whose kube-apiserver serves lifecycle.k8s.io/v1alpha1 (the
+// EvictionRequestAPI gate), with the real disruption controller, kwok kubelets, and
+// nodemaint-controller running as its ServiceAccount with its defaults: --evacuation-protocol=auto
+// and --eviction-controller=auto pick the EvictionRequest protocol and nodemaint's own Eviction
+// controller, since Kubernetes 1.37 runs none.
+package evictionrequest_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/testutil"
+	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
+	"github.com/nodemaint/nodemaint/test/e2e/framework"
+	"github.com/nodemaint/nodemaint/test/invariants"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(framework.Run(m, framework.Options{Nodes: 2, EvictionRequestAPI: true}))
+}
+
+const (
+	timeout = 90 * time.Second
+	node    = "kwok-node-0"
+	// declining is a third-party responder registered above the imperative evictor, played by the
+	// test: it declines (completionTime without evicting) once it is active.
+	declining = "decline.example.com/operator"
+)
+
+func pod(ns, name string, responders ...corev1.EvictionResponder) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{
+			NodeName: node, EvictionResponders: responders,
+			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+}
+
+func ready(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func get(ctx context.Context, o client.Object) error {
+	return framework.Client().Get(ctx, client.ObjectKeyFromObject(o), o)
+}
+
+func evictionsOf(ctx context.Context, ns string) ([]lifecyclev1alpha1.Eviction, []lifecyclev1alpha1.EvictionRequest, error) {
+	var evs lifecyclev1alpha1.EvictionList
+	if err := framework.Client().List(ctx, &evs, client.InNamespace(ns)); err != nil {
+		return nil, nil, err
+	}
+	var reqs lifecyclev1alpha1.EvictionRequestList
+	err := framework.Client().List(ctx, &reqs, client.InNamespace(ns))
+	return evs.Items, reqs.Items, err
+}
+
+// TestDrainThroughEvictionRequests: a node with a bare pod under a minAvailable: 1 budget and a
+// pod whose third-party responder declines. nodemaint asks through one EvictionRequest per pod;
+// the declining responder is asked first and passed over when it completes; the imperative
+// evictor evicts that pod, and tries the budgeted one through its budget, which holds it (the
+// NodeMaintenance reports it) until the budget allows. Once the maintenance is done and deleted,
+// no EvictionRequest and no Eviction is left.
+func TestDrainThroughEvictionRequests(t *testing.T) {
+	ctx := t.Context()
+	ns := framework.Namespace(t)
+	framework.NewController(t).Start()
+	c := framework.Client()
+	checker, err := invariants.Start(context.Background(), framework.Cluster().RESTConfig(), invariants.Options{
+		Namespaces:  []string{ns},
+		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = checker.Stop() })
+
+	solo := pod(ns, "solo")
+	op := pod(ns, "op", corev1.EvictionResponder{Name: declining, Priority: ptr.To[int32](20000)})
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "solo"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "solo"}}},
+	}
+	for _, o := range []client.Object{solo, op, pdb} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	framework.Eventually(t, timeout, "the pods Ready and the budget allowing no disruption", func(ctx context.Context) (bool, error) {
+		for _, p := range []*corev1.Pod{solo, op} {
+			if err := get(ctx, p); err != nil || !ready(p) {
+				return false, err
+			}
+		}
+		err := get(ctx, pdb)
+		return pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.CurrentHealthy == 1 && pdb.Status.DisruptionsAllowed == 0, err
+	})
+
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "er-" + ns},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: testutil.NodeSelectorFor(node), Cordon: true, Drain: true, Reason: "kernel upgrade",
+		},
+	}
+	if err := c.Create(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), nm) })
+
+	// The declining responder is asked first; it declines.
+	var opEviction *lifecyclev1alpha1.Eviction
+	framework.Eventually(t, timeout, "op's Eviction with the declining responder active", func(ctx context.Context) (bool, error) {
+		evs, _, err := evictionsOf(ctx, ns)
+		for i := range evs {
+			e := &evs[i]
+			if e.Spec.Target.Pod.UID == op.UID && len(e.Status.TargetResponders) == 2 &&
+				e.Status.TargetResponders[0].Name == declining && e.Status.TargetResponders[0].State == lifecyclev1alpha1.ResponderStateActive &&
+				e.Status.TargetResponders[1].Name == names.ImperativeEvictor && e.Status.TargetResponders[1].State == lifecyclev1alpha1.ResponderStateInactive {
+				opEviction = e
+			}
+		}
+		return opEviction != nil, err
+	})
+	if err := get(ctx, op); err != nil || op.DeletionTimestamp != nil {
+		t.Fatalf("op was evicted while its responder was active (%v)", err)
+	}
+	orig := opEviction.DeepCopy()
+	for i := range opEviction.Status.Responders {
+		if opEviction.Status.Responders[i].Name == declining {
+			opEviction.Status.Responders[i].CompletionTime = ptr.To(metav1.Now())
+			opEviction.Status.Responders[i].Message = ptr.To("declined: nothing to hand over")
+		}
+	}
+	if err := c.Status().Patch(ctx, opEviction, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		t.Fatal(err)
+	}
+
+	framework.Eventually(t, timeout, "op evicted by the imperative evictor; solo held by its budget, reported", func(ctx context.Context) (bool, error) {
+		if err := get(ctx, op); !apierrors.IsNotFound(err) {
+			return false, client.IgnoreNotFound(err)
+		}
+		if err := get(ctx, solo); err != nil || solo.DeletionTimestamp != nil {
+			return false, fmt.Errorf("solo evicted against its budget (%v)", err)
+		}
+		if err := get(ctx, nm); err != nil {
+			return false, err
+		}
+		msg := fmt.Sprint(nm.Status.Nodes[node].Blocked)
+		return nm.Status.EvacuationProtocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest &&
+			strings.Contains(msg, "evacuating by "+names.ImperativeEvictor) && strings.Contains(msg, "disruption budget"), nil
+	})
+	_, reqs, err := evictionsOf(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reqs {
+		if r.Spec.Requester != names.Requester || r.Spec.Target.Pod.UID != solo.UID {
+			t.Fatalf("unexpected EvictionRequest %s: %+v", r.Name, r.Spec)
+		}
+	}
+	if len(reqs) != 1 {
+		t.Fatalf("%d EvictionRequests for solo, want 1", len(reqs))
+	}
+
+	// The budget allows one disruption: solo goes through it.
+	origPDB := pdb.DeepCopy()
+	pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(0))
+	if err := c.Patch(ctx, pdb, client.MergeFrom(origPDB)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, timeout, "solo evicted and the node drained", func(ctx context.Context) (bool, error) {
+		if err := get(ctx, solo); !apierrors.IsNotFound(err) {
+			return false, client.IgnoreNotFound(err)
+		}
+		err := get(ctx, nm)
+		return nm.Status.NodesDrained == 1, err
+	})
+
+	if err := c.Delete(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, timeout, "the maintenance gone, with every EvictionRequest and Eviction", func(ctx context.Context) (bool, error) {
+		if err := get(ctx, nm); !apierrors.IsNotFound(err) {
+			return false, client.IgnoreNotFound(err)
+		}
+		evs, reqs, err := evictionsOf(ctx, ns)
+		return len(evs) == 0 && len(reqs) == 0, err
+	})
+	if err := checker.CheckClean(ctx, ns); err != nil {
+		t.Errorf("left over:\n%v", err)
+	}
+	if v := checker.Violations(); len(v) > 0 {
+		t.Errorf("invariant violations: %v", v)
+	}
+}
