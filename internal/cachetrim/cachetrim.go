@@ -9,7 +9,8 @@
 //
 // What the controllers read, and so what is kept:
 //   - Pod: metadata (without managed fields and kubectl's last-applied configuration);
-//     spec.nodeName, tolerations, volumes' persistentVolumeClaim claim names; status.phase,
+//     spec.nodeName, tolerations, volumes' persistentVolumeClaim claim names, evictionResponders
+//     and schedulingGroup (the Eviction controller's, KEP-4563); status.phase,
 //     conditions, and for each container status its name and waiting reason (the Deployment
 //     responder's "replacement failing to start").
 //   - Node: metadata, spec; status.conditions, nodeInfo, volumesAttached.
@@ -102,6 +103,10 @@ func Pod(pod *corev1.Pod) {
 		NodeName:    pod.Spec.NodeName,
 		Tolerations: pod.Spec.Tolerations,
 		Volumes:     volumes,
+		// The Eviction controller's (KEP-4563): the pod's responders, and whether it belongs to
+		// a scheduling group (which the API does not evict).
+		EvictionResponders: pod.Spec.EvictionResponders,
+		SchedulingGroup:    pod.Spec.SchedulingGroup,
 	}
 	pod.Status = corev1.PodStatus{
 		Phase:                 pod.Status.Phase,

@@ -35,6 +35,7 @@ func fullPod() *corev1.Pod {
 				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			},
 			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			EvictionResponders:            []corev1.EvictionResponder{{Name: "example.com/checkpointer", Priority: ptr.To[int32](200)}},
 		},
 		Status: corev1.PodStatus{
 			Phase: corev1.PodRunning, PodIP: "10.0.0.1", HostIP: "192.168.0.1",
@@ -68,6 +69,9 @@ func TestPodKeepsWhatControllersRead(t *testing.T) {
 	}
 	if !evacuation.Requested(pod) || pod.Status.Phase != corev1.PodRunning || pod.Spec.NodeName != "node-1" {
 		t.Errorf("request, phase or node lost: %+v", pod.Status)
+	}
+	if len(pod.Spec.EvictionResponders) != 1 || pod.Spec.EvictionResponders[0].Name != "example.com/checkpointer" {
+		t.Errorf("evictionResponders lost: %+v", pod.Spec.EvictionResponders)
 	}
 	if len(pod.Spec.Volumes) != 1 || pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "data-web-1" {
 		t.Errorf("volumes %+v, want the claim alone", pod.Spec.Volumes)
