@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -80,7 +82,7 @@ func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nod
 	}
 	for i := range obs.Pods {
 		if fresh := o.written.Fresh(&obs.Pods[i]); fresh != &obs.Pods[i] {
-			obs.Pods[i] = *fresh.DeepCopy()
+			obs.Pods[i] = *fresh // read only, as the cache's pods (podsOnNode)
 		}
 	}
 	if obs.Plan, err = o.plan(ctx, v, node, obs.Pods, maintenance.IgnoreDrainLabel(obs.Maintenances)); err != nil {
@@ -106,13 +108,21 @@ func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nod
 // draining the node ignores the pod label nodemaint.dev/drain.
 func (o *observer) plan(ctx context.Context, v *view, node *corev1.Node, pods []corev1.Pod, ignoreDrainLabel bool) (drain.Plan, error) {
 	rules := v.rules.IgnoringDrainLabel(ignoreDrainLabel)
-	// A stable order keeps the status (which names a few pods) from changing for nothing.
-	sort.Slice(pods, func(i, j int) bool {
-		if pods[i].Namespace != pods[j].Namespace {
-			return pods[i].Namespace < pods[j].Namespace
-		}
-		return pods[i].Name < pods[j].Name
+	// A stable order keeps the status (which names a few pods) from changing for nothing. Sorted
+	// through pointers, then put in place: a Pod is a struct of over a kilobyte, and sorting the
+	// values moved each many times (a tenth of the controller's CPU in scenario M).
+	byName := make([]*corev1.Pod, len(pods))
+	for i := range pods {
+		byName[i] = &pods[i]
+	}
+	slices.SortFunc(byName, func(a, b *corev1.Pod) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
+	sorted := make([]corev1.Pod, len(pods))
+	for i, pod := range byName {
+		sorted[i] = *pod
+	}
+	copy(pods, sorted)
 	var classified []drain.Classified
 	for i := range pods {
 		pod := &pods[i]
