@@ -21,8 +21,9 @@ import (
 const HeartbeatInterval = time.Minute
 
 // ForEviction returns the request the Eviction makes of the named responder for the pod, nil
-// unless the Eviction targets this very pod (name and UID), the responder is Active on it, and
-// the Eviction is neither canceled nor over (condition Failed or TargetEvicted True).
+// unless the Eviction targets this very pod (name and UID), the responder is Active on it and has
+// not completed its turn (declined or done: completionTime since its startTime), and the Eviction
+// is neither canceled nor over (condition Failed or TargetEvicted True).
 func ForEviction(ev *lifecyclev1alpha1.Eviction, pod *corev1.Pod, responder string) PodRequest {
 	target := ev.Spec.Target.Pod
 	if target == nil || ev.Namespace != pod.Namespace || target.Name != pod.Name || target.UID != pod.UID ||
@@ -35,7 +36,11 @@ func ForEviction(ev *lifecyclev1alpha1.Eviction, pod *corev1.Pod, responder stri
 			return nil
 		}
 	}
-	return evictionRequest{eviction: ev, pod: pod, responder: responder, status: ResponderStatusOf(ev, responder)}
+	status := ResponderStatusOf(ev, responder)
+	if status.CompletionTime != nil && (status.StartTime == nil || !status.CompletionTime.Before(status.StartTime)) {
+		return nil
+	}
+	return evictionRequest{eviction: ev, pod: pod, responder: responder, status: status}
 }
 
 // ResponderState is the state the Eviction controller gave the named responder on the Eviction,

@@ -90,6 +90,9 @@ func TestForEviction(t *testing.T) {
 		"completed": {mutate: func(_ *corev1.Pod, ev *lifecyclev1alpha1.Eviction) {
 			ev.Status.Responders[0].HeartbeatTime = mtime(30 * time.Second)
 			ev.Status.Responders[0].CompletionTime = mtime(30 * time.Second)
+		}},
+		"completed in an earlier turn": {mutate: func(_ *corev1.Pod, ev *lifecyclev1alpha1.Eviction) {
+			ev.Status.Responders[0].CompletionTime = mtime(2 * time.Minute)
 		}, want: true},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -243,8 +246,8 @@ func TestEvictionAnswers(t *testing.T) {
 		if s.CompletionTime == nil || s.Message == nil || !strings.Contains(*s.Message, "MaxSurgeZero") || !strings.Contains(*s.Message, "declined") {
 			t.Fatalf("after Decline: %+v; want completionTime and the reason", s)
 		}
-		if r := ForEviction(got, pod, me); r != nil && r.Accepted() {
-			t.Errorf("a declined request reads as accepted")
+		if r := ForEviction(got, pod, me); r != nil {
+			t.Errorf("a declined request is still the responder's to answer")
 		}
 	})
 
