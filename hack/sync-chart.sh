@@ -15,4 +15,5 @@ cp config/rbac/role.yaml config/rbac/leader_election_role.yaml "$chart/files/"
 # The admission policies, whose specs the chart's templates read.
 rm -rf "$chart/files/admission"
 mkdir -p "$chart/files/admission"
-cp config/admission/drain_timeout_delete_policy.yaml config/admission/node-scope/node_scope_policy.yaml "$chart/files/admission/"
+cp config/admission/drain_timeout_delete_policy.yaml config/admission/node-scope/node_scope_policy.yaml \
+  config/admission/eviction-responder/eviction_responder_policy.yaml "$chart/files/admission/"
