@@ -72,13 +72,22 @@ type Options struct {
 	KillWithParent bool
 	// Logger receives what the cluster does; nil means slog.Default().
 	Logger *slog.Logger
+	// EvictionRequestAPI starts kube-apiserver with KEP-4563's EvictionRequest API served
+	// (EvictionRequestAPIArgs).
+	EvictionRequestAPI bool
 }
+
+// EvictionRequestAPIArgs are the kube-apiserver flags that serve KEP-4563's EvictionRequest API
+// (lifecycle.k8s.io/v1alpha1 and the pod field spec.evictionResponders).
+var EvictionRequestAPIArgs = []string{"--feature-gates=EvictionRequestAPI=true", "--runtime-config=lifecycle.k8s.io/v1alpha1=true"}
 
 // Cluster is a running local cluster.
 type Cluster struct {
 	dir, binDir    string
 	ports          Ports
 	killWithParent bool
+	// evictionRequestAPI: kube-apiserver serves KEP-4563's EvictionRequest API.
+	evictionRequestAPI bool
 	log            *slog.Logger
 	config         *rest.Config
 	client         kubernetes.Interface
@@ -86,8 +95,9 @@ type Cluster struct {
 
 // state is what <dir>/cluster.json records.
 type state struct {
-	BinDir string `json:"binDir"`
-	Ports  Ports  `json:"ports"`
+	BinDir             string `json:"binDir"`
+	Ports              Ports  `json:"ports"`
+	EvictionRequestAPI bool   `json:"evictionRequestAPI,omitempty"`
 }
 
 const (
@@ -120,6 +130,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 	if c, err := open(dir, log); err == nil {
 		err := c.Healthy(ctx)
+		if err == nil && c.evictionRequestAPI != opts.EvictionRequestAPI {
+			err = fmt.Errorf("it serves the EvictionRequest API: %t, want %t", c.evictionRequestAPI, opts.EvictionRequestAPI)
+		}
 		if err == nil {
 			log.Info("Reusing the running cluster", "dir", dir)
 			c.killWithParent = opts.KillWithParent
@@ -141,7 +154,8 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 				return nil, err
 			}
 		}
-		c := &Cluster{dir: dir, binDir: opts.BinDir, ports: *ports, killWithParent: opts.KillWithParent, log: log}
+		c := &Cluster{dir: dir, binDir: opts.BinDir, ports: *ports, killWithParent: opts.KillWithParent,
+			evictionRequestAPI: opts.EvictionRequestAPI, log: log}
 		err := c.start(ctx, opts.Nodes)
 		if err == nil {
 			return c, nil
@@ -171,7 +185,7 @@ func open(dir string, log *slog.Logger) (*Cluster, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, "cluster.json"), err)
 	}
-	c := &Cluster{dir: dir, binDir: s.BinDir, ports: s.Ports, log: log}
+	c := &Cluster{dir: dir, binDir: s.BinDir, ports: s.Ports, evictionRequestAPI: s.EvictionRequestAPI, log: log}
 	return c, c.connect()
 }
 
@@ -271,7 +285,7 @@ func (c *Cluster) start(ctx context.Context, nodes int) error {
 
 // writeConfigs writes cluster.json, the kubeconfigs and kwok's pod Stages.
 func (c *Cluster) writeConfigs() error {
-	b, err := json.MarshalIndent(state{BinDir: c.binDir, Ports: c.ports}, "", "  ")
+	b, err := json.MarshalIndent(state{BinDir: c.binDir, Ports: c.ports, EvictionRequestAPI: c.evictionRequestAPI}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -332,7 +346,7 @@ func (c *Cluster) args(name string) []string {
 		}
 	case kubeAPIServer:
 		const issuer = "https://kubernetes.default.svc.cluster.local"
-		return []string{
+		args := []string{
 			"--bind-address=127.0.0.1",
 			"--advertise-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(c.ports.APIServer),
@@ -362,6 +376,10 @@ func (c *Cluster) args(name string) []string {
 			// takes seconds, not a minute.
 			"--shutdown-watch-termination-grace-period=1s",
 		}
+		if c.evictionRequestAPI {
+			args = append(args, EvictionRequestAPIArgs...)
+		}
+		return args
 	case kubeControllerManager:
 		return []string{
 			"--kubeconfig=" + kubeconfig,

@@ -129,6 +129,8 @@ func run(m *testing.M, opts Options) (int, error) {
 	start := time.Now()
 	cluster, err = localcluster.Start(ctx, localcluster.Options{
 		Dir: dir, BinDir: binDir, Nodes: nodes, KillWithParent: true, Logger: log,
+		// EVICTION_REQUEST_API=true: the cluster serves KEP-4563's EvictionRequest API.
+		EvictionRequestAPI: os.Getenv("EVICTION_REQUEST_API") == "true",
 	})
 	if err != nil {
 		return 0, fmt.Errorf("starting the cluster in %s: %w", dir, err)
