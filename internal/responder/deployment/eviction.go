@@ -69,7 +69,14 @@ func (r *Reconciler) heartbeats(ctx context.Context, in input, view protocol.Vie
 		} else {
 			err = b.Request.Progress(ctx, r.Client, progress(in, pod))
 		}
-		if err != nil && !apierrors.IsNotFound(err) {
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+		case apierrors.IsInvalid(err):
+			// The API server refuses writes to the entry of a responder that is no longer
+			// Active: the Eviction moved on (canceled, passed over) after the cache was read.
+			// Its event brings the next look.
+			log.FromContext(ctx).V(1).Info("The Eviction moved on before the report", "pod", pod.Name, "err", err.Error())
+		default:
 			log.FromContext(ctx).Error(err, "Reporting on the pod's Eviction", "pod", pod.Name)
 		}
 	}
