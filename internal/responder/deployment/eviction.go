@@ -56,19 +56,18 @@ func (r *Reconciler) evictionsOf(ctx context.Context, pods []*corev1.Pod) (map[t
 }
 
 // heartbeats writes what the responder owes the Evictions it accepted: progress (and a
-// heartbeat when due) while it moves a pod, completion once the pod is being removed. It returns
-// when the next heartbeat is due. A write that fails is logged and done again at the next look:
-// the Eviction controller waits 20 minutes for a heartbeat.
+// heartbeat when due) while it moves a pod, until the pod is gone. It returns when the next
+// heartbeat is due. A write that fails is logged and done again at the next look: the Eviction
+// controller waits 20 minutes for a heartbeat.
 func (r *Reconciler) heartbeats(ctx context.Context, in input, view protocol.View) time.Time {
 	beats, next := view.Heartbeats(in.pods)
 	for _, b := range beats {
 		pod := b.Request.Pod()
-		var err error
-		if b.Complete {
-			err = b.Request.Complete(ctx, r.Client, fmt.Sprintf("Deployment %s replaced the pod; it is being removed", in.deployment.Name))
-		} else {
-			err = b.Request.Progress(ctx, r.Client, progress(in, pod))
+		p := progress(in, pod)
+		if b.Terminating {
+			p = removing(in.deployment.Name, pod)
 		}
+		err := b.Request.Progress(ctx, r.Client, p)
 		switch {
 		case err == nil || apierrors.IsNotFound(err):
 		case apierrors.IsInvalid(err):
@@ -108,6 +107,17 @@ func progress(in input, pod *corev1.Pod) evacuation.Progress {
 			d.Name, state.OriginalReplicas, ptr.Deref(d.Spec.Replicas, 1), ready, state.Surge),
 		ExpectedCompletion: deadline,
 	}
+}
+
+// removing is the progress of a pod its Deployment replaced, which its ReplicaSet is removing:
+// expected to be gone at the end of its grace period.
+func removing(deployment string, pod *corev1.Pod) evacuation.Progress {
+	p := evacuation.Progress{Reason: ReasonSurge,
+		Message: fmt.Sprintf("Deployment %s replaced the pod; it is being removed", deployment)}
+	if pod.DeletionTimestamp != nil {
+		p.ExpectedCompletion = pod.DeletionTimestamp.Time
+	}
+	return p
 }
 
 // evictionTarget is the index function of evictionTargetIndex.

@@ -65,8 +65,8 @@ func evictionTestClient(t *testing.T, objs ...client.Object) client.Client {
 
 // TestEvictionResponder: the Deployment responder, Active on a pod's Eviction, surges as it does
 // for the pod condition (the same decision), answers on the Eviction, never on the pod, reports
-// the surge's progress and expected completion with a heartbeat, and completes once the pod is
-// being removed; a Deployment that cannot surge declines by completing its turn at once.
+// the surge's progress and expected completion with a heartbeat, and reports the pod's removal
+// while keeping its turn until the pod is gone; a Deployment that cannot surge declines by completing its turn at once.
 func TestEvictionResponder(t *testing.T) {
 	ctx := context.Background()
 	setup := func(t *testing.T, maxSurge int32) (client.Client, *Reconciler, *appsv1.Deployment, *corev1.Pod, *lifecyclev1alpha1.Eviction) {
@@ -150,7 +150,7 @@ func TestEvictionResponder(t *testing.T) {
 			t.Fatalf("after the replacement is available: replicas %d, surge %q; want back to 1", *d.Spec.Replicas, d.Annotations[evacuation.SurgeAnnotation])
 		}
 		if s := mine(t, c, ev); s.CompletionTime != nil {
-			t.Fatalf("completed before the pod is being removed: %+v", s)
+			t.Fatalf("completed its turn: %+v", s)
 		}
 		get(t, c, p)
 		p.Finalizers = []string{"example.com/hold"}
@@ -161,8 +161,9 @@ func TestEvictionResponder(t *testing.T) {
 			t.Fatal(err)
 		}
 		reconcileOnce(t, r, d)
-		if s := mine(t, c, ev); s.CompletionTime == nil || !strings.Contains(*s.Message, "replaced") {
-			t.Fatalf("after the pod is being removed: %+v; want completed", s)
+		if s := mine(t, c, ev); s.CompletionTime != nil || !strings.Contains(*s.Message, "replaced the pod") ||
+			s.ExpectedCompletionTime == nil {
+			t.Fatalf("after the pod is being removed: %+v; want its turn kept (no completionTime: the pod's end completes it) and the removal reported", s)
 		}
 		podUntouched(t, c, p)
 	})

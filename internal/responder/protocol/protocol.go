@@ -80,28 +80,29 @@ func (v View) Request(pod *corev1.Pod) evacuation.PodRequest {
 	return v.requests[pod.UID]
 }
 
-// Beat is one write the responder owes an Eviction besides its answers.
+// Beat is one write the responder owes an Eviction besides its answers: a progress report (a
+// heartbeat when due).
 type Beat struct {
 	Request evacuation.PodRequest
-	// Complete: the pod is being removed; the responder reports its turn done. Otherwise the
-	// responder reports its progress (a heartbeat).
-	Complete bool
+	// Terminating: the pod is being removed (replaced: the ReplicaSet removes it after the
+	// surge). The responder says so and keeps its turn until the pod is gone: setting
+	// completionTime now would hand the eviction to the next responder (KEP-4563), while the
+	// pod's end completes it (the Eviction's TargetEvicted).
+	Terminating bool
 }
 
-// Heartbeats decides, for the Evictions the responder accepted, what it owes them now: Complete
-// once the pod is terminating (its replacement is available: the ReplicaSet removes it after
-// the surge), otherwise a progress report, which evacuation.PodRequest.Progress writes only when
-// something changed or a heartbeat is due. next is when the earliest heartbeat is due (zero when
-// none), for the responder to look again by then.
+// Heartbeats decides, for the Evictions the responder accepted, the progress it owes them now,
+// which evacuation.PodRequest.Progress writes only when something changed or a heartbeat is due.
+// next is when the earliest heartbeat is due (zero when none), for the responder to look again
+// by then.
 func (v View) Heartbeats(pods []*corev1.Pod) (beats []Beat, next time.Time) {
 	for _, pod := range pods {
 		req := v.requests[pod.UID]
 		if req == nil || req.Protocol() != evacuation.EvictionRequests || !req.Accepted() {
 			continue
 		}
-		terminating := !pod.DeletionTimestamp.IsZero()
-		beats = append(beats, Beat{Request: req, Complete: terminating})
-		if due := req.HeartbeatDue(); !terminating && !due.IsZero() && (next.IsZero() || due.Before(next)) {
+		beats = append(beats, Beat{Request: req, Terminating: !pod.DeletionTimestamp.IsZero()})
+		if due := req.HeartbeatDue(); !due.IsZero() && (next.IsZero() || due.Before(next)) {
 			next = due
 		}
 	}

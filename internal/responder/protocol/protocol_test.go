@@ -78,8 +78,8 @@ func TestObserve(t *testing.T) {
 	}
 }
 
-// TestHeartbeats: only Evictions the responder accepted are owed anything: completion once the
-// pod is terminating, progress otherwise, with the earliest heartbeat due.
+// TestHeartbeats: only Evictions the responder accepted are owed progress, a terminating pod's
+// too (it keeps its turn until the pod is gone), with the earliest heartbeat due.
 func TestHeartbeats(t *testing.T) {
 	notAccepted, soon, later, gone := pod("not-accepted"), pod("soon"), pod("later"), pod("gone")
 	gone.DeletionTimestamp = ptr.To(metav1.Now())
@@ -93,7 +93,7 @@ func TestHeartbeats(t *testing.T) {
 	beats, next := v.Heartbeats(v.Pods)
 	got := map[string]bool{}
 	for _, b := range beats {
-		got[b.Request.Pod().Name] = b.Complete
+		got[b.Request.Pod().Name] = b.Terminating
 	}
 	want := map[string]bool{"soon": false, "later": false, "gone": true}
 	if len(got) != len(want) {
@@ -101,11 +101,11 @@ func TestHeartbeats(t *testing.T) {
 	}
 	for name, complete := range want {
 		if c, ok := got[name]; !ok || c != complete {
-			t.Errorf("%s: beat %t (complete %t); want complete %t", name, ok, c, complete)
+			t.Errorf("%s: beat %t (terminating %t); want terminating %t", name, ok, c, complete)
 		}
 	}
-	wantNext := evictions[soon.UID][0].Status.Responders[0].HeartbeatTime.Add(evacuation.HeartbeatInterval)
+	wantNext := evictions[gone.UID][0].Status.Responders[0].HeartbeatTime.Add(evacuation.HeartbeatInterval)
 	if !next.Equal(wantNext) {
-		t.Errorf("next heartbeat %v; want %v (the earliest due, a terminating pod's aside)", next, wantNext)
+		t.Errorf("next heartbeat %v; want %v (the earliest due)", next, wantNext)
 	}
 }
