@@ -88,9 +88,9 @@ type Cluster struct {
 	killWithParent bool
 	// evictionRequestAPI: kube-apiserver serves KEP-4563's EvictionRequest API.
 	evictionRequestAPI bool
-	log            *slog.Logger
-	config         *rest.Config
-	client         kubernetes.Interface
+	log                *slog.Logger
+	config             *rest.Config
+	client             kubernetes.Interface
 }
 
 // state is what <dir>/cluster.json records.
