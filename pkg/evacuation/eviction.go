@@ -84,10 +84,10 @@ func (r evictionRequest) Since() time.Time {
 	return r.eviction.CreationTimestamp.Time
 }
 
-// Accepted: the responder gave a heartbeat since it became Active and has not completed.
+// Accepted: the responder gave a heartbeat since it became Active (ForEviction already left out
+// a turn it completed).
 func (r evictionRequest) Accepted() bool {
-	return r.status.HeartbeatTime != nil && r.status.CompletionTime == nil &&
-		(r.status.StartTime == nil || !r.status.HeartbeatTime.Before(r.status.StartTime))
+	return r.status.HeartbeatTime != nil && (r.status.StartTime == nil || !r.status.HeartbeatTime.Before(r.status.StartTime))
 }
 
 func (r evictionRequest) HeartbeatDue() time.Time {
