@@ -280,6 +280,15 @@ func (w *evictionWatch) sawProgress(pod, responder string) bool {
 	return w.progress[pod][responder]
 }
 
+// declinedWith reports whether the Deployment responder declined the pod's Eviction with the
+// reason: completed its turn with the reason in its message, no surge.
+func (w *evictionWatch) declinedWith(pod, reason string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.status[pod][deployment.EvictionResponder]
+	return st.CompletionTime != nil && strings.HasPrefix(ptr.Deref(st.Message, ""), reason+": declined")
+}
+
 func (w *evictionWatch) firstSurge() time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()

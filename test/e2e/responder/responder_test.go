@@ -215,9 +215,18 @@ func TestDeclined(t *testing.T) {
 		nodes = append(nodes, s.view().live()[0].Spec.NodeName)
 	}
 
+	// On the EvictionRequest API the answers are on the pods' Evictions: a decline completes the
+	// Deployment responder's turn with the reason, and the imperative evictor moves the pod.
+	var evictions *evictionWatch
+	if os.Getenv("EVICTION_REQUEST_API") == "true" {
+		evictions = watchEvictions(t, ns)
+	}
 	maintain(t, ns, nodes...)
 	for s, reason := range map[*sampler]string{nosurge: "MaxSurgeZero", paused: "DeploymentPaused", autoscaled: "HorizontalPodAutoscaler"} {
-		s.waitFor(t, waitTimeout, "declined with "+reason, func(view) bool { return s.declinedWith(reason) })
+		pod := s.view().live()[0].Name
+		s.waitFor(t, waitTimeout, "declined with "+reason, func(view) bool {
+			return s.declinedWith(reason) || (evictions != nil && evictions.declinedWith(pod, reason))
+		})
 		if v := s.view(); v.replicas() != 1 || v.surging() {
 			t.Errorf("%s: declined, yet the Deployment changed: %s", reason, v)
 		}
