@@ -16,7 +16,8 @@ cp config/rbac/role.yaml config/rbac/leader_election_role.yaml "$chart/files/"
 # The admission policies, whose specs the chart's templates read.
 rm -rf "$chart/files/admission"
 mkdir -p "$chart/files/admission"
-cp config/admission/drain_timeout_delete_policy.yaml config/admission/node-scope/node_scope_policy.yaml "$chart/files/admission/"
+cp config/admission/drain_timeout_delete_policy.yaml config/admission/node-scope/node_scope_policy.yaml \
+  config/admission/eviction-responder/eviction_responder_policy.yaml "$chart/files/admission/"
 # The alerts (config/default/prometheus/rules.yaml, a PrometheusRule) and the Grafana dashboard
 # (config/default/prometheus/dashboard.json), which the chart's prometheusrule.yaml and
 # dashboard.yaml render.

@@ -228,8 +228,19 @@ func run(o options) error {
 		if err != nil {
 			return fmt.Errorf("creating the Deployment evacuation responder's client: %w", err)
 		}
+		// Where the API server serves KEP-4563's Evictions, the responder answers them too (any
+		// requester may create EvictionRequests, whatever protocol nodemaint's drain speaks).
+		evictions, err := deployment.ServesEvictions(mgr.GetRESTMapper())
+		if err != nil {
+			return err
+		}
+		evictionResponder := ""
+		if evictions {
+			evictionResponder = deployment.EvictionResponder
+		}
+		log.Info("Deployment evacuation responder", "podConditions", true, "evictions", evictions, "evictionResponder", evictionResponder)
 		if err := (&deployment.Reconciler{
-			Client: responderClient, Recorder: recorder, SurgeTimeout: o.surgeTimeout, Written: written,
+			Client: responderClient, Recorder: recorder, SurgeTimeout: o.surgeTimeout, Written: written, EvictionResponder: evictionResponder,
 		}).SetupWithManager(ctx, mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up the Deployment evacuation responder: %w", err)
 		}

@@ -16,4 +16,9 @@
 // ends early). An owner that accepted must then stop moving the pod and clear EvacuationInitiated.
 //
 // Requesters never overwrite another requester's True request; owners must not set EvacuationRequest.
+//
+// Where the cluster serves KEP-4563's EvictionRequest API (lifecycle.k8s.io/v1alpha1), a request
+// may instead come as an Eviction of the pod on which the responder is Active. PodRequest answers
+// both the same way (For finds the pod's request, on either protocol): Accept, Progress (on an
+// Eviction also its heartbeat), Decline and Complete. See docs/responder-protocol.md.
 package evacuation

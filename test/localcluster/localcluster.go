@@ -370,7 +370,7 @@ func (c *Cluster) baseArgs(name string) []string {
 		}
 	case kubeAPIServer:
 		const issuer = "https://kubernetes.default.svc.cluster.local"
-		return []string{
+		args := []string{
 			"--bind-address=127.0.0.1",
 			"--advertise-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(c.ports.APIServer),
@@ -400,6 +400,7 @@ func (c *Cluster) baseArgs(name string) []string {
 			// takes seconds, not a minute.
 			"--shutdown-watch-termination-grace-period=1s",
 		}
+		return args
 	case kubeControllerManager:
 		return []string{
 			"--kubeconfig=" + kubeconfig,

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/fairqueue"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/responder/protocol"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -52,6 +54,10 @@ type Reconciler struct {
 	// Written remembers the pods' answers and marks written until the cache shows them, so that
 	// a reconcile right after does not write them again. Nil: none.
 	Written *ownwrites.Writes[*corev1.Pod]
+	// EvictionResponder is the responder's name in KEP-4563's Evictions (EvictionResponder): when
+	// set, the responder also answers the Evictions of its pods on which it is Active (the
+	// cluster serves lifecycle.k8s.io/v1alpha1). Empty: pod conditions only.
+	EvictionResponder string
 }
 
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;patch
@@ -60,6 +66,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions/status,verbs=patch
 
 // Reconcile implements reconcile.Reconciler for Deployments.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -70,13 +78,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !d.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	in, err := r.observe(ctx, d)
+	in, view, err := r.observe(ctx, d)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	p := decide(in)
 	surgingBefore := surgeInProgress(d)
-	written, err := r.apply(ctx, d, in.pods, p)
+	written, err := r.apply(ctx, d, in.pods, view, p)
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
@@ -89,26 +97,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
+	next := r.heartbeats(ctx, in, view)
+	if wait := time.Until(next); !next.IsZero() && (p.requeueAfter == 0 || wait < p.requeueAfter) {
+		p.requeueAfter = max(wait, time.Second)
+	}
 	return reconcile.Result{RequeueAfter: p.requeueAfter}, nil
 }
 
-// observe reads the Deployment's ReplicaSets and pods from the cache, and whether an HPA
-// targets it (only when it matters: some pod is to be evacuated).
-func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, error) {
+// observe reads the Deployment's ReplicaSets and pods from the cache, the pods' Evictions (with
+// an EvictionResponder), and whether an HPA targets it (only when it matters: some pod is to be
+// evacuated). The pods are those of the protocol's view: asked through pod conditions or an
+// Eviction, they look the same to decide.
+func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, protocol.View, error) {
 	in := input{deployment: d, now: time.Now(), surgeTimeout: r.SurgeTimeout}
 	if in.surgeTimeout <= 0 {
 		in.surgeTimeout = DefaultSurgeTimeout
 	}
+	var view protocol.View
 	var rsList appsv1.ReplicaSetList
 	if err := r.Client.List(ctx, &rsList, client.InNamespace(d.Namespace), client.MatchingFields{controllerOwnerIndex: string(d.UID)}); err != nil {
-		return in, err
+		return in, view, err
 	}
 	for i := range rsList.Items {
 		rs := &rsList.Items[i]
 		in.replicaSets = append(in.replicaSets, rs)
 		var pods corev1.PodList
 		if err := r.Client.List(ctx, &pods, client.InNamespace(d.Namespace), client.MatchingFields{controllerOwnerIndex: string(rs.UID)}); err != nil {
-			return in, err
+			return in, view, err
 		}
 		for j := range pods.Items {
 			pod := &pods.Items[j]
@@ -118,17 +133,23 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 			in.pods = append(in.pods, pod)
 		}
 	}
+	evictions, err := r.evictionsOf(ctx, in.pods)
+	if err != nil {
+		return in, view, err
+	}
+	view = protocol.Observe(in.pods, evictions, r.EvictionResponder)
+	in.pods = view.Pods
 	if toEvacuate(in.pods) == 0 {
-		return in, nil
+		return in, view, nil
 	}
 	var hpas autoscalingv2.HorizontalPodAutoscalerList
 	if err := r.Client.List(ctx, &hpas, client.InNamespace(d.Namespace)); err != nil {
-		return in, err
+		return in, view, err
 	}
 	for i := range hpas.Items {
 		in.autoscaled = in.autoscaled || Autoscales(&hpas.Items[i], d.Name)
 	}
-	return in, nil
+	return in, view, nil
 }
 
 // apply carries out the plan: the pods' answers and marks first, then the Deployment's
@@ -137,7 +158,7 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 // podWritesInFlight bounds the pod patches one reconcile has in flight at once.
 const podWritesInFlight = 10
 
-func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, p plan) (written bool, err error) {
+func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, view protocol.View, p plan) (written bool, err error) {
 	logger := log.FromContext(ctx)
 	// The pods' answers, then their deletion costs, each in parallel: one patch after the other,
 	// a Deployment of 100 pods on a loaded API server took seconds per step (13s per reconcile in
@@ -156,21 +177,29 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 	for _, a := range p.answers {
 		before := a.pod.ResourceVersion
 		g.Go(func() error {
+			// The answer goes back the way the request came: the pod's conditions or its
+			// Eviction. A request that went away leaves an answer only on the conditions.
+			req := view.Request(a.pod)
+			if req == nil {
+				req = evacuation.ForPod(a.pod)
+			}
 			var err error
 			latency, first := answerLatency(a.pod, time.Now())
-			switch a.status {
-			case corev1.ConditionTrue:
-				err = evacuation.Accept(ctx, r.Client, a.pod, a.reason, a.message)
-			case corev1.ConditionFalse:
-				err = evacuation.Decline(ctx, r.Client, a.pod, a.reason, a.message)
+			switch {
+			case a.status == corev1.ConditionTrue && req != nil:
+				err = req.Accept(ctx, r.Client, evacuation.Progress{Reason: a.reason, Message: a.message})
+			case a.status == corev1.ConditionFalse && req != nil:
+				err = req.Decline(ctx, r.Client, a.reason, a.message)
 			default:
 				err = evacuation.Withdraw(ctx, r.Client, a.pod)
 			}
 			if err == nil {
 				r.wrote(before, a.pod)
 			}
+			// Invalid: an Eviction's responder that is no longer Active may not write (the
+			// Eviction moved on after the cache was read; its event brings the next look).
 			switch {
-			case err != nil && !apierrors.IsNotFound(err):
+			case err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err):
 				fail(fmt.Errorf("answering for pod %s: %w", a.pod.Name, err))
 			case err == nil && first && a.status != "":
 				observeAnswer(a.status, latency)
@@ -338,7 +367,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		return err
 	}
 	c := mgr.GetClient()
-	return builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr)
+	if r.EvictionResponder != "" {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, &lifecyclev1alpha1.Eviction{}, evictionTargetIndex, evictionTarget); err != nil {
+			return err
+		}
+		b = b.Watches(&lifecyclev1alpha1.Eviction{}, handler.EnqueueRequestsFromMapFunc(podOfEviction(c)),
+			builder.WithPredicates(evictionChanged(r.EvictionResponder)))
+	}
+	return b.
 		Named("deployment-evacuation").
 		For(&appsv1.Deployment{}, builder.WithPredicates(deploymentChanged())).
 		Owns(&appsv1.ReplicaSet{}, builder.WithPredicates(replicaSetChanged())).

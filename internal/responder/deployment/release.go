@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodemaint/nodemaint/internal/responder/protocol"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -98,7 +99,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 		return changes, again, nil
 	}
 	r := &Reconciler{Client: c, Recorder: discard{}}
-	if _, err := r.apply(ctx, d, unrequested, p); err != nil {
+	if _, err := r.apply(ctx, d, unrequested, protocol.View{}, p); err != nil {
 		return changes, true, err
 	}
 	if err := r.syncMarkers(ctx, d, in, false, false); err != nil {

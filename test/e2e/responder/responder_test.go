@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -214,9 +215,18 @@ func TestDeclined(t *testing.T) {
 		nodes = append(nodes, s.view().live()[0].Spec.NodeName)
 	}
 
+	// On the EvictionRequest API the answers are on the pods' Evictions: a decline completes the
+	// Deployment responder's turn with the reason, and the imperative evictor moves the pod.
+	var evictions *evictionWatch
+	if os.Getenv("EVICTION_REQUEST_API") == "true" {
+		evictions = watchEvictions(t, ns)
+	}
 	maintain(t, ns, nodes...)
 	for s, reason := range map[*sampler]string{nosurge: "MaxSurgeZero", paused: "DeploymentPaused", autoscaled: "HorizontalPodAutoscaler"} {
-		s.waitFor(t, waitTimeout, "declined with "+reason, func(view) bool { return s.declinedWith(reason) })
+		pod := s.view().live()[0].Name
+		s.waitFor(t, waitTimeout, "declined with "+reason, func(view) bool {
+			return s.declinedWith(reason) || (evictions != nil && evictions.declinedWith(pod, reason))
+		})
 		if v := s.view(); v.replicas() != 1 || v.surging() {
 			t.Errorf("%s: declined, yet the Deployment changed: %s", reason, v)
 		}
@@ -466,11 +476,18 @@ func names(pods []*corev1.Pod) []string {
 
 // TestExampleResponder runs examples/responder, the protocol's example for responder authors,
 // against a Job's worker: it accepts, checkpoints and deletes the pod, and the Job starts it on
-// another node.
+// another node. On the EvictionRequest API (EVICTION_REQUEST_API=true) the worker names the
+// example in spec.evictionResponders: it accepts on the pod's Eviction, checkpoints and completes
+// its turn, and the imperative evictor evicts the pod.
 func TestExampleResponder(t *testing.T) {
 	startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
 	runExample(t)
+	evictionAPI := os.Getenv("EVICTION_REQUEST_API") == "true"
+	var evictions *evictionWatch
+	if evictionAPI {
+		evictions = watchEvictions(t, ns)
+	}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker"},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
@@ -484,6 +501,9 @@ func TestExampleResponder(t *testing.T) {
 			},
 		}},
 	}
+	if evictionAPI {
+		job.Spec.Template.Spec.EvictionResponders = []corev1.EvictionResponder{{Name: exampleResponder, Priority: ptr.To[int32](20000)}}
+	}
 	if err := framework.Client().Create(t.Context(), job); err != nil {
 		t.Fatal(err)
 	}
@@ -496,6 +516,15 @@ func TestExampleResponder(t *testing.T) {
 		ready := v.ready()
 		return v.pod(old.Name) == nil && len(ready) == 1 && ready[0].Spec.NodeName != old.Spec.NodeName
 	})
+	if evictionAPI {
+		st := evictions.last(old.Name, exampleResponder)
+		if order := evictions.activeOrder(old.Name); len(order) == 0 || order[0] != exampleResponder ||
+			st.HeartbeatTime == nil || st.CompletionTime == nil || !strings.Contains(ptr.Deref(st.Message, ""), "progress is saved") {
+			t.Errorf("on %s's Eviction, responders active in order %v, the example's last status %+v (message %q); want the example first, accepted, completed after saving progress",
+				old.Name, order, st, ptr.Deref(st.Message, ""))
+		}
+		return
+	}
 	s.mu.Lock()
 	accepted := !s.accepted[old.Name].IsZero()
 	s.mu.Unlock()

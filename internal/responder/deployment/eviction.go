@@ -1,0 +1,182 @@
+package deployment
+
+// The responder on KEP-4563's Evictions: which Evictions it reads, what progress it reports on
+// them, and the watch that brings their changes. The translation between the protocols is
+// internal/responder/protocol's; the surge is decide's, the same for both protocols.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nodemaint/nodemaint/internal/responder/protocol"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// EvictionResponder is the name nodemaint's Deployment responder registers under in the pods'
+// spec.evictionResponders (the MutatingAdmissionPolicy in config/admission/eviction-responder
+// sets it on the pods of Deployments at creation) and answers as in their Evictions.
+const EvictionResponder = "nodemaint.dev/deployment-responder"
+
+// evictionTargetIndex indexes Evictions by the UID of their target pod.
+const evictionTargetIndex = "nodemaint.dev/eviction-target-pod-uid"
+
+// evictionsOf reads the Evictions of the pods from the cache, by pod UID; none without an
+// EvictionResponder.
+func (r *Reconciler) evictionsOf(ctx context.Context, pods []*corev1.Pod) (map[types.UID][]*lifecyclev1alpha1.Eviction, error) {
+	if r.EvictionResponder == "" {
+		return nil, nil
+	}
+	out := map[types.UID][]*lifecyclev1alpha1.Eviction{}
+	for _, pod := range pods {
+		var list lifecyclev1alpha1.EvictionList
+		if err := r.Client.List(ctx, &list, client.InNamespace(pod.Namespace), client.MatchingFields{evictionTargetIndex: string(pod.UID)}); err != nil {
+			return nil, fmt.Errorf("listing the Evictions of pod %s: %w", pod.Name, err)
+		}
+		for i := range list.Items {
+			out[pod.UID] = append(out[pod.UID], &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// heartbeats writes what the responder owes the Evictions it accepted: progress (and a
+// heartbeat when due) while it moves a pod, until the pod is gone. It returns when the next
+// heartbeat is due. A write that fails is logged and done again at the next look: the Eviction
+// controller waits 20 minutes for a heartbeat.
+func (r *Reconciler) heartbeats(ctx context.Context, in input, view protocol.View) time.Time {
+	beats, next := view.Heartbeats(in.pods)
+	for _, b := range beats {
+		pod := b.Request.Pod()
+		p := progress(in, pod)
+		if b.Terminating {
+			p = removing(in.deployment.Name, pod)
+		}
+		err := b.Request.Progress(ctx, r.Client, p)
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+		case apierrors.IsInvalid(err):
+			// The API server refuses writes to the entry of a responder that is no longer
+			// Active: the Eviction moved on (canceled, passed over) after the cache was read.
+			// Its event brings the next look.
+			log.FromContext(ctx).V(1).Info("The Eviction moved on before the report", "pod", pod.Name, "err", err.Error())
+		default:
+			log.FromContext(ctx).Error(err, "Reporting on the pod's Eviction", "pod", pod.Name)
+		}
+	}
+	return next
+}
+
+// progress is what the responder reports of a pod it accepted to move: the surge of its wave,
+// how many of the surge's replacements are Ready, and, as the expected completion, the time by
+// which the surge completes or gives up (its patience since its last progress); a pod that
+// waits for a later wave says so, with no expected completion.
+func progress(in input, pod *corev1.Pod) evacuation.Progress {
+	d := in.deployment
+	state, err := parseSurge(d)
+	if err != nil || state == nil || !isMarked(pod) {
+		return evacuation.Progress{Reason: ReasonSurge,
+			Message: fmt.Sprintf("Deployment %s surges a replacement in a later wave (maxSurge)", d.Name)}
+	}
+	created := surgePods(livePods(in.pods), state)
+	ready := 0
+	for _, p := range created {
+		if c := evacuation.Condition(p, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue {
+			ready++
+		}
+	}
+	deadline := lastProgress(created, state).Add(patience(d, in.replicaSets, created, in.surgeTimeout))
+	return evacuation.Progress{
+		Reason: ReasonSurge,
+		Message: fmt.Sprintf("Deployment %s surged from %d to %d replicas: %d of %d replacements Ready",
+			d.Name, state.OriginalReplicas, ptr.Deref(d.Spec.Replicas, 1), ready, state.Surge),
+		ExpectedCompletion: deadline,
+	}
+}
+
+// removing is the progress of a pod its Deployment replaced, which its ReplicaSet is removing:
+// expected to be gone at the end of its grace period.
+func removing(deployment string, pod *corev1.Pod) evacuation.Progress {
+	p := evacuation.Progress{Reason: ReasonSurge,
+		Message: fmt.Sprintf("Deployment %s replaced the pod; it is being removed", deployment)}
+	if pod.DeletionTimestamp != nil {
+		p.ExpectedCompletion = pod.DeletionTimestamp.Time
+	}
+	return p
+}
+
+// evictionTarget is the index function of evictionTargetIndex.
+func evictionTarget(o client.Object) []string {
+	if t := o.(*lifecyclev1alpha1.Eviction).Spec.Target.Pod; t != nil {
+		return []string{string(t.UID)}
+	}
+	return nil
+}
+
+// podOfEviction maps an Eviction to the Deployment of its target pod.
+func podOfEviction(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		ev := o.(*lifecyclev1alpha1.Eviction)
+		if ev.Spec.Target.Pod == nil {
+			return nil
+		}
+		pod := &corev1.Pod{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ev.Namespace, Name: ev.Spec.Target.Pod.Name}, pod); err != nil {
+			return nil
+		}
+		return deploymentOfPod(ctx, c, pod)
+	}
+}
+
+// evictionChanged passes the events of Evictions that list the responder, when its state, its
+// status entry, the conditions or the Eviction's existence change.
+func evictionChanged(responder string) predicate.Predicate {
+	lists := func(ev *lifecyclev1alpha1.Eviction) bool {
+		return slices.ContainsFunc(ev.Status.TargetResponders, func(t lifecyclev1alpha1.TargetResponder) bool { return t.Name == responder })
+	}
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return lists(e.Object.(*lifecyclev1alpha1.Eviction)) },
+		DeleteFunc: func(e event.DeleteEvent) bool { return lists(e.Object.(*lifecyclev1alpha1.Eviction)) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*lifecyclev1alpha1.Eviction), e.ObjectNew.(*lifecyclev1alpha1.Eviction)
+			if !lists(o) && !lists(n) {
+				return false
+			}
+			return evacuation.ResponderState(o, responder) != evacuation.ResponderState(n, responder) ||
+				!equality.Semantic.DeepEqual(evacuation.ResponderStatusOf(o, responder), evacuation.ResponderStatusOf(n, responder)) ||
+				!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions) ||
+				!o.DeletionTimestamp.Equal(n.DeletionTimestamp)
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// ServesEvictions reports whether the API server serves KEP-4563's Evictions
+// (lifecycle.k8s.io/v1alpha1, feature gate EvictionRequestAPI), from discovery: where it does,
+// the responder answers them as EvictionResponder, besides the pod conditions.
+func ServesEvictions(mapper meta.RESTMapper) (bool, error) {
+	gvk := lifecyclev1alpha1.SchemeGroupVersion.WithKind("Eviction")
+	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("discovering %s: %w", gvk.GroupVersion(), err)
+}

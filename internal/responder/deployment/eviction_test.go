@@ -1,0 +1,204 @@
+package deployment
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// activeEviction is the Eviction of pod with the Deployment responder Active since a minute,
+// after a third-party responder of higher priority that completed, and before the imperative
+// evictor.
+func activeEviction(p *corev1.Pod) *lifecyclev1alpha1.Eviction {
+	start := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	return &lifecyclev1alpha1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: "pod-1-" + p.Name},
+		Spec:       lifecyclev1alpha1.EvictionSpec{Target: lifecyclev1alpha1.EvictionTarget{Pod: &lifecyclev1alpha1.EvictionPodReference{Name: p.Name, UID: p.UID}}},
+		Status: lifecyclev1alpha1.EvictionStatus{
+			Requesters: []lifecyclev1alpha1.Requester{{Name: "nodemaint.dev/node-maintenance", Intent: lifecyclev1alpha1.RequesterIntentEviction}},
+			TargetResponders: []lifecyclev1alpha1.TargetResponder{
+				{Name: "example.com/checkpoint", Priority: ptr.To[int32](20000), State: lifecyclev1alpha1.ResponderStateCompleted},
+				{Name: EvictionResponder, Priority: ptr.To[int32](10000), State: lifecyclev1alpha1.ResponderStateActive},
+				{Name: lifecyclev1alpha1.EvictionResponderImperativeEviction, Priority: ptr.To[int32](100), State: lifecyclev1alpha1.ResponderStateInactive},
+			},
+			Responders: []lifecyclev1alpha1.ResponderStatus{
+				{Name: "example.com/checkpoint", StartTime: &start, CompletionTime: &start, Message: ptr.To("checkpointed")},
+				{Name: EvictionResponder, StartTime: &start},
+			},
+		},
+	}
+}
+
+func evictionTestClient(t *testing.T, objs ...client.Object) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	byController := func(o client.Object) []string {
+		if ref := metav1.GetControllerOf(o); ref != nil {
+			return []string{string(ref.UID)}
+		}
+		return nil
+	}
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+		WithStatusSubresource(&corev1.Pod{}, &lifecyclev1alpha1.Eviction{}, &appsv1.Deployment{}).
+		WithIndex(&corev1.Pod{}, controllerOwnerIndex, byController).
+		WithIndex(&appsv1.ReplicaSet{}, controllerOwnerIndex, byController).
+		WithIndex(&lifecyclev1alpha1.Eviction{}, evictionTargetIndex, evictionTarget).Build()
+}
+
+// TestEvictionResponder: the Deployment responder, Active on a pod's Eviction, surges as it does
+// for the pod condition (the same decision), answers on the Eviction, never on the pod, reports
+// the surge's progress and expected completion with a heartbeat, and reports the pod's removal
+// while keeping its turn until the pod is gone; a Deployment that cannot surge declines by completing its turn at once.
+func TestEvictionResponder(t *testing.T) {
+	ctx := context.Background()
+	setup := func(t *testing.T, maxSurge int32) (client.Client, *Reconciler, *appsv1.Deployment, *corev1.Pod, *lifecyclev1alpha1.Eviction) {
+		d := newDeployment(1, maxSurge)
+		rs := replicaSet("rs", 1)
+		rs.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: ptr.To(true)}}
+		p := pod("web-1", onNode, func(p *corev1.Pod) { p.UID = "11111111-1111-1111-1111-111111111111" })
+		ev := activeEviction(p)
+		c := evictionTestClient(t, d, rs, p, ev)
+		return c, &Reconciler{Client: c, Recorder: discard{}, EvictionResponder: EvictionResponder}, d, p, ev
+	}
+	reconcileOnce := func(t *testing.T, r *Reconciler, d *appsv1.Deployment) reconcile.Result {
+		t.Helper()
+		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: d.Namespace, Name: d.Name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	get := func(t *testing.T, c client.Client, obj client.Object) {
+		t.Helper()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine := func(t *testing.T, c client.Client, ev *lifecyclev1alpha1.Eviction) lifecyclev1alpha1.ResponderStatus {
+		t.Helper()
+		get(t, c, ev)
+		return evacuation.ResponderStatusOf(ev, EvictionResponder)
+	}
+	podUntouched := func(t *testing.T, c client.Client, p *corev1.Pod) {
+		t.Helper()
+		get(t, c, p)
+		if evacuation.Condition(p, evacuation.Request) != nil || evacuation.Condition(p, evacuation.Initiated) != nil {
+			t.Errorf("the pod got evacuation conditions: %+v", p.Status.Conditions)
+		}
+	}
+
+	t.Run("surges, reports, completes", func(t *testing.T) {
+		c, r, d, p, ev := setup(t, 1)
+		reconcileOnce(t, r, d)
+		get(t, c, d)
+		if *d.Spec.Replicas != 2 || d.Annotations[evacuation.SurgeAnnotation] == "" {
+			t.Fatalf("replicas %d, surge %q; want a surge to 2", *d.Spec.Replicas, d.Annotations[evacuation.SurgeAnnotation])
+		}
+		s := mine(t, c, ev)
+		if s.HeartbeatTime == nil || s.CompletionTime != nil || s.Message == nil || !strings.HasPrefix(*s.Message, ReasonSurge) {
+			t.Fatalf("after the first look, the responder's entry is %+v; want accepted (heartbeat, message)", s)
+		}
+		if other := evacuation.ResponderStatusOf(ev, "example.com/checkpoint"); other.Message == nil || *other.Message != "checkpointed" {
+			t.Errorf("the other responder's entry changed: %+v", other)
+		}
+		get(t, c, p)
+		if !isMarked(p) {
+			t.Errorf("the evacuated pod is not marked to go first")
+		}
+		podUntouched(t, c, p)
+
+		// Accepted: the next look reports progress with the expected completion, and looks again
+		// by the next heartbeat.
+		res := reconcileOnce(t, r, d)
+		s = mine(t, c, ev)
+		if s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.After(time.Now()) ||
+			!strings.Contains(*s.Message, "0 of 1 replacements Ready") {
+			t.Fatalf("progress: %+v (message %q); want 0 of 1 Ready and an expected completion ahead", s, ptr.Deref(s.Message, ""))
+		}
+		if res.RequeueAfter <= 0 || res.RequeueAfter > evacuation.HeartbeatInterval {
+			t.Errorf("RequeueAfter = %v; want at most the heartbeat interval %v", res.RequeueAfter, evacuation.HeartbeatInterval)
+		}
+
+		// The replacement is available: the Deployment scales back; the ReplicaSet removes the
+		// marked pod; the responder then completes its turn.
+		get(t, c, d)
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+		if err := c.Status().Update(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		reconcileOnce(t, r, d)
+		get(t, c, d)
+		if *d.Spec.Replicas != 1 || d.Annotations[evacuation.SurgeAnnotation] != "" {
+			t.Fatalf("after the replacement is available: replicas %d, surge %q; want back to 1", *d.Spec.Replicas, d.Annotations[evacuation.SurgeAnnotation])
+		}
+		if s := mine(t, c, ev); s.CompletionTime != nil {
+			t.Fatalf("completed its turn: %+v", s)
+		}
+		get(t, c, p)
+		p.Finalizers = []string{"example.com/hold"}
+		if err := c.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		reconcileOnce(t, r, d)
+		if s := mine(t, c, ev); s.CompletionTime != nil || !strings.Contains(*s.Message, "replaced the pod") ||
+			s.ExpectedCompletionTime == nil {
+			t.Fatalf("after the pod is being removed: %+v; want its turn kept (no completionTime: the pod's end completes it) and the removal reported", s)
+		}
+		podUntouched(t, c, p)
+	})
+
+	t.Run("declines by completing its turn", func(t *testing.T) {
+		c, r, d, p, ev := setup(t, 0)
+		reconcileOnce(t, r, d)
+		s := mine(t, c, ev)
+		if s.CompletionTime == nil || s.Message == nil || !strings.Contains(*s.Message, ReasonMaxSurgeZero) {
+			t.Fatalf("responder entry %+v; want completed (declined) with %s", s, ReasonMaxSurgeZero)
+		}
+		get(t, c, d)
+		if *d.Spec.Replicas != 1 {
+			t.Errorf("replicas %d; want 1 (no surge)", *d.Spec.Replicas)
+		}
+		podUntouched(t, c, p)
+		// Declined: the request is no longer the responder's; nothing more is written.
+		rv := ev.ResourceVersion
+		reconcileOnce(t, r, d)
+		if get(t, c, ev); ev.ResourceVersion != rv {
+			t.Errorf("the Eviction was written again after the decline")
+		}
+	})
+
+	t.Run("not active: left alone", func(t *testing.T) {
+		c, r, d, p, ev := setup(t, 1)
+		ev.Status.TargetResponders[1].State = lifecyclev1alpha1.ResponderStateInactive
+		if err := c.Status().Update(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		reconcileOnce(t, r, d)
+		get(t, c, d)
+		if s := mine(t, c, ev); *d.Spec.Replicas != 1 || s.HeartbeatTime != nil {
+			t.Errorf("inactive: replicas %d, entry %+v; want nothing done", *d.Spec.Replicas, s)
+		}
+		podUntouched(t, c, p)
+	})
+}

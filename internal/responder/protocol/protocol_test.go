@@ -1,0 +1,111 @@
+package protocol
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+const me = "nodemaint.dev/deployment-responder"
+
+func pod(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
+}
+
+func eviction(p *corev1.Pod, heartbeatAgo time.Duration) *lifecyclev1alpha1.Eviction {
+	start := metav1.NewTime(time.Now().Add(-10 * time.Minute).Truncate(time.Second))
+	s := lifecyclev1alpha1.ResponderStatus{Name: me, StartTime: &start}
+	if heartbeatAgo > 0 {
+		s.HeartbeatTime = ptr.To(metav1.NewTime(time.Now().Add(-heartbeatAgo)))
+	}
+	return &lifecyclev1alpha1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: "pod-1-" + p.Name},
+		Spec:       lifecyclev1alpha1.EvictionSpec{Target: lifecyclev1alpha1.EvictionTarget{Pod: &lifecyclev1alpha1.EvictionPodReference{Name: p.Name, UID: p.UID}}},
+		Status: lifecyclev1alpha1.EvictionStatus{
+			Requesters:       []lifecyclev1alpha1.Requester{{Name: "example.com/descheduler", Intent: lifecyclev1alpha1.RequesterIntentEviction}},
+			TargetResponders: []lifecyclev1alpha1.TargetResponder{{Name: me, Priority: ptr.To[int32](10000), State: lifecyclev1alpha1.ResponderStateActive}},
+			Responders:       []lifecyclev1alpha1.ResponderStatus{s},
+		},
+	}
+}
+
+// TestObserve: the decision sees a pod asked through an Eviction as a pod with
+// EvacuationRequest=True since the responder became Active (and EvacuationInitiated=True once it
+// accepted), without the pod in the cache being changed; pods asked through their conditions,
+// and pods not asked, are the pods themselves; each request answers through its own protocol.
+func TestObserve(t *testing.T) {
+	byCondition, byEviction, acceptedEviction, none := pod("by-condition"), pod("by-eviction"), pod("accepted"), pod("none")
+	evacuation.SetCondition(byCondition, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: evacuation.ReasonNodeMaintenance})
+	evictions := map[types.UID][]*lifecyclev1alpha1.Eviction{
+		byEviction.UID:       {eviction(byEviction, 0)},
+		acceptedEviction.UID: {eviction(acceptedEviction, time.Minute)},
+	}
+	v := Observe([]*corev1.Pod{byCondition, byEviction, acceptedEviction, none}, evictions, me)
+	if len(v.Pods) != 4 {
+		t.Fatalf("view has %d pods; want 4", len(v.Pods))
+	}
+	if v.Pods[0] != byCondition || v.Pods[3] != none {
+		t.Errorf("pods not asked through an Eviction are copied")
+	}
+	if v.Request(none) != nil || v.Request(byCondition).Protocol() != evacuation.PodConditions {
+		t.Errorf("requests: none %v, by condition %v", v.Request(none), v.Request(byCondition))
+	}
+	for i, want := range []bool{false, true} {
+		p := v.Pods[1+i]
+		c := evacuation.Condition(p, evacuation.Request)
+		if !evacuation.Requested(p) || !c.LastTransitionTime.Equal(evictions[p.UID][0].Status.Responders[0].StartTime) {
+			t.Errorf("%s: request %+v; want True since the responder's startTime", p.Name, c)
+		}
+		if evacuation.Accepted(p) != want {
+			t.Errorf("%s: accepted %t; want %t", p.Name, evacuation.Accepted(p), want)
+		}
+		if r := v.Request(p); r == nil || r.Protocol() != evacuation.EvictionRequests {
+			t.Errorf("%s: request %v; want the Eviction", p.Name, r)
+		}
+	}
+	if len(byEviction.Status.Conditions) != 0 || len(acceptedEviction.Status.Conditions) != 0 {
+		t.Errorf("Observe changed the pods it was given")
+	}
+	if v := Observe([]*corev1.Pod{byEviction}, evictions, ""); evacuation.Requested(v.Pods[0]) {
+		t.Errorf("without a responder name, an Eviction asks nothing")
+	}
+}
+
+// TestHeartbeats: only Evictions the responder accepted are owed progress, a terminating pod's
+// too (it keeps its turn until the pod is gone), with the earliest heartbeat due.
+func TestHeartbeats(t *testing.T) {
+	notAccepted, soon, later, gone := pod("not-accepted"), pod("soon"), pod("later"), pod("gone")
+	gone.DeletionTimestamp = ptr.To(metav1.Now())
+	evictions := map[types.UID][]*lifecyclev1alpha1.Eviction{
+		notAccepted.UID: {eviction(notAccepted, 0)},
+		soon.UID:        {eviction(soon, 50*time.Second)},
+		later.UID:       {eviction(later, 10*time.Second)},
+		gone.UID:        {eviction(gone, 5*time.Minute)},
+	}
+	v := Observe([]*corev1.Pod{notAccepted, soon, later, gone}, evictions, me)
+	beats, next := v.Heartbeats(v.Pods)
+	got := map[string]bool{}
+	for _, b := range beats {
+		got[b.Request.Pod().Name] = b.Terminating
+	}
+	want := map[string]bool{"soon": false, "later": false, "gone": true}
+	if len(got) != len(want) {
+		t.Fatalf("beats for %v; want %v", got, want)
+	}
+	for name, complete := range want {
+		if c, ok := got[name]; !ok || c != complete {
+			t.Errorf("%s: beat %t (terminating %t); want terminating %t", name, ok, c, complete)
+		}
+	}
+	wantNext := evictions[gone.UID][0].Status.Responders[0].HeartbeatTime.Add(evacuation.HeartbeatInterval)
+	if !next.Equal(wantNext) {
+		t.Errorf("next heartbeat %v; want %v (the earliest due)", next, wantNext)
+	}
+}

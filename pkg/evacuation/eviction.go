@@ -1,0 +1,177 @@
+package evacuation
+
+// The responder's side of KEP-4563's Eviction (lifecycle.k8s.io/v1alpha1).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// HeartbeatInterval is how often an accepted Eviction gets a heartbeat (Progress) when nothing
+// else changes: well within the Eviction API's 20-minute deadline (the KEP suggests every 3
+// minutes), often enough that a requester reading the Eviction sees a responder at work.
+const HeartbeatInterval = time.Minute
+
+// ForEviction returns the request the Eviction makes of the named responder for the pod, nil
+// unless the Eviction targets this very pod (name and UID), the responder is Active on it and has
+// not completed its turn (declined or done: completionTime since its startTime), and the Eviction
+// is neither canceled nor over (condition Failed or TargetEvicted True).
+func ForEviction(ev *lifecyclev1alpha1.Eviction, pod *corev1.Pod, responder string) PodRequest {
+	target := ev.Spec.Target.Pod
+	if target == nil || ev.Namespace != pod.Namespace || target.Name != pod.Name || target.UID != pod.UID ||
+		!ev.DeletionTimestamp.IsZero() || ResponderState(ev, responder) != lifecyclev1alpha1.ResponderStateActive {
+		return nil
+	}
+	for _, c := range ev.Status.Conditions {
+		if (c.Type == string(lifecyclev1alpha1.EvictionConditionFailed) || c.Type == string(lifecyclev1alpha1.EvictionConditionTargetEvicted)) &&
+			c.Status == metav1.ConditionTrue {
+			return nil
+		}
+	}
+	status := ResponderStatusOf(ev, responder)
+	if status.CompletionTime != nil && (status.StartTime == nil || !status.CompletionTime.Before(status.StartTime)) {
+		return nil
+	}
+	return evictionRequest{eviction: ev, pod: pod, responder: responder, status: status}
+}
+
+// ResponderState is the state the Eviction controller gave the named responder on the Eviction,
+// "" when the Eviction does not list it.
+func ResponderState(ev *lifecyclev1alpha1.Eviction, responder string) lifecyclev1alpha1.ResponderStateType {
+	for _, t := range ev.Status.TargetResponders {
+		if t.Name == responder {
+			return t.State
+		}
+	}
+	return ""
+}
+
+// ResponderStatusOf is the named responder's entry of the Eviction's status.responders (a zero
+// entry with the name when there is none yet).
+func ResponderStatusOf(ev *lifecyclev1alpha1.Eviction, responder string) lifecyclev1alpha1.ResponderStatus {
+	for _, s := range ev.Status.Responders {
+		if s.Name == responder {
+			return s
+		}
+	}
+	return lifecyclev1alpha1.ResponderStatus{Name: responder}
+}
+
+// evictionRequest is a request on an Eviction whose active responder is responder.
+type evictionRequest struct {
+	eviction  *lifecyclev1alpha1.Eviction
+	pod       *corev1.Pod
+	responder string
+	status    lifecyclev1alpha1.ResponderStatus
+}
+
+func (r evictionRequest) Pod() *corev1.Pod     { return r.pod }
+func (r evictionRequest) Protocol() Protocol   { return EvictionRequests }
+func (r evictionRequest) Requesters() []string { return requesters(r.eviction) }
+
+func (r evictionRequest) Since() time.Time {
+	if r.status.StartTime != nil {
+		return r.status.StartTime.Time
+	}
+	return r.eviction.CreationTimestamp.Time
+}
+
+// Accepted: the responder gave a heartbeat since it became Active (ForEviction already left out
+// a turn it completed).
+func (r evictionRequest) Accepted() bool {
+	return r.status.HeartbeatTime != nil && (r.status.StartTime == nil || !r.status.HeartbeatTime.Before(r.status.StartTime))
+}
+
+func (r evictionRequest) HeartbeatDue() time.Time {
+	if !r.Accepted() {
+		return time.Time{}
+	}
+	return r.status.HeartbeatTime.Add(HeartbeatInterval)
+}
+
+func (r evictionRequest) Accept(ctx context.Context, c client.Client, p Progress) error {
+	return r.patch(ctx, c, responderPatch{
+		HeartbeatTime:          now(),
+		ExpectedCompletionTime: timeOrNil(p.ExpectedCompletion),
+		Message:                message(p.Reason, p.Message),
+	})
+}
+
+// Progress writes a heartbeat when one is due or the message or expected completion changed;
+// otherwise it writes nothing.
+func (r evictionRequest) Progress(ctx context.Context, c client.Client, p Progress) error {
+	msg := message(p.Reason, p.Message)
+	sameExpected := timeOrNil(p.ExpectedCompletion).Equal(r.status.ExpectedCompletionTime)
+	if r.Accepted() && time.Now().Before(r.HeartbeatDue()) && sameExpected &&
+		r.status.Message != nil && *r.status.Message == msg {
+		return nil
+	}
+	return r.Accept(ctx, c, p)
+}
+
+// Decline completes the responder's turn without evicting: KEP-4563's way for an active
+// responder to decline, which passes the eviction to the next responder.
+func (r evictionRequest) Decline(ctx context.Context, c client.Client, reason, msg string) error {
+	t := now()
+	return r.patch(ctx, c, responderPatch{HeartbeatTime: t, CompletionTime: t, Message: message(reason, "declined: "+msg)})
+}
+
+func (r evictionRequest) Complete(ctx context.Context, c client.Client, msg string) error {
+	if r.status.CompletionTime != nil {
+		return nil
+	}
+	t := now()
+	return r.patch(ctx, c, responderPatch{HeartbeatTime: t, CompletionTime: t, Message: message("Completed", msg)})
+}
+
+// responderPatch is the responder's entry of status.responders in a strategic merge patch:
+// the list merges on name, so the patch touches this entry alone. A nil field is removed.
+type responderPatch struct {
+	Name                   string       `json:"name"`
+	HeartbeatTime          *metav1.Time `json:"heartbeatTime"`
+	ExpectedCompletionTime *metav1.Time `json:"expectedCompletionTime"`
+	CompletionTime         *metav1.Time `json:"completionTime,omitempty"`
+	Message                string       `json:"message"`
+}
+
+func (r evictionRequest) patch(ctx context.Context, c client.Client, p responderPatch) error {
+	p.Name = r.responder
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"responders": []responderPatch{p}}})
+	if err != nil {
+		return err
+	}
+	ev := r.eviction.DeepCopy()
+	if err := c.Status().Patch(ctx, ev, client.RawPatch(types.StrategicMergePatchType, body)); err != nil {
+		return fmt.Errorf("patching the status of Eviction %s: %w", r.eviction.Name, err)
+	}
+	return nil
+}
+
+func now() *metav1.Time {
+	t := metav1.Now()
+	return &t
+}
+
+func timeOrNil(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	mt := metav1.NewTime(t.Truncate(time.Second))
+	return &mt
+}
+
+// message is the responder's status message: its reason, then what it says.
+func message(reason, msg string) string {
+	if reason == "" {
+		return msg
+	}
+	return reason + ": " + msg
+}

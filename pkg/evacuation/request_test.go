@@ -1,0 +1,291 @@
+package evacuation
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+const (
+	me    = "example.com/me"
+	other = "example.com/other"
+)
+
+func testPod() *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "11111111-1111-1111-1111-111111111111"}}
+}
+
+// testEviction is an Eviction of pod with me and other (in this order) and the imperative
+// evictor, me in the given state.
+func testEviction(pod *corev1.Pod, state lifecyclev1alpha1.ResponderStateType, status *lifecyclev1alpha1.ResponderStatus) *lifecyclev1alpha1.Eviction {
+	ev := &lifecyclev1alpha1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: "pod-1-" + pod.Name, CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))},
+		Spec:       lifecyclev1alpha1.EvictionSpec{Target: lifecyclev1alpha1.EvictionTarget{Pod: &lifecyclev1alpha1.EvictionPodReference{Name: pod.Name, UID: pod.UID}}},
+		Status: lifecyclev1alpha1.EvictionStatus{
+			Requesters: []lifecyclev1alpha1.Requester{
+				{Name: "nodemaint.dev/node-maintenance", Intent: lifecyclev1alpha1.RequesterIntentEviction},
+				{Name: "example.com/descheduler", Intent: lifecyclev1alpha1.RequesterIntentWithdrawn},
+			},
+			TargetResponders: []lifecyclev1alpha1.TargetResponder{
+				{Name: me, Priority: ptr.To[int32](10000), State: state},
+				{Name: other, Priority: ptr.To[int32](5000), State: lifecyclev1alpha1.ResponderStateInactive},
+				{Name: lifecyclev1alpha1.EvictionResponderImperativeEviction, Priority: ptr.To[int32](100), State: lifecyclev1alpha1.ResponderStateInactive},
+			},
+		},
+	}
+	if status != nil {
+		ev.Status.Responders = append(ev.Status.Responders, *status)
+	}
+	return ev
+}
+
+func mtime(ago time.Duration) *metav1.Time {
+	t := metav1.NewTime(time.Now().Add(-ago).Truncate(time.Second))
+	return &t
+}
+
+func TestForEviction(t *testing.T) {
+	active := lifecyclev1alpha1.ResponderStateActive
+	started := &lifecyclev1alpha1.ResponderStatus{Name: me, StartTime: mtime(time.Minute)}
+	for name, tc := range map[string]struct {
+		mutate       func(*corev1.Pod, *lifecyclev1alpha1.Eviction)
+		want         bool
+		wantAccepted bool
+	}{
+		"active":   {want: true},
+		"inactive": {mutate: func(_ *corev1.Pod, ev *lifecyclev1alpha1.Eviction) { ev.Status.TargetResponders[0].State = "Inactive" }},
+		"interrupted": {mutate: func(_ *corev1.Pod, ev *lifecyclev1alpha1.Eviction) {
+			ev.Status.TargetResponders[0].State = "Interrupted"
+		}},
+		"not listed": {mutate: func(_ *corev1.Pod, ev *lifecyclev1alpha1.Eviction) {
+			ev.Status.TargetResponders[0].Name = "example.com/x"
+		}},
+		"another pod, same name": {mutate: func(pod *corev1.Pod, _ *lifecyclev1alpha1.Eviction) { pod.UID = "22222222-2222-2222-2222-222222222222" }},
+		"another namespace":      {mutate: func(pod *corev1.Pod, _ *lifecyclev1alpha1.Eviction) { pod.Namespace = "other" }},
+		"canceled": {mutate: func(_ *corev1.Pod, ev *lifecyclev1alpha1.Eviction) {
+			ev.Status.Conditions = []metav1.Condition{{Type: "Failed", Status: metav1.ConditionTrue, Reason: "CanceledDueToNoRequesters"}}
+		}},
+		"target evicted": {mutate: func(_ *corev1.Pod, ev *lifecyclev1alpha1.Eviction) {
+			ev.Status.Conditions = []metav1.Condition{{Type: "TargetEvicted", Status: metav1.ConditionTrue, Reason: "PodDeleted"}}
+		}},
+		"not failed yet": {mutate: func(_ *corev1.Pod, ev *lifecyclev1alpha1.Eviction) {
+			ev.Status.Conditions = []metav1.Condition{{Type: "Failed", Status: metav1.ConditionFalse, Reason: "AwaitingEviction"}}
+		}, want: true},
+		"heartbeat: accepted": {mutate: func(_ *corev1.Pod, ev *lifecyclev1alpha1.Eviction) {
+			ev.Status.Responders[0].HeartbeatTime = mtime(30 * time.Second)
+		}, want: true, wantAccepted: true},
+		"heartbeat of an earlier turn: not accepted": {mutate: func(_ *corev1.Pod, ev *lifecyclev1alpha1.Eviction) {
+			ev.Status.Responders[0].HeartbeatTime = mtime(2 * time.Minute)
+		}, want: true},
+		"completed": {mutate: func(_ *corev1.Pod, ev *lifecyclev1alpha1.Eviction) {
+			ev.Status.Responders[0].HeartbeatTime = mtime(30 * time.Second)
+			ev.Status.Responders[0].CompletionTime = mtime(30 * time.Second)
+		}},
+		"completed in an earlier turn": {mutate: func(_ *corev1.Pod, ev *lifecyclev1alpha1.Eviction) {
+			ev.Status.Responders[0].CompletionTime = mtime(2 * time.Minute)
+		}, want: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := testPod()
+			ev := testEviction(testPod(), active, started.DeepCopy())
+			if tc.mutate != nil {
+				tc.mutate(pod, ev)
+			}
+			r := ForEviction(ev, pod, me)
+			if (r != nil) != tc.want {
+				t.Fatalf("ForEviction = %v; want a request: %t", r, tc.want)
+			}
+			if r == nil {
+				return
+			}
+			if r.Protocol() != EvictionRequests || r.Pod() != pod || r.Accepted() != tc.wantAccepted {
+				t.Errorf("request: protocol %s, accepted %t; want %s, %t", r.Protocol(), r.Accepted(), EvictionRequests, tc.wantAccepted)
+			}
+			if got := r.Requesters(); len(got) != 1 || got[0] != "nodemaint.dev/node-maintenance" {
+				t.Errorf("Requesters = %v; want only the one whose intent is Eviction", got)
+			}
+			if !r.Since().Equal(started.StartTime.Time) {
+				t.Errorf("Since = %v; want the responder's startTime %v", r.Since(), started.StartTime)
+			}
+		})
+	}
+}
+
+func TestForChoosesTheProtocol(t *testing.T) {
+	pod := testPod()
+	if r := For(pod, nil, me); r != nil {
+		t.Errorf("For(unrequested pod) = %v; want nil", r)
+	}
+	SetCondition(pod, corev1.PodCondition{Type: Request, Status: corev1.ConditionTrue, Reason: ReasonNodeMaintenance})
+	if r := For(pod, nil, me); r == nil || r.Protocol() != PodConditions || r.Requesters()[0] != ReasonNodeMaintenance {
+		t.Errorf("For(pod with EvacuationRequest) = %v; want the pod-condition request", r)
+	}
+	ev := testEviction(pod, lifecyclev1alpha1.ResponderStateActive, nil)
+	if r := For(pod, []*lifecyclev1alpha1.Eviction{ev}, me); r == nil || r.Protocol() != EvictionRequests {
+		t.Errorf("For(pod with both) = %v; want the Eviction", r)
+	}
+	if r := For(pod, []*lifecyclev1alpha1.Eviction{ev}, ""); r == nil || r.Protocol() != PodConditions {
+		t.Errorf("For(pod with both, no responder name) = %v; want the pod-condition request", r)
+	}
+	if r := For(pod, []*lifecyclev1alpha1.Eviction{ev}, other); r == nil || r.Protocol() != PodConditions {
+		t.Errorf("For(pod, Eviction where the responder is Inactive) = %v; want the pod-condition request", r)
+	}
+}
+
+func newClient(t *testing.T, objs ...client.Object) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithStatusSubresource(&corev1.Pod{}, &lifecyclev1alpha1.Eviction{}).Build()
+}
+
+func getEviction(t *testing.T, c client.Client, ev *lifecyclev1alpha1.Eviction) *lifecyclev1alpha1.Eviction {
+	t.Helper()
+	got := &lifecyclev1alpha1.Eviction{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(ev), got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func TestEvictionAnswers(t *testing.T) {
+	ctx := context.Background()
+	start := &lifecyclev1alpha1.ResponderStatus{Name: me, StartTime: mtime(time.Minute)}
+	// Another responder's entry, which no answer may touch.
+	otherStatus := lifecyclev1alpha1.ResponderStatus{Name: other, Message: ptr.To("not my turn")}
+	setup := func(t *testing.T) (client.Client, *corev1.Pod, *lifecyclev1alpha1.Eviction) {
+		pod := testPod()
+		ev := testEviction(pod, lifecyclev1alpha1.ResponderStateActive, start.DeepCopy())
+		ev.Status.Responders = append(ev.Status.Responders, otherStatus)
+		return newClient(t, pod, ev), pod, ev
+	}
+	keepsOthers := func(t *testing.T, ev *lifecyclev1alpha1.Eviction) {
+		t.Helper()
+		if s := ResponderStatusOf(ev, other); s.Message == nil || *s.Message != "not my turn" {
+			t.Errorf("the other responder's entry changed: %+v", s)
+		}
+		if s := ResponderStatusOf(ev, me); s.StartTime == nil || !s.StartTime.Equal(start.StartTime) {
+			t.Errorf("startTime changed: %+v; want %v", s, start.StartTime)
+		}
+	}
+
+	t.Run("accept, then progress", func(t *testing.T) {
+		c, pod, ev := setup(t)
+		expected := time.Now().Add(5 * time.Minute)
+		if err := ForEviction(ev, pod, me).Accept(ctx, c, Progress{Reason: "Surge", Message: "0 of 1 Ready", ExpectedCompletion: expected}); err != nil {
+			t.Fatal(err)
+		}
+		got := getEviction(t, c, ev)
+		keepsOthers(t, got)
+		s := ResponderStatusOf(got, me)
+		if s.HeartbeatTime == nil || time.Since(s.HeartbeatTime.Time) > 5*time.Second || s.CompletionTime != nil ||
+			s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.Equal(&metav1.Time{Time: expected.Truncate(time.Second)}) ||
+			s.Message == nil || *s.Message != "Surge: 0 of 1 Ready" {
+			t.Fatalf("after Accept: %+v", s)
+		}
+		r := ForEviction(got, pod, me)
+		if !r.Accepted() || !r.HeartbeatDue().Equal(s.HeartbeatTime.Add(HeartbeatInterval)) {
+			t.Errorf("accepted %t, heartbeat due %v; want accepted, due a HeartbeatInterval after %v", r.Accepted(), r.HeartbeatDue(), s.HeartbeatTime)
+		}
+		// The same progress before the heartbeat is due writes nothing.
+		rv := got.ResourceVersion
+		if err := r.Progress(ctx, c, Progress{Reason: "Surge", Message: "0 of 1 Ready", ExpectedCompletion: expected}); err != nil {
+			t.Fatal(err)
+		}
+		if got = getEviction(t, c, ev); got.ResourceVersion != rv {
+			t.Errorf("an unchanged progress wrote the Eviction (resourceVersion %s -> %s)", rv, got.ResourceVersion)
+		}
+		// New progress is written at once.
+		if err := r.Progress(ctx, c, Progress{Reason: "Surge", Message: "1 of 1 Ready"}); err != nil {
+			t.Fatal(err)
+		}
+		got = getEviction(t, c, ev)
+		if s := ResponderStatusOf(got, me); s.Message == nil || *s.Message != "Surge: 1 of 1 Ready" || s.ExpectedCompletionTime != nil {
+			t.Errorf("after Progress: %+v; want the new message, no expected completion", s)
+		}
+		keepsOthers(t, got)
+	})
+
+	t.Run("progress due", func(t *testing.T) {
+		c, pod, ev := setup(t)
+		ev.Status.Responders[0].StartTime = mtime(10 * time.Minute)
+		ev.Status.Responders[0].HeartbeatTime = mtime(HeartbeatInterval + time.Second)
+		ev.Status.Responders[0].Message = ptr.To("Surge: waiting")
+		if err := c.Status().Update(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := ForEviction(ev, pod, me).Progress(ctx, c, Progress{Reason: "Surge", Message: "waiting"}); err != nil {
+			t.Fatal(err)
+		}
+		if s := ResponderStatusOf(getEviction(t, c, ev), me); time.Since(s.HeartbeatTime.Time) > 5*time.Second {
+			t.Errorf("a due heartbeat was not written: %v", s.HeartbeatTime)
+		}
+	})
+
+	t.Run("decline completes the turn", func(t *testing.T) {
+		c, pod, ev := setup(t)
+		if err := ForEviction(ev, pod, me).Decline(ctx, c, "MaxSurgeZero", "maxSurge is 0"); err != nil {
+			t.Fatal(err)
+		}
+		got := getEviction(t, c, ev)
+		keepsOthers(t, got)
+		s := ResponderStatusOf(got, me)
+		if s.CompletionTime == nil || s.Message == nil || !strings.Contains(*s.Message, "MaxSurgeZero") || !strings.Contains(*s.Message, "declined") {
+			t.Fatalf("after Decline: %+v; want completionTime and the reason", s)
+		}
+		if r := ForEviction(got, pod, me); r != nil {
+			t.Errorf("a declined request is still the responder's to answer")
+		}
+	})
+
+	t.Run("complete", func(t *testing.T) {
+		c, pod, ev := setup(t)
+		if err := ForEviction(ev, pod, me).Complete(ctx, c, "replaced"); err != nil {
+			t.Fatal(err)
+		}
+		got := getEviction(t, c, ev)
+		if s := ResponderStatusOf(got, me); s.CompletionTime == nil || *s.Message != "Completed: replaced" {
+			t.Fatalf("after Complete: %+v", s)
+		}
+		keepsOthers(t, got)
+	})
+
+	t.Run("pod conditions", func(t *testing.T) {
+		pod := testPod()
+		SetCondition(pod, corev1.PodCondition{Type: Request, Status: corev1.ConditionTrue, Reason: ReasonNodeMaintenance})
+		c := newClient(t, pod)
+		r := ForPod(pod)
+		if err := r.Accept(ctx, c, Progress{Reason: "Surge", Message: "moving"}); err != nil {
+			t.Fatal(err)
+		}
+		got := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+			t.Fatal(err)
+		}
+		if !Accepted(got) || Condition(got, Initiated).Reason != "Surge" || !r.HeartbeatDue().IsZero() {
+			t.Fatalf("after Accept on pod conditions: %+v", got.Status.Conditions)
+		}
+		if err := ForPod(got).Decline(ctx, c, "Nope", "cannot"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+			t.Fatal(err)
+		}
+		if !Declined(got) || Condition(got, Initiated).Reason != "Nope" {
+			t.Fatalf("after Decline on pod conditions: %+v", got.Status.Conditions)
+		}
+	})
+}

@@ -1,0 +1,311 @@
+package responder_test
+
+// The Deployment responder and the example responder on KEP-4563's EvictionRequest API. These
+// tests run on a cluster that serves lifecycle.k8s.io/v1alpha1 (EVICTION_REQUEST_API=true) and are
+// skipped on others; nodemaint-controller then drains through EvictionRequests and runs the
+// Eviction controller (--evacuation-protocol auto).
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodemaint/nodemaint/internal/responder/deployment"
+	"github.com/nodemaint/nodemaint/test/e2e/framework"
+	"github.com/nodemaint/nodemaint/test/localcluster"
+)
+
+// exampleResponder is examples/responder's name in spec.evictionResponders.
+const exampleResponder = "example.nodemaint.dev/checkpoint"
+
+// TestEvictionSingleReplicaWithStrictPDB: on the EvictionRequest API, the single-replica
+// Deployment behind a minAvailable 1 budget moves off the drained node with a Ready pod at every
+// moment: its pod was registered with the Deployment responder at creation, the responder was the
+// active responder on the pod's Eviction, surged, reported progress, and reported the pod replaced
+// until it was gone; the imperative evictor never had a turn, and the pod's conditions were not
+// used.
+func TestEvictionSingleReplicaWithStrictPDB(t *testing.T) {
+	requireEvictionAPI(t)
+	startNodemaint(t, 2*time.Minute)
+	ns := framework.Namespace(t)
+	evictions := watchEvictions(t, ns)
+	s := moveStrictSingleReplica(t, ns, intstr.FromString("25%"), "5s")
+	minReady, maxLive, maxReplicas := s.stats()
+	t.Logf("Ready pods never below %d, at most %d pods, spec.replicas at most %d", minReady, maxLive, maxReplicas)
+	if minReady < 1 || maxLive > 2 || maxReplicas != 2 {
+		t.Errorf("want Ready >= 1, pods <= 2 and a surge to 2 replicas; saw Ready %d, pods %d, replicas %d", minReady, maxLive, maxReplicas)
+	}
+	old := onlyTarget(t, evictions)
+	if got := evictions.activeOrder(old); !slices.Equal(got, []string{deployment.EvictionResponder}) {
+		t.Errorf("responders active on %s's Eviction, in order: %v; want only the Deployment responder", old, got)
+	}
+	st := evictions.last(old, deployment.EvictionResponder)
+	if st.HeartbeatTime == nil || !strings.Contains(ptr.Deref(st.Message, ""), "replaced the pod") {
+		t.Errorf("the Deployment responder's last status on %s's Eviction: %+v (message %q); want a heartbeat and the pod replaced", old, st, ptr.Deref(st.Message, ""))
+	}
+	if !evictions.sawProgress(old, deployment.EvictionResponder) {
+		t.Errorf("the Deployment responder never reported the surge's progress with an expected completion on %s's Eviction", old)
+	}
+	s.mu.Lock()
+	_, accepted := s.accepted[old]
+	s.mu.Unlock()
+	if accepted {
+		t.Errorf("pod %s got EvacuationInitiated: the responder answered the pod conditions, not the Eviction", old)
+	}
+	expectMarkersGone(t, ns, "web")
+}
+
+// TestEvictionThirdPartyResponderFirst: examples/responder, registered on the pods with a
+// priority above the Deployment responder's, is asked first: it checkpoints the worker and
+// completes its turn; only then is the Deployment responder active, which surges; the pod moves
+// with a Ready pod at every moment.
+func TestEvictionThirdPartyResponderFirst(t *testing.T) {
+	requireEvictionAPI(t)
+	startNodemaint(t, 2*time.Minute)
+	runExample(t)
+	ns := framework.Namespace(t)
+	evictions := watchEvictions(t, ns)
+
+	d := framework.NewDeployment(ns, "web", 1)
+	maxSurge, maxUnavailable := intstr.FromInt32(1), intstr.FromInt32(0)
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &maxSurge, MaxUnavailable: &maxUnavailable}}
+	d.Spec.Template.Annotations = map[string]string{localcluster.PodReadyDelayAnnotation: "5s"}
+	d.Spec.Template.Labels = map[string]string{"app": "web", "example.nodemaint.dev/responder": "checkpoint"}
+	d.Spec.Template.Spec.EvictionResponders = []corev1.EvictionResponder{{Name: exampleResponder, Priority: ptr.To[int32](20000)}}
+	framework.CreateDeployment(t, d)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		},
+	}
+	if err := framework.Client().Create(t.Context(), pdb); err != nil {
+		t.Fatal(err)
+	}
+	s := watchApp(t, ns, "web")
+	oldPod := s.view().live()[0]
+	if !slices.ContainsFunc(oldPod.Spec.EvictionResponders, func(r corev1.EvictionResponder) bool { return r.Name == deployment.EvictionResponder }) {
+		t.Fatalf("pod %s's evictionResponders %+v do not name the Deployment responder: the MutatingAdmissionPolicy did not register it", oldPod.Name, oldPod.Spec.EvictionResponders)
+	}
+
+	maintain(t, ns, oldPod.Spec.NodeName)
+	s.waitFor(t, waitTimeout, "the pod replaced on another node", func(v view) bool {
+		return v.settled(1) && v.pod(oldPod.Name) == nil && v.live()[0].Spec.NodeName != oldPod.Spec.NodeName
+	})
+	minReady, maxLive, maxReplicas := s.stats()
+	if minReady < 1 || maxLive > 2 || maxReplicas != 2 {
+		t.Errorf("want Ready >= 1, pods <= 2 and a surge to 2 replicas; saw Ready %d, pods %d, replicas %d", minReady, maxLive, maxReplicas)
+	}
+	if got := evictions.activeOrder(oldPod.Name); !slices.Equal(got, []string{exampleResponder, deployment.EvictionResponder}) {
+		t.Errorf("responders active on %s's Eviction, in order: %v; want the example, then the Deployment responder", oldPod.Name, got)
+	}
+	ex := evictions.last(oldPod.Name, exampleResponder)
+	if ex.CompletionTime == nil || !strings.Contains(ptr.Deref(ex.Message, ""), "progress is saved") {
+		t.Errorf("the example's last status: %+v (message %q); want completed after saving progress", ex, ptr.Deref(ex.Message, ""))
+	}
+	if at := evictions.firstSurge(); at.IsZero() || ex.CompletionTime == nil || at.Before(ex.CompletionTime.Time.Truncate(time.Second)) {
+		t.Errorf("the Deployment responder became active at %v; want after the example completed at %v", at, ex.CompletionTime)
+	}
+	s.mu.Lock()
+	gone := s.gone[oldPod.Name]
+	s.mu.Unlock()
+	if !gone {
+		t.Errorf("pod %s did not go", oldPod.Name)
+	}
+	var final corev1.Pod
+	if err := framework.Client().Get(t.Context(), types.NamespacedName{Namespace: ns, Name: oldPod.Name}, &final); !apierrors.IsNotFound(err) {
+		t.Errorf("pod %s still there: %v", oldPod.Name, err)
+	}
+}
+
+// requireEvictionAPI skips the test on a cluster that does not serve KEP-4563's API, and
+// installs the MutatingAdmissionPolicy that registers the Deployment responder on Deployments'
+// pods (config/admission/eviction-responder), once.
+func requireEvictionAPI(t *testing.T) {
+	t.Helper()
+	if os.Getenv("EVICTION_REQUEST_API") != "true" {
+		t.Skip("the cluster does not serve lifecycle.k8s.io/v1alpha1: run with EVICTION_REQUEST_API=true")
+	}
+	policyOnce.Do(func() { policyErr = installEvictionResponderPolicy(t) })
+	if policyErr != nil {
+		t.Fatal(policyErr)
+	}
+}
+
+var (
+	policyOnce sync.Once
+	policyErr  error
+)
+
+func installEvictionResponderPolicy(t *testing.T) error {
+	dir := filepath.Join("..", "..", "..", "config", "admission", "eviction-responder")
+	var policy admissionregistrationv1.MutatingAdmissionPolicy
+	var binding admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for name, obj := range map[string]any{"eviction_responder_policy.yaml": &policy, "eviction_responder_binding.yaml": &binding} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if err := yaml.UnmarshalStrict(b, obj); err != nil {
+			return err
+		}
+	}
+	ctx := context.Background()
+	if err := framework.Client().Create(ctx, &policy); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := framework.Client().Create(ctx, &binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	// The admission plugin learns of the policy through an informer: wait until a Deployment's
+	// pod gets the responder.
+	ns := framework.Namespace(t)
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe", Labels: map[string]string{"pod-template-hash": "probe"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "probe",
+				UID: "00000000-0000-0000-0000-000000000001", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	framework.Eventually(t, 30*time.Second, "the MutatingAdmissionPolicy in force", func(ctx context.Context) (bool, error) {
+		p := probe.DeepCopy()
+		if err := framework.Client().Create(ctx, p, client.DryRunAll); err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(p.Spec.EvictionResponders, func(r corev1.EvictionResponder) bool { return r.Name == deployment.EvictionResponder }), nil
+	})
+	return nil
+}
+
+// evictionWatch records, from a watch of a namespace's Evictions on every event, the order in
+// which responders became Active on each pod's Eviction, each responder's last status entry,
+// whether it reported progress with an expected completion, and when the Deployment responder
+// first became Active.
+type evictionWatch struct {
+	mu        sync.Mutex
+	order     map[string][]string
+	status    map[string]map[string]lifecyclev1alpha1.ResponderStatus
+	progress  map[string]map[string]bool
+	surgeFrom time.Time
+}
+
+func watchEvictions(t *testing.T, namespace string) *evictionWatch {
+	t.Helper()
+	w := &evictionWatch{order: map[string][]string{}, status: map[string]map[string]lifecyclev1alpha1.ResponderStatus{},
+		progress: map[string]map[string]bool{}}
+	cs := framework.Cluster().Client()
+	lw := toolscache.NewListWatchFromClient(cs.LifecycleV1alpha1().RESTClient(), "evictions", namespace, fields.Everything())
+	informer := toolscache.NewSharedIndexInformer(lw, &lifecyclev1alpha1.Eviction{}, 0, nil)
+	observe := func(o any) {
+		if ev, ok := o.(*lifecyclev1alpha1.Eviction); ok {
+			w.observe(ev)
+		}
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: observe, UpdateFunc: func(_, o any) { observe(o) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go informer.Run(ctx.Done())
+	if !toolscache.WaitForCacheSync(t.Context().Done(), informer.HasSynced) {
+		t.Fatal("Eviction watch: cache not synced")
+	}
+	return w
+}
+
+func (w *evictionWatch) observe(ev *lifecyclev1alpha1.Eviction) {
+	if ev.Spec.Target.Pod == nil {
+		return
+	}
+	pod := ev.Spec.Target.Pod.Name
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, tr := range ev.Status.TargetResponders {
+		if tr.State == lifecyclev1alpha1.ResponderStateActive && !slices.Contains(w.order[pod], tr.Name) {
+			w.order[pod] = append(w.order[pod], tr.Name)
+			if tr.Name == deployment.EvictionResponder && w.surgeFrom.IsZero() {
+				w.surgeFrom = time.Now()
+			}
+		}
+	}
+	if w.status[pod] == nil {
+		w.status[pod], w.progress[pod] = map[string]lifecyclev1alpha1.ResponderStatus{}, map[string]bool{}
+	}
+	for _, st := range ev.Status.Responders {
+		w.status[pod][st.Name] = st
+		if st.ExpectedCompletionTime != nil && strings.Contains(ptr.Deref(st.Message, ""), "replacements Ready") {
+			w.progress[pod][st.Name] = true
+		}
+	}
+}
+
+func (w *evictionWatch) activeOrder(pod string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.order[pod])
+}
+
+func (w *evictionWatch) last(pod, responder string) lifecyclev1alpha1.ResponderStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.status[pod][responder]
+}
+
+func (w *evictionWatch) sawProgress(pod, responder string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.progress[pod][responder]
+}
+
+// declinedWith reports whether the Deployment responder declined the pod's Eviction with the
+// reason: completed its turn with the reason in its message, no surge.
+func (w *evictionWatch) declinedWith(pod, reason string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.status[pod][deployment.EvictionResponder]
+	return st.CompletionTime != nil && strings.HasPrefix(ptr.Deref(st.Message, ""), reason+": declined")
+}
+
+func (w *evictionWatch) firstSurge() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.surgeFrom
+}
+
+// onlyTarget is the one pod the namespace's Evictions targeted.
+func onlyTarget(t *testing.T, w *evictionWatch) string {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var pods []string
+	for pod := range w.status {
+		pods = append(pods, pod)
+	}
+	if len(pods) != 1 {
+		t.Fatalf("Evictions targeted pods %v; want exactly one", pods)
+	}
+	return pods[0]
+}
