@@ -34,6 +34,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/features"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
+	"github.com/nodemaint/nodemaint/internal/version"
 )
 
 type options struct {
@@ -74,6 +75,7 @@ func main() {
 	fs.StringVar(&o.ownPodsNamespace, "own-pods-namespace", "", "Namespace of nodemaint-controller's own pods, which nodemaint asks to move like any other but never evicts or deletes. Default: $POD_NAMESPACE (the downward API), else --leader-election-namespace.")
 	fs.StringVar(&o.ownPodsSelector, "own-pods-selector", "app.kubernetes.io/name=nodemaint-controller", "Label selector of nodemaint-controller's own pods in --own-pods-namespace (the Deployment's pod labels); empty: none.")
 	features.Gate.AddFlag(fs)
+	printVersion := fs.Bool("version", false, "Print the version and commit of nodemaint-controller and exit.")
 
 	zapOpts := zap.Options{}
 	goFlags := flag.NewFlagSet("", flag.ExitOnError)
@@ -81,6 +83,10 @@ func main() {
 	config.RegisterFlags(goFlags)
 	fs.AddGoFlagSet(goFlags)
 	pflag.Parse()
+	if *printVersion {
+		fmt.Println(version.Line("nodemaint-controller"))
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	if err := run(o); err != nil {
@@ -193,7 +199,8 @@ func run(o options) error {
 	if ownPods != nil {
 		log.Info("never evicting or deleting the controller's own pods", "namespace", ownPods.Namespace, "selector", ownPods.Selector.String())
 	}
-	log.Info("starting manager",
+	v := version.Get()
+	log.Info("starting manager", "version", v.Version, "commit", v.Commit,
 		string(features.DeclarativeNodeMaintenance), features.Gate.Enabled(features.DeclarativeNodeMaintenance),
 		string(features.NodeMaintenanceDeployment), features.Gate.Enabled(features.NodeMaintenanceDeployment))
 	return mgr.Start(ctx)
