@@ -56,10 +56,14 @@ control-plane: ## Build (once) etcd, kube-apiserver, kube-controller-manager, ku
 test: verify test-unit test-fuzz test-e2e ## Every test: generated files, unit, integration (envtest) and end-to-end.
 
 .PHONY: verify
-verify: ## Fail when gofmt, go vet or the generated files are not clean.
+verify: verify-chart ## Fail when gofmt, go vet, the generated files or the Helm chart are not clean.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	hack/verify-generated.sh
+
+.PHONY: verify-chart
+verify-chart: ## helm lint --strict (values.schema.json) and helm template of the chart with each non-default toggle.
+	hack/verify-chart.sh
 
 .PHONY: test-unit
 test-unit: ## Unit and integration tests (envtest: a real kube-apiserver and etcd).
