@@ -43,6 +43,11 @@ var metricsToken = sync.OnceValues(func() (string, error) {
 	return ServiceAccountToken(ctx, ControllerNamespace, MetricsReaderServiceAccount)
 })
 
+// MetricsReaderToken returns the bearer token GetMetrics sends: of MetricsReaderServiceAccount,
+// bound to nodemaint-metrics-reader. A Prometheus the tests run scrapes with it
+// (authorization.credentials_file), over https with tls_config.insecure_skip_verify.
+func MetricsReaderToken() (string, error) { return metricsToken() }
+
 // ServiceAccountToken returns a bearer token of the ServiceAccount (TokenRequest API), valid 24h.
 func ServiceAccountToken(ctx context.Context, namespace, name string) (string, error) {
 	tr, err := cluster.Client().CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
