@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -68,13 +69,23 @@ var metricsHTTP = &http.Client{
 
 // GetMetrics GETs url+"/metrics" (url: Controller.MetricsURL) as a scraper does: over HTTPS,
 // with the bearer token of a ServiceAccount bound to nodemaint-metrics-reader. Every scrape of
-// the tests goes through it.
+// the tests goes through it. An answer other than 200 OK is an error, so that a refused scrape
+// never reads as metrics that are absent.
 func GetMetrics(url string) (*http.Response, error) {
 	token, err := metricsToken()
 	if err != nil {
 		return nil, err
 	}
-	return GetMetricsWithToken(url, token)
+	resp, err := GetMetricsWithToken(url, token)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("GET %s/metrics: %s: %s", url, resp.Status, body)
+	}
+	return resp, nil
 }
 
 // GetMetricsWithToken GETs url+"/metrics" with the bearer token, none if empty.
