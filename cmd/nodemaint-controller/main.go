@@ -69,7 +69,7 @@ func main() {
 	var o options
 	fs := pflag.CommandLine
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint (/metrics); 0 disables it.")
-	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve the metrics over HTTPS, to clients that authenticate with a bearer token (TokenReview) and may get the non-resource URL /metrics (SubjectAccessReview; the ClusterRole metrics-reader grants it). With false, plain HTTP to anyone who can reach the port.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve the metrics over HTTPS, to clients that authenticate with a bearer token (TokenReview) and may get the non-resource URL /metrics (SubjectAccessReview; the ClusterRole nodemaint-metrics-reader grants it). With false, plain HTTP to anyone who can reach the port.")
 	fs.StringVar(&o.metricsCertPath, "metrics-cert-path", "", "Directory of the metrics server's certificate and key (e.g. from cert-manager), reloaded when they change. Default: a self-signed certificate made at start.")
 	fs.StringVar(&o.metricsCertName, "metrics-cert-name", "tls.crt", "File name of the metrics server's certificate in --metrics-cert-path.")
 	fs.StringVar(&o.metricsCertKey, "metrics-cert-key", "tls.key", "File name of the metrics server's key in --metrics-cert-path.")
