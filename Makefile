@@ -12,6 +12,11 @@ CLUSTER_DIR := $(OUTPUT)/cluster
 NODES ?= 5
 export KUBECONFIG ?= $(CURDIR)/$(CLUSTER_DIR)/kubeconfig
 
+# The version and commit the binaries carry (--version): a release tag, else v0.0.0-dev.
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo v0.0.0-dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo -dirty)
+LDFLAGS := -X github.com/nodemaint/nodemaint/internal/version.version=$(VERSION) -X github.com/nodemaint/nodemaint/internal/version.commit=$(COMMIT)
+
 # The Kubernetes control plane and kwok, built from their Go modules once per machine.
 CONTROL_PLANE = $(shell hack/control-plane.sh)
 
@@ -23,7 +28,11 @@ help: ## List the targets.
 
 .PHONY: build
 build: ## Build bin/nodemaint-controller and bin/kubectl-maintenance.
-	$(GO) build -o bin/ ./cmd/nodemaint-controller ./cmd/kubectl-maintenance
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/nodemaint-controller ./cmd/kubectl-maintenance
+
+.PHONY: release
+release: ## Release archives of both binaries for linux and darwin, amd64 and arm64, checksums and the krew manifest in _output/release/ (VERSION=v0.2.0).
+	VERSION="$(VERSION)" COMMIT="$(COMMIT)" GO="$(GO)" hack/release.sh
 
 .PHONY: generate
 generate: ## Regenerate deepcopy, CRDs and RBAC from the Go markers.
@@ -47,7 +56,7 @@ control-plane: ## Build (once) etcd, kube-apiserver, kube-controller-manager, ku
 test: verify test-alerts test-unit test-fuzz test-e2e ## Every test: generated files, alerts, unit, integration (envtest) and end-to-end.
 
 .PHONY: verify
-verify: ## Fail when gofmt, go vet or the generated files are not clean.
+verify: verify-chart ## Fail when gofmt, go vet, the generated files or the Helm chart are not clean.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	hack/verify-generated.sh
@@ -55,6 +64,10 @@ verify: ## Fail when gofmt, go vet or the generated files are not clean.
 .PHONY: test-alerts
 test-alerts: ## Unit tests of the Prometheus alerts (promtool test rules; Debian package prometheus).
 	hack/test-alerts.sh
+
+.PHONY: verify-chart
+verify-chart: ## helm lint --strict (values.schema.json) and helm template of the chart with each non-default toggle.
+	hack/verify-chart.sh
 
 .PHONY: test-unit
 test-unit: ## Unit and integration tests (envtest: a real kube-apiserver and etcd).

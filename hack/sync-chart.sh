@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copies the generated install files into the Helm chart, so the chart and config/ cannot drift:
-# the CRDs (config/crd/bases) into charts/nodemaint/crds/, the ClusterRole and leader-election
-# Role (config/rbac) into charts/nodemaint/files/, and the admission policies (config/admission) into
+# the CRDs (config/crd/bases) into charts/nodemaint/crds/, the ClusterRoles and leader-election
+# Role (config/rbac: the controller's, the metrics endpoint's and the metrics reader's) into
+# charts/nodemaint/files/, the admission policies (config/admission) into
 # charts/nodemaint/files/admission/, whose rules the chart's templates read, and the alerts and
 # dashboard (config/default/prometheus) into charts/nodemaint/files/prometheus/.
 # Run by `make generate`; test/e2e/install fails when the copies differ.
@@ -12,7 +13,7 @@ chart=charts/nodemaint
 rm -f "$chart"/crds/*.yaml
 mkdir -p "$chart/crds" "$chart/files"
 cp config/crd/bases/*.yaml "$chart/crds/"
-cp config/rbac/role.yaml config/rbac/leader_election_role.yaml "$chart/files/"
+cp config/rbac/role.yaml config/rbac/leader_election_role.yaml config/rbac/metrics_auth_role.yaml config/rbac/metrics_reader_role.yaml "$chart/files/"
 # The admission policies, whose specs the chart's templates read.
 rm -rf "$chart/files/admission"
 mkdir -p "$chart/files/admission"

@@ -4,9 +4,12 @@ package main
 
 import (
 	"cmp"
+	"crypto/tls"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,10 +31,12 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -44,11 +49,17 @@ import (
 	"github.com/nodemaint/nodemaint/internal/features"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
+	"github.com/nodemaint/nodemaint/internal/version"
 )
 
 type options struct {
 	metricsAddr, probeAddr  string
 	pprofAddr               string
+	metricsSecure           bool
+	metricsCertPath         string
+	metricsCertName         string
+	metricsCertKey          string
+	enableHTTP2             bool
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaseDuration           time.Duration
@@ -70,7 +81,12 @@ type options struct {
 func main() {
 	var o options
 	fs := pflag.CommandLine
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint (/metrics); 0 disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve the metrics over HTTPS, to clients that authenticate with a bearer token (TokenReview) and may get the non-resource URL /metrics (SubjectAccessReview; the ClusterRole nodemaint-metrics-reader grants it). With false, plain HTTP to anyone who can reach the port.")
+	fs.StringVar(&o.metricsCertPath, "metrics-cert-path", "", "Directory of the metrics server's certificate and key (e.g. from cert-manager), reloaded when they change. Default: a self-signed certificate made at start.")
+	fs.StringVar(&o.metricsCertName, "metrics-cert-name", "tls.crt", "File name of the metrics server's certificate in --metrics-cert-path.")
+	fs.StringVar(&o.metricsCertKey, "metrics-cert-key", "tls.key", "File name of the metrics server's key in --metrics-cert-path.")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Serve the metrics over HTTP/2 too. Off by default: HTTP/2 Stream Cancellation and Rapid Reset (CVE-2023-44487, CVE-2023-39325).")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoints (/debug/pprof/: heap, CPU); empty disables them. Bind it to localhost: profiles are not authenticated.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader, so that only one replica reconciles at a time.")
@@ -90,6 +106,7 @@ func main() {
 	fs.StringVar(&o.evacuationProtocol, "evacuation-protocol", evictionrequest.FlagAuto, "How owners are asked to move their pods: pod-conditions (the EvacuationRequest pod condition, KEP-4212), eviction-request (an EvictionRequest per pod, KEP-4563's lifecycle.k8s.io/v1alpha1), or auto: eviction-request where the API server serves evictionrequests, else pod-conditions. Chosen at start; shown in each NodeMaintenance's status.evacuationProtocol.")
 	fs.StringVar(&o.evictionController, "eviction-controller", "auto", "Run nodemaint's own evictionrequest-controller and imperative-eviction.k8s.io/evictor (EvictionRequests to Evictions, responders by priority, the imperative evictor last): on, off, or auto: on where the API server serves lifecycle.k8s.io/v1alpha1 (no released kube-controller-manager runs one, and none says that it does: set off where the control plane runs its own).")
 	features.Gate.AddFlag(fs)
+	printVersion := fs.Bool("version", false, "Print the version and commit of nodemaint-controller and exit.")
 
 	zapOpts := zap.Options{}
 	goFlags := flag.NewFlagSet("", flag.ExitOnError)
@@ -97,6 +114,10 @@ func main() {
 	config.RegisterFlags(goFlags)
 	fs.AddGoFlagSet(goFlags)
 	pflag.Parse()
+	if *printVersion {
+		fmt.Println(version.Line("nodemaint-controller"))
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	if err := run(o); err != nil {
@@ -133,9 +154,13 @@ func run(o options) error {
 	// events, nodemaint.dev, ...) would get --kube-api-qps of its own.
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.qps, o.burst)
 
+	metricsOpts, certWatcher, err := metricsOptions(o, cfg)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionConfig:          leaderElectionCfg,
@@ -152,6 +177,11 @@ func run(o options) error {
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
+	}
+	if certWatcher != nil {
+		if err := mgr.Add(certWatcher); err != nil {
+			return fmt.Errorf("watching the metrics certificate: %w", err)
+		}
 	}
 	ctx := ctrl.SetupSignalHandler()
 	recorder := mgr.GetEventRecorder("nodemaint-controller")
@@ -257,7 +287,8 @@ func run(o options) error {
 	if ownPods != nil {
 		log.Info("never evicting or deleting the controller's own pods", "namespace", ownPods.Namespace, "selector", ownPods.Selector.String())
 	}
-	log.Info("starting manager",
+	v := version.Get()
+	log.Info("starting manager", "version", v.Version, "commit", v.Commit,
 		string(features.DeclarativeNodeMaintenance), features.Gate.Enabled(features.DeclarativeNodeMaintenance),
 		string(features.NodeMaintenanceDeployment), features.Gate.Enabled(features.NodeMaintenanceDeployment))
 	return mgr.Start(ctx)
@@ -298,6 +329,41 @@ func evictionControllerOn(flag string, served bool) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("--eviction-controller must be auto, on or off, not %q", flag)
+}
+
+// metricsOptions returns the metrics server's options: with --metrics-secure (the default), HTTPS
+// with a certificate of --metrics-cert-path (and its watcher, to add to the manager) or a
+// self-signed one, and every request authenticated and authorized by the API server (TokenReview
+// and SubjectAccessReview of get on /metrics), as kubebuilder's scaffold does.
+func metricsOptions(o options, cfg *rest.Config) (metricsserver.Options, *certwatcher.CertWatcher, error) {
+	opts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure}
+	if !o.enableHTTP2 {
+		opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	if !o.metricsSecure {
+		return opts, nil, nil
+	}
+	// The reviews go through a client and token bucket of their own, so that a scrape never
+	// waits behind the writes of a large maintenance.
+	reviewCfg := rest.CopyConfig(cfg)
+	reviewCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(10, 20)
+	reviewCfg.UserAgent = "nodemaint-controller/metrics-auth"
+	reviewHTTP, err := rest.HTTPClientFor(reviewCfg)
+	if err != nil {
+		return opts, nil, fmt.Errorf("creating the metrics server's review client: %w", err)
+	}
+	opts.FilterProvider = func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
+		return filters.WithAuthenticationAndAuthorization(reviewCfg, reviewHTTP)
+	}
+	if o.metricsCertPath == "" {
+		return opts, nil, nil
+	}
+	w, err := certwatcher.New(filepath.Join(o.metricsCertPath, o.metricsCertName), filepath.Join(o.metricsCertPath, o.metricsCertKey))
+	if err != nil {
+		return opts, nil, fmt.Errorf("--metrics-cert-path: %w", err)
+	}
+	opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.GetCertificate = w.GetCertificate })
+	return opts, w, nil
 }
 
 // ownPodsOf returns the selection of the controller's own pods, from the flags and $POD_NAMESPACE.

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/version"
 )
 
 // Exit codes a script can rely on.
@@ -97,7 +98,9 @@ maintenance goes on).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl maintenance"},
+		Version:       version.Get().String(),
 	}
+	cmd.SetVersionTemplate(binaryName + " {{.Version}}\n")
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
@@ -112,6 +115,7 @@ maintenance goes on).`,
 		newStatusCommand(o),
 		newListCommand(o),
 		newCleanupCommand(o),
+		newVersionCommand(),
 	)
 	return cmd
 }

@@ -14,7 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -22,6 +25,8 @@ import (
 
 // follow watches the NodeMaintenance until it is drained or the timeout passes. On a terminal it
 // redraws a table of its nodes in place; otherwise it prints a line whenever the progress changes.
+// It follows with client-go's watchtools.UntilWithSync: an informer on that one object, which
+// lists and watches again when the server ends a watch or its resourceVersion is too old.
 func follow(ctx context.Context, o *options, c client.WithWatch, name string, timeout time.Duration) error {
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -34,57 +39,68 @@ func follow(ctx context.Context, o *options, c client.WithWatch, name string, ti
 	} else {
 		show = lineDisplay(o.streams.Out)
 	}
+	deleted := fmt.Errorf("NodeMaintenance %s was deleted", name)
 	var last *nodemaintv1alpha1.NodeMaintenance
-	for {
-		var list nodemaintv1alpha1.NodeMaintenanceList
-		if err := c.List(ctx, &list, client.MatchingFields{"metadata.name": name}); err != nil {
-			return waitError(ctx, last, err)
+	// seen shows nm and says whether following it is over: drained, or never will be.
+	seen := func(nm *nodemaintv1alpha1.NodeMaintenance) (bool, error) {
+		last = nm
+		show(nm)
+		if drained(nm) {
+			fmt.Fprintln(o.streams.Out, doneLine(nm))
+			return true, nil
 		}
-		if len(list.Items) == 0 {
-			return fmt.Errorf("NodeMaintenance %s was deleted", name)
-		}
-		last = &list.Items[0]
-		show(last)
-		if drained(last) {
-			fmt.Fprintln(o.streams.Out, doneLine(last))
-			return nil
-		}
-		if err := selectsNoNode(last); err != nil {
-			return err
-		}
-		w, err := c.Watch(ctx, &nodemaintv1alpha1.NodeMaintenanceList{}, &client.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector("metadata.name", name),
-			Raw:           &metav1.ListOptions{ResourceVersion: list.ResourceVersion},
-		})
-		if err != nil {
-			return waitError(ctx, last, err)
-		}
-		for ev := range w.ResultChan() {
+		return false, selectsNoNode(nm)
+	}
+	var done bool
+	_, err := watchtools.UntilWithSync(ctx, nameListWatch(c, name), &nodemaintv1alpha1.NodeMaintenance{},
+		// Once listed: it must exist, and may already be done.
+		func(store cache.Store) (bool, error) {
+			obj, exists, err := store.GetByKey(name)
+			if err != nil {
+				return false, err
+			}
+			if !exists {
+				return false, deleted
+			}
+			done, err = seen(obj.(*nodemaintv1alpha1.NodeMaintenance))
+			return done, err
+		},
+		func(ev watch.Event) (bool, error) {
 			nm, ok := ev.Object.(*nodemaintv1alpha1.NodeMaintenance)
-			if !ok {
-				continue
+			if !ok || nm.Name != name {
+				return false, nil
 			}
 			if ev.Type == watch.Deleted {
-				w.Stop()
-				return fmt.Errorf("NodeMaintenance %s was deleted", name)
+				return false, deleted
 			}
-			last = nm
-			show(nm)
-			if drained(nm) {
-				w.Stop()
-				fmt.Fprintln(o.streams.Out, doneLine(nm))
-				return nil
-			}
-			if err := selectsNoNode(nm); err != nil {
-				w.Stop()
-				return err
-			}
-		}
+			done, err := seen(nm)
+			return done, err
+		})
+	if err != nil {
 		if ctx.Err() != nil {
 			return waitError(ctx, last, ctx.Err())
 		}
-		// The watch ended (the server closes watches now and then): list and watch again.
+		return err
 	}
+	return nil
+}
+
+// nameListWatch lists and watches the NodeMaintenance name, and no other.
+func nameListWatch(c client.WithWatch, name string) cache.ListerWatcher {
+	byName := func(opts metav1.ListOptions) *client.ListOptions {
+		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		return &client.ListOptions{Raw: &opts, Limit: opts.Limit, Continue: opts.Continue}
+	}
+	// A client that cannot stream the initial list as watch events (a fake) says so, and is listed.
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			var list nodemaintv1alpha1.NodeMaintenanceList
+			return &list, c.List(ctx, &list, byName(opts))
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, &nodemaintv1alpha1.NodeMaintenanceList{}, byName(opts))
+		},
+	}, c)
 }
 
 // doneLine is the last line of a drain followed to its end.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,7 +87,7 @@ func TestFollowFailsWhenNoNodeIsSelected(t *testing.T) {
 	var out bytes.Buffer
 	o := &options{config: genericclioptions.NewConfigFlags(false), streams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}
 	done := make(chan error, 1)
-	go func() { done <- follow(context.Background(), o, c, "no-such-node", 0) }()
+	go func() { done <- follow(context.Background(), o, listOnly{c}, "no-such-node", 0) }()
 	var err error
 	select {
 	case err = <-done:
@@ -96,5 +97,105 @@ func TestFollowFailsWhenNoNodeIsSelected(t *testing.T) {
 	if err == nil || ExitCode(err) != ExitError ||
 		err.Error() != "NodeMaintenance no-such-node drains nothing: the nodeSelector selects no node (NoNodesSelected); remove it with `kubectl maintenance complete --name no-such-node --delete`" {
 		t.Fatalf("follow: %v (exit %d); want exit 1 naming the empty selection", err, ExitCode(err))
+	}
+}
+
+// listOnly is a fake client that says it cannot stream a watch's initial list (watch-list
+// semantics; it sends no bookmark), as client-go's fake clientsets do, so that informers list it.
+type listOnly struct{ client.WithWatch }
+
+func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
+
+// follow shows each change the watch brings and ends when the maintenance is drained, fails when
+// it is deleted, and times out with exit code 3.
+func TestFollowWatchesChanges(t *testing.T) {
+	pending := func() *nodemaintv1alpha1.NodeMaintenance {
+		nm := bigMaintenance()
+		nm.Status.Nodes, nm.Status.NodesNotListed = nil, 0
+		return nm
+	}
+	start := func(t *testing.T, timeout time.Duration) (client.WithWatch, *syncBuffer, chan error) {
+		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pending()).WithStatusSubresource(&nodemaintv1alpha1.NodeMaintenance{}).Build()
+		out := &syncBuffer{}
+		o := &options{config: genericclioptions.NewConfigFlags(false), streams: genericiooptions.IOStreams{Out: out, ErrOut: out}}
+		done := make(chan error, 1)
+		go func() { done <- follow(t.Context(), o, listOnly{c}, "fleet", timeout) }()
+		waitFor(t, func() bool { return strings.Contains(out.String(), "4003 pods pending") })
+		return c, out, done
+	}
+	wait := func(t *testing.T, done chan error) error {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("follow did not end")
+			return nil
+		}
+	}
+
+	t.Run("drained", func(t *testing.T) {
+		c, out, done := start(t, 0)
+		nm := pending()
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(nm), nm); err != nil {
+			t.Fatal(err)
+		}
+		nm.Status.PodsPendingEvacuation = 12
+		if err := c.Status().Update(t.Context(), nm); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return strings.Contains(out.String(), "12 pods pending") })
+		nm.Status.PodsPendingEvacuation, nm.Status.NodesPending, nm.Status.NodesDrained = 0, 0, 5000
+		nm.Status.Conditions = []metav1.Condition{{Type: nodemaintv1alpha1.ConditionDrained, Status: metav1.ConditionTrue, Reason: nodemaintv1alpha1.ReasonDrained, ObservedGeneration: 1}}
+		if err := c.Status().Update(t.Context(), nm); err != nil {
+			t.Fatal(err)
+		}
+		if err := wait(t, done); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(out.String(), "nodemaintenance.nodemaint.dev/fleet: drained\n") {
+			t.Errorf("output:\n%s", out.String())
+		}
+	})
+	t.Run("deleted", func(t *testing.T) {
+		c, _, done := start(t, 0)
+		if err := c.Delete(t.Context(), pending()); err != nil {
+			t.Fatal(err)
+		}
+		if err := wait(t, done); err == nil || err.Error() != "NodeMaintenance fleet was deleted" {
+			t.Errorf("follow: %v, want the deletion", err)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		_, _, done := start(t, 500*time.Millisecond)
+		if err := wait(t, done); ExitCode(err) != ExitTimedOut || !strings.HasPrefix(err.Error(), "timed out waiting for NodeMaintenance fleet to drain: 4003 pods pending") {
+			t.Errorf("follow: %v (exit %d), want a time-out (exit 3)", err, ExitCode(err))
+		}
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader in other goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
 	}
 }

@@ -248,7 +248,7 @@ func TestFollowEndsWhenTheRolloutIsComplete(t *testing.T) {
 		Build()
 	var out bytes.Buffer
 	o := &options{config: genericclioptions.NewConfigFlags(false), streams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}
-	if err := follow(context.Background(), o, c, "pool-a", 10*time.Second); err != nil {
+	if err := follow(context.Background(), o, listOnly{c}, "pool-a", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "8 done, 0 in turn, 0 waiting") || !strings.HasSuffix(out.String(), "pool-a: drained, every node in its turn, and released\n") {

@@ -69,6 +69,8 @@ func (b *bench) startController(ctx context.Context, name string) (*controllerPr
 	args := append([]string{
 		"--kubeconfig=" + b.kubeconfig,
 		"--metrics-bind-address=" + metricsAddr,
+		// The bench scrapes its own controller on 127.0.0.1: plain HTTP, no token reviews.
+		"--metrics-secure=false",
 		"--health-probe-bind-address=" + probeAddr,
 		"--pprof-bind-address=" + pprofAddr,
 		"--leader-elect=false",

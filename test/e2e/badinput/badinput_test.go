@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -275,7 +274,7 @@ func expectDrained(t *testing.T, name string, selected int32) {
 // controllers, from its metrics endpoint.
 func reconcileErrors(t *testing.T, ctl *framework.Controller) float64 {
 	t.Helper()
-	resp, err := http.Get(ctl.MetricsURL() + "/metrics")
+	resp, err := framework.GetMetrics(ctl.MetricsURL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -387,7 +387,7 @@ func isLeader(ctrl *framework.Controller) bool {
 
 // scrape sums the samples of the metric whose labels contain every one of match.
 func scrape(url, metric string, match ...string) (float64, error) {
-	resp, err := http.Get(url + "/metrics")
+	resp, err := framework.GetMetrics(url)
 	if err != nil {
 		return 0, err
 	}

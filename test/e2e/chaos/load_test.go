@@ -271,7 +271,7 @@ func (s *depthSampler) stop() float64 {
 // requestsByLabel sums a counter of a Prometheus endpoint by the value of one label.
 func requestsByLabel(t *testing.T, url, metric, label string) map[string]int {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
+	resp, err := framework.GetMetrics(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func sumByLabel(t *testing.T, body, metric, label string) map[string]int {
 // controller, interpolated in the histogram's buckets as Prometheus' histogram_quantile does.
 func reconcileLatency(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
+	resp, err := framework.GetMetrics(url)
 	if err != nil {
 		t.Fatal(err)
 	}

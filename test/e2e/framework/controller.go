@@ -9,17 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 )
 
 const (
@@ -90,14 +88,12 @@ func NewController(t testing.TB) *Controller {
 // ServiceAccount (TokenRequest API) and the cluster's CA.
 func writeControllerKubeconfig() error {
 	ctx := context.Background()
-	token, err := cluster.Client().CoreV1().ServiceAccounts(ControllerNamespace).CreateToken(ctx, ControllerServiceAccount,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}},
-		metav1.CreateOptions{})
+	token, err := ServiceAccountToken(ctx, ControllerNamespace, ControllerServiceAccount)
 	if err != nil {
 		return err
 	}
 	path := filepath.Join(cluster.Dir(), "kubeconfigs", "nodemaint-controller.kubeconfig")
-	if err := cluster.WriteKubeconfig(path, &clientcmdapi.AuthInfo{Token: token.Status.Token}); err != nil {
+	if err := cluster.WriteKubeconfig(path, &clientcmdapi.AuthInfo{Token: token}); err != nil {
 		return err
 	}
 	controllerKubeconfig = path
@@ -106,7 +102,7 @@ func writeControllerKubeconfig() error {
 
 // Start starts the controller with --kubeconfig, --metrics-bind-address,
 // --health-probe-bind-address, short leader election, and then extraArgs, which may override
-// them, and waits until it serves /readyz.
+// them, and waits until it serves /readyz and its metrics port accepts connections.
 func (c *Controller) Start(extraArgs ...string) {
 	c.t.Helper()
 	c.mu.Lock()
@@ -144,6 +140,7 @@ func (c *Controller) Start(extraArgs ...string) {
 	}()
 	c.cmd, c.exited = cmd, exited
 
+	metricsOff := slices.Contains(extraArgs, "--metrics-bind-address=0")
 	err = wait.PollUntilContextTimeout(c.t.Context(), 100*time.Millisecond, controllerReadyTimeout, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-exited:
@@ -159,7 +156,18 @@ func (c *Controller) Start(extraArgs ...string) {
 			return false, nil
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		if resp.StatusCode != http.StatusOK {
+			return false, nil
+		}
+		// The metrics server starts beside the probes, after its self-signed certificate is made.
+		if !metricsOff {
+			conn, err := net.DialTimeout("tcp", c.metricsAddr, time.Second)
+			if err != nil {
+				return false, nil
+			}
+			conn.Close()
+		}
+		return true, nil
 	})
 	if err != nil {
 		c.t.Fatalf("nodemaint-controller not ready (log: %s): %v", c.logPath, err)
@@ -212,8 +220,8 @@ func (c *Controller) Running() bool {
 // LogPath returns the path of the controller's log.
 func (c *Controller) LogPath() string { return c.logPath }
 
-// MetricsURL returns the base URL of the controller's metrics endpoint.
-func (c *Controller) MetricsURL() string { return "http://" + c.metricsAddr }
+// MetricsURL returns the base URL of the controller's metrics endpoint: HTTPS, for GetMetrics.
+func (c *Controller) MetricsURL() string { return "https://" + c.metricsAddr }
 
 // HealthURL returns the base URL of the controller's /healthz and /readyz endpoints.
 func (c *Controller) HealthURL() string { return "http://" + c.probeAddr }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,13 +29,14 @@ type MetricsTarget struct {
 
 // MetricsTarget returns the controller's metrics endpoint.
 func (c *Controller) MetricsTarget() MetricsTarget {
-	return MetricsTarget{Scheme: "http", Address: c.metricsAddr, Path: "/metrics"}
+	return MetricsTarget{Scheme: "https", Address: c.metricsAddr, Path: "/metrics"}
 }
 
-func (m MetricsTarget) url() string { return m.Scheme + "://" + m.Address + m.Path }
 
-// scrapeConfig is the Prometheus scrape_config of the target, under the job name.
-func (m MetricsTarget) scrapeConfig(job string) map[string]any {
+// scrapeConfig is the Prometheus scrape_config of the target, under the job name, as a cluster's
+// Prometheus scrapes the controller: over HTTPS (the self-signed certificate not verified) with
+// the bearer token in tokenFile (MetricsReaderToken).
+func (m MetricsTarget) scrapeConfig(job, tokenFile string) map[string]any {
 	return map[string]any{
 		"job_name":        job,
 		"scheme":          m.Scheme,
@@ -44,6 +44,8 @@ func (m MetricsTarget) scrapeConfig(job string) map[string]any {
 		"scrape_interval": "1s",
 		"scrape_timeout":  "1s",
 		"static_configs":  []any{map[string]any{"targets": []string{m.Address}}},
+		"tls_config":      map[string]any{"insecure_skip_verify": true},
+		"authorization":   map[string]any{"credentials_file": tokenFile},
 	}
 }
 
@@ -52,19 +54,11 @@ type Metrics map[string]*dto.MetricFamily
 
 // ScrapeMetrics reads the target's metrics once.
 func ScrapeMetrics(ctx context.Context, target MetricsTarget) (Metrics, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.url(), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := GetMetrics(target.Scheme + "://" + target.Address)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		return nil, fmt.Errorf("GET %s: %s: %s", target.url(), resp.Status, body)
-	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	return Metrics(families), err
@@ -119,9 +113,17 @@ func StartPrometheus(t testing.TB, job string, targets ...MetricsTarget) *Promet
 		t.Fatalf("no prometheus binary (apt-get install prometheus): %v", err)
 	}
 	dir := t.TempDir()
+	token, err := MetricsReaderToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var scrapes []any
 	for _, target := range targets {
-		scrapes = append(scrapes, target.scrapeConfig(job))
+		scrapes = append(scrapes, target.scrapeConfig(job, tokenFile))
 	}
 	config, err := json.Marshal(map[string]any{"scrape_configs": scrapes}) // JSON is YAML
 	if err != nil {

@@ -49,6 +49,8 @@ func TestChartMatchesConfig(t *testing.T) {
 	pairs := map[string]string{
 		"config/rbac/role.yaml":                              "charts/nodemaint/files/role.yaml",
 		"config/rbac/leader_election_role.yaml":              "charts/nodemaint/files/leader_election_role.yaml",
+		"config/rbac/metrics_auth_role.yaml":                 "charts/nodemaint/files/metrics_auth_role.yaml",
+		"config/rbac/metrics_reader_role.yaml":               "charts/nodemaint/files/metrics_reader_role.yaml",
 		"config/admission/drain_timeout_delete_policy.yaml":  "charts/nodemaint/files/admission/drain_timeout_delete_policy.yaml",
 		"config/admission/node-scope/node_scope_policy.yaml": "charts/nodemaint/files/admission/node_scope_policy.yaml",
 	}
@@ -90,6 +92,9 @@ func TestHelmChart(t *testing.T) {
 		"CustomResourceDefinition/nodemaintenances.nodemaint.dev",
 		"ClusterRole/" + controller,
 		"ClusterRoleBinding/" + controller,
+		"ClusterRole/" + controller + "-metrics-auth",
+		"ClusterRoleBinding/" + controller + "-metrics-auth",
+		"ClusterRole/nodemaint-metrics-reader",
 		"Role/" + namespace + "/nodemaint-leader-election",
 		"RoleBinding/" + namespace + "/nodemaint-leader-election",
 		"ServiceAccount/" + namespace + "/" + controller,
@@ -204,7 +209,30 @@ func TestHelmChartServiceMonitor(t *testing.T) {
 	}
 	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
 	if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != svc.Spec.Ports[0].Name {
-		t.Errorf("ServiceMonitor endpoints %v, want the Service's port %s", endpoints, svc.Spec.Ports[0].Name)
+		t.Fatalf("ServiceMonitor endpoints %v, want the Service's port %s", endpoints, svc.Spec.Ports[0].Name)
+	}
+	// Secure metrics: HTTPS with Prometheus' ServiceAccount token, the self-signed certificate unchecked.
+	ep := endpoints[0].(map[string]any)
+	if skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify"); ep["scheme"] != "https" || ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" || !skip {
+		t.Errorf("ServiceMonitor endpoint %v: want https, the ServiceAccount token, insecureSkipVerify", ep)
+	}
+	// A certificate of one's own: mounted, passed, and verified by Prometheus.
+	certObjs := parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "metrics.certSecret=metrics-tls"))
+	ep = kinds(certObjs, "ServiceMonitor")[0].Object["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
+	if ca, _, _ := unstructured.NestedString(ep, "tlsConfig", "ca", "secret", "name"); ca != "metrics-tls" || ep["tlsConfig"].(map[string]any)["serverName"] != controller+"-metrics."+namespace+".svc" {
+		t.Errorf("ServiceMonitor tlsConfig with metrics.certSecret: %v", ep["tlsConfig"])
+	}
+	var cd appsv1.Deployment
+	decode(t, certObjs["Deployment/"+namespace+"/"+controller], &cd)
+	if c := cd.Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs") ||
+		len(c.VolumeMounts) != 1 || len(cd.Spec.Template.Spec.Volumes) != 1 || cd.Spec.Template.Spec.Volumes[0].Secret.SecretName != "metrics-tls" {
+		t.Errorf("metrics.certSecret: args %q, mounts %+v, volumes %+v", c.Args, c.VolumeMounts, cd.Spec.Template.Spec.Volumes)
+	}
+	// metrics.secure=false: plain HTTP, no token reviews.
+	plain := parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "metrics.secure=false"))
+	ep = kinds(plain, "ServiceMonitor")[0].Object["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
+	if ep["scheme"] != "http" || ep["tlsConfig"] != nil || plain["ClusterRole/"+controller+"-metrics-auth"] != nil {
+		t.Errorf("metrics.secure=false: endpoint %v, metrics-auth ClusterRole %v", ep, plain["ClusterRole/"+controller+"-metrics-auth"] != nil)
 	}
 
 	var rest bytes.Buffer
@@ -236,6 +264,9 @@ func TestKustomize(t *testing.T) {
 		"CustomResourceDefinition/nodemaintenances.nodemaint.dev",
 		"ClusterRole/" + controller,
 		"ClusterRoleBinding/" + controller,
+		"ClusterRole/" + controller + "-metrics-auth",
+		"ClusterRoleBinding/" + controller + "-metrics-auth",
+		"ClusterRole/nodemaint-metrics-reader",
 		"Role/" + namespace + "/nodemaint-leader-election",
 		"RoleBinding/" + namespace + "/nodemaint-leader-election",
 		"ServiceAccount/" + namespace + "/" + controller,
@@ -350,6 +381,9 @@ func TestHelmInstall(t *testing.T) {
 		{"patch", "deployments.apps", "-A"},
 		{"list", "volumeattachments.storage.k8s.io"},
 		{"update", "leases.coordination.k8s.io", "-n", ns},
+		// The secure metrics endpoint's reviews of scrapers.
+		{"create", "tokenreviews.authentication.k8s.io"},
+		{"create", "subjectaccessreviews.authorization.k8s.io"},
 	} {
 		if got := canI(t, sa, check...); got != "yes" {
 			t.Errorf("%s cannot %s: %s", sa, strings.Join(check, " "), got)
@@ -559,6 +593,18 @@ func checkRBAC(t *testing.T, objs map[string]*unstructured.Unstructured) {
 	if crb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: controller}) || !slices.Equal(crb.Subjects, []rbacv1.Subject{subject}) {
 		t.Errorf("ClusterRoleBinding %+v %+v", crb.RoleRef, crb.Subjects)
 	}
+	for name, file := range map[string]string{controller + "-metrics-auth": "metrics_auth_role.yaml", "nodemaint-metrics-reader": "metrics_reader_role.yaml"} {
+		var r rbacv1.ClusterRole
+		decode(t, objs["ClusterRole/"+name], &r)
+		if want := readRules(t, file); !reflect.DeepEqual(r.Rules, want) {
+			t.Errorf("ClusterRole %s rules differ from config/rbac/%s:\n  got  %+v\n  want %+v", name, file, r.Rules, want)
+		}
+	}
+	var mab rbacv1.ClusterRoleBinding
+	decode(t, objs["ClusterRoleBinding/"+controller+"-metrics-auth"], &mab)
+	if mab.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: controller + "-metrics-auth"}) || !slices.Equal(mab.Subjects, []rbacv1.Subject{subject}) {
+		t.Errorf("metrics-auth ClusterRoleBinding %+v %+v", mab.RoleRef, mab.Subjects)
+	}
 	var rb rbacv1.RoleBinding
 	decode(t, objs["RoleBinding/"+namespace+"/nodemaint-leader-election"], &rb)
 	if rb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "nodemaint-leader-election"}) || !slices.Equal(rb.Subjects, []rbacv1.Subject{subject}) {
@@ -583,7 +629,7 @@ func checkDeployment(t *testing.T, objs map[string]*unstructured.Unstructured) *
 	if !slices.ContainsFunc(c.Args, func(a string) bool { return a == "--leader-elect" || a == "--leader-elect=true" }) {
 		t.Errorf("args %q: no --leader-elect", c.Args)
 	}
-	for _, want := range []string{"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"} {
+	for _, want := range []string{"--metrics-bind-address=:8443", "--health-probe-bind-address=:8081"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %q lack %s", c.Args, want)
 		}
@@ -592,8 +638,8 @@ func checkDeployment(t *testing.T, objs map[string]*unstructured.Unstructured) *
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	if ports["metrics"] != 8080 || ports["probes"] != 8081 {
-		t.Errorf("ports = %v, want metrics 8080 and probes 8081", ports)
+	if ports["metrics"] != 8443 || ports["probes"] != 8081 {
+		t.Errorf("ports = %v, want metrics 8443 and probes 8081", ports)
 	}
 	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
 		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port != intstr.FromString("probes") {
@@ -629,7 +675,7 @@ func checkServiceAndPDB(t *testing.T, objs map[string]*unstructured.Unstructured
 	if len(svc.Spec.Selector) == 0 || !subset(svc.Spec.Selector, podLabels) {
 		t.Errorf("the metrics Service selects %v, not the pods %v", svc.Spec.Selector, podLabels)
 	}
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "metrics" || svc.Spec.Ports[0].Port != 8080 || svc.Spec.Ports[0].TargetPort != intstr.FromString("metrics") {
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "metrics" || svc.Spec.Ports[0].Port != 8443 || svc.Spec.Ports[0].TargetPort != intstr.FromString("metrics") {
 		t.Errorf("metrics Service ports %+v", svc.Spec.Ports)
 	}
 	var pdb policyv1.PodDisruptionBudget

@@ -9,7 +9,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -40,7 +39,7 @@ func TestMain(m *testing.M) {
 // requestCounts scrapes the controller's client-go request counter, by HTTP method.
 func requestCounts(t *testing.T, c *framework.Controller) map[string]int {
 	t.Helper()
-	resp, err := http.Get(c.MetricsURL() + "/metrics")
+	resp, err := framework.GetMetrics(c.MetricsURL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the release of nodemaint into _output/release/ (`make release`):
+#   <binary>_<version>_<os>_<arch>.tar.gz for nodemaint-controller and kubectl-maintenance on
+#   linux and darwin, amd64 and arm64 (CGO_ENABLED=0, -trimpath, version and commit in
+#   internal/version), checksums.txt (sha256sum format) and maintenance.yaml, the krew manifest.
+# VERSION (a git tag: v0.2.0), COMMIT and PLATFORMS come from the environment (the Makefile).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+: "${VERSION:?VERSION is needed, e.g. v0.2.0}"
+: "${COMMIT:?COMMIT is needed}"
+PLATFORMS=${PLATFORMS:-"linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"}
+GO=${GO:-go}
+out=_output/release
+ldflags="-s -w -X github.com/nodemaint/nodemaint/internal/version.version=${VERSION} -X github.com/nodemaint/nodemaint/internal/version.commit=${COMMIT}"
+# The archives' files carry the commit's time, so that a release is reproducible.
+mtime=$(git log -1 --format=%cI 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
+
+rm -rf "$out"
+mkdir -p "$out"
+for platform in $PLATFORMS; do
+  os=${platform%/*} arch=${platform#*/}
+  dir=$(mktemp -d)
+  trap 'rm -rf "$dir"' EXIT
+  echo "build ${VERSION} ${os}/${arch}"
+  CGO_ENABLED=0 GOOS=$os GOARCH=$arch $GO build -trimpath -ldflags "$ldflags" -o "$dir/" ./cmd/nodemaint-controller ./cmd/kubectl-maintenance
+  for bin in nodemaint-controller kubectl-maintenance; do
+    files=("$bin")
+    [ -f LICENSE ] && cp LICENSE "$dir/" && files+=(LICENSE)
+    tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="$mtime" \
+      -C "$dir" -czf "$out/${bin}_${VERSION}_${os}_${arch}.tar.gz" "${files[@]}"
+  done
+  rm -rf "$dir"
+done
+(cd "$out" && sha256sum -- *.tar.gz > checksums.txt)
+$GO run ./hack/krew -version "$VERSION" -checksums "$out/checksums.txt" > "$out/maintenance.yaml"
+echo "release ${VERSION} (${COMMIT}) in $out:"
+ls -l "$out"
