@@ -25,6 +25,10 @@ toggles=(
   "--set podDisruptionBudget.maxUnavailable=50%"
   "--set featureGates.NodeMaintenanceDeployment=false --set extraArgs={--max-concurrent-evictions=50}"
   "--set image.digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef --set fullnameOverride=maint"
+  "--set prometheusRule.enabled=true --set prometheusRule.labels.release=prometheus --set prometheusRule.for.NodemaintDrainBlocked=1h"
+  "--set grafanaDashboard.enabled=true --set grafanaDashboard.namespace=monitoring"
+  "--set admissionPolicies.evictionResponder.enabled=true"
+  "--set admissionPolicies.evictionResponder.enabled=false"
 )
 for t in "${toggles[@]}"; do
   # shellcheck disable=SC2086 # the toggles are words
@@ -44,6 +48,8 @@ refused=(
   "--set featureGates.NoSuchGate=true"
   "--set image.pullPolicy=Sometimes"
   "--set metricsReaderServiceAccounts[0].name=prometheus"
+  "--set admissionPolicies.evictionResponder.enabled=sometimes"
+  "--set prometheusRule.for.NodemaintDrainBlocked=soon"
 )
 for t in "${refused[@]}"; do
   # shellcheck disable=SC2086
