@@ -32,7 +32,6 @@ func (c *Controller) MetricsTarget() MetricsTarget {
 	return MetricsTarget{Scheme: "https", Address: c.metricsAddr, Path: "/metrics"}
 }
 
-
 // scrapeConfig is the Prometheus scrape_config of the target, under the job name, as a cluster's
 // Prometheus scrapes the controller: over HTTPS (the self-signed certificate not verified) with
 // the bearer token in tokenFile (MetricsReaderToken).
