@@ -349,7 +349,7 @@ func (cl *cleaner) deployments(ctx context.Context) (bool, error) {
 			fmt.Fprintln(cl.out, ch)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("Deployment %s/%s: %w", d.Namespace, d.Name, err))
+			errs = append(errs, fmt.Errorf("deployment %s/%s: %w", d.Namespace, d.Name, err))
 		}
 		again = again || more
 	}

@@ -139,11 +139,9 @@ func TestChaos(t *testing.T) {
 		deleteAt[size.kills-2] = createAt[size.kills-6]
 	}
 
-	var lastFault time.Time
 	restarts := 0
 	for kill := 1; kill <= size.kills; kill++ {
 		d.killLeader(aimedWindows[(kill-1)%len(aimedWindows)], aimTimeout)
-		lastFault = time.Now()
 		if nm := createAt[kill]; nm != nil {
 			nm = nm.DeepCopy()
 			nm.ResourceVersion = ""
@@ -157,7 +155,6 @@ func TestChaos(t *testing.T) {
 				t.Fatalf("deleting NodeMaintenance %s: %v", nm.Name, err)
 			}
 			t.Logf("deleted NodeMaintenance %s", nm.Name)
-			lastFault = time.Now()
 		}
 		if kill == restartAt {
 			d.sleep(time.Duration(rng.Int64N(int64(3 * time.Second))))
@@ -166,13 +163,12 @@ func TestChaos(t *testing.T) {
 				t.Fatalf("restarting the API server: %v", err)
 			}
 			restarts++
-			lastFault = time.Now()
 		}
 	}
 	// Last, right after the first eviction of a pod nobody answers for, once its response
 	// timeout ran out under one leader.
 	d.killLeader(windowEviction, responseTimeout+15*time.Second)
-	lastFault = time.Now()
+	lastFault := time.Now()
 	t.Logf("faults over: %d kills survived, API server restarted %d times", d.kills, restarts)
 
 	d.waitFor(10*time.Minute, "NodeMaintenance chaos drained", func(ctx context.Context) (bool, string, error) {
