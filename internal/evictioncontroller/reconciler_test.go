@@ -323,6 +323,9 @@ func TestSilentResponderPassedOver(t *testing.T) {
 		if err != nil || e == nil {
 			return false, "no Eviction", err
 		}
+		if len(e.Status.TargetResponders) == 0 {
+			return false, "no target responders yet", nil
+		}
 		return e.Status.TargetResponders[0].State == lifecyclev1alpha1.ResponderStateActive, states(e), nil
 	})
 	orig := e.DeepCopy()
