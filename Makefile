@@ -91,13 +91,16 @@ test-fuzz: ## A short fuzz run of each fuzz target (FUZZTIME=20000x executions e
 	done
 
 .PHONY: test-e2e
-test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets); then the drain's again under the EvictionRequest API.
+test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets); then the drain's and the responder's again under the EvictionRequest API.
 	NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m ./test/... $(E2E_ARGS)
-	EVICTION_REQUEST_API=true NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -timeout 10m -run '$(E2E_EVICTION_REQUEST_RUN)' ./test/e2e/drain/ $(E2E_ARGS)
+	EVICTION_REQUEST_API=true NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -p 1 -timeout 15m -run '$(E2E_EVICTION_REQUEST_RUN)' $(E2E_EVICTION_REQUEST_PKGS) $(E2E_ARGS)
 
-# The e2e tests run a second time on a cluster serving the EvictionRequest API (KEP-4563), where
-# nodemaint asks through EvictionRequests: those whose outcome must not depend on the protocol.
-E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestDrainRuleOrder)$$
+# The e2e tests run a second time on clusters serving the EvictionRequest API (KEP-4563), where
+# nodemaint asks through EvictionRequests: the drain's whose outcome must not depend on the
+# protocol, and the responder's proofs of issue 19 (TestEviction* skip on clusters without the API;
+# TestExampleResponder and TestNoCapacityGivesUp run in both modes). -p 1: one cluster at a time.
+E2E_EVICTION_REQUEST_PKGS ?= ./test/e2e/drain/ ./test/e2e/responder/
+E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestDrainRuleOrder|TestEvictionSingleReplicaWithStrictPDB|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp)$$
 
 .PHONY: test-scale
 test-scale: build ## The scale e2e test at full size: 200 nodes, 5,000 pods, 20 nodes maintained.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,15 +32,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 	"github.com/nodemaint/nodemaint/test/localcluster"
 	"github.com/nodemaint/nodemaint/test/manifests"
 )
 
-// The two methods compared.
+// The methods compared. MethodNodemaintER is nodemaint asking through KEP-4563's EvictionRequest
+// API (--evacuation-protocol=eviction-request, its own Eviction controller, the Deployment
+// responder registered on pods by config/admission/eviction-responder); MethodNodemaint asks
+// through the pods' conditions (KEP-4212) whether or not the cluster serves the API.
 const (
-	MethodNodemaint = "nodemaint"
-	MethodClassic   = "kubectl-drain"
+	MethodNodemaint   = "nodemaint"
+	MethodNodemaintER = "nodemaint-er"
+	MethodClassic     = "kubectl-drain"
 )
+
+// knownMethods are the methods -methods accepts.
+var knownMethods = []string{MethodClassic, MethodNodemaint, MethodNodemaintER}
+
+// isNodemaint reports whether the method runs nodemaint-controller (in either protocol).
+func isNodemaint(method string) bool { return method == MethodNodemaint || method == MethodNodemaintER }
+
+// needsEvictionRequestAPI reports whether some method needs a cluster serving the EvictionRequest API.
+func needsEvictionRequestAPI(ms []string) bool { return slices.Contains(ms, MethodNodemaintER) }
 
 var scheme = runtime.NewScheme()
 
@@ -87,8 +102,8 @@ func (b *bench) scenario(ctx context.Context, s Scenario) (*ScenarioResult, erro
 		res.IdealEmptySeconds, res.IdealSettledSeconds = empty.Seconds(), settled.Seconds()
 	}
 	for _, method := range b.o.methods {
-		if method != MethodClassic && method != MethodNodemaint {
-			return res, fmt.Errorf("unknown method %q (%s, %s)", method, MethodClassic, MethodNodemaint)
+		if !slices.Contains(knownMethods, method) {
+			return res, fmt.Errorf("unknown method %q (%s)", method, strings.Join(knownMethods, ", "))
 		}
 		slog.Info("Run", "scenario", s.Name, "method", method)
 		r, err := b.run(ctx, s, method)
@@ -142,8 +157,8 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	}
 
 	var ctrl *controllerProcess
-	if method == MethodNodemaint {
-		if ctrl, err = b.startController(ctx, ns); err != nil {
+	if isNodemaint(method) {
+		if ctrl, err = b.startController(ctx, ns, method); err != nil {
 			return nil, err
 		}
 		defer ctrl.kill()
@@ -184,11 +199,11 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	}
 	var clientRequests map[string]float64
 	switch {
-	case s.Rollout != nil && method == MethodNodemaint:
+	case s.Rollout != nil && isNodemaint(method):
 		res.Blocked, err = b.rollNodemaint(runCtx, ns, targets, *s.Rollout, tr, nt)
 	case s.Rollout != nil:
 		clientRequests, res.Blocked, err = b.rollClassic(runCtx, targets, *s.Rollout, tr, nt)
-	case method == MethodNodemaint:
+	case isNodemaint(method):
 		err = b.drainNodemaint(runCtx, ns, targets, tr)
 	default:
 		clientRequests, res.Blocked, err = b.drainClassic(runCtx, targets, tr)
@@ -468,7 +483,7 @@ func waitTracker(ctx context.Context, tr *tracker, what string, cond func(snapsh
 // restore undoes the drain: nodemaint's maintenance is deleted (nodemaint uncordons the nodes),
 // the classic drain's nodes are uncordoned; it waits until no node is cordoned.
 func (b *bench) restore(ctx context.Context, method string, targets []string) error {
-	if method == MethodNodemaint {
+	if isNodemaint(method) {
 		var list nodemaintv1alpha1.NodeMaintenanceList
 		if err := b.c.List(ctx, &list); err != nil {
 			return err
@@ -605,9 +620,44 @@ func (t *countingTransport) snapshot() map[string]float64 {
 	return out
 }
 
-// install applies config/crd/bases and config/rbac and waits until the CRDs are established.
+// install applies config/crd/bases and config/rbac and waits until the CRDs are established; on
+// a cluster serving the EvictionRequest API, also config/admission/eviction-responder, the
+// MutatingAdmissionPolicy that registers the Deployment responder on Deployments' pods.
 func (b *bench) install(ctx context.Context) error {
-	return manifests.Install(ctx, b.c, b.root, controllerNamespace, "nodemaint-bench")
+	if err := manifests.Install(ctx, b.c, b.root, controllerNamespace, "nodemaint-bench"); err != nil {
+		return err
+	}
+	if !b.cluster.EvictionRequestAPI() {
+		return nil
+	}
+	objs, err := manifests.Read(filepath.Join(b.root, "config", "admission", "eviction-responder"))
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		if err := b.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("nodemaint-bench"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	// The admission plugin learns of the policy through an informer: wait until a Deployment's
+	// pod (a dry run) gets the responder.
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: "probe", Labels: map[string]string{"pod-template-hash": "probe"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "probe",
+				UID: "00000000-0000-0000-0000-000000000001", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		p := probe.DeepCopy()
+		if err := b.c.Create(ctx, p, client.DryRunAll); err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(p.Spec.EvictionResponders, func(r corev1.EvictionResponder) bool { return r.Name == deployment.EvictionResponder }), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the MutatingAdmissionPolicy of config/admission/eviction-responder not in force: %w", err)
+	}
+	return nil
 }
 
 // idleMemory grows the cluster to nodes nodes and pods pods (spread over every node), runs the
@@ -644,7 +694,7 @@ func (b *bench) idleMemory(ctx context.Context, nodes, pods int) (*IdleResult, e
 	if err := b.waitPods(ctx, ns, pods, "Running", running); err != nil {
 		return nil, fmt.Errorf("the idle pods are not Running: %w", err)
 	}
-	ctrl, err := b.startController(ctx, ns)
+	ctrl, err := b.startController(ctx, ns, MethodNodemaint)
 	if err != nil {
 		return nil, err
 	}

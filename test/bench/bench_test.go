@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -487,5 +488,26 @@ func TestDrainTimeouts(t *testing.T) {
 		if got := drainTimeouts(tc.timeouts, 20, 30*time.Second); got != tc.want {
 			t.Errorf("drainTimeouts(%v) = %q, want %q", tc.timeouts, got, tc.want)
 		}
+	}
+}
+
+// TestProtocolArgs: nodemaint-er asks through EvictionRequests; nodemaint through the pods'
+// conditions, explicitly so where the cluster serves the API (auto would choose it there).
+func TestProtocolArgs(t *testing.T) {
+	for _, c := range []struct {
+		method string
+		api    bool
+		want   []string
+	}{
+		{MethodNodemaint, false, nil},
+		{MethodNodemaint, true, []string{"--evacuation-protocol=pod-conditions"}},
+		{MethodNodemaintER, true, []string{"--evacuation-protocol=eviction-request"}},
+	} {
+		if got := protocolArgs(c.method, c.api); !slices.Equal(got, c.want) {
+			t.Errorf("protocolArgs(%s, API served %v) = %v, want %v", c.method, c.api, got, c.want)
+		}
+	}
+	if needsEvictionRequestAPI([]string{MethodClassic, MethodNodemaint}) || !needsEvictionRequestAPI([]string{MethodNodemaint, MethodNodemaintER}) {
+		t.Error("needsEvictionRequestAPI: want the API for nodemaint-er only")
 	}
 }

@@ -55,7 +55,7 @@ type controllerProcess struct {
 
 // startController starts the controller, logging to the cluster's logs directory, and waits
 // until it is ready.
-func (b *bench) startController(ctx context.Context, name string) (*controllerProcess, error) {
+func (b *bench) startController(ctx context.Context, name, method string) (*controllerProcess, error) {
 	metricsAddr, probeAddr, pprofAddr, err := freeAddr(), freeAddr(), freeAddr(), error(nil)
 	if metricsAddr == "" || probeAddr == "" || pprofAddr == "" {
 		return nil, errors.New("no free port")
@@ -74,7 +74,8 @@ func (b *bench) startController(ctx context.Context, name string) (*controllerPr
 		"--health-probe-bind-address=" + probeAddr,
 		"--pprof-bind-address=" + pprofAddr,
 		"--leader-elect=false",
-	}, b.o.controllerArgs...)
+	}, protocolArgs(method, b.cluster.EvictionRequestAPI())...)
+	args = append(args, b.o.controllerArgs...)
 	cmd := exec.Command(b.o.controller, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -335,4 +336,17 @@ func freeAddr() string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// protocolArgs are the controller's flags for the method: nodemaint-er asks through
+// EvictionRequests; nodemaint through the pods' conditions, also on a cluster that serves the
+// EvictionRequest API (where --evacuation-protocol=auto would choose EvictionRequests).
+func protocolArgs(method string, evictionRequestAPI bool) []string {
+	switch {
+	case method == MethodNodemaintER:
+		return []string{"--evacuation-protocol=eviction-request"}
+	case evictionRequestAPI:
+		return []string{"--evacuation-protocol=pod-conditions"}
+	}
+	return nil
 }

@@ -69,7 +69,7 @@ func main() {
 	flag.StringVar(&o.k8sBinDir, "k8s-bin-dir", os.Getenv("KUBEBUILDER_ASSETS"), "Directory of the control-plane binaries; empty runs hack/control-plane.sh.")
 	flag.StringVar(&o.controller, "controller", "bin/nodemaint-controller", "The nodemaint-controller binary (make build).")
 	flag.BoolVar(&o.writeDocs, "write-docs", false, "Write the figures to docs/benchmarks.md and the chart to docs/bench-s-ready.svg.")
-	flag.StringVar(&methods, "methods", MethodClassic+","+MethodNodemaint, "Methods to run, comma-separated.")
+	flag.StringVar(&methods, "methods", MethodClassic+","+MethodNodemaint, "Methods to run, comma-separated: "+strings.Join(knownMethods, ", ")+" ("+MethodNodemaintER+" starts the cluster with the EvictionRequest API, for every method of the run).")
 	flag.StringVar(&controllerArgs, "controller-args", "", "Extra arguments of nodemaint-controller, space-separated (e.g. --eviction-max-backoff=30s).")
 	flag.DurationVar(&o.classicTimeout, "classic-timeout", 30*time.Second, "The classic drain's timeout per node (kubectl drain --timeout); a pod its PDB never lets go blocks it until then.")
 	flag.DurationVar(&o.responseTimeout, "response-timeout", 30*time.Second, "The NodeMaintenance's evacuationResponseTimeout: how long pods no responder answers for wait before they are evicted.")
@@ -136,7 +136,8 @@ func run(o options) error {
 	dir := filepath.Join(o.out, "cluster")
 	start := time.Now()
 	slog.Info("Starting the local cluster", "dir", dir, "nodes", nodes)
-	cluster, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, BinDir: o.k8sBinDir, Nodes: nodes, KillWithParent: true})
+	cluster, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, BinDir: o.k8sBinDir, Nodes: nodes, KillWithParent: true,
+		EvictionRequestAPI: needsEvictionRequestAPI(o.methods)})
 	if err != nil {
 		return fmt.Errorf("starting the cluster: %w", err)
 	}
@@ -158,7 +159,7 @@ func run(o options) error {
 		Settings: Settings{
 			ClusterNodes: nodes, ClassicTimeoutSeconds: o.classicTimeout.Seconds(),
 			ResponseTimeoutSeconds: o.responseTimeout.Seconds(), GracePeriodSeconds: terminationGracePeriod.Seconds(),
-			ControllerArgs: o.controllerArgs,
+			ControllerArgs: o.controllerArgs, EvictionRequestAPI: cluster.EvictionRequestAPI(),
 		},
 	}
 	var runErr error

@@ -41,6 +41,8 @@ type Settings struct {
 	ResponseTimeoutSeconds float64  `json:"responseTimeoutSeconds"`
 	GracePeriodSeconds     float64  `json:"gracePeriodSeconds"`
 	ControllerArgs         []string `json:"controllerArgs,omitempty"`
+	// EvictionRequestAPI: the cluster served KEP-4563's EvictionRequest API (for every method).
+	EvictionRequestAPI bool `json:"evictionRequestAPI,omitempty"`
 }
 
 // ScenarioResult is one scenario, drained by each method.

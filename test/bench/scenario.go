@@ -83,7 +83,7 @@ type Rollout struct {
 
 // atOnce is how many nodes of the pool the method takes at once.
 func (r Rollout) atOnce(method string) int {
-	if method == MethodNodemaint {
+	if isNodemaint(method) {
 		return r.MaxUnavailable
 	}
 	return 1

@@ -148,6 +148,12 @@ func requireEvictionAPI(t *testing.T) {
 	if os.Getenv("EVICTION_REQUEST_API") != "true" {
 		t.Skip("the cluster does not serve lifecycle.k8s.io/v1alpha1: run with EVICTION_REQUEST_API=true")
 	}
+	installEvictionResponderPolicyOnce(t)
+}
+
+// installEvictionResponderPolicyOnce installs config/admission/eviction-responder once per run.
+func installEvictionResponderPolicyOnce(t *testing.T) {
+	t.Helper()
 	policyOnce.Do(func() { policyErr = installEvictionResponderPolicy(t) })
 	if policyErr != nil {
 		t.Fatal(policyErr)
@@ -208,12 +214,15 @@ type evictionWatch struct {
 	status    map[string]map[string]lifecyclev1alpha1.ResponderStatus
 	progress  map[string]map[string]bool
 	surgeFrom time.Time
+	// heartbeat and completed: when each responder's first heartbeat (its acceptance) and its
+	// completionTime were first seen, per pod.
+	heartbeat, completed map[string]map[string]time.Time
 }
 
 func watchEvictions(t *testing.T, namespace string) *evictionWatch {
 	t.Helper()
 	w := &evictionWatch{order: map[string][]string{}, status: map[string]map[string]lifecyclev1alpha1.ResponderStatus{},
-		progress: map[string]map[string]bool{}}
+		progress: map[string]map[string]bool{}, heartbeat: map[string]map[string]time.Time{}, completed: map[string]map[string]time.Time{}}
 	cs := framework.Cluster().Client()
 	lw := toolscache.NewListWatchFromClient(cs.LifecycleV1alpha1().RESTClient(), "evictions", namespace, fields.Everything())
 	informer := toolscache.NewSharedIndexInformer(lw, &lifecyclev1alpha1.Eviction{}, 0, nil)
@@ -253,9 +262,17 @@ func (w *evictionWatch) observe(ev *lifecyclev1alpha1.Eviction) {
 	}
 	if w.status[pod] == nil {
 		w.status[pod], w.progress[pod] = map[string]lifecyclev1alpha1.ResponderStatus{}, map[string]bool{}
+		w.heartbeat[pod], w.completed[pod] = map[string]time.Time{}, map[string]time.Time{}
 	}
+	now := time.Now()
 	for _, st := range ev.Status.Responders {
 		w.status[pod][st.Name] = st
+		if _, seen := w.heartbeat[pod][st.Name]; !seen && st.HeartbeatTime != nil {
+			w.heartbeat[pod][st.Name] = now
+		}
+		if _, seen := w.completed[pod][st.Name]; !seen && st.CompletionTime != nil {
+			w.completed[pod][st.Name] = now
+		}
 		if st.ExpectedCompletionTime != nil && strings.Contains(ptr.Deref(st.Message, ""), "replacements Ready") {
 			w.progress[pod][st.Name] = true
 		}
@@ -287,6 +304,14 @@ func (w *evictionWatch) declinedWith(pod, reason string) bool {
 	defer w.mu.Unlock()
 	st := w.status[pod][deployment.EvictionResponder]
 	return st.CompletionTime != nil && strings.HasPrefix(ptr.Deref(st.Message, ""), reason+": declined")
+}
+
+// answerTimes returns when the responder's first heartbeat (its acceptance) and its
+// completionTime were seen on the pod's Eviction; zero if not (yet).
+func (w *evictionWatch) answerTimes(pod, responder string) (accepted, completed time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.heartbeat[pod][responder], w.completed[pod][responder]
 }
 
 func (w *evictionWatch) firstSurge() time.Time {

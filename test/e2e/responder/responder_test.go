@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
@@ -234,32 +235,77 @@ func TestDeclined(t *testing.T) {
 }
 
 // TestNoCapacityGivesUp: every other node is cordoned, so the surge pod cannot be scheduled:
-// the responder gives up within its bound, declines the evacuation and restores the replicas.
+// the responder gives up within its bound, declines the evacuation and restores the replicas. On
+// a cluster serving the EvictionRequest API the decline is the Deployment responder's turn on the
+// pod's Eviction completed with the reason; otherwise the pod's EvacuationInitiated condition.
 func TestNoCapacityGivesUp(t *testing.T) {
 	const bound = 8 * time.Second
 	startNodemaint(t, bound)
 	ns := framework.Namespace(t)
+	answers := watchAnswers(t, ns)
 	createDeployment(t, ns, "web", 1, intstr.FromInt32(1), "1s", 0)
 	s := watchApp(t, ns, "web")
 	pod := s.view().live()[0]
 	cordonAllBut(t, pod.Spec.NodeName)
 
 	maintain(t, ns, pod.Spec.NodeName)
-	// Once declined, the drain may evict the pod: the decline is taken from the sampler's record.
+	// Once declined, the drain may evict the pod: the decline is taken from the watches' record.
 	s.waitFor(t, waitTimeout, "the evacuation declined and the replicas restored", func(v view) bool {
-		return s.declinedWith("SurgeTimedOut") && v.replicas() == 1 && !v.surging() && len(v.live()) == 1
+		_, declined := answers.times(s, pod.Name, deployment.ReasonSurgeTimedOut)
+		return !declined.IsZero() && v.replicas() == 1 && !v.surging() && len(v.live()) == 1
 	})
-	s.mu.Lock()
-	accepted, declined := s.accepted[pod.Name], s.declined[pod.Name]
-	s.mu.Unlock()
+	accepted, declined := answers.times(s, pod.Name, deployment.ReasonSurgeTimedOut)
 	took := declined.Sub(accepted)
-	t.Logf("gave up %v after accepting (bound %v)", took.Round(10*time.Millisecond), bound)
+	t.Logf("gave up %v after accepting (bound %v, %s)", took.Round(10*time.Millisecond), bound, answers)
 	if accepted.IsZero() || took < bound-time.Second || took > bound+10*time.Second {
 		t.Errorf("gave up %v after accepting, want about %v", took, bound)
 	}
 	if _, _, maxReplicas := s.stats(); maxReplicas > 2 {
 		t.Errorf("spec.replicas went to %d", maxReplicas)
 	}
+}
+
+// answers reads the Deployment responder's answers on the protocol the cluster speaks: the
+// pods' Evictions where it serves the EvictionRequest API, the pods' conditions otherwise.
+type answers struct{ evictions *evictionWatch }
+
+// watchAnswers starts watching the namespace's Evictions if the cluster serves the API, where it
+// also makes sure the Deployment responder is registered on the pods created from now on.
+func watchAnswers(t *testing.T, ns string) answers {
+	t.Helper()
+	if !framework.Cluster().EvictionRequestAPI() {
+		return answers{}
+	}
+	installEvictionResponderPolicyOnce(t)
+	return answers{evictions: watchEvictions(t, ns)}
+}
+
+// times returns when the Deployment responder accepted the pod's evacuation and when it declined
+// it with the reason (zero if it did not, yet). On Evictions: its first heartbeat, and its
+// completionTime with the reason in its message; on conditions: EvacuationInitiated True, then
+// False with the reason, as the sampler saw them.
+func (a answers) times(s *sampler, pod, reason string) (accepted, declined time.Time) {
+	if a.evictions != nil {
+		accepted, declined = a.evictions.answerTimes(pod, deployment.EvictionResponder)
+		if !a.evictions.declinedWith(pod, reason) {
+			declined = time.Time{}
+		}
+		return accepted, declined
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	accepted = s.accepted[pod]
+	if s.declineReasons[pod] == reason {
+		declined = s.declined[pod]
+	}
+	return accepted, declined
+}
+
+func (a answers) String() string {
+	if a.evictions != nil {
+		return "on the pod's Eviction"
+	}
+	return "on the pod's conditions"
 }
 
 // TestSlowStartKeepsSurge: the surge pod is placed at once but takes three times the
