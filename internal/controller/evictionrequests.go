@@ -149,6 +149,32 @@ func nodeOfRequest(_ context.Context, o client.Object) []reconcile.Request {
 	return nil
 }
 
+// nodesOfEviction maps an Eviction naming nodemaint as a requester to the nodes of nodemaint's
+// EvictionRequests for its pod (NodeLabel): an Eviction's end, which lets a withdrawn request
+// go, comes after its pod is gone, so the pod cannot say whose node it was.
+func nodesOfEviction(ctx context.Context, c client.Reader, o client.Object) []reconcile.Request {
+	e := o.(*lifecyclev1alpha1.Eviction)
+	if _, ours := e.Labels[names.Requester]; !ours || e.Spec.Target.Pod == nil {
+		return nil
+	}
+	var requests lifecyclev1alpha1.EvictionRequestList
+	if err := c.List(ctx, &requests, client.InNamespace(e.Namespace)); err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []reconcile.Request
+	for i := range requests.Items {
+		r := &requests.Items[i]
+		node := r.Labels[evictionrequest.NodeLabel]
+		if r.Spec.Requester != names.Requester || r.Spec.Target.Pod == nil || r.Spec.Target.Pod.UID != e.Spec.Target.Pod.UID || node == "" || seen[node] {
+			continue
+		}
+		seen[node] = true
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: node}})
+	}
+	return out
+}
+
 // podOfEviction reads the target pod of an Eviction naming nodemaint as a requester; nil for
 // others.
 func podOfEviction(ctx context.Context, c client.Reader, o client.Object) *corev1.Pod {

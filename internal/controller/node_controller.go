@@ -121,10 +121,6 @@ func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, 
 		if err := r.patchPods(ctx, er.PodConditionsLeft, nil, now); err != nil {
 			return reconcile.Result{}, err
 		}
-		if len(er.Requests) > 0 && (next == 0 || requestsRefresh < next) {
-			// A withdrawn request goes once its Eviction ends, which is no event of the node.
-			next = requestsRefresh
-		}
 	} else if err := r.patchPods(ctx, d.Withdraw, nil, now); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -183,9 +179,6 @@ func (r *NodeReconciler) writeNode(ctx context.Context, obs nodeaction.Observati
 	}
 	return nil
 }
-
-// requestsRefresh is how often a node with EvictionRequests of nodemaint is looked at again.
-const requestsRefresh = 10 * time.Second
 
 // patchPods sets nodemaint's evacuation request with the message *reason on the pods, or
 // withdraws it when reason is nil.

@@ -275,10 +275,7 @@ func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) 
 		// Only under that protocol: the cache must not watch kinds the cluster may not serve.
 		b = b.Watches(&lifecyclev1alpha1.EvictionRequest{}, handler.EnqueueRequestsFromMapFunc(nodeOfRequest)).
 			Watches(&lifecyclev1alpha1.Eviction{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-				if pod := podOfEviction(ctx, c, o); pod != nil {
-					return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pod.Spec.NodeName}}}
-				}
-				return nil
+				return nodesOfEviction(ctx, c, o)
 			}))
 	}
 	return b.
