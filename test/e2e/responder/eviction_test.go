@@ -19,7 +19,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -94,16 +93,7 @@ func TestEvictionThirdPartyResponderFirst(t *testing.T) {
 	d.Spec.Template.Labels = map[string]string{"app": "web", "example.nodemaint.dev/responder": "checkpoint"}
 	d.Spec.Template.Spec.EvictionResponders = []corev1.EvictionResponder{{Name: exampleResponder, Priority: ptr.To[int32](20000)}}
 	framework.CreateDeployment(t, d)
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: ptr.To(intstr.FromInt32(1)),
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-		},
-	}
-	if err := framework.Client().Create(t.Context(), pdb); err != nil {
-		t.Fatal(err)
-	}
+	createStrictPDB(t, ns, "web")
 	s := watchApp(t, ns, "web")
 	oldPod := s.view().live()[0]
 	if !slices.ContainsFunc(oldPod.Spec.EvictionResponders, func(r corev1.EvictionResponder) bool { return r.Name == deployment.EvictionResponder }) {

@@ -366,16 +366,7 @@ func TestControllerKilledDuringSurge(t *testing.T) {
 func moveStrictSingleReplica(t *testing.T, ns string, maxSurge intstr.IntOrString, readyDelay string) *sampler {
 	t.Helper()
 	createDeployment(t, ns, "web", 1, maxSurge, readyDelay, 0)
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: ptr.To(intstr.FromInt32(1)),
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-		},
-	}
-	if err := framework.Client().Create(t.Context(), pdb); err != nil {
-		t.Fatal(err)
-	}
+	createStrictPDB(t, ns, "web")
 	s := watchApp(t, ns, "web")
 	old := s.view().live()[0]
 
@@ -605,4 +596,20 @@ func runExample(t *testing.T) {
 			t.Logf("example responder log: %s", logFile.Name())
 		}
 	})
+}
+
+// createStrictPDB creates a budget of minAvailable 1 over the pods labelled app=name: with one
+// replica, kubectl drain would wait on it forever.
+func createStrictPDB(t *testing.T, ns, name string) {
+	t.Helper()
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+		},
+	}
+	if err := framework.Client().Create(t.Context(), pdb); err != nil {
+		t.Fatal(err)
+	}
 }
