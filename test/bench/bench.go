@@ -227,6 +227,10 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		res.ControllerWrites = diff(ctrlAfter.writes, ctrlBefore.writes)
 		res.NodeQueueWaitSeconds = meanOf(ctrlAfter.queueWait, ctrlBefore.queueWait)
 		res.NodeReconcileSeconds = meanOf(ctrlAfter.reconcile, ctrlBefore.reconcile)
+		res.ResponderQueueWaitSeconds = meanOf(ctrlAfter.responderWait, ctrlBefore.responderWait)
+		res.ResponderReconcileSeconds = meanOf(ctrlAfter.responderReconcile, ctrlBefore.responderReconcile)
+		res.AnswerLatency = answerLatency(ctrlAfter.answers, ctrlBefore.answers)
+		res.Evictions = diff(ctrlAfter.evictions, ctrlBefore.evictions)
 		cpu, hwm, err := procStats(ctrl.pid())
 		if err != nil {
 			return nil, err

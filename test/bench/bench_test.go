@@ -511,3 +511,26 @@ func TestProtocolArgs(t *testing.T) {
 		t.Error("needsEvictionRequestAPI: want the API for nodemaint-er only")
 	}
 }
+
+// The answer latency is read from the difference of two cumulative histograms: the quantiles are
+// the upper bounds of the buckets they fall in.
+func TestAnswerLatency(t *testing.T) {
+	before := map[string]float64{"1": 5, "2": 5, "4": 5, "8": 5, "+Inf": 5}
+	after := map[string]float64{"1": 60, "2": 100, "4": 104, "8": 105, "+Inf": 105}
+	got := answerLatency(after, before)
+	want := &AnswerLatency{Accepted: 100, MedianSeconds: 1, P99Seconds: 4, MaxSeconds: 8}
+	if *got != *want {
+		t.Errorf("got %+v, want %+v", *got, *want)
+	}
+	if answerLatency(before, before) != nil {
+		t.Error("no acceptances between the reads: want nil")
+	}
+	text := `nodemaint_evacuation_answer_duration_seconds_bucket{answer="accepted",le="1"} 3
+nodemaint_evacuation_answer_duration_seconds_bucket{answer="accepted",le="+Inf"} 4
+nodemaint_evacuation_answer_duration_seconds_bucket{answer="declined",le="1"} 7
+`
+	m, err := sumCounter(strings.NewReader(text), "nodemaint_evacuation_answer_duration_seconds_bucket", "answer", "le")
+	if err != nil || m["accepted 1"] != 3 || m["accepted +Inf"] != 4 || m["declined 1"] != 7 {
+		t.Errorf("got %v, %v", m, err)
+	}
+}

@@ -3,15 +3,18 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -164,8 +167,13 @@ type controllerMetrics struct {
 	// writes are its writes (nodemaint_api_requests_total) by "client verb resource [subresource]".
 	writes map[string]float64
 	// queueWait and reconcile are the node controller's work queue wait and reconcile time:
-	// sums in seconds and counts ("sum", "count").
-	queueWait, reconcile map[string]float64
+	// sums in seconds and counts ("sum", "count"); responderWait and responderReconcile the
+	// Deployment responder's.
+	queueWait, reconcile, responderWait, responderReconcile map[string]float64
+	// answers is the cumulative histogram of the owners' acceptances
+	// (nodemaint_evacuation_answer_duration_seconds{answer="accepted"}) by upper bound ("+Inf"
+	// the count); evictions are nodemaint's evictions by result.
+	answers, evictions map[string]float64
 }
 
 // metrics reads the controller's metrics.
@@ -198,6 +206,7 @@ func (p *controllerProcess) metrics(ctx context.Context) (controllerMetrics, err
 		}
 	}
 	m.queueWait, m.reconcile = map[string]float64{}, map[string]float64{}
+	m.responderWait, m.responderReconcile = map[string]float64{}, map[string]float64{}
 	for _, part := range []string{"sum", "count"} {
 		wait, err := sumCounter(bytes.NewReader(text), "workqueue_queue_duration_seconds_"+part, "name")
 		if err != nil {
@@ -208,8 +217,63 @@ func (p *controllerProcess) metrics(ctx context.Context) (controllerMetrics, err
 			return m, err
 		}
 		m.queueWait[part], m.reconcile[part] = wait["node"], rec["node"]
+		m.responderWait[part], m.responderReconcile[part] = wait[responderController], rec[responderController]
+	}
+	answers, err := sumCounter(bytes.NewReader(text), "nodemaint_evacuation_answer_duration_seconds_bucket", "answer", "le")
+	if err != nil {
+		return m, err
+	}
+	m.answers = map[string]float64{}
+	for k, v := range answers {
+		if le, ok := strings.CutPrefix(k, "accepted "); ok {
+			m.answers[le] = v
+		}
+	}
+	if m.evictions, err = sumCounter(bytes.NewReader(text), "nodemaint_evictions_total", "result"); err != nil {
+		return m, err
 	}
 	return m, nil
+}
+
+// responderController is the Deployment responder's controller name (its work queue's).
+const responderController = "deployment-evacuation"
+
+// AnswerLatency is how long owners took to accept nodemaint's evacuation requests during a run,
+// from the controller's histogram (whole seconds; a quantile is the upper bound of its bucket).
+type AnswerLatency struct {
+	Accepted int `json:"accepted"`
+	// MedianSeconds, P99Seconds and MaxSeconds are bucket upper bounds: "at most".
+	MedianSeconds float64 `json:"medianSeconds"`
+	P99Seconds    float64 `json:"p99Seconds"`
+	MaxSeconds    float64 `json:"maxSeconds"`
+}
+
+// answerLatency reads the acceptances between two reads of the cumulative histogram; nil without
+// any.
+func answerLatency(after, before map[string]float64) *AnswerLatency {
+	type bucket struct{ le, n float64 }
+	var buckets []bucket
+	for k, v := range after {
+		le, err := strconv.ParseFloat(k, 64)
+		if err != nil {
+			continue // +Inf
+		}
+		buckets = append(buckets, bucket{le, v - before[k]})
+	}
+	total := after["+Inf"] - before["+Inf"]
+	if total <= 0 {
+		return nil
+	}
+	slices.SortFunc(buckets, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
+	at := func(q float64) float64 {
+		for _, b := range buckets {
+			if b.n >= q*total {
+				return b.le
+			}
+		}
+		return math.Inf(1)
+	}
+	return &AnswerLatency{Accepted: int(total), MedianSeconds: at(0.5), P99Seconds: at(0.99), MaxSeconds: at(1)}
 }
 
 // isWrite says whether the API verb changes something.

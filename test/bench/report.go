@@ -123,9 +123,18 @@ type RunResult struct {
 	// NodeQueueWaitSeconds and NodeReconcileSeconds are the node controller's mean time in its
 	// work queue and mean reconcile (evictions included): whether evictions hold the workers
 	// other nodes wait for.
-	NodeQueueWaitSeconds *float64         `json:"nodeQueueWaitSeconds,omitempty"`
-	NodeReconcileSeconds *float64         `json:"nodeReconcileSeconds,omitempty"`
-	Workloads            []WorkloadResult `json:"workloads"`
+	NodeQueueWaitSeconds *float64 `json:"nodeQueueWaitSeconds,omitempty"`
+	NodeReconcileSeconds *float64 `json:"nodeReconcileSeconds,omitempty"`
+	// ResponderQueueWaitSeconds and ResponderReconcileSeconds are the same of the Deployment
+	// responder: how long a Deployment with a new request waits for its turn.
+	ResponderQueueWaitSeconds *float64 `json:"responderQueueWaitSeconds,omitempty"`
+	ResponderReconcileSeconds *float64 `json:"responderReconcileSeconds,omitempty"`
+	// AnswerLatency is how long the owners took to accept the evacuation requests.
+	AnswerLatency *AnswerLatency `json:"answerLatency,omitempty"`
+	// Evictions are nodemaint's evictions by result (evicted, refused, failed, deleted): an
+	// evicted Deployment pod is one no owner answered in time.
+	Evictions map[string]float64 `json:"evictions,omitempty"`
+	Workloads []WorkloadResult   `json:"workloads"`
 	// Ready is the number of Ready pods of all workloads (a Blocker's aside) over time.
 	Ready []Point `json:"ready"`
 }
@@ -293,6 +302,25 @@ func rows(s ScenarioResult) (header []string, lines [][]string) {
 			return "—"
 		}
 		return fmt.Sprintf("%.0fms / %.0fms", *r.NodeReconcileSeconds*1000, *r.NodeQueueWaitSeconds*1000)
+	})
+	add("responder reconcile / queue wait (mean)", "", func(r RunResult) string {
+		if r.ResponderReconcileSeconds == nil || r.ResponderQueueWaitSeconds == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.0fms / %.0fms", *r.ResponderReconcileSeconds*1000, *r.ResponderQueueWaitSeconds*1000)
+	})
+	add("requests accepted within (median / p99 / all)", "", func(r RunResult) string {
+		a := r.AnswerLatency
+		if a == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%s / %s / %s (%d pods)", seconds(a.MedianSeconds), seconds(a.P99Seconds), seconds(a.MaxSeconds), a.Accepted)
+	})
+	add("pods evicted by nodemaint", "", func(r RunResult) string {
+		if r.Evictions == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.0f (%.0f refused by budgets)", r.Evictions["evicted"], r.Evictions["refused"])
 	})
 	return header, lines
 }
@@ -563,4 +591,12 @@ func mergeReports(reports []*Report) *Report {
 		}
 	}
 	return &merged
+}
+
+// seconds renders a histogram bucket's upper bound.
+func seconds(le float64) string {
+	if math.IsInf(le, 1) {
+		return "more"
+	}
+	return fmt.Sprintf("%gs", le)
 }
