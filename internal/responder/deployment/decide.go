@@ -189,11 +189,7 @@ func decide(in input) plan {
 	gaveUp := p.endSurge(in, live, state, el, replicas)
 	p.answerPods(in.deployment, live, el, gaveUp)
 	if !p.rolledBack {
-		target := replicas
-		if p.scale != nil {
-			target = p.scale.replicas
-		}
-		p.markEvacuated(live, el, state != nil && p.scale == nil, target)
+		p.markEvacuated(live, el, state != nil, replicas)
 	}
 	if state != nil || p.dropSurge {
 		// A surge is in progress or ended now: the next wave is for a later decision.
@@ -373,12 +369,12 @@ func evacuated(live []*corev1.Pod, el eligibility) []*corev1.Pod {
 // pod the Deployment evacuates is marked, from its acceptance on (the mark is written with the
 // answer), so that whichever surge completes, the ReplicaSet's scale-back removes pods asked to
 // leave; the other pods' marks go (a withdrawn pod's with the withdrawal of its answer). While
-// the scale-down of a rolled-back surge is pending (marked pods the surge created, more pods
-// than replicas), marks are neither added nor, on those pods, removed: the ReplicaSet is to
-// remove the surge's pods, not the evacuated ones. surging: a surge is in progress and stays;
-// replicas is the Deployment's replica count after this plan.
+// a scale-down is pending with no surge (more pods than replicas: a rollback's, a completed
+// surge's, someone's), no mark is added and a rollback's marks stay: the ReplicaSet is to
+// remove the surge's pods, not the evacuated ones. surging: a surge was in progress when the
+// plan was made (its completion's scale-back comes after the plan's marks).
 func (p *plan) markEvacuated(live []*corev1.Pod, el eligibility, surging bool, replicas int32) {
-	hold := !surging && int32(len(live)) > replicas && slices.ContainsFunc(live, rolledBackMark)
+	hold := !surging && int32(len(live)) > replicas
 	for _, pod := range live {
 		evacuate := el.ok && evacuation.Requested(pod) && !timedOut(pod)
 		switch {
