@@ -167,6 +167,10 @@ type plan struct {
 	// ready: the Deployment answers its pods' evacuation requests by surging (the ReplicaSets'
 	// evacuation-ready marker).
 	ready bool
+	// moreSteps: the evacuation writes the Deployment again in a later step (a surge is in
+	// progress, or pods it evacuates wait for a wave), so the counts of pods to evacuate whose
+	// value alone changes wait for that write (countCanWait).
+	moreSteps bool
 	// requeueAfter is when to look again if nothing changes before: the surge's deadline.
 	requeueAfter time.Duration
 }
@@ -191,6 +195,7 @@ func decide(in input) plan {
 	if !p.rolledBack {
 		p.markEvacuated(live, el, state != nil, replicas)
 	}
+	p.moreSteps = state != nil || len(evacuated(live, el)) > 0
 	if state != nil || p.dropSurge {
 		// A surge is in progress or ended now: the next wave is for a later decision.
 		return p

@@ -77,13 +77,14 @@ func toEvacuate(pods []*corev1.Pod) int {
 
 // countCanWait reports whether bringing the annotations cur to want can wait for the responder's
 // next write of the object: only a count's value changes (not whether there is one, nor any
-// other annotation) while a surge is in progress (surging), whose next step writes the
-// Deployment and brings the counts up to date. During a surge, requests arrive and pods leave
-// one by one, and each count written is a write the API server sends to every watcher of
-// Deployments or ReplicaSets: in the benchmark's scenario M, the counts were nearly one
-// write of each per evacuated pod.
-func countCanWait(cur map[string]string, want map[string]*string, surging bool) bool {
-	if !surging {
+// other annotation) while the evacuation has more steps (moreSteps: a surge in progress, pods
+// waiting for a wave), the next of which writes the Deployment and brings the counts up to
+// date. Requests arrive and pods leave one by one, and each count written is a write the API
+// server sends to every watcher of Deployments or ReplicaSets: in the benchmark's scenario M,
+// the counts were nearly one write of each per evacuated pod, and once surges waited, the pods
+// a completed surge removed still cost a write of each per pod.
+func countCanWait(cur map[string]string, want map[string]*string, moreSteps bool) bool {
+	if !moreSteps {
 		return false
 	}
 	for key, value := range want {

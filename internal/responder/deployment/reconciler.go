@@ -83,7 +83,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	p := decide(in)
-	surgingBefore := surgeInProgress(d)
 	written, err := r.apply(ctx, d, in.pods, view, p)
 	if err != nil {
 		if apierrors.IsConflict(err) {
@@ -91,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	if err := r.syncMarkers(ctx, d, in, p.ready, surgingBefore && !written); err != nil {
+	if err := r.syncMarkers(ctx, d, in, p.ready, p.moreSteps && !written); err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
@@ -207,7 +206,7 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 
 	orig := d.DeepCopy()
 	count := map[string]*string{evacuation.DeploymentReplicasToEvacuateAnnotation: countValue(toEvacuate(pods))}
-	if p.scale != nil || p.dropSurge || !countCanWait(d.Annotations, count, surgeInProgress(d)) {
+	if p.scale != nil || p.dropSurge || !countCanWait(d.Annotations, count, p.moreSteps) {
 		setAnnotation(d, evacuation.DeploymentReplicasToEvacuateAnnotation, count[evacuation.DeploymentReplicasToEvacuateAnnotation])
 	}
 	if p.dropSurge {
@@ -332,8 +331,8 @@ func (r *Reconciler) wrote(before string, pod *corev1.Pod) {
 }
 
 // syncMarkers keeps the ReplicaSets' evacuation-ready and replicas-to-evacuate annotations;
-// countsCanWait: a surge is in progress and the Deployment was not written, so a count whose
-// value alone changed waits for the surge's next step (countCanWait).
+// countsCanWait: the evacuation has more steps and the Deployment was not written, so a count
+// whose value alone changed waits for the next step (countCanWait).
 func (r *Reconciler) syncMarkers(ctx context.Context, d *appsv1.Deployment, in input, ready, countsCanWait bool) error {
 	var errs []error
 	for _, rs := range in.replicaSets {
