@@ -285,8 +285,8 @@ func (p *plan) endSurge(in input, live []*corev1.Pod, state *surgeState, el elig
 	case available:
 		p.scale = &scaleChange{replicas: state.OriginalReplicas}
 		p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeCompleted", "Surge",
-			fmt.Sprintf("%d replacements are available; scaled back to %d replicas, which removes %d of %s",
-				state.Surge, state.OriginalReplicas, state.Surge, podNames(evacuating))})
+			fmt.Sprintf("%d replacements are available; scaled back to %d replicas, which removes %d of the %s asked to leave (%s)",
+				state.Surge, state.OriginalReplicas, state.Surge, count(evacuating), podNames(evacuating))})
 	case !in.now.Before(deadline):
 		gaveUp = true
 		p.rollback(live, state, fmt.Sprintf("the replacements made no progress for %v (%v after the surge started)",
@@ -353,8 +353,8 @@ func (p *plan) startWave(in input, live []*corev1.Pod, el eligibility, replicas 
 		OriginalReplicas: replicas, Surge: k, StartTime: metav1.NewMicroTime(in.now),
 	}}
 	p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeStarted", "Surge",
-		fmt.Sprintf("scaling from %d to %d replicas to evacuate %s; %s wait for a later wave",
-			replicas, replicas+k, podNames(wave), count(candidates[k:]))})
+		fmt.Sprintf("scaling from %d to %d replicas to evacuate %d of the %s asked to leave (%s), all marked to go first when it scales back",
+			replicas, replicas+k, k, count(candidates), podNames(wave))})
 	p.requeueAfter = in.surgeTimeout + time.Duration(d.Spec.MinReadySeconds)*time.Second
 }
 

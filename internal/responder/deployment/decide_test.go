@@ -450,7 +450,7 @@ func TestDecide(t *testing.T) {
 func TestMarkers(t *testing.T) {
 	rs := replicaSet("rs", 3)
 	pods := []*corev1.Pod{pod("a", requested(1)), pod("b", requested(2)), pod("c"), pod("d", requested(1), terminating)}
-	got := markers(rs, pods, true, map[string]string{evacuation.SurgeAnnotation: "{}"})
+	got := markers(rs, pods, true, map[string]string{evacuation.SurgeAnnotation: "{}"}, false)
 	want := map[string]*string{
 		evacuation.ReplicasToEvacuateAnnotation:           ptr.To("2"),
 		evacuation.EvacuationReadyAnnotation:              ptr.To("true"),
@@ -464,8 +464,12 @@ func TestMarkers(t *testing.T) {
 			t.Errorf("markers[%s] = %v, want %v", k, ptr.Deref(g, "<nil>"), ptr.Deref(v, "<nil>"))
 		}
 	}
-	// Nothing requested, not ready: every marker removed.
-	for k, v := range markers(rs, []*corev1.Pod{pod("c")}, false, nil) {
+	// More steps to come: the copy of the Deployment's count stays until the end.
+	if got := markers(rs, pods, true, nil, true); len(got) != 2 {
+		t.Errorf("markers with more steps = %v, want the counts only, copies left alone", got)
+	}
+	// Nothing requested, not ready, nothing more to do: every marker removed.
+	for k, v := range markers(rs, []*corev1.Pod{pod("c")}, false, nil, false) {
 		if v != nil {
 			t.Errorf("markers[%s] = %s, want removed", k, *v)
 		}

@@ -37,9 +37,11 @@ func marked(pods []*corev1.Pod) []*corev1.Pod {
 // markers are the annotations the responder keeps on a ReplicaSet: the number of its pods with
 // an evacuation request and, while the Deployment answers them by surging, evacuation-ready.
 // Copies of the Deployment's own nodemaint annotations, which the Deployment controller puts on
-// its newest ReplicaSet, are removed once the Deployment no longer has them. A nil value
-// removes the annotation.
-func markers(rs *appsv1.ReplicaSet, pods []*corev1.Pod, ready bool, deploymentAnnotations map[string]string) map[string]*string {
+// its newest ReplicaSet (and updates, never removes), are removed once the Deployment no longer
+// has them and the evacuation has no more steps (moreSteps false): the surge record's copy goes
+// once, not after every wave, whose next one copies it again. A nil value removes the
+// annotation.
+func markers(rs *appsv1.ReplicaSet, pods []*corev1.Pod, ready bool, deploymentAnnotations map[string]string, moreSteps bool) map[string]*string {
 	n := 0
 	for _, pod := range pods {
 		if ref := metav1.GetControllerOf(pod); ref != nil && ref.UID == rs.UID && pod.DeletionTimestamp.IsZero() && evacuation.Requested(pod) {
@@ -57,7 +59,7 @@ func markers(rs *appsv1.ReplicaSet, pods []*corev1.Pod, ready bool, deploymentAn
 		}
 	}
 	for _, key := range []string{evacuation.SurgeAnnotation, evacuation.DeploymentReplicasToEvacuateAnnotation} {
-		if _, copied := deploymentAnnotations[key]; !copied {
+		if _, copied := deploymentAnnotations[key]; !copied && !moreSteps {
 			want[key] = nil
 		}
 	}

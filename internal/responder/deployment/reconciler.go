@@ -90,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	if err := r.syncMarkers(ctx, d, in, p.ready, p.moreSteps && !written); err != nil {
+	if err := r.syncMarkers(ctx, d, in, p.ready, p.moreSteps, written); err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
@@ -330,15 +330,15 @@ func (r *Reconciler) wrote(before string, pod *corev1.Pod) {
 	r.Written.Wrote(before, written)
 }
 
-// syncMarkers keeps the ReplicaSets' evacuation-ready and replicas-to-evacuate annotations;
-// countsCanWait: the evacuation has more steps and the Deployment was not written, so a count
-// whose value alone changed waits for the next step (countCanWait).
-func (r *Reconciler) syncMarkers(ctx context.Context, d *appsv1.Deployment, in input, ready, countsCanWait bool) error {
+// syncMarkers keeps the ReplicaSets' markers (markers). While the evacuation has more steps
+// and the Deployment was not written (deploymentWritten), a count whose value alone changed
+// waits for the next step (countCanWait).
+func (r *Reconciler) syncMarkers(ctx context.Context, d *appsv1.Deployment, in input, ready, moreSteps, deploymentWritten bool) error {
 	var errs []error
 	for _, rs := range in.replicaSets {
 		orig := rs.DeepCopy()
-		want := markers(rs, in.pods, ready, d.Annotations)
-		if countCanWait(rs.Annotations, want, countsCanWait) {
+		want := markers(rs, in.pods, ready, d.Annotations, moreSteps)
+		if countCanWait(rs.Annotations, want, moreSteps && !deploymentWritten) {
 			continue
 		}
 		for key, value := range want {
