@@ -115,32 +115,78 @@ func RemoveCondition(pod *corev1.Pod, t corev1.PodConditionType) bool {
 // Accept marks the pod's evacuation as accepted by its owner (EvacuationInitiated=True). It patches
 // the pod's status with a strategic merge patch, which touches only this condition.
 func Accept(ctx context.Context, c client.Client, pod *corev1.Pod, reason, message string) error {
-	return patchCondition(ctx, c, pod, corev1.PodCondition{
+	return Answer(ctx, c, pod, &corev1.PodCondition{
 		Type: Initiated, Status: corev1.ConditionTrue, Reason: reason, Message: message,
-	})
+	}, nil)
 }
 
 // Decline tells the requester the owner cannot move the pod (EvacuationInitiated=False), so it may
 // be evicted.
 func Decline(ctx context.Context, c client.Client, pod *corev1.Pod, reason, message string) error {
-	return patchCondition(ctx, c, pod, corev1.PodCondition{
+	return Answer(ctx, c, pod, &corev1.PodCondition{
 		Type: Initiated, Status: corev1.ConditionFalse, Reason: reason, Message: message,
-	})
+	}, nil)
 }
 
 // Withdraw removes the owner's EvacuationInitiated condition, e.g. after the request went away.
 func Withdraw(ctx context.Context, c client.Client, pod *corev1.Pod) error {
-	orig := pod.DeepCopy()
-	if !RemoveCondition(pod, Initiated) {
-		return nil
-	}
-	return c.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig))
+	return Answer(ctx, c, pod, nil, nil)
 }
 
-func patchCondition(ctx context.Context, c client.Client, pod *corev1.Pod, cond corev1.PodCondition) error {
+// Answer writes the owner's answer on the pod's conditions together with pod annotations that go
+// with it (such as a lowered pod-deletion-cost), in one write: cond sets EvacuationInitiated
+// (keeping its LastTransitionTime when the status stays), nil removes it; annotations are set, a
+// nil value removes one. Nothing is written when nothing changes; pod is updated to what the API
+// server returned.
+//
+// The answer is a strategic merge patch of pods/status, which kube-apiserver applies to the
+// pod's metadata.annotations too (its pod status strategy resets the spec, not the metadata).
+// Should an API server drop them, the pod it returns says so and the annotations are written
+// with a second patch, of the pod itself.
+func Answer(ctx context.Context, c client.Client, pod *corev1.Pod, cond *corev1.PodCondition, annotations map[string]*string) error {
 	orig := pod.DeepCopy()
-	if !SetCondition(pod, cond) {
+	var changed bool
+	if cond != nil {
+		changed = SetCondition(pod, *cond)
+	} else {
+		changed = RemoveCondition(pod, Initiated)
+	}
+	if !changed {
+		if !setAnnotations(pod, annotations) {
+			return nil
+		}
+		return c.Patch(ctx, pod, client.MergeFrom(orig))
+	}
+	setAnnotations(pod, annotations)
+	if err := c.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig)); err != nil {
+		return err
+	}
+	before := pod.DeepCopy()
+	if !setAnnotations(pod, annotations) {
 		return nil
 	}
-	return c.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig))
+	// The API server did not keep the annotations written through pods/status.
+	return c.Patch(ctx, pod, client.MergeFrom(before))
+}
+
+// setAnnotations sets the annotations on the pod in memory (a nil value removes one) and reports
+// whether anything changed.
+func setAnnotations(pod *corev1.Pod, annotations map[string]*string) bool {
+	changed := false
+	for key, value := range annotations {
+		cur, has := pod.Annotations[key]
+		switch {
+		case value == nil && has:
+			delete(pod.Annotations, key)
+		case value != nil && (!has || cur != *value):
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[key] = *value
+		default:
+			continue
+		}
+		changed = true
+	}
+	return changed
 }

@@ -150,13 +150,15 @@ type deploymentEvent struct {
 	eventType, reason, action, message string
 }
 
-// plan is what the responder does to one Deployment and its pods, in this order: answers,
-// unmark, mark, then the Deployment's scale.
+// plan is what the responder does to one Deployment and its pods, in this order: the pods'
+// answers and marks, then the Deployment's scale.
 type plan struct {
 	answers []answer
 	// unmark restores the pods' deletion cost; mark lowers it, so that the ReplicaSet removes
-	// them first when the Deployment scales down.
+	// them first when the Deployment scales down. A pod's mark and its answer are one write.
 	unmark, mark []*corev1.Pod
+	// rolledBack: the surge is rolled back, whose marks (rollback) are the plan's.
+	rolledBack bool
 	// scale is nil when spec.replicas and the surge state stay.
 	scale *scaleChange
 	// dropSurge removes an unusable surge state and leaves spec.replicas alone.
@@ -165,6 +167,10 @@ type plan struct {
 	// ready: the Deployment answers its pods' evacuation requests by surging (the ReplicaSets'
 	// evacuation-ready marker).
 	ready bool
+	// moreSteps: the evacuation writes the Deployment again in a later step (a surge is in
+	// progress, or pods it evacuates wait for a wave), so the counts of pods to evacuate whose
+	// value alone changes wait for that write (countCanWait).
+	moreSteps bool
 	// requeueAfter is when to look again if nothing changes before: the surge's deadline.
 	requeueAfter time.Duration
 }
@@ -177,7 +183,7 @@ func decide(in input) plan {
 	replicas := ptr.Deref(in.deployment.Spec.Replicas, 1)
 	live := livePods(in.pods)
 	state := p.readSurge(in.deployment)
-	state = p.keepScale(state, replicas, live)
+	state = p.keepScale(state, replicas)
 	original := replicas
 	if state != nil {
 		original = state.OriginalReplicas
@@ -186,6 +192,10 @@ func decide(in input) plan {
 	p.ready = el.ok
 	gaveUp := p.endSurge(in, live, state, el, replicas)
 	p.answerPods(in.deployment, live, el, gaveUp)
+	if !p.rolledBack {
+		p.markEvacuated(live, el, state != nil, replicas)
+	}
+	p.moreSteps = state != nil || len(evacuated(live, el)) > 0
 	if state != nil || p.dropSurge {
 		// A surge is in progress or ended now: the next wave is for a later decision.
 		return p
@@ -231,9 +241,10 @@ func (p *plan) readSurge(d *appsv1.Deployment) *surgeState {
 }
 
 // keepScale decides whether someone else (a person, a GitOps tool) scaled the Deployment during
-// the surge: their count is what the Deployment keeps, so the surge record and its wave's marks
-// go; a new wave may start from there. It returns the surge still in progress.
-func (p *plan) keepScale(state *surgeState, replicas int32, live []*corev1.Pod) *surgeState {
+// the surge: their count is what the Deployment keeps, so the surge record goes; a new wave may
+// start from there. The marks stay: should they scale down, the pods asked to leave go first.
+// It returns the surge still in progress.
+func (p *plan) keepScale(state *surgeState, replicas int32) *surgeState {
 	if state == nil || replicas == state.OriginalReplicas+state.Surge {
 		return state
 	}
@@ -241,15 +252,17 @@ func (p *plan) keepScale(state *surgeState, replicas int32, live []*corev1.Pod) 
 	p.events = append(p.events, deploymentEvent{corev1.EventTypeWarning, "ScaledDuringSurge", "Surge",
 		fmt.Sprintf("spec.replicas was set to %d during a surge from %d to %d; keeping %d", replicas,
 			state.OriginalReplicas, state.OriginalReplicas+state.Surge, replicas)})
-	p.unmark = marked(live)
 	return nil
 }
 
 // endSurge decides whether the surge in progress ends now. It is rolled back when the
-// Deployment can no longer surge or a pod of its wave is no longer asked to leave, completed
-// once its replacements are available, and given up (rolled back, its pods declined for good)
-// once they made no progress for its patience; until then it is looked at again at that
-// deadline. It reports whether the surge gave up.
+// Deployment can no longer surge or fewer pods than its size are still to be evacuated (a
+// request was withdrawn, a pod removed by someone else): scaling back would then remove a pod
+// nobody asked to leave. It is completed once its replacements are available: every pod to be
+// evacuated is marked, so the ReplicaSet removes state.Surge of them, any of which may go. It
+// is given up (rolled back, its pods declined for good) once they made no progress for its
+// patience; until then it is looked at again at that deadline. It reports whether the surge
+// gave up.
 func (p *plan) endSurge(in input, live []*corev1.Pod, state *surgeState, el eligibility, replicas int32) (gaveUp bool) {
 	if state == nil {
 		return false
@@ -262,17 +275,18 @@ func (p *plan) endSurge(in input, live []*corev1.Pod, state *surgeState, el elig
 	created := surgePods(live, state)
 	progress := lastProgress(created, state)
 	deadline := progress.Add(patience(d, in.replicaSets, created, in.surgeTimeout))
-	wave := marked(live)
+	evacuating := evacuated(live, el)
 	available := d.Status.ObservedGeneration >= d.Generation &&
 		d.Status.UpdatedReplicas >= replicas && d.Status.AvailableReplicas >= replicas
 	switch {
-	case slices.ContainsFunc(wave, func(pod *corev1.Pod) bool { return !evacuation.Requested(pod) }):
-		p.rollback(live, state, "the evacuation of "+podNames(withdrawn(wave))+" was withdrawn")
+	case int32(len(evacuating)) < state.Surge:
+		p.rollback(live, state, fmt.Sprintf("%s still to be evacuated for a surge of %d (withdrawn: %s)",
+			count(evacuating), state.Surge, podNames(withdrawn(marked(live)))))
 	case available:
 		p.scale = &scaleChange{replicas: state.OriginalReplicas}
 		p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeCompleted", "Surge",
-			fmt.Sprintf("%d replacements are available; scaled back to %d replicas, which removes %s",
-				state.Surge, state.OriginalReplicas, podNames(wave))})
+			fmt.Sprintf("%d replacements are available; scaled back to %d replicas, which removes %d of the %s asked to leave (%s)",
+				state.Surge, state.OriginalReplicas, state.Surge, count(evacuating), podNames(evacuating))})
 	case !in.now.Before(deadline):
 		gaveUp = true
 		p.rollback(live, state, fmt.Sprintf("the replacements made no progress for %v (%v after the surge started)",
@@ -314,16 +328,15 @@ func (p *plan) answerPods(d *appsv1.Deployment, live []*corev1.Pod, el eligibili
 }
 
 // startWave decides, with no surge in progress, whether a wave starts: once the Deployment is
-// steady, it surges by up to maxSurge for the pods asked to leave and marks them to go first
-// when it scales back. A wave that is not full first waits gatherRequests for more requests.
-// Marks left over from an earlier wave or rollback go, once the ReplicaSet removed the pods it
-// was to remove.
+// steady, it surges by up to maxSurge for the pods asked to leave (marked to go first since
+// their acceptance, markEvacuated). A wave that is not full first waits gatherRequests for more
+// requests.
 func (p *plan) startWave(in input, live []*corev1.Pod, el eligibility, replicas int32) {
 	d := in.deployment
 	if int32(len(live)) > replicas {
 		return
 	}
-	candidates := p.waveCandidates(live, el)
+	candidates := evacuated(live, el)
 	steady := d.Status.ObservedGeneration >= d.Generation && d.Status.Replicas == replicas &&
 		d.Status.UpdatedReplicas == replicas && int32(len(live)) == replicas
 	if len(candidates) == 0 || !steady {
@@ -336,37 +349,52 @@ func (p *plan) startWave(in input, live []*corev1.Pod, el eligibility, replicas 
 	sortWave(candidates)
 	k := min(el.surge, int32(len(candidates)))
 	wave := candidates[:k]
-	for _, pod := range wave {
-		if !isMarked(pod) {
-			p.mark = append(p.mark, pod)
-		}
-	}
-	for _, pod := range candidates[k:] {
-		if isMarked(pod) {
-			p.unmark = append(p.unmark, pod)
-		}
-	}
 	p.scale = &scaleChange{replicas: replicas + k, surge: &surgeState{
 		OriginalReplicas: replicas, Surge: k, StartTime: metav1.NewMicroTime(in.now),
 	}}
 	p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeStarted", "Surge",
-		fmt.Sprintf("scaling from %d to %d replicas to evacuate %s; %s wait for a later wave",
-			replicas, replicas+k, podNames(wave), count(candidates[k:]))})
+		fmt.Sprintf("scaling from %d to %d replicas to evacuate %d of the %s asked to leave (%s), all marked to go first when it scales back",
+			replicas, replicas+k, k, count(candidates), podNames(wave))})
 	p.requeueAfter = in.surgeTimeout + time.Duration(d.Spec.MinReadySeconds)*time.Second
 }
 
-// waveCandidates are the pods a wave may evacuate: those asked to leave that the responder did
-// not give up on, when the Deployment surges. The marks of the other pods go.
-func (p *plan) waveCandidates(live []*corev1.Pod, el eligibility) []*corev1.Pod {
-	var candidates []*corev1.Pod
+// evacuated are the pods the Deployment evacuates: those asked to leave that the responder did
+// not give up on, when the Deployment surges.
+func evacuated(live []*corev1.Pod, el eligibility) []*corev1.Pod {
+	var out []*corev1.Pod
 	for _, pod := range live {
 		if el.ok && evacuation.Requested(pod) && !timedOut(pod) {
-			candidates = append(candidates, pod)
-		} else if isMarked(pod) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// markEvacuated decides the pods' marks (their lowered deletion cost) outside a rollback: every
+// pod the Deployment evacuates is marked, from its acceptance on (the mark is written with the
+// answer), so that whichever surge completes, the ReplicaSet's scale-back removes pods asked to
+// leave; the other pods' marks go (a withdrawn pod's with the withdrawal of its answer). While
+// a scale-down is pending with no surge (more pods than replicas: a rollback's, a completed
+// surge's, someone's), no mark is added and a rollback's marks stay: the ReplicaSet is to
+// remove the surge's pods, not the evacuated ones. surging: a surge was in progress when the
+// plan was made (its completion's scale-back comes after the plan's marks).
+func (p *plan) markEvacuated(live []*corev1.Pod, el eligibility, surging bool, replicas int32) {
+	hold := !surging && int32(len(live)) > replicas
+	for _, pod := range live {
+		evacuate := el.ok && evacuation.Requested(pod) && !timedOut(pod)
+		switch {
+		case evacuate && !isMarked(pod) && !hold:
+			p.mark = append(p.mark, pod)
+		case !evacuate && isMarked(pod) && !(hold && rolledBackMark(pod)):
 			p.unmark = append(p.unmark, pod)
 		}
 	}
-	return candidates
+}
+
+// rolledBackMark reports whether the pod is marked for a rollback's scale-down: marked, with
+// neither a request nor an answer (a pod a surge created).
+func rolledBackMark(pod *corev1.Pod) bool {
+	return isMarked(pod) && !evacuation.Requested(pod) && evacuation.Condition(pod, evacuation.Initiated) == nil
 }
 
 // gathering is how long a wave of fewer candidates than maxSurge still waits for more
@@ -387,16 +415,10 @@ func gathering(candidates []*corev1.Pod, maxSurge int32, now time.Time) time.Dur
 	return 0
 }
 
-// sortWave orders the candidates of a wave: pods marked by a wave that did not start (the
-// process stopped) go first, then the oldest requests.
+// sortWave orders the candidates of a wave, the oldest requests first: those are the pods the
+// wave is for, although the ReplicaSet's scale-back may remove any of the marked candidates.
 func sortWave(candidates []*corev1.Pod) {
 	slices.SortFunc(candidates, func(a, b *corev1.Pod) int {
-		if isMarked(a) != isMarked(b) {
-			if isMarked(a) {
-				return -1
-			}
-			return 1
-		}
 		if c := requestTime(a).Compare(requestTime(b)); c != 0 {
 			return c
 		}

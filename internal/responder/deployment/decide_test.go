@@ -98,41 +98,35 @@ func TestDecide(t *testing.T) {
 			d:    newDeployment(3, 1),
 			pods: []*corev1.Pod{pod("a"), pod("b"), pod("c")},
 		},
-		"first wave: accepts all, surges maxSurge of the oldest requests": {
+		"first wave: accepts and marks all, surges maxSurge": {
 			d:           newDeployment(3, 2),
 			pods:        []*corev1.Pod{pod("a", requested(3)), pod("b", requested(1)), pod("c", requested(2))},
 			wantAnswers: map[string]string{"a": "True/DeploymentSurge", "b": "True/DeploymentSurge", "c": "True/DeploymentSurge"},
-			wantMark:    []string{"a", "c"},
+			wantMark:    []string{"a", "b", "c"},
 			wantScale:   &scaleChange{replicas: 5, surge: state(3, 2, 0)},
 			wantRequeue: true,
 			wantSurges:  []string{"started"},
 		},
-		"a wave marked before a crash is the next wave": {
+		"accepted and marked before a crash: the wave starts, no pod written again": {
 			d:           newDeployment(3, 1),
-			pods:        []*corev1.Pod{pod("a", requested(1), accepted), pod("b", requested(2), accepted, withMark), pod("c")},
+			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b", requested(2), accepted, withMark), pod("c")},
 			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
 			wantRequeue: true,
 			wantSurges:  []string{"started"},
 		},
-		"a wave marked before a crash goes before older requests": {
+		"accepted, not marked (a rollback's scale-down, an older responder): marked with the wave": {
 			d:           newDeployment(3, 1),
 			pods:        []*corev1.Pod{pod("a", requested(5), accepted), pod("b", requested(1), accepted, withMark), pod("c")},
+			wantMark:    []string{"a"},
 			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
 			wantRequeue: true,
 			wantSurges:  []string{"started"},
 		},
-		"more pods marked than maxSurge: the oldest request is the wave, the others are unmarked": {
-			d:           newDeployment(3, 1),
-			pods:        []*corev1.Pod{pod("a", requested(2), accepted, withMark), pod("b", requested(1), accepted, withMark), pod("c")},
-			wantUnmark:  []string{"b"},
-			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
-			wantRequeue: true,
-			wantSurges:  []string{"started"},
-		},
-		"wave not full, a request just came: waits for more": {
+		"wave not full, a request just came: accepts and marks, waits for more": {
 			d:           newDeployment(3, 2),
 			pods:        []*corev1.Pod{pod("a", requested(0)), pod("b"), pod("c")},
 			wantAnswers: map[string]string{"a": "True/DeploymentSurge"},
+			wantMark:    []string{"a"},
 			wantRequeue: true,
 		},
 		"wave not full, requests stopped coming: surges": {
@@ -144,10 +138,47 @@ func TestDecide(t *testing.T) {
 			wantRequeue: true,
 			wantSurges:  []string{"started"},
 		},
-		"not steady yet: accepts, waits to surge": {
+		"not steady yet: accepts and marks, waits to surge": {
 			d:           withStatus(newDeployment(3, 1), func(s *appsv1.DeploymentStatus) { s.ObservedGeneration = 0 }),
 			pods:        []*corev1.Pod{pod("a", requested(1)), pod("b"), pod("c")},
 			wantAnswers: map[string]string{"a": "True/DeploymentSurge"},
+			wantMark:    []string{"a"},
+		},
+		"requested mid-surge: accepted and marked, for this surge's scale-back or a later wave": {
+			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 3),
+			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b", requested(0)), pod("c"), pod("s", created(5))},
+			wantAnswers: map[string]string{"b": "True/DeploymentSurge"},
+			wantMark:    []string{"b"},
+			wantRequeue: true,
+		},
+		"withdrawn mid-surge, another pod still to evacuate: unmarked, the surge completes": {
+			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 4),
+			pods:        []*corev1.Pod{pod("a", accepted, withMark), pod("b", requested(1), accepted, withMark), pod("c"), pod("s", created(5))},
+			wantAnswers: map[string]string{"a": "withdraw"},
+			wantUnmark:  []string{"a"},
+			wantScale:   &scaleChange{replicas: 3},
+			wantSurges:  []string{"completed"},
+		},
+		"an evacuated pod removed by someone else mid-surge: rolls back": {
+			d:          surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 3),
+			pods:       []*corev1.Pod{pod("a", requested(1), accepted, withMark, terminating), pod("b"), pod("c"), pod("s", created(5))},
+			wantMark:   []string{"s"},
+			wantScale:  &scaleChange{replicas: 3},
+			wantSurges: []string{"rolled_back"},
+		},
+		"rolled back, its scale-down pending: a pod still asked to leave is not marked again": {
+			d: newDeployment(3, 1),
+			pods: []*corev1.Pod{pod("a", requested(1), accepted), pod("b", requested(0)), pod("c"), pod("d"),
+				pod("s", created(5), withMark)},
+			wantAnswers: map[string]string{"b": "True/DeploymentSurge"},
+		},
+		"rolled back, scale-down done: marked again, the next wave starts": {
+			d:           newDeployment(3, 1),
+			pods:        []*corev1.Pod{pod("a", requested(1), accepted), pod("c"), pod("d")},
+			wantMark:    []string{"a"},
+			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
+			wantRequeue: true,
+			wantSurges:  []string{"started"},
 		},
 		"surge not available yet: waits": {
 			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 3),
@@ -280,10 +311,9 @@ func TestDecide(t *testing.T) {
 			wantScale:   &scaleChange{replicas: 3},
 			wantSurges:  []string{"timed_out"},
 		},
-		"scaled by someone during the surge: keeps their count": {
+		"scaled by someone during the surge: keeps their count and the marks": {
 			d:          surging(withReplicas(newDeployment(3, 1), 6), state(3, 1, 10*time.Second), 4),
 			pods:       []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
-			wantUnmark: []string{"a"},
 			wantDrop:   true,
 			wantSurges: []string{"overridden"},
 		},
@@ -332,11 +362,12 @@ func TestDecide(t *testing.T) {
 			pods:        []*corev1.Pod{pod("a", requested(1)), pod("b"), pod("c")},
 			wantAnswers: map[string]string{"a": "False/MaxSurgeZero"},
 		},
-		"autoscaled: declined": {
+		"autoscaled: declined and unmarked": {
 			d:           newDeployment(3, 1),
 			autoscaled:  true,
-			pods:        []*corev1.Pod{pod("a", requested(1), accepted), pod("b"), pod("c")},
+			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")},
 			wantAnswers: map[string]string{"a": "False/HorizontalPodAutoscaler"},
+			wantUnmark:  []string{"a"},
 		},
 		"rollout in progress: declined": {
 			d:           newDeployment(3, 1),
@@ -352,6 +383,12 @@ func TestDecide(t *testing.T) {
 			d:           newDeployment(3, 1),
 			pods:        []*corev1.Pod{pod("a", declined(ReasonPaused)), pod("b"), pod("c")},
 			wantAnswers: map[string]string{"a": "withdraw"},
+		},
+		"accepted request withdrawn before its wave: answer withdrawn and unmarked": {
+			d:           newDeployment(3, 1),
+			pods:        []*corev1.Pod{pod("a", accepted, withMark), pod("b"), pod("c")},
+			wantAnswers: map[string]string{"a": "withdraw"},
+			wantUnmark:  []string{"a"},
 		},
 		"invalid surge state: dropped, replicas left": {
 			d:    withAnnotation(newDeployment(3, 1), evacuation.SurgeAnnotation, "{"),
@@ -413,7 +450,7 @@ func TestDecide(t *testing.T) {
 func TestMarkers(t *testing.T) {
 	rs := replicaSet("rs", 3)
 	pods := []*corev1.Pod{pod("a", requested(1)), pod("b", requested(2)), pod("c"), pod("d", requested(1), terminating)}
-	got := markers(rs, pods, true, map[string]string{evacuation.SurgeAnnotation: "{}"})
+	got := markers(rs, pods, true, map[string]string{evacuation.SurgeAnnotation: "{}"}, false)
 	want := map[string]*string{
 		evacuation.ReplicasToEvacuateAnnotation:           ptr.To("2"),
 		evacuation.EvacuationReadyAnnotation:              ptr.To("true"),
@@ -427,8 +464,12 @@ func TestMarkers(t *testing.T) {
 			t.Errorf("markers[%s] = %v, want %v", k, ptr.Deref(g, "<nil>"), ptr.Deref(v, "<nil>"))
 		}
 	}
-	// Nothing requested, not ready: every marker removed.
-	for k, v := range markers(rs, []*corev1.Pod{pod("c")}, false, nil) {
+	// More steps to come: the copy of the Deployment's count stays until the end.
+	if got := markers(rs, pods, true, nil, true); len(got) != 2 {
+		t.Errorf("markers with more steps = %v, want the counts only, copies left alone", got)
+	}
+	// Nothing requested, not ready, nothing more to do: every marker removed.
+	for k, v := range markers(rs, []*corev1.Pod{pod("c")}, false, nil, false) {
 		if v != nil {
 			t.Errorf("markers[%s] = %s, want removed", k, *v)
 		}

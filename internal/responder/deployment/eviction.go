@@ -61,9 +61,10 @@ func (r *Reconciler) evictionsOf(ctx context.Context, pods []*corev1.Pod) (map[t
 // controller waits 20 minutes for a heartbeat.
 func (r *Reconciler) heartbeats(ctx context.Context, in input, view protocol.View) time.Time {
 	beats, next := view.Heartbeats(in.pods)
+	wave := surgeWave(in)
 	for _, b := range beats {
 		pod := b.Request.Pod()
-		p := progress(in, pod)
+		p := progress(in, pod, wave)
 		if b.Terminating {
 			p = removing(in.deployment.Name, pod)
 		}
@@ -82,14 +83,37 @@ func (r *Reconciler) heartbeats(ctx context.Context, in input, view protocol.Vie
 	return next
 }
 
+// surgeWave are the UIDs of the pods the surge in progress is for: the oldest requests among the
+// pods it evacuates, as many as it surged (as startWave chose them). Every pod it evacuates is
+// marked and its scale-back may remove any of them, but only these hear of its progress: the
+// others' reports, which would change with it, wait for their own wave.
+func surgeWave(in input) map[types.UID]bool {
+	state, err := parseSurge(in.deployment)
+	if err != nil || state == nil {
+		return nil
+	}
+	var candidates []*corev1.Pod
+	for _, pod := range livePods(in.pods) {
+		if evacuation.Requested(pod) && !timedOut(pod) {
+			candidates = append(candidates, pod)
+		}
+	}
+	sortWave(candidates)
+	wave := map[types.UID]bool{}
+	for _, pod := range candidates[:min(len(candidates), int(state.Surge))] {
+		wave[pod.UID] = true
+	}
+	return wave
+}
+
 // progress is what the responder reports of a pod it accepted to move: the surge of its wave,
 // how many of the surge's replacements are Ready, and, as the expected completion, the time by
 // which the surge completes or gives up (its patience since its last progress); a pod that
-// waits for a later wave says so, with no expected completion.
-func progress(in input, pod *corev1.Pod) evacuation.Progress {
+// waits for a later wave (not in wave, surgeWave) says so, with no expected completion.
+func progress(in input, pod *corev1.Pod, wave map[types.UID]bool) evacuation.Progress {
 	d := in.deployment
 	state, err := parseSurge(d)
-	if err != nil || state == nil || !isMarked(pod) {
+	if err != nil || state == nil || !wave[pod.UID] {
 		return evacuation.Progress{Reason: ReasonSurge,
 			Message: fmt.Sprintf("Deployment %s surges a replacement in a later wave (maxSurge)", d.Name)}
 	}

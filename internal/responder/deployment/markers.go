@@ -37,9 +37,11 @@ func marked(pods []*corev1.Pod) []*corev1.Pod {
 // markers are the annotations the responder keeps on a ReplicaSet: the number of its pods with
 // an evacuation request and, while the Deployment answers them by surging, evacuation-ready.
 // Copies of the Deployment's own nodemaint annotations, which the Deployment controller puts on
-// its newest ReplicaSet, are removed once the Deployment no longer has them. A nil value
-// removes the annotation.
-func markers(rs *appsv1.ReplicaSet, pods []*corev1.Pod, ready bool, deploymentAnnotations map[string]string) map[string]*string {
+// its newest ReplicaSet (and updates, never removes), are removed once the Deployment no longer
+// has them and the evacuation has no more steps (moreSteps false): the surge record's copy goes
+// once, not after every wave, whose next one copies it again. A nil value removes the
+// annotation.
+func markers(rs *appsv1.ReplicaSet, pods []*corev1.Pod, ready bool, deploymentAnnotations map[string]string, moreSteps bool) map[string]*string {
 	n := 0
 	for _, pod := range pods {
 		if ref := metav1.GetControllerOf(pod); ref != nil && ref.UID == rs.UID && pod.DeletionTimestamp.IsZero() && evacuation.Requested(pod) {
@@ -57,7 +59,7 @@ func markers(rs *appsv1.ReplicaSet, pods []*corev1.Pod, ready bool, deploymentAn
 		}
 	}
 	for _, key := range []string{evacuation.SurgeAnnotation, evacuation.DeploymentReplicasToEvacuateAnnotation} {
-		if _, copied := deploymentAnnotations[key]; !copied {
+		if _, copied := deploymentAnnotations[key]; !copied && !moreSteps {
 			want[key] = nil
 		}
 	}
@@ -77,13 +79,14 @@ func toEvacuate(pods []*corev1.Pod) int {
 
 // countCanWait reports whether bringing the annotations cur to want can wait for the responder's
 // next write of the object: only a count's value changes (not whether there is one, nor any
-// other annotation) while a surge is in progress (surging), whose next step writes the
-// Deployment and brings the counts up to date. During a surge, requests arrive and pods leave
-// one by one, and each count written is a write the API server sends to every watcher of
-// Deployments or ReplicaSets: in the benchmark's scenario M, the counts were nearly one
-// write of each per evacuated pod.
-func countCanWait(cur map[string]string, want map[string]*string, surging bool) bool {
-	if !surging {
+// other annotation) while the evacuation has more steps (moreSteps: a surge in progress, pods
+// waiting for a wave), the next of which writes the Deployment and brings the counts up to
+// date. Requests arrive and pods leave one by one, and each count written is a write the API
+// server sends to every watcher of Deployments or ReplicaSets: in the benchmark's scenario M,
+// the counts were nearly one write of each per evacuated pod, and once surges waited, the pods
+// a completed surge removed still cost a write of each per pod.
+func countCanWait(cur map[string]string, want map[string]*string, moreSteps bool) bool {
+	if !moreSteps {
 		return false
 	}
 	for key, value := range want {

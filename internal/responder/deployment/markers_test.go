@@ -2,7 +2,11 @@ package deployment
 
 import (
 	"testing"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -12,21 +16,49 @@ func TestCountCanWait(t *testing.T) {
 	count, ready := evacuation.ReplicasToEvacuateAnnotation, evacuation.EvacuationReadyAnnotation
 	cur := map[string]string{count: "3", ready: "true"}
 	for _, tc := range []struct {
-		name    string
-		want    map[string]*string
-		surging bool
-		wait    bool
+		name      string
+		want      map[string]*string
+		moreSteps bool
+		wait      bool
 	}{
 		{"a count changes during a surge", map[string]*string{count: ptr.To("5"), ready: ptr.To("true")}, true, true},
-		{"a count changes, no surge", map[string]*string{count: ptr.To("5"), ready: ptr.To("true")}, false, false},
+		{"a count changes, nothing more to do", map[string]*string{count: ptr.To("5"), ready: ptr.To("true")}, false, false},
 		{"nothing changes", map[string]*string{count: ptr.To("3"), ready: ptr.To("true")}, true, true},
 		{"the count goes", map[string]*string{count: nil, ready: nil}, true, false},
 		{"evacuation-ready goes", map[string]*string{count: ptr.To("5"), ready: nil}, true, false},
 		{"a count appears", map[string]*string{evacuation.DeploymentReplicasToEvacuateAnnotation: ptr.To("1")}, true, false},
 		{"another annotation changes", map[string]*string{count: ptr.To("3"), ready: ptr.To("false")}, true, false},
 	} {
-		if got := countCanWait(cur, tc.want, tc.surging); got != tc.wait {
+		if got := countCanWait(cur, tc.want, tc.moreSteps); got != tc.wait {
 			t.Errorf("%s: countCanWait %v, want %v", tc.name, got, tc.wait)
+		}
+	}
+}
+
+// The counts of pods to evacuate wait for the evacuation's next write of the Deployment while
+// it has one: during a surge and while accepted pods wait for a wave, not once what is left is
+// declined or gone.
+func TestMoreSteps(t *testing.T) {
+	for name, tc := range map[string]struct {
+		in   input
+		want bool
+	}{
+		"nothing requested": {input{deployment: newDeployment(3, 1), pods: []*corev1.Pod{pod("a"), pod("b"), pod("c")}}, false},
+		"accepted pods wait for a wave": {input{deployment: withStatus(newDeployment(3, 1), func(s *appsv1.DeploymentStatus) { s.ObservedGeneration = 0 }),
+			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}}, true},
+		"a completed surge's pods leaving": {input{deployment: newDeployment(3, 1),
+			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark, terminating), pod("b", requested(1), accepted, withMark), pod("c"), pod("s")}}, true},
+		"the last pods leaving": {input{deployment: newDeployment(3, 1),
+			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark, terminating), pod("b"), pod("c"), pod("s")}}, false},
+		"a surge in progress": {input{deployment: surging(newDeployment(3, 1), &surgeState{OriginalReplicas: 3, Surge: 1, StartTime: metav1.NewMicroTime(now)}, 3),
+			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}}, true},
+		"declined pods": {input{deployment: withPaused(newDeployment(3, 1)), pods: []*corev1.Pod{pod("a", requested(1)), pod("b"), pod("c")}}, false},
+		"given up":      {input{deployment: newDeployment(3, 1), pods: []*corev1.Pod{pod("a", requested(1), declined(ReasonSurgeTimedOut)), pod("b"), pod("c")}}, false},
+	} {
+		tc.in.replicaSets = []*appsv1.ReplicaSet{replicaSet("rs", 3)}
+		tc.in.now, tc.in.surgeTimeout = now, 2*time.Minute
+		if got := decide(tc.in).moreSteps; got != tc.want {
+			t.Errorf("%s: moreSteps %t, want %t", name, got, tc.want)
 		}
 	}
 }

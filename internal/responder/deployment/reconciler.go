@@ -83,7 +83,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	p := decide(in)
-	surgingBefore := surgeInProgress(d)
 	written, err := r.apply(ctx, d, in.pods, view, p)
 	if err != nil {
 		if apierrors.IsConflict(err) {
@@ -91,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	if err := r.syncMarkers(ctx, d, in, p.ready, surgingBefore && !written); err != nil {
+	if err := r.syncMarkers(ctx, d, in, p.ready, p.moreSteps, written); err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
@@ -152,17 +151,18 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 	return in, view, nil
 }
 
-// apply carries out the plan: the pods' answers and marks first, then the Deployment's
-// replicas, surge state and count of pods to evacuate, in one patch. The Deployment is not
-// scaled unless every pod write before succeeded.
 // podWritesInFlight bounds the pod patches one reconcile has in flight at once.
 const podWritesInFlight = 10
 
+// apply carries out the plan: the pods' answers and marks first, then the Deployment's
+// replicas, surge state and count of pods to evacuate, in one patch. The Deployment is not
+// scaled unless every pod write before succeeded. A pod's answer on its conditions and its mark
+// are one write (evacuation.Answer); an answer on an Eviction is followed by the pod's mark.
 func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, view protocol.View, p plan) (written bool, err error) {
 	logger := log.FromContext(ctx)
-	// The pods' answers, then their deletion costs, each in parallel: one patch after the other,
-	// a Deployment of 100 pods on a loaded API server took seconds per step (13s per reconcile in
-	// scenario L of the benchmark) while the other Deployments waited their turn.
+	// The pods' writes in parallel: one patch after the other, a Deployment of 100 pods on a
+	// loaded API server took seconds per step (13s per reconcile in scenario L of the
+	// benchmark) while the other Deployments waited their turn.
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -172,54 +172,32 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 		defer mu.Unlock()
 		errs = append(errs, err)
 	}
+	costs := make(map[*corev1.Pod]map[string]*string, len(p.mark)+len(p.unmark))
+	for _, pod := range p.unmark {
+		costs[pod] = deletionCost(pod, false)
+	}
+	for _, pod := range p.mark {
+		costs[pod] = deletionCost(pod, true)
+	}
 	var g errgroup.Group
 	g.SetLimit(podWritesInFlight)
 	for _, a := range p.answers {
-		before := a.pod.ResourceVersion
+		cost := costs[a.pod]
+		delete(costs, a.pod)
 		g.Go(func() error {
-			// The answer goes back the way the request came: the pod's conditions or its
-			// Eviction. A request that went away leaves an answer only on the conditions.
-			req := view.Request(a.pod)
-			if req == nil {
-				req = evacuation.ForPod(a.pod)
-			}
-			var err error
-			latency, first := answerLatency(a.pod, time.Now())
-			switch {
-			case a.status == corev1.ConditionTrue && req != nil:
-				err = req.Accept(ctx, r.Client, evacuation.Progress{Reason: a.reason, Message: a.message})
-			case a.status == corev1.ConditionFalse && req != nil:
-				err = req.Decline(ctx, r.Client, a.reason, a.message)
-			default:
-				err = evacuation.Withdraw(ctx, r.Client, a.pod)
-			}
-			if err == nil {
-				r.wrote(before, a.pod)
-			}
-			// Invalid: an Eviction's responder that is no longer Active may not write (the
-			// Eviction moved on after the cache was read; its event brings the next look).
-			switch {
-			case err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err):
-				fail(fmt.Errorf("answering for pod %s: %w", a.pod.Name, err))
-			case err == nil && first && a.status != "":
-				observeAnswer(a.status, latency)
+			if err := r.answer(ctx, view, a, cost); err != nil {
+				fail(err)
 			}
 			return nil
 		})
 	}
-	_ = g.Wait()
-	for _, set := range []struct {
-		pods   []*corev1.Pod
-		lowest bool
-	}{{p.unmark, false}, {p.mark, true}} {
-		for _, pod := range set.pods {
-			g.Go(func() error {
-				if err := r.setDeletionCost(ctx, pod, set.lowest); err != nil {
-					fail(err)
-				}
-				return nil
-			})
-		}
+	for pod, cost := range costs {
+		g.Go(func() error {
+			if err := r.setDeletionCost(ctx, pod, cost); err != nil {
+				fail(err)
+			}
+			return nil
+		})
 	}
 	_ = g.Wait()
 	if len(errs) > 0 {
@@ -228,7 +206,7 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 
 	orig := d.DeepCopy()
 	count := map[string]*string{evacuation.DeploymentReplicasToEvacuateAnnotation: countValue(toEvacuate(pods))}
-	if p.scale != nil || p.dropSurge || !countCanWait(d.Annotations, count, surgeInProgress(d)) {
+	if p.scale != nil || p.dropSurge || !countCanWait(d.Annotations, count, p.moreSteps) {
 		setAnnotation(d, evacuation.DeploymentReplicasToEvacuateAnnotation, count[evacuation.DeploymentReplicasToEvacuateAnnotation])
 	}
 	if p.dropSurge {
@@ -267,22 +245,70 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 	return written, nil
 }
 
-// setDeletionCost lowers the pod's deletion cost to the lowest, saving the one it had, or
-// restores the saved one.
-func (r *Reconciler) setDeletionCost(ctx context.Context, pod *corev1.Pod, lowest bool) error {
+// answer writes one answer and, when cost is not nil, the pod's deletion cost annotations. The
+// answer goes back the way the request came: on the pod's conditions, where the cost goes in the
+// same write, or on its Eviction, followed by the cost on the pod. A request that went away
+// leaves an answer only on the conditions.
+func (r *Reconciler) answer(ctx context.Context, view protocol.View, a answer, cost map[string]*string) error {
+	before := a.pod.ResourceVersion
+	req := view.Request(a.pod)
+	if req == nil {
+		req = evacuation.ForPod(a.pod)
+	}
+	latency, first := answerLatency(a.pod, time.Now())
+	var err error
+	onEviction := req != nil && req.Protocol() != evacuation.PodConditions && a.status != ""
+	switch {
+	case onEviction && a.status == corev1.ConditionTrue:
+		err = req.Accept(ctx, r.Client, evacuation.Progress{Reason: a.reason, Message: a.message})
+	case onEviction:
+		err = req.Decline(ctx, r.Client, a.reason, a.message)
+	case a.status != "" && req != nil:
+		err = evacuation.Answer(ctx, r.Client, a.pod, &corev1.PodCondition{Type: evacuation.Initiated,
+			Status: a.status, Reason: a.reason, Message: a.message}, cost)
+	default:
+		err = evacuation.Answer(ctx, r.Client, a.pod, nil, cost)
+	}
+	if err == nil {
+		r.wrote(before, a.pod)
+	}
+	// Invalid: an Eviction's responder that is no longer Active may not write (the Eviction
+	// moved on after the cache was read; its event brings the next look).
+	switch {
+	case err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err):
+		return fmt.Errorf("answering for pod %s: %w", a.pod.Name, err)
+	case err == nil && first && a.status != "":
+		observeAnswer(a.status, latency)
+	}
+	if onEviction && cost != nil && err == nil {
+		return r.setDeletionCost(ctx, a.pod, cost)
+	}
+	return nil
+}
+
+// deletionCost are the annotations that lower the pod's deletion cost to the lowest, saving the
+// one it had (lowest), or restore the saved one.
+func deletionCost(pod *corev1.Pod, lowest bool) map[string]*string {
+	if lowest {
+		return map[string]*string{
+			evacuation.OriginalDeletionCostAnnotation: ptr.To(pod.Annotations[corev1.PodDeletionCost]),
+			corev1.PodDeletionCost:                    ptr.To(strconv.Itoa(lowestDeletionCost)),
+		}
+	}
+	saved := pod.Annotations[evacuation.OriginalDeletionCostAnnotation]
+	cost := map[string]*string{evacuation.OriginalDeletionCostAnnotation: nil, corev1.PodDeletionCost: nil}
+	if saved != "" {
+		cost[corev1.PodDeletionCost] = &saved
+	}
+	return cost
+}
+
+// setDeletionCost writes the pod's deletion cost annotations (deletionCost) with a pod patch.
+func (r *Reconciler) setDeletionCost(ctx context.Context, pod *corev1.Pod, cost map[string]*string) error {
 	orig := pod.DeepCopy()
 	before := pod.ResourceVersion
-	if lowest {
-		setAnnotation(pod, evacuation.OriginalDeletionCostAnnotation, ptr.To(pod.Annotations[corev1.PodDeletionCost]))
-		setAnnotation(pod, corev1.PodDeletionCost, ptr.To(strconv.Itoa(lowestDeletionCost)))
-	} else {
-		saved := pod.Annotations[evacuation.OriginalDeletionCostAnnotation]
-		setAnnotation(pod, evacuation.OriginalDeletionCostAnnotation, nil)
-		if saved == "" {
-			setAnnotation(pod, corev1.PodDeletionCost, nil)
-		} else {
-			setAnnotation(pod, corev1.PodDeletionCost, &saved)
-		}
+	for key, value := range cost {
+		setAnnotation(pod, key, value)
 	}
 	err := r.Client.Patch(ctx, pod, client.MergeFrom(orig))
 	if err == nil {
@@ -304,15 +330,15 @@ func (r *Reconciler) wrote(before string, pod *corev1.Pod) {
 	r.Written.Wrote(before, written)
 }
 
-// syncMarkers keeps the ReplicaSets' evacuation-ready and replicas-to-evacuate annotations;
-// countsCanWait: a surge is in progress and the Deployment was not written, so a count whose
-// value alone changed waits for the surge's next step (countCanWait).
-func (r *Reconciler) syncMarkers(ctx context.Context, d *appsv1.Deployment, in input, ready, countsCanWait bool) error {
+// syncMarkers keeps the ReplicaSets' markers (markers). While the evacuation has more steps
+// and the Deployment was not written (deploymentWritten), a count whose value alone changed
+// waits for the next step (countCanWait).
+func (r *Reconciler) syncMarkers(ctx context.Context, d *appsv1.Deployment, in input, ready, moreSteps, deploymentWritten bool) error {
 	var errs []error
 	for _, rs := range in.replicaSets {
 		orig := rs.DeepCopy()
-		want := markers(rs, in.pods, ready, d.Annotations)
-		if countCanWait(rs.Annotations, want, countsCanWait) {
+		want := markers(rs, in.pods, ready, d.Annotations, moreSteps)
+		if countCanWait(rs.Annotations, want, moreSteps && !deploymentWritten) {
 			continue
 		}
 		for key, value := range want {

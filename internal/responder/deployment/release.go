@@ -82,7 +82,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 		delete(after.Annotations, evacuation.SurgeAnnotation)
 	}
 	for _, rs := range replicaSets {
-		want := markers(rs, unrequested, false, after.Annotations)
+		want := markers(rs, unrequested, false, after.Annotations, false)
 		for _, k := range slices.Sorted(maps.Keys(want)) {
 			if _, has := rs.Annotations[k]; has && want[k] == nil {
 				changes = append(changes, fmt.Sprintf("replicaset.apps/%s/%s: removed annotation %s", rs.Namespace, rs.Name, k))
@@ -102,7 +102,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 	if _, err := r.apply(ctx, d, unrequested, protocol.View{}, p); err != nil {
 		return changes, true, err
 	}
-	if err := r.syncMarkers(ctx, d, in, false, false); err != nil {
+	if err := r.syncMarkers(ctx, d, in, false, false, true); err != nil {
 		return changes, true, err
 	}
 	return changes, again, nil

@@ -148,8 +148,12 @@ func failingToCreate(rs *appsv1.ReplicaSet) bool {
 }
 
 // rollback ends a surge without completing it: the pods the surge created are marked to go
-// first, the evacuated pods unmarked, and spec.replicas returns to the original count.
+// first, the evacuated pods unmarked, and spec.replicas returns to the original count. Its marks
+// replace any the plan had; the evacuated pods are marked again once the scale-down is done
+// (markEvacuated).
 func (p *plan) rollback(live []*corev1.Pod, state *surgeState, why string) {
+	p.rolledBack = true
+	p.mark, p.unmark = nil, nil
 	created := surgePods(live, state)
 	for _, pod := range live {
 		switch in := slices.Contains(created, pod); {

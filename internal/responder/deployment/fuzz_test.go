@@ -1,0 +1,206 @@
+package deployment
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/internal/testutil"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// FuzzDecide builds a Deployment (surging or not, scaled by someone, eligible or not) and pods
+// in every state of the protocol (asked to leave or not, accepted, declined, given up, marked,
+// terminating, created by the surge) and checks that the decision's marks are consistent, that a
+// wave starts and a surge completes only with enough pods marked to be removed, and that the
+// decision is level-based: carried out and taken again at once, it writes no pod again.
+//
+//	go test ./internal/responder/deployment -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
+func FuzzDecide(f *testing.F) {
+	f.Add([]byte{3, 1, 0, 0, 0, 0, 1, 2, 1, 0})
+	f.Add([]byte{3, 1, 1, 1, 0, 4, 9, 3, 9, 1, 0, 33, 7})
+	f.Add([]byte{2, 2, 1, 2, 1, 3, 10, 3, 0, 17, 1, 1, 5, 64})
+	f.Add([]byte{4, 3, 2, 1, 2, 4, 0, 3, 9, 9, 9, 9, 9, 9, 16, 48})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in := fuzzInput(&testutil.FuzzBytes{Data: data})
+		p := decide(in)
+		checkMarks(t, in, p)
+		after := carryOut(in, p)
+		again := decide(after)
+		// Once a rollback has nothing left to remove (no more pods than replicas), its marks go
+		// at the next look, as any leftover mark, and the pods still asked to leave are marked
+		// again: a step of its own, after the rollback's.
+		settled := p.rolledBack && int32(len(livePods(after.pods))) <= ptr.Deref(after.deployment.Spec.Replicas, 1)
+		again.unmark = slices.DeleteFunc(again.unmark, func(pod *corev1.Pod) bool { return settled && rolledBackMark(pod) })
+		again.mark = slices.DeleteFunc(again.mark, func(pod *corev1.Pod) bool { return settled && evacuation.Requested(pod) })
+		if len(again.answers) > 0 || len(again.mark) > 0 || len(again.unmark) > 0 {
+			t.Errorf("deciding again after carrying out %s: answers %v, mark %v, unmark %v; want no pod write\nbefore: %s\nafter: %s",
+				describe(p), answerNames(again.answers), podNamesOf(again.mark), podNamesOf(again.unmark), describeInput(in), describeInput(after))
+		}
+	})
+}
+
+func fuzzInput(g *testutil.FuzzBytes) input {
+	replicas := int32(1 + g.Byte()%5)
+	d := newDeployment(replicas, int32(g.Byte()%4))
+	autoscaled := g.Byte()%7 == 0
+	var state *surgeState
+	if b := g.Byte(); b%3 != 0 {
+		state = &surgeState{OriginalReplicas: replicas, Surge: int32(1 + b%3), StartTime: metav1.NewMicroTime(now.Add(-time.Duration(g.Byte()) * time.Second))}
+		surging(d, state, replicas+int32(g.Byte()%4))
+		if g.Byte()%5 == 0 {
+			d.Spec.Replicas = ptr.To(*d.Spec.Replicas + 1) // scaled by someone
+		}
+	}
+	if g.Byte()%9 == 0 {
+		d.Spec.Paused = true
+	}
+	n := int(g.Byte()%4) + int(replicas)
+	if state != nil {
+		n += int(state.Surge)
+	}
+	var pods []*corev1.Pod
+	for i := range n {
+		b := g.Byte()
+		var opts []func(*corev1.Pod)
+		if b&1 != 0 {
+			opts = append(opts, requested(int(g.Byte()%3)))
+		}
+		switch (b >> 1) % 4 {
+		case 1:
+			opts = append(opts, accepted)
+		case 2:
+			opts = append(opts, declined(ReasonSurgeTimedOut))
+		case 3:
+			opts = append(opts, declined(ReasonPaused))
+		}
+		if b&8 != 0 {
+			opts = append(opts, withMark)
+		}
+		if b&16 != 0 {
+			opts = append(opts, terminating)
+		}
+		if b&32 != 0 && state != nil {
+			opts = append(opts, created(int(g.Byte()%60)))
+		}
+		if b&64 != 0 {
+			opts = append(opts, unschedulable)
+		}
+		pods = append(pods, pod(fmt.Sprintf("p%d", i), opts...))
+	}
+	return input{deployment: d, replicaSets: []*appsv1.ReplicaSet{replicaSet("rs", replicas)}, pods: pods,
+		autoscaled: autoscaled, now: now, surgeTimeout: 2 * time.Minute}
+}
+
+// checkMarks asserts the plan's marks: no pod both marked and unmarked, marks only of unmarked
+// pods and the reverse; a wave starts with every pod it evacuates marked; a surge completes only
+// with at least its size of marked pods asked to leave.
+func checkMarks(t *testing.T, in input, p plan) {
+	t.Helper()
+	for _, pod := range p.mark {
+		if isMarked(pod) || slices.Contains(p.unmark, pod) {
+			t.Errorf("%s: marks %s, which is marked or unmarked too", describe(p), pod.Name)
+		}
+	}
+	for _, pod := range p.unmark {
+		if !isMarked(pod) {
+			t.Errorf("%s: unmarks %s, which is not marked", describe(p), pod.Name)
+		}
+	}
+	markedAfter := func(pod *corev1.Pod) bool {
+		return (isMarked(pod) || slices.Contains(p.mark, pod)) && !slices.Contains(p.unmark, pod)
+	}
+	live := livePods(in.pods)
+	state, _ := parseSurge(in.deployment)
+	switch {
+	case p.scale != nil && p.scale.surge != nil:
+		for _, pod := range live {
+			if evacuation.Requested(pod) && !timedOut(pod) && !markedAfter(pod) {
+				t.Errorf("%s: a wave starts with %s asked to leave and not marked", describe(p), pod.Name)
+			}
+		}
+	case p.scale != nil && !p.rolledBack && state != nil:
+		n := 0
+		for _, pod := range live {
+			if evacuation.Requested(pod) && markedAfter(pod) {
+				n++
+			}
+		}
+		if int32(n) < state.Surge {
+			t.Errorf("%s: a surge of %d completes with %d pods asked to leave marked", describe(p), state.Surge, n)
+		}
+	}
+}
+
+// carryOut is what the objects look like once the plan is carried out: the pods' answers and
+// marks, the Deployment's replicas and surge record (its status as it was).
+func carryOut(in input, p plan) input {
+	out := in
+	out.deployment = in.deployment.DeepCopy()
+	copies := map[*corev1.Pod]*corev1.Pod{}
+	out.pods = nil
+	for _, pod := range in.pods {
+		copies[pod] = pod.DeepCopy()
+		out.pods = append(out.pods, copies[pod])
+	}
+	for _, a := range p.answers {
+		pod := copies[a.pod]
+		if a.status == "" {
+			evacuation.RemoveCondition(pod, evacuation.Initiated)
+		} else {
+			evacuation.SetCondition(pod, corev1.PodCondition{Type: evacuation.Initiated, Status: a.status, Reason: a.reason, Message: a.message})
+		}
+	}
+	for _, pod := range p.mark {
+		for k, v := range deletionCost(copies[pod], true) {
+			setAnnotation(copies[pod], k, v)
+		}
+	}
+	for _, pod := range p.unmark {
+		for k, v := range deletionCost(copies[pod], false) {
+			setAnnotation(copies[pod], k, v)
+		}
+	}
+	d := out.deployment
+	if p.dropSurge {
+		setAnnotation(d, evacuation.SurgeAnnotation, nil)
+	}
+	if p.scale != nil {
+		d.Spec.Replicas = ptr.To(p.scale.replicas)
+		if p.scale.surge != nil {
+			setAnnotation(d, evacuation.SurgeAnnotation, ptr.To(p.scale.surge.String()))
+		} else {
+			setAnnotation(d, evacuation.SurgeAnnotation, nil)
+		}
+	}
+	return out
+}
+
+func describe(p plan) string {
+	return fmt.Sprintf("plan{answers %v, mark %v, unmark %v, scale %+v, drop %t, rolledBack %t}",
+		answerNames(p.answers), podNamesOf(p.mark), podNamesOf(p.unmark), p.scale, p.dropSurge, p.rolledBack)
+}
+
+func answerNames(answers []answer) []string {
+	var out []string
+	for _, a := range answers {
+		out = append(out, a.pod.Name+"="+string(a.status)+"/"+a.reason)
+	}
+	return out
+}
+
+func describeInput(in input) string {
+	s := fmt.Sprintf("replicas %d surge %q paused %t autoscaled %t;", ptr.Deref(in.deployment.Spec.Replicas, 1),
+		in.deployment.Annotations[evacuation.SurgeAnnotation], in.deployment.Spec.Paused, in.autoscaled)
+	for _, pod := range in.pods {
+		s += fmt.Sprintf(" %s(req %t init %v marked %t term %t)", pod.Name, evacuation.Requested(pod),
+			evacuation.Condition(pod, evacuation.Initiated) != nil, isMarked(pod), !pod.DeletionTimestamp.IsZero())
+	}
+	return s
+}

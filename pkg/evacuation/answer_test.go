@@ -1,0 +1,140 @@
+package evacuation
+
+import (
+	"context"
+	"os"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+const costKey, savedKey = corev1.PodDeletionCost, OriginalDeletionCostAnnotation
+
+// countingClient counts the client's patches of pods and of their status.
+func countingClient(c client.WithWatch) (client.Client, *atomic.Int32, *atomic.Int32) {
+	var patches, statusPatches atomic.Int32
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			patches.Add(1)
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			statusPatches.Add(1)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	}), &patches, &statusPatches
+}
+
+// checkAnswered asserts the stored pod's EvacuationInitiated status ("" for none) and annotations.
+func checkAnswered(t *testing.T, c client.Client, pod *corev1.Pod, status corev1.ConditionStatus, annotations map[string]*string) {
+	t.Helper()
+	got := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), got); err != nil {
+		t.Fatal(err)
+	}
+	cond := Condition(got, Initiated)
+	if (cond == nil) != (status == "") || (cond != nil && cond.Status != status) {
+		t.Errorf("EvacuationInitiated = %+v, want status %q", cond, status)
+	}
+	for key, want := range annotations {
+		v, ok := got.Annotations[key]
+		if want == nil && ok || want != nil && (!ok || v != *want) {
+			t.Errorf("annotation %s = %q (present %t), want %v", key, v, ok, ptr.Deref(want, "<none>"))
+		}
+	}
+	if got.Annotations["keep"] != "me" {
+		t.Errorf("annotation keep = %q: another annotation changed", got.Annotations["keep"])
+	}
+}
+
+var (
+	lowered  = map[string]*string{costKey: ptr.To("-2147483648"), savedKey: ptr.To("5")}
+	restored = map[string]*string{costKey: ptr.To("5"), savedKey: nil}
+)
+
+// TestAnswerWithAnnotationsRealAPIServer: on kube-apiserver, an answer and the annotations that go
+// with it are one pods/status patch, for an acceptance and for its withdrawal.
+func TestAnswerWithAnnotationsRealAPIServer(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, or set it to the output of hack/control-plane.sh")
+	}
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	real, err := client.NewWithWatch(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, patches, statusPatches := countingClient(real)
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1", Annotations: map[string]string{costKey: "5", "keep": "me"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+	}
+	if err := real.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+
+	accept := &corev1.PodCondition{Type: Initiated, Status: corev1.ConditionTrue, Reason: "Surge", Message: "moving"}
+	if err := Answer(ctx, c, pod, accept, lowered); err != nil {
+		t.Fatal(err)
+	}
+	checkAnswered(t, real, pod, corev1.ConditionTrue, lowered)
+	if patches.Load() != 0 || statusPatches.Load() != 1 {
+		t.Errorf("accepting wrote %d pod and %d status patches, want one status patch", patches.Load(), statusPatches.Load())
+	}
+	if pod.Annotations[costKey] != "-2147483648" || Condition(pod, Initiated) == nil {
+		t.Errorf("the pod in memory is not the one written: %v, %v", pod.Annotations, pod.Status.Conditions)
+	}
+
+	// Nothing changes: no write.
+	if err := Answer(ctx, c, pod, accept, lowered); err != nil {
+		t.Fatal(err)
+	}
+	if patches.Load() != 0 || statusPatches.Load() != 1 {
+		t.Errorf("answering again wrote %d pod and %d status patches, want none more", patches.Load(), statusPatches.Load()-1)
+	}
+
+	if err := Answer(ctx, c, pod, nil, restored); err != nil {
+		t.Fatal(err)
+	}
+	checkAnswered(t, real, pod, "", restored)
+	if patches.Load() != 0 || statusPatches.Load() != 2 {
+		t.Errorf("withdrawing wrote %d pod and %d status patches, want one status patch", patches.Load(), statusPatches.Load()-1)
+	}
+}
+
+// TestAnswerWithAnnotationsFallback: an API server that drops metadata changes made through
+// pods/status (as controller-runtime's fake client does) still gets the annotations, by a second
+// patch of the pod.
+func TestAnswerWithAnnotationsFallback(t *testing.T) {
+	pod := testPod()
+	pod.Annotations = map[string]string{costKey: "5", "keep": "me"}
+	fc := newClient(t, pod.DeepCopy())
+	c, patches, statusPatches := countingClient(fc.(client.WithWatch))
+	ctx := context.Background()
+	if err := Answer(ctx, c, pod, &corev1.PodCondition{Type: Initiated, Status: corev1.ConditionFalse, Reason: "No"}, lowered); err != nil {
+		t.Fatal(err)
+	}
+	checkAnswered(t, fc, pod, corev1.ConditionFalse, lowered)
+	if patches.Load() != 1 || statusPatches.Load() != 1 {
+		t.Errorf("wrote %d pod and %d status patches, want one of each", patches.Load(), statusPatches.Load())
+	}
+	// Annotations alone: one pod patch.
+	if err := Answer(ctx, c, pod, &corev1.PodCondition{Type: Initiated, Status: corev1.ConditionFalse, Reason: "No"}, restored); err != nil {
+		t.Fatal(err)
+	}
+	checkAnswered(t, fc, pod, corev1.ConditionFalse, restored)
+	if patches.Load() != 2 || statusPatches.Load() != 1 {
+		t.Errorf("wrote %d pod and %d status patches, want a second pod patch only", patches.Load(), statusPatches.Load())
+	}
+}
