@@ -11,8 +11,9 @@
 //   - Pod: metadata (without managed fields and kubectl's last-applied configuration);
 //     spec.nodeName, tolerations, volumes' persistentVolumeClaim claim names, evictionResponders
 //     and schedulingGroup (the Eviction controller's, KEP-4563); status.phase,
-//     conditions, and for each container status its name and waiting reason (the Deployment
-//     responder's "replacement failing to start").
+//     conditions, and of the containers waiting their names and reasons (the Deployment
+//     responder's "replacement failing to start"). What pods share (namespace, labels, owner
+//     references, tolerations, conditions' types and reasons) is interned: see intern.go.
 //   - Node: metadata, spec; status.conditions, nodeInfo, volumesAttached.
 //   - Deployment and ReplicaSet: metadata, spec without the pod template (replicas, selector,
 //     strategy, minReadySeconds, paused, ...), status.
@@ -58,10 +59,10 @@ func Options(o cache.Options) cache.Options {
 func typed[T any](trim func(T)) func(any) (any, error) {
 	return func(in any) (any, error) {
 		if obj, ok := in.(T); ok {
-			trim(obj)
 			if m, err := meta.Accessor(obj); err == nil {
 				trimMetadata(m)
 			}
+			trim(obj)
 		}
 		return in, nil
 	}
@@ -99,36 +100,58 @@ func Pod(pod *corev1.Pod) {
 			}})
 		}
 	}
+	internMetadata(&pod.ObjectMeta)
 	pod.Spec = corev1.PodSpec{
-		NodeName:    pod.Spec.NodeName,
-		Tolerations: pod.Spec.Tolerations,
+		NodeName:    str(pod.Spec.NodeName),
+		Tolerations: internTolerations(pod.Spec.Tolerations),
 		Volumes:     volumes,
 		// The Eviction controller's (KEP-4563): the pod's responders, and whether it belongs to
 		// a scheduling group (which the API does not evict).
 		EvictionResponders: pod.Spec.EvictionResponders,
 		SchedulingGroup:    pod.Spec.SchedulingGroup,
 	}
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		c.Type, c.Status, c.Reason = corev1.PodConditionType(str(string(c.Type))), corev1.ConditionStatus(str(string(c.Status))), str(c.Reason)
+	}
 	pod.Status = corev1.PodStatus{
-		Phase:                 pod.Status.Phase,
+		Phase:                 corev1.PodPhase(str(string(pod.Status.Phase))),
 		Conditions:            pod.Status.Conditions,
 		InitContainerStatuses: waiting(pod.Status.InitContainerStatuses),
 		ContainerStatuses:     waiting(pod.Status.ContainerStatuses),
 	}
 }
 
-// waiting keeps of container statuses the names and the reasons of those waiting.
+// waiting keeps of container statuses those of the containers waiting: their names and reasons.
+// The statuses of running and terminated containers (most pods' only ones) are not read.
 func waiting(statuses []corev1.ContainerStatus) []corev1.ContainerStatus {
-	if len(statuses) == 0 {
-		return nil
-	}
-	out := make([]corev1.ContainerStatus, len(statuses))
-	for i, s := range statuses {
-		out[i].Name = s.Name
+	var out []corev1.ContainerStatus
+	for _, s := range statuses {
 		if w := s.State.Waiting; w != nil {
-			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason}
+			out = append(out, corev1.ContainerStatus{Name: str(s.Name), State: corev1.ContainerState{
+				Waiting: &corev1.ContainerStateWaiting{Reason: str(w.Reason)},
+			}})
 		}
 	}
 	return out
+}
+
+// internMetadata shares what a pod's metadata has in common with other pods': namespace,
+// generateName, labels, owner references, annotations' and finalizers' strings.
+func internMetadata(m *metav1.ObjectMeta) {
+	m.Namespace, m.GenerateName = str(m.Namespace), str(m.GenerateName)
+	m.Labels = internLabels(m.Labels)
+	m.OwnerReferences = internOwnerReferences(m.OwnerReferences)
+	for i, f := range m.Finalizers {
+		m.Finalizers[i] = str(f)
+	}
+	if len(m.Annotations) > 0 {
+		a := make(map[string]string, len(m.Annotations))
+		for k, v := range m.Annotations {
+			a[str(k)] = str(v)
+		}
+		m.Annotations = a
+	}
 }
 
 // Node keeps of a node what the controllers read (see the package comment).

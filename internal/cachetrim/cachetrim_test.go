@@ -2,10 +2,14 @@ package cachetrim
 
 import (
 	"encoding/json"
+	"reflect"
+	"strconv"
 	"testing"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -143,5 +147,78 @@ func TestNodeDeploymentReplicaSet(t *testing.T) {
 	// Objects of another type (a tombstone) pass unchanged.
 	if out, err := typed(Pod)("tombstone"); err != nil || out != "tombstone" {
 		t.Errorf("tombstone: %v %v", out, err)
+	}
+}
+
+// Pods of one ReplicaSet on one node share, trimmed, one instance of what they have in common,
+// and keep their values: a label map, owner references, tolerations, strings.
+func TestPodsShareWhatTheyHaveInCommon(t *testing.T) {
+	a, b := fullPod(), fullPod()
+	b.Name, b.UID = "web-2", "u2"
+	// Decoded apart, equal values are distinct instances.
+	b.Namespace = string([]byte(a.Namespace))
+	other := fullPod()
+	other.Labels = map[string]string{"app": "db"}
+	wantLabels, wantRefs, wantTolerations := a.DeepCopy().Labels, a.DeepCopy().OwnerReferences, a.DeepCopy().Spec.Tolerations
+	for _, p := range []*corev1.Pod{a, b, other} {
+		if _, err := typed(Pod)(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func(x, y any) bool { return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() }
+	if !same(a.Labels, b.Labels) || !same(a.OwnerReferences, b.OwnerReferences) || !same(a.Spec.Tolerations, b.Spec.Tolerations) {
+		t.Errorf("labels, owner references or tolerations not shared")
+	}
+	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) || unsafe.StringData(a.Spec.NodeName) != unsafe.StringData(b.Spec.NodeName) {
+		t.Errorf("namespace or node name not interned")
+	}
+	if same(a.Labels, other.Labels) || other.Labels["app"] != "db" {
+		t.Errorf("other labels %v share a's %v", other.Labels, a.Labels)
+	}
+	if !equality.Semantic.DeepEqual(b.Labels, wantLabels) || !equality.Semantic.DeepEqual(b.OwnerReferences, wantRefs) ||
+		!equality.Semantic.DeepEqual(b.Spec.Tolerations, wantTolerations) || b.Name != "web-2" || b.UID != "u2" {
+		t.Errorf("values changed: %+v", b.ObjectMeta)
+	}
+	// A reader's deep copy has maps and slices of its own.
+	c := a.DeepCopy()
+	c.Labels["app"] = "changed"
+	if b.Labels["app"] != "web" {
+		t.Errorf("a copy's change reached the shared labels")
+	}
+}
+
+// Of container statuses only those of waiting containers are kept.
+func TestRunningContainerStatusesDropped(t *testing.T) {
+	pod := fullPod()
+	pod.Status.ContainerStatuses = append([]corev1.ContainerStatus{{Name: "sidecar", Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}, pod.Status.ContainerStatuses...)
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}}
+	Pod(pod)
+	if len(pod.Status.InitContainerStatuses) != 0 || len(pod.Status.ContainerStatuses) != 1 ||
+		pod.Status.ContainerStatuses[0].Name != "web" || pod.Status.ContainerStatuses[0].State.Waiting.Reason != "CrashLoopBackOff" {
+		t.Errorf("statuses %+v %+v, want web waiting alone", pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses)
+	}
+}
+
+// The table of shared values forgets what it was not asked for over two generations: it does not
+// grow with values that came and went, and what is asked for again stays shared.
+func TestSharedIsBounded(t *testing.T) {
+	s := newShared[*int](4)
+	kept := new(int)
+	if got := s.get("kept", func() *int { return kept }); got != kept {
+		t.Fatal("first instance not kept")
+	}
+	for i := range 100 {
+		s.get(strconv.Itoa(i), func() *int { return new(int) })
+		if i%3 == 0 && s.get("kept", func() *int { return new(int) }) != kept {
+			t.Fatalf("after %d values, the value asked for every third lost its instance", i)
+		}
+	}
+	if n := len(s.cur) + len(s.old); n > 8 {
+		t.Errorf("%d values held, want at most 8", n)
+	}
+	if _, ok := s.cur["0"]; ok {
+		t.Errorf("an old value not forgotten")
 	}
 }
