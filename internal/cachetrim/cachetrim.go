@@ -137,7 +137,7 @@ func waiting(statuses []corev1.ContainerStatus) []corev1.ContainerStatus {
 }
 
 // internMetadata shares what a pod's metadata has in common with other pods': namespace,
-// generateName, labels, owner references, annotations' and finalizers' strings.
+// generateName, labels, annotations (those of the pod template), owner references, finalizers.
 func internMetadata(m *metav1.ObjectMeta) {
 	m.Namespace, m.GenerateName = str(m.Namespace), str(m.GenerateName)
 	m.Labels = internLabels(m.Labels)
@@ -145,13 +145,7 @@ func internMetadata(m *metav1.ObjectMeta) {
 	for i, f := range m.Finalizers {
 		m.Finalizers[i] = str(f)
 	}
-	if len(m.Annotations) > 0 {
-		a := make(map[string]string, len(m.Annotations))
-		for k, v := range m.Annotations {
-			a[str(k)] = str(v)
-		}
-		m.Annotations = a
-	}
+	m.Annotations = internAnnotations(m.Annotations)
 }
 
 // Node keeps of a node what the controllers read (see the package comment).

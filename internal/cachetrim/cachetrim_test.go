@@ -151,7 +151,7 @@ func TestNodeDeploymentReplicaSet(t *testing.T) {
 }
 
 // Pods of one ReplicaSet on one node share, trimmed, one instance of what they have in common,
-// and keep their values: a label map, owner references, tolerations, strings.
+// and keep their values: label and annotation maps, owner references, tolerations, strings.
 func TestPodsShareWhatTheyHaveInCommon(t *testing.T) {
 	a, b := fullPod(), fullPod()
 	b.Name, b.UID = "web-2", "u2"
@@ -166,8 +166,8 @@ func TestPodsShareWhatTheyHaveInCommon(t *testing.T) {
 		}
 	}
 	same := func(x, y any) bool { return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() }
-	if !same(a.Labels, b.Labels) || !same(a.OwnerReferences, b.OwnerReferences) || !same(a.Spec.Tolerations, b.Spec.Tolerations) {
-		t.Errorf("labels, owner references or tolerations not shared")
+	if !same(a.Labels, b.Labels) || !same(a.Annotations, b.Annotations) || !same(a.OwnerReferences, b.OwnerReferences) || !same(a.Spec.Tolerations, b.Spec.Tolerations) {
+		t.Errorf("labels, annotations, owner references or tolerations not shared")
 	}
 	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) || unsafe.StringData(a.Spec.NodeName) != unsafe.StringData(b.Spec.NodeName) {
 		t.Errorf("namespace or node name not interned")
@@ -178,6 +178,9 @@ func TestPodsShareWhatTheyHaveInCommon(t *testing.T) {
 	if !equality.Semantic.DeepEqual(b.Labels, wantLabels) || !equality.Semantic.DeepEqual(b.OwnerReferences, wantRefs) ||
 		!equality.Semantic.DeepEqual(b.Spec.Tolerations, wantTolerations) || b.Name != "web-2" || b.UID != "u2" {
 		t.Errorf("values changed: %+v", b.ObjectMeta)
+	}
+	if len(b.Annotations) != 1 || b.Annotations[corev1.PodDeletionCost] != "5" {
+		t.Errorf("annotations %v, want the deletion cost alone", b.Annotations)
 	}
 	// A reader's deep copy has maps and slices of its own.
 	c := a.DeepCopy()

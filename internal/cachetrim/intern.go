@@ -73,16 +73,23 @@ func (s *shared[T]) get(key string, newV func() T) T {
 const sharedLimit = 4096
 
 var (
-	labelMaps   = newShared[map[string]string](sharedLimit)
-	ownerRefs   = newShared[[]metav1.OwnerReference](sharedLimit)
-	tolerations = newShared[[]corev1.Toleration](sharedLimit)
+	labelMaps      = newShared[map[string]string](sharedLimit)
+	annotationMaps = newShared[map[string]string](sharedLimit)
+	ownerRefs      = newShared[[]metav1.OwnerReference](sharedLimit)
+	tolerations    = newShared[[]corev1.Toleration](sharedLimit)
 )
 
 // sep separates the parts of a key: it is in no label, name or toleration.
 const sep = "\x00"
 
 // internLabels returns the shared instance of a label map (keys and values interned).
-func internLabels(m map[string]string) map[string]string {
+func internLabels(m map[string]string) map[string]string { return internMap(labelMaps, m) }
+
+// internAnnotations returns the shared instance of an annotation map: the pods of a ReplicaSet
+// have their template's.
+func internAnnotations(m map[string]string) map[string]string { return internMap(annotationMaps, m) }
+
+func internMap(table *shared[map[string]string], m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
@@ -103,7 +110,7 @@ func internLabels(m map[string]string) map[string]string {
 		b.WriteString(m[k])
 		b.WriteString(sep)
 	}
-	return labelMaps.get(b.String(), func() map[string]string {
+	return table.get(b.String(), func() map[string]string {
 		out := make(map[string]string, len(m))
 		for k, v := range m {
 			out[str(k)] = str(v)
