@@ -155,6 +155,28 @@ func Node(node *corev1.Node) {
 		NodeInfo:        node.Status.NodeInfo,
 		VolumesAttached: node.Status.VolumesAttached,
 	}
+	internNode(node)
+}
+
+// internNode shares the strings nodes have in common: label and annotation keys, most label
+// values (zone, instance type, architecture), the conditions' types, reasons and messages
+// ("kubelet has sufficient memory available"), taints, the versions of nodeInfo.
+func internNode(node *corev1.Node) {
+	node.Labels, node.Annotations = internStrings(node.Labels), internKeys(node.Annotations)
+	for i := range node.Spec.Taints {
+		t := &node.Spec.Taints[i]
+		t.Key, t.Value, t.Effect = str(t.Key), str(t.Value), corev1.TaintEffect(str(string(t.Effect)))
+	}
+	for i := range node.Status.Conditions {
+		c := &node.Status.Conditions[i]
+		c.Type, c.Status = corev1.NodeConditionType(str(string(c.Type))), corev1.ConditionStatus(str(string(c.Status)))
+		c.Reason, c.Message = str(c.Reason), str(c.Message)
+	}
+	info := &node.Status.NodeInfo
+	for _, s := range []*string{&info.KernelVersion, &info.OSImage, &info.ContainerRuntimeVersion, &info.KubeletVersion,
+		&info.KubeProxyVersion, &info.OperatingSystem, &info.Architecture} {
+		*s = str(*s)
+	}
 }
 
 // Deployment drops a Deployment's pod template.

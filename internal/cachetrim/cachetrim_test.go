@@ -225,3 +225,27 @@ func TestSharedIsBounded(t *testing.T) {
 		t.Errorf("an old value not forgotten")
 	}
 }
+
+// Nodes share, trimmed, the strings they have in common, and keep their values.
+func TestNodesShareStrings(t *testing.T) {
+	node := func(name string) *corev1.Node {
+		return &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, corev1.LabelTopologyZone: string([]byte("zone-a"))}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse,
+				Reason: "KubeletHasSufficientMemory", Message: string([]byte("kubelet has sufficient memory available"))}},
+				NodeInfo: corev1.NodeSystemInfo{BootID: name, KubeletVersion: string([]byte("v1.37.1"))}},
+		}
+	}
+	a, b := node("a"), node("b")
+	Node(a)
+	Node(b)
+	if unsafe.StringData(a.Status.Conditions[0].Message) != unsafe.StringData(b.Status.Conditions[0].Message) ||
+		unsafe.StringData(a.Labels[corev1.LabelTopologyZone]) != unsafe.StringData(b.Labels[corev1.LabelTopologyZone]) ||
+		unsafe.StringData(a.Status.NodeInfo.KubeletVersion) != unsafe.StringData(b.Status.NodeInfo.KubeletVersion) {
+		t.Errorf("strings not shared")
+	}
+	if b.Labels[corev1.LabelHostname] != "b" || b.Labels[corev1.LabelTopologyZone] != "zone-a" || b.Status.NodeInfo.BootID != "b" ||
+		b.Status.Conditions[0].Message != "kubelet has sufficient memory available" {
+		t.Errorf("values changed: %+v", b)
+	}
+}

@@ -171,6 +171,32 @@ func internTolerations(ts []corev1.Toleration) []corev1.Toleration {
 	})
 }
 
+// internStrings returns a copy of m with its keys and values interned: a map of an object's own
+// (a node's labels: one value is its hostname) whose strings other objects' maps repeat.
+func internStrings(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[str(k)] = str(v)
+	}
+	return out
+}
+
+// internKeys returns a copy of m with its keys interned, not its values (annotations' values are
+// often an object's own, large).
+func internKeys(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[str(k)] = v
+	}
+	return out
+}
+
 func boolKey(b *bool) string {
 	switch {
 	case b == nil:
