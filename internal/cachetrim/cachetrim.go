@@ -17,6 +17,8 @@
 //   - Node: metadata, spec; status.conditions, nodeInfo, volumesAttached.
 //   - Deployment and ReplicaSet: metadata, spec without the pod template (replicas, selector,
 //     strategy, minReadySeconds, paused, ...), status.
+//   - PersistentVolumeClaim: metadata, spec.volumeName; PersistentVolume: metadata, the CSI
+//     driver and volume handle (the node controller's volumes still attached).
 //
 // A reader that needs more (the preflight in the NodeMaintenance status) reads from the API
 // server, not the cache. The list is checked by TestTrimKeepsWhatControllersRead.
@@ -46,6 +48,9 @@ func Options(o cache.Options) cache.Options {
 		&corev1.Node{}:       typed(Node),
 		&appsv1.Deployment{}: typed(Deployment),
 		&appsv1.ReplicaSet{}: typed(ReplicaSet),
+		// Read only once a maintenance drains pods with volumes, of the whole cluster then.
+		&corev1.PersistentVolumeClaim{}: typed(PersistentVolumeClaim),
+		&corev1.PersistentVolume{}:      typed(PersistentVolume),
 	} {
 		by := o.ByObject[obj]
 		by.Transform = t
@@ -184,3 +189,19 @@ func Deployment(d *appsv1.Deployment) { d.Spec.Template = corev1.PodTemplateSpec
 
 // ReplicaSet drops a ReplicaSet's pod template.
 func ReplicaSet(rs *appsv1.ReplicaSet) { rs.Spec.Template = corev1.PodTemplateSpec{} }
+
+// PersistentVolumeClaim keeps of a claim its metadata and the name of its volume.
+func PersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
+	pvc.Spec = corev1.PersistentVolumeClaimSpec{VolumeName: pvc.Spec.VolumeName}
+	pvc.Status = corev1.PersistentVolumeClaimStatus{}
+}
+
+// PersistentVolume keeps of a volume its metadata and, of a CSI volume, its driver and handle.
+func PersistentVolume(pv *corev1.PersistentVolume) {
+	var csi *corev1.CSIPersistentVolumeSource
+	if c := pv.Spec.CSI; c != nil {
+		csi = &corev1.CSIPersistentVolumeSource{Driver: c.Driver, VolumeHandle: c.VolumeHandle}
+	}
+	pv.Spec = corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: csi}}
+	pv.Status = corev1.PersistentVolumeStatus{}
+}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodemaint/nodemaint/internal/drain"
@@ -247,5 +248,35 @@ func TestNodesShareStrings(t *testing.T) {
 	if b.Labels[corev1.LabelHostname] != "b" || b.Labels[corev1.LabelTopologyZone] != "zone-a" || b.Status.NodeInfo.BootID != "b" ||
 		b.Status.Conditions[0].Message != "kubelet has sufficient memory available" {
 		t.Errorf("values changed: %+v", b)
+	}
+}
+
+// Of claims and volumes the node controller reads the claim's volume and the volume's CSI driver
+// and handle (attachedVolumes).
+func TestVolumes(t *testing.T) {
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "shop"},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1", StorageClassName: ptr.To("fast"),
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"},
+		Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Name: "data"}, PersistentVolumeSource: corev1.PersistentVolumeSource{
+			CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-1", VolumeAttributes: map[string]string{"a": "b"}}}},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound}}
+	_, _ = typed(PersistentVolumeClaim)(pvc)
+	_, _ = typed(PersistentVolume)(pv)
+	if pvc.Spec.VolumeName != "pv-1" || pvc.Name != "data" || pvc.Spec.StorageClassName != nil || pvc.Status.Phase != "" {
+		t.Errorf("claim %+v", pvc)
+	}
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != "ebs.csi.aws.com" || pv.Spec.CSI.VolumeHandle != "vol-1" || pv.Spec.CSI.VolumeAttributes != nil ||
+		pv.Spec.ClaimRef != nil || pv.Name != "pv-1" {
+		t.Errorf("volume %+v", pv)
+	}
+	local := &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/x"}}}}
+	_, _ = typed(PersistentVolume)(local)
+	if local.Spec.CSI != nil || local.Spec.Local != nil {
+		t.Errorf("local volume %+v", local.Spec)
+	}
+	if len(Options(cache.Options{}).ByObject) != 6 {
+		t.Errorf("not every trimmed kind in the cache options")
 	}
 }
