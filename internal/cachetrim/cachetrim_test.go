@@ -3,6 +3,7 @@ package cachetrim
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"unsafe"
@@ -188,6 +189,17 @@ func TestPodsShareWhatTheyHaveInCommon(t *testing.T) {
 	c.Labels["app"] = "changed"
 	if b.Labels["app"] != "web" {
 		t.Errorf("a copy's change reached the shared labels")
+	}
+}
+
+// Conditions, appended one by one by the decoder, are kept in an array of their length.
+func TestConditionsExact(t *testing.T) {
+	pod := fullPod()
+	pod.Status.Conditions = append(make([]corev1.PodCondition, 0, 8), pod.Status.Conditions...)
+	want := slices.Clone(pod.Status.Conditions)
+	Pod(pod)
+	if c := pod.Status.Conditions; cap(c) != len(c) || !equality.Semantic.DeepEqual(c, want) {
+		t.Errorf("conditions %+v, capacity %d, want %+v in an array of their length", c, cap(c), want)
 	}
 }
 
