@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -290,5 +291,19 @@ func TestVolumes(t *testing.T) {
 	}
 	if len(Options(cache.Options{}).ByObject) != 6 {
 		t.Errorf("not every trimmed kind in the cache options")
+	}
+}
+
+// A large annotation map (a pod's own network status, say) is not shared: the table would keep a
+// copy of it for nothing.
+func TestLargeMapsNotShared(t *testing.T) {
+	status := strings.Repeat("x", 2*maxShared)
+	m := map[string]string{"k8s.v1.cni.cncf.io/network-status": status}
+	n := len(annotationMaps.cur) + len(annotationMaps.old)
+	if got := internAnnotations(m); !reflect.DeepEqual(got, m) {
+		t.Errorf("annotations changed: %v", got)
+	}
+	if len(annotationMaps.cur)+len(annotationMaps.old) != n {
+		t.Errorf("a large map entered the table")
 	}
 }

@@ -79,6 +79,9 @@ var (
 	tolerations    = newShared[[]corev1.Toleration](sharedLimit)
 )
 
+// maxShared is the size of the largest map shared: larger ones are seldom a template's.
+const maxShared = 1024
+
 // sep separates the parts of a key: it is in no label, name or toleration.
 const sep = "\x00"
 
@@ -109,6 +112,11 @@ func internMap(table *shared[map[string]string], m map[string]string) map[string
 		b.WriteString(sep)
 		b.WriteString(m[k])
 		b.WriteString(sep)
+	}
+	if b.Len() > maxShared {
+		// An object's own (a CNI's network status, a checksum): sharing would not pay, and the
+		// table would keep a copy of it.
+		return m
 	}
 	return table.get(b.String(), func() map[string]string {
 		out := make(map[string]string, len(m))
