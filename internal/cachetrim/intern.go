@@ -69,7 +69,8 @@ func (s *shared[T]) get(key string, newV func() T) T {
 
 // sharedLimit is how many distinct values of each kind the tables hold per generation: more
 // than the ReplicaSets (label maps, owner references) or the toleration sets of a large cluster
-// usually number, a few hundred kilobytes at most.
+// usually number. With keys of at most 1 KiB (maxShared) a table holds at most a few megabytes
+// of its own, usually a few hundred kilobytes.
 const sharedLimit = 4096
 
 var (
