@@ -80,7 +80,7 @@ var (
 	tolerations    = newShared[[]corev1.Toleration](sharedLimit)
 )
 
-// maxShared is the size of the largest map shared: larger ones are seldom a template's.
+// maxShared is the size of the largest value shared: larger ones are seldom a template's.
 const maxShared = 1024
 
 // sep separates the parts of a key: it is in no label, name or toleration.
@@ -140,6 +140,9 @@ func internOwnerReferences(refs []metav1.OwnerReference) []metav1.OwnerReference
 			b.WriteString(sep)
 		}
 	}
+	if b.Len() > maxShared {
+		return refs
+	}
 	return ownerRefs.get(b.String(), func() []metav1.OwnerReference {
 		out := make([]metav1.OwnerReference, len(refs))
 		for i, r := range refs {
@@ -167,6 +170,9 @@ func internTolerations(ts []corev1.Toleration) []corev1.Toleration {
 			b.WriteString(s)
 			b.WriteString(sep)
 		}
+	}
+	if b.Len() > maxShared {
+		return ts
 	}
 	return tolerations.get(b.String(), func() []corev1.Toleration {
 		out := make([]corev1.Toleration, len(ts))
