@@ -11,17 +11,22 @@
 //   - Pod: metadata (without managed fields and kubectl's last-applied configuration);
 //     spec.nodeName, tolerations, volumes' persistentVolumeClaim claim names, evictionResponders
 //     and schedulingGroup (the Eviction controller's, KEP-4563); status.phase,
-//     conditions, and for each container status its name and waiting reason (the Deployment
-//     responder's "replacement failing to start").
+//     conditions, and of the containers waiting their names and reasons (the Deployment
+//     responder's "replacement failing to start"). What pods share (namespace, labels, owner
+//     references, tolerations, conditions' types and reasons) is interned: see intern.go.
 //   - Node: metadata, spec; status.conditions, nodeInfo, volumesAttached.
 //   - Deployment and ReplicaSet: metadata, spec without the pod template (replicas, selector,
 //     strategy, minReadySeconds, paused, ...), status.
+//   - PersistentVolumeClaim: metadata, spec.volumeName; PersistentVolume: metadata, the CSI
+//     driver and volume handle (the node controller's volumes still attached).
 //
 // A reader that needs more (the preflight in the NodeMaintenance status) reads from the API
 // server, not the cache. The list is checked by TestTrimKeepsWhatControllersRead.
 package cachetrim
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -45,6 +50,9 @@ func Options(o cache.Options) cache.Options {
 		&corev1.Node{}:       typed(Node),
 		&appsv1.Deployment{}: typed(Deployment),
 		&appsv1.ReplicaSet{}: typed(ReplicaSet),
+		// Read only once a maintenance drains pods with volumes, of the whole cluster then.
+		&corev1.PersistentVolumeClaim{}: typed(PersistentVolumeClaim),
+		&corev1.PersistentVolume{}:      typed(PersistentVolume),
 	} {
 		by := o.ByObject[obj]
 		by.Transform = t
@@ -58,10 +66,10 @@ func Options(o cache.Options) cache.Options {
 func typed[T any](trim func(T)) func(any) (any, error) {
 	return func(in any) (any, error) {
 		if obj, ok := in.(T); ok {
-			trim(obj)
 			if m, err := meta.Accessor(obj); err == nil {
 				trimMetadata(m)
 			}
+			trim(obj)
 		}
 		return in, nil
 	}
@@ -99,44 +107,83 @@ func Pod(pod *corev1.Pod) {
 			}})
 		}
 	}
+	internMetadata(&pod.ObjectMeta)
 	pod.Spec = corev1.PodSpec{
-		NodeName:    pod.Spec.NodeName,
-		Tolerations: pod.Spec.Tolerations,
+		NodeName:    str(pod.Spec.NodeName),
+		Tolerations: internTolerations(pod.Spec.Tolerations),
 		Volumes:     volumes,
 		// The Eviction controller's (KEP-4563): the pod's responders, and whether it belongs to
 		// a scheduling group (which the API does not evict).
 		EvictionResponders: pod.Spec.EvictionResponders,
 		SchedulingGroup:    pod.Spec.SchedulingGroup,
 	}
+	pod.Status.Conditions = exact(pod.Status.Conditions)
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		c.Type, c.Status, c.Reason = corev1.PodConditionType(str(string(c.Type))), corev1.ConditionStatus(str(string(c.Status))), str(c.Reason)
+	}
 	pod.Status = corev1.PodStatus{
-		Phase:                 pod.Status.Phase,
+		Phase:                 corev1.PodPhase(str(string(pod.Status.Phase))),
 		Conditions:            pod.Status.Conditions,
 		InitContainerStatuses: waiting(pod.Status.InitContainerStatuses),
 		ContainerStatuses:     waiting(pod.Status.ContainerStatuses),
 	}
 }
 
-// waiting keeps of container statuses the names and the reasons of those waiting.
+// waiting keeps of container statuses those of the containers waiting: their names and reasons.
+// The statuses of running and terminated containers (most pods' only ones) are not read.
 func waiting(statuses []corev1.ContainerStatus) []corev1.ContainerStatus {
-	if len(statuses) == 0 {
-		return nil
-	}
-	out := make([]corev1.ContainerStatus, len(statuses))
-	for i, s := range statuses {
-		out[i].Name = s.Name
+	var out []corev1.ContainerStatus
+	for _, s := range statuses {
 		if w := s.State.Waiting; w != nil {
-			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason}
+			out = append(out, corev1.ContainerStatus{Name: str(s.Name), State: corev1.ContainerState{
+				Waiting: &corev1.ContainerStateWaiting{Reason: str(w.Reason)},
+			}})
 		}
 	}
 	return out
 }
 
+// internMetadata shares what a pod's metadata has in common with other pods': namespace,
+// generateName, labels, annotations (those of the pod template), owner references, finalizers.
+func internMetadata(m *metav1.ObjectMeta) {
+	m.Namespace, m.GenerateName = str(m.Namespace), str(m.GenerateName)
+	m.Labels = internLabels(m.Labels)
+	m.OwnerReferences = internOwnerReferences(m.OwnerReferences)
+	for i, f := range m.Finalizers {
+		m.Finalizers[i] = str(f)
+	}
+	m.Annotations = internAnnotations(m.Annotations)
+}
+
 // Node keeps of a node what the controllers read (see the package comment).
 func Node(node *corev1.Node) {
 	node.Status = corev1.NodeStatus{
-		Conditions:      node.Status.Conditions,
+		Conditions:      exact(node.Status.Conditions),
 		NodeInfo:        node.Status.NodeInfo,
 		VolumesAttached: node.Status.VolumesAttached,
+	}
+	internNode(node)
+}
+
+// internNode shares the strings nodes have in common: label and annotation keys, most label
+// values (zone, instance type, architecture), the conditions' types, reasons and messages
+// ("kubelet has sufficient memory available"), taints, the versions of nodeInfo.
+func internNode(node *corev1.Node) {
+	node.Labels, node.Annotations = internStrings(node.Labels), internKeys(node.Annotations)
+	for i := range node.Spec.Taints {
+		t := &node.Spec.Taints[i]
+		t.Key, t.Value, t.Effect = str(t.Key), str(t.Value), corev1.TaintEffect(str(string(t.Effect)))
+	}
+	for i := range node.Status.Conditions {
+		c := &node.Status.Conditions[i]
+		c.Type, c.Status = corev1.NodeConditionType(str(string(c.Type))), corev1.ConditionStatus(str(string(c.Status)))
+		c.Reason, c.Message = str(c.Reason), str(c.Message)
+	}
+	info := &node.Status.NodeInfo
+	for _, s := range []*string{&info.KernelVersion, &info.OSImage, &info.ContainerRuntimeVersion, &info.KubeletVersion,
+		&info.KubeProxyVersion, &info.OperatingSystem, &info.Architecture} {
+		*s = str(*s)
 	}
 }
 
@@ -145,3 +192,28 @@ func Deployment(d *appsv1.Deployment) { d.Spec.Template = corev1.PodTemplateSpec
 
 // ReplicaSet drops a ReplicaSet's pod template.
 func ReplicaSet(rs *appsv1.ReplicaSet) { rs.Spec.Template = corev1.PodTemplateSpec{} }
+
+// PersistentVolumeClaim keeps of a claim its metadata and the name of its volume.
+func PersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
+	pvc.Spec = corev1.PersistentVolumeClaimSpec{VolumeName: pvc.Spec.VolumeName}
+	pvc.Status = corev1.PersistentVolumeClaimStatus{}
+}
+
+// PersistentVolume keeps of a volume its metadata and, of a CSI volume, its driver and handle.
+func PersistentVolume(pv *corev1.PersistentVolume) {
+	var csi *corev1.CSIPersistentVolumeSource
+	if c := pv.Spec.CSI; c != nil {
+		csi = &corev1.CSIPersistentVolumeSource{Driver: c.Driver, VolumeHandle: c.VolumeHandle}
+	}
+	pv.Spec = corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: csi}}
+	pv.Status = corev1.PersistentVolumeStatus{}
+}
+
+// exact returns s in an array of its length: the decoder appends conditions one by one, and a
+// pod's five (120 bytes each) end in an array of eight, 1,024 bytes where 640 hold them.
+func exact[S ~[]E, E any](s S) S {
+	if cap(s) == len(s) {
+		return s
+	}
+	return slices.Clone(s)
+}

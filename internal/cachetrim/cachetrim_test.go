@@ -2,12 +2,19 @@ package cachetrim
 
 import (
 	"encoding/json"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodemaint/nodemaint/internal/drain"
@@ -143,5 +150,160 @@ func TestNodeDeploymentReplicaSet(t *testing.T) {
 	// Objects of another type (a tombstone) pass unchanged.
 	if out, err := typed(Pod)("tombstone"); err != nil || out != "tombstone" {
 		t.Errorf("tombstone: %v %v", out, err)
+	}
+}
+
+// Pods of one ReplicaSet on one node share, trimmed, one instance of what they have in common,
+// and keep their values: label and annotation maps, owner references, tolerations, strings.
+func TestPodsShareWhatTheyHaveInCommon(t *testing.T) {
+	a, b := fullPod(), fullPod()
+	b.Name, b.UID = "web-2", "u2"
+	// Decoded apart, equal values are distinct instances.
+	b.Namespace = string([]byte(a.Namespace))
+	other := fullPod()
+	other.Labels = map[string]string{"app": "db"}
+	wantLabels, wantRefs, wantTolerations := a.DeepCopy().Labels, a.DeepCopy().OwnerReferences, a.DeepCopy().Spec.Tolerations
+	for _, p := range []*corev1.Pod{a, b, other} {
+		if _, err := typed(Pod)(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func(x, y any) bool { return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() }
+	if !same(a.Labels, b.Labels) || !same(a.Annotations, b.Annotations) || !same(a.OwnerReferences, b.OwnerReferences) || !same(a.Spec.Tolerations, b.Spec.Tolerations) {
+		t.Errorf("labels, annotations, owner references or tolerations not shared")
+	}
+	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) || unsafe.StringData(a.Spec.NodeName) != unsafe.StringData(b.Spec.NodeName) {
+		t.Errorf("namespace or node name not interned")
+	}
+	if same(a.Labels, other.Labels) || other.Labels["app"] != "db" {
+		t.Errorf("other labels %v share a's %v", other.Labels, a.Labels)
+	}
+	if !equality.Semantic.DeepEqual(b.Labels, wantLabels) || !equality.Semantic.DeepEqual(b.OwnerReferences, wantRefs) ||
+		!equality.Semantic.DeepEqual(b.Spec.Tolerations, wantTolerations) || b.Name != "web-2" || b.UID != "u2" {
+		t.Errorf("values changed: %+v", b.ObjectMeta)
+	}
+	if len(b.Annotations) != 1 || b.Annotations[corev1.PodDeletionCost] != "5" {
+		t.Errorf("annotations %v, want the deletion cost alone", b.Annotations)
+	}
+	// A reader's deep copy has maps and slices of its own.
+	c := a.DeepCopy()
+	c.Labels["app"] = "changed"
+	if b.Labels["app"] != "web" {
+		t.Errorf("a copy's change reached the shared labels")
+	}
+}
+
+// Conditions, appended one by one by the decoder, are kept in an array of their length.
+func TestConditionsExact(t *testing.T) {
+	pod := fullPod()
+	pod.Status.Conditions = append(make([]corev1.PodCondition, 0, 8), pod.Status.Conditions...)
+	want := slices.Clone(pod.Status.Conditions)
+	Pod(pod)
+	if c := pod.Status.Conditions; cap(c) != len(c) || !equality.Semantic.DeepEqual(c, want) {
+		t.Errorf("conditions %+v, capacity %d, want %+v in an array of their length", c, cap(c), want)
+	}
+}
+
+// Of container statuses only those of waiting containers are kept.
+func TestRunningContainerStatusesDropped(t *testing.T) {
+	pod := fullPod()
+	pod.Status.ContainerStatuses = append([]corev1.ContainerStatus{{Name: "sidecar", Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}, pod.Status.ContainerStatuses...)
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}}
+	Pod(pod)
+	if len(pod.Status.InitContainerStatuses) != 0 || len(pod.Status.ContainerStatuses) != 1 ||
+		pod.Status.ContainerStatuses[0].Name != "web" || pod.Status.ContainerStatuses[0].State.Waiting.Reason != "CrashLoopBackOff" {
+		t.Errorf("statuses %+v %+v, want web waiting alone", pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses)
+	}
+}
+
+// The table of shared values forgets what it was not asked for over two generations: it does not
+// grow with values that came and went, and what is asked for again stays shared.
+func TestSharedIsBounded(t *testing.T) {
+	s := newShared[*int](4)
+	kept := new(int)
+	if got := s.get("kept", func() *int { return kept }); got != kept {
+		t.Fatal("first instance not kept")
+	}
+	for i := range 100 {
+		s.get(strconv.Itoa(i), func() *int { return new(int) })
+		if i%3 == 0 && s.get("kept", func() *int { return new(int) }) != kept {
+			t.Fatalf("after %d values, the value asked for every third lost its instance", i)
+		}
+	}
+	if n := len(s.cur) + len(s.old); n > 8 {
+		t.Errorf("%d values held, want at most 8", n)
+	}
+	if _, ok := s.cur["0"]; ok {
+		t.Errorf("an old value not forgotten")
+	}
+}
+
+// Nodes share, trimmed, the strings they have in common, and keep their values.
+func TestNodesShareStrings(t *testing.T) {
+	node := func(name string) *corev1.Node {
+		return &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, corev1.LabelTopologyZone: string([]byte("zone-a"))}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse,
+				Reason: "KubeletHasSufficientMemory", Message: string([]byte("kubelet has sufficient memory available"))}},
+				NodeInfo: corev1.NodeSystemInfo{BootID: name, KubeletVersion: string([]byte("v1.37.1"))}},
+		}
+	}
+	a, b := node("a"), node("b")
+	Node(a)
+	Node(b)
+	if unsafe.StringData(a.Status.Conditions[0].Message) != unsafe.StringData(b.Status.Conditions[0].Message) ||
+		unsafe.StringData(a.Labels[corev1.LabelTopologyZone]) != unsafe.StringData(b.Labels[corev1.LabelTopologyZone]) ||
+		unsafe.StringData(a.Status.NodeInfo.KubeletVersion) != unsafe.StringData(b.Status.NodeInfo.KubeletVersion) {
+		t.Errorf("strings not shared")
+	}
+	if b.Labels[corev1.LabelHostname] != "b" || b.Labels[corev1.LabelTopologyZone] != "zone-a" || b.Status.NodeInfo.BootID != "b" ||
+		b.Status.Conditions[0].Message != "kubelet has sufficient memory available" {
+		t.Errorf("values changed: %+v", b)
+	}
+}
+
+// Of claims and volumes the node controller reads the claim's volume and the volume's CSI driver
+// and handle (attachedVolumes).
+func TestVolumes(t *testing.T) {
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "shop"},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1", StorageClassName: ptr.To("fast"),
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"},
+		Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Name: "data"}, PersistentVolumeSource: corev1.PersistentVolumeSource{
+			CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-1", VolumeAttributes: map[string]string{"a": "b"}}}},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound}}
+	_, _ = typed(PersistentVolumeClaim)(pvc)
+	_, _ = typed(PersistentVolume)(pv)
+	if pvc.Spec.VolumeName != "pv-1" || pvc.Name != "data" || pvc.Spec.StorageClassName != nil || pvc.Status.Phase != "" {
+		t.Errorf("claim %+v", pvc)
+	}
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != "ebs.csi.aws.com" || pv.Spec.CSI.VolumeHandle != "vol-1" || pv.Spec.CSI.VolumeAttributes != nil ||
+		pv.Spec.ClaimRef != nil || pv.Name != "pv-1" {
+		t.Errorf("volume %+v", pv)
+	}
+	local := &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/x"}}}}
+	_, _ = typed(PersistentVolume)(local)
+	if local.Spec.CSI != nil || local.Spec.Local != nil {
+		t.Errorf("local volume %+v", local.Spec)
+	}
+	if len(Options(cache.Options{}).ByObject) != 6 {
+		t.Errorf("not every trimmed kind in the cache options")
+	}
+}
+
+// A large annotation map (a pod's own network status, say) is not shared: the table would keep a
+// copy of it for nothing.
+func TestLargeMapsNotShared(t *testing.T) {
+	status := strings.Repeat("x", 2*maxShared)
+	m := map[string]string{"k8s.v1.cni.cncf.io/network-status": status}
+	n := len(annotationMaps.cur) + len(annotationMaps.old)
+	if got := internAnnotations(m); !reflect.DeepEqual(got, m) {
+		t.Errorf("annotations changed: %v", got)
+	}
+	if len(annotationMaps.cur)+len(annotationMaps.old) != n {
+		t.Errorf("a large map entered the table")
 	}
 }

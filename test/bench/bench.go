@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -721,6 +722,18 @@ func (b *bench) idleMemory(ctx context.Context, nodes, pods int) (*IdleResult, e
 		return nil, fmt.Errorf("heap profile: %w", err)
 	}
 	res.HeapInuseMiB, res.HeapProfile = round(inuse/(1<<20)), profile
+	// What the RSS is made of beside the live heap: /proc's RssAnon and RssFile (the binary's
+	// pages), the Go runtime's memstats (the heap's goal, the memory it keeps and releases).
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", ctrl.pid()))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(b.o.out, fmt.Sprintf("idle-status-%d-%d.txt", nodes, pods)), status, 0o644); err != nil {
+		return nil, err
+	}
+	if err := httpGetTo(ctx, "http://"+ctrl.metricsAddr+"/metrics", filepath.Join(b.o.out, fmt.Sprintf("idle-metrics-%d-%d.txt", nodes, pods))); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
