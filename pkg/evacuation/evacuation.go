@@ -130,17 +130,15 @@ func Decline(ctx context.Context, c client.Client, pod *corev1.Pod, reason, mess
 
 // Withdraw removes the owner's EvacuationInitiated condition, e.g. after the request went away.
 func Withdraw(ctx context.Context, c client.Client, pod *corev1.Pod) error {
-	orig := pod.DeepCopy()
 	if !RemoveCondition(pod, Initiated) {
 		return nil
 	}
-	return c.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig))
+	return c.Status().Patch(ctx, pod, RemoveConditionPatch(Initiated))
 }
 
 func patchCondition(ctx context.Context, c client.Client, pod *corev1.Pod, cond corev1.PodCondition) error {
-	orig := pod.DeepCopy()
 	if !SetCondition(pod, cond) {
 		return nil
 	}
-	return c.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig))
+	return c.Status().Patch(ctx, pod, ConditionPatch(*Condition(pod, cond.Type)))
 }
