@@ -43,7 +43,7 @@ func nodeOfPod(ctx context.Context, c client.Reader, pod *corev1.Pod) []reconcil
 		return req
 	}
 	node := &corev1.Node{}
-	if err := c.Get(ctx, req[0].NamespacedName, node); err != nil {
+	if err := c.Get(ctx, req[0].NamespacedName, node, client.UnsafeDisableDeepCopy); err != nil { // read only
 		// Not in the cache (yet): the reconcile finds out.
 		return req
 	}
@@ -320,7 +320,7 @@ func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concur
 				return nil
 			}
 			node := &corev1.Node{}
-			if err := c.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); err != nil {
+			if err := c.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node, client.UnsafeDisableDeepCopy); err != nil {
 				return nil
 			}
 			return maintenancesOfNode(ctx, c, node)
@@ -341,7 +341,7 @@ func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concur
 					return nil
 				}
 				node := &corev1.Node{}
-				if err := c.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); err != nil {
+				if err := c.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node, client.UnsafeDisableDeepCopy); err != nil {
 					return nil
 				}
 				return maintenancesOfNode(ctx, c, node)
