@@ -406,18 +406,6 @@ func TestDecide(t *testing.T) {
 			if (p.requeueAfter > 0) != tc.wantRequeue {
 				t.Errorf("requeueAfter = %v, want requeue %t", p.requeueAfter, tc.wantRequeue)
 			}
-			// observe copies only the pods apply may write (mayWrite); the others are the cache's.
-			start, surging := surgeStartOf(tc.d)
-			for _, a := range p.answers {
-				if !mayWrite(a.pod, start, surging) {
-					t.Errorf("answers pod %s, which observe does not copy", a.pod.Name)
-				}
-			}
-			for _, pod := range slices.Concat(p.mark, p.unmark) {
-				if !mayWrite(pod, start, surging) {
-					t.Errorf("marks or unmarks pod %s, which observe does not copy", pod.Name)
-				}
-			}
 		})
 	}
 }

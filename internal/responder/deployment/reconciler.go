@@ -83,6 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	p := decide(in)
+	ownWrites(&p, view)
 	surgingBefore := surgeInProgress(d)
 	written, err := r.apply(ctx, d, in.pods, view, p)
 	if err != nil {
@@ -123,7 +124,7 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 		in.replicaSets = append(in.replicaSets, rs)
 		// The cache's pods, not copies: apply writes a few of them at most, and deep copies of
 		// every pod of every Deployment at each reconcile were a tenth of the controller's CPU
-		// in scenario M. Those it may write are copied (mayWrite).
+		// in scenario M. apply gets copies of those it writes (ownWrites).
 		var pods corev1.PodList
 		if err := r.Client.List(ctx, &pods, client.InNamespace(d.Namespace), client.MatchingFields{controllerOwnerIndex: string(rs.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 			return in, view, err
@@ -132,11 +133,9 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 			in.pods = append(in.pods, &pods.Items[j])
 		}
 	}
-	surgeStart, surging := surgeStartOf(d)
 	for i, pod := range in.pods {
-		fresh := r.Written.Fresh(pod)
-		if fresh != pod || mayWrite(fresh, surgeStart, surging) {
-			in.pods[i] = fresh.DeepCopy() // the record's copy and the cache's are shared
+		if fresh := r.Written.Fresh(pod); fresh != pod {
+			in.pods[i] = fresh.DeepCopy() // the record's copy is shared
 		}
 	}
 	evictions, err := r.evictionsOf(ctx, in.pods)
@@ -156,30 +155,6 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 		in.autoscaled = in.autoscaled || Autoscales(&hpas.Items[i], d.Name)
 	}
 	return in, view, nil
-}
-
-// mayWrite reports whether apply may write the pod, which it changes in memory as it writes: a
-// pod asked to leave or answered (its conditions; an Eviction's request is a copy already, see
-// protocol.Observe), one with the responder's deletion-cost marks, and, while a surge is in
-// progress (surgeStart, surging), one it may have created (surgePods), which a rollback marks.
-// The other pods are only read.
-func mayWrite(pod *corev1.Pod, surgeStart time.Time, surging bool) bool {
-	return evacuation.Requested(pod) || evacuation.Condition(pod, evacuation.Initiated) != nil || isMarked(pod) ||
-		(surging && !pod.CreationTimestamp.Time.Before(surgeStart))
-}
-
-// surgeStartOf is when the Deployment's surge in progress started, rounded down to the second as
-// pods' creation times are; surging is false when none is; an unreadable record counts as a
-// surge since ever.
-func surgeStartOf(d *appsv1.Deployment) (start time.Time, surging bool) {
-	if !surgeInProgress(d) {
-		return time.Time{}, false
-	}
-	state, err := parseSurge(d)
-	if err != nil || state == nil {
-		return time.Time{}, true
-	}
-	return state.StartTime.Truncate(time.Second), true
 }
 
 // apply carries out the plan: the pods' answers and marks first, then the Deployment's
