@@ -70,7 +70,7 @@ func (o *observer) view(ctx context.Context) (*view, error) {
 func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nodeaction.Observation, *evictionrequest.Observed, error) {
 	obs := nodeaction.Observation{Node: node, ActiveSince: o.active.since()}
 	for i := range v.maintenances.Items {
-		if maintenance.NewSelector(&v.maintenances.Items[i]).Matches(node) {
+		if selectors.Of(&v.maintenances.Items[i]).Matches(node) {
 			obs.Maintenances = append(obs.Maintenances, &v.maintenances.Items[i])
 		}
 	}
