@@ -130,12 +130,11 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 			return in, view, err
 		}
 		for j := range pods.Items {
-			in.pods = append(in.pods, &pods.Items[j])
-		}
-	}
-	for i, pod := range in.pods {
-		if fresh := r.Written.Fresh(pod); fresh != pod {
-			in.pods[i] = fresh.DeepCopy() // the record's copy is shared
+			pod := &pods.Items[j]
+			if fresh := r.Written.Fresh(pod); fresh != pod {
+				pod = fresh // the record's copy, read only as the cache's
+			}
+			in.pods = append(in.pods, pod)
 		}
 	}
 	evictions, err := r.evictionsOf(ctx, in.pods)
