@@ -93,12 +93,16 @@ func nodesAdvertising(ctx context.Context, c client.Reader, nm string) ([]corev1
 	return nodes.Items, nil
 }
 
+// selectors are the NodeMaintenances' parsed node selectors, which the watches and the
+// observations of both reconcilers match nodes against.
+var selectors = maintenance.NewSelectors(256)
+
 // selectedNodes lists the nodes a NodeMaintenance selects, from the cache, and counts the nodes
-// of the cluster.
+// of the cluster. The nodes are the cache's: read only.
 func selectedNodes(ctx context.Context, c client.Reader, nm *nodemaintv1alpha1.NodeMaintenance) ([]*corev1.Node, maintenance.Selector, int, error) {
-	sel := maintenance.NewSelector(nm)
+	sel := selectors.Of(nm)
 	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes); err != nil {
+	if err := c.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, sel, 0, err
 	}
 	var out []*corev1.Node
@@ -110,15 +114,16 @@ func selectedNodes(ctx context.Context, c client.Reader, nm *nodemaintv1alpha1.N
 	return out, sel, len(nodes.Items), nil
 }
 
-// maintenancesSelecting lists the NodeMaintenances whose nodeSelector selects the node, from the cache.
+// maintenancesSelecting lists the NodeMaintenances whose nodeSelector selects the node, from the
+// cache; they are the cache's, read only: the watches map every pod event through here.
 func maintenancesSelecting(ctx context.Context, c client.Reader, node *corev1.Node) ([]*nodemaintv1alpha1.NodeMaintenance, error) {
 	var list nodemaintv1alpha1.NodeMaintenanceList
-	if err := c.List(ctx, &list); err != nil {
+	if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var out []*nodemaintv1alpha1.NodeMaintenance
 	for i := range list.Items {
-		if maintenance.NewSelector(&list.Items[i]).Matches(node) {
+		if selectors.Of(&list.Items[i]).Matches(node) {
 			out = append(out, &list.Items[i])
 		}
 	}

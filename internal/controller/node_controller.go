@@ -200,17 +200,23 @@ func (r *NodeReconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reas
 	var g errgroup.Group
 	g.SetLimit(podWritesPerNode)
 	for _, orig := range pods {
-		pod := orig.DeepCopy()
-		before := orig.ResourceVersion
+		// The patch names the one condition (merged by type); the pod the API server returns
+		// is read into a new object, which the record of writes keeps.
+		var patch client.Patch
 		if reason != nil {
 			cond := maintenance.EvacuationRequest(*reason)
 			cond.LastTransitionTime = metav1.NewTime(now)
-			evacuation.SetCondition(pod, cond)
+			if c := evacuation.Condition(orig, evacuation.Request); c != nil && c.Status == cond.Status {
+				cond.LastTransitionTime = c.LastTransitionTime
+			}
+			patch = evacuation.ConditionPatch(cond)
 		} else {
-			evacuation.RemoveCondition(pod, evacuation.Request)
+			patch = evacuation.RemoveConditionPatch(evacuation.Request)
 		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: orig.Namespace, Name: orig.Name}}
+		before := orig.ResourceVersion
 		g.Go(func() error {
-			err := r.Client.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig))
+			err := r.Client.Status().Patch(ctx, pod, patch)
 			if err == nil {
 				cachetrim.Pod(pod)
 				r.Written.Wrote(before, pod)

@@ -83,6 +83,12 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 		}
 	}
 
+	// The status is written at most once per StatusBatchDelay. A reconcile sooner after the last
+	// write (the write's own event brings one at once) would observe and decide every selected
+	// node for a status it may not write yet: it looks once the next write may happen.
+	if wait := r.statusWriteWait(req.NamespacedName, now); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	nodes, sel, total, err := selectedNodes(ctx, r.Client, nm)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -116,9 +122,6 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	}
 	if equality.Semantic.DeepEqual(nm.Status, status) {
 		return result, nil
-	}
-	if wait := r.statusWriteWait(req.NamespacedName, now); wait > 0 {
-		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	orig := nm.DeepCopy()
 	nm.Status = status

@@ -139,34 +139,38 @@ func Withdraw(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 // nil value removes one. Nothing is written when nothing changes; pod is updated to what the API
 // server returned.
 //
-// The answer is a strategic merge patch of pods/status, which kube-apiserver applies to the
-// pod's metadata.annotations too (its pod status strategy resets the spec, not the metadata).
-// Should an API server drop them, the pod it returns says so and the annotations are written
-// with a second patch, of the pod itself.
+// The answer is a strategic merge patch of pods/status, built from the condition and the
+// annotations alone (see ConditionPatch), which kube-apiserver applies to the pod's
+// metadata.annotations too (its pod status strategy resets the spec, not the metadata). Should
+// an API server drop them, the pod it returns says so and the annotations are written with a
+// second patch, of the pod itself.
 func Answer(ctx context.Context, c client.Client, pod *corev1.Pod, cond *corev1.PodCondition, annotations map[string]*string) error {
-	orig := pod.DeepCopy()
-	var changed bool
+	var (
+		changed bool
+		entry   any
+	)
 	if cond != nil {
 		changed = SetCondition(pod, *cond)
+		entry = *Condition(pod, cond.Type)
 	} else {
 		changed = RemoveCondition(pod, Initiated)
+		entry = deleteCondition(Initiated)
 	}
+	annotated := setAnnotations(pod, annotations)
 	if !changed {
-		if !setAnnotations(pod, annotations) {
+		if !annotated {
 			return nil
 		}
-		return c.Patch(ctx, pod, client.MergeFrom(orig))
+		return c.Patch(ctx, pod, AnnotationsPatch(annotations))
 	}
-	setAnnotations(pod, annotations)
-	if err := c.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig)); err != nil {
+	if err := c.Status().Patch(ctx, pod, statusPatch(entry, annotations)); err != nil {
 		return err
 	}
-	before := pod.DeepCopy()
 	if !setAnnotations(pod, annotations) {
 		return nil
 	}
 	// The API server did not keep the annotations written through pods/status.
-	return c.Patch(ctx, pod, client.MergeFrom(before))
+	return c.Patch(ctx, pod, AnnotationsPatch(annotations))
 }
 
 // setAnnotations sets the annotations on the pod in memory (a nil value removes one) and reports

@@ -75,6 +75,23 @@ func asConditions(pod *corev1.Pod, req evacuation.PodRequest) *corev1.Pod {
 	return pod
 }
 
+// Own returns a pod of Pods for the caller to change as it writes it: a copy of the pod itself,
+// which becomes the pod of its request on pod conditions (an answer through the request changes
+// the copy); a pod the view made for an Eviction's request is returned as it is, already the
+// view's own (the request writes the Eviction, not the pod). Pods are otherwise read only: they
+// may be the cache's.
+func (v View) Own(pod *corev1.Pod) *corev1.Pod {
+	req := v.requests[pod.UID]
+	if req != nil && req.Protocol() == evacuation.EvictionRequests {
+		return pod
+	}
+	own := pod.DeepCopy()
+	if req != nil {
+		v.requests[pod.UID] = evacuation.ForPod(own)
+	}
+	return own
+}
+
 // Request is the request of the pod (as in Pods, or the pod itself), nil when none asks.
 func (v View) Request(pod *corev1.Pod) evacuation.PodRequest {
 	return v.requests[pod.UID]
