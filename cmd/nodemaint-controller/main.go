@@ -66,6 +66,7 @@ type options struct {
 	renewDeadline           time.Duration
 	retryPeriod             time.Duration
 	concurrency             int
+	responderConcurrency    int
 	qps                     float32
 	burst                   int
 	statusBatchDelay        time.Duration
@@ -94,7 +95,8 @@ func main() {
 	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a replica that stopped renewing keeps the leadership.")
 	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader tries to renew before it gives up the leadership.")
 	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the leadership.")
-	fs.IntVar(&o.concurrency, "concurrency", 8, "Reconciles run in parallel, per controller.")
+	fs.IntVar(&o.concurrency, "concurrency", 8, "Reconciles run in parallel, per controller (the Deployment evacuation responder: see --deployment-responder-concurrency).")
+	fs.IntVar(&o.responderConcurrency, "deployment-responder-concurrency", 32, "Deployments the Deployment evacuation responder reconciles in parallel. Its reconciles wait on the API server (the answers of a Deployment's newly requested pods, its surge's patch), not on CPU, and each Deployment with a new request waits for a worker: with too few, an answer comes after a round over every evacuating Deployment (42s on average at 100 Deployments with 8 in scenario L of the benchmark), past a short evacuationResponseTimeout. Its token bucket (--kube-api-qps) bounds what they send.")
 	fs.Float32Var(&o.qps, "kube-api-qps", 100, "Requests per second to the API server (client-side rate limit): the node and NodeMaintenance controllers share one token bucket of this size; the Deployment evacuation responder has one of its own of the same size, so that its answers, which have a deadline, never wait behind the requests of a large maintenance; leader election has its own.")
 	fs.IntVar(&o.burst, "kube-api-burst", 200, "Burst of requests to the API server, per token bucket (see --kube-api-qps).")
 	fs.DurationVar(&o.statusBatchDelay, "status-batch-delay", time.Second, "How long pod changes are gathered before a NodeMaintenance status is written.")
@@ -271,7 +273,7 @@ func run(o options) error {
 		log.Info("Deployment evacuation responder", "podConditions", true, "evictions", evictions, "evictionResponder", evictionResponder)
 		if err := (&deployment.Reconciler{
 			Client: responderClient, Recorder: recorder, SurgeTimeout: o.surgeTimeout, Written: written, EvictionResponder: evictionResponder,
-		}).SetupWithManager(ctx, mgr, o.concurrency); err != nil {
+		}).SetupWithManager(ctx, mgr, o.responderConcurrency); err != nil {
 			return fmt.Errorf("setting up the Deployment evacuation responder: %w", err)
 		}
 	} else {
