@@ -313,12 +313,8 @@ func deletionCost(pod *corev1.Pod, lowest bool) map[string]*string {
 
 // setDeletionCost writes the pod's deletion cost annotations (deletionCost) with a pod patch.
 func (r *Reconciler) setDeletionCost(ctx context.Context, pod *corev1.Pod, cost map[string]*string) error {
-	orig := pod.DeepCopy()
 	before := pod.ResourceVersion
-	for key, value := range cost {
-		setAnnotation(pod, key, value)
-	}
-	err := r.Client.Patch(ctx, pod, client.MergeFrom(orig))
+	err := r.Client.Patch(ctx, pod, evacuation.AnnotationsPatch(cost))
 	if err == nil {
 		r.wrote(before, pod)
 	}
