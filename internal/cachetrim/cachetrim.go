@@ -181,8 +181,9 @@ func internNode(node *corev1.Node) {
 		c.Reason, c.Message = str(c.Reason), str(c.Message)
 	}
 	info := &node.Status.NodeInfo
+	// (KubeProxyVersion, deprecated, is empty from kubelets of 1.31 on.)
 	for _, s := range []*string{&info.KernelVersion, &info.OSImage, &info.ContainerRuntimeVersion, &info.KubeletVersion,
-		&info.KubeProxyVersion, &info.OperatingSystem, &info.Architecture} {
+		&info.OperatingSystem, &info.Architecture} {
 		*s = str(*s)
 	}
 }

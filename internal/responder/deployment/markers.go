@@ -102,9 +102,3 @@ func countCanWait(cur map[string]string, want map[string]*string, moreSteps bool
 	}
 	return true
 }
-
-// surgeInProgress reports whether a surge of the Deployment is in progress.
-func surgeInProgress(d *appsv1.Deployment) bool {
-	_, ok := d.Annotations[evacuation.SurgeAnnotation]
-	return ok
-}
