@@ -167,18 +167,7 @@ func carryOut(in input, p plan) input {
 			setAnnotation(copies[pod], k, v)
 		}
 	}
-	d := out.deployment
-	if p.dropSurge {
-		setAnnotation(d, evacuation.SurgeAnnotation, nil)
-	}
-	if p.scale != nil {
-		d.Spec.Replicas = ptr.To(p.scale.replicas)
-		if p.scale.surge != nil {
-			setAnnotation(d, evacuation.SurgeAnnotation, ptr.To(p.scale.surge.String()))
-		} else {
-			setAnnotation(d, evacuation.SurgeAnnotation, nil)
-		}
-	}
+	p.applyScale(out.deployment)
 	return out
 }
 

@@ -217,17 +217,7 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 	if p.scale != nil || p.dropSurge || !countCanWait(d.Annotations, count, p.moreSteps) {
 		setAnnotation(d, evacuation.DeploymentReplicasToEvacuateAnnotation, count[evacuation.DeploymentReplicasToEvacuateAnnotation])
 	}
-	if p.dropSurge {
-		setAnnotation(d, evacuation.SurgeAnnotation, nil)
-	}
-	if p.scale != nil {
-		d.Spec.Replicas = ptr.To(p.scale.replicas)
-		if p.scale.surge != nil {
-			setAnnotation(d, evacuation.SurgeAnnotation, ptr.To(p.scale.surge.String()))
-		} else {
-			setAnnotation(d, evacuation.SurgeAnnotation, nil)
-		}
-	}
+	p.applyScale(d)
 	if !equality.Semantic.DeepEqual(orig.Annotations, d.Annotations) || !equality.Semantic.DeepEqual(orig.Spec, d.Spec) {
 		opts := []client.MergeFromOption{}
 		if p.scale != nil || p.dropSurge {
@@ -309,6 +299,22 @@ func deletionCost(pod *corev1.Pod, lowest bool) map[string]*string {
 		cost[corev1.PodDeletionCost] = &saved
 	}
 	return cost
+}
+
+// applyScale sets the plan's spec.replicas and surge record (or their removal) on the
+// Deployment in memory.
+func (p plan) applyScale(d *appsv1.Deployment) {
+	if p.dropSurge {
+		setAnnotation(d, evacuation.SurgeAnnotation, nil)
+	}
+	if p.scale != nil {
+		d.Spec.Replicas = ptr.To(p.scale.replicas)
+		if p.scale.surge != nil {
+			setAnnotation(d, evacuation.SurgeAnnotation, ptr.To(p.scale.surge.String()))
+		} else {
+			setAnnotation(d, evacuation.SurgeAnnotation, nil)
+		}
+	}
 }
 
 // setDeletionCost writes the pod's deletion cost annotations (deletionCost) with a pod patch.
