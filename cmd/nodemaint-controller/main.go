@@ -225,7 +225,7 @@ func run(o options) error {
 		}
 		evictions := drain.NewEvictions(min(time.Second, o.evictionMaxBackoff), o.evictionMaxBackoff)
 		if err := (&controller.NodeReconciler{
-			Client: mgr.GetClient(), Recorder: recorder,
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
 			Evictions: evictions, EvictionSlots: semaphore.NewWeighted(o.maxEvictions), OwnPods: ownPods, Written: written,
 			Protocol: protocol,
 		}).SetupWithManager(mgr, o.concurrency); err != nil {

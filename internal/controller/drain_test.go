@@ -15,6 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller"
+	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -114,6 +116,39 @@ func TestEvictionFallback(t *testing.T) {
 	expectEvicted(t, "evict-silent")
 	expectEvicted(t, "evict-bare")
 	notEvicted(t, "evict-accepted")
+}
+
+// TestEvictionRereadsThePod: a pod decided for eviction from a cache that has not seen its
+// owner's answer yet (the answer came just before the response timeout ran out) is read again
+// and left to its owner; a pod still unanswered is evicted. Their node does not exist and no
+// maintenance selects it: the suite's own reconcilers leave them alone.
+func TestEvictionRereadsThePod(t *testing.T) {
+	ctx := context.Background()
+	answered := createPod(t, "reread-answered", "reread-nowhere", ownedByReplicaSet)
+	silent := createPod(t, "reread-silent", "reread-nowhere", ownedByReplicaSet)
+	// The decision's view: both asked to leave long ago, neither answered.
+	asked := corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: "NodeMaintenance", LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}
+	var stale []drain.Classified
+	for _, pod := range []*corev1.Pod{answered, silent} {
+		setPodCondition(t, pod.Name, asked)
+		seen, err := getPod(ctx, pod.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale = append(stale, drain.Classified{Pod: seen})
+	}
+	// The owner's answer, which that view does not have.
+	setPodCondition(t, answered.Name, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "Surge"})
+
+	r := &controller.NodeReconciler{Client: k8s, APIReader: k8s, Evictions: drain.NewEvictions(time.Second, time.Second)}
+	if _, err := r.EvictPods(ctx, stale, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	expectEvicted(t, silent.Name)
+	notEvicted(t, answered.Name)
+	if _, _, refused := r.Evictions.Refusal(answered.UID); refused {
+		t.Error("the answered pod's eviction is reported as refused")
+	}
 }
 
 // TestOwnPodsNeverEvicted: nodemaint-controller's own pods are asked to move like any other, but

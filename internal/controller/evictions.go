@@ -27,8 +27,10 @@ const podWritesPerNode = 10
 
 // evictPods evicts the pods the decision names (their owners did not accept in time), through
 // the Eviction API so that PodDisruptionBudgets hold. A refused eviction backs off for that pod
-// only. It returns the earliest back-off, when the drain should look again.
-func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified, now time.Time) (time.Duration, error) {
+// only. It returns the earliest back-off, when the drain should look again. recheck: the pods
+// carry the owners' answers (the pod-condition protocol), and each is read again from the API
+// server first (see overtaken).
+func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified, recheck bool, now time.Time) (time.Duration, error) {
 	var (
 		mu   sync.Mutex
 		wait time.Duration
@@ -48,6 +50,19 @@ func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified,
 	for _, c := range pods {
 		pod := c.Pod
 		g.Go(func() error {
+			if recheck {
+				switch why, err := r.overtaken(ctx, pod); {
+				case err != nil:
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("reading pod %s/%s before its eviction: %w", pod.Namespace, pod.Name, err))
+					mu.Unlock()
+					return nil
+				case why != "":
+					// The cache shows the change soon, and the next decision with it.
+					log.FromContext(ctx).Info("not evicting pod: changed since the decision", "pod", client.ObjectKeyFromObject(pod), "why", why)
+					return nil
+				}
+			}
 			refusal, err := r.evict(ctx, pod)
 			_, _, before := r.Evictions.Refusal(pod.UID)
 			mu.Lock()
@@ -76,6 +91,28 @@ func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified,
 	}
 	_ = g.Wait()
 	return wait, errors.Join(errs...)
+}
+
+// overtaken reads the pod from the API server and says why it must not be evicted after all
+// (drain.Overtaken), "" when it still must. The decision was taken from the cache, which lags
+// the API server by seconds on a busy cluster: an owner's answer written just before the
+// response timeout ran out may not be in it yet, and evicting the pod then would take its
+// workload below its replicas for nothing (the owner is surging a replacement). One GET per
+// eviction, which only pods nobody answered get.
+func (r *NodeReconciler) overtaken(ctx context.Context, pod *corev1.Pod) (string, error) {
+	if r.APIReader == nil {
+		return "", nil
+	}
+	live := &corev1.Pod{}
+	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), live); {
+	case apierrors.IsNotFound(err):
+		return drain.Overtaken(nil), nil
+	case err != nil:
+		return "", err
+	case live.UID != pod.UID:
+		return "replaced by a namesake", nil
+	}
+	return drain.Overtaken(live), nil
 }
 
 // evict asks the Eviction API to evict the pod, this pod and not a namesake created since (a UID

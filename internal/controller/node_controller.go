@@ -57,6 +57,9 @@ type NodeReconciler struct {
 	Clock clock.PassiveClock
 	// Protocol is how owners are asked to move their pods; zero: PodConditions.
 	Protocol nodemaintv1alpha1.EvacuationProtocol
+	// APIReader reads from the API server, not the cache: under the pod-condition protocol a pod
+	// is read again right before its eviction (drain.Overtaken). Nil: not read again.
+	APIReader client.Reader
 
 	// active is when this replica became the leader: response timeouts count from then at the
 	// earliest.
@@ -140,7 +143,7 @@ func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, 
 	if err := r.deletePods(ctx, obs.Node, d.Delete); err != nil {
 		return reconcile.Result{}, err
 	}
-	wait, err := r.evictPods(ctx, d.Evict, now)
+	wait, err := r.evictPods(ctx, d.Evict, er == nil, now)
 	if err != nil {
 		// The work queue's back-off retries; a RequeueAfter next to an error is ignored.
 		return reconcile.Result{}, err

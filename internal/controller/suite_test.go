@@ -72,7 +72,7 @@ func runManager(ctx context.Context) error {
 	rec := mgr.GetEventRecorder("nodemaint-controller")
 	evictions := drain.NewEvictions(100*time.Millisecond, time.Second)
 	written := ownwrites.New[*corev1.Pod]()
-	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions, OwnPods: ownPods, Written: written}).SetupWithManager(mgr, 4); err != nil {
+	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Evictions: evictions, OwnPods: ownPods, Written: written}).SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
 	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Evictions: evictions, OwnPods: ownPods, Written: written, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {

@@ -131,3 +131,22 @@ func deletionRequested(pod *corev1.Pod) time.Time {
 	}
 	return t
 }
+
+// Overtaken says why a pod decided for eviction from the cache must not be evicted after all,
+// given the pod as the API server has it now ("" when it still must): its owner accepted the
+// evacuation, the request was withdrawn, or the pod is terminating or gone (nil) since. At
+// scale the cache lags the API server by seconds, and an owner's answer that comes just before
+// the response timeout runs out would otherwise be overtaken by the eviction it answers.
+func Overtaken(live *corev1.Pod) string {
+	switch {
+	case live == nil:
+		return "gone"
+	case live.DeletionTimestamp != nil:
+		return "terminating"
+	case evacuation.Accepted(live):
+		return "the owner accepted the evacuation"
+	case !evacuation.Requested(live):
+		return "the evacuation request was withdrawn"
+	}
+	return ""
+}

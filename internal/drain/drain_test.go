@@ -148,6 +148,37 @@ func TestDecide(t *testing.T) {
 
 // The status says how long pods have been terminating, the longest of a group, in steps of 10s
 // so that it does not change on every refresh.
+// Overtaken: a pod decided for eviction is still evicted as the API server has it now only
+// while it is asked to leave and its owner has not accepted (a declined pod is evicted).
+func TestOvertaken(t *testing.T) {
+	pod := func(conds ...corev1.PodCondition) *corev1.Pod {
+		p := &corev1.Pod{}
+		for _, c := range conds {
+			evacuation.SetCondition(p, c)
+		}
+		return p
+	}
+	asked := corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue}
+	terminating := pod(asked)
+	terminating.DeletionTimestamp = ptr.To(metav1.Now())
+	for _, tc := range []struct {
+		name string
+		live *corev1.Pod
+		want string
+	}{
+		{"still unanswered", pod(asked), ""},
+		{"declined", pod(asked, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionFalse}), ""},
+		{"accepted since", pod(asked, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue}), "the owner accepted the evacuation"},
+		{"withdrawn since", pod(), "the evacuation request was withdrawn"},
+		{"terminating", terminating, "terminating"},
+		{"gone", nil, "gone"},
+	} {
+		if got := Overtaken(tc.live); got != tc.want {
+			t.Errorf("%s: Overtaken = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestBlockedTerminatingFor(t *testing.T) {
 	now := time.Unix(1000, 0)
 	deleted := func(name string, ago time.Duration) Classified {
