@@ -49,7 +49,7 @@ const (
 )
 
 // knownMethods are the methods -methods accepts.
-var knownMethods = []string{MethodClassic, MethodNodemaint, MethodNodemaintER}
+var knownMethods = []string{MethodClassic, MethodNodemaint, MethodNodemaintER, MethodFloor}
 
 // isNodemaint reports whether the method runs nodemaint-controller (in either protocol).
 func isNodemaint(method string) bool { return method == MethodNodemaint || method == MethodNodemaintER }
@@ -164,7 +164,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		}
 		defer ctrl.kill()
 	}
-	before, beforeRes, err := b.apiRequests(ctx)
+	before, beforeRes, beforeLat, err := b.apiRequests(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +179,12 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		}
 	}
 
+	var moving map[string]int32
+	if method == MethodFloor {
+		if moving, err = b.prepareFloor(ctx, s, ns, targets); err != nil {
+			return nil, err
+		}
+	}
 	res := &RunResult{Method: method}
 	start := time.Now()
 	tr.begin(start)
@@ -206,6 +212,8 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		clientRequests, res.Blocked, err = b.rollClassic(runCtx, targets, *s.Rollout, tr, nt)
 	case isNodemaint(method):
 		err = b.drainNodemaint(runCtx, ns, targets, tr)
+	case method == MethodFloor:
+		err = b.drainFloor(runCtx, ns, s, moving, targets, tr)
 	default:
 		clientRequests, res.Blocked, err = b.drainClassic(runCtx, targets, tr)
 	}
@@ -215,7 +223,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	end := time.Now()
 	res.DurationSeconds = round(end.Sub(start).Seconds())
 
-	after, afterRes, err := b.apiRequests(ctx)
+	after, afterRes, afterLat, err := b.apiRequests(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +261,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		res.EmptySeconds, res.PodsLeft = roundp(out.empty), out.left
 	}
 	res.APIRequests, res.APIRequestsByResource = diff(after, before), diff(afterRes, beforeRes)
+	res.PodStatusPatchSeconds = meanOf(afterLat, beforeLat)
 	res.ClientRequests = clientRequests
 	if res.EvacuatedPods > 0 {
 		res.APIRequestsPerPod = perPod(res.APIRequests, res.EvacuatedPods)
@@ -546,14 +555,14 @@ func (b *bench) deleteNamespace(ctx context.Context, ns string) error {
 
 // apiRequests returns the API server's apiserver_request_total by verb, and by verb,
 // resource and subresource.
-func (b *bench) apiRequests(ctx context.Context) (byVerb, byResource map[string]float64, err error) {
+func (b *bench) apiRequests(ctx context.Context) (byVerb, byResource, podStatusPatch map[string]float64, err error) {
 	data, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("scraping the API server's metrics: %w", err)
+		return nil, nil, nil, fmt.Errorf("scraping the API server's metrics: %w", err)
 	}
 	byResource, err = sumCounter(strings.NewReader(string(data)), "apiserver_request_total", "verb", "resource", "subresource")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// Lease renewals are the fake kubelets' heartbeats (and leader election): they go on at the
 	// same pace whatever drains, so they are left out of the per-verb figures.
@@ -564,7 +573,17 @@ func (b *bench) apiRequests(ctx context.Context) (byVerb, byResource map[string]
 			byVerb[verb] += v
 		}
 	}
-	return byVerb, byResource, nil
+	// How long the API server takes to serve a PATCH of a pod's status (the evacuation
+	// requests and answers, the kubelets' status): the histogram's sum and count.
+	podStatusPatch = map[string]float64{}
+	for _, part := range []string{"sum", "count"} {
+		m, err := sumCounter(strings.NewReader(string(data)), "apiserver_request_duration_seconds_"+part, "verb", "resource", "subresource")
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		podStatusPatch[part] = m["PATCH pods status"]
+	}
+	return byVerb, byResource, podStatusPatch, nil
 }
 
 func diff(after, before map[string]float64) map[string]float64 {

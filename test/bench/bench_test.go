@@ -286,7 +286,7 @@ func TestProcParsing(t *testing.T) {
 }
 
 func testReport() *Report {
-	empty, settled, ratio := 9.0, 12.0, 1.5
+	empty, settled, ratio, patch := 9.0, 12.0, 1.5, 0.25
 	return &Report{
 		Time:    "2026-11-23T00:00:00Z",
 		Machine: Machine{CPU: "test", Cores: 2, MemoryGiB: 4, GoVersion: "go1.26", KubernetesVersion: "v1.37.1"},
@@ -296,7 +296,7 @@ func testReport() *Report {
 				{Method: MethodClassic, Blocked: "timed out after 1m0s on n1", PodsLeft: 1, DurationSeconds: 60,
 					Ready: []Point{{0, 2}, {1, 0}, {7, 2}}, Workloads: []WorkloadResult{{Name: "web", Desired: 2, SecondsBelow: 6, SecondsAtZero: 6}}},
 				{Method: MethodNodemaint, EmptySeconds: &empty, SettledSeconds: &settled, EmptyRatio: &ratio, DurationSeconds: 12,
-					Ready: []Point{{0, 2}, {5, 3}, {9, 2}}, APIRequestsPerPod: map[string]float64{"POST": 2, "GET": 1}},
+					Ready: []Point{{0, 2}, {5, 3}, {9, 2}}, APIRequestsPerPod: map[string]float64{"POST": 2, "GET": 1}, PodStatusPatchSeconds: &patch},
 			},
 		}},
 	}
@@ -304,7 +304,7 @@ func testReport() *Report {
 
 func TestRenderTable(t *testing.T) {
 	out := renderTable(testReport())
-	for _, want := range []string{"never (1 pods left)", "9.0s ×1.50", "timed out after 1m0s on n1", "1 of 1 (longest 6.0s)", "3.0 (writes 2.0)"} {
+	for _, want := range []string{"never (1 pods left)", "9.0s ×1.50", "timed out after 1m0s on n1", "1 of 1 (longest 6.0s)", "3.0 (writes 2.0)", " 250ms "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

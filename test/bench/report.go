@@ -125,6 +125,10 @@ type RunResult struct {
 	// other nodes wait for.
 	NodeQueueWaitSeconds *float64 `json:"nodeQueueWaitSeconds,omitempty"`
 	NodeReconcileSeconds *float64 `json:"nodeReconcileSeconds,omitempty"`
+	// PodStatusPatchSeconds is the API server's mean time to serve a PATCH of a pod's status
+	// during the run (everyone's: the evacuation requests and answers, the kubelets'), from its
+	// apiserver_request_duration_seconds: how loaded it was.
+	PodStatusPatchSeconds *float64 `json:"podStatusPatchSeconds,omitempty"`
 	// ResponderQueueWaitSeconds and ResponderReconcileSeconds are the same of the Deployment
 	// responder: how long a Deployment with a new request waits for its turn.
 	ResponderQueueWaitSeconds *float64 `json:"responderQueueWaitSeconds,omitempty"`
@@ -308,6 +312,12 @@ func rows(s ScenarioResult) (header []string, lines [][]string) {
 			return "—"
 		}
 		return fmt.Sprintf("%.0fms / %.0fms", *r.ResponderReconcileSeconds*1000, *r.ResponderQueueWaitSeconds*1000)
+	})
+	add("API server PATCH pods/status (mean)", "", func(r RunResult) string {
+		if r.PodStatusPatchSeconds == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.0fms", *r.PodStatusPatchSeconds*1000)
 	})
 	add("requests accepted within (median / p99 / all)", "", func(r RunResult) string {
 		a := r.AnswerLatency
