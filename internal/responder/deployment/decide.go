@@ -293,6 +293,7 @@ func (p *plan) endSurge(in input, live []*corev1.Pod, state *surgeState, el elig
 			deadline.Sub(progress).Round(time.Second), in.now.Sub(state.StartTime.Time).Round(time.Second)))
 	default:
 		p.requeueAfter = deadline.Sub(in.now)
+		p.extend(in, live, state, el)
 	}
 	return gaveUp
 }

@@ -147,6 +147,31 @@ func failingToCreate(rs *appsv1.ReplicaSet) bool {
 	})
 }
 
+// extend decides whether the surge in progress grows, up to maxSurge, by the pods asked to leave
+// since it started: a requester asks node by node, and a wave that started with the first
+// node's pods would otherwise leave the next nodes' to waves of their own, each waiting for the
+// one before it to complete. It grows once the requests stop coming (gathering), as a wave
+// starts; it then completes when all of its replacements are available. Every pod it evacuates
+// is marked already (markEvacuated marks all of them during a surge).
+func (p *plan) extend(in input, live []*corev1.Pod, state *surgeState, el eligibility) {
+	candidates := evacuated(live, el)
+	k := min(el.surge, int32(len(candidates)))
+	if k <= state.Surge {
+		return
+	}
+	if wait := gathering(candidates, el.surge, in.now); wait > 0 {
+		p.requeueAfter = min(p.requeueAfter, wait)
+		return
+	}
+	grown := *state
+	grown.Surge = k
+	from, to := state.OriginalReplicas+state.Surge, state.OriginalReplicas+k
+	p.scale = &scaleChange{replicas: to, surge: &grown}
+	p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeExtended", "Surge",
+		fmt.Sprintf("scaling from %d to %d replicas: the surge evacuates %d of the %s asked to leave now, %d more than when it started",
+			from, to, k, count(candidates), k-state.Surge)})
+}
+
 // rollback ends a surge without completing it: the pods the surge created are marked to go
 // first, the evacuated pods unmarked, and spec.replicas returns to the original count. Its marks
 // replace any the plan had; the evacuated pods are marked again once the scale-down is done
