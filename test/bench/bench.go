@@ -194,12 +194,12 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	runCtx, cancel := context.WithTimeout(ctx, max(b.o.runTimeout, s.Timeout))
 	defer cancel()
 	if ctrl != nil {
-		// The controller's CPU profile of the run's first minute (go tool pprof -top): where
+		// The controller's CPU profile of the run's first 30 seconds (go tool pprof -top): where
 		// its CPU goes while it moves pods.
 		res.CPUProfile = fmt.Sprintf("%s-%s-cpu.pb.gz", strings.ToLower(s.Name), method)
 		path := filepath.Join(b.o.out, res.CPUProfile)
 		go func() {
-			if err := httpGetTo(runCtx, "http://"+ctrl.pprofAddr+"/debug/pprof/profile?seconds=60", path); err != nil {
+			if err := httpGetTo(runCtx, "http://"+ctrl.pprofAddr+"/debug/pprof/profile?seconds=30", path); err != nil {
 				slog.Info("No CPU profile of the run", "err", err)
 			}
 		}()
