@@ -338,14 +338,8 @@ func (p *plan) startWave(in input, live []*corev1.Pod, el eligibility, replicas 
 		return
 	}
 	candidates := evacuated(live, el)
-	// Steady: the Deployment controller carried out the last change of spec.replicas (it
-	// scales the ReplicaSet before it records the generation observed), every replica is
-	// updated (no rollout), and the pods are as many as the replicas: the last scale-down's
-	// pods are terminating. The Deployment's status.replicas would say so too, but two
-	// status updates later (the ReplicaSet's, then the Deployment's); on a busy cluster
-	// that was seconds between one wave and the next.
-	steady := d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas >= replicas &&
-		int32(len(live)) == replicas
+	steady := d.Status.ObservedGeneration >= d.Generation && d.Status.Replicas == replicas &&
+		d.Status.UpdatedReplicas == replicas && int32(len(live)) == replicas
 	if len(candidates) == 0 || !steady {
 		return
 	}

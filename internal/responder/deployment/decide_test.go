@@ -204,21 +204,6 @@ func TestDecide(t *testing.T) {
 			wantRequeue: true,
 			wantSurges:  []string{"started"},
 		},
-		"scale-back carried out, the Deployment's status not updated yet: the next wave starts": {
-			d: withStatus(withGeneration(newDeployment(3, 1), 3), func(st *appsv1.DeploymentStatus) {
-				st.Replicas, st.UpdatedReplicas, st.AvailableReplicas = 4, 4, 4
-			}),
-			pods:        []*corev1.Pod{pod("a", requested(9), accepted, withMark), pod("b"), pod("c"), pod("x", requested(9), accepted, withMark, terminating)},
-			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
-			wantRequeue: true,
-			wantSurges:  []string{"started"},
-		},
-		"scale-back not carried out yet (generation not observed): no new wave": {
-			d: withStatus(withGeneration(newDeployment(3, 1), 3), func(st *appsv1.DeploymentStatus) {
-				st.ObservedGeneration, st.Replicas, st.UpdatedReplicas, st.AvailableReplicas = 2, 4, 4, 4
-			}),
-			pods: []*corev1.Pod{pod("a", requested(9), accepted, withMark), pod("b"), pod("c")},
-		},
 		"surge not available yet: waits": {
 			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 3),
 			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
@@ -530,11 +515,6 @@ func newDeployment(replicas, maxSurge int32) *appsv1.Deployment {
 		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: replicas, UpdatedReplicas: replicas,
 			ReadyReplicas: replicas, AvailableReplicas: replicas},
 	}
-}
-
-func withGeneration(d *appsv1.Deployment, generation int64) *appsv1.Deployment {
-	d.Generation, d.Status.ObservedGeneration = generation, generation
-	return d
 }
 
 func withStatus(d *appsv1.Deployment, f func(*appsv1.DeploymentStatus)) *appsv1.Deployment {
