@@ -11,9 +11,10 @@
 //   - Pod: metadata (without managed fields and kubectl's last-applied configuration);
 //     spec.nodeName, tolerations, volumes' persistentVolumeClaim claim names, evictionResponders
 //     and schedulingGroup (the Eviction controller's, KEP-4563); status.phase,
-//     conditions, and of the containers waiting their names and reasons (the Deployment
-//     responder's "replacement failing to start"). What pods share (namespace, labels, owner
-//     references, tolerations, conditions' types and reasons) is interned: see intern.go.
+//     conditions but the kubelet's ContainersReady and PodReadyToStartContainers, and of the
+//     containers waiting their names and reasons (the Deployment responder's "replacement
+//     failing to start"). What pods share (namespace, labels, owner references, tolerations,
+//     conditions' types and reasons) is interned: see intern.go.
 //   - Node: metadata, spec; status.conditions, nodeInfo, volumesAttached.
 //   - Deployment and ReplicaSet: metadata, spec without the pod template (replicas, selector,
 //     strategy, minReadySeconds, paused, ...), status.
@@ -117,7 +118,7 @@ func Pod(pod *corev1.Pod) {
 		EvictionResponders: pod.Spec.EvictionResponders,
 		SchedulingGroup:    pod.Spec.SchedulingGroup,
 	}
-	pod.Status.Conditions = exact(pod.Status.Conditions)
+	pod.Status.Conditions = exact(slices.DeleteFunc(pod.Status.Conditions, unreadCondition))
 	for i := range pod.Status.Conditions {
 		c := &pod.Status.Conditions[i]
 		c.Type, c.Status, c.Reason = corev1.PodConditionType(str(string(c.Type))), corev1.ConditionStatus(str(string(c.Status))), str(c.Reason)
@@ -128,6 +129,16 @@ func Pod(pod *corev1.Pod) {
 		InitContainerStatuses: waiting(pod.Status.InitContainerStatuses),
 		ContainerStatuses:     waiting(pod.Status.ContainerStatuses),
 	}
+}
+
+// unreadCondition reports whether no controller reads a pod condition: the kubelet's
+// ContainersReady (Ready says what the controllers ask) and PodReadyToStartContainers. Two of a
+// running pod's five conditions, 256 bytes of each cached pod (its conditions in 384 bytes where
+// 640 held them). Every other type is kept, those nodemaint does not know included (an
+// evacuation requester's or responder's own). The pods' conditions are written by strategic
+// merge patches that name one condition (merged by type), never from a cached list.
+func unreadCondition(c corev1.PodCondition) bool {
+	return c.Type == corev1.ContainersReady || c.Type == corev1.PodReadyToStartContainers
 }
 
 // waiting keeps of container statuses those of the containers waiting: their names and reasons.

@@ -204,6 +204,29 @@ func TestConditionsExact(t *testing.T) {
 	}
 }
 
+// The conditions no controller reads are dropped, the others kept in their order, those of
+// types nodemaint does not know included.
+func TestUnreadConditionsDropped(t *testing.T) {
+	pod := fullPod()
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue},
+		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionTrue},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+		{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: evacuation.ReasonNodeMaintenance},
+		{Type: "example.com/Checkpointed", Status: corev1.ConditionFalse}}
+	Pod(pod)
+	var types []corev1.PodConditionType
+	for _, c := range pod.Status.Conditions {
+		types = append(types, c.Type)
+	}
+	want := []corev1.PodConditionType{corev1.PodInitialized, corev1.PodReady, corev1.PodScheduled, evacuation.Request, "example.com/Checkpointed"}
+	if !slices.Equal(types, want) || cap(pod.Status.Conditions) != len(want) {
+		t.Errorf("conditions %v (capacity %d), want %v", types, cap(pod.Status.Conditions), want)
+	}
+	if !evacuation.Requested(pod) {
+		t.Errorf("the evacuation request lost")
+	}
+}
+
 // Of container statuses only those of waiting containers are kept.
 func TestRunningContainerStatusesDropped(t *testing.T) {
 	pod := fullPod()

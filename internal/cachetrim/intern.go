@@ -18,10 +18,10 @@ import (
 // instance of each instead.
 //
 // Sharing is safe because nothing changes a cached object in place: the cache's readers deep-copy
-// by default (a copy gets maps and slices of its own), the one reader that does not
-// (controller's podsOnNode, client.UnsafeDisableDeepCopy) already shares the cached pod's maps
-// and slices and only reads them (apply copies a pod before it changes it), and the transform
-// only replaces whole values of the object it is given.
+// by default (a copy gets maps and slices of its own), the readers that do not (the controller's
+// podsOnNode, which reads the pod informer's indexer, and reads with client.UnsafeDisableDeepCopy)
+// already share the cached objects' maps and slices and only read them (apply copies a pod
+// before it changes it), and the transform only replaces whole values of the object it is given.
 
 // str returns the canonical copy of s: Go's unique package keeps one copy of each distinct string
 // in use and forgets it once no object holds it, so the table does not grow with pods that came

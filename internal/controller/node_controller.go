@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,6 +62,8 @@ type NodeReconciler struct {
 	// is read again right before its eviction (drain.Overtaken). Nil: not read again.
 	APIReader client.Reader
 
+	// pods is the cache's pod indexer, by node (podsOnNode); SetupWithManager sets it.
+	pods toolscache.Indexer
 	// active is when this replica became the leader: response timeouts count from then at the
 	// earliest.
 	active activeSince
@@ -99,7 +102,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 }
 
 func (r *NodeReconciler) observer() *observer {
-	return &observer{client: r.Client, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written, protocol: r.Protocol}
+	return &observer{client: r.Client, pods: r.pods, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written, protocol: r.Protocol}
 }
 
 // apply carries the decision out. Withdrawals come first: the node's annotation stops naming a

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,6 +57,8 @@ type NodeMaintenanceReconciler struct {
 	// happens.
 	statusWritten sync.Map
 
+	// pods is the cache's pod indexer, by node (podsOnNode); SetupWithManager sets it.
+	pods toolscache.Indexer
 	// active is when this replica became the leader: the node reconciler counts response timeouts
 	// from it at the earliest, and so must the status that explains them.
 	active activeSince
@@ -153,7 +156,7 @@ const drainStatusRefresh = 5 * time.Second
 // status reports those decisions (what holds which pods, what is pending), not a computation of
 // its own.
 func (r *NodeMaintenanceReconciler) decide(ctx context.Context, nodes []*corev1.Node, now time.Time) ([]nodeDecision, error) {
-	o := &observer{client: r.Client, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written, protocol: r.Protocol}
+	o := &observer{client: r.Client, pods: r.pods, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written, protocol: r.Protocol}
 	v, err := o.view(ctx)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -27,6 +28,8 @@ import (
 // reconciler each node it selects.
 type observer struct {
 	client client.Reader
+	// pods is the cache's pod indexer, by node (podsOnNode).
+	pods toolscache.Indexer
 	// ownPods are nodemaint-controller's own pods, which are protected.
 	ownPods *OwnPods
 	// evictions remembers the refused evictions.
@@ -75,7 +78,7 @@ func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nod
 		}
 	}
 	var err error
-	if obs.Pods, err = podsOnNode(ctx, o.client, node.Name); err != nil {
+	if obs.Pods, err = podsOnNode(o.pods, node.Name); err != nil {
 		return obs, nil, err
 	}
 	var er *evictionrequest.Observed

@@ -277,6 +277,10 @@ func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) 
 	if err := r.active.start(mgr); err != nil {
 		return err
 	}
+	var err error
+	if r.pods, err = podIndexer(mgr); err != nil {
+		return err
+	}
 	c := mgr.GetClient()
 	b := builder.ControllerManagedBy(mgr)
 	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
@@ -312,6 +316,10 @@ func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) 
 // place, which halt rollouts.
 func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concurrency int) error {
 	if err := r.active.start(mgr); err != nil {
+		return err
+	}
+	var err error
+	if r.pods, err = podIndexer(mgr); err != nil {
 		return err
 	}
 	if err := watchAnswers(mgr); err != nil {

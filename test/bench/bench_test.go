@@ -424,7 +424,7 @@ func TestWriteDocsParts(t *testing.T) {
 func TestMergeReports(t *testing.T) {
 	l := &Report{Time: "T1", Settings: Settings{ClusterNodes: 1000}, Scenarios: []ScenarioResult{{Name: "L", Description: "first",
 		Runs: []RunResult{{Method: MethodClassic, DurationSeconds: 777}, {Method: MethodNodemaint, DurationSeconds: 1}}}}}
-	idle := &Report{Time: "T2", Settings: Settings{ClusterNodes: 5000}, Idle: &IdleResult{Nodes: 5000, Pods: 50000, RSSMiB: 590}}
+	idle := &Report{Time: "T2", Settings: Settings{ClusterNodes: 5000}, Idle: &IdleResult{Nodes: 5000, Pods: 50000, RSSMiB: 590, SettledRSSMiB: 420}}
 	again := &Report{Time: "T3", Scenarios: []ScenarioResult{
 		{Name: "L", Description: "again", Runs: []RunResult{{Method: MethodNodemaint, DurationSeconds: 300}}},
 		{Name: "M", Description: "medium"}}}
@@ -447,7 +447,7 @@ func TestMergeReports(t *testing.T) {
 		t.Error("merging changed its inputs")
 	}
 	md := renderMarkdown(m, "")
-	for _, want := range []string{"Run T1 ", "Controller idle (run T2) with 5000 nodes", "nodemaint was run apart: run T3"} {
+	for _, want := range []string{"Run T1 ", "Controller idle (run T2) with 5000 nodes", "590 MiB (peak 0 MiB), 420 MiB 1m30s later,", "nodemaint was run apart: run T3"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown without %q:\n%s", want, md)
 		}

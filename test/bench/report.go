@@ -156,6 +156,17 @@ type IdleResult struct {
 	// inuse_space, go_memstats_heap_inuse_bytes), HeapProfile the profile's file under -out.
 	HeapInuseMiB float64 `json:"heapInuseMiB,omitempty"`
 	HeapProfile  string  `json:"heapProfile,omitempty"`
+	// SettledRSSMiB is the RSS 90 seconds later, the controller still idle: the runtime returns
+	// the pages of the start's garbage gradually.
+	SettledRSSMiB float64 `json:"settledRSSMiB,omitempty"`
+}
+
+// settled says the RSS the controller settled at, if measured.
+func (r *IdleResult) settled() string {
+	if r.SettledRSSMiB == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %.0f MiB %s later", r.SettledRSSMiB, idleSettle)
 }
 
 func machine(ctx context.Context, c *localcluster.Cluster) Machine {
@@ -356,7 +367,7 @@ func renderTable(r *Report) string {
 	}
 	tw.Flush()
 	if r.Idle != nil {
-		fmt.Fprintf(&buf, "controller idle with %d nodes and %d pods: RSS %.0f MiB (peak %.0f MiB), heap in use %.0f MiB\n", r.Idle.Nodes, r.Idle.Pods, r.Idle.RSSMiB, r.Idle.PeakRSSMiB, r.Idle.HeapInuseMiB)
+		fmt.Fprintf(&buf, "controller idle with %d nodes and %d pods: RSS %.0f MiB (peak %.0f MiB)%s, heap in use %.0f MiB\n", r.Idle.Nodes, r.Idle.Pods, r.Idle.RSSMiB, r.Idle.PeakRSSMiB, r.Idle.settled(), r.Idle.HeapInuseMiB)
 	}
 	return buf.String()
 }
@@ -411,7 +422,7 @@ func renderMarkdown(r *Report, chart string) string {
 		if r.Idle.Time != "" && r.Idle.Time != r.Time {
 			when = " (run " + r.Idle.Time + ")"
 		}
-		fmt.Fprintf(&b, "Controller idle%s with %d nodes and %d pods: RSS %.0f MiB (peak %.0f MiB), Go heap in use after a collection %.0f MiB.\n\n", when, r.Idle.Nodes, r.Idle.Pods, r.Idle.RSSMiB, r.Idle.PeakRSSMiB, r.Idle.HeapInuseMiB)
+		fmt.Fprintf(&b, "Controller idle%s with %d nodes and %d pods: RSS %.0f MiB (peak %.0f MiB)%s, Go heap in use after a collection %.0f MiB.\n\n", when, r.Idle.Nodes, r.Idle.Pods, r.Idle.RSSMiB, r.Idle.PeakRSSMiB, r.Idle.settled(), r.Idle.HeapInuseMiB)
 	}
 	return b.String()
 }
