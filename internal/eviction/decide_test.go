@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -157,6 +158,104 @@ func TestDecideHeartbeat(t *testing.T) {
 	}
 }
 
+// TestDecideBudgetPacedRetry: a refused eviction backs off, and is tried again before the back-off
+// ends only once the pod's budget changed since the refusal and allows it (or the pod is not Ready
+// and the budget lets an unhealthy pod go); a budget that changed but still allows nothing, or one
+// of another spec than its status, waits.
+func TestDecideBudgetPacedRetry(t *testing.T) {
+	pod := testPod()
+	pod.Labels = map[string]string{"app": "db"}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	pdb := func(rv string, allowed int32, mutate ...func(*policyv1.PodDisruptionBudget)) []policyv1.PodDisruptionBudget {
+		b := policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", ResourceVersion: rv, Generation: 1},
+			Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+			Status:     policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, DisruptionsAllowed: allowed, CurrentHealthy: 2, DesiredHealthy: 2},
+		}
+		for _, m := range mutate {
+			m(&b)
+		}
+		return []policyv1.PodDisruptionBudget{b}
+	}
+	obs := Observation{
+		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Pod: pod,
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+		Budgets:  pdb("10", 1),
+	}
+	obs, d := settle(t, obs, t0)
+	if d.Evict == nil {
+		t.Fatalf("the imperative evictor does not evict at first: %s", stateOf(obs.Evictions[0]))
+	}
+	// Refused at budget version 10 (another pod took the disruption first): back off 8s.
+	obs.EvictNotBefore, obs.EvictMessage, obs.EvictBudgets = t0.Add(8*time.Second), "The disruption budget db needs 2 healthy pods and has 2 currently", BudgetsVersion(obs.Budgets)
+	obs, _ = settle(t, obs, t0.Add(time.Second))
+	now := t0.Add(2 * time.Second)
+	for _, c := range []struct {
+		name    string
+		budgets []policyv1.PodDisruptionBudget
+		ready   bool
+		evict   bool
+	}{
+		{"unchanged, as refused", pdb("10", 1), true, false},
+		{"changed, allowing nothing", pdb("11", 0), true, false},
+		{"changed, allowing one", pdb("12", 1), true, true},
+		{"changed, status of an older spec", pdb("12", 1, func(b *policyv1.PodDisruptionBudget) { b.Generation = 2 }), true, false},
+		{"changed, allowing nothing, the pod unready and the healthy pods at the desired count", pdb("13", 0), false, true},
+		{"changed, allowing nothing, the pod unready and the budget below its desired count", pdb("13", 0, func(b *policyv1.PodDisruptionBudget) { b.Status.CurrentHealthy = 1 }), false, false},
+		{"changed, allowing nothing, the pod unready, AlwaysAllow", pdb("13", 0, func(b *policyv1.PodDisruptionBudget) {
+			b.Status.CurrentHealthy = 1
+			b.Spec.UnhealthyPodEvictionPolicy = ptr.To(policyv1.AlwaysAllow)
+		}), false, true},
+		{"no budget any more", nil, true, false},
+	} {
+		o := obs
+		o.Budgets = c.budgets
+		o.Pod = pod.DeepCopy()
+		if !c.ready {
+			o.Pod.Status.Conditions[0].Status = corev1.ConditionFalse
+		}
+		d := Decide(o, now)
+		if (d.Evict != nil) != c.evict {
+			t.Errorf("%s: evict %v, want %v", c.name, d.Evict != nil, c.evict)
+		}
+		if !c.evict && d.RecheckAfter != 6*time.Second {
+			t.Errorf("%s: recheck after %v, want the back-off's 6s", c.name, d.RecheckAfter)
+		}
+	}
+	// The back-off over, it tries again whatever the budget says.
+	if d := Decide(obs, t0.Add(8*time.Second)); d.Evict == nil {
+		t.Errorf("no eviction once the back-off is over")
+	}
+}
+
+func TestSelectBudgets(t *testing.T) {
+	pod := testPod()
+	pod.Labels = map[string]string{"app": "db", "tier": "data"}
+	sel := func(ns, name string, s *metav1.LabelSelector) policyv1.PodDisruptionBudget {
+		return policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: policyv1.PodDisruptionBudgetSpec{Selector: s}}
+	}
+	pdbs := []policyv1.PodDisruptionBudget{
+		sel("ns", "db", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}),
+		sel("ns", "web", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}),
+		sel("other", "db", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}),
+		sel("ns", "data", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"data"}}}}),
+		sel("ns", "none", nil),
+		sel("ns", "invalid", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}}),
+	}
+	var got []string
+	for _, b := range SelectBudgets(pod, pdbs) {
+		got = append(got, b.Namespace+"/"+b.Name)
+	}
+	if fmt.Sprint(got) != "[ns/db ns/data]" {
+		t.Fatalf("selected %v, want [ns/db ns/data]", got)
+	}
+	if v := BudgetsVersion([]policyv1.PodDisruptionBudget{
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", ResourceVersion: "7"}}, {ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "9"}},
+	}); v != "a=9,b=7" {
+		t.Fatalf("version %q", v)
+	}
+}
+
 // TestDecideGone: a pod gone: its requests learn TargetEvicted (PodDeleted) and the Eviction is
 // collected; a request of the same name but another UID (a pod replaced) likewise.
 func TestDecideGone(t *testing.T) {
@@ -265,8 +364,11 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		}
 	}
 	if d.Evict != nil {
-		if obs.Pod == nil || obs.Pod.DeletionTimestamp != nil || obs.EvictNotBefore.After(now) || obs.Protected != "" {
-			t.Fatalf("evicting a pod gone, terminating, backing off or protected")
+		if obs.Pod == nil || obs.Pod.DeletionTimestamp != nil || obs.Protected != "" {
+			t.Fatalf("evicting a pod gone, terminating or protected")
+		}
+		if obs.EvictNotBefore.After(now) && (BudgetsVersion(obs.Budgets) == obs.EvictBudgets || !budgetsAllow(obs.Pod, obs.Budgets)) {
+			t.Fatalf("evicting a pod backing off whose budgets did not change to allow it: %+v (refused at %q)", obs.Budgets, obs.EvictBudgets)
 		}
 		e := d.Evict
 		for _, w := range d.Status {
@@ -306,6 +408,19 @@ func fuzzObservation(g *testutil.FuzzBytes, now time.Time) Observation {
 	}
 	if b := g.Byte(); b%3 == 0 {
 		obs.EvictNotBefore, obs.EvictMessage = now.Add(time.Duration(b)*time.Second-100*time.Second), "refused"
+		if b%2 == 0 {
+			obs.EvictBudgets = "db0=1"
+		}
+	}
+	if pod != nil && g.Byte()%2 == 0 {
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
+	for i := range int(g.Byte()) % 3 {
+		b := g.Byte()
+		obs.Budgets = append(obs.Budgets, policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("db", i), ResourceVersion: fmt.Sprint(b % 3), Generation: int64(b>>2) % 2},
+			Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: int32(b>>3) % 2, CurrentHealthy: int32(b>>4) % 3, DesiredHealthy: 1},
+		})
 	}
 	requesters := []string{evictionrequest.Requester, "other.example.com/descheduler", "x.example.org/y"}
 	for i := range int(g.Byte()) % 4 {

@@ -36,6 +36,7 @@ import (
 // +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
 
 // targetIndex indexes EvictionRequests and Evictions by their target pod's "namespace/name".
 const targetIndex = "evictioncontroller.target"
@@ -113,8 +114,16 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 	}
 	if obs.Pod != nil && r.Evictions != nil {
 		if refusal, ok := r.Evictions.Refusals([]drain.Classified{{Pod: obs.Pod}})[obs.Pod.UID]; ok {
-			obs.EvictNotBefore, obs.EvictMessage = refusal.NotBefore, refusal.Message
+			obs.EvictNotBefore, obs.EvictMessage, obs.EvictBudgets = refusal.NotBefore, refusal.Message, refusal.Budgets
 		}
+	}
+	if obs.Pod != nil && len(obs.Evictions) > 0 {
+		// The budgets pace the imperative evictor's retries; read only while an Eviction exists.
+		var pdbs policyv1.PodDisruptionBudgetList
+		if err := r.Client.List(ctx, &pdbs, client.InNamespace(target.Namespace)); err != nil {
+			return obs, err
+		}
+		obs.Budgets = eviction.SelectBudgets(obs.Pod, pdbs.Items)
 	}
 	return obs, nil
 }
@@ -174,7 +183,7 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 		r.Recorder.Eventf(ev, nil, typ, e.Reason, "Reconcile", "%s", e.Message)
 	}
 	if d.Evict != nil && obs.Pod != nil && len(errs) == 0 {
-		if r.evict(ctx, obs.Pod, d.Evict) {
+		if r.evict(ctx, obs, d.Evict) {
 			again = true
 		}
 	}
@@ -190,10 +199,12 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 
 // evict is the imperative evictor: an eviction of the pod through the API (with its
 // PodDisruptionBudgets), with the pod's UID as precondition. A refusal backs off exponentially
-// (Evictions); the next decision writes it into the responder's message. It reports whether
-// the pod was evicted or the refusal is new.
-func (r *Reconciler) evict(ctx context.Context, pod *corev1.Pod, ev *lifecyclev1alpha1.Eviction) bool {
+// (Evictions), recorded with the state of the pod's budgets as observed, so that a change of
+// theirs brings the retry forward; the next decision writes it into the responder's message. It
+// reports whether the pod was evicted or the refusal is new.
+func (r *Reconciler) evict(ctx context.Context, obs eviction.Observation, ev *lifecyclev1alpha1.Eviction) bool {
 	log := logf.FromContext(ctx)
+	pod := obs.Pod
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err := r.Client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{
@@ -220,8 +231,9 @@ func (r *Reconciler) evict(ctx context.Context, pod *corev1.Pod, ev *lifecyclev1
 				}
 			}
 		}
-		wait := r.Evictions.Refused(pod.UID, r.now(), "EvictionRefused", msg)
-		log.Info("imperative evictor's eviction refused", "pod", pod.Name, "retryAfter", wait, "reason", msg)
+		budgets := eviction.BudgetsVersion(obs.Budgets)
+		wait := r.Evictions.RefusedUnder(pod.UID, r.now(), "EvictionRefused", msg, budgets)
+		log.Info("imperative evictor's eviction refused", "pod", pod.Name, "retryAfter", wait, "budgets", budgets, "reason", msg)
 		return true
 	}
 }
@@ -255,8 +267,37 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			}
 			return []reconcile.Request{{NamespacedName: key}}
 		})).
+		// A budget's status change (a disruption allowed again) brings forward the retries of the
+		// evictions it refused.
+		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.refusedBy)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
+}
+
+// refusedBy maps a PodDisruptionBudget to the target pods it selects whose imperative eviction
+// was refused: the pods of the Evictions in its namespace.
+func (r *Reconciler) refusedBy(ctx context.Context, o client.Object) []reconcile.Request {
+	pdb := o.(*policyv1.PodDisruptionBudget)
+	var evs lifecyclev1alpha1.EvictionList
+	if err := r.Client.List(ctx, &evs, client.InNamespace(pdb.Namespace)); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, e := range evs.Items {
+		p := e.Spec.Target.Pod
+		if p == nil {
+			continue
+		}
+		pod := &corev1.Pod{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: pdb.Namespace, Name: p.Name}, pod); err != nil || pod.UID != p.UID {
+			continue
+		}
+		if _, _, refused := r.Evictions.Refusal(pod.UID); !refused || len(eviction.SelectBudgets(pod, []policyv1.PodDisruptionBudget{*pdb})) == 0 {
+			continue
+		}
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pdb.Namespace, Name: p.Name}})
+	}
+	return out
 }
 
 func targetOf(namespace string, p *lifecyclev1alpha1.EvictionRequestPodReference) []reconcile.Request {
