@@ -43,6 +43,9 @@ type Observation struct {
 	// and allow the eviction, the imperative evictor tries again without waiting out its back-off.
 	Budgets      []policyv1.PodDisruptionBudget
 	EvictBudgets string
+	// Evicted: the imperative evictor's eviction of this pod went through, and the pod as read
+	// does not show its deletion yet (a cache behind): it is not evicted again.
+	Evicted bool
 	// Protected, when set, says why the imperative evictor must not evict the pod (it is
 	// nodemaint-controller's own): it completes without evicting, with this message.
 	Protected string
@@ -435,7 +438,7 @@ func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alph
 		msg = "Could not evict the pod, retrying with a back-off: " + obs.EvictMessage
 	}
 	switch {
-	case pod.DeletionTimestamp != nil:
+	case pod.DeletionTimestamp != nil || obs.Evicted:
 		msg = "the pod is terminating"
 	case obs.EvictNotBefore.After(now) && !retryNow(obs, pod):
 		d.after(obs.EvictNotBefore.Sub(now))

@@ -228,6 +228,29 @@ func TestDecideBudgetPacedRetry(t *testing.T) {
 	}
 }
 
+// TestDecideEvictedOnce: once the imperative evictor's eviction went through, it is not made again
+// while the pod as read does not show its deletion yet.
+func TestDecideEvictedOnce(t *testing.T) {
+	obs := Observation{
+		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Pod: testPod(),
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+	}
+	obs, d := settle(t, obs, t0)
+	if d.Evict == nil {
+		t.Fatalf("the imperative evictor does not evict: %s", stateOf(obs.Evictions[0]))
+	}
+	obs.Evicted = true
+	obs, d = settle(t, obs, t0.Add(100*time.Millisecond))
+	if d.Evict != nil {
+		t.Fatalf("evicted again")
+	}
+	for _, r := range obs.Evictions[0].Status.Responders {
+		if r.Name == evictionrequest.ImperativeEvictor && (r.Message == nil || *r.Message != "the pod is terminating") {
+			t.Fatalf("the imperative evictor's message: %v", r.Message)
+		}
+	}
+}
+
 func TestSelectBudgets(t *testing.T) {
 	pod := testPod()
 	pod.Labels = map[string]string{"app": "db", "tier": "data"}
@@ -364,8 +387,8 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		}
 	}
 	if d.Evict != nil {
-		if obs.Pod == nil || obs.Pod.DeletionTimestamp != nil || obs.Protected != "" {
-			t.Fatalf("evicting a pod gone, terminating or protected")
+		if obs.Pod == nil || obs.Pod.DeletionTimestamp != nil || obs.Evicted || obs.Protected != "" {
+			t.Fatalf("evicting a pod gone, terminating, evicted already or protected")
 		}
 		if obs.EvictNotBefore.After(now) && (BudgetsVersion(obs.Budgets) == obs.EvictBudgets || !budgetsAllow(obs.Pod, obs.Budgets)) {
 			t.Fatalf("evicting a pod backing off whose budgets did not change to allow it: %+v (refused at %q)", obs.Budgets, obs.EvictBudgets)
@@ -406,6 +429,7 @@ func fuzzObservation(g *testutil.FuzzBytes, now time.Time) Observation {
 	if g.Byte()%5 == 0 {
 		obs.Protected = "nodemaint-controller's own pod"
 	}
+	obs.Evicted = g.Byte()%6 == 0
 	if b := g.Byte(); b%3 == 0 {
 		obs.EvictNotBefore, obs.EvictMessage = now.Add(time.Duration(b)*time.Second-100*time.Second), "refused"
 		if b%2 == 0 {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,10 @@ type Reconciler struct {
 	// Protected, when set, says why a pod must never be evicted by nodemaint ("" for others):
 	// nodemaint-controller's own pods. The imperative evictor passes them on.
 	Protected func(*corev1.Pod) string
+
+	// evicted are the pods the imperative evictor evicted (namespace/name: UID) until the cache
+	// shows their deletion, so that a reconcile in between does not evict them again.
+	evicted sync.Map
 }
 
 // Reconcile observes the target pod, its EvictionRequests and Evictions, decides and applies.
@@ -111,6 +116,13 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 	obs.Evictions = evs.Items
 	if obs.Pod != nil && r.Protected != nil {
 		obs.Protected = r.Protected(obs.Pod)
+	}
+	if uid, ok := r.evicted.Load(target); ok {
+		if obs.Pod != nil && obs.Pod.UID == uid && obs.Pod.DeletionTimestamp == nil {
+			obs.Evicted = true
+		} else {
+			r.evicted.Delete(target)
+		}
 	}
 	if obs.Pod != nil && r.Evictions != nil {
 		if refusal, ok := r.Evictions.Refusals([]drain.Classified{{Pod: obs.Pod}})[obs.Pod.UID]; ok {
@@ -214,6 +226,7 @@ func (r *Reconciler) evict(ctx context.Context, obs eviction.Observation, ev *li
 	switch {
 	case err == nil:
 		r.Evictions.Done(pod.UID)
+		r.evicted.Store(client.ObjectKeyFromObject(pod), pod.UID)
 		log.Info("imperative evictor evicted the pod", "pod", pod.Name, "eviction", ev.Name)
 		r.Recorder.Eventf(ev, pod, corev1.EventTypeNormal, "Evicted", "Evict", "%s evicted pod %s through the Eviction API", evictionrequest.ImperativeEvictor, pod.Name)
 		return true
