@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,6 +58,9 @@ type Reconciler struct {
 	// evicted are the pods the imperative evictor evicted (namespace/name: UID) until the cache
 	// shows their deletion, so that a reconcile in between does not evict them again.
 	evicted sync.Map
+	// collected are the Evictions deleted (namespace/name of their target: their UIDs) until the
+	// cache drops them, so that a reconcile in between does not delete them again.
+	collected sync.Map
 }
 
 // Reconcile observes the target pod, its EvictionRequests and Evictions, decides and applies.
@@ -114,6 +118,19 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 		return obs, err
 	}
 	obs.Evictions = evs.Items
+	if v, ok := r.collected.Load(target); ok {
+		var still []types.UID
+		for _, uid := range v.([]types.UID) {
+			if slices.ContainsFunc(obs.Evictions, func(e lifecyclev1alpha1.Eviction) bool { return e.UID == uid }) {
+				still = append(still, uid)
+			}
+		}
+		if len(still) == 0 {
+			r.collected.Delete(target)
+		} else {
+			r.collected.Store(target, still)
+		}
+	}
 	if obs.Pod != nil && r.Protected != nil {
 		obs.Protected = r.Protected(obs.Pod)
 	}
@@ -199,10 +216,22 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 			again = true
 		}
 	}
+	target := types.NamespacedName{Namespace: obs.Namespace, Name: obs.Name}
+	var collected []types.UID
+	if v, ok := r.collected.Load(target); ok {
+		collected = v.([]types.UID)
+	}
 	for _, e := range d.Delete {
+		if slices.Contains(collected, e.UID) {
+			continue
+		}
 		err := r.Client.Delete(ctx, e, client.Preconditions{UID: &e.UID})
 		if err == nil {
 			log.Info("collected the Eviction", "eviction", e.Name)
+		}
+		if err == nil || apierrors.IsNotFound(err) {
+			collected = append(collected, e.UID)
+			r.collected.Store(target, collected)
 		}
 		note(client.IgnoreNotFound(err))
 	}
