@@ -11,10 +11,13 @@ import (
 )
 
 // The imperative evictor's retries are paced by the PodDisruptionBudgets that refused them: a
-// refused eviction backs off exponentially (the fallback), but is tried again as soon as the
-// budgets' status changed since the refusal and now allows the pod's eviction. A StatefulSet
-// whose budget lets one pod go at a time thus loses no time between its pods, where the back-off
-// alone overshoots the moment the budget allows the next one (1s, 2s, 4s, ... 16s, 32s).
+// refused eviction is tried again as soon as the budgets' status changed since the refusal and now
+// allows the pod's eviction, and not while the budgets are as they were when one refused it (the
+// API server decides from that status: it would refuse again). The exponential back-off remains
+// for the other refusals and where no budget is seen. A StatefulSet whose budget lets one pod go
+// at a time thus loses no time between its pods, where the back-off alone overshoots the moment
+// the budget allows the next one (1s, 2s, 4s, ... 16s, 32s), and no eviction is sent only to be
+// refused.
 
 // SelectBudgets returns the budgets among pdbs (of the pod's namespace) whose selector matches
 // the pod. A budget without a selector, or with an invalid one, selects nothing.
@@ -82,6 +85,14 @@ func podReady(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// heldByBudgets: a budget refused the pod's last eviction, the budgets are as they were then, and
+// their status does not allow it (if it does, the refusal was of a newer status than the one read,
+// or of something else: the back-off decides).
+func heldByBudgets(obs Observation, pod *corev1.Pod) bool {
+	return obs.EvictMessage != "" && obs.EvictBudgetRefused && len(obs.Budgets) > 0 &&
+		BudgetsVersion(obs.Budgets) == obs.EvictBudgets && !budgetsAllow(pod, obs.Budgets)
 }
 
 // retryNow: the pod's last eviction was refused under budgets that have changed since, and that

@@ -39,10 +39,14 @@ type Observation struct {
 	EvictNotBefore time.Time
 	EvictMessage   string
 	// Budgets are the PodDisruptionBudgets that select the pod (SelectBudgets), as read;
-	// EvictBudgets is their BudgetsVersion when the last eviction was refused. Once they changed
-	// and allow the eviction, the imperative evictor tries again without waiting out its back-off.
-	Budgets      []policyv1.PodDisruptionBudget
-	EvictBudgets string
+	// EvictBudgets is their BudgetsVersion when the last eviction was refused, and
+	// EvictBudgetRefused says a budget refused it (429). Once they changed and allow the eviction,
+	// the imperative evictor tries again without waiting out its back-off; while they are as they
+	// were when a budget refused it, it does not try again, back-off over or not: the API server
+	// would refuse it again.
+	Budgets            []policyv1.PodDisruptionBudget
+	EvictBudgets       string
+	EvictBudgetRefused bool
 	// Evicted: the imperative evictor's eviction of this pod went through, and the pod as read
 	// does not show its deletion yet (a cache behind): it is not evicted again.
 	Evicted bool
@@ -442,6 +446,8 @@ func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alph
 		msg = "the pod is terminating"
 	case obs.EvictNotBefore.After(now) && !retryNow(obs, pod):
 		d.after(obs.EvictNotBefore.Sub(now))
+	case heldByBudgets(obs, pod):
+		// A change of the budgets brings the next decision.
 	default:
 		d.Evict = e
 	}

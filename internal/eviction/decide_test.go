@@ -186,8 +186,9 @@ func TestDecideBudgetPacedRetry(t *testing.T) {
 	if d.Evict == nil {
 		t.Fatalf("the imperative evictor does not evict at first: %s", stateOf(obs.Evictions[0]))
 	}
-	// Refused at budget version 10 (another pod took the disruption first): back off 8s.
+	// Refused by the budget at its version 10 (another pod took the disruption first): back off 8s.
 	obs.EvictNotBefore, obs.EvictMessage, obs.EvictBudgets = t0.Add(8*time.Second), "The disruption budget db needs 2 healthy pods and has 2 currently", BudgetsVersion(obs.Budgets)
+	obs.EvictBudgetRefused = true
 	obs, _ = settle(t, obs, t0.Add(time.Second))
 	now := t0.Add(2 * time.Second)
 	for _, c := range []struct {
@@ -222,9 +223,27 @@ func TestDecideBudgetPacedRetry(t *testing.T) {
 			t.Errorf("%s: recheck after %v, want the back-off's 6s", c.name, d.RecheckAfter)
 		}
 	}
-	// The back-off over, it tries again whatever the budget says.
-	if d := Decide(obs, t0.Add(8*time.Second)); d.Evict == nil {
-		t.Errorf("no eviction once the back-off is over")
+	// The back-off over: a budget's refusal is not tried again while the budget is as it was and
+	// allows nothing (the API server would refuse again); the back-off decides where the budget as
+	// read allows it, or where the refusal was not a budget's.
+	later := t0.Add(9 * time.Second)
+	for _, c := range []struct {
+		name           string
+		budgets        []policyv1.PodDisruptionBudget
+		refusedAt      string
+		budgetsRefused bool
+		evict          bool
+	}{
+		{"a budget's refusal, the budget as it was, allowing nothing", pdb("11", 0), "db=11", true, false},
+		{"a budget's refusal, the budget as it was, allowing one", pdb("10", 1), "db=10", true, true},
+		{"another refusal, the budget as it was, allowing nothing", pdb("11", 0), "db=11", false, true},
+		{"a budget's refusal, no budget read", nil, "db=11", true, true},
+	} {
+		o := obs
+		o.Budgets, o.EvictBudgets, o.EvictBudgetRefused = c.budgets, c.refusedAt, c.budgetsRefused
+		if d := Decide(o, later); (d.Evict != nil) != c.evict {
+			t.Errorf("back-off over, %s: evict %v, want %v", c.name, d.Evict != nil, c.evict)
+		}
 	}
 }
 
@@ -393,6 +412,9 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		if obs.EvictNotBefore.After(now) && (BudgetsVersion(obs.Budgets) == obs.EvictBudgets || !budgetsAllow(obs.Pod, obs.Budgets)) {
 			t.Fatalf("evicting a pod backing off whose budgets did not change to allow it: %+v (refused at %q)", obs.Budgets, obs.EvictBudgets)
 		}
+		if obs.EvictBudgetRefused && len(obs.Budgets) > 0 && BudgetsVersion(obs.Budgets) == obs.EvictBudgets && !budgetsAllow(obs.Pod, obs.Budgets) {
+			t.Fatalf("evicting a pod its budgets refused, as they were then: %+v", obs.Budgets)
+		}
 		e := d.Evict
 		for _, w := range d.Status {
 			if w.Name == e.Name {
@@ -435,6 +457,7 @@ func fuzzObservation(g *testutil.FuzzBytes, now time.Time) Observation {
 		if b%2 == 0 {
 			obs.EvictBudgets = "db0=1"
 		}
+		obs.EvictBudgetRefused = b%4 < 2
 	}
 	if pod != nil && g.Byte()%2 == 0 {
 		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}

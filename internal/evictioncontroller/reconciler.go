@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/eviction"
 	"github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
@@ -144,6 +145,7 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 	if obs.Pod != nil && r.Evictions != nil {
 		if refusal, ok := r.Evictions.Refusals([]drain.Classified{{Pod: obs.Pod}})[obs.Pod.UID]; ok {
 			obs.EvictNotBefore, obs.EvictMessage, obs.EvictBudgets = refusal.NotBefore, refusal.Message, refusal.Budgets
+			obs.EvictBudgetRefused = refusal.Reason == nodemaintv1alpha1.BlockedReasonPodDisruptionBudget
 		}
 	}
 	if obs.Pod != nil && len(obs.Evictions) > 0 {
@@ -262,19 +264,21 @@ func (r *Reconciler) evict(ctx context.Context, obs eviction.Observation, ev *li
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		return true
 	default:
-		msg := err.Error()
+		msg, reason := err.Error(), nodemaintv1alpha1.BlockedReasonEvictionFailed
 		if apierrors.IsTooManyRequests(err) {
 			msg = "Cannot evict pod as it would violate the pod's disruption budget."
 			if s, ok := err.(apierrors.APIStatus); ok && s.Status().Details != nil {
 				for _, c := range s.Status().Details.Causes {
 					if c.Type == policyv1.DisruptionBudgetCause {
-						msg = c.Message
+						// A budget's refusal (not, say, API Priority and Fairness's 429): the
+						// next try waits for the budget's status to change.
+						msg, reason = c.Message, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget
 					}
 				}
 			}
 		}
 		budgets := eviction.BudgetsVersion(obs.Budgets)
-		wait := r.Evictions.RefusedUnder(pod.UID, r.now(), "EvictionRefused", msg, budgets)
+		wait := r.Evictions.RefusedUnder(pod.UID, r.now(), reason, msg, budgets)
 		log.Info("imperative evictor's eviction refused", "pod", pod.Name, "retryAfter", wait, "budgets", budgets, "reason", msg)
 		return true
 	}
