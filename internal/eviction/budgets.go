@@ -12,9 +12,9 @@ import (
 
 // The imperative evictor's retries are paced by the PodDisruptionBudgets that refused them: a
 // refused eviction is tried again as soon as the budgets' status changed since the refusal and now
-// allows the pod's eviction, and not while the budgets are as they were when one refused it (the
-// API server decides from that status: it would refuse again). The exponential back-off remains
-// for the other refusals and where no budget is seen. A StatefulSet whose budget lets one pod go
+// allows the pod's eviction, and not while their status does not allow it (the API server decides
+// from that status: it would refuse again). The exponential back-off remains for the other
+// refusals and where no budget is seen. A StatefulSet whose budget lets one pod go
 // at a time thus loses no time between its pods, where the back-off alone overshoots the moment
 // the budget allows the next one (1s, 2s, 4s, ... 16s, 32s), and no eviction is sent only to be
 // refused.
@@ -49,13 +49,16 @@ func BudgetsVersion(budgets []policyv1.PodDisruptionBudget) string {
 }
 
 // budgetsAllow reports whether every budget, as its status says, lets the API server evict the
-// pod now: the budget's status is of its current spec, and it allows a disruption, or the pod is
-// not Ready and the budget's unhealthyPodEvictionPolicy lets such a pod go (AlwaysAllow, or
-// IfHealthyBudget with the healthy pods at the desired count), as the eviction subresource
-// decides. False without budgets: nothing says the budgets changed.
+// pod now, as the eviction subresource decides: a pending pod's eviction ignores budgets; else the
+// budget's status is of its current spec, and it allows a disruption, or the pod is not Ready and
+// the budget's unhealthyPodEvictionPolicy lets such a pod go (AlwaysAllow, or IfHealthyBudget with
+// the healthy pods at the desired count). False without budgets: nothing says the budgets changed.
 func budgetsAllow(pod *corev1.Pod, budgets []policyv1.PodDisruptionBudget) bool {
 	if len(budgets) == 0 {
 		return false
+	}
+	if pod.Status.Phase == corev1.PodPending {
+		return true
 	}
 	for _, b := range budgets {
 		if b.Status.ObservedGeneration < b.Generation {
@@ -87,12 +90,11 @@ func podReady(pod *corev1.Pod) bool {
 	return false
 }
 
-// heldByBudgets: a budget refused the pod's last eviction, the budgets are as they were then, and
-// their status does not allow it (if it does, the refusal was of a newer status than the one read,
-// or of something else: the back-off decides).
+// heldByBudgets: a budget refused the pod's last eviction and the budgets' status as read does not
+// allow it (the API server decides from that status; a status newer than the one read comes with
+// its change). Where it does allow it, the refusal was of something else: the back-off decides.
 func heldByBudgets(obs Observation, pod *corev1.Pod) bool {
-	return obs.EvictMessage != "" && obs.EvictBudgetRefused && len(obs.Budgets) > 0 &&
-		BudgetsVersion(obs.Budgets) == obs.EvictBudgets && !budgetsAllow(pod, obs.Budgets)
+	return obs.EvictMessage != "" && obs.EvictBudgetRefused && len(obs.Budgets) > 0 && !budgetsAllow(pod, obs.Budgets)
 }
 
 // retryNow: the pod's last eviction was refused under budgets that have changed since, and that

@@ -41,9 +41,9 @@ type Observation struct {
 	// Budgets are the PodDisruptionBudgets that select the pod (SelectBudgets), as read;
 	// EvictBudgets is their BudgetsVersion when the last eviction was refused, and
 	// EvictBudgetRefused says a budget refused it (429). Once they changed and allow the eviction,
-	// the imperative evictor tries again without waiting out its back-off; while they are as they
-	// were when a budget refused it, it does not try again, back-off over or not: the API server
-	// would refuse it again.
+	// the imperative evictor tries again without waiting out its back-off; after a budget's
+	// refusal, it does not try again while their status does not allow it, back-off over or not:
+	// the API server would refuse it again.
 	Budgets            []policyv1.PodDisruptionBudget
 	EvictBudgets       string
 	EvictBudgetRefused bool

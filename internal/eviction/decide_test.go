@@ -223,9 +223,16 @@ func TestDecideBudgetPacedRetry(t *testing.T) {
 			t.Errorf("%s: recheck after %v, want the back-off's 6s", c.name, d.RecheckAfter)
 		}
 	}
-	// The back-off over: a budget's refusal is not tried again while the budget is as it was and
-	// allows nothing (the API server would refuse again); the back-off decides where the budget as
-	// read allows it, or where the refusal was not a budget's.
+	// A pending pod's eviction ignores its budgets.
+	pending := obs
+	pending.Budgets, pending.Pod = pdb("13", 0), pod.DeepCopy()
+	pending.Pod.Status.Phase = corev1.PodPending
+	if d := Decide(pending, now); d.Evict == nil {
+		t.Errorf("changed, allowing nothing, the pod pending: no eviction")
+	}
+	// The back-off over: a budget's refusal is not tried again while the budget allows nothing (the
+	// API server would refuse again); the back-off decides where the budget as read allows it, or
+	// where the refusal was not a budget's.
 	later := t0.Add(9 * time.Second)
 	for _, c := range []struct {
 		name           string
@@ -235,6 +242,7 @@ func TestDecideBudgetPacedRetry(t *testing.T) {
 		evict          bool
 	}{
 		{"a budget's refusal, the budget as it was, allowing nothing", pdb("11", 0), "db=11", true, false},
+		{"a budget's refusal, the budget changed, allowing nothing", pdb("12", 0), "db=11", true, false},
 		{"a budget's refusal, the budget as it was, allowing one", pdb("10", 1), "db=10", true, true},
 		{"another refusal, the budget as it was, allowing nothing", pdb("11", 0), "db=11", false, true},
 		{"a budget's refusal, no budget read", nil, "db=11", true, true},
@@ -412,8 +420,8 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		if obs.EvictNotBefore.After(now) && (BudgetsVersion(obs.Budgets) == obs.EvictBudgets || !budgetsAllow(obs.Pod, obs.Budgets)) {
 			t.Fatalf("evicting a pod backing off whose budgets did not change to allow it: %+v (refused at %q)", obs.Budgets, obs.EvictBudgets)
 		}
-		if obs.EvictBudgetRefused && len(obs.Budgets) > 0 && BudgetsVersion(obs.Budgets) == obs.EvictBudgets && !budgetsAllow(obs.Pod, obs.Budgets) {
-			t.Fatalf("evicting a pod its budgets refused, as they were then: %+v", obs.Budgets)
+		if obs.EvictBudgetRefused && len(obs.Budgets) > 0 && !budgetsAllow(obs.Pod, obs.Budgets) {
+			t.Fatalf("evicting a pod a budget refused, while the budgets allow nothing: %+v", obs.Budgets)
 		}
 		e := d.Evict
 		for _, w := range d.Status {
