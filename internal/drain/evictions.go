@@ -20,10 +20,13 @@ type Evictions struct {
 
 // Refusal is an eviction the API server refused: the pod backs off until NotBefore. Reason is
 // nodemaintv1alpha1.BlockedReasonPodDisruptionBudget for a 429, BlockedReasonEvictionFailed
-// otherwise; Message is the API server's.
+// otherwise; Message is the API server's. Budgets identifies the state of the
+// PodDisruptionBudgets the eviction was refused under, where the evictor records it (RefusedUnder),
+// so that it can try again as soon as they change.
 type Refusal struct {
 	NotBefore       time.Time
 	Reason, Message string
+	Budgets         string
 }
 
 // NewEvictions returns an Evictions backing off from initial up to max.
@@ -44,9 +47,14 @@ func (e *Evictions) Wait(uid types.UID, now time.Time) time.Duration {
 // Refused records a refused eviction, with the reason (nodemaintv1alpha1.BlockedReasonPodDisruptionBudget for a 429,
 // nodemaintv1alpha1.BlockedReasonEvictionFailed otherwise) and the API server's message, and returns the back-off.
 func (e *Evictions) Refused(uid types.UID, now time.Time, reason, message string) time.Duration {
+	return e.RefusedUnder(uid, now, reason, message, "")
+}
+
+// RefusedUnder is Refused, recording the state of the budgets the eviction was refused under.
+func (e *Evictions) RefusedUnder(uid types.UID, now time.Time, reason, message, budgets string) time.Duration {
 	d := e.limiter.When(uid)
 	e.mu.Lock()
-	e.refused[uid] = Refusal{NotBefore: now.Add(d), Reason: reason, Message: message}
+	e.refused[uid] = Refusal{NotBefore: now.Add(d), Reason: reason, Message: message, Budgets: budgets}
 	e.mu.Unlock()
 	return d
 }

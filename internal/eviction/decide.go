@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,18 @@ type Observation struct {
 	// the pod (zero: now); EvictMessage is what the API server said of the last one.
 	EvictNotBefore time.Time
 	EvictMessage   string
+	// Budgets are the PodDisruptionBudgets that select the pod (SelectBudgets), as read;
+	// EvictBudgets is their BudgetsVersion when the last eviction was refused, and
+	// EvictBudgetRefused says a budget refused it (429). Once they changed and allow the eviction,
+	// the imperative evictor tries again without waiting out its back-off; after a budget's
+	// refusal, it does not try again while their status does not allow it, back-off over or not:
+	// the API server would refuse it again.
+	Budgets            []policyv1.PodDisruptionBudget
+	EvictBudgets       string
+	EvictBudgetRefused bool
+	// Evicted: the imperative evictor's eviction of this pod went through, and the pod as read
+	// does not show its deletion yet (a cache behind): it is not evicted again.
+	Evicted bool
 	// Protected, when set, says why the imperative evictor must not evict the pod (it is
 	// nodemaint-controller's own): it completes without evicting, with this message.
 	Protected string
@@ -412,7 +425,8 @@ func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod 
 }
 
 // imperative is the imperative evictor's part while it is active: evict the pod (unless it is
-// terminating, or backing off after a refusal), and heartbeat with what it met. Mirror and
+// terminating, or backing off after a refusal and its budgets have not changed to allow it), and
+// heartbeat with what it met. Mirror and
 // DaemonSet pods are not evicted through the API: the responder completes without evicting.
 func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alpha1.ResponderStatus, obs Observation, pod *corev1.Pod, now time.Time) {
 	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror || ownedByDaemonSet(pod) || obs.Protected != "" {
@@ -428,10 +442,12 @@ func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alph
 		msg = "Could not evict the pod, retrying with a back-off: " + obs.EvictMessage
 	}
 	switch {
-	case pod.DeletionTimestamp != nil:
+	case pod.DeletionTimestamp != nil || obs.Evicted:
 		msg = "the pod is terminating"
-	case obs.EvictNotBefore.After(now):
+	case obs.EvictNotBefore.After(now) && !retryNow(obs, pod):
 		d.after(obs.EvictNotBefore.Sub(now))
+	case heldByBudgets(obs, pod):
+		// A change of the budgets brings the next decision.
 	default:
 		d.Evict = e
 	}

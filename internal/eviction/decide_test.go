@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -157,6 +158,154 @@ func TestDecideHeartbeat(t *testing.T) {
 	}
 }
 
+// TestDecideBudgetPacedRetry: a refused eviction backs off, and is tried again before the back-off
+// ends only once the pod's budget changed since the refusal and allows it (or the pod is not Ready
+// and the budget lets an unhealthy pod go); a budget that changed but still allows nothing, or one
+// of another spec than its status, waits.
+func TestDecideBudgetPacedRetry(t *testing.T) {
+	pod := testPod()
+	pod.Labels = map[string]string{"app": "db"}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	pdb := func(rv string, allowed int32, mutate ...func(*policyv1.PodDisruptionBudget)) []policyv1.PodDisruptionBudget {
+		b := policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", ResourceVersion: rv, Generation: 1},
+			Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+			Status:     policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, DisruptionsAllowed: allowed, CurrentHealthy: 2, DesiredHealthy: 2},
+		}
+		for _, m := range mutate {
+			m(&b)
+		}
+		return []policyv1.PodDisruptionBudget{b}
+	}
+	obs := Observation{
+		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Pod: pod,
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+		Budgets:  pdb("10", 1),
+	}
+	obs, d := settle(t, obs, t0)
+	if d.Evict == nil {
+		t.Fatalf("the imperative evictor does not evict at first: %s", stateOf(obs.Evictions[0]))
+	}
+	// Refused by the budget at its version 10 (another pod took the disruption first): back off 8s.
+	obs.EvictNotBefore, obs.EvictMessage, obs.EvictBudgets = t0.Add(8*time.Second), "The disruption budget db needs 2 healthy pods and has 2 currently", BudgetsVersion(obs.Budgets)
+	obs.EvictBudgetRefused = true
+	obs, _ = settle(t, obs, t0.Add(time.Second))
+	now := t0.Add(2 * time.Second)
+	for _, c := range []struct {
+		name    string
+		budgets []policyv1.PodDisruptionBudget
+		ready   bool
+		evict   bool
+	}{
+		{"unchanged, as refused", pdb("10", 1), true, false},
+		{"changed, allowing nothing", pdb("11", 0), true, false},
+		{"changed, allowing one", pdb("12", 1), true, true},
+		{"changed, status of an older spec", pdb("12", 1, func(b *policyv1.PodDisruptionBudget) { b.Generation = 2 }), true, false},
+		{"changed, allowing nothing, the pod unready and the healthy pods at the desired count", pdb("13", 0), false, true},
+		{"changed, allowing nothing, the pod unready and the budget below its desired count", pdb("13", 0, func(b *policyv1.PodDisruptionBudget) { b.Status.CurrentHealthy = 1 }), false, false},
+		{"changed, allowing nothing, the pod unready, AlwaysAllow", pdb("13", 0, func(b *policyv1.PodDisruptionBudget) {
+			b.Status.CurrentHealthy = 1
+			b.Spec.UnhealthyPodEvictionPolicy = ptr.To(policyv1.AlwaysAllow)
+		}), false, true},
+		{"no budget any more", nil, true, false},
+	} {
+		o := obs
+		o.Budgets = c.budgets
+		o.Pod = pod.DeepCopy()
+		if !c.ready {
+			o.Pod.Status.Conditions[0].Status = corev1.ConditionFalse
+		}
+		d := Decide(o, now)
+		if (d.Evict != nil) != c.evict {
+			t.Errorf("%s: evict %v, want %v", c.name, d.Evict != nil, c.evict)
+		}
+		if !c.evict && d.RecheckAfter != 6*time.Second {
+			t.Errorf("%s: recheck after %v, want the back-off's 6s", c.name, d.RecheckAfter)
+		}
+	}
+	// A pending pod's eviction ignores its budgets.
+	pending := obs
+	pending.Budgets, pending.Pod = pdb("13", 0), pod.DeepCopy()
+	pending.Pod.Status.Phase = corev1.PodPending
+	if d := Decide(pending, now); d.Evict == nil {
+		t.Errorf("changed, allowing nothing, the pod pending: no eviction")
+	}
+	// The back-off over: a budget's refusal is not tried again while the budget allows nothing (the
+	// API server would refuse again); the back-off decides where the budget as read allows it, or
+	// where the refusal was not a budget's.
+	later := t0.Add(9 * time.Second)
+	for _, c := range []struct {
+		name           string
+		budgets        []policyv1.PodDisruptionBudget
+		refusedAt      string
+		budgetsRefused bool
+		evict          bool
+	}{
+		{"a budget's refusal, the budget as it was, allowing nothing", pdb("11", 0), "db=11", true, false},
+		{"a budget's refusal, the budget changed, allowing nothing", pdb("12", 0), "db=11", true, false},
+		{"a budget's refusal, the budget as it was, allowing one", pdb("10", 1), "db=10", true, true},
+		{"another refusal, the budget as it was, allowing nothing", pdb("11", 0), "db=11", false, true},
+		{"a budget's refusal, no budget read", nil, "db=11", true, true},
+	} {
+		o := obs
+		o.Budgets, o.EvictBudgets, o.EvictBudgetRefused = c.budgets, c.refusedAt, c.budgetsRefused
+		if d := Decide(o, later); (d.Evict != nil) != c.evict {
+			t.Errorf("back-off over, %s: evict %v, want %v", c.name, d.Evict != nil, c.evict)
+		}
+	}
+}
+
+// TestDecideEvictedOnce: once the imperative evictor's eviction went through, it is not made again
+// while the pod as read does not show its deletion yet.
+func TestDecideEvictedOnce(t *testing.T) {
+	obs := Observation{
+		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Pod: testPod(),
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+	}
+	obs, d := settle(t, obs, t0)
+	if d.Evict == nil {
+		t.Fatalf("the imperative evictor does not evict: %s", stateOf(obs.Evictions[0]))
+	}
+	obs.Evicted = true
+	obs, d = settle(t, obs, t0.Add(100*time.Millisecond))
+	if d.Evict != nil {
+		t.Fatalf("evicted again")
+	}
+	for _, r := range obs.Evictions[0].Status.Responders {
+		if r.Name == evictionrequest.ImperativeEvictor && (r.Message == nil || *r.Message != "the pod is terminating") {
+			t.Fatalf("the imperative evictor's message: %v", r.Message)
+		}
+	}
+}
+
+func TestSelectBudgets(t *testing.T) {
+	pod := testPod()
+	pod.Labels = map[string]string{"app": "db", "tier": "data"}
+	sel := func(ns, name string, s *metav1.LabelSelector) policyv1.PodDisruptionBudget {
+		return policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: policyv1.PodDisruptionBudgetSpec{Selector: s}}
+	}
+	pdbs := []policyv1.PodDisruptionBudget{
+		sel("ns", "db", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}),
+		sel("ns", "web", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}),
+		sel("other", "db", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}),
+		sel("ns", "data", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"data"}}}}),
+		sel("ns", "none", nil),
+		sel("ns", "invalid", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}}),
+	}
+	var got []string
+	for _, b := range SelectBudgets(pod, pdbs) {
+		got = append(got, b.Namespace+"/"+b.Name)
+	}
+	if fmt.Sprint(got) != "[ns/db ns/data]" {
+		t.Fatalf("selected %v, want [ns/db ns/data]", got)
+	}
+	if v := BudgetsVersion([]policyv1.PodDisruptionBudget{
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", ResourceVersion: "7"}}, {ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "9"}},
+	}); v != "a=9,b=7" {
+		t.Fatalf("version %q", v)
+	}
+}
+
 // TestDecideGone: a pod gone: its requests learn TargetEvicted (PodDeleted) and the Eviction is
 // collected; a request of the same name but another UID (a pod replaced) likewise.
 func TestDecideGone(t *testing.T) {
@@ -265,8 +414,14 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		}
 	}
 	if d.Evict != nil {
-		if obs.Pod == nil || obs.Pod.DeletionTimestamp != nil || obs.EvictNotBefore.After(now) || obs.Protected != "" {
-			t.Fatalf("evicting a pod gone, terminating, backing off or protected")
+		if obs.Pod == nil || obs.Pod.DeletionTimestamp != nil || obs.Evicted || obs.Protected != "" {
+			t.Fatalf("evicting a pod gone, terminating, evicted already or protected")
+		}
+		if obs.EvictNotBefore.After(now) && (BudgetsVersion(obs.Budgets) == obs.EvictBudgets || !budgetsAllow(obs.Pod, obs.Budgets)) {
+			t.Fatalf("evicting a pod backing off whose budgets did not change to allow it: %+v (refused at %q)", obs.Budgets, obs.EvictBudgets)
+		}
+		if obs.EvictBudgetRefused && len(obs.Budgets) > 0 && !budgetsAllow(obs.Pod, obs.Budgets) {
+			t.Fatalf("evicting a pod a budget refused, while the budgets allow nothing: %+v", obs.Budgets)
 		}
 		e := d.Evict
 		for _, w := range d.Status {
@@ -304,8 +459,23 @@ func fuzzObservation(g *testutil.FuzzBytes, now time.Time) Observation {
 	if g.Byte()%5 == 0 {
 		obs.Protected = "nodemaint-controller's own pod"
 	}
+	obs.Evicted = g.Byte()%6 == 0
 	if b := g.Byte(); b%3 == 0 {
 		obs.EvictNotBefore, obs.EvictMessage = now.Add(time.Duration(b)*time.Second-100*time.Second), "refused"
+		if b%2 == 0 {
+			obs.EvictBudgets = "db0=1"
+		}
+		obs.EvictBudgetRefused = b%4 < 2
+	}
+	if pod != nil && g.Byte()%2 == 0 {
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
+	for i := range int(g.Byte()) % 3 {
+		b := g.Byte()
+		obs.Budgets = append(obs.Budgets, policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("db", i), ResourceVersion: fmt.Sprint(b % 3), Generation: int64(b>>2) % 2},
+			Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: int32(b>>3) % 2, CurrentHealthy: int32(b>>4) % 3, DesiredHealthy: 1},
+		})
 	}
 	requesters := []string{evictionrequest.Requester, "other.example.com/descheduler", "x.example.org/y"}
 	for i := range int(g.Byte()) % 4 {

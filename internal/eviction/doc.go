@@ -4,5 +4,7 @@
 // spec.evictionResponders by priority with the imperative evictor last, one active responder at a
 // time, completion, interruption past the heartbeat deadline, cancellation when every requester
 // withdrew), the conditions copied into the requests, the Evictions to collect, and whether the
-// imperative evictor evicts the pod now. internal/evictioncontroller observes and applies.
+// imperative evictor evicts the pod now (not while it backs off from a refusal, unless the pod's
+// PodDisruptionBudgets changed since and allow it). internal/evictioncontroller observes and
+// applies.
 package eviction

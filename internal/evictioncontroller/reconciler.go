@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/eviction"
 	"github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
@@ -36,6 +39,7 @@ import (
 // +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
 
 // targetIndex indexes EvictionRequests and Evictions by their target pod's "namespace/name".
 const targetIndex = "evictioncontroller.target"
@@ -51,6 +55,13 @@ type Reconciler struct {
 	// Protected, when set, says why a pod must never be evicted by nodemaint ("" for others):
 	// nodemaint-controller's own pods. The imperative evictor passes them on.
 	Protected func(*corev1.Pod) string
+
+	// evicted are the pods the imperative evictor evicted (namespace/name: UID) until the cache
+	// shows their deletion, so that a reconcile in between does not evict them again.
+	evicted sync.Map
+	// collected are the Evictions deleted (namespace/name of their target: their UIDs) until the
+	// cache drops them, so that a reconcile in between does not delete them again.
+	collected sync.Map
 }
 
 // Reconcile observes the target pod, its EvictionRequests and Evictions, decides and applies.
@@ -108,13 +119,42 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 		return obs, err
 	}
 	obs.Evictions = evs.Items
+	if v, ok := r.collected.Load(target); ok {
+		var still []types.UID
+		for _, uid := range v.([]types.UID) {
+			if slices.ContainsFunc(obs.Evictions, func(e lifecyclev1alpha1.Eviction) bool { return e.UID == uid }) {
+				still = append(still, uid)
+			}
+		}
+		if len(still) == 0 {
+			r.collected.Delete(target)
+		} else {
+			r.collected.Store(target, still)
+		}
+	}
 	if obs.Pod != nil && r.Protected != nil {
 		obs.Protected = r.Protected(obs.Pod)
 	}
+	if uid, ok := r.evicted.Load(target); ok {
+		if obs.Pod != nil && obs.Pod.UID == uid && obs.Pod.DeletionTimestamp == nil {
+			obs.Evicted = true
+		} else {
+			r.evicted.Delete(target)
+		}
+	}
 	if obs.Pod != nil && r.Evictions != nil {
 		if refusal, ok := r.Evictions.Refusals([]drain.Classified{{Pod: obs.Pod}})[obs.Pod.UID]; ok {
-			obs.EvictNotBefore, obs.EvictMessage = refusal.NotBefore, refusal.Message
+			obs.EvictNotBefore, obs.EvictMessage, obs.EvictBudgets = refusal.NotBefore, refusal.Message, refusal.Budgets
+			obs.EvictBudgetRefused = refusal.Reason == nodemaintv1alpha1.BlockedReasonPodDisruptionBudget
 		}
+	}
+	if obs.Pod != nil && len(obs.Evictions) > 0 {
+		// The budgets pace the imperative evictor's retries; read only while an Eviction exists.
+		var pdbs policyv1.PodDisruptionBudgetList
+		if err := r.Client.List(ctx, &pdbs, client.InNamespace(target.Namespace)); err != nil {
+			return obs, err
+		}
+		obs.Budgets = eviction.SelectBudgets(obs.Pod, pdbs.Items)
 	}
 	return obs, nil
 }
@@ -174,14 +214,26 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 		r.Recorder.Eventf(ev, nil, typ, e.Reason, "Reconcile", "%s", e.Message)
 	}
 	if d.Evict != nil && obs.Pod != nil && len(errs) == 0 {
-		if r.evict(ctx, obs.Pod, d.Evict) {
+		if r.evict(ctx, obs, d.Evict) {
 			again = true
 		}
 	}
+	target := types.NamespacedName{Namespace: obs.Namespace, Name: obs.Name}
+	var collected []types.UID
+	if v, ok := r.collected.Load(target); ok {
+		collected = v.([]types.UID)
+	}
 	for _, e := range d.Delete {
+		if slices.Contains(collected, e.UID) {
+			continue
+		}
 		err := r.Client.Delete(ctx, e, client.Preconditions{UID: &e.UID})
 		if err == nil {
 			log.Info("collected the Eviction", "eviction", e.Name)
+		}
+		if err == nil || apierrors.IsNotFound(err) {
+			collected = append(collected, e.UID)
+			r.collected.Store(target, collected)
 		}
 		note(client.IgnoreNotFound(err))
 	}
@@ -190,10 +242,12 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 
 // evict is the imperative evictor: an eviction of the pod through the API (with its
 // PodDisruptionBudgets), with the pod's UID as precondition. A refusal backs off exponentially
-// (Evictions); the next decision writes it into the responder's message. It reports whether
-// the pod was evicted or the refusal is new.
-func (r *Reconciler) evict(ctx context.Context, pod *corev1.Pod, ev *lifecyclev1alpha1.Eviction) bool {
+// (Evictions), recorded with the state of the pod's budgets as observed, so that a change of
+// theirs brings the retry forward; the next decision writes it into the responder's message. It
+// reports whether the pod was evicted or the refusal is new.
+func (r *Reconciler) evict(ctx context.Context, obs eviction.Observation, ev *lifecyclev1alpha1.Eviction) bool {
 	log := logf.FromContext(ctx)
+	pod := obs.Pod
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err := r.Client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{
@@ -203,25 +257,29 @@ func (r *Reconciler) evict(ctx context.Context, pod *corev1.Pod, ev *lifecyclev1
 	switch {
 	case err == nil:
 		r.Evictions.Done(pod.UID)
+		r.evicted.Store(client.ObjectKeyFromObject(pod), pod.UID)
 		log.Info("imperative evictor evicted the pod", "pod", pod.Name, "eviction", ev.Name)
 		r.Recorder.Eventf(ev, pod, corev1.EventTypeNormal, "Evicted", "Evict", "%s evicted pod %s through the Eviction API", evictionrequest.ImperativeEvictor, pod.Name)
 		return true
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		return true
 	default:
-		msg := err.Error()
+		msg, reason := err.Error(), nodemaintv1alpha1.BlockedReasonEvictionFailed
 		if apierrors.IsTooManyRequests(err) {
 			msg = "Cannot evict pod as it would violate the pod's disruption budget."
 			if s, ok := err.(apierrors.APIStatus); ok && s.Status().Details != nil {
 				for _, c := range s.Status().Details.Causes {
 					if c.Type == policyv1.DisruptionBudgetCause {
-						msg = c.Message
+						// A budget's refusal (not, say, API Priority and Fairness's 429): the
+						// next try waits for the budget's status to change.
+						msg, reason = c.Message, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget
 					}
 				}
 			}
 		}
-		wait := r.Evictions.Refused(pod.UID, r.now(), "EvictionRefused", msg)
-		log.Info("imperative evictor's eviction refused", "pod", pod.Name, "retryAfter", wait, "reason", msg)
+		budgets := eviction.BudgetsVersion(obs.Budgets)
+		wait := r.Evictions.RefusedUnder(pod.UID, r.now(), reason, msg, budgets)
+		log.Info("imperative evictor's eviction refused", "pod", pod.Name, "retryAfter", wait, "budgets", budgets, "reason", msg)
 		return true
 	}
 }
@@ -255,8 +313,37 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			}
 			return []reconcile.Request{{NamespacedName: key}}
 		})).
+		// A budget's status change (a disruption allowed again) brings forward the retries of the
+		// evictions it refused.
+		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.refusedBy)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
+}
+
+// refusedBy maps a PodDisruptionBudget to the target pods it selects whose imperative eviction
+// was refused: the pods of the Evictions in its namespace.
+func (r *Reconciler) refusedBy(ctx context.Context, o client.Object) []reconcile.Request {
+	pdb := o.(*policyv1.PodDisruptionBudget)
+	var evs lifecyclev1alpha1.EvictionList
+	if err := r.Client.List(ctx, &evs, client.InNamespace(pdb.Namespace)); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, e := range evs.Items {
+		p := e.Spec.Target.Pod
+		if p == nil {
+			continue
+		}
+		pod := &corev1.Pod{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: pdb.Namespace, Name: p.Name}, pod); err != nil || pod.UID != p.UID {
+			continue
+		}
+		if _, _, refused := r.Evictions.Refusal(pod.UID); !refused || len(eviction.SelectBudgets(pod, []policyv1.PodDisruptionBudget{*pdb})) == 0 {
+			continue
+		}
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pdb.Namespace, Name: p.Name}})
+	}
+	return out
 }
 
 func targetOf(namespace string, p *lifecyclev1alpha1.EvictionRequestPodReference) []reconcile.Request {

@@ -50,9 +50,11 @@ func TestMain(m *testing.M) {
 			done <- err
 			return
 		}
+		// A refused eviction backs off an hour: where a test sees it tried again, the budget's
+		// change brought the retry forward.
 		r := &evictioncontroller.Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("nodemaint-controller"),
-			Evictions: drain.NewEvictions(100*time.Millisecond, time.Second),
+			Evictions: drain.NewEvictions(time.Hour, time.Hour),
 		}
 		if err := r.SetupWithManager(ctx, mgr, 4); err != nil {
 			done <- err
@@ -216,7 +218,8 @@ func TestDeclinedThenEvictedThroughPDB(t *testing.T) {
 		t.Fatalf("the pod was evicted against its budget (gone %v, %v)", gone, err)
 	}
 
-	// The budget allows one disruption: the evictor's next try goes through.
+	// The budget allows one disruption: the evictor tries again at once (not after its back-off of
+	// an hour) and goes through.
 	pdb.Status.DisruptionsAllowed = 1
 	if err := k8s.Status().Update(ctx, pdb); err != nil {
 		t.Fatal(err)
@@ -234,6 +237,100 @@ func TestDeclinedThenEvictedThroughPDB(t *testing.T) {
 		return err == nil && e == nil && meta.IsStatusConditionTrue(r.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)),
 			fmt.Sprintf("eviction %v, conditions %v", e != nil, r.Status.Conditions), err
 	})
+}
+
+// TestBudgetPacedRetries: three pods of one budget that allows one disruption at a time, as a
+// StatefulSet's: the imperative evictor evicts one, its evictions of the others are refused and
+// back off (an hour here); each time the budget allows a disruption again (the disruption
+// controller's work, done by the test: none runs here), the evictor tries at once and evicts one
+// more, and never more than the budget allows.
+func TestBudgetPacedRetries(t *testing.T) {
+	ctx := context.Background()
+	var pods []*corev1.Pod
+	for i := range 3 {
+		pod := createPod(t, fmt.Sprintf("db-%d", i))
+		orig := pod.DeepCopy()
+		pod.Labels["set"] = "db"
+		if err := k8s.Patch(ctx, pod, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, pod)
+	}
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"set": "db"}},
+		},
+	}
+	if err := k8s.Create(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pdb) })
+	allow := func(healthy int32) {
+		t.Helper()
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pdb), pdb); err != nil {
+			t.Fatal(err)
+		}
+		pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, CurrentHealthy: healthy, DesiredHealthy: healthy - 1, ExpectedPods: healthy, DisruptionsAllowed: 1}
+		if err := k8s.Status().Update(ctx, pdb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allow(3)
+	for _, pod := range pods {
+		request(t, pod, evictionrequest.Requester)
+	}
+	left := func(ctx context.Context) ([]string, error) {
+		var out []string
+		for _, pod := range pods {
+			gone, err := podGone(ctx, pod)
+			if err != nil {
+				return nil, err
+			}
+			if !gone {
+				out = append(out, pod.Name)
+			}
+		}
+		return out, nil
+	}
+	refused := func(ctx context.Context, pod string) (bool, error) {
+		var list lifecyclev1alpha1.EvictionList
+		if err := k8s.List(ctx, &list, client.InNamespace("default")); err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			for _, r := range e.Status.Responders {
+				if e.Spec.Target.Pod.Name == pod && r.Name == evictionrequest.ImperativeEvictor && r.Message != nil && strings.Contains(*r.Message, "disruption budget") {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	}
+	for want := 2; want >= 0; want-- {
+		var remaining []string
+		eventually(t, fmt.Sprintf("one more pod evicted, the others refused (%d left)", want), func(ctx context.Context) (bool, string, error) {
+			var err error
+			if remaining, err = left(ctx); err != nil || len(remaining) != want {
+				return false, fmt.Sprint(remaining), err
+			}
+			for _, name := range remaining {
+				if ok, err := refused(ctx, name); err != nil || !ok {
+					return false, name + " not refused yet", err
+				}
+			}
+			return true, "", nil
+		})
+		// The budget holds them: nothing more goes while it allows nothing.
+		time.Sleep(time.Second)
+		if now, err := left(ctx); err != nil || len(now) != want {
+			t.Fatalf("evicted beyond the budget: %v left, want %d (%v)", now, want, err)
+		}
+		if want > 0 {
+			allow(int32(want + 1))
+		}
+	}
 }
 
 // TestCancellation: while a responder works on the eviction (heartbeating), when every requester withdraws, the eviction is canceled (the active responder
