@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -258,7 +259,10 @@ func (p *plan) keepScale(state *surgeState, replicas int32) *surgeState {
 // endSurge decides whether the surge in progress ends now. It is rolled back when the
 // Deployment can no longer surge or fewer pods than its size are still to be evacuated (a
 // request was withdrawn, a pod removed by someone else): scaling back would then remove a pod
-// nobody asked to leave. It is completed once its replacements are available: every pod to be
+// nobody asked to leave. It is completed once its replacements are available, as the pods show
+// it (available: the Deployment's status.availableReplicas comes two status reports later, a
+// second or two each on a busy cluster, and would be stale for a wave that starts as soon as
+// the last one's scale-back shows in its pods): every pod to be
 // evacuated is marked, so the ReplicaSet removes state.Surge of them, any of which may go. It
 // is given up (rolled back, its pods declined for good) once they made no progress for its
 // patience; until then it is looked at again at that deadline. It reports whether the surge
@@ -276,13 +280,13 @@ func (p *plan) endSurge(in input, live []*corev1.Pod, state *surgeState, el elig
 	progress := lastProgress(created, state)
 	deadline := progress.Add(patience(d, in.replicaSets, created, in.surgeTimeout))
 	evacuating := evacuated(live, el)
-	available := d.Status.ObservedGeneration >= d.Generation &&
-		d.Status.UpdatedReplicas >= replicas && d.Status.AvailableReplicas >= replicas
+	availablePods, becomesAvailable := available(live, d.Spec.MinReadySeconds, in.now)
+	complete := d.Status.ObservedGeneration >= d.Generation && availablePods >= replicas
 	switch {
 	case int32(len(evacuating)) < state.Surge:
 		p.rollback(live, state, fmt.Sprintf("%s still to be evacuated for a surge of %d (withdrawn: %s)",
 			count(evacuating), state.Surge, podNames(withdrawn(marked(live)))))
-	case available:
+	case complete:
 		p.scale = &scaleChange{replicas: state.OriginalReplicas}
 		p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeCompleted", "Surge",
 			fmt.Sprintf("%d replacements are available; scaled back to %d replicas, which removes %d of the %s asked to leave (%s)",
@@ -293,9 +297,31 @@ func (p *plan) endSurge(in input, live []*corev1.Pod, state *surgeState, el elig
 			deadline.Sub(progress).Round(time.Second), in.now.Sub(state.StartTime.Time).Round(time.Second)))
 	default:
 		p.requeueAfter = deadline.Sub(in.now)
+		if becomesAvailable > 0 {
+			p.requeueAfter = min(p.requeueAfter, becomesAvailable)
+		}
 		p.extend(in, live, state, el)
 	}
 	return gaveUp
+}
+
+// available counts the live pods available as the Deployment controller counts them: Ready for
+// at least minReadySeconds. becomesAvailable is how long until the next Ready pod that is not
+// available yet becomes so; 0 when none waits.
+func available(live []*corev1.Pod, minReadySeconds int32, now time.Time) (n int32, becomesAvailable time.Duration) {
+	for _, pod := range live {
+		switch {
+		case podutils.IsPodAvailable(pod, minReadySeconds, metav1.NewTime(now)):
+			n++
+		case podutils.IsPodReady(pod):
+			ready := evacuation.Condition(pod, corev1.PodReady).LastTransitionTime.Time
+			wait := ready.Add(time.Duration(minReadySeconds)*time.Second + time.Millisecond).Sub(now)
+			if wait > 0 && (becomesAvailable == 0 || wait < becomesAvailable) {
+				becomesAvailable = wait
+			}
+		}
+	}
+	return n, becomesAvailable
 }
 
 // answerPods decides each pod's EvacuationInitiated, where it changes: removed when the pod is
@@ -338,8 +364,11 @@ func (p *plan) startWave(in input, live []*corev1.Pod, el eligibility, replicas 
 		return
 	}
 	candidates := evacuated(live, el)
-	steady := d.Status.ObservedGeneration >= d.Generation && d.Status.Replicas == replicas &&
-		d.Status.UpdatedReplicas == replicas && int32(len(live)) == replicas
+	// Steady from the pods themselves: the last wave's scale-back shows as soon as its pods
+	// are terminating, two status reports (the ReplicaSet's, then the Deployment's) before the
+	// Deployment's status.replicas says so. The Deployment controller has seen the current
+	// spec (a rollout would show as a second ReplicaSet, which declines).
+	steady := d.Status.ObservedGeneration >= d.Generation && int32(len(live)) == replicas
 	if len(candidates) == 0 || !steady {
 		return
 	}

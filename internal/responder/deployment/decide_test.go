@@ -145,14 +145,14 @@ func TestDecide(t *testing.T) {
 			wantMark:    []string{"a"},
 		},
 		"requested mid-surge: accepted and marked, for this surge's scale-back or a later wave": {
-			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 3),
+			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second)),
 			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b", requested(0)), pod("c"), pod("s", created(5))},
 			wantAnswers: map[string]string{"b": "True/DeploymentSurge"},
 			wantMark:    []string{"b"},
 			wantRequeue: true,
 		},
 		"requested mid-surge below maxSurge, requests stopped coming: the surge grows": {
-			d:           surging(newDeployment(3, 3), state(3, 1, 10*time.Second), 3),
+			d:           surging(newDeployment(3, 3), state(3, 1, 10*time.Second)),
 			pods:        []*corev1.Pod{pod("a", requested(9), accepted, withMark), pod("b", requested(2)), pod("c", requested(3)), pod("s", created(5))},
 			wantAnswers: map[string]string{"b": "True/DeploymentSurge", "c": "True/DeploymentSurge"},
 			wantMark:    []string{"b", "c"},
@@ -160,14 +160,14 @@ func TestDecide(t *testing.T) {
 			wantRequeue: true,
 		},
 		"requested mid-surge below maxSurge, a request just came: waits for more before the surge grows": {
-			d:           surging(newDeployment(3, 3), state(3, 1, 10*time.Second), 3),
+			d:           surging(newDeployment(3, 3), state(3, 1, 10*time.Second)),
 			pods:        []*corev1.Pod{pod("a", requested(9), accepted, withMark), pod("b", requested(0)), pod("c"), pod("s", created(5))},
 			wantAnswers: map[string]string{"b": "True/DeploymentSurge"},
 			wantMark:    []string{"b"},
 			wantRequeue: true,
 		},
 		"requested mid-surge beyond maxSurge: the surge grows to maxSurge": {
-			d: surging(newDeployment(4, 2), state(4, 1, 10*time.Second), 4),
+			d: surging(newDeployment(4, 2), state(4, 1, 10*time.Second)),
 			pods: []*corev1.Pod{pod("a", requested(9), accepted, withMark), pod("b", requested(2)), pod("c", requested(2)), pod("d"),
 				pod("s", created(5))},
 			wantAnswers: map[string]string{"b": "True/DeploymentSurge", "c": "True/DeploymentSurge"},
@@ -176,15 +176,15 @@ func TestDecide(t *testing.T) {
 			wantRequeue: true,
 		},
 		"withdrawn mid-surge, another pod still to evacuate: unmarked, the surge completes": {
-			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 4),
-			pods:        []*corev1.Pod{pod("a", accepted, withMark), pod("b", requested(1), accepted, withMark), pod("c"), pod("s", created(5))},
+			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second)),
+			pods:        []*corev1.Pod{pod("a", accepted, withMark), pod("b", requested(1), accepted, withMark), pod("c"), pod("s", created(5), since(corev1.PodReady, 1))},
 			wantAnswers: map[string]string{"a": "withdraw"},
 			wantUnmark:  []string{"a"},
 			wantScale:   &scaleChange{replicas: 3},
 			wantSurges:  []string{"completed"},
 		},
 		"an evacuated pod removed by someone else mid-surge: rolls back": {
-			d:          surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 3),
+			d:          surging(newDeployment(3, 1), state(3, 1, 10*time.Second)),
 			pods:       []*corev1.Pod{pod("a", requested(1), accepted, withMark, terminating), pod("b"), pod("c"), pod("s", created(5))},
 			wantMark:   []string{"s"},
 			wantScale:  &scaleChange{replicas: 3},
@@ -205,19 +205,19 @@ func TestDecide(t *testing.T) {
 			wantSurges:  []string{"started"},
 		},
 		"surge not available yet: waits": {
-			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 3),
+			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second)),
 			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
 			wantRequeue: true,
 			wantSurges:  nil,
 		},
 		"surge available: scales back": {
-			d:          surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 4),
-			pods:       []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
+			d:          surging(newDeployment(3, 1), state(3, 1, 10*time.Second)),
+			pods:       []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1))},
 			wantScale:  &scaleChange{replicas: 3},
 			wantSurges: []string{"completed"},
 		},
 		"withdrawn mid-surge: the surge pod goes, not the evacuated one": {
-			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second), 3),
+			d:           surging(newDeployment(3, 1), state(3, 1, 10*time.Second)),
 			pods:        []*corev1.Pod{pod("a", accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
 			wantAnswers: map[string]string{"a": "withdraw"},
 			wantMark:    []string{"s"},
@@ -226,7 +226,7 @@ func TestDecide(t *testing.T) {
 			wantSurges:  []string{"rolled_back"},
 		},
 		"timed out: declines for good and rolls back": {
-			d:           surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
+			d:           surging(newDeployment(3, 1), state(3, 1, 3*time.Minute)),
 			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b", requested(2), accepted), pod("c"), pod("s", created(170), unschedulable)},
 			wantAnswers: map[string]string{"a": "False/SurgeTimedOut", "b": "False/SurgeTimedOut"},
 			wantMark:    []string{"s"},
@@ -235,26 +235,26 @@ func TestDecide(t *testing.T) {
 			wantSurges:  []string{"timed_out"},
 		},
 		"minReadySeconds extends the bound": {
-			d: surging(withMinReady(newDeployment(3, 1), 120), state(3, 1, 3*time.Minute), 3),
+			d: surging(withMinReady(newDeployment(3, 1), 120), state(3, 1, 3*time.Minute)),
 			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"),
 				pod("s", created(170))},
 			wantRequeue: true,
 		},
 		"slow but moving: a replacement scheduled within the timeout keeps the surge": {
-			d: surging(newDeployment(4, 2), state(4, 2, 5*time.Minute), 5),
+			d: surging(newDeployment(4, 2), state(4, 2, 5*time.Minute)),
 			pods: []*corev1.Pod{pod("a", requested(6), accepted, withMark), pod("b", requested(6), accepted, withMark), pod("c"), pod("d"),
 				pod("s1", created(290), since(corev1.PodScheduled, 200), since(corev1.PodReady, 180)),
 				pod("s2", created(290), since(corev1.PodScheduled, 60))},
 			wantRequeue: true,
 		},
 		"replacement starting on its node: waits for the Deployment's progress deadline": {
-			d: surging(newDeployment(3, 1), state(3, 1, 9*time.Minute), 3),
+			d: surging(newDeployment(3, 1), state(3, 1, 9*time.Minute)),
 			pods: []*corev1.Pod{pod("a", requested(10), accepted, withMark), pod("b"), pod("c"),
 				pod("s", created(530), onNode, since(corev1.PodScheduled, 530))},
 			wantRequeue: true,
 		},
 		"replacement starting past the progress deadline: gives up": {
-			d: surging(newDeployment(3, 1), state(3, 1, 11*time.Minute), 3),
+			d: surging(newDeployment(3, 1), state(3, 1, 11*time.Minute)),
 			pods: []*corev1.Pod{pod("a", requested(12), accepted, withMark), pod("b"), pod("c"),
 				pod("s", created(650), onNode, since(corev1.PodScheduled, 650), since(corev1.PodInitialized, 620))},
 			wantAnswers: map[string]string{"a": "False/SurgeTimedOut"},
@@ -264,7 +264,7 @@ func TestDecide(t *testing.T) {
 			wantSurges:  []string{"timed_out"},
 		},
 		"a shorter progressDeadlineSeconds leaves the surge timeout": {
-			d: surging(withProgressDeadline(newDeployment(3, 1), 60), state(3, 1, 3*time.Minute), 3),
+			d: surging(withProgressDeadline(newDeployment(3, 1), 60), state(3, 1, 3*time.Minute)),
 			pods: []*corev1.Pod{pod("a", requested(4), accepted, withMark), pod("b"), pod("c"),
 				pod("s", created(170), onNode, since(corev1.PodScheduled, 170))},
 			wantAnswers: map[string]string{"a": "False/SurgeTimedOut"},
@@ -274,7 +274,7 @@ func TestDecide(t *testing.T) {
 			wantSurges:  []string{"timed_out"},
 		},
 		"replacement whose image does not pull: the surge timeout": {
-			d: surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
+			d: surging(newDeployment(3, 1), state(3, 1, 3*time.Minute)),
 			pods: []*corev1.Pod{pod("a", requested(4), accepted, withMark), pod("b"), pod("c"),
 				pod("s", created(170), onNode, since(corev1.PodScheduled, 170), waiting("ImagePullBackOff"))},
 			wantAnswers: map[string]string{"a": "False/SurgeTimedOut"},
@@ -284,7 +284,7 @@ func TestDecide(t *testing.T) {
 			wantSurges:  []string{"timed_out"},
 		},
 		"one replacement starting, one not placed: the surge timeout": {
-			d: surging(newDeployment(4, 2), state(4, 2, 5*time.Minute), 5),
+			d: surging(newDeployment(4, 2), state(4, 2, 5*time.Minute)),
 			pods: []*corev1.Pod{pod("a", requested(6), accepted, withMark), pod("b", requested(6), accepted, withMark), pod("c"), pod("d"),
 				pod("s1", created(290), onNode, since(corev1.PodScheduled, 290)),
 				pod("s2", created(290), unschedulable)},
@@ -295,18 +295,18 @@ func TestDecide(t *testing.T) {
 			wantSurges:  []string{"timed_out"},
 		},
 		"replacements not created yet on a busy cluster: waits for the progress deadline": {
-			d:           surging(newDeployment(3, 1), state(3, 1, 5*time.Minute), 3),
+			d:           surging(newDeployment(3, 1), state(3, 1, 5*time.Minute)),
 			pods:        []*corev1.Pod{pod("a", requested(6), accepted, withMark), pod("b"), pod("c")},
 			wantRequeue: true,
 		},
 		"replacement created, not placed yet, nothing wrong: waits for the progress deadline": {
-			d: surging(newDeployment(3, 1), state(3, 1, 5*time.Minute), 3),
+			d: surging(newDeployment(3, 1), state(3, 1, 5*time.Minute)),
 			pods: []*corev1.Pod{pod("a", requested(6), accepted, withMark), pod("b"), pod("c"),
 				pod("s", created(290))},
 			wantRequeue: true,
 		},
 		"the ReplicaSet fails to create the replacements: the surge timeout": {
-			d:           surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
+			d:           surging(newDeployment(3, 1), state(3, 1, 3*time.Minute)),
 			rsFailure:   true,
 			pods:        []*corev1.Pod{pod("a", requested(4), accepted, withMark), pod("b"), pod("c")},
 			wantAnswers: map[string]string{"a": "False/SurgeTimedOut"},
@@ -315,7 +315,7 @@ func TestDecide(t *testing.T) {
 			wantSurges:  []string{"timed_out"},
 		},
 		"progress long ago: gives up": {
-			d: surging(newDeployment(4, 2), state(4, 2, 5*time.Minute), 5),
+			d: surging(newDeployment(4, 2), state(4, 2, 5*time.Minute)),
 			pods: []*corev1.Pod{pod("a", requested(6), accepted, withMark), pod("b", requested(6), accepted, withMark), pod("c"), pod("d"),
 				pod("s1", created(290), since(corev1.PodScheduled, 200), since(corev1.PodReady, 180)),
 				pod("s2", created(290), unschedulable)},
@@ -326,7 +326,7 @@ func TestDecide(t *testing.T) {
 			wantSurges:  []string{"timed_out"},
 		},
 		"progress of pods the surge did not create does not count": {
-			d: surging(newDeployment(3, 1), state(3, 1, 3*time.Minute), 3),
+			d: surging(newDeployment(3, 1), state(3, 1, 3*time.Minute)),
 			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b", since(corev1.PodReady, 10)), pod("c"),
 				pod("s", created(170), unschedulable)},
 			wantAnswers: map[string]string{"a": "False/SurgeTimedOut"},
@@ -336,13 +336,13 @@ func TestDecide(t *testing.T) {
 			wantSurges:  []string{"timed_out"},
 		},
 		"scaled by someone during the surge: keeps their count and the marks": {
-			d:          surging(withReplicas(newDeployment(3, 1), 6), state(3, 1, 10*time.Second), 4),
+			d:          surging(withReplicas(newDeployment(3, 1), 6), state(3, 1, 10*time.Second)),
 			pods:       []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
 			wantDrop:   true,
 			wantSurges: []string{"overridden"},
 		},
 		"paused mid-surge: rolls back and declines": {
-			d:           surging(withPaused(newDeployment(3, 1)), state(3, 1, 10*time.Second), 3),
+			d:           surging(withPaused(newDeployment(3, 1)), state(3, 1, 10*time.Second)),
 			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
 			wantAnswers: map[string]string{"a": "False/DeploymentPaused"},
 			wantMark:    []string{"s"},
@@ -545,14 +545,15 @@ func withAnnotation(d *appsv1.Deployment, k, v string) *appsv1.Deployment {
 	return d
 }
 
-// surging puts a surge in progress on the Deployment, with available replicas available.
-func surging(d *appsv1.Deployment, s *surgeState, available int32) *appsv1.Deployment {
+// surging puts a surge in progress on the Deployment, its status at the surge's generation
+// (whether the surge is available, its pods say).
+func surging(d *appsv1.Deployment, s *surgeState) *appsv1.Deployment {
 	withAnnotation(d, evacuation.SurgeAnnotation, s.String())
 	if *d.Spec.Replicas == s.OriginalReplicas {
 		d.Spec.Replicas = ptr.To(s.OriginalReplicas + s.Surge)
 	}
 	d.Generation = 2
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: *d.Spec.Replicas, UpdatedReplicas: *d.Spec.Replicas, AvailableReplicas: available}
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: *d.Spec.Replicas, UpdatedReplicas: *d.Spec.Replicas}
 	return d
 }
 
@@ -564,11 +565,14 @@ func replicaSet(name string, replicas int32) *appsv1.ReplicaSet {
 	}
 }
 
+// pod is a pod of the ReplicaSet "rs", Ready for an hour unless created says otherwise.
 func pod(name string, opts ...func(*corev1.Pod)) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)),
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs", Controller: ptr.To(true)}},
 	}}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -605,10 +609,11 @@ func terminating(p *corev1.Pod) {
 	p.DeletionTimestamp = ptr.To(metav1.NewTime(now))
 }
 
-// created sets the pod's creation secondsAgo.
+// created sets the pod's creation secondsAgo: a pod not Ready yet (since adds conditions).
 func created(secondsAgo int) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		p.CreationTimestamp = metav1.NewTime(now.Add(-time.Duration(secondsAgo) * time.Second))
+		evacuation.RemoveCondition(p, corev1.PodReady)
 	}
 }
 
@@ -637,6 +642,7 @@ func withProgressDeadline(d *appsv1.Deployment, seconds int32) *appsv1.Deploymen
 // since sets the pod's condition True since secondsAgo.
 func since(t corev1.PodConditionType, secondsAgo int) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
+		evacuation.RemoveCondition(p, t)
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue,
 			LastTransitionTime: metav1.NewTime(now.Add(-time.Duration(secondsAgo) * time.Second))})
 	}

@@ -163,7 +163,7 @@ func podOfEviction(c client.Reader) handler.MapFunc {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ev.Namespace, Name: ev.Spec.Target.Pod.Name}, pod); err != nil {
 			return nil
 		}
-		return deploymentOfPod(ctx, c, pod)
+		return deploymentOfPod(ctx, c, pod, false)
 	}
 }
 

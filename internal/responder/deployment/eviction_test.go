@@ -140,8 +140,12 @@ func TestEvictionResponder(t *testing.T) {
 		// The replacement is available: the Deployment scales back; the ReplicaSet removes the
 		// marked pod; the responder then completes its turn.
 		get(t, c, d)
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 2}
 		if err := c.Status().Update(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		replacement := pod("web-2", onNode, func(p *corev1.Pod) { p.UID = "22222222-2222-2222-2222-222222222222" })
+		if err := c.Create(ctx, replacement); err != nil {
 			t.Fatal(err)
 		}
 		reconcileOnce(t, r, d)

@@ -53,7 +53,7 @@ func fuzzInput(g *testutil.FuzzBytes) input {
 	var state *surgeState
 	if b := g.Byte(); b%3 != 0 {
 		state = &surgeState{OriginalReplicas: replicas, Surge: int32(1 + b%3), StartTime: metav1.NewMicroTime(now.Add(-time.Duration(g.Byte()) * time.Second))}
-		surging(d, state, replicas+int32(g.Byte()%4))
+		surging(d, state)
 		if g.Byte()%5 == 0 {
 			d.Spec.Replicas = ptr.To(*d.Spec.Replicas + 1) // scaled by someone
 		}
@@ -88,6 +88,9 @@ func fuzzInput(g *testutil.FuzzBytes) input {
 		}
 		if b&32 != 0 && state != nil {
 			opts = append(opts, created(int(g.Byte()%60)))
+			if b&128 != 0 {
+				opts = append(opts, since(corev1.PodReady, 1)) // a replacement Ready
+			}
 		}
 		if b&64 != 0 {
 			opts = append(opts, unschedulable)
@@ -99,8 +102,9 @@ func fuzzInput(g *testutil.FuzzBytes) input {
 }
 
 // checkMarks asserts the plan's marks: no pod both marked and unmarked, marks only of unmarked
-// pods and the reverse; a wave starts with every pod it evacuates marked; a surge completes only
-// with at least its size of marked pods asked to leave.
+// pods and the reverse; a wave starts with every pod it evacuates marked, and only once the last
+// scale-back removed its pods; a surge completes only with at least its size of marked pods
+// asked to leave, and with all of its replicas available.
 func checkMarks(t *testing.T, in input, p plan) {
 	t.Helper()
 	for _, pod := range p.mark {
@@ -120,6 +124,9 @@ func checkMarks(t *testing.T, in input, p plan) {
 	state, _ := parseSurge(in.deployment)
 	switch {
 	case p.scale != nil && p.scale.surge != nil:
+		if state == nil && int32(len(live)) != ptr.Deref(in.deployment.Spec.Replicas, 1) {
+			t.Errorf("%s: a wave starts with %d pods not terminating for %d replicas", describe(p), len(live), ptr.Deref(in.deployment.Spec.Replicas, 1))
+		}
 		for _, pod := range live {
 			if evacuation.Requested(pod) && !timedOut(pod) && !markedAfter(pod) {
 				t.Errorf("%s: a wave starts with %s asked to leave and not marked", describe(p), pod.Name)
@@ -134,6 +141,9 @@ func checkMarks(t *testing.T, in input, p plan) {
 		}
 		if int32(n) < state.Surge {
 			t.Errorf("%s: a surge of %d completes with %d pods asked to leave marked", describe(p), state.Surge, n)
+		}
+		if ready, _ := available(live, in.deployment.Spec.MinReadySeconds, in.now); !p.dropSurge && ready < ptr.Deref(in.deployment.Spec.Replicas, 1) {
+			t.Errorf("%s: a surge to %d completes with %d pods available", describe(p), ptr.Deref(in.deployment.Spec.Replicas, 1), ready)
 		}
 	}
 }

@@ -50,7 +50,7 @@ func TestMoreSteps(t *testing.T) {
 			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark, terminating), pod("b", requested(1), accepted, withMark), pod("c"), pod("s")}}, true},
 		"the last pods leaving": {input{deployment: newDeployment(3, 1),
 			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark, terminating), pod("b"), pod("c"), pod("s")}}, false},
-		"a surge in progress": {input{deployment: surging(newDeployment(3, 1), &surgeState{OriginalReplicas: 3, Surge: 1, StartTime: metav1.NewMicroTime(now)}, 3),
+		"a surge in progress": {input{deployment: surging(newDeployment(3, 1), &surgeState{OriginalReplicas: 3, Surge: 1, StartTime: metav1.NewMicroTime(now)}),
 			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}}, true},
 		"declined pods": {input{deployment: withPaused(newDeployment(3, 1)), pods: []*corev1.Pod{pod("a", requested(1)), pod("b"), pod("c")}}, false},
 		"given up":      {input{deployment: newDeployment(3, 1), pods: []*corev1.Pod{pod("a", requested(1), declined(ReasonSurgeTimedOut)), pod("b"), pod("c")}}, false},

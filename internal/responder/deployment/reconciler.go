@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -417,15 +418,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		Owns(&appsv1.ReplicaSet{}, builder.WithPredicates(replicaSetChanged())).
 		Watches(&corev1.Pod{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-				return deploymentOfPod(ctx, c, o.(*corev1.Pod))
+				pod := o.(*corev1.Pod)
+				return deploymentOfPod(ctx, c, pod, !involved(pod))
 			}),
 			builder.WithPredicates(podEvacuationChanged())).
 		WithOptions(fairqueue.Options(concurrency)).
 		Complete(r)
 }
 
-// deploymentOfPod maps a pod to the Deployment of its ReplicaSet.
-func deploymentOfPod(ctx context.Context, c client.Reader, pod *corev1.Pod) []reconcile.Request {
+// deploymentOfPod maps a pod to the Deployment of its ReplicaSet; with onlySurging, only when a
+// surge is in progress (its replacements' readiness completes it).
+func deploymentOfPod(ctx context.Context, c client.Reader, pod *corev1.Pod, onlySurging bool) []reconcile.Request {
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil || ref.Kind != "ReplicaSet" || !strings.HasPrefix(ref.APIVersion, appsv1.GroupName+"/") {
 		return nil
@@ -438,22 +441,37 @@ func deploymentOfPod(ctx context.Context, c client.Reader, pod *corev1.Pod) []re
 	if ref == nil || ref.Kind != "Deployment" || !strings.HasPrefix(ref.APIVersion, appsv1.GroupName+"/") {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}}}
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}
+	if onlySurging {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, key, d); err != nil {
+			return nil
+		}
+		if _, surging := d.Annotations[evacuation.SurgeAnnotation]; !surging {
+			return nil
+		}
+	}
+	return []reconcile.Request{{NamespacedName: key}}
+}
+
+// involved reports whether the responder looks at the pod's own changes: it has an evacuation
+// request, an answer or a mark.
+func involved(pod *corev1.Pod) bool {
+	return evacuation.Condition(pod, evacuation.Request) != nil || evacuation.Condition(pod, evacuation.Initiated) != nil || isMarked(pod)
 }
 
 // podEvacuationChanged passes the events of pods the responder has to look at: with an
-// evacuation request, an answer or a mark, when one of those or the pod's deletion changes.
+// evacuation request, an answer or a mark, when one of those or the pod's deletion changes; and
+// any pod's readiness, which completes a surge (deploymentOfPod passes those of surging
+// Deployments only).
 func podEvacuationChanged() predicate.Predicate {
-	involved := func(pod *corev1.Pod) bool {
-		return evacuation.Condition(pod, evacuation.Request) != nil || evacuation.Condition(pod, evacuation.Initiated) != nil || isMarked(pod)
-	}
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return involved(e.Object.(*corev1.Pod)) },
 		DeleteFunc: func(e event.DeleteEvent) bool { return involved(e.Object.(*corev1.Pod)) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 			if !involved(o) && !involved(n) {
-				return false
+				return podutils.IsPodReady(o) != podutils.IsPodReady(n)
 			}
 			return !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
 				isMarked(o) != isMarked(n) ||
@@ -465,8 +483,8 @@ func podEvacuationChanged() predicate.Predicate {
 }
 
 // deploymentChanged passes the Deployment events that matter: a spec change, and any change
-// while pods of the Deployment are to be evacuated (its status says when a surge is available),
-// not the status reports of every other Deployment of the cluster.
+// while pods of the Deployment are to be evacuated (its status says when its controller saw a
+// scale), not the status reports of every other Deployment of the cluster.
 func deploymentChanged() predicate.Predicate {
 	evacuating := func(d *appsv1.Deployment) bool {
 		_, surging := d.Annotations[evacuation.SurgeAnnotation]

@@ -30,7 +30,7 @@ func TestRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := &surgeState{OriginalReplicas: 2, Surge: 1, StartTime: metavNow(-30 * time.Second)}
-	d := withAnnotation(surging(newDeployment(2, 1), state, 2), evacuation.DeploymentReplicasToEvacuateAnnotation, "1")
+	d := withAnnotation(surging(newDeployment(2, 1), state), evacuation.DeploymentReplicasToEvacuateAnnotation, "1")
 	rs := replicaSet("rs", 3)
 	rs.Annotations = map[string]string{evacuation.ReplicasToEvacuateAnnotation: "1", evacuation.EvacuationReadyAnnotation: "true"}
 	evacuated := pod("evacuated", requested(1), accepted, withMark)
