@@ -185,6 +185,10 @@ func run(o options) error {
 			return fmt.Errorf("watching the metrics certificate: %w", err)
 		}
 	}
+	// The caches' initial lists leave garbage the runtime would return only gradually.
+	if err := mgr.Add(cachetrim.ReleaseStartupMemory(mgr.GetCache(), 10*time.Second)); err != nil {
+		return err
+	}
 	ctx := ctrl.SetupSignalHandler()
 	recorder := mgr.GetEventRecorder("nodemaint-controller")
 
