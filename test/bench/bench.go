@@ -233,6 +233,11 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		if err != nil {
 			return nil, err
 		}
+		// All of them, beside the CPU profile: the responses' codes (conflicts), the queues.
+		metrics := filepath.Join(b.o.out, fmt.Sprintf("%s-%s-metrics.txt", strings.ToLower(s.Name), method))
+		if err := httpGetTo(ctx, "http://"+ctrl.metricsAddr+"/metrics", metrics); err != nil {
+			return nil, err
+		}
 		clientRequests = diff(ctrlAfter.requests, ctrlBefore.requests)
 		res.ControllerWrites = diff(ctrlAfter.writes, ctrlBefore.writes)
 		res.NodeQueueWaitSeconds = meanOf(ctrlAfter.queueWait, ctrlBefore.queueWait)
