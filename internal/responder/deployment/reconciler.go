@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/kubectl/pkg/util/podutils"
@@ -244,11 +245,21 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 	for _, outcome := range surgeOutcomes(p.events) {
 		surgesTotal.WithLabelValues(outcome).Inc()
 	}
-	for _, e := range p.events {
-		logger.Info("Evacuation step", "reason", e.reason, "note", e.message)
-		r.Recorder.Eventf(d, nil, e.eventType, e.reason, e.action, "%s", e.message)
-	}
+	r.record(ctx, d, p.events)
 	return written, nil
+}
+
+// record logs the plan's Events and records them on the Deployment.
+func (r *Reconciler) record(ctx context.Context, d *appsv1.Deployment, events []deploymentEvent) {
+	for _, e := range events {
+		log.FromContext(ctx).Info("Evacuation step", "reason", e.reason, "note", e.message)
+		var regarding runtime.Object = d
+		if e.series() {
+			regarding = &corev1.ObjectReference{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment",
+				Namespace: d.Namespace, Name: d.Name, UID: d.UID}
+		}
+		r.Recorder.Eventf(regarding, nil, e.eventType, e.reason, e.action, "%s", e.message)
+	}
 }
 
 // scalePatch is a JSON patch of the Deployment from orig to d, its spec.replicas and its

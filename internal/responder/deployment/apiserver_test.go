@@ -1,0 +1,188 @@
+package deployment
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// TestScalePatchRealAPIServer: on kube-apiserver, the responder's scale patch applies over the
+// Deployment controller's status reports made since the decision, and is refused once the spec
+// changed since (someone scaled): the count is only ever changed from the one the decision saw.
+// Its annotations are added, changed and removed, keys with a slash included.
+func TestScalePatchRealAPIServer(t *testing.T) {
+	c, _ := realAPIServer(t)
+	ctx := context.Background()
+	d := createDeployment(t, c, "web")
+	seen := d.DeepCopy()
+	reportStatus := func(available int32) {
+		t.Helper()
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 3, ReadyReplicas: available, AvailableReplicas: available}
+		if err := c.Status().Update(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reportStatus(2)
+	reportStatus(3)
+
+	// A wave starts from what the decision saw, two status reports ago.
+	surge := (&surgeState{OriginalReplicas: 3, Surge: 1, StartTime: metav1.NowMicro()}).String()
+	want := seen.DeepCopy()
+	want.Spec.Replicas = ptr.To[int32](4)
+	want.Annotations[evacuation.SurgeAnnotation] = surge
+	want.Annotations[evacuation.DeploymentReplicasToEvacuateAnnotation] = "1"
+	if err := c.Patch(ctx, want, scalePatch(seen, want)); err != nil {
+		t.Fatalf("scale patch over the controller's status reports: %v", err)
+	}
+	if *want.Spec.Replicas != 4 || want.Annotations[evacuation.SurgeAnnotation] != surge ||
+		want.Annotations[evacuation.DeploymentReplicasToEvacuateAnnotation] != "1" || want.Annotations["example.com/owner"] != "team-a" {
+		t.Fatalf("after the patch: replicas %d, annotations %v", *want.Spec.Replicas, want.Annotations)
+	}
+
+	// Someone scales the Deployment; a decision taken before that is refused.
+	seen = want.DeepCopy()
+	scaled := want.DeepCopy()
+	scaled.Spec.Replicas = ptr.To[int32](6)
+	if err := c.Update(ctx, scaled); err != nil {
+		t.Fatal(err)
+	}
+	back := seen.DeepCopy()
+	back.Spec.Replicas = ptr.To[int32](3)
+	delete(back.Annotations, evacuation.SurgeAnnotation)
+	err := c.Patch(ctx, back, scalePatch(seen, back))
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("scale patch after someone scaled: %v; want it refused (422)", err)
+	}
+	got := &appsv1.Deployment{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil {
+		t.Fatal(err)
+	}
+	if *got.Spec.Replicas != 6 || got.Annotations[evacuation.SurgeAnnotation] != surge {
+		t.Fatalf("the refused patch changed the Deployment: replicas %d, surge %q", *got.Spec.Replicas, got.Annotations[evacuation.SurgeAnnotation])
+	}
+
+	// Decided again from the new spec: the record and the count go, the replicas stay theirs.
+	seen = got.DeepCopy()
+	drop := got.DeepCopy()
+	delete(drop.Annotations, evacuation.SurgeAnnotation)
+	delete(drop.Annotations, evacuation.DeploymentReplicasToEvacuateAnnotation)
+	if err := c.Patch(ctx, drop, scalePatch(seen, drop)); err != nil {
+		t.Fatal(err)
+	}
+	if *drop.Spec.Replicas != 6 || len(drop.Annotations) != 1 || drop.Annotations["example.com/owner"] != "team-a" {
+		t.Fatalf("after dropping the record: replicas %d, annotations %v", *drop.Spec.Replicas, drop.Annotations)
+	}
+}
+
+// TestAcceptedEventsOneSeries: on kube-apiserver, with the event recorder nodemaint runs, the
+// acceptances of a Deployment's pods make one Event series whatever the Deployment's version
+// at each (it changes with every wave), while each wave's SurgeStarted is an Event of its own.
+func TestAcceptedEventsOneSeries(t *testing.T) {
+	c, cfg := realAPIServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(cfg).EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	t.Cleanup(broadcaster.Shutdown)
+	r := &Reconciler{Client: c, Recorder: broadcaster.NewRecorder(scheme.Scheme, "nodemaint-controller")}
+
+	d := createDeployment(t, c, "api")
+	accepted := decide(input{deployment: d, replicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)},
+		pods: []*corev1.Pod{pod("a", requested(0)), pod("b"), pod("c")}, now: now, surgeTimeout: time.Minute}).events
+	if len(accepted) != 1 || accepted[0].reason != "EvacuationAccepted" {
+		t.Fatalf("events %+v; want EvacuationAccepted alone", accepted)
+	}
+	started := deploymentEvent{corev1.EventTypeNormal, "SurgeStarted", "Surge", "scaling from 3 to 4 replicas"}
+	for i := range 3 {
+		r.record(ctx, d, append(accepted, started))
+		// A wave changes the Deployment: a version of its own for the next acceptances.
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Annotations["example.com/wave"] = strconv.Itoa(i)
+		if err := c.Patch(ctx, d, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(reason string) (objects int, occurrences int32) {
+		var list eventsv1.EventList
+		if err := c.List(ctx, &list, client.InNamespace(d.Namespace)); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range list.Items {
+			if e.Reason == reason && e.Regarding.Name == d.Name {
+				objects++
+				occurrences++
+				if e.Series != nil {
+					occurrences += e.Series.Count - 1
+				}
+			}
+		}
+		return objects, occurrences
+	}
+	// The recorder writes the second occurrence as the series (count 2) and counts the later
+	// ones in memory until its next refresh.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		acceptedObjects, acceptedSeen := count("EvacuationAccepted")
+		startedObjects, _ := count("SurgeStarted")
+		if acceptedObjects == 1 && acceptedSeen >= 2 && startedObjects == 3 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("EvacuationAccepted: %d Events (%d occurrences written), SurgeStarted: %d Events; want one series of the acceptances and an Event each wave",
+				acceptedObjects, acceptedSeen, startedObjects)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// realAPIServer starts a kube-apiserver and etcd (envtest) for the test.
+func realAPIServer(t *testing.T) (client.Client, *rest.Config) {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, or set it to the output of hack/control-plane.sh")
+	}
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cfg
+}
+
+// createDeployment creates a Deployment of 3 replicas in the namespace default.
+func createDeployment(t *testing.T, c client.Client, name string) *appsv1.Deployment {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{"example.com/owner": "team-a"}},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: name}}}}},
+	}
+	if err := c.Create(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
