@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -35,7 +34,6 @@ func Decide(obs Observation, now time.Time) Decision {
 	d.ShutdownNotConfirmed = missing
 	d.Node, d.Change, d.NodeChanged, d.ConditionChanged = wantNode(obs.Node, intent, oos, now)
 	d.Withdraw, d.Request = requests(obs.Pods, plan.Current, intent)
-	d.Request = ownersTakeTurns(d.Request)
 
 	var current []drain.Decision
 	if intent.Drain {
@@ -101,44 +99,6 @@ func requests(pods []corev1.Pod, current []drain.Classified, intent maintenance.
 		}
 	}
 	return withdraw, request
-}
-
-// ownersTakeTurns orders the pods to request so that their owners take turns: the first pod of
-// every owner (its controller; a pod without one is its own), then the second of every owner,
-// and so on, each owner's pods and the owners' first turns in the order given. An owner moves
-// its pods once it has some of them asked (a Deployment surges a wave of up to maxSurge), and a
-// node's requests take seconds to write on a busy API server: in the order of the pods' names,
-// the last owners of every node got their first requests last, and started moving last (in the
-// benchmark's scenario M, 20 Deployments on 10 nodes, the last one's first wave 8 seconds after
-// the first one's).
-func ownersTakeTurns(pods []*corev1.Pod) []*corev1.Pod {
-	if len(pods) < 2 {
-		return pods
-	}
-	index := map[string]int{}
-	var owners [][]*corev1.Pod
-	for _, pod := range pods {
-		key := "pod " + pod.Namespace + "/" + pod.Name
-		if ref := metav1.GetControllerOf(pod); ref != nil {
-			key = "owner " + string(ref.UID)
-		}
-		i, ok := index[key]
-		if !ok {
-			i = len(owners)
-			index[key] = i
-			owners = append(owners, nil)
-		}
-		owners[i] = append(owners[i], pod)
-	}
-	out := make([]*corev1.Pod, 0, len(pods))
-	for turn := 0; len(out) < len(pods); turn++ {
-		for _, owned := range owners {
-			if turn < len(owned) {
-				out = append(out, owned[turn])
-			}
-		}
-	}
-	return out
 }
 
 // left are the pods the drain still waits for and nodemaint may delete: neither terminating nor

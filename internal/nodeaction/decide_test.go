@@ -1,7 +1,6 @@
 package nodeaction
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -99,28 +98,5 @@ func TestDecideLifecycle(t *testing.T) {
 	d = Decide(observe(theirs, []corev1.Pod{requested}), later)
 	if d.NodeChanged || !d.Node.Spec.Unschedulable || len(d.Withdraw) != 1 {
 		t.Fatalf("changed %v, unschedulable %v, withdraw %d; want the cordon kept and the request withdrawn", d.NodeChanged, d.Node.Spec.Unschedulable, len(d.Withdraw))
-	}
-}
-
-// TestOwnersTakeTurns: the requests of a node go to every owner's first pod first, so that no
-// owner waits for the others' requests before it can start moving its pods.
-func TestOwnersTakeTurns(t *testing.T) {
-	owned := func(name, owner string) *corev1.Pod {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
-		if owner != "" {
-			pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner,
-				UID: types.UID(owner), Controller: ptr.To(true)}}
-		}
-		return pod
-	}
-	pods := []*corev1.Pod{owned("a-1", "a"), owned("a-2", "a"), owned("a-3", "a"), owned("b-1", "b"),
-		owned("bare-1", ""), owned("bare-2", ""), owned("c-1", "c"), owned("c-2", "c")}
-	var got []string
-	for _, pod := range ownersTakeTurns(pods) {
-		got = append(got, pod.Name)
-	}
-	want := []string{"a-1", "b-1", "bare-1", "bare-2", "c-1", "a-2", "c-2", "a-3"}
-	if !slices.Equal(got, want) {
-		t.Errorf("order %v, want %v", got, want)
 	}
 }

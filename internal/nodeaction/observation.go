@@ -51,8 +51,7 @@ type Decision struct {
 	// Withdraw are the pods whose evacuation request by nodemaint is withdrawn: before the node is
 	// written, so that its annotation stops naming a maintenance only once its requests are gone.
 	Withdraw []*corev1.Pod
-	// Request are the pods that get nodemaint's evacuation request (RequestReason its message),
-	// their owners taking turns (ownersTakeTurns), in the order they are best written.
+	// Request are the pods that get nodemaint's evacuation request (RequestReason its message).
 	// Request, Delete and Evict are for once the node is cordoned: none is acted on before.
 	Request       []*corev1.Pod
 	RequestReason string
