@@ -2,7 +2,6 @@ package deployment
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -155,15 +155,7 @@ func TestAcceptedEventsOneSeries(t *testing.T) {
 // realAPIServer starts a kube-apiserver and etcd (envtest) for the test.
 func realAPIServer(t *testing.T) (client.Client, *rest.Config) {
 	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, or set it to the output of hack/control-plane.sh")
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testutil.APIServer(t, &envtest.Environment{})
 	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
 		t.Fatal(err)

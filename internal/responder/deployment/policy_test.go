@@ -16,6 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodemaint/nodemaint/internal/testutil"
 )
 
 // TestEvictionResponderPolicy: on kube-apiserver with KEP-4563's API, the MutatingAdmissionPolicy
@@ -23,9 +25,6 @@ import (
 // 10000) on the pods a Deployment's ReplicaSet creates, after the pod's own responders; it leaves
 // alone pods of no ReplicaSet and pods that already name the responder.
 func TestEvictionResponderPolicy(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, or set it to the output of hack/control-plane.sh")
-	}
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "admission", "eviction-responder")
 	var policy admissionregistrationv1.MutatingAdmissionPolicy
@@ -46,11 +45,7 @@ func TestEvictionResponderPolicy(t *testing.T) {
 	args := env.ControlPlane.GetAPIServer().Configure()
 	args.Set("feature-gates", "EvictionRequestAPI=true")
 	args.Set("runtime-config", "lifecycle.k8s.io/v1alpha1=true")
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testutil.APIServer(t, env)
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
 	if _, err := cs.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, &policy, metav1.CreateOptions{}); err != nil {
