@@ -174,24 +174,18 @@ type controllerMetrics struct {
 	// (nodemaint_evacuation_answer_duration_seconds{answer="accepted"}) by upper bound ("+Inf"
 	// the count); evictions are nodemaint's evictions by result.
 	answers, evictions map[string]float64
+	// text is the whole exposition, as read.
+	text []byte
 }
 
 // metrics reads the controller's metrics.
 func (p *controllerProcess) metrics(ctx context.Context) (controllerMetrics, error) {
 	var m controllerMetrics
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metricsAddr+"/metrics", nil)
+	text, err := httpGet(ctx, "http://"+p.metricsAddr+"/metrics")
 	if err != nil {
 		return m, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return m, err
-	}
-	defer resp.Body.Close()
-	text, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return m, err
-	}
+	m.text = text
 	if m.requests, err = sumCounter(bytes.NewReader(text), "rest_client_requests_total", "method"); err != nil {
 		return m, err
 	}

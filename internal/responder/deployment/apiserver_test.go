@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -137,19 +138,12 @@ func TestAcceptedEventsOneSeries(t *testing.T) {
 	}
 	// The recorder writes the second occurrence as the series (count 2) and counts the later
 	// ones in memory until its next refresh.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.Eventually(t, 10*time.Second, "one series of the acceptances and an Event each wave", func(context.Context) (bool, string, error) {
 		acceptedObjects, acceptedSeen := count("EvacuationAccepted")
 		startedObjects, _ := count("SurgeStarted")
-		if acceptedObjects == 1 && acceptedSeen >= 2 && startedObjects == 3 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("EvacuationAccepted: %d Events (%d occurrences written), SurgeStarted: %d Events; want one series of the acceptances and an Event each wave",
-				acceptedObjects, acceptedSeen, startedObjects)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return acceptedObjects == 1 && acceptedSeen >= 2 && startedObjects == 3,
+			fmt.Sprintf("EvacuationAccepted: %d Events (%d occurrences written), SurgeStarted: %d Events", acceptedObjects, acceptedSeen, startedObjects), nil
+	})
 }
 
 // realAPIServer starts a kube-apiserver and etcd (envtest) for the test.

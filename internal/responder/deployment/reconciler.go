@@ -224,13 +224,15 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 	}
 	p.applyScale(d)
 	if !equality.Semantic.DeepEqual(orig.Annotations, d.Annotations) || !equality.Semantic.DeepEqual(orig.Spec, d.Spec) {
+		// The replica count and the surge record are only ever changed from the spec this
+		// decision saw.
+		guarded := p.scale != nil || p.dropSurge
 		patch := client.MergeFrom(orig)
-		if p.scale != nil || p.dropSurge {
-			// The replica count is only ever changed from the one this decision saw.
+		if guarded {
 			patch = scalePatch(orig, d)
 		}
 		if err := r.Client.Patch(ctx, d, patch); err != nil {
-			if (p.scale != nil || p.dropSurge) && apierrors.IsInvalid(err) {
+			if guarded && apierrors.IsInvalid(err) {
 				// The test failed: the spec changed since the decision, as a conflict.
 				err = apierrors.NewConflict(appsv1.Resource("deployments"), d.Name, err)
 			}
