@@ -186,6 +186,15 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 			return nil, err
 		}
 	}
+	pids := b.cluster.PIDs()
+	pids[benchProcess] = os.Getpid()
+	if ctrl != nil {
+		pids["nodemaint-controller"] = ctrl.pid()
+	}
+	cpuBeforeRun, err := takeCPUSnapshot(pids)
+	if err != nil {
+		return nil, err
+	}
 	res := &RunResult{Method: method}
 	start := time.Now()
 	tr.begin(start)
@@ -223,6 +232,11 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	}
 	end := time.Now()
 	res.DurationSeconds = round(end.Sub(start).Seconds())
+	cpuAfterRun, err := takeCPUSnapshot(pids)
+	if err != nil {
+		return nil, err
+	}
+	res.MachineCPU = cpuAfterRun.since(cpuBeforeRun)
 
 	after, afterRes, afterLat, err := b.apiRequests(ctx)
 	if err != nil {

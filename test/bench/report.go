@@ -133,6 +133,9 @@ type RunResult struct {
 	// responder: how long a Deployment with a new request waits for its turn.
 	ResponderQueueWaitSeconds *float64 `json:"responderQueueWaitSeconds,omitempty"`
 	ResponderReconcileSeconds *float64 `json:"responderReconcileSeconds,omitempty"`
+	// MachineCPU is how busy the machine was during the run (from the start of the drain
+	// until the nodes are empty or the run ends) and which process used its CPU.
+	MachineCPU *cpuUse `json:"machineCPU,omitempty"`
 	// AnswerLatency is how long the owners took to accept the evacuation requests.
 	AnswerLatency *AnswerLatency `json:"answerLatency,omitempty"`
 	// Evictions are nodemaint's evictions by result (evicted, refused, failed, deleted): an
@@ -329,6 +332,12 @@ func rows(s ScenarioResult) (header []string, lines [][]string) {
 			return "—"
 		}
 		return fmt.Sprintf("%.0fms", *r.PodStatusPatchSeconds*1000)
+	})
+	add("machine CPU (most used by)", "", func(r RunResult) string {
+		if r.MachineCPU == nil {
+			return "—"
+		}
+		return r.MachineCPU.String()
 	})
 	add("requests accepted within (median / p99 / all)", "", func(r RunResult) string {
 		a := r.AnswerLatency
