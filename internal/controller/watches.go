@@ -285,6 +285,9 @@ func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) 
 	b := builder.ControllerManagedBy(mgr)
 	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
 		// Only under that protocol: the cache must not watch kinds the cluster may not serve.
+		if err := indexEvictionRequests(context.Background(), mgr); err != nil {
+			return err
+		}
 		b = b.Watches(&lifecyclev1alpha1.EvictionRequest{}, handler.EnqueueRequestsFromMapFunc(nodeOfRequest)).
 			Watches(&lifecyclev1alpha1.Eviction{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				return nodesOfEviction(ctx, c, o)
