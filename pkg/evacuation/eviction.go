@@ -12,6 +12,7 @@ import (
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -106,15 +107,39 @@ func (r evictionRequest) Accept(ctx context.Context, c client.Client, p Progress
 }
 
 // Progress writes a heartbeat when one is due or the message or expected completion changed;
-// otherwise it writes nothing.
+// otherwise it writes nothing. An expected completion that only moved later, while the one
+// reported is still ahead, waits for the next write: a responder whose estimate moves with every
+// step of its work (a surge's deadline with every replacement's progress) would otherwise write
+// the Eviction at each step, and every pod of a wave at every replacement's. A zero Progress is
+// nothing new: a heartbeat when due, with what was reported.
 func (r evictionRequest) Progress(ctx context.Context, c client.Client, p Progress) error {
-	msg := message(p.Reason, p.Message)
-	sameExpected := timeOrNil(p.ExpectedCompletion).Equal(r.status.ExpectedCompletionTime)
-	if r.Accepted() && time.Now().Before(r.HeartbeatDue()) && sameExpected &&
-		r.status.Message != nil && *r.status.Message == msg {
+	now := time.Now()
+	if p == (Progress{}) {
+		if !r.Accepted() || now.Before(r.HeartbeatDue()) {
+			return nil
+		}
+		return r.patch(ctx, c, responderPatch{HeartbeatTime: &metav1.Time{Time: now},
+			ExpectedCompletionTime: r.status.ExpectedCompletionTime, Message: ptr.Deref(r.status.Message, "")})
+	}
+	if r.Accepted() && now.Before(r.HeartbeatDue()) && r.Reported(p) &&
+		expectedHolds(r.status.ExpectedCompletionTime, timeOrNil(p.ExpectedCompletion), now) {
 		return nil
 	}
 	return r.Accept(ctx, c, p)
+}
+
+// Reported reports whether the responder's entry says p's reason and message.
+func (r evictionRequest) Reported(p Progress) bool {
+	return r.status.Message != nil && *r.status.Message == message(p.Reason, p.Message)
+}
+
+// expectedHolds reports whether the expected completion reported still stands for the one
+// wanted: the same, or, both set, one still ahead and the wanted one later.
+func expectedHolds(reported, want *metav1.Time, now time.Time) bool {
+	if reported == nil || want == nil {
+		return reported.Equal(want)
+	}
+	return reported.Equal(want) || (reported.After(now) && want.After(reported.Time))
 }
 
 // Decline completes the responder's turn without evicting: KEP-4563's way for an active

@@ -56,8 +56,12 @@ type PodRequest interface {
 	Accept(ctx context.Context, c client.Client, p Progress) error
 	// Progress reports the progress of an accepted request. On pod conditions it updates the
 	// message only; on an Eviction it is a heartbeat too. A responder calls it when
-	// HeartbeatDue says so.
+	// HeartbeatDue says so. A zero Progress says nothing new: on an Eviction, a heartbeat when
+	// due with what was reported; on pod conditions, nothing.
 	Progress(ctx context.Context, c client.Client, p Progress) error
+	// Reported reports whether the responder's last answer or report says p's reason and
+	// message (its expected completion aside).
+	Reported(p Progress) bool
 	// HeartbeatDue is when Progress should be called next for an accepted request, to keep it
 	// from being passed over; the zero time when no heartbeat is needed (pod conditions).
 	HeartbeatDue() time.Time
@@ -124,7 +128,15 @@ func (r conditionRequest) Accept(ctx context.Context, c client.Client, p Progres
 }
 
 func (r conditionRequest) Progress(ctx context.Context, c client.Client, p Progress) error {
+	if p == (Progress{}) {
+		return nil
+	}
 	return Accept(ctx, c, r.pod, p.Reason, p.Message)
+}
+
+func (r conditionRequest) Reported(p Progress) bool {
+	c := Condition(r.pod, Initiated)
+	return c != nil && c.Status == corev1.ConditionTrue && c.Reason == p.Reason && c.Message == p.Message
 }
 
 func (r conditionRequest) Decline(ctx context.Context, c client.Client, reason, message string) error {

@@ -208,6 +208,23 @@ func TestEvictionAnswers(t *testing.T) {
 		if got = getEviction(t, c, ev); got.ResourceVersion != rv {
 			t.Errorf("an unchanged progress wrote the Eviction (resourceVersion %s -> %s)", rv, got.ResourceVersion)
 		}
+		// An expected completion pushed later while the reported one is still ahead waits; one
+		// brought earlier is written at once.
+		if err := r.Progress(ctx, c, Progress{Reason: "Surge", Message: "0 of 1 Ready", ExpectedCompletion: expected.Add(time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		if got = getEviction(t, c, ev); got.ResourceVersion != rv {
+			t.Errorf("an expected completion pushed later wrote the Eviction (resourceVersion %s -> %s)", rv, got.ResourceVersion)
+		}
+		earlier := time.Now().Add(2 * time.Minute)
+		if err := r.Progress(ctx, c, Progress{Reason: "Surge", Message: "0 of 1 Ready", ExpectedCompletion: earlier}); err != nil {
+			t.Fatal(err)
+		}
+		got = getEviction(t, c, ev)
+		if s := ResponderStatusOf(got, me); s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.Equal(&metav1.Time{Time: earlier.Truncate(time.Second)}) {
+			t.Errorf("an earlier expected completion was not written: %+v", s)
+		}
+		r = ForEviction(got, pod, me)
 		// New progress is written at once.
 		if err := r.Progress(ctx, c, Progress{Reason: "Surge", Message: "1 of 1 Ready"}); err != nil {
 			t.Fatal(err)
@@ -232,6 +249,42 @@ func TestEvictionAnswers(t *testing.T) {
 		}
 		if s := ResponderStatusOf(getEviction(t, c, ev), me); time.Since(s.HeartbeatTime.Time) > 5*time.Second {
 			t.Errorf("a due heartbeat was not written: %v", s.HeartbeatTime)
+		}
+	})
+
+	t.Run("nothing new: a heartbeat when due, with what was reported", func(t *testing.T) {
+		c, pod, ev := setup(t)
+		expected := mtime(-5 * time.Minute) // 5 minutes ahead
+		ev.Status.Responders[0].StartTime = mtime(10 * time.Minute)
+		ev.Status.Responders[0].HeartbeatTime = mtime(time.Second)
+		ev.Status.Responders[0].ExpectedCompletionTime = expected
+		ev.Status.Responders[0].Message = ptr.To("Surge: surged")
+		if err := c.Status().Update(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		ev = getEviction(t, c, ev)
+		r := ForEviction(ev, pod, me)
+		if !r.Reported(Progress{Reason: "Surge", Message: "surged"}) || r.Reported(Progress{Reason: "Surge", Message: "other"}) {
+			t.Errorf("Reported does not tell the reported message from another")
+		}
+		if err := r.Progress(ctx, c, Progress{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := getEviction(t, c, ev); got.ResourceVersion != ev.ResourceVersion {
+			t.Errorf("nothing new before the heartbeat is due wrote the Eviction")
+		}
+		ev.Status.Responders[0].HeartbeatTime = mtime(HeartbeatInterval + time.Second)
+		if err := c.Status().Update(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		ev = getEviction(t, c, ev)
+		if err := ForEviction(ev, pod, me).Progress(ctx, c, Progress{}); err != nil {
+			t.Fatal(err)
+		}
+		s := ResponderStatusOf(getEviction(t, c, ev), me)
+		if time.Since(s.HeartbeatTime.Time) > 5*time.Second || ptr.Deref(s.Message, "") != "Surge: surged" ||
+			s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.Equal(expected) {
+			t.Errorf("a due heartbeat with nothing new: %+v; want a new heartbeat, the same message and expected completion", s)
 		}
 	})
 
@@ -288,4 +341,26 @@ func TestEvictionAnswers(t *testing.T) {
 			t.Fatalf("after Decline on pod conditions: %+v", got.Status.Conditions)
 		}
 	})
+}
+
+func TestExpectedHolds(t *testing.T) {
+	now := time.Now()
+	at := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: now.Add(d).Truncate(time.Second)} }
+	for _, tc := range []struct {
+		name           string
+		reported, want *metav1.Time
+		holds          bool
+	}{
+		{"none", nil, nil, true},
+		{"same", at(time.Minute), at(time.Minute), true},
+		{"later, the reported one ahead", at(time.Minute), at(2 * time.Minute), true},
+		{"earlier", at(2 * time.Minute), at(time.Minute), false},
+		{"later, the reported one passed", at(-time.Minute), at(time.Minute), false},
+		{"one appears", nil, at(time.Minute), false},
+		{"one goes", at(time.Minute), nil, false},
+	} {
+		if got := expectedHolds(tc.reported, tc.want, now); got != tc.holds {
+			t.Errorf("%s: expectedHolds = %t, want %t", tc.name, got, tc.holds)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -49,37 +51,87 @@ func (r *Reconciler) evictionsOf(ctx context.Context, pods []*corev1.Pod) (map[t
 			return nil, fmt.Errorf("listing the Evictions of pod %s: %w", pod.Name, err)
 		}
 		for i := range list.Items {
-			out[pod.UID] = append(out[pod.UID], &list.Items[i])
+			out[pod.UID] = append(out[pod.UID], r.evictionWrites.Fresh(&list.Items[i]))
 		}
 	}
 	return out, nil
 }
 
+// evictionClient is the responder's client whose writes of an Eviction's status are
+// remembered until the cache shows them, so that the next look starts from what it wrote
+// (evictionsOf). The writes of a wave's pods come back from the watch one by one, each an event
+// that brings a look at the Deployment, and a look that read the others' Evictions before their
+// writes showed wrote them again: 1,630 of the 4,213 reports of the benchmark's scenario M.
+func (r *Reconciler) evictionClient() client.Client {
+	return evictionWriter{Client: r.Client, writes: r.evictionWrites}
+}
+
+type evictionWriter struct {
+	client.Client
+	writes *ownwrites.Writes[*lifecyclev1alpha1.Eviction]
+}
+
+func (c evictionWriter) Status() client.SubResourceWriter {
+	return evictionStatusWriter{SubResourceWriter: c.Client.Status(), writes: c.writes}
+}
+
+type evictionStatusWriter struct {
+	client.SubResourceWriter
+	writes *ownwrites.Writes[*lifecyclev1alpha1.Eviction]
+}
+
+// Patch patches the status and, for an Eviction, remembers what the API server returned.
+func (w evictionStatusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	before := obj.GetResourceVersion()
+	err := w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+	if ev, ok := obj.(*lifecyclev1alpha1.Eviction); ok && err == nil {
+		w.writes.Wrote(before, ev.DeepCopy())
+	}
+	return err
+}
+
 // heartbeats writes what the responder owes the Evictions it accepted: progress (and a
 // heartbeat when due) while it moves a pod, until the pod is gone. It returns when the next
 // heartbeat is due. A write that fails is logged and done again at the next look: the Eviction
-// controller waits 20 minutes for a heartbeat.
+// controller waits 20 minutes for a heartbeat. The writes go in parallel, as the answers do: a
+// wave's pods all report its start at once.
 func (r *Reconciler) heartbeats(ctx context.Context, in input, view protocol.View) time.Time {
 	beats, next := view.Heartbeats(in.pods)
 	wave := surgeWave(in)
+	var g errgroup.Group
+	g.SetLimit(podWritesInFlight)
 	for _, b := range beats {
 		pod := b.Request.Pod()
-		p := progress(in, pod, wave)
-		if b.Terminating {
-			p = removing(in.deployment.Name, pod)
-		}
-		err := b.Request.Progress(ctx, r.Client, p)
+		// Nothing new (a heartbeat when due) but when the pod's wave surges for it and once it
+		// is being removed: a pod that waits for its wave says what it said when accepted, and
+		// one whose wave completed without removing it (the scale-back removed another marked
+		// pod) what it said then, until its next wave. Every report in between was a write of
+		// the Eviction at each wave of its Deployment.
+		var p evacuation.Progress
 		switch {
-		case err == nil || apierrors.IsNotFound(err):
-		case apierrors.IsInvalid(err):
-			// The API server refuses writes to the entry of a responder that is no longer
-			// Active: the Eviction moved on (canceled, passed over) after the cache was read.
-			// Its event brings the next look.
-			log.FromContext(ctx).V(1).Info("The Eviction moved on before the report", "pod", pod.Name, "err", err.Error())
-		default:
-			log.FromContext(ctx).Error(err, "Reporting on the pod's Eviction", "pod", pod.Name)
+		case b.Terminating:
+			if gone := removing(in.deployment.Name, pod); !b.Request.Reported(gone) {
+				p = gone
+			}
+		case wave[pod.UID]:
+			p = progress(in)
 		}
+		g.Go(func() error {
+			err := b.Request.Progress(ctx, r.evictionClient(), p)
+			switch {
+			case err == nil || apierrors.IsNotFound(err):
+			case apierrors.IsInvalid(err):
+				// The API server refuses writes to the entry of a responder that is no longer
+				// Active: the Eviction moved on (canceled, passed over) after the cache was
+				// read. Its event brings the next look.
+				log.FromContext(ctx).V(1).Info("The Eviction moved on before the report", "pod", pod.Name, "err", err.Error())
+			default:
+				log.FromContext(ctx).Error(err, "Reporting on the pod's Eviction", "pod", pod.Name)
+			}
+			return nil
+		})
 	}
+	_ = g.Wait()
 	return next
 }
 
@@ -106,29 +158,24 @@ func surgeWave(in input) map[types.UID]bool {
 	return wave
 }
 
-// progress is what the responder reports of a pod it accepted to move: the surge of its wave,
-// how many of the surge's replacements are Ready, and, as the expected completion, the time by
-// which the surge completes or gives up (its patience since its last progress); a pod that
-// waits for a later wave (not in wave, surgeWave) says so, with no expected completion.
-func progress(in input, pod *corev1.Pod, wave map[types.UID]bool) evacuation.Progress {
+// progress is what the responder reports of a pod whose wave surges for it: the surge and, as
+// the expected completion, the time by which it completes or gives up (its patience since its
+// last progress). The message does not count the replacements Ready: each count would be a
+// write of every Eviction of the wave (the Deployment's own status and Events count them), and
+// the expected completion moved later by their progress waits for the next write (evacuation's
+// Progress).
+func progress(in input) evacuation.Progress {
 	d := in.deployment
 	state, err := parseSurge(d)
-	if err != nil || state == nil || !wave[pod.UID] {
-		return evacuation.Progress{Reason: ReasonSurge,
-			Message: fmt.Sprintf("Deployment %s surges a replacement in a later wave (maxSurge)", d.Name)}
+	if err != nil || state == nil {
+		return evacuation.Progress{}
 	}
 	created := surgePods(livePods(in.pods), state)
-	ready := 0
-	for _, p := range created {
-		if c := evacuation.Condition(p, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue {
-			ready++
-		}
-	}
 	deadline := lastProgress(created, state).Add(patience(d, in.replicaSets, created, in.surgeTimeout))
 	return evacuation.Progress{
 		Reason: ReasonSurge,
-		Message: fmt.Sprintf("Deployment %s surged from %d to %d replicas: %d of %d replacements Ready",
-			d.Name, state.OriginalReplicas, ptr.Deref(d.Spec.Replicas, 1), ready, state.Surge),
+		Message: fmt.Sprintf("Deployment %s surged from %d to %d replicas: the pod goes once the replacements are available",
+			d.Name, state.OriginalReplicas, ptr.Deref(d.Spec.Replicas, 1)),
 		ExpectedCompletion: deadline,
 	}
 }

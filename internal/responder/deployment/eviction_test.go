@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -130,8 +131,8 @@ func TestEvictionResponder(t *testing.T) {
 		res := reconcileOnce(t, r, d)
 		s = mine(t, c, ev)
 		if s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.After(time.Now()) ||
-			!strings.Contains(*s.Message, "0 of 1 replacements Ready") {
-			t.Fatalf("progress: %+v (message %q); want 0 of 1 Ready and an expected completion ahead", s, ptr.Deref(s.Message, ""))
+			!strings.Contains(*s.Message, "surged from 1 to 2 replicas: the pod goes once the replacements are available") {
+			t.Fatalf("progress: %+v (message %q); want the surge and an expected completion ahead", s, ptr.Deref(s.Message, ""))
 		}
 		if res.RequeueAfter <= 0 || res.RequeueAfter > evacuation.HeartbeatInterval {
 			t.Errorf("RequeueAfter = %v; want at most the heartbeat interval %v", res.RequeueAfter, evacuation.HeartbeatInterval)
@@ -205,4 +206,37 @@ func TestEvictionResponder(t *testing.T) {
 		}
 		podUntouched(t, c, p)
 	})
+}
+
+// TestEvictionWritesRemembered: what the responder wrote on an Eviction is what its next look
+// reads until the cache shows the write, so that a look in between (another pod's event) does
+// not write it again.
+func TestEvictionWritesRemembered(t *testing.T) {
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "web-1-uid"}}
+	c := evictionTestClient(t, pod, activeEviction(pod))
+	r := &Reconciler{Client: c, EvictionResponder: EvictionResponder, evictionWrites: ownwrites.New[*lifecyclev1alpha1.Eviction]()}
+	cached := &lifecyclev1alpha1.Eviction{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(activeEviction(pod)), cached); err != nil {
+		t.Fatal(err)
+	}
+	if err := evacuation.ForEviction(cached, pod, EvictionResponder).Accept(ctx, r.evictionClient(), evacuation.Progress{Reason: ReasonSurge, Message: "accepted"}); err != nil {
+		t.Fatal(err)
+	}
+	if evacuation.ForEviction(cached, pod, EvictionResponder).Accepted() {
+		t.Fatal("the cached Eviction shows the acceptance already; the test needs it stale")
+	}
+	if fresh := r.evictionWrites.Fresh(cached); !evacuation.ForEviction(fresh, pod, EvictionResponder).Accepted() {
+		t.Errorf("a look before the cache shows the acceptance reads it unaccepted: it would accept again")
+	}
+	current := &lifecyclev1alpha1.Eviction{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cached), current); err != nil {
+		t.Fatal(err)
+	}
+	if fresh := r.evictionWrites.Fresh(current); fresh != current {
+		t.Errorf("once the cache shows the write, a look reads the cache's Eviction")
+	}
+	if r.evictionWrites.Len() != 0 {
+		t.Errorf("the write is still remembered once the cache showed it")
+	}
 }

@@ -59,6 +59,9 @@ type Reconciler struct {
 	// Written remembers the pods' answers and marks written until the cache shows them, so that
 	// a reconcile right after does not write them again. Nil: none.
 	Written *ownwrites.Writes[*corev1.Pod]
+	// evictionWrites remembers the Evictions' status written (answers, progress) until the
+	// cache shows them (evictionClient); set up with an EvictionResponder.
+	evictionWrites *ownwrites.Writes[*lifecyclev1alpha1.Eviction]
 	// EvictionResponder is the responder's name in KEP-4563's Evictions (EvictionResponder): when
 	// set, the responder also answers the Evictions of its pods on which it is Active (the
 	// cluster serves lifecycle.k8s.io/v1alpha1). Empty: pod conditions only.
@@ -323,9 +326,9 @@ func (r *Reconciler) answer(ctx context.Context, view protocol.View, a answer, c
 	onEviction := req != nil && req.Protocol() != evacuation.PodConditions && a.status != ""
 	switch {
 	case onEviction && a.status == corev1.ConditionTrue:
-		err = req.Accept(ctx, r.Client, evacuation.Progress{Reason: a.reason, Message: a.message})
+		err = req.Accept(ctx, r.evictionClient(), evacuation.Progress{Reason: a.reason, Message: a.message})
 	case onEviction:
-		err = req.Decline(ctx, r.Client, a.reason, a.message)
+		err = req.Decline(ctx, r.evictionClient(), a.reason, a.message)
 	case a.status != "" && req != nil:
 		err = evacuation.Answer(ctx, r.Client, a.pod, &corev1.PodCondition{Type: evacuation.Initiated,
 			Status: a.status, Reason: a.reason, Message: a.message}, cost)
@@ -470,6 +473,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	c := mgr.GetClient()
 	b := builder.ControllerManagedBy(mgr)
 	if r.EvictionResponder != "" {
+		r.evictionWrites = ownwrites.New[*lifecyclev1alpha1.Eviction]()
 		if err := mgr.GetFieldIndexer().IndexField(ctx, &lifecyclev1alpha1.Eviction{}, evictionTargetIndex, evictionTarget); err != nil {
 			return err
 		}

@@ -263,7 +263,7 @@ func (w *evictionWatch) observe(ev *lifecyclev1alpha1.Eviction) {
 		if _, seen := w.completed[pod][st.Name]; !seen && st.CompletionTime != nil {
 			w.completed[pod][st.Name] = now
 		}
-		if st.ExpectedCompletionTime != nil && strings.Contains(ptr.Deref(st.Message, ""), "replacements Ready") {
+		if st.ExpectedCompletionTime != nil && strings.Contains(ptr.Deref(st.Message, ""), "the pod goes once the replacements are available") {
 			w.progress[pod][st.Name] = true
 		}
 	}
