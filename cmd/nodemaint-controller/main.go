@@ -67,6 +67,7 @@ type options struct {
 	retryPeriod             time.Duration
 	concurrency             int
 	responderConcurrency    int
+	evictionConcurrency     int
 	qps                     float32
 	burst                   int
 	statusBatchDelay        time.Duration
@@ -97,7 +98,8 @@ func main() {
 	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the leadership.")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "Reconciles run in parallel, per controller (the Deployment evacuation responder: see --deployment-responder-concurrency).")
 	fs.IntVar(&o.responderConcurrency, "deployment-responder-concurrency", 32, "Deployments the Deployment evacuation responder reconciles in parallel. Its reconciles wait on the API server (the answers of a Deployment's newly requested pods, its surge's patch), not on CPU, and each Deployment with a new request waits for a worker: with too few, an answer comes after a round over every evacuating Deployment (42s on average at 100 Deployments with 8 in scenario L of the benchmark), past a short evacuationResponseTimeout. Its token bucket (--kube-api-qps) bounds what they send.")
-	fs.Float32Var(&o.qps, "kube-api-qps", 100, "Requests per second to the API server (client-side rate limit): the node and NodeMaintenance controllers share one token bucket of this size; the Deployment evacuation responder has one of its own of the same size, so that its answers, which have a deadline, never wait behind the requests of a large maintenance; leader election has its own.")
+	fs.IntVar(&o.evictionConcurrency, "eviction-controller-concurrency", 32, "Target pods nodemaint's Eviction controller (--eviction-controller) reconciles in parallel. A pod's Eviction takes a few of its reconciles (created, its responder made Active, collected), each waiting on the API server, not on CPU: with 8, the 1,000 pods of the benchmark's scenario M waited 45 seconds on average between their Eviction's creation and their responder's turn, past the evacuationResponseTimeout.")
+	fs.Float32Var(&o.qps, "kube-api-qps", 100, "Requests per second to the API server (client-side rate limit): the node and NodeMaintenance controllers share one token bucket of this size; the Deployment evacuation responder and the Eviction controller have one each of their own of the same size, so that the answers, which have a deadline, never wait behind the requests of a large maintenance; leader election has its own.")
 	fs.IntVar(&o.burst, "kube-api-burst", 200, "Burst of requests to the API server, per token bucket (see --kube-api-qps).")
 	fs.DurationVar(&o.statusBatchDelay, "status-batch-delay", time.Second, "How long pod changes are gathered before a NodeMaintenance status is written.")
 	fs.Int64Var(&o.maxEvictions, "max-concurrent-evictions", 20, "Evictions in flight at once, across all nodes.")
@@ -209,8 +211,17 @@ func run(o options) error {
 	log.Info("evacuation protocol", "protocol", protocol, "flag", o.evacuationProtocol, "evictionRequestAPIServed", served,
 		"evictionController", runEvictionController)
 	if runEvictionController {
+		// The Eviction controller writes through a token bucket of its own too: it stands for
+		// kube-controller-manager's evictionrequest-controller, and every request waits for it
+		// (its Eviction created, its responder made Active) against the response timeout.
+		// Sharing the node controller's bucket, the Evictions of the benchmark's scenario M
+		// came over 50 seconds and a third of its pods were evicted, unanswered.
+		evictionClient, err := clientOfItsOwn(cfg, mgr, o, "eviction-controller")
+		if err != nil {
+			return fmt.Errorf("creating the Eviction controller's client: %w", err)
+		}
 		if err := (&evictioncontroller.Reconciler{
-			Client: mgr.GetClient(), Recorder: recorder,
+			Client: evictionClient, Recorder: recorder,
 			Evictions: drain.NewEvictions(time.Second, 15*time.Minute),
 			Protected: func(pod *corev1.Pod) string {
 				if ownPods.Match(pod) {
@@ -218,7 +229,7 @@ func run(o options) error {
 				}
 				return ""
 			},
-		}).SetupWithManager(ctx, mgr, o.concurrency); err != nil {
+		}).SetupWithManager(ctx, mgr, o.evictionConcurrency); err != nil {
 			return fmt.Errorf("setting up the Eviction controller: %w", err)
 		}
 	}
@@ -254,13 +265,7 @@ func run(o options) error {
 		// so the pods it had not answered yet were evicted instead of surged. It stands for an
 		// owner's controller, which would have its own client anyway (KEP-4212). It reads from
 		// the manager's cache.
-		responderCfg := rest.CopyConfig(cfg)
-		responderCfg.WrapTransport = apirequests.Wrap("deployment-responder")
-		responderCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.qps, o.burst)
-		responderCfg.UserAgent = "nodemaint-controller/deployment-responder"
-		responderClient, err := client.New(responderCfg, client.Options{
-			Scheme: scheme, Mapper: mgr.GetRESTMapper(), Cache: &client.CacheOptions{Reader: mgr.GetCache()},
-		})
+		responderClient, err := clientOfItsOwn(cfg, mgr, o, "deployment-responder")
 		if err != nil {
 			return fmt.Errorf("creating the Deployment evacuation responder's client: %w", err)
 		}
@@ -383,4 +388,17 @@ func ownPodsOf(o options) (*controller.OwnPods, error) {
 	}
 	ns := cmp.Or(o.ownPodsNamespace, os.Getenv("POD_NAMESPACE"), o.leaderElectionNamespace)
 	return &controller.OwnPods{Namespace: ns, Selector: sel}, nil
+}
+
+// clientOfItsOwn is a client for the named component with a token bucket of its own
+// (--kube-api-qps, --kube-api-burst) and its own user agent and request metrics' client label;
+// it reads from the manager's cache.
+func clientOfItsOwn(cfg *rest.Config, mgr ctrl.Manager, o options, name string) (client.Client, error) {
+	own := rest.CopyConfig(cfg)
+	own.WrapTransport = apirequests.Wrap(name)
+	own.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.qps, o.burst)
+	own.UserAgent = "nodemaint-controller/" + name
+	return client.New(own, client.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), Cache: &client.CacheOptions{Reader: mgr.GetCache()},
+	})
 }
