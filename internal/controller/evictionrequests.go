@@ -43,19 +43,16 @@ func (o *observer) observeRequests(ctx context.Context, node *corev1.Node, pods 
 	// the node's pods and of the requests' pods, looked up by pod: listing a namespace's
 	// Evictions for every node reconcile copied all of them (1,000 in the benchmark's scenario
 	// M) each time, and was half of the controller's CPU.
-	uids := make([]types.UID, 0, len(pods)+len(er.Requests))
+	uids := make(map[types.UID]bool, len(pods)+len(er.Requests))
 	for i := range pods {
-		uids = append(uids, pods[i].UID)
+		uids[pods[i].UID] = true
 	}
 	for _, r := range er.Requests {
 		if r.Spec.Target.Pod != nil {
-			uids = append(uids, r.Spec.Target.Pod.UID)
+			uids[r.Spec.Target.Pod.UID] = true
 		}
 	}
-	for _, uid := range uids {
-		if _, seen := er.Evictions[uid]; seen {
-			continue
-		}
+	for uid := range uids {
 		var evs lifecyclev1alpha1.EvictionList
 		if err := o.client.List(ctx, &evs, client.MatchingFields{evictionPodIndex: string(uid)}); err != nil {
 			return nil, nil, fmt.Errorf("listing Evictions: %w", err)

@@ -113,16 +113,16 @@ func (r evictionRequest) Accept(ctx context.Context, c client.Client, p Progress
 // the Eviction at each step, and every pod of a wave at every replacement's. A zero Progress is
 // nothing new: a heartbeat when due, with what was reported.
 func (r evictionRequest) Progress(ctx context.Context, c client.Client, p Progress) error {
-	now := time.Now()
+	t := time.Now()
 	if p == (Progress{}) {
-		if !r.Accepted() || now.Before(r.HeartbeatDue()) {
+		if !r.Accepted() || t.Before(r.HeartbeatDue()) {
 			return nil
 		}
-		return r.patch(ctx, c, responderPatch{HeartbeatTime: &metav1.Time{Time: now},
+		return r.patch(ctx, c, responderPatch{HeartbeatTime: now(),
 			ExpectedCompletionTime: r.status.ExpectedCompletionTime, Message: ptr.Deref(r.status.Message, "")})
 	}
-	if r.Accepted() && now.Before(r.HeartbeatDue()) && r.Reported(p) &&
-		expectedHolds(r.status.ExpectedCompletionTime, timeOrNil(p.ExpectedCompletion), now) {
+	if r.Accepted() && t.Before(r.HeartbeatDue()) && r.Reported(p) &&
+		expectedHolds(r.status.ExpectedCompletionTime, timeOrNil(p.ExpectedCompletion), t) {
 		return nil
 	}
 	return r.Accept(ctx, c, p)

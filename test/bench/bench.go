@@ -170,12 +170,8 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		return nil, err
 	}
 	var ctrlBefore controllerMetrics
-	var cpuBefore float64
 	if ctrl != nil {
 		if ctrlBefore, err = ctrl.metrics(ctx); err != nil {
-			return nil, err
-		}
-		if cpuBefore, _, err = procStats(ctrl.pid()); err != nil {
 			return nil, err
 		}
 	}
@@ -189,7 +185,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	pids := b.cluster.PIDs()
 	pids[benchProcess] = os.Getpid()
 	if ctrl != nil {
-		pids["nodemaint-controller"] = ctrl.pid()
+		pids[controllerProcessName] = ctrl.pid()
 	}
 	cpuBeforeRun, err := takeCPUSnapshot(pids)
 	if err != nil {
@@ -260,11 +256,11 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		res.ResponderReconcileSeconds = meanOf(ctrlAfter.responderReconcile, ctrlBefore.responderReconcile)
 		res.AnswerLatency = answerLatency(ctrlAfter.answers, ctrlBefore.answers)
 		res.Evictions = diff(ctrlAfter.evictions, ctrlBefore.evictions)
-		cpu, hwm, err := procStats(ctrl.pid())
+		_, hwm, err := procStats(ctrl.pid())
 		if err != nil {
 			return nil, err
 		}
-		res.ControllerCPUSeconds = ptr.To(round(cpu - cpuBefore))
+		res.ControllerCPUSeconds = ptr.To(res.MachineCPU.Processes[controllerProcessName])
 		res.ControllerPeakRSSMiB = ptr.To(round(float64(hwm) / 1024))
 	}
 	out := tr.outcome(end.Sub(start).Seconds(), kinds)

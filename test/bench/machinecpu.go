@@ -16,8 +16,11 @@ import (
 // cluster's latency (scheduling, pods started, the controllers' status reports) is set by the
 // machine, not by the drainer's design.
 
-// benchProcess names the benchmark's own process among the run's.
-const benchProcess = "bench"
+// The names of the benchmark's own process and of the controller among the run's.
+const (
+	benchProcess          = "bench"
+	controllerProcessName = "nodemaint-controller"
+)
 
 // cpuSnapshot is the CPU time used so far by the machine and by each process of the run.
 type cpuSnapshot struct {

@@ -98,6 +98,10 @@ func (w evictionStatusWriter) Patch(ctx context.Context, obj client.Object, patc
 func (r *Reconciler) heartbeats(ctx context.Context, in input, view protocol.View) time.Time {
 	beats, next := view.Heartbeats(in.pods)
 	wave := surgeWave(in)
+	var surging evacuation.Progress // the same for every pod of the wave
+	if len(wave) > 0 {
+		surging = progress(in)
+	}
 	var g errgroup.Group
 	g.SetLimit(podWritesInFlight)
 	for _, b := range beats {
@@ -114,7 +118,7 @@ func (r *Reconciler) heartbeats(ctx context.Context, in input, view protocol.Vie
 				p = gone
 			}
 		case wave[pod.UID]:
-			p = progress(in)
+			p = surging
 		}
 		g.Go(func() error {
 			err := b.Request.Progress(ctx, r.evictionClient(), p)
