@@ -403,7 +403,7 @@ func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod 
 				d.after(left)
 			}
 			if t.Name == evictionrequest.ImperativeEvictor {
-				d.imperative(e, rs, obs, pod, now)
+				d.imperative(e, rs, obs, pod, active, now)
 			}
 			return
 		}
@@ -426,9 +426,10 @@ func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod 
 
 // imperative is the imperative evictor's part while it is active: evict the pod (unless it is
 // terminating, or backing off after a refusal and its budgets have not changed to allow it), and
-// heartbeat with what it met. Mirror and
-// DaemonSet pods are not evicted through the API: the responder completes without evicting.
-func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alpha1.ResponderStatus, obs Observation, pod *corev1.Pod, now time.Time) {
+// heartbeat with what it met. Mirror and DaemonSet pods are not evicted through the API: the
+// responder completes without evicting. A pod only nodemaint's drain asks for is held (see
+// evictionrequest.HeldForDrain): the drain evicts it itself, when and if its maintenances allow.
+func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alpha1.ResponderStatus, obs Observation, pod *corev1.Pod, active []*lifecyclev1alpha1.EvictionRequest, now time.Time) {
 	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror || ownedByDaemonSet(pod) || obs.Protected != "" {
 		rs.CompletionTime = ptr.To(metav1.NewTime(now))
 		rs.Message = ptr.To("API-initiated eviction of DaemonSet and mirror pods is not supported")
@@ -444,6 +445,8 @@ func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alph
 	switch {
 	case pod.DeletionTimestamp != nil || obs.Evicted:
 		msg = "the pod is terminating"
+	case onlyDrain(active):
+		msg = evictionrequest.HeldForDrain
 	case obs.EvictNotBefore.After(now) && !retryNow(obs, pod):
 		d.after(obs.EvictNotBefore.Sub(now))
 	case heldByBudgets(obs, pod):
@@ -461,6 +464,16 @@ func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alph
 	if rs.HeartbeatTime != nil {
 		d.after(rs.HeartbeatTime.Add(obs.HeartbeatDeadline / 4).Sub(now))
 	}
+}
+
+// onlyDrain reports whether every request that asks for the pod's eviction is nodemaint's drain's.
+func onlyDrain(active []*lifecyclev1alpha1.EvictionRequest) bool {
+	for _, r := range active {
+		if r.Spec.Requester != evictionrequest.Requester {
+			return false
+		}
+	}
+	return len(active) > 0
 }
 
 func ownedByDaemonSet(pod *corev1.Pod) bool {

@@ -127,6 +127,45 @@ func TestResponderOrder(t *testing.T) {
 	}
 }
 
+// descheduler is a requester other than nodemaint's drain: the imperative evictor evicts the pods
+// it asks for.
+const descheduler = "other.example.com/descheduler"
+
+// TestDecideHeldForDrain: a pod only nodemaint's drain asks for is never evicted by the imperative
+// evictor, which holds it (the drain evicts by its maintenances' policy); once another requester
+// asks too, the imperative evictor evicts it.
+func TestDecideHeldForDrain(t *testing.T) {
+	obs := Observation{
+		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Pod: testPod(),
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+	}
+	obs, d := settle(t, obs, t0)
+	if d.Evict != nil || stateOf(obs.Evictions[0]) != evictionrequest.ImperativeEvictor+"=Active " {
+		t.Fatalf("evict %v, %s", d.Evict != nil, stateOf(obs.Evictions[0]))
+	}
+	for _, rs := range obs.Evictions[0].Status.Responders {
+		if rs.Message == nil || *rs.Message != evictionrequest.HeldForDrain {
+			t.Fatalf("the imperative evictor says %v, want %q", rs.Message, evictionrequest.HeldForDrain)
+		}
+	}
+	// An hour later, looked at as often as it asks to be, still held and heartbeating: no
+	// response timeout of the drain's runs here.
+	now := t0
+	for now.Before(t0.Add(time.Hour)) {
+		if d.RecheckAfter <= 0 || d.RecheckAfter > 5*time.Minute {
+			t.Fatalf("recheck after %v", d.RecheckAfter)
+		}
+		now = now.Add(d.RecheckAfter)
+		if obs, d = settle(t, obs, now); d.Evict != nil || stateOf(obs.Evictions[0]) != evictionrequest.ImperativeEvictor+"=Active " {
+			t.Fatalf("at %v: evict %v, %s", now.Sub(t0), d.Evict != nil, stateOf(obs.Evictions[0]))
+		}
+	}
+	obs.Requests = append(obs.Requests, testRequest("d", descheduler, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction))
+	if _, d = settle(t, obs, now); d.Evict == nil {
+		t.Fatal("the imperative evictor does not evict a pod another requester asks for")
+	}
+}
+
 // TestDecideHeartbeat: the active responder keeps its turn while it heartbeats within the
 // deadline, is interrupted past it, and the imperative evictor then evicts.
 func TestDecideHeartbeat(t *testing.T) {
@@ -134,7 +173,7 @@ func TestDecideHeartbeat(t *testing.T) {
 	obs := Observation{
 		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute,
 		Pod:      testPod(corev1.EvictionResponder{Name: op, Priority: ptr.To[int32](10000)}),
-		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", descheduler, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
 	}
 	obs, d := settle(t, obs, t0)
 	if len(obs.Evictions) != 1 || stateOf(obs.Evictions[0]) != op+"=Active "+evictionrequest.ImperativeEvictor+"=Inactive " {
@@ -179,7 +218,7 @@ func TestDecideBudgetPacedRetry(t *testing.T) {
 	}
 	obs := Observation{
 		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Pod: pod,
-		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", descheduler, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
 		Budgets:  pdb("10", 1),
 	}
 	obs, d := settle(t, obs, t0)
@@ -260,7 +299,7 @@ func TestDecideBudgetPacedRetry(t *testing.T) {
 func TestDecideEvictedOnce(t *testing.T) {
 	obs := Observation{
 		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Pod: testPod(),
-		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", descheduler, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
 	}
 	obs, d := settle(t, obs, t0)
 	if d.Evict == nil {
@@ -416,6 +455,15 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 	if d.Evict != nil {
 		if obs.Pod == nil || obs.Pod.DeletionTimestamp != nil || obs.Evicted || obs.Protected != "" {
 			t.Fatalf("evicting a pod gone, terminating, evicted already or protected")
+		}
+		// Only another requester's request lets the imperative evictor evict: nodemaint's drain
+		// evicts the pods it alone asks for itself, by its maintenances' policy.
+		other := false
+		for _, r := range obs.Requests {
+			other = other || (r.Spec.Target.Pod != nil && r.Spec.Target.Pod.UID == obs.Pod.UID && wantsEviction(&r) && r.Spec.Requester != evictionrequest.Requester)
+		}
+		if !other {
+			t.Fatalf("the imperative evictor evicts a pod only nodemaint's drain asks for")
 		}
 		if obs.EvictNotBefore.After(now) && (BudgetsVersion(obs.Budgets) == obs.EvictBudgets || !budgetsAllow(obs.Pod, obs.Budgets)) {
 			t.Fatalf("evicting a pod backing off whose budgets did not change to allow it: %+v (refused at %q)", obs.Budgets, obs.EvictBudgets)

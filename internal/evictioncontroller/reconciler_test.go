@@ -146,6 +146,34 @@ func podGone(ctx context.Context, pod *corev1.Pod) (bool, error) {
 	return false, err
 }
 
+// descheduler is the requester of these tests: the imperative evictor evicts the pods another
+// requester than nodemaint's drain asks for (the drain evicts its own: see
+// evictionrequest.HeldForDrain and TestHeldForDrain).
+const descheduler = "descheduler.example.com/rebalance"
+
+// TestHeldForDrain: a pod only nodemaint's drain asks for is held by the imperative evictor, which
+// says so and does not evict it.
+func TestHeldForDrain(t *testing.T) {
+	ctx := context.Background()
+	pod := createPod(t, "held")
+	request(t, pod, evictionrequest.Requester)
+	eventually(t, "the imperative evictor active and holding the pod", func(ctx context.Context) (bool, string, error) {
+		e, err := evictionOf(ctx, pod)
+		if err != nil || e == nil {
+			return false, "no Eviction", err
+		}
+		for _, r := range e.Status.Responders {
+			if r.Name == evictionrequest.ImperativeEvictor && r.Message != nil && *r.Message == evictionrequest.HeldForDrain {
+				return states(e) == evictionrequest.ImperativeEvictor+"=Active ", states(e), nil
+			}
+		}
+		return false, states(e), nil
+	})
+	if gone, err := podGone(ctx, pod); err != nil || gone {
+		t.Fatalf("the imperative evictor evicted a pod only nodemaint's drain asks for (gone %v, %v)", gone, err)
+	}
+}
+
 // TestDeclinedThenEvictedThroughPDB: a responder of higher priority than the imperative evictor
 // is asked first; it declines (completionTime without evicting), the imperative evictor takes over
 // and evicts the pod through its PodDisruptionBudget, only once the budget allows; the request
@@ -172,7 +200,7 @@ func TestDeclinedThenEvictedThroughPDB(t *testing.T) {
 	if err := k8s.Status().Update(ctx, pdb); err != nil {
 		t.Fatal(err)
 	}
-	req := request(t, pod, evictionrequest.Requester)
+	req := request(t, pod, descheduler)
 
 	var e *lifecyclev1alpha1.Eviction
 	eventually(t, "the operator is the active responder, the imperative evictor waits", func(ctx context.Context) (bool, string, error) {
@@ -182,8 +210,8 @@ func TestDeclinedThenEvictedThroughPDB(t *testing.T) {
 			return false, "no Eviction", err
 		}
 		want := fmt.Sprintf("%s=Active %s=Inactive ", responder, evictionrequest.ImperativeEvictor)
-		return states(e) == want && e.Labels[evictionrequest.Requester] == "requester" && e.Labels[responder] == "responder" &&
-			len(e.Status.Requesters) == 1 && e.Status.Requesters[0].Name == evictionrequest.Requester, states(e), nil
+		return states(e) == want && e.Labels[descheduler] == "requester" && e.Labels[responder] == "responder" &&
+			len(e.Status.Requesters) == 1 && e.Status.Requesters[0].Name == descheduler, states(e), nil
 	})
 	time.Sleep(time.Second)
 	if gone, err := podGone(ctx, pod); err != nil || gone {
@@ -279,7 +307,7 @@ func TestBudgetPacedRetries(t *testing.T) {
 	}
 	allow(3)
 	for _, pod := range pods {
-		request(t, pod, evictionrequest.Requester)
+		request(t, pod, descheduler)
 	}
 	left := func(ctx context.Context) ([]string, error) {
 		var out []string
@@ -411,7 +439,7 @@ func TestSilentResponderPassedOver(t *testing.T) {
 	ctx := context.Background()
 	const responder = "silent.example.com/operator"
 	pod := createPod(t, "silent", corev1.EvictionResponder{Name: responder, Priority: ptr.To[int32](20000)})
-	request(t, pod, evictionrequest.Requester)
+	request(t, pod, descheduler)
 
 	var e *lifecyclev1alpha1.Eviction
 	eventually(t, "the responder is active", func(ctx context.Context) (bool, string, error) {

@@ -155,7 +155,7 @@ func answer(e *lifecyclev1alpha1.Eviction) (corev1.PodCondition, bool) {
 		return corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionFalse, Reason: c.Reason,
 			Message: "Eviction " + e.Name + " failed: " + c.Message, LastTransitionTime: c.LastTransitionTime}, true
 	}
-	for _, t := range e.Status.TargetResponders {
+	for i, t := range e.Status.TargetResponders {
 		if t.State != lifecyclev1alpha1.ResponderStateActive {
 			continue
 		}
@@ -164,6 +164,12 @@ func answer(e *lifecyclev1alpha1.Eviction) (corev1.PodCondition, bool) {
 			if r.Name == t.Name {
 				rs = r
 			}
+		}
+		if t.Name == names.ImperativeEvictor && rs.Message != nil && *rs.Message == names.HeldForDrain {
+			// Nobody moves the pod: the drain decides as with an owner that did not answer, or
+			// one that declined when the responders before the imperative evictor ended
+			// without evicting it.
+			return passedOver(e, e.Status.TargetResponders[:i])
 		}
 		msg := "evacuating by " + t.Name
 		if rs.ExpectedCompletionTime != nil {
@@ -185,6 +191,29 @@ func answer(e *lifecyclev1alpha1.Eviction) (corev1.PodCondition, bool) {
 		return corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: since}, true
 	}
 	return corev1.PodCondition{}, false
+}
+
+// passedOver reads the responders an Eviction passed over before its held imperative evictor as
+// the owners' answer: declined (EvacuationInitiated=False) when there were any, no answer when the
+// pod has no responder of its own.
+func passedOver(e *lifecyclev1alpha1.Eviction, before []lifecyclev1alpha1.TargetResponder) (corev1.PodCondition, bool) {
+	if len(before) == 0 {
+		return corev1.PodCondition{}, false
+	}
+	var who []string
+	for _, t := range before {
+		who = append(who, t.Name+" "+strings.ToLower(string(t.State)))
+	}
+	var since metav1.Time
+	for _, r := range e.Status.Responders {
+		for _, ts := range []*metav1.Time{r.CompletionTime, r.HeartbeatTime, r.StartTime} {
+			if ts != nil && ts.After(since.Time) {
+				since = *ts
+			}
+		}
+	}
+	return corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionFalse, Reason: "ResponderDeclined",
+		Message: "Eviction " + e.Name + ": no responder moved the pod (" + strings.Join(who, ", ") + ")", LastTransitionTime: since}, true
 }
 
 // Plan is what the drain writes of the protocol for one node.

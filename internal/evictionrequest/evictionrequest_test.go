@@ -133,3 +133,26 @@ func TestAnswerReadsTheEviction(t *testing.T) {
 		t.Fatalf("withdrawn: %+v", got.Status.Conditions)
 	}
 }
+
+// TestAnswerHeldForDrain: the imperative evictor holding a pod for nodemaint's drain is nobody's
+// acceptance: a pod with no responder of its own reads as not answered (the drain's response
+// timeout runs, and SignalOnly never evicts), one whose responders all ended without moving it as
+// declined.
+func TestAnswerHeldForDrain(t *testing.T) {
+	a := pod("a")
+	obs := observedWith(*newRequest("n1", &a, "r", now))
+	e := &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-a"}}
+	obs.Evictions[a.UID] = e
+	e.Status.TargetResponders = []lifecyclev1alpha1.TargetResponder{{Name: names.ImperativeEvictor, State: lifecyclev1alpha1.ResponderStateActive}}
+	e.Status.Responders = []lifecyclev1alpha1.ResponderStatus{{Name: names.ImperativeEvictor, StartTime: ptr.To(metav1.NewTime(now)), Message: ptr.To(names.HeldForDrain)}}
+	got := Answer([]corev1.Pod{a}, obs)[0]
+	if !evacuation.Requested(&got) || evacuation.Condition(&got, evacuation.Initiated) != nil {
+		t.Fatalf("no responder of its own: want requested and not answered, got %+v", got.Status.Conditions)
+	}
+	e.Status.TargetResponders = append([]lifecyclev1alpha1.TargetResponder{{Name: "db.example.com/op", State: lifecyclev1alpha1.ResponderStateCompleted}}, e.Status.TargetResponders...)
+	e.Status.Responders = append(e.Status.Responders, lifecyclev1alpha1.ResponderStatus{Name: "db.example.com/op", CompletionTime: ptr.To(metav1.NewTime(now))})
+	got = Answer([]corev1.Pod{a}, obs)[0]
+	if c := evacuation.Condition(&got, evacuation.Initiated); !evacuation.Declined(&got) || !strings.Contains(c.Message, "db.example.com/op completed") {
+		t.Fatalf("its responder ended without moving it: want declined, got %+v", got.Status.Conditions)
+	}
+}

@@ -32,6 +32,14 @@ const (
 	ManagingControllerPriority int32 = 10000
 )
 
+// HeldForDrain is the imperative evictor's message while it holds a pod that only nodemaint's
+// drain asks for. nodemaint's drain is the one requester whose eviction policy the protocol cannot
+// carry (SignalOnly never evicts, a spec it cannot use does nothing destructive, a pod nobody
+// answers for has the maintenance's response timeout first): so the drain decides itself when to
+// evict such a pod, through the Eviction API as the imperative evictor would, and the imperative
+// evictor only reports. A pod that another requester asks for is evicted as KEP-4563 says.
+const HeldForDrain = "held for " + Requester + ": its drain evicts the pod once its response timeout runs out or a responder declined, and never under evictionPolicy SignalOnly"
+
 // HeartbeatDeadline is how long an active responder may go without a heartbeat
 // (.status.responders[].heartbeatTime, or its startTime before the first one) before the
 // Eviction controller marks it Interrupted and passes the eviction over to the next responder.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,7 +37,9 @@ func TestMain(m *testing.M) {
 
 const (
 	timeout = 90 * time.Second
-	node    = "kwok-node-0"
+	// responseTimeout is the maintenances' evacuationResponseTimeout.
+	responseTimeout = 15 * time.Second
+	node            = "kwok-node-0"
 	// declining is a third-party responder registered above the imperative evictor, played by the
 	// test: it declines (completionTime without evicting) once it is active.
 	declining = "decline.example.com/operator"
@@ -78,9 +81,10 @@ func evictionsOf(ctx context.Context, ns string) ([]lifecyclev1alpha1.Eviction, 
 // TestDrainThroughEvictionRequests: a node with a bare pod under a minAvailable: 1 budget and a
 // pod whose third-party responder declines. nodemaint asks through one EvictionRequest per pod;
 // the declining responder is asked first and passed over when it completes; the imperative
-// evictor evicts that pod, and tries the budgeted one through its budget, which holds it (the
-// NodeMaintenance reports it) until the budget allows. Once the maintenance is done and deleted,
-// no EvictionRequest and no Eviction is left.
+// evictor holds both pods, since only nodemaint's drain asks for them, and the drain evicts: the
+// declined pod at once, the bare pod (nobody answers for it) only once its response timeout ran
+// out, through its budget, which holds it (the NodeMaintenance reports it) until the budget
+// allows. Once the maintenance is done and deleted, no EvictionRequest and no Eviction is left.
 func TestDrainThroughEvictionRequests(t *testing.T) {
 	ctx := t.Context()
 	ns := framework.Namespace(t)
@@ -121,6 +125,7 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "er-" + ns},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
 			NodeSelector: testutil.NodeSelectorFor(node), Cordon: true, Drain: true, Reason: "kernel upgrade",
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: responseTimeout},
 		},
 	}
 	if err := c.Create(ctx, nm); err != nil {
@@ -156,7 +161,7 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	framework.Eventually(t, timeout, "op evicted by the imperative evictor; solo held by its budget, reported", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, timeout, "op evicted once declined; solo held by its budget, reported", func(ctx context.Context) (bool, error) {
 		if err := get(ctx, op); !apierrors.IsNotFound(err) {
 			return false, client.IgnoreNotFound(err)
 		}
@@ -168,8 +173,43 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 		}
 		msg := fmt.Sprint(nm.Status.Nodes[node].Blocked)
 		return nm.Status.EvacuationProtocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest &&
-			strings.Contains(msg, "evacuating by "+names.ImperativeEvictor) && strings.Contains(msg, "disruption budget"), nil
+			strings.Contains(msg, "disruption budget"), nil
 	})
+	// Nobody answered for solo: its first eviction came no earlier than its response timeout
+	// after nodemaint asked, and the imperative evictor left it to the drain.
+	var soloRequest lifecyclev1alpha1.EvictionRequest
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nodemaint-" + strings.ToLower(string(solo.UID))}, &soloRequest); err != nil {
+		t.Fatal(err)
+	}
+	asked, err := time.Parse(time.RFC3339, soloRequest.Annotations["nodemaint.dev/requested-at"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events eventsv1.EventList
+	if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	refused := time.Time{}
+	for _, e := range events.Items {
+		if e.Regarding.UID == solo.UID && e.Reason == "EvictionRefused" && (refused.IsZero() || e.EventTime.Before(&metav1.MicroTime{Time: refused})) {
+			refused = e.EventTime.Time
+		}
+	}
+	// The annotation is in whole seconds, truncated.
+	if refused.IsZero() || refused.Before(asked.Add(responseTimeout-time.Second)) {
+		t.Fatalf("solo's first refused eviction at %v, asked at %v: want one no earlier than its %v response timeout", refused, asked, responseTimeout)
+	}
+	evs, _, err := evictionsOf(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		for _, r := range e.Status.Responders {
+			if e.Spec.Target.Pod.UID == solo.UID && r.Name == names.ImperativeEvictor && (r.Message == nil || *r.Message != names.HeldForDrain) {
+				t.Fatalf("solo's imperative evictor says %v, want it held for the drain", r.Message)
+			}
+		}
+	}
 	_, reqs, err := evictionsOf(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
@@ -213,4 +253,71 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 	if v := checker.Violations(); len(v) > 0 {
 		t.Errorf("invariant violations: %v", v)
 	}
+}
+
+// TestSignalOnlyThroughEvictionRequests: a SignalOnly maintenance asks for a bare pod through an
+// EvictionRequest and never evicts it, although nobody answers: the imperative evictor holds it
+// for the drain, and the drain only signals. Switched to evictionPolicy Evict, the same
+// maintenance evicts it at once, its response timeout long over: what held it was the policy.
+func TestSignalOnlyThroughEvictionRequests(t *testing.T) {
+	ctx := t.Context()
+	ns := framework.Namespace(t)
+	framework.NewController(t).Start()
+	c := framework.Client()
+	const other = "kwok-node-1"
+	p := pod(ns, "signal")
+	p.Spec.NodeName = other
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "signal-" + ns},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: testutil.NodeSelectorFor(other), Cordon: true, Drain: true, Reason: "firmware",
+			EvictionPolicy:            nodemaintv1alpha1.EvictionPolicySignalOnly,
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: time.Second},
+		},
+	}
+	if err := c.Create(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), nm) })
+
+	// Evidence that both looked: the imperative evictor holds the pod for the drain, and the
+	// drain reports that it only signals.
+	var asked time.Time
+	framework.Eventually(t, timeout, "the pod asked for, held by the imperative evictor, reported as signal only", func(ctx context.Context) (bool, error) {
+		evs, reqs, err := evictionsOf(ctx, ns)
+		if err != nil || len(reqs) != 1 || len(evs) != 1 {
+			return false, err
+		}
+		if asked, err = time.Parse(time.RFC3339, reqs[0].Annotations["nodemaint.dev/requested-at"]); err != nil {
+			return false, err
+		}
+		held := false
+		for _, r := range evs[0].Status.Responders {
+			held = held || (r.Name == names.ImperativeEvictor && r.Message != nil && *r.Message == names.HeldForDrain)
+		}
+		if err := get(ctx, nm); err != nil {
+			return false, err
+		}
+		return held && strings.Contains(fmt.Sprint(nm.Status.Nodes[other].Blocked), "signal only"), nil
+	})
+	// The drain reconsiders the pod at least every status period (5s) while it drains: well past
+	// its response timeout, it is still there.
+	framework.Eventually(t, timeout, "the pod untouched well past its response timeout", func(ctx context.Context) (bool, error) {
+		if err := get(ctx, p); err != nil || p.DeletionTimestamp != nil {
+			return false, fmt.Errorf("the pod was evicted under SignalOnly (%v)", err)
+		}
+		return time.Since(asked) > 20*time.Second, nil
+	})
+	orig := nm.DeepCopy()
+	nm.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicyEvict
+	if err := c.Patch(ctx, nm, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, timeout, "the pod evicted once the maintenance evicts", func(ctx context.Context) (bool, error) {
+		err := get(ctx, p)
+		return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil), client.IgnoreNotFound(err)
+	})
 }
