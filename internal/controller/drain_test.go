@@ -278,3 +278,42 @@ func TestDrainRules(t *testing.T) {
 	notEvicted(t, "rules-skip")
 	notEvicted(t, "rules-tolerant")
 }
+
+// TestEvictionFailureIsThePodsAlone: a pod whose eviction fails for good (two budgets select it:
+// the API server answers 500) backs off and is reported on its own; the node's other pods are
+// evicted, and the drain returns no error, which would put the whole node into the work queue's
+// back-off.
+func TestEvictionFailureIsThePodsAlone(t *testing.T) {
+	ctx := context.Background()
+	broken := createPod(t, "twobudgets-broken", "twobudgets-nowhere", ownedByReplicaSet, withLabels(map[string]string{"app": "twobudgets"}))
+	fine := createPod(t, "twobudgets-fine", "twobudgets-nowhere", ownedByReplicaSet)
+	broken.Status.Phase = corev1.PodRunning
+	broken.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := k8s.Status().Update(ctx, broken); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"twobudgets-a", "twobudgets-b"} {
+		pdb := &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "twobudgets"}}},
+		}
+		if err := k8s.Create(ctx, pdb); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pdb) })
+	}
+	r := &controller.NodeReconciler{Client: k8s, Evictions: drain.NewEvictions(time.Second, time.Minute)}
+	wait, err := r.EvictPods(ctx, []drain.Classified{{Pod: broken}, {Pod: fine}}, time.Now())
+	if err != nil {
+		t.Fatalf("one pod's failed eviction returned an error for the node: %v", err)
+	}
+	if wait <= 0 {
+		t.Errorf("no back-off for the failed eviction: %v", wait)
+	}
+	expectEvicted(t, fine.Name)
+	notEvicted(t, broken.Name)
+	if reason, msg, refused := r.Evictions.Refusal(broken.UID); !refused || reason != nodemaintv1alpha1.BlockedReasonEvictionFailed || !strings.Contains(msg, "more than one") {
+		t.Errorf("the failed eviction is recorded as %q %q (%v), want EvictionFailed with the API server's message", reason, msg, refused)
+	}
+}

@@ -27,9 +27,10 @@ const podWritesPerNode = 10
 
 // evictPods evicts the pods the decision names (their owners did not accept in time), through
 // the Eviction API so that PodDisruptionBudgets hold. A refused eviction backs off for that pod
-// only. It returns the earliest back-off, when the drain should look again. recheck: the pods
-// carry the owners' answers (the pod-condition protocol), and each is read again from the API
-// server first (see overtaken).
+// only, whether it was refused (a budget) or failed (any other error): it returns the earliest
+// back-off, when the drain should look again, and an error only when a pod could not be read
+// before its eviction. recheck: the pods carry the owners' answers (the pod-condition protocol),
+// and each is read again from the API server first (see overtaken).
 func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified, recheck bool, now time.Time) (time.Duration, error) {
 	var (
 		mu   sync.Mutex
@@ -72,10 +73,14 @@ func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified,
 				// Deleted or replaced by a namesake since the cache saw it: nothing to evict.
 				r.Evictions.Done(pod.UID)
 			case err != nil:
+				// The pod's alone: it backs off and is reported (EvictionFailed), and the node's
+				// other pods and timers go on. An error returned here would put the whole node
+				// into the work queue's back-off, up to 1,000s, for a pod that may fail for good
+				// (two budgets select it, a webhook refuses it).
 				evictionsTotal.WithLabelValues("failed").Inc()
 				sink.evictionFailed(pod, err, !before)
 				backOff(r.Evictions.Refused(pod.UID, now, nodemaintv1alpha1.BlockedReasonEvictionFailed, err.Error()))
-				errs = append(errs, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err))
+				log.FromContext(ctx).Error(err, "eviction failed", "pod", client.ObjectKeyFromObject(pod))
 			case refusal != "":
 				evictionsTotal.WithLabelValues("refused").Inc()
 				sink.evictionRefused(pod, refusal, !before)
