@@ -84,24 +84,40 @@ It refuses to run while a controller holds its leader Lease (it would redo its w
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Print what would be done, change nothing")
 	cmd.Flags().BoolVar(&force, "force", false, "Run even though a controller holds its leader Lease (it would redo its work)")
-	cmd.Flags().StringVar(&namespace, "controller-namespace", "nodemaint-system", "Namespace of the controller's leader election Lease")
+	cmd.Flags().StringVar(&namespace, "controller-namespace", "nodemaint-system", "Namespace of the controller's leader election Lease, read when you may not list Leases in every namespace")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "How long to wait for ReplicaSets to remove the pods of a rolled back surge")
 	return cmd
 }
 
-// checkNoLeader refuses while a controller holds the leader Lease: held by someone and renewed
-// within its duration.
+// checkNoLeader refuses while a controller holds its leader Lease (held by someone and renewed
+// within its duration) in any namespace: Helm installs the controller in the release's namespace,
+// kustomize in nodemaint-system, and a cleanup that looked in one of them only would undo the
+// work of a controller running in the other, which would redo it. Where the user may not list
+// Leases in every namespace, it reads the Lease in namespace (--controller-namespace) and says that
+// it looked there only.
 func checkNoLeader(ctx context.Context, c client.Reader, namespace string, now time.Time) error {
-	lease := &coordinationv1.Lease{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: leaderLease}, lease)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading the leader Lease %s/%s to check that no controller runs: %w (--force skips the check)", namespace, leaderLease, err)
+	var leases coordinationv1.LeaseList
+	err := c.List(ctx, &leases, client.MatchingFields{"metadata.name": leaderLease})
+	where := "in any namespace"
+	if apierrors.IsForbidden(err) {
+		where = "in namespace " + namespace + " (you may not list Leases in every namespace; --controller-namespace names another)"
+		leases.Items = nil
+		lease := &coordinationv1.Lease{}
+		switch err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: leaderLease}, lease); {
+		case apierrors.IsNotFound(err):
+			err = nil
+		case err == nil:
+			leases.Items = append(leases.Items, *lease)
+		}
 	}
-	if holder, held := leaseHeld(lease, now); held {
-		return fmt.Errorf("nodemaint-controller %s holds the leader Lease %s/%s: a running controller would redo what cleanup undoes; stop it first (or --force)", holder, namespace, leaderLease)
+	if err != nil {
+		return fmt.Errorf("reading the leader Lease %s %s to check that no controller runs: %w (--force skips the check)", leaderLease, where, err)
+	}
+	for i := range leases.Items {
+		lease := &leases.Items[i]
+		if holder, held := leaseHeld(lease, now); held && lease.Name == leaderLease {
+			return fmt.Errorf("nodemaint-controller %s holds the leader Lease %s/%s: a running controller would redo what cleanup undoes; stop it first (or --force)", holder, lease.Namespace, leaderLease)
+		}
 	}
 	return nil
 }

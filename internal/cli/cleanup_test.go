@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
@@ -163,5 +164,43 @@ func TestCleanupPodsAndMaintenances(t *testing.T) {
 	}
 	if out.String() != "Nothing of nodemaint's left to clean up.\n" {
 		t.Errorf("second run:\n%s", out.String())
+	}
+}
+
+// TestCheckNoLeaderAnyNamespace: a controller holding its Lease in any namespace (a Helm release's,
+// not only nodemaint-system) stops cleanup; an expired Lease, or one of another name, does not.
+func TestCheckNoLeaderAnyNamespace(t *testing.T) {
+	now := time.Now()
+	lease := func(ns, name string, renewedAgo time.Duration) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-a"), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &metav1.MicroTime{Time: now.Add(-renewedAgo)}}}
+	}
+	for name, tc := range map[string]struct {
+		leases []client.Object
+		refuse bool
+	}{
+		"held in the Helm release's namespace": {[]client.Object{lease("platform", leaderLease, time.Second)}, true},
+		"held in nodemaint-system":             {[]client.Object{lease("nodemaint-system", leaderLease, time.Second)}, true},
+		"expired":                              {[]client.Object{lease("platform", leaderLease, time.Minute)}, false},
+		"another controller's Lease":           {[]client.Object{lease("platform", "other.example.com", time.Second)}, false},
+		"none":                                 {nil, false},
+	} {
+		c := fake.NewClientBuilder().WithObjects(tc.leases...).
+			WithIndex(&coordinationv1.Lease{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).Build()
+		err := checkNoLeader(context.Background(), c, "nodemaint-system", now)
+		if (err != nil) != tc.refuse {
+			t.Errorf("%s: %v, want refused %v", name, err, tc.refuse)
+		}
+	}
+	// A user who may not list Leases everywhere: the Lease in --controller-namespace is read.
+	forbidden := interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return apierrors.NewForbidden(coordinationv1.Resource("leases"), "", fmt.Errorf("no"))
+	}}
+	c := fake.NewClientBuilder().WithObjects(lease("nodemaint-system", leaderLease, time.Second)).WithInterceptorFuncs(forbidden).Build()
+	if err := checkNoLeader(context.Background(), c, "nodemaint-system", now); err == nil {
+		t.Error("forbidden to list: the Lease held in --controller-namespace does not stop cleanup")
+	}
+	if err := checkNoLeader(context.Background(), c, "elsewhere", now); err != nil {
+		t.Errorf("forbidden to list, no Lease in --controller-namespace: %v", err)
 	}
 }
