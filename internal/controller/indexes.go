@@ -3,9 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -130,7 +132,7 @@ func nodesAdvertising(ctx context.Context, c client.Reader, nm string) ([]corev1
 
 // selectors are the NodeMaintenances' parsed node selectors, which the watches and the
 // observations of both reconcilers match nodes against.
-var selectors = maintenance.NewSelectors(256)
+var selectors = maintenance.NewSelectors(10*time.Minute, clock.RealClock{})
 
 // selectedNodes lists the nodes a NodeMaintenance selects, from the cache, and counts the nodes
 // of the cluster. The nodes are the cache's: read only.
