@@ -353,6 +353,9 @@ const (
 	MaxStatusNodesBytes = 128 << 10
 	// MaxBlockedMessageLength is the length of a blocked entry's message; longer ones are cut.
 	MaxBlockedMessageLength = 512
+	// MaxConditionMessageLength is the length of a condition's message in the status; longer
+	// ones are cut (the API allows 32,768, which a message naming every node would pass).
+	MaxConditionMessageLength = 2048
 )
 
 // NodeMaintenanceNodeStatus is the progress of one node.

@@ -229,7 +229,7 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 	case turns != nil:
 		timedOut.Status, timedOut.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrainTimedOut
 		timedOut.Message = fmt.Sprintf("not drained %s after their turn started: %s; %d pods left on the nodes in their turn",
-			nm.Spec.DrainTimeout.Duration, strings.Join(turns.TimedOut, ", "), status.PodsPendingEvacuation)
+			nm.Spec.DrainTimeout.Duration, fewNames(turns.TimedOut), status.PodsPendingEvacuation)
 		if len(left) > 0 {
 			timedOut.Message += ", among them " + strings.Join(left, ", ")
 		}
@@ -248,7 +248,19 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 		}
 		meta.SetStatusCondition(&status.Conditions, timedOut)
 	}
+	for i := range status.Conditions {
+		status.Conditions[i].Message = cut(status.Conditions[i].Message, nodemaintv1alpha1.MaxConditionMessageLength)
+	}
 	return status
+}
+
+// fewNames names a few of the list: "a, b, c, d, e and 4 more".
+func fewNames(list []string) string {
+	const most = 5
+	if len(list) <= most {
+		return strings.Join(list, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(list[:most], ", "), len(list)-most)
 }
 
 // skippedNote says how many pods are skipped and names a few: "; 2 pods skipped and left

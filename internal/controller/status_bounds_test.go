@@ -7,10 +7,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
 // listNodes lists the nodes with the most to report, by a total order, and counts the rest.
@@ -110,4 +114,31 @@ func TestCut(t *testing.T) {
 
 func sortedKeys(m map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// A rollout with hundreds of nodes past their drainTimeout, each with a long name, writes
+// conditions within their bounds: a message over the API's 32,768 would fail every status write
+// and stop the rollout.
+func TestConditionMessagesBounded(t *testing.T) {
+	nm := &nodemaintv1alpha1.NodeMaintenance{Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+		Cordon: true, Drain: true, DrainTimeout: &nodemaintv1alpha1.Duration{Duration: time.Hour},
+		Rollout: &nodemaintv1alpha1.RolloutSpec{},
+	}}
+	turns := &rollout.Decision{}
+	for i := range 500 {
+		turns.TimedOut = append(turns.TimedOut, fmt.Sprintf("%s-%03d", strings.Repeat("n", 240), i))
+	}
+	status := maintenanceStatus(nm, nil, turns, time.Now())
+	timedOut := false
+	for _, c := range status.Conditions {
+		if len(c.Message) > nodemaintv1alpha1.MaxConditionMessageLength || !utf8.ValidString(c.Message) {
+			t.Errorf("condition %s: a message of %d bytes", c.Type, len(c.Message))
+		}
+		if c.Type == nodemaintv1alpha1.ConditionDrainTimedOut {
+			timedOut = c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "and 495 more")
+		}
+	}
+	if !timedOut {
+		t.Errorf("DrainTimedOut does not name a few nodes and count the rest: %+v", status.Conditions)
+	}
 }
