@@ -56,6 +56,8 @@ type NodeMaintenanceReconciler struct {
 	// (types.NamespacedName → time.Time). Memory only: after a restart the first write just
 	// happens.
 	statusWritten sync.Map
+	// preflightReads shares the preflight's reads of the cluster between Planning maintenances.
+	preflightReads preflightReads
 
 	// pods is the cache's pod indexer, by node (podsOnNode); SetupWithManager sets it.
 	pods toolscache.Indexer

@@ -4,9 +4,11 @@ import (
 	"context"
 	"io"
 	"sort"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
@@ -25,7 +27,8 @@ const preflightRefresh = 30 * time.Second
 // maintenance preflight` computes it: the status's own while it is younger than preflightRefresh
 // and of the same spec, else computed again. It lists from the API server (APIReader), not the
 // cache: PodDisruptionBudgets, StatefulSets and autoscalers are not worth an informer for a
-// maintenance that is only planned. Nil when the maintenance is not Planning.
+// maintenance that is only planned; one read serves every Planning maintenance (preflightReads).
+// Nil when the maintenance is not Planning.
 func (r *NodeMaintenanceReconciler) preflightStatus(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, now time.Time) (*nodemaintv1alpha1.PreflightStatus, error) {
 	if r.APIReader == nil || maintenance.Phase(nm, false) != nodemaintv1alpha1.PhasePlanning || len(nodes) == 0 {
 		return nil, nil
@@ -33,7 +36,7 @@ func (r *NodeMaintenanceReconciler) preflightStatus(ctx context.Context, nm *nod
 	if old := nm.Status.Preflight; old != nil && nm.Status.ObservedGeneration == nm.Generation && now.Sub(old.Time.Time) < preflightRefresh {
 		return old, nil
 	}
-	in, err := preflight.Read(ctx, r.APIReader, io.Discard)
+	in, err := r.preflightReads.read(ctx, r.APIReader, now)
 	if err != nil {
 		return nil, err
 	}
@@ -45,6 +48,46 @@ func (r *NodeMaintenanceReconciler) preflightStatus(ctx context.Context, nm *nod
 	}
 	in.IgnoreDrainLabel = nm.Spec.DrainLabelPolicy == nodemaintv1alpha1.DrainLabelPolicyIgnore
 	return preflightOf(preflight.Run(in), now), nil
+}
+
+// preflightReads is one read of the cluster (preflight.Read) shared by every Planning maintenance
+// whose preflight is computed within preflightRefresh of it: reads one at a time, and at most one
+// per preflightRefresh, however many maintenances are Planning (each of which read the whole
+// cluster every preflightRefresh before, eight at a time). The read is forgotten preflightRefresh
+// after it was made, so the memory of a large cluster's objects is held only while maintenances
+// are Planning. The zero value is ready to use.
+type preflightReads struct {
+	mu sync.Mutex
+	// last is the last read, nil once forgotten; gen counts the reads, so that the timer of an
+	// older one does not forget a newer.
+	last *preflight.Input
+	at   time.Time
+	gen  int
+}
+
+// read returns the last read when it was made within preflightRefresh of now, else reads anew.
+// The objects of the Input it returns are shared: read only.
+func (p *preflightReads) read(ctx context.Context, c client.Reader, now time.Time) (preflight.Input, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last != nil && now.Sub(p.at) < preflightRefresh && !now.Before(p.at) {
+		return *p.last, nil
+	}
+	in, err := preflight.Read(ctx, c, io.Discard)
+	if err != nil {
+		return in, err
+	}
+	p.gen++
+	p.last, p.at = &in, now
+	gen := p.gen
+	time.AfterFunc(preflightRefresh, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.gen == gen {
+			p.last = nil
+		}
+	})
+	return in, nil
 }
 
 // preflightOf is the status of a preflight report: what blocks and what is lost, worst first,
