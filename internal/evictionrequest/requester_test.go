@@ -111,11 +111,15 @@ func runningPod(t *testing.T, name, node string, responders ...corev1.EvictionRe
 	return pod
 }
 
-func maintenance(t *testing.T, name, node string) *nodemaintv1alpha1.NodeMaintenance {
+// maintenance drains the node; responseTimeout, when given, is its evacuationResponseTimeout.
+func maintenance(t *testing.T, name, node string, responseTimeout ...time.Duration) *nodemaintv1alpha1.NodeMaintenance {
 	t.Helper()
 	nm := &nodemaintv1alpha1.NodeMaintenance{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: testutil.NodeSelectorFor(node), Cordon: true, Drain: true, Reason: "kernel upgrade"},
+	}
+	for _, d := range responseTimeout {
+		nm.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: d}
 	}
 	create(t, nm)
 	return nm
@@ -135,8 +139,9 @@ func evictions(ctx context.Context) ([]lifecyclev1alpha1.Eviction, error) {
 
 // TestDrainThroughEvictionRequest: a node drained under the EvictionRequest protocol. Its bare pod
 // with a minAvailable: 1 budget gets one EvictionRequest from nodemaint, the Eviction controller
-// makes its Eviction and, no other responder being registered, the imperative evictor tries to
-// evict it through the budget, which refuses; the NodeMaintenance says so. Once the budget
+// makes its Eviction and, no other responder being registered, the imperative evictor holds it for
+// the drain (only nodemaint asks for it); once the maintenance's response timeout ran out, the
+// drain evicts it through the budget, which refuses; the NodeMaintenance says so. Once the budget
 // allows, the pod is evicted (and, its kubelet being simulated, deleted), and the request and the
 // Eviction are gone; the node is Drained.
 func TestDrainThroughEvictionRequest(t *testing.T) {
@@ -154,9 +159,9 @@ func TestDrainThroughEvictionRequest(t *testing.T) {
 	if err := k8s.Status().Update(ctx, pdb); err != nil {
 		t.Fatal(err)
 	}
-	nm := maintenance(t, "er-drain", "er-n1")
+	nm := maintenance(t, "er-drain", "er-n1", time.Second)
 
-	eventually(t, "one EvictionRequest by nodemaint, the imperative evictor refused by the budget, and the status says so", func(ctx context.Context) (bool, string, error) {
+	eventually(t, "one EvictionRequest by nodemaint, the imperative evictor holding the pod, the drain's eviction refused by the budget, and the status says so", func(ctx context.Context) (bool, string, error) {
 		reqs, err := requests(ctx, "er-n1")
 		if err != nil || len(reqs) != 1 {
 			return false, fmt.Sprintf("%d requests", len(reqs)), err
@@ -173,10 +178,20 @@ func TestDrainThroughEvictionRequest(t *testing.T) {
 		for _, b := range got.Status.Nodes["er-n1"].Blocked {
 			msg += b.Reason + ": " + b.Message + "; "
 		}
-		ok := got.Status.EvacuationProtocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest &&
-			strings.Contains(msg, "evacuating by "+names.ImperativeEvictor) && strings.Contains(msg, "disruption budget") &&
-			got.Status.PodsEvacuating == 1
-		return ok, fmt.Sprintf("protocol %q, evacuating %d, blocked %s", got.Status.EvacuationProtocol, got.Status.PodsEvacuating, msg), nil
+		evs, err := evictions(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		held := false
+		for _, e := range evs {
+			for _, rs := range e.Status.Responders {
+				held = held || (e.Spec.Target.Pod.UID == pod.UID && rs.Name == names.ImperativeEvictor && ptr.Deref(rs.Message, "") == names.HeldForDrain)
+			}
+		}
+		ok := got.Status.EvacuationProtocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest && held &&
+			strings.Contains(msg, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget+": The disruption budget web needs 1 healthy pods") &&
+			got.Status.PodsEvacuating == 0
+		return ok, fmt.Sprintf("protocol %q, held %v, evacuating %d, blocked %s", got.Status.EvacuationProtocol, held, got.Status.PodsEvacuating, msg), nil
 	})
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err != nil {
 		t.Fatalf("the pod was evicted against its budget: %v", err)
