@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -303,7 +304,7 @@ func TestEvictionFailureIsThePodsAlone(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pdb) })
 	}
-	r := &controller.NodeReconciler{Client: k8s, Evictions: drain.NewEvictions(time.Second, time.Minute)}
+	r := &controller.NodeReconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Evictions: drain.NewEvictions(time.Second, time.Minute)}
 	wait, err := r.EvictPods(ctx, []drain.Classified{{Pod: broken}, {Pod: fine}}, time.Now())
 	if err != nil {
 		t.Fatalf("one pod's failed eviction returned an error for the node: %v", err)
