@@ -80,8 +80,10 @@ type NodeReconciler struct {
 // Reconcile implements reconcile.Reconciler for nodes.
 func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	node := &corev1.Node{}
-	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	if err := r.Client.Get(ctx, req.NamespacedName, node); apierrors.IsNotFound(err) {
+		return r.nodeGone(ctx, req.Name)
+	} else if err != nil {
+		return reconcile.Result{}, err
 	}
 	o := r.observer()
 	v, err := o.view(ctx)
