@@ -377,25 +377,29 @@ func TestNothingLeftWhenTheNodeIsGone(t *testing.T) {
 	})
 }
 
-// TestRequestWithoutOwnerAdopted: a request of nodemaint's created without its pod's owner
-// reference (by an earlier version) is given it, so that an upgrade leaves nothing the garbage
-// collector cannot collect.
+// TestRequestWithoutOwnerAdopted: a request of nodemaint's without its pod's owner reference (as
+// an earlier version created them) is given it, so that an upgrade leaves nothing the garbage
+// collector cannot collect. The test takes the reference off nodemaint's own request.
 func TestRequestWithoutOwnerAdopted(t *testing.T) {
-	create(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "er-adopt"}, Spec: corev1.NodeSpec{Unschedulable: true}})
+	ctx := context.Background()
+	create(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "er-adopt"}})
 	pod := heldPod(t, "adopted", "er-adopt")
-	old := &lifecyclev1alpha1.EvictionRequest{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: evictionrequest.RequestName(pod),
-			Labels:      map[string]string{evictionrequest.NodeLabel: "er-adopt"},
-			Annotations: map[string]string{evictionrequest.ReasonAnnotation: "kernel upgrade", evictionrequest.RequestedAnnotation: time.Now().UTC().Format(time.RFC3339)}},
-		Spec: lifecyclev1alpha1.EvictionRequestSpec{
-			Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: pod.Name, UID: pod.UID}},
-			Requester: names.Requester, Intent: lifecyclev1alpha1.EvictionRequestIntentEviction,
-		},
-	}
-	create(t, old)
 	maintenance(t, "er-adopt", "er-adopt")
-	eventually(t, "the request adopted by its pod", func(ctx context.Context) (bool, string, error) {
+	var req lifecyclev1alpha1.EvictionRequest
+	eventually(t, "nodemaint's request", func(ctx context.Context) (bool, string, error) {
 		reqs, err := requests(ctx, "er-adopt")
-		return len(reqs) == 1 && reqs[0].UID == old.UID && ownedBy(reqs[0], pod), fmt.Sprintf("%+v", reqs), err
+		if len(reqs) == 1 {
+			req = reqs[0]
+		}
+		return len(reqs) == 1, fmt.Sprintf("%d requests", len(reqs)), err
+	})
+	orig := req.DeepCopy()
+	req.OwnerReferences = nil
+	if err := k8s.Patch(ctx, &req, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the request adopted by its pod again", func(ctx context.Context) (bool, string, error) {
+		reqs, err := requests(ctx, "er-adopt")
+		return len(reqs) == 1 && reqs[0].UID == req.UID && ownedBy(reqs[0], pod), fmt.Sprintf("%+v", reqs), err
 	})
 }
