@@ -287,13 +287,34 @@ func (cl *cleaner) pods(ctx context.Context) error {
 		if cl.dryRun {
 			continue
 		}
-		orig := pod.DeepCopy()
-		evacuation.RemoveCondition(pod, evacuation.Request)
-		if err := cl.c.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig)); client.IgnoreNotFound(err) != nil {
+		if err := cl.withdraw(ctx, pod); err != nil {
 			errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// withdraw removes nodemaint's EvacuationRequest from the pod as read, and only from it
+// (evacuation.RemoveConditionPatch: its UID and resourceVersion), so that a request another
+// requester set since the read stays. A pod changed since the read is read again and looked at
+// again, a few times; a pod gone has nothing left.
+func (cl *cleaner) withdraw(ctx context.Context, pod *corev1.Pod) error {
+	const attempts = 5
+	for range attempts {
+		err := cl.c.Status().Patch(ctx, pod.DeepCopy(), evacuation.RemoveConditionPatch(pod, evacuation.Request))
+		if !evacuation.Stale(err) {
+			return err
+		}
+		fresh := &corev1.Pod{}
+		if err := cl.c.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil || fresh.UID != pod.UID {
+			return client.IgnoreNotFound(err)
+		}
+		if !ourRequest(fresh) {
+			return nil
+		}
+		pod = fresh
+	}
+	return fmt.Errorf("the pod changed %d times while its %s was withdrawn", attempts, evacuation.Request)
 }
 
 // evictionRequests deletes nodemaint's EvictionRequests; nothing where the API is not served.

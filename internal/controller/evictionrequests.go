@@ -65,7 +65,7 @@ func (o *observer) observeRequests(ctx context.Context, node *corev1.Node, pods 
 }
 
 // writeRequests writes the protocol's part of the decision: first (before the node) the
-// withdrawals and deletions; then, once the node is cordoned (create true), the requests.
+// withdrawals, deletions and adoptions; then, once the node is cordoned (create true), the requests.
 func (r *NodeReconciler) writeRequests(ctx context.Context, plan evictionrequest.Plan, observed *evictionrequest.Observed, pods []corev1.Pod, create bool) error {
 	byName := map[types.NamespacedName]*lifecyclev1alpha1.EvictionRequest{}
 	for i := range observed.Requests {
@@ -79,6 +79,7 @@ func (r *NodeReconciler) writeRequests(ctx context.Context, plan evictionrequest
 		mu                                 sync.Mutex
 		errs                               []error
 		created, asked, withdrawn, deleted int
+		adopted                            int
 	)
 	record := func(err error, what *int) {
 		mu.Lock()
@@ -107,6 +108,15 @@ func (r *NodeReconciler) writeRequests(ctx context.Context, plan evictionrequest
 		for _, req := range plan.Delete {
 			g.Go(func() error {
 				record(r.Client.Delete(ctx, req, client.Preconditions{UID: &req.UID}), &deleted)
+				return nil
+			})
+		}
+		// Requests that stay, given their pod as owner (evictionrequest.PodOwner), so that the
+		// garbage collector removes them with it.
+		for _, want := range plan.Adopt {
+			orig := byName[client.ObjectKeyFromObject(want)]
+			g.Go(func() error {
+				record(r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), &adopted)
 				return nil
 			})
 		}
@@ -141,10 +151,60 @@ func (r *NodeReconciler) writeRequests(ctx context.Context, plan evictionrequest
 		}
 	}
 	_ = g.Wait()
-	if created+asked+withdrawn+deleted > 0 {
-		log.FromContext(ctx).Info("EvictionRequests updated", "created", created, "askedAgain", asked, "withdrawn", withdrawn, "deleted", deleted)
+	if created+asked+withdrawn+deleted+adopted > 0 {
+		log.FromContext(ctx).Info("EvictionRequests updated", "created", created, "askedAgain", asked, "withdrawn", withdrawn, "deleted", deleted, "adopted", adopted)
 	}
 	return errors.Join(errs...)
+}
+
+// nodeGone removes, under the EvictionRequest protocol, what nodemaint left of a node that is gone
+// (deleted under maintenance: drained, then deleted; an autoscaler's scale-down): its
+// EvictionRequests (NodeLabel) whose pods are gone, and the rest are given their pod as owner,
+// so that the garbage collector removes them with their pods (which the pod garbage collector
+// deletes, their node gone). The same evictionrequest.Decide as for a node, with nothing to ask
+// or withdraw. A pod's deletion brings this reconcile (nodeOfPod maps it to its node, gone or
+// not), as does a request's change (nodeOfRequest).
+func (r *NodeReconciler) nodeGone(ctx context.Context, node string) (reconcile.Result, error) {
+	if r.Protocol != nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
+		return reconcile.Result{}, nil
+	}
+	obs := evictionrequest.Observed{Node: node, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
+	var reqs lifecyclev1alpha1.EvictionRequestList
+	if err := r.Client.List(ctx, &reqs, client.MatchingFields{requestNodeIndex: node}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing EvictionRequests: %w", err)
+	}
+	if len(reqs.Items) == 0 {
+		return reconcile.Result{}, nil
+	}
+	obs.Requests = reqs.Items
+	var pods []corev1.Pod
+	for _, req := range reqs.Items {
+		target := req.Spec.Target.Pod
+		if target == nil {
+			continue
+		}
+		pod := &corev1.Pod{}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: target.Name}, pod)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return reconcile.Result{}, err
+		case pod.UID != target.UID:
+			continue
+		}
+		pods = append(pods, *pod)
+		var evs lifecyclev1alpha1.EvictionList
+		if err := r.Client.List(ctx, &evs, client.MatchingFields{evictionPodIndex: string(pod.UID)}); err != nil {
+			return reconcile.Result{}, fmt.Errorf("listing Evictions: %w", err)
+		}
+		for i := range evs.Items {
+			obs.Evictions[pod.UID] = &evs.Items[i]
+		}
+	}
+	now := clockOrReal(r.Clock).Now()
+	plan := evictionrequest.Decide(obs, pods, nil, nil, "", now)
+	return reconcile.Result{}, r.writeRequests(ctx, plan, &obs, pods, false)
 }
 
 // The cache indexes of the EvictionRequest protocol (indexEvictionRequests).

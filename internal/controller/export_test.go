@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/nodemaint/nodemaint/internal/drain"
 )
 
@@ -14,4 +16,10 @@ var NodeOfPod = nodeOfPod
 // integration tests.
 func (r *NodeReconciler) EvictPods(ctx context.Context, pods []drain.Classified, now time.Time) (time.Duration, error) {
 	return r.evictPods(ctx, pods, true, now)
+}
+
+// PatchPods exposes the node controller's writes of evacuation requests (reason not nil) and
+// their withdrawals (nil) to the integration tests, which drive them with stale pods.
+func (r *NodeReconciler) PatchPods(ctx context.Context, pods []*corev1.Pod, reason *string, now time.Time) (bool, error) {
+	return r.patchPods(ctx, pods, reason, now)
 }

@@ -80,8 +80,10 @@ type NodeReconciler struct {
 // Reconcile implements reconcile.Reconciler for nodes.
 func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	node := &corev1.Node{}
-	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	if err := r.Client.Get(ctx, req.NamespacedName, node); apierrors.IsNotFound(err) {
+		return r.nodeGone(ctx, req.Name)
+	} else if err != nil {
+		return reconcile.Result{}, err
 	}
 	o := r.observer()
 	v, err := o.view(ctx)
@@ -124,11 +126,17 @@ func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, 
 			return reconcile.Result{}, err
 		}
 		// Pod conditions of the other protocol, from before the controller switched.
-		if err := r.patchPods(ctx, er.PodConditionsLeft, nil, now); err != nil {
+		refused, err := r.patchPods(ctx, er.PodConditionsLeft, nil, now)
+		if err != nil {
 			return reconcile.Result{}, err
 		}
-	} else if err := r.patchPods(ctx, d.Withdraw, nil, now); err != nil {
-		return reconcile.Result{}, err
+		next = sooner(next, refused)
+	} else {
+		refused, err := r.patchPods(ctx, d.Withdraw, nil, now)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		next = sooner(next, refused)
 	}
 	if err := r.writeNode(ctx, obs, d); err != nil {
 		return settle(err)
@@ -140,8 +148,12 @@ func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, 
 		if err := r.writeRequests(ctx, plan, er, obs.Pods, true); err != nil {
 			return reconcile.Result{}, err
 		}
-	} else if err := r.patchPods(ctx, d.Request, &d.RequestReason, now); err != nil {
-		return reconcile.Result{}, err
+	} else {
+		refused, err := r.patchPods(ctx, d.Request, &d.RequestReason, now)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		next = sooner(next, refused)
 	}
 	if err := r.deletePods(ctx, obs.Node, d.Delete); err != nil {
 		return reconcile.Result{}, err
@@ -187,12 +199,18 @@ func (r *NodeReconciler) writeNode(ctx context.Context, obs nodeaction.Observati
 }
 
 // patchPods sets nodemaint's evacuation request with the message *reason on the pods, or
-// withdraws it when reason is nil.
-func (r *NodeReconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reason *string, now time.Time) error {
+// withdraws it when reason is nil. Each write applies to the pod as observed only
+// (evacuation.ConditionPatch, RemoveConditionPatch: its UID and resourceVersion), so a request
+// never reaches a pod created since under the same name nor overwrites another requester's
+// request set since the read, and a withdrawal removes nodemaint's own request only, the one it
+// saw. It reports whether a write was refused as stale (evacuation.Stale): dropped, the node is
+// looked at again shortly, when the cache has caught up.
+func (r *NodeReconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reason *string, now time.Time) (bool, error) {
 	var (
-		mu   sync.Mutex
-		errs []error
-		done int
+		mu     sync.Mutex
+		errs   []error
+		done   int
+		refuse bool
 	)
 	defer func() {
 		if done > 0 && reason != nil {
@@ -215,9 +233,9 @@ func (r *NodeReconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reas
 			if c := evacuation.Condition(orig, evacuation.Request); c != nil && c.Status == cond.Status {
 				cond.LastTransitionTime = c.LastTransitionTime
 			}
-			patch = evacuation.ConditionPatch(cond)
+			patch = evacuation.ConditionPatch(orig, cond)
 		} else {
-			patch = evacuation.RemoveConditionPatch(evacuation.Request)
+			patch = evacuation.RemoveConditionPatch(orig, evacuation.Request)
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: orig.Namespace, Name: orig.Name}}
 		before := orig.ResourceVersion
@@ -230,7 +248,8 @@ func (r *NodeReconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reas
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case stale(err):
+			case evacuation.Stale(err):
+				refuse = true
 			case err != nil:
 				errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
 			default:
@@ -243,5 +262,5 @@ func (r *NodeReconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reas
 		})
 	}
 	_ = g.Wait()
-	return errors.Join(errs...)
+	return refuse, errors.Join(errs...)
 }

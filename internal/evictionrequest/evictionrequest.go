@@ -225,13 +225,19 @@ type Plan struct {
 	Update []*lifecyclev1alpha1.EvictionRequest
 	// Delete are nodemaint's requests that go.
 	Delete []*lifecyclev1alpha1.EvictionRequest
+	// Adopt are nodemaint's requests that stay as they are but are not owned by their pod yet
+	// (created before requests carried PodOwner): the object as wanted, with the owner
+	// reference (written with an optimistic lock on the observed one).
+	Adopt []*lifecyclev1alpha1.EvictionRequest
 }
 
 // Decide turns the drain's decision into the protocol's writes: request are the pods asked to
 // move now (reason: the drain's), withdraw those no longer asked, pods every pod on the node.
 // A request is withdrawn by setting its intent to Withdrawn while its Eviction is in progress, so
 // that the active responder learns of the cancellation, and deleted once the Eviction is over
-// (canceled, failed or collected) or never existed; a request whose pod is gone is deleted.
+// (canceled, failed or collected) or never existed; a request whose pod is gone is deleted. Every
+// request of nodemaint's is owned by its pod (PodOwner): created so, and one that stays without
+// it (created by an earlier version) is adopted.
 func Decide(obs Observed, pods []corev1.Pod, request, withdraw []*corev1.Pod, reason string, now time.Time) Plan {
 	var p Plan
 	present := map[types.UID]bool{}
@@ -251,6 +257,7 @@ func Decide(obs Observed, pods []corev1.Pod, request, withdraw []*corev1.Pod, re
 		}
 		if r.Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentEviction || r.Annotations[ReasonAnnotation] != reason {
 			want := r.DeepCopy()
+			owned(want)
 			if want.Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentEviction {
 				want.Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentEviction
 				setAnnotation(want, RequestedAnnotation, now.UTC().Format(time.RFC3339))
@@ -258,6 +265,10 @@ func Decide(obs Observed, pods []corev1.Pod, request, withdraw []*corev1.Pod, re
 			setAnnotation(want, ReasonAnnotation, reason)
 			p.Update = append(p.Update, want)
 		}
+	}
+	updated := map[types.UID]bool{}
+	for _, r := range p.Update {
+		updated[r.Spec.Target.Pod.UID] = true
 	}
 	withdrawn := map[types.UID]bool{}
 	for _, pod := range withdraw {
@@ -273,18 +284,64 @@ func Decide(obs Observed, pods []corev1.Pod, request, withdraw []*corev1.Pod, re
 		case !present[uid]:
 			p.Delete = append(p.Delete, r)
 		case asked[uid]:
+			if !updated[uid] && !ownedBy(r) {
+				p.Adopt = append(p.Adopt, adopted(r))
+			}
 		case r.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentEviction && !withdrawn[uid]:
 			// Asked before and still wanted: the drain asks only once (the answered pod carries
 			// the request).
+			if !ownedBy(r) {
+				p.Adopt = append(p.Adopt, adopted(r))
+			}
 		case r.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentEviction && inProgress(obs.Evictions[uid]):
 			want := r.DeepCopy()
+			owned(want)
 			want.Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
 			p.Update = append(p.Update, want)
 		case !inProgress(obs.Evictions[uid]) || final(r):
 			p.Delete = append(p.Delete, r)
+		default:
+			// Withdrawn, its Eviction still under way.
+			if !ownedBy(r) {
+				p.Adopt = append(p.Adopt, adopted(r))
+			}
 		}
 	}
 	return p
+}
+
+// PodOwner is the owner reference of nodemaint's EvictionRequests: their target pod, so that the
+// garbage collector deletes a request with its pod, whatever happened to the pod's node (deleted
+// under maintenance, an autoscaler's scale-down) or to nodemaint. Not the controller and without
+// blockOwnerDeletion: the reference only says what the request is for, it holds nothing, and it
+// needs no permission beyond creating the request (the API server's
+// OwnerReferencesPermissionEnforcement checks blockOwnerDeletion only).
+func PodOwner(name string, uid types.UID) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: name, UID: uid}
+}
+
+// ownedBy reports whether the request carries its target pod's owner reference.
+func ownedBy(r *lifecyclev1alpha1.EvictionRequest) bool {
+	for _, o := range r.OwnerReferences {
+		if o.UID == r.Spec.Target.Pod.UID && o.Kind == "Pod" && o.APIVersion == "v1" {
+			return true
+		}
+	}
+	return false
+}
+
+// owned adds the target pod's owner reference to the request in memory, unless it has it.
+func owned(r *lifecyclev1alpha1.EvictionRequest) {
+	if !ownedBy(r) {
+		r.OwnerReferences = append(r.OwnerReferences, PodOwner(r.Spec.Target.Pod.Name, r.Spec.Target.Pod.UID))
+	}
+}
+
+// adopted is a copy of the request with its target pod's owner reference.
+func adopted(r *lifecyclev1alpha1.EvictionRequest) *lifecyclev1alpha1.EvictionRequest {
+	want := r.DeepCopy()
+	owned(want)
+	return want
 }
 
 // inProgress: the Eviction exists and has not ended.
@@ -319,8 +376,10 @@ func newRequest(node string, pod *corev1.Pod, reason string, now time.Time) *lif
 	return &lifecyclev1alpha1.EvictionRequest{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: pod.Namespace, Name: RequestName(pod),
-			Labels:      map[string]string{NodeLabel: node},
-			Annotations: map[string]string{ReasonAnnotation: reason, RequestedAnnotation: now.UTC().Format(time.RFC3339)},
+			// Collected with its pod (see PodOwner).
+			OwnerReferences: []metav1.OwnerReference{PodOwner(pod.Name, pod.UID)},
+			Labels:          map[string]string{NodeLabel: node},
+			Annotations:     map[string]string{ReasonAnnotation: reason, RequestedAnnotation: now.UTC().Format(time.RFC3339)},
 		},
 		Spec: lifecyclev1alpha1.EvictionRequestSpec{
 			Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: pod.Name, UID: pod.UID}},

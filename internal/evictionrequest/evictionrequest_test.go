@@ -95,6 +95,58 @@ func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
 	}
 }
 
+// TestRequestsOwnedByTheirPods: nodemaint's requests are owned by their target pods (the
+// garbage collector removes a request with its pod, whatever became of the node), with no
+// blockOwnerDeletion (no permission beyond creating the request); a request created without it
+// (by an earlier version) that stays is adopted, whatever its intent, and one whose pod is gone
+// is deleted, not adopted.
+func TestRequestsOwnedByTheirPods(t *testing.T) {
+	a, b, c := pod("a"), pod("b"), pod("c")
+	pods := []corev1.Pod{a, b, c}
+	p := Decide(observedWith(), pods, []*corev1.Pod{&a}, nil, "kernel upgrade", now)
+	if len(p.Create) != 1 {
+		t.Fatalf("create: %+v", p)
+	}
+	want := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "a", UID: a.UID}}
+	if got := p.Create[0].OwnerReferences; len(got) != 1 || got[0] != want[0] {
+		t.Errorf("owner references %+v, want %+v", got, want)
+	}
+
+	old := func(pod corev1.Pod, intent lifecyclev1alpha1.EvictionRequestIntent) lifecyclev1alpha1.EvictionRequest {
+		r := *newRequest("n1", &pod, "kernel upgrade", now)
+		r.OwnerReferences = nil
+		r.Spec.Intent = intent
+		return r
+	}
+	gone := pod("gone")
+	obs := observedWith(old(a, lifecyclev1alpha1.EvictionRequestIntentEviction), old(b, lifecyclev1alpha1.EvictionRequestIntentWithdrawn),
+		old(c, lifecyclev1alpha1.EvictionRequestIntentEviction), old(gone, lifecyclev1alpha1.EvictionRequestIntentEviction))
+	obs.Evictions[b.UID] = &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-b"}}
+	// a asked again, b withdrawn with its Eviction under way, c asked before and still wanted:
+	// all three adopted; gone's request deleted.
+	p = Decide(obs, pods, []*corev1.Pod{&a}, nil, "kernel upgrade", now)
+	if len(p.Create)+len(p.Update) != 0 || len(p.Delete) != 1 || p.Delete[0].Spec.Target.Pod.UID != gone.UID || len(p.Adopt) != 3 {
+		t.Fatalf("plan %+v", p)
+	}
+	for _, r := range p.Adopt {
+		if !ownedBy(r) || len(r.OwnerReferences) != 1 {
+			t.Errorf("adopted %s has owner references %+v", r.Name, r.OwnerReferences)
+		}
+	}
+	// A request updated for another reason gets its owner in the same write.
+	p = Decide(obs, pods, []*corev1.Pod{&a}, nil, "another reason", now)
+	if len(p.Update) != 1 || !ownedBy(p.Update[0]) || len(p.Adopt) != 2 {
+		t.Fatalf("update: %+v", p)
+	}
+	// Adopted, nothing more to do.
+	for i := range obs.Requests {
+		owned(&obs.Requests[i])
+	}
+	if p := Decide(obs, pods, []*corev1.Pod{&a}, nil, "kernel upgrade", now); len(p.Adopt)+len(p.Update)+len(p.Create) != 0 {
+		t.Fatalf("owned: %+v", p)
+	}
+}
+
 func TestAnswerReadsTheEviction(t *testing.T) {
 	a := pod("a")
 	req := *newRequest("n1", &a, "r", now)

@@ -333,3 +333,88 @@ func TestPodConditionWithdrawnAfterSwitch(t *testing.T) {
 			fmt.Sprintf("%d requests, conditions %v", len(reqs), pod.Status.Conditions), err
 	})
 }
+
+// heldPod creates a running pod on the node behind a budget that allows no disruption (its
+// status written by the test: no disruption controller runs here), so that nodemaint's request
+// for it stays.
+func heldPod(t *testing.T, name, node string) *corev1.Pod {
+	t.Helper()
+	pod := runningPod(t, name, node)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
+	}
+	create(t, pdb)
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
+	if err := k8s.Status().Update(context.Background(), pdb); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// ownedBy reports whether the request carries its pod's owner reference (no blockOwnerDeletion).
+func ownedBy(r lifecyclev1alpha1.EvictionRequest, pod *corev1.Pod) bool {
+	for _, o := range r.OwnerReferences {
+		if o == evictionrequest.PodOwner(pod.Name, pod.UID) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestNothingLeftWhenTheNodeIsGone: a node deleted under a draining maintenance (drained, then
+// deleted; an autoscaler's scale-down) leaves none of nodemaint's EvictionRequests once its pods
+// are gone. The API server accepts the request's owner reference to its pod (the garbage
+// collector's part, proven on the local cluster by test/e2e/drain's TestNothingLeftWhenNodeDeleted:
+// envtest has none); the node reconciler, the node gone, deletes the requests of its pods gone.
+func TestNothingLeftWhenTheNodeIsGone(t *testing.T) {
+	ctx := context.Background()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "er-gone"}}
+	create(t, node)
+	pod := heldPod(t, "held", "er-gone")
+	maintenance(t, "er-gone", "er-gone")
+	eventually(t, "nodemaint's request, owned by its pod", func(ctx context.Context) (bool, string, error) {
+		reqs, err := requests(ctx, "er-gone")
+		return len(reqs) == 1 && ownedBy(reqs[0], pod), fmt.Sprintf("%+v", reqs), err
+	})
+
+	if err := k8s.Delete(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	// The pod garbage collector's part: the pods of a node gone are deleted.
+	if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "no EvictionRequest of nodemaint's left", func(ctx context.Context) (bool, string, error) {
+		reqs, err := requests(ctx, "er-gone")
+		return len(reqs) == 0, fmt.Sprintf("%d requests", len(reqs)), err
+	})
+}
+
+// TestRequestWithoutOwnerAdopted: a request of nodemaint's without its pod's owner reference (as
+// an earlier version created them) is given it, so that an upgrade leaves nothing the garbage
+// collector cannot collect. The test takes the reference off nodemaint's own request.
+func TestRequestWithoutOwnerAdopted(t *testing.T) {
+	ctx := context.Background()
+	create(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "er-adopt"}})
+	pod := heldPod(t, "adopted", "er-adopt")
+	maintenance(t, "er-adopt", "er-adopt")
+	var req lifecyclev1alpha1.EvictionRequest
+	eventually(t, "nodemaint's request", func(ctx context.Context) (bool, string, error) {
+		reqs, err := requests(ctx, "er-adopt")
+		if len(reqs) == 1 {
+			req = reqs[0]
+		}
+		return len(reqs) == 1, fmt.Sprintf("%d requests", len(reqs)), err
+	})
+	orig := req.DeepCopy()
+	req.OwnerReferences = nil
+	if err := k8s.Patch(ctx, &req, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the request adopted by its pod again", func(ctx context.Context) (bool, string, error) {
+		reqs, err := requests(ctx, "er-adopt")
+		return len(reqs) == 1 && reqs[0].UID == req.UID && ownedBy(reqs[0], pod), fmt.Sprintf("%+v", reqs), err
+	})
+}

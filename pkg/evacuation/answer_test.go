@@ -111,6 +111,28 @@ func TestAnswerWithAnnotationsRealAPIServer(t *testing.T) {
 	if patches.Load() != 0 || statusPatches.Load() != 2 {
 		t.Errorf("withdrawing wrote %d pod and %d status patches, want one status patch", patches.Load(), statusPatches.Load()-1)
 	}
+
+	// The pod deleted and created again under its name (a StatefulSet's) is another pod: an
+	// answer, or annotations alone, decided for the old one are refused (Stale) and the new one
+	// stays as it is.
+	old := pod.DeepCopy()
+	if err := real.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	again := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1", Annotations: map[string]string{costKey: "5", "keep": "me"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+	}
+	if err := real.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if err := Answer(ctx, c, old.DeepCopy(), accept, lowered); !Stale(err) {
+		t.Errorf("answering for the old pod: %v, want a stale write", err)
+	}
+	if err := Answer(ctx, c, old.DeepCopy(), nil, lowered); !Stale(err) {
+		t.Errorf("annotating the old pod: %v, want a stale write", err)
+	}
+	checkAnswered(t, real, again, "", map[string]*string{costKey: ptr.To("5"), savedKey: nil})
 }
 
 // TestAnswerWithAnnotationsFallback: an API server that drops metadata changes made through

@@ -139,8 +139,9 @@ func Withdraw(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 // nil value removes one. Nothing is written when nothing changes; pod is updated to what the API
 // server returned.
 //
-// The answer is a strategic merge patch of pods/status, built from the condition and the
-// annotations alone (see ConditionPatch), which kube-apiserver applies to the pod's
+// Every write applies to the pod observed only (its metadata.uid; a pod created again under its
+// name is refused with 422, which Stale reports). The answer is a strategic merge patch of
+// pods/status, built from the condition and the annotations alone (see ConditionPatch), which kube-apiserver applies to the pod's
 // metadata.annotations too (its pod status strategy resets the spec, not the metadata). Should
 // an API server drop them, the pod it returns says so and the annotations are written with a
 // second patch, of the pod itself.
@@ -161,16 +162,18 @@ func Answer(ctx context.Context, c client.Client, pod *corev1.Pod, cond *corev1.
 		if !annotated {
 			return nil
 		}
-		return c.Patch(ctx, pod, AnnotationsPatch(annotations))
+		return c.Patch(ctx, pod, AnnotationsPatch(pod.UID, annotations))
 	}
-	if err := c.Status().Patch(ctx, pod, statusPatch(entry, annotations)); err != nil {
+	// The owner's own condition: the UID alone is a precondition (a requester's write since the
+	// read does not make the answer wrong).
+	if err := c.Status().Patch(ctx, pod, statusPatch(metav1.ObjectMeta{UID: pod.UID}, entry, annotations)); err != nil {
 		return err
 	}
 	if !setAnnotations(pod, annotations) {
 		return nil
 	}
 	// The API server did not keep the annotations written through pods/status.
-	return c.Patch(ctx, pod, AnnotationsPatch(annotations))
+	return c.Patch(ctx, pod, AnnotationsPatch(pod.UID, annotations))
 }
 
 // setAnnotations sets the annotations on the pod in memory (a nil value removes one) and reports

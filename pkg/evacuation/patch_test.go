@@ -20,7 +20,7 @@ func TestConditionPatches(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	base := func() *corev1.Pod {
 		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Annotations: map[string]string{"a": "b"}},
+			ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", ResourceVersion: "7", Annotations: map[string]string{"a": "b"}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at},
 				{Type: Request, Status: corev1.ConditionTrue, Reason: ReasonNodeMaintenance, Message: "m", LastTransitionTime: at},
@@ -30,14 +30,16 @@ func TestConditionPatches(t *testing.T) {
 	}
 	accept := corev1.PodCondition{Type: Initiated, Status: corev1.ConditionTrue, Reason: "Surge", Message: "moving", LastTransitionTime: at}
 	changed := corev1.PodCondition{Type: Request, Status: corev1.ConditionTrue, Reason: ReasonNodeMaintenance, Message: "other", LastTransitionTime: at}
+	// The patches carry the pod's UID and resourceVersion as preconditions, which leave them
+	// as they are.
 	for name, tc := range map[string]struct {
 		change func(*corev1.Pod)
 		patch  client.Patch
 	}{
-		"add a condition":     {func(p *corev1.Pod) { SetCondition(p, accept) }, ConditionPatch(accept)},
-		"replace a condition": {func(p *corev1.Pod) { SetCondition(p, changed) }, ConditionPatch(changed)},
-		"remove a condition":  {func(p *corev1.Pod) { RemoveCondition(p, Request) }, RemoveConditionPatch(Request)},
-		"remove one absent":   {func(p *corev1.Pod) { RemoveCondition(p, Initiated) }, RemoveConditionPatch(Initiated)},
+		"add a condition":     {func(p *corev1.Pod) { SetCondition(p, accept) }, ConditionPatch(base(), accept)},
+		"replace a condition": {func(p *corev1.Pod) { SetCondition(p, changed) }, ConditionPatch(base(), changed)},
+		"remove a condition":  {func(p *corev1.Pod) { RemoveCondition(p, Request) }, RemoveConditionPatch(base(), Request)},
+		"remove one absent":   {func(p *corev1.Pod) { RemoveCondition(p, Initiated) }, RemoveConditionPatch(base(), Initiated)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			want := base()

@@ -339,9 +339,10 @@ func (r *Reconciler) answer(ctx context.Context, view protocol.View, a answer, c
 		r.wrote(before, a.pod)
 	}
 	// Invalid: an Eviction's responder that is no longer Active may not write (the Eviction
-	// moved on after the cache was read; its event brings the next look).
+	// moved on after the cache was read; its event brings the next look). Stale: the pod is
+	// gone or another has its name (the answer carries the pod's UID).
 	switch {
-	case err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err):
+	case err != nil && !evacuation.Stale(err) && !apierrors.IsInvalid(err):
 		return fmt.Errorf("answering for pod %s: %w", a.pod.Name, err)
 	case err == nil && first && a.status != "":
 		observeAnswer(a.status, latency)
@@ -385,14 +386,16 @@ func (p plan) applyScale(d *appsv1.Deployment) {
 	}
 }
 
-// setDeletionCost writes the pod's deletion cost annotations (deletionCost) with a pod patch.
+// setDeletionCost writes the pod's deletion cost annotations (deletionCost) with a pod patch, to
+// that pod only (its UID): a pod gone, or another under its name, is a stale read, dropped (its
+// event brings the next look).
 func (r *Reconciler) setDeletionCost(ctx context.Context, pod *corev1.Pod, cost map[string]*string) error {
 	before := pod.ResourceVersion
-	err := r.Client.Patch(ctx, pod, evacuation.AnnotationsPatch(cost))
+	err := r.Client.Patch(ctx, pod, evacuation.AnnotationsPatch(pod.UID, cost))
 	if err == nil {
 		r.wrote(before, pod)
 	}
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil && !evacuation.Stale(err) {
 		return fmt.Errorf("setting the deletion cost of pod %s: %w", pod.Name, err)
 	}
 	return nil
