@@ -81,10 +81,10 @@ func TestRollout(t *testing.T) {
 	for _, d := range deployments {
 		framework.WaitDeploymentAvailable(t, ns, d.Name)
 	}
-	checker, err := invariants.Start(context.Background(), framework.Cluster().RESTConfig(), invariants.Options{
+	checker, err := invariants.Start(context.Background(), framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{
 		Namespaces:  []string{ns},
 		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
