@@ -88,7 +88,11 @@ func TestRollout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = checker.Stop() })
+	t.Cleanup(func() {
+		_ = checker.Stop()
+		lines, bad, size, judged := checker.AuditStats()
+		t.Logf("invariant checker: %d acts of nodemaint's judged from %d audit log lines (%d bad), %d bytes", judged, lines, bad, size)
+	})
 	if _, watched := checker.Watched(); watched != len(deployments) {
 		t.Fatalf("the invariant checker watches %d Deployments, want %d", watched, len(deployments))
 	}
