@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,9 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -47,9 +50,16 @@ type Violation struct {
 	// read from.
 	AfterWatchGap bool
 	Evidence      string
+	// Act is what nodemaint did, for the act checks (acts.go): "ask", "evict" or "delete";
+	// Object is then the node or the maintenances that judged it, Detail says why.
+	Act, Detail string
 }
 
 func (v Violation) String() string {
+	if v.Act != "" {
+		return fmt.Sprintf("%s %s: nodemaint's %s of pod %s (%s): %s",
+			v.Time.Format(time.RFC3339Nano), v.Kind, v.Act, v.Pod, v.Object, v.Detail)
+	}
 	gap := ""
 	if v.AfterWatchGap {
 		gap = " (reconstructed after a watch gap: " + v.Evidence + ")"
@@ -69,19 +79,38 @@ type Options struct {
 	// Witness puts WitnessFinalizer on the watched pods, so that none can vanish unseen inside a
 	// watch gap; Stop removes it. Needs Namespaces.
 	Witness bool
+	// AuditLog is the path of the API server's audit log (test/localcluster writes one, see
+	// localcluster.Cluster.AuditLog). With it the checker also judges every ask, eviction and
+	// deletion of ControllerUser's (acts.go): no act before the node is cordoned, no eviction or
+	// deletion under SignalOnly or an unusable spec, of a skipped pod, or (deletions) before the
+	// drain and response timeouts of a maintenance with drainTimeoutAction Delete. Without it
+	// (the benchmarks, clusters that write no audit log) only the budget and Deployment checks
+	// run, as before.
+	AuditLog string
+	// ControllerUser is the username nodemaint-controller authenticates as, as the audit log
+	// names it: DefaultControllerUser when empty.
+	ControllerUser string
 }
+
+// DefaultControllerUser is the user of nodemaint-controller's ServiceAccount as config/rbac and
+// the end-to-end tests run it.
+const DefaultControllerUser = "system:serviceaccount:nodemaint-system:nodemaint-controller"
 
 // Checker watches the cluster and records violations. It is safe for concurrent use.
 type Checker struct {
 	ctx    context.Context
 	client kubernetes.Interface
-	cancel context.CancelFunc
-	done   chan struct{}
+	// dynamic reads nodemaint's CRDs (CheckClean).
+	dynamic dynamic.Interface
+	cancel  context.CancelFunc
+	done    chan struct{}
 
 	// informers is the number of informers, each with an id below it.
 	informers  int
 	namespaces []string
 	witness    *witness
+	// audit tails Options.AuditLog; nil without one.
+	audit *auditTail
 
 	mu    sync.Mutex
 	state *state
@@ -102,6 +131,10 @@ func Start(ctx context.Context, config *rest.Config, opts Options) (*Checker, er
 	if err != nil {
 		return nil, err
 	}
+	dyn, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
 	namespaces := opts.Namespaces
 	if len(namespaces) == 0 {
 		if opts.Witness {
@@ -110,11 +143,21 @@ func Start(ctx context.Context, config *rest.Config, opts Options) (*Checker, er
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &Checker{ctx: ctx, client: client, cancel: cancel, done: make(chan struct{}), state: newState(opts.OnViolation), namespaces: namespaces}
+	c := &Checker{ctx: ctx, client: client, dynamic: dyn, cancel: cancel, done: make(chan struct{}), state: newState(opts.OnViolation), namespaces: namespaces}
 	if opts.Witness {
 		c.witness = newWitness(c)
 	}
 	var infs []cache.SharedIndexInformer
+	if opts.AuditLog != "" {
+		c.state.acts = newActs(cmp.Or(opts.ControllerUser, DefaultControllerUser), time.Now())
+		c.audit = &auditTail{path: opts.AuditLog}
+		more, err := c.actInformers(client)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		infs = append(infs, more...)
+	}
 	for _, ns := range namespaces {
 		infs = append(infs,
 			c.informer(listWatch(client.CoreV1().Pods(ns)), &corev1.Pod{}),
@@ -143,6 +186,9 @@ func Start(ctx context.Context, config *rest.Config, opts Options) (*Checker, er
 		running.Go(c.witness.run)
 		context.AfterFunc(ctx, c.witness.queue.ShutDown)
 	}
+	if c.audit != nil {
+		running.Go(c.runAudit)
+	}
 	go func() {
 		running.Wait()
 		close(c.done)
@@ -157,6 +203,15 @@ func Start(ctx context.Context, config *rest.Config, opts Options) (*Checker, er
 // Stop stops the informers and, with Options.Witness, removes WitnessFinalizer from every pod.
 // Violations stay readable.
 func (c *Checker) Stop() error {
+	if c.audit != nil && c.ctx.Err() == nil {
+		// The acts of the last moments: read them, and judge them once the watches delivered
+		// their time.
+		time.Sleep(settle)
+		c.readAudit()
+		c.mu.Lock()
+		c.state.judgeAudit(time.Now().Add(settle))
+		c.mu.Unlock()
+	}
 	c.cancel()
 	<-c.done
 	if c.witness != nil {
@@ -230,6 +285,10 @@ func (c *Checker) apply(obj any, deleted bool) {
 		c.state.statefulSet(o, deleted)
 	case *corev1.Node:
 		c.state.node(o, deleted)
+	case *corev1.Namespace:
+		c.state.namespace(o, deleted)
+	case *unstructured.Unstructured:
+		c.state.custom(o, deleted, now)
 	}
 }
 

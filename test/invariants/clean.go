@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -31,6 +34,8 @@ type Snapshot struct {
 	// EvictionRequests and Evictions are read where lifecycle.k8s.io/v1alpha1 is served.
 	EvictionRequests []lifecyclev1alpha1.EvictionRequest
 	Evictions        []lifecyclev1alpha1.Eviction
+	// NodeMaintenances are read where nodemaint's CRDs are served.
+	NodeMaintenances []nodemaintv1alpha1.NodeMaintenance
 }
 
 // CheckClean reads the nodes, and the pods, Deployments and ReplicaSets of the watched
@@ -78,6 +83,22 @@ func (c *Checker) CheckClean(ctx context.Context, namespaces ...string) error {
 		}
 		snap.Evictions = append(snap.Evictions, evs.Items...)
 	}
+	if c.dynamic != nil {
+		list, err := c.dynamic.Resource(nodemaintv1alpha1.GroupVersion.WithResource("nodemaintenances")).List(ctx, metav1.ListOptions{})
+		switch {
+		case apierrors.IsNotFound(err): // no CRDs
+		case err != nil:
+			return err
+		default:
+			for _, u := range list.Items {
+				var nm nodemaintv1alpha1.NodeMaintenance
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &nm); err != nil {
+					return err
+				}
+				snap.NodeMaintenances = append(snap.NodeMaintenances, nm)
+			}
+		}
+	}
 	c.mu.Lock()
 	problems := Leftovers(snap, c.state.baseline)
 	c.mu.Unlock()
@@ -96,8 +117,12 @@ func (c *Checker) CheckClean(ctx context.Context, namespaces ...string) error {
 //     a nodemaint.dev/ annotation;
 //   - a Deployment or ReplicaSet with a nodemaint.dev/ annotation, a Deployment whose replicas
 //     are not what its user set;
-//   - an EvictionRequest of nodemaint's (requester nodemaint.dev/node-maintenance), an Eviction
-//     that names nodemaint as a requester.
+//   - an EvictionRequest of nodemaint's (requester nodemaint.dev/node-maintenance; saying when
+//     its pod is gone), or any EvictionRequest with a nodemaint.dev/ label or annotation; an
+//     Eviction that names nodemaint as a requester (label or status.requesters), or one of a
+//     pod that is gone;
+//   - a nodemaint.dev/ label on a node, or on a pod other than nodemaint.dev/drain (its owner's);
+//   - a NodeMaintenance being deleted that is still there (its finalizer never released).
 func Leftovers(snap Snapshot, base Baseline) []string {
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -113,6 +138,9 @@ func Leftovers(snap Snapshot, base Baseline) []string {
 		}
 		for _, a := range ours(n.Annotations) {
 			add("node %s: annotation %s", n.Name, a)
+		}
+		for _, l := range ours(n.Labels) {
+			add("node %s: label %s", n.Name, l)
 		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == nodemaintv1alpha1.NodeConditionUnderMaintenance || c.Reason == nodemaintv1alpha1.NodeConditionReasonNodeMaintenance {
@@ -132,6 +160,11 @@ func Leftovers(snap Snapshot, base Baseline) []string {
 		for _, a := range ours(p.Annotations) {
 			add("pod %s: annotation %s", k, a)
 		}
+		for _, l := range ours(p.Labels) {
+			if !strings.HasPrefix(l, nodemaintv1alpha1.DrainLabel+"=") {
+				add("pod %s: label %s", k, l)
+			}
+		}
 	}
 	for i := range snap.Deployments {
 		d := &snap.Deployments[i]
@@ -149,14 +182,48 @@ func Leftovers(snap Snapshot, base Baseline) []string {
 			add("ReplicaSet %s: annotation %s", key(rs.Namespace, rs.Name), a)
 		}
 	}
+	pods := map[string]bool{}
+	for i := range snap.Pods {
+		pods[key(snap.Pods[i].Namespace, snap.Pods[i].Name)] = true
+	}
+	podGone := func(namespace, name string) string {
+		if name != "" && !pods[key(namespace, name)] {
+			return ", its pod " + key(namespace, name) + " is gone"
+		}
+		return ""
+	}
 	for _, r := range snap.EvictionRequests {
+		k := key(r.Namespace, r.Name)
+		pod := ""
+		if r.Spec.Target.Pod != nil {
+			pod = r.Spec.Target.Pod.Name
+		}
 		if r.Spec.Requester == ernames.Requester {
-			add("EvictionRequest %s: intent %s", key(r.Namespace, r.Name), r.Spec.Intent)
+			add("EvictionRequest %s: intent %s%s", k, r.Spec.Intent, podGone(r.Namespace, pod))
+			continue
+		}
+		for _, a := range append(ours(r.Labels), ours(r.Annotations)...) {
+			add("EvictionRequest %s of %s: %s", k, r.Spec.Requester, a)
 		}
 	}
 	for _, e := range snap.Evictions {
-		if _, ok := e.Labels[ernames.Requester]; ok {
-			add("Eviction %s: names %s", key(e.Namespace, e.Name), ernames.Requester)
+		k := key(e.Namespace, e.Name)
+		_, labelled := e.Labels[ernames.Requester]
+		named := slices.ContainsFunc(e.Status.Requesters, func(r lifecyclev1alpha1.Requester) bool { return r.Name == ernames.Requester })
+		pod := ""
+		if e.Spec.Target.Pod != nil {
+			pod = e.Spec.Target.Pod.Name
+		}
+		switch gone := podGone(e.Namespace, pod); {
+		case labelled || named:
+			add("Eviction %s: names %s%s", k, ernames.Requester, gone)
+		case gone != "":
+			add("Eviction %s: its pod %s is gone", k, key(e.Namespace, pod))
+		}
+	}
+	for _, nm := range snap.NodeMaintenances {
+		if nm.DeletionTimestamp != nil {
+			add("NodeMaintenance %s: deleted at %s, still there (finalizers %v)", nm.Name, nm.DeletionTimestamp.UTC().Format(time.RFC3339), nm.Finalizers)
 		}
 	}
 	sort.Strings(problems)

@@ -1,16 +1,47 @@
 // Package invariants watches a cluster while nodemaint works on it and records every breach of
-// what nodemaint promises a cluster admin:
+// what nodemaint promises a cluster admin (docs: /work/shared/PRODUCT.md's Promises):
 //
 //   - a PodDisruptionBudget is never violated: the number of healthy pods it selects (Ready, not
 //     terminating, counted from the pods themselves) never drops below what its minAvailable or
-//     maxUnavailable allows;
+//     maxUnavailable allows (KindPodDisruptionBudget; promise 5);
 //   - a surge-capable Deployment (RollingUpdate with maxSurge > 0, not paused) never has fewer
-//     Ready pods than the replicas its user asked for;
-//   - once the maintenances are over, nothing of nodemaint's is left (CheckClean): no cordon,
-//     taint, annotation or condition on nodes, no evacuation condition or annotation on pods, no
-//     annotation on Deployments and ReplicaSets, and every Deployment back at its replicas.
+//     Ready pods than the replicas its user asked for (KindDeploymentReady; promise 5);
+//   - [audit log] nothing is asked to move (the EvacuationRequest condition, or an EvictionRequest of
+//     nodemaint's), evicted or deleted before its node's cordon was written
+//     (KindNotCordoned; promise 1);
+//   - [audit log] nothing is evicted or deleted while every maintenance draining the node is SignalOnly or
+//     has a spec nodemaint cannot use (SpecValid False, spec.Problems())
+//     (KindSignalOnly; promise 2);
+//   - [audit log] nothing is evicted or deleted that every maintenance draining the node (and, for a
+//     deletion, asking for it) skips: the pod label nodemaint.dev/drain: skip under
+//     drainLabelPolicy Honor, a DrainRule with behavior Skip (KindSkippedPod; promise 4);
+//   - [audit log] nothing is deleted but by a maintenance with drainTimeoutAction Delete, once its
+//     drainTimeout has run since the node's drain started (its first ask after the cordon)
+//     and its evacuationResponseTimeout since the pod was first asked
+//     (KindDeletionNotDue; promises 3 and 4);
+//   - once the maintenances are over, nothing of nodemaint's is left (CheckClean; promise 7): no
+//     cordon, taint, label, annotation or condition on nodes, no evacuation condition, label or
+//     annotation on pods, no annotation on Deployments and ReplicaSets, every Deployment back at
+//     its replicas, no EvictionRequest of nodemaint's (nor one with its labels or annotations),
+//     no Eviction naming nodemaint or of a pod that is gone, and no NodeMaintenance stuck in its
+//     deletion.
 //
-// The first two are checked on every watch event (client-go informers), so no breach falls
+// The checks marked [audit log] judge nodemaint-controller's own acts on pods, read from the API
+// server's audit log (Options.AuditLog, acts.go) as they happen.
+//
+// Not checked: that an eviction waited for the pod's response timeout (promise 3 for
+// evictions: the owner's answer is not in the audit log at the level it is written), that a
+// deletion was asked for by a user allowed to delete pods (admission's job), promises 6 and 8.
+//
+// The act checks attribute by the audit log's user, so a pod the ReplicaSet controller deletes
+// (the Deployment responder's surge scaling down) or an eviction by an admin is not nodemaint's;
+// they order the cordon and the act by the API server's own timestamps, and judge each act
+// against the maintenances the watch saw around it (acts.go says how, and what that can miss).
+// Without an audit log (the benchmarks, a cluster that writes none) they are off and the rest
+// works as before; test/localcluster writes one and test/e2e/framework passes it
+// (framework.CheckerOptions).
+//
+// The budget and Deployment checks run on every watch event (client-go informers), so no breach falls
 // between two polls. Only a voluntary disruption violates them, as only those are what a
 // PodDisruptionBudget governs: the check runs when a healthy pod is deleted or starts
 // terminating, never when it merely turns not Ready (a failed probe, or its node going NotReady
@@ -23,7 +54,8 @@
 // After a watch gap (an API server restart) the informers list again and deliver what changed in
 // no particular order. The checker then reconstructs what happened inside the gap from what the
 // objects carry (deletion and Ready timestamps) and replays it in order, so a breach that healed
-// before the relist is still found (gap.go). With Options.Witness no pod can vanish unseen.
+// before the relist is still found (gap.go). With Options.Witness no pod can vanish unseen. The
+// audit log has no gaps: the acts inside one are judged once its relists are delivered.
 //
 // The package does not import testing: the end-to-end tests and the benchmarks both use it.
 package invariants

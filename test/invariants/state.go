@@ -29,6 +29,9 @@ type state struct {
 
 	violations []Violation
 
+	// acts is the state of the act checks (acts.go); nil without an audit log.
+	acts *acts
+
 	// gap, while a watch gap's relists are being delivered: events are applied but judged only
 	// when it closes, by a replay of what the objects carry (gap.go).
 	gap *gap
@@ -96,6 +99,7 @@ func (s *state) pod(pod *corev1.Pod, deleted bool, now time.Time) {
 	wasHealthy := healthy(s.pods[k])
 	if deleted {
 		delete(s.pods, k)
+		s.podGone(pod, now)
 	} else {
 		s.pods[k] = pod
 	}
@@ -173,6 +177,7 @@ func (s *state) statefulSet(sts *appsv1.StatefulSet, deleted bool) {
 }
 
 func (s *state) node(node *corev1.Node, deleted bool) {
+	s.nodeForActs(node, deleted)
 	if deleted {
 		return
 	}

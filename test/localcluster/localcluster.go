@@ -13,6 +13,7 @@
 //	etcd/          etcd data
 //	kwok/          kwok's pod Stages
 //	logs/          <component>.log
+//	audit/         the API server's audit policy and log (audit.go)
 //	run/           <component>.pid
 //
 // Processes are tracked through /proc, so this runs on Linux only.
@@ -93,9 +94,11 @@ type Cluster struct {
 	killWithParent bool
 	// evictionRequestAPI: see Options.EvictionRequestAPI.
 	evictionRequestAPI bool
-	log                *slog.Logger
-	config             *rest.Config
-	client             kubernetes.Interface
+	// audit: the API server writes an audit log (see AuditLog).
+	audit  bool
+	log    *slog.Logger
+	config *rest.Config
+	client kubernetes.Interface
 }
 
 // state is what <dir>/cluster.json records.
@@ -103,6 +106,8 @@ type state struct {
 	BinDir             string `json:"binDir"`
 	Ports              Ports  `json:"ports"`
 	EvictionRequestAPI bool   `json:"evictionRequestAPI,omitempty"`
+	// Audit: the API server writes the audit log (see AuditLog).
+	Audit bool `json:"audit,omitempty"`
 }
 
 const (
@@ -160,7 +165,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 				return nil, err
 			}
 		}
-		c := &Cluster{dir: dir, binDir: opts.BinDir, ports: *ports, killWithParent: opts.KillWithParent, evictionRequestAPI: evictionRequestAPI, log: log}
+		c := &Cluster{dir: dir, binDir: opts.BinDir, ports: *ports, killWithParent: opts.KillWithParent, evictionRequestAPI: evictionRequestAPI, audit: true, log: log}
 		err := c.start(ctx, opts.Nodes)
 		if err == nil {
 			return c, nil
@@ -190,7 +195,7 @@ func open(dir string, log *slog.Logger) (*Cluster, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, "cluster.json"), err)
 	}
-	c := &Cluster{dir: dir, binDir: s.BinDir, ports: s.Ports, evictionRequestAPI: s.EvictionRequestAPI, log: log}
+	c := &Cluster{dir: dir, binDir: s.BinDir, ports: s.Ports, evictionRequestAPI: s.EvictionRequestAPI, audit: s.Audit, log: log}
 	return c, c.connect()
 }
 
@@ -293,7 +298,7 @@ func (c *Cluster) start(ctx context.Context, nodes int) error {
 
 // writeConfigs writes cluster.json, the kubeconfigs and kwok's pod Stages.
 func (c *Cluster) writeConfigs() error {
-	b, err := json.MarshalIndent(state{BinDir: c.binDir, Ports: c.ports, EvictionRequestAPI: c.evictionRequestAPI}, "", "  ")
+	b, err := json.MarshalIndent(state{BinDir: c.binDir, Ports: c.ports, EvictionRequestAPI: c.evictionRequestAPI, Audit: c.audit}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -314,6 +319,9 @@ func (c *Cluster) writeConfigs() error {
 		}); err != nil {
 			return err
 		}
+	}
+	if err := c.writeAuditPolicy(); err != nil {
+		return err
 	}
 	return writeKwokStages(filepath.Join(c.dir, "kwok"))
 }
@@ -399,6 +407,9 @@ func (c *Cluster) baseArgs(name string) []string {
 			// Close watches on SIGTERM rather than wait for their clients to go: a restart
 			// takes seconds, not a minute.
 			"--shutdown-watch-termination-grace-period=1s",
+		}
+		if c.audit {
+			args = append(args, c.auditFlags()...)
 		}
 		return args
 	case kubeControllerManager:
@@ -560,7 +571,7 @@ func freePorts() (*Ports, error) {
 
 // clean removes what a previous cluster left in dir, and nothing else.
 func clean(dir string) error {
-	for _, name := range []string{"cluster.json", "kubeconfig", "pki", "kubeconfigs", "etcd", "kwok", "logs", "run"} {
+	for _, name := range []string{"cluster.json", "kubeconfig", "pki", "kubeconfigs", "etcd", "kwok", "logs", "run", "audit"} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return err
 		}

@@ -92,11 +92,11 @@ func TestChaos(t *testing.T) {
 	waitAllReady(t, ns, pods)
 	t.Logf("%d pods Ready", pods)
 
-	checker, err := invariants.Start(ctx, framework.Cluster().RESTConfig(), invariants.Options{
+	checker, err := invariants.Start(ctx, framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{
 		Namespaces:  []string{ns},
 		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
 		Witness:     true,
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

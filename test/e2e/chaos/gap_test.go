@@ -50,7 +50,7 @@ func TestCheckerSeesBreachHiddenInGap(t *testing.T) {
 	config := framework.Cluster().RESTConfig()
 	proxy := startProxy(t, config.Host)
 	config.Host = proxy.url
-	checker, err := invariants.Start(ctx, config, invariants.Options{Namespaces: []string{ns}, Witness: true})
+	checker, err := invariants.Start(ctx, config, framework.CheckerOptions(invariants.Options{Namespaces: []string{ns}, Witness: true}))
 	if err != nil {
 		t.Fatal(err)
 	}

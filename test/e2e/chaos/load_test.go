@@ -78,7 +78,7 @@ func TestLoad(t *testing.T) {
 	}
 	t.Logf("%d pods Running on %d nodes", pods, loadNodes)
 
-	checker, err := invariants.Start(ctx, framework.Cluster().RESTConfig(), invariants.Options{Namespaces: []string{ns}})
+	checker, err := invariants.Start(ctx, framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{Namespaces: []string{ns}}))
 	if err != nil {
 		t.Fatal(err)
 	}

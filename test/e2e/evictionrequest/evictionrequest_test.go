@@ -90,10 +90,10 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 	ns := framework.Namespace(t)
 	framework.NewController(t).Start()
 	c := framework.Client()
-	checker, err := invariants.Start(context.Background(), framework.Cluster().RESTConfig(), invariants.Options{
+	checker, err := invariants.Start(context.Background(), framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{
 		Namespaces:  []string{ns},
 		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,14 +81,18 @@ func TestRollout(t *testing.T) {
 	for _, d := range deployments {
 		framework.WaitDeploymentAvailable(t, ns, d.Name)
 	}
-	checker, err := invariants.Start(context.Background(), framework.Cluster().RESTConfig(), invariants.Options{
+	checker, err := invariants.Start(context.Background(), framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{
 		Namespaces:  []string{ns},
 		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = checker.Stop() })
+	t.Cleanup(func() {
+		_ = checker.Stop()
+		lines, bad, size, judged := checker.AuditStats()
+		t.Logf("invariant checker: %d acts of nodemaint's judged from %d audit log lines (%d bad), %d bytes", judged, lines, bad, size)
+	})
 	if _, watched := checker.Watched(); watched != len(deployments) {
 		t.Fatalf("the invariant checker watches %d Deployments, want %d", watched, len(deployments))
 	}

@@ -68,7 +68,7 @@ func TestCleanupAfterKill(t *testing.T) {
 	d := framework.NewDeployment(ns, "web", 2)
 	d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: drained}
 	framework.CreateDeployment(t, d)
-	checker, err := invariants.Start(ctx, framework.Cluster().RESTConfig(), invariants.Options{Namespaces: []string{ns}})
+	checker, err := invariants.Start(ctx, framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{Namespaces: []string{ns}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,734 @@
+package invariants
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
+)
+
+// The act checks judge what nodemaint-controller itself did to pods, read from the API server's
+// audit log (Options.AuditLog): the log names the user of every request, so a pod deleted by
+// the ReplicaSet controller (the Deployment responder's surge scaling down) is not nodemaint's,
+// and one evicted by nodemaint's ServiceAccount is. Every act of that user is one of
+//
+//   - an ask: a pods/status write that sets the EvacuationRequest condition True with reason
+//     NodeMaintenance, or an EvictionRequest of requester nodemaint.dev/node-maintenance created
+//     (or set back to intent Eviction);
+//   - an eviction: a pods/eviction create that succeeded (a 429 is no eviction);
+//   - a deletion: a pods delete that succeeded;
+//
+// and is judged against
+//
+//   - the node's cordon, also read from the audit log: every successful write of a node (by
+//     anyone) whose body sets or clears spec.unschedulable, stamped with the time the API server
+//     completed it. An act must be received after a cordon completed (KindNotCordoned). The
+//     audit log orders the two writes itself, to the microsecond, so a controller that asks in
+//     the same reconcile before it cordons is caught and one that cordons first is never
+//     flagged, whatever the watches' lag. A node cordoned before the log begins counts as
+//     cordoned from the start when the watch saw it so.
+//   - the NodeMaintenances that drain the pod's node (drain true, not being deleted, their
+//     nodeSelector selecting the node), from the watch, in every version seen within
+//     maintenanceSlack of the act: the watch and the controller's cache both lag the API server,
+//     so a version that allows the act anywhere in that window allows it (a defect within a
+//     second of a spec change is not seen; no spec change raises a false alarm).
+//     An eviction or deletion needs a maintenance that is neither SignalOnly nor unusable
+//     (SpecValid False for its generation, or spec.Problems()) (KindSignalOnly); of those, one
+//     that does not skip the pod (pod label nodemaint.dev/drain: skip under drainLabelPolicy
+//     Honor, or the first DrainRule matching the pod and node says Skip) (KindSkippedPod); a
+//     deletion moreover one with drainTimeoutAction Delete whose drainTimeout has run since the
+//     node's drain started (the first ask of a pod on the node since its last cordon) and whose
+//     evacuationResponseTimeout has run since the pod was first asked (KindDeletionNotDue).
+//     Acts on a pod no maintenance drains are judged only for the cordon: they may be the
+//     Eviction controller's work for another requester's EvictionRequest (an eviction of a pod
+//     another requester asked for is not judged at all).
+//
+// Every act is judged settle after the API server completed it, in the order of completion, so
+// the watches have delivered the pods, nodes and maintenances of its time; while a watch gap is
+// open the judging waits for the relists (the audit log has no gaps). Acts received before the
+// checker started are read, for the history of cordons and asks, but not judged.
+
+// Kinds of Violation of the act checks.
+const (
+	// KindNotCordoned: nodemaint asked a pod to move, evicted or deleted it while its node was not
+	// cordoned (promise 1).
+	KindNotCordoned = "NotCordoned"
+	// KindSignalOnly: nodemaint evicted or deleted a pod while every maintenance draining its
+	// node was SignalOnly or had a spec it cannot use (promise 2).
+	KindSignalOnly = "SignalOnlyOrUnusableSpec"
+	// KindSkippedPod: nodemaint evicted or deleted a pod that every maintenance draining its
+	// node skips (promise 4).
+	KindSkippedPod = "SkippedPod"
+	// KindDeletionNotDue: nodemaint deleted a pod without a maintenance that asked for deletion
+	// (drainTimeoutAction Delete), before the node's drainTimeout, or before the pod's response
+	// timeout (promises 3 and 4).
+	KindDeletionNotDue = "DeletionNotDue"
+)
+
+// Act kinds, as Violation.Act names them.
+const (
+	actAsk    = "ask"
+	actEvict  = "evict"
+	actDelete = "delete"
+)
+
+const (
+	// settle is how long after the API server completed an act the checker judges it: the
+	// watches deliver the objects of its time by then.
+	settle = 2 * time.Second
+	// maintenanceSlack is how far around an act a maintenance's version counts (see above).
+	maintenanceSlack = 2 * time.Second
+	// timingSlack absorbs the one-second resolution of the timestamps a controller counts its
+	// timeouts from (a condition's lastTransitionTime).
+	timingSlack = 2 * time.Second
+	// goneRetention is how long a deleted pod is kept for the judging of the acts on it.
+	goneRetention = 2 * time.Minute
+)
+
+// auditEvent is one line of the API server's audit log (audit.k8s.io/v1 Event), the fields the
+// checker reads.
+type auditEvent struct {
+	AuditID string `json:"auditID"`
+	Stage   string `json:"stage"`
+	Verb    string `json:"verb"`
+	User    struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+		APIGroup    string `json:"apiGroup"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int32 `json:"code"`
+	} `json:"responseStatus"`
+	RequestObject            json.RawMessage  `json:"requestObject"`
+	RequestReceivedTimestamp metav1.MicroTime `json:"requestReceivedTimestamp"`
+	StageTimestamp           metav1.MicroTime `json:"stageTimestamp"`
+}
+
+// record is one audit entry the checker keeps: a node's cordon mark or an act of nodemaint's.
+type record struct {
+	// received and completed are the request's audit timestamps.
+	received, completed time.Time
+	// node, cordoned, known: a write of node that set (or cleared) spec.unschedulable; known is
+	// false when the body could not be read (counted as a cordon, to raise no false alarm).
+	node            string
+	cordoned, known bool
+	// act, pod: an act of nodemaint's on the pod (namespace/name).
+	act, pod string
+	// other: the pod has an EvictionRequest of another requester.
+	other bool
+	id    string
+}
+
+// cordonMark is a node's spec.unschedulable from a time on.
+type cordonMark struct {
+	at       time.Time
+	cordoned bool
+}
+
+// nmVersion is a NodeMaintenance as the watch saw it from seen on; nm is nil once deleted.
+type nmVersion struct {
+	seen     time.Time
+	nm       *nodemaintv1alpha1.NodeMaintenance
+	selector *nodeaffinity.NodeSelector
+	unusable bool
+}
+
+// acts is the state of the act checks; nil without an audit log.
+type acts struct {
+	// user is the controller's username, as the audit log names it.
+	user string
+	// from: acts received before it are recorded, not judged.
+	from time.Time
+
+	pending []record
+	// cordons are the nodes' cordon marks, in order; initial the nodes' spec.unschedulable when
+	// the watch first saw them.
+	cordons map[string][]cordonMark
+	initial map[string]bool
+	// asks are the times nodemaint asked each pod (namespace/name) and the pods of each node.
+	asks, nodeAsks map[string][]time.Time
+	// others: pods another requester's EvictionRequest asked for. requestPods: the pod of each
+	// EvictionRequest (namespace/name).
+	others      map[string]bool
+	requestPods map[string]string
+
+	nodes      map[string]*corev1.Node
+	namespaces map[string]map[string]string
+	nms        map[string][]nmVersion
+	rules      map[string]*nodemaintv1alpha1.DrainRule
+	// gone are pods deleted lately, for the acts on them still to judge.
+	gone map[string]gonePod
+	// judged counts the acts judged.
+	judged int
+}
+
+type gonePod struct {
+	pod *corev1.Pod
+	at  time.Time
+}
+
+func newActs(user string, from time.Time) *acts {
+	return &acts{
+		user: user, from: from,
+		cordons: map[string][]cordonMark{}, initial: map[string]bool{},
+		asks: map[string][]time.Time{}, nodeAsks: map[string][]time.Time{},
+		others: map[string]bool{}, requestPods: map[string]string{},
+		nodes: map[string]*corev1.Node{}, namespaces: map[string]map[string]string{},
+		nms: map[string][]nmVersion{}, rules: map[string]*nodemaintv1alpha1.DrainRule{},
+		gone: map[string]gonePod{},
+	}
+}
+
+// auditLine parses one line of the audit log and records what the act checks need of it.
+func (s *state) auditLine(line []byte) error {
+	var e auditEvent
+	if err := json.Unmarshal(line, &e); err != nil {
+		return err
+	}
+	s.auditEvent(&e)
+	return nil
+}
+
+// auditEvent records one audit entry: a cordon mark, an act of nodemaint's, or another
+// requester's EvictionRequest.
+func (s *state) auditEvent(e *auditEvent) {
+	a := s.acts
+	if a == nil || e.Stage != "ResponseComplete" || e.ObjectRef == nil || e.ResponseStatus == nil ||
+		e.ResponseStatus.Code < 200 || e.ResponseStatus.Code >= 300 {
+		return
+	}
+	ref := e.ObjectRef
+	r := record{received: e.RequestReceivedTimestamp.Time, completed: e.StageTimestamp.Time, id: e.AuditID}
+	ours := e.User.Username == a.user
+	switch {
+	case ref.APIGroup == "" && ref.Resource == "nodes" && ref.Subresource == "" &&
+		(e.Verb == "create" || e.Verb == "update" || e.Verb == "patch"):
+		cordoned, mentioned, known := unschedulableIn(e.Verb, e.RequestObject)
+		if !mentioned {
+			return
+		}
+		r.node, r.cordoned, r.known = ref.Name, cordoned, known
+	case ref.APIGroup == "lifecycle.k8s.io" && ref.Resource == "evictionrequests" && ref.Subresource == "":
+		var er struct {
+			Spec struct {
+				Requester string `json:"requester"`
+				Intent    string `json:"intent"`
+				Target    struct {
+					Pod *struct {
+						Name string `json:"name"`
+					} `json:"pod"`
+				} `json:"target"`
+			} `json:"spec"`
+		}
+		if json.Unmarshal(e.RequestObject, &er) != nil {
+			return
+		}
+		rk := key(ref.Namespace, ref.Name)
+		if p := er.Spec.Target.Pod; p != nil && p.Name != "" {
+			a.requestPods[rk] = key(ref.Namespace, p.Name)
+		}
+		pod := a.requestPods[rk]
+		if pod == "" || er.Spec.Intent != "Eviction" {
+			return
+		}
+		switch {
+		case er.Spec.Requester != "" && er.Spec.Requester != ernames.Requester:
+			r.pod, r.other = pod, true
+		case ours && (er.Spec.Requester == ernames.Requester || e.Verb != "create"):
+			r.pod, r.act = pod, actAsk
+		default:
+			return
+		}
+	case !ours || ref.APIGroup != "" || ref.Resource != "pods":
+		return
+	case ref.Subresource == "status" && (e.Verb == "patch" || e.Verb == "update") && asksIn(e.RequestObject):
+		r.act = actAsk
+	case ref.Subresource == "eviction" && e.Verb == "create":
+		r.act = actEvict
+	case ref.Subresource == "" && e.Verb == "delete":
+		r.act = actDelete
+	default:
+		return
+	}
+	if r.act != "" && r.pod == "" {
+		r.pod = key(ref.Namespace, ref.Name)
+	}
+	a.pending = append(a.pending, r)
+}
+
+// unschedulableIn reads what a node write does to spec.unschedulable: mentioned is false when
+// it leaves it alone, known false when the body could not be read.
+func unschedulableIn(verb string, body json.RawMessage) (cordoned, mentioned, known bool) {
+	if len(body) == 0 {
+		return false, true, false
+	}
+	var v any
+	if json.Unmarshal(body, &v) != nil {
+		return false, true, false
+	}
+	switch v := v.(type) {
+	case []any: // a JSON patch
+		for _, op := range v {
+			o, _ := op.(map[string]any)
+			if o == nil || o["path"] != "/spec/unschedulable" {
+				continue
+			}
+			switch o["op"] {
+			case "remove":
+				cordoned, mentioned = false, true
+			case "add", "replace":
+				b, _ := o["value"].(bool)
+				cordoned, mentioned = b, true
+			}
+		}
+		return cordoned, mentioned, true
+	case map[string]any:
+		spec, _ := v["spec"].(map[string]any)
+		u, has := spec["unschedulable"]
+		if verb != "patch" {
+			// A create or update writes the whole node: an absent field is false.
+			b, _ := u.(bool)
+			return b, true, true
+		}
+		if !has {
+			return false, false, true
+		}
+		b, _ := u.(bool)
+		return b, true, true
+	}
+	return false, true, false
+}
+
+// asksIn reports whether a pods/status write sets nodemaint's request: a condition
+// EvacuationRequest, status True, reason NodeMaintenance, anywhere in the body but the value of a
+// JSON patch's test or remove operation.
+func asksIn(body json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(body, &v) != nil {
+		return false
+	}
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case map[string]any:
+			if op, _ := v["op"].(string); op == "test" || op == "remove" {
+				return false
+			}
+			if v["type"] == string(evacuation.Request) && v["status"] == string(corev1.ConditionTrue) &&
+				v["reason"] == evacuation.ReasonNodeMaintenance {
+				return true
+			}
+			for _, x := range v {
+				if walk(x) {
+					return true
+				}
+			}
+		case []any:
+			return slices.ContainsFunc(v, walk)
+		}
+		return false
+	}
+	return walk(v)
+}
+
+// judgeAudit judges, in the order the API server completed them, the records completed settle
+// before now; nothing while a watch gap is open.
+func (s *state) judgeAudit(now time.Time) {
+	a := s.acts
+	if a == nil || s.gap != nil {
+		return
+	}
+	sort.SliceStable(a.pending, func(i, j int) bool { return a.pending[i].completed.Before(a.pending[j].completed) })
+	n := 0
+	for _, r := range a.pending {
+		if r.completed.After(now.Add(-settle)) {
+			break
+		}
+		n++
+		s.judge(r)
+	}
+	a.pending = slices.Delete(a.pending, 0, n)
+	for k, g := range a.gone {
+		if now.Sub(g.at) > goneRetention {
+			delete(a.gone, k)
+		}
+	}
+}
+
+// judge applies one record: a cordon mark is noted, an act is noted and judged.
+func (s *state) judge(r record) {
+	a := s.acts
+	switch {
+	case r.node != "":
+		a.cordons[r.node] = append(a.cordons[r.node], cordonMark{at: r.completed, cordoned: r.cordoned || !r.known})
+		return
+	case r.other:
+		a.others[r.pod] = true
+		return
+	}
+	pod := s.podAt(r.pod, r.received)
+	if r.act == actAsk {
+		a.asks[r.pod] = append(a.asks[r.pod], r.completed)
+		if pod != nil && pod.Spec.NodeName != "" {
+			a.nodeAsks[pod.Spec.NodeName] = append(a.nodeAsks[pod.Spec.NodeName], r.completed)
+		}
+	}
+	if r.received.Before(a.from) || pod == nil || pod.Spec.NodeName == "" {
+		return
+	}
+	if r.act == actEvict && a.others[r.pod] {
+		return // the Eviction controller's work for another requester
+	}
+	a.judged++
+	nodeName := pod.Spec.NodeName
+	v := Violation{Time: r.received, Pod: r.pod, Object: "node/" + nodeName, Act: r.act}
+	if !s.cordonedAt(nodeName, r.received) {
+		v.Kind, v.Detail = KindNotCordoned, fmt.Sprintf("node %s not cordoned when the request was received (audit %s)", nodeName, r.id)
+		s.record(v)
+		return
+	}
+	if r.act == actAsk {
+		return
+	}
+	node := a.nodes[nodeName]
+	draining := s.drainingAt(node, r.received)
+	if len(draining) == 0 {
+		return
+	}
+	// The maintenances that may evict: neither SignalOnly nor unusable; that may delete: those
+	// with drainTimeoutAction Delete. Of those, the ones that do not skip the pod.
+	var usable, allowed []nmVersion
+	for _, m := range draining {
+		if !m.unusable && m.nm.Spec.EvictionPolicy != nodemaintv1alpha1.EvictionPolicySignalOnly {
+			usable = append(usable, m)
+		}
+	}
+	mayAct := usable
+	if r.act == actDelete {
+		mayAct = nil
+		for _, m := range usable {
+			if m.nm.Spec.DrainTimeoutAction == nodemaintv1alpha1.DrainTimeoutActionDelete {
+				mayAct = append(mayAct, m)
+			}
+		}
+	}
+	for _, m := range mayAct {
+		if !s.skips(m.nm, pod, node) {
+			allowed = append(allowed, m)
+		}
+	}
+	switch {
+	case len(usable) == 0:
+		v.Kind, v.Object = KindSignalOnly, names(draining)
+		v.Detail = "every maintenance draining node " + nodeName + " is SignalOnly or has a spec nodemaint cannot use"
+	case len(mayAct) == 0:
+		v.Kind, v.Object = KindDeletionNotDue, names(usable)
+		v.Detail = "no maintenance draining node " + nodeName + " has drainTimeoutAction Delete"
+	case len(allowed) == 0:
+		v.Kind, v.Object = KindSkippedPod, names(mayAct)
+		v.Detail = "every maintenance draining node " + nodeName + " that may " + r.act + " it skips the pod"
+	case r.act == actDelete:
+		why := s.deletionDue(allowed, r.pod, pod, nodeName, r.received)
+		if why == "" {
+			return
+		}
+		v.Kind, v.Object, v.Detail = KindDeletionNotDue, names(allowed), why
+	default:
+		return
+	}
+	s.record(v)
+}
+
+// deletionDue returns "" when one of the maintenances allowed the deletion at, else why none did.
+func (s *state) deletionDue(ms []nmVersion, podKey string, pod *corev1.Pod, nodeName string, at time.Time) string {
+	a := s.acts
+	asked, ok := s.firstAsk(podKey, pod)
+	if !ok {
+		return "the pod was never asked to move"
+	}
+	// The node's last cordon before the deletion, and its drain's start: the first ask of a pod
+	// on it since (at the latest the pod's own first ask).
+	var cordoned time.Time
+	prev := a.initial[nodeName]
+	for _, m := range a.cordons[nodeName] {
+		if !m.at.Before(at) {
+			break
+		}
+		if m.cordoned && !prev {
+			cordoned = m.at
+		}
+		prev = m.cordoned
+	}
+	drainStart := asked
+	for _, t := range a.nodeAsks[nodeName] {
+		if !t.Before(cordoned) && t.Before(drainStart) {
+			drainStart = t
+		}
+	}
+	why := "no maintenance draining the node has a drainTimeout"
+	for _, m := range ms {
+		spec := m.nm.Spec
+		if spec.DrainTimeout == nil || !spec.DrainTimeout.Valid() {
+			continue
+		}
+		response := nodemaintv1alpha1.DefaultEvacuationResponseTimeout
+		if r := spec.EvacuationResponseTimeout; r != nil && r.Valid() {
+			response = r.Duration
+		}
+		switch {
+		case at.Sub(drainStart)+timingSlack < spec.DrainTimeout.Duration:
+			why = fmt.Sprintf("%s: the node's drain started %s before the deletion (its first ask after the cordon at %s), drainTimeout %s",
+				m.nm.Name, at.Sub(drainStart).Round(time.Millisecond), cordoned.UTC().Format(time.RFC3339Nano), spec.DrainTimeout.Duration)
+		case at.Sub(asked)+timingSlack < response:
+			why = fmt.Sprintf("%s: the pod was first asked %s before the deletion, evacuationResponseTimeout %s",
+				m.nm.Name, at.Sub(asked).Round(time.Millisecond), response)
+		default:
+			return ""
+		}
+	}
+	return why
+}
+
+// firstAsk returns when nodemaint first asked the pod: from the audit log, else the pod's
+// EvacuationRequest condition of nodemaint's.
+func (s *state) firstAsk(podKey string, pod *corev1.Pod) (time.Time, bool) {
+	if asks := s.acts.asks[podKey]; len(asks) > 0 {
+		return slices.MinFunc(asks, func(a, b time.Time) int { return a.Compare(b) }), true
+	}
+	if c := evacuation.Condition(pod, evacuation.Request); c != nil && c.Status == corev1.ConditionTrue && c.Reason == evacuation.ReasonNodeMaintenance {
+		return c.LastTransitionTime.Time, true
+	}
+	return time.Time{}, false
+}
+
+// cordonedAt reports whether the node was cordoned at t: its last cordon mark completed before
+// t, else its state when the watch first saw it.
+func (s *state) cordonedAt(node string, t time.Time) bool {
+	cordoned := s.acts.initial[node]
+	for _, m := range s.acts.cordons[node] {
+		if !m.at.Before(t) {
+			break
+		}
+		cordoned = m.cordoned
+	}
+	return cordoned
+}
+
+// podAt returns the pod of the key that existed at t: the live one, or the one deleted lately.
+func (s *state) podAt(k string, t time.Time) *corev1.Pod {
+	live, gone := s.pods[k], s.acts.gone[k].pod
+	switch {
+	case live == nil:
+		return gone
+	case gone == nil:
+		return live
+	case live.CreationTimestamp.After(t.Add(time.Second)):
+		return gone // a pod of the same name created after the act
+	}
+	return live
+}
+
+// drainingAt returns the versions of the maintenances that drain the node within
+// maintenanceSlack of at.
+func (s *state) drainingAt(node *corev1.Node, at time.Time) []nmVersion {
+	if node == nil {
+		return nil
+	}
+	var out []nmVersion
+	for _, name := range sortedKeysOf(s.acts.nms) {
+		hist := s.acts.nms[name]
+		for i, v := range hist {
+			if v.nm == nil || !v.nm.Spec.Drain || v.nm.DeletionTimestamp != nil || v.selector == nil || !v.selector.Match(node) {
+				continue
+			}
+			if v.seen.After(at.Add(maintenanceSlack)) {
+				continue
+			}
+			if i+1 < len(hist) && hist[i+1].seen.Before(at.Add(-maintenanceSlack)) {
+				continue
+			}
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// skips reports whether the maintenance leaves the pod on the node: the pod label
+// nodemaint.dev/drain: skip under drainLabelPolicy Honor, or the first DrainRule (by name) that
+// matches the pod and node says Skip. A rule that cannot be evaluated (an invalid one, or a
+// namespace not seen) ends the search with no skip, so it raises no false alarm.
+func (s *state) skips(nm *nodemaintv1alpha1.NodeMaintenance, pod *corev1.Pod, node *corev1.Node) bool {
+	if nm.Spec.DrainLabelPolicy != nodemaintv1alpha1.DrainLabelPolicyIgnore {
+		switch pod.Labels[nodemaintv1alpha1.DrainLabel] {
+		case nodemaintv1alpha1.DrainLabelSkip:
+			return true
+		case nodemaintv1alpha1.DrainLabelWaitCompleted:
+			return false
+		}
+	}
+	for _, name := range sortedKeysOf(s.acts.rules) {
+		match, known := s.ruleMatches(s.acts.rules[name], pod, node)
+		if !known {
+			return false
+		}
+		if match {
+			return s.acts.rules[name].Spec.Drain.Behavior == nodemaintv1alpha1.DrainBehaviorSkip
+		}
+	}
+	return false
+}
+
+func (s *state) ruleMatches(r *nodemaintv1alpha1.DrainRule, pod *corev1.Pod, node *corev1.Node) (match, known bool) {
+	if c := meta.FindStatusCondition(r.Status.Conditions, nodemaintv1alpha1.ConditionValid); c != nil && c.Status == metav1.ConditionFalse {
+		return false, false
+	}
+	sel := func(ls *metav1.LabelSelector, l map[string]string) (bool, bool) {
+		if ls == nil {
+			return true, true
+		}
+		s, err := metav1.LabelSelectorAsSelector(ls)
+		if err != nil {
+			return false, false
+		}
+		return s.Matches(labels.Set(l)), true
+	}
+	nodeMatch := len(r.Spec.Nodes) == 0
+	for _, n := range r.Spec.Nodes {
+		m, ok := sel(&n.Selector, node.Labels)
+		if !ok {
+			return false, false
+		}
+		nodeMatch = nodeMatch || m
+	}
+	if !nodeMatch {
+		return false, true
+	}
+	for _, p := range r.Spec.Pods {
+		m, ok := sel(p.Selector, pod.Labels)
+		if !ok {
+			return false, false
+		}
+		if !m {
+			continue
+		}
+		if p.NamespaceSelector != nil {
+			nsLabels, seen := s.acts.namespaces[pod.Namespace]
+			if !seen {
+				return false, false
+			}
+			if m, ok = sel(p.NamespaceSelector, nsLabels); !ok {
+				return false, false
+			}
+		}
+		if m {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// nodeMaintenance records a version of a NodeMaintenance, seen at now.
+func (s *state) nodeMaintenance(nm *nodemaintv1alpha1.NodeMaintenance, deleted bool, now time.Time) {
+	if s.acts == nil {
+		return
+	}
+	v := nmVersion{seen: now}
+	if !deleted {
+		v.nm = nm
+		if sel, err := nodeaffinity.NewNodeSelector(&nm.Spec.NodeSelector); err == nil {
+			v.selector = sel
+		}
+		c := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionSpecValid)
+		v.unusable = len(nm.Spec.Problems()) > 0 ||
+			(c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == nm.Generation)
+	}
+	hist := s.acts.nms[nm.Name]
+	// Keep the versions that may still judge an act (a minute's worth), and the last.
+	for len(hist) > 1 && now.Sub(hist[1].seen) > time.Minute {
+		hist = hist[1:]
+	}
+	s.acts.nms[nm.Name] = append(hist, v)
+}
+
+// drainRule records a DrainRule.
+func (s *state) drainRule(r *nodemaintv1alpha1.DrainRule, deleted bool) {
+	if s.acts == nil {
+		return
+	}
+	if deleted {
+		delete(s.acts.rules, r.Name)
+		return
+	}
+	s.acts.rules[r.Name] = r
+}
+
+// namespace records a namespace's labels, for DrainRules' namespaceSelectors.
+func (s *state) namespace(ns *corev1.Namespace, deleted bool) {
+	if s.acts == nil {
+		return
+	}
+	if deleted {
+		delete(s.acts.namespaces, ns.Name)
+		return
+	}
+	s.acts.namespaces[ns.Name] = ns.Labels
+}
+
+// nodeForActs records a node for the act checks: its labels, and its cordon when first seen.
+func (s *state) nodeForActs(node *corev1.Node, deleted bool) {
+	a := s.acts
+	if a == nil {
+		return
+	}
+	if deleted {
+		delete(a.nodes, node.Name)
+		return
+	}
+	if _, seen := a.initial[node.Name]; !seen {
+		a.initial[node.Name] = node.Spec.Unschedulable
+	}
+	a.nodes[node.Name] = node
+}
+
+// podGone keeps a deleted pod for the acts on it still to judge.
+func (s *state) podGone(pod *corev1.Pod, now time.Time) {
+	if s.acts != nil {
+		s.acts.gone[podKey(pod)] = gonePod{pod: pod, at: now}
+	}
+}
+
+func names(ms []nmVersion) string {
+	var out []string
+	for _, m := range ms {
+		if !slices.Contains(out, m.nm.Name) {
+			out = append(out, m.nm.Name)
+		}
+	}
+	return "NodeMaintenance/" + strings.Join(out, ",")
+}
+
+func sortedKeysOf[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,584 @@
+package invariants
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
+)
+
+// The act checks are fed what the informers and the audit log would deliver: each test plays a
+// defect of a controller as the API server would have logged it, and asserts the violation's
+// kind; the same sequence without the defect gives none.
+
+const (
+	node1 = "node-1"
+	// admin is a user other than the controller (an admin's kubectl, the ReplicaSet controller).
+	admin = "kubernetes-admin"
+)
+
+func actState() *state {
+	s := newState(nil)
+	s.acts = newActs(DefaultControllerUser, time.Time{})
+	return s
+}
+
+func newNode(name string, cordoned bool) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+		Spec:       corev1.NodeSpec{Unschedulable: cordoned},
+	}
+}
+
+func nodePod(name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: "uid-" + "name", Labels: labels,
+			CreationTimestamp: metav1.Time{Time: now.Add(-time.Hour)}},
+		Spec:   corev1.PodSpec{NodeName: node1},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+}
+
+func duration(s string) *nodemaintv1alpha1.Duration {
+	var d nodemaintv1alpha1.Duration
+	if err := json.Unmarshal([]byte(`"`+s+`"`), &d); err != nil {
+		panic(err)
+	}
+	return &d
+}
+
+// newNM returns a maintenance that drains node-1: Evict, response timeout 3m, Report.
+func newNM(name string, mutate func(*nodemaintv1alpha1.NodeMaintenanceSpec)) *nodemaintv1alpha1.NodeMaintenance {
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+				{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node1}}}}}},
+			Cordon: true, Drain: true,
+			EvacuationResponseTimeout: duration("3m"),
+			EvictionPolicy:            nodemaintv1alpha1.EvictionPolicyEvict,
+			DrainTimeoutAction:        nodemaintv1alpha1.DrainTimeoutActionReport,
+			DrainLabelPolicy:          nodemaintv1alpha1.DrainLabelPolicyHonor,
+		},
+	}
+	if mutate != nil {
+		mutate(&nm.Spec)
+	}
+	return nm
+}
+
+// deleting is a maintenance with drainTimeoutAction Delete after 5m.
+func deleting(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+	spec.DrainTimeout, spec.DrainTimeoutAction = duration("5m"), nodemaintv1alpha1.DrainTimeoutActionDelete
+}
+
+// shortResponse is a maintenance with drainTimeoutAction Delete after 10m and a response
+// timeout of 1m.
+func shortResponse(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+	spec.DrainTimeout, spec.DrainTimeoutAction = duration("10m"), nodemaintv1alpha1.DrainTimeoutActionDelete
+	spec.EvacuationResponseTimeout = duration("1m")
+}
+
+// ev is an audit entry of a successful request received at, completed 5ms later.
+func ev(verb, resource, sub, namespace, name, user string, at time.Time, body any) *auditEvent {
+	e := &auditEvent{AuditID: fmt.Sprintf("%s-%s-%s-%d", verb, resource, name, at.UnixNano()), Stage: "ResponseComplete", Verb: verb}
+	e.User.Username = user
+	e.ObjectRef = &struct {
+		Resource    string `json:"resource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+		APIGroup    string `json:"apiGroup"`
+		Subresource string `json:"subresource"`
+	}{Resource: resource, Namespace: namespace, Name: name, Subresource: sub}
+	if resource == "evictionrequests" {
+		e.ObjectRef.APIGroup = "lifecycle.k8s.io"
+	}
+	code := int32(200)
+	if verb == "create" {
+		code = 201
+	}
+	e.ResponseStatus = &struct {
+		Code int32 `json:"code"`
+	}{code}
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			panic(err)
+		}
+		if raw, ok := body.([]byte); ok {
+			b = raw
+		}
+		e.RequestObject = b
+	}
+	e.RequestReceivedTimestamp = metav1.NewMicroTime(at)
+	e.StageTimestamp = metav1.NewMicroTime(at.Add(5 * time.Millisecond))
+	return e
+}
+
+func cordonEv(user string, at time.Time, cordoned bool) *auditEvent {
+	return ev("patch", "nodes", "", "", node1, user, at, map[string]any{"spec": map[string]any{"unschedulable": cordoned}})
+}
+
+// askEv is nodemaint's request as node_controller.go writes it (evacuation.ConditionPatch).
+func askEv(pod string, at time.Time) *auditEvent {
+	patch := evacuation.ConditionPatch(corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue,
+		Reason: evacuation.ReasonNodeMaintenance, Message: "kernel", LastTransitionTime: metav1.NewTime(at)})
+	body, err := patch.Data(nil)
+	if err != nil {
+		panic(err)
+	}
+	return ev("patch", "pods", "status", ns, pod, DefaultControllerUser, at, body)
+}
+
+// requestEv is an EvictionRequest created for the pod by user with requester.
+func requestEv(pod, requester, user string, at time.Time) *auditEvent {
+	er := lifecyclev1alpha1.EvictionRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "er-" + pod},
+		Spec: lifecyclev1alpha1.EvictionRequestSpec{
+			Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: pod, UID: "uid"}},
+			Requester: requester, Intent: lifecyclev1alpha1.EvictionRequestIntentEviction,
+		},
+	}
+	return ev("create", "evictionrequests", "", ns, er.Name, user, at, er)
+}
+
+func evictEv(pod string, at time.Time) *auditEvent {
+	return ev("create", "pods", "eviction", ns, pod, DefaultControllerUser, at, nil)
+}
+
+func deleteEv(pod, user string, at time.Time) *auditEvent {
+	return ev("delete", "pods", "", ns, pod, user, at, nil)
+}
+
+// play feeds the entries and judges them all; it returns the kinds of the violations.
+func play(s *state, entries ...*auditEvent) []string {
+	for _, e := range entries {
+		s.auditEvent(e)
+	}
+	s.judgeAudit(now.Add(24 * time.Hour))
+	var out []string
+	for _, v := range s.violations {
+		out = append(out, v.Kind+" "+v.Act+" "+v.Pod)
+	}
+	return out
+}
+
+// setup: node-1 uncordoned as the watch first saw it, the pods on it, the maintenances seen at
+// now (the versions the acts are judged against).
+func setup(pods []*corev1.Pod, nms ...*nodemaintv1alpha1.NodeMaintenance) *state {
+	s := actState()
+	s.node(newNode(node1, false), false)
+	for _, p := range pods {
+		s.pod(p, false, now)
+	}
+	for _, nm := range nms {
+		s.nodeMaintenance(nm, false, now)
+	}
+	return s
+}
+
+func expect(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("violations %q, want %q", got, want)
+	}
+}
+
+// Promise 2: SignalOnly never evicts, in either protocol; Evict does, after the response timeout.
+func TestActSignalOnly(t *testing.T) {
+	pod := nodePod("bare", nil)
+	for _, tc := range []struct {
+		name   string
+		policy nodemaintv1alpha1.EvictionPolicy
+		ask    *auditEvent
+		want   []string
+	}{
+		{"pod conditions, SignalOnly", nodemaintv1alpha1.EvictionPolicySignalOnly, askEv("bare", now.Add(time.Second)),
+			[]string{KindSignalOnly + " evict app/bare"}},
+		{"EvictionRequest, SignalOnly", nodemaintv1alpha1.EvictionPolicySignalOnly,
+			requestEv("bare", ernames.Requester, DefaultControllerUser, now.Add(time.Second)),
+			[]string{KindSignalOnly + " evict app/bare"}},
+		{"pod conditions, Evict", nodemaintv1alpha1.EvictionPolicyEvict, askEv("bare", now.Add(time.Second)), nil},
+		{"EvictionRequest, Evict", nodemaintv1alpha1.EvictionPolicyEvict,
+			requestEv("bare", ernames.Requester, DefaultControllerUser, now.Add(time.Second)), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := setup([]*corev1.Pod{pod}, newNM("nm", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) { spec.EvictionPolicy = tc.policy }))
+			// The defect of issue 29: evicted seconds after the request.
+			expect(t, play(s, cordonEv(DefaultControllerUser, now, true), tc.ask, evictEv("bare", now.Add(3*time.Second))), tc.want...)
+		})
+	}
+}
+
+// Promise 2: a spec nodemaint cannot use (SpecValid False, or spec.Problems()) evicts nothing.
+func TestActUnusableSpec(t *testing.T) {
+	pod := nodePod("bare", nil)
+	for _, tc := range []struct {
+		name string
+		nm   *nodemaintv1alpha1.NodeMaintenance
+		want []string
+	}{
+		{"SpecValid False", func() *nodemaintv1alpha1.NodeMaintenance {
+			nm := newNM("nm", nil)
+			nm.Status.Conditions = []metav1.Condition{{Type: nodemaintv1alpha1.ConditionSpecValid, Status: metav1.ConditionFalse,
+				Reason: nodemaintv1alpha1.ReasonInvalidSpec, ObservedGeneration: 1}}
+			return nm
+		}(), []string{KindSignalOnly + " evict app/bare"}},
+		{"a response timeout that does not parse", newNM("nm", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+			spec.EvacuationResponseTimeout = duration("3 days")
+		}), []string{KindSignalOnly + " evict app/bare"}},
+		{"SpecValid False of an older generation", func() *nodemaintv1alpha1.NodeMaintenance {
+			nm := newNM("nm", nil)
+			nm.Generation = 2
+			nm.Status.Conditions = []metav1.Condition{{Type: nodemaintv1alpha1.ConditionSpecValid, Status: metav1.ConditionFalse,
+				Reason: nodemaintv1alpha1.ReasonInvalidSpec, ObservedGeneration: 1}}
+			return nm
+		}(), nil},
+		{"usable", newNM("nm", nil), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := setup([]*corev1.Pod{pod}, tc.nm)
+			expect(t, play(s, cordonEv(DefaultControllerUser, now, true), askEv("bare", now.Add(time.Second)),
+				evictEv("bare", now.Add(4*time.Minute))), tc.want...)
+		})
+	}
+}
+
+// Promise 4: a deletion needs drainTimeoutAction Delete, the node's drainTimeout since its drain
+// started, and the pod's response timeout since it was asked. The defect of issue 29: a
+// rollout that cordoned first (drain false) for longer than drainTimeout deletes 30s after drain
+// true.
+func TestActDeletionNotDue(t *testing.T) {
+	web := nodePod("web", nil)
+	late := nodePod("late", nil)
+	cordonFirst := func(s *state) []*auditEvent {
+		// Cordoned at now with drain false; drain true 6m later, when the pods are first asked.
+		s.nodeMaintenance(newNM("nm", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) { deleting(spec); spec.Drain = false }), false, now)
+		s.nodeMaintenance(newNM("nm", deleting), false, now.Add(6*time.Minute))
+		return []*auditEvent{cordonEv(DefaultControllerUser, now, true),
+			askEv("web", now.Add(6*time.Minute)), askEv("late", now.Add(6*time.Minute))}
+	}
+	for _, tc := range []struct {
+		name  string
+		nm    *nodemaintv1alpha1.NodeMaintenance
+		setup func(*state) []*auditEvent
+		acts  []*auditEvent
+		want  []string
+	}{
+		{name: "30s after drain true, cordoned first for 6m", setup: cordonFirst,
+			acts: []*auditEvent{deleteEv("web", DefaultControllerUser, now.Add(6*time.Minute+30*time.Second))},
+			want: []string{KindDeletionNotDue + " delete app/web"}},
+		{name: "drainTimeout after drain true", setup: cordonFirst,
+			acts: []*auditEvent{deleteEv("web", DefaultControllerUser, now.Add(11*time.Minute+time.Second))}},
+		{name: "Report never deletes", nm: newNM("nm", nil),
+			acts: []*auditEvent{cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(time.Second)),
+				deleteEv("web", DefaultControllerUser, now.Add(time.Hour))},
+			want: []string{KindDeletionNotDue + " delete app/web"}},
+		{name: "never asked", nm: newNM("nm", deleting),
+			acts: []*auditEvent{cordonEv(DefaultControllerUser, now, true), deleteEv("web", DefaultControllerUser, now.Add(time.Hour))},
+			want: []string{KindDeletionNotDue + " delete app/web"}},
+		{
+			// The node's drain started with web at 1s; late (a later order group) was asked at
+			// 4m: at 5m2s the drainTimeout has run, but not late's response timeout; at 7m2s both.
+			name: "the pod's response timeout counts from its own ask", nm: newNM("nm", deleting),
+			acts: []*auditEvent{cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(time.Second)),
+				askEv("late", now.Add(4*time.Minute)),
+				deleteEv("late", DefaultControllerUser, now.Add(5*time.Minute+2*time.Second))},
+			want: []string{KindDeletionNotDue + " delete app/late"},
+		},
+		{
+			name: "both timeouts run", nm: newNM("nm", deleting),
+			acts: []*auditEvent{cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(time.Second)),
+				askEv("late", now.Add(4*time.Minute)),
+				deleteEv("late", DefaultControllerUser, now.Add(7*time.Minute+2*time.Second))},
+		},
+		{
+			// Response timeout 1m, drainTimeout 10m: asked 5m ago is not enough.
+			name: "the response timeout ran, the drainTimeout did not", nm: newNM("nm", shortResponse),
+			acts: []*auditEvent{cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(time.Second)),
+				deleteEv("web", DefaultControllerUser, now.Add(5*time.Minute))},
+			want: []string{KindDeletionNotDue + " delete app/web"},
+		},
+		{
+			// The drainTimeout counts from the node's drain start (web's ask), not late's.
+			name: "the drainTimeout counts per node", nm: newNM("nm", shortResponse),
+			acts: []*auditEvent{cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(time.Second)),
+				askEv("late", now.Add(9*time.Minute)),
+				deleteEv("late", DefaultControllerUser, now.Add(10*time.Minute+2*time.Second))},
+		},
+		{
+			// The ReplicaSet controller's deletion is nobody's concern here.
+			name: "someone else's deletion", nm: newNM("nm", nil),
+			acts: []*auditEvent{deleteEv("web", "system:serviceaccount:kube-system:replicaset-controller", now.Add(time.Second))},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var nms []*nodemaintv1alpha1.NodeMaintenance
+			if tc.nm != nil {
+				nms = append(nms, tc.nm)
+			}
+			s := setup([]*corev1.Pod{web, late}, nms...)
+			var entries []*auditEvent
+			if tc.setup != nil {
+				entries = tc.setup(s)
+			}
+			expect(t, play(s, append(entries, tc.acts...)...), tc.want...)
+		})
+	}
+}
+
+// Promise 1: nothing is asked, evicted or deleted before its node is cordoned. The audit log
+// orders the cordon and the act to the microsecond.
+func TestActNotCordoned(t *testing.T) {
+	pod := nodePod("web", nil)
+	for _, tc := range []struct {
+		name    string
+		initial bool
+		entries []*auditEvent
+		want    []string
+	}{
+		{"asked 2ms before the cordon completed", false,
+			[]*auditEvent{askEv("web", now), cordonEv(DefaultControllerUser, now.Add(-3*time.Millisecond), true)},
+			[]string{KindNotCordoned + " ask app/web"}},
+		{"asked through an EvictionRequest before the cordon", false,
+			[]*auditEvent{requestEv("web", ernames.Requester, DefaultControllerUser, now), cordonEv(DefaultControllerUser, now.Add(time.Second), true)},
+			[]string{KindNotCordoned + " ask app/web"}},
+		{"evicted on a node never cordoned", false,
+			[]*auditEvent{evictEv("web", now.Add(4*time.Minute))},
+			[]string{KindNotCordoned + " evict app/web"}},
+		{"asked after the node was uncordoned", false,
+			[]*auditEvent{cordonEv(admin, now, true), cordonEv(admin, now.Add(time.Second), false), askEv("web", now.Add(2*time.Second))},
+			[]string{KindNotCordoned + " ask app/web"}},
+		{"asked 1ms after the cordon completed", false,
+			[]*auditEvent{cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(6*time.Millisecond))}, nil},
+		{"cordoned by an admin before the log began", true,
+			[]*auditEvent{askEv("web", now), evictEv("web", now.Add(4*time.Minute))}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := actState()
+			s.node(newNode(node1, tc.initial), false)
+			s.pod(pod, false, now)
+			s.nodeMaintenance(newNM("nm", nil), false, now)
+			expect(t, play(s, tc.entries...), tc.want...)
+		})
+	}
+}
+
+// Promise 4: a pod every maintenance that may act on it skips is left alone. The defect of
+// issue 29: an admin's Honor + Delete maintenance deletes a skip-labelled pod because another
+// maintenance on the node says Ignore (and Report: it would evict, never delete).
+func TestActSkippedPod(t *testing.T) {
+	skip := map[string]string{nodemaintv1alpha1.DrainLabel: nodemaintv1alpha1.DrainLabelSkip}
+	ignore := func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+		spec.DrainLabelPolicy = nodemaintv1alpha1.DrainLabelPolicyIgnore
+	}
+	skipRule := &nodemaintv1alpha1.DrainRule{ObjectMeta: metav1.ObjectMeta{Name: "a-keep-db"}, Spec: nodemaintv1alpha1.DrainRuleSpec{
+		Drain: nodemaintv1alpha1.DrainRuleDrainConfig{Behavior: nodemaintv1alpha1.DrainBehaviorSkip},
+		Pods:  []nodemaintv1alpha1.DrainRulePodSelector{{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
+	}}
+	late := now.Add(time.Hour)
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		rules  []*nodemaintv1alpha1.DrainRule
+		nms    []*nodemaintv1alpha1.NodeMaintenance
+		act    *auditEvent
+		want   []string
+	}{
+		{name: "skip label, Honor+Delete next to Ignore+Report, deleted", labels: skip,
+			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("admin", deleting), newNM("user", ignore)},
+			act: deleteEv("pod", DefaultControllerUser, late), want: []string{KindSkippedPod + " delete app/pod"}},
+		{name: "no label, Honor+Delete next to Ignore+Report, deleted",
+			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("admin", deleting), newNM("user", ignore)},
+			act: deleteEv("pod", DefaultControllerUser, late)},
+		{name: "skip label, Honor, evicted", labels: skip, nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", nil)},
+			act: evictEv("pod", late), want: []string{KindSkippedPod + " evict app/pod"}},
+		{name: "skip label, Ignore, evicted", labels: skip, nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", ignore)},
+			act: evictEv("pod", late)},
+		{name: "DrainRule Skip, evicted", labels: map[string]string{"app": "db"}, rules: []*nodemaintv1alpha1.DrainRule{skipRule},
+			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", ignore)},
+			act: evictEv("pod", late), want: []string{KindSkippedPod + " evict app/pod"}},
+		{name: "DrainRule Skip behind a Drain rule first by name, evicted", labels: map[string]string{"app": "db"},
+			rules: []*nodemaintv1alpha1.DrainRule{skipRule, {ObjectMeta: metav1.ObjectMeta{Name: "0-drain-all"}, Spec: nodemaintv1alpha1.DrainRuleSpec{
+				Drain: nodemaintv1alpha1.DrainRuleDrainConfig{Behavior: nodemaintv1alpha1.DrainBehaviorDrain},
+				Pods:  []nodemaintv1alpha1.DrainRulePodSelector{{Selector: &metav1.LabelSelector{}}},
+			}}},
+			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", nil)},
+			act: evictEv("pod", late)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := setup([]*corev1.Pod{nodePod("pod", tc.labels)}, tc.nms...)
+			for _, r := range tc.rules {
+				s.drainRule(r, false)
+			}
+			expect(t, play(s, cordonEv(DefaultControllerUser, now, true), askEv("pod", now.Add(time.Second)), tc.act), tc.want...)
+		})
+	}
+}
+
+// Only nodemaint's own acts, from the checker's start, are judged; the Eviction controller's
+// work for another requester is not nodemaint's drain.
+func TestActAttribution(t *testing.T) {
+	t.Run("another requester's EvictionRequest", func(t *testing.T) {
+		s := setup([]*corev1.Pod{nodePod("web", nil)}, newNM("nm", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+			spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
+		}))
+		expect(t, play(s, requestEv("web", "descheduler.example.com/lownodeutilization", "system:serviceaccount:kube-system:descheduler", now),
+			evictEv("web", now.Add(time.Second))))
+	})
+	t.Run("before the checker started", func(t *testing.T) {
+		s := setup([]*corev1.Pod{nodePod("web", nil)})
+		s.acts.from = now.Add(time.Minute)
+		expect(t, play(s, evictEv("web", now.Add(time.Second))))
+		expect(t, play(s, evictEv("web", now.Add(2*time.Minute))), KindNotCordoned+" evict app/web")
+	})
+	t.Run("a refused eviction", func(t *testing.T) {
+		s := setup([]*corev1.Pod{nodePod("web", nil)})
+		e := evictEv("web", now)
+		e.ResponseStatus.Code = 429
+		expect(t, play(s, e))
+	})
+	t.Run("a withdrawal is no ask", func(t *testing.T) {
+		s := setup([]*corev1.Pod{nodePod("web", nil)})
+		body, err := evacuation.RemoveConditionPatch(evacuation.Request).Data(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect(t, play(s, ev("patch", "pods", "status", ns, "web", DefaultControllerUser, now, body)))
+	})
+	t.Run("a pod deleted before the act is judged", func(t *testing.T) {
+		pod := nodePod("web", nil)
+		s := setup([]*corev1.Pod{pod}, newNM("nm", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+			spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
+		}))
+		s.auditEvent(cordonEv(DefaultControllerUser, now, true))
+		s.auditEvent(evictEv("web", now.Add(time.Second)))
+		s.pod(pod, true, now.Add(time.Second))
+		expect(t, play(s), KindSignalOnly+" evict app/web")
+	})
+}
+
+// Acts are judged settle after they completed, and not while a watch gap is open: the state
+// they are judged against is the relisted one.
+func TestActWaitsForSettleAndGap(t *testing.T) {
+	s := setup([]*corev1.Pod{nodePod("web", nil)})
+	s.auditEvent(evictEv("web", now))
+	s.judgeAudit(now.Add(time.Second))
+	if len(s.violations) > 0 || len(s.acts.pending) != 1 {
+		t.Fatalf("judged before settle: %v", s.violations)
+	}
+	s.openGap()
+	s.judgeAudit(now.Add(time.Minute))
+	if len(s.violations) > 0 {
+		t.Fatalf("judged inside a gap: %v", s.violations)
+	}
+	s.closeGap()
+	expect(t, play(s), KindNotCordoned+" evict app/web")
+}
+
+func TestUnschedulableIn(t *testing.T) {
+	for _, tc := range []struct {
+		verb, body                 string
+		cordoned, mentioned, known bool
+	}{
+		{"patch", `{"spec":{"unschedulable":true}}`, true, true, true},
+		{"patch", `{"spec":{"unschedulable":null}}`, false, true, true},
+		{"patch", `{"metadata":{"annotations":{"a":"b"}}}`, false, false, true},
+		{"patch", `[{"op":"replace","path":"/spec/unschedulable","value":true}]`, true, true, true},
+		{"patch", `[{"op":"remove","path":"/spec/unschedulable"}]`, false, true, true},
+		{"update", `{"spec":{"taints":[]}}`, false, true, true},
+		{"update", `{"spec":{"unschedulable":true}}`, true, true, true},
+		{"patch", ``, false, true, false},
+	} {
+		c, m, k := unschedulableIn(tc.verb, json.RawMessage(tc.body))
+		if c != tc.cordoned || m != tc.mentioned || k != tc.known {
+			t.Errorf("%s %s: cordoned %v mentioned %v known %v, want %v %v %v", tc.verb, tc.body, c, m, k, tc.cordoned, tc.mentioned, tc.known)
+		}
+	}
+}
+
+// The leftovers include nodemaint's EvictionRequests once their pods are gone (promise 7: a
+// node deleted under maintenance left them forever), and Evictions of gone pods.
+func TestLeftoverEvictionRequest(t *testing.T) {
+	er := lifecyclev1alpha1.EvictionRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "er-web"},
+		Spec: lifecyclev1alpha1.EvictionRequestSpec{
+			Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: "web", UID: "uid"}},
+			Requester: ernames.Requester, Intent: lifecyclev1alpha1.EvictionRequestIntentEviction,
+		},
+	}
+	eviction := lifecyclev1alpha1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec:       lifecyclev1alpha1.EvictionSpec{Target: lifecyclev1alpha1.EvictionTarget{Pod: &lifecyclev1alpha1.EvictionPodReference{Name: "web"}}},
+	}
+	got := Leftovers(Snapshot{EvictionRequests: []lifecyclev1alpha1.EvictionRequest{er}, Evictions: []lifecyclev1alpha1.Eviction{eviction}}, Baseline{})
+	want := []string{"Eviction app/web: its pod app/web is gone", "EvictionRequest app/er-web: intent Eviction, its pod app/web is gone"}
+	if !slices.Equal(got, want) {
+		t.Errorf("leftovers %q, want %q", got, want)
+	}
+	// The pod gone and nothing of nodemaint's left: clean.
+	if got := Leftovers(Snapshot{Pods: []corev1.Pod{*nodePod("other", map[string]string{nodemaintv1alpha1.DrainLabel: "skip"})}}, Baseline{}); len(got) > 0 {
+		t.Errorf("leftovers %q, want none", got)
+	}
+	// A maintenance deleted whose finalizer was never released.
+	nm := newNM("stuck", nil)
+	nm.DeletionTimestamp, nm.Finalizers = &metav1.Time{Time: now}, []string{nodemaintv1alpha1.Finalizer}
+	if got := Leftovers(Snapshot{NodeMaintenances: []nodemaintv1alpha1.NodeMaintenance{*nm}}, Baseline{}); len(got) != 1 || !strings.Contains(got[0], "NodeMaintenance stuck") {
+		t.Errorf("leftovers %q, want the stuck maintenance", got)
+	}
+}
+
+// The tail reads the log as the API server appends it, a line at a time, and follows a
+// rotation.
+func TestAuditTail(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.log")
+	c := &Checker{state: actState(), audit: &auditTail{path: path}}
+	c.readAudit() // not written yet
+	line := func(e *auditEvent) []byte {
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(b, '\n')
+	}
+	first := line(evictEv("a", now))
+	if err := os.WriteFile(path, append(first, line(evictEv("b", now))[:10]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.readAudit()
+	if lines, _, _, _ := c.AuditStats(); lines != 1 || len(c.state.acts.pending) != 1 {
+		t.Fatalf("read %d lines, %d pending; want the complete one", lines, len(c.state.acts.pending))
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(line(evictEv("b", now))[10:]); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, line(evictEv("c", now)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.readAudit()
+	lines, bad, _, _ := c.AuditStats()
+	if lines != 3 || bad != 0 || len(c.state.acts.pending) != 3 {
+		t.Fatalf("read %d lines (%d bad), %d pending; want 3 across the rotation", lines, bad, len(c.state.acts.pending))
+	}
+}
