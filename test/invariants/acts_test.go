@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -133,7 +134,8 @@ func cordonEv(user string, at time.Time, cordoned bool) *auditEvent {
 
 // askEv is nodemaint's request as node_controller.go writes it (evacuation.ConditionPatch).
 func askEv(pod string, at time.Time) *auditEvent {
-	patch := evacuation.ConditionPatch(corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue,
+	observed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod, UID: types.UID("uid-" + pod), ResourceVersion: "7"}}
+	patch := evacuation.ConditionPatch(observed, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue,
 		Reason: evacuation.ReasonNodeMaintenance, Message: "kernel", LastTransitionTime: metav1.NewTime(at)})
 	body, err := patch.Data(nil)
 	if err != nil {
@@ -452,7 +454,8 @@ func TestActAttribution(t *testing.T) {
 	})
 	t.Run("a withdrawal is no ask", func(t *testing.T) {
 		s := setup([]*corev1.Pod{nodePod("web", nil)})
-		body, err := evacuation.RemoveConditionPatch(evacuation.Request).Data(nil)
+		observed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", UID: "uid-web", ResourceVersion: "7"}}
+		body, err := evacuation.RemoveConditionPatch(observed, evacuation.Request).Data(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
