@@ -19,9 +19,10 @@ import (
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 // deleting is a maintenance that drains with drainTimeout 5m, drainTimeoutAction Delete and the
-// default response timeout (3m).
+// default response timeout (3m), whose drain started an hour ago (status.drainStartTime).
 func deleting(name string) *nodemaintv1alpha1.NodeMaintenance {
 	return &nodemaintv1alpha1.NodeMaintenance{
+		Status:     nodemaintv1alpha1.NodeMaintenanceStatus{DrainStartTime: ptr.To(metav1.NewTime(t0.Add(-time.Hour)))},
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Generation: 1, CreationTimestamp: metav1.NewTime(t0.Add(-2 * time.Hour))},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{Cordon: true, Drain: true, Reason: "kernel upgrade",
 			DrainTimeout: &nodemaintv1alpha1.Duration{Duration: 5 * time.Minute}, DrainTimeoutAction: nodemaintv1alpha1.DrainTimeoutActionDelete},
