@@ -37,6 +37,13 @@ const (
 	// NodeMaintenance names, comma-separated. `kubectl maintenance complete NODE` sets it.
 	CompleteAnnotation = "nodemaint.dev/complete"
 
+	// DrainStartedAnnotation on a node records, per NodeMaintenance that drains it, when that
+	// maintenance's drain started on this node: a JSON object from the maintenance's name to its
+	// start, metadata.generation and UID. drainTimeoutAction Delete counts from it. nodemaint
+	// writes it in the node patch that cordons the node for the drain and drops a maintenance's
+	// entry once it no longer drains the node.
+	DrainStartedAnnotation = "nodemaint.dev/drain-started"
+
 	// NodeConditionReasonNodeMaintenance is the reason of the KEP-5683 node conditions nodemaint
 	// sets (MaintenancePlanned, MaintenanceInProgress, DrainInProgress, Drained); it removes only
 	// those of that reason, never another tool's.

@@ -153,7 +153,7 @@ func restoreNode(node *corev1.Node) []string {
 		changes = append(changes, dropTaints(node, corev1.TaintNodeOutOfService, " (nodemaint applied it)")...)
 	}
 	changes = append(changes, dropTaints(node, nodemaintv1alpha1.PlannedMaintenanceTaint, "")...)
-	for _, k := range []string{nodemaintv1alpha1.CordonedAnnotation, nodemaintv1alpha1.MaintenancesAnnotation, nodemaintv1alpha1.OutOfServiceAnnotation, nodemaintv1alpha1.CompleteAnnotation} {
+	for _, k := range []string{nodemaintv1alpha1.CordonedAnnotation, nodemaintv1alpha1.MaintenancesAnnotation, nodemaintv1alpha1.OutOfServiceAnnotation, nodemaintv1alpha1.CompleteAnnotation, nodemaintv1alpha1.DrainStartedAnnotation} {
 		if _, ok := a[k]; ok {
 			delete(a, k)
 			changes = append(changes, "removed annotation "+k)

@@ -90,7 +90,8 @@ func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nod
 			obs.Pods[i] = *fresh // read only, as the cache's pods (podsOnNode)
 		}
 	}
-	if obs.Plan, err = o.plan(ctx, v, node, obs.Pods, maintenance.IgnoreDrainLabel(obs.Maintenances)); err != nil {
+	obs.IgnoreDrainLabel = maintenance.IgnoreDrainLabel(obs.Maintenances)
+	if obs.Plan, err = o.plan(ctx, v, node, obs.Pods, obs.IgnoreDrainLabel); err != nil {
 		return obs, nil, err
 	}
 	if obs.Plan.Pending() == 0 {

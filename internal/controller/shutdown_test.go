@@ -8,14 +8,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 )
 
@@ -205,17 +208,38 @@ func TestVolumesDetach(t *testing.T) {
 
 // TestDrainTimeout: past drainTimeout the maintenance reports DrainTimedOut naming what is left;
 // with drainTimeoutAction Delete the pods left are deleted, PodDisruptionBudget or not, except
-// nodemaint-controller's own.
+// nodemaint-controller's own, once the node's own drain ran drainTimeout (the node's record,
+// restarted by the change to Delete) and each pod was asked its response timeout before.
 func TestDrainTimeout(t *testing.T) {
 	ctx := context.Background()
 	createNode(t, "deadline-node", nil, false)
-	createPod(t, "deadline-held", "deadline-node", ownedByReplicaSet)
+	held := createPod(t, "deadline-held", "deadline-node", ownedByReplicaSet, withLabels(map[string]string{"app": "deadline-held"}))
 	createPod(t, "deadline-controller", "deadline-node", ownedByReplicaSet, withLabels(ownPodLabels))
+	// A budget that allows nothing holds the pod: evictions (after the 1s response timeout)
+	// are refused, as in a real drain that times out.
+	held.Status.Phase = corev1.PodRunning
+	held.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := k8s.Status().Update(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "deadline-guard"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "deadline-held"}}},
+	}
+	if err := k8s.Create(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pdb) })
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
+	if err := k8s.Status().Update(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
 	nm := &nodemaintv1alpha1.NodeMaintenance{
 		ObjectMeta: metav1.ObjectMeta{Name: "deadline"},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
 			NodeSelector: testutil.NodeSelectorFor("deadline-node"), Cordon: true, Drain: true,
-			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: time.Hour},
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: time.Second},
 			DrainTimeout:              &nodemaintv1alpha1.Duration{Duration: 2 * time.Hour},
 		},
 	}
@@ -223,8 +247,7 @@ func TestDrainTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), nm) })
-	// drainTimeout with Delete is at least the response timeout (the API server refuses less):
-	// rather than wait 2h, the admin moves the drain's start 3h back; the controller keeps an
+	// Rather than wait 2h, the admin moves the drain's start 3h back; the controller keeps an
 	// existing drainStartTime.
 	eventually(t, "drainStartTime", func(ctx context.Context) (bool, string, error) {
 		err := k8s.Get(ctx, types.NamespacedName{Name: "deadline"}, nm)
@@ -241,11 +264,32 @@ func TestDrainTimeout(t *testing.T) {
 		c := meta.FindStatusCondition(obj.Status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut)
 		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "default/deadline-held"), fmt.Sprintf("%+v", c), err
 	})
+	expectBlocked(t, "deadline", "deadline-node", "deadline-held", nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, "deadline-guard")
 	notEvicted(t, "deadline-held")
 
 	orig := nm.DeepCopy()
 	nm.Spec.DrainTimeoutAction = nodemaintv1alpha1.DrainTimeoutActionDelete
 	if err := k8s.Patch(ctx, nm, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	// The change restarts the node's drain (a new generation): nothing is deleted before that
+	// drain ran drainTimeout. The admin moves that start 3h back too.
+	node := &corev1.Node{}
+	eventually(t, "the node's drain start recorded for the new generation", func(ctx context.Context) (bool, string, error) {
+		if err := k8s.Get(ctx, types.NamespacedName{Name: "deadline-node"}, node); err != nil {
+			return false, "", err
+		}
+		r := maintenance.ParseDrainStarts(node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation])["deadline"]
+		return r.Generation == nm.Generation, fmt.Sprintf("record %+v, generation %d", r, nm.Generation), nil
+	})
+	notEvicted(t, "deadline-held")
+	starts := maintenance.ParseDrainStarts(node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation])
+	r := starts["deadline"]
+	r.Start = r.Start.Add(-3 * time.Hour)
+	starts["deadline"] = r
+	before := node.DeepCopy()
+	node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation] = maintenance.FormatDrainStarts(starts)
+	if err := k8s.Patch(ctx, node, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		t.Fatal(err)
 	}
 	expectEvicted(t, "deadline-held")

@@ -244,7 +244,7 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 			timedOut.Message += ", among them " + strings.Join(left, ", ")
 		}
 		if nm.Spec.DrainTimeoutAction == nodemaintv1alpha1.DrainTimeoutActionDelete {
-			timedOut.Message += "; deleting them (drainTimeoutAction Delete)"
+			timedOut.Message += "; deleting them on each node once its own drain ran drainTimeout, each asked its response timeout before (drainTimeoutAction Delete)"
 		}
 		meta.SetStatusCondition(&status.Conditions, timedOut)
 	}

@@ -170,6 +170,30 @@ func (rs *Rules) Classify(pod *corev1.Pod, namespaceLabels, nodeLabels map[strin
 	return Class{Behavior: nodemaintv1alpha1.DrainBehaviorDrain}
 }
 
+// Labelled reports whether the pod label nodemaint.dev/drain classifies the pod where it is
+// honored: skip or wait-completed.
+func Labelled(pod *corev1.Pod) bool {
+	switch pod.Labels[nodemaintv1alpha1.DrainLabel] {
+	case nodemaintv1alpha1.DrainLabelSkip, nodemaintv1alpha1.DrainLabelWaitCompleted:
+		return true
+	}
+	return false
+}
+
+// DrainedBy reports whether one maintenance's own classification drains the pod (behavior
+// Drain), with its own label policy (ignoreLabel: drainLabelPolicy Ignore), given the pod's
+// class in a plan classified with the label ignored (planIgnoredLabel) or honored. The
+// DrainRules are the cluster's, the same for every maintenance; only the label policy differs.
+// A maintenance that honors the label never drains a labelled pod; one that ignores it drains it
+// as the rules say, which the plan tells only when it ignored the label too: otherwise the pod is
+// not drained by it (not known, so not destroyed). A held pod is drained by none.
+func (c Classified) DrainedBy(ignoreLabel, planIgnoredLabel bool) bool {
+	if c.Class.InvalidRule != "" || c.Class.Behavior != nodemaintv1alpha1.DrainBehaviorDrain {
+		return false
+	}
+	return !Labelled(c.Pod) || ignoreLabel && planIgnoredLabel
+}
+
 // ToleratesUnschedulable reports whether the pod tolerates node.kubernetes.io/unschedulable:NoSchedule.
 func ToleratesUnschedulable(pod *corev1.Pod) bool {
 	taint := &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}

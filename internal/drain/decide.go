@@ -20,6 +20,8 @@ type Policy struct {
 	// CountFrom, when later than a pod's evacuation request, is when its response timeout starts
 	// instead: when this controller replica became the leader (see the controller's activeSince).
 	CountFrom time.Time
+	// NotEvicting, when Evict is false, says why the pod is not evicted; empty: signal only.
+	NotEvicting string
 }
 
 // Decision is what to do with one pod of the current order group now.
@@ -67,7 +69,11 @@ func Decide(c Classified, now time.Time, policy Policy) Decision {
 		return Decision{Reason: nodemaintv1alpha1.BlockedReasonProtected, Message: c.Class.Protected + ": never evicted or deleted by nodemaint; waiting for its owner to move it"}
 	}
 	if !policy.Evict {
-		return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Message: "signal only: waiting for the owner, never evicting"}
+		msg := policy.NotEvicting
+		if msg == "" {
+			msg = "signal only: waiting for the owner, never evicting"
+		}
+		return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Message: msg}
 	}
 	if evacuation.Declined(pod) {
 		return Decision{Evict: true}
@@ -92,9 +98,15 @@ func Decide(c Classified, now time.Time, policy Policy) Decision {
 // backs off until the refusal's NotBefore, held by the refusal; one past it is evicted again,
 // still reported with the refusal until an eviction succeeds. Every decision names a reason.
 func DecideCurrent(current []Classified, now time.Time, policy Policy, refusals map[types.UID]Refusal) []Decision {
+	return DecideCurrentEach(current, now, func(Classified) Policy { return policy }, refusals)
+}
+
+// DecideCurrentEach is DecideCurrent with a policy of its own for each pod (policyOf): several
+// maintenances may drain a node, each evicting only the pods its own classification drains.
+func DecideCurrentEach(current []Classified, now time.Time, policyOf func(Classified) Policy, refusals map[types.UID]Refusal) []Decision {
 	out := make([]Decision, len(current))
 	for i, c := range current {
-		d := Decide(c, now, policy)
+		d := Decide(c, now, policyOf(c))
 		if d.Evict {
 			switch r, refused := refusals[c.Pod.UID]; {
 			case refused && r.NotBefore.After(now):

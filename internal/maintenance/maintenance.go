@@ -229,9 +229,6 @@ type NodeIntent struct {
 	Evict bool
 	// ResponseTimeout is the shortest response timeout of the maintenances that evict.
 	ResponseTimeout time.Duration
-	// DeleteAt is the earliest time a draining maintenance with drainTimeoutAction Delete stops
-	// waiting and deletes the pods left; zero when none does.
-	DeleteAt time.Time
 	// OutOfService: a draining maintenance opted in to the out-of-service taint, applied once the
 	// node has been NotReady for OutOfServiceGrace (the shortest of theirs).
 	OutOfService      bool
@@ -261,8 +258,10 @@ func IgnoreDrainLabel(nms []*nodemaintv1alpha1.NodeMaintenance) bool {
 // DefaultNotReadyGracePeriod is how long a node is NotReady before the out-of-service taint.
 const DefaultNotReadyGracePeriod = time.Minute
 
-// DrainDeadline is when a maintenance's drain times out; zero without drainTimeout, before the
-// drain started, or when the spec is not usable (Usable).
+// DrainDeadline is when a maintenance's drain times out as its status reports it (the
+// DrainTimedOut condition), counted from status.drainStartTime; zero without drainTimeout,
+// before the drain started, or when the spec is not usable (Usable). Deletions do not count from
+// it but from each node's own drain start (NodeDrainDeadline).
 func DrainDeadline(nm *nodemaintv1alpha1.NodeMaintenance) time.Time {
 	if nm.Spec.DrainTimeout == nil || nm.Status.DrainStartTime == nil || !Usable(nm) {
 		return time.Time{}
@@ -314,19 +313,10 @@ func Intent(nms []*nodemaintv1alpha1.NodeMaintenance, phaseOf func(*nodemaintv1a
 				continue // evacuation requested only: nothing destructive on an unusable spec
 			}
 			if nm.Spec.EvictionPolicy != nodemaintv1alpha1.EvictionPolicySignalOnly {
-				timeout := DefaultResponseTimeout
-				if nm.Spec.EvacuationResponseTimeout != nil {
-					timeout = nm.Spec.EvacuationResponseTimeout.Duration
-				}
-				if !in.Evict || timeout < in.ResponseTimeout {
+				if timeout := ResponseTimeout(nm); !in.Evict || timeout < in.ResponseTimeout {
 					in.ResponseTimeout = timeout
 				}
 				in.Evict = true
-			}
-			if nm.Spec.DrainTimeoutAction == nodemaintv1alpha1.DrainTimeoutActionDelete {
-				if at := DrainDeadline(nm); !at.IsZero() && (in.DeleteAt.IsZero() || at.Before(in.DeleteAt)) {
-					in.DeleteAt = at
-				}
 			}
 			if sd := nm.Spec.Shutdown; sd != nil && sd.ApplyOutOfServiceTaint {
 				grace := DefaultNotReadyGracePeriod

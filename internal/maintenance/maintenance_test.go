@@ -157,10 +157,10 @@ func TestIntentUnusableSpec(t *testing.T) {
 			t.Errorf("%s: Usable, want not", spec)
 		}
 		in := Intent([]*nodemaintv1alpha1.NodeMaintenance{bad}, drainPhase)
-		if !in.Cordon || !in.Drain || in.Evict || !in.DeleteAt.IsZero() || in.OutOfService {
-			t.Errorf("%s: intent %+v; want cordon and drain (evacuation requested) only", spec, in)
+		if !in.Cordon || !in.Drain || in.Evict || Deletes(bad) || Evicts(bad) || in.OutOfService {
+			t.Errorf("%s: intent %+v, deletes %v; want cordon and drain (evacuation requested) only", spec, in, Deletes(bad))
 		}
-		if !DrainDeadline(bad).IsZero() {
+		if !DrainDeadline(bad).IsZero() || !NodeDrainDeadline(bad, DrainStart{Start: time.Now().Add(-24 * time.Hour)}).IsZero() {
 			t.Errorf("%s: a drain deadline from an unusable spec", spec)
 		}
 		// The same maintenance with usable durations does evict, delete and taint.
@@ -169,7 +169,7 @@ func TestIntentUnusableSpec(t *testing.T) {
 		good.Spec.DrainTimeoutAction = nodemaintv1alpha1.DrainTimeoutActionDelete
 		good.Spec.Shutdown = &nodemaintv1alpha1.ShutdownSpec{ApplyOutOfServiceTaint: true}
 		good.Status.DrainStartTime = bad.Status.DrainStartTime
-		if in := Intent([]*nodemaintv1alpha1.NodeMaintenance{good}, drainPhase); !in.Evict || in.DeleteAt.IsZero() || !in.OutOfService {
+		if in := Intent([]*nodemaintv1alpha1.NodeMaintenance{good}, drainPhase); !in.Evict || !Deletes(good) || NodeDrainDeadline(good, DrainStart{Start: time.Now()}).IsZero() || !in.OutOfService {
 			t.Errorf("usable maintenance: intent %+v; want evict, delete and out-of-service", in)
 		}
 	}

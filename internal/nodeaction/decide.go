@@ -19,20 +19,27 @@ import (
 func Decide(obs Observation, now time.Time) Decision {
 	plan := obs.Plan
 	drained := plan.Pending() == 0 && obs.VolumesAttached == 0
-	// In a rollout, a maintenance applies to the node only in its turn, and its drain times out
-	// counted from the turn (rollout.OnNode).
-	nms := make([]*nodemaintv1alpha1.NodeMaintenance, len(obs.Maintenances))
-	for i, nm := range obs.Maintenances {
-		nms[i] = rollout.OnNode(nm, obs.Node.Name)
+	// In a rollout, a maintenance applies to the node only in its turn (rollout.Phase).
+	phases := make(map[*nodemaintv1alpha1.NodeMaintenance]nodemaintv1alpha1.Phase, len(obs.Maintenances))
+	var drainers []*nodemaintv1alpha1.NodeMaintenance
+	for _, nm := range obs.Maintenances {
+		phases[nm] = rollout.Phase(nm, obs.Node, drained)
+		if maintenance.Drains(phases[nm]) {
+			drainers = append(drainers, nm)
+		}
 	}
-	intent := maintenance.Intent(nms, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
-		return rollout.Phase(nm, obs.Node, drained)
+	intent := maintenance.Intent(obs.Maintenances, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
+		return phases[nm]
 	})
+	// Each maintenance's drain on this node starts when it first drains it (recorded in the node,
+	// written with the cordon), whenever the maintenance itself started draining.
+	starts := maintenance.DrainStarts(maintenance.ParseDrainStarts(obs.Node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation]),
+		obs.Maintenances, func(nm *nodemaintv1alpha1.NodeMaintenance) bool { return maintenance.Drains(phases[nm]) }, now)
 	d := Decision{Intent: intent, RequestReason: intent.Reason}
 	oos, wait, missing := outOfService(obs.Node, obs.Pods, intent, now)
 	d.after(wait)
 	d.ShutdownNotConfirmed = missing
-	d.Node, d.Change, d.NodeChanged, d.ConditionChanged = wantNode(obs.Node, intent, oos, now)
+	d.Node, d.Change, d.NodeChanged, d.ConditionChanged = wantNode(obs.Node, intent, maintenance.FormatDrainStarts(starts), oos, now)
 	d.Withdraw, d.Request = requests(obs.Pods, plan.Current, intent)
 
 	var current []drain.Decision
@@ -41,18 +48,15 @@ func Decide(obs Observation, now time.Time) Decision {
 		// and none is evicted or deleted, before the node is unschedulable, or a replacement could
 		// land right back on it. d.Node is, since a maintenance that drains also cordons; the
 		// reconciler acts on these only once it is written.
-		policy := drain.Policy{Evict: intent.Evict, ResponseTimeout: intent.ResponseTimeout, CountFrom: obs.ActiveSince}
-		current = drain.DecideCurrent(plan.Current, now, policy, obs.Refusals)
+		current = drain.DecideCurrentEach(plan.Current, now, func(c drain.Classified) drain.Policy {
+			return evictPolicy(obs, drainers, c)
+		}, obs.Refusals)
+		var wait time.Duration
+		d.Delete, wait = deletions(obs, drainers, starts, now)
+		d.after(wait)
 		deleting := map[types.UID]bool{}
-		if !intent.DeleteAt.IsZero() {
-			if wait := intent.DeleteAt.Sub(now); wait > 0 {
-				d.after(wait)
-			} else {
-				d.Delete = left(plan)
-				for _, c := range d.Delete {
-					deleting[c.Pod.UID] = true
-				}
-			}
+		for _, c := range d.Delete {
+			deleting[c.Pod.UID] = true
 		}
 		for i, c := range plan.Current {
 			switch {
@@ -66,6 +70,94 @@ func Decide(obs Observation, now time.Time) Decision {
 	}
 	d.Report = report(obs, current, now)
 	return d
+}
+
+// ignoresLabel reports whether the maintenance ignores the pod label nodemaint.dev/drain.
+func ignoresLabel(nm *nodemaintv1alpha1.NodeMaintenance) bool {
+	return nm.Spec.DrainLabelPolicy == nodemaintv1alpha1.DrainLabelPolicyIgnore
+}
+
+// evictPolicy is how a pod of the current order group is evicted: by the maintenances draining
+// the node that evict and whose own classification drains the pod (their own drainLabelPolicy),
+// after the shortest of their response timeouts. A pod drained only because another maintenance
+// ignores its label is evicted only if a maintenance that ignores it evicts: no maintenance's
+// eviction reaches a pod it leaves alone.
+func evictPolicy(obs Observation, drainers []*nodemaintv1alpha1.NodeMaintenance, c drain.Classified) drain.Policy {
+	p := drain.Policy{CountFrom: obs.ActiveSince}
+	someEvicts := false
+	for _, nm := range drainers {
+		if !maintenance.Evicts(nm) {
+			continue
+		}
+		someEvicts = true
+		if !c.DrainedBy(ignoresLabel(nm), obs.IgnoreDrainLabel) {
+			continue
+		}
+		if t := maintenance.ResponseTimeout(nm); !p.Evict || t < p.ResponseTimeout {
+			p.ResponseTimeout = t
+		}
+		p.Evict = true
+	}
+	if !p.Evict && someEvicts {
+		p.NotEvicting = fmt.Sprintf("label %s=%s: the maintenances that evict honor it; waiting for the owner, never evicting",
+			nodemaintv1alpha1.DrainLabel, c.Pod.Labels[nodemaintv1alpha1.DrainLabel])
+	}
+	return p
+}
+
+// deletions are the pods deleted now, past their budgets, and how long until the next one may be
+// (zero: none to come by itself). A pod is deleted for a maintenance M only when M asked for it
+// (maintenance.Deletes), M drains the node and M's drainTimeout ran out counted from M's own
+// drain start on this node (starts), M's own classification drains the pod (its label policy and
+// the DrainRules, drain.Classified.DrainedBy), and the pod carries nodemaint's evacuation request
+// since at least M's response timeout (counted, like evictions, from this replica's leadership at
+// the earliest). So only pods of the current order group are ever deleted (no other is asked),
+// pods waited for to complete and skipped, protected, held or terminating pods never are.
+func deletions(obs Observation, drainers []*nodemaintv1alpha1.NodeMaintenance, starts map[string]maintenance.DrainStart, now time.Time) ([]drain.Classified, time.Duration) {
+	var (
+		out    []drain.Classified
+		wait   time.Duration
+		chosen = map[types.UID]bool{}
+	)
+	later := func(left time.Duration) {
+		if left > 0 && (wait == 0 || left < wait) {
+			wait = left
+		}
+	}
+	for _, nm := range drainers {
+		if !maintenance.Deletes(nm) {
+			continue
+		}
+		deadline := maintenance.NodeDrainDeadline(nm, starts[nm.Name])
+		if deadline.IsZero() {
+			continue
+		}
+		if left := deadline.Sub(now); left > 0 {
+			later(left)
+			continue
+		}
+		timeout := maintenance.ResponseTimeout(nm)
+		for _, c := range obs.Plan.Current {
+			if chosen[c.Pod.UID] || c.Pod.DeletionTimestamp != nil || c.Class.Protected != "" || !c.DrainedBy(ignoresLabel(nm), obs.IgnoreDrainLabel) {
+				continue
+			}
+			req := evacuation.Condition(c.Pod, evacuation.Request)
+			if req == nil || req.Status != corev1.ConditionTrue || req.Reason != evacuation.ReasonNodeMaintenance {
+				continue // asked first: the request comes with this decision
+			}
+			from := req.LastTransitionTime.Time
+			if obs.ActiveSince.After(from) {
+				from = obs.ActiveSince
+			}
+			if left := from.Add(timeout).Sub(now); left > 0 {
+				later(left)
+				continue
+			}
+			chosen[c.Pod.UID] = true
+			out = append(out, c)
+		}
+	}
+	return out, wait
 }
 
 // after keeps the earliest time the decision must be made again.
@@ -99,20 +191,6 @@ func requests(pods []corev1.Pod, current []drain.Classified, intent maintenance.
 		}
 	}
 	return withdraw, request
-}
-
-// left are the pods the drain still waits for and nodemaint may delete: neither terminating nor
-// protected. Skipped and held pods stay.
-func left(plan drain.Plan) []drain.Classified {
-	var out []drain.Classified
-	for _, group := range [][]drain.Classified{plan.Current, plan.Later, plan.WaitCompleted} {
-		for _, c := range group {
-			if c.Pod.DeletionTimestamp == nil && c.Class.Protected == "" {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
 }
 
 // report says what the node's status entry says: current are the decisions about the current

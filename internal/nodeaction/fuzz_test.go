@@ -69,6 +69,12 @@ func FuzzDecide(f *testing.F) {
 				d2.NodeChanged, d2.ConditionChanged, len(d2.Withdraw), len(d2.Request), d.Node.Spec, d2.Node.Spec)
 		}
 		check(t, next, d2, now)
+
+		// Time passes: the drain starts the decision recorded in the node are what later
+		// decisions count from.
+		for _, later := range []time.Duration{time.Minute, 10 * time.Minute, 3 * time.Hour} {
+			check(t, next, Decide(next, now.Add(later)), now.Add(later))
+		}
 	})
 }
 
@@ -151,17 +157,77 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		}
 	}
 	usable := false
+	phase := map[string]nodemaintv1alpha1.Phase{}
+	for _, e := range d.Intent.Entries {
+		phase[e.Name] = e.Phase
+	}
 	for _, nm := range obs.Maintenances {
 		usable = usable || maintenance.Usable(nm) && maintenance.Drains(maintenance.Phase(nm, false))
 	}
+	// ownClassDrains: the maintenance's own classification (its drainLabelPolicy; the DrainRules
+	// are the plan's) drains the pod. A labelled pod is drained only by a maintenance that
+	// ignores the label, and then only as a plan that ignored it too classified it.
+	ownClassDrains := func(nm *nodemaintv1alpha1.NodeMaintenance, c drain.Classified) bool {
+		label := c.Pod.Labels[nodemaintv1alpha1.DrainLabel]
+		labelled := label == nodemaintv1alpha1.DrainLabelSkip || label == nodemaintv1alpha1.DrainLabelWaitCompleted
+		if labelled && (nm.Spec.DrainLabelPolicy != nodemaintv1alpha1.DrainLabelPolicyIgnore || !obs.IgnoreDrainLabel) {
+			return false
+		}
+		return c.Class.Behavior == nodemaintv1alpha1.DrainBehaviorDrain && c.Class.InvalidRule == ""
+	}
+	responseTimeout := func(nm *nodemaintv1alpha1.NodeMaintenance) time.Duration {
+		if nm.Spec.EvacuationResponseTimeout != nil {
+			return nm.Spec.EvacuationResponseTimeout.Duration
+		}
+		return 3 * time.Minute
+	}
+	// askedSince: when the pod's response timeout started counting (its request, or this
+	// replica's leadership if later); false when nodemaint (onlyOurs) or anyone has not asked.
+	askedSince := func(pod *corev1.Pod, onlyOurs bool) (time.Time, bool) {
+		req := evacuation.Condition(pod, evacuation.Request)
+		if req == nil || req.Status != corev1.ConditionTrue || onlyOurs && req.Reason != evacuation.ReasonNodeMaintenance {
+			return time.Time{}, false
+		}
+		if obs.ActiveSince.After(req.LastTransitionTime.Time) {
+			return obs.ActiveSince, true
+		}
+		return req.LastTransitionTime.Time, true
+	}
+	// The node's own drain start for each maintenance, as recorded in the node observed: a
+	// deletion is justified only by a start that was written.
+	recorded := maintenance.ParseDrainStarts(node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation])
 	deleted := map[types.UID]bool{}
 	for _, c := range d.Delete {
 		deleted[c.Pod.UID] = true
 		if c.Pod.DeletionTimestamp != nil || c.Class.Protected != "" || c.Class.InvalidRule != "" || c.Class.Behavior == nodemaintv1alpha1.DrainBehaviorSkip {
 			t.Fatalf("deleted %s: terminating, protected, held or skipped (%+v)", c.Pod.Name, c.Class)
 		}
-		if d.Intent.DeleteAt.IsZero() || d.Intent.DeleteAt.After(now) || !usable {
-			t.Fatalf("deleted %s before the drain timed out (%v) or for an unusable maintenance", c.Pod.Name, d.Intent.DeleteAt)
+		if _, ok := current[c.Pod.UID]; !ok {
+			t.Fatalf("deleted %s: not in the current order group (never asked)", c.Pod.Name)
+		}
+		var why []string
+		authorized := false
+		for _, nm := range obs.Maintenances {
+			r, ok := recorded[nm.Name]
+			asked, wasAsked := askedSince(c.Pod, true)
+			switch {
+			case !maintenance.Drains(phase[nm.Name]):
+				why = append(why, nm.Name+": does not drain the node")
+			case !maintenance.Usable(nm) || nm.Spec.EvictionPolicy == nodemaintv1alpha1.EvictionPolicySignalOnly ||
+				nm.Spec.DrainTimeoutAction != nodemaintv1alpha1.DrainTimeoutActionDelete || nm.Spec.DrainTimeout == nil:
+				why = append(why, nm.Name+": did not ask for Delete, signal-only or unusable")
+			case !ok || r.UID != nm.UID || r.Generation != nm.Generation || r.Start.Add(nm.Spec.DrainTimeout.Duration).After(now):
+				why = append(why, fmt.Sprintf("%s: the node's own drain start %+v is not recorded for it or its drainTimeout has not run out", nm.Name, r))
+			case !ownClassDrains(nm, c):
+				why = append(why, nm.Name+": its own label policy or the DrainRules do not drain the pod")
+			case !wasAsked || asked.Add(responseTimeout(nm)).After(now):
+				why = append(why, fmt.Sprintf("%s: asked at %v, less than its response timeout ago", nm.Name, asked))
+			default:
+				authorized = true
+			}
+		}
+		if !authorized {
+			t.Fatalf("deleted %s with no maintenance authorizing it: %v", c.Pod.Name, why)
 		}
 	}
 	for _, c := range d.Evict {
@@ -170,6 +236,17 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		}
 		if !d.Intent.Evict || !usable || c.Pod.DeletionTimestamp != nil || c.Class.Protected != "" || evacuation.Accepted(c.Pod) {
 			t.Fatalf("evicted %s: signal-only, unusable, terminating, protected or accepted", c.Pod.Name)
+		}
+		authorized := false
+		for _, nm := range obs.Maintenances {
+			if !maintenance.Drains(phase[nm.Name]) || !maintenance.Usable(nm) || nm.Spec.EvictionPolicy == nodemaintv1alpha1.EvictionPolicySignalOnly || !ownClassDrains(nm, c) {
+				continue
+			}
+			asked, wasAsked := askedSince(c.Pod, false)
+			authorized = authorized || wasAsked && (evacuation.Declined(c.Pod) || !asked.Add(responseTimeout(nm)).After(now))
+		}
+		if !authorized {
+			t.Fatalf("evicted %s: no maintenance that evicts drains it by its own label policy, or it was asked less than the response timeout ago", c.Pod.Name)
 		}
 		if r, ok := obs.Refusals[c.Pod.UID]; ok && r.NotBefore.After(now) {
 			t.Fatalf("evicted %s while its refused eviction backs off", c.Pod.Name)
@@ -267,6 +344,8 @@ func (g *gen) observation(now time.Time) Observation {
 	if g.Byte()%2 == 1 {
 		obs.ActiveSince = now.Add(-5 * time.Second)
 	}
+	obs.IgnoreDrainLabel = g.Byte()%2 == 1
+	obs.Node.Annotations = g.drainStarts(obs.Node.Annotations, obs.Maintenances, now)
 	for _, c := range obs.Plan.Current {
 		if b := g.Byte(); b%3 != 0 {
 			if obs.Refusals == nil {
@@ -339,6 +418,7 @@ func (g *gen) maintenance(i int, now time.Time) *nodemaintv1alpha1.NodeMaintenan
 	a, b := g.Byte(), g.Byte()
 	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{
 		Name: fmt.Sprintf("nm-%d", i), CreationTimestamp: metav1.NewTime(now.Add(-time.Duration(b%3) * time.Hour)),
+		UID: types.UID(fmt.Sprintf("uid-nm-%d", i)), Generation: int64(b%3) + 1,
 	}}
 	nm.Spec.Cordon = a&0x01 != 0
 	nm.Spec.Drain = a&0x02 != 0
@@ -379,6 +459,41 @@ func (g *gen) maintenance(i int, now time.Time) *nodemaintv1alpha1.NodeMaintenan
 		}
 	}
 	return nm
+}
+
+// drainStarts adds to the node's annotations records of drain starts for the maintenances: each
+// recent or long ago, vouching for the maintenance or from another generation or object; or a
+// value that does not parse.
+func (g *gen) drainStarts(annotations map[string]string, nms []*nodemaintv1alpha1.NodeMaintenance, now time.Time) map[string]string {
+	b := g.Byte()
+	if b%4 == 0 {
+		return annotations
+	}
+	value := "{not json"
+	if b%4 != 3 {
+		starts := map[string]maintenance.DrainStart{}
+		for _, nm := range nms {
+			r := g.Byte()
+			if r%5 == 0 {
+				continue
+			}
+			rec := maintenance.DrainStart{Start: now.Add(-[]time.Duration{30 * time.Second, 4 * time.Minute, 20 * time.Minute, 3 * time.Hour}[(r>>1)%4]),
+				Generation: nm.Generation, UID: nm.UID}
+			switch (r >> 3) % 4 {
+			case 1:
+				rec.Generation-- // the maintenance changed since
+			case 2:
+				rec.UID = "uid-of-an-older-maintenance" // deleted and created again under its name
+			}
+			starts[nm.Name] = rec
+		}
+		value = maintenance.FormatDrainStarts(starts)
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[nodemaintv1alpha1.DrainStartedAnnotation] = value
+	return annotations
 }
 
 // duration decodes a duration as the API server stores it; "1d" and "2 days" do not parse.
@@ -424,6 +539,9 @@ func (g *gen) pod(i int, now time.Time) (*corev1.Pod, drain.Class) {
 		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionFalse, Reason: "Declined"})
 	case 3:
 		pod.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(-time.Duration(s%90) * time.Second)))
+	}
+	if s&0x80 != 0 {
+		pod.Labels = map[string]string{nodemaintv1alpha1.DrainLabel: []string{nodemaintv1alpha1.DrainLabelSkip, nodemaintv1alpha1.DrainLabelWaitCompleted}[(s>>6)%2]}
 	}
 	switch (k >> 6) % 4 {
 	case 1:

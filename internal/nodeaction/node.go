@@ -13,10 +13,11 @@ import (
 )
 
 // wantNode is the node as the intent wants it: cordoned while a maintenance cordons it (and
-// uncordoned only when nodemaint cordoned it), the maintenances annotation, the PreferNoSchedule
+// uncordoned only when nodemaint cordoned it), the maintenances annotation, the drain starts
+// annotation (drainStarts, maintenance.FormatDrainStarts), the PreferNoSchedule
 // taint while the node is only planned, the out-of-service taint when oos, and the
 // UnderMaintenance condition. It returns the observed node itself when nothing changes.
-func wantNode(node *corev1.Node, intent maintenance.NodeIntent, oos bool, now time.Time) (want *corev1.Node, change NodeChange, changed, conditionChanged bool) {
+func wantNode(node *corev1.Node, intent maintenance.NodeIntent, drainStarts string, oos bool, now time.Time) (want *corev1.Node, change NodeChange, changed, conditionChanged bool) {
 	want = node.DeepCopy()
 	wasCordonedByUs := false
 	for _, e := range maintenance.ParseEntries(node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]) {
@@ -36,6 +37,11 @@ func wantNode(node *corev1.Node, intent maintenance.NodeIntent, oos bool, now ti
 		setAnnotation(want, nodemaintv1alpha1.MaintenancesAnnotation, maintenance.FormatEntries(intent.Entries))
 	} else {
 		delete(want.Annotations, nodemaintv1alpha1.MaintenancesAnnotation)
+	}
+	if drainStarts != "" {
+		setAnnotation(want, nodemaintv1alpha1.DrainStartedAnnotation, drainStarts)
+	} else {
+		delete(want.Annotations, nodemaintv1alpha1.DrainStartedAnnotation)
 	}
 	completeOnlyPending(want, intent)
 	want.Spec.Taints = withTaint(want.Spec.Taints, corev1.Taint{

@@ -21,6 +21,10 @@ type Observation struct {
 	Pods []corev1.Pod
 	// Plan classifies the node's targeted pods by the DrainRules.
 	Plan drain.Plan
+	// IgnoreDrainLabel says the Plan was classified with the pod label nodemaint.dev/drain
+	// ignored (maintenance.IgnoreDrainLabel). Requests follow the plan; evictions and deletions
+	// follow each maintenance's own label policy (drain.Classified.DrainedBy).
+	IgnoreDrainLabel bool
 	// VolumesAttached counts the volumes of drained pods still attached to the node. It is only
 	// counted once the plan has no pod pending, and zero before.
 	VolumesAttached int
@@ -55,8 +59,9 @@ type Decision struct {
 	// Request, Delete and Evict are for once the node is cordoned: none is acted on before.
 	Request       []*corev1.Pod
 	RequestReason string
-	// Delete are the pods deleted now, bypassing PodDisruptionBudgets: the drain timed out and
-	// a maintenance asked for drainTimeoutAction Delete.
+	// Delete are the pods deleted now, bypassing PodDisruptionBudgets: each for a maintenance
+	// that asked for drainTimeoutAction Delete, whose drain on this node ran drainTimeout, whose
+	// own classification drains the pod, and which asked the pod its response timeout ago.
 	Delete []drain.Classified
 	// Evict are the pods evicted now, through the Eviction API.
 	Evict []drain.Classified

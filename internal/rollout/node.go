@@ -10,23 +10,6 @@ import (
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 )
 
-// OnNode is the maintenance as it applies to one node. Without a rollout, the maintenance
-// itself. In a rollout, a node's drain starts with its turn: the copy's status.drainStartTime is
-// the turn's start (so drainTimeout and drainTimeoutAction count per node), and nil while the
-// node waits.
-func OnNode(nm *nodemaintv1alpha1.NodeMaintenance, node string) *nodemaintv1alpha1.NodeMaintenance {
-	if nm.Spec.Rollout == nil {
-		return nm
-	}
-	out := *nm
-	out.Status.DrainStartTime = nil
-	if turn := Turn(nm, node); turn != nil && nm.Spec.Drain {
-		since := turn.Since
-		out.Status.DrainStartTime = &since
-	}
-	return &out
-}
-
 // Turn returns the node's turn in the maintenance's rollout, nil when it is not in its turn.
 func Turn(nm *nodemaintv1alpha1.NodeMaintenance, node string) *nodemaintv1alpha1.NodeTurn {
 	if nm.Status.Rollout == nil {
