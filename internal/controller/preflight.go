@@ -50,12 +50,17 @@ func (r *NodeMaintenanceReconciler) preflightStatus(ctx context.Context, nm *nod
 	return preflightOf(preflight.Run(in), now), nil
 }
 
+// preflightShare is how old a read of the cluster may be and still serve another maintenance's
+// preflight.
+const preflightShare = 5 * time.Second
+
 // preflightReads is one read of the cluster (preflight.Read) shared by every Planning maintenance
-// whose preflight is computed within preflightRefresh of it: reads one at a time, and at most one
-// per preflightRefresh, however many maintenances are Planning (each of which read the whole
-// cluster every preflightRefresh before, eight at a time). The read is forgotten preflightRefresh
-// after it was made, so the memory of a large cluster's objects is held only while maintenances
-// are Planning. The zero value is ready to use.
+// whose preflight is computed within preflightShare of it: reads one at a time, and at most one
+// per preflightShare however many maintenances are Planning (each of which read the whole cluster
+// every preflightRefresh before, eight at a time), and none older than that, so that a
+// maintenance's preflight still sees what changed just before it. The read is forgotten
+// preflightShare after it was made: the memory of a large cluster's objects is not held in
+// between. The zero value is ready to use.
 type preflightReads struct {
 	mu sync.Mutex
 	// last is the last read, nil once forgotten; gen counts the reads, so that the timer of an
@@ -65,12 +70,12 @@ type preflightReads struct {
 	gen  int
 }
 
-// read returns the last read when it was made within preflightRefresh of now, else reads anew.
+// read returns the last read when it was made within preflightShare of now, else reads anew.
 // The objects of the Input it returns are shared: read only.
 func (p *preflightReads) read(ctx context.Context, c client.Reader, now time.Time) (preflight.Input, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.last != nil && now.Sub(p.at) < preflightRefresh && !now.Before(p.at) {
+	if p.last != nil && now.Sub(p.at) < preflightShare && !now.Before(p.at) {
 		return *p.last, nil
 	}
 	in, err := preflight.Read(ctx, c, io.Discard)
@@ -80,7 +85,7 @@ func (p *preflightReads) read(ctx context.Context, c client.Reader, now time.Tim
 	p.gen++
 	p.last, p.at = &in, now
 	gen := p.gen
-	time.AfterFunc(preflightRefresh, func() {
+	time.AfterFunc(preflightShare, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.gen == gen {

@@ -16,7 +16,7 @@ import (
 )
 
 // Fifty Planning maintenances computing their preflight at once read the cluster once, not fifty
-// times; a look past preflightRefresh reads it again.
+// times; a look past preflightShare reads it again.
 func TestPreflightReadsShared(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -50,10 +50,10 @@ func TestPreflightReadsShared(t *testing.T) {
 	if once == 0 || once > 11 {
 		t.Fatalf("50 preflights listed %d times, want one read (11 lists)", once)
 	}
-	if _, err := reads.read(context.Background(), c, now.Add(preflightRefresh)); err != nil {
+	if _, err := reads.read(context.Background(), c, now.Add(preflightShare)); err != nil {
 		t.Fatal(err)
 	}
 	if lists.Load() != 2*once {
-		t.Errorf("a preflight past preflightRefresh listed %d times in all, want a second read (%d)", lists.Load(), 2*once)
+		t.Errorf("a preflight past preflightShare listed %d times in all, want a second read (%d)", lists.Load(), 2*once)
 	}
 }
