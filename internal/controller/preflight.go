@@ -36,7 +36,10 @@ func (r *NodeMaintenanceReconciler) preflightStatus(ctx context.Context, nm *nod
 	if old := nm.Status.Preflight; old != nil && nm.Status.ObservedGeneration == nm.Generation && now.Sub(old.Time.Time) < preflightRefresh {
 		return old, nil
 	}
-	in, err := r.preflightReads.read(ctx, r.APIReader, now)
+	// A maintenance's first preflight of a generation reads the cluster as it is now: a shared
+	// read could be older than the nodes and pods its spec was written for.
+	first := nm.Status.Preflight == nil || nm.Status.ObservedGeneration != nm.Generation
+	in, err := r.preflightReads.read(ctx, r.APIReader, now, first)
 	if err != nil {
 		return nil, err
 	}
@@ -70,12 +73,13 @@ type preflightReads struct {
 	gen  int
 }
 
-// read returns the last read when it was made within preflightShare of now, else reads anew.
+// read returns the last read when it was made within preflightShare of now and fresh is false,
+// else reads anew.
 // The objects of the Input it returns are shared: read only.
-func (p *preflightReads) read(ctx context.Context, c client.Reader, now time.Time) (preflight.Input, error) {
+func (p *preflightReads) read(ctx context.Context, c client.Reader, now time.Time, fresh bool) (preflight.Input, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.last != nil && now.Sub(p.at) < preflightShare && !now.Before(p.at) {
+	if !fresh && p.last != nil && now.Sub(p.at) < preflightShare && !now.Before(p.at) {
 		return *p.last, nil
 	}
 	in, err := preflight.Read(ctx, c, io.Discard)

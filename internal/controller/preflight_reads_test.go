@@ -37,7 +37,7 @@ func TestPreflightReadsShared(t *testing.T) {
 	done := make(chan error)
 	for range 50 {
 		go func() {
-			_, err := reads.read(context.Background(), c, now)
+			_, err := reads.read(context.Background(), c, now, false)
 			done <- err
 		}()
 	}
@@ -50,10 +50,17 @@ func TestPreflightReadsShared(t *testing.T) {
 	if once == 0 || once > 11 {
 		t.Fatalf("50 preflights listed %d times, want one read (11 lists)", once)
 	}
-	if _, err := reads.read(context.Background(), c, now.Add(preflightShare)); err != nil {
+	if _, err := reads.read(context.Background(), c, now.Add(preflightShare), false); err != nil {
 		t.Fatal(err)
 	}
 	if lists.Load() != 2*once {
 		t.Errorf("a preflight past preflightShare listed %d times in all, want a second read (%d)", lists.Load(), 2*once)
+	}
+	// A maintenance's first preflight reads anew, however recent the last read.
+	if _, err := reads.read(context.Background(), c, now.Add(preflightShare), true); err != nil {
+		t.Fatal(err)
+	}
+	if lists.Load() != 3*once {
+		t.Errorf("a first preflight listed %d times in all, want a third read (%d)", lists.Load(), 3*once)
 	}
 }
