@@ -32,9 +32,10 @@ import (
 //
 // and is judged against
 //
-//   - the node's cordon, also read from the audit log: every successful write of a node (by
-//     anyone) whose body sets or clears spec.unschedulable, stamped with the time the API server
-//     completed it. An act must be received after a cordon completed (KindNotCordoned). The
+//   - the node's cordon, also read from the audit log: every write of a node (by anyone) whose
+//     body sets or clears spec.unschedulable and that succeeded or failed with a server error (a
+//     504 may have been applied: its client, a killed leader, went away), stamped with the time
+//     the API server completed it. An act must be received after a cordon completed (KindNotCordoned). The
 //     audit log orders the two writes itself, to the microsecond, so a controller that asks in
 //     the same reconcile before it cordons is caught and one that cordons first is never
 //     flagged, whatever the watches' lag. A node cordoned before the log begins counts as
@@ -210,16 +211,26 @@ func (s *state) auditLine(line []byte) error {
 // requester's EvictionRequest.
 func (s *state) auditEvent(e *auditEvent) {
 	a := s.acts
-	if a == nil || e.Stage != "ResponseComplete" || e.ObjectRef == nil || e.ResponseStatus == nil ||
-		e.ResponseStatus.Code < 200 || e.ResponseStatus.Code >= 300 {
+	if a == nil || e.Stage != "ResponseComplete" || e.ObjectRef == nil || e.ResponseStatus == nil {
 		return
 	}
 	ref := e.ObjectRef
+	nodeWrite := ref.APIGroup == "" && ref.Resource == "nodes" && ref.Subresource == "" &&
+		(e.Verb == "create" || e.Verb == "update" || e.Verb == "patch")
+	// A write that failed with a server error (a 504 when the request's client went away, as a
+	// killed leader's does) may still have been applied: a node's such write counts as a cordon
+	// mark, so that an ask after a cordon that took effect raises no false alarm. Acts count only
+	// when they succeeded.
+	switch code := e.ResponseStatus.Code; {
+	case code >= 200 && code < 300:
+	case code >= 500 && nodeWrite:
+	default:
+		return
+	}
 	r := record{received: e.RequestReceivedTimestamp.Time, completed: e.StageTimestamp.Time, id: e.AuditID}
 	ours := e.User.Username == a.user
 	switch {
-	case ref.APIGroup == "" && ref.Resource == "nodes" && ref.Subresource == "" &&
-		(e.Verb == "create" || e.Verb == "update" || e.Verb == "patch"):
+	case nodeWrite:
 		cordoned, mentioned, known := unschedulableIn(e.Verb, e.RequestObject)
 		if !mentioned {
 			return

@@ -128,6 +128,12 @@ func ev(verb, resource, sub, namespace, name, user string, at time.Time, body an
 	return e
 }
 
+// code sets the entry's response code.
+func code(e *auditEvent, c int32) *auditEvent {
+	e.ResponseStatus.Code = c
+	return e
+}
+
 func cordonEv(user string, at time.Time, cordoned bool) *auditEvent {
 	return ev("patch", "nodes", "", "", node1, user, at, map[string]any{"spec": map[string]any{"unschedulable": cordoned}})
 }
@@ -365,6 +371,11 @@ func TestActNotCordoned(t *testing.T) {
 			[]string{KindNotCordoned + " ask app/web"}},
 		{"asked 1ms after the cordon completed", false,
 			[]*auditEvent{cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(6*time.Millisecond))}, nil},
+		{"asked after a cordon whose response was a 504 (the write took effect; its client went away)", false,
+			[]*auditEvent{code(cordonEv(DefaultControllerUser, now, true), 504), askEv("web", now.Add(time.Second))}, nil},
+		{"asked after a cordon refused with a 409", false,
+			[]*auditEvent{code(cordonEv(DefaultControllerUser, now, true), 409), askEv("web", now.Add(time.Second))},
+			[]string{KindNotCordoned + " ask app/web"}},
 		{"cordoned by an admin before the log began", true,
 			[]*auditEvent{askEv("web", now), evictEv("web", now.Add(4*time.Minute))}, nil},
 	} {
