@@ -28,14 +28,16 @@ const podWritesPerNode = 10
 // evictPods evicts the pods the decision names (their owners did not accept in time), through
 // the Eviction API so that PodDisruptionBudgets hold. A refused eviction backs off for that pod
 // only, whether it was refused (a budget) or failed (any other error): it returns the earliest
-// back-off, when the drain should look again, and an error only when a pod could not be read
-// before its eviction. recheck: the pods carry the owners' answers (the pod-condition protocol),
+// back-off, when the drain should look again, the evictions the API server forbade (denied: RBAC,
+// or a webhook's 403, for the maintenances' Events), and an error only when a pod could not be
+// read before its eviction. recheck: the pods carry the owners' answers (the pod-condition protocol),
 // and each is read again from the API server first (see overtaken).
-func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified, recheck bool, now time.Time) (time.Duration, error) {
+func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified, recheck bool, now time.Time) (time.Duration, error, error) {
 	var (
-		mu   sync.Mutex
-		wait time.Duration
-		errs []error
+		mu     sync.Mutex
+		wait   time.Duration
+		errs   []error
+		denied []error
 	)
 	backOff := func(d time.Duration) {
 		if d > 0 && (wait == 0 || d < wait) {
@@ -81,6 +83,9 @@ func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified,
 				sink.evictionFailed(pod, err, !before)
 				backOff(r.Evictions.Refused(pod.UID, now, nodemaintv1alpha1.BlockedReasonEvictionFailed, err.Error()))
 				log.FromContext(ctx).Error(err, "eviction failed", "pod", client.ObjectKeyFromObject(pod))
+				if apierrors.IsForbidden(err) {
+					denied = append(denied, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err))
+				}
 			case refusal != "":
 				evictionsTotal.WithLabelValues("refused").Inc()
 				sink.evictionRefused(pod, refusal, !before)
@@ -95,7 +100,7 @@ func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified,
 		})
 	}
 	_ = g.Wait()
-	return wait, errors.Join(errs...)
+	return wait, errors.Join(denied...), errors.Join(errs...)
 }
 
 // overtaken reads the pod from the API server and says why it must not be evicted after all

@@ -15,7 +15,8 @@ var NodeOfPod = nodeOfPod
 // EvictPods exposes the node controller's evictions, with the pods read again first, to the
 // integration tests.
 func (r *NodeReconciler) EvictPods(ctx context.Context, pods []drain.Classified, now time.Time) (time.Duration, error) {
-	return r.evictPods(ctx, pods, true, now)
+	wait, _, err := r.evictPods(ctx, pods, true, now)
+	return wait, err
 }
 
 // PatchPods exposes the node controller's writes of evacuation requests (reason not nil) and

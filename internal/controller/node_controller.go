@@ -158,7 +158,12 @@ func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, 
 	if err := r.deletePods(ctx, obs.Node, d.Delete); err != nil {
 		return reconcile.Result{}, err
 	}
-	wait, err := r.evictPods(ctx, d.Evict, er == nil, now)
+	wait, denied, err := r.evictPods(ctx, d.Evict, er == nil, now)
+	if denied != nil {
+		// Said where the admin looks, as a forbidden write of the node is; the pods back off and
+		// are reported each on its own, and the node's other work goes on.
+		sink.forbidden(obs.Node, obs.Maintenances, denied)
+	}
 	if err != nil {
 		// The work queue's back-off retries; a RequeueAfter next to an error is ignored.
 		return reconcile.Result{}, err
