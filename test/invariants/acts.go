@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -130,8 +131,10 @@ type record struct {
 	// false when the body could not be read (counted as a cordon, to raise no false alarm).
 	node            string
 	cordoned, known bool
-	// act, pod: an act of nodemaint's on the pod (namespace/name).
-	act, pod string
+	// act, pod: an act of nodemaint's on the pod (namespace/name); uid, when the request named it
+	// (a precondition, or the metadata of a status patch), is the pod's UID: the very pod acted
+	// on, not a later one of the same name.
+	act, pod, uid string
 	// other: the pod has an EvictionRequest of another requester.
 	other bool
 	id    string
@@ -280,6 +283,7 @@ func (s *state) auditEvent(e *auditEvent) {
 	}
 	if r.act != "" && r.pod == "" {
 		r.pod = key(ref.Namespace, ref.Name)
+		r.uid = uidIn(e.RequestObject)
 	}
 	a.pending = append(a.pending, r)
 }
@@ -325,6 +329,36 @@ func unschedulableIn(verb string, body json.RawMessage) (cordoned, mentioned, kn
 		return b, true, true
 	}
 	return false, true, false
+}
+
+// uidIn returns the pod UID a request on a pod names: the UID precondition of an Eviction
+// (deleteOptions.preconditions.uid) or of a deletion's DeleteOptions (preconditions.uid), the
+// metadata.uid of a merge patch, or the value of a JSON patch's test of /metadata/uid. Empty when
+// it names none.
+func uidIn(body json.RawMessage) string {
+	var v any
+	if len(body) == 0 || json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	str := func(m map[string]any, path ...string) string {
+		for _, p := range path[:len(path)-1] {
+			m, _ = m[p].(map[string]any)
+		}
+		u, _ := m[path[len(path)-1]].(string)
+		return u
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		return cmp.Or(str(v, "deleteOptions", "preconditions", "uid"), str(v, "preconditions", "uid"), str(v, "metadata", "uid"))
+	case []any:
+		for _, op := range v {
+			if o, _ := op.(map[string]any); o != nil && o["op"] == "test" && o["path"] == "/metadata/uid" {
+				u, _ := o["value"].(string)
+				return u
+			}
+		}
+	}
+	return ""
 }
 
 // asksIn reports whether a pods/status write sets nodemaint's request: a condition
@@ -394,7 +428,7 @@ func (s *state) judge(r record) {
 		a.others[r.pod] = true
 		return
 	}
-	pod := s.podAt(r.pod, r.received)
+	pod := s.podAt(r.pod, r.uid, r.received)
 	if r.act == actAsk {
 		a.asks[r.pod] = append(a.asks[r.pod], r.completed)
 		if pod != nil && pod.Spec.NodeName != "" {
@@ -543,8 +577,17 @@ func (s *state) cordonedAt(node string, t time.Time) bool {
 }
 
 // podAt returns the pod of the key that existed at t: the live one, or the one deleted lately.
-func (s *state) podAt(k string, t time.Time) *corev1.Pod {
+// With uid, the pod of that UID, nil when neither is.
+func (s *state) podAt(k, uid string, t time.Time) *corev1.Pod {
 	live, gone := s.pods[k], s.acts.gone[k].pod
+	if uid != "" {
+		for _, p := range []*corev1.Pod{live, gone} {
+			if p != nil && string(p.UID) == uid {
+				return p
+			}
+		}
+		return nil
+	}
 	switch {
 	case live == nil:
 		return gone

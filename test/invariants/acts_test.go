@@ -45,7 +45,7 @@ func newNode(name string, cordoned bool) *corev1.Node {
 
 func nodePod(name string, labels map[string]string) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: "uid-" + "name", Labels: labels,
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), Labels: labels,
 			CreationTimestamp: metav1.Time{Time: now.Add(-time.Hour)}},
 		Spec:   corev1.PodSpec{NodeName: node1},
 		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
@@ -594,5 +594,41 @@ func TestAuditTail(t *testing.T) {
 	lines, bad, _, _ := c.AuditStats()
 	if lines != 3 || bad != 0 || len(c.state.acts.pending) != 3 {
 		t.Fatalf("read %d lines (%d bad), %d pending; want 3 across the rotation", lines, bad, len(c.state.acts.pending))
+	}
+}
+
+// An act is judged against the pod its request named by UID, not a later pod of the same name:
+// a StatefulSet's pod evicted on a cordoned node and recreated within the same second on a node
+// that is not cordoned (a CreationTimestamp has whole seconds) is no NotCordoned; an eviction
+// that named the new pod is.
+func TestActJudgesThePodItNamed(t *testing.T) {
+	evictUID := func(uid string, at time.Time) *auditEvent {
+		return ev("create", "pods", "eviction", ns, "db-1", DefaultControllerUser, at,
+			map[string]any{"deleteOptions": map[string]any{"preconditions": map[string]any{"uid": uid}}})
+	}
+	for _, tc := range []struct {
+		name string
+		uid  string
+		want []string
+	}{
+		{"the evicted pod", "uid-old", nil},
+		{"the pod recreated elsewhere", "uid-new", []string{KindNotCordoned + " evict app/db-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := nodePod("db-1", nil)
+			old.UID = "uid-old"
+			s := setup([]*corev1.Pod{old}, newNM("nm", nil))
+			s.node(newNode("node-2", false), false)
+			at := now.Add(3 * time.Second)
+			for _, e := range []*auditEvent{cordonEv(DefaultControllerUser, now, true), askEv("db-1", now.Add(time.Second)), evictUID(tc.uid, at)} {
+				s.auditEvent(e)
+			}
+			s.pod(old, true, at.Add(100*time.Millisecond))
+			recreated := nodePod("db-1", nil)
+			recreated.UID, recreated.Spec.NodeName = "uid-new", "node-2"
+			recreated.CreationTimestamp = metav1.NewTime(at.Truncate(time.Second))
+			s.pod(recreated, false, at.Add(200*time.Millisecond))
+			expect(t, play(s), tc.want...)
+		})
 	}
 }

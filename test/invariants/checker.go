@@ -12,6 +12,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -165,6 +166,7 @@ func Start(ctx context.Context, config *rest.Config, opts Options) (*Checker, er
 			c.informer(listWatch(client.AppsV1().Deployments(ns)), &appsv1.Deployment{}),
 			c.informer(listWatch(client.AppsV1().ReplicaSets(ns)), &appsv1.ReplicaSet{}),
 			c.informer(listWatch(client.AppsV1().StatefulSets(ns)), &appsv1.StatefulSet{}),
+			c.informer(listWatch(client.AutoscalingV2().HorizontalPodAutoscalers(ns)), &autoscalingv2.HorizontalPodAutoscaler{}),
 		)
 	}
 	infs = append(infs, c.informer(listWatch(client.CoreV1().Nodes()), &corev1.Node{}))
@@ -283,6 +285,8 @@ func (c *Checker) apply(obj any, deleted bool) {
 		c.state.replicaSet(o, deleted)
 	case *appsv1.StatefulSet:
 		c.state.statefulSet(o, deleted)
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		c.state.hpa(o, deleted)
 	case *corev1.Node:
 		c.state.node(o, deleted)
 	case *corev1.Namespace:

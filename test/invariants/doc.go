@@ -4,8 +4,11 @@
 //   - a PodDisruptionBudget is never violated: the number of healthy pods it selects (Ready, not
 //     terminating, counted from the pods themselves) never drops below what its minAvailable or
 //     maxUnavailable allows (KindPodDisruptionBudget; promise 5);
-//   - a surge-capable Deployment (RollingUpdate with maxSurge > 0, not paused) never has fewer
-//     Ready pods than the replicas its user asked for (KindDeploymentReady; promise 5);
+//   - a surge-capable Deployment (RollingUpdate with maxSurge > 0, not paused, not scaled by a
+//     HorizontalPodAutoscaler, and whose pods found room: none of them unschedulable) never has
+//     fewer Ready pods than the replicas its user asked for (KindDeploymentReady; promise 5). The
+//     Deployment responder declines the others, and evictions through their budgets move them;
+//     their budgets are checked as every budget is;
 //   - [audit log] nothing is asked to move (the EvacuationRequest condition, or an EvictionRequest of
 //     nodemaint's), evicted or deleted before its node's cordon was written
 //     (KindNotCordoned; promise 1);

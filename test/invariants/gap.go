@@ -112,7 +112,7 @@ func (s *state) closeGap() {
 	}
 	for _, k := range sortedKeys(g.armedDeployments) {
 		d := s.deployments[k]
-		if d == nil || !surgeCapable(d.d) {
+		if d == nil || !s.keepsReplicas(d) {
 			continue
 		}
 		member := func(pod *corev1.Pod) bool {

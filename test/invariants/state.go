@@ -2,9 +2,11 @@ package invariants
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +27,9 @@ type state struct {
 	deployments  map[string]*deployment
 	replicaSets  map[string]*appsv1.ReplicaSet
 	statefulSets map[string]*appsv1.StatefulSet
-	baseline     Baseline
+	// hpas are the HorizontalPodAutoscalers: the Deployments they scale are not surged.
+	hpas     map[string]*autoscalingv2.HorizontalPodAutoscaler
+	baseline Baseline
 
 	violations []Violation
 
@@ -48,10 +52,13 @@ type budget struct {
 	armed    bool
 }
 
-// deployment is a Deployment; armed once it was seen with all its replicas Ready.
+// deployment is a Deployment; armed once it was seen with all its replicas Ready. noRoom once
+// one of its pods could not be scheduled: a surge with nowhere to go, which the Deployment
+// responder gives up, so that evictions through its budget move the pods.
 type deployment struct {
-	d     *appsv1.Deployment
-	armed bool
+	d      *appsv1.Deployment
+	armed  bool
+	noRoom bool
 }
 
 // Baseline is what nodemaint must restore, recorded when the checker first saw each object.
@@ -72,6 +79,7 @@ func newState(onViolation func(Violation)) *state {
 		deployments:  map[string]*deployment{},
 		replicaSets:  map[string]*appsv1.ReplicaSet{},
 		statefulSets: map[string]*appsv1.StatefulSet{},
+		hpas:         map[string]*autoscalingv2.HorizontalPodAutoscaler{},
 		baseline: Baseline{
 			Unschedulable: map[string]bool{}, OutOfService: map[string]bool{}, Replicas: map[string]int32{},
 		},
@@ -111,6 +119,7 @@ func (s *state) pod(pod *corev1.Pod, deleted bool, now time.Time) {
 	}
 	if dk := s.deploymentOf(pod); dk != "" {
 		if d := s.deployments[dk]; d != nil {
+			d.noRoom = d.noRoom || (!deleted && unschedulable(pod))
 			s.checkDeployment(dk, d, left, k, now)
 		}
 	}
@@ -332,7 +341,7 @@ func (s *state) deploymentOf(pod *corev1.Pod) string {
 // checkDeployment arms a surge-capable Deployment once all its replicas are Ready, and reports a
 // violation when a pod left and fewer are Ready.
 func (s *state) checkDeployment(k string, d *deployment, left bool, podKey string, now time.Time) {
-	if !surgeCapable(d.d) {
+	if !s.keepsReplicas(d) {
 		return
 	}
 	ready, want := s.deploymentCounts(k, d)
@@ -369,6 +378,45 @@ func (s *state) record(v Violation) {
 	if s.onViolation != nil {
 		s.onViolation(v)
 	}
+}
+
+// unschedulable reports whether the scheduler found no node for the pod.
+func unschedulable(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// hpa records a HorizontalPodAutoscaler and checks the Deployments of its namespace again.
+func (s *state) hpa(h *autoscalingv2.HorizontalPodAutoscaler, deleted bool) {
+	k := key(h.Namespace, h.Name)
+	if deleted {
+		delete(s.hpas, k)
+	} else {
+		s.hpas[k] = h
+	}
+	s.recheckDeployments(h.Namespace)
+}
+
+// autoscaled reports whether a HorizontalPodAutoscaler scales the Deployment: it would undo a
+// surge, so the Deployment responder declines it and evictions through its budget move its pods.
+func (s *state) autoscaled(d *appsv1.Deployment) bool {
+	for _, h := range s.hpas {
+		ref := h.Spec.ScaleTargetRef
+		if h.Namespace == d.Namespace && ref.Kind == "Deployment" && ref.Name == d.Name && strings.HasPrefix(ref.APIVersion, "apps/") {
+			return true
+		}
+	}
+	return false
+}
+
+// keepsReplicas: the Deployment responder moves the Deployment's pods by surging, so none goes
+// down: it is surge-capable, no HorizontalPodAutoscaler scales it, and its surge found room.
+func (s *state) keepsReplicas(d *deployment) bool {
+	return surgeCapable(d.d) && !d.noRoom && !s.autoscaled(d.d)
 }
 
 // surgeCapable: the Deployment responder moves its pods by surging, so none goes down.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -189,6 +190,8 @@ func TestSurgeCapableDeployment(t *testing.T) {
 		name            string
 		maxSurge        intstr.IntOrString
 		replacementUp   bool
+		autoscaled      bool
+		noRoom          bool
 		wantViolations  []string
 		wantDeployments int
 	}{
@@ -198,6 +201,10 @@ func TestSurgeCapableDeployment(t *testing.T) {
 		{name: "maxSurge 25% of 3 rounds up to 1", maxSurge: intstr.FromString("25%"),
 			wantViolations: []string{"DeploymentReady app/web 2<3"}, wantDeployments: 1},
 		{name: "maxSurge 0 is not surge-capable", maxSurge: intstr.FromInt32(0)},
+		// The Deployment responder declines an autoscaled Deployment: its budget moves it.
+		{name: "scaled by a HorizontalPodAutoscaler", maxSurge: intstr.FromInt32(1), autoscaled: true, wantDeployments: 1},
+		// A surge that cannot be scheduled is given up: its budget moves it.
+		{name: "its surge found no room", maxSurge: intstr.FromInt32(1), noRoom: true, wantDeployments: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newState(nil)
@@ -210,8 +217,20 @@ func TestSurgeCapableDeployment(t *testing.T) {
 				pods = append(pods, newPod(rs, "web", i, true))
 				s.pod(pods[i], false, now)
 			}
+			if tc.autoscaled {
+				s.hpa(&autoscalingv2.HorizontalPodAutoscaler{
+					ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: "web"},
+					Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{
+						APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+				}, false)
+			}
 			s.deployment(surging(d), false)
-			s.pod(newPod(rs, "web", 3, false), false, now)
+			replacement := newPod(rs, "web", 3, false)
+			if tc.noRoom {
+				replacement.Status.Conditions = append(replacement.Status.Conditions, corev1.PodCondition{
+					Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable})
+			}
+			s.pod(replacement, false, now)
 			if tc.replacementUp {
 				s.pod(newPod(rs, "web", 3, true), false, now)
 			}

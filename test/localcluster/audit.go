@@ -15,8 +15,9 @@ import (
 //   - evictionrequests (KEP-4563), with the body, for the requester and the target pod;
 //   - pods/status by ServiceAccounts, with the body, for the EvacuationRequest condition (kwok,
 //     which writes the pods' status, is no ServiceAccount);
-//   - pods/eviction and pod deletions by the ServiceAccounts of nodemaint-system, the metadata
-//     only (the ReplicaSet controller's deletions are not logged).
+//   - pods/eviction and pod deletions by the ServiceAccounts of nodemaint-system, with the body
+//     for the UID precondition that names the very pod acted on (a StatefulSet's pod recreated
+//     under the same name is another pod); the ReplicaSet controller's deletions are not logged.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
@@ -35,7 +36,7 @@ rules:
   resources:
   - group: ""
     resources: ["pods/status"]
-- level: Metadata
+- level: Request
   verbs: ["create", "delete"]
   userGroups: ["system:serviceaccounts:nodemaint-system"]
   resources:
