@@ -64,9 +64,6 @@ var podDelays = map[string]string{
 	localcluster.PodDeleteDelayAnnotation: "3s",
 }
 
-// leaseName is the controller's leader election Lease, the name of its leader metric.
-const leaseName = "nodemaint-controller.nodemaint.dev"
-
 func TestChaos(t *testing.T) {
 	if loadTest {
 		t.Skip("NODEMAINT_E2E_LOAD runs the load test only")
@@ -314,7 +311,7 @@ func (d *driver) leader(timeout time.Duration) int {
 	deadline := time.Now().Add(timeout)
 	for {
 		for j, ctrl := range d.ctrls {
-			if isLeader(ctrl) {
+			if ctrl.Leads(d.t.Context()) {
 				return j
 			}
 		}
@@ -373,12 +370,6 @@ func healthy(ctrl *framework.Controller) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-// isLeader reports whether the controller's leader election metric says it leads.
-func isLeader(ctrl *framework.Controller) bool {
-	v, _ := scrape(ctrl.MetricsURL(), "leader_election_master_status", `name="`+leaseName+`"`)
-	return v == 1
 }
 
 // scrape sums the samples of the metric whose labels contain every one of match.

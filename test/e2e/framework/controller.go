@@ -218,6 +218,21 @@ func (c *Controller) Running() bool {
 	return c.cmd != nil
 }
 
+// LeaderLease is the name of the controller's leader election Lease, the name label of its
+// leader election metric.
+const LeaderLease = "nodemaint-controller.nodemaint.dev"
+
+// Leads reports whether the controller's leader election metric says it leads; false when its
+// metrics cannot be read.
+func (c *Controller) Leads(ctx context.Context) bool {
+	m, err := ScrapeMetrics(ctx, c.MetricsTarget())
+	if err != nil {
+		return false
+	}
+	v, _ := m.Value("leader_election_master_status", map[string]string{"name": LeaderLease})
+	return v == 1
+}
+
 // LogPath returns the path of the controller's log.
 func (c *Controller) LogPath() string { return c.logPath }
 

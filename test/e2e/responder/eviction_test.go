@@ -8,26 +8,21 @@ package responder_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
@@ -138,60 +133,7 @@ func requireEvictionAPI(t *testing.T) {
 	if os.Getenv("EVICTION_REQUEST_API") != "true" {
 		t.Skip("the cluster does not serve lifecycle.k8s.io/v1alpha1: run with EVICTION_REQUEST_API=true")
 	}
-	installEvictionResponderPolicyOnce(t)
-}
-
-// installEvictionResponderPolicyOnce installs config/admission/eviction-responder once per run.
-func installEvictionResponderPolicyOnce(t *testing.T) {
-	t.Helper()
-	policyOnce.Do(func() { policyErr = installEvictionResponderPolicy(t) })
-	if policyErr != nil {
-		t.Fatal(policyErr)
-	}
-}
-
-var (
-	policyOnce sync.Once
-	policyErr  error
-)
-
-func installEvictionResponderPolicy(t *testing.T) error {
-	dir := filepath.Join("..", "..", "..", "config", "admission", "eviction-responder")
-	var policy admissionregistrationv1.MutatingAdmissionPolicy
-	var binding admissionregistrationv1.MutatingAdmissionPolicyBinding
-	for name, obj := range map[string]any{"eviction_responder_policy.yaml": &policy, "eviction_responder_binding.yaml": &binding} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		if err := yaml.UnmarshalStrict(b, obj); err != nil {
-			return err
-		}
-	}
-	ctx := context.Background()
-	if err := framework.Client().Create(ctx, &policy); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	if err := framework.Client().Create(ctx, &binding); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	// The admission plugin learns of the policy through an informer: wait until a Deployment's
-	// pod gets the responder.
-	ns := framework.Namespace(t)
-	probe := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe", Labels: map[string]string{"pod-template-hash": "probe"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "probe",
-				UID: "00000000-0000-0000-0000-000000000001", Controller: ptr.To(true)}}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
-	}
-	framework.Eventually(t, 30*time.Second, "the MutatingAdmissionPolicy in force", func(ctx context.Context) (bool, error) {
-		p := probe.DeepCopy()
-		if err := framework.Client().Create(ctx, p, client.DryRunAll); err != nil {
-			return false, err
-		}
-		return slices.ContainsFunc(p.Spec.EvictionResponders, func(r corev1.EvictionResponder) bool { return r.Name == deployment.EvictionResponder }), nil
-	})
-	return nil
+	framework.InstallEvictionResponderPolicy(t)
 }
 
 // evictionWatch records, from a watch of a namespace's Evictions on every event, the order in

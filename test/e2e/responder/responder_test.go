@@ -276,7 +276,7 @@ func watchAnswers(t *testing.T, ns string) answers {
 	if !framework.Cluster().EvictionRequestAPI() {
 		return answers{}
 	}
-	installEvictionResponderPolicyOnce(t)
+	framework.InstallEvictionResponderPolicy(t)
 	return answers{evictions: watchEvictions(t, ns)}
 }
 
