@@ -113,6 +113,10 @@ test-scale: build ## The scale e2e test at full size: 200 nodes, 5,000 pods, 20 
 test-chaos: build ## The chaos e2e test, long version: 41 aimed leader kills (failovers), an API server restart, overlapping maintenances.
 	NODEMAINT_CHAOS=long NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 30m -run 'TestChaos$$' ./test/e2e/chaos/ $(E2E_ARGS)
 
+.PHONY: test-combinations
+test-combinations: build ## The combinations e2e test, long version: 104 scenarios (4 batches of 26) of overlapping maintenances drawn from the whole spec space, both protocols, leader kills; NODEMAINT_COMBINATIONS_SEED replays.
+	NODEMAINT_COMBINATIONS=long NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 80m -run 'TestCombinations$$' ./test/e2e/combinations/ $(E2E_ARGS)
+
 .PHONY: test-eviction-heartbeat
 test-eviction-heartbeat: ## KEP-4563: a responder that stops heartbeating is passed over after the API server's 20-minute deadline (about 21 minutes).
 	NODEMAINT_SLOW_TESTS=1 KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 40m -run 'TestSilentResponderPassedOver$$' ./internal/evictioncontroller/

@@ -1,0 +1,320 @@
+package combinations_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/test/e2e/framework"
+	"github.com/nodemaint/nodemaint/test/invariants"
+)
+
+// takeoverTimeout bounds the wait for a replica to lead after the leader was killed: the lease
+// (4s) expires, the standby acquires it.
+const takeoverTimeout = 20 * time.Second
+
+// totals are a run's figures, over its batches.
+type totals struct {
+	scenarios, maintenances, edits, kills, judged, budgets, violations int
+}
+
+func TestCombinations(t *testing.T) {
+	s := size()
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("NODEMAINT_COMBINATIONS_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("NODEMAINT_COMBINATIONS_SEED: %v", err)
+		}
+	}
+	if v := os.Getenv("NODEMAINT_COMBINATIONS_BATCHES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("NODEMAINT_COMBINATIONS_BATCHES=%q: a number of at least 1", v)
+		}
+		s.batches = n
+	}
+	t.Logf("combinations seed %d: batches %d to %d (replay one with NODEMAINT_COMBINATIONS_SEED=<its seed> NODEMAINT_COMBINATIONS_BATCHES=1)", seed, seed, seed+uint64(s.batches)-1)
+	// Under the EvictionRequest protocol the Deployment responder answers for the pods it is
+	// registered on, as an admin installs it.
+	framework.InstallEvictionResponderPolicy(t)
+	for _, rule := range drainRules() {
+		if err := framework.Client().Create(t.Context(), rule); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("creating DrainRule %s: %v", rule.GetName(), err)
+		}
+	}
+	var sum totals
+	start := time.Now()
+	for i := range s.batches {
+		b := drawBatch(seed+uint64(i), s)
+		t.Run(fmt.Sprintf("batch-%d", b.seed), func(t *testing.T) { runBatch(t, b, s, &sum) })
+	}
+	t.Logf("combinations figures: %d scenarios in %d batches (%d maintenances, %d edits, %d leader kills), %d acts of nodemaint's judged, "+
+		"%d budgets checked, %d invariant violations, %v in all",
+		sum.scenarios, s.batches, sum.maintenances, sum.edits, sum.kills, sum.judged, sum.budgets, sum.violations, time.Since(start).Round(time.Second))
+	if sum.judged == 0 {
+		t.Errorf("the checker judged no act of nodemaint's: the run exercised nothing")
+	}
+}
+
+// runBatch runs a batch: its lanes' workloads, a checker watching them, two controller replicas
+// of the batch's protocol, the maintenances and edits on time while the leader is killed; then
+// every maintenance is deleted, and nothing of nodemaint's may be left.
+func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
+	ctx := t.Context()
+	c := framework.Client()
+	t.Logf("batch %d: protocol %s", b.seed, b.protocol)
+	for _, sc := range b.lanes {
+		t.Logf("scenario %s", sc)
+	}
+
+	// The lanes' workloads, each in a namespace of its own, all Ready before anything starts.
+	namespaces := make([]string, len(b.lanes))
+	want := 0
+	for i, sc := range b.lanes {
+		namespaces[i] = framework.Namespace(t)
+		for _, k := range sc.workloads {
+			for _, obj := range k.objects(namespaces[i], sc.nodes) {
+				if err := c.Create(ctx, obj); err != nil {
+					t.Fatalf("creating %T %s/%s: %v", obj, namespaces[i], obj.GetName(), err)
+				}
+			}
+			want += k.pods(sc.nodes)
+		}
+	}
+	framework.Eventually(t, 3*time.Minute, fmt.Sprintf("%d pods Ready", want), func(ctx context.Context) (bool, error) {
+		ready, err := readyPods(ctx, namespaces)
+		return ready >= want, err
+	})
+
+	checker, err := invariants.Start(ctx, framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{
+		Namespaces:  namespaces,
+		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
+		Witness:     true,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = checker.Stop()
+		}
+	})
+
+	ctrls := []*framework.Controller{framework.NewController(t), framework.NewController(t)}
+	args := []string{"--evacuation-protocol=" + b.protocol}
+	for _, ctrl := range ctrls {
+		ctrl.Start(args...)
+	}
+
+	// The timeline: creations, edits and kills, in order.
+	type step struct {
+		at time.Duration
+		do func()
+		// what says the step in the log.
+		what string
+	}
+	var steps []step
+	created := map[string]bool{}
+	for _, sc := range b.lanes {
+		for _, nm := range sc.nms {
+			steps = append(steps, step{at: nm.createAt, what: "create " + nm.name, do: func() {
+				if err := c.Create(ctx, nm.object()); err != nil {
+					t.Fatalf("creating NodeMaintenance %s: %v", nm.name, err)
+				}
+				created[nm.name] = true
+			}})
+		}
+		for _, e := range sc.edits {
+			name := sc.nms[e.nm].name
+			steps = append(steps, step{at: e.at, what: fmt.Sprintf("%s %s", name, e.what), do: func() {
+				if !created[name] {
+					return // deleted before
+				}
+				if e.what == remove {
+					deleteMaintenance(t, name)
+					delete(created, name)
+					return
+				}
+				editMaintenance(t, name, e.what)
+			}})
+		}
+	}
+	for _, at := range b.kills {
+		steps = append(steps, step{at: at, what: "kill the leader", do: func() { killLeader(t, ctrls, args) }})
+	}
+	slices.SortStableFunc(steps, func(a, b step) int { return cmp.Compare(a.at, b.at) })
+	begin := time.Now()
+	for _, st := range steps {
+		if d := time.Until(begin.Add(st.at)); d > 0 {
+			sleep(t, d)
+		}
+		t.Logf("%v: %s", st.at.Round(100*time.Millisecond), st.what)
+		st.do()
+	}
+	sleep(t, time.Until(begin.Add(s.span)))
+
+	// Evidence that the controller looked at every maintenance as it is now, before they go.
+	framework.Eventually(t, 2*time.Minute, "every NodeMaintenance observed at its generation", func(ctx context.Context) (bool, error) {
+		var list nodemaintv1alpha1.NodeMaintenanceList
+		if err := c.List(ctx, &list); err != nil {
+			return false, err
+		}
+		for _, nm := range list.Items {
+			if nm.Status.ObservedGeneration != nm.Generation {
+				return false, fmt.Errorf("NodeMaintenance %s observed at generation %d of %d", nm.Name, nm.Status.ObservedGeneration, nm.Generation)
+			}
+		}
+		return true, nil
+	})
+	for name := range created {
+		deleteMaintenance(t, name)
+	}
+	framework.Eventually(t, 3*time.Minute, "every NodeMaintenance gone and nothing of nodemaint's left", func(ctx context.Context) (bool, error) {
+		var list nodemaintv1alpha1.NodeMaintenanceList
+		if err := c.List(ctx, &list); err != nil {
+			return false, err
+		}
+		if len(list.Items) > 0 {
+			return false, fmt.Errorf("%d NodeMaintenances left", len(list.Items))
+		}
+		return true, checker.CheckClean(ctx, namespaces...)
+	})
+
+	stopped = true
+	if err := checker.Stop(); err != nil {
+		t.Errorf("stopping the invariant checker: %v", err)
+	}
+	_, _, _, judged := checker.AuditStats()
+	budgets, _ := checker.Watched()
+	violations := checker.Violations()
+	sum.scenarios += len(b.lanes)
+	sum.kills += len(b.kills)
+	sum.judged += judged
+	sum.budgets += budgets
+	sum.violations += len(violations)
+	for _, sc := range b.lanes {
+		sum.maintenances += len(sc.nms)
+		sum.edits += len(sc.edits)
+	}
+	t.Logf("batch %d (%s): %d scenarios, %d acts of nodemaint's judged, %d budgets checked, %d violations",
+		b.seed, b.protocol, len(b.lanes), judged, budgets, len(violations))
+	for _, v := range violations {
+		t.Errorf("invariant violated (replay: NODEMAINT_COMBINATIONS_SEED=%d NODEMAINT_COMBINATIONS_BATCHES=1): %s\n  in %s",
+			b.seed, v, scenarioOf(b, namespaces, v))
+	}
+}
+
+// scenarioOf returns the scenario a violation happened in, by its pod's namespace.
+func scenarioOf(b batch, namespaces []string, v invariants.Violation) string {
+	for i, ns := range namespaces {
+		if strings.HasPrefix(v.Pod, ns+"/") {
+			return b.lanes[i].String()
+		}
+	}
+	return "an unknown lane"
+}
+
+// editMaintenance applies an edit to the maintenance's spec, as an admin would: read, change,
+// write, again on a conflict.
+func editMaintenance(t *testing.T, name string, what editKind) {
+	t.Helper()
+	c := framework.Client()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var nm nodemaintv1alpha1.NodeMaintenance
+		if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &nm); err != nil {
+			return err
+		}
+		spec := nm.Spec.DeepCopy()
+		what.apply(spec)
+		if reflect.DeepEqual(*spec, nm.Spec) {
+			return nil
+		}
+		nm.Spec = *spec
+		return c.Update(t.Context(), &nm)
+	})
+	if err != nil {
+		t.Fatalf("editing NodeMaintenance %s (%s): %v", name, what, err)
+	}
+}
+
+func deleteMaintenance(t *testing.T, name string) {
+	t.Helper()
+	nm := &nodemaintv1alpha1.NodeMaintenance{}
+	nm.Name = name
+	if err := framework.Client().Delete(t.Context(), nm); client.IgnoreNotFound(err) != nil {
+		t.Fatalf("deleting NodeMaintenance %s: %v", name, err)
+	}
+}
+
+// killLeader SIGKILLs the replica that leads (a random one when none is seen to), waits until one
+// leads again, and starts the killed one again as the standby.
+func killLeader(t *testing.T, ctrls []*framework.Controller, args []string) {
+	t.Helper()
+	i := leader(t, ctrls)
+	if i < 0 {
+		i = 0
+	}
+	ctrls[i].Kill()
+	killed := time.Now()
+	j := leader(t, ctrls)
+	t.Logf("replica %d killed; replica %d leads %v later", i, j, time.Since(killed).Round(100*time.Millisecond))
+	ctrls[i].Start(args...)
+}
+
+// leader returns the replica that leads, waiting for one at most takeoverTimeout; -1 when none
+// does.
+func leader(t *testing.T, ctrls []*framework.Controller) int {
+	deadline := time.Now().Add(takeoverTimeout)
+	for {
+		for j, ctrl := range ctrls {
+			if ctrl.Running() && ctrl.Leads(t.Context()) {
+				return j
+			}
+		}
+		if time.Now().After(deadline) || t.Context().Err() != nil {
+			return -1
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func sleep(t *testing.T, d time.Duration) {
+	select {
+	case <-t.Context().Done():
+	case <-time.After(d):
+	}
+}
+
+// readyPods counts the Ready pods of the namespaces that are not terminating.
+func readyPods(ctx context.Context, namespaces []string) (int, error) {
+	ready := 0
+	for _, ns := range namespaces {
+		var list corev1.PodList
+		if err := framework.Client().List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return 0, err
+		}
+		for _, pod := range list.Items {
+			for _, cond := range pod.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && pod.DeletionTimestamp == nil {
+					ready++
+				}
+			}
+		}
+	}
+	return ready, nil
+}

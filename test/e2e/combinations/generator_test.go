@@ -1,0 +1,90 @@
+package combinations_test
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+)
+
+// TestSeedReplaysTheDraw: a batch's seed draws it again, the same in every detail.
+func TestSeedReplaysTheDraw(t *testing.T) {
+	for seed := range uint64(20) {
+		a, b := drawBatch(seed, longRun), drawBatch(seed, longRun)
+		if !reflect.DeepEqual(describeBatch(a), describeBatch(b)) {
+			t.Fatalf("seed %d drew two different batches", seed)
+		}
+	}
+	if reflect.DeepEqual(describeBatch(drawBatch(1, longRun)), describeBatch(drawBatch(2, longRun))) {
+		t.Fatal("seeds 1 and 2 drew the same batch")
+	}
+}
+
+func describeBatch(b batch) []string {
+	out := []string{b.protocol}
+	for _, sc := range b.lanes {
+		out = append(out, sc.String())
+	}
+	for _, k := range b.kills {
+		out = append(out, k.String())
+	}
+	return out
+}
+
+// TestGeneratorCoversTheSpace: the batches of a long run draw every value of every dimension
+// the issue names, and overlapping maintenances, so that a combination nobody thought of is
+// drawn rather than left out.
+func TestGeneratorCoversTheSpace(t *testing.T) {
+	seen := map[string]bool{}
+	for seed := range uint64(longRun.batches) {
+		b := drawBatch(seed, longRun)
+		seen["protocol "+b.protocol] = true
+		for _, sc := range b.lanes {
+			for _, k := range sc.workloads {
+				seen["workload "+k.name] = true
+			}
+			for _, e := range sc.edits {
+				seen["edit "+string(e.what)] = true
+			}
+			for i, nm := range sc.nms {
+				s := nm.spec
+				seen["policy "+string(s.EvictionPolicy)] = true
+				seen["action "+string(s.DrainTimeoutAction)] = true
+				seen["label "+string(s.DrainLabelPolicy)] = true
+				seen["rollout "+map[bool]string{true: "yes", false: "no"}[s.Rollout != nil]] = true
+				seen["drain "+map[bool]string{true: "yes", false: "no"}[s.Drain]] = true
+				for _, other := range sc.nms[:i] {
+					if overlap(s, other.spec) {
+						seen["overlapping maintenances"] = true
+					}
+				}
+			}
+		}
+	}
+	want := []string{"protocol pod-conditions", "protocol eviction-request", "overlapping maintenances",
+		"policy " + string(nodemaintv1alpha1.EvictionPolicySignalOnly), "policy " + string(nodemaintv1alpha1.EvictionPolicyEvict),
+		"action " + string(nodemaintv1alpha1.DrainTimeoutActionDelete), "action " + string(nodemaintv1alpha1.DrainTimeoutActionReport),
+		"label " + string(nodemaintv1alpha1.DrainLabelPolicyHonor), "label " + string(nodemaintv1alpha1.DrainLabelPolicyIgnore),
+		"rollout yes", "rollout no", "drain yes", "drain no"}
+	for _, k := range zoo {
+		want = append(want, "workload "+k.name)
+	}
+	for _, e := range []editKind{drainOn, drainOff, cordonOff, signalOnly, evict, remove} {
+		want = append(want, "edit "+string(e))
+	}
+	for _, w := range want {
+		if !seen[w] {
+			t.Errorf("%d batches of a long run never draw %s", longRun.batches, w)
+		}
+	}
+}
+
+func overlap(a, b nodemaintv1alpha1.NodeMaintenanceSpec) bool {
+	for _, n := range a.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0].Values {
+		if slices.Contains(b.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0].Values, n) {
+			return true
+		}
+	}
+	return false
+}

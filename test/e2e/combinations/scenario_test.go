@@ -1,0 +1,218 @@
+package combinations_test
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+)
+
+// The generator: everything a batch does is drawn here from its seed, before anything runs, so
+// that the seed replays it. Only what the cluster does in between is not replayed.
+
+// protocols are the evacuation protocols batches take in turn (by their seed's parity).
+var protocols = []string{evictionrequest.FlagPodConditions, evictionrequest.FlagEvictionRequest}
+
+// batch is one batch's draw: its lanes run side by side under one protocol.
+type batch struct {
+	seed     uint64
+	protocol string
+	lanes    []scenario
+	// kills are when the leader is killed, from the batch's start.
+	kills []time.Duration
+}
+
+// scenario is one lane: its nodes, its workloads and its maintenances.
+type scenario struct {
+	lane      int
+	nodes     []string
+	workloads []kind
+	nms       []drawnMaintenance
+	edits     []edit
+}
+
+// drawnMaintenance is a NodeMaintenance and when it is created.
+type drawnMaintenance struct {
+	name     string
+	createAt time.Duration
+	spec     nodemaintv1alpha1.NodeMaintenanceSpec
+}
+
+// editKind is what an edit does to a maintenance.
+type editKind string
+
+const (
+	drainOn    editKind = "drain on"  // cordon and drain
+	drainOff   editKind = "drain off" // keeps the cordon
+	cordonOff  editKind = "cordon off"
+	signalOnly editKind = "SignalOnly"
+	evict      editKind = "Evict"
+	remove     editKind = "delete"
+)
+
+// edit changes maintenance nm (an index of the lane's) at a time from the batch's start.
+type edit struct {
+	at   time.Duration
+	nm   int
+	what editKind
+}
+
+// apply changes spec as the edit says; remove is not a spec change.
+func (e editKind) apply(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+	switch e {
+	case drainOn:
+		spec.Cordon, spec.Drain = true, true
+	case drainOff:
+		spec.Drain = false
+	case cordonOff:
+		spec.Cordon, spec.Drain = false, false
+	case signalOnly:
+		spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
+	case evict:
+		spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicyEvict
+	}
+}
+
+// drawBatch draws a batch of size s from seed.
+func drawBatch(seed uint64, s runSize) batch {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	b := batch{seed: seed, protocol: protocols[seed%uint64(len(protocols))]}
+	for lane := range s.lanes {
+		b.lanes = append(b.lanes, drawScenario(rng, lane, s))
+	}
+	for range s.kills {
+		b.kills = append(b.kills, time.Duration(rng.Int64N(int64(s.span))))
+	}
+	slices.Sort(b.kills)
+	return b
+}
+
+// drawScenario draws lane's scenario: at least three kinds of workload, one to three
+// maintenances of its nodes, and up to three edits of each.
+func drawScenario(rng *rand.Rand, lane int, s runSize) scenario {
+	sc := scenario{lane: lane}
+	for i := range s.nodesPerLane {
+		sc.nodes = append(sc.nodes, fmt.Sprintf("kwok-node-%d", lane*s.nodesPerLane+i))
+	}
+	for len(sc.workloads) < 3 {
+		sc.workloads = sc.workloads[:0]
+		for _, k := range zoo {
+			if rng.IntN(100) < 45 {
+				sc.workloads = append(sc.workloads, k)
+			}
+		}
+	}
+	n := 1 + rng.IntN(3)
+	for i := range n {
+		nm := drawnMaintenance{name: fmt.Sprintf("lane-%d-%c", lane, 'a'+i), spec: drawSpec(rng, sc.nodes, s)}
+		if i > 0 {
+			nm.createAt = time.Duration(rng.Int64N(int64(s.span / 2)))
+		}
+		sc.nms = append(sc.nms, nm)
+		for range rng.IntN(4) {
+			at := nm.createAt + time.Duration(rng.Int64N(int64(s.span-nm.createAt)))
+			what := []editKind{drainOn, drainOn, drainOff, cordonOff, signalOnly, evict, remove}[rng.IntN(7)]
+			sc.edits = append(sc.edits, edit{at: at, nm: i, what: what})
+		}
+	}
+	slices.SortStableFunc(sc.edits, func(a, b edit) int { return cmp.Compare(a.at, b.at) })
+	return sc
+}
+
+// drawSpec draws a spec over a non-empty subset of nodes from the whole spec space the API
+// server admits.
+func drawSpec(rng *rand.Rand, nodes []string, s runSize) nodemaintv1alpha1.NodeMaintenanceSpec {
+	var selected []string
+	for len(selected) == 0 {
+		for _, n := range nodes {
+			if rng.IntN(100) < 60 {
+				selected = append(selected, n)
+			}
+		}
+	}
+	spec := nodemaintv1alpha1.NodeMaintenanceSpec{
+		NodeSelector: corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: selected}},
+		}}},
+		Cordon: rng.IntN(100) < 90,
+		Reason: "combinations",
+		// Short, so pods nobody answers for are evicted within the batch.
+		EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: time.Duration(2+rng.IntN(9)) * time.Second},
+		EvictionPolicy:            nodemaintv1alpha1.EvictionPolicyEvict,
+		DrainTimeoutAction:        nodemaintv1alpha1.DrainTimeoutActionReport,
+		DrainLabelPolicy:          nodemaintv1alpha1.DrainLabelPolicyHonor,
+	}
+	spec.Drain = spec.Cordon && rng.IntN(100) < 75
+	if rng.IntN(100) < 30 {
+		spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
+	}
+	switch r := rng.IntN(100); {
+	case r < 35:
+		// The least the API server admits with Delete; a short batch ends before it runs out.
+		spec.DrainTimeoutAction = nodemaintv1alpha1.DrainTimeoutActionDelete
+		spec.DrainTimeout = &nodemaintv1alpha1.Duration{Duration: nodemaintv1alpha1.MinDeleteDrainTimeout}
+	case r < 70:
+		spec.DrainTimeout = &nodemaintv1alpha1.Duration{Duration: time.Duration(10+rng.IntN(31)) * time.Second}
+	}
+	if rng.IntN(100) < 30 {
+		spec.DrainLabelPolicy = nodemaintv1alpha1.DrainLabelPolicyIgnore
+	}
+	if rng.IntN(100) < 30 {
+		spec.Rollout = &nodemaintv1alpha1.RolloutSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(int32(1 + rng.IntN(2)))),
+			Release:        []nodemaintv1alpha1.ReleasePolicy{nodemaintv1alpha1.ReleaseDrained, nodemaintv1alpha1.ReleaseDrained, nodemaintv1alpha1.ReleaseManual}[rng.IntN(3)],
+			OnNodeFailure:  []nodemaintv1alpha1.NodeFailurePolicy{nodemaintv1alpha1.NodeFailurePause, nodemaintv1alpha1.NodeFailureContinue}[rng.IntN(2)],
+		}
+	}
+	return spec
+}
+
+// object returns the maintenance as it is created.
+func (d drawnMaintenance) object() *nodemaintv1alpha1.NodeMaintenance {
+	return &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: d.name}, Spec: *d.spec.DeepCopy()}
+}
+
+// String says what the scenario is, for a failure's message.
+func (sc scenario) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "lane %d on %s with %s", sc.lane, strings.Join(sc.nodes, ","), strings.Join(kindNames(sc.workloads), ","))
+	for i, nm := range sc.nms {
+		fmt.Fprintf(&b, "; %s at %v: %s", nm.name, nm.createAt.Round(time.Second), describe(nm.spec))
+		for _, e := range sc.edits {
+			if e.nm == i {
+				fmt.Fprintf(&b, ", %s at %v", e.what, e.at.Round(time.Second))
+			}
+		}
+	}
+	return b.String()
+}
+
+// describe says a spec in one line.
+func describe(spec nodemaintv1alpha1.NodeMaintenanceSpec) string {
+	parts := []string{"nodes " + strings.Join(spec.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0].Values, ",")}
+	if spec.Cordon {
+		parts = append(parts, "cordon")
+	}
+	if spec.Drain {
+		parts = append(parts, "drain")
+	}
+	parts = append(parts, string(spec.EvictionPolicy), "response "+spec.EvacuationResponseTimeout.Duration.String())
+	if spec.DrainTimeout != nil {
+		parts = append(parts, "drainTimeout "+spec.DrainTimeout.Duration.String())
+	}
+	parts = append(parts, string(spec.DrainTimeoutAction), string(spec.DrainLabelPolicy))
+	if r := spec.Rollout; r != nil {
+		parts = append(parts, fmt.Sprintf("rollout %s %s %s", r.MaxUnavailable.String(), r.Release, r.OnNodeFailure))
+	}
+	return strings.Join(parts, " ")
+}
