@@ -78,7 +78,9 @@ func Decide(c Classified, now time.Time, policy Policy) Decision {
 	if evacuation.Declined(pod) {
 		return Decision{Evict: true}
 	}
-	from := req.LastTransitionTime.Time
+	// The API server keeps a condition's time to the second: the request was written up to a
+	// second after its lastTransitionTime says, so the timeout counts from the end of that second.
+	from := req.LastTransitionTime.Time.Truncate(time.Second).Add(time.Second)
 	if policy.CountFrom.After(from) {
 		from = policy.CountFrom
 	}

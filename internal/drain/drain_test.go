@@ -122,12 +122,14 @@ func TestDecide(t *testing.T) {
 		message   string // a part of the message, when it matters
 	}{
 		{"not requested yet", &corev1.Pod{}, policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, time.Second, ""},
-		{"within the timeout", owned(requested(time.Minute)), policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 2 * time.Minute, "for the owner to accept"},
-		{"timeout passed", requested(3 * time.Minute), policy, "", true, "", 0, ""},
+		{"within the timeout", owned(requested(time.Minute)), policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 2*time.Minute + time.Second, "for the owner to accept"},
+		// The condition's time has whole seconds: the timeout counts from the end of its second.
+		{"the timeout's last second", requested(3 * time.Minute), policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, time.Second, "for someone to accept"},
+		{"timeout passed", requested(3*time.Minute + time.Second), policy, "", true, "", 0, ""},
 		{"accepted, long ago", requested(time.Hour, corev1.ConditionTrue), policy, "", false, nodemaintv1alpha1.BlockedReasonEvacuatingByOwner, 0, ""},
 		{"declined", requested(time.Second, corev1.ConditionFalse), policy, "", true, "", 0, ""},
-		{"a bare pod waits the timeout, and is told it will not come back", requested(time.Second), policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 3*time.Minute - time.Second, "will not be recreated"},
-		{"a bare pod past the timeout", requested(3 * time.Minute), policy, "", true, "", 0, ""},
+		{"a bare pod waits the timeout, and is told it will not come back", requested(time.Second), policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 3 * time.Minute, "will not be recreated"},
+		{"a bare pod past the timeout", requested(3*time.Minute + time.Second), policy, "", true, "", 0, ""},
 		{"signal only never evicts", requested(time.Hour), Policy{ResponseTimeout: time.Minute}, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 0, ""},
 		{"terminating", terminating, policy, "", false, nodemaintv1alpha1.BlockedReasonTerminating, 0, ""},
 		{"protected, past the timeout", requested(time.Hour), policy, own, false, nodemaintv1alpha1.BlockedReasonProtected, 0, own + ": never evicted"},
@@ -135,7 +137,7 @@ func TestDecide(t *testing.T) {
 		{"protected, accepted", requested(time.Hour, corev1.ConditionTrue), policy, own, false, nodemaintv1alpha1.BlockedReasonEvacuatingByOwner, 0, ""},
 		{"requested before this replica led: counted from its leading", requested(time.Hour),
 			Policy{Evict: true, ResponseTimeout: 3 * time.Minute, CountFrom: now.Add(-time.Minute)}, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 2 * time.Minute, ""},
-		{"requested after this replica led", requested(3 * time.Minute),
+		{"requested after this replica led", requested(3*time.Minute + time.Second),
 			Policy{Evict: true, ResponseTimeout: 3 * time.Minute, CountFrom: now.Add(-time.Hour)}, "", true, "", 0, ""},
 	}
 	for _, tc := range cases {
