@@ -181,7 +181,24 @@ type acts struct {
 	gone map[string]gonePod
 	// judged counts the acts judged.
 	judged int
+	// held are the budget and Deployment violations of pods that left, until holdFor tells
+	// whether their leaving was a deletion of nodemaint's that a maintenance's drainTimeoutAction
+	// Delete allowed (excused: that bypasses budgets by design, promise 4); excused counts those.
+	held    []heldViolation
+	excused map[string]time.Time
+	// excusedViolations counts the held violations excused.
+	excusedViolations int
 }
+
+// heldViolation is a violation held since at.
+type heldViolation struct {
+	v  Violation
+	at time.Time
+}
+
+// holdFor is how long a budget or Deployment violation is held for the deletion that may excuse
+// it to be read from the audit log and judged.
+const holdFor = settle + 5*time.Second
 
 type gonePod struct {
 	pod *corev1.Pod
@@ -196,8 +213,28 @@ func newActs(user string, from time.Time) *acts {
 		others: map[string]bool{}, requestPods: map[string]string{},
 		nodes: map[string]*corev1.Node{}, namespaces: map[string]map[string]string{},
 		nms: map[string][]nmVersion{}, rules: map[string]*nodemaintv1alpha1.DrainRule{},
-		gone: map[string]gonePod{},
+		gone: map[string]gonePod{}, excused: map[string]time.Time{},
 	}
+}
+
+// releaseHeld reports the held violations held for holdFor before now (all of them with all)
+// that no due deletion excused, and drops the excused ones.
+func (s *state) releaseHeld(now time.Time, all bool) {
+	a := s.acts
+	n := 0
+	for _, h := range a.held {
+		if _, ok := a.excused[h.v.Pod]; ok {
+			a.excusedViolations++
+			continue
+		}
+		if !all && now.Sub(h.at) < holdFor {
+			a.held[n] = h
+			n++
+			continue
+		}
+		s.emit(h.v)
+	}
+	a.held = a.held[:n]
 }
 
 // auditLine parses one line of the audit log and records what the act checks need of it.
@@ -410,6 +447,12 @@ func (s *state) judgeAudit(now time.Time) {
 		s.judge(r)
 	}
 	a.pending = slices.Delete(a.pending, 0, n)
+	s.releaseHeld(now, false)
+	for k, t := range a.excused {
+		if now.Sub(t) > goneRetention {
+			delete(a.excused, k)
+		}
+	}
 	for k, g := range a.gone {
 		if now.Sub(g.at) > goneRetention {
 			delete(a.gone, k)
@@ -492,6 +535,7 @@ func (s *state) judge(r record) {
 	case r.act == actDelete:
 		why := s.deletionDue(allowed, r.pod, pod, nodeName, r.received)
 		if why == "" {
+			a.excused[r.pod] = r.received
 			return
 		}
 		v.Kind, v.Object, v.Detail = KindDeletionNotDue, names(allowed), why

@@ -14,6 +14,8 @@ import (
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -629,6 +631,37 @@ func TestActJudgesThePodItNamed(t *testing.T) {
 			recreated.CreationTimestamp = metav1.NewTime(at.Truncate(time.Second))
 			s.pod(recreated, false, at.Add(200*time.Millisecond))
 			expect(t, play(s), tc.want...)
+		})
+	}
+}
+
+// Promise 4 over promise 5: a deletion that a maintenance's drainTimeoutAction Delete allowed
+// bypasses the pod's budget by design, so the budget's breach is excused; a deletion that was not
+// due breaches both promises.
+func TestDueDeletionBypassesBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		delete time.Duration
+		want   []string
+	}{
+		{"due", 5*time.Minute + 2*time.Second, nil},
+		{"not due", 2 * time.Minute, []string{KindDeletionNotDue + " delete app/web", KindPodDisruptionBudget + "  app/web"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			web := nodePod("web", map[string]string{"app": "web"})
+			s := setup([]*corev1.Pod{web}, newNM("nm", deleting))
+			s.pdb(newPDB("web", ptr.To(intstr.FromInt32(1)), nil), false)
+			at := now.Add(tc.delete)
+			for _, e := range []*auditEvent{cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(time.Second)), deleteEv("web", DefaultControllerUser, at)} {
+				s.auditEvent(e)
+			}
+			s.pod(terminating(web), false, at.Add(10*time.Millisecond))
+			got := play(s)
+			slices.Sort(got)
+			expect(t, got, tc.want...)
+			if tc.want == nil && s.acts.excusedViolations != 1 {
+				t.Errorf("%d violations excused, want the budget's 1", s.acts.excusedViolations)
+			}
 		})
 	}
 }

@@ -212,6 +212,7 @@ func (c *Checker) Stop() error {
 		c.readAudit()
 		c.mu.Lock()
 		c.state.judgeAudit(time.Now().Add(settle))
+		c.state.releaseHeld(time.Now(), true)
 		c.mu.Unlock()
 	}
 	c.cancel()
@@ -226,7 +227,16 @@ func (c *Checker) Stop() error {
 func (c *Checker) Violations() []Violation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.state.violations)
+	out := slices.Clone(c.state.violations)
+	if a := c.state.acts; a != nil {
+		// Those still held (for a deletion that may excuse them) count until excused.
+		for _, h := range a.held {
+			if _, ok := a.excused[h.v.Pod]; !ok {
+				out = append(out, h.v)
+			}
+		}
+	}
+	return out
 }
 
 // Watched returns the number of budgets and Deployments the checker has seen fully available,

@@ -4,6 +4,9 @@
 //   - a PodDisruptionBudget is never violated: the number of healthy pods it selects (Ready, not
 //     terminating, counted from the pods themselves) never drops below what its minAvailable or
 //     maxUnavailable allows (KindPodDisruptionBudget; promise 5);
+//   - with the audit log, a pod that left by a deletion of nodemaint's that a maintenance's
+//     drainTimeoutAction Delete allowed (below) breaches neither: Delete bypasses budgets by
+//     design (promise 4). Such breaches are held until the deletion is judged, then excused;
 //   - a surge-capable Deployment (RollingUpdate with maxSurge > 0, not paused, not scaled by a
 //     HorizontalPodAutoscaler, and whose pods found room: none of them unschedulable) never has
 //     fewer Ready pods than the replicas its user asked for (KindDeploymentReady; promise 5). The

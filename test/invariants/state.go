@@ -374,6 +374,21 @@ func (s *state) report(v Violation) {
 }
 
 func (s *state) record(v Violation) {
+	if a := s.acts; a != nil && v.Act == "" && v.Pod != "" {
+		// A budget or Deployment the pod's leaving breached: held until the audit log says
+		// whether nodemaint deleted the pod when a maintenance's Delete was due (acts.go).
+		at := v.Time
+		if at.IsZero() {
+			at = time.Now()
+		}
+		a.held = append(a.held, heldViolation{v: v, at: at})
+		return
+	}
+	s.emit(v)
+}
+
+// emit records the violation and tells Options.OnViolation.
+func (s *state) emit(v Violation) {
 	s.violations = append(s.violations, v)
 	if s.onViolation != nil {
 		s.onViolation(v)
