@@ -166,8 +166,10 @@ type acts struct {
 	// the watch first saw them.
 	cordons map[string][]cordonMark
 	initial map[string]bool
-	// asks are the times nodemaint asked each pod (namespace/name) and the pods of each node.
-	asks, nodeAsks map[string][]time.Time
+	// asks are the times nodemaint asked each pod (namespace/name) and the pods of each node;
+	// uidAsks those of each pod UID, where the ask named it: a pod recreated under the same name
+	// (a StatefulSet's) is not taken as asked when its predecessor was.
+	asks, nodeAsks, uidAsks map[string][]time.Time
 	// others: pods another requester's EvictionRequest asked for. requestPods: the pod of each
 	// EvictionRequest (namespace/name).
 	others      map[string]bool
@@ -209,7 +211,7 @@ func newActs(user string, from time.Time) *acts {
 	return &acts{
 		user: user, from: from,
 		cordons: map[string][]cordonMark{}, initial: map[string]bool{},
-		asks: map[string][]time.Time{}, nodeAsks: map[string][]time.Time{},
+		asks: map[string][]time.Time{}, nodeAsks: map[string][]time.Time{}, uidAsks: map[string][]time.Time{},
 		others: map[string]bool{}, requestPods: map[string]string{},
 		nodes: map[string]*corev1.Node{}, namespaces: map[string]map[string]string{},
 		nms: map[string][]nmVersion{}, rules: map[string]*nodemaintv1alpha1.DrainRule{},
@@ -284,6 +286,7 @@ func (s *state) auditEvent(e *auditEvent) {
 				Target    struct {
 					Pod *struct {
 						Name string `json:"name"`
+						UID  string `json:"uid"`
 					} `json:"pod"`
 				} `json:"target"`
 			} `json:"spec"`
@@ -304,6 +307,9 @@ func (s *state) auditEvent(e *auditEvent) {
 			r.pod, r.other = pod, true
 		case ours && (er.Spec.Requester == ernames.Requester || e.Verb != "create"):
 			r.pod, r.act = pod, actAsk
+			if p := er.Spec.Target.Pod; p != nil {
+				r.uid = p.UID
+			}
 		default:
 			return
 		}
@@ -474,6 +480,9 @@ func (s *state) judge(r record) {
 	pod := s.podAt(r.pod, r.uid, r.received)
 	if r.act == actAsk {
 		a.asks[r.pod] = append(a.asks[r.pod], r.completed)
+		if r.uid != "" {
+			a.uidAsks[r.uid] = append(a.uidAsks[r.uid], r.completed)
+		}
 		if pod != nil && pod.Spec.NodeName != "" {
 			a.nodeAsks[pod.Spec.NodeName] = append(a.nodeAsks[pod.Spec.NodeName], r.completed)
 		}
@@ -598,7 +607,11 @@ func (s *state) deletionDue(ms []nmVersion, podKey string, pod *corev1.Pod, node
 // firstAsk returns when nodemaint first asked the pod: from the audit log, else the pod's
 // EvacuationRequest condition of nodemaint's.
 func (s *state) firstAsk(podKey string, pod *corev1.Pod) (time.Time, bool) {
-	if asks := s.acts.asks[podKey]; len(asks) > 0 {
+	asks := s.acts.asks[podKey]
+	if byUID := s.acts.uidAsks[string(pod.UID)]; len(byUID) > 0 {
+		asks = byUID
+	}
+	if len(asks) > 0 {
 		return slices.MinFunc(asks, func(a, b time.Time) int { return a.Compare(b) }), true
 	}
 	if c := evacuation.Condition(pod, evacuation.Request); c != nil && c.Status == corev1.ConditionTrue && c.Reason == evacuation.ReasonNodeMaintenance {

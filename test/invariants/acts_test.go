@@ -157,7 +157,7 @@ func requestEv(pod, requester, user string, at time.Time) *auditEvent {
 	er := lifecyclev1alpha1.EvictionRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "er-" + pod},
 		Spec: lifecyclev1alpha1.EvictionRequestSpec{
-			Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: pod, UID: "uid"}},
+			Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: pod, UID: types.UID("uid-" + pod)}},
 			Requester: requester, Intent: lifecyclev1alpha1.EvictionRequestIntentEviction,
 		},
 	}
@@ -664,4 +664,35 @@ func TestDueDeletionBypassesBudget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A deletion's response timeout counts from the ask of the very pod deleted: a StatefulSet's pod
+// recreated under the same name is not taken as asked when its predecessor was.
+func TestActDeletionCountsFromThePodsOwnAsk(t *testing.T) {
+	deleteUID := func(uid string, at time.Time) *auditEvent {
+		return ev("delete", "pods", "", ns, "db-1", DefaultControllerUser, at, map[string]any{"preconditions": map[string]any{"uid": uid}})
+	}
+	askUID := func(uid string, at time.Time) *auditEvent {
+		observed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-1", UID: types.UID(uid), ResourceVersion: "7"}}
+		body, err := evacuation.ConditionPatch(observed, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue,
+			Reason: evacuation.ReasonNodeMaintenance, LastTransitionTime: metav1.NewTime(at)}).Data(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev("patch", "pods", "status", ns, "db-1", DefaultControllerUser, at, body)
+	}
+	old := nodePod("db-1", nil)
+	old.UID = "uid-old"
+	s := setup([]*corev1.Pod{old}, newNM("nm", deleting))
+	for _, e := range []*auditEvent{cordonEv(DefaultControllerUser, now, true), askUID("uid-old", now.Add(time.Second))} {
+		s.auditEvent(e)
+	}
+	s.judgeAudit(now.Add(time.Minute))
+	s.pod(old, true, now.Add(time.Minute))
+	recreated := nodePod("db-1", nil)
+	recreated.UID, recreated.CreationTimestamp = "uid-new", metav1.NewTime(now.Add(time.Minute))
+	s.pod(recreated, false, now.Add(time.Minute))
+	// The new pod, asked at 5m50s, deleted at 6m: its own response timeout (3m) has not run.
+	expect(t, play(s, askUID("uid-new", now.Add(5*time.Minute+50*time.Second)), deleteUID("uid-new", now.Add(6*time.Minute))),
+		KindDeletionNotDue+" delete app/db-1")
 }
