@@ -146,8 +146,11 @@ func drawSpec(rng *rand.Rand, nodes []string, s runSize) nodemaintv1alpha1.NodeM
 		}}},
 		Cordon: rng.IntN(100) < 90,
 		Reason: "combinations",
-		// Short, so pods nobody answers for are evicted within the batch.
-		EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: time.Duration(2+rng.IntN(9)) * time.Second},
+		// Short, so that pods nobody answers for are evicted within the batch; long enough for the
+		// Deployment responder to answer on a loaded 2-core machine (through an EvictionRequest it
+		// took up to 5s: an answer after the timeout is none, and the pod is evicted through its
+		// budget, below its Deployment's replicas).
+		EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: time.Duration(10+rng.IntN(11)) * time.Second},
 		EvictionPolicy:            nodemaintv1alpha1.EvictionPolicyEvict,
 		DrainTimeoutAction:        nodemaintv1alpha1.DrainTimeoutActionReport,
 		DrainLabelPolicy:          nodemaintv1alpha1.DrainLabelPolicyHonor,
