@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
@@ -183,19 +184,11 @@ func rolloutProgress(nm *nodemaintv1alpha1.NodeMaintenance) string {
 	}
 	s := fmt.Sprintf("%d of %d nodes done, %d in turn", r.NodesDone, nm.Status.SelectedNodes, r.NodesInTurn)
 	if len(in) > 0 {
-		s += " (" + names(in, 5) + ")"
+		s += " (" + few.Names(in, few.Most) + ")"
 	}
 	s += fmt.Sprintf(", %d waiting", r.NodesWaiting)
 	if l := haltLine(nm); l != "" {
 		s += "; " + l
 	}
 	return s
-}
-
-// names lists a few names: "a, b, c and 4 more".
-func names(list []string, most int) string {
-	if len(list) <= most {
-		return strings.Join(list, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(list[:most], ", "), len(list)-most)
 }

@@ -14,6 +14,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/rollout"
@@ -229,7 +230,7 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 	case turns != nil:
 		timedOut.Status, timedOut.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrainTimedOut
 		timedOut.Message = fmt.Sprintf("not drained %s after their turn started: %s; %d pods left on the nodes in their turn",
-			nm.Spec.DrainTimeout.Duration, fewNames(turns.TimedOut), status.PodsPendingEvacuation)
+			nm.Spec.DrainTimeout.Duration, few.Names(turns.TimedOut, few.Most), status.PodsPendingEvacuation)
 		if len(left) > 0 {
 			timedOut.Message += ", among them " + strings.Join(left, ", ")
 		}
@@ -254,15 +255,6 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 	return status
 }
 
-// fewNames names a few of the list: "a, b, c, d, e and 4 more".
-func fewNames(list []string) string {
-	const most = 5
-	if len(list) <= most {
-		return strings.Join(list, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(list[:most], ", "), len(list)-most)
-}
-
 // skippedNote says how many pods are skipped and names a few: "; 2 pods skipped and left
 // running: ns/a (label nodemaint.dev/drain=skip), ns/b (DrainRule keep-logs)". It is empty when
 // none is.
@@ -270,9 +262,5 @@ func skippedNote(names []string, total int32) string {
 	if total == 0 {
 		return ""
 	}
-	note := fmt.Sprintf("; %d pods skipped and left running: %s", total, strings.Join(names, ", "))
-	if more := int(total) - len(names); more > 0 {
-		note += fmt.Sprintf(" and %d more", more)
-	}
-	return note
+	return fmt.Sprintf("; %d pods skipped and left running: %s", total, few.Of(names, int(total)))
 }

@@ -11,6 +11,8 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+
+	"github.com/nodemaint/nodemaint/internal/few"
 )
 
 // resources are amounts by resource name: CPU in millicores, the rest in units.
@@ -244,18 +246,9 @@ func (p *placer) why(d displaced, out map[string]bool, free []resources) string 
 		}
 		return reasons[i] < reasons[j]
 	})
-	parts := []string{fmt.Sprintf("%d out at once (%s)", len(outNames), names(outNames))}
+	parts := []string{fmt.Sprintf("%d out at once (%s)", len(outNames), few.Names(outNames, 3))}
 	for _, r := range reasons {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[r], r))
 	}
 	return fmt.Sprintf("0/%d nodes can take it: %s", len(p.nodes), strings.Join(parts, ", "))
-}
-
-// names lists a few names: "a, b, c and 4 more".
-func names(list []string) string {
-	const most = 3
-	if len(list) <= most {
-		return strings.Join(list, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(list[:most], ", "), len(list)-most)
 }

@@ -3,13 +3,13 @@ package rollout
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/few"
 )
 
 // Node is one selected node as the rollout sees it.
@@ -138,10 +138,10 @@ func Decide(in Input, now time.Time) Decision {
 		d.HaltReason, d.HaltMessage = nodemaintv1alpha1.ReasonDrainNotRequested, "neither cordon nor drain is requested: no node starts"
 	case len(in.Unschedulable) > 0:
 		d.HaltReason = nodemaintv1alpha1.ReasonReplacementsUnschedulable
-		d.HaltMessage = fmt.Sprintf("%d pods cannot be scheduled (%s): no new node starts until they are", len(in.Unschedulable), names(in.Unschedulable))
+		d.HaltMessage = fmt.Sprintf("%d pods cannot be scheduled (%s): no new node starts until they are", len(in.Unschedulable), few.Names(in.Unschedulable, few.Most))
 	case len(timedOut) > 0 && in.Spec.OnNodeFailure != nodemaintv1alpha1.NodeFailureContinue:
 		d.HaltReason = nodemaintv1alpha1.ReasonNodeDrainTimedOut
-		d.HaltMessage = fmt.Sprintf("not drained within drainTimeout %s: %s; no new node starts until they are drained or released (onNodeFailure Pause)", in.DrainTimeout, names(timedOut))
+		d.HaltMessage = fmt.Sprintf("not drained within drainTimeout %s: %s; no new node starts until they are drained or released (onNodeFailure Pause)", in.DrainTimeout, few.Names(timedOut, few.Most))
 	case in.Spec.Window != nil && !in.Window.Open && len(waiting) > 0:
 		d.HaltReason = nodemaintv1alpha1.ReasonOutsideWindow
 		d.HaltMessage = "outside the maintenance window: no new node starts"
@@ -171,13 +171,4 @@ func (d *Decision) after(wait time.Duration) {
 	if wait > 0 && (d.RecheckAfter == 0 || wait < d.RecheckAfter) {
 		d.RecheckAfter = wait
 	}
-}
-
-// names lists a few names: "a, b, c and 4 more".
-func names(list []string) string {
-	const most = 5
-	if len(list) <= most {
-		return strings.Join(list, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(list[:most], ", "), len(list)-most)
 }
