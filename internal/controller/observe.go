@@ -72,11 +72,15 @@ func (o *observer) view(ctx context.Context) (*view, error) {
 // those (nil otherwise).
 func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nodeaction.Observation, *evictionrequest.Observed, error) {
 	obs := nodeaction.Observation{Node: node, ActiveSince: o.active.since()}
+	var selecting []*nodemaintv1alpha1.NodeMaintenance
 	for i := range v.maintenances.Items {
 		if selectors.Of(&v.maintenances.Items[i]).Matches(node) {
-			obs.Maintenances = append(obs.Maintenances, &v.maintenances.Items[i])
+			selecting = append(selecting, &v.maintenances.Items[i])
 		}
 	}
+	// At most maintenance.MaxMaintenancesPerNode act on the node; the others wait, and neither
+	// their label policy nor anything else of theirs changes what is done to it.
+	obs.Maintenances, obs.Beyond = nodeaction.Admit(node, selecting)
 	var err error
 	if obs.Pods, err = podsOnNode(o.pods, node.Name); err != nil {
 		return obs, nil, err

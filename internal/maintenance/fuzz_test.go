@@ -251,3 +251,121 @@ func FuzzSelector(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAdmit: at most the bound of the maintenances asking something of a node act on it, and the
+// others wait; a maintenance the node records is never displaced by one it does not record, nor
+// an older one by a newer; which act does not depend on the listing order; once admitted and
+// recorded, the acting maintenances keep their places whatever comes to select the node; and
+// when one of them ends, the first waiting takes its place. Each byte of data is a maintenance:
+// bit 0 it asks something of the node, bit 1 the node records it, bits 4-5 its creation second;
+// the first byte also gives the bound (1 to 4).
+func FuzzAdmit(f *testing.F) {
+	f.Add([]byte{0x02, 0x01, 0x11, 0x21, 0x03, 0x31})
+	f.Add([]byte{0x00, 0x03, 0x03, 0x01, 0x01, 0x00, 0x13})
+	f.Add([]byte{0x03, 0x31, 0x21, 0x11, 0x01, 0x33, 0x23, 0x13, 0x03})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		most := 1 + int(data[0])%4
+		data = data[1:min(len(data), 17)]
+		present := map[string]bool{}
+		var nms []*nodemaintv1alpha1.NodeMaintenance
+		var recorded []NodeEntry
+		for i, b := range data {
+			nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprintf("nm-%02d", i), CreationTimestamp: metav1.NewTime(time.Unix(int64(b>>4&3), 0))}}
+			present[nm.Name] = b&1 != 0
+			if b&2 != 0 {
+				recorded = append(recorded, NodeEntry{Name: nm.Name, Phase: nodemaintv1alpha1.PhaseCordon})
+			}
+			nms = append(nms, nm)
+		}
+		asks := func(nm *nodemaintv1alpha1.NodeMaintenance) bool { return present[nm.Name] }
+		onNode := map[string]bool{}
+		for _, e := range recorded {
+			onNode[e.Name] = true
+		}
+		before := func(a, b *nodemaintv1alpha1.NodeMaintenance) bool {
+			if onNode[a.Name] != onNode[b.Name] {
+				return onNode[a.Name]
+			}
+			return Older(a, b) < 0
+		}
+
+		acting, beyond := admit(nms, recorded, asks, most)
+		if len(acting)+len(beyond) != len(nms) {
+			t.Fatalf("%d acting and %d beyond of %d", len(acting), len(beyond), len(nms))
+		}
+		seen := map[string]bool{}
+		actingPresent := 0
+		for _, nm := range acting {
+			seen[nm.Name] = true
+			if present[nm.Name] {
+				actingPresent++
+			}
+		}
+		for _, nm := range beyond {
+			if seen[nm.Name] || !present[nm.Name] {
+				t.Fatalf("%s waits: acting too %v, asks something %v", nm.Name, seen[nm.Name], present[nm.Name])
+			}
+			seen[nm.Name] = true
+			for _, a := range acting {
+				if present[a.Name] && before(nm, a) {
+					t.Fatalf("%s waits while %s, which comes after it, acts", nm.Name, a.Name)
+				}
+			}
+		}
+		if actingPresent > most || (len(beyond) > 0 && actingPresent != most) {
+			t.Fatalf("%d act with %d waiting, bound %d", actingPresent, len(beyond), most)
+		}
+		for i := 1; i < len(beyond); i++ {
+			if before(beyond[i], beyond[i-1]) {
+				t.Fatalf("the waiting are not in the order they will act: %s before %s", beyond[i-1].Name, beyond[i].Name)
+			}
+		}
+		names := func(list []*nodemaintv1alpha1.NodeMaintenance) string {
+			var out []string
+			for _, nm := range list {
+				out = append(out, nm.Name)
+			}
+			slices.Sort(out)
+			return strings.Join(out, ",")
+		}
+		reversed := slices.Clone(nms)
+		slices.Reverse(reversed)
+		if a2, _ := admit(reversed, recorded, asks, most); names(a2) != names(acting) {
+			t.Fatalf("listing order matters: %s, reversed %s", names(acting), names(a2))
+		}
+
+		// Recorded as the node reconciler records them, the acting keep their places against any
+		// newcomer, even older ones.
+		var nowRecorded []NodeEntry
+		for _, nm := range acting {
+			if present[nm.Name] {
+				nowRecorded = append(nowRecorded, NodeEntry{Name: nm.Name, Phase: nodemaintv1alpha1.PhaseCordon})
+			}
+		}
+		newcomer := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "a-newcomer", CreationTimestamp: metav1.NewTime(time.Unix(-1, 0))}}
+		present[newcomer.Name] = true
+		a3, _ := admit(append(slices.Clone(nms), newcomer), nowRecorded, asks, most)
+		if names(a3) != names(acting) && !(actingPresent < most && names(a3) == names(append(slices.Clone(acting), newcomer))) {
+			t.Fatalf("a newcomer displaced: %s, then %s", names(acting), names(a3))
+		}
+		// One acting ends: the first waiting (as the node now records the acting) acts.
+		present[newcomer.Name] = false
+		_, waiting := admit(nms, nowRecorded, asks, most)
+		for _, nm := range acting {
+			if !present[nm.Name] || len(waiting) == 0 {
+				continue
+			}
+			present[nm.Name] = false
+			a4, b4 := admit(nms, nowRecorded, asks, most)
+			if !slices.Contains(a4, waiting[0]) || slices.Contains(b4, waiting[0]) {
+				t.Fatalf("%s ended, and %s, first to wait, does not act: %s", nm.Name, waiting[0].Name, names(a4))
+			}
+			present[nm.Name] = true
+			break
+		}
+	})
+}

@@ -3,6 +3,8 @@
 package maintenance
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -233,6 +236,10 @@ type NodeIntent struct {
 	// node has been NotReady for OutOfServiceGrace (the shortest of theirs).
 	OutOfService      bool
 	OutOfServiceGrace time.Duration
+	// Beyond names the maintenances that select the node but do not act on it, past
+	// MaxMaintenancesPerNode (Admit), in the order they will act; the caller of Intent sets it.
+	// The node's conditions count them.
+	Beyond []string
 
 	// active: some maintenance asks something of the node (Entries may also hold rollouts whose
 	// turn on the node ended).
@@ -283,14 +290,8 @@ const DefaultResponseTimeout = 3 * time.Minute
 
 // Intent combines the maintenances that select a node. phaseOf gives each one's phase on this node.
 func Intent(nms []*nodemaintv1alpha1.NodeMaintenance, phaseOf func(*nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase) NodeIntent {
-	sorted := append([]*nodemaintv1alpha1.NodeMaintenance(nil), nms...)
-	sort.Slice(sorted, func(i, j int) bool {
-		a, b := sorted[i], sorted[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Name < b.Name
-	})
+	sorted := slices.Clone(nms)
+	slices.SortFunc(sorted, Older)
 	var in NodeIntent
 	reasonSet := false
 	for _, nm := range sorted {
@@ -356,8 +357,17 @@ func (in NodeIntent) Condition() *corev1.NodeCondition {
 		Type:    nodemaintv1alpha1.NodeConditionUnderMaintenance,
 		Status:  corev1.ConditionTrue,
 		Reason:  string(top),
-		Message: "NodeMaintenance " + strings.Join(names, ", "),
+		Message: "NodeMaintenance " + few.Names(names, few.Most) + in.beyondNote(),
 	}
+}
+
+// beyondNote says how many maintenances wait for a place on the node, if any; each says so in
+// its own status.
+func (in NodeIntent) beyondNote() string {
+	if len(in.Beyond) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d more wait for a place (at most %d NodeMaintenances act on a node at once)", len(in.Beyond), MaxMaintenancesPerNode)
 }
 
 // LifecycleConditions are the KEP-5683 node lifecycle conditions the intent wants on the node,
@@ -386,7 +396,7 @@ func (in NodeIntent) LifecycleConditions() map[corev1.NodeConditionType]*corev1.
 	}
 	add := func(t corev1.NodeConditionType, what string) {
 		out[t] = &corev1.NodeCondition{Type: t, Status: corev1.ConditionTrue, Reason: nodemaintv1alpha1.NodeConditionReasonNodeMaintenance,
-			Message: what + " (NodeMaintenance " + strings.Join(names, ", ") + ")"}
+			Message: what + " (NodeMaintenance " + few.Names(names, few.Most) + ")"}
 	}
 	switch {
 	case in.PlannedTaint:

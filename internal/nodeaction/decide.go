@@ -2,6 +2,7 @@ package nodeaction
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,10 @@ import (
 // Decide decides what nodemaint does to the observed node and its pods at now. It does not
 // change the observation.
 func Decide(obs Observation, now time.Time) Decision {
+	// The observer admitted the maintenances (Admit); admitting them again here changes nothing
+	// then, and keeps the node's annotations and conditions bounded whoever observed.
+	acting, beyond := Admit(obs.Node, obs.Maintenances)
+	obs.Maintenances, obs.Beyond = acting, append(slices.Clip(obs.Beyond), beyond...)
 	plan := obs.Plan
 	drained := plan.Pending() == 0 && obs.VolumesAttached == 0
 	// In a rollout, a maintenance applies to the node only in its turn (rollout.Phase).
@@ -31,6 +36,9 @@ func Decide(obs Observation, now time.Time) Decision {
 	intent := maintenance.Intent(obs.Maintenances, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
 		return phases[nm]
 	})
+	for _, nm := range obs.Beyond {
+		intent.Beyond = append(intent.Beyond, nm.Name)
+	}
 	// Each maintenance's drain on this node starts when it first drains it (recorded in the node,
 	// written with the cordon), whenever the maintenance itself started draining.
 	starts := maintenance.DrainStarts(maintenance.ParseDrainStarts(obs.Node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation]),

@@ -99,6 +99,17 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 	if d.Intent.Cordon && !d.Node.Spec.Unschedulable {
 		t.Fatalf("a maintenance cordons the node, the decision leaves it schedulable")
 	}
+	// The node names at most the bound of maintenances, and none of those waiting past it.
+	entries := maintenance.ParseEntries(d.Node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation])
+	if len(entries) > maintenance.MaxMaintenancesPerNode {
+		t.Fatalf("%d maintenances named on the node", len(entries))
+	}
+	starts := maintenance.ParseDrainStarts(d.Node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation])
+	for _, name := range d.Intent.Beyond {
+		if _, ok := starts[name]; ok || slices.ContainsFunc(entries, func(e maintenance.NodeEntry) bool { return e.Name == name }) {
+			t.Fatalf("%s waits past the bound, and the node names it", name)
+		}
+	}
 	// Others' taints stay.
 	for _, taint := range node.Spec.Taints {
 		if taint.Key == nodemaintv1alpha1.PlannedMaintenanceTaint || taint == OutOfServiceTaint {

@@ -9,14 +9,19 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
 // Observation is everything a node's decision is made from, read from the cluster at one moment.
 type Observation struct {
 	// Node is the node as read.
 	Node *corev1.Node
-	// Maintenances are the NodeMaintenances whose nodeSelector selects the node.
+	// Maintenances are the NodeMaintenances whose nodeSelector selects the node and that act on
+	// it (Admit): at most maintenance.MaxMaintenancesPerNode of them ask something of it.
 	Maintenances []*nodemaintv1alpha1.NodeMaintenance
+	// Beyond are the NodeMaintenances that select the node but do not act on it, past the bound,
+	// in the order they will act (Admit).
+	Beyond []*nodemaintv1alpha1.NodeMaintenance
 	// Pods are the pods bound to the node.
 	Pods []corev1.Pod
 	// Plan classifies the node's targeted pods by the DrainRules.
@@ -104,3 +109,15 @@ type Report struct {
 
 // MaxSkippedNames is how many skipped pods a Report names.
 const MaxSkippedNames = 5
+
+// Admit splits the NodeMaintenances selecting the node into those that act on it and those past
+// maintenance.MaxMaintenancesPerNode (maintenance.Admit): the maintenances its annotation names
+// keep their place, then the oldest. A maintenance whose phase on the node (rollout.Phase) is
+// MaintenanceComplete takes no place. The observation's maintenances are admitted before its
+// pods are classified: a maintenance past the bound does not change how they are drained.
+func Admit(node *corev1.Node, nms []*nodemaintv1alpha1.NodeMaintenance) (acting, beyond []*nodemaintv1alpha1.NodeMaintenance) {
+	return maintenance.Admit(nms, maintenance.ParseEntries(node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]),
+		func(nm *nodemaintv1alpha1.NodeMaintenance) bool {
+			return rollout.Phase(nm, node, false) != nodemaintv1alpha1.PhaseMaintenanceComplete
+		})
+}
