@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -24,12 +24,16 @@ import (
 // eventSink emits Events.
 type eventSink struct{ events.EventRecorder }
 
+// maxEventNote is the longest note the API server takes in an Event (events.k8s.io/v1); an Event
+// with a longer one is refused, and lost. Notes are cut to it.
+const maxEventNote = 1024
+
 func (e eventSink) normal(regarding, related runtime.Object, reason, action, note string) {
-	e.Eventf(regarding, related, corev1.EventTypeNormal, reason, action, "%s", note)
+	e.Eventf(regarding, related, corev1.EventTypeNormal, reason, action, "%s", cut(note, maxEventNote))
 }
 
 func (e eventSink) warning(regarding, related runtime.Object, reason, action, note string) {
-	e.Eventf(regarding, related, corev1.EventTypeWarning, reason, action, "%s", note)
+	e.Eventf(regarding, related, corev1.EventTypeWarning, reason, action, "%s", cut(note, maxEventNote))
 }
 
 // nodeWritten: the node was written as the decision wanted.
@@ -190,10 +194,11 @@ func (e eventSink) ruleValidated(old, cur *nodemaintv1alpha1.DrainRule) {
 	}
 }
 
+// maintenanceNames names a few of the maintenances acting on the node (few.Names).
 func maintenanceNames(intent maintenance.NodeIntent) string {
 	names := make([]string, 0, len(intent.Entries))
 	for _, e := range intent.Entries {
 		names = append(names, e.Name)
 	}
-	return strings.Join(names, ", ")
+	return few.Names(names, few.Most)
 }
