@@ -238,7 +238,7 @@ type NodeIntent struct {
 	OutOfServiceGrace time.Duration
 	// Beyond names the maintenances that select the node but do not act on it, past
 	// MaxMaintenancesPerNode (Admit), in the order they will act; the caller of Intent sets it.
-	// The node's conditions count them.
+	// The UnderMaintenance condition says that some wait.
 	Beyond []string
 
 	// active: some maintenance asks something of the node (Entries may also hold rollouts whose
@@ -361,13 +361,14 @@ func (in NodeIntent) Condition() *corev1.NodeCondition {
 	}
 }
 
-// beyondNote says how many maintenances wait for a place on the node, if any; each says so in
-// its own status.
+// beyondNote says that maintenances wait for a place on the node, if any do. It does not count
+// them (each says so in its own status): the node changes when the first comes and the last goes,
+// not at each one, which would have every maintenance selecting the node look again.
 func (in NodeIntent) beyondNote() string {
 	if len(in.Beyond) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; %d more wait for a place (at most %d NodeMaintenances act on a node at once)", len(in.Beyond), MaxMaintenancesPerNode)
+	return fmt.Sprintf("; at the limit: at most %d NodeMaintenances act on a node at once, others wait for a place", MaxMaintenancesPerNode)
 }
 
 // LifecycleConditions are the KEP-5683 node lifecycle conditions the intent wants on the node,

@@ -156,7 +156,7 @@ func TestThousandOverlappingMaintenances(t *testing.T) {
 		if len(c.Message) > 2048 {
 			t.Errorf("condition %s: message of %d bytes", c.Type, len(c.Message))
 		}
-		if c.Type == nodemaintv1alpha1.NodeConditionUnderMaintenance && !strings.Contains(c.Message, "and 59 more; 936 more wait for a place (at most 64 NodeMaintenances act on a node at once)") {
+		if c.Type == nodemaintv1alpha1.NodeConditionUnderMaintenance && !strings.Contains(c.Message, "and 59 more; at the limit: at most 64 NodeMaintenances act on a node at once, others wait for a place") {
 			t.Errorf("UnderMaintenance says %q", c.Message)
 		}
 	}
