@@ -192,6 +192,14 @@ const (
 	ConditionSpecValid = "SpecValid"
 	// ConditionRolloutHalted says whether a rollout starts no new node, and why (spec.rollout).
 	ConditionRolloutHalted = "RolloutHalted"
+	// ConditionNodesOverMaintenanceLimit is True, reason TooManyMaintenances, while the
+	// maintenance waits for a place on some of its selected nodes: at most 64 NodeMaintenances act
+	// on one node at once (those the node already names keep their place, then the oldest), and
+	// these nodes have that many acting already. The message counts those nodes and names a few.
+	// The maintenance does nothing to them (no cordon, taint, evacuation request, eviction or
+	// deletion) until a place frees, then acts on each as on the others; it is not Drained
+	// before. Absent otherwise.
+	ConditionNodesOverMaintenanceLimit = "NodesOverMaintenanceLimit"
 )
 
 // Reasons of the NodeMaintenance conditions. NoNodesSelected is a reason of both Drained and
@@ -212,6 +220,9 @@ const (
 	ReasonInvalidNodeSelector = "InvalidNodeSelector"
 	// SpecValid.
 	ReasonInvalidSpec = "InvalidSpec"
+	// NodesOverMaintenanceLimit, Drained, and the blocked entry of a node the maintenance waits
+	// for a place on.
+	ReasonTooManyMaintenances = "TooManyMaintenances"
 
 	ReasonRolling                   = "Rolling"
 	ReasonRolloutComplete           = "RolloutComplete"
@@ -336,7 +347,8 @@ type NodeMaintenanceStatus struct {
 	// +optional
 	Preflight *PreflightStatus `json:"preflight,omitempty"`
 
-	// conditions: Drained, DrainTimedOut, NodesSelected, SpecValid.
+	// conditions: Drained, DrainTimedOut, NodesSelected, SpecValid, RolloutHalted,
+	// NodesOverMaintenanceLimit.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -138,6 +138,15 @@ func (e eventSink) statusWritten(old, cur *nodemaintv1alpha1.NodeMaintenance, no
 			e.warning(cur, nil, nodemaintv1alpha1.ReasonInvalidSpec, "Reconcile", c.Message)
 		}
 	}
+	// Waiting for a place on nodes (maintenance.MaxMaintenancesPerNode): a Warning when it starts
+	// or the nodes change, and a Normal Event once it acts on every selected node.
+	wasWaiting := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit)
+	switch c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit); {
+	case c != nil && (wasWaiting == nil || wasWaiting.Message != c.Message):
+		e.warning(cur, nil, nodemaintv1alpha1.ReasonTooManyMaintenances, "Reconcile", c.Message)
+	case c == nil && wasWaiting != nil:
+		e.normal(cur, nil, "WithinMaintenanceLimit", "Reconcile", "no selected node has too many NodeMaintenances acting on it any more: it acts on each")
+	}
 }
 
 // rolloutWritten emits the Events of a rollout's progress: a node's turn starting, a node

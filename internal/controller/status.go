@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -119,10 +120,12 @@ type nodeDecision struct {
 
 // maintenanceStatus is the status of the maintenance from the decisions about its selected nodes
 // at now, and about its rollout's turns (nil without spec.rollout): the totals, the nodes worth
-// detailing (within bounds, see listNodes), the phase, and the Drained, DrainTimedOut and
-// RolloutHalted conditions. In a rollout the totals and details are those of the nodes in their
-// turn, and the maintenance is drained, and complete, once every node was released. The
-// NodesSelected and SpecValid conditions are the caller's.
+// detailing (within bounds, see listNodes), the phase, and the Drained, DrainTimedOut,
+// RolloutHalted and NodesOverMaintenanceLimit conditions. In a rollout the totals and details are
+// those of the nodes in their turn, and the maintenance is drained, and complete, once every node
+// was released. A node the maintenance waits for a place on (past
+// maintenance.MaxMaintenancesPerNode) is never drained for it, and its pods are held by that
+// (TooManyMaintenances). The NodesSelected and SpecValid conditions are the caller's.
 func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, turns *rollout.Decision, now time.Time) nodemaintv1alpha1.NodeMaintenanceStatus {
 	selected := len(nodes)
 	status := nodemaintv1alpha1.NodeMaintenanceStatus{
@@ -137,6 +140,16 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 	case status.DrainStartTime == nil:
 		status.DrainStartTime = &metav1.Time{Time: now.Truncate(time.Second)}
 	}
+	// The selected nodes where the maintenance does not act, past the bound, by name.
+	waiting := map[string]bool{}
+	var waitingNames []string
+	for _, n := range nodes {
+		if slices.Contains(n.Intent.Beyond, nm.Name) {
+			waiting[n.name] = true
+			waitingNames = append(waitingNames, n.name)
+		}
+	}
+	slices.Sort(waitingNames)
 	if turns != nil {
 		rolloutStatus(nm, turns, &status)
 		nodes = rolledNodes(turns, nodes)
@@ -159,6 +172,11 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 			// What holds the pods, and the volumes left, are a drain's to report.
 			ns.VolumesAttached = int32(rep.VolumesAttached)
 			ns.Blocked = boundBlocked(rep.Blocked)
+			if waiting[n.name] && rep.Pending > 0 {
+				// Whatever the maintenances acting on the node do, this one does nothing yet.
+				ns.Blocked = []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.ReasonTooManyMaintenances,
+					Message: waitingNote, Pods: rep.Left[:min(len(rep.Left), drain.MaxBlockedNames)], Count: int32(rep.Pending)}}
+			}
 		}
 		left = append(left, rep.Left[:min(len(rep.Left), drain.MaxBlockedNames-len(left))]...)
 		skipped = append(skipped, rep.SkippedNames[:min(len(rep.SkippedNames), nodeaction.MaxSkippedNames-len(skipped))]...)
@@ -181,7 +199,7 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 	volumes := status.VolumesAttached
 	// A maintenance that selects no node has drained nothing: it is never Drained (a typo in a
 	// node name must not read as done).
-	drained := nm.Spec.Drain && len(nodes) > 0 && status.PodsPendingEvacuation == 0 && volumes == 0
+	drained := nm.Spec.Drain && len(nodes) > 0 && status.PodsPendingEvacuation == 0 && volumes == 0 && len(waitingNames) == 0
 	if turns != nil {
 		drained = nm.Spec.Drain && turns.Complete
 	}
@@ -204,6 +222,10 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 		cond.Status, cond.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonRolling
 		cond.Message = fmt.Sprintf("%d of %d nodes released; %d in their turn are drained; %d waiting",
 			turns.Done, selected, len(turns.InTurn), turns.Waiting) + skippedNote
+	case len(waitingNames) > 0 && status.PodsPendingEvacuation == 0 && volumes == 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonTooManyMaintenances
+		cond.Message = fmt.Sprintf("no targeted pod is left on the nodes it acts on; it does not act yet on %d nodes (%s): %s",
+			len(waitingNames), few.Names(waitingNames, few.Most), waitingNote) + skippedNote
 	case drained:
 		cond.Status, cond.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrained
 		cond.Message = fmt.Sprintf("every targeted pod is gone from the %d selected nodes", len(nodes)) + skippedNote
@@ -249,11 +271,24 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 		}
 		meta.SetStatusCondition(&status.Conditions, timedOut)
 	}
+	if len(waitingNames) == 0 {
+		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit)
+	} else {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit,
+			Status: metav1.ConditionTrue, Reason: nodemaintv1alpha1.ReasonTooManyMaintenances, ObservedGeneration: nm.Generation,
+			Message: fmt.Sprintf("waiting for a place on %d of the %d selected nodes (%s): %s",
+				len(waitingNames), selected, few.Names(waitingNames, few.Most), waitingNote)})
+	}
 	for i := range status.Conditions {
 		status.Conditions[i].Message = cut(status.Conditions[i].Message, nodemaintv1alpha1.MaxConditionMessageLength)
 	}
 	return status
 }
+
+// waitingNote says why a maintenance does not act on a node it selects, and when it will.
+var waitingNote = fmt.Sprintf("at most %d NodeMaintenances act on a node at once, and %[1]d others act on it; "+
+	"nothing is done to the node for this one (no cordon, taint, evacuation request, eviction or deletion) until one of them ends",
+	maintenance.MaxMaintenancesPerNode)
 
 // skippedNote says how many pods are skipped and names a few: "; 2 pods skipped and left
 // running: ns/a (label nodemaint.dev/drain=skip), ns/b (DrainRule keep-logs)". It is empty when

@@ -14,6 +14,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
@@ -140,5 +141,72 @@ func TestConditionMessagesBounded(t *testing.T) {
 	}
 	if !timedOut {
 		t.Errorf("DrainTimedOut does not name a few nodes and count the rest: %+v", status.Conditions)
+	}
+}
+
+// A maintenance past the bound on some of its nodes (maintenance.MaxMaintenancesPerNode) says so
+// in a condition naming a few of them, holds their pods by that in status.nodes, and is never
+// Drained before it acted on them, even when nothing is left on them.
+func TestStatusOfMaintenanceWaitingForAPlace(t *testing.T) {
+	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "late", Generation: 2},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{Cordon: true, Drain: true}}
+	var nodes []nodeDecision
+	for i := range 300 {
+		d := nodeDecision{name: fmt.Sprintf("%s-%03d", strings.Repeat("n", 240), i)}
+		if i%3 == 0 {
+			d.Intent.Beyond = []string{"other", "late"}
+		}
+		nodes = append(nodes, d)
+	}
+	cond := func(status nodemaintv1alpha1.NodeMaintenanceStatus, t string) *metav1.Condition {
+		for i := range status.Conditions {
+			if status.Conditions[i].Type == t {
+				return &status.Conditions[i]
+			}
+		}
+		return nil
+	}
+
+	// Nothing left on any node: drained where it acts, not Drained.
+	status := maintenanceStatus(nm, nodes, nil, time.Now())
+	over := cond(status, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit)
+	if over == nil || over.Status != metav1.ConditionTrue || over.Reason != nodemaintv1alpha1.ReasonTooManyMaintenances ||
+		!strings.HasPrefix(over.Message, "waiting for a place on 100 of the 300 selected nodes (") || !strings.Contains(over.Message, " and 95 more): at most 64 NodeMaintenances act on a node at once") ||
+		len(over.Message) > nodemaintv1alpha1.MaxConditionMessageLength {
+		t.Fatalf("NodesOverMaintenanceLimit %+v", over)
+	}
+	if c := cond(status, nodemaintv1alpha1.ConditionDrained); c == nil || c.Status != metav1.ConditionFalse || c.Reason != nodemaintv1alpha1.ReasonTooManyMaintenances {
+		t.Fatalf("Drained %+v; want False, TooManyMaintenances", c)
+	}
+	if status.Phase != nodemaintv1alpha1.PhaseDrain {
+		t.Errorf("phase %s, want Drain", status.Phase)
+	}
+
+	// Pods left on a node it waits on: held by the bound, whatever holds them for the others.
+	nodes[3].Report = nodeaction.Report{Pending: 7, Left: []string{"a/1", "a/2"},
+		Blocked: []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Count: 7}}}
+	nodes[4].Report = nodeaction.Report{Pending: 1, Blocked: []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Count: 1}}}
+	status = maintenanceStatus(nm, nodes, nil, time.Now())
+	if b := status.Nodes[nodes[3].name].Blocked; len(b) != 1 || b[0].Reason != nodemaintv1alpha1.ReasonTooManyMaintenances || b[0].Count != 7 || len(b[0].Pods) != 2 {
+		t.Errorf("waiting node: blocked %+v", b)
+	}
+	if b := status.Nodes[nodes[4].name].Blocked; len(b) != 1 || b[0].Reason != nodemaintv1alpha1.BlockedReasonWaitingForOwner {
+		t.Errorf("acting node: blocked %+v", b)
+	}
+	if c := cond(status, nodemaintv1alpha1.ConditionDrained); c == nil || c.Reason != nodemaintv1alpha1.ReasonPodsPending {
+		t.Errorf("Drained %+v; want PodsPending", c)
+	}
+
+	// A place freed on every node: the condition goes, and the maintenance is Drained.
+	for i := range nodes {
+		nodes[i].Intent.Beyond, nodes[i].Report = nil, nodeaction.Report{}
+	}
+	nm.Status = status
+	status = maintenanceStatus(nm, nodes, nil, time.Now())
+	if c := cond(status, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit); c != nil {
+		t.Errorf("NodesOverMaintenanceLimit %+v stays", c)
+	}
+	if c := cond(status, nodemaintv1alpha1.ConditionDrained); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Drained %+v", c)
 	}
 }
