@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -115,8 +116,11 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	setSpecValid(nm, &status)
 	// While a drain is under way, what blocks it may change with no event (an eviction refused,
 	// a response timeout run out): look again now and then.
+	// A maintenance that waits for a place on every node it selects does nothing there: its
+	// status changes only with the nodes and their pods, whose events bring a look (hundreds of
+	// such maintenances looked every 5s for nothing).
 	var result reconcile.Result
-	if nm.Spec.Drain && len(nodes) > 0 && meta.IsStatusConditionFalse(status.Conditions, nodemaintv1alpha1.ConditionDrained) {
+	if nm.Spec.Drain && len(nodes) > 0 && meta.IsStatusConditionFalse(status.Conditions, nodemaintv1alpha1.ConditionDrained) && !waitsEverywhere(nm, decisions) {
 		result.RequeueAfter = drainStatusRefresh
 	}
 	if turns != nil && turns.RecheckAfter > 0 && (result.RequeueAfter == 0 || turns.RecheckAfter < result.RequeueAfter) {
@@ -149,6 +153,17 @@ func (r *NodeMaintenanceReconciler) statusWriteWait(key types.NamespacedName, no
 		return 0
 	}
 	return max(0, last.(time.Time).Add(r.StatusBatchDelay).Sub(now))
+}
+
+// waitsEverywhere reports whether the maintenance waits for a place (past
+// maintenance.MaxMaintenancesPerNode) on every node it selects.
+func waitsEverywhere(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision) bool {
+	for _, n := range nodes {
+		if !slices.Contains(n.Intent.Beyond, nm.Name) {
+			return false
+		}
+	}
+	return len(nodes) > 0
 }
 
 // drainStatusRefresh is how often the status of a drain under way is computed again.
