@@ -85,7 +85,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	if d.RecheckAfter > 0 {
-		log.V(1).Info("looking again", "after", d.RecheckAfter)
+		// With the state of the pod's budgets the decision was made with: a test (or a person
+		// reading the log) can tell that a refused pod was looked at since its budgets changed.
+		log.V(1).Info("looking again", "after", d.RecheckAfter, "budgets", eviction.BudgetsVersion(obs.Budgets))
 	}
 	return reconcile.Result{RequeueAfter: d.RecheckAfter}, nil
 }

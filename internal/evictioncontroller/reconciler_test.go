@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/eviction"
 	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
 	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/internal/testutil"
@@ -32,10 +33,12 @@ import (
 var (
 	env *testenv.Env
 	k8s client.Client
+	// logs are the controller's log lines: its traces of decisions (expectLooked).
+	logs testutil.Logs
 )
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	ctrl.SetLogger(logs.Logger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr))))
 	var err error
 	if env, err = testenv.StartWith(testenv.Options{EvictionRequestAPI: true}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -138,6 +141,22 @@ func states(e *lifecyclev1alpha1.Eviction) string {
 	return s
 }
 
+// expectLooked waits for the controller's trace of a decision about the pod logged at or after
+// since, with values among its key-value pairs ("looking again": it decided, carried the
+// decision out, and will look again later). It is the evidence that the controller looked,
+// before a test asserts that it did nothing.
+func expectLooked(t *testing.T, pod string, since time.Time, values map[string]string) {
+	t.Helper()
+	want := map[string]string{"controller": "eviction", "namespace": "default", "name": pod}
+	for k, v := range values {
+		want[k] = v
+	}
+	eventually(t, fmt.Sprintf("a decision about %s since %s (%v)", pod, since.Format(time.StampMilli), values), func(context.Context) (bool, string, error) {
+		seen := logs.Since(since, "looking again", want)
+		return len(seen) > 0, fmt.Sprintf("%d traces", len(seen)), nil
+	})
+}
+
 func podGone(ctx context.Context, pod *corev1.Pod) (bool, error) {
 	err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
 	if apierrors.IsNotFound(err) {
@@ -213,12 +232,28 @@ func TestDeclinedThenEvictedThroughPDB(t *testing.T) {
 		return states(e) == want && e.Labels[descheduler] == "requester" && e.Labels[responder] == "responder" &&
 			len(e.Status.Requesters) == 1 && e.Status.Requesters[0].Name == descheduler, states(e), nil
 	})
-	time.Sleep(time.Second)
+	// The operator heartbeats, as an active responder does: the controller decides about the pod
+	// again, and only once it has may the test tell that it left the pod alone.
+	looked := time.Now()
+	orig := e.DeepCopy()
+	for i := range e.Status.Responders {
+		if e.Status.Responders[i].Name == responder {
+			e.Status.Responders[i].HeartbeatTime = ptr.To(metav1.Now())
+		}
+	}
+	if err := k8s.Status().Patch(ctx, e, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		t.Fatal(err)
+	}
+	expectLooked(t, pod.Name, looked, nil)
 	if gone, err := podGone(ctx, pod); err != nil || gone {
 		t.Fatalf("the pod was evicted while its responder was active (gone %v, %v)", gone, err)
 	}
 	// The operator declines.
-	orig := e.DeepCopy()
+	var err error
+	if e, err = evictionOf(ctx, pod); err != nil || e == nil {
+		t.Fatalf("the Eviction: %v, %v", e, err)
+	}
+	orig = e.DeepCopy()
 	for i := range e.Status.Responders {
 		if e.Status.Responders[i].Name == responder {
 			e.Status.Responders[i].CompletionTime = ptr.To(metav1.Now())
@@ -350,8 +385,16 @@ func TestBudgetPacedRetries(t *testing.T) {
 			}
 			return true, "", nil
 		})
-		// The budget holds them: nothing more goes while it allows nothing.
-		time.Sleep(time.Second)
+		// The budget holds them: nothing more goes while it allows nothing. The controller decided
+		// about each pod left with the budget as it is now (the version of its status the
+		// eviction left), and only then may the test tell that it evicted none.
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pdb), pdb); err != nil {
+			t.Fatal(err)
+		}
+		version := eviction.BudgetsVersion([]policyv1.PodDisruptionBudget{*pdb})
+		for _, name := range remaining {
+			expectLooked(t, name, time.Time{}, map[string]string{"budgets": version})
+		}
 		if now, err := left(ctx); err != nil || len(now) != want {
 			t.Fatalf("evicted beyond the budget: %v left, want %d (%v)", now, want, err)
 		}
