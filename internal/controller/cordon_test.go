@@ -82,11 +82,14 @@ func TestNoEvacuationBeforeCordon(t *testing.T) {
 	createPod(t, "nocordon-app", "nocordon-node", ownedByReplicaSet)
 	createPod(t, "nocordon-bare", "nocordon-node")
 	createDrainNM(t, "nocordon", time.Second, "nocordon-node")
+	created := time.Now()
 
 	// The node reconciler tried to cordon and was refused: it says so on the maintenance.
 	expectWarning(t, "NodeMaintenance", "nocordon", "Forbidden")
-	// It has had every chance to request evacuation and to evict, with a response timeout of 1s.
-	time.Sleep(2 * time.Second)
+	// It has had every chance to request evacuation and to evict, with a response timeout of 1s:
+	// a reconcile of the node that started past twice that tried to cordon it again and was
+	// refused.
+	expectReconciled(t, "node", "nocordon-node", created.Add(2*time.Second), "error")
 	for _, pod := range []string{"nocordon-app", "nocordon-bare"} {
 		if got, err := requestOf(context.Background(), pod); err != nil || got != "" {
 			t.Errorf("pod %s asked to move from a node that is not cordoned: %q %v", pod, got, err)

@@ -205,19 +205,24 @@ func TestRolloutHaltsAndManualRelease(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == nodemaintv1alpha1.ReasonReplacementsUnschedulable, fmt.Sprintf("%+v", c), err
 	})
 
-	// Completing halt-a ends its turn; halted, no node starts.
+	// Completing halt-a ends its turn; halted, no node starts. The status that counts halt-a done
+	// was decided with the rollout halted: the turns decided then, with a place free, are the
+	// evidence that nothing starts while it is.
 	complete(t, "halt-a", "rollout-manual")
-	eventually(t, "halt-a released and uncordoned, nothing started", func(ctx context.Context) (bool, string, error) {
-		r, _, err := status(ctx)
+	eventually(t, "halt-a released and uncordoned, decided with the rollout halted: nothing started", func(ctx context.Context) (bool, string, error) {
+		r, c, err := status(ctx)
 		node := &corev1.Node{}
 		if err == nil {
 			err = k8s.Get(ctx, types.NamespacedName{Name: "halt-a"}, node)
 		}
-		return r.NodesDone == 1 && len(r.InTurn) == 0 && !node.Spec.Unschedulable, fmt.Sprintf("%+v, halt-a unschedulable %v", r, node.Spec.Unschedulable), err
+		halted := c != nil && c.Status == metav1.ConditionTrue && c.Reason == nodemaintv1alpha1.ReasonReplacementsUnschedulable
+		return r.NodesDone == 1 && halted && !node.Spec.Unschedulable, fmt.Sprintf("%+v %+v, halt-a unschedulable %v", r, c, node.Spec.Unschedulable), err
 	})
-	time.Sleep(2 * time.Second) // the controller has had its chance to start a node
-	if r, _, err := status(context.Background()); err != nil || len(r.InTurn) != 0 {
-		t.Fatalf("a node started while the rollout is halted: %+v (%v)", r, err)
+	// Looked at again since (a drain under way is looked at every 5s), still nothing.
+	looked := time.Now()
+	expectReconciled(t, "nodemaintenance", "rollout-manual", looked, "")
+	if r, c, err := status(context.Background()); err != nil || len(r.InTurn) != 0 || r.NodesWaiting != 2 {
+		t.Fatalf("a node started while the rollout is halted: %+v %+v (%v)", r, c, err)
 	}
 
 	// The replacement is placed: the rollout resumes.

@@ -166,8 +166,15 @@ func TestOutOfService(t *testing.T) {
 	// Back, Ready again, with the pod still stuck terminating: the taint stays until it is gone.
 	setBootID(t, "oos-node", "oos-node-boot-3")
 	setReady(t, "oos-node", corev1.ConditionTrue, time.Now())
-	// Nothing shows that the node reconciler has seen the node Ready: give it the time to.
-	time.Sleep(2 * time.Second)
+	// Keeping the taint writes nothing. Someone uncordons the node by hand: the node reconciler
+	// cordons it again, in a write decided from the node as it is since (Ready), which would also
+	// have removed the taint.
+	patchNode(t, "oos-node", func(n *corev1.Node) { n.Spec.Unschedulable = false })
+	eventually(t, "oos-node cordoned again", func(ctx context.Context) (bool, string, error) {
+		n := &corev1.Node{}
+		err := k8s.Get(ctx, types.NamespacedName{Name: "oos-node"}, n)
+		return n.Spec.Unschedulable, "", err
+	})
 	if got, err := hasOutOfServiceTaint(ctx, "oos-node"); err != nil || !got {
 		t.Fatalf("taint removed while a pod is still stuck terminating: %v %v", got, err)
 	}

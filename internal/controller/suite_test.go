@@ -34,10 +34,13 @@ import (
 var (
 	env *testenv.Env
 	k8s client.Client
+	// logs are what the controllers log, controller-runtime's lines around each reconcile
+	// included (expectReconciled).
+	logs testutil.Logs
 )
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	ctrl.SetLogger(logs.Logger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr))))
 	var err error
 	if env, err = testenv.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -94,6 +97,24 @@ var (
 func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, string, error)) {
 	t.Helper()
 	testutil.Eventually(t, 30*time.Second, what, cond)
+}
+
+// expectReconciled waits for a reconcile of the cluster-scoped object name by the controller
+// ("node", "nodemaintenance") that started at or after since and ended with result ("success",
+// "requeue", "error"; "" any): the evidence that the controller looked, before a test asserts
+// that it did nothing.
+func expectReconciled(t *testing.T, controller, name string, since time.Time, result string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("a reconcile of %s by the %s controller since %s, ending %q", name, controller, since.Format(time.StampMilli), result),
+		func(context.Context) (bool, string, error) {
+			got := logs.Reconciles(controller, "", name, since)
+			for _, r := range got {
+				if result == "" || r == result {
+					return true, "", nil
+				}
+			}
+			return false, fmt.Sprintf("reconciles ended %v", got), nil
+		})
 }
 
 func createNode(t *testing.T, name string, labels map[string]string, unschedulable bool) {
