@@ -65,10 +65,53 @@ func TestDeploymentDeletedMidSurge(t *testing.T) {
 	}
 	expectDrained(t, "surge-deleted", 1)
 	before := reconcileErrors(t, ctl)
-	time.Sleep(10 * time.Second) // long enough for a failing reconcile to be retried several times
+	// Long enough for a failing reconcile to be retried several times (the work queue's back-off
+	// starts at 5ms and doubles).
+	time.Sleep(10 * time.Second)
+	// And the controller is at work, its metrics current: a change of the node is reconciled by
+	// the node and the NodeMaintenance controllers after that time.
+	probeNode(t, ctl, node)
 	if after := reconcileErrors(t, ctl); after != before {
 		t.Errorf("reconcile errors after the drain: %v, 10s later %v", before, after)
 	}
+}
+
+// probeNode annotates the node and waits until the node and NodeMaintenance controllers counted
+// a reconcile more each (controller_runtime_reconcile_total): evidence that the controller looks
+// at the node now, before a test asserts that something did not happen.
+func probeNode(t *testing.T, ctl *framework.Controller, node string) {
+	t.Helper()
+	reconciles := func(ctx context.Context) (map[string]float64, error) {
+		m, err := framework.ScrapeMetrics(ctx, ctl.MetricsTarget())
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]float64{}
+		for _, c := range []string{"node", "nodemaintenance"} {
+			out[c], _ = m.Value("controller_runtime_reconcile_total", map[string]string{"controller": c})
+		}
+		return out, nil
+	}
+	before, err := reconciles(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "e2e.nodemaint.dev/probe"
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, key, time.Now().Format(time.RFC3339Nano))
+	if err := framework.Client().Patch(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, key)
+		_ = framework.Client().Patch(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, patch))
+	})
+	testutil.Eventually(t, timeout, "node "+node+" reconciled since the probe", func(ctx context.Context) (bool, string, error) {
+		now, err := reconciles(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		return now["node"] > before["node"] && now["nodemaintenance"] > before["nodemaintenance"], fmt.Sprintf("reconciles %v, before %v", now, before), nil
+	})
 }
 
 // TestEvictionForbidden: with a role narrowed so that nodemaint may not evict, the maintenance

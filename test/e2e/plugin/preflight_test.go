@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -158,9 +157,22 @@ func TestPreflightPredictsDrain(t *testing.T) {
 		}
 		return !lonely && !oldPinned && pending, strings.Join(state, ", "), nil
 	})
-	// A while later: the bare pod did not come back, the replacement is still Pending, the budget's
-	// pod and the skipped one are still on the node, and the status names the budget.
-	time.Sleep(3 * time.Second)
+	// The controller has looked at the pods left past their response timeout: it tried to evict
+	// db-0 and the budget refused (the status names the budget), and it skipped tagged (the
+	// status says so). Only then: the bare pod did not come back, the replacement is still
+	// Pending, the budget's pod and the skipped one are still on the node.
+	testutil.Eventually(t, timeout, "the status names the budget of db-0 and the skipped tagged", func(ctx context.Context) (bool, string, error) {
+		nm := &nodemaintv1alpha1.NodeMaintenance{}
+		if err := c.Get(ctx, client.ObjectKey{Name: node}, nm); err != nil {
+			return false, "", err
+		}
+		budget, skipped := false, false
+		for _, b := range nm.Status.Nodes[node].Blocked {
+			budget = budget || b.Reason == nodemaintv1alpha1.BlockedReasonPodDisruptionBudget && slices.Contains(b.Pods, ns+"/db-0")
+			skipped = skipped || b.Reason == nodemaintv1alpha1.BlockedReasonSkipped && slices.Contains(b.Pods, ns+"/tagged")
+		}
+		return budget && skipped, fmt.Sprintf("%+v", nm.Status.Nodes[node].Blocked), nil
+	})
 	if _, err := getPod(t, ns, "lonely"); !apierrors.IsNotFound(err) {
 		t.Errorf("bare pod lonely: %v, want it gone for good", err)
 	}
@@ -176,18 +188,6 @@ func TestPreflightPredictsDrain(t *testing.T) {
 			t.Errorf("%s on %s (deleting: %v), want it still on %s", name, p.Spec.NodeName, p.DeletionTimestamp, node)
 		}
 	}
-	testutil.Eventually(t, timeout, "the status names the budget of db-0", func(ctx context.Context) (bool, string, error) {
-		nm := &nodemaintv1alpha1.NodeMaintenance{}
-		if err := c.Get(ctx, client.ObjectKey{Name: node}, nm); err != nil {
-			return false, "", err
-		}
-		for _, b := range nm.Status.Nodes[node].Blocked {
-			if b.Reason == nodemaintv1alpha1.BlockedReasonPodDisruptionBudget && slices.Contains(b.Pods, ns+"/db-0") {
-				return true, "", nil
-			}
-		}
-		return false, fmt.Sprintf("%+v", nm.Status.Nodes[node].Blocked), nil
-	})
 }
 
 // readerKubeconfig writes a kubeconfig of a ServiceAccount of the namespace bound to
