@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"reflect"
 	"slices"
@@ -28,7 +29,7 @@ const takeoverTimeout = 20 * time.Second
 
 // totals are a run's figures, over its batches.
 type totals struct {
-	scenarios, maintenances, edits, kills, judged, budgets, violations int
+	scenarios, maintenances, edits, kills, exited, judged, budgets, violations int
 }
 
 func TestCombinations(t *testing.T) {
@@ -60,11 +61,14 @@ func TestCombinations(t *testing.T) {
 	start := time.Now()
 	for i := range s.batches {
 		b := drawBatch(seed+uint64(i), s)
-		t.Run(fmt.Sprintf("batch-%d", b.seed), func(t *testing.T) { runBatch(t, b, s, &sum) })
+		if !t.Run(fmt.Sprintf("batch-%d", b.seed), func(t *testing.T) { runBatch(t, b, s, &sum) }) {
+			// What a failed batch left (maintenances, cordons) would fail the next ones.
+			t.Fatalf("batch %d failed: the batches after it are not run", b.seed)
+		}
 	}
-	t.Logf("combinations figures: %d scenarios in %d batches (%d maintenances, %d edits, %d leader kills), %d acts of nodemaint's judged, "+
-		"%d budgets checked, %d invariant violations, %v in all",
-		sum.scenarios, s.batches, sum.maintenances, sum.edits, sum.kills, sum.judged, sum.budgets, sum.violations, time.Since(start).Round(time.Second))
+	t.Logf("combinations figures: %d scenarios in %d batches (%d maintenances, %d edits, %d leader kills, %d replicas that exited by themselves), "+
+		"%d acts of nodemaint's judged, %d budgets checked, %d invariant violations, %v in all",
+		sum.scenarios, s.batches, sum.maintenances, sum.edits, sum.kills, sum.exited, sum.judged, sum.budgets, sum.violations, time.Since(start).Round(time.Second))
 	if sum.judged == 0 {
 		t.Errorf("the checker judged no act of nodemaint's: the run exercised nothing")
 	}
@@ -115,10 +119,13 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 		}
 	})
 
-	ctrls := []*framework.Controller{framework.NewController(t), framework.NewController(t)}
-	args := []string{"--evacuation-protocol=" + b.protocol}
-	for _, ctrl := range ctrls {
-		ctrl.Start(args...)
+	f := &fleet{t: t, ctrls: []*framework.Controller{framework.NewController(t), framework.NewController(t)},
+		// A lease a little longer than the framework's: a replica that misses its renewal on a
+		// loaded machine is started again (keepAlive), but each such loss is a minute of work redone.
+		args: []string{"--evacuation-protocol=" + b.protocol,
+			"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s"}}
+	for _, ctrl := range f.ctrls {
+		ctrl.Start(f.args...)
 	}
 
 	// The timeline: creations, edits and kills, in order.
@@ -155,21 +162,19 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 		}
 	}
 	for _, at := range b.kills {
-		steps = append(steps, step{at: at, what: "kill the leader", do: func() { killLeader(t, ctrls, args) }})
+		steps = append(steps, step{at: at, what: "kill the leader", do: f.killLeader})
 	}
 	slices.SortStableFunc(steps, func(a, b step) int { return cmp.Compare(a.at, b.at) })
 	begin := time.Now()
 	for _, st := range steps {
-		if d := time.Until(begin.Add(st.at)); d > 0 {
-			sleep(t, d)
-		}
+		f.sleepUntil(begin.Add(st.at))
 		t.Logf("%v: %s", st.at.Round(100*time.Millisecond), st.what)
 		st.do()
 	}
-	sleep(t, time.Until(begin.Add(s.span)))
+	f.sleepUntil(begin.Add(s.span))
 
 	// Evidence that the controller looked at every maintenance as it is now, before they go.
-	framework.Eventually(t, 2*time.Minute, "every NodeMaintenance observed at its generation", func(ctx context.Context) (bool, error) {
+	f.eventually(2*time.Minute, "every NodeMaintenance observed at its generation", func(ctx context.Context) (bool, error) {
 		var list nodemaintv1alpha1.NodeMaintenanceList
 		if err := c.List(ctx, &list); err != nil {
 			return false, err
@@ -184,7 +189,7 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 	for name := range created {
 		deleteMaintenance(t, name)
 	}
-	framework.Eventually(t, 3*time.Minute, "every NodeMaintenance gone and nothing of nodemaint's left", func(ctx context.Context) (bool, error) {
+	f.eventually(3*time.Minute, "every NodeMaintenance gone and nothing of nodemaint's left", func(ctx context.Context) (bool, error) {
 		var list nodemaintv1alpha1.NodeMaintenanceList
 		if err := c.List(ctx, &list); err != nil {
 			return false, err
@@ -211,8 +216,9 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 		sum.maintenances += len(sc.nms)
 		sum.edits += len(sc.edits)
 	}
-	t.Logf("batch %d (%s): %d scenarios, %d acts of nodemaint's judged, %d budgets checked, %d violations",
-		b.seed, b.protocol, len(b.lanes), judged, budgets, len(violations))
+	sum.exited += f.exited
+	t.Logf("batch %d (%s): %d scenarios, %d acts of nodemaint's judged, %d budgets checked, %d replicas that exited by themselves, %d violations",
+		b.seed, b.protocol, len(b.lanes), judged, budgets, f.exited, len(violations))
 	for _, v := range violations {
 		t.Errorf("invariant violated (replay: NODEMAINT_COMBINATIONS_SEED=%d NODEMAINT_COMBINATIONS_BATCHES=1): %s\n  in %s",
 			b.seed, v, scenarioOf(b, namespaces, v))
@@ -261,42 +267,99 @@ func deleteMaintenance(t *testing.T, name string) {
 	}
 }
 
+// fleet is a batch's two controller replicas, run with args.
+type fleet struct {
+	t     *testing.T
+	ctrls []*framework.Controller
+	args  []string
+	// exited counts the replicas that exited by themselves and were started again.
+	exited int
+}
+
 // killLeader SIGKILLs the replica that leads (a random one when none is seen to), waits until one
 // leads again, and starts the killed one again as the standby.
-func killLeader(t *testing.T, ctrls []*framework.Controller, args []string) {
-	t.Helper()
-	i := leader(t, ctrls)
+func (f *fleet) killLeader() {
+	f.t.Helper()
+	i := f.leader()
 	if i < 0 {
 		i = 0
 	}
-	ctrls[i].Kill()
+	f.ctrls[i].Kill()
 	killed := time.Now()
-	j := leader(t, ctrls)
-	t.Logf("replica %d killed; replica %d leads %v later", i, j, time.Since(killed).Round(100*time.Millisecond))
-	ctrls[i].Start(args...)
+	j := f.leader()
+	f.t.Logf("replica %d killed; replica %d leads %v later", i, j, time.Since(killed).Round(100*time.Millisecond))
+	f.ctrls[i].Start(f.args...)
 }
 
 // leader returns the replica that leads, waiting for one at most takeoverTimeout; -1 when none
 // does.
-func leader(t *testing.T, ctrls []*framework.Controller) int {
+func (f *fleet) leader() int {
 	deadline := time.Now().Add(takeoverTimeout)
 	for {
-		for j, ctrl := range ctrls {
-			if ctrl.Running() && ctrl.Leads(t.Context()) {
+		for j, ctrl := range f.ctrls {
+			if ctrl.Running() && ctrl.Leads(f.t.Context()) {
 				return j
 			}
 		}
-		if time.Now().After(deadline) || t.Context().Err() != nil {
+		if time.Now().After(deadline) || f.t.Context().Err() != nil {
 			return -1
 		}
 		time.Sleep(200 * time.Millisecond)
+		f.keepAlive()
 	}
 }
 
-func sleep(t *testing.T, d time.Duration) {
-	select {
-	case <-t.Context().Done():
-	case <-time.After(d):
+// keepAlive starts again a replica that exited by itself: one that cannot renew its lease in
+// time on a loaded machine exits, as it should, and its Deployment would restart it.
+func (f *fleet) keepAlive() {
+	f.t.Helper()
+	for i, ctrl := range f.ctrls {
+		if !ctrl.Running() || healthy(ctrl) {
+			continue
+		}
+		f.t.Logf("replica %d exited by itself; starting it again", i)
+		f.exited++
+		ctrl.Kill()
+		ctrl.Start(f.args...)
+	}
+}
+
+func healthy(ctrl *framework.Controller) bool {
+	resp, err := http.Get(ctrl.HealthURL() + "/healthz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// sleepUntil waits until t, keeping the replicas running.
+func (f *fleet) sleepUntil(t time.Time) {
+	for time.Now().Before(t) && f.t.Context().Err() == nil {
+		select {
+		case <-f.t.Context().Done():
+		case <-time.After(min(time.Until(t), time.Second)):
+		}
+		f.keepAlive()
+	}
+}
+
+// eventually polls cond every second, keeping the replicas running, until it is done; it fails
+// the test after timeout with cond's last error.
+func (f *fleet) eventually(timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	f.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(f.t.Context(), 30*time.Second)
+		done, err := cond(ctx)
+		cancel()
+		if done && err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%s: not after %v (last: %v)", what, timeout, err)
+		}
+		f.sleepUntil(time.Now().Add(time.Second))
 	}
 }
 
