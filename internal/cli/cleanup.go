@@ -60,8 +60,9 @@ func newCleanupCommand(o *options) *cobra.Command {
     the CRD can be deleted. It does not delete them: they are your declarations, and a
     controller started again would carry them out again. Delete them, or the CRDs, afterwards.
 
-It refuses to run while a controller holds its leader Lease (it would redo its work), unless
---force. It is idempotent: run it again until it says there is nothing left.`,
+It refuses to run while a controller holds its leader Lease, or a nodemaint-controller
+Deployment has available replicas (one run without leader election holds no Lease), in any
+namespace: it would redo its work. --force skips both checks. It is idempotent: run it again until it says there is nothing left.`,
 		Example: `  # Uninstall: stop the controller, then
   kubectl maintenance cleanup --dry-run
   kubectl maintenance cleanup
@@ -75,6 +76,9 @@ It refuses to run while a controller holds its leader Lease (it would redo its w
 			ctx := cmd.Context()
 			if !force {
 				if err := checkNoLeader(ctx, c, namespace, time.Now()); err != nil {
+					return err
+				}
+				if err := checkNoDeployment(ctx, c, namespace); err != nil {
 					return err
 				}
 			}
@@ -117,6 +121,34 @@ func checkNoLeader(ctx context.Context, c client.Reader, namespace string, now t
 		lease := &leases.Items[i]
 		if holder, held := leaseHeld(lease, now); held && lease.Name == leaderLease {
 			return fmt.Errorf("nodemaint-controller %s holds the leader Lease %s/%s: a running controller would redo what cleanup undoes; stop it first (or --force)", holder, lease.Namespace, leaderLease)
+		}
+	}
+	return nil
+}
+
+// controllerLabels select nodemaint-controller's Deployment, as config/manager and the Helm
+// chart label it.
+var controllerLabels = client.MatchingLabels{"app.kubernetes.io/name": "nodemaint-controller"}
+
+// checkNoDeployment refuses while a Deployment of nodemaint-controller has available replicas in
+// any namespace: a controller run without leader election (the chart's
+// leaderElection.enabled=false) holds no Lease for checkNoLeader to see. Where the user may not
+// list Deployments in every namespace, it lists those of namespace (--controller-namespace).
+func checkNoDeployment(ctx context.Context, c client.Reader, namespace string) error {
+	var list appsv1.DeploymentList
+	where := "in any namespace"
+	err := c.List(ctx, &list, controllerLabels)
+	if apierrors.IsForbidden(err) {
+		where = "in namespace " + namespace + " (you may not list Deployments in every namespace; --controller-namespace names another)"
+		err = c.List(ctx, &list, client.InNamespace(namespace), controllerLabels)
+	}
+	if err != nil {
+		return fmt.Errorf("listing the Deployments of nodemaint-controller %s to check that no controller runs: %w (--force skips the check)", where, err)
+	}
+	for _, d := range list.Items {
+		if d.Status.AvailableReplicas > 0 {
+			return fmt.Errorf("Deployment %s/%s of nodemaint-controller has %d available replicas: a running controller would redo what cleanup undoes; scale it to 0 or delete it first (or --force)",
+				d.Namespace, d.Name, d.Status.AvailableReplicas)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
@@ -204,5 +205,47 @@ func TestCheckNoLeaderAnyNamespace(t *testing.T) {
 	}
 	if err := checkNoLeader(context.Background(), c, "elsewhere", now); err != nil {
 		t.Errorf("forbidden to list, no Lease in --controller-namespace: %v", err)
+	}
+}
+
+// TestCheckNoDeployment: a nodemaint-controller Deployment with available replicas in any
+// namespace stops cleanup, with or without leader election (a controller without it holds no
+// Lease); one scaled to 0, or another app's, does not.
+func TestCheckNoDeployment(t *testing.T) {
+	deployment := func(ns, name string, available int32) *appsv1.Deployment {
+		return &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app.kubernetes.io/name": name}},
+			Status:     appsv1.DeploymentStatus{AvailableReplicas: available},
+		}
+	}
+	for name, tc := range map[string]struct {
+		objs   []client.Object
+		refuse bool
+	}{
+		"running in the Helm release's namespace": {[]client.Object{deployment("platform", "nodemaint-controller", 1)}, true},
+		"scaled to 0": {[]client.Object{deployment("nodemaint-system", "nodemaint-controller", 0)}, false},
+		"another app": {[]client.Object{deployment("platform", "web", 3)}, false},
+		"none":        {nil, false},
+	} {
+		c := fake.NewClientBuilder().WithObjects(tc.objs...).Build()
+		if err := checkNoDeployment(context.Background(), c, "nodemaint-system"); (err != nil) != tc.refuse {
+			t.Errorf("%s: %v, want refused %v", name, err, tc.refuse)
+		}
+	}
+	// A user who may not list Deployments everywhere: those of --controller-namespace are listed.
+	forbidden := interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		o := &client.ListOptions{}
+		o.ApplyOptions(opts)
+		if o.Namespace == "" {
+			return apierrors.NewForbidden(appsv1.Resource("deployments"), "", fmt.Errorf("no"))
+		}
+		return c.List(ctx, list, opts...)
+	}}
+	c := fake.NewClientBuilder().WithObjects(deployment("nodemaint-system", "nodemaint-controller", 1)).WithInterceptorFuncs(forbidden).Build()
+	if err := checkNoDeployment(context.Background(), c, "nodemaint-system"); err == nil {
+		t.Error("forbidden to list everywhere: the Deployment running in --controller-namespace does not stop cleanup")
+	}
+	if err := checkNoDeployment(context.Background(), c, "elsewhere"); err != nil {
+		t.Errorf("forbidden to list everywhere, none in --controller-namespace: %v", err)
 	}
 }

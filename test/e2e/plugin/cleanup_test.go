@@ -98,7 +98,20 @@ func TestCleanupAfterKill(t *testing.T) {
 	if err := c.Delete(ctx, nm); err != nil {
 		t.Fatal(err)
 	}
-	// The killed controller's Lease expires (4s in the e2e tests).
+	// A controller run without leader election holds no Lease: its Deployment's available
+	// replicas stop cleanup all the same (here a Deployment of that name and label, which kwok runs).
+	installed := framework.NewDeployment(ns, "nodemaint-controller", 1)
+	installed.Labels = map[string]string{"app.kubernetes.io/name": "nodemaint-controller"}
+	framework.CreateDeployment(t, installed)
+	testutil.Eventually(t, timeout, "cleanup refused for the Deployment's available replica", func(context.Context) (bool, string, error) {
+		out, code := plugin(t, "cleanup", "--dry-run")
+		return code == 1 && strings.Contains(out, "of nodemaint-controller has 1 available replicas"), fmt.Sprint("exit ", code, ": ", out), nil
+	})
+	if err := c.Delete(ctx, installed); err != nil {
+		t.Fatal(err)
+	}
+
+	// The killed controller's Lease expires (4s in the e2e tests), its Deployment is gone.
 	var out string
 	testutil.Eventually(t, timeout, "cleanup --dry-run runs", func(context.Context) (bool, string, error) {
 		var code int
