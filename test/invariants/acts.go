@@ -188,6 +188,9 @@ type acts struct {
 	// Delete allowed (excused: that bypasses budgets by design, promise 4); excused counts those.
 	held    []heldViolation
 	excused map[string]time.Time
+	// outcomes says, per pod, how nodemaint's last act on it was judged, for a held violation
+	// that is released to say why its deletion did not excuse it.
+	outcomes map[string]string
 	// excusedViolations counts the held violations excused.
 	excusedViolations int
 }
@@ -215,7 +218,7 @@ func newActs(user string, from time.Time) *acts {
 		others: map[string]bool{}, requestPods: map[string]string{},
 		nodes: map[string]*corev1.Node{}, namespaces: map[string]map[string]string{},
 		nms: map[string][]nmVersion{}, rules: map[string]*nodemaintv1alpha1.DrainRule{},
-		gone: map[string]gonePod{}, excused: map[string]time.Time{},
+		gone: map[string]gonePod{}, excused: map[string]time.Time{}, outcomes: map[string]string{},
 	}
 }
 
@@ -233,6 +236,11 @@ func (s *state) releaseHeld(now time.Time, all bool) {
 			a.held[n] = h
 			n++
 			continue
+		}
+		if o := a.outcomes[h.v.Pod]; o != "" {
+			h.v.Detail = "nodemaint's last act on the pod: " + o
+		} else {
+			h.v.Detail = "no act of nodemaint's on the pod was judged"
 		}
 		s.emit(h.v)
 	}
@@ -487,7 +495,11 @@ func (s *state) judge(r record) {
 			a.nodeAsks[pod.Spec.NodeName] = append(a.nodeAsks[pod.Spec.NodeName], r.completed)
 		}
 	}
+	outcome := func(what string) {
+		a.outcomes[r.pod] = fmt.Sprintf("%s at %s (audit %s): %s", r.act, r.received.UTC().Format(time.RFC3339Nano), r.id, what)
+	}
 	if r.received.Before(a.from) || pod == nil || pod.Spec.NodeName == "" {
+		outcome(fmt.Sprintf("not judged: before the checker started, or the pod (UID %q) not known or not on a node", r.uid))
 		return
 	}
 	if r.act == actEvict && a.others[r.pod] {
@@ -507,6 +519,7 @@ func (s *state) judge(r record) {
 	node := a.nodes[nodeName]
 	draining := s.drainingAt(node, r.received)
 	if len(draining) == 0 {
+		outcome("not judged: no maintenance seen draining node " + nodeName)
 		return
 	}
 	// The maintenances that may evict: neither SignalOnly nor unusable; that may delete: those
@@ -544,6 +557,7 @@ func (s *state) judge(r record) {
 	case r.act == actDelete:
 		why := s.deletionDue(allowed, r.pod, pod, nodeName, r.received)
 		if why == "" {
+			outcome("due, by " + names(allowed))
 			a.excused[r.pod] = r.received
 			return
 		}

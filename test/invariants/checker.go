@@ -65,8 +65,12 @@ func (v Violation) String() string {
 	if v.AfterWatchGap {
 		gap = " (reconstructed after a watch gap: " + v.Evidence + ")"
 	}
-	return fmt.Sprintf("%s %s %s: %d healthy pods after %s left, at least %d allowed%s",
-		v.Time.Format(time.RFC3339Nano), v.Kind, v.Object, v.Healthy, v.Pod, v.Want, gap)
+	detail := ""
+	if v.Detail != "" {
+		detail = "; " + v.Detail
+	}
+	return fmt.Sprintf("%s %s %s: %d healthy pods after %s left, at least %d allowed%s%s",
+		v.Time.Format(time.RFC3339Nano), v.Kind, v.Object, v.Healthy, v.Pod, v.Want, gap, detail)
 }
 
 // Options configure Start.
