@@ -575,8 +575,10 @@ func (s *state) deletionDue(ms []nmVersion, podKey string, pod *corev1.Pod, node
 	if !ok {
 		return "the pod was never asked to move"
 	}
-	// The node's last cordon before the deletion, and its drain's start: the first ask of a pod
-	// on it since (at the latest the pod's own first ask).
+	// The node's last cordon before the deletion; each maintenance's drain of the node starts
+	// once the node is cordoned and the maintenance drains it (drainingSince). Not the first ask
+	// after them: asks follow that start by as long as writing them takes (10s seen on a loaded
+	// machine), and the controller counts from the start.
 	var cordoned time.Time
 	prev := a.initial[nodeName]
 	for _, m := range a.cordons[nodeName] {
@@ -588,15 +590,13 @@ func (s *state) deletionDue(ms []nmVersion, podKey string, pod *corev1.Pod, node
 		}
 		prev = m.cordoned
 	}
-	drainStart := asked
-	for _, t := range a.nodeAsks[nodeName] {
-		if !t.Before(cordoned) && t.Before(drainStart) {
-			drainStart = t
-		}
-	}
 	why := "no maintenance draining the node has a drainTimeout"
 	for _, m := range ms {
 		spec := m.nm.Spec
+		drainStart := cordoned
+		if since := s.drainingSince(m.nm.Name, a.nodes[nodeName], at).Add(-maintenanceSlack); since.After(drainStart) {
+			drainStart = since
+		}
 		if spec.DrainTimeout == nil || !spec.DrainTimeout.Valid() {
 			continue
 		}
@@ -606,8 +606,9 @@ func (s *state) deletionDue(ms []nmVersion, podKey string, pod *corev1.Pod, node
 		}
 		switch {
 		case at.Sub(drainStart)+timingSlack < spec.DrainTimeout.Duration:
-			why = fmt.Sprintf("%s: the node's drain started %s before the deletion (its first ask after the cordon at %s), drainTimeout %s",
-				m.nm.Name, at.Sub(drainStart).Round(time.Millisecond), cordoned.UTC().Format(time.RFC3339Nano), spec.DrainTimeout.Duration)
+			why = fmt.Sprintf("%s: the node's drain started %s before the deletion (cordoned at %s, drained by the maintenance since %s), drainTimeout %s",
+				m.nm.Name, at.Sub(drainStart).Round(time.Millisecond), cordoned.UTC().Format(time.RFC3339Nano),
+				drainStart.Add(maintenanceSlack).UTC().Format(time.RFC3339Nano), spec.DrainTimeout.Duration)
 		case at.Sub(asked)+timingSlack < response:
 			why = fmt.Sprintf("%s: the pod was first asked %s before the deletion, evacuationResponseTimeout %s",
 				m.nm.Name, at.Sub(asked).Round(time.Millisecond), response)
@@ -616,6 +617,27 @@ func (s *state) deletionDue(ms []nmVersion, podKey string, pod *corev1.Pod, node
 		}
 	}
 	return why
+}
+
+// drainingSince returns since when, without a break, the named maintenance drained the node as
+// the watch saw it at at: the first of the versions up to at that drain it (Drain, the node
+// selected, not being deleted). Zero when the version of at does not drain it.
+func (s *state) drainingSince(name string, node *corev1.Node, at time.Time) time.Time {
+	hist := s.acts.nms[name]
+	cur := -1
+	for i, v := range hist {
+		if !v.seen.After(at.Add(maintenanceSlack)) {
+			cur = i
+		}
+	}
+	drains := func(v nmVersion) bool {
+		return v.nm != nil && v.nm.Spec.Drain && v.nm.DeletionTimestamp == nil && v.selector != nil && node != nil && v.selector.Match(node)
+	}
+	var since time.Time
+	for i := cur; i >= 0 && drains(hist[i]); i-- {
+		since = hist[i].seen
+	}
+	return since
 }
 
 // firstAsk returns when nodemaint first asked the pod: from the audit log, else the pod's

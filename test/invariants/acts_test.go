@@ -696,3 +696,17 @@ func TestActDeletionCountsFromThePodsOwnAsk(t *testing.T) {
 	expect(t, play(s, askUID("uid-new", now.Add(5*time.Minute+50*time.Second)), deleteUID("uid-new", now.Add(6*time.Minute))),
 		KindDeletionNotDue+" delete app/db-1")
 }
+
+// The drainTimeout counts from the node's drain start (cordoned, and drained by the maintenance),
+// not from the first ask, which follows it by as long as writing the asks takes.
+func TestActDrainTimeoutCountsFromTheDrainStart(t *testing.T) {
+	web := nodePod("web", nil)
+	s := setup([]*corev1.Pod{web}, newNM("nm", deleting))
+	// Cordoned at now, the first ask 10s later; deleted 5m after the cordon: due.
+	expect(t, play(s, cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(10*time.Second)),
+		deleteEv("web", DefaultControllerUser, now.Add(5*time.Minute+time.Second))))
+	// Deleted 4m50s after the cordon: not due.
+	s = setup([]*corev1.Pod{web}, newNM("nm", deleting))
+	expect(t, play(s, cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(10*time.Second)),
+		deleteEv("web", DefaultControllerUser, now.Add(4*time.Minute+50*time.Second))), KindDeletionNotDue+" delete app/web")
+}

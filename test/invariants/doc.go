@@ -22,7 +22,7 @@
 //     deletion, asking for it) skips: the pod label nodemaint.dev/drain: skip under
 //     drainLabelPolicy Honor, a DrainRule with behavior Skip (KindSkippedPod; promise 4);
 //   - [audit log] nothing is deleted but by a maintenance with drainTimeoutAction Delete, once its
-//     drainTimeout has run since the node's drain started (its first ask after the cordon)
+//     drainTimeout has run since the node's drain started (cordoned, and drained by the maintenance)
 //     and its evacuationResponseTimeout since the pod was first asked
 //     (KindDeletionNotDue; promises 3 and 4);
 //   - once the maintenances are over, nothing of nodemaint's is left (CheckClean; promise 7): no
