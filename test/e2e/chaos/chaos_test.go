@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -328,7 +327,7 @@ func (d *driver) leader(timeout time.Duration) int {
 func (d *driver) keepAlive() {
 	d.t.Helper()
 	for i, ctrl := range d.ctrls {
-		if !ctrl.Running() || healthy(ctrl) {
+		if !ctrl.Running() || ctrl.Healthy() {
 			continue
 		}
 		d.t.Logf("replica %d exited by itself; starting it again", i)
@@ -361,15 +360,6 @@ func (d *driver) waitFor(timeout time.Duration, what string, cond func(ctx conte
 		}
 		d.sleep(time.Second)
 	}
-}
-
-func healthy(ctrl *framework.Controller) bool {
-	resp, err := http.Get(ctrl.HealthURL() + "/healthz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // scrape sums the samples of the metric whose labels contain every one of match.

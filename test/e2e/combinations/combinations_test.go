@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"reflect"
 	"slices"
@@ -314,7 +313,7 @@ func (f *fleet) leader() int {
 func (f *fleet) keepAlive() {
 	f.t.Helper()
 	for i, ctrl := range f.ctrls {
-		if !ctrl.Running() || healthy(ctrl) {
+		if !ctrl.Running() || ctrl.Healthy() {
 			continue
 		}
 		f.t.Logf("replica %d exited by itself; starting it again", i)
@@ -322,15 +321,6 @@ func (f *fleet) keepAlive() {
 		ctrl.Kill()
 		ctrl.Start(f.args...)
 	}
-}
-
-func healthy(ctrl *framework.Controller) bool {
-	resp, err := http.Get(ctrl.HealthURL() + "/healthz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // sleepUntil waits until t, keeping the replicas running.

@@ -233,6 +233,16 @@ func (c *Controller) Leads(ctx context.Context) bool {
 	return v == 1
 }
 
+// Healthy reports whether the controller answers /healthz with 200: false once it exited.
+func (c *Controller) Healthy() bool {
+	resp, err := http.Get(c.HealthURL() + "/healthz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
 // LogPath returns the path of the controller's log.
 func (c *Controller) LogPath() string { return c.logPath }
 
