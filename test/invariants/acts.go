@@ -179,8 +179,10 @@ type acts struct {
 	namespaces map[string]map[string]string
 	nms        map[string][]nmVersion
 	rules      map[string]*nodemaintv1alpha1.DrainRule
-	// gone are pods deleted lately, for the acts on them still to judge.
-	gone map[string]gonePod
+	// gone are the pods of each key deleted (or replaced by a pod of a new UID) lately, oldest
+	// first, for the acts on them still to judge: a StatefulSet's pod can go and come back more
+	// than once before an act on the first is judged.
+	gone map[string][]gonePod
 	// judged counts the acts judged.
 	judged int
 	// held are the budget and Deployment violations of pods that left, until holdFor tells
@@ -218,7 +220,7 @@ func newActs(user string, from time.Time) *acts {
 		others: map[string]bool{}, requestPods: map[string]string{},
 		nodes: map[string]*corev1.Node{}, namespaces: map[string]map[string]string{},
 		nms: map[string][]nmVersion{}, rules: map[string]*nodemaintv1alpha1.DrainRule{},
-		gone: map[string]gonePod{}, excused: map[string]time.Time{}, outcomes: map[string]string{},
+		gone: map[string][]gonePod{}, excused: map[string]time.Time{}, outcomes: map[string]string{},
 	}
 }
 
@@ -467,9 +469,12 @@ func (s *state) judgeAudit(now time.Time) {
 			delete(a.excused, k)
 		}
 	}
-	for k, g := range a.gone {
-		if now.Sub(g.at) > goneRetention {
+	for k, gs := range a.gone {
+		gs = slices.DeleteFunc(gs, func(g gonePod) bool { return now.Sub(g.at) > goneRetention })
+		if len(gs) == 0 {
 			delete(a.gone, k)
+		} else {
+			a.gone[k] = gs
 		}
 	}
 }
@@ -499,7 +504,7 @@ func (s *state) judge(r record) {
 		a.outcomes[r.pod] = fmt.Sprintf("%s at %s (audit %s): %s", r.act, r.received.UTC().Format(time.RFC3339Nano), r.id, what)
 	}
 	if r.received.Before(a.from) || pod == nil || pod.Spec.NodeName == "" {
-		outcome(fmt.Sprintf("not judged: before the checker started, or the pod (UID %q) not known or not on a node", r.uid))
+		outcome(fmt.Sprintf("not judged: before the checker started, or the pod (UID %q) not known or not on a node (known: %s)", r.uid, s.knownAs(r.pod)))
 		return
 	}
 	if r.act == actEvict && a.others[r.pod] {
@@ -669,27 +674,57 @@ func (s *state) cordonedAt(node string, t time.Time) bool {
 	return cordoned
 }
 
-// podAt returns the pod of the key that existed at t: the live one, or the one deleted lately.
-// With uid, the pod of that UID, nil when neither is.
+// podAt returns the pod of the key that existed at t: by its UID when the act named one (the
+// live pod or one gone lately), else the live one or, when that was created after the act, the
+// last one gone.
 func (s *state) podAt(k, uid string, t time.Time) *corev1.Pod {
-	live, gone := s.pods[k], s.acts.gone[k].pod
+	live, gone := s.pods[k], s.acts.gone[k]
 	if uid != "" {
-		for _, p := range []*corev1.Pod{live, gone} {
-			if p != nil && string(p.UID) == uid {
-				return p
+		if live != nil && string(live.UID) == uid {
+			return live
+		}
+		for i := len(gone) - 1; i >= 0; i-- {
+			if string(gone[i].pod.UID) == uid {
+				return gone[i].pod
 			}
 		}
 		return nil
 	}
+	var last *corev1.Pod
+	if len(gone) > 0 {
+		last = gone[len(gone)-1].pod
+	}
 	switch {
 	case live == nil:
-		return gone
-	case gone == nil:
+		return last
+	case last == nil:
 		return live
 	case live.CreationTimestamp.After(t.Add(time.Second)):
-		return gone // a pod of the same name created after the act
+		return last // a pod of the same name created after the act
 	}
 	return live
+}
+
+// knownAs says what the checker knows of a key's pods, for an act it could not judge.
+func (s *state) knownAs(k string) string {
+	var parts []string
+	describe := func(what string, p *corev1.Pod) {
+		node := p.Spec.NodeName
+		if node == "" {
+			node = "no node"
+		}
+		parts = append(parts, fmt.Sprintf("%s UID %q on %s", what, p.UID, node))
+	}
+	if p := s.pods[k]; p != nil {
+		describe("live", p)
+	}
+	for _, g := range s.acts.gone[k] {
+		describe("gone", g.pod)
+	}
+	if len(parts) == 0 {
+		return "no pod of that name known"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // drainingAt returns the versions of the maintenances that drain the node within
@@ -857,7 +892,8 @@ func (s *state) nodeForActs(node *corev1.Node, deleted bool) {
 // podGone keeps a deleted pod for the acts on it still to judge.
 func (s *state) podGone(pod *corev1.Pod, now time.Time) {
 	if s.acts != nil {
-		s.acts.gone[podKey(pod)] = gonePod{pod: pod, at: now}
+		k := podKey(pod)
+		s.acts.gone[k] = append(s.acts.gone[k], gonePod{pod: pod, at: now})
 	}
 }
 

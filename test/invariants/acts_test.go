@@ -710,3 +710,46 @@ func TestActDrainTimeoutCountsFromTheDrainStart(t *testing.T) {
 	expect(t, play(s, cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(10*time.Second)),
 		deleteEv("web", DefaultControllerUser, now.Add(4*time.Minute+50*time.Second))), KindDeletionNotDue+" delete app/web")
 }
+
+// A deletion is judged against the pod it named even when that pod's successor under the same
+// name came and went before the act was judged (a StatefulSet's pod, deleted twice within the
+// settle), or replaced it without a delete event (a relist): the due deletion still excuses the
+// budget's breach. Before, the checker kept one gone pod per name and found none.
+func TestActFindsThePodAfterItsSuccessors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// successors replays what follows the deletion on the watch.
+		successors func(s *state, old *corev1.Pod, at time.Time)
+	}{
+		{"deleted, recreated, deleted again", func(s *state, old *corev1.Pod, at time.Time) {
+			s.pod(old, true, at.Add(20*time.Millisecond))
+			next := nodePod("db-0", map[string]string{"app": "db"})
+			next.UID, next.Spec.NodeName, next.Status.Conditions = "uid-next", "", nil
+			s.pod(next, false, at.Add(30*time.Millisecond))
+			s.pod(next, true, at.Add(40*time.Millisecond))
+		}},
+		{"replaced across a relist", func(s *state, old *corev1.Pod, at time.Time) {
+			next := nodePod("db-0", map[string]string{"app": "db"})
+			next.UID, next.Spec.NodeName, next.Status.Conditions = "uid-next", "", nil
+			s.pod(next, false, at.Add(30*time.Millisecond))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := nodePod("db-0", map[string]string{"app": "db"})
+			old.UID = "uid-old"
+			s := setup([]*corev1.Pod{old}, newNM("nm", deleting))
+			s.pdb(newPDB("db", ptr.To(intstr.FromInt32(1)), nil), false)
+			at := now.Add(5*time.Minute + 2*time.Second)
+			for _, e := range []*auditEvent{cordonEv(DefaultControllerUser, now, true), askEv("db-0", now.Add(time.Second)),
+				ev("delete", "pods", "", ns, "db-0", DefaultControllerUser, at, map[string]any{"preconditions": map[string]any{"uid": "uid-old"}})} {
+				s.auditEvent(e)
+			}
+			s.pod(terminating(old), false, at.Add(10*time.Millisecond))
+			tc.successors(s, terminating(old), at)
+			expect(t, play(s))
+			if o := s.acts.outcomes[ns+"/db-0"]; !strings.Contains(o, "due, by NodeMaintenance/nm") || s.acts.excusedViolations != 1 {
+				t.Errorf("the deletion judged %q, %d violations excused; want due and the budget's 1 excused", o, s.acts.excusedViolations)
+			}
+		})
+	}
+}

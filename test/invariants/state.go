@@ -104,11 +104,17 @@ func healthy(pod *corev1.Pod) bool {
 // disruption; turning not Ready is none).
 func (s *state) pod(pod *corev1.Pod, deleted bool, now time.Time) {
 	k := key(pod.Namespace, pod.Name)
-	wasHealthy := healthy(s.pods[k])
+	old := s.pods[k]
+	wasHealthy := healthy(old)
 	if deleted {
 		delete(s.pods, k)
 		s.podGone(pod, now)
 	} else {
+		if old != nil && old.UID != pod.UID {
+			// Replaced under the same name (a StatefulSet's pod, seen across a relist): the
+			// first is gone.
+			s.podGone(old, now)
+		}
 		s.pods[k] = pod
 	}
 	left := wasHealthy && (deleted || pod.DeletionTimestamp != nil)
