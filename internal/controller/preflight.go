@@ -17,7 +17,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list
-// +kubebuilder:rbac:groups=apps,resources=deployments;replicasets;statefulsets,verbs=list
+// +kubebuilder:rbac:groups=apps,resources=deployments;replicasets,verbs=list
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=list
 
 // preflightRefresh is how often the preflight of a Planning maintenance is computed again.

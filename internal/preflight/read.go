@@ -27,7 +27,6 @@ func Read(ctx context.Context, c client.Reader, warnings io.Writer) (Input, erro
 		pdbs        policyv1.PodDisruptionBudgetList
 		deployments appsv1.DeploymentList
 		replicaSets appsv1.ReplicaSetList
-		sts         appsv1.StatefulSetList
 		hpas        autoscalingv2.HorizontalPodAutoscalerList
 		pvcs        corev1.PersistentVolumeClaimList
 		pvs         corev1.PersistentVolumeList
@@ -39,7 +38,7 @@ func Read(ctx context.Context, c client.Reader, warnings io.Writer) (Input, erro
 		list client.ObjectList
 	}{
 		{"nodes", &nodes}, {"pods", &pods}, {"poddisruptionbudgets.policy", &pdbs},
-		{"deployments.apps", &deployments}, {"replicasets.apps", &replicaSets}, {"statefulsets.apps", &sts},
+		{"deployments.apps", &deployments}, {"replicasets.apps", &replicaSets},
 		{"horizontalpodautoscalers.autoscaling", &hpas}, {"persistentvolumeclaims", &pvcs},
 		{"persistentvolumes", &pvs}, {"namespaces", &namespaces},
 	} {
@@ -59,7 +58,7 @@ func Read(ctx context.Context, c client.Reader, warnings io.Writer) (Input, erro
 		return in, fmt.Errorf("listing drainrules.nodemaint.dev: %w", err)
 	}
 	in.Nodes, in.Pods, in.PodDisruptionBudgets = nodes.Items, pods.Items, pdbs.Items
-	in.Deployments, in.ReplicaSets, in.StatefulSets = deployments.Items, replicaSets.Items, sts.Items
+	in.Deployments, in.ReplicaSets = deployments.Items, replicaSets.Items
 	in.HorizontalPodAutoscalers, in.PersistentVolumeClaims, in.PersistentVolumes = hpas.Items, pvcs.Items, pvs.Items
 	in.DrainRules = rules.Items
 	in.NamespaceLabels = make(map[string]map[string]string, len(namespaces.Items))

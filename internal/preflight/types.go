@@ -28,7 +28,6 @@ type Input struct {
 	PodDisruptionBudgets     []policyv1.PodDisruptionBudget
 	Deployments              []appsv1.Deployment
 	ReplicaSets              []appsv1.ReplicaSet
-	StatefulSets             []appsv1.StatefulSet
 	HorizontalPodAutoscalers []autoscalingv2.HorizontalPodAutoscaler
 	PersistentVolumeClaims   []corev1.PersistentVolumeClaim
 	PersistentVolumes        []corev1.PersistentVolume

@@ -30,9 +30,8 @@ func (w *workload) String() string { return w.kind + " " + w.namespace + "/" + w
 
 // workloads resolves the controllers of pods.
 type workloads struct {
-	replicaSets  map[types.UID]*appsv1.ReplicaSet
-	deployments  map[types.UID]*appsv1.Deployment
-	statefulSets map[types.UID]*appsv1.StatefulSet
+	replicaSets map[types.UID]*appsv1.ReplicaSet
+	deployments map[types.UID]*appsv1.Deployment
 	// rsOf are the ReplicaSets of each Deployment.
 	rsOf map[types.UID][]*appsv1.ReplicaSet
 	// byKey are the workloads resolved so far, by kind/namespace/name.
@@ -42,12 +41,11 @@ type workloads struct {
 
 func newWorkloads(in *Input) *workloads {
 	ws := &workloads{
-		replicaSets:  map[types.UID]*appsv1.ReplicaSet{},
-		deployments:  map[types.UID]*appsv1.Deployment{},
-		statefulSets: map[types.UID]*appsv1.StatefulSet{},
-		rsOf:         map[types.UID][]*appsv1.ReplicaSet{},
-		byKey:        map[string]*workload{},
-		in:           in,
+		replicaSets: map[types.UID]*appsv1.ReplicaSet{},
+		deployments: map[types.UID]*appsv1.Deployment{},
+		rsOf:        map[types.UID][]*appsv1.ReplicaSet{},
+		byKey:       map[string]*workload{},
+		in:          in,
 	}
 	for i := range in.Deployments {
 		ws.deployments[in.Deployments[i].UID] = &in.Deployments[i]
@@ -58,9 +56,6 @@ func newWorkloads(in *Input) *workloads {
 		if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
 			ws.rsOf[ref.UID] = append(ws.rsOf[ref.UID], rs)
 		}
-	}
-	for i := range in.StatefulSets {
-		ws.statefulSets[in.StatefulSets[i].UID] = &in.StatefulSets[i]
 	}
 	// Count the live pods of every workload, to tell whether one goes down as a whole.
 	for i := range in.Pods {
