@@ -186,6 +186,9 @@ func printPreflight(w io.Writer, r *preflight.Report, output string) error {
 		return err
 	}
 	fmt.Fprintf(w, "Assuming %s.\n", r.Assumption)
+	if r.NotPlaced != "" {
+		fmt.Fprintf(w, "Note: %s.\n", r.NotPlaced)
+	}
 	for _, n := range r.Nodes {
 		verdict := "nothing to report: the drain would go through"
 		switch n.Verdict {

@@ -5,6 +5,12 @@
 // together) and what happens to the rest (skipped pods and why, Deployments that surge).
 //
 // It is pure: Run reads an Input (the cluster as listed by the caller) and returns a Report.
+// What preflights of one cluster share (the pods of each node, what each node has left, the
+// workloads, the budgets) is a Snapshot, made once (NewSnapshot, from the objects by pointer)
+// and read by any number of preflights of any targets (Snapshot.Run), concurrently too: the
+// controller keeps one for every Planning maintenance. A preflight costs its targets' pods, plus
+// for placing the displaced pods' replacements those pods times the cluster's nodes for each set
+// of nodes out at once, which Spec.MaxChecks can bound.
 // It classifies pods with the drain's own code (maintenance.Targeted, drain.Rules.Classify,
 // drain.NewPlan) and decides whether a Deployment surges with the Deployment responder's own
 // (deployment.Surges), so it says what the drain would do. Whether a replacement fits on

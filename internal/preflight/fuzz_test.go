@@ -23,7 +23,8 @@ import (
 
 // FuzzRun builds small clusters from the fuzzer's bytes and checks the report against plain
 // re-statements of what it promises, not merely that nothing panics:
-//   - the same cluster listed in another order gives the same report;
+//   - the same cluster listed in another order gives the same report, and so does a snapshot
+//     of it that served other preflights before;
 //   - every finding names pods of its node that the drain targets, the verdict is the worst
 //     severity, and the counts add up;
 //   - a pod whose replacement alone fits on no node left (its node selector, the taints it
@@ -60,6 +61,14 @@ func FuzzRun(f *testing.F) {
 		})
 		if r2 := Run(shuffled); !reflect.DeepEqual(r, r2) {
 			t.Fatalf("the report depends on the order of the input:\n%+v\n%+v", r, r2)
+		}
+		// A snapshot serves any number of preflights: one's report does not depend on
+		// those run before it.
+		s := NewSnapshot(in.Cluster())
+		s.Run(Spec{Targets: in.Targets[len(in.Targets)-1:], MaxUnavailable: 1, IgnoreDrainLabel: true})
+		s.Run(Spec{Targets: shuffled.Targets, MaxUnavailable: in.MaxUnavailable + 1})
+		if r2 := s.Run(in.Spec()); !reflect.DeepEqual(r, r2) {
+			t.Fatalf("the report depends on the preflights run before on the same snapshot:\n%+v\n%+v", r, r2)
 		}
 
 		rollout := r.OutAtOnce < len(r.Nodes)

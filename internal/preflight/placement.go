@@ -2,7 +2,9 @@ package preflight
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,92 +40,183 @@ func requests(pod *corev1.Pod) resources {
 	return r
 }
 
-// capacity is one node as placement sees it: what is left of its allocatable.
-type capacity struct {
-	node        *corev1.Node
-	allocatable resources
-	free        resources
+// requestsMemo remembers the requests of pods that share their containers: the cache's pods of
+// one template share one instance of them (internal/cachetrim), so most of a large cluster's
+// pods need not be added up again, nor leave maps behind. A pod with pod-level resources or an
+// overhead is added up apart.
+type requestsMemo map[containersKey]resources
+
+// containersKey says a pod's containers and init containers by their arrays.
+type containersKey struct {
+	containers, initContainers *corev1.Container
+	n, nInit                   int
 }
 
-// fullness is the largest share of the node's CPU and memory that its pods request.
-func (c *capacity) fullness() float64 {
+func (m *requestsMemo) requests(pod *corev1.Pod) resources {
+	spec := &pod.Spec
+	if spec.Overhead != nil || spec.Resources != nil {
+		return requests(pod)
+	}
+	key := containersKey{n: len(spec.Containers), nInit: len(spec.InitContainers)}
+	if key.n > 0 {
+		key.containers = &spec.Containers[0]
+	}
+	if key.nInit > 0 {
+		key.initContainers = &spec.InitContainers[0]
+	}
+	if r, ok := (*m)[key]; ok {
+		return r
+	}
+	if *m == nil {
+		*m = requestsMemo{}
+	}
+	r := requests(pod)
+	(*m)[key] = r
+	return r
+}
+
+// placer knows where the replacements of displaced pods could go: every node's allocatable and
+// what its pods leave free, as dense vectors over the resources the nodes and pods name (a
+// resource a node does not list, it has none of). It does not change once made: each preflight
+// places through a placement of its own (start).
+type placer struct {
+	// dims are the resources, sorted, and dim their indexes; cpu and memory are theirs (-1:
+	// named by nothing).
+	dims        []corev1.ResourceName
+	dim         map[corev1.ResourceName]int
+	cpu, memory int
+	nodes       []*corev1.Node // every node, by name
+	index       map[string]int
+	// alloc and free hold node i's amounts of dims at [i*len(dims), (i+1)*len(dims)): its
+	// allocatable, and what its pods' requests leave of it.
+	alloc, free []int64
+	// pvcs and pvs give the node affinity of a pod's persistent volumes.
+	pvcs map[string]*corev1.PersistentVolumeClaim
+	pvs  map[string]*corev1.PersistentVolume
+}
+
+func newPlacer(c *Cluster, podsByNode map[string][]*corev1.Pod) *placer {
+	p := &placer{index: make(map[string]int, len(c.Nodes)), dim: map[corev1.ResourceName]int{},
+		pvcs: make(map[string]*corev1.PersistentVolumeClaim, len(c.PersistentVolumeClaims)),
+		pvs:  make(map[string]*corev1.PersistentVolume, len(c.PersistentVolumes))}
+	p.nodes = append(p.nodes, c.Nodes...)
+	sort.Slice(p.nodes, func(i, j int) bool { return p.nodes[i].Name < p.nodes[j].Name })
+	allocs := make([]resources, len(p.nodes))
+	used := make([]resources, len(p.nodes))
+	names := map[corev1.ResourceName]bool{}
+	var memo requestsMemo
+	for i, node := range p.nodes {
+		p.index[node.Name] = i
+		allocs[i], used[i] = amounts(node.Status.Allocatable), resources{}
+		for _, pod := range podsByNode[node.Name] {
+			for k, v := range memo.requests(pod) {
+				used[i][k] += v
+			}
+		}
+		for k := range allocs[i] {
+			names[k] = true
+		}
+		for k := range used[i] {
+			names[k] = true
+		}
+	}
+	for k := range names {
+		p.dims = append(p.dims, k)
+	}
+	sort.Slice(p.dims, func(i, j int) bool { return p.dims[i] < p.dims[j] })
+	p.cpu, p.memory = -1, -1
+	for i, k := range p.dims {
+		p.dim[k] = i
+		switch k {
+		case corev1.ResourceCPU:
+			p.cpu = i
+		case corev1.ResourceMemory:
+			p.memory = i
+		}
+	}
+	d := len(p.dims)
+	p.alloc, p.free = make([]int64, len(p.nodes)*d), make([]int64, len(p.nodes)*d)
+	for i := range p.nodes {
+		for k, v := range allocs[i] {
+			p.alloc[i*d+p.dim[k]] = v
+			p.free[i*d+p.dim[k]] += v
+		}
+		for k, v := range used[i] {
+			p.free[i*d+p.dim[k]] -= v
+		}
+	}
+	for _, pvc := range c.PersistentVolumeClaims {
+		p.pvcs[pvc.Namespace+"/"+pvc.Name] = pvc
+	}
+	for _, pv := range c.PersistentVolumes {
+		p.pvs[pv.Name] = pv
+	}
+	return p
+}
+
+// vector is what a pod asks for over the placer's dims, and the resources it asks for that no
+// node and no other pod names (it fits nowhere).
+func (p *placer) vector(r resources) (v []int64, missing []string) {
+	v = make([]int64, len(p.dims))
+	for k, n := range r {
+		i, ok := p.dim[k]
+		switch {
+		case ok:
+			v[i] = n
+		case n > 0:
+			missing = append(missing, string(k))
+		}
+	}
+	sort.Strings(missing)
+	return v, missing
+}
+
+// fullness is the largest share of node i's CPU and memory that its pods request.
+func (p *placer) fullness(i int) float64 {
 	f := 0.0
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		if a := c.allocatable[name]; a > 0 {
-			f = max(f, float64(a-c.free[name])/float64(a))
+	base := i * len(p.dims)
+	for _, d := range []int{p.cpu, p.memory} {
+		if d < 0 {
+			continue
+		}
+		if a := p.alloc[base+d]; a > 0 {
+			f = max(f, float64(a-p.free[base+d])/float64(a))
 		}
 	}
 	return f
 }
 
-// insufficient names the resources the pod asks for and the free amounts do not have.
-func insufficient(free, want resources) []string {
-	var out []string
-	for name, n := range want {
-		if n > 0 && free[name] < n {
-			out = append(out, string(name))
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// placer checks where the replacements of displaced pods could go.
-type placer struct {
-	nodes []*capacity // every node, by name
-	index map[string]int
-	// pvcs and pvs give the node affinity of a pod's persistent volumes.
-	pvcs map[string]*corev1.PersistentVolumeClaim
-	pvs  map[string]*corev1.PersistentVolume
-	// static memoizes, per pod, the nodes its constraints allow (out at once or not).
-	static map[types.UID][]int
-}
-
-func newPlacer(in *Input, podsByNode map[string][]*corev1.Pod) *placer {
-	p := &placer{index: map[string]int{}, pvcs: map[string]*corev1.PersistentVolumeClaim{}, pvs: map[string]*corev1.PersistentVolume{}, static: map[types.UID][]int{}}
-	for i := range in.Nodes {
-		node := &in.Nodes[i]
-		alloc := amounts(node.Status.Allocatable)
-		free := make(resources, len(alloc))
-		for k, v := range alloc {
-			free[k] = v
-		}
-		for _, pod := range podsByNode[node.Name] {
-			for k, v := range requests(pod) {
-				free[k] -= v
-			}
-		}
-		p.nodes = append(p.nodes, &capacity{node: node, allocatable: alloc, free: free})
-	}
-	sort.Slice(p.nodes, func(i, j int) bool { return p.nodes[i].node.Name < p.nodes[j].node.Name })
-	for i, c := range p.nodes {
-		p.index[c.node.Name] = i
-	}
-	for i := range in.PersistentVolumeClaims {
-		pvc := &in.PersistentVolumeClaims[i]
-		p.pvcs[pvc.Namespace+"/"+pvc.Name] = pvc
-	}
-	for i := range in.PersistentVolumes {
-		p.pvs[in.PersistentVolumes[i].Name] = &in.PersistentVolumes[i]
-	}
-	return p
-}
-
-// unfit says why the pod's constraints keep it off the node, as the scheduler's filters would
+// constraints are what keeps a pod off a node besides room, as the scheduler's filters see them
 // (NodeUnschedulable, TaintToleration, NodeAffinity, VolumeBinding's node affinity of bound
-// volumes); "" when they allow it.
-func (p *placer) unfit(pod *corev1.Pod, node *corev1.Node) string {
-	if node.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(klog.Background(), pod.Spec.Tolerations,
-		&corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, false) {
-		return "cordoned"
+// volumes). The pods of one template have the same; key says them.
+type constraints struct {
+	key         string
+	tolerations []corev1.Toleration
+	affinity    nodeaffinity.RequiredNodeAffinity
+	// volumes are the pod's bound volumes that have a required node affinity.
+	volumes []*corev1.PersistentVolume
+}
+
+func (p *placer) constraintsOf(pod *corev1.Pod) *constraints {
+	c := &constraints{tolerations: pod.Spec.Tolerations, affinity: nodeaffinity.GetRequiredNodeAffinity(pod)}
+	var b strings.Builder
+	for _, t := range pod.Spec.Tolerations {
+		seconds := "-"
+		if t.TolerationSeconds != nil {
+			seconds = strconv.FormatInt(*t.TolerationSeconds, 10)
+		}
+		fmt.Fprintf(&b, "t%q%q%q%q%s;", t.Key, t.Operator, t.Value, t.Effect, seconds)
 	}
-	if taint, ok := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
-		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-	}, false); ok {
-		return "untolerated taint " + taint.ToString()
+	keys := make([]string, 0, len(pod.Spec.NodeSelector))
+	for k := range pod.Spec.NodeSelector {
+		keys = append(keys, k)
 	}
-	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !ok {
-		return "not matching the pod's node selector or affinity"
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "s%q%q;", k, pod.Spec.NodeSelector[k])
+	}
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		fmt.Fprintf(&b, "a%q;", a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.String())
 	}
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim == nil {
@@ -137,6 +230,28 @@ func (p *placer) unfit(pod *corev1.Pod, node *corev1.Node) string {
 		if pv == nil || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
 			continue
 		}
+		c.volumes = append(c.volumes, pv)
+		fmt.Fprintf(&b, "v%q;", pv.Name)
+	}
+	c.key = b.String()
+	return c
+}
+
+// unfit says why the constraints keep a pod off the node; "" when they allow it.
+func (c *constraints) unfit(node *corev1.Node) string {
+	if node.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(klog.Background(), c.tolerations,
+		&corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, false) {
+		return "cordoned"
+	}
+	if taint, ok := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, c.tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, false); ok {
+		return "untolerated taint " + taint.ToString()
+	}
+	if ok, err := c.affinity.Match(node); err != nil || !ok {
+		return "not matching the pod's node selector or affinity"
+	}
+	for _, pv := range c.volumes {
 		if ok, err := nodeaffinity.NewLazyErrorNodeSelector(pv.Spec.NodeAffinity.Required).Match(node); err != nil || !ok {
 			return "volume node affinity conflict (PersistentVolume " + pv.Name + ")"
 		}
@@ -144,95 +259,163 @@ func (p *placer) unfit(pod *corev1.Pod, node *corev1.Node) string {
 	return ""
 }
 
-// allowed are the nodes the pod's constraints allow.
-func (p *placer) allowed(pod *corev1.Pod) []int {
-	if idx, ok := p.static[pod.UID]; ok {
-		return idx
+// placement is one preflight's use of the placer, with what it learnt of the constraints of
+// the pods it placed: the nodes each allows (a bit a node), and, once a pod of theirs fits
+// nowhere, why each node does not.
+type placement struct {
+	*placer
+	allowed map[string][]uint64
+	why     map[string][]string
+}
+
+func (p *placer) start() *placement {
+	return &placement{placer: p, allowed: map[string][]uint64{}, why: map[string][]string{}}
+}
+
+// allowedBy are the nodes the constraints allow, a bit a node.
+func (p *placement) allowedBy(c *constraints) []uint64 {
+	if set, ok := p.allowed[c.key]; ok {
+		return set
 	}
-	idx := []int{}
-	for i, c := range p.nodes {
-		if p.unfit(pod, c.node) == "" {
-			idx = append(idx, i)
+	set := make([]uint64, (len(p.nodes)+63)/64)
+	for i, node := range p.nodes {
+		if c.unfit(node) == "" {
+			set[i/64] |= 1 << (i % 64)
 		}
 	}
-	p.static[pod.UID] = idx
-	return idx
+	p.allowed[c.key] = set
+	return set
 }
 
 // displaced is a pod whose replacement needs a node.
 type displaced struct {
-	pod  *corev1.Pod
-	want resources
+	pod         *corev1.Pod
+	constraints *constraints
+	want        []int64
+	// missing names the resources it asks for that no node has.
+	missing []string
 }
 
-// place places the replacements of the displaced pods, the largest first, each on the node
-// with the most room left after it (as the scheduler's default LeastAllocated scoring would),
-// on the nodes not out. It returns why each pod that fits nowhere does not, by UID.
-func (p *placer) place(out map[string]bool, pods []displaced) map[types.UID]string {
-	free := make([]resources, len(p.nodes))
-	for i, c := range p.nodes {
-		free[i] = make(resources, len(c.free))
-		for k, v := range c.free {
-			free[i][k] = v
-		}
+// place places the replacements of the pods displaced from the nodes out, the largest first,
+// each on the node with the most room left after it (as the scheduler's default
+// LeastAllocated scoring would), on the nodes not out. It returns why each pod that fits
+// nowhere does not, by UID.
+func (p *placement) place(out []string, pods []*corev1.Pod) map[types.UID]string {
+	isOut := make([]bool, len(p.nodes))
+	for _, n := range out {
+		isOut[p.index[n]] = true
 	}
-	sorted := append([]displaced(nil), pods...)
+	free := append([]int64(nil), p.free...)
+	sorted := make([]displaced, len(pods))
+	for i, pod := range pods {
+		sorted[i] = displaced{pod: pod, constraints: p.constraintsOf(pod)}
+		sorted[i].want, sorted[i].missing = p.vector(requests(pod))
+	}
+	at := func(v []int64, d int) int64 {
+		if d < 0 {
+			return 0
+		}
+		return v[d]
+	}
 	sort.SliceStable(sorted, func(i, j int) bool {
 		a, b := sorted[i].want, sorted[j].want
-		if a[corev1.ResourceCPU] != b[corev1.ResourceCPU] {
-			return a[corev1.ResourceCPU] > b[corev1.ResourceCPU]
+		if at(a, p.cpu) != at(b, p.cpu) {
+			return at(a, p.cpu) > at(b, p.cpu)
 		}
-		if a[corev1.ResourceMemory] != b[corev1.ResourceMemory] {
-			return a[corev1.ResourceMemory] > b[corev1.ResourceMemory]
+		if at(a, p.memory) != at(b, p.memory) {
+			return at(a, p.memory) > at(b, p.memory)
 		}
-		return sorted[i].pod.Namespace+"/"+sorted[i].pod.Name < sorted[j].pod.Namespace+"/"+sorted[j].pod.Name
+		return podKeyLess(sorted[i].pod, sorted[j].pod)
 	})
+	d := len(p.dims)
 	unplaced := map[types.UID]string{}
-	for _, d := range sorted {
+	outPart := fmt.Sprintf("%d out at once (%s)", len(out), few.Names(out, 3))
+	for _, dp := range sorted {
 		best, bestScore := -1, -1.0
-		for _, i := range p.allowed(d.pod) {
-			if out[p.nodes[i].node.Name] || len(insufficient(free[i], d.want)) > 0 {
-				continue
-			}
-			if s := room(p.nodes[i].allocatable, free[i], d.want); s > bestScore {
-				best, bestScore = i, s
+		if len(dp.missing) == 0 {
+			for w, word := range p.allowedBy(dp.constraints) {
+				for ; word != 0; word &= word - 1 {
+					i := w*64 + bits.TrailingZeros64(word)
+					nodeFree := free[i*d : (i+1)*d]
+					if isOut[i] || !fits(nodeFree, dp.want) {
+						continue
+					}
+					if s := p.room(i, nodeFree, dp.want); s > bestScore {
+						best, bestScore = i, s
+					}
+				}
 			}
 		}
 		if best < 0 {
-			unplaced[d.pod.UID] = p.why(d, out, free)
+			unplaced[dp.pod.UID] = p.whyNot(dp, isOut, outPart, free)
 			continue
 		}
-		for k, v := range d.want {
-			free[best][k] -= v
+		for k, v := range dp.want {
+			free[best*d+k] -= v
 		}
 	}
 	return unplaced
 }
 
-// room is the smallest share of the node's CPU and memory left free once the pod is on it.
-func room(alloc, free, want resources) float64 {
+// fits reports whether the free amounts have what the pod asks for: a resource it does not ask
+// for is not checked, as the scheduler does.
+func fits(free, want []int64) bool {
+	for k, n := range want {
+		if n > 0 && free[k] < n {
+			return false
+		}
+	}
+	return true
+}
+
+// insufficient names the resources the pod asks for and the free amounts do not have, sorted.
+func (p *placer) insufficient(free, want []int64) []string {
+	var out []string
+	for k, n := range want {
+		if n > 0 && free[k] < n {
+			out = append(out, string(p.dims[k]))
+		}
+	}
+	return out
+}
+
+// room is the smallest share of node i's CPU and memory left free once the pod is on it.
+func (p *placer) room(i int, free, want []int64) float64 {
 	score := 1.0
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		if a := alloc[name]; a > 0 {
-			score = min(score, float64(free[name]-want[name])/float64(a))
+	base := i * len(p.dims)
+	for _, d := range []int{p.cpu, p.memory} {
+		if d < 0 {
+			continue
+		}
+		if a := p.alloc[base+d]; a > 0 {
+			score = min(score, float64(free[d]-want[d])/float64(a))
 		}
 	}
 	return score
 }
 
-// why says, as the scheduler's "0/N nodes are available" does, why each node cannot take the
+// whyNot says, as the scheduler's "0/N nodes are available" does, why each node cannot take the
 // pod: out at once, its constraints, or too little room left.
-func (p *placer) why(d displaced, out map[string]bool, free []resources) string {
+func (p *placement) whyNot(dp displaced, isOut []bool, outPart string, free []int64) string {
+	static, ok := p.why[dp.constraints.key]
+	if !ok {
+		static = make([]string, len(p.nodes))
+		for i, node := range p.nodes {
+			static[i] = dp.constraints.unfit(node)
+		}
+		p.why[dp.constraints.key] = static
+	}
+	d := len(p.dims)
 	counts := map[string]int{}
-	outNames := []string{}
-	for i, c := range p.nodes {
-		if out[c.node.Name] {
-			outNames = append(outNames, c.node.Name)
+	for i := range p.nodes {
+		if isOut[i] {
 			continue
 		}
-		reason := p.unfit(d.pod, c.node)
+		reason := static[i]
 		if reason == "" {
-			reason = "insufficient " + strings.Join(insufficient(free[i], d.want), ", ")
+			short := append(p.insufficient(free[i*d:(i+1)*d], dp.want), dp.missing...)
+			sort.Strings(short)
+			reason = "insufficient " + strings.Join(short, ", ")
 		}
 		counts[reason]++
 	}
@@ -246,7 +429,7 @@ func (p *placer) why(d displaced, out map[string]bool, free []resources) string 
 		}
 		return reasons[i] < reasons[j]
 	})
-	parts := []string{fmt.Sprintf("%d out at once (%s)", len(outNames), few.Names(outNames, 3))}
+	parts := []string{outPart}
 	for _, r := range reasons {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[r], r))
 	}

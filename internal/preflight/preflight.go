@@ -3,28 +3,71 @@ package preflight
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 )
 
 // Run checks the drain of the input's targets. It does not change the input.
 func Run(in Input) Report {
-	nodes := map[string]*corev1.Node{}
-	for i := range in.Nodes {
-		nodes[in.Nodes[i].Name] = &in.Nodes[i]
+	return NewSnapshot(in.Cluster()).Run(in.Spec())
+}
+
+// Snapshot is what every preflight of one cluster shares, computed once: the pods of each
+// node, what each node has left, the workloads, the budgets and the DrainRules. Preflights of
+// any targets run on it (Run), concurrently too: nothing changes it once made. It keeps
+// pointers to the objects it was made of, and about a hundred bytes a pod and a node of its
+// own.
+type Snapshot struct {
+	nodes map[string]*corev1.Node
+	// podsByNode are the pods bound to each node and not finished, by namespace/name.
+	podsByNode map[string][]*corev1.Pod
+	rules      *drain.Rules
+	namespaces map[string]map[string]string
+	placer     *placer
+	workloads  *workloads
+	budgets    budgets
+}
+
+// NewSnapshot computes what preflights of the cluster share. It does not change the cluster.
+func NewSnapshot(c Cluster) *Snapshot {
+	s := &Snapshot{nodes: make(map[string]*corev1.Node, len(c.Nodes)), podsByNode: map[string][]*corev1.Pod{}, namespaces: c.NamespaceLabels}
+	for _, n := range c.Nodes {
+		s.nodes[n.Name] = n
 	}
+	for _, pod := range c.Pods {
+		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		s.podsByNode[pod.Spec.NodeName] = append(s.podsByNode[pod.Spec.NodeName], pod)
+	}
+	for _, pods := range s.podsByNode {
+		sort.Slice(pods, func(i, j int) bool { return podKeyLess(pods[i], pods[j]) })
+	}
+	rules := make([]nodemaintv1alpha1.DrainRule, len(c.DrainRules))
+	for i, r := range c.DrainRules {
+		rules[i] = *r
+	}
+	s.rules = drain.NewRules(rules)
+	s.placer = newPlacer(&c, s.podsByNode)
+	s.workloads = newWorkloads(&c)
+	s.budgets = newBudgets(c.PodDisruptionBudgets)
+	return s
+}
+
+// Run checks the drain of the spec's targets.
+func (s *Snapshot) Run(spec Spec) Report {
 	var report Report
 	targets := []string{}
 	seen := map[string]bool{}
-	for _, name := range in.Targets {
+	for _, name := range spec.Targets {
 		switch {
 		case seen[name]:
-		case nodes[name] == nil:
+		case s.nodes[name] == nil:
 			report.Missing = append(report.Missing, name)
 		default:
 			targets = append(targets, name)
@@ -34,35 +77,23 @@ func Run(in Input) Report {
 	sort.Strings(targets)
 	sort.Strings(report.Missing)
 
-	podsByNode := map[string][]*corev1.Pod{}
-	for i := range in.Pods {
-		pod := &in.Pods[i]
-		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		podsByNode[pod.Spec.NodeName] = append(podsByNode[pod.Spec.NodeName], pod)
-	}
-	for _, pods := range podsByNode {
-		sort.Slice(pods, func(i, j int) bool { return podKey(pods[i]) < podKey(pods[j]) })
-	}
-
-	rules := drain.NewRules(in.DrainRules).IgnoringDrainLabel(in.IgnoreDrainLabel)
+	rules := s.rules.IgnoringDrainLabel(spec.IgnoreDrainLabel)
 	plans := map[string]drain.Plan{}
 	for _, name := range targets {
-		node := nodes[name]
+		node := s.nodes[name]
 		var classified []drain.Classified
-		for _, pod := range podsByNode[name] {
+		for _, pod := range s.podsByNode[name] {
 			if maintenance.Targeted(pod) {
-				classified = append(classified, drain.Classified{Pod: pod, Class: rules.Classify(pod, in.NamespaceLabels[pod.Namespace], node.Labels)})
+				classified = append(classified, drain.Classified{Pod: pod, Class: rules.Classify(pod, s.namespaces[pod.Namespace], node.Labels)})
 			}
 		}
 		plans[name] = drain.NewPlan(classified)
 	}
 
-	p := newPlacer(&in, podsByNode)
+	p := s.placer.start()
 	outAtOnce := len(targets)
-	if in.MaxUnavailable > 0 && in.MaxUnavailable < len(targets) {
-		outAtOnce = in.MaxUnavailable
+	if spec.MaxUnavailable > 0 && spec.MaxUnavailable < len(targets) {
+		outAtOnce = spec.MaxUnavailable
 	}
 	rollout := outAtOnce < len(targets)
 	report.OutAtOnce = outAtOnce
@@ -70,45 +101,68 @@ func Run(in Input) Report {
 	// The fullest targets first: those whose pods need the most room elsewhere.
 	fullest := append([]string(nil), targets...)
 	sort.SliceStable(fullest, func(i, j int) bool {
-		return p.nodes[p.index[fullest[i]]].fullness() > p.nodes[p.index[fullest[j]]].fullness()
+		return s.placer.fullness(s.placer.index[fullest[i]]) > s.placer.fullness(s.placer.index[fullest[j]])
 	})
 
-	ws := newWorkloads(&in)
-	bs := newBudgets(in.PodDisruptionBudgets)
-	outcomes := map[string]*outcome{} // by set of nodes out at once
+	ws, bs := s.workloads, s.budgets
+	// Each target is out with the outAtOnce-1 fullest others: with the first outAtOnce-1 of
+	// fullest (top) when it is not one of them, else with the first outAtOnce but itself. So
+	// the sets of nodes out at once are top and one target more, named by that target (extra).
+	var top []string
+	inTop := map[string]bool{}
+	if outAtOnce > 0 {
+		top = append(top, fullest[:outAtOnce-1]...)
+		for _, n := range top {
+			inTop[n] = true
+		}
+		sort.Strings(top)
+	}
+	extra := func(target string) string {
+		if inTop[target] {
+			return fullest[outAtOnce-1]
+		}
+		return target
+	}
+	outcomes := map[string]*outcome{} // by extra
+	var sets []*outcome               // in the order of their first target
+	checks := 0
 	for _, name := range targets {
-		out := []string{name}
-		for _, other := range fullest {
-			if len(out) == outAtOnce {
-				break
-			}
-			if other != name {
-				out = append(out, other)
-			}
+		if _, ok := outcomes[extra(name)]; ok {
+			continue
 		}
+		out := append(append(make([]string, 0, outAtOnce), top...), extra(name))
 		sort.Strings(out)
-		key := strings.Join(out, ",")
-		oc, ok := outcomes[key]
-		if !ok {
-			oc = &outcome{liveOut: map[*workload]int{}}
-			outSet := map[string]bool{}
-			var pods []displaced
-			for _, n := range out {
-				outSet[n] = true
-				for _, c := range moved(plans[n]) {
-					if c.Pod.DeletionTimestamp != nil || drain.Unanswerable(c.Pod) {
-						continue
-					}
-					pods = append(pods, displaced{pod: c.Pod, want: requests(c.Pod)})
-					oc.liveOut[ws.of(c.Pod)]++
+		oc := &outcome{out: out, liveOut: map[*workload]int{}}
+		for _, n := range out {
+			for _, c := range moved(plans[n]) {
+				if c.Pod.DeletionTimestamp != nil || drain.Unanswerable(c.Pod) {
+					continue
 				}
+				oc.pods = append(oc.pods, c.Pod)
+				oc.liveOut[ws.of(c.Pod)]++
 			}
-			oc.unplaced = p.place(outSet, pods)
-			outcomes[key] = oc
 		}
+		outcomes[extra(name)] = oc
+		sets = append(sets, oc)
+		checks += len(oc.pods) * len(s.placer.nodes)
+	}
+	if spec.MaxChecks > 0 && checks > spec.MaxChecks {
+		report.NotPlaced = fmt.Sprintf("where the replacements would go is not checked: %d %s of nodes out at once, %d pods displaced in all, against %d nodes is more than this preflight checks (%d pod-node pairs at most); nothing is reported NoRoom",
+			len(sets), plural(len(sets), "set", "sets"), displacedIn(sets), len(s.placer.nodes), spec.MaxChecks)
+	} else {
+		for _, oc := range sets {
+			oc.unplaced = p.place(oc.out, oc.pods)
+		}
+	}
+	for _, name := range targets {
+		oc := outcomes[extra(name)]
 		nr := NodeReport{Name: name}
-		if rollout {
-			for _, n := range out {
+		switch {
+		case !rollout:
+		case !inTop[name]:
+			nr.OutWith = top // shared: read only
+		default:
+			for _, n := range oc.out {
 				if n != name {
 					nr.OutWith = append(nr.OutWith, n)
 				}
@@ -118,6 +172,14 @@ func Run(in Input) Report {
 		report.Nodes = append(report.Nodes, nr)
 	}
 	return report
+}
+
+func displacedIn(sets []*outcome) int {
+	n := 0
+	for _, oc := range sets {
+		n += len(oc.pods)
+	}
+	return n
 }
 
 // moved are the pods the drain moves off the node: those of every order group.
@@ -143,6 +205,9 @@ func assumption(targets, outAtOnce int) string {
 
 // outcome is what taking a set of nodes out at once does to the pods they displace.
 type outcome struct {
+	// out are the nodes, pods the pods they displace whose replacements need a node.
+	out  []string
+	pods []*corev1.Pod
 	// unplaced says why each pod whose replacement fits nowhere does not, by UID.
 	unplaced map[types.UID]string
 	// liveOut counts, per workload, its pods the set of nodes displaces.
@@ -243,6 +308,31 @@ func emptyDirs(pod *corev1.Pod) []string {
 }
 
 func podKey(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+// podKeyLess reports whether podKey(a) < podKey(b), without making the keys.
+func podKeyLess(a, b *corev1.Pod) bool {
+	at := func(p *corev1.Pod, i int) (byte, bool) {
+		switch {
+		case i < len(p.Namespace):
+			return p.Namespace[i], true
+		case i == len(p.Namespace):
+			return '/', true
+		case i-len(p.Namespace)-1 < len(p.Name):
+			return p.Name[i-len(p.Namespace)-1], true
+		}
+		return 0, false
+	}
+	for i := 0; ; i++ {
+		x, okA := at(a, i)
+		y, okB := at(b, i)
+		switch {
+		case !okA || !okB:
+			return !okA && okB
+		case x != y:
+			return x < y
+		}
+	}
+}
 
 // findings groups what is found by severity, reason, object and message, with the pods.
 type findings map[[4]string]*Finding

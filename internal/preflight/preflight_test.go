@@ -2,7 +2,9 @@ package preflight
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -465,5 +467,53 @@ func TestMissingTargets(t *testing.T) {
 	r := Run(Input{Targets: []string{"n1", "nope", "n1"}, Nodes: []corev1.Node{node("n1")}})
 	if fmt.Sprint(r.Missing) != "[nope]" || len(r.Nodes) != 1 || r.Nodes[0].Name != "n1" {
 		t.Errorf("missing %v, nodes %+v", r.Missing, r.Nodes)
+	}
+}
+
+// TestSnapshotServesConcurrentRuns: preflights of different targets run at once on one snapshot
+// each report what a preflight of their own would (go test -race checks that they share it
+// without writing to it).
+func TestSnapshotServesConcurrentRuns(t *testing.T) {
+	in := largeCluster(300)
+	s := NewSnapshot(in.Cluster())
+	specs := []Spec{{Targets: poolOf(&in, 0)}, {Targets: poolOf(&in, 1), MaxUnavailable: 10}, {Targets: poolOf(&in, 2)[:5], IgnoreDrainLabel: true},
+		{Targets: append(poolOf(&in, 0), poolOf(&in, 2)...), MaxUnavailable: 150}}
+	got := make([]Report, len(specs))
+	var wg sync.WaitGroup
+	for i, spec := range specs {
+		wg.Go(func() { got[i] = s.Run(spec) })
+	}
+	wg.Wait()
+	for i, spec := range specs {
+		alone := in
+		alone.Targets, alone.MaxUnavailable, alone.IgnoreDrainLabel = spec.Targets, spec.MaxUnavailable, spec.IgnoreDrainLabel
+		if want := Run(alone); !reflect.DeepEqual(got[i], want) {
+			t.Errorf("spec %d: the shared snapshot reported\n%+v\nalone\n%+v", i, got[i], want)
+		}
+	}
+}
+
+// TestMaxChecks: past its bound, where the replacements would go is not checked, and the report
+// says so instead of reporting them NoRoom; within it, they are placed.
+func TestMaxChecks(t *testing.T) {
+	in := Input{
+		Targets: []string{"n1"},
+		Nodes:   []corev1.Node{node("n1"), node("n2")},
+		Pods:    []corev1.Pod{podOn("n1", "big-0", "5", ownedBy("StatefulSet", "big")), podOn("n1", "small-0", "1", ownedBy("StatefulSet", "small"))},
+	}
+	// 2 displaced pods against 2 nodes: 4 checks.
+	s := NewSnapshot(in.Cluster())
+	placed := s.Run(Spec{Targets: in.Targets, MaxChecks: 4})
+	if placed.NotPlaced != "" || findingsOf(t, placed, "n1").Findings[0].Reason != ReasonNoRoom {
+		t.Errorf("within the bound:%s %q", describe(findingsOf(t, placed, "n1").Findings), placed.NotPlaced)
+	}
+	r := s.Run(Spec{Targets: in.Targets, MaxChecks: 3})
+	if !strings.Contains(r.NotPlaced, "1 set of nodes out at once, 2 pods displaced in all, against 2 nodes is more than this preflight checks (3 pod-node pairs at most)") {
+		t.Errorf("not placed: %q", r.NotPlaced)
+	}
+	for _, f := range findingsOf(t, r, "n1").Findings {
+		if f.Reason == ReasonNoRoom {
+			t.Errorf("NoRoom past the bound:%s", describe(findingsOf(t, r, "n1").Findings))
+		}
 	}
 }

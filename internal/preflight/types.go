@@ -9,7 +9,8 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 )
 
-// Input is the cluster as the caller listed it, and the nodes to check.
+// Input is the cluster as the caller listed it, and the nodes to check: Run(in) is
+// NewSnapshot(in.Cluster()).Run(in.Spec()).
 type Input struct {
 	// Targets name the nodes to maintain. Names of no node in Nodes are reported as missing.
 	Targets []string
@@ -35,6 +36,61 @@ type Input struct {
 	// NamespaceLabels are the labels of the namespaces, by name, for the DrainRules'
 	// namespaceSelectors.
 	NamespaceLabels map[string]map[string]string
+}
+
+// Spec is what one preflight checks of a snapshot: the nodes to maintain, and how.
+type Spec struct {
+	// Targets name the nodes to maintain. Names of no node of the snapshot are reported as
+	// missing.
+	Targets []string
+	// MaxUnavailable: see Input.MaxUnavailable.
+	MaxUnavailable int
+	// IgnoreDrainLabel: see Input.IgnoreDrainLabel.
+	IgnoreDrainLabel bool
+	// MaxChecks bounds the work of placing the displaced pods' replacements: each set of
+	// nodes out at once costs its displaced pods times the cluster's nodes. Beyond it, nothing
+	// is placed (Report.NotPlaced says so). 0: no bound.
+	MaxChecks int
+}
+
+// Cluster is the cluster a snapshot is made of: the objects of an Input, by pointer, so that a
+// caller that holds them already (an informer's cache) need not copy them. They are read, never
+// changed, and the snapshot keeps pointers to them.
+type Cluster struct {
+	Nodes                    []*corev1.Node
+	Pods                     []*corev1.Pod
+	PodDisruptionBudgets     []*policyv1.PodDisruptionBudget
+	Deployments              []*appsv1.Deployment
+	ReplicaSets              []*appsv1.ReplicaSet
+	HorizontalPodAutoscalers []*autoscalingv2.HorizontalPodAutoscaler
+	PersistentVolumeClaims   []*corev1.PersistentVolumeClaim
+	PersistentVolumes        []*corev1.PersistentVolume
+	DrainRules               []*nodemaintv1alpha1.DrainRule
+	NamespaceLabels          map[string]map[string]string
+}
+
+// Spec is what the input asks to check.
+func (in *Input) Spec() Spec {
+	return Spec{Targets: in.Targets, MaxUnavailable: in.MaxUnavailable, IgnoreDrainLabel: in.IgnoreDrainLabel}
+}
+
+// Cluster is the input's objects, by pointer into its slices.
+func (in *Input) Cluster() Cluster {
+	return Cluster{
+		Nodes: pointers(in.Nodes), Pods: pointers(in.Pods), PodDisruptionBudgets: pointers(in.PodDisruptionBudgets),
+		Deployments: pointers(in.Deployments), ReplicaSets: pointers(in.ReplicaSets),
+		HorizontalPodAutoscalers: pointers(in.HorizontalPodAutoscalers),
+		PersistentVolumeClaims:   pointers(in.PersistentVolumeClaims), PersistentVolumes: pointers(in.PersistentVolumes),
+		DrainRules: pointers(in.DrainRules), NamespaceLabels: in.NamespaceLabels,
+	}
+}
+
+func pointers[T any](s []T) []*T {
+	out := make([]*T, len(s))
+	for i := range s {
+		out[i] = &s[i]
+	}
+	return out
 }
 
 // Severity is how much a finding matters to whoever drains the node.
@@ -101,6 +157,9 @@ type Report struct {
 	Assumption string `json:"assumption"`
 	// Missing names targets that are no node.
 	Missing []string `json:"missing,omitempty"`
+	// NotPlaced, when set, says why where the displaced pods' replacements would go was not
+	// checked (Spec.MaxChecks): no finding is NoRoom then.
+	NotPlaced string `json:"notPlaced,omitempty"`
 	// Nodes are the targets, by name.
 	Nodes []NodeReport `json:"nodes"`
 }

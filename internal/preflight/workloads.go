@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,45 +29,50 @@ type workload struct {
 
 func (w *workload) String() string { return w.kind + " " + w.namespace + "/" + w.name }
 
-// workloads resolves the controllers of pods.
+// workloads resolves the controllers of pods. Made, it resolves every pod of its cluster and
+// changes no more: concurrent preflights share it.
 type workloads struct {
 	replicaSets map[types.UID]*appsv1.ReplicaSet
 	deployments map[types.UID]*appsv1.Deployment
 	// rsOf are the ReplicaSets of each Deployment.
 	rsOf map[types.UID][]*appsv1.ReplicaSet
-	// byKey are the workloads resolved so far, by kind/namespace/name.
+	// autoscalers are the HorizontalPodAutoscalers, by namespace.
+	autoscalers map[string][]*autoscalingv2.HorizontalPodAutoscaler
+	// byKey are the workloads resolved, by kind/namespace/name; made, nothing is added.
 	byKey map[string]*workload
-	in    *Input
+	made  bool
 }
 
-func newWorkloads(in *Input) *workloads {
+func newWorkloads(c *Cluster) *workloads {
 	ws := &workloads{
-		replicaSets: map[types.UID]*appsv1.ReplicaSet{},
-		deployments: map[types.UID]*appsv1.Deployment{},
+		replicaSets: make(map[types.UID]*appsv1.ReplicaSet, len(c.ReplicaSets)),
+		deployments: make(map[types.UID]*appsv1.Deployment, len(c.Deployments)),
 		rsOf:        map[types.UID][]*appsv1.ReplicaSet{},
+		autoscalers: map[string][]*autoscalingv2.HorizontalPodAutoscaler{},
 		byKey:       map[string]*workload{},
-		in:          in,
 	}
-	for i := range in.Deployments {
-		ws.deployments[in.Deployments[i].UID] = &in.Deployments[i]
+	for _, d := range c.Deployments {
+		ws.deployments[d.UID] = d
 	}
-	for i := range in.ReplicaSets {
-		rs := &in.ReplicaSets[i]
+	for _, rs := range c.ReplicaSets {
 		ws.replicaSets[rs.UID] = rs
 		if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
 			ws.rsOf[ref.UID] = append(ws.rsOf[ref.UID], rs)
 		}
 	}
-	// Count the live pods of every workload, to tell whether one goes down as a whole.
-	for i := range in.Pods {
-		pod := &in.Pods[i]
-		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	for _, hpa := range c.HorizontalPodAutoscalers {
+		ws.autoscalers[hpa.Namespace] = append(ws.autoscalers[hpa.Namespace], hpa)
+	}
+	// Resolve every pod, and count the live pods of every workload, to tell whether one goes
+	// down as a whole.
+	for _, pod := range c.Pods {
+		w := ws.of(pod)
+		if w == nil || pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		if w := ws.of(pod); w != nil {
-			w.live++
-		}
+		w.live++
 	}
+	ws.made = true
 	return ws
 }
 
@@ -105,16 +111,17 @@ func (ws *workloads) of(pod *corev1.Pod) *workload {
 	}
 	w := &workload{kind: kind, namespace: pod.Namespace, name: name}
 	build(w)
-	ws.byKey[key] = w
+	if !ws.made { // else a pod of another cluster: resolved, not kept
+		ws.byKey[key] = w
+	}
 	return w
 }
 
 // deploymentSurge decides, as the Deployment responder does, whether it surges the Deployment.
 func (ws *workloads) deploymentSurge(w *workload, d *appsv1.Deployment) {
 	autoscaled := false
-	for i := range ws.in.HorizontalPodAutoscalers {
-		hpa := &ws.in.HorizontalPodAutoscalers[i]
-		autoscaled = autoscaled || (hpa.Namespace == d.Namespace && deployment.Autoscales(hpa, d.Name))
+	for _, hpa := range ws.autoscalers[d.Namespace] {
+		autoscaled = autoscaled || deployment.Autoscales(hpa, d.Name)
 	}
 	ok, _, message := deployment.Surges(d, ws.rsOf[d.UID], autoscaled)
 	w.surges = ok
@@ -137,10 +144,9 @@ func (b budget) String() string { return b.pdb.Namespace + "/" + b.pdb.Name }
 // budgets finds the PodDisruptionBudgets of pods.
 type budgets map[string][]budget
 
-func newBudgets(list []policyv1.PodDisruptionBudget) budgets {
+func newBudgets(list []*policyv1.PodDisruptionBudget) budgets {
 	bs := budgets{}
-	for i := range list {
-		pdb := &list[i]
+	for _, pdb := range list {
 		// policy/v1: a nil selector selects no pod, an empty one every pod of the namespace.
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
 		if err != nil {
