@@ -13,22 +13,33 @@
 //     and schedulingGroup (the Eviction controller's, KEP-4563); status.phase,
 //     conditions but the kubelet's ContainersReady and PodReadyToStartContainers, and of the
 //     containers waiting their names and reasons (the Deployment responder's "replacement
-//     failing to start"). What pods share (namespace, labels, owner references, tolerations,
-//     conditions' types and reasons) is interned: see intern.go.
-//   - Node: metadata, spec; status.conditions, nodeInfo, volumesAttached.
+//     failing to start"). For the preflight of Planning maintenances: what the pod asks of a
+//     node as the scheduler adds it up (each container's and init container's name and
+//     requests, an init container's restart policy, the overhead, pod-level requests; no
+//     containers at all when none requests anything), its node selector and required node
+//     affinity, and which volumes are emptyDirs. What pods share (namespace, labels, owner
+//     references, tolerations, conditions' types and reasons, the requested containers, node
+//     selectors and affinities, volumes without claims) is interned: see intern.go.
+//   - Node: metadata, spec; status.conditions, nodeInfo, volumesAttached, allocatable (interned).
 //   - Deployment and ReplicaSet: metadata, spec without the pod template (replicas, selector,
 //     strategy, minReadySeconds, paused, ...), status.
 //   - PersistentVolumeClaim: metadata, spec.volumeName; PersistentVolume: metadata, the CSI
-//     driver and volume handle (the node controller's volumes still attached).
+//     driver and volume handle (the node controller's volumes still attached), the node
+//     affinity (the preflight's).
+//   - HorizontalPodAutoscaler: metadata, spec.scaleTargetRef (the Deployment responder leaves
+//     autoscaled Deployments alone, and the preflight says so).
 //
-// A reader that needs more (the preflight in the NodeMaintenance status) reads from the API
-// server, not the cache. The list is checked by TestTrimKeepsWhatControllersRead.
+// PodDisruptionBudgets, namespaces and DrainRules are kept whole but for their managed fields
+// and last-applied configuration. The list is checked by TestPodKeepsWhatControllersRead, and
+// TestPreflightOfTrimmedObjects checks that a preflight of trimmed objects reports exactly as
+// one of the objects as the API server serves them.
 package cachetrim
 
 import (
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,9 +62,10 @@ func Options(o cache.Options) cache.Options {
 		&corev1.Node{}:       typed(Node),
 		&appsv1.Deployment{}: typed(Deployment),
 		&appsv1.ReplicaSet{}: typed(ReplicaSet),
-		// Read only once a maintenance drains pods with volumes, of the whole cluster then.
-		&corev1.PersistentVolumeClaim{}: typed(PersistentVolumeClaim),
-		&corev1.PersistentVolume{}:      typed(PersistentVolume),
+		// Read by the preflight, and once a maintenance drains pods with volumes.
+		&corev1.PersistentVolumeClaim{}:          typed(PersistentVolumeClaim),
+		&corev1.PersistentVolume{}:               typed(PersistentVolume),
+		&autoscalingv2.HorizontalPodAutoscaler{}: typed(HorizontalPodAutoscaler),
 	} {
 		by := o.ByObject[obj]
 		by.Transform = t
@@ -100,23 +112,24 @@ func trimMetadata(m interface {
 
 // Pod keeps of a pod what the controllers read (see the package comment).
 func Pod(pod *corev1.Pod) {
-	var volumes []corev1.Volume
-	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
-			volumes = append(volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName},
-			}})
-		}
-	}
 	internMetadata(&pod.ObjectMeta)
+	spec := &pod.Spec
 	pod.Spec = corev1.PodSpec{
-		NodeName:    str(pod.Spec.NodeName),
-		Tolerations: internTolerations(pod.Spec.Tolerations),
-		Volumes:     volumes,
+		NodeName:    str(spec.NodeName),
+		Tolerations: internTolerations(spec.Tolerations),
+		Volumes:     internVolumes(spec.Volumes),
 		// The Eviction controller's (KEP-4563): the pod's responders, and whether it belongs to
 		// a scheduling group (which the API does not evict).
-		EvictionResponders: pod.Spec.EvictionResponders,
-		SchedulingGroup:    pod.Spec.SchedulingGroup,
+		EvictionResponders: spec.EvictionResponders,
+		SchedulingGroup:    spec.SchedulingGroup,
+		// The preflight's: what the pod asks of a node (the requests of its containers, its
+		// overhead and pod-level requests) and which nodes it may go to.
+		Containers:     internContainers(spec.Containers, false),
+		InitContainers: internContainers(spec.InitContainers, true),
+		Overhead:       spec.Overhead,
+		Resources:      podRequests(spec.Resources),
+		NodeSelector:   internNodeSelector(spec.NodeSelector),
+		Affinity:       internAffinity(spec.Affinity),
 	}
 	pod.Status.Conditions = exact(slices.DeleteFunc(pod.Status.Conditions, unreadCondition))
 	for i := range pod.Status.Conditions {
@@ -173,6 +186,7 @@ func Node(node *corev1.Node) {
 		Conditions:      exact(node.Status.Conditions),
 		NodeInfo:        node.Status.NodeInfo,
 		VolumesAttached: node.Status.VolumesAttached,
+		Allocatable:     internResources(node.Status.Allocatable),
 	}
 	internNode(node)
 }
@@ -211,14 +225,21 @@ func PersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
 	pvc.Status = corev1.PersistentVolumeClaimStatus{}
 }
 
-// PersistentVolume keeps of a volume its metadata and, of a CSI volume, its driver and handle.
+// PersistentVolume keeps of a volume its metadata, of a CSI volume its driver and handle, and
+// its node affinity (which nodes a pod using it may go to).
 func PersistentVolume(pv *corev1.PersistentVolume) {
 	var csi *corev1.CSIPersistentVolumeSource
 	if c := pv.Spec.CSI; c != nil {
 		csi = &corev1.CSIPersistentVolumeSource{Driver: c.Driver, VolumeHandle: c.VolumeHandle}
 	}
-	pv.Spec = corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: csi}}
+	pv.Spec = corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: csi}, NodeAffinity: pv.Spec.NodeAffinity}
 	pv.Status = corev1.PersistentVolumeStatus{}
+}
+
+// HorizontalPodAutoscaler keeps of an autoscaler its metadata and what it scales.
+func HorizontalPodAutoscaler(hpa *autoscalingv2.HorizontalPodAutoscaler) {
+	hpa.Spec = autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: hpa.Spec.ScaleTargetRef}
+	hpa.Status = autoscalingv2.HorizontalPodAutoscalerStatus{}
 }
 
 // exact returns s in an array of its length: the decoder appends conditions one by one, and a

@@ -80,8 +80,8 @@ func TestPodKeepsWhatControllersRead(t *testing.T) {
 	if len(pod.Spec.EvictionResponders) != 1 || pod.Spec.EvictionResponders[0].Name != "example.com/checkpointer" {
 		t.Errorf("evictionResponders lost: %+v", pod.Spec.EvictionResponders)
 	}
-	if len(pod.Spec.Volumes) != 1 || pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "data-web-1" {
-		t.Errorf("volumes %+v, want the claim alone", pod.Spec.Volumes)
+	if len(pod.Spec.Volumes) != 2 || pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "data-web-1" || pod.Spec.Volumes[1].EmptyDir == nil {
+		t.Errorf("volumes %+v, want the claim and the emptyDir", pod.Spec.Volumes)
 	}
 	if w := pod.Status.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" {
 		t.Errorf("waiting reason lost: %+v", pod.Status.ContainerStatuses)
@@ -312,7 +312,7 @@ func TestVolumes(t *testing.T) {
 	if local.Spec.CSI != nil || local.Spec.Local != nil {
 		t.Errorf("local volume %+v", local.Spec)
 	}
-	if len(Options(cache.Options{}).ByObject) != 6 {
+	if len(Options(cache.Options{}).ByObject) != 7 {
 		t.Errorf("not every trimmed kind in the cache options")
 	}
 }

@@ -1,6 +1,7 @@
 package cachetrim
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -221,4 +222,139 @@ func boolKey(b *bool) string {
 	default:
 		return "f"
 	}
+}
+
+var (
+	containerSlices = newShared[[]corev1.Container](sharedLimit)
+	nodeSelectors   = newShared[map[string]string](sharedLimit)
+	affinities      = newShared[*corev1.Affinity](sharedLimit)
+	resourceLists   = newShared[corev1.ResourceList](sharedLimit)
+	volumeSlices    = newShared[[]corev1.Volume](sharedLimit)
+)
+
+// emptyDir is what a cached pod keeps of an emptyDir volume's source: that it is one.
+var emptyDir = &corev1.EmptyDirVolumeSource{}
+
+// internVolumes keeps of a pod's volumes its claims (the name of each) and its emptyDirs (that
+// they are), and shares the slice when it names no claim (those are a pod's own).
+func internVolumes(vs []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	claims := false
+	var b strings.Builder
+	for _, v := range vs {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			claims = true
+			out = append(out, corev1.Volume{Name: str(v.Name), VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName},
+			}})
+		case v.EmptyDir != nil:
+			out = append(out, corev1.Volume{Name: str(v.Name), VolumeSource: corev1.VolumeSource{EmptyDir: emptyDir}})
+			b.WriteString(v.Name)
+			b.WriteString(sep)
+		}
+	}
+	if claims || len(out) == 0 || b.Len() > maxShared {
+		return out
+	}
+	return volumeSlices.get(b.String(), func() []corev1.Volume { return out })
+}
+
+// internContainers keeps of containers their names and requests (and an init container's
+// restart policy, which says whether it runs beside the others): what the scheduler adds up.
+// None when no container requests anything. Pods of one template share the slice.
+func internContainers(cs []corev1.Container, init bool) []corev1.Container {
+	requested := false
+	var b strings.Builder
+	for _, c := range cs {
+		requested = requested || len(c.Resources.Requests) > 0
+		b.WriteString(c.Name)
+		b.WriteString(sep)
+		if init && c.RestartPolicy != nil {
+			b.WriteString(string(*c.RestartPolicy))
+		}
+		b.WriteString(sep)
+		resourcesKey(&b, c.Resources.Requests)
+	}
+	if !requested {
+		return nil
+	}
+	build := func() []corev1.Container {
+		out := make([]corev1.Container, len(cs))
+		for i, c := range cs {
+			out[i] = corev1.Container{Name: str(c.Name), Resources: corev1.ResourceRequirements{Requests: internResources(c.Resources.Requests)}}
+			if init {
+				out[i].RestartPolicy = c.RestartPolicy
+			}
+		}
+		return out
+	}
+	if b.Len() > maxShared {
+		return build()
+	}
+	return containerSlices.get(b.String(), build)
+}
+
+// podRequests keeps of pod-level resources their requests; none when there are none.
+func podRequests(r *corev1.ResourceRequirements) *corev1.ResourceRequirements {
+	if r == nil || len(r.Requests) == 0 {
+		return nil
+	}
+	return &corev1.ResourceRequirements{Requests: internResources(r.Requests)}
+}
+
+// internResources returns the shared instance of a resource list (a node's allocatable, a
+// container's requests).
+func internResources(list corev1.ResourceList) corev1.ResourceList {
+	if len(list) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	resourcesKey(&b, list)
+	if b.Len() > maxShared {
+		return list
+	}
+	return resourceLists.get(b.String(), func() corev1.ResourceList {
+		out := make(corev1.ResourceList, len(list))
+		for k, q := range list {
+			out[corev1.ResourceName(str(string(k)))] = q
+		}
+		return out
+	})
+}
+
+// resourcesKey writes the list, sorted by name.
+func resourcesKey(b *strings.Builder, list corev1.ResourceList) {
+	names := make([]string, 0, len(list))
+	for k := range list {
+		names = append(names, string(k))
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		q := list[corev1.ResourceName(k)]
+		b.WriteString(k)
+		b.WriteString("=")
+		b.WriteString(q.String())
+		b.WriteString(sep)
+	}
+}
+
+// internNodeSelector returns the shared instance of a pod's node selector.
+func internNodeSelector(m map[string]string) map[string]string { return internMap(nodeSelectors, m) }
+
+// internAffinity keeps of a pod's affinity the node affinity it requires, shared; none when it
+// requires none.
+func internAffinity(a *corev1.Affinity) *corev1.Affinity {
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	required := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	build := func() *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: required}}
+	}
+	key := required.String()
+	if len(key) > maxShared {
+		return build()
+	}
+	return affinities.get(key, build)
 }
