@@ -6,7 +6,9 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // preflight` reports it, while the maintenance is Planning: what would block and what would be
 // lost, worst first, within bounds.
 type PreflightStatus struct {
-	// time is when it was computed; it is computed again every 30s while Planning.
+	// time is when it was computed. While Planning it is computed again when the spec or the
+	// selected nodes change, and when the cluster changes, at most every 30s; findings that come
+	// out the same keep their time.
 	Time metav1.Time `json:"time"`
 	// assumption says how many selected nodes are assumed out at once (a rollout's
 	// maxUnavailable, or all of them).

@@ -247,7 +247,7 @@ func run(o options) error {
 			return fmt.Errorf("setting up node controller: %w", err)
 		}
 		if err := (&controller.NodeMaintenanceReconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Evictions: evictions, StatusBatchDelay: o.statusBatchDelay, OwnPods: ownPods, Written: written,
+			Client: mgr.GetClient(), Preflight: true, Recorder: recorder, Evictions: evictions, StatusBatchDelay: o.statusBatchDelay, OwnPods: ownPods, Written: written,
 			Protocol: protocol,
 		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up NodeMaintenance controller: %w", err)

@@ -24,3 +24,11 @@ func (r *NodeReconciler) EvictPods(ctx context.Context, pods []drain.Classified,
 func (r *NodeReconciler) PatchPods(ctx context.Context, pods []*corev1.Pod, reason *string, now time.Time) (bool, error) {
 	return r.patchPods(ctx, pods, reason, now)
 }
+
+// PreflightCounts says how many snapshots of the cluster the preflights made, and how many
+// preflights they computed.
+func (r *NodeMaintenanceReconciler) PreflightCounts() (made, ran int) {
+	r.preflights.mu.Lock()
+	defer r.preflights.mu.Unlock()
+	return r.preflights.made, r.preflights.ran
+}

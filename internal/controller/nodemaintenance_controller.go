@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,9 +42,9 @@ type NodeMaintenanceReconciler struct {
 	Written *ownwrites.Writes[*corev1.Pod]
 	// Clock tells the time; nil is the real clock.
 	Clock clock.PassiveClock
-	// APIReader reads from the API server, not the cache: the preflight of a Planning
-	// maintenance lists with it. Nil: no preflight in the status.
-	APIReader client.Reader
+	// Preflight: the status of a Planning maintenance says what a drain of its nodes would
+	// meet (status.preflight), computed from the cache (see preflights).
+	Preflight bool
 	// StatusBatchDelay is how long pod changes are gathered before the status is written again, so
 	// that thousands of pods moving do not mean thousands of status writes. It is also the least
 	// time between two status writes of one NodeMaintenance: node changes and the controller's own
@@ -57,8 +58,9 @@ type NodeMaintenanceReconciler struct {
 	// (types.NamespacedName → time.Time). Memory only: after a restart the first write just
 	// happens.
 	statusWritten sync.Map
-	// preflightReads shares the preflight's reads of the cluster between Planning maintenances.
-	preflightReads preflightReads
+	// preflights computes the preflights of Planning maintenances; SetupWithManager sets it
+	// when Preflight.
+	preflights *preflights
 
 	// pods is the cache's pod indexer, by node (podsOnNode); SetupWithManager sets it.
 	pods toolscache.Indexer
@@ -76,6 +78,9 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	now := clockOrReal(r.Clock).Now()
 	nm := &nodemaintv1alpha1.NodeMaintenance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, nm); err != nil {
+		if apierrors.IsNotFound(err) && r.preflights != nil {
+			r.preflights.forget(req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !nm.DeletionTimestamp.IsZero() {
@@ -109,9 +114,8 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	}
 	status := maintenanceStatus(nm, decisions, turns, now)
 	status.EvacuationProtocol = cmp.Or(r.Protocol, nodemaintv1alpha1.EvacuationProtocolPodConditions)
-	if status.Preflight, err = r.preflightStatus(ctx, nm, decisions, now); err != nil {
-		return reconcile.Result{}, err
-	}
+	var planning bool
+	status.Preflight, planning = r.preflightStatus(nm, decisions, now)
 	meta.SetStatusCondition(&status.Conditions, nodesSelectedCondition(nm, sel, len(nodes), total))
 	setSpecValid(nm, &status)
 	// While a drain is under way, what blocks it may change with no event (an eviction refused,
@@ -126,7 +130,7 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	if turns != nil && turns.RecheckAfter > 0 && (result.RequeueAfter == 0 || turns.RecheckAfter < result.RequeueAfter) {
 		result.RequeueAfter = turns.RecheckAfter
 	}
-	if status.Preflight != nil && (result.RequeueAfter == 0 || preflightRefresh < result.RequeueAfter) {
+	if planning && (result.RequeueAfter == 0 || preflightRefresh < result.RequeueAfter) {
 		result.RequeueAfter = preflightRefresh
 	}
 	if equality.Semantic.DeepEqual(nm.Status, status) {
@@ -214,6 +218,9 @@ func nodesSelectedCondition(nm *nodemaintv1alpha1.NodeMaintenance, sel maintenan
 // reconciler has then restored the nodes and withdrawn the maintenance's evacuation requests.
 func (r *NodeMaintenanceReconciler) finalize(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance) (reconcile.Result, error) {
 	r.statusWritten.Delete(client.ObjectKeyFromObject(nm))
+	if r.preflights != nil {
+		r.preflights.forget(nm.Name)
+	}
 	if !controllerutil.ContainsFinalizer(nm, nodemaintv1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
 	}

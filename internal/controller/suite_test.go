@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodemaint/nodemaint/internal/apirequests"
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -37,6 +39,8 @@ var (
 	// logs are what the controllers log, controller-runtime's lines around each reconcile
 	// included (expectReconciled).
 	logs testutil.Logs
+	// maintenances is the NodeMaintenance reconciler the manager runs.
+	maintenances *controller.NodeMaintenanceReconciler
 )
 
 func TestMain(m *testing.M) {
@@ -61,7 +65,11 @@ func TestMain(m *testing.M) {
 }
 
 func runManager(ctx context.Context) error {
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	// The controller's requests are counted (nodemaint_api_requests_total), as in
+	// nodemaint-controller.
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(apirequests.Wrap("controller"))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  testenv.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache:   cachetrim.Options(cache.Options{}),
@@ -78,7 +86,8 @@ func runManager(ctx context.Context) error {
 	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Evictions: evictions, OwnPods: ownPods, Written: written}).SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
-	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Evictions: evictions, OwnPods: ownPods, Written: written, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
+	maintenances = &controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Preflight: true, Recorder: rec, Evictions: evictions, OwnPods: ownPods, Written: written, StatusBatchDelay: 200 * time.Millisecond}
+	if err := maintenances.SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
 	if err := (&controller.DrainRuleReconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr); err != nil {

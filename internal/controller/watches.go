@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/fairqueue"
@@ -331,6 +332,16 @@ func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concur
 	c := mgr.GetClient()
 	statusMetrics.setSource(c, &r.active)
 	b := builder.ControllerManagedBy(mgr)
+	if r.Preflight {
+		if r.preflights, err = newPreflights(context.Background(), mgr); err != nil {
+			return err
+		}
+		if err := mgr.Add(r.preflights); err != nil {
+			return err
+		}
+		// A preflight computed: its maintenance's status says it.
+		b = b.WatchesRawSource(source.Channel(r.preflights.ready, &handler.EnqueueRequestForObject{}))
+	}
 	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
 		// An Eviction's progress (the active responder, its expected completion) is in the status.
 		b = b.Watches(&lifecyclev1alpha1.Eviction{}, delayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, o client.Object) []reconcile.Request {
