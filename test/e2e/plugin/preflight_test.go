@@ -35,7 +35,8 @@ import (
 // labelled to be skipped, preflight (run as a user bound to config/samples/preflight-reader.yaml,
 // who may only list) exits 2 and names each; then a real drain of the node does what it said:
 // the budget's pod stays, reported blocked by its budget; the bare pod is gone for good; the
-// pinned pod's replacement stays Pending; the skipped pod keeps running.
+// pinned pod's replacement stays Pending; the skipped pod keeps running. Planned first, the
+// maintenance's status.preflight says the same.
 func TestPreflightPredictsDrain(t *testing.T) {
 	ctx := t.Context()
 	c := framework.Client()
@@ -128,12 +129,32 @@ func TestPreflightPredictsDrain(t *testing.T) {
 	found(preflight.Loses, preflight.ReasonNoRoom, "", pinnedPod)
 	found(preflight.Info, preflight.ReasonSkipped, "label nodemaint.dev/drain=skip", ns+"/tagged")
 
-	// The drain, for real.
+	// Planned, the maintenance's status says the same (the controller, with exactly its
+	// ServiceAccount's permissions, computes it from its cache).
 	framework.NewController(t).Start("--deployment-surge-timeout=5s")
 	t.Cleanup(func() {
 		plugin(t, "complete", node, "--delete")
 		noMaintenances(t)
 	})
+	if out, code := plugin(t, "plan", node, "--reason", "preflight e2e"); code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, out)
+	}
+	testutil.Eventually(t, timeout, "the preflight in the status of the planned maintenance", func(ctx context.Context) (bool, string, error) {
+		nm := &nodemaintv1alpha1.NodeMaintenance{}
+		if err := c.Get(ctx, client.ObjectKey{Name: node}, nm); err != nil || nm.Status.Preflight == nil {
+			return false, "no preflight", err
+		}
+		p := nm.Status.Preflight
+		has := func(sev preflight.Severity, reason, pod string) bool {
+			return slices.ContainsFunc(p.Findings, func(f nodemaintv1alpha1.PreflightFinding) bool {
+				return f.Node == node && f.Severity == string(sev) && f.Reason == reason && slices.Contains(f.Pods, pod)
+			})
+		}
+		return p.NodesBlocked == 1 && has(preflight.Blocks, preflight.ReasonPodDisruptionBudget, ns+"/db-0") && has(preflight.Loses, preflight.ReasonBarePod, ns+"/lonely") &&
+			has(preflight.Loses, preflight.ReasonNoRoom, pinnedPod), fmt.Sprintf("%+v", p), nil
+	})
+
+	// The drain, for real.
 	if out, code := plugin(t, "drain", node, "--wait=false", "--response-timeout", "2s", "--reason", "preflight e2e"); code != 0 {
 		t.Fatalf("drain: exit %d\n%s", code, out)
 	}
