@@ -283,6 +283,7 @@ func (p *preflights) Start(ctx context.Context) error {
 	for {
 		start := time.Now()
 		wait, err := p.step(start)
+		preflightSeconds.Add(time.Since(start).Seconds())
 		if err != nil {
 			if start.Sub(p.failed) >= time.Minute {
 				logger.Info("Preflights wait", "reason", err.Error())
@@ -347,6 +348,7 @@ func (p *preflights) step(now time.Time) (time.Duration, error) {
 	}
 	report := p.snapshot.Run(req.spec)
 	p.ran++
+	preflightsComputed.Inc()
 	p.results[req.name] = &preflightResult{preflightRequest: req, status: preflightOf(report, now), seq: p.seq, at: now}
 	select {
 	case p.ready <- event.GenericEvent{Object: &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: req.name}}}:
@@ -394,6 +396,7 @@ func (p *preflights) make(now time.Time) error {
 	}
 	p.snapshot, p.seq, p.at = preflight.NewSnapshot(c), seq, now
 	p.made++
+	preflightSnapshots.Inc()
 	return nil
 }
 
