@@ -130,7 +130,7 @@ type preflights struct {
 	// seq is changes when the snapshot was made, at is when.
 	seq uint64
 	at  time.Time
-	// asked is when a preflight was last asked for.
+	// asked is when a preflight was last asked for (to be computed).
 	asked time.Time
 	// queue names the maintenances whose preflight is asked for (pending), in order; results
 	// are the preflights computed, by maintenance.
@@ -231,7 +231,6 @@ func nodeChangedForPreflight(old, new any) bool {
 func (p *preflights) result(req preflightRequest, now time.Time) *nodemaintv1alpha1.PreflightStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.asked = now
 	res := p.results[req.name]
 	if res != nil && res.same(req) && (res.seq == p.changes.Load() || now.Sub(res.at) < preflightRefresh) {
 		return res.status
@@ -242,6 +241,7 @@ func (p *preflights) result(req preflightRequest, now time.Time) *nodemaintv1alp
 		}
 		req.seq = p.changes.Load()
 		p.pending[req.name] = req
+		p.asked = now
 		select {
 		case p.wake <- struct{}{}:
 		default:

@@ -84,18 +84,18 @@ func TestPreflightsShareOneSnapshot(t *testing.T) {
 		t.Fatalf("preflight %+v, want the bare pod on a", got)
 	}
 
-	// Nothing changed: nothing is computed again, however old.
+	// Nothing changed: nothing is computed again, however old; with nothing to compute over
+	// preflightKeep, the snapshot is dropped.
 	later := now.Add(10 * preflightRefresh)
 	for i := range 50 {
 		p.result(requestOf(fmt.Sprint("nm-", i), 1, "a"), later)
 	}
-	if p.drain(t, later); p.made != 1 || p.ran != 50 {
-		t.Fatalf("nothing changed: %d snapshots, %d preflights, want 1, 50", p.made, p.ran)
+	if p.drain(t, later); p.made != 1 || p.ran != 50 || p.snapshot != nil {
+		t.Fatalf("nothing changed: %d snapshots, %d preflights, snapshot kept %t; want 1, 50, dropped", p.made, p.ran, p.snapshot != nil)
 	}
 
 	// A pod comes: a maintenance's preflight younger than preflightRefresh stays; a new
-	// maintenance waits for a snapshot that has the pod, made no sooner than preflightFloor
-	// after the last.
+	// maintenance gets a snapshot that has the pod.
 	now = later
 	if err := store.Add(barePod("newcomer", "b")); err != nil {
 		t.Fatal(err)
@@ -106,35 +106,46 @@ func TestPreflightsShareOneSnapshot(t *testing.T) {
 	if p.result(requestOf("nm-0", 1, "a"), now.Add(preflightRefresh/2)) == nil {
 		t.Fatal("a young preflight dropped")
 	}
-	if p.result(requestOf("new", 1, "b"), now.Add(time.Second)) != nil {
+	if p.result(requestOf("new", 1, "b"), now) != nil {
 		t.Fatal("a new maintenance's preflight before it was computed")
 	}
-	p.at = now // the last snapshot was made a second ago
-	if wait := p.drain(t, now.Add(time.Second)); wait != preflightFloor-time.Second || p.ran != 0 {
+	if p.drain(t, now); p.made != 1 || p.ran != 1 {
+		t.Fatalf("a new maintenance: %d snapshots, %d preflights, want 1, 1", p.made, p.ran)
+	}
+	if got := p.result(requestOf("new", 1, "b"), now); got == nil || got.NodesLosing != 1 || got.Findings[0].Pods[0] != "default/newcomer" {
+		t.Fatalf("new maintenance: %+v, want the newcomer", got)
+	}
+	// Another comes a second later: the next new maintenance waits for a snapshot that has it,
+	// made no sooner than preflightFloor after the last.
+	if err := store.Add(barePod("late", "b")); err != nil {
+		t.Fatal(err)
+	}
+	p.changes.Add(1)
+	p.result(requestOf("newer", 1, "b"), now.Add(time.Second))
+	if wait := p.drain(t, now.Add(time.Second)); wait != preflightFloor-time.Second || p.ran != 1 {
 		t.Fatalf("a second after the last snapshot: wait %v, %d preflights; want to wait %v", wait, p.ran, preflightFloor-time.Second)
 	}
-	p.at = now.Add(-preflightFloor) // the last snapshot is old enough
-	if p.drain(t, now.Add(time.Second)); p.made != 1 || p.ran != 1 {
-		t.Fatalf("past preflightFloor: %d snapshots, %d preflights, want 1, 1", p.made, p.ran)
+	if p.drain(t, now.Add(preflightFloor)); p.made != 2 || p.ran != 2 {
+		t.Fatalf("past preflightFloor: %d snapshots, %d preflights, want 2, 2", p.made, p.ran)
 	}
-	if got := p.result(requestOf("new", 1, "b"), now.Add(time.Second)); got == nil || got.NodesLosing != 1 || got.Findings[0].Pods[0] != "default/newcomer" {
-		t.Fatalf("new maintenance: %+v, want the newcomer", got)
+	if got := p.result(requestOf("newer", 1, "b"), now.Add(preflightFloor)); got == nil || got.Findings[0].Count != 2 {
+		t.Fatalf("newer maintenance: %+v, want both pods of b", got)
 	}
 	// The others take the change in once their preflight is preflightRefresh old: from the
 	// snapshot just made, however many they are.
 	for i := range 50 {
 		p.result(requestOf(fmt.Sprint("nm-", i), 1, "a"), now.Add(preflightRefresh))
 	}
-	if p.drain(t, now.Add(preflightRefresh)); p.made != 1 || p.ran != 51 {
-		t.Fatalf("refreshed: %d snapshots, %d preflights, want 1, 51", p.made, p.ran)
+	if p.drain(t, now.Add(preflightRefresh)); p.made != 2 || p.ran != 52 {
+		t.Fatalf("refreshed: %d snapshots, %d preflights, want 2, 52", p.made, p.ran)
 	}
 
 	// A new spec is computed at once, from the snapshot as it is.
 	if p.result(requestOf("nm-3", 2, "a", "b"), now.Add(preflightRefresh)) != nil {
 		t.Fatal("a new spec's preflight before it was computed")
 	}
-	if p.drain(t, now.Add(preflightRefresh)); p.made != 1 || p.ran != 52 {
-		t.Fatalf("new spec: %d snapshots, %d preflights, want 1, 52", p.made, p.ran)
+	if p.drain(t, now.Add(preflightRefresh)); p.made != 2 || p.ran != 53 {
+		t.Fatalf("new spec: %d snapshots, %d preflights, want 2, 53", p.made, p.ran)
 	}
 	if got := p.result(requestOf("nm-3", 2, "a", "b"), now.Add(preflightRefresh)); got == nil || got.NodesLosing != 2 {
 		t.Fatalf("new spec: %+v, want both nodes", got)
