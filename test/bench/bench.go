@@ -769,6 +769,11 @@ func (b *bench) idleMemory(ctx context.Context, nodes, pods int) (*IdleResult, e
 	if err := httpGetTo(ctx, "http://"+ctrl.metricsAddr+"/metrics", filepath.Join(b.o.out, fmt.Sprintf("idle-metrics-%d-%d.txt", nodes, pods))); err != nil {
 		return nil, err
 	}
+	idle0, err := ctrl.metrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	idleFrom := time.Now()
 	// The runtime returns the pages the start's garbage left (decoding every object, the
 	// initial notifications) gradually: the RSS of a controller idle for longer.
 	select {
@@ -782,6 +787,19 @@ func (b *bench) idleMemory(ctx context.Context, nodes, pods int) (*IdleResult, e
 	res.SettledRSSMiB = round(float64(rss) / 1024)
 	if err := httpGetTo(ctx, "http://"+ctrl.metricsAddr+"/metrics", filepath.Join(b.o.out, fmt.Sprintf("idle-metrics-%d-%d-settled.txt", nodes, pods))); err != nil {
 		return nil, err
+	}
+	if b.o.idlePlanning > 0 {
+		idle1, err := ctrl.metrics(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if res.Planning, err = b.idlePlanning(ctx, ctrl, b.o.idlePlanning, idle0, idle1, time.Since(idleFrom)); err != nil {
+			return res, fmt.Errorf("with Planning maintenances: %w", err)
+		}
+		slog.Info("With Planning maintenances", "result", res.Planning.summary())
+		if err := httpGetTo(ctx, "http://"+ctrl.metricsAddr+"/metrics", filepath.Join(b.o.out, fmt.Sprintf("idle-metrics-%d-%d-planning.txt", nodes, pods))); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

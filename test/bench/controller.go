@@ -166,6 +166,9 @@ type controllerMetrics struct {
 	requests map[string]float64
 	// writes are its writes (nodemaint_api_requests_total) by "client verb resource [subresource]".
 	writes map[string]float64
+	// all are its requests (nodemaint_api_requests_total), every client's, by
+	// "verb resource[/subresource]".
+	all map[string]float64
 	// queueWait and reconcile are the node controller's work queue wait and reconcile time:
 	// sums in seconds and counts ("sum", "count"); responderWait and responderReconcile the
 	// Deployment responder's.
@@ -192,6 +195,18 @@ func (p *controllerProcess) metrics(ctx context.Context) (controllerMetrics, err
 	all, err := sumCounter(bytes.NewReader(text), "nodemaint_api_requests_total", "client", "verb", "resource", "subresource")
 	if err != nil {
 		return m, err
+	}
+	byVerb, err := sumCounter(bytes.NewReader(text), "nodemaint_api_requests_total", "verb", "resource", "subresource")
+	if err != nil {
+		return m, err
+	}
+	m.all = map[string]float64{}
+	for k, v := range byVerb {
+		f := strings.Fields(k)
+		if len(f) == 3 {
+			k = f[0] + " " + f[1] + "/" + f[2]
+		}
+		m.all[k] += v
 	}
 	m.writes = map[string]float64{}
 	for k, v := range all {

@@ -79,3 +79,24 @@ func TestIdlePodIP(t *testing.T) {
 		}
 	}
 }
+
+// The requests of the Planning measurement: per minute, the most first, and a counter without
+// labels read from the exposition.
+func TestPlanningFigures(t *testing.T) {
+	before := map[string]float64{"patch nodes": 10, "get leases.coordination.k8s.io": 5, "list pods": 1}
+	after := map[string]float64{"patch nodes": 40, "get leases.coordination.k8s.io": 5, "list pods": 1, "patch nodemaintenances.nodemaint.dev/status": 3}
+	got := perMinute(after, before, 2*time.Minute)
+	if line := requestsLine(got); line != "15 patch nodes, 1.5 patch nodemaintenances.nodemaint.dev/status (16.5 in all)" {
+		t.Errorf("requests %q", line)
+	}
+	if line := requestsLine(nil); line != "none" {
+		t.Errorf("no requests: %q", line)
+	}
+	text := []byte("# HELP nodemaint_preflights_total x\nnodemaint_preflights_total 52\nnodemaint_preflight_seconds_total 1.25\n")
+	if v := plainValue(text, "nodemaint_preflights_total"); v != 52 {
+		t.Errorf("preflights %v", v)
+	}
+	if v := plainValue(text, "nodemaint_preflight_snapshots_total"); v != 0 {
+		t.Errorf("a missing counter %v", v)
+	}
+}

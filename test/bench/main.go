@@ -47,6 +47,7 @@ type options struct {
 	idle            bool
 	idleNodes       int
 	idlePods        int
+	idlePlanning    int
 	keep            bool
 	methods         []string
 	controllerArgs  []string
@@ -65,6 +66,7 @@ func main() {
 	flag.BoolVar(&o.idle, "idle", false, "Also measure the controller's idle memory with 5,000 nodes and 50,000 pods (-large does too); with -scenarios= alone.")
 	flag.IntVar(&o.idleNodes, "idle-nodes", 5000, "Nodes of the idle measurement.")
 	flag.IntVar(&o.idlePods, "idle-pods", 50000, "Pods of the idle measurement.")
+	flag.IntVar(&o.idlePlanning, "idle-planning", 50, "NodeMaintenances that stay Planning, each selecting as many of the nodes, with which the idle measurement is taken again (0: none).")
 	flag.StringVar(&o.out, "out", "_output/bench", "Directory of the results (JSON) and of the cluster.")
 	flag.StringVar(&o.k8sBinDir, "k8s-bin-dir", os.Getenv("KUBEBUILDER_ASSETS"), "Directory of the control-plane binaries; empty runs hack/control-plane.sh.")
 	flag.StringVar(&o.controller, "controller", "bin/nodemaint-controller", "The nodemaint-controller binary (make build).")

@@ -162,6 +162,8 @@ type IdleResult struct {
 	// SettledRSSMiB is the RSS 90 seconds later, the controller still idle: the runtime returns
 	// the pages of the start's garbage gradually.
 	SettledRSSMiB float64 `json:"settledRSSMiB,omitempty"`
+	// Planning is the same controller afterwards, with NodeMaintenances that stay Planning.
+	Planning *PlanningResult `json:"planning,omitempty"`
 }
 
 // settled says the RSS the controller settled at, if measured.
@@ -377,6 +379,9 @@ func renderTable(r *Report) string {
 	tw.Flush()
 	if r.Idle != nil {
 		fmt.Fprintf(&buf, "controller idle with %d nodes and %d pods: RSS %.0f MiB (peak %.0f MiB)%s, heap in use %.0f MiB\n", r.Idle.Nodes, r.Idle.Pods, r.Idle.RSSMiB, r.Idle.PeakRSSMiB, r.Idle.settled(), r.Idle.HeapInuseMiB)
+		if p := r.Idle.Planning; p != nil {
+			fmt.Fprintf(&buf, "%s\n", p.summary())
+		}
 	}
 	return buf.String()
 }
@@ -432,6 +437,9 @@ func renderMarkdown(r *Report, chart string) string {
 			when = " (run " + r.Idle.Time + ")"
 		}
 		fmt.Fprintf(&b, "Controller idle%s with %d nodes and %d pods: RSS %.0f MiB (peak %.0f MiB)%s, Go heap in use after a collection %.0f MiB.\n\n", when, r.Idle.Nodes, r.Idle.Pods, r.Idle.RSSMiB, r.Idle.PeakRSSMiB, r.Idle.settled(), r.Idle.HeapInuseMiB)
+		if p := r.Idle.Planning; p != nil {
+			fmt.Fprintf(&b, "%s\n\n", p.summary())
+		}
 	}
 	return b.String()
 }
@@ -629,4 +637,12 @@ func seconds(le float64) string {
 		return "more"
 	}
 	return fmt.Sprintf("%gs", le)
+}
+
+// summary says the Planning measurement in a paragraph.
+func (p *PlanningResult) summary() string {
+	return fmt.Sprintf("With %d NodeMaintenances Planning (%d nodes each): every preflight in %.0fs, settled in %.0fs; RSS %.0f MiB (at most %.0f MiB sampled), Go heap in use after a collection %.0f MiB, controller CPU %.1fs; %.0f snapshots, %.0f preflights, %.1fs of the preflight worker. "+
+		"Controller requests per minute, settled (over %.0fs): %s; idle before them: %s.",
+		p.Maintenances, p.NodesEach, p.PreflightsSeconds, p.SettledSeconds, p.RSSMiB, p.PeakRSSMiB, p.HeapInuseMiB, p.CPUSeconds,
+		p.Snapshots, p.Preflights, p.PreflightSeconds, p.WindowSeconds, requestsLine(p.RequestsPerMinute), requestsLine(p.IdleRequestsPerMinute))
 }
