@@ -134,21 +134,34 @@ func nodesAdvertising(ctx context.Context, c client.Reader, nm string) ([]corev1
 // observations of both reconcilers match nodes against.
 var selectors = maintenance.NewSelectors(10*time.Minute, clock.RealClock{})
 
-// selectedNodes lists the nodes a NodeMaintenance selects, from the cache, and counts the nodes
-// of the cluster. The nodes are the cache's: read only.
-func selectedNodes(ctx context.Context, c client.Reader, nm *nodemaintv1alpha1.NodeMaintenance) ([]*corev1.Node, maintenance.Selector, int, error) {
+// selectedNodes lists the nodes a NodeMaintenance selects, from the node informer's store
+// (nodeIndexer), and counts the nodes of the cluster. The nodes are the cache's, not copies: read
+// only. Through client.List, each look copied every node of the cluster (784 bytes a node, 3.9
+// MB at 5,000 nodes) to keep the few selected: fifty Planning maintenances of 100 nodes each,
+// looked at on every write of their nodes, kept tens of megabytes of such copies in flight.
+func selectedNodes(nodes toolscache.Indexer, nm *nodemaintv1alpha1.NodeMaintenance) ([]*corev1.Node, maintenance.Selector, int) {
 	sel := selectors.Of(nm)
-	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, sel, 0, err
-	}
+	all := nodes.List()
 	var out []*corev1.Node
-	for i := range nodes.Items {
-		if sel.Matches(&nodes.Items[i]) {
-			out = append(out, &nodes.Items[i])
+	for _, o := range all {
+		if node, ok := o.(*corev1.Node); ok && sel.Matches(node) {
+			out = append(out, node)
 		}
 	}
-	return out, sel, len(nodes.Items), nil
+	return out, sel, len(all)
+}
+
+// nodeIndexer returns the indexer of the cache's node informer.
+func nodeIndexer(mgr manager.Manager) (toolscache.Indexer, error) {
+	informer, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Node{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, err
+	}
+	i, ok := informer.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, fmt.Errorf("the cache's node informer (%T) has no indexer", informer)
+	}
+	return i.GetIndexer(), nil
 }
 
 // maintenancesSelecting lists the NodeMaintenances whose nodeSelector selects the node, from the

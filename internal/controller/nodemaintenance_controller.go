@@ -62,8 +62,9 @@ type NodeMaintenanceReconciler struct {
 	// when Preflight.
 	preflights *preflights
 
-	// pods is the cache's pod indexer, by node (podsOnNode); SetupWithManager sets it.
-	pods toolscache.Indexer
+	// pods is the cache's pod indexer, by node (podsOnNode), and nodes its node indexer
+	// (selectedNodes); SetupWithManager sets them.
+	pods, nodes toolscache.Indexer
 	// active is when this replica became the leader: the node reconciler counts response timeouts
 	// from it at the earliest, and so must the status that explains them.
 	active activeSince
@@ -100,10 +101,7 @@ func (r *NodeMaintenanceReconciler) Reconcile(ctx context.Context, req reconcile
 	if wait := r.statusWriteWait(req.NamespacedName, now); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	nodes, sel, total, err := selectedNodes(ctx, r.Client, nm)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
+	nodes, sel, total := selectedNodes(r.nodes, nm)
 	decisions, err := r.decide(ctx, nodes, now)
 	if err != nil {
 		return reconcile.Result{}, err

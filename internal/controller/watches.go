@@ -10,6 +10,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,7 +94,7 @@ func nodesUnderMaintenance(ctx context.Context, c client.Reader) []reconcile.Req
 
 // nodesOfMaintenance maps a NodeMaintenance to the nodes it selects and the nodes that still
 // advertise it (it may have stopped selecting them).
-func nodesOfMaintenance(ctx context.Context, c client.Reader, nm *nodemaintv1alpha1.NodeMaintenance) []reconcile.Request {
+func nodesOfMaintenance(ctx context.Context, c client.Reader, all toolscache.Indexer, nm *nodemaintv1alpha1.NodeMaintenance) []reconcile.Request {
 	seen := map[string]bool{}
 	var reqs []reconcile.Request
 	add := func(name string) {
@@ -102,10 +103,7 @@ func nodesOfMaintenance(ctx context.Context, c client.Reader, nm *nodemaintv1alp
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 		}
 	}
-	nodes, _, _, err := selectedNodes(ctx, c, nm)
-	if err != nil {
-		log.FromContext(ctx).Error(err, "listing nodes")
-	}
+	nodes, _, _ := selectedNodes(all, nm)
 	for _, n := range nodes {
 		add(n.Name)
 	}
@@ -158,9 +156,9 @@ func maintenanceIntentChanged() predicate.Predicate {
 // selects or that advertises it, except when only its rollout's turns changed, then the nodes
 // whose turn started, ended or failed (a rollout over thousands of nodes would otherwise queue
 // every one of them at each turn).
-func maintenanceNodesHandler(c client.Reader) handler.EventHandler {
+func maintenanceNodesHandler(c client.Reader, nodes toolscache.Indexer) handler.EventHandler {
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return nodesOfMaintenance(ctx, c, o.(*nodemaintv1alpha1.NodeMaintenance))
+		return nodesOfMaintenance(ctx, c, nodes, o.(*nodemaintv1alpha1.NodeMaintenance))
 	})
 	return handler.Funcs{
 		CreateFunc:  all.Create,
@@ -282,6 +280,10 @@ func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) 
 	if r.pods, err = podIndexer(mgr); err != nil {
 		return err
 	}
+	nodes, err := nodeIndexer(mgr)
+	if err != nil {
+		return err
+	}
 	c := mgr.GetClient()
 	b := builder.ControllerManagedBy(mgr)
 	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
@@ -297,7 +299,7 @@ func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) 
 	return b.
 		Named("node").
 		For(&corev1.Node{}, builder.WithPredicates(nodeChanged())).
-		Watches(&nodemaintv1alpha1.NodeMaintenance{}, maintenanceNodesHandler(c), builder.WithPredicates(maintenanceIntentChanged())).
+		Watches(&nodemaintv1alpha1.NodeMaintenance{}, maintenanceNodesHandler(c, nodes), builder.WithPredicates(maintenanceIntentChanged())).
 		Watches(&corev1.Pod{},
 			delayedMapHandler(podEventBatch, func(ctx context.Context, o client.Object) []reconcile.Request {
 				return nodeOfPod(ctx, c, o.(*corev1.Pod))
@@ -324,6 +326,9 @@ func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concur
 	}
 	var err error
 	if r.pods, err = podIndexer(mgr); err != nil {
+		return err
+	}
+	if r.nodes, err = nodeIndexer(mgr); err != nil {
 		return err
 	}
 	if err := watchAnswers(mgr); err != nil {
