@@ -641,8 +641,12 @@ func seconds(le float64) string {
 
 // summary says the Planning measurement in a paragraph.
 func (p *PlanningResult) summary() string {
-	return fmt.Sprintf("With %d NodeMaintenances Planning (%d nodes each): every preflight in %.0fs, settled in %.0fs; RSS %.0f MiB (at most %.0f MiB sampled), Go heap in use after a collection %.0f MiB, controller CPU %.1fs; %.0f snapshots, %.0f preflights, %.1fs of the preflight worker. "+
-		"Controller requests per minute, settled (over %.0fs): %s; idle before them: %s.",
+	settled := "settled"
+	if p.NotSettled {
+		settled = "the controller's writes still going after"
+	}
+	return fmt.Sprintf("With %d NodeMaintenances Planning (%d nodes each): every preflight in %.0fs, "+settled+" in %.0fs; RSS %.0f MiB (at most %.0f MiB sampled), Go heap in use after a collection %.0f MiB, controller CPU %.1fs; %.0f snapshots, %.0f preflights, %.1fs of the preflight worker. "+
+		"Controller requests per minute then (over %.0fs): %s; idle before them: %s.",
 		p.Maintenances, p.NodesEach, p.PreflightsSeconds, p.SettledSeconds, p.RSSMiB, p.PeakRSSMiB, p.HeapInuseMiB, p.CPUSeconds,
 		p.Snapshots, p.Preflights, p.PreflightSeconds, p.WindowSeconds, requestsLine(p.RequestsPerMinute), requestsLine(p.IdleRequestsPerMinute))
 }
