@@ -137,6 +137,10 @@ type preflights struct {
 	queue   []string
 	pending map[string]preflightRequest
 	results map[string]*preflightResult
+	// computing names the maintenance whose preflight the worker computes, out of the lock;
+	// computingForgotten: it was forgotten meanwhile, and its preflight is not kept.
+	computing          string
+	computingForgotten bool
 	// made and ran count the snapshots made and the preflights computed.
 	made, ran int
 }
@@ -272,6 +276,9 @@ func (p *preflights) forget(name string) {
 	defer p.mu.Unlock()
 	delete(p.results, name)
 	delete(p.pending, name)
+	if p.computing == name {
+		p.computingForgotten = true
+	}
 }
 
 // NeedLeaderElection: only the leader reconciles, and asks for preflights.
@@ -316,10 +323,10 @@ func (p *preflights) Start(ctx context.Context) error {
 // step computes the next preflight asked for, with the snapshot made again first if it
 // predates what the request had seen. It returns 0 when it computed one, how long to wait when
 // the snapshot may not be made again yet, and -1 when nothing is asked for (the snapshot is
-// dropped once none was asked for over preflightKeep).
+// dropped once none was asked for over preflightKeep). The snapshot is made and the preflight
+// computed without the lock: the reconciles that look up their preflight meanwhile do not wait.
 func (p *preflights) step(now time.Time) (time.Duration, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	var req preflightRequest
 	for len(p.queue) > 0 && req.name == "" {
 		name := p.queue[0]
@@ -333,23 +340,49 @@ func (p *preflights) step(now time.Time) (time.Duration, error) {
 		if p.snapshot != nil && now.Sub(p.asked) >= preflightKeep {
 			p.snapshot = nil
 		}
+		p.mu.Unlock()
 		return -1, nil
 	}
-	if p.snapshot == nil || p.seq < req.seq {
+	snapshot, seq := p.snapshot, p.seq
+	if snapshot != nil && seq < req.seq {
 		// The snapshot predates what the request had seen.
-		if wait := p.at.Add(preflightFloor).Sub(now); p.snapshot != nil && wait > 0 {
-			p.queue, p.pending[req.name] = append([]string{req.name}, p.queue...), req
+		if wait := p.at.Add(preflightFloor).Sub(now); wait > 0 {
+			p.putBack(req)
+			p.mu.Unlock()
 			return wait, nil
 		}
-		if err := p.make(now); err != nil {
-			p.queue, p.pending[req.name] = append([]string{req.name}, p.queue...), req
+		snapshot = nil
+	}
+	p.computing, p.computingForgotten = req.name, false
+	p.mu.Unlock()
+
+	if snapshot == nil {
+		var err error
+		if snapshot, seq, err = p.make(); err != nil {
+			p.mu.Lock()
+			p.computing = ""
+			p.putBack(req)
+			p.mu.Unlock()
 			return 0, err
 		}
+		p.mu.Lock()
+		p.snapshot, p.seq, p.at = snapshot, seq, now
+		p.made++
+		p.mu.Unlock()
+		preflightSnapshots.Inc()
 	}
-	report := p.snapshot.Run(req.spec)
-	p.ran++
+	status := preflightOf(snapshot.Run(req.spec), now)
 	preflightsComputed.Inc()
-	p.results[req.name] = &preflightResult{preflightRequest: req, status: preflightOf(report, now), seq: p.seq, at: now}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ran++
+	forgotten := p.computingForgotten
+	p.computing = ""
+	if forgotten {
+		return 0, nil // not Planning any more, or gone
+	}
+	p.results[req.name] = &preflightResult{preflightRequest: req, status: status, seq: seq, at: now}
 	select {
 	case p.ready <- event.GenericEvent{Object: &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: req.name}}}:
 	default: // the reconcile's preflightRefresh looks again
@@ -357,11 +390,20 @@ func (p *preflights) step(now time.Time) (time.Duration, error) {
 	return 0, nil
 }
 
-// make makes the snapshot from the caches, once every one is filled.
-func (p *preflights) make(now time.Time) error {
+// putBack queues the request again, first, unless a newer one of the maintenance is queued.
+func (p *preflights) putBack(req preflightRequest) {
+	if _, ok := p.pending[req.name]; ok {
+		return
+	}
+	p.queue, p.pending[req.name] = append([]string{req.name}, p.queue...), req
+}
+
+// make makes a snapshot from the caches, once every one is filled, and says the changes it has
+// seen.
+func (p *preflights) make() (*preflight.Snapshot, uint64, error) {
 	for _, s := range p.sources {
 		if !s.synced() {
-			return fmt.Errorf("the cache of %s is not filled yet", s.kind)
+			return nil, 0, fmt.Errorf("the cache of %s is not filled yet", s.kind)
 		}
 	}
 	// Read before the objects: a change while they are read makes the snapshot out of date.
@@ -394,10 +436,7 @@ func (p *preflights) make(now time.Time) error {
 			}
 		}
 	}
-	p.snapshot, p.seq, p.at = preflight.NewSnapshot(c), seq, now
-	p.made++
-	preflightSnapshots.Inc()
-	return nil
+	return preflight.NewSnapshot(c), seq, nil
 }
 
 // preflightOf is the status of a preflight report: what blocks and what is lost, worst first,
