@@ -2,7 +2,7 @@
 # Builds the release of nodemaint into _output/release/ (`make release`):
 #   <binary>_<version>_<os>_<arch>.tar.gz for nodemaint-controller and kubectl-maintenance on
 #   linux and darwin, amd64 and arm64 (CGO_ENABLED=0, -trimpath, version and commit in
-#   internal/version), checksums.txt (sha256sum format) and maintenance.yaml, the krew manifest.
+#   internal/version), each with the LICENSE, checksums.txt (sha256sum format) and maintenance.yaml, the krew manifest.
 # VERSION (a git tag: v0.2.0), COMMIT and PLATFORMS come from the environment (the Makefile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,7 @@ ldflags="-s -w -X github.com/nodemaint/nodemaint/internal/version.version=${VERS
 # The archives' files carry the commit's time, so that a release is reproducible.
 mtime=$(git log -1 --format=%cI 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
 
+[ -f LICENSE ] || { echo "LICENSE missing: every archive carries it" >&2; exit 1; }
 rm -rf "$out"
 mkdir -p "$out"
 for platform in $PLATFORMS; do
@@ -25,8 +26,8 @@ for platform in $PLATFORMS; do
   echo "build ${VERSION} ${os}/${arch}"
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch $GO build -trimpath -ldflags "$ldflags" -o "$dir/" ./cmd/nodemaint-controller ./cmd/kubectl-maintenance
   for bin in nodemaint-controller kubectl-maintenance; do
-    files=("$bin")
-    [ -f LICENSE ] && cp LICENSE "$dir/" && files+=(LICENSE)
+    files=("$bin" LICENSE)
+    cp LICENSE "$dir/"
     tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="$mtime" \
       -C "$dir" -czf "$out/${bin}_${VERSION}_${os}_${arch}.tar.gz" "${files[@]}"
   done
