@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -152,6 +153,18 @@ type nmVersion struct {
 	nm       *nodemaintv1alpha1.NodeMaintenance
 	selector *nodeaffinity.NodeSelector
 	unusable bool
+	// drainSince is when the run of versions that drain the same nodes as this one began (its
+	// own seen when the previous version drained others, or none): the history keeps a minute
+	// of versions, and a maintenance drains for longer.
+	drainSince time.Time
+}
+
+// drainsAsBefore reports whether the version drains the same nodes as the one before it: both
+// drain, neither deleted, with the same node selector.
+func (v nmVersion) drainsAsBefore(prev nmVersion) bool {
+	return v.nm != nil && prev.nm != nil && v.nm.Spec.Drain && prev.nm.Spec.Drain &&
+		v.nm.DeletionTimestamp == nil && prev.nm.DeletionTimestamp == nil &&
+		equality.Semantic.DeepEqual(v.nm.Spec.NodeSelector, prev.nm.Spec.NodeSelector)
 }
 
 // acts is the state of the act checks; nil without an audit log.
@@ -640,7 +653,7 @@ func (s *state) drainingSince(name string, node *corev1.Node, at time.Time) time
 	}
 	var since time.Time
 	for i := cur; i >= 0 && drains(hist[i]); i-- {
-		since = hist[i].seen
+		since = hist[i].drainSince
 	}
 	return since
 }
@@ -842,6 +855,10 @@ func (s *state) nodeMaintenance(nm *nodemaintv1alpha1.NodeMaintenance, deleted b
 			(c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == nm.Generation)
 	}
 	hist := s.acts.nms[nm.Name]
+	v.drainSince = now
+	if len(hist) > 0 && v.drainsAsBefore(hist[len(hist)-1]) {
+		v.drainSince = hist[len(hist)-1].drainSince
+	}
 	// Keep the versions that may still judge an act (a minute's worth), and the last.
 	for len(hist) > 1 && now.Sub(hist[1].seen) > time.Minute {
 		hist = hist[1:]

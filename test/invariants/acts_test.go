@@ -753,3 +753,29 @@ func TestActFindsThePodAfterItsSuccessors(t *testing.T) {
 		})
 	}
 }
+
+// The drain start outlives the checker's minute of maintenance versions: a maintenance whose
+// status the controller writes now and then (a new leader's first write) still drains since it
+// was first seen draining, and its deletion 5m after the cordon is due. Before, the start was
+// the oldest version kept, a minute before the deletion.
+func TestActDrainStartOutlivesTheHistory(t *testing.T) {
+	web := nodePod("web", nil)
+	nm := newNM("nm", deleting)
+	s := setup([]*corev1.Pod{web}, nm)
+	for at := 30 * time.Second; at < 5*time.Minute; at += 30 * time.Second {
+		written := nm.DeepCopy()
+		written.ResourceVersion = at.String()
+		s.nodeMaintenance(written, false, now.Add(at))
+	}
+	expect(t, play(s, cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(time.Second)),
+		deleteEv("web", DefaultControllerUser, now.Add(5*time.Minute+time.Second))))
+
+	// A drain switched off and on again starts again.
+	s = setup([]*corev1.Pod{web}, nm)
+	off := nm.DeepCopy()
+	off.Spec.Drain = false
+	s.nodeMaintenance(off, false, now.Add(time.Minute))
+	s.nodeMaintenance(nm, false, now.Add(2*time.Minute))
+	expect(t, play(s, cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(time.Second)),
+		deleteEv("web", DefaultControllerUser, now.Add(5*time.Minute+time.Second))), KindDeletionNotDue+" delete app/web")
+}
