@@ -211,10 +211,21 @@ func TestHelmChartServiceMonitor(t *testing.T) {
 	if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != svc.Spec.Ports[0].Name {
 		t.Fatalf("ServiceMonitor endpoints %v, want the Service's port %s", endpoints, svc.Spec.Ports[0].Name)
 	}
-	// Secure metrics: HTTPS with Prometheus' ServiceAccount token, the self-signed certificate unchecked.
+	// Secure metrics: HTTPS with the scraper ServiceAccount's token from its Secret (no file of
+	// Prometheus' own: bearerTokenFile is deprecated and refused where filesystem access from
+	// ServiceMonitors is denied), the self-signed certificate unchecked.
 	ep := endpoints[0].(map[string]any)
-	if skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify"); ep["scheme"] != "https" || ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" || !skip {
-		t.Errorf("ServiceMonitor endpoint %v: want https, the ServiceAccount token, insecureSkipVerify", ep)
+	scraper := controller + "-metrics-scraper"
+	secret, _, _ := unstructured.NestedString(ep, "authorization", "credentials", "name")
+	tokenKey, _, _ := unstructured.NestedString(ep, "authorization", "credentials", "key")
+	if skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify"); ep["scheme"] != "https" || ep["bearerTokenFile"] != nil ||
+		secret != scraper || tokenKey != "token" || !skip {
+		t.Errorf("ServiceMonitor endpoint %v: want https, the token of Secret %s, insecureSkipVerify", ep, scraper)
+	}
+	for _, k := range []string{"ServiceAccount/" + namespace + "/" + scraper, "Secret/" + namespace + "/" + scraper, "ClusterRoleBinding/" + scraper} {
+		if objs[k] == nil {
+			t.Errorf("no %s for the ServiceMonitor's credentials", k)
+		}
 	}
 	// A certificate of one's own: mounted, passed, and verified by Prometheus.
 	certObjs := parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "metrics.certSecret=metrics-tls"))
@@ -231,8 +242,10 @@ func TestHelmChartServiceMonitor(t *testing.T) {
 	// metrics.secure=false: plain HTTP, no token reviews.
 	plain := parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "metrics.secure=false"))
 	ep = kinds(plain, "ServiceMonitor")[0].Object["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
-	if ep["scheme"] != "http" || ep["tlsConfig"] != nil || plain["ClusterRole/"+controller+"-metrics-auth"] != nil {
-		t.Errorf("metrics.secure=false: endpoint %v, metrics-auth ClusterRole %v", ep, plain["ClusterRole/"+controller+"-metrics-auth"] != nil)
+	if ep["scheme"] != "http" || ep["tlsConfig"] != nil || ep["authorization"] != nil || plain["ClusterRole/"+controller+"-metrics-auth"] != nil ||
+		plain["Secret/"+namespace+"/"+scraper] != nil {
+		t.Errorf("metrics.secure=false: endpoint %v, metrics-auth ClusterRole %v, scraper Secret %v", ep,
+			plain["ClusterRole/"+controller+"-metrics-auth"] != nil, plain["Secret/"+namespace+"/"+scraper] != nil)
 	}
 
 	var rest bytes.Buffer
@@ -299,9 +312,21 @@ func TestKustomize(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl kustomize with the prometheus component: %v\n%s", err, out)
 	}
-	sms := kinds(parse(t, out), "ServiceMonitor")
+	monitoring := parse(t, out)
+	sms := kinds(monitoring, "ServiceMonitor")
 	if len(sms) != 1 || sms[0].GetNamespace() != namespace {
 		t.Fatalf("the prometheus component gives %d ServiceMonitors, want 1 in %s", len(sms), namespace)
+	}
+	// Its credentials: the component's scraper, bound to nodemaint-metrics-reader.
+	smEndpoints, _, _ := unstructured.NestedSlice(sms[0].Object, "spec", "endpoints")
+	credentials, _, _ := unstructured.NestedString(smEndpoints[0].(map[string]any), "authorization", "credentials", "name")
+	var binding rbacv1.ClusterRoleBinding
+	if b := monitoring["ClusterRoleBinding/nodemaint-metrics-scraper"]; b != nil {
+		decode(t, b, &binding)
+	}
+	if monitoring["Secret/"+namespace+"/"+credentials] == nil || binding.RoleRef.Name != "nodemaint-metrics-reader" ||
+		len(binding.Subjects) != 1 || binding.Subjects[0].Name != "nodemaint-metrics-scraper" {
+		t.Errorf("the prometheus component's ServiceMonitor names Secret %q; its scraper binding %+v", credentials, binding)
 	}
 
 	// The node-scope component, as config/default's comment enables it.

@@ -1,10 +1,15 @@
 package install
 
 import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 )
@@ -58,4 +63,57 @@ func TestSecureMetrics(t *testing.T) {
 		t.Errorf("a scrape as %s (nodemaint-metrics-reader): %d, want 200 with the controller's metrics:\n%.300s",
 			framework.MetricsReaderServiceAccount, resp.StatusCode, body)
 	}
+}
+
+// TestServiceMonitorCredentials applies the chart's ServiceMonitor credentials (the scraper
+// ServiceAccount, its token Secret and its binding to nodemaint-metrics-reader) to the cluster
+// and scrapes a running controller with the token kube-controller-manager put in the Secret, as
+// the prometheus-operator would.
+func TestServiceMonitorCredentials(t *testing.T) {
+	scraper := controller + "-metrics-scraper"
+	objs := parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true"))
+	var manifests bytes.Buffer
+	for _, k := range []string{"ServiceAccount/" + namespace + "/" + scraper, "Secret/" + namespace + "/" + scraper, "ClusterRoleBinding/" + scraper} {
+		obj := objs[k]
+		if obj == nil {
+			t.Fatalf("the chart renders no %s", k)
+		}
+		b, err := obj.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifests.Write(b)
+		manifests.WriteString("\n")
+	}
+	apply(t, manifests.String(), nil)
+
+	var token string
+	framework.Eventually(t, time.Minute, "the scraper's token in Secret "+scraper, func(ctx context.Context) (bool, error) {
+		out, err := framework.Kubectl(t, "-n", namespace, "get", "secret", scraper, "-o", "jsonpath={.data.token}")
+		if err != nil {
+			return false, fmt.Errorf("%v: %s", err, out)
+		}
+		decoded, err := base64.StdEncoding.DecodeString(strings.TrimSpace(out))
+		token = string(decoded)
+		return token != "", err
+	})
+
+	ctrl := framework.NewController(t)
+	ctrl.Start()
+	// The binding reaches the API server's authorizer through its informer: a moment.
+	framework.Eventually(t, time.Minute, "a scrape with the ServiceMonitor's token", func(context.Context) (bool, error) {
+		resp, err := framework.GetMetricsWithToken(ctrl.MetricsURL(), token)
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return false, err
+		}
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "\ncontroller_runtime_reconcile_total{") {
+			return false, fmt.Errorf("%d, want 200 with the controller's metrics: %.300s", resp.StatusCode, body)
+		}
+		return true, nil
+	})
 }
