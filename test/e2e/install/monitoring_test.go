@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -152,4 +153,55 @@ func TestKustomizeMonitoring(t *testing.T) {
 	if cm.GetLabels()["grafana_dashboard"] != "1" || data["nodemaint.json"] != string(dashboard) {
 		t.Errorf("dashboard ConfigMap labels %v; data equal to %s: %t", cm.GetLabels(), dashboardSource, data["nodemaint.json"] == string(dashboard))
 	}
+}
+
+// TestAlertRunbooks: every alert's runbook_url points at a heading of docs/user-guide.md, as the
+// repository's web view anchors it.
+func TestAlertRunbooks(t *testing.T) {
+	const prefix = "https://github.com/nodemaint/nodemaint/blob/main/docs/user-guide.md#"
+	guide, err := os.ReadFile(repoPath("docs", "user-guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	for _, line := range strings.Split(string(guide), "\n") {
+		if heading, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && strings.HasPrefix(line, "#") {
+			anchors[headingAnchor(heading)] = true
+		}
+	}
+	alerts := 0
+	for _, g := range sourceRules(t) {
+		rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			name, _ := rule["alert"].(string)
+			if name == "" {
+				continue
+			}
+			alerts++
+			url, _, _ := unstructured.NestedString(rule, "annotations", "runbook_url")
+			anchor, ok := strings.CutPrefix(url, prefix)
+			if !ok || !anchors[anchor] {
+				t.Errorf("alert %s: runbook_url %q is not a heading of docs/user-guide.md (%s...)", name, url, prefix)
+			}
+		}
+	}
+	if alerts == 0 {
+		t.Fatal("no alerts in the rules")
+	}
+}
+
+// headingAnchor is the anchor GitHub gives a Markdown heading: lower case, spaces to hyphens,
+// punctuation other than hyphens and underscores dropped.
+func headingAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
