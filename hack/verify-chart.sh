@@ -29,6 +29,9 @@ toggles=(
   "--set grafanaDashboard.enabled=true --set grafanaDashboard.namespace=monitoring"
   "--set admissionPolicies.evictionResponder.enabled=true"
   "--set admissionPolicies.evictionResponder.enabled=false"
+  "--set priorityClassName=system-cluster-critical"
+  "--set priorityClass.create=false"
+  "--set priorityClass.value=2000"
 )
 for t in "${toggles[@]}"; do
   # shellcheck disable=SC2086 # the toggles are words

@@ -55,3 +55,14 @@ the full name without a trailing -controller.
 {{- define "nodemaint.policyPrefix" -}}
 {{- include "nodemaint.fullname" . | trimSuffix "-controller" }}
 {{- end }}
+
+{{/*
+The controller's PriorityClass: priorityClassName, else the chart's own (priorityClass.create).
+*/}}
+{{- define "nodemaint.priorityClassName" -}}
+{{- if .Values.priorityClassName }}
+{{- .Values.priorityClassName }}
+{{- else if .Values.priorityClass.create }}
+{{- include "nodemaint.fullname" . }}
+{{- end }}
+{{- end }}

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -101,6 +102,7 @@ func TestHelmChart(t *testing.T) {
 		"Deployment/" + namespace + "/" + controller,
 		"Service/" + namespace + "/" + controller + "-metrics",
 		"PodDisruptionBudget/" + namespace + "/" + controller,
+		"PriorityClass/" + controller,
 		"ValidatingAdmissionPolicy/" + deleteGuard,
 		"ValidatingAdmissionPolicyBinding/" + deleteGuard,
 	})
@@ -286,6 +288,7 @@ func TestKustomize(t *testing.T) {
 		"Deployment/" + namespace + "/" + controller,
 		"Service/" + namespace + "/" + controller + "-metrics",
 		"PodDisruptionBudget/" + namespace + "/" + controller,
+		"PriorityClass/" + controller,
 		"ValidatingAdmissionPolicy/" + deleteGuard,
 		"ValidatingAdmissionPolicyBinding/" + deleteGuard,
 	})
@@ -649,6 +652,14 @@ func checkDeployment(t *testing.T, objs map[string]*unstructured.Unstructured) *
 	}
 	if len(spec.Containers) != 1 {
 		t.Fatalf("%d containers, want 1", len(spec.Containers))
+	}
+	// Its own PriorityClass, which managed clusters accept outside kube-system.
+	var pc schedulingv1.PriorityClass
+	if obj := objs["PriorityClass/"+spec.PriorityClassName]; obj != nil {
+		decode(t, obj, &pc)
+	}
+	if spec.PriorityClassName != controller || pc.Value != 1000000 {
+		t.Errorf("priorityClassName %q (value %d), want the PriorityClass %s of value 1000000 among the objects", spec.PriorityClassName, pc.Value, controller)
 	}
 	c := spec.Containers[0]
 	if !slices.ContainsFunc(c.Args, func(a string) bool { return a == "--leader-elect" || a == "--leader-elect=true" }) {

@@ -50,19 +50,22 @@ func TestSecureMetrics(t *testing.T) {
 		t.Errorf("a scrape as a ServiceAccount without nodemaint-metrics-reader: %d, want 403:\n%.300s", code, body)
 	}
 
-	resp, err := framework.GetMetrics(ctrl.MetricsURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "\ncontroller_runtime_reconcile_total{") {
-		t.Errorf("a scrape as %s (nodemaint-metrics-reader): %d, want 200 with the controller's metrics:\n%.300s",
-			framework.MetricsReaderServiceAccount, resp.StatusCode, body)
-	}
+	// The controllers' series appear once the replica leads and has started them: a moment.
+	framework.Eventually(t, time.Minute, "a scrape as "+framework.MetricsReaderServiceAccount+" (nodemaint-metrics-reader)", func(context.Context) (bool, error) {
+		resp, err := framework.GetMetrics(ctrl.MetricsURL())
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return false, err
+		}
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "\ncontroller_runtime_reconcile_total{") {
+			return false, fmt.Errorf("%d, want 200 with the controller's metrics: %.300s", resp.StatusCode, body)
+		}
+		return true, nil
+	})
 }
 
 // TestServiceMonitorCredentials applies the chart's ServiceMonitor credentials (the scraper
