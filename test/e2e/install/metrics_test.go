@@ -51,8 +51,15 @@ func TestSecureMetrics(t *testing.T) {
 	}
 
 	// The controllers' series appear once the replica leads and has started them: a moment.
-	framework.Eventually(t, time.Minute, "a scrape as "+framework.MetricsReaderServiceAccount+" (nodemaint-metrics-reader)", func(context.Context) (bool, error) {
-		resp, err := framework.GetMetrics(ctrl.MetricsURL())
+	waitForMetrics(t, "a scrape as "+framework.MetricsReaderServiceAccount+" (nodemaint-metrics-reader)",
+		func() (*http.Response, error) { return framework.GetMetrics(ctrl.MetricsURL()) })
+}
+
+// waitForMetrics waits until get answers 200 with the controllers' metrics.
+func waitForMetrics(t *testing.T, what string, get func() (*http.Response, error)) {
+	t.Helper()
+	framework.Eventually(t, time.Minute, what, func(context.Context) (bool, error) {
+		resp, err := get()
 		if err != nil {
 			return false, err
 		}
@@ -104,19 +111,6 @@ func TestServiceMonitorCredentials(t *testing.T) {
 	ctrl := framework.NewController(t)
 	ctrl.Start()
 	// The binding reaches the API server's authorizer through its informer: a moment.
-	framework.Eventually(t, time.Minute, "a scrape with the ServiceMonitor's token", func(context.Context) (bool, error) {
-		resp, err := framework.GetMetricsWithToken(ctrl.MetricsURL(), token)
-		if err != nil {
-			return false, err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return false, err
-		}
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "\ncontroller_runtime_reconcile_total{") {
-			return false, fmt.Errorf("%d, want 200 with the controller's metrics: %.300s", resp.StatusCode, body)
-		}
-		return true, nil
-	})
+	waitForMetrics(t, "a scrape with the ServiceMonitor's token",
+		func() (*http.Response, error) { return framework.GetMetricsWithToken(ctrl.MetricsURL(), token) })
 }
