@@ -65,16 +65,26 @@ func podNode(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// podIndexer returns the indexer of the cache's pod informer, which holds podNodeIndex
-// (SetupIndexes).
-func podIndexer(mgr manager.Manager) (toolscache.Indexer, error) {
-	informer, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{}, cache.BlockUntilSynced(false))
+// sharedInformer returns the cache's informer of obj's kind as a SharedIndexInformer, whose
+// store the controllers read by pointer (podsOnNode, the selected nodes, the preflight snapshot).
+func sharedInformer(ctx context.Context, mgr manager.Manager, obj client.Object) (toolscache.SharedIndexInformer, error) {
+	informer, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	if err != nil {
 		return nil, err
 	}
 	i, ok := informer.(toolscache.SharedIndexInformer)
 	if !ok {
-		return nil, fmt.Errorf("the cache's pod informer (%T) has no indexer", informer)
+		return nil, fmt.Errorf("the cache's informer of %T (%T) has no indexer", obj, informer)
+	}
+	return i, nil
+}
+
+// indexerOf returns the indexer of the cache's informer of obj's kind; the pods' holds
+// podNodeIndex (SetupIndexes).
+func indexerOf(mgr manager.Manager, obj client.Object) (toolscache.Indexer, error) {
+	i, err := sharedInformer(context.Background(), mgr, obj)
+	if err != nil {
+		return nil, err
 	}
 	return i.GetIndexer(), nil
 }
@@ -135,7 +145,7 @@ func nodesAdvertising(ctx context.Context, c client.Reader, nm string) ([]corev1
 var selectors = maintenance.NewSelectors(10*time.Minute, clock.RealClock{})
 
 // selectedNodes lists the nodes a NodeMaintenance selects, from the node informer's store
-// (nodeIndexer), and counts the nodes of the cluster. The nodes are the cache's, not copies: read
+// (indexerOf), and counts the nodes of the cluster. The nodes are the cache's, not copies: read
 // only. Through client.List, each look copied every node of the cluster (784 bytes a node, 3.9
 // MB at 5,000 nodes) to keep the few selected: fifty Planning maintenances of 100 nodes each,
 // looked at on every write of their nodes, kept tens of megabytes of such copies in flight.
@@ -149,19 +159,6 @@ func selectedNodes(nodes toolscache.Indexer, nm *nodemaintv1alpha1.NodeMaintenan
 		}
 	}
 	return out, sel, len(all)
-}
-
-// nodeIndexer returns the indexer of the cache's node informer.
-func nodeIndexer(mgr manager.Manager) (toolscache.Indexer, error) {
-	informer, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Node{}, cache.BlockUntilSynced(false))
-	if err != nil {
-		return nil, err
-	}
-	i, ok := informer.(toolscache.SharedIndexInformer)
-	if !ok {
-		return nil, fmt.Errorf("the cache's node informer (%T) has no indexer", informer)
-	}
-	return i.GetIndexer(), nil
 }
 
 // maintenancesSelecting lists the NodeMaintenances whose nodeSelector selects the node, from the

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -188,13 +187,9 @@ func newPreflights(ctx context.Context, mgr manager.Manager) (*preflights, error
 	for _, obj := range []client.Object{&corev1.Node{}, &corev1.Pod{}, &policyv1.PodDisruptionBudget{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{},
 		&autoscalingv2.HorizontalPodAutoscaler{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &corev1.Namespace{}, &nodemaintv1alpha1.DrainRule{}} {
 		kind := fmt.Sprintf("%T", obj)
-		informer, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		informer, err := sharedInformer(ctx, mgr, obj)
 		if err != nil {
 			return nil, fmt.Errorf("watching %s for the preflight: %w", kind, err)
-		}
-		indexed, ok := informer.(toolscache.SharedIndexInformer)
-		if !ok {
-			return nil, fmt.Errorf("the cache's informer of %s (%T) has no indexer", kind, informer)
 		}
 		h := handler
 		if _, ok := obj.(*corev1.Node); ok {
@@ -207,7 +202,7 @@ func newPreflights(ctx context.Context, mgr manager.Manager) (*preflights, error
 		if _, err := informer.AddEventHandler(h); err != nil {
 			return nil, err
 		}
-		p.sources = append(p.sources, preflightSource{kind: kind, indexer: indexed.GetIndexer(), synced: informer.HasSynced})
+		p.sources = append(p.sources, preflightSource{kind: kind, indexer: informer.GetIndexer(), synced: informer.HasSynced})
 	}
 	return p, nil
 }

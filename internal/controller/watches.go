@@ -277,10 +277,10 @@ func (r *NodeReconciler) SetupWithManager(mgr manager.Manager, concurrency int) 
 		return err
 	}
 	var err error
-	if r.pods, err = podIndexer(mgr); err != nil {
+	if r.pods, err = indexerOf(mgr, &corev1.Pod{}); err != nil {
 		return err
 	}
-	nodes, err := nodeIndexer(mgr)
+	nodes, err := indexerOf(mgr, &corev1.Node{})
 	if err != nil {
 		return err
 	}
@@ -325,10 +325,10 @@ func (r *NodeMaintenanceReconciler) SetupWithManager(mgr manager.Manager, concur
 		return err
 	}
 	var err error
-	if r.pods, err = podIndexer(mgr); err != nil {
+	if r.pods, err = indexerOf(mgr, &corev1.Pod{}); err != nil {
 		return err
 	}
-	if r.nodes, err = nodeIndexer(mgr); err != nil {
+	if r.nodes, err = indexerOf(mgr, &corev1.Node{}); err != nil {
 		return err
 	}
 	if err := watchAnswers(mgr); err != nil {
