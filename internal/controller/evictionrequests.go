@@ -28,7 +28,7 @@ import (
 // node and the Evictions of its pods, and returns the pods as answered by them
 // (evictionrequest.Answer). Under the pod condition protocol it returns the pods as they are and
 // nil.
-func (o *observer) observeRequests(ctx context.Context, node *corev1.Node, pods []corev1.Pod) ([]corev1.Pod, *evictionrequest.Observed, error) {
+func (o *observer) observeRequests(ctx context.Context, node *corev1.Node, pods []*corev1.Pod) ([]*corev1.Pod, *evictionrequest.Observed, error) {
 	if o.protocol != nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
 		return pods, nil, nil
 	}
@@ -44,8 +44,8 @@ func (o *observer) observeRequests(ctx context.Context, node *corev1.Node, pods 
 	// Evictions for every node reconcile copied all of them (1,000 in the benchmark's scenario
 	// M) each time, and was half of the controller's CPU.
 	uids := make(map[types.UID]bool, len(pods)+len(er.Requests))
-	for i := range pods {
-		uids[pods[i].UID] = true
+	for _, pod := range pods {
+		uids[pod.UID] = true
 	}
 	for _, r := range er.Requests {
 		if r.Spec.Target.Pod != nil {
@@ -66,14 +66,14 @@ func (o *observer) observeRequests(ctx context.Context, node *corev1.Node, pods 
 
 // writeRequests writes the protocol's part of the decision: first (before the node) the
 // withdrawals, deletions and adoptions; then, once the node is cordoned (create true), the requests.
-func (r *NodeReconciler) writeRequests(ctx context.Context, plan evictionrequest.Plan, observed *evictionrequest.Observed, pods []corev1.Pod, create bool) error {
+func (r *NodeReconciler) writeRequests(ctx context.Context, plan evictionrequest.Plan, observed *evictionrequest.Observed, pods []*corev1.Pod, create bool) error {
 	byName := map[types.NamespacedName]*lifecyclev1alpha1.EvictionRequest{}
 	for i := range observed.Requests {
 		byName[client.ObjectKeyFromObject(&observed.Requests[i])] = &observed.Requests[i]
 	}
 	podOf := map[types.UID]*corev1.Pod{}
-	for i := range pods {
-		podOf[pods[i].UID] = &pods[i]
+	for _, pod := range pods {
+		podOf[pod.UID] = pod
 	}
 	var (
 		mu                                 sync.Mutex
@@ -177,7 +177,7 @@ func (r *NodeReconciler) nodeGone(ctx context.Context, node string) (reconcile.R
 		return reconcile.Result{}, nil
 	}
 	obs.Requests = reqs.Items
-	var pods []corev1.Pod
+	var pods []*corev1.Pod
 	for _, req := range reqs.Items {
 		target := req.Spec.Target.Pod
 		if target == nil {
@@ -193,7 +193,7 @@ func (r *NodeReconciler) nodeGone(ctx context.Context, node string) (reconcile.R
 		case pod.UID != target.UID:
 			continue
 		}
-		pods = append(pods, *pod)
+		pods = append(pods, pod)
 		var evs lifecyclev1alpha1.EvictionList
 		if err := r.Client.List(ctx, &evs, client.MatchingFields{evictionPodIndex: string(pod.UID)}); err != nil {
 			return reconcile.Result{}, fmt.Errorf("listing Evictions: %w", err)

@@ -89,10 +89,8 @@ func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nod
 	if obs.Pods, er, err = o.observeRequests(ctx, node, obs.Pods); err != nil {
 		return obs, nil, err
 	}
-	for i := range obs.Pods {
-		if fresh := o.written.Fresh(&obs.Pods[i]); fresh != &obs.Pods[i] {
-			obs.Pods[i] = *fresh // read only, as the cache's pods (podsOnNode)
-		}
+	for i, pod := range obs.Pods {
+		obs.Pods[i] = o.written.Fresh(pod) // read only, as the cache's pods (podsOnNode)
 	}
 	obs.IgnoreDrainLabel = maintenance.IgnoreDrainLabel(obs.Maintenances)
 	if obs.Plan, err = o.plan(ctx, v, node, obs.Pods, obs.IgnoreDrainLabel); err != nil {
@@ -116,13 +114,12 @@ func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nod
 
 // plan classifies the targeted pods of a node by the DrainRules; ignoreDrainLabel: a maintenance
 // draining the node ignores the pod label nodemaint.dev/drain.
-func (o *observer) plan(ctx context.Context, v *view, node *corev1.Node, pods []corev1.Pod, ignoreDrainLabel bool) (drain.Plan, error) {
+func (o *observer) plan(ctx context.Context, v *view, node *corev1.Node, pods []*corev1.Pod, ignoreDrainLabel bool) (drain.Plan, error) {
 	rules := v.rules.IgnoringDrainLabel(ignoreDrainLabel)
 	// A stable order keeps the status (which names a few pods) from changing for nothing.
 	sortByName(pods)
-	var classified []drain.Classified
-	for i := range pods {
-		pod := &pods[i]
+	classified := make([]drain.Classified, 0, len(pods))
+	for _, pod := range pods {
 		if !maintenance.Targeted(pod) {
 			continue
 		}
@@ -144,34 +141,9 @@ func (o *observer) plan(ctx context.Context, v *view, node *corev1.Node, pods []
 	return drain.NewPlan(classified), nil
 }
 
-// sortByName sorts the pods by namespace and name. The order is found on indexes, then each pod
-// moved once into its place: a Pod is a struct of over a kilobyte, and sorting the values moved
-// each many times (a tenth of the controller's CPU in scenario M), a sorted copy twice.
-func sortByName(pods []corev1.Pod) {
-	order := make([]int, len(pods))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		return cmp.Or(strings.Compare(pods[a].Namespace, pods[b].Namespace), strings.Compare(pods[a].Name, pods[b].Name))
+// sortByName sorts the pods by namespace and name.
+func sortByName(pods []*corev1.Pod) {
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
-	// Position j takes the pod at order[j]; following each cycle of the permutation from its
-	// first position, every pod moves once and only the first is held aside.
-	for i := range order {
-		if order[i] == i || order[i] < 0 {
-			continue
-		}
-		first := pods[i]
-		j := i
-		for {
-			k := order[j]
-			order[j] = -1
-			if k == i {
-				pods[j] = first
-				break
-			}
-			pods[j] = pods[k]
-			j = k
-		}
-	}
 }

@@ -16,16 +16,16 @@ import (
 // volumes of drained pods, not yet detached. Volumes of pods left on the node (skipped,
 // DaemonSet) do not count. It looks at the cluster's VolumeAttachments (CSI, vas) and
 // node.status.volumesAttached.
-func attachedVolumes(ctx context.Context, c client.Reader, node *corev1.Node, pods []corev1.Pod, vas []storagev1.VolumeAttachment) (int, error) {
+func attachedVolumes(ctx context.Context, c client.Reader, node *corev1.Node, pods []*corev1.Pod, vas []storagev1.VolumeAttachment) (int, error) {
 	inUsePVs := map[string]bool{}
 	inUseNames := map[string]bool{}
-	for i := range pods {
-		for _, v := range pods[i].Spec.Volumes {
+	for _, pod := range pods {
+		for _, v := range pod.Spec.Volumes {
 			if v.PersistentVolumeClaim == nil {
 				continue
 			}
 			pvc := &corev1.PersistentVolumeClaim{}
-			err := c.Get(ctx, types.NamespacedName{Namespace: pods[i].Namespace, Name: v.PersistentVolumeClaim.ClaimName}, pvc)
+			err := c.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: v.PersistentVolumeClaim.ClaimName}, pvc)
 			if client.IgnoreNotFound(err) != nil {
 				return 0, err
 			}

@@ -231,10 +231,31 @@ func (p Plan) Pending() int {
 	return len(p.Current) + len(p.Later) + len(p.WaitCompleted) + len(p.Held)
 }
 
-// NewPlan groups classified pods.
+// NewPlan groups classified pods. A node's plan is made at every look at the node and at each
+// maintenance's look at its nodes: the groups are sized once, not grown.
 func NewPlan(pods []Classified) Plan {
+	drains, lowest := 0, int32(0)
+	for _, c := range pods {
+		if drained(c.Class) {
+			if drains == 0 || c.Class.Order < lowest {
+				lowest = c.Class.Order
+			}
+			drains++
+		}
+	}
+	current := 0
+	for _, c := range pods {
+		if drained(c.Class) && c.Class.Order == lowest {
+			current++
+		}
+	}
 	var plan Plan
-	var drain []Classified
+	if current > 0 {
+		plan.Current = make([]Classified, 0, current)
+	}
+	if drains > current {
+		plan.Later = make([]Classified, 0, drains-current)
+	}
 	for _, c := range pods {
 		switch {
 		case c.Class.InvalidRule != "":
@@ -243,23 +264,16 @@ func NewPlan(pods []Classified) Plan {
 			plan.Skipped = append(plan.Skipped, c)
 		case c.Class.Behavior == nodemaintv1alpha1.DrainBehaviorWaitCompleted:
 			plan.WaitCompleted = append(plan.WaitCompleted, c)
-		default:
-			drain = append(drain, c)
-		}
-	}
-	if len(drain) == 0 {
-		return plan
-	}
-	lowest := drain[0].Class.Order
-	for _, c := range drain {
-		lowest = min(lowest, c.Class.Order)
-	}
-	for _, c := range drain {
-		if c.Class.Order == lowest {
+		case c.Class.Order == lowest:
 			plan.Current = append(plan.Current, c)
-		} else {
+		default:
 			plan.Later = append(plan.Later, c)
 		}
 	}
 	return plan
+}
+
+// drained reports whether the class is one the drain evicts (Behavior Drain, a rule that parses).
+func drained(c Class) bool {
+	return c.InvalidRule == "" && c.Behavior != nodemaintv1alpha1.DrainBehaviorSkip && c.Behavior != nodemaintv1alpha1.DrainBehaviorWaitCompleted
 }

@@ -75,11 +75,11 @@ type Observed struct {
 
 // PodConditionsLeft are the pods that still carry nodemaint's EvacuationRequest pod condition
 // (set before the controller switched protocols): under this protocol it is withdrawn.
-func PodConditionsLeft(pods []corev1.Pod) []*corev1.Pod {
+func PodConditionsLeft(pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
-	for i := range pods {
-		if ourCondition(&pods[i]) {
-			out = append(out, &pods[i])
+	for _, pod := range pods {
+		if ourCondition(pod) {
+			out = append(out, pod)
 		}
 	}
 	return out
@@ -108,16 +108,15 @@ func (o *Observed) ours(uid types.UID) *lifecyclev1alpha1.EvictionRequest {
 // completion ..."), False once it failed with no responder left (nodemaint then evicts the pod
 // itself, as it does when an owner declines). Requests and answers of the pod condition protocol
 // by others stay; nodemaint's own pod condition does not apply under this protocol. The pods given
-// are not changed.
-func Answer(pods []corev1.Pod, obs Observed) []corev1.Pod {
-	out := make([]corev1.Pod, len(pods))
-	for i := range pods {
-		pod := &pods[i]
+// are not changed: a pod with nothing to answer is returned as given, an answered one is a copy.
+func Answer(pods []*corev1.Pod, obs Observed) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(pods))
+	for i, pod := range pods {
 		ours := obs.ours(pod.UID)
 		cur := evacuation.Condition(pod, evacuation.Request)
 		oursCond := cur != nil && cur.Reason == evacuation.ReasonNodeMaintenance
 		if ours == nil && !oursCond {
-			out[i] = *pod
+			out[i] = pod
 			continue
 		}
 		p := pod.DeepCopy()
@@ -133,7 +132,7 @@ func Answer(pods []corev1.Pod, obs Observed) []corev1.Pod {
 				evacuation.SetCondition(p, cond)
 			}
 		}
-		out[i] = *p
+		out[i] = p
 	}
 	return out
 }
@@ -238,11 +237,11 @@ type Plan struct {
 // (canceled, failed or collected) or never existed; a request whose pod is gone is deleted. Every
 // request of nodemaint's is owned by its pod (PodOwner): created so, and one that stays without
 // it (created by an earlier version) is adopted.
-func Decide(obs Observed, pods []corev1.Pod, request, withdraw []*corev1.Pod, reason string, now time.Time) Plan {
+func Decide(obs Observed, pods []*corev1.Pod, request, withdraw []*corev1.Pod, reason string, now time.Time) Plan {
 	var p Plan
 	present := map[types.UID]bool{}
-	for i := range pods {
-		present[pods[i].UID] = true
+	for _, pod := range pods {
+		present[pod.UID] = true
 	}
 	asked := map[types.UID]bool{}
 	for _, pod := range request {

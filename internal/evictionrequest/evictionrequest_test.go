@@ -39,8 +39,8 @@ func TestChoose(t *testing.T) {
 	}
 }
 
-func pod(name string) corev1.Pod {
-	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
+func pod(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
 }
 
 func observedWith(reqs ...lifecyclev1alpha1.EvictionRequest) Observed {
@@ -49,8 +49,8 @@ func observedWith(reqs ...lifecyclev1alpha1.EvictionRequest) Observed {
 
 func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
 	a, b := pod("a"), pod("b")
-	pods := []corev1.Pod{a, b}
-	p := Decide(observedWith(), pods, []*corev1.Pod{&a, &b}, nil, "kernel upgrade", now)
+	pods := []*corev1.Pod{a, b}
+	p := Decide(observedWith(), pods, []*corev1.Pod{a, b}, nil, "kernel upgrade", now)
 	if len(p.Create) != 2 || len(p.Update)+len(p.Delete) != 0 {
 		t.Fatalf("first: %+v", p)
 	}
@@ -61,10 +61,10 @@ func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
 	obs := observedWith(*p.Create[0], *p.Create[1])
 	// The drain sees its request as the pod condition protocol's, and asks nothing more.
 	answered := Answer(pods, obs)
-	if !evacuation.RequestedBy(&answered[0], evacuation.ReasonNodeMaintenance) || evacuation.Condition(&answered[0], evacuation.Request).Message != "kernel upgrade" {
+	if !evacuation.RequestedBy(answered[0], evacuation.ReasonNodeMaintenance) || evacuation.Condition(answered[0], evacuation.Request).Message != "kernel upgrade" {
 		t.Fatalf("answered %+v", answered[0].Status.Conditions)
 	}
-	if evacuation.Condition(&pods[0], evacuation.Request) != nil {
+	if evacuation.Condition(pods[0], evacuation.Request) != nil {
 		t.Fatal("Answer changed its input")
 	}
 	if p := Decide(obs, pods, nil, nil, "kernel upgrade", now); len(p.Create)+len(p.Update)+len(p.Delete) != 0 {
@@ -76,7 +76,7 @@ func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
 	if p := Decide(obs, pods, nil, nil, "kernel upgrade", now); len(p.Create)+len(p.Update)+len(p.Delete) != 0 {
 		t.Fatalf("an Eviction under way, nothing to do, got %+v", p)
 	}
-	p = Decide(obs, pods, nil, []*corev1.Pod{&a, &b}, "kernel upgrade", now)
+	p = Decide(obs, pods, nil, []*corev1.Pod{a, b}, "kernel upgrade", now)
 	if len(p.Delete) != 1 || p.Delete[0].Spec.Target.Pod.UID != a.UID || len(p.Update) != 1 || p.Update[0].Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
 		t.Fatalf("withdraw: %+v", p)
 	}
@@ -90,7 +90,7 @@ func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
 		t.Fatalf("canceled: %+v", p)
 	}
 	// A request whose pod is gone goes.
-	if p := Decide(obs, []corev1.Pod{a}, nil, nil, "", now); len(p.Delete) != 1 {
+	if p := Decide(obs, []*corev1.Pod{a}, nil, nil, "", now); len(p.Delete) != 1 {
 		t.Fatalf("pod gone: %+v", p)
 	}
 }
@@ -102,8 +102,8 @@ func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
 // is deleted, not adopted.
 func TestRequestsOwnedByTheirPods(t *testing.T) {
 	a, b, c := pod("a"), pod("b"), pod("c")
-	pods := []corev1.Pod{a, b, c}
-	p := Decide(observedWith(), pods, []*corev1.Pod{&a}, nil, "kernel upgrade", now)
+	pods := []*corev1.Pod{a, b, c}
+	p := Decide(observedWith(), pods, []*corev1.Pod{a}, nil, "kernel upgrade", now)
 	if len(p.Create) != 1 {
 		t.Fatalf("create: %+v", p)
 	}
@@ -112,8 +112,8 @@ func TestRequestsOwnedByTheirPods(t *testing.T) {
 		t.Errorf("owner references %+v, want %+v", got, want)
 	}
 
-	old := func(pod corev1.Pod, intent lifecyclev1alpha1.EvictionRequestIntent) lifecyclev1alpha1.EvictionRequest {
-		r := *newRequest("n1", &pod, "kernel upgrade", now)
+	old := func(pod *corev1.Pod, intent lifecyclev1alpha1.EvictionRequestIntent) lifecyclev1alpha1.EvictionRequest {
+		r := *newRequest("n1", pod, "kernel upgrade", now)
 		r.OwnerReferences = nil
 		r.Spec.Intent = intent
 		return r
@@ -124,7 +124,7 @@ func TestRequestsOwnedByTheirPods(t *testing.T) {
 	obs.Evictions[b.UID] = &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-b"}}
 	// a asked again, b withdrawn with its Eviction under way, c asked before and still wanted:
 	// all three adopted; gone's request deleted.
-	p = Decide(obs, pods, []*corev1.Pod{&a}, nil, "kernel upgrade", now)
+	p = Decide(obs, pods, []*corev1.Pod{a}, nil, "kernel upgrade", now)
 	if len(p.Create)+len(p.Update) != 0 || len(p.Delete) != 1 || p.Delete[0].Spec.Target.Pod.UID != gone.UID || len(p.Adopt) != 3 {
 		t.Fatalf("plan %+v", p)
 	}
@@ -134,7 +134,7 @@ func TestRequestsOwnedByTheirPods(t *testing.T) {
 		}
 	}
 	// A request updated for another reason gets its owner in the same write.
-	p = Decide(obs, pods, []*corev1.Pod{&a}, nil, "another reason", now)
+	p = Decide(obs, pods, []*corev1.Pod{a}, nil, "another reason", now)
 	if len(p.Update) != 1 || !ownedBy(p.Update[0]) || len(p.Adopt) != 2 {
 		t.Fatalf("update: %+v", p)
 	}
@@ -142,14 +142,14 @@ func TestRequestsOwnedByTheirPods(t *testing.T) {
 	for i := range obs.Requests {
 		owned(&obs.Requests[i])
 	}
-	if p := Decide(obs, pods, []*corev1.Pod{&a}, nil, "kernel upgrade", now); len(p.Adopt)+len(p.Update)+len(p.Create) != 0 {
+	if p := Decide(obs, pods, []*corev1.Pod{a}, nil, "kernel upgrade", now); len(p.Adopt)+len(p.Update)+len(p.Create) != 0 {
 		t.Fatalf("owned: %+v", p)
 	}
 }
 
 func TestAnswerReadsTheEviction(t *testing.T) {
 	a := pod("a")
-	req := *newRequest("n1", &a, "r", now)
+	req := *newRequest("n1", a, "r", now)
 	obs := observedWith(req)
 	e := &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-a"}}
 	obs.Evictions[a.UID] = e
@@ -159,9 +159,9 @@ func TestAnswerReadsTheEviction(t *testing.T) {
 	}
 	e.Status.Responders = []lifecyclev1alpha1.ResponderStatus{{Name: "db.example.com/op", StartTime: ptr.To(metav1.NewTime(now)),
 		ExpectedCompletionTime: ptr.To(metav1.NewTime(now.Add(time.Hour))), Message: ptr.To("copying data")}}
-	got := Answer([]corev1.Pod{a}, obs)[0]
-	c := evacuation.Condition(&got, evacuation.Initiated)
-	if !evacuation.Accepted(&got) || !strings.Contains(c.Message, "evacuating by db.example.com/op, expected completion 2026-01-01T13:00:00Z: copying data") {
+	got := Answer([]*corev1.Pod{a}, obs)[0]
+	c := evacuation.Condition(got, evacuation.Initiated)
+	if !evacuation.Accepted(got) || !strings.Contains(c.Message, "evacuating by db.example.com/op, expected completion 2026-01-01T13:00:00Z: copying data") {
 		t.Fatalf("accepted: %+v", c)
 	}
 	// The imperative evictor held by a budget reads as that.
@@ -169,19 +169,19 @@ func TestAnswerReadsTheEviction(t *testing.T) {
 	e.Status.TargetResponders[1].State = lifecyclev1alpha1.ResponderStateActive
 	e.Status.Responders = append(e.Status.Responders, lifecyclev1alpha1.ResponderStatus{Name: names.ImperativeEvictor, StartTime: ptr.To(metav1.NewTime(now)),
 		Message: ptr.To("Could not evict the pod, retrying with a back-off: Cannot evict pod as it would violate the pod's disruption budget.")})
-	got = Answer([]corev1.Pod{a}, obs)[0]
-	if c := evacuation.Condition(&got, evacuation.Initiated); c.Reason != nodemaintv1alpha1.BlockedReasonPodDisruptionBudget || !strings.Contains(c.Message, "evacuating by "+names.ImperativeEvictor) {
+	got = Answer([]*corev1.Pod{a}, obs)[0]
+	if c := evacuation.Condition(got, evacuation.Initiated); c.Reason != nodemaintv1alpha1.BlockedReasonPodDisruptionBudget || !strings.Contains(c.Message, "evacuating by "+names.ImperativeEvictor) {
 		t.Fatalf("held by a budget: %+v", c)
 	}
 	e.Status.Conditions = []metav1.Condition{{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: metav1.ConditionTrue, Reason: "NoFurtherResponder", Message: "none left"}}
-	got = Answer([]corev1.Pod{a}, obs)[0]
-	if !evacuation.Declined(&got) {
+	got = Answer([]*corev1.Pod{a}, obs)[0]
+	if !evacuation.Declined(got) {
 		t.Fatalf("failed Eviction must read as declined: %+v", got.Status.Conditions)
 	}
 	// Withdrawn: no request, no answer.
 	obs.Requests[0].Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
-	got = Answer([]corev1.Pod{a}, obs)[0]
-	if evacuation.Requested(&got) || evacuation.Condition(&got, evacuation.Initiated) != nil {
+	got = Answer([]*corev1.Pod{a}, obs)[0]
+	if evacuation.Requested(got) || evacuation.Condition(got, evacuation.Initiated) != nil {
 		t.Fatalf("withdrawn: %+v", got.Status.Conditions)
 	}
 }
@@ -192,19 +192,19 @@ func TestAnswerReadsTheEviction(t *testing.T) {
 // declined.
 func TestAnswerHeldForDrain(t *testing.T) {
 	a := pod("a")
-	obs := observedWith(*newRequest("n1", &a, "r", now))
+	obs := observedWith(*newRequest("n1", a, "r", now))
 	e := &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-a"}}
 	obs.Evictions[a.UID] = e
 	e.Status.TargetResponders = []lifecyclev1alpha1.TargetResponder{{Name: names.ImperativeEvictor, State: lifecyclev1alpha1.ResponderStateActive}}
 	e.Status.Responders = []lifecyclev1alpha1.ResponderStatus{{Name: names.ImperativeEvictor, StartTime: ptr.To(metav1.NewTime(now)), Message: ptr.To(names.HeldForDrain)}}
-	got := Answer([]corev1.Pod{a}, obs)[0]
-	if !evacuation.Requested(&got) || evacuation.Condition(&got, evacuation.Initiated) != nil {
+	got := Answer([]*corev1.Pod{a}, obs)[0]
+	if !evacuation.Requested(got) || evacuation.Condition(got, evacuation.Initiated) != nil {
 		t.Fatalf("no responder of its own: want requested and not answered, got %+v", got.Status.Conditions)
 	}
 	e.Status.TargetResponders = append([]lifecyclev1alpha1.TargetResponder{{Name: "db.example.com/op", State: lifecyclev1alpha1.ResponderStateCompleted}}, e.Status.TargetResponders...)
 	e.Status.Responders = append(e.Status.Responders, lifecyclev1alpha1.ResponderStatus{Name: "db.example.com/op", CompletionTime: ptr.To(metav1.NewTime(now))})
-	got = Answer([]corev1.Pod{a}, obs)[0]
-	if c := evacuation.Condition(&got, evacuation.Initiated); !evacuation.Declined(&got) || !strings.Contains(c.Message, "db.example.com/op completed") {
+	got = Answer([]*corev1.Pod{a}, obs)[0]
+	if c := evacuation.Condition(got, evacuation.Initiated); !evacuation.Declined(got) || !strings.Contains(c.Message, "db.example.com/op completed") {
 		t.Fatalf("its responder ended without moving it: want declined, got %+v", got.Status.Conditions)
 	}
 }

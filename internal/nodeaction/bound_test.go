@@ -54,12 +54,12 @@ func annotationBytes(a map[string]string) int {
 
 // observeBounded observes the node with the maintenances admitted as the controller's observer
 // admits them, and one pod classified Drain.
-func observeBounded(node *corev1.Node, pods []corev1.Pod, nms []*nodemaintv1alpha1.NodeMaintenance) Observation {
+func observeBounded(node *corev1.Node, pods []*corev1.Pod, nms []*nodemaintv1alpha1.NodeMaintenance) Observation {
 	obs := Observation{Node: node, Pods: pods}
 	obs.Maintenances, obs.Beyond = Admit(node, nms)
 	var cs []drain.Classified
 	for i := range obs.Pods {
-		cs = append(cs, drain.Classified{Pod: &obs.Pods[i], Class: drain.Class{Behavior: nodemaintv1alpha1.DrainBehaviorDrain}})
+		cs = append(cs, drain.Classified{Pod: obs.Pods[i], Class: drain.Class{Behavior: nodemaintv1alpha1.DrainBehaviorDrain}})
 	}
 	obs.Plan = drain.NewPlan(cs)
 	return obs
@@ -107,7 +107,7 @@ func TestThousandOverlappingMaintenances(t *testing.T) {
 		"node.alpha.kubernetes.io/ttl":                           "0",
 		"volumes.kubernetes.io/controller-managed-attach-detach": "true",
 	}}}
-	pods := []corev1.Pod{replicaPod("web-1", time.Time{}, nil)}
+	pods := []*corev1.Pod{replicaPod("web-1", time.Time{}, nil)}
 
 	// Unbounded, as before: every maintenance in both annotations.
 	var all []maintenance.NodeEntry

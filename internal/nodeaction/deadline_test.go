@@ -40,20 +40,20 @@ func cordonedNode(starts map[string]maintenance.DrainStart) *corev1.Node {
 }
 
 // replicaPod is a ReplicaSet's pod, asked by nodemaint at asked (zero: not asked).
-func replicaPod(name string, asked time.Time, labels map[string]string) corev1.Pod {
-	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, UID: types.UID(name), Labels: labels,
+func replicaPod(name string, asked time.Time, labels map[string]string) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, UID: types.UID(name), Labels: labels,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs", Controller: ptr.To(true)}}}}
 	if !asked.IsZero() {
 		cond := maintenance.EvacuationRequest("kernel upgrade")
 		cond.LastTransitionTime = metav1.NewTime(asked)
-		evacuation.SetCondition(&pod, cond)
+		evacuation.SetCondition(pod, cond)
 	}
 	return pod
 }
 
 // observeClassed observes the node with the pods classified Drain, in the order groups given
 // (by pod name; 0 otherwise), and the label ignored or not as the plan's classification.
-func observeClassed(node *corev1.Node, pods []corev1.Pod, ignoreLabel bool, order map[string]int32, nms ...*nodemaintv1alpha1.NodeMaintenance) Observation {
+func observeClassed(node *corev1.Node, pods []*corev1.Pod, ignoreLabel bool, order map[string]int32, nms ...*nodemaintv1alpha1.NodeMaintenance) Observation {
 	obs := Observation{Node: node, Pods: pods, Maintenances: nms, IgnoreDrainLabel: ignoreLabel}
 	var cs []drain.Classified
 	for i := range obs.Pods {
@@ -61,7 +61,7 @@ func observeClassed(node *corev1.Node, pods []corev1.Pod, ignoreLabel bool, orde
 		if l := obs.Pods[i].Labels[nodemaintv1alpha1.DrainLabel]; l == nodemaintv1alpha1.DrainLabelSkip && !ignoreLabel {
 			class = drain.Class{Behavior: nodemaintv1alpha1.DrainBehaviorSkip, Source: "label"}
 		}
-		cs = append(cs, drain.Classified{Pod: &obs.Pods[i], Class: class})
+		cs = append(cs, drain.Classified{Pod: obs.Pods[i], Class: class})
 	}
 	obs.Plan = drain.NewPlan(cs)
 	return obs
@@ -90,7 +90,7 @@ func TestDeleteCountsFromTheNodesOwnDrain(t *testing.T) {
 		nm.Status.DrainStartTime = ptr.To(metav1.NewTime(t0.Add(-time.Second)))
 		node := cordonedNode(nil)
 		node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation] = "pool=Cordon"
-		d := Decide(observeClassed(node, []corev1.Pod{replicaPod("web-1", time.Time{}, nil)}, false, nil, nm), t0)
+		d := Decide(observeClassed(node, []*corev1.Pod{replicaPod("web-1", time.Time{}, nil)}, false, nil, nm), t0)
 		if len(d.Delete) > 0 {
 			t.Fatalf("deleted %s the moment drain turned true, an hour into the node's turn", names(d.Delete))
 		}
@@ -108,7 +108,7 @@ func TestDeleteCountsFromTheNodesOwnDrain(t *testing.T) {
 		// Asked with the record's write; 4m later the node's drainTimeout has not run out, 5m
 		// later it has, and the pod was asked 5m ago: deleted.
 		recorded := d.Node
-		asked := []corev1.Pod{replicaPod("web-1", t0, nil)}
+		asked := []*corev1.Pod{replicaPod("web-1", t0, nil)}
 		if d := Decide(observeClassed(recorded, asked, false, nil, nm), t0.Add(4*time.Minute)); len(d.Delete) > 0 || d.RecheckAfter != time.Minute {
 			t.Fatalf("4m into the node's drain: deleted %q, recheck %v; want none deleted, a look in 1m", names(d.Delete), d.RecheckAfter)
 		}
@@ -123,7 +123,7 @@ func TestDeleteCountsFromTheNodesOwnDrain(t *testing.T) {
 		nm := deleting("kernel")
 		nm.Status.DrainStartTime = ptr.To(metav1.NewTime(t0.Add(-time.Hour)))
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-		d := Decide(observeClassed(node, []corev1.Pod{replicaPod("web-1", time.Time{}, nil)}, false, nil, nm), t0)
+		d := Decide(observeClassed(node, []*corev1.Pod{replicaPod("web-1", time.Time{}, nil)}, false, nil, nm), t0)
 		if len(d.Delete) > 0 {
 			t.Fatalf("deleted %s on a node selected an hour after the maintenance's drain started", names(d.Delete))
 		}
@@ -139,7 +139,7 @@ func TestDeleteCountsFromTheNodesOwnDrain(t *testing.T) {
 		nm.Generation = 3
 		nm.Status.DrainStartTime = ptr.To(metav1.NewTime(t0.Add(-time.Hour)))
 		node := cordonedNode(map[string]maintenance.DrainStart{"kernel": {Start: t0.Add(-time.Hour), Generation: 1, UID: nm.UID}})
-		d := Decide(observeClassed(node, []corev1.Pod{replicaPod("web-1", t0.Add(-time.Hour), nil)}, false, nil, nm), t0)
+		d := Decide(observeClassed(node, []*corev1.Pod{replicaPod("web-1", t0.Add(-time.Hour), nil)}, false, nil, nm), t0)
 		if len(d.Delete) > 0 {
 			t.Fatalf("deleted %s counting from a start the record cannot vouch for", names(d.Delete))
 		}
@@ -154,7 +154,7 @@ func TestDeleteCountsFromTheNodesOwnDrain(t *testing.T) {
 		nm := deleting("kernel")
 		node := cordonedNode(map[string]maintenance.DrainStart{"kernel": {Start: t0.Add(-time.Hour), Generation: 1, UID: nm.UID}})
 		node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation] = "kernel=Drain"
-		pods := []corev1.Pod{replicaPod("a", t0.Add(-time.Hour), nil), replicaPod("b", time.Time{}, nil), replicaPod("c", t0.Add(-time.Minute), nil)}
+		pods := []*corev1.Pod{replicaPod("a", t0.Add(-time.Hour), nil), replicaPod("b", time.Time{}, nil), replicaPod("c", t0.Add(-time.Minute), nil)}
 		d := Decide(observeClassed(node, pods, false, map[string]int32{"b": 1}, nm), t0)
 		if names(d.Delete) != "a" || d.RecheckAfter != 2*time.Minute {
 			t.Fatalf("deleted %q, recheck %v; want a only, and a look in 2m", names(d.Delete), d.RecheckAfter)
@@ -182,8 +182,8 @@ func TestDeleteCountsFromTheNodesOwnDrain(t *testing.T) {
 // skip is evicted or deleted only by a maintenance that ignores the label itself.
 func TestDestructiveActsFollowTheirOwnMaintenance(t *testing.T) {
 	skip := map[string]string{nodemaintv1alpha1.DrainLabel: nodemaintv1alpha1.DrainLabelSkip}
-	pods := func() []corev1.Pod {
-		return []corev1.Pod{replicaPod("kept", t0.Add(-time.Hour), skip), replicaPod("web", t0.Add(-time.Hour), nil)}
+	pods := func() []*corev1.Pod {
+		return []*corev1.Pod{replicaPod("kept", t0.Add(-time.Hour), skip), replicaPod("web", t0.Add(-time.Hour), nil)}
 	}
 	tenant := func(policy nodemaintv1alpha1.EvictionPolicy) *nodemaintv1alpha1.NodeMaintenance {
 		nm := deleting("tenant")

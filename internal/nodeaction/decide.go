@@ -178,15 +178,14 @@ func (d *Decision) after(wait time.Duration) {
 // requests decides nodemaint's evacuation requests: set on the pods drained now (the current
 // order group) while the node is drained, withdrawn from every other pod. Another requester's
 // request is never touched.
-func requests(pods []corev1.Pod, current []drain.Classified, intent maintenance.NodeIntent) (withdraw, request []*corev1.Pod) {
+func requests(pods []*corev1.Pod, current []drain.Classified, intent maintenance.NodeIntent) (withdraw, request []*corev1.Pod) {
 	drained := map[types.UID]bool{}
 	if intent.Drain {
 		for _, c := range current {
 			drained[c.Pod.UID] = true
 		}
 	}
-	for i := range pods {
-		pod := &pods[i]
+	for _, pod := range pods {
 		cur := evacuation.Condition(pod, evacuation.Request)
 		ours := cur != nil && cur.Reason == evacuation.ReasonNodeMaintenance
 		switch {

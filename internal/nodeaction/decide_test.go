@@ -25,18 +25,18 @@ func TestDecideLifecycle(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web-1", UID: "web-1",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs", Controller: ptr.To(true)}}}}
-	observe := func(node *corev1.Node, pods []corev1.Pod, nms ...*nodemaintv1alpha1.NodeMaintenance) Observation {
+	observe := func(node *corev1.Node, pods []*corev1.Pod, nms ...*nodemaintv1alpha1.NodeMaintenance) Observation {
 		obs := Observation{Node: node, Pods: pods, Maintenances: nms}
 		var cs []drain.Classified
 		for i := range obs.Pods {
-			cs = append(cs, drain.Classified{Pod: &obs.Pods[i], Class: drain.Class{Behavior: nodemaintv1alpha1.DrainBehaviorDrain}})
+			cs = append(cs, drain.Classified{Pod: obs.Pods[i], Class: drain.Class{Behavior: nodemaintv1alpha1.DrainBehaviorDrain}})
 		}
 		obs.Plan = drain.NewPlan(cs)
 		return obs
 	}
 
 	// 1. Cordon, and ask the pod's owner; nothing evicted yet.
-	d := Decide(observe(node, []corev1.Pod{pod}, nm), now)
+	d := Decide(observe(node, []*corev1.Pod{&pod}, nm), now)
 	if !d.NodeChanged || !d.Node.Spec.Unschedulable || !d.Change.Cordoned || d.Node.Annotations[nodemaintv1alpha1.CordonedAnnotation] != "true" {
 		t.Fatalf("not cordoned: %+v", d)
 	}
@@ -62,7 +62,7 @@ func TestDecideLifecycle(t *testing.T) {
 	cond := maintenance.EvacuationRequest("kernel upgrade")
 	cond.LastTransitionTime = metav1.NewTime(now.Add(-20 * time.Second))
 	evacuation.SetCondition(&requested, cond)
-	d = Decide(observe(cordoned, []corev1.Pod{requested}, nm), now)
+	d = Decide(observe(cordoned, []*corev1.Pod{&requested}, nm), now)
 	if d.NodeChanged || d.ConditionChanged || len(d.Request)+len(d.Withdraw)+len(d.Evict) > 0 || d.RecheckAfter != 41*time.Second {
 		t.Fatalf("changed %v/%v, request %d, withdraw %d, evict %d, recheck %v; want nothing but a look in 41s",
 			d.NodeChanged, d.ConditionChanged, len(d.Request), len(d.Withdraw), len(d.Evict), d.RecheckAfter)
@@ -73,11 +73,11 @@ func TestDecideLifecycle(t *testing.T) {
 
 	// 3. The response timeout ran out: evict; a refusal backs off, then the pod is evicted again.
 	later := now.Add(41 * time.Second)
-	d = Decide(observe(cordoned, []corev1.Pod{requested}, nm), later)
+	d = Decide(observe(cordoned, []*corev1.Pod{&requested}, nm), later)
 	if len(d.Evict) != 1 || d.Report.Blocked[0].Reason != nodemaintv1alpha1.BlockedReasonEvicting {
 		t.Fatalf("evict %d, blocked %+v; want the pod evicted", len(d.Evict), d.Report.Blocked)
 	}
-	obs := observe(cordoned, []corev1.Pod{requested}, nm)
+	obs := observe(cordoned, []*corev1.Pod{&requested}, nm)
 	obs.Refusals = map[types.UID]drain.Refusal{"web-1": {NotBefore: later.Add(2 * time.Second), Reason: nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, Message: "budget"}}
 	d = Decide(obs, later)
 	if len(d.Evict) != 0 || d.RecheckAfter != 2*time.Second || d.Report.Blocked[0].Reason != nodemaintv1alpha1.BlockedReasonPodDisruptionBudget {
@@ -96,7 +96,7 @@ func TestDecideLifecycle(t *testing.T) {
 	// A node someone else cordoned stays cordoned; a request of nodemaint's is withdrawn.
 	theirs := node.DeepCopy()
 	theirs.Spec.Unschedulable = true
-	d = Decide(observe(theirs, []corev1.Pod{requested}), later)
+	d = Decide(observe(theirs, []*corev1.Pod{&requested}), later)
 	if d.NodeChanged || !d.Node.Spec.Unschedulable || len(d.Withdraw) != 1 {
 		t.Fatalf("changed %v, unschedulable %v, withdraw %d; want the cordon kept and the request withdrawn", d.NodeChanged, d.Node.Spec.Unschedulable, len(d.Withdraw))
 	}

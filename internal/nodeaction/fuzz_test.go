@@ -52,8 +52,8 @@ func FuzzDecide(f *testing.F) {
 		// observation gives the same decision.
 		trim := trimmed(obs)
 		for i := range obs.Pods {
-			if maintenance.Targeted(&obs.Pods[i]) != maintenance.Targeted(&trim.Pods[i]) {
-				t.Fatalf("pod %s: trimmed, targeted %v", obs.Pods[i].Name, maintenance.Targeted(&trim.Pods[i]))
+			if maintenance.Targeted(obs.Pods[i]) != maintenance.Targeted(trim.Pods[i]) {
+				t.Fatalf("pod %s: trimmed, targeted %v", obs.Pods[i].Name, maintenance.Targeted(trim.Pods[i]))
 			}
 		}
 		if got, want := decisionKey(Decide(trim, now)), decisionKey(d); got != want {
@@ -288,24 +288,24 @@ func ours(pod *corev1.Pod) bool {
 func apply(obs Observation, d Decision, now time.Time) Observation {
 	next := obs
 	next.Node = d.Node.DeepCopy()
-	next.Pods = make([]corev1.Pod, len(obs.Pods))
+	next.Pods = make([]*corev1.Pod, len(obs.Pods))
 	index := map[types.UID]int{}
 	for i := range obs.Pods {
-		obs.Pods[i].DeepCopyInto(&next.Pods[i])
+		next.Pods[i] = obs.Pods[i].DeepCopy()
 		index[obs.Pods[i].UID] = i
 	}
 	for _, pod := range d.Withdraw {
-		evacuation.RemoveCondition(&next.Pods[index[pod.UID]], evacuation.Request)
+		evacuation.RemoveCondition(next.Pods[index[pod.UID]], evacuation.Request)
 	}
 	for _, pod := range d.Request {
 		cond := maintenance.EvacuationRequest(d.RequestReason)
 		cond.LastTransitionTime = metav1.NewTime(now)
-		evacuation.SetCondition(&next.Pods[index[pod.UID]], cond)
+		evacuation.SetCondition(next.Pods[index[pod.UID]], cond)
 	}
 	regroup := func(cs []drain.Classified) []drain.Classified {
 		var out []drain.Classified
 		for _, c := range cs {
-			out = append(out, drain.Classified{Pod: &next.Pods[index[c.Pod.UID]], Class: c.Class})
+			out = append(out, drain.Classified{Pod: next.Pods[index[c.Pod.UID]], Class: c.Class})
 		}
 		return out
 	}
@@ -317,7 +317,7 @@ func apply(obs Observation, d Decision, now time.Time) Observation {
 func snapshot(obs Observation) string {
 	b, _ := json.Marshal(struct {
 		Node *corev1.Node
-		Pods []corev1.Pod
+		Pods []*corev1.Pod
 		NMs  []*nodemaintv1alpha1.NodeMaintenance
 	}{obs.Node, obs.Pods, obs.Maintenances})
 	return string(b)
@@ -339,13 +339,13 @@ func (g *gen) observation(now time.Time) Observation {
 	var classes []drain.Class
 	for i := 0; g.More() && i < 24; i++ {
 		pod, class := g.pod(i, now)
-		obs.Pods = append(obs.Pods, *pod)
+		obs.Pods = append(obs.Pods, pod)
 		classes = append(classes, class)
 	}
 	var classified []drain.Classified
 	for i := range obs.Pods {
-		if maintenance.Targeted(&obs.Pods[i]) {
-			classified = append(classified, drain.Classified{Pod: &obs.Pods[i], Class: classes[i]})
+		if maintenance.Targeted(obs.Pods[i]) {
+			classified = append(classified, drain.Classified{Pod: obs.Pods[i], Class: classes[i]})
 		}
 	}
 	obs.Plan = drain.NewPlan(classified)
@@ -569,10 +569,10 @@ func (g *gen) pod(i int, now time.Time) (*corev1.Pod, drain.Class) {
 func trimmed(obs Observation) Observation {
 	obs.Node = obs.Node.DeepCopy()
 	cachetrim.Node(obs.Node)
-	pods := make([]corev1.Pod, len(obs.Pods))
+	pods := make([]*corev1.Pod, len(obs.Pods))
 	for i := range obs.Pods {
-		obs.Pods[i].DeepCopyInto(&pods[i])
-		cachetrim.Pod(&pods[i])
+		pods[i] = obs.Pods[i].DeepCopy()
+		cachetrim.Pod(pods[i])
 	}
 	index := map[types.UID]int{}
 	for i := range pods {
@@ -581,7 +581,7 @@ func trimmed(obs Observation) Observation {
 	regroup := func(cs []drain.Classified) []drain.Classified {
 		var out []drain.Classified
 		for _, c := range cs {
-			out = append(out, drain.Classified{Pod: &pods[index[c.Pod.UID]], Class: c.Class})
+			out = append(out, drain.Classified{Pod: pods[index[c.Pod.UID]], Class: c.Class})
 		}
 		return out
 	}

@@ -22,8 +22,8 @@ type Observation struct {
 	// Beyond are the NodeMaintenances that select the node but do not act on it, past the bound,
 	// in the order they will act (Admit).
 	Beyond []*nodemaintv1alpha1.NodeMaintenance
-	// Pods are the pods bound to the node.
-	Pods []corev1.Pod
+	// Pods are the pods bound to the node, read only: they are the cache's own (see Decide).
+	Pods []*corev1.Pod
 	// Plan classifies the node's targeted pods by the DrainRules.
 	Plan drain.Plan
 	// IgnoreDrainLabel says the Plan was classified with the pod label nodemaint.dev/drain

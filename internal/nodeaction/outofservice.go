@@ -39,10 +39,10 @@ func NodeReady(node *corev1.Node) bool {
 // still wants it; a taint someone else applied is never touched. A Ready node never gets it. It
 // returns whether the taint should be there, when to look again, and, when only the evidence is
 // missing, what is missing (for an Event).
-func outOfService(node *corev1.Node, pods []corev1.Pod, intent maintenance.NodeIntent, now time.Time) (want bool, recheck time.Duration, missing string) {
+func outOfService(node *corev1.Node, pods []*corev1.Pod, intent maintenance.NodeIntent, now time.Time) (want bool, recheck time.Duration, missing string) {
 	stuck := false
-	for i := range pods {
-		stuck = stuck || pods[i].DeletionTimestamp != nil
+	for _, pod := range pods {
+		stuck = stuck || pod.DeletionTimestamp != nil
 	}
 	if node.Annotations[nodemaintv1alpha1.OutOfServiceAnnotation] != "" {
 		return !NodeReady(node) || stuck, 0, ""
