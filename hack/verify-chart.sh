@@ -24,6 +24,7 @@ toggles=(
   "--set podDisruptionBudget.enabled=false --set metrics.service.enabled=false"
   "--set podDisruptionBudget.maxUnavailable=50%"
   "--set featureGates.NodeMaintenanceDeployment=false --set extraArgs={--max-concurrent-evictions=50}"
+  "--set extraEnv[0].name=GOGC --set-string extraEnv[0].value=100"
   "--set image.digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef --set fullnameOverride=maint"
   "--set prometheusRule.enabled=true --set prometheusRule.labels.release=prometheus --set prometheusRule.for.NodemaintDrainBlocked=1h"
   "--set grafanaDashboard.enabled=true --set grafanaDashboard.namespace=monitoring"
