@@ -431,7 +431,7 @@ type BlockedPods struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=nm,categories=nodemaint
+// +kubebuilder:resource:scope=Cluster,shortName=nmaint,categories=nodemaint
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Cordon",type=boolean,JSONPath=`.spec.cordon`
 // +kubebuilder:printcolumn:name="Drain",type=boolean,JSONPath=`.spec.drain`
