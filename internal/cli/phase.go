@@ -118,7 +118,7 @@ func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, d
 	switch {
 	case apierrors.IsNotFound(err):
 		nm = &nodemaintv1alpha1.NodeMaintenance{
-			ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Labels: map[string]string{"app.kubernetes.io/managed-by": "kubectl-maintenance"}},
+			ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Labels: map[string]string{managedByLabel: managedByPlugin}},
 			Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: sel, Cordon: cordon, Drain: drain, Reason: reason},
 		}
 		if responseTimeout > 0 {
@@ -149,6 +149,13 @@ func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, d
 	return nm, c.Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
+// managedByLabel with the value managedByPlugin marks the NodeMaintenances the plugin created,
+// which complete deletes.
+const (
+	managedByLabel  = "app.kubernetes.io/managed-by"
+	managedByPlugin = "kubectl-maintenance"
+)
+
 // newCompleteCommand sets cordon and drain back to false: Maintenance Complete. Of nodes in
 // their turn in a rollout with release Manual, it completes their turn instead (see
 // completeTurns).
@@ -156,6 +163,7 @@ func newCompleteCommand(o *options, verb, short string) *cobra.Command {
 	var (
 		t     target
 		del   bool
+		keep  bool
 		rolls string
 	)
 	cmd := &cobra.Command{
@@ -168,7 +176,12 @@ their turn instead: it adds the maintenance's name to the node annotation nodema
 and nodemaint restores and uncordons the nodes and starts the next ones. The rollout is the one
 the node's annotation nodemaint.dev/maintenances lists, or the one --maintenance names. complete
 refuses, changing nothing, a node in several rollouts, a node waiting for its turn, and a
-rollout whose nodes are released otherwise (release Drained or Rebooted).`,
+rollout whose nodes are released otherwise (release Drained or Rebooted).
+
+Otherwise complete ends the NodeMaintenance: one that kubectl maintenance created (label
+app.kubernetes.io/managed-by=kubectl-maintenance) is deleted, which restores the nodes as
+completing does, so that a drain and its complete leave nothing behind; --keep keeps it, with
+cordon and drain false. One created otherwise (kubectl apply, GitOps) is kept unless --delete.`,
 		Example: fmt.Sprintf(`  # The maintenance of node-1 is over: uncordon it and restore what nodemaint changed
   kubectl maintenance %[1]s node-1
 
@@ -178,8 +191,11 @@ rollout whose nodes are released otherwise (release Drained or Rebooted).`,
   # the same, naming the rollout
   kubectl maintenance %[1]s node-3 node-4 --maintenance pool-a`, verb),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if rolls != "" && (t.name != "" || t.selector != "" || del || len(args) == 0) {
-				return usageError(cmd, errors.New("--maintenance completes the turns of named nodes: name them, without --name, -l or --delete"))
+			if rolls != "" && (t.name != "" || t.selector != "" || del || keep || len(args) == 0) {
+				return usageError(cmd, errors.New("--maintenance completes the turns of named nodes: name them, without --name, -l, --delete or --keep"))
+			}
+			if del && keep {
+				return usageError(cmd, errors.New("--delete and --keep: choose one"))
 			}
 			if t.name == "" {
 				if err := t.complete(args); err != nil {
@@ -208,8 +224,9 @@ rollout whose nodes are released otherwise (release Drained or Rebooted).`,
 				}
 				return err
 			}
-			if del {
-				if err := c.Delete(ctx, nm); client.IgnoreNotFound(err) != nil {
+			if del || !keep && nm.Labels[managedByLabel] == managedByPlugin {
+				// Only the object as read goes: one created again since under the same name stays.
+				if err := c.Delete(ctx, nm, client.Preconditions{UID: &nm.UID}); client.IgnoreNotFound(err) != nil {
 					return err
 				}
 				fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: deleted\n", nm.Name)
@@ -225,7 +242,8 @@ rollout whose nodes are released otherwise (release Drained or Rebooted).`,
 		},
 	}
 	t.addFlags(cmd)
-	cmd.Flags().BoolVar(&del, "delete", false, "Delete the NodeMaintenance (which completes it too)")
+	cmd.Flags().BoolVar(&del, "delete", false, "Delete the NodeMaintenance (which completes it too), whoever created it")
+	cmd.Flags().BoolVar(&keep, "keep", false, "Keep a NodeMaintenance that kubectl maintenance created, with cordon and drain false (default: delete it)")
 	cmd.Flags().StringVar(&rolls, "maintenance", "", "Complete the named nodes' turn in this rollout (release Manual); default: the rollout the nodes are in")
 	return cmd
 }

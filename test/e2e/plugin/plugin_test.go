@@ -130,15 +130,48 @@ func TestDrainStatusComplete(t *testing.T) {
 	if ok, err := unschedulable(t.Context(), node); err != nil || !ok {
 		t.Errorf("node %s schedulable during maintenance (%v)", node, err)
 	}
-	if _, code := plugin(t, "complete", node); code != 0 {
-		t.Errorf("complete: exit %d", code)
+	// complete ends the maintenance drain created, and deletes it: nothing is left behind.
+	if out, code := plugin(t, "complete", node); code != 0 || !strings.Contains(out, "deleted") {
+		t.Errorf("complete: exit %d, want 0 and the NodeMaintenance deleted", code)
 	}
+	noMaintenances(t)
 	testutil.Eventually(t, timeout, "node schedulable again", func(ctx context.Context) (bool, string, error) {
 		ok, err := unschedulable(ctx, node)
 		return !ok, "", err
 	})
+
+	// --keep keeps it, complete; and one the plugin did not create is kept unless --delete.
+	if _, code := plugin(t, "cordon", node); code != 0 {
+		t.Fatalf("cordon: exit %d", code)
+	}
+	if _, code := plugin(t, "complete", node, "--keep"); code != 0 {
+		t.Errorf("complete --keep: exit %d", code)
+	}
+	kept := func(name string) {
+		t.Helper()
+		testutil.Eventually(t, timeout, "NodeMaintenance "+name+" kept, complete", func(ctx context.Context) (bool, string, error) {
+			nm := &nodemaintv1alpha1.NodeMaintenance{}
+			if err := framework.Client().Get(ctx, client.ObjectKey{Name: name}, nm); err != nil {
+				return false, "", err
+			}
+			return nm.Status.Phase == nodemaintv1alpha1.PhaseMaintenanceComplete, string(nm.Status.Phase), nil
+		})
+	}
+	kept(node)
 	if _, code := plugin(t, "complete", node, "--delete"); code != 0 {
 		t.Errorf("complete --delete: exit %d", code)
+	}
+	noMaintenances(t)
+	applied := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "applied"}, Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+		Cordon: true, NodeSelector: corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}}}
+	create(t, applied)
+	if out, code := plugin(t, "complete", "--name", "applied"); code != 0 || !strings.Contains(out, "complete") {
+		t.Errorf("complete --name applied: exit %d", code)
+	}
+	kept("applied")
+	if _, code := plugin(t, "complete", "--name", "applied", "--delete"); code != 0 {
+		t.Errorf("complete --name applied --delete: exit %d", code)
 	}
 	// The controller is still running: it finishes the cleanup and lets the object go.
 	noMaintenances(t)
