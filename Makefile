@@ -53,7 +53,11 @@ control-plane: ## Build (once) etcd, kube-apiserver, kube-controller-manager, ku
 ##@ Test
 
 .PHONY: test
-test: verify test-alerts test-unit test-fuzz test-e2e ## Every test: generated files, alerts, unit, integration (envtest) and end-to-end.
+test: test-deps verify test-alerts test-unit test-fuzz test-e2e ## Every test: generated files, alerts, unit, integration (envtest) and end-to-end.
+
+.PHONY: test-deps
+test-deps: ## Install what make test needs beside Go and make (tmux, promtool) as root with apt-get; otherwise name the command.
+	@hack/test-deps.sh
 
 .PHONY: verify
 verify: verify-chart ## Fail when gofmt, go vet, the generated files or the Helm chart are not clean.

@@ -29,7 +29,14 @@ setsid bin/nodemaint-controller --kubeconfig "$dir/kubeconfig" --leader-elect=fa
   --metrics-bind-address=127.0.0.1:28080 --health-probe-bind-address=127.0.0.1:28081 \
   >"$dir/logs/nodemaint-controller.log" 2>&1 </dev/null &
 echo $! >"$pidfile"
-for _ in $(seq 50); do curl -fs 127.0.0.1:28081/readyz >/dev/null 2>&1 && break; sleep 0.2; done
+# Ready once /readyz answers 200 (bash's /dev/tcp: no curl needed).
+readyz() {
+  exec 3<>/dev/tcp/127.0.0.1/28081 || return 1
+  printf 'GET /readyz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+  local status; read -r _ status _ <&3; exec 3<&-
+  [ "$status" = 200 ]
+}
+for _ in $(seq 50); do readyz 2>/dev/null && break; sleep 0.2; done
 
 say "Deploying the sample workload on $node (config/samples/demo.yaml)"
 others=$(kubectl get nodes -o name | grep -v "/$node\$")
