@@ -27,8 +27,9 @@ help: ## List the targets.
 ##@ Build
 
 .PHONY: build
-build: ## Build bin/nodemaint-controller and bin/kubectl-maintenance.
+build: ## Build bin/nodemaint-controller and bin/kubectl-maintenance (and its completion for kubectl, bin/kubectl_complete-maintenance).
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/nodemaint-controller ./cmd/kubectl-maintenance
+	cp hack/plugin/kubectl_complete-maintenance bin/
 
 .PHONY: release
 release: ## Release archives of both binaries for linux and darwin, amd64 and arm64, checksums and the krew manifest in _output/release/ (VERSION=v0.2.0).

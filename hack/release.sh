@@ -2,7 +2,8 @@
 # Builds the release of nodemaint into _output/release/ (`make release`):
 #   <binary>_<version>_<os>_<arch>.tar.gz for nodemaint-controller and kubectl-maintenance on
 #   linux and darwin, amd64 and arm64 (CGO_ENABLED=0, -trimpath, version and commit in
-#   internal/version), each with the LICENSE, checksums.txt (sha256sum format) and maintenance.yaml, the krew manifest.
+#   internal/version), each with the LICENSE (the plugin's with kubectl_complete-maintenance, its
+#   completion for kubectl), checksums.txt (sha256sum format) and maintenance.yaml, the krew manifest.
 # VERSION (a git tag: v0.2.0), COMMIT and PLATFORMS come from the environment (the Makefile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +26,10 @@ for platform in $PLATFORMS; do
   trap 'rm -rf "$dir"' EXIT
   echo "build ${VERSION} ${os}/${arch}"
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch $GO build -trimpath -ldflags "$ldflags" -o "$dir/" ./cmd/nodemaint-controller ./cmd/kubectl-maintenance
+  cp hack/plugin/kubectl_complete-maintenance "$dir/"
   for bin in nodemaint-controller kubectl-maintenance; do
     files=("$bin" LICENSE)
+    [ "$bin" = kubectl-maintenance ] && files+=(kubectl_complete-maintenance)
     cp LICENSE "$dir/"
     tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="$mtime" \
       -C "$dir" -czf "$out/${bin}_${VERSION}_${os}_${arch}.tar.gz" "${files[@]}"

@@ -59,6 +59,8 @@ type (
 const (
 	pluginName = "maintenance"
 	binary     = "kubectl-maintenance"
+	// completion is kubectl's completion of the plugin (hack/plugin), in its archives beside it.
+	completion = "kubectl_complete-maintenance"
 	repository = "https://github.com/nodemaint/nodemaint"
 )
 
@@ -112,6 +114,10 @@ time, in a maintenance window, and halt when replacements cannot be placed.
 			Caveats: `This plugin needs nodemaint-controller and its CRDs in the cluster (the
 Helm chart charts/nodemaint or the kustomize base config/default); see
 ` + repository + `/blob/main/docs/user-guide.md
+
+For TAB completion of node and maintenance names, put kubectl_complete-maintenance
+on your PATH:
+  ln -s ~/.krew/store/maintenance/` + version + `/` + completion + ` ~/.krew/bin/
 `,
 		},
 	}
@@ -124,7 +130,7 @@ Helm chart charts/nodemaint or the kustomize base config/default); see
 			URI:      strings.TrimSuffix(downloadBase, "/") + "/" + s.File,
 			Sha256:   s.Sha256,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"os": m[2], "arch": m[3]}},
-			Files:    []FileOperation{{From: binary, To: "."}},
+			Files:    []FileOperation{{From: binary, To: "."}, {From: "LICENSE", To: "."}, {From: completion, To: "."}},
 			Bin:      binary,
 		})
 	}

@@ -83,6 +83,7 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 		},
 	}
 	t.addFlags(cmd)
+	o.completeNames(cmd, true)
 	cmd.Flags().StringVar(&reason, "reason", "", "Why the nodes are maintained; pods' owners see it in the EvacuationRequest condition")
 	if drain {
 		cmd.Flags().BoolVar(&wait, "wait", true, "Follow the drain until the nodes are drained (a rollout: until every node was released)")
@@ -245,6 +246,7 @@ cordon and drain false. One created otherwise (kubectl apply, GitOps) is kept un
 	cmd.Flags().BoolVar(&del, "delete", false, "Delete the NodeMaintenance (which completes it too), whoever created it")
 	cmd.Flags().BoolVar(&keep, "keep", false, "Keep a NodeMaintenance that kubectl maintenance created, with cordon and drain false (default: delete it)")
 	cmd.Flags().StringVar(&rolls, "maintenance", "", "Complete the named nodes' turn in this rollout (release Manual); default: the rollout the nodes are in")
+	o.completeNames(cmd, true)
 	return cmd
 }
 

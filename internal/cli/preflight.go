@@ -125,6 +125,7 @@ Exit codes: 0 the drain would go through, 2 something would block it, 1 error.`,
 	cmd.Flags().StringVar(&maxUnavailable, "max-unavailable", "", "How many of the nodes are out at once, a number or a percentage, as a rollout's maxUnavailable (default: all of them)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: a table per node)")
 	cmd.Flags().StringVar(&drainLabelPolicy, "drain-label-policy", string(nodemaintv1alpha1.DrainLabelPolicyHonor), "Whether the pod label nodemaint.dev/drain counts (Honor) or not (Ignore), as the NodeMaintenance's drainLabelPolicy")
+	o.completeNames(cmd, true)
 	return cmd
 }
 

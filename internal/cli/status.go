@@ -69,6 +69,7 @@ func newStatusCommand(o *options) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&blocking, "blocking", false, "List what blocks each node, with the reason (e.g. the PodDisruptionBudget's message)")
 	print.AddFlags(cmd)
+	o.completeNames(cmd, false)
 	return cmd
 }
 

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,4 +239,42 @@ func TestFallbackWithoutCRD(t *testing.T) {
 		}
 	}
 	_, _ = framework.Kubectl(t, "uncordon", node)
+}
+
+// TestCompletion: kubectl's completion of the plugin (bin/kubectl_complete-maintenance, which
+// kubectl runs for `kubectl maintenance <TAB>`) completes node names where a command takes nodes,
+// and NodeMaintenance names for status and --name, from the cluster.
+func TestCompletion(t *testing.T) {
+	framework.NewController(t).Start()
+	script := filepath.Join(os.Getenv("NODEMAINT_BIN_DIR"), "kubectl_complete-maintenance")
+	complete := func(args ...string) []string {
+		t.Helper()
+		cmd := exec.Command(script, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+framework.Cluster().Kubeconfig(),
+			"PATH="+os.Getenv("NODEMAINT_BIN_DIR")+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s %s: %v", script, strings.Join(args, " "), err)
+		}
+		// The completions, a line each, then the shell directive (":4", no file completion).
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if last := lines[len(lines)-1]; last != ":4" {
+			t.Errorf("%s: directive %q, want :4 (names only, no files)", strings.Join(args, " "), last)
+		}
+		return lines[:len(lines)-1]
+	}
+	if got := complete("drain", "kwok-node-0", "kwok-node-"); !slices.Equal(got, []string{"kwok-node-1", "kwok-node-2", "kwok-node-3"}) {
+		t.Errorf("drain kwok-node-0 kwok-node-<TAB>: %v, want the other nodes", got)
+	}
+	node := "kwok-node-2"
+	if out, code := plugin(t, "plan", node); code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, out)
+	}
+	t.Cleanup(func() { plugin(t, "complete", node); noMaintenances(t) })
+	if got := complete("status", ""); !slices.Equal(got, []string{node}) {
+		t.Errorf("status <TAB>: %v, want the NodeMaintenance %s", got, node)
+	}
+	if got := complete("complete", "--name", "kwok"); !slices.Equal(got, []string{node}) {
+		t.Errorf("complete --name kwok<TAB>: %v, want the NodeMaintenance %s", got, node)
+	}
 }
