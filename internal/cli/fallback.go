@@ -32,7 +32,7 @@ func hasNodeMaintenanceAPI(cs kubernetes.Interface) (bool, error) {
 
 // classicDrain is kubectl drain, for clusters without nodemaint (KEP-4212 asks kubectl to fall
 // back so): cordon, then evict every pod but DaemonSet pods, through PodDisruptionBudgets.
-func classicDrain(ctx context.Context, o *options, cs kubernetes.Interface, t *target, timeout time.Duration) error {
+func classicDrain(ctx context.Context, o *options, cs kubernetes.Interface, t *target, timeout time.Duration, flags *kubectlDrainFlags) error {
 	names := t.nodes
 	if t.selector != "" {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: t.selector})
@@ -44,18 +44,17 @@ func classicDrain(ctx context.Context, o *options, cs kubernetes.Interface, t *t
 		}
 	}
 	helper := &drain.Helper{
-		Ctx:                 ctx,
-		Client:              cs,
-		Force:               false,
-		GracePeriodSeconds:  -1,
-		IgnoreAllDaemonSets: true,
-		DeleteEmptyDirData:  true,
-		Timeout:             timeout,
+		Ctx:     ctx,
+		Client:  cs,
+		Timeout: timeout,
 		// kubectl drain's default: the Helper's zero value retries an eviction refused by a
 		// PodDisruptionBudget in a tight loop.
 		EvictErrorRetryDelay: 5 * time.Second,
 		Out:                  o.streams.Out,
 		ErrOut:               o.streams.ErrOut,
+	}
+	if err := flags.classic(helper); err != nil {
+		return err
 	}
 	for _, name := range names {
 		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})

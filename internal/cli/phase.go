@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -28,6 +29,7 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 		timeout         time.Duration
 		responseTimeout time.Duration
 		roll            rolloutFlags
+		kubectl         kubectlDrainFlags
 	)
 	example := fmt.Sprintf(`  # %[1]s one node
   kubectl maintenance %[1]s node-1 --reason "kernel upgrade"
@@ -60,7 +62,9 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 			if err := t.check(ctx, c); err != nil {
 				return err
 			}
+			dryRun := dryRunNone
 			if drain {
+				dryRun = kubectl.dryRun
 				if ok, err := hasNodeMaintenanceAPI(cs); err != nil {
 					return err
 				} else if !ok {
@@ -68,10 +72,32 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 						return errors.New("this cluster has no NodeMaintenance API (nodemaint.dev/v1alpha1): the classic drain cannot roll through the nodes; install nodemaint, or drain without the rollout flags")
 					}
 					fmt.Fprintln(o.streams.ErrOut, "Warning: this cluster has no NodeMaintenance API (nodemaint.dev/v1alpha1); falling back to the classic drain, which evicts every pod without asking its owner")
-					return classicDrain(ctx, o, cs, &t, timeout)
+					return classicDrain(ctx, o, cs, &t, timeout, &kubectl)
+				}
+				if err := kubectl.check(); err != nil {
+					return usageError(cmd, err)
 				}
 			}
-			nm, err := applyMaintenance(ctx, c, &t, cordon, drain, reason, responseTimeout, &roll)
+			if dryRun != dryRunNone {
+				// What the drain would meet, then the NodeMaintenance it would write.
+				nm, err := applyMaintenance(ctx, c, &t, cordon, drain, reason, responseTimeout, &roll, dryRun)
+				if err != nil {
+					return err
+				}
+				var budget *intstr.IntOrString
+				if nm.Spec.Rollout != nil {
+					budget = nm.Spec.Rollout.MaxUnavailable
+				}
+				ignoreLabel := nm.Spec.DrainLabelPolicy == nodemaintv1alpha1.DrainLabelPolicyIgnore
+				preflightErr := runPreflight(ctx, o, c, &t, budget, ignoreLabel, "")
+				var exit *exitError
+				if preflightErr != nil && !errors.As(preflightErr, &exit) {
+					return preflightErr
+				}
+				fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: %s (%s dry run)\n", nm.Name, verbPast(verb, nm), dryRun)
+				return preflightErr
+			}
+			nm, err := applyMaintenance(ctx, c, &t, cordon, drain, reason, responseTimeout, &roll, dryRunNone)
 			if err != nil {
 				return err
 			}
@@ -90,6 +116,7 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 		cmd.Flags().DurationVar(&timeout, "timeout", 0, "How long to wait for the drain (0: no limit); the drain goes on after a time-out")
 		cmd.Flags().DurationVar(&responseTimeout, "response-timeout", 0, "How long pod owners have to accept an evacuation before their pods are evicted (default: the NodeMaintenance's, 3m)")
 		roll.addFlags(cmd)
+		kubectl.addFlags(cmd.Flags())
 	}
 	return cmd
 }
@@ -108,8 +135,14 @@ func verbPast(verb string, nm *nodemaintv1alpha1.NodeMaintenance) string {
 
 // applyMaintenance creates the target's NodeMaintenance, or updates the one that exists: running
 // a command again is idempotent. The rollout flags (drain only; nil otherwise) set the fields of
-// spec.rollout they give.
-func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, drain bool, reason string, responseTimeout time.Duration, roll *rolloutFlags) (*nodemaintv1alpha1.NodeMaintenance, error) {
+// spec.rollout they give. dryRun client writes nothing, server sends the write as a dry run
+// (validated, not stored); either returns the object as it would be.
+func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, drain bool, reason string, responseTimeout time.Duration, roll *rolloutFlags, dryRun string) (*nodemaintv1alpha1.NodeMaintenance, error) {
+	var create []client.CreateOption
+	var patch []client.PatchOption
+	if dryRun == dryRunServer {
+		create, patch = []client.CreateOption{client.DryRunAll}, []client.PatchOption{client.DryRunAll}
+	}
 	sel, err := t.nodeSelector()
 	if err != nil {
 		return nil, err
@@ -130,7 +163,10 @@ func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, d
 				return nil, err
 			}
 		}
-		return nm, c.Create(ctx, nm)
+		if dryRun == dryRunClient {
+			return nm, nil
+		}
+		return nm, c.Create(ctx, nm, create...)
 	case err != nil:
 		return nil, err
 	}
@@ -147,7 +183,10 @@ func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, d
 	if responseTimeout > 0 {
 		nm.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: responseTimeout}
 	}
-	return nm, c.Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if dryRun == dryRunClient {
+		return nm, nil
+	}
+	return nm, c.Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), patch...)
 }
 
 // managedByLabel with the value managedByPlugin marks the NodeMaintenances the plugin created,

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -93,32 +95,7 @@ Exit codes: 0 the drain would go through, 2 something would block it, 1 error.`,
 			if err != nil {
 				return err
 			}
-			in, err := preflight.Read(cmd.Context(), c, o.streams.ErrOut)
-			if err != nil {
-				return err
-			}
-			in.IgnoreDrainLabel = ignoreDrainLabel
-			if in.Targets, err = t.resolve(in.Nodes); err != nil {
-				return err
-			}
-			if budget != nil {
-				n, _ := intstr.GetScaledValueFromIntOrPercent(budget, len(in.Targets), false)
-				in.MaxUnavailable = max(n, 1) // a rollout's budget is at least one node
-			}
-			report := preflight.Run(in)
-			if err := printPreflight(o.streams.Out, &report, output); err != nil {
-				return err
-			}
-			if report.Blocks() {
-				blocked := 0
-				for _, n := range report.Nodes {
-					if n.Verdict == preflight.Blocks {
-						blocked++
-					}
-				}
-				return &exitError{code: ExitBlocked, err: fmt.Errorf("the drain would be blocked on %d of %d nodes", blocked, len(report.Nodes))}
-			}
-			return nil
+			return runPreflight(cmd.Context(), o, c, &t, budget, ignoreDrainLabel, output)
 		},
 	}
 	cmd.Flags().StringVarP(&t.selector, "selector", "l", "", "Label selector of the nodes, instead of names")
@@ -231,4 +208,36 @@ func podList(pods []string) string {
 		return strings.Join(pods, ",")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(pods[:most], ","), len(pods)-most)
+}
+
+// runPreflight reads the cluster, computes the preflight of the target's nodes (budget: a
+// rollout's maxUnavailable, nil for all at once), prints it, and returns an exitError with
+// ExitBlocked when the drain would be blocked.
+func runPreflight(ctx context.Context, o *options, c client.Reader, t *target, budget *intstr.IntOrString, ignoreDrainLabel bool, output string) error {
+	in, err := preflight.Read(ctx, c, o.streams.ErrOut)
+	if err != nil {
+		return err
+	}
+	in.IgnoreDrainLabel = ignoreDrainLabel
+	if in.Targets, err = t.resolve(in.Nodes); err != nil {
+		return err
+	}
+	if budget != nil {
+		n, _ := intstr.GetScaledValueFromIntOrPercent(budget, len(in.Targets), false)
+		in.MaxUnavailable = max(n, 1) // a rollout's budget is at least one node
+	}
+	report := preflight.Run(in)
+	if err := printPreflight(o.streams.Out, &report, output); err != nil {
+		return err
+	}
+	if report.Blocks() {
+		blocked := 0
+		for _, n := range report.Nodes {
+			if n.Verdict == preflight.Blocks {
+				blocked++
+			}
+		}
+		return &exitError{code: ExitBlocked, err: fmt.Errorf("the drain would be blocked on %d of %d nodes", blocked, len(report.Nodes))}
+	}
+	return nil
 }

@@ -40,8 +40,8 @@ func (f *rolloutFlags) addFlags(cmd *cobra.Command) {
 	f.cmd = cmd
 	fs := cmd.Flags()
 	fs.StringVar(&f.maxUnavailable, flagMaxUnavailable, "", "Roll through the nodes this many at a time: a number, or a percentage of the selected nodes (\"25%\"); without it every node is drained at once")
-	fs.StringVar(&f.release, flagRelease, "", "When a node's turn ends and the next starts: drained (default), rebooted (drained, then booted again and Ready), manual (`kubectl maintenance complete NODE`)")
-	fs.StringVar(&f.onNodeFailure, flagOnNodeFailure, "", "A node not drained within --drain-timeout: pause (default) halts the rollout, continue releases it as failed and goes on")
+	fs.StringVar(&f.release, flagRelease, "", "When a node's turn ends and the next starts: drained (default), rebooted (drained, then booted again and Ready), manual (ended by 'kubectl maintenance complete NODE')")
+	fs.StringVar(&f.onNodeFailure, flagOnNodeFailure, "", "A node not drained within the NodeMaintenance's spec.drainTimeout: pause (default) halts the rollout, continue releases it as failed and goes on")
 	fs.StringVar(&f.windowSchedule, flagWindowSchedule, "", "Nodes start their turn only in a maintenance window opening at this cron schedule (5 fields: minute hour day-of-month month day-of-week, e.g. \"0 22 * * 1-5\")")
 	fs.DurationVar(&f.windowDuration, flagWindowDuration, 0, "How long the maintenance window stays open each time (1m to 168h)")
 	fs.StringVar(&f.windowTimeZone, flagWindowTimeZone, "", "IANA time zone the window's schedule is read in (e.g. Europe/Berlin; default UTC)")

@@ -115,7 +115,7 @@ func TestApplyRolloutMaintenance(t *testing.T) {
 	if err := tg.complete(nil); err != nil {
 		t.Fatal(err)
 	}
-	nm, err := applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t, "--max-unavailable", "2", "--release", "rebooted"))
+	nm, err := applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t, "--max-unavailable", "2", "--release", "rebooted"), dryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,10 +125,10 @@ func TestApplyRolloutMaintenance(t *testing.T) {
 	if got := verbPast("drain", nm); got != "rolling, 2 nodes at a time, release Rebooted" {
 		t.Errorf("the line after creating it says %q", got)
 	}
-	if _, err := applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t)); err != nil {
+	if _, err := applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t), dryRunNone); err != nil {
 		t.Fatal(err)
 	}
-	nm, err = applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t, "--on-node-failure", "continue"))
+	nm, err = applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t, "--on-node-failure", "continue"), dryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestApplyRolloutMaintenance(t *testing.T) {
 	if err := plain.complete([]string{"node-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := applyMaintenance(ctx, c, plain, true, true, "", 0, rolloutFlagsFrom(t, "--release", "manual")); err == nil ||
+	if _, err := applyMaintenance(ctx, c, plain, true, true, "", 0, rolloutFlagsFrom(t, "--release", "manual"), dryRunNone); err == nil ||
 		!strings.Contains(err.Error(), "--max-unavailable") {
 		t.Errorf("--release alone: error %v, want to be told --max-unavailable", err)
 	}
