@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/drain"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -32,7 +33,7 @@ func hasNodeMaintenanceAPI(cs kubernetes.Interface) (bool, error) {
 
 // classicDrain is kubectl drain, for clusters without nodemaint (KEP-4212 asks kubectl to fall
 // back so): cordon, then evict every pod but DaemonSet pods, through PodDisruptionBudgets.
-func classicDrain(ctx context.Context, o *options, cs kubernetes.Interface, t *target, timeout time.Duration, flags *kubectlDrainFlags) error {
+func classicDrain(ctx context.Context, o *options, cs kubernetes.Interface, t *target, timeout time.Duration, flags *kubectlDrainFlags, dryRun cmdutil.DryRunStrategy) error {
 	names := t.nodes
 	if t.selector != "" {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: t.selector})
@@ -53,9 +54,7 @@ func classicDrain(ctx context.Context, o *options, cs kubernetes.Interface, t *t
 		Out:                  o.streams.Out,
 		ErrOut:               o.streams.ErrOut,
 	}
-	if err := flags.classic(helper); err != nil {
-		return err
-	}
+	flags.classic(helper, dryRun)
 	for _, name := range names {
 		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

@@ -2,9 +2,8 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/drain"
 )
@@ -15,7 +14,7 @@ import (
 // nodemaint offers instead. In the classic fallback, on a cluster without nodemaint, they mean
 // what they mean to kubectl drain.
 type kubectlDrainFlags struct {
-	fs                 *pflag.FlagSet
+	cmd                *cobra.Command
 	ignoreDaemonSets   bool
 	deleteEmptyDirData bool
 	deleteLocalData    bool
@@ -24,18 +23,11 @@ type kubectlDrainFlags struct {
 	gracePeriod        int
 	podSelector        string
 	skipWaitForDelete  int
-	dryRun             string
 }
 
-// Dry runs (--dry-run).
-const (
-	dryRunNone   = "none"
-	dryRunClient = "client"
-	dryRunServer = "server"
-)
-
-func (f *kubectlDrainFlags) addFlags(fs *pflag.FlagSet) {
-	f.fs = fs
+func (f *kubectlDrainFlags) addFlags(cmd *cobra.Command) {
+	f.cmd = cmd
+	fs := cmd.Flags()
 	fs.BoolVar(&f.ignoreDaemonSets, "ignore-daemonsets", false, "kubectl drain's: nodemaint never drains DaemonSet pods, so it changes nothing here")
 	fs.BoolVar(&f.deleteEmptyDirData, "delete-emptydir-data", false, "kubectl drain's: nodemaint moves pods with emptyDir volumes (preflight lists the data lost), so it changes nothing here")
 	fs.BoolVar(&f.deleteLocalData, "delete-local-data", false, "kubectl drain's old name of --delete-emptydir-data")
@@ -45,31 +37,35 @@ func (f *kubectlDrainFlags) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&f.gracePeriod, "grace-period", -1, "kubectl drain's; refused: an evicted pod gets its own terminationGracePeriodSeconds")
 	fs.StringVar(&f.podSelector, "pod-selector", "", "kubectl drain's; refused: DrainRules and the pod label nodemaint.dev/drain=skip say which pods stay")
 	fs.IntVar(&f.skipWaitForDelete, "skip-wait-for-delete-timeout", 0, "kubectl drain's; refused: the status names the pods stuck terminating, and spec.shutdown handles a node that was shut down")
-	fs.StringVar(&f.dryRun, "dry-run", dryRunNone, "none; client: print the preflight and the NodeMaintenance, write nothing; server: the same, and send the NodeMaintenance to the API server as a dry run (validated, not stored)")
-	fs.Lookup("dry-run").NoOptDefVal = dryRunClient
+	// kubectl's own --dry-run, parsed as kubectl parses it (dryRun).
+	cmdutil.AddDryRunFlag(cmd)
+	fs.Lookup("dry-run").Usage = `"none", "client" (print the preflight and the NodeMaintenance, write nothing) or "server" (the same, and send the NodeMaintenance to the API server as a dry run: validated, not stored)`
+}
+
+// dryRun is --dry-run, as kubectl reads it (its old boolean forms included).
+func (f *kubectlDrainFlags) dryRun() (cmdutil.DryRunStrategy, error) {
+	return cmdutil.GetDryRunStrategy(f.cmd)
 }
 
 // check refuses what nodemaint does not do, with the option that does it safely.
 func (f *kubectlDrainFlags) check() error {
 	switch {
-	case f.dryRun != dryRunNone && f.dryRun != dryRunClient && f.dryRun != dryRunServer:
-		return fmt.Errorf("--dry-run %q: want none, client or server", f.dryRun)
 	case f.force:
 		return errors.New("--force: nodemaint evicts pods that no controller manages through their PodDisruptionBudgets once --response-timeout ran out (preflight lists them): drop --force")
 	case f.disableEviction:
 		return errors.New("--disable-eviction: nodemaint never deletes past a PodDisruptionBudget on its own; to delete what is left after a deadline, set the NodeMaintenance's drainTimeout with drainTimeoutAction: Delete")
-	case f.fs.Changed("grace-period"):
+	case f.cmd.Flags().Changed("grace-period"):
 		return errors.New("--grace-period: with nodemaint an evicted pod gets its own terminationGracePeriodSeconds: drop --grace-period")
 	case f.podSelector != "":
 		return errors.New("--pod-selector: nodemaint drains every pod a DrainRule or the label nodemaint.dev/drain=skip does not keep: label or rule the pods to stay (preflight shows which move)")
-	case f.fs.Changed("skip-wait-for-delete-timeout"):
+	case f.cmd.Flags().Changed("skip-wait-for-delete-timeout"):
 		return errors.New("--skip-wait-for-delete-timeout: nodemaint names the pods stuck terminating in the status; for a node that was shut down, see the NodeMaintenance's spec.shutdown")
 	}
 	return nil
 }
 
 // classic sets the kubectl drain helper of the fallback as kubectl drain would from the flags.
-func (f *kubectlDrainFlags) classic(h *drain.Helper) error {
+func (f *kubectlDrainFlags) classic(h *drain.Helper, dryRun cmdutil.DryRunStrategy) {
 	h.IgnoreAllDaemonSets = f.ignoreDaemonSets
 	h.DeleteEmptyDirData = f.deleteEmptyDirData || f.deleteLocalData
 	h.Force = f.force
@@ -77,15 +73,5 @@ func (f *kubectlDrainFlags) classic(h *drain.Helper) error {
 	h.GracePeriodSeconds = f.gracePeriod
 	h.PodSelector = f.podSelector
 	h.SkipWaitForDeleteTimeoutSeconds = f.skipWaitForDelete
-	switch f.dryRun {
-	case dryRunNone:
-		h.DryRunStrategy = cmdutil.DryRunNone
-	case dryRunClient:
-		h.DryRunStrategy = cmdutil.DryRunClient
-	case dryRunServer:
-		h.DryRunStrategy = cmdutil.DryRunServer
-	default:
-		return fmt.Errorf("--dry-run %q: want none, client or server", f.dryRun)
-	}
-	return nil
+	h.DryRunStrategy = dryRun
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -62,9 +63,11 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 			if err := t.check(ctx, c); err != nil {
 				return err
 			}
-			dryRun := dryRunNone
+			dryRun := cmdutil.DryRunNone
 			if drain {
-				dryRun = kubectl.dryRun
+				if dryRun, err = kubectl.dryRun(); err != nil {
+					return usageError(cmd, err)
+				}
 				if ok, err := hasNodeMaintenanceAPI(cs); err != nil {
 					return err
 				} else if !ok {
@@ -72,13 +75,13 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 						return errors.New("this cluster has no NodeMaintenance API (nodemaint.dev/v1alpha1): the classic drain cannot roll through the nodes; install nodemaint, or drain without the rollout flags")
 					}
 					fmt.Fprintln(o.streams.ErrOut, "Warning: this cluster has no NodeMaintenance API (nodemaint.dev/v1alpha1); falling back to the classic drain, which evicts every pod without asking its owner")
-					return classicDrain(ctx, o, cs, &t, timeout, &kubectl)
+					return classicDrain(ctx, o, cs, &t, timeout, &kubectl, dryRun)
 				}
 				if err := kubectl.check(); err != nil {
 					return usageError(cmd, err)
 				}
 			}
-			if dryRun != dryRunNone {
+			if dryRun != cmdutil.DryRunNone {
 				// What the drain would meet, then the NodeMaintenance it would write.
 				nm, err := applyMaintenance(ctx, c, &t, cordon, drain, reason, responseTimeout, &roll, dryRun)
 				if err != nil {
@@ -94,10 +97,14 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 				if preflightErr != nil && !errors.As(preflightErr, &exit) {
 					return preflightErr
 				}
-				fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: %s (%s dry run)\n", nm.Name, verbPast(verb, nm), dryRun)
+				how := "client"
+				if dryRun == cmdutil.DryRunServer {
+					how = "server"
+				}
+				fmt.Fprintf(o.streams.Out, "nodemaintenance.nodemaint.dev/%s: %s (%s dry run)\n", nm.Name, verbPast(verb, nm), how)
 				return preflightErr
 			}
-			nm, err := applyMaintenance(ctx, c, &t, cordon, drain, reason, responseTimeout, &roll, dryRunNone)
+			nm, err := applyMaintenance(ctx, c, &t, cordon, drain, reason, responseTimeout, &roll, cmdutil.DryRunNone)
 			if err != nil {
 				return err
 			}
@@ -116,7 +123,7 @@ func newPhaseCommand(o *options, verb, short string, cordon, drain bool) *cobra.
 		cmd.Flags().DurationVar(&timeout, "timeout", 0, "How long to wait for the drain (0: no limit); the drain goes on after a time-out")
 		cmd.Flags().DurationVar(&responseTimeout, "response-timeout", 0, "How long pod owners have to accept an evacuation before their pods are evicted (default: the NodeMaintenance's, 3m)")
 		roll.addFlags(cmd)
-		kubectl.addFlags(cmd.Flags())
+		kubectl.addFlags(cmd)
 	}
 	return cmd
 }
@@ -137,10 +144,10 @@ func verbPast(verb string, nm *nodemaintv1alpha1.NodeMaintenance) string {
 // a command again is idempotent. The rollout flags (drain only; nil otherwise) set the fields of
 // spec.rollout they give. dryRun client writes nothing, server sends the write as a dry run
 // (validated, not stored); either returns the object as it would be.
-func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, drain bool, reason string, responseTimeout time.Duration, roll *rolloutFlags, dryRun string) (*nodemaintv1alpha1.NodeMaintenance, error) {
+func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, drain bool, reason string, responseTimeout time.Duration, roll *rolloutFlags, dryRun cmdutil.DryRunStrategy) (*nodemaintv1alpha1.NodeMaintenance, error) {
 	var create []client.CreateOption
 	var patch []client.PatchOption
-	if dryRun == dryRunServer {
+	if dryRun == cmdutil.DryRunServer {
 		create, patch = []client.CreateOption{client.DryRunAll}, []client.PatchOption{client.DryRunAll}
 	}
 	sel, err := t.nodeSelector()
@@ -163,7 +170,7 @@ func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, d
 				return nil, err
 			}
 		}
-		if dryRun == dryRunClient {
+		if dryRun == cmdutil.DryRunClient {
 			return nm, nil
 		}
 		return nm, c.Create(ctx, nm, create...)
@@ -183,7 +190,7 @@ func applyMaintenance(ctx context.Context, c client.Client, t *target, cordon, d
 	if responseTimeout > 0 {
 		nm.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: responseTimeout}
 	}
-	if dryRun == dryRunClient {
+	if dryRun == cmdutil.DryRunClient {
 		return nm, nil
 	}
 	return nm, c.Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), patch...)

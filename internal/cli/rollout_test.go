@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -115,7 +116,7 @@ func TestApplyRolloutMaintenance(t *testing.T) {
 	if err := tg.complete(nil); err != nil {
 		t.Fatal(err)
 	}
-	nm, err := applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t, "--max-unavailable", "2", "--release", "rebooted"), dryRunNone)
+	nm, err := applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t, "--max-unavailable", "2", "--release", "rebooted"), cmdutil.DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,10 +126,10 @@ func TestApplyRolloutMaintenance(t *testing.T) {
 	if got := verbPast("drain", nm); got != "rolling, 2 nodes at a time, release Rebooted" {
 		t.Errorf("the line after creating it says %q", got)
 	}
-	if _, err := applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t), dryRunNone); err != nil {
+	if _, err := applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t), cmdutil.DryRunNone); err != nil {
 		t.Fatal(err)
 	}
-	nm, err = applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t, "--on-node-failure", "continue"), dryRunNone)
+	nm, err = applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t, "--on-node-failure", "continue"), cmdutil.DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestApplyRolloutMaintenance(t *testing.T) {
 	if err := plain.complete([]string{"node-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := applyMaintenance(ctx, c, plain, true, true, "", 0, rolloutFlagsFrom(t, "--release", "manual"), dryRunNone); err == nil ||
+	if _, err := applyMaintenance(ctx, c, plain, true, true, "", 0, rolloutFlagsFrom(t, "--release", "manual"), cmdutil.DryRunNone); err == nil ||
 		!strings.Contains(err.Error(), "--max-unavailable") {
 		t.Errorf("--release alone: error %v, want to be told --max-unavailable", err)
 	}

@@ -232,48 +232,46 @@ func (p Plan) Pending() int {
 }
 
 // NewPlan groups classified pods. A node's plan is made at every look at the node and at each
-// maintenance's look at its nodes: the groups are sized once, not grown.
+// maintenance's look at its nodes: the drained groups are sized once, not grown.
 func NewPlan(pods []Classified) Plan {
-	drains, lowest := 0, int32(0)
+	lowest, current, later := int32(0), 0, 0
 	for _, c := range pods {
-		if drained(c.Class) {
-			if drains == 0 || c.Class.Order < lowest {
-				lowest = c.Class.Order
-			}
-			drains++
-		}
-	}
-	current := 0
-	for _, c := range pods {
-		if drained(c.Class) && c.Class.Order == lowest {
+		switch {
+		case !drained(c.Class):
+		case current == 0 || c.Class.Order < lowest:
+			lowest, later, current = c.Class.Order, later+current, 1
+		case c.Class.Order == lowest:
 			current++
+		default:
+			later++
 		}
 	}
 	var plan Plan
 	if current > 0 {
 		plan.Current = make([]Classified, 0, current)
 	}
-	if drains > current {
-		plan.Later = make([]Classified, 0, drains-current)
+	if later > 0 {
+		plan.Later = make([]Classified, 0, later)
 	}
 	for _, c := range pods {
 		switch {
+		case drained(c.Class) && c.Class.Order == lowest:
+			plan.Current = append(plan.Current, c)
+		case drained(c.Class):
+			plan.Later = append(plan.Later, c)
 		case c.Class.InvalidRule != "":
 			plan.Held = append(plan.Held, c)
 		case c.Class.Behavior == nodemaintv1alpha1.DrainBehaviorSkip:
 			plan.Skipped = append(plan.Skipped, c)
-		case c.Class.Behavior == nodemaintv1alpha1.DrainBehaviorWaitCompleted:
-			plan.WaitCompleted = append(plan.WaitCompleted, c)
-		case c.Class.Order == lowest:
-			plan.Current = append(plan.Current, c)
 		default:
-			plan.Later = append(plan.Later, c)
+			plan.WaitCompleted = append(plan.WaitCompleted, c)
 		}
 	}
 	return plan
 }
 
-// drained reports whether the class is one the drain evicts (Behavior Drain, a rule that parses).
+// drained reports whether the drain evicts pods of the class: Behavior Drain, by a rule that
+// parses (Held, Skipped and WaitCompleted are the others).
 func drained(c Class) bool {
 	return c.InvalidRule == "" && c.Behavior != nodemaintv1alpha1.DrainBehaviorSkip && c.Behavior != nodemaintv1alpha1.DrainBehaviorWaitCompleted
 }
