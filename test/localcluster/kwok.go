@@ -3,12 +3,19 @@ package localcluster
 import (
 	"context"
 	_ "embed"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/kubectl/pkg/util/podutils"
 )
 
 // Pod annotations that set how long the fake kubelet takes over a pod, as Go durations
@@ -61,7 +68,9 @@ func (c *Cluster) kwokArgs(kubeconfig string) []string {
 // nodes go NotReady once nodeMonitorGracePeriod (40s) passed without heartbeats.
 func (c *Cluster) StopKwok() error { return stopProcesses(c.log, c.dir, kwok) }
 
-// StartKwok starts kwok again after StopKwok; it does nothing when kwok runs.
+// StartKwok starts kwok again after StopKwok; it does nothing when kwok runs. It returns once
+// the new kwok plays the kubelet of every node it selects, and has been shown every pod bound
+// to them that waits for a kubelet.
 func (c *Cluster) StartKwok(ctx context.Context) error {
 	if _, ok := runningPid(c.dir, kwok); ok {
 		return nil
@@ -72,6 +81,80 @@ func (c *Cluster) StartKwok(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.startProcess(kwok)
-	return err
+	if _, err := c.startProcess(kwok); err != nil {
+		return err
+	}
+	nodes, err := c.waitKwokLeasesRenewed(ctx)
+	if err != nil {
+		return err
+	}
+	return c.resyncKwokPods(ctx, nodes)
+}
+
+// kwokRestartTimeout bounds the wait for a restarted kwok to renew the Leases of its nodes:
+// it renews them every quarter of nodeLeaseDuration.
+const kwokRestartTimeout = nodeLeaseDuration * time.Second
+
+// waitKwokLeasesRenewed waits until kwok renewed, after creating it, the Lease of every node
+// it selects, and returns those nodes.
+//
+// kwok lists the pods of a node the moment it creates the node's Lease, but it acts on a pod
+// only once its own watch of the Leases shows the Lease: when the list comes first, kwok skips
+// the node's pods until they change. A renewal proves the watch caught up, since kwok renews
+// a Lease it reads from that watch (and creates one it does not find there).
+func (c *Cluster) waitKwokLeasesRenewed(ctx context.Context) (sets.Set[string], error) {
+	var nodes sets.Set[string]
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, kwokRestartTimeout, true, func(ctx context.Context) (bool, error) {
+		nodeList, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: KwokNodeLabel + "=fake"})
+		if err != nil {
+			return false, err
+		}
+		leases, err := c.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		renewed := sets.New[string]()
+		for _, l := range leases.Items {
+			// kwok creates a Lease with its renewTime; the API server's creationTimestamp,
+			// rounded down to the second, is less than a second before it.
+			if l.Spec.RenewTime != nil && l.Spec.RenewTime.Sub(l.CreationTimestamp.Time) > time.Second {
+				renewed.Insert(l.Name)
+			}
+		}
+		nodes = sets.New[string]()
+		for _, n := range nodeList.Items {
+			nodes.Insert(n.Name)
+		}
+		return renewed.IsSuperset(nodes), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kwok restarted, but did not renew the Leases of its nodes within %s: %w", kwokRestartTimeout, err)
+	}
+	return nodes, nil
+}
+
+// kwokResyncAnnotation is set on the pods resyncKwokPods shows kwok again.
+const kwokResyncAnnotation = "localcluster.nodemaint.io/kwok-resync"
+
+// resyncKwokPods changes every pod bound to one of nodes that waits for its kubelet, to start
+// or to stop, so that kwok sees it again (see waitKwokLeasesRenewed).
+func (c *Cluster) resyncKwokPods(ctx context.Context, nodes sets.Set[string]) error {
+	pods, err := c.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, kwokResyncAnnotation, time.Now().UTC().Format(time.RFC3339Nano))
+	for _, p := range pods.Items {
+		if !nodes.Has(p.Spec.NodeName) || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if p.DeletionTimestamp == nil && podutils.IsPodReady(&p) {
+			continue
+		}
+		_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
 }
