@@ -16,60 +16,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
 
-// +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictionrequests,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions,verbs=get;list;watch
-
-// observeRequests reads, under the EvictionRequest protocol, nodemaint's EvictionRequests of the
-// node and the Evictions of its pods, and returns the pods as answered by them
-// (evictionrequest.Answer). Under the pod condition protocol it returns the pods as they are and
-// nil.
-func (o *observer) observeRequests(ctx context.Context, node *corev1.Node, pods []*corev1.Pod) ([]*corev1.Pod, *evictionrequest.Observed, error) {
-	if o.protocol != nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
-		return pods, nil, nil
+// writeRequests writes a plan of EvictionRequests (requestWrites' withdrawRequests, then its
+// requestRequests), each write with an optimistic lock on the request seen. A request that comes to
+// ask for its pod's eviction is an Event on the pod, as a pod condition's request is.
+func (r *NodeReconciler) writeRequests(ctx context.Context, plan evictionrequest.Plan, seen *evictionrequest.Observed, pods []*corev1.Pod) error {
+	if seen == nil {
+		return nil
 	}
-	er := &evictionrequest.Observed{Node: node.Name, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{},
-		PodConditionsLeft: evictionrequest.PodConditionsLeft(pods)}
-	var reqs lifecyclev1alpha1.EvictionRequestList
-	if err := o.client.List(ctx, &reqs, client.MatchingFields{requestNodeIndex: node.Name}); err != nil {
-		return nil, nil, fmt.Errorf("listing EvictionRequests: %w", err)
-	}
-	er.Requests = reqs.Items
-	// The Evictions naming nodemaint as a requester (the Eviction controller labels them so) of
-	// the node's pods and of the requests' pods, looked up by pod: listing a namespace's
-	// Evictions for every node reconcile copied all of them (1,000 in the benchmark's scenario
-	// M) each time, and was half of the controller's CPU.
-	uids := make(map[types.UID]bool, len(pods)+len(er.Requests))
-	for _, pod := range pods {
-		uids[pod.UID] = true
-	}
-	for _, r := range er.Requests {
-		if r.Spec.Target.Pod != nil {
-			uids[r.Spec.Target.Pod.UID] = true
-		}
-	}
-	for uid := range uids {
-		var evs lifecyclev1alpha1.EvictionList
-		if err := o.client.List(ctx, &evs, client.MatchingFields{evictionPodIndex: string(uid)}); err != nil {
-			return nil, nil, fmt.Errorf("listing Evictions: %w", err)
-		}
-		for i := range evs.Items {
-			er.Evictions[uid] = &evs.Items[i]
-		}
-	}
-	return evictionrequest.Answer(pods, *er), er, nil
-}
-
-// writeRequests writes the protocol's part of the decision: first (before the node) the
-// withdrawals, deletions and adoptions; then, once the node is cordoned (create true), the requests.
-func (r *NodeReconciler) writeRequests(ctx context.Context, plan evictionrequest.Plan, observed *evictionrequest.Observed, pods []*corev1.Pod, create bool) error {
 	byName := map[types.NamespacedName]*lifecyclev1alpha1.EvictionRequest{}
-	for i := range observed.Requests {
-		byName[client.ObjectKeyFromObject(&observed.Requests[i])] = &observed.Requests[i]
+	for i := range seen.Requests {
+		byName[client.ObjectKeyFromObject(&seen.Requests[i])] = &seen.Requests[i]
 	}
 	podOf := map[types.UID]*corev1.Pod{}
 	for _, pod := range pods {
@@ -92,63 +53,52 @@ func (r *NodeReconciler) writeRequests(ctx context.Context, plan evictionrequest
 			errs = append(errs, err)
 		}
 	}
+	requested := func(req *lifecyclev1alpha1.EvictionRequest) {
+		if pod := podOf[req.Spec.Target.Pod.UID]; pod != nil {
+			eventSink{r.Recorder}.requested(pod)
+		}
+	}
 	var g errgroup.Group
 	g.SetLimit(podWritesPerNode)
-	if !create {
-		for _, want := range plan.Update {
-			if want.Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
-				continue
-			}
-			orig := byName[client.ObjectKeyFromObject(want)]
-			g.Go(func() error {
-				record(r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), &withdrawn)
-				return nil
-			})
-		}
-		for _, req := range plan.Delete {
-			g.Go(func() error {
-				record(r.Client.Delete(ctx, req, client.Preconditions{UID: &req.UID}), &deleted)
-				return nil
-			})
-		}
-		// Requests that stay, given their pod as owner (evictionrequest.PodOwner), so that the
-		// garbage collector removes them with it.
-		for _, want := range plan.Adopt {
-			orig := byName[client.ObjectKeyFromObject(want)]
-			g.Go(func() error {
-				record(r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), &adopted)
-				return nil
-			})
-		}
-	} else {
-		for _, want := range plan.Update {
+	for _, want := range plan.Update {
+		orig := byName[client.ObjectKeyFromObject(want)]
+		g.Go(func() error {
+			err := r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 			if want.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
-				continue
+				record(err, &withdrawn)
+				return nil
 			}
-			orig := byName[client.ObjectKeyFromObject(want)]
-			g.Go(func() error {
-				err := r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-				record(err, &asked)
-				if err == nil && orig.Spec.Intent != want.Spec.Intent {
-					if pod := podOf[want.Spec.Target.Pod.UID]; pod != nil {
-						eventSink{r.Recorder}.requested(pod)
-					}
-				}
-				return nil
-			})
-		}
-		for _, req := range plan.Create {
-			g.Go(func() error {
-				err := r.Client.Create(ctx, req)
-				record(err, &created)
-				if err == nil {
-					if pod := podOf[req.Spec.Target.Pod.UID]; pod != nil {
-						eventSink{r.Recorder}.requested(pod)
-					}
-				}
-				return nil
-			})
-		}
+			record(err, &asked)
+			if err == nil && orig.Spec.Intent != want.Spec.Intent {
+				requested(want)
+			}
+			return nil
+		})
+	}
+	for _, req := range plan.Delete {
+		g.Go(func() error {
+			record(r.Client.Delete(ctx, req, client.Preconditions{UID: &req.UID}), &deleted)
+			return nil
+		})
+	}
+	// Requests that stay, given their pod as owner (evictionrequest.PodOwner), so that the
+	// garbage collector removes them with it.
+	for _, want := range plan.Adopt {
+		orig := byName[client.ObjectKeyFromObject(want)]
+		g.Go(func() error {
+			record(r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), &adopted)
+			return nil
+		})
+	}
+	for _, req := range plan.Create {
+		g.Go(func() error {
+			err := r.Client.Create(ctx, req)
+			record(err, &created)
+			if err == nil {
+				requested(req)
+			}
+			return nil
+		})
 	}
 	_ = g.Wait()
 	if created+asked+withdrawn+deleted+adopted > 0 {
@@ -157,54 +107,21 @@ func (r *NodeReconciler) writeRequests(ctx context.Context, plan evictionrequest
 	return errors.Join(errs...)
 }
 
-// nodeGone removes, under the EvictionRequest protocol, what nodemaint left of a node that is gone
-// (deleted under maintenance: drained, then deleted; an autoscaler's scale-down): its
-// EvictionRequests (NodeLabel) whose pods are gone, and the rest are given their pod as owner,
-// so that the garbage collector removes them with their pods (which the pod garbage collector
-// deletes, their node gone). The same evictionrequest.Decide as for a node, with nothing to ask
-// or withdraw. A pod's deletion brings this reconcile (nodeOfPod maps it to its node, gone or
-// not), as does a request's change (nodeOfRequest).
+// nodeGone removes what the protocol left of a node that is gone (deleted under maintenance:
+// drained, then deleted; an autoscaler's scale-down): the protocol's writes of a decision with
+// nothing to ask or withdraw. Under the EvictionRequest protocol, its requests whose pods are
+// gone are deleted and the rest are given their pod as owner, so that the garbage collector
+// removes them with their pods (which the pod garbage collector deletes, their node gone). A
+// pod's deletion brings this reconcile (nodeOfPod maps it to its node, gone or not), as does a
+// request's change (nodeOfRequest).
 func (r *NodeReconciler) nodeGone(ctx context.Context, node string) (reconcile.Result, error) {
-	if r.Protocol != nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
-		return reconcile.Result{}, nil
+	p := r.protocol()
+	seen, pods, err := p.observeGone(ctx, node)
+	if err != nil || seen == nil {
+		return reconcile.Result{}, err
 	}
-	obs := evictionrequest.Observed{Node: node, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
-	var reqs lifecyclev1alpha1.EvictionRequestList
-	if err := r.Client.List(ctx, &reqs, client.MatchingFields{requestNodeIndex: node}); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing EvictionRequests: %w", err)
-	}
-	if len(reqs.Items) == 0 {
-		return reconcile.Result{}, nil
-	}
-	obs.Requests = reqs.Items
-	var pods []*corev1.Pod
-	for _, req := range reqs.Items {
-		target := req.Spec.Target.Pod
-		if target == nil {
-			continue
-		}
-		pod := &corev1.Pod{}
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: target.Name}, pod)
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return reconcile.Result{}, err
-		case pod.UID != target.UID:
-			continue
-		}
-		pods = append(pods, pod)
-		var evs lifecyclev1alpha1.EvictionList
-		if err := r.Client.List(ctx, &evs, client.MatchingFields{evictionPodIndex: string(pod.UID)}); err != nil {
-			return reconcile.Result{}, fmt.Errorf("listing Evictions: %w", err)
-		}
-		for i := range evs.Items {
-			obs.Evictions[pod.UID] = &evs.Items[i]
-		}
-	}
-	now := clockOrReal(r.Clock).Now()
-	plan := evictionrequest.Decide(obs, pods, nil, nil, "", now)
-	return reconcile.Result{}, r.writeRequests(ctx, plan, &obs, pods, false)
+	w := p.writes(seen, pods, nodeaction.Decision{}, clockOrReal(r.Clock).Now())
+	return reconcile.Result{}, r.writeRequests(ctx, w.withdrawRequests, seen, pods)
 }
 
 // The cache indexes of the EvictionRequest protocol (indexEvictionRequests).

@@ -30,9 +30,9 @@ const podWritesPerNode = 10
 // only, whether it was refused (a budget) or failed (any other error): it returns the earliest
 // back-off, when the drain should look again, the evictions the API server forbade (denied: RBAC,
 // or a webhook's 403, for the maintenances' Events), and an error only when a pod could not be
-// read before its eviction. recheck: the pods carry the owners' answers (the pod-condition protocol),
-// and each is read again from the API server first (see overtaken).
-func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified, recheck bool, now time.Time) (time.Duration, error, error) {
+// read before its eviction. reread: the pods carry the owners' answers themselves (the
+// pod-condition protocol), and each is read again from the API server first (see overtaken).
+func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified, reread bool, now time.Time) (time.Duration, error, error) {
 	var (
 		mu     sync.Mutex
 		wait   time.Duration
@@ -53,7 +53,7 @@ func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified,
 	for _, c := range pods {
 		pod := c.Pod
 		g.Go(func() error {
-			if recheck {
+			if reread {
 				switch why, err := r.overtaken(ctx, pod); {
 				case err != nil:
 					mu.Lock()

@@ -90,13 +90,13 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	obs, er, err := o.observe(ctx, v, node)
+	obs, seen, err := o.observe(ctx, v, node)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	now := clockOrReal(r.Clock).Now()
 	d := nodeaction.Decide(obs, now)
-	res, err := r.apply(ctx, obs, er, d, now)
+	res, err := r.apply(ctx, obs, d, o.protocol.writes(seen, obs.Pods, d, now), seen, now)
 	if apierrors.IsForbidden(err) {
 		eventSink{r.Recorder}.forbidden(node, obs.Maintenances, err)
 	}
@@ -104,39 +104,31 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 }
 
 func (r *NodeReconciler) observer() *observer {
-	return &observer{client: r.Client, pods: r.pods, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written, protocol: r.Protocol}
+	return &observer{client: r.Client, pods: r.pods, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written, protocol: r.protocol()}
 }
 
-// apply carries the decision out. Withdrawals come first: the node's annotation stops naming a
-// maintenance only once its requests are withdrawn, so the finalizer can rely on it. Requests,
-// deletions and evictions come only once the node is written cordoned. A write that meets a
-// conflict or an object gone was decided from a stale cache (see stale): it is dropped, never
-// retried blind. Under the EvictionRequest protocol (er not nil), requests and withdrawals are
-// EvictionRequests (evictionrequest.Decide) instead of pod conditions.
-func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, er *evictionrequest.Observed, d nodeaction.Decision, now time.Time) (reconcile.Result, error) {
+// protocol is how the reconciler asks owners to move their pods.
+func (r *NodeReconciler) protocol() protocol { return protocolFor(r.Protocol, r.Client) }
+
+// apply carries the decision out, the protocol's writes w of its requests included: a straight
+// list of writes, the same for every protocol. Withdrawals come first: the node's annotation stops
+// naming a maintenance only once its requests are withdrawn, so the finalizer can rely on it.
+// Requests, deletions and evictions come only once the node is written cordoned. A write that
+// meets a conflict or an object gone was decided from a stale cache (see stale): it is dropped,
+// never retried blind.
+func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, d nodeaction.Decision, w requestWrites, seen *evictionrequest.Observed, now time.Time) (reconcile.Result, error) {
 	next := d.RecheckAfter
 	sink := eventSink{r.Recorder}
 	if d.ShutdownNotConfirmed != "" {
 		sink.shutdownNotConfirmed(obs.Node, d.ShutdownNotConfirmed)
 	}
-	var plan evictionrequest.Plan
-	if er != nil {
-		plan = evictionrequest.Decide(*er, obs.Pods, d.Request, d.Withdraw, d.RequestReason, now)
-		if err := r.writeRequests(ctx, plan, er, obs.Pods, false); err != nil {
-			return reconcile.Result{}, err
-		}
-		// Pod conditions of the other protocol, from before the controller switched.
-		refused, err := r.patchPods(ctx, er.PodConditionsLeft, nil, now)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		next = sooner(next, refused)
-	} else {
-		refused, err := r.patchPods(ctx, d.Withdraw, nil, now)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		next = sooner(next, refused)
+	refused, err := r.patchPods(ctx, w.withdraw, nil, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	next = sooner(next, refused)
+	if err := r.writeRequests(ctx, w.withdrawRequests, seen, obs.Pods); err != nil {
+		return reconcile.Result{}, err
 	}
 	if err := r.writeNode(ctx, obs, d); err != nil {
 		return settle(err)
@@ -144,21 +136,18 @@ func (r *NodeReconciler) apply(ctx context.Context, obs nodeaction.Observation, 
 	if !d.Intent.Drain {
 		return reconcile.Result{RequeueAfter: next}, nil
 	}
-	if er != nil {
-		if err := r.writeRequests(ctx, plan, er, obs.Pods, true); err != nil {
-			return reconcile.Result{}, err
-		}
-	} else {
-		refused, err := r.patchPods(ctx, d.Request, &d.RequestReason, now)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		next = sooner(next, refused)
+	refused, err = r.patchPods(ctx, w.request, &w.reason, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	next = sooner(next, refused)
+	if err := r.writeRequests(ctx, w.requestRequests, seen, obs.Pods); err != nil {
+		return reconcile.Result{}, err
 	}
 	if err := r.deletePods(ctx, obs.Node, d.Delete); err != nil {
 		return reconcile.Result{}, err
 	}
-	wait, denied, err := r.evictPods(ctx, d.Evict, er == nil, now)
+	wait, denied, err := r.evictPods(ctx, d.Evict, w.rereadBeforeEviction, now)
 	if denied != nil {
 		// Said where the admin looks, as a forbidden write of the node is; the pods back off and
 		// are reported each on its own, and the node's other work goes on.

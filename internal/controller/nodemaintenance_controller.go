@@ -175,7 +175,7 @@ const drainStatusRefresh = 5 * time.Second
 // status reports those decisions (what holds which pods, what is pending), not a computation of
 // its own.
 func (r *NodeMaintenanceReconciler) decide(ctx context.Context, nodes []*corev1.Node, now time.Time) ([]nodeDecision, error) {
-	o := &observer{client: r.Client, pods: r.pods, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written, protocol: r.Protocol}
+	o := &observer{client: r.Client, pods: r.pods, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written, protocol: protocolFor(r.Protocol, r.Client)}
 	v, err := o.view(ctx)
 	if err != nil {
 		return nil, err

@@ -38,8 +38,9 @@ type observer struct {
 	active *activeSince
 	// written are the pods' writes the cache may not show yet.
 	written *ownwrites.Writes[*corev1.Pod]
-	// protocol is how owners are asked to move their pods.
-	protocol nodemaintv1alpha1.EvacuationProtocol
+	// protocol is how owners are asked to move their pods; it reads its objects into the pods'
+	// answers.
+	protocol protocol
 }
 
 // view is what the observations of one reconcile share, each read once: the NodeMaintenances,
@@ -67,9 +68,9 @@ func (o *observer) view(ctx context.Context) (*view, error) {
 	return v, nil
 }
 
-// observe reads everything the decision about the node needs. Under the EvictionRequest protocol
-// the pods are as their EvictionRequests and Evictions answer them, and the second result holds
-// those (nil otherwise).
+// observe reads everything the decision about the node needs. The pods are as the protocol's
+// objects answer them (the EvictionRequests and Evictions of the EvictionRequest protocol), and
+// the second result holds those objects, for the protocol's writes (nil: none).
 func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nodeaction.Observation, *evictionrequest.Observed, error) {
 	obs := nodeaction.Observation{Node: node, ActiveSince: o.active.since()}
 	var selecting []*nodemaintv1alpha1.NodeMaintenance
@@ -85,8 +86,8 @@ func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nod
 	if obs.Pods, err = podsOnNode(o.pods, node.Name); err != nil {
 		return obs, nil, err
 	}
-	var er *evictionrequest.Observed
-	if obs.Pods, er, err = o.observeRequests(ctx, node, obs.Pods); err != nil {
+	var seen *evictionrequest.Observed
+	if obs.Pods, seen, err = o.protocol.observe(ctx, node.Name, obs.Pods); err != nil {
 		return obs, nil, err
 	}
 	for i, pod := range obs.Pods {
@@ -109,7 +110,7 @@ func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nod
 		}
 	}
 	obs.Refusals = o.evictions.Refusals(obs.Plan.Current)
-	return obs, er, nil
+	return obs, seen, nil
 }
 
 // plan classifies the targeted pods of a node by the DrainRules; ignoreDrainLabel: a maintenance

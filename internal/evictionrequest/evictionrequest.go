@@ -387,3 +387,27 @@ func newRequest(node string, pod *corev1.Pod, reason string, now time.Time) *lif
 		},
 	}
 }
+
+// Withdrawals is the part of the plan written before the node: the requests withdrawn, deleted
+// and adopted.
+func (p Plan) Withdrawals() Plan {
+	out := Plan{Delete: p.Delete, Adopt: p.Adopt}
+	for _, r := range p.Update {
+		if r.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
+			out.Update = append(out.Update, r)
+		}
+	}
+	return out
+}
+
+// Requests is the part of the plan written once the node is cordoned: the requests created and
+// those asking again.
+func (p Plan) Requests() Plan {
+	out := Plan{Create: p.Create}
+	for _, r := range p.Update {
+		if r.Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
+			out.Update = append(out.Update, r)
+		}
+	}
+	return out
+}

@@ -208,3 +208,27 @@ func TestAnswerHeldForDrain(t *testing.T) {
 		t.Fatalf("its responder ended without moving it: want declined, got %+v", got.Status.Conditions)
 	}
 }
+
+// TestPlanParts: a plan splits into what is written before the node (withdrawals, deletions,
+// adoptions) and what is written once it is cordoned (creations, requests asking again), and
+// every write lands in exactly one part.
+func TestPlanParts(t *testing.T) {
+	a, b, c := pod("a"), pod("b"), pod("c")
+	pods := []*corev1.Pod{a, b, c}
+	first := Decide(observedWith(), pods, pods, nil, "kernel upgrade", now)
+	obs := observedWith(*first.Create[0], *first.Create[1])
+	obs.Requests[1].Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
+	obs.Evictions[a.UID] = &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-a"}}
+	// a's request is withdrawn while its Eviction is under way, b's asks again, c's is created.
+	p := Decide(obs, pods, []*corev1.Pod{b, c}, []*corev1.Pod{a}, "kernel upgrade", now)
+	w, r := p.Withdrawals(), p.Requests()
+	if len(w.Update) != 1 || w.Update[0].Spec.Target.Pod.UID != a.UID || w.Update[0].Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn || len(w.Create) != 0 {
+		t.Errorf("withdrawals: %+v", w)
+	}
+	if len(r.Update) != 1 || r.Update[0].Spec.Target.Pod.UID != b.UID || len(r.Create) != 1 || r.Create[0].Spec.Target.Pod.UID != c.UID || len(r.Delete)+len(r.Adopt) != 0 {
+		t.Errorf("requests: %+v", r)
+	}
+	if len(w.Update)+len(r.Update) != len(p.Update) || len(w.Delete) != len(p.Delete) || len(w.Adopt) != len(p.Adopt) {
+		t.Errorf("the parts %+v and %+v are not the plan %+v", w, r, p)
+	}
+}

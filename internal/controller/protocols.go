@@ -1,0 +1,169 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
+)
+
+// +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictionrequests,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions,verbs=get;list;watch
+
+// protocol is one way of asking the owners of pods to move them (EvacuationProtocol). It is a way
+// to write the node's decision (nodeaction.Decide), never a decision of its own: it reads its
+// objects into the pods as their owners answered, and turns the decision's Request and Withdraw
+// into its writes.
+type protocol interface {
+	// observe reads the protocol's objects of the node and returns the pods as their owners
+	// answered, and the objects read (nil: the protocol has none).
+	observe(ctx context.Context, node string, pods []*corev1.Pod) ([]*corev1.Pod, *evictionrequest.Observed, error)
+	// observeGone reads what the protocol left of a node that is gone, and the pods it names.
+	observeGone(ctx context.Context, node string) (*evictionrequest.Observed, []*corev1.Pod, error)
+	// writes turns the decision into the protocol's writes, purely, from what observe read.
+	writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodeaction.Decision, now time.Time) requestWrites
+}
+
+// requestWrites is a node decision's Request and Withdraw as one protocol writes them. The node
+// controller writes them all, in this order, whatever the protocol (NodeReconciler.apply).
+type requestWrites struct {
+	// Before the node is written: the pods whose pod condition is withdrawn, and the
+	// EvictionRequests withdrawn, deleted or adopted.
+	withdraw         []*corev1.Pod
+	withdrawRequests evictionrequest.Plan
+	// Once the node is cordoned: the pods that get the pod condition with reason, and the
+	// EvictionRequests created or asking again.
+	request         []*corev1.Pod
+	reason          string
+	requestRequests evictionrequest.Plan
+	// rereadBeforeEviction: the pods carry their owners' answers themselves, and each is read
+	// from the API server before its eviction (NodeReconciler.overtaken).
+	rereadBeforeEviction bool
+}
+
+// protocolFor is the protocol p names; the zero value is PodConditions.
+func protocolFor(p nodemaintv1alpha1.EvacuationProtocol, c client.Reader) protocol {
+	if p == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
+		return evictionRequests{client: c}
+	}
+	return podConditions{}
+}
+
+// podConditions asks with nodemaint's EvacuationRequest pod condition, and the owners answer on
+// the pod (EvacuationInitiated): there is nothing to read beyond the pods.
+type podConditions struct{}
+
+func (podConditions) observe(_ context.Context, _ string, pods []*corev1.Pod) ([]*corev1.Pod, *evictionrequest.Observed, error) {
+	return pods, nil, nil
+}
+
+func (podConditions) observeGone(context.Context, string) (*evictionrequest.Observed, []*corev1.Pod, error) {
+	return nil, nil, nil
+}
+
+func (podConditions) writes(_ *evictionrequest.Observed, _ []*corev1.Pod, d nodeaction.Decision, _ time.Time) requestWrites {
+	return requestWrites{withdraw: d.Withdraw, request: d.Request, reason: d.RequestReason, rereadBeforeEviction: true}
+}
+
+// evictionRequests asks with KEP-4563's EvictionRequests, and reads each pod's Eviction as its
+// owners' answer (evictionrequest.Answer). nodemaint's pod conditions left from before the
+// controller switched protocols are withdrawn.
+type evictionRequests struct {
+	client client.Reader
+}
+
+// observe reads nodemaint's EvictionRequests of the node and the Evictions of its pods, and
+// returns the pods as answered by them.
+func (p evictionRequests) observe(ctx context.Context, node string, pods []*corev1.Pod) ([]*corev1.Pod, *evictionrequest.Observed, error) {
+	seen := &evictionrequest.Observed{Node: node, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{},
+		PodConditionsLeft: evictionrequest.PodConditionsLeft(pods)}
+	var reqs lifecyclev1alpha1.EvictionRequestList
+	if err := p.client.List(ctx, &reqs, client.MatchingFields{requestNodeIndex: node}); err != nil {
+		return nil, nil, fmt.Errorf("listing EvictionRequests: %w", err)
+	}
+	seen.Requests = reqs.Items
+	// The Evictions of the node's pods and of the requests' pods, looked up by pod: listing a
+	// namespace's Evictions for every node reconcile copied all of them each time.
+	uids := make(map[types.UID]bool, len(pods)+len(seen.Requests))
+	for _, pod := range pods {
+		uids[pod.UID] = true
+	}
+	for _, r := range seen.Requests {
+		if r.Spec.Target.Pod != nil {
+			uids[r.Spec.Target.Pod.UID] = true
+		}
+	}
+	for uid := range uids {
+		if err := p.readEvictions(ctx, uid, seen); err != nil {
+			return nil, nil, err
+		}
+	}
+	return evictionrequest.Answer(pods, *seen), seen, nil
+}
+
+// observeGone reads nodemaint's EvictionRequests of a node that is gone (deleted under
+// maintenance, an autoscaler's scale-down), the pods they name that still exist and their
+// Evictions. Nil when there are none.
+func (p evictionRequests) observeGone(ctx context.Context, node string) (*evictionrequest.Observed, []*corev1.Pod, error) {
+	var reqs lifecyclev1alpha1.EvictionRequestList
+	if err := p.client.List(ctx, &reqs, client.MatchingFields{requestNodeIndex: node}); err != nil {
+		return nil, nil, fmt.Errorf("listing EvictionRequests: %w", err)
+	}
+	if len(reqs.Items) == 0 {
+		return nil, nil, nil
+	}
+	seen := &evictionrequest.Observed{Node: node, Requests: reqs.Items, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
+	var pods []*corev1.Pod
+	for _, req := range reqs.Items {
+		target := req.Spec.Target.Pod
+		if target == nil {
+			continue
+		}
+		pod := &corev1.Pod{}
+		err := p.client.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: target.Name}, pod)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, nil, err
+		case pod.UID != target.UID:
+			continue
+		}
+		pods = append(pods, pod)
+		if err := p.readEvictions(ctx, pod.UID, seen); err != nil {
+			return nil, nil, err
+		}
+	}
+	return seen, pods, nil
+}
+
+// readEvictions adds the Evictions of the pod that name nodemaint as a requester (the Eviction
+// controller labels them so).
+func (p evictionRequests) readEvictions(ctx context.Context, uid types.UID, seen *evictionrequest.Observed) error {
+	var evs lifecyclev1alpha1.EvictionList
+	if err := p.client.List(ctx, &evs, client.MatchingFields{evictionPodIndex: string(uid)}); err != nil {
+		return fmt.Errorf("listing Evictions: %w", err)
+	}
+	for i := range evs.Items {
+		seen.Evictions[uid] = &evs.Items[i]
+	}
+	return nil
+}
+
+func (evictionRequests) writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodeaction.Decision, now time.Time) requestWrites {
+	plan := evictionrequest.Decide(*seen, pods, d.Request, d.Withdraw, d.RequestReason, now)
+	return requestWrites{
+		withdraw:         seen.PodConditionsLeft,
+		withdrawRequests: plan.Withdrawals(),
+		requestRequests:  plan.Requests(),
+	}
+}
