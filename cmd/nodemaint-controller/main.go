@@ -44,9 +44,9 @@ import (
 	"github.com/nodemaint/nodemaint/internal/apirequests"
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/controller"
-	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/features"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
@@ -110,7 +110,7 @@ func main() {
 	fs.IntVar(&o.burst, "kube-api-burst", 200, "Burst of requests to the API server, per token bucket (see --kube-api-qps).")
 	fs.DurationVar(&o.statusBatchDelay, "status-batch-delay", time.Second, "How long pod changes are gathered before a NodeMaintenance status is written.")
 	fs.Int64Var(&o.maxEvictions, "max-concurrent-evictions", 20, "Evictions in flight at once, across all nodes.")
-	fs.DurationVar(&o.evictionMaxBackoff, "eviction-max-backoff", 5*time.Second, "The longest wait before a refused eviction (a PodDisruptionBudget) of a pod is tried again; it backs off exponentially from 1s. kubectl drain retries every 5s.")
+	fs.DurationVar(&o.evictionMaxBackoff, "eviction-max-backoff", 5*time.Second, "The longest wait before a refused eviction (a PodDisruptionBudget) of a pod is tried again, by the drain and by the imperative evictor; it backs off exponentially from 1s. kubectl drain retries every 5s.")
 	fs.DurationVar(&o.surgeTimeout, "deployment-surge-timeout", deployment.DefaultSurgeTimeout, "How long the Deployment evacuation responder waits for surged replacements that make no progress (none created, scheduled, initialized or Ready; plus the Deployment's minReadySeconds) before it gives up and lets eviction move the pods. This bound is for replacements that show a problem (unschedulable, failing to start, not created); a surge that is only slow gets the Deployment's progressDeadlineSeconds if that is longer.")
 	fs.StringVar(&o.ownPodsNamespace, "own-pods-namespace", "", "Namespace of nodemaint-controller's own pods, which nodemaint asks to move like any other but never evicts or deletes. Default: $POD_NAMESPACE (the downward API), else --leader-election-namespace.")
 	fs.StringVar(&o.ownPodsSelector, "own-pods-selector", "app.kubernetes.io/name=nodemaint-controller", "Label selector of nodemaint-controller's own pods in --own-pods-namespace (the Deployment's pod labels); empty: none.")
@@ -220,6 +220,9 @@ func run(o options) error {
 	}
 	log.Info("evacuation protocol", "protocol", protocol, "flag", o.evacuationProtocol, "evictionRequestAPIServed", served,
 		"evictionController", runEvictionController)
+	// One memory of refused evictions, shared by every evictor: the node controller's drain and
+	// the Eviction controller's imperative evictor.
+	refusals := evictor.NewRefusals(min(time.Second, o.evictionMaxBackoff), o.evictionMaxBackoff)
 	if runEvictionController {
 		// The Eviction controller writes through a token bucket of its own too: it stands for
 		// kube-controller-manager's evictionrequest-controller, and every request waits for it
@@ -232,7 +235,7 @@ func run(o options) error {
 		}
 		if err := (&evictioncontroller.Reconciler{
 			Client: evictionClient, Recorder: recorder,
-			Evictions: drain.NewEvictions(time.Second, 15*time.Minute),
+			Refusals: refusals,
 			Protected: func(pod *corev1.Pod) string {
 				if ownPods.Match(pod) {
 					return "nodemaint-controller's own pod"
@@ -248,16 +251,15 @@ func run(o options) error {
 		if err := controller.SetupIndexes(ctx, mgr); err != nil {
 			return fmt.Errorf("setting up indexes: %w", err)
 		}
-		evictions := drain.NewEvictions(min(time.Second, o.evictionMaxBackoff), o.evictionMaxBackoff)
 		if err := (&controller.NodeReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
-			Evictions: evictions, EvictionSlots: semaphore.NewWeighted(o.maxEvictions), OwnPods: ownPods, Written: written,
+			Refusals: refusals, EvictionSlots: semaphore.NewWeighted(o.maxEvictions), OwnPods: ownPods, Written: written,
 			Protocol: protocol,
 		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up node controller: %w", err)
 		}
 		if err := (&controller.NodeMaintenanceReconciler{
-			Client: mgr.GetClient(), Preflight: true, Recorder: recorder, Evictions: evictions, StatusBatchDelay: o.statusBatchDelay, OwnPods: ownPods, Written: written,
+			Client: mgr.GetClient(), Preflight: true, Recorder: recorder, Refusals: refusals, StatusBatchDelay: o.statusBatchDelay, OwnPods: ownPods, Written: written,
 			Protocol: protocol,
 		}).SetupWithManager(mgr, o.concurrency); err != nil {
 			return fmt.Errorf("setting up NodeMaintenance controller: %w", err)

@@ -18,6 +18,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -141,13 +142,13 @@ func TestEvictionRereadsThePod(t *testing.T) {
 	// The owner's answer, which that view does not have.
 	setPodCondition(t, answered.Name, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "Surge"})
 
-	r := &controller.NodeReconciler{Client: k8s, APIReader: k8s, Evictions: drain.NewEvictions(time.Second, time.Second)}
+	r := &controller.NodeReconciler{Client: k8s, APIReader: k8s, Refusals: evictor.NewRefusals(time.Second, time.Second)}
 	if _, err := r.EvictPods(ctx, stale, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	expectEvicted(t, silent.Name)
 	notEvicted(t, answered.Name)
-	if _, _, refused := r.Evictions.Refusal(answered.UID); refused {
+	if _, _, refused := r.Refusals.Refusal(answered.UID); refused {
 		t.Error("the answered pod's eviction is reported as refused")
 	}
 }
@@ -304,7 +305,7 @@ func TestEvictionFailureIsThePodsAlone(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pdb) })
 	}
-	r := &controller.NodeReconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Evictions: drain.NewEvictions(time.Second, time.Minute)}
+	r := &controller.NodeReconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Refusals: evictor.NewRefusals(time.Second, time.Minute)}
 	wait, err := r.EvictPods(ctx, []drain.Classified{{Pod: broken}, {Pod: fine}}, time.Now())
 	if err != nil {
 		t.Fatalf("one pod's failed eviction returned an error for the node: %v", err)
@@ -314,7 +315,7 @@ func TestEvictionFailureIsThePodsAlone(t *testing.T) {
 	}
 	expectEvicted(t, fine.Name)
 	notEvicted(t, broken.Name)
-	if reason, msg, refused := r.Evictions.Refusal(broken.UID); !refused || reason != nodemaintv1alpha1.BlockedReasonEvictionFailed || !strings.Contains(msg, "more than one") {
+	if reason, msg, refused := r.Refusals.Refusal(broken.UID); !refused || reason != nodemaintv1alpha1.BlockedReasonEvictionFailed || !strings.Contains(msg, "more than one") {
 		t.Errorf("the failed eviction is recorded as %q %q (%v), want EvictionFailed with the API server's message", reason, msg, refused)
 	}
 }

@@ -9,17 +9,13 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/evictor"
 )
-
-// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 
 // podWritesPerNode bounds the pod writes (evacuation requests, evictions) one node's reconcile
 // has in flight at once.
@@ -66,34 +62,31 @@ func (r *NodeReconciler) evictPods(ctx context.Context, pods []drain.Classified,
 					return nil
 				}
 			}
-			refusal, err := r.evict(ctx, pod)
-			_, _, before := r.Evictions.Refusal(pod.UID)
+			res := r.evictor().Evict(ctx, pod, now, "")
 			mu.Lock()
 			defer mu.Unlock()
-			switch {
-			case stale(err):
+			switch res.Outcome {
+			case evictor.Gone:
 				// Deleted or replaced by a namesake since the cache saw it: nothing to evict.
-				r.Evictions.Done(pod.UID)
-			case err != nil:
+			case evictor.Failed:
 				// The pod's alone: it backs off and is reported (EvictionFailed), and the node's
 				// other pods and timers go on. An error returned here would put the whole node
 				// into the work queue's back-off, up to 1,000s, for a pod that may fail for good
 				// (two budgets select it, a webhook refuses it).
 				evictionsTotal.WithLabelValues("failed").Inc()
-				sink.evictionFailed(pod, err, !before)
-				backOff(r.Evictions.Refused(pod.UID, now, nodemaintv1alpha1.BlockedReasonEvictionFailed, err.Error()))
-				log.FromContext(ctx).Error(err, "eviction failed", "pod", client.ObjectKeyFromObject(pod))
-				if apierrors.IsForbidden(err) {
-					denied = append(denied, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err))
+				sink.evictionFailed(pod, res.Err, !res.Again)
+				backOff(res.Wait)
+				log.FromContext(ctx).Error(res.Err, "eviction failed", "pod", client.ObjectKeyFromObject(pod))
+				if apierrors.IsForbidden(res.Err) {
+					denied = append(denied, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, res.Err))
 				}
-			case refusal != "":
+			case evictor.Refused:
 				evictionsTotal.WithLabelValues("refused").Inc()
-				sink.evictionRefused(pod, refusal, !before)
-				backOff(r.Evictions.Refused(pod.UID, now, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, refusal))
-				log.FromContext(ctx).V(1).Info("eviction refused", "pod", client.ObjectKeyFromObject(pod), "reason", refusal)
+				sink.evictionRefused(pod, res.Message, !res.Again)
+				backOff(res.Wait)
+				log.FromContext(ctx).V(1).Info("eviction refused", "pod", client.ObjectKeyFromObject(pod), "reason", res.Message)
 			default:
 				evictionsTotal.WithLabelValues("evicted").Inc()
-				r.Evictions.Done(pod.UID)
 				log.FromContext(ctx).Info("evicted pod", "pod", client.ObjectKeyFromObject(pod), "source", c.Class.Source)
 			}
 			return nil
@@ -125,47 +118,10 @@ func (r *NodeReconciler) overtaken(ctx context.Context, pod *corev1.Pod) (string
 	return drain.Overtaken(live), nil
 }
 
-// evict asks the Eviction API to evict the pod, this pod and not a namesake created since (a UID
-// precondition, which fails as a conflict). A refusal (429, a PodDisruptionBudget) is not an
-// error: it returns the budget's own message.
-func (r *NodeReconciler) evict(ctx context.Context, pod *corev1.Pod) (refusal string, err error) {
-	if r.EvictionSlots != nil {
-		if err := r.EvictionSlots.Acquire(ctx, 1); err != nil {
-			return "", err
-		}
-		defer r.EvictionSlots.Release(1)
-	}
-	// An eviction can hang in the API server (e.g. on a budget it has not processed yet); it must
-	// not hold a worker for long.
-	ctx, cancel := context.WithTimeout(ctx, evictionTimeout)
-	defer cancel()
-	eviction := &policyv1.Eviction{
-		ObjectMeta:    metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
-		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
-	}
-	err = r.Client.SubResource("eviction").Create(ctx, pod, eviction)
-	if apierrors.IsTooManyRequests(err) {
-		return refusalMessage(err), nil
-	}
-	return "", err
+// evictor evicts through the Eviction API, with the refusal memory the reconcilers share.
+func (r *NodeReconciler) evictor() *evictor.Evictor {
+	return &evictor.Evictor{Client: r.Client, Refusals: r.Refusals, Slots: r.EvictionSlots}
 }
-
-// refusalMessage is the PodDisruptionBudget's own message from a refused eviction, e.g. "The
-// disruption budget web needs 1 healthy pods and has 1 currently".
-func refusalMessage(err error) string {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Details != nil {
-		for _, cause := range status.Status().Details.Causes {
-			if cause.Type == policyv1.DisruptionBudgetCause {
-				return cause.Message
-			}
-		}
-	}
-	return err.Error()
-}
-
-// evictionTimeout bounds one eviction request.
-const evictionTimeout = 10 * time.Second
 
 // deletePods deletes the pods a drain still waits for, bypassing PodDisruptionBudgets: the admin
 // asked for it with drainTimeoutAction Delete, and the drain timed out. The UID precondition

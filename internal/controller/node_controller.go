@@ -23,8 +23,8 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
-	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
@@ -42,9 +42,9 @@ import (
 type NodeReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	// Evictions remembers refused evictions; shared with the NodeMaintenance reconciler, which
-	// reports them.
-	Evictions *drain.Evictions
+	// Refusals remembers refused evictions; shared with the NodeMaintenance reconciler, which
+	// reports them, and the imperative evictor.
+	Refusals *evictor.Refusals
 	// EvictionSlots bounds the evictions in flight across all nodes; nil is unbounded.
 	EvictionSlots *semaphore.Weighted
 	// OwnPods are nodemaint-controller's own pods: asked to move like any other, never evicted
@@ -104,7 +104,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 }
 
 func (r *NodeReconciler) observer() *observer {
-	return &observer{client: r.Client, pods: r.pods, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written, protocol: r.protocol()}
+	return &observer{client: r.Client, pods: r.pods, ownPods: r.OwnPods, refusals: r.Refusals, active: &r.active, written: r.Written, protocol: r.protocol()}
 }
 
 // protocol is how the reconciler asks owners to move their pods.

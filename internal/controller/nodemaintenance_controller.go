@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
@@ -34,8 +34,8 @@ import (
 type NodeMaintenanceReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	// Evictions holds the refused evictions the node reconciler met, to report them.
-	Evictions *drain.Evictions
+	// Refusals holds the refused evictions the node reconciler met, to report them.
+	Refusals *evictor.Refusals
 	// OwnPods are nodemaint-controller's own pods (see NodeReconciler.OwnPods).
 	OwnPods *OwnPods
 	// Written: see NodeReconciler.Written.
@@ -175,7 +175,7 @@ const drainStatusRefresh = 5 * time.Second
 // status reports those decisions (what holds which pods, what is pending), not a computation of
 // its own.
 func (r *NodeMaintenanceReconciler) decide(ctx context.Context, nodes []*corev1.Node, now time.Time) ([]nodeDecision, error) {
-	o := &observer{client: r.Client, pods: r.pods, ownPods: r.OwnPods, evictions: r.Evictions, active: &r.active, written: r.Written, protocol: protocolFor(r.Protocol, r.Client)}
+	o := &observer{client: r.Client, pods: r.pods, ownPods: r.OwnPods, refusals: r.Refusals, active: &r.active, written: r.Written, protocol: protocolFor(r.Protocol, r.Client)}
 	v, err := o.view(ctx)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
@@ -32,8 +33,8 @@ type observer struct {
 	pods toolscache.Indexer
 	// ownPods are nodemaint-controller's own pods, which are protected.
 	ownPods *OwnPods
-	// evictions remembers the refused evictions.
-	evictions *drain.Evictions
+	// refusals remembers the refused evictions.
+	refusals *evictor.Refusals
 	// active is when this replica became the leader.
 	active *activeSince
 	// written are the pods' writes the cache may not show yet.
@@ -109,7 +110,7 @@ func (o *observer) observe(ctx context.Context, v *view, node *corev1.Node) (nod
 			return obs, nil, err
 		}
 	}
-	obs.Refusals = o.evictions.Refusals(obs.Plan.Current)
+	obs.Refusals = o.refusals.Of(obs.Plan.Current)
 	return obs, seen, nil
 }
 

@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
 	"github.com/nodemaint/nodemaint/internal/apirequests"
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
+	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +26,6 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller"
-	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 )
@@ -81,12 +82,12 @@ func runManager(ctx context.Context) error {
 		return err
 	}
 	rec := mgr.GetEventRecorder("nodemaint-controller")
-	evictions := drain.NewEvictions(100*time.Millisecond, time.Second)
+	evictions := evictor.NewRefusals(100*time.Millisecond, time.Second)
 	written := ownwrites.New[*corev1.Pod]()
-	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Evictions: evictions, OwnPods: ownPods, Written: written}).SetupWithManager(mgr, 4); err != nil {
+	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Refusals: evictions, OwnPods: ownPods, Written: written}).SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
-	maintenances = &controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Preflight: true, Recorder: rec, Evictions: evictions, OwnPods: ownPods, Written: written, StatusBatchDelay: 200 * time.Millisecond}
+	maintenances = &controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Preflight: true, Recorder: rec, Refusals: evictions, OwnPods: ownPods, Written: written, StatusBatchDelay: 200 * time.Millisecond}
 	if err := maintenances.SetupWithManager(mgr, 4); err != nil {
 		return err
 	}

@@ -95,6 +95,17 @@ func Decide(c Classified, now time.Time, policy Policy) Decision {
 	return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Message: msg, RecheckAfter: left}
 }
 
+// Refusal is an eviction the API server refused: the pod backs off until NotBefore. Reason is
+// nodemaintv1alpha1.BlockedReasonPodDisruptionBudget for a 429, BlockedReasonEvictionFailed
+// otherwise; Message is the API server's. Budgets identifies the state of the
+// PodDisruptionBudgets the eviction was refused under, where the evictor records it, so that it
+// can try again as soon as they change. The evictor's memory (evictor.Refusals) holds them.
+type Refusal struct {
+	NotBefore       time.Time
+	Reason, Message string
+	Budgets         string
+}
+
 // DecideCurrent decides about every pod of the current order group, in order, with what the API
 // server said of their earlier evictions (refusals, by pod UID): a pod whose eviction was refused
 // backs off until the refusal's NotBefore, held by the refusal; one past it is evicted again,

@@ -207,34 +207,6 @@ func TestBlockedTerminatingFor(t *testing.T) {
 	}
 }
 
-func TestEvictionsBackOff(t *testing.T) {
-	e := NewEvictions(time.Second, 8*time.Second)
-	now := time.Unix(1000, 0)
-	if e.Wait("a", now) != 0 {
-		t.Fatal("a pod never refused waits")
-	}
-	var delays []time.Duration
-	for range 5 {
-		delays = append(delays, e.Refused("a", now, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, "pdb says no"))
-	}
-	if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}; !equal(delays, want) {
-		t.Errorf("back-off %v, want %v", delays, want)
-	}
-	if w := e.Wait("a", now.Add(3*time.Second)); w != 5*time.Second {
-		t.Errorf("Wait = %v, want 5s", w)
-	}
-	if reason, msg, ok := e.Refusal("a"); !ok || reason != nodemaintv1alpha1.BlockedReasonPodDisruptionBudget || msg != "pdb says no" {
-		t.Errorf("Refusal = %q, %q, %v", reason, msg, ok)
-	}
-	if e.Wait("b", now) != 0 {
-		t.Error("one pod's back-off holds up another")
-	}
-	e.Done("a")
-	if _, _, ok := e.Refusal("a"); ok || e.Wait("a", now) != 0 || e.Refused("a", now, nodemaintv1alpha1.BlockedReasonEvictionFailed, "") != time.Second {
-		t.Error("Done does not forget the pod")
-	}
-}
-
 func TestUnanswerable(t *testing.T) {
 	bare := &corev1.Pod{}
 	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Controller: ptr.To(true)}}}}
@@ -242,18 +214,6 @@ func TestUnanswerable(t *testing.T) {
 	if !Unanswerable(bare) || Unanswerable(owned) || !Unanswerable(referenced) {
 		t.Errorf("bare %v, owned %v, referenced %v", Unanswerable(bare), Unanswerable(owned), Unanswerable(referenced))
 	}
-}
-
-func equal(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestInvalidRuleHolds: a DrainRule whose selector does not parse (stored before the API server

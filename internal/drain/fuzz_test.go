@@ -278,7 +278,8 @@ func FuzzPlanAndBlocked(f *testing.F) {
 		g := &gen{FuzzBytes: testutil.FuzzBytes{Data: data}}
 		now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 		policy := Policy{Evict: evict, ResponseTimeout: time.Duration(g.Byte()%4) * time.Minute}
-		evictions := NewEvictions(time.Second, time.Minute)
+		// The refusal memory's first back-off of a pod (evictor.Refusals): a second.
+		refusals := map[types.UID]Refusal{}
 		var pods []Classified
 		for i := 0; g.More() && i < 64; i++ {
 			pod := g.pod(i)
@@ -311,7 +312,8 @@ func FuzzPlanAndBlocked(f *testing.F) {
 				pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs", Controller: ptr.To(true)}}
 			}
 			if k&0x80 != 0 {
-				evictions.Refused(pod.UID, now.Add(-time.Duration(s%3)*time.Second), nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, fmt.Sprintf("The disruption budget pdb-%d does not allow evicting pods currently", s%24))
+				refusals[pod.UID] = Refusal{NotBefore: now.Add(time.Second - time.Duration(s%3)*time.Second), Reason: nodemaintv1alpha1.BlockedReasonPodDisruptionBudget,
+					Message: fmt.Sprintf("The disruption budget pdb-%d does not allow evicting pods currently", s%24)}
 			}
 			if i%7 == 3 {
 				c.Protected = "nodemaint-controller's own pod"
@@ -344,14 +346,14 @@ func FuzzPlanAndBlocked(f *testing.F) {
 
 		var current []Decision
 		if draining {
-			current = DecideCurrent(plan.Current, now, policy, evictions.Refusals(plan.Current))
+			current = DecideCurrent(plan.Current, now, policy, refusals)
 			for i, d := range current {
 				c := plan.Current[i]
 				plain := Decide(c, now, policy)
 				if d.Reason == "" || d.Evict && !plain.Evict {
 					t.Fatalf("pod %s: DecideCurrent %+v, Decide %+v: it evicts only what Decide evicts, and always names a reason", c.Pod.Name, d, plain)
 				}
-				if d.Evict && evictions.Wait(c.Pod.UID, now) > 0 {
+				if d.Evict && refusals[c.Pod.UID].NotBefore.After(now) {
 					t.Fatalf("pod %s evicted while its refused eviction backs off: %+v", c.Pod.Name, d)
 				}
 			}

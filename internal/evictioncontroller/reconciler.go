@@ -17,7 +17,6 @@ import (
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -31,6 +30,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/eviction"
+	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
 
@@ -48,8 +48,9 @@ const targetIndex = "evictioncontroller.target"
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	// Evictions remembers the imperative evictor's refused evictions, to back off per pod.
-	Evictions *drain.Evictions
+	// Refusals remembers the imperative evictor's refused evictions, to back off per pod;
+	// shared with the node controller's drain, which evicts through the same evictor.
+	Refusals *evictor.Refusals
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	// Protected, when set, says why a pod must never be evicted by nodemaint ("" for others):
@@ -144,8 +145,8 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 			r.evicted.Delete(target)
 		}
 	}
-	if obs.Pod != nil && r.Evictions != nil {
-		if refusal, ok := r.Evictions.Refusals([]drain.Classified{{Pod: obs.Pod}})[obs.Pod.UID]; ok {
+	if obs.Pod != nil && r.Refusals != nil {
+		if refusal, ok := r.Refusals.Of([]drain.Classified{{Pod: obs.Pod}})[obs.Pod.UID]; ok {
 			obs.EvictNotBefore, obs.EvictMessage, obs.EvictBudgets = refusal.NotBefore, refusal.Message, refusal.Budgets
 			obs.EvictBudgetRefused = refusal.Reason == nodemaintv1alpha1.BlockedReasonPodDisruptionBudget
 		}
@@ -216,9 +217,9 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 		r.Recorder.Eventf(ev, nil, typ, e.Reason, "Reconcile", "%s", e.Message)
 	}
 	if d.Evict != nil && obs.Pod != nil && len(errs) == 0 {
-		if r.evict(ctx, obs, d.Evict) {
-			again = true
-		}
+		// Evicted, gone, or refused anew: the next decision reads the outcome.
+		r.evict(ctx, obs, d.Evict)
+		again = true
 	}
 	target := types.NamespacedName{Namespace: obs.Namespace, Name: obs.Name}
 	var collected []types.UID
@@ -244,52 +245,27 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 
 // evict is the imperative evictor: an eviction of the pod through the API (with its
 // PodDisruptionBudgets), with the pod's UID as precondition. A refusal backs off exponentially
-// (Evictions), recorded with the state of the pod's budgets as observed, so that a change of
-// theirs brings the retry forward; the next decision writes it into the responder's message. It
-// reports whether the pod was evicted or the refusal is new.
-func (r *Reconciler) evict(ctx context.Context, obs eviction.Observation, ev *lifecyclev1alpha1.Eviction) bool {
+// (Refusals), recorded with the state of the pod's budgets as observed, so that a change of
+// theirs brings the retry forward; the next decision writes it into the responder's message.
+func (r *Reconciler) evict(ctx context.Context, obs eviction.Observation, ev *lifecyclev1alpha1.Eviction) {
 	log := logf.FromContext(ctx)
 	pod := obs.Pod
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	err := r.Client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{
-		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
-	})
-	switch {
-	case err == nil:
-		r.Evictions.Done(pod.UID)
+	budgets := eviction.BudgetsVersion(obs.Budgets)
+	res := (&evictor.Evictor{Client: r.Client, Refusals: r.Refusals}).Evict(ctx, pod, r.now(), budgets)
+	switch res.Outcome {
+	case evictor.Evicted:
 		r.evicted.Store(client.ObjectKeyFromObject(pod), pod.UID)
 		log.Info("imperative evictor evicted the pod", "pod", pod.Name, "eviction", ev.Name)
 		r.Recorder.Eventf(ev, pod, corev1.EventTypeNormal, "Evicted", "Evict", "%s evicted pod %s through the Eviction API", evictionrequest.ImperativeEvictor, pod.Name)
-		return true
-	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		return true
-	default:
-		msg, reason := err.Error(), nodemaintv1alpha1.BlockedReasonEvictionFailed
-		if apierrors.IsTooManyRequests(err) {
-			msg = "Cannot evict pod as it would violate the pod's disruption budget."
-			if s, ok := err.(apierrors.APIStatus); ok && s.Status().Details != nil {
-				for _, c := range s.Status().Details.Causes {
-					if c.Type == policyv1.DisruptionBudgetCause {
-						// A budget's refusal (not, say, API Priority and Fairness's 429): the
-						// next try waits for the budget's status to change.
-						msg, reason = c.Message, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget
-					}
-				}
-			}
-		}
-		budgets := eviction.BudgetsVersion(obs.Budgets)
-		wait := r.Evictions.RefusedUnder(pod.UID, r.now(), reason, msg, budgets)
-		log.Info("imperative evictor's eviction refused", "pod", pod.Name, "retryAfter", wait, "budgets", budgets, "reason", msg)
-		return true
+	case evictor.Refused, evictor.Failed:
+		log.Info("imperative evictor's eviction refused", "pod", pod.Name, "retryAfter", res.Wait, "budgets", budgets, "reason", res.Message)
 	}
 }
 
 // SetupWithManager registers the controller; the cluster must serve lifecycle.k8s.io/v1alpha1.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, concurrency int) error {
-	if r.Evictions == nil {
-		r.Evictions = drain.NewEvictions(time.Second, 15*time.Minute)
+	if r.Refusals == nil {
+		r.Refusals = evictor.NewRefusals(time.Second, 15*time.Minute)
 	}
 	if err := IndexTargets(ctx, mgr); err != nil {
 		return err
@@ -339,7 +315,7 @@ func (r *Reconciler) refusedBy(ctx context.Context, o client.Object) []reconcile
 		if p == nil {
 			continue
 		}
-		if _, _, refused := r.Evictions.Refusal(p.UID); !refused {
+		if _, _, refused := r.Refusals.Refusal(p.UID); !refused {
 			continue
 		}
 		pod := &corev1.Pod{}

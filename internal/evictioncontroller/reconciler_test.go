@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/eviction"
 	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
+	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 		// change brought the retry forward.
 		r := &evictioncontroller.Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("nodemaint-controller"),
-			Evictions: drain.NewEvictions(time.Hour, time.Hour),
+			Refusals: evictor.NewRefusals(time.Hour, time.Hour),
 		}
 		if err := r.SetupWithManager(ctx, mgr, 4); err != nil {
 			done <- err

@@ -23,9 +23,9 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller"
-	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -68,15 +68,15 @@ func run(ctx context.Context, env *testenv.Env) error {
 		return err
 	}
 	rec := mgr.GetEventRecorder("nodemaint-controller")
-	evictions := drain.NewEvictions(100*time.Millisecond, time.Second)
+	evictions := evictor.NewRefusals(100*time.Millisecond, time.Second)
 	const protocol = nodemaintv1alpha1.EvacuationProtocolEvictionRequest
-	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions, Protocol: protocol}).SetupWithManager(mgr, 4); err != nil {
+	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: rec, Refusals: evictions, Protocol: protocol}).SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
-	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: evictions, Protocol: protocol, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
+	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Recorder: rec, Refusals: evictions, Protocol: protocol, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
 		return err
 	}
-	if err := (&evictioncontroller.Reconciler{Client: mgr.GetClient(), Recorder: rec, Evictions: drain.NewEvictions(100*time.Millisecond, time.Second)}).SetupWithManager(ctx, mgr, 4); err != nil {
+	if err := (&evictioncontroller.Reconciler{Client: mgr.GetClient(), Recorder: rec, Refusals: evictor.NewRefusals(100*time.Millisecond, time.Second)}).SetupWithManager(ctx, mgr, 4); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
