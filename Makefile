@@ -35,6 +35,13 @@ build: ## Build bin/nodemaint-controller and bin/kubectl-maintenance (and its co
 release: ## Release archives of both binaries for linux and darwin, amd64 and arm64, checksums and the krew manifest in _output/release/ (VERSION=v0.2.0).
 	VERSION="$(VERSION)" COMMIT="$(COMMIT)" GO="$(GO)" hack/release.sh
 
+# The platforms of make image.
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+
+.PHONY: image
+image: ## The controller's OCI image, without a container engine: multi-platform (IMAGE_PLATFORMS), tagged VERSION, as an OCI image layout in _output/image.
+	$(GO) run ./hack/image -version "$(VERSION)" -commit "$(COMMIT)" -platforms "$(IMAGE_PLATFORMS)" -out $(OUTPUT)/image
+
 .PHONY: generate
 generate: ## Regenerate deepcopy, CRDs and RBAC from the Go markers.
 	$(CONTROLLER_GEN) object paths=./api/...
@@ -98,7 +105,8 @@ test-fuzz: ## A short fuzz run of each fuzz target (FUZZTIME=20000x executions e
 
 .PHONY: test-e2e
 test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets); then the drain's and the responder's again under the EvictionRequest API.
-	NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m ./test/... $(E2E_ARGS)
+	$(GO) run ./hack/image -version "$(VERSION)" -commit "$(COMMIT)" -platforms "linux/$$($(GO) env GOARCH)" -out $(OUTPUT)/e2e-image
+	NODEMAINT_IMAGE="$(CURDIR)/$(OUTPUT)/e2e-image" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m ./test/... $(E2E_ARGS)
 	EVICTION_REQUEST_API=true NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -p 1 -timeout 15m -run '$(E2E_EVICTION_REQUEST_RUN)' $(E2E_EVICTION_REQUEST_PKGS) $(E2E_ARGS)
 
 # The e2e tests run a second time on clusters serving the EvictionRequest API (KEP-4563), where

@@ -35,6 +35,13 @@ type Controller struct {
 	t                      testing.TB
 	binary, logPath        string
 	metricsAddr, probeAddr string
+	// root, when set, is an image's filesystem the controller runs in (NewControllerInImage):
+	// binary and kubeconfig are paths inside it.
+	root, kubeconfig string
+	// credential is the user the controller runs as in root; nil: this process's.
+	credential *syscall.Credential
+	// env is the controller's environment in root: the image's.
+	env []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -60,6 +67,39 @@ func NewController(t testing.TB) *Controller {
 	if _, err := os.Stat(binary); err != nil {
 		t.Fatalf("no nodemaint-controller binary (make build): %v", err)
 	}
+	return newController(t, binary)
+}
+
+// NewControllerInImage returns a stopped Controller that runs the image's own
+// nodemaint-controller (entrypoint, a path in root, the image's extracted filesystem) as the
+// image's user, chrooted into root: with the image's CA certificates, time zones and users, not
+// this machine's. The controller's kubeconfig is copied into root. Entering root needs this
+// process to run as root; otherwise the image's binary runs from root as this process's user.
+func NewControllerInImage(t testing.TB, root, entrypoint string, uid, gid uint32, env []string) *Controller {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(root, entrypoint)); err != nil {
+		t.Fatalf("no controller in the image: %v", err)
+	}
+	c := newController(t, filepath.Join(root, entrypoint))
+	if os.Getuid() != 0 {
+		t.Logf("not root: running the image's %s from %s without entering its filesystem", entrypoint, root)
+		return c
+	}
+	kubeconfig, err := os.ReadFile(controllerKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const inImage = "/tmp/nodemaint-controller.kubeconfig"
+	if err := os.WriteFile(filepath.Join(root, inImage), kubeconfig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.root, c.binary, c.kubeconfig = root, entrypoint, inImage
+	c.credential, c.env = &syscall.Credential{Uid: uid, Gid: gid}, env
+	return c
+}
+
+func newController(t testing.TB, binary string) *Controller {
+	t.Helper()
 	if err := controllerKubeconfigOnce(); err != nil {
 		t.Fatalf("writing the kubeconfig of nodemaint-controller: %v", err)
 	}
@@ -75,6 +115,7 @@ func NewController(t testing.TB) *Controller {
 		logPath:     logFile.Name(),
 		metricsAddr: freeAddr(t),
 		probeAddr:   freeAddr(t),
+		kubeconfig:  controllerKubeconfig,
 	}
 	t.Cleanup(func() {
 		c.signal(syscall.SIGKILL)
@@ -112,7 +153,7 @@ func (c *Controller) Start(extraArgs ...string) {
 		c.t.Fatal("nodemaint-controller is already running")
 	}
 	args := append([]string{
-		"--kubeconfig=" + controllerKubeconfig,
+		"--kubeconfig=" + c.kubeconfig,
 		"--metrics-bind-address=" + c.metricsAddr,
 		"--health-probe-bind-address=" + c.probeAddr,
 		// Tests kill and restart controllers: a new one takes over in seconds, not 15s.
@@ -130,7 +171,10 @@ func (c *Controller) Start(extraArgs ...string) {
 	cmd := exec.Command(c.binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Die with the test binary, whatever kills it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Chroot: c.root, Credential: c.credential}
+	if c.root != "" {
+		cmd.Dir, cmd.Env = "/", c.env
+	}
 	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("starting nodemaint-controller: %v", err)
 	}
@@ -173,6 +217,16 @@ func (c *Controller) Start(extraArgs ...string) {
 	if err != nil {
 		c.t.Fatalf("nodemaint-controller not ready (log: %s): %v", c.logPath, err)
 	}
+}
+
+// Pid is the running controller's process ID; 0 when it does not run.
+func (c *Controller) Pid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil || c.cmd.Process == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
 }
 
 // Stop stops the controller with SIGTERM, as Kubernetes does, and waits until it exited.
