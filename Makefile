@@ -32,7 +32,7 @@ build: ## Build bin/nodemaint-controller and bin/kubectl-maintenance (and its co
 	cp hack/plugin/kubectl_complete-maintenance bin/
 
 .PHONY: release
-release: ## Release archives of both binaries for linux and darwin, amd64 and arm64, checksums and the krew manifest in _output/release/ (VERSION=v0.2.0).
+release: ## The release in _output/release/ (VERSION=v0.2.0): both binaries for linux and darwin, amd64 and arm64, checksums, the krew manifest, the controller's image, the Helm chart package and install.yaml.
 	VERSION="$(VERSION)" COMMIT="$(COMMIT)" GO="$(GO)" hack/release.sh
 
 # The platforms of make image.

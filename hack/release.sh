@@ -3,7 +3,11 @@
 #   <binary>_<version>_<os>_<arch>.tar.gz for nodemaint-controller and kubectl-maintenance on
 #   linux and darwin, amd64 and arm64 (CGO_ENABLED=0, -trimpath, version and commit in
 #   internal/version), each with the LICENSE (the plugin's with kubectl_complete-maintenance, its
-#   completion for kubectl), checksums.txt (sha256sum format) and maintenance.yaml, the krew manifest.
+#   completion for kubectl), checksums.txt (sha256sum format) and maintenance.yaml, the krew manifest;
+#   the controller's OCI image (image/, an OCI image layout for linux/amd64 and linux/arm64 tagged
+#   with the version: hack/image), the Helm chart (nodemaint-<version>.tgz, its appVersion the
+#   version, so that it deploys that image) and install.yaml (config/default, the image tagged
+#   with the version: hack/installer).
 # VERSION (a git tag: v0.2.0), COMMIT and PLATFORMS come from the environment (the Makefile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +40,11 @@ for platform in $PLATFORMS; do
   done
   rm -rf "$dir"
 done
-(cd "$out" && sha256sum -- *.tar.gz > checksums.txt)
+$GO run ./hack/image -version "$VERSION" -commit "$COMMIT" -out "$out/image"
+$GO run ./hack/installer -version "$VERSION" > "$out/install.yaml"
+helm=$(hack/tools.sh helm)
+"$helm" package charts/nodemaint --version "${VERSION#v}" --app-version "$VERSION" --destination "$out"
+(cd "$out" && sha256sum -- *.tar.gz *.tgz install.yaml > checksums.txt)
 $GO run ./hack/krew -version "$VERSION" -checksums "$out/checksums.txt" > "$out/maintenance.yaml"
 echo "release ${VERSION} (${COMMIT}) in $out:"
 ls -l "$out"

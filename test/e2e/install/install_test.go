@@ -110,6 +110,7 @@ func TestHelmChart(t *testing.T) {
 	checkPolicies(t, objs, "nodemaint", namespace)
 	d := checkDeployment(t, objs)
 	checkServiceAndPDB(t, objs, d)
+	checkImage(t, d)
 	if got := ptr.Deref(d.Spec.Replicas, 1); got != 2 {
 		t.Errorf("replicas = %d, want 2", got)
 	}
@@ -296,6 +297,7 @@ func TestKustomize(t *testing.T) {
 	checkPolicies(t, objs, "nodemaint", namespace)
 	d := checkDeployment(t, objs)
 	checkServiceAndPDB(t, objs, d)
+	checkImage(t, d)
 	applyDryRun(t, out)
 
 	// The prometheus component, as a user's overlay enables it.
@@ -642,6 +644,26 @@ func checkRBAC(t *testing.T, objs map[string]*unstructured.Unstructured) {
 
 // checkDeployment checks the manager Deployment: replicas, leader election, endpoints, probes,
 // resources and the security context of the restricted Pod Security Standard.
+// checkImage: the chart and kustomize deploy the same image, the one make image and make release
+// tag with the version: the chart's appVersion.
+func checkImage(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	b, err := os.ReadFile(repoPath("charts", "nodemaint", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(b, &chart); err != nil {
+		t.Fatal(err)
+	}
+	want := "ghcr.io/nodemaint/nodemaint-controller:" + chart.AppVersion
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != want || !strings.HasPrefix(chart.AppVersion, "v") {
+		t.Errorf("image %s, want %s (a release tag, v0.2.0, as make image writes)", got, want)
+	}
+}
+
 func checkDeployment(t *testing.T, objs map[string]*unstructured.Unstructured) *appsv1.Deployment {
 	t.Helper()
 	var d appsv1.Deployment
