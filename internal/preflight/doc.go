@@ -13,7 +13,7 @@
 // of nodes out at once, which Spec.MaxChecks can bound.
 // It classifies pods with the drain's own code (maintenance.Targeted, drain.Rules.Classify,
 // drain.NewPlan) and decides whether a Deployment surges with the Deployment responder's own
-// (deployment.Surges), so it says what the drain would do. Whether a replacement fits on
+// (surgepolicy.Surges), so it says what the drain would do. Whether a replacement fits on
 // another node is checked with the scheduler's filters as k8s.io/component-helpers has them
 // (node selector and required node affinity, taints and tolerations, cordons, volume node
 // affinity) and resource requests against what is left of the nodes' allocatable. Inter-pod

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodemaint/nodemaint/internal/responder/deployment"
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 )
 
 // workload is what recreates a pod once it is gone: a Deployment (through its ReplicaSet), a
@@ -121,9 +121,9 @@ func (ws *workloads) of(pod *corev1.Pod) *workload {
 func (ws *workloads) deploymentSurge(w *workload, d *appsv1.Deployment) {
 	autoscaled := false
 	for _, hpa := range ws.autoscalers[d.Namespace] {
-		autoscaled = autoscaled || deployment.Autoscales(hpa, d.Name)
+		autoscaled = autoscaled || surgepolicy.Autoscales(hpa, d.Name)
 	}
-	ok, _, message := deployment.Surges(d, ws.rsOf[d.UID], autoscaled)
+	ok, _, message := surgepolicy.Surges(d, ws.rsOf[d.UID], autoscaled)
 	w.surges = ok
 	if !ok {
 		if message == "" {

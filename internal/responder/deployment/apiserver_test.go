@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -44,7 +45,7 @@ func TestScalePatchRealAPIServer(t *testing.T) {
 	reportStatus(3)
 
 	// A wave starts from what the decision saw, two status reports ago.
-	surge := (&surgeState{OriginalReplicas: 3, Surge: 1, StartTime: metav1.NowMicro()}).String()
+	surge := (&surgepolicy.State{OriginalReplicas: 3, Surge: 1, StartTime: metav1.NowMicro()}).String()
 	want := seen.DeepCopy()
 	want.Spec.Replicas = ptr.To[int32](4)
 	want.Annotations[evacuation.SurgeAnnotation] = surge

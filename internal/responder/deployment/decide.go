@@ -11,114 +11,18 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
-)
-
-// Reasons of the EvacuationInitiated condition the responder sets on a Deployment's pods.
-const (
-	// ReasonSurge accepts: the pod is moved by surging its Deployment.
-	ReasonSurge = "DeploymentSurge"
-	// ReasonRecreate declines: the Deployment's strategy is Recreate, it never surges.
-	ReasonRecreate = "RecreateStrategy"
-	// ReasonMaxSurgeZero declines: the Deployment's maxSurge resolves to 0 pods.
-	ReasonMaxSurgeZero = "MaxSurgeZero"
-	// ReasonPaused declines: the Deployment is paused, nodemaint does not change it.
-	ReasonPaused = "DeploymentPaused"
-	// ReasonAutoscaled declines: a HorizontalPodAutoscaler owns the Deployment's replicas and
-	// would undo a surge.
-	ReasonAutoscaled = "HorizontalPodAutoscaler"
-	// ReasonRollout declines: a rollout is in progress (more than one active ReplicaSet); it
-	// replaces pods itself, and a surge would be split across its ReplicaSets.
-	ReasonRollout = "RolloutInProgress"
-	// ReasonSurgeTimedOut declines for good: the surge's replacements did not become available
-	// in time. The responder does not accept this pod again while its request stands.
-	ReasonSurgeTimedOut = "SurgeTimedOut"
 )
 
 // gatherRequests is how long a wave that is not full waits for more requests after the last
 // one: a requester sets the requests of a node's pods one by one.
 const gatherRequests = time.Second
-
-// MaxSurge resolves the Deployment's rolling update maxSurge against replicas as the Deployment
-// controller does: a percentage rounds up. It is 0 for the Recreate strategy.
-func MaxSurge(d *appsv1.Deployment, replicas int32) (int32, error) {
-	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
-		return 0, nil
-	}
-	// The API server defaults maxSurge to 25%.
-	surge := intstr.FromString("25%")
-	if ru := d.Spec.Strategy.RollingUpdate; ru != nil && ru.MaxSurge != nil {
-		surge = *ru.MaxSurge
-	}
-	v, err := intstr.GetScaledValueFromIntOrPercent(&surge, int(replicas), true)
-	if err != nil {
-		return 0, fmt.Errorf("maxSurge: %w", err)
-	}
-	return int32(max(v, 0)), nil
-}
-
-// eligibility says whether the responder surges a Deployment for its pods' evacuation.
-type eligibility struct {
-	ok bool
-	// surge is the resolved maxSurge, when ok.
-	surge int32
-	// reason and message decline the requests when not ok; an empty reason leaves them
-	// unanswered.
-	reason, message string
-}
-
-// eligible decides whether a Deployment of the given (original) replicas can surge.
-func eligible(d *appsv1.Deployment, replicas int32, activeReplicaSets int, autoscaled bool) eligibility {
-	surge, err := MaxSurge(d, replicas)
-	switch {
-	case replicas == 0:
-		// Nothing to surge: its remaining pods are terminating.
-		return eligibility{}
-	case d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType:
-		return eligibility{reason: ReasonRecreate, message: "the Deployment's strategy is " + string(d.Spec.Strategy.Type) + ", it does not surge"}
-	case err != nil:
-		return eligibility{reason: ReasonMaxSurgeZero, message: err.Error()}
-	case surge == 0:
-		return eligibility{reason: ReasonMaxSurgeZero, message: "the Deployment's maxSurge is 0: eviction moves its pods"}
-	case d.Spec.Paused:
-		return eligibility{reason: ReasonPaused, message: "the Deployment is paused: eviction moves its pods"}
-	case autoscaled:
-		return eligibility{reason: ReasonAutoscaled, message: "a HorizontalPodAutoscaler sets the Deployment's replicas and would undo a surge: eviction moves its pods"}
-	case activeReplicaSets > 1:
-		return eligibility{reason: ReasonRollout, message: "a rollout is in progress: eviction moves its pods"}
-	}
-	return eligibility{ok: true, surge: surge}
-}
-
-// Surges says whether the responder answers evacuation requests of the Deployment's pods by
-// surging, from its spec, its ReplicaSets and whether a HorizontalPodAutoscaler targets it (see
-// Autoscales); when it does not, reason (one of the Reason constants, "" when it leaves them
-// unanswered: the Deployment has no replicas) and message say why, as the pods'
-// EvacuationInitiated=False would. It is the responder's own decision, for the preflight.
-func Surges(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, autoscaled bool) (ok bool, reason, message string) {
-	replicas := ptr.Deref(d.Spec.Replicas, 1)
-	if state, err := parseSurge(d); err == nil && state != nil {
-		replicas = state.OriginalReplicas
-	}
-	el := eligible(d, replicas, activeReplicaSets(replicaSets), autoscaled)
-	return el.ok, el.reason, el.message
-}
-
-// Autoscales reports whether the HorizontalPodAutoscaler scales the named Deployment of its
-// namespace.
-func Autoscales(hpa *autoscalingv2.HorizontalPodAutoscaler, deployment string) bool {
-	ref := hpa.Spec.ScaleTargetRef
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err == nil && ref.Kind == "Deployment" && ref.Name == deployment && (gv.Group == appsv1.GroupName || gv.Group == "extensions")
-}
 
 // input is what the responder observed of one Deployment.
 type input struct {
@@ -143,7 +47,7 @@ type answer struct {
 type scaleChange struct {
 	replicas int32
 	// surge is the new surge state; nil removes it.
-	surge *surgeState
+	surge *surgepolicy.State
 }
 
 // deploymentEvent is an Event on the Deployment.
@@ -194,8 +98,8 @@ func decide(in input) plan {
 	if state != nil {
 		original = state.OriginalReplicas
 	}
-	el := eligible(in.deployment, original, activeReplicaSets(in.replicaSets), in.autoscaled)
-	p.ready = el.ok
+	el := surgepolicy.Eligible(in.deployment, original, surgepolicy.ActiveReplicaSets(in.replicaSets), in.autoscaled)
+	p.ready = el.OK
 	gaveUp := p.endSurge(in, live, state, el, replicas)
 	p.answerPods(in.deployment, live, el, gaveUp)
 	if !p.rolledBack {
@@ -221,22 +125,11 @@ func livePods(pods []*corev1.Pod) []*corev1.Pod {
 	return live
 }
 
-// activeReplicaSets counts the ReplicaSets that want or have pods.
-func activeReplicaSets(replicaSets []*appsv1.ReplicaSet) int {
-	active := 0
-	for _, rs := range replicaSets {
-		if ptr.Deref(rs.Spec.Replicas, 1) > 0 || rs.Status.Replicas > 0 {
-			active++
-		}
-	}
-	return active
-}
-
 // readSurge decides what to make of the Deployment's surge record: the surge in progress, nil
 // when there is none. An unusable record is dropped: without it nobody knows which replica
 // count the user wants, so spec.replicas stays and eviction moves the pods.
-func (p *plan) readSurge(d *appsv1.Deployment) *surgeState {
-	state, err := parseSurge(d)
+func (p *plan) readSurge(d *appsv1.Deployment) *surgepolicy.State {
+	state, err := surgepolicy.Parse(d)
 	if err != nil {
 		p.dropSurge = true
 		p.events = append(p.events, deploymentEvent{corev1.EventTypeWarning, "InvalidSurgeState", "Surge",
@@ -250,7 +143,7 @@ func (p *plan) readSurge(d *appsv1.Deployment) *surgeState {
 // the surge: their count is what the Deployment keeps, so the surge record goes; a new wave may
 // start from there. The marks stay: should they scale down, the pods asked to leave go first.
 // It returns the surge still in progress.
-func (p *plan) keepScale(state *surgeState, replicas int32) *surgeState {
+func (p *plan) keepScale(state *surgepolicy.State, replicas int32) *surgepolicy.State {
 	if state == nil || replicas == state.OriginalReplicas+state.Surge {
 		return state
 	}
@@ -272,12 +165,12 @@ func (p *plan) keepScale(state *surgeState, replicas int32) *surgeState {
 // is given up (rolled back, its pods declined for good) once they made no progress for its
 // patience; until then it is looked at again at that deadline. It reports whether the surge
 // gave up.
-func (p *plan) endSurge(in input, live []*corev1.Pod, state *surgeState, el eligibility, replicas int32) (gaveUp bool) {
+func (p *plan) endSurge(in input, live []*corev1.Pod, state *surgepolicy.State, el surgepolicy.Eligibility, replicas int32) (gaveUp bool) {
 	if state == nil {
 		return false
 	}
-	if !el.ok {
-		p.rollback(live, state, el.message)
+	if !el.OK {
+		p.rollback(live, state, el.Message)
 		return false
 	}
 	d := in.deployment
@@ -333,7 +226,7 @@ func available(live []*corev1.Pod, minReadySeconds int32, now time.Time) (n int3
 // no longer asked to leave, False for good when the surge gave up, True when the Deployment
 // surges, False with the reason when it declines; left alone when the responder gave the pod up
 // earlier or neither accepts nor declines. The changes are reported in Events.
-func (p *plan) answerPods(d *appsv1.Deployment, live []*corev1.Pod, el eligibility, gaveUp bool) {
+func (p *plan) answerPods(d *appsv1.Deployment, live []*corev1.Pod, el surgepolicy.Eligibility, gaveUp bool) {
 	for _, pod := range live {
 		cond := evacuation.Condition(pod, evacuation.Initiated)
 		switch {
@@ -343,16 +236,16 @@ func (p *plan) answerPods(d *appsv1.Deployment, live []*corev1.Pod, el eligibili
 			}
 		case timedOut(pod):
 		case gaveUp:
-			p.answers = append(p.answers, answer{pod, corev1.ConditionFalse, ReasonSurgeTimedOut,
+			p.answers = append(p.answers, answer{pod, corev1.ConditionFalse, surgepolicy.ReasonSurgeTimedOut,
 				"the Deployment's surge did not become available in time: eviction moves the pod"})
-		case el.ok:
+		case el.OK:
 			if cond == nil || cond.Status != corev1.ConditionTrue {
-				p.answers = append(p.answers, answer{pod, corev1.ConditionTrue, ReasonSurge,
+				p.answers = append(p.answers, answer{pod, corev1.ConditionTrue, surgepolicy.ReasonSurge,
 					fmt.Sprintf("Deployment %s surges a replacement before the pod is removed", d.Name)})
 			}
-		case el.reason != "":
-			if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != el.reason {
-				p.answers = append(p.answers, answer{pod, corev1.ConditionFalse, el.reason, el.message})
+		case el.Reason != "":
+			if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != el.Reason {
+				p.answers = append(p.answers, answer{pod, corev1.ConditionFalse, el.Reason, el.Message})
 			}
 		}
 	}
@@ -363,7 +256,7 @@ func (p *plan) answerPods(d *appsv1.Deployment, live []*corev1.Pod, el eligibili
 // steady, it surges by up to maxSurge for the pods asked to leave (marked to go first since
 // their acceptance, markEvacuated). A wave that is not full first waits gatherRequests for more
 // requests.
-func (p *plan) startWave(in input, live []*corev1.Pod, el eligibility, replicas int32) {
+func (p *plan) startWave(in input, live []*corev1.Pod, el surgepolicy.Eligibility, replicas int32) {
 	d := in.deployment
 	if int32(len(live)) > replicas {
 		return
@@ -377,14 +270,14 @@ func (p *plan) startWave(in input, live []*corev1.Pod, el eligibility, replicas 
 	if len(candidates) == 0 || !steady {
 		return
 	}
-	if wait := gathering(candidates, el.surge, in.now); wait > 0 {
+	if wait := gathering(candidates, el.Surge, in.now); wait > 0 {
 		p.requeueAfter = wait
 		return
 	}
 	sortWave(candidates)
-	k := min(el.surge, int32(len(candidates)))
+	k := min(el.Surge, int32(len(candidates)))
 	wave := candidates[:k]
-	p.scale = &scaleChange{replicas: replicas + k, surge: &surgeState{
+	p.scale = &scaleChange{replicas: replicas + k, surge: &surgepolicy.State{
 		OriginalReplicas: replicas, Surge: k, StartTime: metav1.NewMicroTime(in.now),
 	}}
 	p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeStarted", "Surge",
@@ -395,10 +288,10 @@ func (p *plan) startWave(in input, live []*corev1.Pod, el eligibility, replicas 
 
 // evacuated are the pods the Deployment evacuates: those asked to leave that the responder did
 // not give up on, when the Deployment surges.
-func evacuated(live []*corev1.Pod, el eligibility) []*corev1.Pod {
+func evacuated(live []*corev1.Pod, el surgepolicy.Eligibility) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, pod := range live {
-		if el.ok && evacuation.Requested(pod) && !timedOut(pod) {
+		if el.OK && evacuation.Requested(pod) && !timedOut(pod) {
 			out = append(out, pod)
 		}
 	}
@@ -413,10 +306,10 @@ func evacuated(live []*corev1.Pod, el eligibility) []*corev1.Pod {
 // surge's, someone's), no mark is added and a rollback's marks stay: the ReplicaSet is to
 // remove the surge's pods, not the evacuated ones. surging: a surge was in progress when the
 // plan was made (its completion's scale-back comes after the plan's marks).
-func (p *plan) markEvacuated(live []*corev1.Pod, el eligibility, surging bool, replicas int32) {
+func (p *plan) markEvacuated(live []*corev1.Pod, el surgepolicy.Eligibility, surging bool, replicas int32) {
 	hold := !surging && int32(len(live)) > replicas
 	for _, pod := range live {
-		evacuate := el.ok && evacuation.Requested(pod) && !timedOut(pod)
+		evacuate := el.OK && evacuation.Requested(pod) && !timedOut(pod)
 		switch {
 		case evacuate && !isMarked(pod) && !hold:
 			p.mark = append(p.mark, pod)
@@ -509,7 +402,7 @@ func withdrawn(pods []*corev1.Pod) []*corev1.Pod {
 // timedOut reports whether the responder gave up on the pod's evacuation for good.
 func timedOut(pod *corev1.Pod) bool {
 	c := evacuation.Condition(pod, evacuation.Initiated)
-	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == ReasonSurgeTimedOut
+	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == surgepolicy.ReasonSurgeTimedOut
 }
 
 func requestTime(pod *corev1.Pod) time.Time {

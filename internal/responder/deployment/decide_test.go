@@ -12,72 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
-
-func TestMaxSurge(t *testing.T) {
-	for name, tc := range map[string]struct {
-		strategy appsv1.DeploymentStrategy
-		replicas int32
-		want     int32
-		wantErr  bool
-	}{
-		"absolute":              {strategy: rolling(intstr.FromInt32(2)), replicas: 10, want: 2},
-		"percent rounds up":     {strategy: rolling(intstr.FromString("25%")), replicas: 1, want: 1},
-		"percent of 10":         {strategy: rolling(intstr.FromString("25%")), replicas: 10, want: 3},
-		"zero":                  {strategy: rolling(intstr.FromInt32(0)), replicas: 10, want: 0},
-		"zero percent":          {strategy: rolling(intstr.FromString("0%")), replicas: 10, want: 0},
-		"default when unset":    {strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}, replicas: 4, want: 1},
-		"recreate":              {strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}, replicas: 4, want: 0},
-		"invalid percent":       {strategy: rolling(intstr.FromString("lots")), replicas: 4, wantErr: true},
-		"percent of 0 replicas": {strategy: rolling(intstr.FromString("50%")), replicas: 0, want: 0},
-	} {
-		t.Run(name, func(t *testing.T) {
-			d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Strategy: tc.strategy}}
-			got, err := MaxSurge(d, tc.replicas)
-			if (err != nil) != tc.wantErr || got != tc.want {
-				t.Errorf("MaxSurge = %d, %v; want %d, error %t", got, err, tc.want, tc.wantErr)
-			}
-		})
-	}
-}
-
-func TestEligible(t *testing.T) {
-	for name, tc := range map[string]struct {
-		mutate     func(*appsv1.Deployment)
-		replicaSet int
-		autoscaled bool
-		wantOK     bool
-		wantReason string
-	}{
-		"rolling update with surge": {wantOK: true},
-		"replicas 0":                {mutate: func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](0) }},
-		"recreate": {mutate: func(d *appsv1.Deployment) {
-			d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
-		}, wantReason: ReasonRecreate},
-		"maxSurge 0":          {mutate: func(d *appsv1.Deployment) { d.Spec.Strategy = rolling(intstr.FromInt32(0)) }, wantReason: ReasonMaxSurgeZero},
-		"paused":              {mutate: func(d *appsv1.Deployment) { d.Spec.Paused = true }, wantReason: ReasonPaused},
-		"autoscaled":          {autoscaled: true, wantReason: ReasonAutoscaled},
-		"rollout in progress": {replicaSet: 2, wantReason: ReasonRollout},
-	} {
-		t.Run(name, func(t *testing.T) {
-			d := newDeployment(3, 1)
-			if tc.mutate != nil {
-				tc.mutate(d)
-			}
-			el := eligible(d, *d.Spec.Replicas, max(tc.replicaSet, 1), tc.autoscaled)
-			if el.ok != tc.wantOK || el.reason != tc.wantReason {
-				t.Errorf("eligible = %+v; want ok %t, reason %q", el, tc.wantOK, tc.wantReason)
-			}
-		})
-	}
-}
 
 var now = time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 
 func TestDecide(t *testing.T) {
-	state := func(original, surge int32, age time.Duration) *surgeState {
-		return &surgeState{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewMicroTime(now.Add(-age))}
+	state := func(original, surge int32, age time.Duration) *surgepolicy.State {
+		return &surgepolicy.State{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewMicroTime(now.Add(-age))}
 	}
 	for name, tc := range map[string]struct {
 		d           *appsv1.Deployment
@@ -370,11 +313,11 @@ func TestDecide(t *testing.T) {
 		},
 		"timed out pods are not accepted again": {
 			d:    newDeployment(3, 1),
-			pods: []*corev1.Pod{pod("a", requested(1), declined(ReasonSurgeTimedOut)), pod("b"), pod("c")},
+			pods: []*corev1.Pod{pod("a", requested(1), declined(surgepolicy.ReasonSurgeTimedOut)), pod("b"), pod("c")},
 		},
 		"declined for a passing reason: accepted again": {
 			d:           newDeployment(3, 1),
-			pods:        []*corev1.Pod{pod("a", requested(1), declined(ReasonPaused)), pod("b"), pod("c")},
+			pods:        []*corev1.Pod{pod("a", requested(1), declined(surgepolicy.ReasonPaused)), pod("b"), pod("c")},
 			wantAnswers: map[string]string{"a": "True/DeploymentSurge"},
 			wantMark:    []string{"a"},
 			wantScale:   &scaleChange{replicas: 4, surge: state(3, 1, 0)},
@@ -405,7 +348,7 @@ func TestDecide(t *testing.T) {
 		},
 		"request withdrawn: answer withdrawn": {
 			d:           newDeployment(3, 1),
-			pods:        []*corev1.Pod{pod("a", declined(ReasonPaused)), pod("b"), pod("c")},
+			pods:        []*corev1.Pod{pod("a", declined(surgepolicy.ReasonPaused)), pod("b"), pod("c")},
 			wantAnswers: map[string]string{"a": "withdraw"},
 		},
 		"accepted request withdrawn before its wave: answer withdrawn and unmarked": {
@@ -547,7 +490,7 @@ func withAnnotation(d *appsv1.Deployment, k, v string) *appsv1.Deployment {
 
 // surging puts a surge in progress on the Deployment, its status at the surge's generation
 // (whether the surge is available, its pods say).
-func surging(d *appsv1.Deployment, s *surgeState) *appsv1.Deployment {
+func surging(d *appsv1.Deployment, s *surgepolicy.State) *appsv1.Deployment {
 	withAnnotation(d, evacuation.SurgeAnnotation, s.String())
 	if *d.Spec.Replicas == s.OriginalReplicas {
 		d.Spec.Replicas = ptr.To(s.OriginalReplicas + s.Surge)
@@ -588,7 +531,7 @@ func requested(minutesAgo int) func(*corev1.Pod) {
 }
 
 func accepted(p *corev1.Pod) {
-	evacuation.SetCondition(p, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: ReasonSurge})
+	evacuation.SetCondition(p, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: surgepolicy.ReasonSurge})
 }
 
 func declined(reason string) func(*corev1.Pod) {

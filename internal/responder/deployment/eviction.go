@@ -27,6 +27,7 @@ import (
 
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -144,7 +145,7 @@ func (r *Reconciler) heartbeats(ctx context.Context, in input, view protocol.Vie
 // marked and its scale-back may remove any of them, but only these hear of its progress: the
 // others' reports, which would change with it, wait for their own wave.
 func surgeWave(in input) map[types.UID]bool {
-	state, err := parseSurge(in.deployment)
+	state, err := surgepolicy.Parse(in.deployment)
 	if err != nil || state == nil {
 		return nil
 	}
@@ -170,14 +171,14 @@ func surgeWave(in input) map[types.UID]bool {
 // Progress).
 func progress(in input) evacuation.Progress {
 	d := in.deployment
-	state, err := parseSurge(d)
+	state, err := surgepolicy.Parse(d)
 	if err != nil || state == nil {
 		return evacuation.Progress{}
 	}
 	created := surgePods(livePods(in.pods), state)
 	deadline := lastProgress(created, state).Add(patience(d, in.replicaSets, created, in.surgeTimeout))
 	return evacuation.Progress{
-		Reason: ReasonSurge,
+		Reason: surgepolicy.ReasonSurge,
 		Message: fmt.Sprintf("Deployment %s surged from %d to %d replicas: the pod goes once the replacements are available",
 			d.Name, state.OriginalReplicas, ptr.Deref(d.Spec.Replicas, 1)),
 		ExpectedCompletion: deadline,
@@ -187,7 +188,7 @@ func progress(in input) evacuation.Progress {
 // removing is the progress of a pod its Deployment replaced, which its ReplicaSet is removing:
 // expected to be gone at the end of its grace period.
 func removing(deployment string, pod *corev1.Pod) evacuation.Progress {
-	p := evacuation.Progress{Reason: ReasonSurge,
+	p := evacuation.Progress{Reason: surgepolicy.ReasonSurge,
 		Message: fmt.Sprintf("Deployment %s replaced the pod; it is being removed", deployment)}
 	if pod.DeletionTimestamp != nil {
 		p.ExpectedCompletion = pod.DeletionTimestamp.Time

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -114,7 +115,7 @@ func TestEvictionResponder(t *testing.T) {
 			t.Fatalf("replicas %d, surge %q; want a surge to 2", *d.Spec.Replicas, d.Annotations[evacuation.SurgeAnnotation])
 		}
 		s := mine(t, c, ev)
-		if s.HeartbeatTime == nil || s.CompletionTime != nil || s.Message == nil || !strings.HasPrefix(*s.Message, ReasonSurge) {
+		if s.HeartbeatTime == nil || s.CompletionTime != nil || s.Message == nil || !strings.HasPrefix(*s.Message, surgepolicy.ReasonSurge) {
 			t.Fatalf("after the first look, the responder's entry is %+v; want accepted (heartbeat, message)", s)
 		}
 		if other := evacuation.ResponderStatusOf(ev, "example.com/checkpoint"); other.Message == nil || *other.Message != "checkpointed" {
@@ -177,8 +178,8 @@ func TestEvictionResponder(t *testing.T) {
 		c, r, d, p, ev := setup(t, 0)
 		reconcileOnce(t, r, d)
 		s := mine(t, c, ev)
-		if s.CompletionTime == nil || s.Message == nil || !strings.Contains(*s.Message, ReasonMaxSurgeZero) {
-			t.Fatalf("responder entry %+v; want completed (declined) with %s", s, ReasonMaxSurgeZero)
+		if s.CompletionTime == nil || s.Message == nil || !strings.Contains(*s.Message, surgepolicy.ReasonMaxSurgeZero) {
+			t.Fatalf("responder entry %+v; want completed (declined) with %s", s, surgepolicy.ReasonMaxSurgeZero)
 		}
 		get(t, c, d)
 		if *d.Spec.Replicas != 1 {
@@ -220,7 +221,7 @@ func TestEvictionWritesRemembered(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(activeEviction(pod)), cached); err != nil {
 		t.Fatal(err)
 	}
-	if err := evacuation.ForEviction(cached, pod, EvictionResponder).Accept(ctx, r.evictionClient(), evacuation.Progress{Reason: ReasonSurge, Message: "accepted"}); err != nil {
+	if err := evacuation.ForEviction(cached, pod, EvictionResponder).Accept(ctx, r.evictionClient(), evacuation.Progress{Reason: surgepolicy.ReasonSurge, Message: "accepted"}); err != nil {
 		t.Fatal(err)
 	}
 	if evacuation.ForEviction(cached, pod, EvictionResponder).Accepted() {

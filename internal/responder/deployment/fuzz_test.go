@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -50,9 +51,9 @@ func fuzzInput(g *testutil.FuzzBytes) input {
 	replicas := int32(1 + g.Byte()%5)
 	d := newDeployment(replicas, int32(g.Byte()%4))
 	autoscaled := g.Byte()%7 == 0
-	var state *surgeState
+	var state *surgepolicy.State
 	if b := g.Byte(); b%3 != 0 {
-		state = &surgeState{OriginalReplicas: replicas, Surge: int32(1 + b%3), StartTime: metav1.NewMicroTime(now.Add(-time.Duration(g.Byte()) * time.Second))}
+		state = &surgepolicy.State{OriginalReplicas: replicas, Surge: int32(1 + b%3), StartTime: metav1.NewMicroTime(now.Add(-time.Duration(g.Byte()) * time.Second))}
 		surging(d, state)
 		if g.Byte()%5 == 0 {
 			d.Spec.Replicas = ptr.To(*d.Spec.Replicas + 1) // scaled by someone
@@ -76,9 +77,9 @@ func fuzzInput(g *testutil.FuzzBytes) input {
 		case 1:
 			opts = append(opts, accepted)
 		case 2:
-			opts = append(opts, declined(ReasonSurgeTimedOut))
+			opts = append(opts, declined(surgepolicy.ReasonSurgeTimedOut))
 		case 3:
-			opts = append(opts, declined(ReasonPaused))
+			opts = append(opts, declined(surgepolicy.ReasonPaused))
 		}
 		if b&8 != 0 {
 			opts = append(opts, withMark)
@@ -121,7 +122,7 @@ func checkMarks(t *testing.T, in input, p plan) {
 		return (isMarked(pod) || slices.Contains(p.mark, pod)) && !slices.Contains(p.unmark, pod)
 	}
 	live := livePods(in.pods)
-	state, _ := parseSurge(in.deployment)
+	state, _ := surgepolicy.Parse(in.deployment)
 	switch {
 	case p.scale != nil && p.scale.surge != nil:
 		if state == nil && int32(len(live)) != ptr.Deref(in.deployment.Spec.Replicas, 1) {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -50,10 +51,10 @@ func TestMoreSteps(t *testing.T) {
 			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark, terminating), pod("b", requested(1), accepted, withMark), pod("c"), pod("s")}}, true},
 		"the last pods leaving": {input{deployment: newDeployment(3, 1),
 			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark, terminating), pod("b"), pod("c"), pod("s")}}, false},
-		"a surge in progress": {input{deployment: surging(newDeployment(3, 1), &surgeState{OriginalReplicas: 3, Surge: 1, StartTime: metav1.NewMicroTime(now)}),
+		"a surge in progress": {input{deployment: surging(newDeployment(3, 1), &surgepolicy.State{OriginalReplicas: 3, Surge: 1, StartTime: metav1.NewMicroTime(now)}),
 			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}}, true},
 		"declined pods": {input{deployment: withPaused(newDeployment(3, 1)), pods: []*corev1.Pod{pod("a", requested(1)), pod("b"), pod("c")}}, false},
-		"given up":      {input{deployment: newDeployment(3, 1), pods: []*corev1.Pod{pod("a", requested(1), declined(ReasonSurgeTimedOut)), pod("b"), pod("c")}}, false},
+		"given up":      {input{deployment: newDeployment(3, 1), pods: []*corev1.Pod{pod("a", requested(1), declined(surgepolicy.ReasonSurgeTimedOut)), pod("b"), pod("c")}}, false},
 	} {
 		tc.in.replicaSets = []*appsv1.ReplicaSet{replicaSet("rs", 3)}
 		tc.in.now, tc.in.surgeTimeout = now, 2*time.Minute

@@ -1,6 +1,7 @@
 package deployment
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,7 +32,9 @@ var answerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(0.05, 2, 14), // 50ms to about 7 minutes
 }, []string{"answer"})
 
-func init() {
+// registerMetrics registers the responder's metrics with controller-runtime's registry, once, when
+// the responder is set up: a program that only uses Release (the plugin's cleanup) serves none.
+var registerMetrics = sync.OnceFunc(func() {
 	metrics.Registry.MustRegister(surgesTotal, answerDuration)
 	// Every series from the start, at zero: a rate or increase() sees its first sample.
 	for _, outcome := range []string{"started", "completed", "timed_out", "rolled_back", "overridden", "invalid"} {
@@ -40,7 +43,7 @@ func init() {
 	for _, answer := range []string{"accepted", "declined"} {
 		answerDuration.WithLabelValues(answer)
 	}
-}
+})
 
 // surgeOutcomes maps the reasons of the surge Events a plan emits to the outcome they count as.
 // A surge that gave up is rolled back too: it counts as timed_out alone.

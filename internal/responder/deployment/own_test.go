@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -23,7 +24,7 @@ func TestOwnWrites(t *testing.T) {
 		before[i] = p.DeepCopy()
 	}
 	view := protocol.Observe(cached, nil, "")
-	p := plan{answers: []answer{{pod: answered, status: corev1.ConditionTrue, reason: ReasonSurge}}, mark: []*corev1.Pod{answered}, unmark: []*corev1.Pod{unmarked}}
+	p := plan{answers: []answer{{pod: answered, status: corev1.ConditionTrue, reason: surgepolicy.ReasonSurge}}, mark: []*corev1.Pod{answered}, unmark: []*corev1.Pod{unmarked}}
 	ownWrites(&p, view)
 
 	own := p.answers[0].pod
@@ -36,7 +37,7 @@ func TestOwnWrites(t *testing.T) {
 		t.Error("the answer through the pod's request would not change the copy apply holds")
 	}
 	// What the writes do in memory.
-	evacuation.SetCondition(own, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: ReasonSurge})
+	evacuation.SetCondition(own, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: surgepolicy.ReasonSurge})
 	setAnnotation(own, corev1.PodDeletionCost, nil)
 	setAnnotation(p.unmark[0], evacuation.OriginalDeletionCostAnnotation, nil)
 	for i, p := range cached {

@@ -38,6 +38,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/fairqueue"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -158,7 +159,7 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 		return in, view, err
 	}
 	for i := range hpas.Items {
-		in.autoscaled = in.autoscaled || Autoscales(&hpas.Items[i], d.Name)
+		in.autoscaled = in.autoscaled || surgepolicy.Autoscales(&hpas.Items[i], d.Name)
 	}
 	return in, view, nil
 }
@@ -461,6 +462,7 @@ func setAnnotation(obj metav1.Object, key string, value *string) {
 // when it changes, when its ReplicaSets change, and when the evacuation conditions or marks of
 // its pods change.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, concurrency int) error {
+	registerMetrics()
 	byController := func(o client.Object) []string {
 		if ref := metav1.GetControllerOf(o); ref != nil {
 			return []string{string(ref.UID)}

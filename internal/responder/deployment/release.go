@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -41,7 +42,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 	}
 	in := input{deployment: d, replicaSets: replicaSets, pods: unrequested, now: timeNow(), surgeTimeout: DefaultSurgeTimeout}
 	p := decide(in)
-	if state, err := parseSurge(d); err == nil && state != nil && p.scale == nil && !p.dropSurge {
+	if state, err := surgepolicy.Parse(d); err == nil && state != nil && p.scale == nil && !p.dropSurge {
 		// A surge decide would still wait for (no evacuated pod left to tell it was withdrawn):
 		// nobody will complete it any more.
 		var live []*corev1.Pod

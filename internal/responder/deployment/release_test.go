@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -29,7 +30,7 @@ func TestRelease(t *testing.T) {
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	state := &surgeState{OriginalReplicas: 2, Surge: 1, StartTime: metavNow(-30 * time.Second)}
+	state := &surgepolicy.State{OriginalReplicas: 2, Surge: 1, StartTime: metavNow(-30 * time.Second)}
 	d := withAnnotation(surging(newDeployment(2, 1), state), evacuation.DeploymentReplicasToEvacuateAnnotation, "1")
 	rs := replicaSet("rs", 3)
 	rs.Annotations = map[string]string{evacuation.ReplicasToEvacuateAnnotation: "1", evacuation.EvacuationReadyAnnotation: "true"}

@@ -5,7 +5,6 @@ package deployment
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,47 +12,15 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
-// surgeState is the value of evacuation.SurgeAnnotation: a surge in progress.
-type surgeState struct {
-	// OriginalReplicas is the Deployment's spec.replicas before the surge, and after it.
-	OriginalReplicas int32 `json:"originalReplicas"`
-	// Surge is the number of replicas added: the number of pods evacuated by this wave.
-	Surge int32 `json:"surge"`
-	// StartTime is when the surge started; it gives up once its pods made no progress for its
-	// patience since then (see lastProgress and patience).
-	StartTime metav1.MicroTime `json:"startTime"`
-}
-
-func (s *surgeState) String() string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-// parseSurge reads the surge in progress from the Deployment, nil when there is none.
-func parseSurge(d *appsv1.Deployment) (*surgeState, error) {
-	v, ok := d.Annotations[evacuation.SurgeAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	s := &surgeState{}
-	if err := json.Unmarshal([]byte(v), s); err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", evacuation.SurgeAnnotation, err)
-	}
-	if s.OriginalReplicas < 0 || s.Surge <= 0 || s.StartTime.IsZero() {
-		return nil, fmt.Errorf("annotation %s: invalid value %q", evacuation.SurgeAnnotation, v)
-	}
-	return s, nil
-}
-
 // surgePods are the pods a surge created: the newest ones created since it started (creation
 // times are in seconds) that nobody asked to leave, at most its size.
-func surgePods(live []*corev1.Pod, state *surgeState) []*corev1.Pod {
+func surgePods(live []*corev1.Pod, state *surgepolicy.State) []*corev1.Pod {
 	var created []*corev1.Pod
 	for _, pod := range live {
 		if !pod.CreationTimestamp.Time.Before(state.StartTime.Truncate(time.Second)) && !evacuation.Requested(pod) {
@@ -72,7 +39,7 @@ func surgePods(live []*corev1.Pod, state *surgeState) []*corev1.Pod {
 // on a busy cluster the scheduler may take minutes to place every replacement of every
 // Deployment surging at once, and a surge whose pods keep arriving is slow, not stuck. Giving
 // it up would throw its replacements away and evict the pods instead.
-func lastProgress(created []*corev1.Pod, state *surgeState) time.Time {
+func lastProgress(created []*corev1.Pod, state *surgepolicy.State) time.Time {
 	last := state.StartTime.Time
 	later := func(t time.Time) {
 		if t.After(last) {
@@ -153,13 +120,13 @@ func failingToCreate(rs *appsv1.ReplicaSet) bool {
 // one before it to complete. It grows once the requests stop coming (gathering), as a wave
 // starts; it then completes when all of its replacements are available. Every pod it evacuates
 // is marked already (markEvacuated marks all of them during a surge).
-func (p *plan) extend(in input, live []*corev1.Pod, state *surgeState, el eligibility) {
+func (p *plan) extend(in input, live []*corev1.Pod, state *surgepolicy.State, el surgepolicy.Eligibility) {
 	candidates := evacuated(live, el)
-	k := min(el.surge, int32(len(candidates)))
+	k := min(el.Surge, int32(len(candidates)))
 	if k <= state.Surge {
 		return
 	}
-	if wait := gathering(candidates, el.surge, in.now); wait > 0 {
+	if wait := gathering(candidates, el.Surge, in.now); wait > 0 {
 		p.requeueAfter = min(p.requeueAfter, wait)
 		return
 	}
@@ -176,7 +143,7 @@ func (p *plan) extend(in input, live []*corev1.Pod, state *surgeState, el eligib
 // first, the evacuated pods unmarked, and spec.replicas returns to the original count. Its marks
 // replace any the plan had; the evacuated pods are marked again once the scale-down is done
 // (markEvacuated).
-func (p *plan) rollback(live []*corev1.Pod, state *surgeState, why string) {
+func (p *plan) rollback(live []*corev1.Pod, state *surgepolicy.State, why string) {
 	p.rolledBack = true
 	p.mark, p.unmark = nil, nil
 	created := surgePods(live, state)

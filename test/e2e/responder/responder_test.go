@@ -29,6 +29,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
@@ -251,10 +252,10 @@ func TestNoCapacityGivesUp(t *testing.T) {
 	maintain(t, ns, pod.Spec.NodeName)
 	// Once declined, the drain may evict the pod: the decline is taken from the watches' record.
 	s.waitFor(t, waitTimeout, "the evacuation declined and the replicas restored", func(v view) bool {
-		_, declined := answers.times(s, pod.Name, deployment.ReasonSurgeTimedOut)
+		_, declined := answers.times(s, pod.Name, surgepolicy.ReasonSurgeTimedOut)
 		return !declined.IsZero() && v.replicas() == 1 && !v.surging() && len(v.live()) == 1
 	})
-	accepted, declined := answers.times(s, pod.Name, deployment.ReasonSurgeTimedOut)
+	accepted, declined := answers.times(s, pod.Name, surgepolicy.ReasonSurgeTimedOut)
 	took := declined.Sub(accepted)
 	t.Logf("gave up %v after accepting (bound %v, %s)", took.Round(10*time.Millisecond), bound, answers)
 	if accepted.IsZero() || took < bound-time.Second || took > bound+10*time.Second {

@@ -1,0 +1,157 @@
+// Package surgepolicy says whether nodemaint's Deployment responder moves a Deployment's pods
+// by surging it, and by how many pods: the Deployment's strategy, maxSurge, pause, autoscaler
+// and rollout, and the surge record it keeps on the Deployment. It is the responder's own rule,
+// shared with the preflight, which reports what a drain would do, and the plugin's cleanup. It
+// does no I/O.
+package surgepolicy
+
+import (
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// Reasons of the EvacuationInitiated condition the responder sets on a Deployment's pods.
+const (
+	// ReasonSurge accepts: the pod is moved by surging its Deployment.
+	ReasonSurge = "DeploymentSurge"
+	// ReasonRecreate declines: the Deployment's strategy is Recreate, it never surges.
+	ReasonRecreate = "RecreateStrategy"
+	// ReasonMaxSurgeZero declines: the Deployment's maxSurge resolves to 0 pods.
+	ReasonMaxSurgeZero = "MaxSurgeZero"
+	// ReasonPaused declines: the Deployment is paused, nodemaint does not change it.
+	ReasonPaused = "DeploymentPaused"
+	// ReasonAutoscaled declines: a HorizontalPodAutoscaler owns the Deployment's replicas and
+	// would undo a surge.
+	ReasonAutoscaled = "HorizontalPodAutoscaler"
+	// ReasonRollout declines: a rollout is in progress (more than one active ReplicaSet); it
+	// replaces pods itself, and a surge would be split across its ReplicaSets.
+	ReasonRollout = "RolloutInProgress"
+	// ReasonSurgeTimedOut declines for good: the surge's replacements did not become available
+	// in time. The responder does not accept this pod again while its request stands.
+	ReasonSurgeTimedOut = "SurgeTimedOut"
+)
+
+// MaxSurge resolves the Deployment's rolling update maxSurge against replicas as the Deployment
+// controller does: a percentage rounds up. It is 0 for the Recreate strategy.
+func MaxSurge(d *appsv1.Deployment, replicas int32) (int32, error) {
+	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		return 0, nil
+	}
+	// The API server defaults maxSurge to 25%.
+	surge := intstr.FromString("25%")
+	if ru := d.Spec.Strategy.RollingUpdate; ru != nil && ru.MaxSurge != nil {
+		surge = *ru.MaxSurge
+	}
+	v, err := intstr.GetScaledValueFromIntOrPercent(&surge, int(replicas), true)
+	if err != nil {
+		return 0, fmt.Errorf("maxSurge: %w", err)
+	}
+	return int32(max(v, 0)), nil
+}
+
+// Eligibility says whether the responder surges a Deployment for its pods' evacuation.
+type Eligibility struct {
+	OK bool
+	// Surge is the resolved maxSurge, when OK.
+	Surge int32
+	// Reason and Message decline the requests when not OK; an empty Reason leaves them
+	// unanswered.
+	Reason, Message string
+}
+
+// Eligible decides whether a Deployment of the given (original) replicas can surge.
+func Eligible(d *appsv1.Deployment, replicas int32, activeReplicaSets int, autoscaled bool) Eligibility {
+	surge, err := MaxSurge(d, replicas)
+	switch {
+	case replicas == 0:
+		// Nothing to Surge: its remaining pods are terminating.
+		return Eligibility{}
+	case d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType:
+		return Eligibility{Reason: ReasonRecreate, Message: "the Deployment's strategy is " + string(d.Spec.Strategy.Type) + ", it does not surge"}
+	case err != nil:
+		return Eligibility{Reason: ReasonMaxSurgeZero, Message: err.Error()}
+	case surge == 0:
+		return Eligibility{Reason: ReasonMaxSurgeZero, Message: "the Deployment's maxSurge is 0: eviction moves its pods"}
+	case d.Spec.Paused:
+		return Eligibility{Reason: ReasonPaused, Message: "the Deployment is paused: eviction moves its pods"}
+	case autoscaled:
+		return Eligibility{Reason: ReasonAutoscaled, Message: "a HorizontalPodAutoscaler sets the Deployment's replicas and would undo a Surge: eviction moves its pods"}
+	case activeReplicaSets > 1:
+		return Eligibility{Reason: ReasonRollout, Message: "a rollout is in progress: eviction moves its pods"}
+	}
+	return Eligibility{OK: true, Surge: surge}
+}
+
+// Surges says whether the responder answers evacuation requests of the Deployment's pods by
+// surging, from its spec, its ReplicaSets and whether a HorizontalPodAutoscaler targets it (see
+// Autoscales); when it does not, reason (one of the Reason constants, "" when it leaves them
+// unanswered: the Deployment has no replicas) and message say why, as the pods'
+// EvacuationInitiated=False would. It is the responder's own decision, for the preflight.
+func Surges(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, autoscaled bool) (ok bool, reason, message string) {
+	replicas := ptr.Deref(d.Spec.Replicas, 1)
+	if state, err := Parse(d); err == nil && state != nil {
+		replicas = state.OriginalReplicas
+	}
+	el := Eligible(d, replicas, ActiveReplicaSets(replicaSets), autoscaled)
+	return el.OK, el.Reason, el.Message
+}
+
+// Autoscales reports whether the HorizontalPodAutoscaler scales the named Deployment of its
+// namespace.
+func Autoscales(hpa *autoscalingv2.HorizontalPodAutoscaler, deployment string) bool {
+	ref := hpa.Spec.ScaleTargetRef
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && ref.Kind == "Deployment" && ref.Name == deployment && (gv.Group == appsv1.GroupName || gv.Group == "extensions")
+}
+
+// ActiveReplicaSets counts the ReplicaSets that want or have pods.
+func ActiveReplicaSets(replicaSets []*appsv1.ReplicaSet) int {
+	active := 0
+	for _, rs := range replicaSets {
+		if ptr.Deref(rs.Spec.Replicas, 1) > 0 || rs.Status.Replicas > 0 {
+			active++
+		}
+	}
+	return active
+}
+
+// State is the value of evacuation.SurgeAnnotation: a surge in progress.
+type State struct {
+	// OriginalReplicas is the Deployment's spec.replicas before the surge, and after it.
+	OriginalReplicas int32 `json:"originalReplicas"`
+	// Surge is the number of replicas added: the number of pods evacuated by this wave.
+	Surge int32 `json:"surge"`
+	// StartTime is when the surge started; it gives up once its pods made no progress for its
+	// patience since then (see lastProgress and patience).
+	StartTime metav1.MicroTime `json:"startTime"`
+}
+
+func (s *State) String() string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// Parse reads the surge in progress from the Deployment, nil when there is none.
+func Parse(d *appsv1.Deployment) (*State, error) {
+	v, ok := d.Annotations[evacuation.SurgeAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	s := &State{}
+	if err := json.Unmarshal([]byte(v), s); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", evacuation.SurgeAnnotation, err)
+	}
+	if s.OriginalReplicas < 0 || s.Surge <= 0 || s.StartTime.IsZero() {
+		return nil, fmt.Errorf("annotation %s: invalid value %q", evacuation.SurgeAnnotation, v)
+	}
+	return s, nil
+}

@@ -1,0 +1,116 @@
+package surgepolicy
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+func TestMaxSurge(t *testing.T) {
+	for name, tc := range map[string]struct {
+		strategy appsv1.DeploymentStrategy
+		replicas int32
+		want     int32
+		wantErr  bool
+	}{
+		"absolute":              {strategy: rolling(intstr.FromInt32(2)), replicas: 10, want: 2},
+		"percent rounds up":     {strategy: rolling(intstr.FromString("25%")), replicas: 1, want: 1},
+		"percent of 10":         {strategy: rolling(intstr.FromString("25%")), replicas: 10, want: 3},
+		"zero":                  {strategy: rolling(intstr.FromInt32(0)), replicas: 10, want: 0},
+		"zero percent":          {strategy: rolling(intstr.FromString("0%")), replicas: 10, want: 0},
+		"default when unset":    {strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}, replicas: 4, want: 1},
+		"recreate":              {strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}, replicas: 4, want: 0},
+		"invalid percent":       {strategy: rolling(intstr.FromString("lots")), replicas: 4, wantErr: true},
+		"percent of 0 replicas": {strategy: rolling(intstr.FromString("50%")), replicas: 0, want: 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Strategy: tc.strategy}}
+			got, err := MaxSurge(d, tc.replicas)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("MaxSurge = %d, %v; want %d, error %t", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestEligible(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mutate     func(*appsv1.Deployment)
+		replicaSet int
+		autoscaled bool
+		wantOK     bool
+		wantReason string
+	}{
+		"rolling update with surge": {wantOK: true},
+		"replicas 0":                {mutate: func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](0) }},
+		"recreate": {mutate: func(d *appsv1.Deployment) {
+			d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+		}, wantReason: ReasonRecreate},
+		"maxSurge 0":          {mutate: func(d *appsv1.Deployment) { d.Spec.Strategy = rolling(intstr.FromInt32(0)) }, wantReason: ReasonMaxSurgeZero},
+		"paused":              {mutate: func(d *appsv1.Deployment) { d.Spec.Paused = true }, wantReason: ReasonPaused},
+		"autoscaled":          {autoscaled: true, wantReason: ReasonAutoscaled},
+		"rollout in progress": {replicaSet: 2, wantReason: ReasonRollout},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := newDeployment(3, 1)
+			if tc.mutate != nil {
+				tc.mutate(d)
+			}
+			el := Eligible(d, *d.Spec.Replicas, max(tc.replicaSet, 1), tc.autoscaled)
+			if el.OK != tc.wantOK || el.Reason != tc.wantReason {
+				t.Errorf("eligible = %+v; want ok %t, reason %q", el, tc.wantOK, tc.wantReason)
+			}
+		})
+	}
+}
+
+// TestSurgesReadsTheRecord: during a surge, whether the Deployment surges is decided on its
+// original replicas, from the surge record, not on its raised spec.replicas; an HPA that targets
+// it is recognised by kind, name and group.
+func TestSurgesReadsTheRecord(t *testing.T) {
+	d := newDeployment(0, 1)
+	if ok, _, _ := Surges(d, nil, false); ok {
+		t.Error("a Deployment of 0 replicas surges")
+	}
+	rec := State{OriginalReplicas: 2, Surge: 1, StartTime: metav1.NewMicroTime(time.Unix(1000, 0))}
+	d.Annotations = map[string]string{evacuation.SurgeAnnotation: rec.String()}
+	if ok, reason, msg := Surges(d, nil, false); !ok {
+		t.Errorf("a Deployment of 2 original replicas does not surge: %s %s", reason, msg)
+	}
+	if got, err := Parse(d); err != nil || *got != rec {
+		t.Errorf("Parse = %+v, %v; want %+v", got, err, rec)
+	}
+	d.Annotations[evacuation.SurgeAnnotation] = `{"originalReplicas":2}`
+	if _, err := Parse(d); err == nil {
+		t.Error("a record without surge and start time parses")
+	}
+	hpa := func(apiVersion, kind, name string) bool {
+		h := &autoscalingv2.HorizontalPodAutoscaler{}
+		h.Spec.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{APIVersion: apiVersion, Kind: kind, Name: name}
+		return Autoscales(h, "web")
+	}
+	if !hpa("apps/v1", "Deployment", "web") || hpa("apps/v1", "StatefulSet", "web") || hpa("apps/v1", "Deployment", "api") || hpa("example.com/v1", "Deployment", "web") {
+		t.Error("Autoscales does not recognise exactly the HPAs of apps' Deployment web")
+	}
+}
+
+func rolling(maxSurge intstr.IntOrString) appsv1.DeploymentStrategy {
+	return appsv1.DeploymentStrategy{
+		Type:          appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &maxSurge},
+	}
+}
+
+func newDeployment(replicas, maxSurge int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Strategy: rolling(intstr.FromInt32(maxSurge))},
+	}
+}
