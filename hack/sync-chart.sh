@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Copies the generated install files into the Helm chart, so the chart and config/ cannot drift:
-# the CRDs (config/crd/bases) into charts/nodemaint/crds/, the ClusterRoles and leader-election
+# the CRDs (config/crd/bases) into charts/nodemaint/files/crds/, which templates/crds.yaml renders
+# (installed and upgraded with the release, kept when it is uninstalled), the ClusterRoles and leader-election
 # Role (config/rbac: the controller's, the metrics endpoint's and the metrics reader's) into
 # charts/nodemaint/files/, the admission policies (config/admission) into
 # charts/nodemaint/files/admission/, whose rules the chart's templates read, and the alerts and
@@ -10,9 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 chart=charts/nodemaint
-rm -f "$chart"/crds/*.yaml
-mkdir -p "$chart/crds" "$chart/files"
-cp config/crd/bases/*.yaml "$chart/crds/"
+rm -rf "$chart/files/crds"
+mkdir -p "$chart/files/crds"
+cp config/crd/bases/*.yaml "$chart/files/crds/"
 cp config/rbac/role.yaml config/rbac/leader_election_role.yaml config/rbac/metrics_auth_role.yaml config/rbac/metrics_reader_role.yaml "$chart/files/"
 # The admission policies, whose specs the chart's templates read.
 rm -rf "$chart/files/admission"

@@ -33,6 +33,7 @@ toggles=(
   "--set priorityClassName=system-cluster-critical"
   "--set priorityClass.create=false"
   "--set priorityClass.value=2000"
+  "--set crds.install=false"
 )
 for t in "${toggles[@]}"; do
   # shellcheck disable=SC2086 # the toggles are words
@@ -40,7 +41,7 @@ for t in "${toggles[@]}"; do
     echo "helm lint ${t:-(defaults)}:"; echo "$out"; exit 1
   fi
   # shellcheck disable=SC2086
-  if ! out=$("$helm" template nodemaint "$chart" --namespace "$ns" --include-crds $t 2>&1 >/dev/null); then
+  if ! out=$("$helm" template nodemaint "$chart" --namespace "$ns" $t 2>&1 >/dev/null); then
     echo "helm template ${t:-(defaults)}:"; echo "$out"; exit 1
   fi
 done

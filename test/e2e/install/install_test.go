@@ -60,11 +60,11 @@ func TestChartMatchesConfig(t *testing.T) {
 		t.Fatalf("no CRDs in config/crd/bases: %v", err)
 	}
 	for _, crd := range crds {
-		pairs[filepath.Join("config/crd/bases", filepath.Base(crd))] = filepath.Join("charts/nodemaint/crds", filepath.Base(crd))
+		pairs[filepath.Join("config/crd/bases", filepath.Base(crd))] = filepath.Join("charts/nodemaint/files/crds", filepath.Base(crd))
 	}
-	chartCRDs, _ := filepath.Glob(repoPath("charts", "nodemaint", "crds", "*.yaml"))
+	chartCRDs, _ := filepath.Glob(repoPath("charts", "nodemaint", "files", "crds", "*.yaml"))
 	if len(chartCRDs) != len(crds) {
-		t.Errorf("charts/nodemaint/crds has %d files, config/crd/bases %d: run make generate", len(chartCRDs), len(crds))
+		t.Errorf("charts/nodemaint/files/crds has %d files, config/crd/bases %d: run make generate", len(chartCRDs), len(crds))
 	}
 	for src, dst := range pairs {
 		want, err := os.ReadFile(repoPath(src))
@@ -85,8 +85,14 @@ func TestChartMatchesConfig(t *testing.T) {
 // TestHelmChart renders the chart with its default values, checks the objects and has the API
 // server validate them (server-side apply, dry run).
 func TestHelmChart(t *testing.T) {
-	out := helmTemplate(t, "--include-crds")
+	out := helmTemplate(t)
 	objs := parse(t, out)
+	// The CRDs are the release's, upgraded with it, and kept when it is uninstalled.
+	for _, crd := range []string{"drainrules.nodemaint.dev", "nodemaintenances.nodemaint.dev"} {
+		if o := objs["CustomResourceDefinition/"+crd]; o == nil || o.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("CRD %s without helm.sh/resource-policy: keep", crd)
+		}
+	}
 
 	wantObjects(t, objs, []string{
 		"CustomResourceDefinition/drainrules.nodemaint.dev",
@@ -367,7 +373,7 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	name := ns + "-nodemaint"
-	install := []string{"install", ns, repoPath("charts", "nodemaint"), "--namespace", ns, "--skip-crds", "--set", "fullnameOverride=" + name,
+	install := []string{"install", ns, repoPath("charts", "nodemaint"), "--namespace", ns, "--set", "crds.install=false", "--set", "fullnameOverride=" + name,
 		"--set", "admissionPolicies.nodeScope.enabled=true", "--set", "admissionPolicies.nodeScope.labelKey=topology.example.com/rack"}
 	if out, err := runHelm(t, install...); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
