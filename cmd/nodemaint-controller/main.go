@@ -13,14 +13,11 @@ import (
 	"runtime/debug"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	// The IANA time zone database, so that maintenance windows' time zones
 	// (spec.rollout.window.timeZone) resolve where the host or image has no /usr/share/zoneinfo.
 	_ "time/tzdata"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/sync/semaphore"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
@@ -44,12 +41,10 @@ import (
 	"github.com/nodemaint/nodemaint/internal/apirequests"
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/controller"
-	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
-	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/features"
-	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
+	"github.com/nodemaint/nodemaint/internal/setup"
 	"github.com/nodemaint/nodemaint/internal/version"
 )
 
@@ -202,10 +197,6 @@ func run(o options) error {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
-	recorder := mgr.GetEventRecorder("nodemaint-controller")
-
-	// The pods' writes of the node controller and the responder, until the cache shows them.
-	written := ownwrites.New[*corev1.Pod]()
 	served, err := evictionRequestsServed(cfg)
 	if err != nil {
 		return err
@@ -220,85 +211,46 @@ func run(o options) error {
 	}
 	log.Info("evacuation protocol", "protocol", protocol, "flag", o.evacuationProtocol, "evictionRequestAPIServed", served,
 		"evictionController", runEvictionController)
-	// One memory of refused evictions, shared by every evictor: the node controller's drain and
-	// the Eviction controller's imperative evictor.
-	refusals := evictor.NewRefusals(min(time.Second, o.evictionMaxBackoff), o.evictionMaxBackoff)
-	if runEvictionController {
+	so := setup.Options{
+		Maintenance:        features.Gate.Enabled(features.DeclarativeNodeMaintenance),
+		EvictionController: runEvictionController,
+		Responder:          features.Gate.Enabled(features.NodeMaintenanceDeployment),
+		Protocol:           protocol,
+		Concurrency:        o.concurrency, EvictionConcurrency: o.evictionConcurrency, ResponderConcurrency: o.responderConcurrency,
+		MaxEvictions:    o.maxEvictions,
+		EvictionBackoff: min(time.Second, o.evictionMaxBackoff), EvictionMaxBackoff: o.evictionMaxBackoff,
+		StatusBatchDelay: o.statusBatchDelay,
+		Preflight:        true,
+		SurgeTimeout:     o.surgeTimeout,
+		OwnPods:          ownPods,
+	}
+	if so.EvictionController {
 		// The Eviction controller writes through a token bucket of its own too: it stands for
 		// kube-controller-manager's evictionrequest-controller, and every request waits for it
 		// (its Eviction created, its responder made Active) against the response timeout.
-		// Sharing the node controller's bucket, the Evictions of the benchmark's scenario M
-		// came over 50 seconds and a third of its pods were evicted, unanswered.
-		evictionClient, err := clientOfItsOwn(cfg, mgr, o, "eviction-controller")
-		if err != nil {
+		// Sharing the node controller's bucket, its Evictions came late and pods were evicted,
+		// unanswered.
+		if so.EvictionClient, err = clientOfItsOwn(cfg, mgr, o, "eviction-controller"); err != nil {
 			return fmt.Errorf("creating the Eviction controller's client: %w", err)
 		}
-		if err := (&evictioncontroller.Reconciler{
-			Client: evictionClient, Recorder: recorder,
-			Refusals: refusals,
-			Protected: func(pod *corev1.Pod) string {
-				if ownPods.Match(pod) {
-					return "nodemaint-controller's own pod"
-				}
-				return ""
-			},
-		}).SetupWithManager(ctx, mgr, o.evictionConcurrency); err != nil {
-			return fmt.Errorf("setting up the Eviction controller: %w", err)
-		}
 	}
-
-	if features.Gate.Enabled(features.DeclarativeNodeMaintenance) {
-		if err := controller.SetupIndexes(ctx, mgr); err != nil {
-			return fmt.Errorf("setting up indexes: %w", err)
-		}
-		if err := (&controller.NodeReconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
-			Refusals: refusals, EvictionSlots: semaphore.NewWeighted(o.maxEvictions), OwnPods: ownPods, Written: written,
-			Protocol: protocol,
-		}).SetupWithManager(mgr, o.concurrency); err != nil {
-			return fmt.Errorf("setting up node controller: %w", err)
-		}
-		if err := (&controller.NodeMaintenanceReconciler{
-			Client: mgr.GetClient(), Preflight: true, Recorder: recorder, Refusals: refusals, StatusBatchDelay: o.statusBatchDelay, OwnPods: ownPods, Written: written,
-			Protocol: protocol,
-		}).SetupWithManager(mgr, o.concurrency); err != nil {
-			return fmt.Errorf("setting up NodeMaintenance controller: %w", err)
-		}
-		if err := (&controller.DrainRuleReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up DrainRule controller: %w", err)
-		}
-	} else {
-		log.Info("feature gate disabled: not reconciling NodeMaintenances", "gate", features.DeclarativeNodeMaintenance)
-	}
-	if features.Gate.Enabled(features.NodeMaintenanceDeployment) {
+	if so.Responder {
 		// The responder writes through a token bucket of its own: it answers evacuation requests
 		// against the maintenance's response timeout, and behind the node controller's writes of
-		// a large maintenance (10,000 requests at --kube-api-qps) its answers came minutes late,
-		// so the pods it had not answered yet were evicted instead of surged. It stands for an
-		// owner's controller, which would have its own client anyway (KEP-4212). It reads from
-		// the manager's cache.
-		responderClient, err := clientOfItsOwn(cfg, mgr, o, "deployment-responder")
-		if err != nil {
+		// a large maintenance its answers came late, so the pods it had not answered yet were
+		// evicted instead of surged. It stands for an owner's controller, which would have its
+		// own client anyway (KEP-4212). It reads from the manager's cache.
+		if so.ResponderClient, err = clientOfItsOwn(cfg, mgr, o, "deployment-responder"); err != nil {
 			return fmt.Errorf("creating the Deployment evacuation responder's client: %w", err)
-		}
-		// Where the API server serves KEP-4563's Evictions, the responder answers them too (any
-		// requester may create EvictionRequests, whatever protocol nodemaint's drain speaks).
-		evictions, err := deployment.ServesEvictions(mgr.GetRESTMapper())
-		if err != nil {
-			return err
-		}
-		evictionResponder := ""
-		if evictions {
-			evictionResponder = deployment.EvictionResponder
-		}
-		log.Info("Deployment evacuation responder", "podConditions", true, "evictions", evictions, "evictionResponder", evictionResponder)
-		if err := (&deployment.Reconciler{
-			Client: responderClient, Recorder: recorder, SurgeTimeout: o.surgeTimeout, Written: written, EvictionResponder: evictionResponder,
-		}).SetupWithManager(ctx, mgr, o.responderConcurrency); err != nil {
-			return fmt.Errorf("setting up the Deployment evacuation responder: %w", err)
 		}
 	} else {
 		log.Info("feature gate disabled: not answering the evacuation requests of Deployments' pods", "gate", features.NodeMaintenanceDeployment)
+	}
+	if !so.Maintenance {
+		log.Info("feature gate disabled: not reconciling NodeMaintenances", "gate", features.DeclarativeNodeMaintenance)
+	}
+	if _, err := setup.Controllers(ctx, mgr, so); err != nil {
+		return err
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

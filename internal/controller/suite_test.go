@@ -11,8 +11,7 @@ import (
 
 	"github.com/nodemaint/nodemaint/internal/apirequests"
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
-	"github.com/nodemaint/nodemaint/internal/evictor"
-	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/setup"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,22 +77,16 @@ func runManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := controller.SetupIndexes(ctx, mgr); err != nil {
+	// The maintenance controllers as nodemaint-controller sets them up, on pod conditions, without
+	// the responder: these tests answer for the owners.
+	set, err := setup.Controllers(ctx, mgr, setup.Options{
+		Maintenance: true, Concurrency: 4, Preflight: true, OwnPods: ownPods,
+		EvictionBackoff: 100 * time.Millisecond, EvictionMaxBackoff: time.Second, StatusBatchDelay: 200 * time.Millisecond,
+	})
+	if err != nil {
 		return err
 	}
-	rec := mgr.GetEventRecorder("nodemaint-controller")
-	evictions := evictor.NewRefusals(100*time.Millisecond, time.Second)
-	written := ownwrites.New[*corev1.Pod]()
-	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Refusals: evictions, OwnPods: ownPods, Written: written}).SetupWithManager(mgr, 4); err != nil {
-		return err
-	}
-	maintenances = &controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Preflight: true, Recorder: rec, Refusals: evictions, OwnPods: ownPods, Written: written, StatusBatchDelay: 200 * time.Millisecond}
-	if err := maintenances.SetupWithManager(mgr, 4); err != nil {
-		return err
-	}
-	if err := (&controller.DrainRuleReconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr); err != nil {
-		return err
-	}
+	maintenances = set.Maintenances
 	return mgr.Start(ctx)
 }
 

@@ -23,8 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nodemaint/nodemaint/internal/eviction"
-	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
-	"github.com/nodemaint/nodemaint/internal/evictor"
+	"github.com/nodemaint/nodemaint/internal/setup"
 	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
@@ -53,13 +52,12 @@ func TestMain(m *testing.M) {
 			done <- err
 			return
 		}
-		// A refused eviction backs off an hour: where a test sees it tried again, the budget's
-		// change brought the retry forward.
-		r := &evictioncontroller.Reconciler{
-			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("nodemaint-controller"),
-			Refusals: evictor.NewRefusals(time.Hour, time.Hour),
-		}
-		if err := r.SetupWithManager(ctx, mgr, 4); err != nil {
+		// The Eviction controller alone, as nodemaint-controller sets it up. A refused eviction
+		// backs off an hour: where a test sees it tried again, the budget's change brought the
+		// retry forward.
+		if _, err := setup.Controllers(ctx, mgr, setup.Options{
+			EvictionController: true, EvictionConcurrency: 4, EvictionBackoff: time.Hour, EvictionMaxBackoff: time.Hour,
+		}); err != nil {
 			done <- err
 			return
 		}

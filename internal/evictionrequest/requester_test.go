@@ -22,10 +22,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/controller"
-	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
-	"github.com/nodemaint/nodemaint/internal/evictor"
+	"github.com/nodemaint/nodemaint/internal/setup"
 	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -64,19 +62,14 @@ func run(ctx context.Context, env *testenv.Env) error {
 	if err != nil {
 		return err
 	}
-	if err := controller.SetupIndexes(ctx, mgr); err != nil {
-		return err
-	}
-	rec := mgr.GetEventRecorder("nodemaint-controller")
-	evictions := evictor.NewRefusals(100*time.Millisecond, time.Second)
-	const protocol = nodemaintv1alpha1.EvacuationProtocolEvictionRequest
-	if err := (&controller.NodeReconciler{Client: mgr.GetClient(), Recorder: rec, Refusals: evictions, Protocol: protocol}).SetupWithManager(mgr, 4); err != nil {
-		return err
-	}
-	if err := (&controller.NodeMaintenanceReconciler{Client: mgr.GetClient(), Recorder: rec, Refusals: evictions, Protocol: protocol, StatusBatchDelay: 200 * time.Millisecond}).SetupWithManager(mgr, 4); err != nil {
-		return err
-	}
-	if err := (&evictioncontroller.Reconciler{Client: mgr.GetClient(), Recorder: rec, Refusals: evictor.NewRefusals(100*time.Millisecond, time.Second)}).SetupWithManager(ctx, mgr, 4); err != nil {
+	// The maintenance controllers under the EvictionRequest protocol and the Eviction controller,
+	// as nodemaint-controller sets them up, without the responder: these tests answer for the
+	// owners.
+	if _, err := setup.Controllers(ctx, mgr, setup.Options{
+		Maintenance: true, EvictionController: true, Protocol: nodemaintv1alpha1.EvacuationProtocolEvictionRequest,
+		Concurrency: 4, EvictionConcurrency: 4,
+		EvictionBackoff: 100 * time.Millisecond, EvictionMaxBackoff: time.Second, StatusBatchDelay: 200 * time.Millisecond,
+	}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

@@ -1,0 +1,179 @@
+// Package setup sets nodemaint-controller's controllers up on a manager: the node,
+// NodeMaintenance and DrainRule controllers, KEP-4563's Eviction controller and the Deployment
+// evacuation responder, with the state they share (one memory of refused evictions, the pods'
+// writes the cache does not show yet). nodemaint-controller and every envtest suite call
+// Controllers, so that the integration tests run the controllers production runs, as production
+// wires them; Options say which and how.
+package setup
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller"
+	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
+	"github.com/nodemaint/nodemaint/internal/evictor"
+	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/responder/deployment"
+)
+
+// Options say which controllers run, and how.
+type Options struct {
+	// Maintenance runs the node, NodeMaintenance and DrainRule controllers (the feature gate
+	// DeclarativeNodeMaintenance).
+	Maintenance bool
+	// EvictionController runs KEP-4563's Eviction controller and its imperative evictor; the API
+	// server must serve lifecycle.k8s.io/v1alpha1.
+	EvictionController bool
+	// Responder runs the Deployment evacuation responder (the feature gate
+	// NodeMaintenanceDeployment).
+	Responder bool
+
+	// Protocol is how owners are asked to move their pods; zero: PodConditions.
+	Protocol nodemaintv1alpha1.EvacuationProtocol
+	// Concurrency, EvictionConcurrency and ResponderConcurrency are the workers of the node and
+	// NodeMaintenance controllers, the Eviction controller and the responder; zero: 1.
+	Concurrency, EvictionConcurrency, ResponderConcurrency int
+	// MaxEvictions bounds the drain's evictions in flight across all nodes; zero: unbounded.
+	MaxEvictions int64
+	// EvictionBackoff and EvictionMaxBackoff are the first and the longest wait before a refused
+	// eviction of a pod is tried again, by the drain and the imperative evictor; zero: 1s and 5s.
+	EvictionBackoff, EvictionMaxBackoff time.Duration
+	// StatusBatchDelay gathers a NodeMaintenance's status writes (see
+	// controller.NodeMaintenanceReconciler).
+	StatusBatchDelay time.Duration
+	// Preflight: a Planning NodeMaintenance's status says what a drain would block or lose.
+	Preflight bool
+	// SurgeTimeout bounds a surge: deployment.DefaultSurgeTimeout when zero.
+	SurgeTimeout time.Duration
+	// OwnPods are nodemaint-controller's own pods, never evicted or deleted; nil: none.
+	OwnPods *controller.OwnPods
+	// EvictionClient and ResponderClient write for the Eviction controller and the responder,
+	// each through a token bucket of its own; nil: the manager's client.
+	EvictionClient, ResponderClient client.Client
+}
+
+// Set are the controllers set up, for tests that look inside them; nil where not asked for.
+type Set struct {
+	Nodes        *controller.NodeReconciler
+	Maintenances *controller.NodeMaintenanceReconciler
+	Evictions    *evictioncontroller.Reconciler
+	Responder    *deployment.Reconciler
+}
+
+// Controllers sets up on mgr the controllers o asks for.
+func Controllers(ctx context.Context, mgr manager.Manager, o Options) (*Set, error) {
+	var (
+		c        Set
+		recorder = mgr.GetEventRecorder("nodemaint-controller")
+		// One memory of refused evictions, shared by every evictor: the drain's and the
+		// imperative evictor.
+		refusals = evictor.NewRefusals(backoff(o.EvictionBackoff, o.EvictionMaxBackoff))
+		// The pods' writes of the node controller and the responder, until the cache shows them.
+		written = ownwrites.New[*corev1.Pod]()
+	)
+	if o.EvictionController {
+		c.Evictions = &evictioncontroller.Reconciler{
+			Client: clientOr(o.EvictionClient, mgr), Recorder: recorder, Refusals: refusals,
+			Protected: func(pod *corev1.Pod) string {
+				if o.OwnPods.Match(pod) {
+					return "nodemaint-controller's own pod"
+				}
+				return ""
+			},
+		}
+		if err := c.Evictions.SetupWithManager(ctx, mgr, max(o.EvictionConcurrency, 1)); err != nil {
+			return nil, fmt.Errorf("setting up the Eviction controller: %w", err)
+		}
+	}
+	if o.Maintenance {
+		if err := maintenance(ctx, mgr, o, &c, refusals, written); err != nil {
+			return nil, err
+		}
+	}
+	if o.Responder {
+		if err := responder(ctx, mgr, o, &c, written); err != nil {
+			return nil, err
+		}
+	}
+	return &c, nil
+}
+
+// maintenance sets up the node, NodeMaintenance and DrainRule controllers.
+func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, refusals *evictor.Refusals, written *ownwrites.Writes[*corev1.Pod]) error {
+	if err := controller.SetupIndexes(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up indexes: %w", err)
+	}
+	recorder := mgr.GetEventRecorder("nodemaint-controller")
+	var slots *semaphore.Weighted
+	if o.MaxEvictions > 0 {
+		slots = semaphore.NewWeighted(o.MaxEvictions)
+	}
+	c.Nodes = &controller.NodeReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
+		Refusals: refusals, EvictionSlots: slots, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol,
+	}
+	if err := c.Nodes.SetupWithManager(mgr, max(o.Concurrency, 1)); err != nil {
+		return fmt.Errorf("setting up the node controller: %w", err)
+	}
+	c.Maintenances = &controller.NodeMaintenanceReconciler{
+		Client: mgr.GetClient(), Preflight: o.Preflight, Recorder: recorder, Refusals: refusals,
+		StatusBatchDelay: o.StatusBatchDelay, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol,
+	}
+	if err := c.Maintenances.SetupWithManager(mgr, max(o.Concurrency, 1)); err != nil {
+		return fmt.Errorf("setting up the NodeMaintenance controller: %w", err)
+	}
+	if err := (&controller.DrainRuleReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the DrainRule controller: %w", err)
+	}
+	return nil
+}
+
+// responder sets up the Deployment evacuation responder: on pod conditions, and on KEP-4563's
+// Evictions where the API server serves them (any requester may create EvictionRequests,
+// whatever protocol nodemaint's drain speaks).
+func responder(ctx context.Context, mgr manager.Manager, o Options, c *Set, written *ownwrites.Writes[*corev1.Pod]) error {
+	evictions, err := deployment.ServesEvictions(mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
+	evictionResponder := ""
+	if evictions {
+		evictionResponder = deployment.EvictionResponder
+	}
+	log.Log.Info("Deployment evacuation responder", "podConditions", true, "evictions", evictions, "evictionResponder", evictionResponder)
+	c.Responder = &deployment.Reconciler{
+		Client: clientOr(o.ResponderClient, mgr), Recorder: mgr.GetEventRecorder("nodemaint-controller"),
+		SurgeTimeout: o.SurgeTimeout, Written: written, EvictionResponder: evictionResponder,
+	}
+	if err := c.Responder.SetupWithManager(ctx, mgr, max(o.ResponderConcurrency, 1)); err != nil {
+		return fmt.Errorf("setting up the Deployment evacuation responder: %w", err)
+	}
+	return nil
+}
+
+// backoff is the first and the longest back-off of refused evictions (see Options).
+func backoff(first, longest time.Duration) (time.Duration, time.Duration) {
+	if longest <= 0 {
+		longest = 5 * time.Second
+	}
+	if first <= 0 {
+		first = time.Second
+	}
+	return min(first, longest), longest
+}
+
+func clientOr(c client.Client, mgr manager.Manager) client.Client {
+	if c != nil {
+		return c
+	}
+	return mgr.GetClient()
+}
