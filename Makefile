@@ -15,6 +15,9 @@ export KUBECONFIG ?= $(CURDIR)/$(CLUSTER_DIR)/kubeconfig
 # The version and commit the binaries carry (--version): a release tag, else v0.0.0-dev.
 VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo v0.0.0-dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo -dirty)
+# make build's binaries are built as the release's and the image's (static, -trimpath, stripped),
+# so that make image reuses their compiled packages; STRIP= keeps the symbols.
+STRIP ?= -s -w
 LDFLAGS := -X github.com/nodemaint/nodemaint/internal/version.version=$(VERSION) -X github.com/nodemaint/nodemaint/internal/version.commit=$(COMMIT)
 
 # The Kubernetes control plane and kwok, built from their Go modules once per machine.
@@ -27,8 +30,8 @@ help: ## List the targets.
 ##@ Build
 
 .PHONY: build
-build: ## Build bin/nodemaint-controller and bin/kubectl-maintenance (and its completion for kubectl, bin/kubectl_complete-maintenance).
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/nodemaint-controller ./cmd/kubectl-maintenance
+build: ## Build bin/nodemaint-controller and bin/kubectl-maintenance (and its completion for kubectl, bin/kubectl_complete-maintenance): static and stripped, as released (STRIP= keeps the symbols, for a debugger).
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(STRIP) $(LDFLAGS)" -o bin/ ./cmd/nodemaint-controller ./cmd/kubectl-maintenance
 	cp hack/plugin/kubectl_complete-maintenance bin/
 
 .PHONY: release
