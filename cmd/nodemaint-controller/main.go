@@ -217,12 +217,12 @@ func run(o options) error {
 		Responder:          features.Gate.Enabled(features.NodeMaintenanceDeployment),
 		Protocol:           protocol,
 		Concurrency:        o.concurrency, EvictionConcurrency: o.evictionConcurrency, ResponderConcurrency: o.responderConcurrency,
-		MaxEvictions:    o.maxEvictions,
-		EvictionBackoff: min(time.Second, o.evictionMaxBackoff), EvictionMaxBackoff: o.evictionMaxBackoff,
-		StatusBatchDelay: o.statusBatchDelay,
-		Preflight:        true,
-		SurgeTimeout:     o.surgeTimeout,
-		OwnPods:          ownPods,
+		MaxEvictions:       o.maxEvictions,
+		EvictionMaxBackoff: o.evictionMaxBackoff,
+		StatusBatchDelay:   o.statusBatchDelay,
+		Preflight:          true,
+		SurgeTimeout:       o.surgeTimeout,
+		OwnPods:            ownPods,
 	}
 	if so.EvictionController {
 		// The Eviction controller writes through a token bucket of its own too: it stands for

@@ -86,11 +86,10 @@ type evictionRequests struct {
 func (p evictionRequests) observe(ctx context.Context, node string, pods []*corev1.Pod) ([]*corev1.Pod, *evictionrequest.Observed, error) {
 	seen := &evictionrequest.Observed{Node: node, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{},
 		PodConditionsLeft: evictionrequest.PodConditionsLeft(pods)}
-	var reqs lifecyclev1alpha1.EvictionRequestList
-	if err := p.client.List(ctx, &reqs, client.MatchingFields{requestNodeIndex: node}); err != nil {
-		return nil, nil, fmt.Errorf("listing EvictionRequests: %w", err)
+	var err error
+	if seen.Requests, err = p.requests(ctx, node); err != nil {
+		return nil, nil, err
 	}
-	seen.Requests = reqs.Items
 	// The Evictions of the node's pods and of the requests' pods, looked up by pod: listing a
 	// namespace's Evictions for every node reconcile copied all of them each time.
 	uids := make(map[types.UID]bool, len(pods)+len(seen.Requests))
@@ -114,16 +113,13 @@ func (p evictionRequests) observe(ctx context.Context, node string, pods []*core
 // maintenance, an autoscaler's scale-down), the pods they name that still exist and their
 // Evictions. Nil when there are none.
 func (p evictionRequests) observeGone(ctx context.Context, node string) (*evictionrequest.Observed, []*corev1.Pod, error) {
-	var reqs lifecyclev1alpha1.EvictionRequestList
-	if err := p.client.List(ctx, &reqs, client.MatchingFields{requestNodeIndex: node}); err != nil {
-		return nil, nil, fmt.Errorf("listing EvictionRequests: %w", err)
+	reqs, err := p.requests(ctx, node)
+	if err != nil || len(reqs) == 0 {
+		return nil, nil, err
 	}
-	if len(reqs.Items) == 0 {
-		return nil, nil, nil
-	}
-	seen := &evictionrequest.Observed{Node: node, Requests: reqs.Items, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
+	seen := &evictionrequest.Observed{Node: node, Requests: reqs, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
 	var pods []*corev1.Pod
-	for _, req := range reqs.Items {
+	for _, req := range reqs {
 		target := req.Spec.Target.Pod
 		if target == nil {
 			continue
@@ -144,6 +140,15 @@ func (p evictionRequests) observeGone(ctx context.Context, node string) (*evicti
 		}
 	}
 	return seen, pods, nil
+}
+
+// requests are nodemaint's EvictionRequests of the node (NodeLabel), from the cache.
+func (p evictionRequests) requests(ctx context.Context, node string) ([]lifecyclev1alpha1.EvictionRequest, error) {
+	var reqs lifecyclev1alpha1.EvictionRequestList
+	if err := p.client.List(ctx, &reqs, client.MatchingFields{requestNodeIndex: node}); err != nil {
+		return nil, fmt.Errorf("listing EvictionRequests: %w", err)
+	}
+	return reqs.Items, nil
 }
 
 // readEvictions adds the Evictions of the pod that name nodemaint as a requester (the Eviction

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -45,7 +46,8 @@ type Options struct {
 	// MaxEvictions bounds the drain's evictions in flight across all nodes; zero: unbounded.
 	MaxEvictions int64
 	// EvictionBackoff and EvictionMaxBackoff are the first and the longest wait before a refused
-	// eviction of a pod is tried again, by the drain and the imperative evictor; zero: 1s and 5s.
+	// eviction of a pod is tried again, by the drain and the imperative evictor; zero: 1s (at
+	// most EvictionMaxBackoff) and 5s.
 	EvictionBackoff, EvictionMaxBackoff time.Duration
 	// StatusBatchDelay gathers a NodeMaintenance's status writes (see
 	// controller.NodeMaintenanceReconciler).
@@ -95,12 +97,12 @@ func Controllers(ctx context.Context, mgr manager.Manager, o Options) (*Set, err
 		}
 	}
 	if o.Maintenance {
-		if err := maintenance(ctx, mgr, o, &c, refusals, written); err != nil {
+		if err := maintenance(ctx, mgr, o, &c, recorder, refusals, written); err != nil {
 			return nil, err
 		}
 	}
 	if o.Responder {
-		if err := responder(ctx, mgr, o, &c, written); err != nil {
+		if err := responder(ctx, mgr, o, &c, recorder, written); err != nil {
 			return nil, err
 		}
 	}
@@ -108,11 +110,10 @@ func Controllers(ctx context.Context, mgr manager.Manager, o Options) (*Set, err
 }
 
 // maintenance sets up the node, NodeMaintenance and DrainRule controllers.
-func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, refusals *evictor.Refusals, written *ownwrites.Writes[*corev1.Pod]) error {
+func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, recorder events.EventRecorder, refusals *evictor.Refusals, written *ownwrites.Writes[*corev1.Pod]) error {
 	if err := controller.SetupIndexes(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up indexes: %w", err)
 	}
-	recorder := mgr.GetEventRecorder("nodemaint-controller")
 	var slots *semaphore.Weighted
 	if o.MaxEvictions > 0 {
 		slots = semaphore.NewWeighted(o.MaxEvictions)
@@ -140,7 +141,7 @@ func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, re
 // responder sets up the Deployment evacuation responder: on pod conditions, and on KEP-4563's
 // Evictions where the API server serves them (any requester may create EvictionRequests,
 // whatever protocol nodemaint's drain speaks).
-func responder(ctx context.Context, mgr manager.Manager, o Options, c *Set, written *ownwrites.Writes[*corev1.Pod]) error {
+func responder(ctx context.Context, mgr manager.Manager, o Options, c *Set, recorder events.EventRecorder, written *ownwrites.Writes[*corev1.Pod]) error {
 	evictions, err := deployment.ServesEvictions(mgr.GetRESTMapper())
 	if err != nil {
 		return err
@@ -151,7 +152,7 @@ func responder(ctx context.Context, mgr manager.Manager, o Options, c *Set, writ
 	}
 	log.Log.Info("Deployment evacuation responder", "podConditions", true, "evictions", evictions, "evictionResponder", evictionResponder)
 	c.Responder = &deployment.Reconciler{
-		Client: clientOr(o.ResponderClient, mgr), Recorder: mgr.GetEventRecorder("nodemaint-controller"),
+		Client: clientOr(o.ResponderClient, mgr), Recorder: recorder,
 		SurgeTimeout: o.SurgeTimeout, Written: written, EvictionResponder: evictionResponder,
 	}
 	if err := c.Responder.SetupWithManager(ctx, mgr, max(o.ResponderConcurrency, 1)); err != nil {

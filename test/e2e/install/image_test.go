@@ -190,7 +190,7 @@ func extract(t *testing.T, rc io.ReadCloser, root string) {
 			t.Fatalf("%s in the image: type %c, want files and directories only", h.Name, h.Typeflag)
 		}
 		if err == nil {
-			err = os.Chmod(path, os.FileMode(h.Mode).Perm()|modeBits(h.Mode))
+			err = os.Chmod(path, h.FileInfo().Mode())
 		}
 		if err == nil && os.Getuid() == 0 {
 			err = os.Lchown(path, h.Uid, h.Gid)
@@ -199,19 +199,4 @@ func extract(t *testing.T, rc io.ReadCloser, root string) {
 			t.Fatalf("extracting %s: %v", h.Name, err)
 		}
 	}
-}
-
-// modeBits are the sticky, setuid and setgid bits of a tar mode as an os.FileMode.
-func modeBits(mode int64) os.FileMode {
-	var m os.FileMode
-	if mode&0o1000 != 0 {
-		m |= os.ModeSticky
-	}
-	if mode&0o2000 != 0 {
-		m |= os.ModeSetgid
-	}
-	if mode&0o4000 != 0 {
-		m |= os.ModeSetuid
-	}
-	return m
 }
