@@ -40,7 +40,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/apirequests"
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
-	"github.com/nodemaint/nodemaint/internal/controller"
+	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/features"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
@@ -342,7 +342,7 @@ func metricsOptions(o options, cfg *rest.Config) (metricsserver.Options, *certwa
 }
 
 // ownPodsOf returns the selection of the controller's own pods, from the flags and $POD_NAMESPACE.
-func ownPodsOf(o options) (*controller.OwnPods, error) {
+func ownPodsOf(o options) (*observe.OwnPods, error) {
 	if o.ownPodsSelector == "" {
 		return nil, nil
 	}
@@ -351,7 +351,7 @@ func ownPodsOf(o options) (*controller.OwnPods, error) {
 		return nil, fmt.Errorf("--own-pods-selector: %w", err)
 	}
 	ns := cmp.Or(o.ownPodsNamespace, os.Getenv("POD_NAMESPACE"), o.leaderElectionNamespace)
-	return &controller.OwnPods{Namespace: ns, Selector: sel}, nil
+	return &observe.OwnPods{Namespace: ns, Selector: sel}, nil
 }
 
 // clientOfItsOwn is a client for the named component with a token bucket of its own

@@ -20,7 +20,7 @@ import (
 //
 // Sharing is safe because nothing changes a cached object in place: the cache's readers deep-copy
 // by default (a copy gets maps and slices of its own), the readers that do not (the controller's
-// podsOnNode, which reads the pod informer's indexer, and reads with client.UnsafeDisableDeepCopy)
+// observe.PodsOnNode, which reads the pod informer's indexer, and reads with client.UnsafeDisableDeepCopy)
 // already share the cached objects' maps and slices and only read them (apply copies a pod
 // before it changes it), and the transform only replaces whole values of the object it is given.
 

@@ -171,7 +171,7 @@ func TestNodeDeletedMidMaintenance(t *testing.T) {
 		_, listed := nm.Status.Nodes["nodedel-gone"]
 		return !listed && len(nm.Status.Nodes) == 1, fmt.Sprintf("nodes %v", nm.Status.Nodes), err
 	})
-	deletePod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "nodedel-app-keep"}})
+	deletePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "nodedel-app-keep"}})
 	expectStatus(t, "nodedel", "nodedel-keep", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrainComplete, Selected: 1, Drained: "True"})
 	deleteNMAndWait(t, "nodedel")
 	expectNode(t, "nodedel-keep", restored)
@@ -191,7 +191,7 @@ func TestPodDeletedMidEvacuation(t *testing.T) {
 	expectStatus(t, "poddel", "poddel-node", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrain, Selected: 1, Pending: 2, Evacuating: 1, NodePending: 2, NodeEvacuating: 1, Drained: "False"})
 
 	before := reconcileErrors(t)
-	deletePod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "poddel-a"}})
+	deletePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "poddel-a"}})
 	expectStatus(t, "poddel", "poddel-node", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrain, Selected: 1, Pending: 1, NodePending: 1, Drained: "False"})
 	eventually(t, "the deleted pod is no longer named", func(ctx context.Context) (bool, string, error) {
 		nm := &nodemaintv1alpha1.NodeMaintenance{}
@@ -204,7 +204,7 @@ func TestPodDeletedMidEvacuation(t *testing.T) {
 		}
 		return total == 1 && len(names) == 1 && names[0] == "default/poddel-b", fmt.Sprintf("blocked %+v", nm.Status.Nodes["poddel-node"].Blocked), err
 	})
-	deletePod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "poddel-b"}})
+	deletePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "poddel-b"}})
 	expectStatus(t, "poddel", "poddel-node", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrainComplete, Selected: 1, Drained: "True"})
 	expectNoNewReconcileErrors(t, before)
 	deleteNMAndWait(t, "poddel")

@@ -92,7 +92,7 @@ func TestMaintenanceMetrics(t *testing.T) {
 	}
 
 	// The pod leaves: the node is drained.
-	deletePod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "metrics-app"}})
+	deletePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "metrics-app"}})
 	expectSeries(map[string]float64{
 		`nodemaint_maintenance_nodes{phase=DrainComplete,state=drained}`: 1,
 		`nodemaint_maintenance_nodes{phase=DrainComplete,state=pending}`: 0,

@@ -60,7 +60,7 @@ func TestTwentyNamedNodes(t *testing.T) {
 		return cordoned == 20 && got.Status.SelectedNodes == 20, fmt.Sprintf("%d cordoned, %d selected", cordoned, got.Status.SelectedNodes), err
 	})
 	for _, name := range names {
-		deletePod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-app"}})
+		deletePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-app"}})
 	}
 	eventually(t, "drained", func(ctx context.Context) (bool, string, error) {
 		got := &nodemaintv1alpha1.NodeMaintenance{}

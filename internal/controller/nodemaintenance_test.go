@@ -58,16 +58,7 @@ func mirrorPod(p *corev1.Pod) {
 
 func setPodCondition(t *testing.T, name string, cond corev1.PodCondition) {
 	t.Helper()
-	ctx := context.Background()
-	pod := &corev1.Pod{}
-	if err := k8s.Get(ctx, types.NamespacedName{Namespace: "default", Name: name}, pod); err != nil {
-		t.Fatal(err)
-	}
-	orig := pod.DeepCopy()
-	evacuation.SetCondition(pod, cond)
-	if err := k8s.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig)); err != nil {
-		t.Fatal(err)
-	}
+	testutil.SetPodCondition(t, k8s, name, cond)
 }
 
 var restored = testutil.NodeView{}
@@ -106,7 +97,7 @@ func TestPhases(t *testing.T) {
 	expectStatus(t, "phases", "phases-node", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrain, Selected: 1, Pending: 1, Evacuating: 1, NodePending: 1, NodeEvacuating: 1, Drained: "False"})
 
 	// Someone else removes the pod: the drain is complete.
-	deletePod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "phases-app"}})
+	deletePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "phases-app"}})
 	expectStatus(t, "phases", "phases-node", testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrainComplete, Selected: 1, Drained: "True"})
 	expectNode(t, "phases-node", testutil.NodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "phases=DrainComplete", Condition: "True/DrainComplete"})
 

@@ -47,7 +47,7 @@ func TestPreflightFromTheCache(t *testing.T) {
 	createNode(t, "cached-b", nil, false)
 	createPod(t, "cached-bare", "cached-a")
 	lists := preflightLists(t)
-	made, ran := maintenances.PreflightCounts()
+	made, ran := counter(t, "nodemaint_preflight_snapshots_total"), counter(t, "nodemaint_preflights_total")
 	start := time.Now()
 	const n = 50
 	for i := range n {
@@ -72,10 +72,10 @@ func TestPreflightFromTheCache(t *testing.T) {
 	if got := preflightLists(t); got != lists {
 		t.Errorf("the controller listed what the preflight reads %v times from the API server, want none", got-lists)
 	}
-	madeNow, ranNow := maintenances.PreflightCounts()
+	madeNow, ranNow := counter(t, "nodemaint_preflight_snapshots_total"), counter(t, "nodemaint_preflights_total")
 	// A snapshot at most every 10s (preflightFloor), one more for a start between two.
-	if snapshots, most := madeNow-made, 2+int(time.Since(start)/(10*time.Second)); snapshots > most || ranNow-ran < n {
-		t.Errorf("%d snapshots made (at most %d), %d preflights computed (at least %d)", snapshots, most, ranNow-ran, n)
+	if snapshots, most := madeNow-made, float64(2+int(time.Since(start)/(10*time.Second))); snapshots > most || ranNow-ran < n {
+		t.Errorf("%v snapshots made (at most %v), %v preflights computed (at least %d)", snapshots, most, ranNow-ran, n)
 	}
 }
 
@@ -114,4 +114,20 @@ func preflightLists(t *testing.T) float64 {
 		t.Fatal("no watch counted: the controller's requests are not counted")
 	}
 	return n
+}
+
+// counter is the value of the counter name of the controllers' metrics.
+func counter(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no counter %s", name)
+	return 0
 }

@@ -226,7 +226,7 @@ func TestRolloutHaltsAndManualRelease(t *testing.T) {
 	}
 
 	// The replacement is placed: the rollout resumes.
-	deletePod(t, pod)
+	deletePod(pod)
 	eventually(t, "the rollout resumed with halt-b", func(ctx context.Context) (bool, string, error) {
 		r, c, err := status(ctx)
 		return len(r.InTurn) == 1 && r.InTurn[0].Name == "halt-b" && c != nil && c.Status == metav1.ConditionFalse, fmt.Sprintf("%+v %+v", r, c), err
@@ -290,7 +290,7 @@ func TestRolloutCordonOnlyResumes(t *testing.T) {
 			fmt.Sprintf("%+v %+v", r, c), err
 	})
 
-	deletePod(t, pod)
+	deletePod(pod)
 	eventually(t, "the rollout resumed with cordon-b", func(ctx context.Context) (bool, string, error) {
 		r, c, err := status(ctx)
 		return len(r.InTurn) == 1 && r.InTurn[0].Name == "cordon-b" && c != nil && c.Status == metav1.ConditionFalse, fmt.Sprintf("%+v %+v", r, c), err
@@ -306,7 +306,7 @@ func createUnschedulablePod(t *testing.T, name string) *corev1.Pod {
 	if err := k8s.Create(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { deletePod(t, pod) })
+	t.Cleanup(func() { deletePod(pod) })
 	orig := pod.DeepCopy()
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 		Message: "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu.", LastTransitionTime: metav1.Now()}}

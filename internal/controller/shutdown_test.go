@@ -182,7 +182,7 @@ func TestOutOfService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deletePod(t, pod)
+	deletePod(pod)
 	expectOutOfService(t, "oos-node", false)
 }
 

@@ -159,7 +159,7 @@ func TestSkippedPodsReported(t *testing.T) {
 		return ok, fmt.Sprintf("%+v", s), err
 	})
 
-	deletePod(t, app)
+	deletePod(app)
 	const want = "every targeted pod is gone from the 2 selected nodes; 2 pods skipped and left running: " +
 		"default/skipped-a (label nodemaint.dev/drain=skip), default/skipped-b (DrainRule keep-logs)"
 	c := expectCondition(t, "skipped", nodemaintv1alpha1.ConditionDrained, metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrained)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodemaint/nodemaint/internal/apirequests"
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
+	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/setup"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +25,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/controller"
 	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 )
@@ -39,8 +39,6 @@ var (
 	// logs are what the controllers log, controller-runtime's lines around each reconcile
 	// included (expectReconciled).
 	logs testutil.Logs
-	// maintenances is the NodeMaintenance reconciler the manager runs.
-	maintenances *controller.NodeMaintenanceReconciler
 )
 
 func TestMain(m *testing.M) {
@@ -79,14 +77,13 @@ func runManager(ctx context.Context) error {
 	}
 	// The maintenance controllers as nodemaint-controller sets them up, on pod conditions, without
 	// the responder: these tests answer for the owners.
-	set, err := setup.Controllers(ctx, mgr, setup.Options{
+	_, err = setup.Controllers(ctx, mgr, setup.Options{
 		Maintenance: true, Concurrency: 4, Preflight: true, OwnPods: ownPods,
 		EvictionBackoff: 100 * time.Millisecond, EvictionMaxBackoff: time.Second, StatusBatchDelay: 200 * time.Millisecond,
 	})
 	if err != nil {
 		return err
 	}
-	maintenances = set.Maintenances
 	return mgr.Start(ctx)
 }
 
@@ -94,7 +91,7 @@ func runManager(ctx context.Context) error {
 // namespace labelled ownPodLabels.
 var (
 	ownPodLabels = map[string]string{"app.kubernetes.io/name": "nodemaint-controller"}
-	ownPods      = &controller.OwnPods{Namespace: "default", Selector: labels.SelectorFromSet(ownPodLabels)}
+	ownPods      = &observe.OwnPods{Namespace: "default", Selector: labels.SelectorFromSet(ownPodLabels)}
 )
 
 func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, string, error)) {
@@ -131,26 +128,10 @@ func createNode(t *testing.T, name string, labels map[string]string, unschedulab
 
 func createPod(t *testing.T, name, node string, mutate ...func(*corev1.Pod)) *corev1.Pod {
 	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PodSpec{
-			NodeName:   node,
-			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
-		},
-	}
-	for _, m := range mutate {
-		m(pod)
-	}
-	if err := k8s.Create(context.Background(), pod); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { deletePod(t, pod) })
-	return pod
+	return testutil.CreatePod(t, k8s, name, node, mutate...)
 }
 
-func deletePod(t *testing.T, pod *corev1.Pod) {
-	_ = k8s.Delete(context.Background(), pod, client.GracePeriodSeconds(0))
-}
+func deletePod(pod *corev1.Pod) { testutil.DeletePod(k8s, pod) }
 
 func createNM(t *testing.T, name string, cordon, drain bool, reason string, nodes ...string) *nodemaintv1alpha1.NodeMaintenance {
 	t.Helper()

@@ -18,7 +18,7 @@ type Policy struct {
 	// ResponseTimeout is how long owners have to accept an evacuation request.
 	ResponseTimeout time.Duration
 	// CountFrom, when later than a pod's evacuation request, is when its response timeout starts
-	// instead: when this controller replica became the leader (see the controller's activeSince).
+	// instead: when this controller replica became the leader (see observe.ActiveSince).
 	CountFrom time.Time
 	// NotEvicting, when Evict is false, says why the pod is not evicted; empty: signal only.
 	NotEvicting string

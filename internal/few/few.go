@@ -1,10 +1,11 @@
-// Package few renders bounded lists of names for messages people read (conditions, Events,
-// errors): a few names and how many more, so that a message stays short however long the list.
+// Package few keeps the messages people read (conditions, Events, errors) within their bounds: a
+// few names of a list and how many more, and a message cut to the length its field takes.
 package few
 
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Most is how many names a message names by default.
@@ -31,4 +32,22 @@ func Of(names []string, total int) string {
 		s += " and " + strconv.Itoa(more) + " more"
 	}
 	return s
+}
+
+// MaxEventNote is the longest note the API server takes in an Event (events.k8s.io/v1); an Event
+// with a longer one is refused, and lost.
+const MaxEventNote = 1024
+
+// Cut shortens s to at most n bytes (and so n characters), at a character boundary, marking the
+// cut with an ellipsis.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "…"
+	end := n - len(ellipsis)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + ellipsis
 }

@@ -52,3 +52,20 @@ func TestNamesBounded(t *testing.T) {
 		t.Errorf("%d bytes", len(got))
 	}
 }
+
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"a longer message", 10, "a longe…"},
+		{"ééééé", 8, "éé…"}, // never half a character
+	} {
+		if got := Cut(tc.in, tc.n); got != tc.want || len(got) > tc.n {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

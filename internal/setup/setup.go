@@ -19,7 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/controller"
+	"github.com/nodemaint/nodemaint/internal/controller/drainrule"
+	"github.com/nodemaint/nodemaint/internal/controller/node"
+	"github.com/nodemaint/nodemaint/internal/controller/nodemaintenance"
+	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
@@ -50,14 +53,14 @@ type Options struct {
 	// most EvictionMaxBackoff) and 5s.
 	EvictionBackoff, EvictionMaxBackoff time.Duration
 	// StatusBatchDelay gathers a NodeMaintenance's status writes (see
-	// controller.NodeMaintenanceReconciler).
+	// nodemaintenance.Reconciler).
 	StatusBatchDelay time.Duration
 	// Preflight: a Planning NodeMaintenance's status says what a drain would block or lose.
 	Preflight bool
 	// SurgeTimeout bounds a surge: deployment.DefaultSurgeTimeout when zero.
 	SurgeTimeout time.Duration
 	// OwnPods are nodemaint-controller's own pods, never evicted or deleted; nil: none.
-	OwnPods *controller.OwnPods
+	OwnPods *observe.OwnPods
 	// EvictionClient and ResponderClient write for the Eviction controller and the responder,
 	// each through a token bucket of its own; nil: the manager's client.
 	EvictionClient, ResponderClient client.Client
@@ -65,8 +68,8 @@ type Options struct {
 
 // Set are the controllers set up, for tests that look inside them; nil where not asked for.
 type Set struct {
-	Nodes        *controller.NodeReconciler
-	Maintenances *controller.NodeMaintenanceReconciler
+	Nodes        *node.Reconciler
+	Maintenances *nodemaintenance.Reconciler
 	Evictions    *evictioncontroller.Reconciler
 	Responder    *deployment.Reconciler
 }
@@ -111,28 +114,28 @@ func Controllers(ctx context.Context, mgr manager.Manager, o Options) (*Set, err
 
 // maintenance sets up the node, NodeMaintenance and DrainRule controllers.
 func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, recorder events.EventRecorder, refusals *evictor.Refusals, written *ownwrites.Writes[*corev1.Pod]) error {
-	if err := controller.SetupIndexes(ctx, mgr); err != nil {
+	if err := observe.SetupIndexes(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up indexes: %w", err)
 	}
 	var slots *semaphore.Weighted
 	if o.MaxEvictions > 0 {
 		slots = semaphore.NewWeighted(o.MaxEvictions)
 	}
-	c.Nodes = &controller.NodeReconciler{
+	c.Nodes = &node.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
 		Refusals: refusals, EvictionSlots: slots, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol,
 	}
 	if err := c.Nodes.SetupWithManager(mgr, max(o.Concurrency, 1)); err != nil {
 		return fmt.Errorf("setting up the node controller: %w", err)
 	}
-	c.Maintenances = &controller.NodeMaintenanceReconciler{
+	c.Maintenances = &nodemaintenance.Reconciler{
 		Client: mgr.GetClient(), Preflight: o.Preflight, Recorder: recorder, Refusals: refusals,
 		StatusBatchDelay: o.StatusBatchDelay, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol,
 	}
 	if err := c.Maintenances.SetupWithManager(mgr, max(o.Concurrency, 1)); err != nil {
 		return fmt.Errorf("setting up the NodeMaintenance controller: %w", err)
 	}
-	if err := (&controller.DrainRuleReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
+	if err := (&drainrule.Reconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the DrainRule controller: %w", err)
 	}
 	return nil

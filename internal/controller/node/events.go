@@ -1,0 +1,105 @@
+package node
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/few"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// Every Event the node controller emits is built here, from what a decision or a write did: the
+// reasons and the words an admin reads in `kubectl events` are in one place.
+
+// eventSink emits Events.
+type eventSink struct{ events.EventRecorder }
+
+func (e eventSink) normal(regarding, related runtime.Object, reason, action, note string) {
+	e.Eventf(regarding, related, corev1.EventTypeNormal, reason, action, "%s", few.Cut(note, few.MaxEventNote))
+}
+
+func (e eventSink) warning(regarding, related runtime.Object, reason, action, note string) {
+	e.Eventf(regarding, related, corev1.EventTypeWarning, reason, action, "%s", few.Cut(note, few.MaxEventNote))
+}
+
+// nodeWritten: the node was written as the decision wanted.
+func (e eventSink) nodeWritten(node *corev1.Node, nms []*nodemaintv1alpha1.NodeMaintenance, d nodeaction.Decision) {
+	names := maintenanceNames(d.Intent)
+	switch c := d.Change; {
+	case c.Reverted:
+		e.warning(node, nil, "UncordonReverted", "Cordon",
+			"node was uncordoned while NodeMaintenance "+names+" keeps it cordoned; cordoned it again")
+		for _, nm := range nms {
+			if maintenance.Cordons(maintenance.Phase(nm, false)) {
+				e.warning(nm, node, "UncordonReverted", "Cordon", "node "+node.Name+" was uncordoned during the maintenance; cordoned it again")
+			}
+		}
+	case c.Cordoned:
+		e.normal(node, nil, "Cordoned", "Cordon", "cordoned for NodeMaintenance "+names)
+	case c.Uncordoned:
+		e.normal(node, nil, "Uncordoned", "Uncordon", "maintenance complete; uncordoned")
+	}
+	switch c := d.Change; {
+	case c.OutOfService:
+		e.warning(node, nil, "OutOfService", "Taint", "NotReady for over "+d.Intent.OutOfServiceGrace.String()+
+			" with pods stuck terminating: tainted "+corev1.TaintNodeOutOfService+" so they fail over")
+	case c.BackInService:
+		e.normal(node, nil, "BackInService", "Taint", "removed the "+corev1.TaintNodeOutOfService+" taint")
+	}
+}
+
+// shutdownNotConfirmed: the out-of-service taint is due but for the evidence of a shutdown.
+func (e eventSink) shutdownNotConfirmed(node *corev1.Node, missing string) {
+	e.warning(node, nil, "ShutdownNotConfirmed", "Taint", missing)
+}
+
+// requested: nodemaint's evacuation request was set on the pod (orig: before).
+func (e eventSink) requested(orig *corev1.Pod) {
+	if drain.Unanswerable(orig) && !evacuation.RequestedBy(orig, evacuation.ReasonNodeMaintenance) {
+		e.warning(orig, nil, "BarePod", "RequestEvacuation",
+			"evacuation requested for node maintenance; this pod has no controller: once evicted it will not be recreated")
+	}
+}
+
+// evictionFailed and evictionRefused: the first time in a row a pod's eviction fails or is
+// refused (first), and not again while it backs off.
+func (e eventSink) evictionFailed(pod *corev1.Pod, err error, first bool) {
+	if first {
+		e.warning(pod, nil, nodemaintv1alpha1.BlockedReasonEvictionFailed, "Evict", "node maintenance: "+err.Error())
+	}
+}
+
+func (e eventSink) evictionRefused(pod *corev1.Pod, refusal string, first bool) {
+	if first {
+		e.warning(pod, nil, "EvictionRefused", "Evict", "node maintenance: "+refusal)
+	}
+}
+
+// deleted: the pod was deleted after the drain of its node timed out.
+func (e eventSink) deleted(pod *corev1.Pod, node *corev1.Node) {
+	e.warning(pod, node, "DeletedAfterDrainTimeout", "Delete",
+		"deleted, bypassing PodDisruptionBudgets: the drain of node "+node.Name+" timed out and drainTimeoutAction is Delete")
+}
+
+// forbidden makes a permission error (a role narrowed below what config/rbac grants) visible
+// where the admin looks, on the maintenances of the node; otherwise it would show only as a
+// maintenance that makes no progress and an error in the controller's log.
+func (e eventSink) forbidden(node *corev1.Node, nms []*nodemaintv1alpha1.NodeMaintenance, err error) {
+	for _, nm := range nms {
+		e.warning(nm, node, "Forbidden", "Reconcile", "node "+node.Name+": nodemaint is not allowed to do its work, check its RBAC: "+err.Error())
+	}
+}
+
+// maintenanceNames names a few of the maintenances acting on the node (few.Names).
+func maintenanceNames(intent maintenance.NodeIntent) string {
+	names := make([]string, 0, len(intent.Entries))
+	for _, e := range intent.Entries {
+		names = append(names, e.Name)
+	}
+	return few.Names(names, few.Most)
+}

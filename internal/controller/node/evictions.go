@@ -1,0 +1,143 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nodemaint/nodemaint/internal/controller/observe"
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/evictor"
+)
+
+// podWritesPerNode bounds the pod writes (evacuation requests, evictions) one node's reconcile
+// has in flight at once.
+const podWritesPerNode = 10
+
+// evictPods evicts the pods the decision names (their owners did not accept in time), through
+// the Eviction API so that PodDisruptionBudgets hold. A refused eviction backs off for that pod
+// only, whether it was refused (a budget) or failed (any other error): it returns the earliest
+// back-off, when the drain should look again, the evictions the API server forbade (denied: RBAC,
+// or a webhook's 403, for the maintenances' Events), and an error only when a pod could not be
+// read before its eviction. reread: the pods carry the owners' answers themselves (the
+// pod-condition protocol), and each is read again from the API server first (see overtaken).
+func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, reread bool, now time.Time) (time.Duration, error, error) {
+	var (
+		mu     sync.Mutex
+		wait   time.Duration
+		errs   []error
+		denied []error
+	)
+	backOff := func(d time.Duration) {
+		if d > 0 && (wait == 0 || d < wait) {
+			wait = d
+		}
+	}
+	sink := eventSink{r.Recorder}
+	// Like kubectl drain, the pods of a node are evicted in parallel (EvictionSlots bounds the
+	// evictions in flight across all nodes): one at a time, a node of 100 pods held a worker for
+	// minutes on a loaded API server while the other nodes waited their turn.
+	var g errgroup.Group
+	g.SetLimit(podWritesPerNode)
+	for _, c := range pods {
+		pod := c.Pod
+		g.Go(func() error {
+			if reread {
+				switch why, err := r.overtaken(ctx, pod); {
+				case err != nil:
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("reading pod %s/%s before its eviction: %w", pod.Namespace, pod.Name, err))
+					mu.Unlock()
+					return nil
+				case why != "":
+					// The cache shows the change soon, and the next decision with it.
+					log.FromContext(ctx).Info("not evicting pod: changed since the decision", "pod", client.ObjectKeyFromObject(pod), "why", why)
+					return nil
+				}
+			}
+			res := r.evictor().Evict(ctx, pod, now, "")
+			mu.Lock()
+			defer mu.Unlock()
+			switch res.Outcome {
+			case evictor.Gone:
+				// Deleted or replaced by a namesake since the cache saw it: nothing to evict.
+			case evictor.Failed:
+				// The pod's alone: it backs off and is reported (EvictionFailed), and the node's
+				// other pods and timers go on. An error returned here would put the whole node
+				// into the work queue's back-off, up to 1,000s, for a pod that may fail for good
+				// (two budgets select it, a webhook refuses it).
+				evictionsTotal.WithLabelValues("failed").Inc()
+				sink.evictionFailed(pod, res.Err, !res.Again)
+				backOff(res.Wait)
+				log.FromContext(ctx).Error(res.Err, "eviction failed", "pod", client.ObjectKeyFromObject(pod))
+				if apierrors.IsForbidden(res.Err) {
+					denied = append(denied, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, res.Err))
+				}
+			case evictor.Refused:
+				evictionsTotal.WithLabelValues("refused").Inc()
+				sink.evictionRefused(pod, res.Message, !res.Again)
+				backOff(res.Wait)
+				log.FromContext(ctx).V(1).Info("eviction refused", "pod", client.ObjectKeyFromObject(pod), "reason", res.Message)
+			default:
+				evictionsTotal.WithLabelValues("evicted").Inc()
+				log.FromContext(ctx).Info("evicted pod", "pod", client.ObjectKeyFromObject(pod), "source", c.Class.Source)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return wait, errors.Join(denied...), errors.Join(errs...)
+}
+
+// overtaken reads the pod from the API server and says why it must not be evicted after all
+// (drain.Overtaken), "" when it still must. The decision was taken from the cache, which lags
+// the API server by seconds on a busy cluster: an owner's answer written just before the
+// response timeout ran out may not be in it yet, and evicting the pod then would take its
+// workload below its replicas for nothing (the owner is surging a replacement). One GET per
+// eviction, which only pods nobody answered get.
+func (r *Reconciler) overtaken(ctx context.Context, pod *corev1.Pod) (string, error) {
+	if r.APIReader == nil {
+		return "", nil
+	}
+	live := &corev1.Pod{}
+	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), live); {
+	case apierrors.IsNotFound(err):
+		return drain.Overtaken(nil), nil
+	case err != nil:
+		return "", err
+	case live.UID != pod.UID:
+		return "replaced by a namesake", nil
+	}
+	return drain.Overtaken(live), nil
+}
+
+// evictor evicts through the Eviction API, with the refusal memory the reconcilers share.
+func (r *Reconciler) evictor() *evictor.Evictor {
+	return &evictor.Evictor{Client: r.Client, Refusals: r.Refusals, Slots: r.EvictionSlots}
+}
+
+// deletePods deletes the pods a drain still waits for, bypassing PodDisruptionBudgets: the admin
+// asked for it with drainTimeoutAction Delete, and the drain timed out. The UID precondition
+// deletes each pod and never a namesake created since.
+func (r *Reconciler) deletePods(ctx context.Context, node *corev1.Node, pods []drain.Classified) error {
+	var errs []error
+	for _, c := range pods {
+		switch err := r.Client.Delete(ctx, c.Pod, client.Preconditions{UID: &c.Pod.UID}); {
+		case observe.Stale(err):
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			evictionsTotal.WithLabelValues("deleted").Inc()
+			eventSink{r.Recorder}.deleted(c.Pod, node)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,97 @@
+package node
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/evictor"
+	"github.com/nodemaint/nodemaint/internal/testutil"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+func ownedByReplicaSet(p *corev1.Pod) {
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs-uid", Controller: ptr.To(true)}}
+}
+
+// TestEvictionRereadsThePod: a pod decided for eviction from a cache that has not seen its
+// owner's answer yet (the answer came just before the response timeout ran out) is read again
+// and left to its owner; a pod still unanswered is evicted. Their node does not exist and no
+// maintenance selects it.
+func TestEvictionRereadsThePod(t *testing.T) {
+	ctx := context.Background()
+	answered := createPod(t, "reread-answered", "reread-nowhere", ownedByReplicaSet)
+	silent := createPod(t, "reread-silent", "reread-nowhere", ownedByReplicaSet)
+	// The decision's view: both asked to leave long ago, neither answered.
+	asked := corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: "NodeMaintenance", LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}
+	var stale []drain.Classified
+	for _, pod := range []*corev1.Pod{answered, silent} {
+		testutil.SetPodCondition(t, k8s, pod.Name, asked)
+		seen, err := getPod(ctx, pod.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale = append(stale, drain.Classified{Pod: seen})
+	}
+	// The owner's answer, which that view does not have.
+	testutil.SetPodCondition(t, k8s, answered.Name, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "Surge"})
+
+	r := &Reconciler{Client: k8s, APIReader: k8s, Refusals: evictor.NewRefusals(time.Second, time.Second)}
+	if _, _, err := r.evictPods(ctx, stale, true, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	expectEvicted(t, silent.Name)
+	notEvicted(t, answered.Name)
+	if _, _, refused := r.Refusals.Refusal(answered.UID); refused {
+		t.Error("the answered pod's eviction is reported as refused")
+	}
+}
+
+// TestEvictionFailureIsThePodsAlone: a pod whose eviction fails for good (two budgets select it:
+// the API server answers 500) backs off and is reported on its own; the node's other pods are
+// evicted, and the drain returns no error, which would put the whole node into the work queue's
+// back-off.
+func TestEvictionFailureIsThePodsAlone(t *testing.T) {
+	ctx := context.Background()
+	broken := createPod(t, "twobudgets-broken", "twobudgets-nowhere", ownedByReplicaSet, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "twobudgets"} })
+	fine := createPod(t, "twobudgets-fine", "twobudgets-nowhere", ownedByReplicaSet)
+	broken.Status.Phase = corev1.PodRunning
+	broken.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := k8s.Status().Update(ctx, broken); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"twobudgets-a", "twobudgets-b"} {
+		pdb := &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "twobudgets"}}},
+		}
+		if err := k8s.Create(ctx, pdb); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pdb) })
+	}
+	r := &Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Refusals: evictor.NewRefusals(time.Second, time.Minute)}
+	wait, _, err := r.evictPods(ctx, []drain.Classified{{Pod: broken}, {Pod: fine}}, true, time.Now())
+	if err != nil {
+		t.Fatalf("one pod's failed eviction returned an error for the node: %v", err)
+	}
+	if wait <= 0 {
+		t.Errorf("no back-off for the failed eviction: %v", wait)
+	}
+	expectEvicted(t, fine.Name)
+	notEvicted(t, broken.Name)
+	if reason, msg, refused := r.Refusals.Refusal(broken.UID); !refused || reason != nodemaintv1alpha1.BlockedReasonEvictionFailed || !strings.Contains(msg, "more than one") {
+		t.Errorf("the failed eviction is recorded as %q %q (%v), want EvictionFailed with the API server's message", reason, msg, refused)
+	}
+}

@@ -1,0 +1,199 @@
+// Package node holds the node controller: it makes one node and its pods what the
+// NodeMaintenances selecting it want together (Reconciler).
+package node
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/observe"
+	"github.com/nodemaint/nodemaint/internal/controller/protocol"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/evictor"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/ownwrites"
+)
+
+// Reconciler makes one node and its pods what the NodeMaintenances selecting it want together:
+// cordoned while any of them cordons it, a PreferNoSchedule taint while it is only planned, the
+// UnderMaintenance condition and the maintenances annotation, and the EvacuationRequest condition on
+// its targeted pods while any of them drains it. When none wants anything any more, it restores what
+// nodemaint changed and nothing else.
+//
+// A reconcile observes the node (observer), decides (nodeaction.Decide, pure) and applies the
+// decision: the writes, in the order the decision needs them, and their Events.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Refusals remembers refused evictions; shared with the NodeMaintenance reconciler, which
+	// reports them, and the imperative evictor.
+	Refusals *evictor.Refusals
+	// EvictionSlots bounds the evictions in flight across all nodes; nil is unbounded.
+	EvictionSlots *semaphore.Weighted
+	// OwnPods are nodemaint-controller's own pods: asked to move like any other, never evicted
+	// or deleted. Nil: none.
+	OwnPods *observe.OwnPods
+	// Written remembers the pods' evacuation requests written until the cache shows them;
+	// shared with the NodeMaintenance reconciler and the Deployment responder. Nil: none.
+	Written *ownwrites.Writes[*corev1.Pod]
+	// Clock tells the time; nil is the real clock. A reconcile reads it once and decides, writes
+	// and schedules its next look from that one instant.
+	Clock clock.PassiveClock
+	// Protocol is how owners are asked to move their pods; zero: PodConditions.
+	Protocol nodemaintv1alpha1.EvacuationProtocol
+	// APIReader reads from the API server, not the cache: under the pod-condition protocol a pod
+	// is read again right before its eviction (drain.Overtaken). Nil: not read again.
+	APIReader client.Reader
+
+	// pods is the cache's pod indexer, by node (observe.PodsOnNode); SetupWithManager sets it.
+	pods toolscache.Indexer
+	// active is when this replica became the leader: response timeouts count from then at the
+	// earliest.
+	active observe.ActiveSince
+}
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=delete
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+// +kubebuilder:rbac:groups=nodemaint.dev,resources=nodemaintenances,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile implements reconcile.Reconciler for nodes.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, req.NamespacedName, node); apierrors.IsNotFound(err) {
+		return r.nodeGone(ctx, req.Name)
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	o := r.observer()
+	v, err := o.View(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	obs, seen, err := o.Observe(ctx, v, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	now := observe.Clock(r.Clock).Now()
+	d := nodeaction.Decide(obs, now)
+	res, err := r.apply(ctx, obs, d, o.Protocol.Writes(seen, obs.Pods, d, now), seen, now)
+	if apierrors.IsForbidden(err) {
+		eventSink{r.Recorder}.forbidden(node, obs.Maintenances, err)
+	}
+	return res, err
+}
+
+func (r *Reconciler) observer() *observe.Observer {
+	return &observe.Observer{Client: r.Client, Pods: r.pods, OwnPods: r.OwnPods, Refusals: r.Refusals, Active: &r.active, Written: r.Written, Protocol: r.protocol()}
+}
+
+// protocol is how the reconciler asks owners to move their pods.
+func (r *Reconciler) protocol() protocol.Protocol { return protocol.For(r.Protocol, r.Client) }
+
+// apply carries the decision out, the protocol's writes w of its requests included: a straight
+// list of writes, the same for every protocol. Withdrawals come first: the node's annotation stops
+// naming a maintenance only once its requests are withdrawn, so the finalizer can rely on it.
+// Requests, deletions and evictions come only once the node is written cordoned. A write that
+// meets a conflict or an object gone was decided from a stale cache (see observe.Stale): it is dropped,
+// never retried blind.
+func (r *Reconciler) apply(ctx context.Context, obs nodeaction.Observation, d nodeaction.Decision, w protocol.Writes, seen *evictionrequest.Observed, now time.Time) (reconcile.Result, error) {
+	next := d.RecheckAfter
+	sink := eventSink{r.Recorder}
+	if d.ShutdownNotConfirmed != "" {
+		sink.shutdownNotConfirmed(obs.Node, d.ShutdownNotConfirmed)
+	}
+	refused, err := r.patchPods(ctx, w.Withdraw, nil, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	next = sooner(next, refused)
+	if err := r.writeRequests(ctx, w.WithdrawRequests, seen, obs.Pods); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.writeNode(ctx, obs, d); err != nil {
+		return observe.Settle(err)
+	}
+	if !d.Intent.Drain {
+		return reconcile.Result{RequeueAfter: next}, nil
+	}
+	refused, err = r.patchPods(ctx, w.Request, &w.Reason, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	next = sooner(next, refused)
+	if err := r.writeRequests(ctx, w.RequestRequests, seen, obs.Pods); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.deletePods(ctx, obs.Node, d.Delete); err != nil {
+		return reconcile.Result{}, err
+	}
+	wait, denied, err := r.evictPods(ctx, d.Evict, w.RereadBeforeEviction, now)
+	if denied != nil {
+		// Said where the admin looks, as a forbidden write of the node is; the pods back off and
+		// are reported each on its own, and the node's other work goes on.
+		sink.forbidden(obs.Node, obs.Maintenances, denied)
+	}
+	if err != nil {
+		// The work queue's back-off retries; a RequeueAfter next to an error is ignored.
+		return reconcile.Result{}, err
+	}
+	if wait > 0 && (next == 0 || wait < next) {
+		next = wait
+	}
+	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// writeNode writes the node's spec and annotations, then its UnderMaintenance condition, as the
+// decision wants them, and emits the Events of the change.
+func (r *Reconciler) writeNode(ctx context.Context, obs nodeaction.Observation, d nodeaction.Decision) error {
+	if d.NodeChanged {
+		want := obs.Node.DeepCopy()
+		want.Spec, want.Annotations = *d.Node.Spec.DeepCopy(), maps.Clone(d.Node.Annotations)
+		// The optimistic lock keeps the taint list and annotations of others intact.
+		if err := r.Client.Patch(ctx, want, client.MergeFromWithOptions(obs.Node, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		if d.Change.Reverted {
+			log.FromContext(ctx).Info("node was uncordoned during maintenance; cordoned it again", "maintenances", maintenanceNames(d.Intent))
+		}
+		if d.Change.OutOfService {
+			outOfServiceTaints.Inc()
+			log.FromContext(ctx).Info("node is shut down with pods stuck terminating; tainted out-of-service")
+		}
+		eventSink{r.Recorder}.nodeWritten(obs.Node, obs.Maintenances, d)
+	}
+	if d.ConditionChanged {
+		// A strategic merge patch of the conditions alone, merged by type: the kubelet's stay as
+		// they are.
+		want := obs.Node.DeepCopy()
+		want.Status.Conditions = slices.Clone(d.Node.Status.Conditions)
+		return r.Client.Status().Patch(ctx, want, client.StrategicMergeFrom(obs.Node))
+	}
+	return nil
+}
+
+// sooner is when to look again (next; zero: not by itself) after pod writes of which some were
+// refused as stale (refused): within observe.StaleRequeue then, since the change that made them
+// stale may be one no watch of the node's reconciler lets through (a kubelet's status report).
+func sooner(next time.Duration, refused bool) time.Duration {
+	if refused && (next == 0 || next > observe.StaleRequeue) {
+		return observe.StaleRequeue
+	}
+	return next
+}

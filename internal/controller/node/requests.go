@@ -1,0 +1,197 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nodemaint/nodemaint/internal/cachetrim"
+	"github.com/nodemaint/nodemaint/internal/controller/observe"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// writeRequests writes a plan of EvictionRequests (protocol.Writes' WithdrawRequests, then
+// its RequestRequests), each write with an optimistic lock on the request seen. A request that comes to
+// ask for its pod's eviction is an Event on the pod, as a pod condition's request is.
+func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Plan, seen *evictionrequest.Observed, pods []*corev1.Pod) error {
+	if seen == nil {
+		return nil
+	}
+	byName := map[types.NamespacedName]*lifecyclev1alpha1.EvictionRequest{}
+	for i := range seen.Requests {
+		byName[client.ObjectKeyFromObject(&seen.Requests[i])] = &seen.Requests[i]
+	}
+	podOf := map[types.UID]*corev1.Pod{}
+	for _, pod := range pods {
+		podOf[pod.UID] = pod
+	}
+	var (
+		mu                                 sync.Mutex
+		errs                               []error
+		created, asked, withdrawn, deleted int
+		adopted                            int
+	)
+	record := func(err error, what *int) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err == nil:
+			*what++
+		case observe.Stale(err) || apierrors.IsAlreadyExists(err):
+		default:
+			errs = append(errs, err)
+		}
+	}
+	requested := func(req *lifecyclev1alpha1.EvictionRequest) {
+		if pod := podOf[req.Spec.Target.Pod.UID]; pod != nil {
+			eventSink{r.Recorder}.requested(pod)
+		}
+	}
+	var g errgroup.Group
+	g.SetLimit(podWritesPerNode)
+	for _, want := range plan.Update {
+		orig := byName[client.ObjectKeyFromObject(want)]
+		g.Go(func() error {
+			err := r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+			if want.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
+				record(err, &withdrawn)
+				return nil
+			}
+			record(err, &asked)
+			if err == nil && orig.Spec.Intent != want.Spec.Intent {
+				requested(want)
+			}
+			return nil
+		})
+	}
+	for _, req := range plan.Delete {
+		g.Go(func() error {
+			record(r.Client.Delete(ctx, req, client.Preconditions{UID: &req.UID}), &deleted)
+			return nil
+		})
+	}
+	// Requests that stay, given their pod as owner (evictionrequest.PodOwner), so that the
+	// garbage collector removes them with it.
+	for _, want := range plan.Adopt {
+		orig := byName[client.ObjectKeyFromObject(want)]
+		g.Go(func() error {
+			record(r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), &adopted)
+			return nil
+		})
+	}
+	for _, req := range plan.Create {
+		g.Go(func() error {
+			err := r.Client.Create(ctx, req)
+			record(err, &created)
+			if err == nil {
+				requested(req)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if created+asked+withdrawn+deleted+adopted > 0 {
+		log.FromContext(ctx).Info("EvictionRequests updated", "created", created, "askedAgain", asked, "withdrawn", withdrawn, "deleted", deleted, "adopted", adopted)
+	}
+	return errors.Join(errs...)
+}
+
+// nodeGone removes what the protocol left of a node that is gone (deleted under maintenance:
+// drained, then deleted; an autoscaler's scale-down): the protocol's writes of a decision with
+// nothing to ask or withdraw. Under the EvictionRequest protocol, its requests whose pods are
+// gone are deleted and the rest are given their pod as owner, so that the garbage collector
+// removes them with their pods (which the pod garbage collector deletes, their node gone). A
+// pod's deletion brings this reconcile (nodeOfPod maps it to its node, gone or not), as does a
+// request's change (nodeOfRequest).
+func (r *Reconciler) nodeGone(ctx context.Context, node string) (reconcile.Result, error) {
+	p := r.protocol()
+	seen, pods, err := p.ObserveGone(ctx, node)
+	if err != nil || seen == nil {
+		return reconcile.Result{}, err
+	}
+	w := p.Writes(seen, pods, nodeaction.Decision{}, observe.Clock(r.Clock).Now())
+	return reconcile.Result{}, r.writeRequests(ctx, w.WithdrawRequests, seen, pods)
+}
+
+// patchPods sets nodemaint's evacuation request with the message *reason on the pods, or
+// withdraws it when reason is nil. Each write applies to the pod as observed only
+// (evacuation.ConditionPatch, RemoveConditionPatch: its UID and resourceVersion), so a request
+// never reaches a pod created since under the same name nor overwrites another requester's
+// request set since the read, and a withdrawal removes nodemaint's own request only, the one it
+// saw. It reports whether a write was refused as stale (evacuation.Stale): dropped, the node is
+// looked at again shortly, when the cache has caught up.
+func (r *Reconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reason *string, now time.Time) (bool, error) {
+	var (
+		mu     sync.Mutex
+		errs   []error
+		done   int
+		refuse bool
+	)
+	defer func() {
+		if done > 0 && reason != nil {
+			log.FromContext(ctx).Info("evacuation requests updated", "requested", done)
+		} else if done > 0 {
+			log.FromContext(ctx).Info("evacuation requests updated", "withdrawn", done)
+		}
+	}()
+	// In parallel: one patch after the other, the requests for a node of 100 pods took seconds
+	// on a loaded API server, and its owners only start moving pods once they have them.
+	var g errgroup.Group
+	g.SetLimit(podWritesPerNode)
+	for _, orig := range pods {
+		// The patch names the one condition (merged by type); the pod the API server returns
+		// is read into a new object, which the record of writes keeps.
+		var patch client.Patch
+		if reason != nil {
+			cond := maintenance.EvacuationRequest(*reason)
+			cond.LastTransitionTime = metav1.NewTime(now)
+			if c := evacuation.Condition(orig, evacuation.Request); c != nil && c.Status == cond.Status {
+				cond.LastTransitionTime = c.LastTransitionTime
+			}
+			patch = evacuation.ConditionPatch(orig, cond)
+		} else {
+			patch = evacuation.RemoveConditionPatch(orig, evacuation.Request)
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: orig.Namespace, Name: orig.Name}}
+		before := orig.ResourceVersion
+		g.Go(func() error {
+			err := r.Client.Status().Patch(ctx, pod, patch)
+			if err == nil {
+				cachetrim.Pod(pod)
+				r.Written.Wrote(before, pod)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case evacuation.Stale(err):
+				refuse = true
+			case err != nil:
+				errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			default:
+				done++
+				if reason != nil {
+					eventSink{r.Recorder}.requested(orig)
+				}
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return refuse, errors.Join(errs...)
+}

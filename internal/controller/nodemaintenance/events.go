@@ -1,0 +1,118 @@
+package nodemaintenance
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/few"
+)
+
+// Every Event the NodeMaintenance controller emits is built here, from the status it wrote: the
+// reasons and the words an admin reads in `kubectl events` are in one place.
+
+// eventSink emits Events.
+type eventSink struct{ events.EventRecorder }
+
+func (e eventSink) normal(regarding, related runtime.Object, reason, action, note string) {
+	e.Eventf(regarding, related, corev1.EventTypeNormal, reason, action, "%s", few.Cut(note, few.MaxEventNote))
+}
+
+func (e eventSink) warning(regarding, related runtime.Object, reason, action, note string) {
+	e.Eventf(regarding, related, corev1.EventTypeWarning, reason, action, "%s", few.Cut(note, few.MaxEventNote))
+}
+
+// statusWritten emits the Events of a NodeMaintenance's status change: its phase, a selector
+// that selects no node or every node, the drain timing out, the drain done, and a spec that
+// became unusable or changed while it is.
+func (e eventSink) statusWritten(old, cur *nodemaintv1alpha1.NodeMaintenance, now time.Time) {
+	if old.Status.Phase != cur.Status.Phase {
+		e.normal(cur, nil, "Phase"+string(cur.Status.Phase), "Reconcile",
+			fmt.Sprintf("phase %s on %d nodes", cur.Status.Phase, cur.Status.SelectedNodes))
+	}
+	if old.Status.ObservedGeneration != cur.Status.ObservedGeneration || old.Status.SelectedNodes != cur.Status.SelectedNodes {
+		switch c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionNodesSelected); {
+		case c == nil:
+		case c.Reason == nodemaintv1alpha1.ReasonInvalidNodeSelector, c.Reason == nodemaintv1alpha1.ReasonNoNodesSelected, c.Reason == nodemaintv1alpha1.ReasonAllNodesSelected:
+			e.warning(cur, nil, c.Reason, "Reconcile", c.Message)
+		}
+	}
+	if !meta.IsStatusConditionTrue(old.Status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut) &&
+		meta.IsStatusConditionTrue(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut) {
+		c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut)
+		e.warning(cur, nil, nodemaintv1alpha1.ReasonDrainTimedOut, "Drain", c.Message)
+	}
+	was := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
+	is := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
+	if is != nil && is.Status == metav1.ConditionTrue && (was == nil || was.Status != metav1.ConditionTrue) {
+		e.normal(cur, nil, nodemaintv1alpha1.ReasonDrained, "Drain", is.Message)
+		if start := cur.Status.DrainStartTime; start != nil {
+			drainDuration.Observe(now.Sub(start.Time).Seconds())
+		}
+	}
+	e.rolloutWritten(old, cur)
+	if c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionSpecValid); c != nil {
+		if was := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionSpecValid); was == nil || was.Message != c.Message {
+			e.warning(cur, nil, nodemaintv1alpha1.ReasonInvalidSpec, "Reconcile", c.Message)
+		}
+	}
+	// Waiting for a place on nodes (maintenance.MaxMaintenancesPerNode): a Warning when it starts
+	// or the nodes change, and a Normal Event once it acts on every selected node.
+	wasWaiting := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit)
+	switch c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit); {
+	case c != nil && (wasWaiting == nil || wasWaiting.Message != c.Message):
+		e.warning(cur, nil, nodemaintv1alpha1.ReasonTooManyMaintenances, "Reconcile", c.Message)
+	case c == nil && wasWaiting != nil:
+		e.normal(cur, nil, "WithinMaintenanceLimit", "Reconcile", "no selected node has too many NodeMaintenances acting on it any more: it acts on each")
+	}
+}
+
+// rolloutWritten emits the Events of a rollout's progress: a node's turn starting, a node
+// released, the rollout halting (a Warning, but for the window, which is planned) or complete.
+func (e eventSink) rolloutWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) {
+	if cur.Status.Rollout == nil {
+		return
+	}
+	was := map[string]bool{}
+	if old.Status.Rollout != nil {
+		for _, t := range old.Status.Rollout.InTurn {
+			was[t.Name] = true
+		}
+	}
+	is := map[string]bool{}
+	r := cur.Status.Rollout
+	for _, t := range r.InTurn {
+		is[t.Name] = true
+		if !was[t.Name] {
+			e.normal(cur, nil, "TurnStarted", "Rollout", fmt.Sprintf("node %s starts its turn (%d in turn, %d done, %d waiting)", t.Name, r.NodesInTurn, r.NodesDone, r.NodesWaiting))
+		}
+	}
+	if old.Status.Rollout != nil {
+		for _, t := range old.Status.Rollout.InTurn {
+			if !is[t.Name] {
+				e.normal(cur, nil, "TurnEnded", "Rollout", fmt.Sprintf("node %s's turn ended (%d done of %d)", t.Name, r.NodesDone, cur.Status.SelectedNodes))
+			}
+		}
+	}
+	c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted)
+	prev := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted)
+	if c == nil || prev != nil && prev.Reason == c.Reason {
+		return
+	}
+	switch {
+	case c.Reason == nodemaintv1alpha1.ReasonRolloutComplete:
+		e.normal(cur, nil, nodemaintv1alpha1.ReasonRolloutComplete, "Rollout", c.Message)
+	case c.Status == metav1.ConditionTrue && c.Reason == nodemaintv1alpha1.ReasonOutsideWindow:
+		e.normal(cur, nil, "RolloutHalted", "Rollout", c.Message)
+	case c.Status == metav1.ConditionTrue:
+		e.warning(cur, nil, "RolloutHalted", "Rollout", c.Message)
+	case prev != nil && prev.Status == metav1.ConditionTrue:
+		e.normal(cur, nil, "RolloutResumed", "Rollout", c.Message)
+	}
+}

@@ -1,0 +1,191 @@
+package nodemaintenance
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/preflight"
+)
+
+// preflightsOfStores are preflights that read nodes and pods from stores of their own, as the
+// cache's informers hold them; the other kinds are empty.
+func preflightsOfStores(t *testing.T, objs ...any) (*preflights, toolscache.Indexer) {
+	t.Helper()
+	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+	for _, o := range objs {
+		if err := store.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+	synced := func() bool { return true }
+	return newPreflightsOf([]preflightSource{{kind: "nodes and pods", indexer: store, synced: synced}, {kind: "the rest", indexer: empty, synced: synced}}), store
+}
+
+func preflightNode(name string) *corev1.Node {
+	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: alloc}}
+}
+
+func barePod(name, node string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name)},
+		Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+}
+
+func requestOf(name string, generation int64, targets ...string) preflightRequest {
+	return preflightRequest{uid: types.UID("uid-" + name), name: name, generation: generation, spec: preflight.Spec{Targets: targets}}
+}
+
+// drain runs the worker's steps until nothing is asked for, or it has to wait; it returns the
+// wait.
+func (p *preflights) drain(t *testing.T, now time.Time) time.Duration {
+	t.Helper()
+	for range 1000 {
+		wait, err := p.step(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wait != 0 {
+			return wait
+		}
+	}
+	t.Fatal("the worker does not stop")
+	return 0
+}
+
+// Fifty Planning maintenances asking at once are computed from one snapshot, made from the
+// stores; asked again, nothing is computed while nothing changed; a change is taken in at most
+// every preflightFloor for the snapshot, every preflightRefresh for a maintenance's preflight,
+// at once for a new spec, and never from a snapshot older than the change a maintenance was
+// asked for after.
+func TestPreflightsShareOneSnapshot(t *testing.T) {
+	p, store := preflightsOfStores(t, preflightNode("a"), preflightNode("b"), barePod("lonely", "a"))
+	now := time.Unix(1_800_000_000, 0)
+	for i := range 50 {
+		if got := p.result(requestOf(fmt.Sprint("nm-", i), 1, "a"), now); got != nil {
+			t.Fatalf("a preflight before any was computed: %+v", got)
+		}
+	}
+	if wait := p.drain(t, now); wait != -1 || p.made != 1 || p.ran != 50 || len(p.ready) != 50 {
+		t.Fatalf("50 maintenances: %d snapshots made, %d preflights, %d reconciles asked for (wait %v), want 1, 50, 50", p.made, p.ran, len(p.ready), wait)
+	}
+	got := p.result(requestOf("nm-7", 1, "a"), now)
+	if got == nil || got.NodesLosing != 1 || got.Findings[0].Reason != preflight.ReasonBarePod || got.Findings[0].Pods[0] != "default/lonely" {
+		t.Fatalf("preflight %+v, want the bare pod on a", got)
+	}
+
+	// Nothing changed: nothing is computed again, however old; with nothing to compute over
+	// preflightKeep, the snapshot is dropped.
+	later := now.Add(10 * preflightRefresh)
+	for i := range 50 {
+		p.result(requestOf(fmt.Sprint("nm-", i), 1, "a"), later)
+	}
+	if p.drain(t, later); p.made != 1 || p.ran != 50 || p.snapshot != nil {
+		t.Fatalf("nothing changed: %d snapshots, %d preflights, snapshot kept %t; want 1, 50, dropped", p.made, p.ran, p.snapshot != nil)
+	}
+
+	// A pod comes: a maintenance's preflight younger than preflightRefresh stays; a new
+	// maintenance gets a snapshot that has the pod.
+	now = later
+	if err := store.Add(barePod("newcomer", "b")); err != nil {
+		t.Fatal(err)
+	}
+	p.changes.Add(1)
+	p.made, p.ran = 0, 0
+	p.results["nm-0"].at = now // computed just now
+	if p.result(requestOf("nm-0", 1, "a"), now.Add(preflightRefresh/2)) == nil {
+		t.Fatal("a young preflight dropped")
+	}
+	if p.result(requestOf("new", 1, "b"), now) != nil {
+		t.Fatal("a new maintenance's preflight before it was computed")
+	}
+	if p.drain(t, now); p.made != 1 || p.ran != 1 {
+		t.Fatalf("a new maintenance: %d snapshots, %d preflights, want 1, 1", p.made, p.ran)
+	}
+	if got := p.result(requestOf("new", 1, "b"), now); got == nil || got.NodesLosing != 1 || got.Findings[0].Pods[0] != "default/newcomer" {
+		t.Fatalf("new maintenance: %+v, want the newcomer", got)
+	}
+	// Another comes a second later: the next new maintenance waits for a snapshot that has it,
+	// made no sooner than preflightFloor after the last.
+	if err := store.Add(barePod("late", "b")); err != nil {
+		t.Fatal(err)
+	}
+	p.changes.Add(1)
+	p.result(requestOf("newer", 1, "b"), now.Add(time.Second))
+	if wait := p.drain(t, now.Add(time.Second)); wait != preflightFloor-time.Second || p.ran != 1 {
+		t.Fatalf("a second after the last snapshot: wait %v, %d preflights; want to wait %v", wait, p.ran, preflightFloor-time.Second)
+	}
+	if p.drain(t, now.Add(preflightFloor)); p.made != 2 || p.ran != 2 {
+		t.Fatalf("past preflightFloor: %d snapshots, %d preflights, want 2, 2", p.made, p.ran)
+	}
+	if got := p.result(requestOf("newer", 1, "b"), now.Add(preflightFloor)); got == nil || got.Findings[0].Count != 2 {
+		t.Fatalf("newer maintenance: %+v, want both pods of b", got)
+	}
+	// The others take the change in once their preflight is preflightRefresh old: from the
+	// snapshot just made, however many they are.
+	for i := range 50 {
+		p.result(requestOf(fmt.Sprint("nm-", i), 1, "a"), now.Add(preflightRefresh))
+	}
+	if p.drain(t, now.Add(preflightRefresh)); p.made != 2 || p.ran != 52 {
+		t.Fatalf("refreshed: %d snapshots, %d preflights, want 2, 52", p.made, p.ran)
+	}
+
+	// A new spec is computed at once, from the snapshot as it is.
+	if p.result(requestOf("nm-3", 2, "a", "b"), now.Add(preflightRefresh)) != nil {
+		t.Fatal("a new spec's preflight before it was computed")
+	}
+	if p.drain(t, now.Add(preflightRefresh)); p.made != 2 || p.ran != 53 {
+		t.Fatalf("new spec: %d snapshots, %d preflights, want 2, 53", p.made, p.ran)
+	}
+	if got := p.result(requestOf("nm-3", 2, "a", "b"), now.Add(preflightRefresh)); got == nil || got.NodesLosing != 2 {
+		t.Fatalf("new spec: %+v, want both nodes", got)
+	}
+
+	// Asked for nothing for preflightKeep, the snapshot is dropped.
+	if p.drain(t, now.Add(preflightRefresh+preflightKeep)); p.snapshot != nil {
+		t.Error("the snapshot kept with no preflight asked for")
+	}
+	p.forget("nm-3")
+	if p.results["nm-3"] != nil {
+		t.Error("a forgotten maintenance's preflight kept")
+	}
+}
+
+// A maintenance that selects more nodes than preflightMaxNodes gets no preflight, and one
+// Event per spec.
+func TestPreflightTooManyNodes(t *testing.T) {
+	p, _ := preflightsOfStores(t)
+	rec := events.NewFakeRecorder(10)
+	r := &Reconciler{preflights: p, Recorder: rec}
+	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "all", UID: "u", Generation: 1}}
+	nodes := make([]nodeDecision, preflightMaxNodes+1)
+	for i := range nodes {
+		nodes[i].name = fmt.Sprint("n", i)
+	}
+	for range 3 {
+		if got, planning := r.preflightStatus(nm, nodes, time.Now()); got != nil || planning {
+			t.Fatalf("preflight %+v (looking again: %t), want none", got, planning)
+		}
+	}
+	if len(rec.Events) != 1 || len(p.pending) != 0 {
+		t.Errorf("%d Events, %d asked for; want one Event, nothing asked", len(rec.Events), len(p.pending))
+	}
+	if e := <-rec.Events; !strings.Contains(e, "PreflightNotComputed") || !strings.Contains(e, "selects 1001 nodes") {
+		t.Errorf("Event %q", e)
+	}
+	nm.Generation = 2
+	r.preflightStatus(nm, nodes, time.Now())
+	if len(rec.Events) != 1 {
+		t.Errorf("%d Events after a new spec, want another", len(rec.Events))
+	}
+}

@@ -1,0 +1,244 @@
+// Package nodemaintenance holds the NodeMaintenance controller: it keeps each NodeMaintenance's
+// finalizer, status and Events (Reconciler), its rollout's turns and the preflight of a Planning
+// maintenance.
+package nodemaintenance
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/observe"
+	"github.com/nodemaint/nodemaint/internal/controller/protocol"
+	"github.com/nodemaint/nodemaint/internal/evictor"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/ownwrites"
+)
+
+// Reconciler keeps a NodeMaintenance's finalizer, status and Events: which nodes it
+// selects, how many pods are pending and evacuating on each, its phase, and the Drained condition.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Refusals holds the refused evictions the node reconciler met, to report them.
+	Refusals *evictor.Refusals
+	// OwnPods are nodemaint-controller's own pods (see node.Reconciler.OwnPods).
+	OwnPods *observe.OwnPods
+	// Written: see node.Reconciler.Written.
+	Written *ownwrites.Writes[*corev1.Pod]
+	// Clock tells the time; nil is the real clock.
+	Clock clock.PassiveClock
+	// Preflight: the status of a Planning maintenance says what a drain of its nodes would
+	// meet (status.preflight), computed from the cache (see preflights).
+	Preflight bool
+	// StatusBatchDelay is how long pod changes are gathered before the status is written again, so
+	// that thousands of pods moving do not mean thousands of status writes. It is also the least
+	// time between two status writes of one NodeMaintenance: node changes and the controller's own
+	// writes reach it at once, and would otherwise write the status as fast as it changes.
+	StatusBatchDelay time.Duration
+	// Protocol is how owners are asked to move their pods (see node.Reconciler.Protocol); the
+	// status says which.
+	Protocol nodemaintv1alpha1.EvacuationProtocol
+
+	// statusWritten holds when this replica last wrote each NodeMaintenance's status
+	// (types.NamespacedName → time.Time). Memory only: after a restart the first write just
+	// happens.
+	statusWritten sync.Map
+	// preflights computes the preflights of Planning maintenances; SetupWithManager sets it
+	// when Preflight.
+	preflights *preflights
+
+	// pods is the cache's pod indexer, by node (observe.PodsOnNode), and nodes its node indexer
+	// (observe.SelectedNodes); SetupWithManager sets them.
+	pods, nodes toolscache.Indexer
+	// active is when this replica became the leader: the node reconciler counts response timeouts
+	// from it at the earliest, and so must the status that explains them.
+	active observe.ActiveSince
+}
+
+// +kubebuilder:rbac:groups=nodemaint.dev,resources=nodemaintenances,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=nodemaint.dev,resources=nodemaintenances/status,verbs=get;patch
+// +kubebuilder:rbac:groups=nodemaint.dev,resources=nodemaintenances/finalizers,verbs=update
+
+// Reconcile implements reconcile.Reconciler for NodeMaintenances.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	now := observe.Clock(r.Clock).Now()
+	nm := &nodemaintv1alpha1.NodeMaintenance{}
+	if err := r.Client.Get(ctx, req.NamespacedName, nm); err != nil {
+		if apierrors.IsNotFound(err) && r.preflights != nil {
+			r.preflights.forget(req.Name)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !nm.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, nm)
+	}
+	if !controllerutil.ContainsFinalizer(nm, nodemaintv1alpha1.Finalizer) {
+		orig := nm.DeepCopy()
+		controllerutil.AddFinalizer(nm, nodemaintv1alpha1.Finalizer)
+		if err := r.Client.Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return observe.Settle(err)
+		}
+	}
+
+	// The status is written at most once per StatusBatchDelay. A reconcile sooner after the last
+	// write (the write's own event brings one at once) would observe and decide every selected
+	// node for a status it may not write yet: it looks once the next write may happen.
+	if wait := r.statusWriteWait(req.NamespacedName, now); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	nodes, sel, total := observe.SelectedNodes(r.nodes, nm)
+	decisions, err := r.decide(ctx, nodes, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	turns, err := r.turns(ctx, nm, decisions, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	status := maintenanceStatus(nm, decisions, turns, now)
+	status.EvacuationProtocol = cmp.Or(r.Protocol, nodemaintv1alpha1.EvacuationProtocolPodConditions)
+	var planning bool
+	status.Preflight, planning = r.preflightStatus(nm, decisions, now)
+	meta.SetStatusCondition(&status.Conditions, nodesSelectedCondition(nm, sel, len(nodes), total))
+	setSpecValid(nm, &status)
+	// While a drain is under way, what blocks it may change with no event (an eviction refused,
+	// a response timeout run out): look again now and then.
+	// A maintenance that waits for a place on every node it selects does nothing there: its
+	// status changes only with the nodes and their pods, whose events bring a look (hundreds of
+	// such maintenances looked every 5s for nothing).
+	var result reconcile.Result
+	if nm.Spec.Drain && len(nodes) > 0 && meta.IsStatusConditionFalse(status.Conditions, nodemaintv1alpha1.ConditionDrained) && !waitsEverywhere(nm, decisions) {
+		result.RequeueAfter = drainStatusRefresh
+	}
+	if turns != nil && turns.RecheckAfter > 0 && (result.RequeueAfter == 0 || turns.RecheckAfter < result.RequeueAfter) {
+		result.RequeueAfter = turns.RecheckAfter
+	}
+	if planning && (result.RequeueAfter == 0 || preflightRefresh < result.RequeueAfter) {
+		result.RequeueAfter = preflightRefresh
+	}
+	if equality.Semantic.DeepEqual(nm.Status, status) {
+		return result, nil
+	}
+	orig := nm.DeepCopy()
+	nm.Status = status
+	// With an optimistic lock: the turns of a rollout are decided from the status read, and a
+	// write from a stale read could drop a node in its turn.
+	if err := r.Client.Status().Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return observe.Settle(err)
+	}
+	r.statusWritten.Store(req.NamespacedName, observe.Clock(r.Clock).Now())
+	eventSink{r.Recorder}.statusWritten(orig, nm, now)
+	observeNodeDrains(orig, nm, decisions, now)
+	return result, nil
+}
+
+// statusWriteWait is how long the status of key must wait before it is written again: at least
+// StatusBatchDelay after the last write.
+func (r *Reconciler) statusWriteWait(key types.NamespacedName, now time.Time) time.Duration {
+	last, ok := r.statusWritten.Load(key)
+	if !ok {
+		return 0
+	}
+	return max(0, last.(time.Time).Add(r.StatusBatchDelay).Sub(now))
+}
+
+// waitsEverywhere reports whether the maintenance waits for a place (past
+// maintenance.MaxMaintenancesPerNode) on every node it selects.
+func waitsEverywhere(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision) bool {
+	for _, n := range nodes {
+		if !slices.Contains(n.Intent.Beyond, nm.Name) {
+			return false
+		}
+	}
+	return len(nodes) > 0
+}
+
+// drainStatusRefresh is how often the status of a drain under way is computed again.
+const drainStatusRefresh = 5 * time.Second
+
+// decide observes each selected node and decides about it as the node reconciler does: the
+// status reports those decisions (what holds which pods, what is pending), not a computation of
+// its own.
+func (r *Reconciler) decide(ctx context.Context, nodes []*corev1.Node, now time.Time) ([]nodeDecision, error) {
+	o := &observe.Observer{Client: r.Client, Pods: r.pods, OwnPods: r.OwnPods, Refusals: r.Refusals, Active: &r.active, Written: r.Written, Protocol: protocol.For(r.Protocol, r.Client)}
+	v, err := o.View(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]nodeDecision, 0, len(nodes))
+	for _, node := range nodes {
+		obs, _, err := o.Observe(ctx, v, node)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, nodeDecision{name: node.Name, node: node, Decision: nodeaction.Decide(obs, now)})
+	}
+	return out, nil
+}
+
+// nodesSelectedCondition says whether the selector selects no node, which is likely a mistake
+// (the maintenance then does nothing), or every node of a cluster of several, which is likely a
+// mistake too (the whole cluster is cordoned and drained).
+func nodesSelectedCondition(nm *nodemaintv1alpha1.NodeMaintenance, sel maintenance.Selector, selected, total int) metav1.Condition {
+	c := metav1.Condition{Type: nodemaintv1alpha1.ConditionNodesSelected, ObservedGeneration: nm.Generation}
+	switch {
+	case sel.Err() != nil:
+		c.Status, c.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonInvalidNodeSelector
+		c.Message = fmt.Sprintf("the nodeSelector selects no node: %v", sel.Err())
+	case selected == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonNoNodesSelected, "the nodeSelector selects no node"
+	case selected == total && total > 1:
+		c.Status, c.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonAllNodesSelected
+		c.Message = fmt.Sprintf("the nodeSelector selects every node of the cluster (%d nodes)", selected)
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonNodesSelected
+		c.Message = fmt.Sprintf("the nodeSelector selects %d nodes", selected)
+	}
+	return c
+}
+
+// finalize removes the finalizer once no node advertises the maintenance any more: the node
+// reconciler has then restored the nodes and withdrawn the maintenance's evacuation requests.
+func (r *Reconciler) finalize(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance) (reconcile.Result, error) {
+	r.statusWritten.Delete(client.ObjectKeyFromObject(nm))
+	if r.preflights != nil {
+		r.preflights.forget(nm.Name)
+	}
+	if !controllerutil.ContainsFinalizer(nm, nodemaintv1alpha1.Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	nodes, err := observe.NodesAdvertising(ctx, r.Client, nm.Name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(nodes) > 0 {
+		log.FromContext(ctx).V(1).Info("waiting for nodes to be restored", "nodes", len(nodes))
+		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	orig := nm.DeepCopy()
+	controllerutil.RemoveFinalizer(nm, nodemaintv1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return observe.Settle(err)
+	}
+	return reconcile.Result{}, nil
+}

@@ -1,0 +1,99 @@
+package nodemaintenance
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/observe"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/rollout"
+)
+
+// turns observes what the rollout of a maintenance needs besides the decisions about its selected
+// nodes (the pods the scheduler cannot place, the window) and decides the turns (rollout.Decide).
+// Nil without spec.rollout.
+func (r *Reconciler) turns(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, now time.Time) (*rollout.Decision, error) {
+	spec := nm.Spec.Rollout
+	if spec == nil {
+		return nil, nil
+	}
+	in := rollout.Input{Active: nm.Spec.Cordon || nm.Spec.Drain, Spec: *spec}
+	if nm.Status.Rollout != nil {
+		in.InTurn = nm.Status.Rollout.InTurn
+	}
+	if nm.Spec.DrainTimeout != nil && nm.Spec.Drain && maintenance.Usable(nm) {
+		in.DrainTimeout = nm.Spec.DrainTimeout.Duration
+	}
+	for _, n := range nodes {
+		in.Nodes = append(in.Nodes, rollout.Node{
+			Name: n.name, Unschedulable: n.node.Spec.Unschedulable, Ended: rollout.Recorded(nm.Name, n.node),
+			Drained: n.Report.Pending == 0 && n.Report.VolumesAttached == 0, BootID: n.node.Status.NodeInfo.BootID,
+		})
+	}
+	// Pods created since the rollout started that cannot be scheduled: replacements of evacuated
+	// pods among them, or anything else the capacity the rollout takes away leaves unplaced.
+	since := nm.CreationTimestamp.Time
+	if nm.Status.DrainStartTime != nil {
+		since = nm.Status.DrainStartTime.Time
+	}
+	pods, err := observe.UnschedulablePods(ctx, r.Client)
+	if err != nil {
+		return nil, err
+	}
+	for i := range pods {
+		pod := &pods[i]
+		if pod.CreationTimestamp.Time.Before(since) || !maintenance.Targeted(pod) {
+			continue
+		}
+		in.Unschedulable = append(in.Unschedulable, pod.Namespace+"/"+pod.Name)
+	}
+	if spec.Window != nil {
+		// A window that does not parse is never open (SpecValid says why).
+		if w, err := rollout.ParseWindow(spec.Window); err == nil {
+			in.Window = w.At(now)
+		}
+	}
+	d := rollout.Decide(in, now)
+	return &d, nil
+}
+
+// rolloutStatus is the status of the rollout's decision: the counts, the turns and the
+// RolloutHalted condition.
+func rolloutStatus(nm *nodemaintv1alpha1.NodeMaintenance, d *rollout.Decision, status *nodemaintv1alpha1.NodeMaintenanceStatus) {
+	status.Rollout = &nodemaintv1alpha1.RolloutStatus{
+		NodesDone: int32(d.Done), NodesFailed: int32(d.Failed), NodesInTurn: int32(len(d.InTurn)), NodesWaiting: int32(d.Waiting),
+		InTurn: d.InTurn,
+	}
+	c := metav1.Condition{Type: nodemaintv1alpha1.ConditionRolloutHalted, ObservedGeneration: nm.Generation, Status: metav1.ConditionFalse}
+	switch {
+	case d.Complete:
+		c.Reason, c.Message = nodemaintv1alpha1.ReasonRolloutComplete, "every selected node was released"
+	case d.HaltReason != "":
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, d.HaltReason, d.HaltMessage
+	default:
+		c.Reason = nodemaintv1alpha1.ReasonRolling
+		c.Message = fmt.Sprintf("at most %d nodes in their turn at once: %d done, %d in turn, %d waiting", d.Budget, d.Done, len(d.InTurn), d.Waiting)
+	}
+	meta.SetStatusCondition(&status.Conditions, c)
+}
+
+// rolledNodes keeps, of the decisions about the selected nodes, those of the nodes in their turn:
+// the status details the nodes being maintained, not those waiting or done.
+func rolledNodes(d *rollout.Decision, nodes []nodeDecision) []nodeDecision {
+	in := map[string]bool{}
+	for _, t := range d.InTurn {
+		in[t.Name] = true
+	}
+	var out []nodeDecision
+	for _, n := range nodes {
+		if in[n.name] {
+			out = append(out, n)
+		}
+	}
+	return out
+}

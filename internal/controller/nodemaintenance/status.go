@@ -1,0 +1,286 @@
+package nodemaintenance
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/few"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/rollout"
+)
+
+// The status of a NodeMaintenance stays far below etcd's limit on an object (1.5 MiB) whatever
+// the number of nodes it selects: it counts every selected node in its totals, but details at
+// most MaxStatusNodes nodes within MaxStatusNodesBytes, those with the most to report.
+
+// nodeReport is the status of one selected node, before status.nodes is bounded.
+type nodeReport struct {
+	name   string
+	status nodemaintv1alpha1.NodeMaintenanceNodeStatus
+}
+
+// worthListing reports whether the node has something to report: pods left (targeted or
+// skipped), volumes attached, or the out-of-service taint.
+func (r *nodeReport) worthListing() bool {
+	s := &r.status
+	return s.PodsPendingEvacuation > 0 || s.PodsSkipped > 0 || s.VolumesAttached > 0 || s.OutOfService || len(s.Blocked) > 0
+}
+
+// listNodes chooses the nodes status.nodes details: of those worth listing, the ones with the most
+// pods pending, then the most volumes attached, then the most pods skipped, then by name; at most
+// maxNodes of them, and as many as fit in maxBytes of JSON. It returns them with the number of
+// nodes worth listing that are left out.
+func listNodes(reports []nodeReport, maxNodes, maxBytes int) (map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus, int32) {
+	var candidates []*nodeReport
+	for i := range reports {
+		if reports[i].worthListing() {
+			candidates = append(candidates, &reports[i])
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, 0
+	}
+	sort.Slice(candidates, func(i, j int) bool {
+		a, b := &candidates[i].status, &candidates[j].status
+		switch {
+		case a.PodsPendingEvacuation != b.PodsPendingEvacuation:
+			return a.PodsPendingEvacuation > b.PodsPendingEvacuation
+		case a.VolumesAttached != b.VolumesAttached:
+			return a.VolumesAttached > b.VolumesAttached
+		case a.PodsSkipped != b.PodsSkipped:
+			return a.PodsSkipped > b.PodsSkipped
+		}
+		return candidates[i].name < candidates[j].name
+	})
+	listed := make(map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus, min(len(candidates), maxNodes))
+	size := len(`{}`)
+	for _, c := range candidates {
+		if len(listed) == maxNodes {
+			break
+		}
+		entry, err := json.Marshal(map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus{c.name: c.status})
+		if err != nil {
+			break
+		}
+		// The entry without its braces, and a comma.
+		if size+len(entry)-1 > maxBytes {
+			break
+		}
+		size += len(entry) - 1
+		listed[c.name] = c.status
+	}
+	notListed := int32(len(candidates) - len(listed))
+	if len(listed) == 0 {
+		return nil, notListed // as the API server returns it, so that the status compares equal
+	}
+	return listed, notListed
+}
+
+// boundBlocked cuts the messages of blocked entries to the CRD's limit: an eviction's error or an
+// owner's message may be of any length, and one too long would fail the whole status write.
+func boundBlocked(blocked []nodemaintv1alpha1.BlockedPods) []nodemaintv1alpha1.BlockedPods {
+	for i := range blocked {
+		blocked[i].Message = few.Cut(blocked[i].Message, nodemaintv1alpha1.MaxBlockedMessageLength)
+	}
+	return blocked
+}
+
+// nodeDecision is the decision about one selected node.
+type nodeDecision struct {
+	name string
+	node *corev1.Node
+	nodeaction.Decision
+}
+
+// maintenanceStatus is the status of the maintenance from the decisions about its selected nodes
+// at now, and about its rollout's turns (nil without spec.rollout): the totals, the nodes worth
+// detailing (within bounds, see listNodes), the phase, and the Drained, DrainTimedOut,
+// RolloutHalted and NodesOverMaintenanceLimit conditions. In a rollout the totals and details are
+// those of the nodes in their turn, and the maintenance is drained, and complete, once every node
+// was released. A node the maintenance waits for a place on (past
+// maintenance.MaxMaintenancesPerNode) is never drained for it, and its pods are held by that
+// (TooManyMaintenances). The NodesSelected and SpecValid conditions are the caller's.
+func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, turns *rollout.Decision, now time.Time) nodemaintv1alpha1.NodeMaintenanceStatus {
+	selected := len(nodes)
+	status := nodemaintv1alpha1.NodeMaintenanceStatus{
+		ObservedGeneration: nm.Generation,
+		SelectedNodes:      int32(selected),
+		Conditions:         append([]metav1.Condition(nil), nm.Status.Conditions...),
+		DrainStartTime:     nm.Status.DrainStartTime,
+	}
+	switch {
+	case !nm.Spec.Drain:
+		status.DrainStartTime = nil
+	case status.DrainStartTime == nil:
+		status.DrainStartTime = &metav1.Time{Time: now.Truncate(time.Second)}
+	}
+	// The selected nodes where the maintenance does not act, past the bound, by name.
+	waiting := map[string]bool{}
+	var waitingNames []string
+	for _, n := range nodes {
+		if slices.Contains(n.Intent.Beyond, nm.Name) {
+			waiting[n.name] = true
+			waitingNames = append(waitingNames, n.name)
+		}
+	}
+	slices.Sort(waitingNames)
+	if turns != nil {
+		rolloutStatus(nm, turns, &status)
+		nodes = rolledNodes(turns, nodes)
+	} else {
+		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted)
+	}
+	// By name, so that the nodes and pods the status names do not change from one look to the next.
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
+	reports := make([]nodeReport, 0, len(nodes))
+	var left, skipped []string
+	for _, n := range nodes {
+		rep := n.Report
+		ns := nodemaintv1alpha1.NodeMaintenanceNodeStatus{
+			PodsPendingEvacuation: int32(rep.Pending),
+			PodsEvacuating:        int32(rep.Evacuating),
+			PodsSkipped:           int32(rep.Skipped),
+			OutOfService:          rep.OutOfService,
+		}
+		if nm.Spec.Drain {
+			// What holds the pods, and the volumes left, are a drain's to report.
+			ns.VolumesAttached = int32(rep.VolumesAttached)
+			ns.Blocked = boundBlocked(rep.Blocked)
+			if waiting[n.name] && rep.Pending > 0 {
+				// Whatever the maintenances acting on the node do, this one does nothing yet.
+				ns.Blocked = []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.ReasonTooManyMaintenances,
+					Message: waitingNote, Pods: rep.Left[:min(len(rep.Left), drain.MaxBlockedNames)], Count: int32(rep.Pending)}}
+			}
+		}
+		left = append(left, rep.Left[:min(len(rep.Left), drain.MaxBlockedNames-len(left))]...)
+		skipped = append(skipped, rep.SkippedNames[:min(len(rep.SkippedNames), nodeaction.MaxSkippedNames-len(skipped))]...)
+		reports = append(reports, nodeReport{name: n.name, status: ns})
+		status.PodsPendingEvacuation += ns.PodsPendingEvacuation
+		status.PodsEvacuating += ns.PodsEvacuating
+		status.PodsSkipped += ns.PodsSkipped
+		status.VolumesAttached += ns.VolumesAttached
+		switch {
+		case ns.PodsPendingEvacuation > 0:
+			status.NodesPending++
+		case nm.Spec.Drain && ns.VolumesAttached == 0:
+			status.NodesDrained++
+		}
+		if ns.OutOfService {
+			status.NodesOutOfService++
+		}
+	}
+	status.Nodes, status.NodesNotListed = listNodes(reports, nodemaintv1alpha1.MaxStatusNodes, nodemaintv1alpha1.MaxStatusNodesBytes)
+	volumes := status.VolumesAttached
+	// A maintenance that selects no node has drained nothing: it is never Drained (a typo in a
+	// node name must not read as done).
+	drained := nm.Spec.Drain && len(nodes) > 0 && status.PodsPendingEvacuation == 0 && volumes == 0 && len(waitingNames) == 0
+	if turns != nil {
+		drained = nm.Spec.Drain && turns.Complete
+	}
+	status.Phase = maintenance.Phase(nm, drained)
+	if turns != nil && turns.Complete {
+		status.Phase = nodemaintv1alpha1.PhaseMaintenanceComplete
+	}
+	skippedNote := skippedNote(skipped, status.PodsSkipped)
+
+	cond := metav1.Condition{Type: nodemaintv1alpha1.ConditionDrained, ObservedGeneration: nm.Generation}
+	switch {
+	case !nm.Spec.Drain:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonDrainNotRequested, "spec.drain is false"
+	case selected == 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonNoNodesSelected, "the nodeSelector selects no node: nothing is drained"
+	case turns != nil && drained:
+		cond.Status, cond.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrained
+		cond.Message = fmt.Sprintf("each of the %d selected nodes was drained in its turn and released", selected)
+	case turns != nil && status.PodsPendingEvacuation == 0 && volumes == 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonRolling
+		cond.Message = fmt.Sprintf("%d of %d nodes released; %d in their turn are drained; %d waiting",
+			turns.Done, selected, len(turns.InTurn), turns.Waiting) + skippedNote
+	case len(waitingNames) > 0 && status.PodsPendingEvacuation == 0 && volumes == 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonTooManyMaintenances
+		cond.Message = fmt.Sprintf("no targeted pod is left on the nodes it acts on; it does not act yet on %d nodes (%s): %s",
+			len(waitingNames), few.Names(waitingNames, few.Most), waitingNote) + skippedNote
+	case drained:
+		cond.Status, cond.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrained
+		cond.Message = fmt.Sprintf("every targeted pod is gone from the %d selected nodes", len(nodes)) + skippedNote
+	case status.PodsPendingEvacuation == 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonVolumesAttached
+		cond.Message = fmt.Sprintf("every targeted pod is gone; %d volumes of drained pods are still attached", volumes) + skippedNote
+	default:
+		cond.Status, cond.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonPodsPending
+		cond.Message = fmt.Sprintf("%d pods pending evacuation (%d evacuating by their owners) on %d nodes",
+			status.PodsPendingEvacuation, status.PodsEvacuating, status.NodesPending) + skippedNote
+	}
+	meta.SetStatusCondition(&status.Conditions, cond)
+
+	timedOut := metav1.Condition{Type: nodemaintv1alpha1.ConditionDrainTimedOut, ObservedGeneration: nm.Generation,
+		Status: metav1.ConditionFalse, Reason: nodemaintv1alpha1.ReasonWithinDrainTimeout}
+	nmAt := nm.DeepCopy()
+	nmAt.Status.DrainStartTime = status.DrainStartTime
+	deadline := maintenance.DrainDeadline(nmAt)
+	switch {
+	case nm.Spec.DrainTimeout == nil || !nm.Spec.Drain || !maintenance.Usable(nm):
+		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut)
+	case turns != nil && len(turns.TimedOut) == 0:
+		meta.SetStatusCondition(&status.Conditions, timedOut)
+	case turns != nil:
+		timedOut.Status, timedOut.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrainTimedOut
+		timedOut.Message = fmt.Sprintf("not drained %s after their turn started: %s; %d pods left on the nodes in their turn",
+			nm.Spec.DrainTimeout.Duration, few.Names(turns.TimedOut, few.Most), status.PodsPendingEvacuation)
+		if len(left) > 0 {
+			timedOut.Message += ", among them " + strings.Join(left, ", ")
+		}
+		meta.SetStatusCondition(&status.Conditions, timedOut)
+	case drained || now.Before(deadline):
+		meta.SetStatusCondition(&status.Conditions, timedOut)
+	default:
+		timedOut.Status, timedOut.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrainTimedOut
+		timedOut.Message = fmt.Sprintf("not drained %s after drain started: %d pods and %d volumes left on %d nodes",
+			nm.Spec.DrainTimeout.Duration, status.PodsPendingEvacuation, volumes, status.NodesPending)
+		if len(left) > 0 {
+			timedOut.Message += ", among them " + strings.Join(left, ", ")
+		}
+		if nm.Spec.DrainTimeoutAction == nodemaintv1alpha1.DrainTimeoutActionDelete {
+			timedOut.Message += "; deleting them on each node once its own drain ran drainTimeout, each asked its response timeout before (drainTimeoutAction Delete)"
+		}
+		meta.SetStatusCondition(&status.Conditions, timedOut)
+	}
+	if len(waitingNames) == 0 {
+		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit)
+	} else {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit,
+			Status: metav1.ConditionTrue, Reason: nodemaintv1alpha1.ReasonTooManyMaintenances, ObservedGeneration: nm.Generation,
+			Message: fmt.Sprintf("waiting for a place on %d of the %d selected nodes (%s): %s",
+				len(waitingNames), selected, few.Names(waitingNames, few.Most), waitingNote)})
+	}
+	for i := range status.Conditions {
+		status.Conditions[i].Message = few.Cut(status.Conditions[i].Message, nodemaintv1alpha1.MaxConditionMessageLength)
+	}
+	return status
+}
+
+// waitingNote says why a maintenance does not act on a node it selects, and when it will.
+var waitingNote = fmt.Sprintf("at most %d NodeMaintenances act on a node at once, and %[1]d others act on it; "+
+	"nothing is done to the node for this one (no cordon, taint, evacuation request, eviction or deletion) until one of them ends",
+	maintenance.MaxMaintenancesPerNode)
+
+// skippedNote says how many pods are skipped and names a few: "; 2 pods skipped and left
+// running: ns/a (label nodemaint.dev/drain=skip), ns/b (DrainRule keep-logs)". It is empty when
+// none is.
+func skippedNote(names []string, total int32) string {
+	if total == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d pods skipped and left running: %s", total, few.Of(names, int(total)))
+}

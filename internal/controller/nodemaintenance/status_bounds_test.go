@@ -1,0 +1,195 @@
+package nodemaintenance
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/rollout"
+)
+
+// listNodes lists the nodes with the most to report, by a total order, and counts the rest.
+func TestListNodesChoosesDeterministically(t *testing.T) {
+	reports := []nodeReport{
+		{name: "quiet"}, // nothing to report: neither listed nor counted
+		{name: "b-pending-1", status: nodemaintv1alpha1.NodeMaintenanceNodeStatus{PodsPendingEvacuation: 1}},
+		{name: "a-pending-1", status: nodemaintv1alpha1.NodeMaintenanceNodeStatus{PodsPendingEvacuation: 1}},
+		{name: "z-pending-9", status: nodemaintv1alpha1.NodeMaintenanceNodeStatus{PodsPendingEvacuation: 9}},
+		{name: "volumes", status: nodemaintv1alpha1.NodeMaintenanceNodeStatus{VolumesAttached: 2}},
+		{name: "skipped", status: nodemaintv1alpha1.NodeMaintenanceNodeStatus{PodsSkipped: 3}},
+		{name: "oos", status: nodemaintv1alpha1.NodeMaintenanceNodeStatus{OutOfService: true}},
+	}
+	for _, tc := range []struct {
+		max        int
+		want       []string
+		notListed  int32
+		reportsRev bool
+	}{
+		{max: 100, want: []string{"a-pending-1", "b-pending-1", "oos", "skipped", "volumes", "z-pending-9"}},
+		{max: 3, want: []string{"a-pending-1", "b-pending-1", "z-pending-9"}, notListed: 3},
+		{max: 4, want: []string{"a-pending-1", "b-pending-1", "volumes", "z-pending-9"}, notListed: 2, reportsRev: true},
+		{max: 5, want: []string{"a-pending-1", "b-pending-1", "skipped", "volumes", "z-pending-9"}, notListed: 1},
+	} {
+		in := append([]nodeReport(nil), reports...)
+		if tc.reportsRev {
+			for i, j := 0, len(in)-1; i < j; i, j = i+1, j-1 {
+				in[i], in[j] = in[j], in[i]
+			}
+		}
+		got, notListed := listNodes(in, tc.max, 1<<20)
+		if names := sortedKeys(got); strings.Join(names, ",") != strings.Join(tc.want, ",") || notListed != tc.notListed {
+			t.Errorf("max %d: listed %v, %d not listed; want %v, %d", tc.max, names, notListed, tc.want, tc.notListed)
+		}
+	}
+	if got, notListed := listNodes([]nodeReport{{name: "quiet"}}, 100, 1<<20); got != nil || notListed != 0 {
+		t.Errorf("nothing to report: listed %v, %d not listed", got, notListed)
+	}
+}
+
+// However many nodes there are, and however much each has to say, status.nodes stays within its
+// byte budget and the CRD's limits.
+func TestListNodesStaysWithinBudget(t *testing.T) {
+	long := strings.Repeat("x", 253)
+	var reports []nodeReport
+	for i := range 10000 {
+		var blocked []nodemaintv1alpha1.BlockedPods
+		for r := range drain.MaxBlockedEntries {
+			b := nodemaintv1alpha1.BlockedPods{Reason: fmt.Sprintf("Reason%02d", r), Message: strings.Repeat("é", 2000), Count: 1000}
+			for p := range drain.MaxBlockedNames {
+				b.Pods = append(b.Pods, fmt.Sprintf("%s/%s-%d", long[:63], long[:240], p))
+			}
+			blocked = append(blocked, b)
+		}
+		reports = append(reports, nodeReport{
+			name:   fmt.Sprintf("%s-%05d", long[:240], i),
+			status: nodemaintv1alpha1.NodeMaintenanceNodeStatus{PodsPendingEvacuation: 5000, Blocked: boundBlocked(blocked)},
+		})
+	}
+	got, notListed := listNodes(reports, nodemaintv1alpha1.MaxStatusNodes, nodemaintv1alpha1.MaxStatusNodesBytes)
+	raw, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) > nodemaintv1alpha1.MaxStatusNodesBytes {
+		t.Errorf("status.nodes is %d bytes, over the budget of %d", len(raw), nodemaintv1alpha1.MaxStatusNodesBytes)
+	}
+	if len(got) == 0 || int(notListed) != len(reports)-len(got) {
+		t.Errorf("%d nodes listed, %d not listed, of %d", len(got), notListed, len(reports))
+	}
+	for _, ns := range got {
+		for _, b := range ns.Blocked {
+			if n := utf8.RuneCountInString(b.Message); n > nodemaintv1alpha1.MaxBlockedMessageLength || !utf8.ValidString(b.Message) {
+				t.Fatalf("a message of %d characters (valid UTF-8: %t)", n, utf8.ValidString(b.Message))
+			}
+		}
+	}
+	t.Logf("%d worst-case nodes listed in %d bytes", len(got), len(raw))
+}
+
+func sortedKeys(m map[string]nodemaintv1alpha1.NodeMaintenanceNodeStatus) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// A rollout with hundreds of nodes past their drainTimeout, each with a long name, writes
+// conditions within their bounds: a message over the API's 32,768 would fail every status write
+// and stop the rollout.
+func TestConditionMessagesBounded(t *testing.T) {
+	nm := &nodemaintv1alpha1.NodeMaintenance{Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+		Cordon: true, Drain: true, DrainTimeout: &nodemaintv1alpha1.Duration{Duration: time.Hour},
+		Rollout: &nodemaintv1alpha1.RolloutSpec{},
+	}}
+	turns := &rollout.Decision{}
+	for i := range 500 {
+		turns.TimedOut = append(turns.TimedOut, fmt.Sprintf("%s-%03d", strings.Repeat("n", 240), i))
+	}
+	status := maintenanceStatus(nm, nil, turns, time.Now())
+	timedOut := false
+	for _, c := range status.Conditions {
+		if len(c.Message) > nodemaintv1alpha1.MaxConditionMessageLength || !utf8.ValidString(c.Message) {
+			t.Errorf("condition %s: a message of %d bytes", c.Type, len(c.Message))
+		}
+		if c.Type == nodemaintv1alpha1.ConditionDrainTimedOut {
+			timedOut = c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "and 495 more")
+		}
+	}
+	if !timedOut {
+		t.Errorf("DrainTimedOut does not name a few nodes and count the rest: %+v", status.Conditions)
+	}
+}
+
+// A maintenance past the bound on some of its nodes (maintenance.MaxMaintenancesPerNode) says so
+// in a condition naming a few of them, holds their pods by that in status.nodes, and is never
+// Drained before it acted on them, even when nothing is left on them.
+func TestStatusOfMaintenanceWaitingForAPlace(t *testing.T) {
+	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "late", Generation: 2},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{Cordon: true, Drain: true}}
+	var nodes []nodeDecision
+	for i := range 300 {
+		d := nodeDecision{name: fmt.Sprintf("%s-%03d", strings.Repeat("n", 240), i)}
+		if i%3 == 0 {
+			d.Intent.Beyond = []string{"other", "late"}
+		}
+		nodes = append(nodes, d)
+	}
+	cond := func(status nodemaintv1alpha1.NodeMaintenanceStatus, t string) *metav1.Condition {
+		for i := range status.Conditions {
+			if status.Conditions[i].Type == t {
+				return &status.Conditions[i]
+			}
+		}
+		return nil
+	}
+
+	// Nothing left on any node: drained where it acts, not Drained.
+	status := maintenanceStatus(nm, nodes, nil, time.Now())
+	over := cond(status, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit)
+	if over == nil || over.Status != metav1.ConditionTrue || over.Reason != nodemaintv1alpha1.ReasonTooManyMaintenances ||
+		!strings.HasPrefix(over.Message, "waiting for a place on 100 of the 300 selected nodes (") || !strings.Contains(over.Message, " and 95 more): at most 64 NodeMaintenances act on a node at once") ||
+		len(over.Message) > nodemaintv1alpha1.MaxConditionMessageLength {
+		t.Fatalf("NodesOverMaintenanceLimit %+v", over)
+	}
+	if c := cond(status, nodemaintv1alpha1.ConditionDrained); c == nil || c.Status != metav1.ConditionFalse || c.Reason != nodemaintv1alpha1.ReasonTooManyMaintenances {
+		t.Fatalf("Drained %+v; want False, TooManyMaintenances", c)
+	}
+	if status.Phase != nodemaintv1alpha1.PhaseDrain {
+		t.Errorf("phase %s, want Drain", status.Phase)
+	}
+
+	// Pods left on a node it waits on: held by the bound, whatever holds them for the others.
+	nodes[3].Report = nodeaction.Report{Pending: 7, Left: []string{"a/1", "a/2"},
+		Blocked: []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Count: 7}}}
+	nodes[4].Report = nodeaction.Report{Pending: 1, Blocked: []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Count: 1}}}
+	status = maintenanceStatus(nm, nodes, nil, time.Now())
+	if b := status.Nodes[nodes[3].name].Blocked; len(b) != 1 || b[0].Reason != nodemaintv1alpha1.ReasonTooManyMaintenances || b[0].Count != 7 || len(b[0].Pods) != 2 {
+		t.Errorf("waiting node: blocked %+v", b)
+	}
+	if b := status.Nodes[nodes[4].name].Blocked; len(b) != 1 || b[0].Reason != nodemaintv1alpha1.BlockedReasonWaitingForOwner {
+		t.Errorf("acting node: blocked %+v", b)
+	}
+	if c := cond(status, nodemaintv1alpha1.ConditionDrained); c == nil || c.Reason != nodemaintv1alpha1.ReasonPodsPending {
+		t.Errorf("Drained %+v; want PodsPending", c)
+	}
+
+	// A place freed on every node: the condition goes, and the maintenance is Drained.
+	for i := range nodes {
+		nodes[i].Intent.Beyond, nodes[i].Report = nil, nodeaction.Report{}
+	}
+	nm.Status = status
+	status = maintenanceStatus(nm, nodes, nil, time.Now())
+	if c := cond(status, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit); c != nil {
+		t.Errorf("NodesOverMaintenanceLimit %+v stays", c)
+	}
+	if c := cond(status, nodemaintv1alpha1.ConditionDrained); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Drained %+v", c)
+	}
+}

@@ -1,0 +1,167 @@
+package nodemaintenance
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/observe"
+	"github.com/nodemaint/nodemaint/internal/controller/protocol"
+	"github.com/nodemaint/nodemaint/internal/fairqueue"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+)
+
+// maintenancesOfNode maps a node to the NodeMaintenances that select it or that it advertises.
+func maintenancesOfNode(ctx context.Context, c client.Reader, node *corev1.Node) []reconcile.Request {
+	nms, err := observe.MaintenancesSelecting(ctx, c, node)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "listing NodeMaintenances")
+	}
+	seen := map[string]bool{}
+	var reqs []reconcile.Request
+	for _, nm := range nms {
+		seen[nm.Name] = true
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nm.Name}})
+	}
+	for _, e := range maintenance.ParseEntries(node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]) {
+		if !seen[e.Name] {
+			seen[e.Name] = true
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: e.Name}})
+		}
+	}
+	return reqs
+}
+
+// SetupWithManager registers the NodeMaintenance controller. Node changes reach it at once; pod
+// changes are batched by StatusBatchDelay, and so are the changes of the pods the scheduler cannot
+// place, which halt rollouts.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) error {
+	if err := r.active.Start(mgr); err != nil {
+		return err
+	}
+	var err error
+	if r.pods, err = observe.IndexerOf(mgr, &corev1.Pod{}); err != nil {
+		return err
+	}
+	if r.nodes, err = observe.IndexerOf(mgr, &corev1.Node{}); err != nil {
+		return err
+	}
+	if err := watchAnswers(mgr); err != nil {
+		return err
+	}
+	c := mgr.GetClient()
+	statusMetrics.setSource(c, &r.active)
+	b := builder.ControllerManagedBy(mgr)
+	if r.Preflight {
+		if r.preflights, err = newPreflights(context.Background(), mgr); err != nil {
+			return err
+		}
+		if err := mgr.Add(r.preflights); err != nil {
+			return err
+		}
+		// A preflight computed: its maintenance's status says it.
+		b = b.WatchesRawSource(source.Channel(r.preflights.ready, &handler.EnqueueRequestForObject{}))
+	}
+	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
+		// An Eviction's progress (the active responder, its expected completion) is in the status.
+		b = b.Watches(&lifecyclev1alpha1.Eviction{}, observe.DelayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, o client.Object) []reconcile.Request {
+			pod := protocol.PodOfEviction(ctx, c, o)
+			if pod == nil {
+				return nil
+			}
+			node := &corev1.Node{}
+			if err := c.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node, client.UnsafeDisableDeepCopy); err != nil {
+				return nil
+			}
+			return maintenancesOfNode(ctx, c, node)
+		}))
+	}
+	return b.
+		Named("nodemaintenance").
+		For(&nodemaintv1alpha1.NodeMaintenance{}).
+		Watches(&corev1.Node{},
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				return maintenancesOfNode(ctx, c, o.(*corev1.Node))
+			}),
+			builder.WithPredicates(observe.NodeChanged())).
+		Watches(&corev1.Pod{},
+			observe.DelayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, o client.Object) []reconcile.Request {
+				pod := o.(*corev1.Pod)
+				if pod.Spec.NodeName == "" {
+					return nil
+				}
+				node := &corev1.Node{}
+				if err := c.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node, client.UnsafeDisableDeepCopy); err != nil {
+					return nil
+				}
+				return maintenancesOfNode(ctx, c, node)
+			}),
+			builder.WithPredicates(observe.PodChanged())).
+		Watches(&corev1.Pod{},
+			observe.DelayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, _ client.Object) []reconcile.Request {
+				return rollingMaintenances(ctx, c)
+			}),
+			builder.WithPredicates(placementChanged())).
+		WithOptions(fairqueue.Options(concurrency)).
+		Complete(r)
+}
+
+// placementChanged passes the events of pods the scheduler cannot place: one became unschedulable,
+// was placed at last, or went. They are on no node, so the node-based mapping never sees them, yet
+// they halt rollouts, which must resume once they are gone even when nothing else changes (a rollout
+// that only cordons has no drain whose status is refreshed).
+func placementChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return awaitingPlacement(e.Object.(*corev1.Pod)) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return observe.Unschedulable(e.ObjectOld.(*corev1.Pod)) != observe.Unschedulable(e.ObjectNew.(*corev1.Pod))
+		},
+		DeleteFunc:  func(e event.DeleteEvent) bool { return awaitingPlacement(e.Object.(*corev1.Pod)) },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// awaitingPlacement: the pod is not bound and the scheduler found no node for it, deleted or not.
+func awaitingPlacement(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// rollingMaintenances lists the NodeMaintenances whose rollout may start or halt on a pod the
+// scheduler cannot place: those with spec.rollout that cordon or drain and are not complete.
+func rollingMaintenances(ctx context.Context, c client.Reader) []reconcile.Request {
+	var list nodemaintv1alpha1.NodeMaintenanceList
+	if err := c.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "listing NodeMaintenances")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		nm := &list.Items[i]
+		if nm.Spec.Rollout == nil || !(nm.Spec.Cordon || nm.Spec.Drain) || !nm.DeletionTimestamp.IsZero() ||
+			nm.Status.Phase == nodemaintv1alpha1.PhaseMaintenanceComplete {
+			continue
+		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nm.Name}})
+	}
+	return reqs
+}

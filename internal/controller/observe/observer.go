@@ -1,0 +1,157 @@
+// Package observe reads from the cache what the controllers' decisions about a node need
+// (nodeaction.Observation): the node's pods as their owners answered (through the evacuation
+// protocol), the maintenances that select it, the DrainRules and the refusals met. The node and
+// NodeMaintenance controllers both observe through it, and share the cache indexes it reads
+// and the filters of the cache's events that matter to a node's decision.
+package observe
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/protocol"
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/evictor"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/ownwrites"
+)
+
+// +kubebuilder:rbac:groups=nodemaint.dev,resources=drainrules,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// Observer reads from the cache what the decision about a node needs (nodeaction.Observation).
+// Both reconcilers observe through it: the node reconciler one node, the NodeMaintenance
+// reconciler each node it selects.
+type Observer struct {
+	Client client.Reader
+	// Pods is the cache's pod indexer, by node (PodsOnNode).
+	Pods toolscache.Indexer
+	// OwnPods are nodemaint-controller's own pods, which are protected.
+	OwnPods *OwnPods
+	// Refusals remembers the refused evictions.
+	Refusals *evictor.Refusals
+	// Active is when this replica became the leader.
+	Active *ActiveSince
+	// Written are the pods' writes the cache may not show yet.
+	Written *ownwrites.Writes[*corev1.Pod]
+	// Protocol is how owners are asked to move their pods; it reads its objects into the pods'
+	// answers.
+	Protocol protocol.Protocol
+}
+
+// View is what the observations of one reconcile share, each read once: the NodeMaintenances,
+// the DrainRules, and, when first needed, namespaces' labels and the VolumeAttachments. The
+// NodeMaintenances and DrainRules are the cache's, not copies: read only (nodeaction.Decide does
+// not change its observation).
+type View struct {
+	maintenances nodemaintv1alpha1.NodeMaintenanceList
+	rules        *drain.Rules
+	namespaces   map[string]map[string]string
+	attachments  *storagev1.VolumeAttachmentList
+}
+
+// View reads what the observations of one reconcile share.
+func (o *Observer) View(ctx context.Context) (*View, error) {
+	v := &View{namespaces: map[string]map[string]string{}}
+	if err := o.Client.List(ctx, &v.maintenances, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	var rules nodemaintv1alpha1.DrainRuleList
+	if err := o.Client.List(ctx, &rules, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	v.rules = drain.NewRules(rules.Items)
+	return v, nil
+}
+
+// Observe reads everything the decision about the node needs. The pods are as the protocol's
+// objects answer them (the EvictionRequests and Evictions of the EvictionRequest protocol), and
+// the second result holds those objects, for the protocol's writes (nil: none).
+func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nodeaction.Observation, *evictionrequest.Observed, error) {
+	obs := nodeaction.Observation{Node: node, ActiveSince: o.Active.Since()}
+	var selecting []*nodemaintv1alpha1.NodeMaintenance
+	for i := range v.maintenances.Items {
+		if selectors.Of(&v.maintenances.Items[i]).Matches(node) {
+			selecting = append(selecting, &v.maintenances.Items[i])
+		}
+	}
+	// At most maintenance.MaxMaintenancesPerNode act on the node; the others wait, and neither
+	// their label policy nor anything else of theirs changes what is done to it.
+	obs.Maintenances, obs.Beyond = nodeaction.Admit(node, selecting)
+	var err error
+	if obs.Pods, err = PodsOnNode(o.Pods, node.Name); err != nil {
+		return obs, nil, err
+	}
+	var seen *evictionrequest.Observed
+	if obs.Pods, seen, err = o.Protocol.Observe(ctx, node.Name, obs.Pods); err != nil {
+		return obs, nil, err
+	}
+	for i, pod := range obs.Pods {
+		obs.Pods[i] = o.Written.Fresh(pod) // read only, as the cache's pods (PodsOnNode)
+	}
+	obs.IgnoreDrainLabel = maintenance.IgnoreDrainLabel(obs.Maintenances)
+	if obs.Plan, err = o.plan(ctx, v, node, obs.Pods, obs.IgnoreDrainLabel); err != nil {
+		return obs, nil, err
+	}
+	if obs.Plan.Pending() == 0 {
+		if v.attachments == nil {
+			v.attachments = &storagev1.VolumeAttachmentList{}
+			if err := o.Client.List(ctx, v.attachments); err != nil {
+				v.attachments = nil
+				return obs, nil, err
+			}
+		}
+		if obs.VolumesAttached, err = attachedVolumes(ctx, o.Client, node, obs.Pods, v.attachments.Items); err != nil {
+			return obs, nil, err
+		}
+	}
+	obs.Refusals = o.Refusals.Of(obs.Plan.Current)
+	return obs, seen, nil
+}
+
+// plan classifies the targeted pods of a node by the DrainRules; ignoreDrainLabel: a maintenance
+// draining the node ignores the pod label nodemaint.dev/drain.
+func (o *Observer) plan(ctx context.Context, v *View, node *corev1.Node, pods []*corev1.Pod, ignoreDrainLabel bool) (drain.Plan, error) {
+	rules := v.rules.IgnoringDrainLabel(ignoreDrainLabel)
+	// A stable order keeps the status (which names a few pods) from changing for nothing.
+	sortByName(pods)
+	classified := make([]drain.Classified, 0, len(pods))
+	for _, pod := range pods {
+		if !maintenance.Targeted(pod) {
+			continue
+		}
+		nsLabels, ok := v.namespaces[pod.Namespace]
+		if !ok {
+			ns := &corev1.Namespace{}
+			if err := o.Client.Get(ctx, types.NamespacedName{Name: pod.Namespace}, ns); client.IgnoreNotFound(err) != nil {
+				return drain.Plan{}, err
+			}
+			nsLabels = ns.Labels
+			v.namespaces[pod.Namespace] = nsLabels
+		}
+		class := rules.Classify(pod, nsLabels, node.Labels)
+		if o.OwnPods.Match(pod) {
+			class.Protected = "nodemaint-controller's own pod"
+		}
+		classified = append(classified, drain.Classified{Pod: pod, Class: class})
+	}
+	return drain.NewPlan(classified), nil
+}
+
+// sortByName sorts the pods by namespace and name.
+func sortByName(pods []*corev1.Pod) {
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+}

@@ -1,0 +1,113 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
+)
+
+// The cache indexes of the EvictionRequest protocol (SetupIndexes).
+const (
+	// requestNodeIndex indexes nodemaint's EvictionRequests by their node (NodeLabel).
+	requestNodeIndex = "nodemaint.dev/request-node"
+	// requestPodIndex indexes nodemaint's EvictionRequests by their target pod's UID.
+	requestPodIndex = "nodemaint.dev/request-pod-uid"
+	// evictionPodIndex indexes the Evictions naming nodemaint as a requester by their target
+	// pod's UID.
+	evictionPodIndex = "nodemaint.dev/eviction-pod-uid"
+)
+
+// SetupIndexes registers the indexes by which the node controller finds its
+// EvictionRequests and their Evictions, so that a node's reconcile and an Eviction's event read
+// the objects of their pods only, not all of a namespace's or the cluster's.
+func SetupIndexes(ctx context.Context, mgr manager.Manager) error {
+	ours := func(o client.Object) *lifecyclev1alpha1.EvictionRequest {
+		if r := o.(*lifecyclev1alpha1.EvictionRequest); r.Spec.Requester == names.Requester {
+			return r
+		}
+		return nil
+	}
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &lifecyclev1alpha1.EvictionRequest{}, requestNodeIndex, func(o client.Object) []string {
+		if r := ours(o); r != nil && r.Labels[evictionrequest.NodeLabel] != "" {
+			return []string{r.Labels[evictionrequest.NodeLabel]}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing EvictionRequests by node: %w", err)
+	}
+	if err := idx.IndexField(ctx, &lifecyclev1alpha1.EvictionRequest{}, requestPodIndex, func(o client.Object) []string {
+		if r := ours(o); r != nil && r.Spec.Target.Pod != nil {
+			return []string{string(r.Spec.Target.Pod.UID)}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing EvictionRequests by pod: %w", err)
+	}
+	if err := idx.IndexField(ctx, &lifecyclev1alpha1.Eviction{}, evictionPodIndex, func(o client.Object) []string {
+		e := o.(*lifecyclev1alpha1.Eviction)
+		if _, ours := e.Labels[names.Requester]; ours && e.Spec.Target.Pod != nil {
+			return []string{string(e.Spec.Target.Pod.UID)}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing Evictions by pod: %w", err)
+	}
+	return nil
+}
+
+// NodeOfRequest maps one of nodemaint's EvictionRequests to its node.
+func NodeOfRequest(_ context.Context, o client.Object) []reconcile.Request {
+	if n := o.GetLabels()[evictionrequest.NodeLabel]; n != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: n}}}
+	}
+	return nil
+}
+
+// NodesOfEviction maps an Eviction naming nodemaint as a requester to the nodes of nodemaint's
+// EvictionRequests for its pod (NodeLabel): an Eviction's end, which lets a withdrawn request
+// go, comes after its pod is gone, so the pod cannot say whose node it was.
+func NodesOfEviction(ctx context.Context, c client.Reader, o client.Object) []reconcile.Request {
+	e := o.(*lifecyclev1alpha1.Eviction)
+	if _, ours := e.Labels[names.Requester]; !ours || e.Spec.Target.Pod == nil {
+		return nil
+	}
+	var requests lifecyclev1alpha1.EvictionRequestList
+	if err := c.List(ctx, &requests, client.InNamespace(e.Namespace), client.MatchingFields{requestPodIndex: string(e.Spec.Target.Pod.UID)}); err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []reconcile.Request
+	for i := range requests.Items {
+		node := requests.Items[i].Labels[evictionrequest.NodeLabel]
+		if node == "" || seen[node] {
+			continue
+		}
+		seen[node] = true
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: node}})
+	}
+	return out
+}
+
+// PodOfEviction reads the target pod of an Eviction naming nodemaint as a requester; nil for
+// others.
+func PodOfEviction(ctx context.Context, c client.Reader, o client.Object) *corev1.Pod {
+	e := o.(*lifecyclev1alpha1.Eviction)
+	if _, ours := e.Labels[names.Requester]; !ours || e.Spec.Target.Pod == nil {
+		return nil
+	}
+	pod := &corev1.Pod{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: e.Spec.Target.Pod.Name}, pod); err != nil || pod.Spec.NodeName == "" {
+		return nil
+	}
+	return pod
+}

@@ -1,0 +1,176 @@
+// Package protocol holds the ways of asking the owners of pods to move them (EvacuationProtocol):
+// nodemaint's pod conditions and KEP-4563's EvictionRequests. A protocol is a way to write the
+// node's decision (nodeaction.Decide), never a decision of its own: it reads its objects into the
+// pods as their owners answered, and turns the decision's Request and Withdraw into its writes,
+// which the node controller carries out.
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
+)
+
+// +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictionrequests,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions,verbs=get;list;watch
+
+// Protocol is one way of asking the owners of pods to move them.
+type Protocol interface {
+	// Observe reads the protocol's objects of the node and returns the pods as their owners
+	// answered, and the objects read (nil: the protocol has none).
+	Observe(ctx context.Context, node string, pods []*corev1.Pod) ([]*corev1.Pod, *evictionrequest.Observed, error)
+	// ObserveGone reads what the protocol left of a node that is gone, and the pods it names.
+	ObserveGone(ctx context.Context, node string) (*evictionrequest.Observed, []*corev1.Pod, error)
+	// Writes turns the decision into the protocol's writes, purely, from what Observe read.
+	Writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodeaction.Decision, now time.Time) Writes
+}
+
+// Writes are a node decision's Request and Withdraw as one protocol writes them. The node
+// controller writes them all, in this order, whatever the protocol.
+type Writes struct {
+	// Before the node is written: the pods whose pod condition is withdrawn, and the
+	// EvictionRequests withdrawn, deleted or adopted.
+	Withdraw         []*corev1.Pod
+	WithdrawRequests evictionrequest.Plan
+	// Once the node is cordoned: the pods that get the pod condition with reason, and the
+	// EvictionRequests created or asking again.
+	Request         []*corev1.Pod
+	Reason          string
+	RequestRequests evictionrequest.Plan
+	// RereadBeforeEviction: the pods carry their owners' answers themselves, and each is read
+	// from the API server before its eviction (drain.Overtaken).
+	RereadBeforeEviction bool
+}
+
+// For is the protocol p names, reading its objects with c; the zero value is PodConditions.
+func For(p nodemaintv1alpha1.EvacuationProtocol, c client.Reader) Protocol {
+	if p == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
+		return evictionRequests{client: c}
+	}
+	return podConditions{}
+}
+
+// podConditions asks with nodemaint's EvacuationRequest pod condition, and the owners answer on
+// the pod (EvacuationInitiated): there is nothing to read beyond the pods.
+type podConditions struct{}
+
+func (podConditions) Observe(_ context.Context, _ string, pods []*corev1.Pod) ([]*corev1.Pod, *evictionrequest.Observed, error) {
+	return pods, nil, nil
+}
+
+func (podConditions) ObserveGone(context.Context, string) (*evictionrequest.Observed, []*corev1.Pod, error) {
+	return nil, nil, nil
+}
+
+func (podConditions) Writes(_ *evictionrequest.Observed, _ []*corev1.Pod, d nodeaction.Decision, _ time.Time) Writes {
+	return Writes{Withdraw: d.Withdraw, Request: d.Request, Reason: d.RequestReason, RereadBeforeEviction: true}
+}
+
+// evictionRequests asks with KEP-4563's EvictionRequests, and reads each pod's Eviction as its
+// owners' answer (evictionrequest.Answer). nodemaint's pod conditions left from before the
+// controller switched protocols are withdrawn.
+type evictionRequests struct {
+	client client.Reader
+}
+
+// Observe reads nodemaint's EvictionRequests of the node and the Evictions of its pods, and
+// returns the pods as answered by them.
+func (p evictionRequests) Observe(ctx context.Context, node string, pods []*corev1.Pod) ([]*corev1.Pod, *evictionrequest.Observed, error) {
+	seen := &evictionrequest.Observed{Node: node, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{},
+		PodConditionsLeft: evictionrequest.PodConditionsLeft(pods)}
+	var err error
+	if seen.Requests, err = p.requests(ctx, node); err != nil {
+		return nil, nil, err
+	}
+	// The Evictions of the node's pods and of the requests' pods, looked up by pod: listing a
+	// namespace's Evictions for every node reconcile copied all of them each time.
+	uids := make(map[types.UID]bool, len(pods)+len(seen.Requests))
+	for _, pod := range pods {
+		uids[pod.UID] = true
+	}
+	for _, r := range seen.Requests {
+		if r.Spec.Target.Pod != nil {
+			uids[r.Spec.Target.Pod.UID] = true
+		}
+	}
+	for uid := range uids {
+		if err := p.readEvictions(ctx, uid, seen); err != nil {
+			return nil, nil, err
+		}
+	}
+	return evictionrequest.Answer(pods, *seen), seen, nil
+}
+
+// ObserveGone reads nodemaint's EvictionRequests of a node that is gone (deleted under
+// maintenance, an autoscaler's scale-down), the pods they name that still exist and their
+// Evictions. Nil when there are none.
+func (p evictionRequests) ObserveGone(ctx context.Context, node string) (*evictionrequest.Observed, []*corev1.Pod, error) {
+	reqs, err := p.requests(ctx, node)
+	if err != nil || len(reqs) == 0 {
+		return nil, nil, err
+	}
+	seen := &evictionrequest.Observed{Node: node, Requests: reqs, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
+	var pods []*corev1.Pod
+	for _, req := range reqs {
+		target := req.Spec.Target.Pod
+		if target == nil {
+			continue
+		}
+		pod := &corev1.Pod{}
+		err := p.client.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: target.Name}, pod)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, nil, err
+		case pod.UID != target.UID:
+			continue
+		}
+		pods = append(pods, pod)
+		if err := p.readEvictions(ctx, pod.UID, seen); err != nil {
+			return nil, nil, err
+		}
+	}
+	return seen, pods, nil
+}
+
+// requests are nodemaint's EvictionRequests of the node (NodeLabel), from the cache.
+func (p evictionRequests) requests(ctx context.Context, node string) ([]lifecyclev1alpha1.EvictionRequest, error) {
+	var reqs lifecyclev1alpha1.EvictionRequestList
+	if err := p.client.List(ctx, &reqs, client.MatchingFields{requestNodeIndex: node}); err != nil {
+		return nil, fmt.Errorf("listing EvictionRequests: %w", err)
+	}
+	return reqs.Items, nil
+}
+
+// readEvictions adds the Evictions of the pod that name nodemaint as a requester (the Eviction
+// controller labels them so).
+func (p evictionRequests) readEvictions(ctx context.Context, uid types.UID, seen *evictionrequest.Observed) error {
+	var evs lifecyclev1alpha1.EvictionList
+	if err := p.client.List(ctx, &evs, client.MatchingFields{evictionPodIndex: string(uid)}); err != nil {
+		return fmt.Errorf("listing Evictions: %w", err)
+	}
+	for i := range evs.Items {
+		seen.Evictions[uid] = &evs.Items[i]
+	}
+	return nil
+}
+
+func (evictionRequests) Writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodeaction.Decision, now time.Time) Writes {
+	plan := evictionrequest.Decide(*seen, pods, d.Request, d.Withdraw, d.RequestReason, now)
+	return Writes{
+		Withdraw:         seen.PodConditionsLeft,
+		WithdrawRequests: plan.Withdrawals(),
+		RequestRequests:  plan.Requests(),
+	}
+}
