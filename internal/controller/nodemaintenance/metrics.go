@@ -77,26 +77,8 @@ var evacuationAnswers = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(1, 2, 12), // 1s to about 34 minutes
 }, []string{"answer"})
 
-// preflightWork counts what the preflights of Planning maintenances cost: the snapshots of the
-// cluster made from the cache, the preflights computed, and the CPU seconds of both.
-var (
-	preflightSnapshots = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "nodemaint_preflight_snapshots_total",
-		Help: "Snapshots of the cluster made from the controller's cache for the preflights of Planning maintenances (at most one every 10s, when something changed).",
-	})
-	preflightsComputed = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "nodemaint_preflights_total",
-		Help: "Preflights of Planning maintenances computed (status.preflight).",
-	})
-	preflightSeconds = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "nodemaint_preflight_seconds_total",
-		Help: "Time the preflight worker spent making snapshots and computing preflights, in seconds (it rests as long after each).",
-	})
-)
-
 func init() {
-	metrics.Registry.MustRegister(drainDuration, nodeDrainDuration, evacuationAnswers, statusMetrics,
-		preflightSnapshots, preflightsComputed, preflightSeconds)
+	metrics.Registry.MustRegister(drainDuration, nodeDrainDuration, evacuationAnswers, statusMetrics)
 	// Every series from the start, at zero: a rate or increase() sees its first sample.
 	for _, answer := range []string{"accepted", "declined"} {
 		evacuationAnswers.WithLabelValues(answer)

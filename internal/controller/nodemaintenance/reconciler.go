@@ -27,6 +27,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
+	"github.com/nodemaint/nodemaint/internal/controller/preflights"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
@@ -48,7 +49,7 @@ type Reconciler struct {
 	// Clock tells the time; nil is the real clock.
 	Clock clock.PassiveClock
 	// Preflight: the status of a Planning maintenance says what a drain of its nodes would
-	// meet (status.preflight), computed from the cache (see preflights).
+	// meet (status.preflight), computed from the cache (see preflights.Worker).
 	Preflight bool
 	// StatusBatchDelay is how long pod changes are gathered before the status is written again, so
 	// that thousands of pods moving do not mean thousands of status writes. It is also the least
@@ -65,7 +66,7 @@ type Reconciler struct {
 	statusWritten sync.Map
 	// preflights computes the preflights of Planning maintenances; SetupWithManager sets it
 	// when Preflight.
-	preflights *preflights
+	preflights *preflights.Worker
 
 	// pods is the cache's pod indexer, by node (observe.PodsOnNode), and nodes its node indexer
 	// (observe.SelectedNodes); SetupWithManager sets them.
@@ -85,7 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	nm := &nodemaintv1alpha1.NodeMaintenance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, nm); err != nil {
 		if apierrors.IsNotFound(err) && r.preflights != nil {
-			r.preflights.forget(req.Name)
+			r.preflights.Forget(req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -133,8 +134,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if turns != nil && turns.RecheckAfter > 0 && (result.RequeueAfter == 0 || turns.RecheckAfter < result.RequeueAfter) {
 		result.RequeueAfter = turns.RecheckAfter
 	}
-	if planning && (result.RequeueAfter == 0 || preflightRefresh < result.RequeueAfter) {
-		result.RequeueAfter = preflightRefresh
+	if planning && (result.RequeueAfter == 0 || preflights.Refresh < result.RequeueAfter) {
+		result.RequeueAfter = preflights.Refresh
 	}
 	if equality.Semantic.DeepEqual(nm.Status, status) {
 		return result, nil
@@ -222,7 +223,7 @@ func nodesSelectedCondition(nm *nodemaintv1alpha1.NodeMaintenance, sel maintenan
 func (r *Reconciler) finalize(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance) (reconcile.Result, error) {
 	r.statusWritten.Delete(client.ObjectKeyFromObject(nm))
 	if r.preflights != nil {
-		r.preflights.forget(nm.Name)
+		r.preflights.Forget(nm.Name)
 	}
 	if !controllerutil.ContainsFinalizer(nm, nodemaintv1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
@@ -241,4 +242,21 @@ func (r *Reconciler) finalize(ctx context.Context, nm *nodemaintv1alpha1.NodeMai
 		return observe.Settle(err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// preflightStatus is the preflight of a Planning maintenance's selected nodes (Worker.Status)
+// and whether to look again within preflights.Refresh; nil without Preflight.
+func (r *Reconciler) preflightStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, now time.Time) (*nodemaintv1alpha1.PreflightStatus, bool) {
+	if r.preflights == nil {
+		return nil, false
+	}
+	targets := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		targets = append(targets, n.name)
+	}
+	status, again, tooMany := r.preflights.Status(nm, targets, now)
+	if tooMany {
+		eventSink{r.Recorder}.preflightNotComputed(nm, len(nodes))
+	}
+	return status, again
 }

@@ -18,6 +18,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
+	"github.com/nodemaint/nodemaint/internal/controller/preflights"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/fairqueue"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
@@ -65,14 +66,14 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 	statusMetrics.setSource(c, &r.active)
 	b := builder.ControllerManagedBy(mgr)
 	if r.Preflight {
-		if r.preflights, err = newPreflights(context.Background(), mgr); err != nil {
+		if r.preflights, err = preflights.New(context.Background(), mgr); err != nil {
 			return err
 		}
 		if err := mgr.Add(r.preflights); err != nil {
 			return err
 		}
 		// A preflight computed: its maintenance's status says it.
-		b = b.WatchesRawSource(source.Channel(r.preflights.ready, &handler.EnqueueRequestForObject{}))
+		b = b.WatchesRawSource(source.Channel(r.preflights.Ready(), &handler.EnqueueRequestForObject{}))
 	}
 	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
 		// An Eviction's progress (the active responder, its expected completion) is in the status.

@@ -1,4 +1,8 @@
-package nodemaintenance
+// Package preflights computes the preflights of Planning NodeMaintenances (status.preflight) off
+// their reconciles: one worker, one snapshot of the controller's cache shared by every
+// maintenance, made again on a change (Worker). The NodeMaintenance controller asks it for a
+// maintenance's preflight at each reconcile (Worker.Status) and is told when one is computed.
+package preflights
 
 import (
 	"context"
@@ -37,66 +41,56 @@ import (
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=list;watch
 
 const (
-	// preflightRefresh is how often the preflight of a Planning maintenance is computed again
+	// Refresh is how often the preflight of a Planning maintenance is computed again
 	// at most, when the cluster changed since.
-	preflightRefresh = 30 * time.Second
-	// preflightFloor is how often the snapshot of the cluster is made again at most.
-	preflightFloor = 10 * time.Second
-	// preflightKeep is how long the snapshot is kept with no preflight asked for.
-	preflightKeep = 2 * preflightRefresh
-	// preflightMaxNodes is how many selected nodes the controller computes the preflight of at
+	Refresh = 30 * time.Second
+	// floor is how often the snapshot of the cluster is made again at most.
+	floor = 10 * time.Second
+	// keep is how long the snapshot is kept with no preflight asked for.
+	keep = 2 * Refresh
+	// MaxNodes is how many selected nodes the controller computes the preflight of at
 	// most; a maintenance that selects more has none in its status (`kubectl maintenance
 	// preflight` computes any).
-	preflightMaxNodes = 1000
-	// preflightMaxChecks bounds where one preflight places the displaced pods' replacements
+	MaxNodes = 1000
+	// maxChecks bounds where one preflight places the displaced pods' replacements
 	// (preflight.Spec.MaxChecks): pod-node pairs, about a second of a core.
-	preflightMaxChecks = 100_000_000
+	maxChecks = 100_000_000
 )
 
-// preflightStatus is the preflight of a Planning maintenance's selected nodes, as `kubectl
+// Status is the preflight of a Planning maintenance's selected nodes (targets), as `kubectl
 // maintenance preflight` computes it, and whether the reconcile should look again within
-// preflightRefresh. Nil when the maintenance is not Planning, selects no node or more than
-// preflightMaxNodes, or while its first preflight is computed (the status's own is kept while
-// the spec is the same: a new replica, nodes selected anew). It is computed off the reconcile,
-// by the preflights' worker, which asks for a reconcile once it is done.
-func (r *Reconciler) preflightStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, now time.Time) (*nodemaintv1alpha1.PreflightStatus, bool) {
-	p := r.preflights
-	if p == nil {
-		return nil, false
+// Refresh. Nil when the maintenance is not Planning, selects no node or more than MaxNodes, or
+// while its first preflight is computed (the status's own is kept while the spec is the same: a
+// new replica, nodes selected anew). It is computed off the reconcile, by the worker, which
+// asks for a reconcile once it is done (Ready). tooMany: the maintenance selects more than
+// MaxNodes nodes, and this is the first time its spec is asked about.
+func (p *Worker) Status(nm *nodemaintv1alpha1.NodeMaintenance, targets []string, now time.Time) (status *nodemaintv1alpha1.PreflightStatus, again, tooMany bool) {
+	if maintenance.Phase(nm, false) != nodemaintv1alpha1.PhasePlanning || len(targets) == 0 {
+		p.Forget(nm.Name)
+		return nil, false, false
 	}
-	if maintenance.Phase(nm, false) != nodemaintv1alpha1.PhasePlanning || len(nodes) == 0 {
-		p.forget(nm.Name)
-		return nil, false
+	if len(targets) > MaxNodes {
+		return nil, false, p.tooMany(nm)
 	}
-	if len(nodes) > preflightMaxNodes {
-		if p.tooMany(nm) {
-			eventSink{r.Recorder}.warning(nm, nil, "PreflightNotComputed", "Preflight", fmt.Sprintf(
-				"the maintenance selects %d nodes: the controller computes the preflight of at most %d; `kubectl maintenance preflight` computes it for any number", len(nodes), preflightMaxNodes))
-		}
-		return nil, false
-	}
-	req := preflightRequest{uid: nm.UID, name: nm.Name, generation: nm.Generation, spec: preflight.Spec{
-		IgnoreDrainLabel: nm.Spec.DrainLabelPolicy == nodemaintv1alpha1.DrainLabelPolicyIgnore, MaxChecks: preflightMaxChecks,
+	req := request{uid: nm.UID, name: nm.Name, generation: nm.Generation, spec: preflight.Spec{
+		IgnoreDrainLabel: nm.Spec.DrainLabelPolicy == nodemaintv1alpha1.DrainLabelPolicyIgnore, MaxChecks: maxChecks,
 	}}
-	for _, n := range nodes {
-		req.spec.Targets = append(req.spec.Targets, n.name)
-	}
-	sort.Strings(req.spec.Targets)
+	req.spec.Targets = slices.Sorted(slices.Values(targets))
 	if nm.Spec.Rollout != nil {
-		req.spec.MaxUnavailable = rollout.Budget(nm.Spec.Rollout.MaxUnavailable, len(nodes))
+		req.spec.MaxUnavailable = rollout.Budget(nm.Spec.Rollout.MaxUnavailable, len(targets))
 	}
 	old := nm.Status.Preflight
 	res := p.result(req, now)
 	if res == nil {
 		if old != nil && nm.Status.ObservedGeneration == nm.Generation {
-			return old, true
+			return old, true, false
 		}
-		return nil, true
+		return nil, true, false
 	}
 	if old != nil && samePreflight(old, res) {
-		return old, true
+		return old, true, false
 	}
-	return res, true
+	return res, true, false
 }
 
 // samePreflight reports whether two preflights say the same but for their time: the status keeps
@@ -107,20 +101,21 @@ func samePreflight(a, b *nodemaintv1alpha1.PreflightStatus) bool {
 	return equality.Semantic.DeepEqual(x, y)
 }
 
-// preflights computes the preflights of Planning maintenances from one snapshot of the cluster
+// Worker computes the preflights of Planning maintenances from one snapshot of the cluster
 // as the controller's caches hold it (preflight.Snapshot), in a worker of its own, one at a time,
 // resting as long as it worked: never more than half a core, and never on a reconciler's
 // worker. A maintenance's preflight is computed when its spec or its nodes change, and again
-// when the cluster changed, at most every preflightRefresh. The snapshot is made when a
+// when the cluster changed, at most every Refresh. The snapshot is made when a
 // preflight is asked for and something changed since the last (an event of the caches: nodes
 // but their heartbeats, pods, budgets, Deployments, ReplicaSets, autoscalers, claims, volumes,
-// namespaces, DrainRules), at most every preflightFloor, and forgotten once none has been asked
-// for over preflightKeep. Nothing is listed from the API server.
-type preflights struct {
-	sources []preflightSource
+// namespaces, DrainRules), at most every floor, and forgotten once none has been asked
+// for over keep. Nothing is listed from the API server.
+type Worker struct {
+	sources []source
 	// changes counts the caches' events since the start.
 	changes atomic.Uint64
-	// ready tells the NodeMaintenance controller that a maintenance's preflight is computed.
+	// ready tells the NodeMaintenance controller that a maintenance's preflight is computed
+	// (Ready).
 	ready chan event.GenericEvent
 	wake  chan struct{}
 	// failed is when the worker last said why it could not compute a preflight (the worker's).
@@ -136,25 +131,26 @@ type preflights struct {
 	// queue names the maintenances whose preflight is asked for (pending), in order; results
 	// are the preflights computed, by maintenance.
 	queue   []string
-	pending map[string]preflightRequest
-	results map[string]*preflightResult
+	pending map[string]request
+	results map[string]*computed
 	// computing names the maintenance whose preflight the worker computes, out of the lock;
 	// computingForgotten: it was forgotten meanwhile, and its preflight is not kept.
 	computing          string
 	computingForgotten bool
-	// made and ran count the snapshots made and the preflights computed.
+	// made and ran count the snapshots made and the preflights computed (preflightSnapshots
+	// and preflightsComputed count those of every worker).
 	made, ran int
 }
 
-// preflightSource is one kind of object of the cache the preflight reads.
-type preflightSource struct {
+// source is one kind of object of the cache the preflight reads.
+type source struct {
 	kind    string
 	indexer toolscache.Indexer
 	synced  func() bool
 }
 
-// preflightRequest asks for the preflight of one maintenance's spec.
-type preflightRequest struct {
+// request asks for the preflight of one maintenance's spec.
+type request struct {
 	uid        types.UID
 	name       string
 	generation int64
@@ -163,23 +159,23 @@ type preflightRequest struct {
 	seq uint64
 }
 
-func (a preflightRequest) same(b preflightRequest) bool {
+func (a request) same(b request) bool {
 	return a.uid == b.uid && a.generation == b.generation && slices.Equal(a.spec.Targets, b.spec.Targets) &&
 		a.spec.MaxUnavailable == b.spec.MaxUnavailable && a.spec.IgnoreDrainLabel == b.spec.IgnoreDrainLabel
 }
 
-// preflightResult is a computed preflight (status nil: more than preflightMaxNodes nodes).
-type preflightResult struct {
-	preflightRequest
+// computed is a computed preflight (status nil: more than MaxNodes nodes).
+type computed struct {
+	request
 	status *nodemaintv1alpha1.PreflightStatus
 	// seq is changes when its snapshot was made; at is when it was computed.
 	seq uint64
 	at  time.Time
 }
 
-// newPreflights watches the kinds the preflight reads in the manager's cache.
-func newPreflights(ctx context.Context, mgr manager.Manager) (*preflights, error) {
-	p := newPreflightsOf(nil)
+// New watches the kinds the preflight reads in the manager's cache.
+func New(ctx context.Context, mgr manager.Manager) (*Worker, error) {
+	p := newWorker(nil)
 	changed := func() { p.changes.Add(1) }
 	handler := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { changed() },
@@ -204,16 +200,16 @@ func newPreflights(ctx context.Context, mgr manager.Manager) (*preflights, error
 		if _, err := informer.AddEventHandler(h); err != nil {
 			return nil, err
 		}
-		p.sources = append(p.sources, preflightSource{kind: kind, indexer: informer.GetIndexer(), synced: informer.HasSynced})
+		p.sources = append(p.sources, source{kind: kind, indexer: informer.GetIndexer(), synced: informer.HasSynced})
 	}
 	return p, nil
 }
 
-// newPreflightsOf computes preflights from the sources.
-func newPreflightsOf(sources []preflightSource) *preflights {
-	return &preflights{
+// newWorker computes preflights from the sources.
+func newWorker(sources []source) *Worker {
+	return &Worker{
 		sources: sources, ready: make(chan event.GenericEvent, 1024), wake: make(chan struct{}, 1),
-		pending: map[string]preflightRequest{}, results: map[string]*preflightResult{},
+		pending: map[string]request{}, results: map[string]*computed{},
 	}
 }
 
@@ -228,12 +224,12 @@ func nodeChangedForPreflight(old, new any) bool {
 
 // result is the computed preflight of the request, when there is one of its spec; it asks for
 // one when there is none, or when the cluster changed since and it is older than
-// preflightRefresh.
-func (p *preflights) result(req preflightRequest, now time.Time) *nodemaintv1alpha1.PreflightStatus {
+// Refresh.
+func (p *Worker) result(req request, now time.Time) *nodemaintv1alpha1.PreflightStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	res := p.results[req.name]
-	if res != nil && res.same(req) && (res.seq == p.changes.Load() || now.Sub(res.at) < preflightRefresh) {
+	if res != nil && res.same(req) && (res.seq == p.changes.Load() || now.Sub(res.at) < Refresh) {
 		return res.status
 	}
 	if queued, ok := p.pending[req.name]; !ok || !queued.same(req) {
@@ -254,21 +250,25 @@ func (p *preflights) result(req preflightRequest, now time.Time) *nodemaintv1alp
 	return nil
 }
 
-// tooMany records that the maintenance selects more than preflightMaxNodes nodes, and reports
+// tooMany records that the maintenance selects more than MaxNodes nodes, and reports
 // whether it is news for its spec.
-func (p *preflights) tooMany(nm *nodemaintv1alpha1.NodeMaintenance) bool {
+func (p *Worker) tooMany(nm *nodemaintv1alpha1.NodeMaintenance) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if res := p.results[nm.Name]; res != nil && res.uid == nm.UID && res.generation == nm.Generation && res.status == nil {
 		return false
 	}
-	p.results[nm.Name] = &preflightResult{preflightRequest: preflightRequest{uid: nm.UID, name: nm.Name, generation: nm.Generation}}
+	p.results[nm.Name] = &computed{request: request{uid: nm.UID, name: nm.Name, generation: nm.Generation}}
 	delete(p.pending, nm.Name)
 	return true
 }
 
-// forget drops what is known of a maintenance's preflight: it is not Planning, or gone.
-func (p *preflights) forget(name string) {
+// Ready tells the NodeMaintenance controller which maintenance's preflight is computed: a
+// reconcile of it writes it to the status.
+func (p *Worker) Ready() <-chan event.GenericEvent { return p.ready }
+
+// Forget drops what is known of a maintenance's preflight: it is not Planning, or gone.
+func (p *Worker) Forget(name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.results, name)
@@ -279,10 +279,10 @@ func (p *preflights) forget(name string) {
 }
 
 // NeedLeaderElection: only the leader reconciles, and asks for preflights.
-func (*preflights) NeedLeaderElection() bool { return true }
+func (*Worker) NeedLeaderElection() bool { return true }
 
 // Start computes the preflights asked for, one at a time, until ctx is done.
-func (p *preflights) Start(ctx context.Context) error {
+func (p *Worker) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("preflight")
 	for {
 		start := time.Now()
@@ -303,7 +303,7 @@ func (p *preflights) Start(ctx context.Context) error {
 		case wait > 0:
 			after = time.After(wait)
 		default:
-			after = time.After(preflightKeep)
+			after = time.After(keep)
 		}
 		select {
 		case <-ctx.Done():
@@ -320,11 +320,11 @@ func (p *preflights) Start(ctx context.Context) error {
 // step computes the next preflight asked for, with the snapshot made again first if it
 // predates what the request had seen. It returns 0 when it computed one, how long to wait when
 // the snapshot may not be made again yet, and -1 when nothing is asked for (the snapshot is
-// dropped once none was asked for over preflightKeep). The snapshot is made and the preflight
+// dropped once none was asked for over keep). The snapshot is made and the preflight
 // computed without the lock: the reconciles that look up their preflight meanwhile do not wait.
-func (p *preflights) step(now time.Time) (time.Duration, error) {
+func (p *Worker) step(now time.Time) (time.Duration, error) {
 	p.mu.Lock()
-	var req preflightRequest
+	var req request
 	for len(p.queue) > 0 && req.name == "" {
 		name := p.queue[0]
 		p.queue = p.queue[1:]
@@ -334,7 +334,7 @@ func (p *preflights) step(now time.Time) (time.Duration, error) {
 		}
 	}
 	if req.name == "" {
-		if p.snapshot != nil && now.Sub(p.asked) >= preflightKeep {
+		if p.snapshot != nil && now.Sub(p.asked) >= keep {
 			p.snapshot = nil
 		}
 		p.mu.Unlock()
@@ -343,7 +343,7 @@ func (p *preflights) step(now time.Time) (time.Duration, error) {
 	snapshot, seq := p.snapshot, p.seq
 	if snapshot != nil && seq < req.seq {
 		// The snapshot predates what the request had seen.
-		if wait := p.at.Add(preflightFloor).Sub(now); wait > 0 {
+		if wait := p.at.Add(floor).Sub(now); wait > 0 {
 			p.putBack(req)
 			p.mu.Unlock()
 			return wait, nil
@@ -368,7 +368,7 @@ func (p *preflights) step(now time.Time) (time.Duration, error) {
 		p.mu.Unlock()
 		preflightSnapshots.Inc()
 	}
-	status := preflightOf(snapshot.Run(req.spec), now)
+	status := statusOf(snapshot.Run(req.spec), now)
 	preflightsComputed.Inc()
 
 	p.mu.Lock()
@@ -379,16 +379,16 @@ func (p *preflights) step(now time.Time) (time.Duration, error) {
 	if forgotten {
 		return 0, nil // not Planning any more, or gone
 	}
-	p.results[req.name] = &preflightResult{preflightRequest: req, status: status, seq: seq, at: now}
+	p.results[req.name] = &computed{request: req, status: status, seq: seq, at: now}
 	select {
 	case p.ready <- event.GenericEvent{Object: &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: req.name}}}:
-	default: // the reconcile's preflightRefresh looks again
+	default: // the reconcile's Refresh looks again
 	}
 	return 0, nil
 }
 
 // putBack queues the request again, first, unless a newer one of the maintenance is queued.
-func (p *preflights) putBack(req preflightRequest) {
+func (p *Worker) putBack(req request) {
 	if _, ok := p.pending[req.name]; ok {
 		return
 	}
@@ -397,7 +397,7 @@ func (p *preflights) putBack(req preflightRequest) {
 
 // make makes a snapshot from the caches, once every one is filled, and says the changes it has
 // seen.
-func (p *preflights) make() (*preflight.Snapshot, uint64, error) {
+func (p *Worker) make() (*preflight.Snapshot, uint64, error) {
 	for _, s := range p.sources {
 		if !s.synced() {
 			return nil, 0, fmt.Errorf("the cache of %s is not filled yet", s.kind)
@@ -436,9 +436,9 @@ func (p *preflights) make() (*preflight.Snapshot, uint64, error) {
 	return preflight.NewSnapshot(c), seq, nil
 }
 
-// preflightOf is the status of a preflight report: what blocks and what is lost, worst first,
+// statusOf is the status of a preflight report: what blocks and what is lost, worst first,
 // then by node, within the CRD's bounds.
-func preflightOf(report preflight.Report, now time.Time) *nodemaintv1alpha1.PreflightStatus {
+func statusOf(report preflight.Report, now time.Time) *nodemaintv1alpha1.PreflightStatus {
 	assumption := report.Assumption
 	if report.NotPlaced != "" {
 		assumption += "; " + report.NotPlaced

@@ -1,8 +1,7 @@
-package nodemaintenance
+package preflights
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/preflight"
@@ -19,7 +17,7 @@ import (
 
 // preflightsOfStores are preflights that read nodes and pods from stores of their own, as the
 // cache's informers hold them; the other kinds are empty.
-func preflightsOfStores(t *testing.T, objs ...any) (*preflights, toolscache.Indexer) {
+func preflightsOfStores(t *testing.T, objs ...any) (*Worker, toolscache.Indexer) {
 	t.Helper()
 	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
 	for _, o := range objs {
@@ -29,7 +27,7 @@ func preflightsOfStores(t *testing.T, objs ...any) (*preflights, toolscache.Inde
 	}
 	empty := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
 	synced := func() bool { return true }
-	return newPreflightsOf([]preflightSource{{kind: "nodes and pods", indexer: store, synced: synced}, {kind: "the rest", indexer: empty, synced: synced}}), store
+	return newWorker([]source{{kind: "nodes and pods", indexer: store, synced: synced}, {kind: "the rest", indexer: empty, synced: synced}}), store
 }
 
 func preflightNode(name string) *corev1.Node {
@@ -42,13 +40,13 @@ func barePod(name, node string) *corev1.Pod {
 		Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 }
 
-func requestOf(name string, generation int64, targets ...string) preflightRequest {
-	return preflightRequest{uid: types.UID("uid-" + name), name: name, generation: generation, spec: preflight.Spec{Targets: targets}}
+func requestOf(name string, generation int64, targets ...string) request {
+	return request{uid: types.UID("uid-" + name), name: name, generation: generation, spec: preflight.Spec{Targets: targets}}
 }
 
 // drain runs the worker's steps until nothing is asked for, or it has to wait; it returns the
 // wait.
-func (p *preflights) drain(t *testing.T, now time.Time) time.Duration {
+func (p *Worker) drain(t *testing.T, now time.Time) time.Duration {
 	t.Helper()
 	for range 1000 {
 		wait, err := p.step(now)
@@ -65,7 +63,7 @@ func (p *preflights) drain(t *testing.T, now time.Time) time.Duration {
 
 // Fifty Planning maintenances asking at once are computed from one snapshot, made from the
 // stores; asked again, nothing is computed while nothing changed; a change is taken in at most
-// every preflightFloor for the snapshot, every preflightRefresh for a maintenance's preflight,
+// every floor for the snapshot, every Refresh for a maintenance's preflight,
 // at once for a new spec, and never from a snapshot older than the change a maintenance was
 // asked for after.
 func TestPreflightsShareOneSnapshot(t *testing.T) {
@@ -85,8 +83,8 @@ func TestPreflightsShareOneSnapshot(t *testing.T) {
 	}
 
 	// Nothing changed: nothing is computed again, however old; with nothing to compute over
-	// preflightKeep, the snapshot is dropped.
-	later := now.Add(10 * preflightRefresh)
+	// keep, the snapshot is dropped.
+	later := now.Add(10 * Refresh)
 	for i := range 50 {
 		p.result(requestOf(fmt.Sprint("nm-", i), 1, "a"), later)
 	}
@@ -94,7 +92,7 @@ func TestPreflightsShareOneSnapshot(t *testing.T) {
 		t.Fatalf("nothing changed: %d snapshots, %d preflights, snapshot kept %t; want 1, 50, dropped", p.made, p.ran, p.snapshot != nil)
 	}
 
-	// A pod comes: a maintenance's preflight younger than preflightRefresh stays; a new
+	// A pod comes: a maintenance's preflight younger than Refresh stays; a new
 	// maintenance gets a snapshot that has the pod.
 	now = later
 	if err := store.Add(barePod("newcomer", "b")); err != nil {
@@ -103,7 +101,7 @@ func TestPreflightsShareOneSnapshot(t *testing.T) {
 	p.changes.Add(1)
 	p.made, p.ran = 0, 0
 	p.results["nm-0"].at = now // computed just now
-	if p.result(requestOf("nm-0", 1, "a"), now.Add(preflightRefresh/2)) == nil {
+	if p.result(requestOf("nm-0", 1, "a"), now.Add(Refresh/2)) == nil {
 		t.Fatal("a young preflight dropped")
 	}
 	if p.result(requestOf("new", 1, "b"), now) != nil {
@@ -116,76 +114,75 @@ func TestPreflightsShareOneSnapshot(t *testing.T) {
 		t.Fatalf("new maintenance: %+v, want the newcomer", got)
 	}
 	// Another comes a second later: the next new maintenance waits for a snapshot that has it,
-	// made no sooner than preflightFloor after the last.
+	// made no sooner than floor after the last.
 	if err := store.Add(barePod("late", "b")); err != nil {
 		t.Fatal(err)
 	}
 	p.changes.Add(1)
 	p.result(requestOf("newer", 1, "b"), now.Add(time.Second))
-	if wait := p.drain(t, now.Add(time.Second)); wait != preflightFloor-time.Second || p.ran != 1 {
-		t.Fatalf("a second after the last snapshot: wait %v, %d preflights; want to wait %v", wait, p.ran, preflightFloor-time.Second)
+	if wait := p.drain(t, now.Add(time.Second)); wait != floor-time.Second || p.ran != 1 {
+		t.Fatalf("a second after the last snapshot: wait %v, %d preflights; want to wait %v", wait, p.ran, floor-time.Second)
 	}
-	if p.drain(t, now.Add(preflightFloor)); p.made != 2 || p.ran != 2 {
-		t.Fatalf("past preflightFloor: %d snapshots, %d preflights, want 2, 2", p.made, p.ran)
+	if p.drain(t, now.Add(floor)); p.made != 2 || p.ran != 2 {
+		t.Fatalf("past floor: %d snapshots, %d preflights, want 2, 2", p.made, p.ran)
 	}
-	if got := p.result(requestOf("newer", 1, "b"), now.Add(preflightFloor)); got == nil || got.Findings[0].Count != 2 {
+	if got := p.result(requestOf("newer", 1, "b"), now.Add(floor)); got == nil || got.Findings[0].Count != 2 {
 		t.Fatalf("newer maintenance: %+v, want both pods of b", got)
 	}
-	// The others take the change in once their preflight is preflightRefresh old: from the
+	// The others take the change in once their preflight is Refresh old: from the
 	// snapshot just made, however many they are.
 	for i := range 50 {
-		p.result(requestOf(fmt.Sprint("nm-", i), 1, "a"), now.Add(preflightRefresh))
+		p.result(requestOf(fmt.Sprint("nm-", i), 1, "a"), now.Add(Refresh))
 	}
-	if p.drain(t, now.Add(preflightRefresh)); p.made != 2 || p.ran != 52 {
+	if p.drain(t, now.Add(Refresh)); p.made != 2 || p.ran != 52 {
 		t.Fatalf("refreshed: %d snapshots, %d preflights, want 2, 52", p.made, p.ran)
 	}
 
 	// A new spec is computed at once, from the snapshot as it is.
-	if p.result(requestOf("nm-3", 2, "a", "b"), now.Add(preflightRefresh)) != nil {
+	if p.result(requestOf("nm-3", 2, "a", "b"), now.Add(Refresh)) != nil {
 		t.Fatal("a new spec's preflight before it was computed")
 	}
-	if p.drain(t, now.Add(preflightRefresh)); p.made != 2 || p.ran != 53 {
+	if p.drain(t, now.Add(Refresh)); p.made != 2 || p.ran != 53 {
 		t.Fatalf("new spec: %d snapshots, %d preflights, want 2, 53", p.made, p.ran)
 	}
-	if got := p.result(requestOf("nm-3", 2, "a", "b"), now.Add(preflightRefresh)); got == nil || got.NodesLosing != 2 {
+	if got := p.result(requestOf("nm-3", 2, "a", "b"), now.Add(Refresh)); got == nil || got.NodesLosing != 2 {
 		t.Fatalf("new spec: %+v, want both nodes", got)
 	}
 
-	// Asked for nothing for preflightKeep, the snapshot is dropped.
-	if p.drain(t, now.Add(preflightRefresh+preflightKeep)); p.snapshot != nil {
+	// Asked for nothing for keep, the snapshot is dropped.
+	if p.drain(t, now.Add(Refresh+keep)); p.snapshot != nil {
 		t.Error("the snapshot kept with no preflight asked for")
 	}
-	p.forget("nm-3")
+	p.Forget("nm-3")
 	if p.results["nm-3"] != nil {
 		t.Error("a forgotten maintenance's preflight kept")
 	}
 }
 
-// A maintenance that selects more nodes than preflightMaxNodes gets no preflight, and one
-// Event per spec.
+// A maintenance that selects more nodes than MaxNodes gets no preflight, and is news once per
+// spec (the NodeMaintenance controller's Event).
 func TestPreflightTooManyNodes(t *testing.T) {
 	p, _ := preflightsOfStores(t)
-	rec := events.NewFakeRecorder(10)
-	r := &Reconciler{preflights: p, Recorder: rec}
 	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "all", UID: "u", Generation: 1}}
-	nodes := make([]nodeDecision, preflightMaxNodes+1)
-	for i := range nodes {
-		nodes[i].name = fmt.Sprint("n", i)
+	targets := make([]string, MaxNodes+1)
+	for i := range targets {
+		targets[i] = fmt.Sprint("n", i)
 	}
+	news := 0
 	for range 3 {
-		if got, planning := r.preflightStatus(nm, nodes, time.Now()); got != nil || planning {
+		got, planning, tooMany := p.Status(nm, targets, time.Now())
+		if got != nil || planning {
 			t.Fatalf("preflight %+v (looking again: %t), want none", got, planning)
 		}
+		if tooMany {
+			news++
+		}
 	}
-	if len(rec.Events) != 1 || len(p.pending) != 0 {
-		t.Errorf("%d Events, %d asked for; want one Event, nothing asked", len(rec.Events), len(p.pending))
-	}
-	if e := <-rec.Events; !strings.Contains(e, "PreflightNotComputed") || !strings.Contains(e, "selects 1001 nodes") {
-		t.Errorf("Event %q", e)
+	if news != 1 || len(p.pending) != 0 {
+		t.Errorf("too many nodes told %d times, %d asked for; want once, nothing asked", news, len(p.pending))
 	}
 	nm.Generation = 2
-	r.preflightStatus(nm, nodes, time.Now())
-	if len(rec.Events) != 1 {
-		t.Errorf("%d Events after a new spec, want another", len(rec.Events))
+	if _, _, tooMany := p.Status(nm, targets, time.Now()); !tooMany {
+		t.Error("not told again after a new spec")
 	}
 }
