@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -144,28 +145,66 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(nodemaintv1alpha1.AddToScheme(scheme))
-
-	cfg, err := config.GetConfig()
+	cfg, leaderElectionCfg, err := restConfigs(o)
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
+		return err
+	}
+	mgr, err := newManager(o, cfg, leaderElectionCfg)
+	if err != nil {
+		return err
+	}
+	ctx := ctrl.SetupSignalHandler()
+	so, err := setupOptions(o, cfg, mgr, ownPods)
+	if err != nil {
+		return err
+	}
+	if _, err := setup.Controllers(ctx, mgr, so); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	if ownPods != nil {
+		log.Info("never evicting or deleting the controller's own pods", "namespace", ownPods.Namespace, "selector", ownPods.Selector.String())
+	}
+	v := version.Get()
+	log.Info("starting manager", "version", v.Version, "commit", v.Commit,
+		string(features.DeclarativeNodeMaintenance), features.Gate.Enabled(features.DeclarativeNodeMaintenance),
+		string(features.NodeMaintenanceDeployment), features.Gate.Enabled(features.NodeMaintenanceDeployment))
+	return mgr.Start(ctx)
+}
+
+// restConfigs are the clients' configuration, from the kubeconfig, and leader election's.
+func restConfigs(o options) (cfg, leaderElection *rest.Config, err error) {
+	cfg, err = config.GetConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "nodemaint-controller"
 	// Leader election renews its Lease with a client and rate limiter of its own, so that a busy
 	// controller never loses the leadership waiting for its own token bucket.
-	leaderElectionCfg := rest.CopyConfig(cfg)
-	leaderElectionCfg.Wrap(apirequests.Wrap("leader-election"))
+	leaderElection = rest.CopyConfig(cfg)
+	leaderElection.Wrap(apirequests.Wrap("leader-election"))
 	cfg.Wrap(apirequests.Wrap("controller"))
 	// Every other client shares one token bucket: without it, each API group's REST client (core,
 	// events, nodemaint.dev, ...) would get --kube-api-qps of its own.
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.qps, o.burst)
+	return cfg, leaderElection, nil
+}
 
+// newManager creates the manager: its caches trimmed, its metrics served as o says, leader
+// election on leaderElectionCfg.
+func newManager(o options, cfg, leaderElectionCfg *rest.Config) (manager.Manager, error) {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(nodemaintv1alpha1.AddToScheme(scheme))
 	metricsOpts, certWatcher, err := metricsOptions(o, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
@@ -185,29 +224,35 @@ func run(o options) error {
 		PprofBindAddress: o.pprofAddr,
 	})
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
+		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	if certWatcher != nil {
 		if err := mgr.Add(certWatcher); err != nil {
-			return fmt.Errorf("watching the metrics certificate: %w", err)
+			return nil, fmt.Errorf("watching the metrics certificate: %w", err)
 		}
 	}
 	// The caches' initial lists leave garbage the runtime would return only gradually.
 	if err := mgr.Add(cachetrim.ReleaseStartupMemory(mgr.GetCache(), 10*time.Second)); err != nil {
-		return err
+		return nil, err
 	}
-	ctx := ctrl.SetupSignalHandler()
+	return mgr, nil
+}
+
+// setupOptions says which controllers run and how, from the flags, the feature gates and what
+// the API server serves.
+func setupOptions(o options, cfg *rest.Config, mgr manager.Manager, ownPods *observe.OwnPods) (setup.Options, error) {
+	log := ctrl.Log.WithName("setup")
 	served, err := evictionRequestsServed(cfg)
 	if err != nil {
-		return err
+		return setup.Options{}, err
 	}
 	protocol, err := evictionrequest.Choose(o.evacuationProtocol, served)
 	if err != nil {
-		return err
+		return setup.Options{}, err
 	}
 	runEvictionController, err := evictionControllerOn(o.evictionController, served)
 	if err != nil {
-		return err
+		return setup.Options{}, err
 	}
 	log.Info("evacuation protocol", "protocol", protocol, "flag", o.evacuationProtocol, "evictionRequestAPIServed", served,
 		"evictionController", runEvictionController)
@@ -231,7 +276,7 @@ func run(o options) error {
 		// Sharing the node controller's bucket, its Evictions came late and pods were evicted,
 		// unanswered.
 		if so.EvictionClient, err = clientOfItsOwn(cfg, mgr, o, "eviction-controller"); err != nil {
-			return fmt.Errorf("creating the Eviction controller's client: %w", err)
+			return so, fmt.Errorf("creating the Eviction controller's client: %w", err)
 		}
 	}
 	if so.Responder {
@@ -241,7 +286,7 @@ func run(o options) error {
 		// evicted instead of surged. It stands for an owner's controller, which would have its
 		// own client anyway (KEP-4212). It reads from the manager's cache.
 		if so.ResponderClient, err = clientOfItsOwn(cfg, mgr, o, "deployment-responder"); err != nil {
-			return fmt.Errorf("creating the Deployment evacuation responder's client: %w", err)
+			return so, fmt.Errorf("creating the Deployment evacuation responder's client: %w", err)
 		}
 	} else {
 		log.Info("feature gate disabled: not answering the evacuation requests of Deployments' pods", "gate", features.NodeMaintenanceDeployment)
@@ -249,24 +294,7 @@ func run(o options) error {
 	if !so.Maintenance {
 		log.Info("feature gate disabled: not reconciling NodeMaintenances", "gate", features.DeclarativeNodeMaintenance)
 	}
-	if _, err := setup.Controllers(ctx, mgr, so); err != nil {
-		return err
-	}
-
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
-	}
-	if ownPods != nil {
-		log.Info("never evicting or deleting the controller's own pods", "namespace", ownPods.Namespace, "selector", ownPods.Selector.String())
-	}
-	v := version.Get()
-	log.Info("starting manager", "version", v.Version, "commit", v.Commit,
-		string(features.DeclarativeNodeMaintenance), features.Gate.Enabled(features.DeclarativeNodeMaintenance),
-		string(features.NodeMaintenanceDeployment), features.Gate.Enabled(features.NodeMaintenanceDeployment))
-	return mgr.Start(ctx)
+	return so, nil
 }
 
 // evictionRequestsServed asks discovery whether the API server serves KEP-4563's

@@ -100,46 +100,8 @@ func Decide(obs Observation, now time.Time) Decision {
 	if !gone {
 		live = pod.UID
 	}
-
-	// Requests by target UID: those of another UID name a pod that is gone (replaced by one of the
-	// same name).
-	active := map[types.UID][]*lifecyclev1alpha1.EvictionRequest{}
-	all := map[types.UID][]*lifecyclev1alpha1.EvictionRequest{}
-	for i := range obs.Requests {
-		r := &obs.Requests[i]
-		if r.Spec.Target.Pod == nil {
-			continue
-		}
-		uid := r.Spec.Target.Pod.UID
-		all[uid] = append(all[uid], r)
-		if wantsEviction(r) {
-			active[uid] = append(active[uid], r)
-		}
-	}
-
-	// Evictions: one per live target; the others (the target gone, or never named by a request)
-	// are finished and collected.
-	var current *lifecyclev1alpha1.Eviction
-	for i := range obs.Evictions {
-		e := &obs.Evictions[i]
-		uid := types.UID("")
-		if e.Spec.Target.Pod != nil {
-			uid = e.Spec.Target.Pod.UID
-		}
-		switch {
-		case uid == live && live != "" && current == nil && e.DeletionTimestamp == nil:
-			current = e
-		case e.DeletionTimestamp != nil:
-		case uid != live || live == "":
-			// The target is gone: TargetEvicted is copied into its requests below, then the
-			// Eviction is collected.
-			d.Delete = append(d.Delete, e)
-		default:
-			// A second Eviction of the same target (another writer): only one is kept.
-			d.Delete = append(d.Delete, e)
-		}
-	}
-
+	all, active := requestsByTarget(obs.Requests)
+	current := d.keepOneEviction(obs.Evictions, live)
 	// The requests of gone targets learn that their target is evicted.
 	for uid, reqs := range all {
 		if uid == live && live != "" {
@@ -154,46 +116,95 @@ func Decide(obs Observation, now time.Time) Decision {
 			d.requestConditions(r, now, evicted(reason, msg), failed(metav1.ConditionFalse, string(lifecyclev1alpha1.EvictionConditionReasonSucceeded), "the target was evicted"))
 		}
 	}
-	if live == "" {
-		return d
+	if live != "" {
+		d.liveTarget(obs, current, all[live], active[live], now)
 	}
+	return d
+}
 
-	if len(all[live]) == 0 {
+// requestsByTarget groups the requests by their target pod's UID (all), and those that want it
+// evicted (active). Requests of another UID than the pod's name a pod that is gone (replaced by
+// one of the same name).
+func requestsByTarget(requests []lifecyclev1alpha1.EvictionRequest) (all, active map[types.UID][]*lifecyclev1alpha1.EvictionRequest) {
+	active = map[types.UID][]*lifecyclev1alpha1.EvictionRequest{}
+	all = map[types.UID][]*lifecyclev1alpha1.EvictionRequest{}
+	for i := range requests {
+		r := &requests[i]
+		if r.Spec.Target.Pod == nil {
+			continue
+		}
+		uid := r.Spec.Target.Pod.UID
+		all[uid] = append(all[uid], r)
+		if wantsEviction(r) {
+			active[uid] = append(active[uid], r)
+		}
+	}
+	return all, active
+}
+
+// keepOneEviction returns the Eviction of the live target (its UID; "": none), one at most; the
+// others (the target gone, or never named by a request, or a second one of the same target) are
+// finished and collected.
+func (d *Decision) keepOneEviction(evictions []lifecyclev1alpha1.Eviction, live types.UID) *lifecyclev1alpha1.Eviction {
+	var current *lifecyclev1alpha1.Eviction
+	for i := range evictions {
+		e := &evictions[i]
+		uid := types.UID("")
+		if e.Spec.Target.Pod != nil {
+			uid = e.Spec.Target.Pod.UID
+		}
+		switch {
+		case uid == live && live != "" && current == nil && e.DeletionTimestamp == nil:
+			current = e
+		case e.DeletionTimestamp != nil:
+		case uid != live || live == "":
+			// The target is gone: TargetEvicted is copied into its requests (Decide), then the
+			// Eviction is collected.
+			d.Delete = append(d.Delete, e)
+		default:
+			// A second Eviction of the same target (another writer): only one is kept.
+			d.Delete = append(d.Delete, e)
+		}
+	}
+	return current
+}
+
+// liveTarget decides about the Eviction of a pod that is not gone (current: its Eviction, nil
+// when none), from its requests (all) and those that want it evicted (active).
+func (d *Decision) liveTarget(obs Observation, current *lifecyclev1alpha1.Eviction, all, active []*lifecyclev1alpha1.EvictionRequest, now time.Time) {
+	pod := obs.Pod
+	switch {
+	case len(all) == 0:
 		if current != nil {
 			d.Delete = append(d.Delete, current)
 		}
-		return d
-	}
-
-	if pod.Spec.SchedulingGroup != nil {
-		for _, r := range all[live] {
+		return
+	case pod.Spec.SchedulingGroup != nil:
+		for _, r := range all {
 			d.requestConditions(r, now, failed(metav1.ConditionTrue, string(lifecyclev1alpha1.EvictionConditionReasonEvictionInvalid),
 				fmt.Sprintf("Target Pod %s is part of a Workload/PodGroup. Eviction of such pods is currently not supported.", pod.Name)))
 		}
 		if current != nil {
 			d.Delete = append(d.Delete, current)
 		}
-		return d
-	}
-
-	if current == nil {
-		if len(active[live]) > 0 {
-			d.Create = newEviction(obs, pod, all[live])
+		return
+	case current == nil:
+		if len(active) > 0 {
+			d.Create = newEviction(obs, pod, all)
 		}
-		return d
+		return
 	}
-
 	if cond := meta.FindStatusCondition(current.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)); cond != nil && cond.Status == metav1.ConditionTrue &&
-		cond.Reason == string(lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters) && len(active[live]) > 0 {
+		cond.Reason == string(lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters) && len(active) > 0 {
 		// Canceled, then asked again: a canceled Eviction is final, so it makes way for a new one.
 		d.Delete = append(d.Delete, current)
-		return d
+		return
 	}
-	if wantMeta := withMeta(current, all[live], pod); wantMeta != nil {
+	if wantMeta := withMeta(current, all, pod); wantMeta != nil {
 		d.Meta = append(d.Meta, wantMeta)
 	}
 	want := current.DeepCopy()
-	d.progress(want, obs, pod, all[live], active[live], now)
+	d.progress(want, obs, pod, all, active, now)
 	if !equality.Semantic.DeepEqual(want.Status, current.Status) {
 		d.Status = append(d.Status, want)
 	}
@@ -205,10 +216,9 @@ func Decide(obs Observation, now time.Time) Decision {
 			conds = append(conds, *c)
 		}
 	}
-	for _, r := range all[live] {
+	for _, r := range all {
 		d.requestConditions(r, now, conds...)
 	}
-	return d
 }
 
 // targetGone reports whether the pod is gone or terminal, with the reason of TargetEvicted.

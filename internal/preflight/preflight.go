@@ -62,33 +62,9 @@ func NewSnapshot(c Cluster) *Snapshot {
 // Run checks the drain of the spec's targets.
 func (s *Snapshot) Run(spec Spec) Report {
 	var report Report
-	targets := []string{}
-	seen := map[string]bool{}
-	for _, name := range spec.Targets {
-		switch {
-		case seen[name]:
-		case s.nodes[name] == nil:
-			report.Missing = append(report.Missing, name)
-		default:
-			targets = append(targets, name)
-		}
-		seen[name] = true
-	}
-	sort.Strings(targets)
-	sort.Strings(report.Missing)
-
-	rules := s.rules.IgnoringDrainLabel(spec.IgnoreDrainLabel)
-	plans := map[string]drain.Plan{}
-	for _, name := range targets {
-		node := s.nodes[name]
-		var classified []drain.Classified
-		for _, pod := range s.podsByNode[name] {
-			if maintenance.Targeted(pod) {
-				classified = append(classified, drain.Classified{Pod: pod, Class: rules.Classify(pod, s.namespaces[pod.Namespace], node.Labels)})
-			}
-		}
-		plans[name] = drain.NewPlan(classified)
-	}
+	targets, missing := s.known(spec.Targets)
+	report.Missing = missing
+	plans := s.plans(targets, spec.IgnoreDrainLabel)
 
 	p := s.placer.start()
 	outAtOnce := len(targets)
@@ -98,25 +74,12 @@ func (s *Snapshot) Run(spec Spec) Report {
 	rollout := outAtOnce < len(targets)
 	report.OutAtOnce = outAtOnce
 	report.Assumption = assumption(len(targets), outAtOnce)
-	// The fullest targets first: those whose pods need the most room elsewhere.
-	fullest := append([]string(nil), targets...)
-	sort.SliceStable(fullest, func(i, j int) bool {
-		return s.placer.fullness(s.placer.index[fullest[i]]) > s.placer.fullness(s.placer.index[fullest[j]])
-	})
-
+	fullest := s.fullestFirst(targets)
 	ws, bs := s.workloads, s.budgets
 	// Each target is out with the outAtOnce-1 fullest others: with the first outAtOnce-1 of
 	// fullest (top) when it is not one of them, else with the first outAtOnce but itself. So
 	// the sets of nodes out at once are top and one target more, named by that target (extra).
-	var top []string
-	inTop := map[string]bool{}
-	if outAtOnce > 0 {
-		top = append(top, fullest[:outAtOnce-1]...)
-		for _, n := range top {
-			inTop[n] = true
-		}
-		sort.Strings(top)
-	}
+	top, inTop := fullestOut(fullest, outAtOnce)
 	extra := func(target string) string {
 		if inTop[target] {
 			return fullest[outAtOnce-1]
@@ -172,6 +135,65 @@ func (s *Snapshot) Run(spec Spec) Report {
 		report.Nodes = append(report.Nodes, nr)
 	}
 	return report
+}
+
+// known are the targets that name nodes of the cluster, once each, and the names that do not
+// (missing), both sorted.
+func (s *Snapshot) known(names []string) (targets, missing []string) {
+	targets = []string{}
+	seen := map[string]bool{}
+	for _, name := range names {
+		switch {
+		case seen[name]:
+		case s.nodes[name] == nil:
+			missing = append(missing, name)
+		default:
+			targets = append(targets, name)
+		}
+		seen[name] = true
+	}
+	sort.Strings(targets)
+	sort.Strings(missing)
+	return targets, missing
+}
+
+// plans classifies the targeted pods of each target by the DrainRules, as the drain does.
+func (s *Snapshot) plans(targets []string, ignoreDrainLabel bool) map[string]drain.Plan {
+	rules := s.rules.IgnoringDrainLabel(ignoreDrainLabel)
+	plans := map[string]drain.Plan{}
+	for _, name := range targets {
+		node := s.nodes[name]
+		var classified []drain.Classified
+		for _, pod := range s.podsByNode[name] {
+			if maintenance.Targeted(pod) {
+				classified = append(classified, drain.Classified{Pod: pod, Class: rules.Classify(pod, s.namespaces[pod.Namespace], node.Labels)})
+			}
+		}
+		plans[name] = drain.NewPlan(classified)
+	}
+	return plans
+}
+
+// fullestFirst orders the targets fullest first: those whose pods need the most room elsewhere.
+func (s *Snapshot) fullestFirst(targets []string) []string {
+	fullest := append([]string(nil), targets...)
+	sort.SliceStable(fullest, func(i, j int) bool {
+		return s.placer.fullness(s.placer.index[fullest[i]]) > s.placer.fullness(s.placer.index[fullest[j]])
+	})
+	return fullest
+}
+
+// fullestOut are the outAtOnce-1 fullest targets (top, sorted), out with every other target.
+func fullestOut(fullest []string, outAtOnce int) (top []string, inTop map[string]bool) {
+	inTop = map[string]bool{}
+	if outAtOnce > 0 {
+		top = append(top, fullest[:outAtOnce-1]...)
+		for _, n := range top {
+			inTop[n] = true
+		}
+		sort.Strings(top)
+	}
+	return top, inTop
 }
 
 func displacedIn(sets []*outcome) int {

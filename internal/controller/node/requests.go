@@ -41,23 +41,8 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 	for _, pod := range pods {
 		podOf[pod.UID] = pod
 	}
-	var (
-		mu                                 sync.Mutex
-		errs                               []error
-		created, asked, withdrawn, deleted int
-		adopted                            int
-	)
-	record := func(err error, what *int) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case err == nil:
-			*what++
-		case observe.Stale(err) || apierrors.IsAlreadyExists(err):
-		default:
-			errs = append(errs, err)
-		}
-	}
+	var c requestWriteCounts
+	record := c.record
 	requested := func(req *lifecyclev1alpha1.EvictionRequest) {
 		if pod := podOf[req.Spec.Target.Pod.UID]; pod != nil {
 			eventSink{r.Recorder}.requested(pod)
@@ -70,10 +55,10 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 		g.Go(func() error {
 			err := r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 			if want.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
-				record(err, &withdrawn)
+				record(err, &c.withdrawn)
 				return nil
 			}
-			record(err, &asked)
+			record(err, &c.asked)
 			if err == nil && orig.Spec.Intent != want.Spec.Intent {
 				requested(want)
 			}
@@ -82,7 +67,7 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 	}
 	for _, req := range plan.Delete {
 		g.Go(func() error {
-			record(r.Client.Delete(ctx, req, client.Preconditions{UID: &req.UID}), &deleted)
+			record(r.Client.Delete(ctx, req, client.Preconditions{UID: &req.UID}), &c.deleted)
 			return nil
 		})
 	}
@@ -91,14 +76,14 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 	for _, want := range plan.Adopt {
 		orig := byName[client.ObjectKeyFromObject(want)]
 		g.Go(func() error {
-			record(r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), &adopted)
+			record(r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), &c.adopted)
 			return nil
 		})
 	}
 	for _, req := range plan.Create {
 		g.Go(func() error {
 			err := r.Client.Create(ctx, req)
-			record(err, &created)
+			record(err, &c.created)
 			if err == nil {
 				requested(req)
 			}
@@ -106,10 +91,32 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 		})
 	}
 	_ = g.Wait()
-	if created+asked+withdrawn+deleted+adopted > 0 {
-		log.FromContext(ctx).Info("EvictionRequests updated", "created", created, "askedAgain", asked, "withdrawn", withdrawn, "deleted", deleted, "adopted", adopted)
+	if c.created+c.asked+c.withdrawn+c.deleted+c.adopted > 0 {
+		log.FromContext(ctx).Info("EvictionRequests updated", "created", c.created, "askedAgain", c.asked, "withdrawn", c.withdrawn, "deleted", c.deleted, "adopted", c.adopted)
 	}
-	return errors.Join(errs...)
+	return errors.Join(c.errs...)
+}
+
+// requestWriteCounts counts one node's writes of EvictionRequests by what they did, and keeps the
+// errors of those that failed but for a stale view (dropped, see observe.Stale) or a request
+// that exists already.
+type requestWriteCounts struct {
+	mu                                          sync.Mutex
+	errs                                        []error
+	created, asked, withdrawn, deleted, adopted int
+}
+
+// record counts a write that succeeded in what.
+func (c *requestWriteCounts) record(err error, what *int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err == nil:
+		*what++
+	case observe.Stale(err) || apierrors.IsAlreadyExists(err):
+	default:
+		c.errs = append(c.errs, err)
+	}
 }
 
 // nodeGone removes what the protocol left of a node that is gone (deleted under maintenance:

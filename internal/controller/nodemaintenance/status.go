@@ -112,10 +112,9 @@ type nodeDecision struct {
 // maintenance.MaxMaintenancesPerNode) is never drained for it, and its pods are held by that
 // (TooManyMaintenances). The NodesSelected and SpecValid conditions are the caller's.
 func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, turns *rollout.Decision, now time.Time) nodemaintv1alpha1.NodeMaintenanceStatus {
-	selected := len(nodes)
 	status := nodemaintv1alpha1.NodeMaintenanceStatus{
 		ObservedGeneration: nm.Generation,
-		SelectedNodes:      int32(selected),
+		SelectedNodes:      int32(len(nodes)),
 		Conditions:         append([]metav1.Condition(nil), nm.Status.Conditions...),
 		DrainStartTime:     nm.Status.DrainStartTime,
 	}
@@ -125,26 +124,70 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 	case status.DrainStartTime == nil:
 		status.DrainStartTime = &metav1.Time{Time: now.Truncate(time.Second)}
 	}
-	// The selected nodes where the maintenance does not act, past the bound, by name.
-	waiting := map[string]bool{}
-	var waitingNames []string
-	for _, n := range nodes {
-		if slices.Contains(n.Intent.Beyond, nm.Name) {
-			waiting[n.name] = true
-			waitingNames = append(waitingNames, n.name)
-		}
-	}
-	slices.Sort(waitingNames)
+	t := tally{selected: len(nodes), waiting: waitingFor(nm, nodes)}
 	if turns != nil {
 		rolloutStatus(nm, turns, &status)
 		nodes = rolledNodes(turns, nodes)
 	} else {
 		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted)
 	}
-	// By name, so that the nodes and pods the status names do not change from one look to the next.
+	t.detailed = len(nodes)
+	reports := countNodes(nm, nodes, &t, &status)
+	status.Nodes, status.NodesNotListed = listNodes(reports, nodemaintv1alpha1.MaxStatusNodes, nodemaintv1alpha1.MaxStatusNodesBytes)
+	// A maintenance that selects no node has drained nothing: it is never Drained (a typo in a
+	// node name must not read as done).
+	t.drained = nm.Spec.Drain && len(nodes) > 0 && status.PodsPendingEvacuation == 0 && status.VolumesAttached == 0 && len(t.waiting) == 0
+	if turns != nil {
+		t.drained = nm.Spec.Drain && turns.Complete
+	}
+	status.Phase = maintenance.Phase(nm, t.drained)
+	if turns != nil && turns.Complete {
+		status.Phase = nodemaintv1alpha1.PhaseMaintenanceComplete
+	}
+	meta.SetStatusCondition(&status.Conditions, drainedCondition(nm, &status, t, turns))
+	setDrainTimedOut(nm, &status, t, turns, now)
+	setOverMaintenanceLimit(nm, &status, t)
+	for i := range status.Conditions {
+		status.Conditions[i].Message = few.Cut(status.Conditions[i].Message, nodemaintv1alpha1.MaxConditionMessageLength)
+	}
+	return status
+}
+
+// tally is what the status's conditions are decided from, besides its totals.
+type tally struct {
+	// selected counts the selected nodes; detailed those the totals count (in a rollout, the
+	// nodes in their turn).
+	selected, detailed int
+	// waiting names the selected nodes the maintenance waits for a place on (past
+	// maintenance.MaxMaintenancesPerNode), sorted.
+	waiting []string
+	// left and skipped name a few of the pods left and skipped.
+	left, skipped []string
+	drained       bool
+}
+
+// waitingFor names the selected nodes where the maintenance does not act, past the bound, sorted.
+func waitingFor(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision) []string {
+	var names []string
+	for _, n := range nodes {
+		if slices.Contains(n.Intent.Beyond, nm.Name) {
+			names = append(names, n.name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// countNodes adds up the nodes' decisions into the status's totals and t's pods left and
+// skipped, and returns each node's report, by name, so that the nodes and pods the status names
+// do not change from one look to the next.
+func countNodes(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, t *tally, status *nodemaintv1alpha1.NodeMaintenanceStatus) []nodeReport {
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
+	waiting := make(map[string]bool, len(t.waiting))
+	for _, name := range t.waiting {
+		waiting[name] = true
+	}
 	reports := make([]nodeReport, 0, len(nodes))
-	var left, skipped []string
 	for _, n := range nodes {
 		rep := n.Report
 		ns := nodemaintv1alpha1.NodeMaintenanceNodeStatus{
@@ -163,8 +206,8 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 					Message: waitingNote, Pods: rep.Left[:min(len(rep.Left), drain.MaxBlockedNames)], Count: int32(rep.Pending)}}
 			}
 		}
-		left = append(left, rep.Left[:min(len(rep.Left), drain.MaxBlockedNames-len(left))]...)
-		skipped = append(skipped, rep.SkippedNames[:min(len(rep.SkippedNames), nodeaction.MaxSkippedNames-len(skipped))]...)
+		t.left = append(t.left, rep.Left[:min(len(rep.Left), drain.MaxBlockedNames-len(t.left))]...)
+		t.skipped = append(t.skipped, rep.SkippedNames[:min(len(rep.SkippedNames), nodeaction.MaxSkippedNames-len(t.skipped))]...)
 		reports = append(reports, nodeReport{name: n.name, status: ns})
 		status.PodsPendingEvacuation += ns.PodsPendingEvacuation
 		status.PodsEvacuating += ns.PodsEvacuating
@@ -180,40 +223,33 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 			status.NodesOutOfService++
 		}
 	}
-	status.Nodes, status.NodesNotListed = listNodes(reports, nodemaintv1alpha1.MaxStatusNodes, nodemaintv1alpha1.MaxStatusNodesBytes)
-	volumes := status.VolumesAttached
-	// A maintenance that selects no node has drained nothing: it is never Drained (a typo in a
-	// node name must not read as done).
-	drained := nm.Spec.Drain && len(nodes) > 0 && status.PodsPendingEvacuation == 0 && volumes == 0 && len(waitingNames) == 0
-	if turns != nil {
-		drained = nm.Spec.Drain && turns.Complete
-	}
-	status.Phase = maintenance.Phase(nm, drained)
-	if turns != nil && turns.Complete {
-		status.Phase = nodemaintv1alpha1.PhaseMaintenanceComplete
-	}
-	skippedNote := skippedNote(skipped, status.PodsSkipped)
+	return reports
+}
 
+// drainedCondition is the Drained condition of the status's totals.
+func drainedCondition(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alpha1.NodeMaintenanceStatus, t tally, turns *rollout.Decision) metav1.Condition {
+	skippedNote := skippedNote(t.skipped, status.PodsSkipped)
+	volumes := status.VolumesAttached
 	cond := metav1.Condition{Type: nodemaintv1alpha1.ConditionDrained, ObservedGeneration: nm.Generation}
 	switch {
 	case !nm.Spec.Drain:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonDrainNotRequested, "spec.drain is false"
-	case selected == 0:
+	case t.selected == 0:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonNoNodesSelected, "the nodeSelector selects no node: nothing is drained"
-	case turns != nil && drained:
+	case turns != nil && t.drained:
 		cond.Status, cond.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrained
-		cond.Message = fmt.Sprintf("each of the %d selected nodes was drained in its turn and released", selected)
+		cond.Message = fmt.Sprintf("each of the %d selected nodes was drained in its turn and released", t.selected)
 	case turns != nil && status.PodsPendingEvacuation == 0 && volumes == 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonRolling
 		cond.Message = fmt.Sprintf("%d of %d nodes released; %d in their turn are drained; %d waiting",
-			turns.Done, selected, len(turns.InTurn), turns.Waiting) + skippedNote
-	case len(waitingNames) > 0 && status.PodsPendingEvacuation == 0 && volumes == 0:
+			turns.Done, t.selected, len(turns.InTurn), turns.Waiting) + skippedNote
+	case len(t.waiting) > 0 && status.PodsPendingEvacuation == 0 && volumes == 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonTooManyMaintenances
 		cond.Message = fmt.Sprintf("no targeted pod is left on the nodes it acts on; it does not act yet on %d nodes (%s): %s",
-			len(waitingNames), few.Names(waitingNames, few.Most), waitingNote) + skippedNote
-	case drained:
+			len(t.waiting), few.Names(t.waiting, few.Most), waitingNote) + skippedNote
+	case t.drained:
 		cond.Status, cond.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrained
-		cond.Message = fmt.Sprintf("every targeted pod is gone from the %d selected nodes", len(nodes)) + skippedNote
+		cond.Message = fmt.Sprintf("every targeted pod is gone from the %d selected nodes", t.detailed) + skippedNote
 	case status.PodsPendingEvacuation == 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonVolumesAttached
 		cond.Message = fmt.Sprintf("every targeted pod is gone; %d volumes of drained pods are still attached", volumes) + skippedNote
@@ -222,52 +258,52 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 		cond.Message = fmt.Sprintf("%d pods pending evacuation (%d evacuating by their owners) on %d nodes",
 			status.PodsPendingEvacuation, status.PodsEvacuating, status.NodesPending) + skippedNote
 	}
-	meta.SetStatusCondition(&status.Conditions, cond)
+	return cond
+}
 
+// setDrainTimedOut sets the DrainTimedOut condition: only with a drainTimeout the controller can
+// use; in a rollout, for the nodes whose turn ran past it.
+func setDrainTimedOut(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alpha1.NodeMaintenanceStatus, t tally, turns *rollout.Decision, now time.Time) {
 	timedOut := metav1.Condition{Type: nodemaintv1alpha1.ConditionDrainTimedOut, ObservedGeneration: nm.Generation,
 		Status: metav1.ConditionFalse, Reason: nodemaintv1alpha1.ReasonWithinDrainTimeout}
+	among := ""
+	if len(t.left) > 0 {
+		among = ", among them " + strings.Join(t.left, ", ")
+	}
 	nmAt := nm.DeepCopy()
 	nmAt.Status.DrainStartTime = status.DrainStartTime
-	deadline := maintenance.DrainDeadline(nmAt)
 	switch {
 	case nm.Spec.DrainTimeout == nil || !nm.Spec.Drain || !maintenance.Usable(nm):
 		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut)
+		return
 	case turns != nil && len(turns.TimedOut) == 0:
-		meta.SetStatusCondition(&status.Conditions, timedOut)
 	case turns != nil:
 		timedOut.Status, timedOut.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrainTimedOut
 		timedOut.Message = fmt.Sprintf("not drained %s after their turn started: %s; %d pods left on the nodes in their turn",
-			nm.Spec.DrainTimeout.Duration, few.Names(turns.TimedOut, few.Most), status.PodsPendingEvacuation)
-		if len(left) > 0 {
-			timedOut.Message += ", among them " + strings.Join(left, ", ")
-		}
-		meta.SetStatusCondition(&status.Conditions, timedOut)
-	case drained || now.Before(deadline):
-		meta.SetStatusCondition(&status.Conditions, timedOut)
+			nm.Spec.DrainTimeout.Duration, few.Names(turns.TimedOut, few.Most), status.PodsPendingEvacuation) + among
+	case t.drained || now.Before(maintenance.DrainDeadline(nmAt)):
 	default:
 		timedOut.Status, timedOut.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonDrainTimedOut
 		timedOut.Message = fmt.Sprintf("not drained %s after drain started: %d pods and %d volumes left on %d nodes",
-			nm.Spec.DrainTimeout.Duration, status.PodsPendingEvacuation, volumes, status.NodesPending)
-		if len(left) > 0 {
-			timedOut.Message += ", among them " + strings.Join(left, ", ")
-		}
+			nm.Spec.DrainTimeout.Duration, status.PodsPendingEvacuation, status.VolumesAttached, status.NodesPending) + among
 		if nm.Spec.DrainTimeoutAction == nodemaintv1alpha1.DrainTimeoutActionDelete {
 			timedOut.Message += "; deleting them on each node once its own drain ran drainTimeout, each asked its response timeout before (drainTimeoutAction Delete)"
 		}
-		meta.SetStatusCondition(&status.Conditions, timedOut)
 	}
-	if len(waitingNames) == 0 {
+	meta.SetStatusCondition(&status.Conditions, timedOut)
+}
+
+// setOverMaintenanceLimit sets the NodesOverMaintenanceLimit condition while the maintenance
+// waits for a place on some of its nodes, and removes it once it acts on all.
+func setOverMaintenanceLimit(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alpha1.NodeMaintenanceStatus, t tally) {
+	if len(t.waiting) == 0 {
 		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit)
-	} else {
-		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit,
-			Status: metav1.ConditionTrue, Reason: nodemaintv1alpha1.ReasonTooManyMaintenances, ObservedGeneration: nm.Generation,
-			Message: fmt.Sprintf("waiting for a place on %d of the %d selected nodes (%s): %s",
-				len(waitingNames), selected, few.Names(waitingNames, few.Most), waitingNote)})
+		return
 	}
-	for i := range status.Conditions {
-		status.Conditions[i].Message = few.Cut(status.Conditions[i].Message, nodemaintv1alpha1.MaxConditionMessageLength)
-	}
-	return status
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit,
+		Status: metav1.ConditionTrue, Reason: nodemaintv1alpha1.ReasonTooManyMaintenances, ObservedGeneration: nm.Generation,
+		Message: fmt.Sprintf("waiting for a place on %d of the %d selected nodes (%s): %s",
+			len(t.waiting), t.selected, few.Names(t.waiting, few.Most), waitingNote)})
 }
 
 // waitingNote says why a maintenance does not act on a node it selects, and when it will.
