@@ -4,17 +4,14 @@
 package nodemaintenance
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -28,10 +25,8 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/preflights"
-	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 )
 
@@ -107,49 +102,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if wait := r.statusWriteWait(req.NamespacedName, now); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	nodes, sel, total := observe.SelectedNodes(r.nodes, nm)
-	decisions, err := r.decide(ctx, nodes, now)
+	o, err := r.observe(ctx, nm, now)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	turns, err := r.turns(ctx, nm, decisions, now)
-	if err != nil {
-		return reconcile.Result{}, err
+	return r.apply(ctx, nm, o, decide(o, r.Protocol, now), now)
+}
+
+// apply writes the decision: the status, when it changed, with its Events and metrics, and the
+// Event of a preflight the controller does not compute.
+func (r *Reconciler) apply(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, o observation, d decision, now time.Time) (reconcile.Result, error) {
+	if o.preflightTooMany {
+		eventSink{r.Recorder}.preflightNotComputed(nm, len(o.nodes))
 	}
-	status := maintenanceStatus(nm, decisions, turns, now)
-	status.EvacuationProtocol = cmp.Or(r.Protocol, nodemaintv1alpha1.EvacuationProtocolPodConditions)
-	var planning bool
-	status.Preflight, planning = r.preflightStatus(nm, decisions, now)
-	meta.SetStatusCondition(&status.Conditions, nodesSelectedCondition(nm, sel, len(nodes), total))
-	setSpecValid(nm, &status)
-	// While a drain is under way, what blocks it may change with no event (an eviction refused,
-	// a response timeout run out): look again now and then.
-	// A maintenance that waits for a place on every node it selects does nothing there: its
-	// status changes only with the nodes and their pods, whose events bring a look (hundreds of
-	// such maintenances looked every 5s for nothing).
-	var result reconcile.Result
-	if nm.Spec.Drain && len(nodes) > 0 && meta.IsStatusConditionFalse(status.Conditions, nodemaintv1alpha1.ConditionDrained) && !waitsEverywhere(nm, decisions) {
-		result.RequeueAfter = drainStatusRefresh
-	}
-	if turns != nil && turns.RecheckAfter > 0 && (result.RequeueAfter == 0 || turns.RecheckAfter < result.RequeueAfter) {
-		result.RequeueAfter = turns.RecheckAfter
-	}
-	if planning && (result.RequeueAfter == 0 || preflights.Refresh < result.RequeueAfter) {
-		result.RequeueAfter = preflights.Refresh
-	}
-	if equality.Semantic.DeepEqual(nm.Status, status) {
+	result := reconcile.Result{RequeueAfter: d.recheckAfter}
+	if equality.Semantic.DeepEqual(nm.Status, d.status) {
 		return result, nil
 	}
 	orig := nm.DeepCopy()
-	nm.Status = status
+	nm.Status = d.status
 	// With an optimistic lock: the turns of a rollout are decided from the status read, and a
 	// write from a stale read could drop a node in its turn.
 	if err := r.Client.Status().Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return observe.Settle(err)
 	}
-	r.statusWritten.Store(req.NamespacedName, observe.Clock(r.Clock).Now())
+	r.statusWritten.Store(client.ObjectKeyFromObject(nm), observe.Clock(r.Clock).Now())
 	eventSink{r.Recorder}.statusWritten(orig, nm, now)
-	observeNodeDrains(orig, nm, decisions, now)
+	observeNodeDrains(orig, nm, d.nodes, now)
 	return result, nil
 }
 
@@ -161,40 +140,6 @@ func (r *Reconciler) statusWriteWait(key types.NamespacedName, now time.Time) ti
 		return 0
 	}
 	return max(0, last.(time.Time).Add(r.StatusBatchDelay).Sub(now))
-}
-
-// waitsEverywhere reports whether the maintenance waits for a place (past
-// maintenance.MaxMaintenancesPerNode) on every node it selects.
-func waitsEverywhere(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision) bool {
-	for _, n := range nodes {
-		if !slices.Contains(n.Intent.Beyond, nm.Name) {
-			return false
-		}
-	}
-	return len(nodes) > 0
-}
-
-// drainStatusRefresh is how often the status of a drain under way is computed again.
-const drainStatusRefresh = 5 * time.Second
-
-// decide observes each selected node and decides about it as the node reconciler does: the
-// status reports those decisions (what holds which pods, what is pending), not a computation of
-// its own.
-func (r *Reconciler) decide(ctx context.Context, nodes []*corev1.Node, now time.Time) ([]nodeDecision, error) {
-	o := &observe.Observer{Client: r.Client, Pods: r.pods, OwnPods: r.OwnPods, Refusals: r.Refusals, Active: &r.active, Written: r.Written, Protocol: protocol.For(r.Protocol, r.Client)}
-	v, err := o.View(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]nodeDecision, 0, len(nodes))
-	for _, node := range nodes {
-		obs, _, err := o.Observe(ctx, v, node)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, nodeDecision{name: node.Name, node: node, Decision: nodeaction.Decide(obs, now)})
-	}
-	return out, nil
 }
 
 // nodesSelectedCondition says whether the selector selects no node, which is likely a mistake
@@ -242,21 +187,4 @@ func (r *Reconciler) finalize(ctx context.Context, nm *nodemaintv1alpha1.NodeMai
 		return observe.Settle(err)
 	}
 	return reconcile.Result{}, nil
-}
-
-// preflightStatus is the preflight of a Planning maintenance's selected nodes (Worker.Status)
-// and whether to look again within preflights.Refresh; nil without Preflight.
-func (r *Reconciler) preflightStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, now time.Time) (*nodemaintv1alpha1.PreflightStatus, bool) {
-	if r.preflights == nil {
-		return nil, false
-	}
-	targets := make([]string, 0, len(nodes))
-	for _, n := range nodes {
-		targets = append(targets, n.name)
-	}
-	status, again, tooMany := r.preflights.Status(nm, targets, now)
-	if tooMany {
-		eventSink{r.Recorder}.preflightNotComputed(nm, len(nodes))
-	}
-	return status, again
 }

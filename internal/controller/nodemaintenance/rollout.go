@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
@@ -14,15 +15,15 @@ import (
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
-// turns observes what the rollout of a maintenance needs besides the decisions about its selected
-// nodes (the pods the scheduler cannot place, the window) and decides the turns (rollout.Decide).
+// decideTurns decides the turns of the maintenance's rollout (rollout.Decide) from the decisions
+// about its selected nodes, the pods the scheduler cannot place (unschedulable) and the window.
 // Nil without spec.rollout.
-func (r *Reconciler) turns(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, now time.Time) (*rollout.Decision, error) {
+func decideTurns(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, unschedulable []string, now time.Time) *rollout.Decision {
 	spec := nm.Spec.Rollout
 	if spec == nil {
-		return nil, nil
+		return nil
 	}
-	in := rollout.Input{Active: nm.Spec.Cordon || nm.Spec.Drain, Spec: *spec}
+	in := rollout.Input{Active: nm.Spec.Cordon || nm.Spec.Drain, Spec: *spec, Unschedulable: unschedulable}
 	if nm.Status.Rollout != nil {
 		in.InTurn = nm.Status.Rollout.InTurn
 	}
@@ -35,23 +36,6 @@ func (r *Reconciler) turns(ctx context.Context, nm *nodemaintv1alpha1.NodeMainte
 			Drained: n.Report.Pending == 0 && n.Report.VolumesAttached == 0, BootID: n.node.Status.NodeInfo.BootID,
 		})
 	}
-	// Pods created since the rollout started that cannot be scheduled: replacements of evacuated
-	// pods among them, or anything else the capacity the rollout takes away leaves unplaced.
-	since := nm.CreationTimestamp.Time
-	if nm.Status.DrainStartTime != nil {
-		since = nm.Status.DrainStartTime.Time
-	}
-	pods, err := observe.UnschedulablePods(ctx, r.Client)
-	if err != nil {
-		return nil, err
-	}
-	for i := range pods {
-		pod := &pods[i]
-		if pod.CreationTimestamp.Time.Before(since) || !maintenance.Targeted(pod) {
-			continue
-		}
-		in.Unschedulable = append(in.Unschedulable, pod.Namespace+"/"+pod.Name)
-	}
 	if spec.Window != nil {
 		// A window that does not parse is never open (SpecValid says why).
 		if w, err := rollout.ParseWindow(spec.Window); err == nil {
@@ -59,7 +43,30 @@ func (r *Reconciler) turns(ctx context.Context, nm *nodemaintv1alpha1.NodeMainte
 		}
 	}
 	d := rollout.Decide(in, now)
-	return &d, nil
+	return &d
+}
+
+// unschedulableSince names the pods created since the maintenance's rollout started (its drain,
+// or its creation) that the scheduler cannot place: replacements of evacuated pods among them, or
+// anything else the capacity the rollout takes away leaves unplaced. They halt the rollout.
+func unschedulableSince(ctx context.Context, c client.Reader, nm *nodemaintv1alpha1.NodeMaintenance) ([]string, error) {
+	since := nm.CreationTimestamp.Time
+	if nm.Status.DrainStartTime != nil {
+		since = nm.Status.DrainStartTime.Time
+	}
+	pods, err := observe.UnschedulablePods(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for i := range pods {
+		pod := &pods[i]
+		if pod.CreationTimestamp.Time.Before(since) || !maintenance.Targeted(pod) {
+			continue
+		}
+		names = append(names, pod.Namespace+"/"+pod.Name)
+	}
+	return names, nil
 }
 
 // rolloutStatus is the status of the rollout's decision: the counts, the turns and the

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -94,13 +93,6 @@ func boundBlocked(blocked []nodemaintv1alpha1.BlockedPods) []nodemaintv1alpha1.B
 		blocked[i].Message = few.Cut(blocked[i].Message, nodemaintv1alpha1.MaxBlockedMessageLength)
 	}
 	return blocked
-}
-
-// nodeDecision is the decision about one selected node.
-type nodeDecision struct {
-	name string
-	node *corev1.Node
-	nodeaction.Decision
 }
 
 // maintenanceStatus is the status of the maintenance from the decisions about its selected nodes
