@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -51,8 +52,8 @@ type Reconciler struct {
 	// Refusals remembers the imperative evictor's refused evictions, to back off per pod;
 	// shared with the node controller's drain, which evicts through the same evictor.
 	Refusals *evictor.Refusals
-	// Now is the clock; nil: time.Now.
-	Now func() time.Time
+	// Clock tells the time; nil is the real clock.
+	Clock clock.PassiveClock
 	// Protected, when set, says why a pod must never be evicted by nodemaint ("" for others):
 	// nodemaint-controller's own pods. The imperative evictor passes them on.
 	Protected func(*corev1.Pod) string
@@ -94,10 +95,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+	if r.Clock == nil {
+		return time.Now()
 	}
-	return time.Now()
+	return r.Clock.Now()
 }
 
 func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (eviction.Observation, error) {
@@ -302,9 +303,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 // was refused: the pods of the Evictions in its namespace.
 func (r *Reconciler) refusedBy(ctx context.Context, o client.Object) []reconcile.Request {
 	pdb := o.(*policyv1.PodDisruptionBudget)
-	// Read-only and for every status report of every budget: the cache's objects, not copies
-	// (1,000 Evictions copied per budget report were a fifth of the controller's CPU in the
-	// benchmark's scenario M), and a pod only when its eviction was refused.
+	// Read-only and for every status report of every budget: the cache's objects, not copies (a
+	// namespace's Evictions copied at each budget report cost the controller much of its CPU in a
+	// large drain), and a pod only when its eviction was refused.
 	var evs lifecyclev1alpha1.EvictionList
 	if err := r.Client.List(ctx, &evs, client.InNamespace(pdb.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil

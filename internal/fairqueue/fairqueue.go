@@ -12,9 +12,8 @@ import (
 // controller-runtime's default priority queue puts the objects of its initial list, and their
 // requeues, behind every object an event added since. The nodes being drained get events all the
 // time (their pods change), so with the workers busy the other nodes of a large maintenance
-// starved: in scenario L of the benchmark, 70 of 100 selected nodes were not reconciled, not even
-// cordoned, 8 minutes after the NodeMaintenance was created. It would be the same after every
-// restart of the controller in the middle of a maintenance.
+// starve: most of its nodes would not be reconciled, not even cordoned, for minutes, and again
+// after every restart of the controller in the middle of a maintenance.
 func Options(concurrency int) controller.Options {
 	return controller.Options{MaxConcurrentReconciles: concurrency, UsePriorityQueue: ptr.To(false)}
 }

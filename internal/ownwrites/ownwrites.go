@@ -6,8 +6,7 @@
 // the same controller by milliseconds: a pod event of one pod of a node wakes the node's
 // reconcile while the cache has not yet seen the requests written to the node's other pods in
 // the same batch. Decided from that cache, the requests are written again: a second write of the
-// same content, which the API server serves and sends to every watcher of pods (in the
-// benchmark's scenario M, 14% of the evacuation requests were such duplicates). Controllers of
+// same content, which the API server serves and sends to every watcher of pods. Controllers of
 // kube-controller-manager solve the same with expectations (counts of creations and deletions
 // to see) and client-go with a mutation cache (comparing resourceVersions as integers, which
 // the API conventions ask clients not to); this is the first without counts and the second

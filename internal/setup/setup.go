@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -64,6 +65,8 @@ type Options struct {
 	// EvictionClient and ResponderClient write for the Eviction controller and the responder,
 	// each through a token bucket of its own; nil: the manager's client.
 	EvictionClient, ResponderClient client.Client
+	// Clock tells every controller the time; nil: the real clock.
+	Clock clock.PassiveClock
 }
 
 // Set are the controllers set up, for tests that look inside them; nil where not asked for.
@@ -87,7 +90,7 @@ func Controllers(ctx context.Context, mgr manager.Manager, o Options) (*Set, err
 	)
 	if o.EvictionController {
 		c.Evictions = &evictioncontroller.Reconciler{
-			Client: clientOr(o.EvictionClient, mgr), Recorder: recorder, Refusals: refusals,
+			Client: clientOr(o.EvictionClient, mgr), Recorder: recorder, Refusals: refusals, Clock: o.Clock,
 			Protected: func(pod *corev1.Pod) string {
 				if o.OwnPods.Match(pod) {
 					return "nodemaint-controller's own pod"
@@ -123,14 +126,14 @@ func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, re
 	}
 	c.Nodes = &node.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
-		Refusals: refusals, EvictionSlots: slots, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol,
+		Refusals: refusals, EvictionSlots: slots, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol, Clock: o.Clock,
 	}
 	if err := c.Nodes.SetupWithManager(mgr, max(o.Concurrency, 1)); err != nil {
 		return fmt.Errorf("setting up the node controller: %w", err)
 	}
 	c.Maintenances = &nodemaintenance.Reconciler{
 		Client: mgr.GetClient(), Preflight: o.Preflight, Recorder: recorder, Refusals: refusals,
-		StatusBatchDelay: o.StatusBatchDelay, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol,
+		StatusBatchDelay: o.StatusBatchDelay, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol, Clock: o.Clock,
 	}
 	if err := c.Maintenances.SetupWithManager(mgr, max(o.Concurrency, 1)); err != nil {
 		return fmt.Errorf("setting up the NodeMaintenance controller: %w", err)

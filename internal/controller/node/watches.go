@@ -32,9 +32,8 @@ import (
 // nodeOfPod maps a pod event to the pod's node when the node has to do with a maintenance: a
 // NodeMaintenance selects it, it still carries something nodemaint set, or the pod has
 // nodemaint's evacuation request. The pods of every other node come and go without a reconcile:
-// while a large maintenance moves thousands of pods onto the rest of the cluster (scenario L of
-// the benchmark: 10,000 replacements on 900 nodes), their events queued every node of the
-// cluster ahead of the nodes being drained. A node that becomes selected is reconciled through
+// while a large maintenance moves thousands of pods onto the rest of the cluster, their events
+// would queue every node of the cluster ahead of the nodes being drained. A node that becomes selected is reconciled through
 // its own event or its NodeMaintenance's.
 func nodeOfPod(ctx context.Context, c client.Reader, pod *corev1.Pod) []reconcile.Request {
 	if pod.Spec.NodeName == "" {
@@ -182,9 +181,9 @@ func turnsOf(nm *nodemaintv1alpha1.NodeMaintenance) []nodemaintv1alpha1.NodeTurn
 
 // podEventBatch is how long the node reconciler gathers the events of a node's pods before it
 // looks at the node. Each look observes and decides every pod of the node, and a drained node's
-// pods change in bursts (requested, answered, terminating, gone: four events each, a hundred
-// pods at once in scenario M of the benchmark): one look per event made the node reconciler's
-// work grow with the square of the pods on the node. A fifth of a second is nothing next to
+// pods change in bursts (requested, answered, terminating, gone: four events each, for every pod
+// of the node at once): one look per event would make the node reconciler's work grow with the
+// square of the pods on the node. A fifth of a second is nothing next to
 // what the pods' changes wait for (the owners' answers, shutdowns, the eviction back-off).
 const podEventBatch = 200 * time.Millisecond
 

@@ -92,10 +92,9 @@ func IndexerOf(mgr manager.Manager, obj client.Object) (toolscache.Indexer, erro
 // PodsOnNode lists the pods bound to a node, from the cache's indexer, without copying them: the
 // pods are the cache's own and read only. Observations are read only (FuzzDecide checks that a
 // decision does not change its observation) and apply copies a pod before it changes it
-// (the node controller's pod writes). Deep copies of every pod of a node, at each reconcile of the node and of each
-// maintenance selecting it, were a quarter of the controller's CPU in scenario M; copies of the
-// Pod structs (over a kilobyte each) were a third of what the controller allocated with 50
-// Planning maintenances of 100 nodes each.
+// (the node controller's pod writes). Deep copies of every pod of a node, at each reconcile of
+// the node and of each maintenance selecting it, would be a large part of the controller's CPU
+// and of what it allocates: a Pod struct is over a kilobyte.
 func PodsOnNode(pods toolscache.Indexer, node string) ([]*corev1.Pod, error) {
 	objs, err := pods.ByIndex(podNodeIndex, node)
 	if err != nil {
