@@ -95,6 +95,7 @@ test-unit: ## Unit and integration tests (envtest: a real kube-apiserver and etc
 FUZZ_TARGETS := internal/drain:FuzzClassify internal/drain:FuzzPlanAndBlocked \
 	internal/maintenance:FuzzTargeted internal/maintenance:FuzzEntries internal/maintenance:FuzzIntent \
 	internal/maintenance:FuzzSelector internal/nodeaction:FuzzDecide internal/rollout:FuzzDecide \
+	internal/controller/nodemaintenance:FuzzDecide \
 	internal/preflight:FuzzRun internal/eviction:FuzzDecide internal/responder/protocol:FuzzObserve \
 	internal/responder/deployment:FuzzDecide
 FUZZTIME ?= 20000x

@@ -45,8 +45,8 @@ func decide(o observation, protocol nodemaintv1alpha1.EvacuationProtocol, now ti
 	d.status = maintenanceStatus(nm, d.nodes, d.turns, now)
 	d.status.EvacuationProtocol = cmp.Or(protocol, nodemaintv1alpha1.EvacuationProtocolPodConditions)
 	d.status.Preflight = o.preflight
-	meta.SetStatusCondition(&d.status.Conditions, nodesSelectedCondition(nm, o.sel, len(o.nodes), o.total))
-	setSpecValid(nm, &d.status)
+	setCondition(&d.status.Conditions, nodesSelectedCondition(nm, o.sel, len(o.nodes), o.total), now)
+	setSpecValid(nm, &d.status, now)
 	// While a drain is under way, what blocks it may change with no event (an eviction refused,
 	// a response timeout run out): look again now and then.
 	// A maintenance that waits for a place on every node it selects does nothing there: its

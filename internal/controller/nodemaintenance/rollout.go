@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -71,7 +70,7 @@ func unschedulableSince(ctx context.Context, c client.Reader, nm *nodemaintv1alp
 
 // rolloutStatus is the status of the rollout's decision: the counts, the turns and the
 // RolloutHalted condition.
-func rolloutStatus(nm *nodemaintv1alpha1.NodeMaintenance, d *rollout.Decision, status *nodemaintv1alpha1.NodeMaintenanceStatus) {
+func rolloutStatus(nm *nodemaintv1alpha1.NodeMaintenance, d *rollout.Decision, status *nodemaintv1alpha1.NodeMaintenanceStatus, now time.Time) {
 	status.Rollout = &nodemaintv1alpha1.RolloutStatus{
 		NodesDone: int32(d.Done), NodesFailed: int32(d.Failed), NodesInTurn: int32(len(d.InTurn)), NodesWaiting: int32(d.Waiting),
 		InTurn: d.InTurn,
@@ -86,7 +85,7 @@ func rolloutStatus(nm *nodemaintv1alpha1.NodeMaintenance, d *rollout.Decision, s
 		c.Reason = nodemaintv1alpha1.ReasonRolling
 		c.Message = fmt.Sprintf("at most %d nodes in their turn at once: %d done, %d in turn, %d waiting", d.Budget, d.Done, len(d.InTurn), d.Waiting)
 	}
-	meta.SetStatusCondition(&status.Conditions, c)
+	setCondition(&status.Conditions, c, now)
 }
 
 // rolledNodes keeps, of the decisions about the selected nodes, those of the nodes in their turn:

@@ -2,6 +2,7 @@ package nodemaintenance
 
 import (
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +14,7 @@ import (
 // setSpecValid reports on the maintenance's own status a spec the controller cannot use (stored
 // before the API server refused it): SpecValid False naming the fields and their values, removed
 // once the spec is fixed. The maintenance then does nothing destructive (maintenance.Usable).
-func setSpecValid(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alpha1.NodeMaintenanceStatus) {
+func setSpecValid(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alpha1.NodeMaintenanceStatus, now time.Time) {
 	var parts []string
 	if problems := nm.Spec.Problems(); len(problems) > 0 {
 		parts = append(parts, strings.Join(problems, "; ")+
@@ -28,8 +29,8 @@ func setSpecValid(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alph
 		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionSpecValid)
 		return
 	}
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+	setCondition(&status.Conditions, metav1.Condition{
 		Type: nodemaintv1alpha1.ConditionSpecValid, Status: metav1.ConditionFalse, Reason: nodemaintv1alpha1.ReasonInvalidSpec,
 		ObservedGeneration: nm.Generation, Message: strings.Join(parts, "; "),
-	})
+	}, now)
 }

@@ -118,7 +118,7 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 	}
 	t := tally{selected: len(nodes), waiting: waitingFor(nm, nodes)}
 	if turns != nil {
-		rolloutStatus(nm, turns, &status)
+		rolloutStatus(nm, turns, &status, now)
 		nodes = rolledNodes(turns, nodes)
 	} else {
 		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted)
@@ -136,9 +136,9 @@ func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecisi
 	if turns != nil && turns.Complete {
 		status.Phase = nodemaintv1alpha1.PhaseMaintenanceComplete
 	}
-	meta.SetStatusCondition(&status.Conditions, drainedCondition(nm, &status, t, turns))
+	setCondition(&status.Conditions, drainedCondition(nm, &status, t, turns), now)
 	setDrainTimedOut(nm, &status, t, turns, now)
-	setOverMaintenanceLimit(nm, &status, t)
+	setOverMaintenanceLimit(nm, &status, t, now)
 	for i := range status.Conditions {
 		status.Conditions[i].Message = few.Cut(status.Conditions[i].Message, nodemaintv1alpha1.MaxConditionMessageLength)
 	}
@@ -282,20 +282,20 @@ func setDrainTimedOut(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1
 			timedOut.Message += "; deleting them on each node once its own drain ran drainTimeout, each asked its response timeout before (drainTimeoutAction Delete)"
 		}
 	}
-	meta.SetStatusCondition(&status.Conditions, timedOut)
+	setCondition(&status.Conditions, timedOut, now)
 }
 
 // setOverMaintenanceLimit sets the NodesOverMaintenanceLimit condition while the maintenance
 // waits for a place on some of its nodes, and removes it once it acts on all.
-func setOverMaintenanceLimit(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alpha1.NodeMaintenanceStatus, t tally) {
+func setOverMaintenanceLimit(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alpha1.NodeMaintenanceStatus, t tally, now time.Time) {
 	if len(t.waiting) == 0 {
 		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit)
 		return
 	}
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit,
+	setCondition(&status.Conditions, metav1.Condition{Type: nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit,
 		Status: metav1.ConditionTrue, Reason: nodemaintv1alpha1.ReasonTooManyMaintenances, ObservedGeneration: nm.Generation,
 		Message: fmt.Sprintf("waiting for a place on %d of the %d selected nodes (%s): %s",
-			len(t.waiting), t.selected, few.Names(t.waiting, few.Most), waitingNote)})
+			len(t.waiting), t.selected, few.Names(t.waiting, few.Most), waitingNote)}, now)
 }
 
 // waitingNote says why a maintenance does not act on a node it selects, and when it will.
@@ -311,4 +311,13 @@ func skippedNote(names []string, total int32) string {
 		return ""
 	}
 	return fmt.Sprintf("; %d pods skipped and left running: %s", total, few.Of(names, int(total)))
+}
+
+// setCondition sets c among the conditions (meta.SetStatusCondition), its lastTransitionTime the
+// decision's now when it changes status: the decision reads no clock of its own.
+func setCondition(conditions *[]metav1.Condition, c metav1.Condition, now time.Time) {
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = metav1.NewTime(now)
+	}
+	meta.SetStatusCondition(conditions, c)
 }

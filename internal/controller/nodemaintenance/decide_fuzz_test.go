@@ -1,0 +1,179 @@
+package nodemaintenance
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/testutil"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// FuzzDecide: on arbitrary observations, the NodeMaintenance controller's decision leaves its
+// observation as it was, is the same when taken twice, and writes a status within its bounds
+// that agrees with itself: every selected node counted, Drained only with nothing left, nothing
+// drained without a drain asked for.
+func FuzzDecide(f *testing.F) {
+	f.Add([]byte{1, 3, 2, 1, 0, 4, 1, 2, 3, 0, 1})
+	f.Add([]byte{3, 2, 7, 0, 2, 5, 3, 1, 1, 2, 2, 0, 1, 3})
+	f.Add([]byte{2, 1, 1, 1, 1, 2, 0, 0, 2, 1, 1, 1, 3, 3, 3})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g := &testutil.FuzzBytes{Data: data}
+		now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+		o := observation{nm: fuzzMaintenance(g, now)}
+		for i := range int(g.Byte() % 6) {
+			node, obs := fuzzNode(g, i, o.nm, now)
+			o.nodes = append(o.nodes, node)
+			o.observed = append(o.observed, obs)
+		}
+		o.total = len(o.nodes) + int(g.Byte()%3)
+		o.sel = maintenance.NewSelectors(time.Minute, clock.RealClock{}).Of(o.nm)
+		if o.nm.Spec.Rollout != nil && g.Byte()%2 == 1 {
+			o.unschedulable = []string{"default/unplaced"}
+		}
+		o.planning = g.Byte()%2 == 1
+		before := fuzzSnapshot(t, o)
+		d := decide(o, nodemaintv1alpha1.EvacuationProtocolPodConditions, now)
+		if after := fuzzSnapshot(t, o); after != before {
+			t.Fatalf("decide changed its observation:\n%s\n%s", before, after)
+		}
+		if again := decide(o, nodemaintv1alpha1.EvacuationProtocolPodConditions, now); !equality.Semantic.DeepEqual(again.status, d.status) || again.recheckAfter != d.recheckAfter {
+			t.Fatalf("two decisions from one observation differ:\n%+v\n%+v", d.status, again.status)
+		}
+		checkStatus(t, o, d)
+	})
+}
+
+func checkStatus(t *testing.T, o observation, d decision) {
+	t.Helper()
+	s := d.status
+	if int(s.SelectedNodes) != len(o.nodes) || len(s.Nodes) > nodemaintv1alpha1.MaxStatusNodes || s.Phase == "" || d.recheckAfter < 0 {
+		t.Fatalf("selected %d of %d nodes, %d listed, phase %q, recheck %v", s.SelectedNodes, len(o.nodes), len(s.Nodes), s.Phase, d.recheckAfter)
+	}
+	seen := map[string]bool{}
+	for _, c := range s.Conditions {
+		if seen[c.Type] || len(c.Message) > nodemaintv1alpha1.MaxConditionMessageLength || c.Reason == "" {
+			t.Fatalf("condition %+v: twice, too long or without a reason", c)
+		}
+		seen[c.Type] = true
+	}
+	for node, n := range s.Nodes {
+		for _, b := range n.Blocked {
+			if len(b.Message) > nodemaintv1alpha1.MaxBlockedMessageLength {
+				t.Fatalf("node %s: blocked message of %d bytes", node, len(b.Message))
+			}
+		}
+	}
+	drained := meta.IsStatusConditionTrue(s.Conditions, nodemaintv1alpha1.ConditionDrained)
+	switch {
+	case !o.nm.Spec.Drain && (drained || s.DrainStartTime != nil || s.VolumesAttached != 0):
+		t.Fatalf("no drain asked for, yet Drained %t, drain start %v, %d volumes reported", drained, s.DrainStartTime, s.VolumesAttached)
+	case drained && o.nm.Spec.Rollout == nil && (len(o.nodes) == 0 || s.PodsPendingEvacuation > 0 || s.VolumesAttached > 0):
+		t.Fatalf("Drained with %d nodes, %d pods pending, %d volumes attached", len(o.nodes), s.PodsPendingEvacuation, s.VolumesAttached)
+	case o.nm.Spec.Drain && len(o.nodes) > 0 && !drained && !waitsEverywhere(o.nm, d.nodes) && d.recheckAfter == 0:
+		t.Fatal("a drain under way is not looked at again")
+	}
+}
+
+func fuzzMaintenance(g *testutil.FuzzBytes, now time.Time) *nodemaintv1alpha1.NodeMaintenance {
+	b := g.Byte()
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "nm", UID: "nm-uid", Generation: 2, CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: testutil.NodeSelectorFor("n0", "n1", "n2", "n3", "n4"),
+			Cordon:       b&1 != 0, Drain: b&2 != 0,
+		},
+	}
+	if b&4 != 0 {
+		nm.Spec.DrainTimeout = &nodemaintv1alpha1.Duration{Duration: time.Duration(g.Byte()%4) * 20 * time.Minute}
+		nm.Spec.DrainTimeoutAction = nodemaintv1alpha1.DrainTimeoutActionDelete
+	}
+	if b&8 != 0 {
+		nm.Spec.Rollout = &nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intOrPercent(g.Byte()))}
+		if g.Byte()%2 == 1 {
+			nm.Status.Rollout = &nodemaintv1alpha1.RolloutStatus{InTurn: []nodemaintv1alpha1.NodeTurn{{Name: "n0", Since: metav1.NewTime(now.Add(-time.Duration(g.Byte()) * time.Minute))}}}
+		}
+	}
+	if b&16 != 0 {
+		nm.Status.DrainStartTime = &metav1.Time{Time: now.Add(-time.Duration(g.Byte()) * time.Minute)}
+	}
+	return nm
+}
+
+func fuzzNode(g *testutil.FuzzBytes, i int, nm *nodemaintv1alpha1.NodeMaintenance, now time.Time) (*corev1.Node, nodeaction.Observation) {
+	b := g.Byte()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("n", i)}, Spec: corev1.NodeSpec{Unschedulable: b&1 != 0}}
+	obs := nodeaction.Observation{Node: node}
+	if b&2 != 0 {
+		obs.Beyond = []*nodemaintv1alpha1.NodeMaintenance{nm} // past the bound on this node
+	} else {
+		obs.Maintenances = []*nodemaintv1alpha1.NodeMaintenance{nm}
+	}
+	rules := drain.NewRules(nil)
+	var classified []drain.Classified
+	for j := range int(g.Byte() % 5) {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("p%d-%d", i, j), UID: types.UID(fmt.Sprintf("u%d-%d", i, j))},
+			Spec:       corev1.PodSpec{NodeName: node.Name},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+		}
+		pb := g.Byte()
+		if pb&1 != 0 {
+			pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs", Controller: ptr.To(true)}}
+		}
+		if pb&2 != 0 {
+			evacuation.SetCondition(pod, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: evacuation.ReasonNodeMaintenance,
+				LastTransitionTime: metav1.NewTime(now.Add(-time.Duration(pb>>4) * time.Minute))})
+		}
+		if pb&4 != 0 {
+			evacuation.SetCondition(pod, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionStatus([]string{"True", "False"}[pb>>3&1])})
+		}
+		if pb&64 != 0 {
+			pod.DeletionTimestamp = &metav1.Time{Time: now.Add(-time.Minute)}
+		}
+		obs.Pods = append(obs.Pods, pod)
+		if maintenance.Targeted(pod) {
+			classified = append(classified, drain.Classified{Pod: pod, Class: rules.Classify(pod, nil, node.Labels)})
+		}
+	}
+	obs.Plan = drain.NewPlan(classified)
+	if obs.Plan.Pending() == 0 {
+		obs.VolumesAttached = int(g.Byte() % 2)
+	}
+	return node, obs
+}
+
+func intOrPercent(b byte) intstr.IntOrString {
+	if b%2 == 0 {
+		return intstr.FromInt32(int32(b%4) + 1)
+	}
+	return intstr.FromString(fmt.Sprintf("%d%%", int(b%100)+1))
+}
+
+// fuzzSnapshot is the observation as JSON: what decide must leave as it was.
+func fuzzSnapshot(t *testing.T, o observation) string {
+	t.Helper()
+	raw, err := json.Marshal(struct {
+		NM       *nodemaintv1alpha1.NodeMaintenance
+		Nodes    []*corev1.Node
+		Observed []nodeaction.Observation
+	}{o.nm, o.nodes, o.observed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
