@@ -200,6 +200,15 @@ const (
 	// deletion) until a place frees, then acts on each as on the others; it is not Drained
 	// before. Absent otherwise.
 	ConditionNodesOverMaintenanceLimit = "NodesOverMaintenanceLimit"
+	// ConditionReady says whether the maintenance reached what its spec asks (kstatus semantics,
+	// so that GitOps tools wait on it): True when a drain is Drained (reason Drained; a rollout
+	// drained node by node included), a cordon holds on every selected node (Cordoned; False,
+	// Cordoning, until it does; RolloutComplete for a rollout that only cordons), a Planning maintenance is announced
+	// (Planned), or the maintenance is complete (MaintenanceComplete). Otherwise False with the
+	// reason and message of what it waits for: the spec (InvalidSpec), the nodeSelector
+	// (NoNodesSelected, InvalidNodeSelector), the drain's timeout (DrainTimedOut), a halted
+	// rollout (its RolloutHalted reason), or the drain under way (Drained's reason).
+	ConditionReady = "Ready"
 )
 
 // Reasons of the NodeMaintenance conditions. NoNodesSelected is a reason of both Drained and
@@ -229,6 +238,12 @@ const (
 	ReasonReplacementsUnschedulable = "ReplacementsUnschedulable"
 	ReasonNodeDrainTimedOut         = "NodeDrainTimedOut"
 	ReasonOutsideWindow             = "OutsideWindow"
+
+	// Ready, besides the reasons of the conditions it follows.
+	ReasonPlanned             = "Planned"
+	ReasonCordoned            = "Cordoned"
+	ReasonCordoning           = "Cordoning"
+	ReasonMaintenanceComplete = "MaintenanceComplete"
 )
 
 // Reasons a pod is still on a node under maintenance: the reason of a BlockedPods entry.

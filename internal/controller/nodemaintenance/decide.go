@@ -47,6 +47,13 @@ func decide(o observation, protocol nodemaintv1alpha1.EvacuationProtocol, now ti
 	d.status.Preflight = o.preflight
 	setCondition(&d.status.Conditions, nodesSelectedCondition(nm, o.sel, len(o.nodes), o.total), now)
 	setSpecValid(nm, &d.status, now)
+	cordoned := 0
+	for _, n := range d.nodes {
+		if n.node.Spec.Unschedulable {
+			cordoned++
+		}
+	}
+	setCondition(&d.status.Conditions, readyCondition(nm, d.status, cordoned), now)
 	// While a drain is under way, what blocks it may change with no event (an eviction refused,
 	// a response timeout run out): look again now and then.
 	// A maintenance that waits for a place on every node it selects does nothing there: its

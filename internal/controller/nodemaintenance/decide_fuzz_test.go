@@ -79,6 +79,10 @@ func checkStatus(t *testing.T, o observation, d decision) {
 		}
 	}
 	drained := meta.IsStatusConditionTrue(s.Conditions, nodemaintv1alpha1.ConditionDrained)
+	if ready := meta.FindStatusCondition(s.Conditions, nodemaintv1alpha1.ConditionReady); ready == nil ||
+		ready.Status == metav1.ConditionTrue && o.nm.Spec.Drain && !drained && s.Phase != nodemaintv1alpha1.PhaseMaintenanceComplete {
+		t.Fatalf("Ready %+v with Drained %t in phase %s", ready, drained, s.Phase)
+	}
 	switch {
 	case !o.nm.Spec.Drain && (drained || s.DrainStartTime != nil || s.VolumesAttached != 0):
 		t.Fatalf("no drain asked for, yet Drained %t, drain start %v, %d volumes reported", drained, s.DrainStartTime, s.VolumesAttached)

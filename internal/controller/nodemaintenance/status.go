@@ -321,3 +321,56 @@ func setCondition(conditions *[]metav1.Condition, c metav1.Condition, now time.T
 	}
 	meta.SetStatusCondition(conditions, c)
 }
+
+// readyCondition is the Ready condition of the status (see ConditionReady): whether the
+// maintenance reached what its spec asks, from the status's other conditions and phase.
+func readyCondition(nm *nodemaintv1alpha1.NodeMaintenance, status nodemaintv1alpha1.NodeMaintenanceStatus, cordoned int) metav1.Condition {
+	conds := status.Conditions
+	ready := metav1.Condition{Type: nodemaintv1alpha1.ConditionReady, ObservedGeneration: nm.Generation, Status: metav1.ConditionUnknown,
+		Reason: nodemaintv1alpha1.ReasonRolling, Message: "the rollout has not decided yet"}
+	follow := func(c *metav1.Condition, status metav1.ConditionStatus) metav1.Condition {
+		if c != nil {
+			ready.Status, ready.Reason, ready.Message = status, c.Reason, c.Message
+		}
+		return ready
+	}
+	halted := meta.FindStatusCondition(conds, nodemaintv1alpha1.ConditionRolloutHalted)
+	if halted != nil && halted.Status != metav1.ConditionTrue {
+		halted = nil
+	}
+	switch {
+	case meta.IsStatusConditionFalse(conds, nodemaintv1alpha1.ConditionSpecValid):
+		return follow(meta.FindStatusCondition(conds, nodemaintv1alpha1.ConditionSpecValid), metav1.ConditionFalse)
+	case (nm.Spec.Cordon || nm.Spec.Drain) && meta.IsStatusConditionFalse(conds, nodemaintv1alpha1.ConditionNodesSelected):
+		return follow(meta.FindStatusCondition(conds, nodemaintv1alpha1.ConditionNodesSelected), metav1.ConditionFalse)
+	case status.Phase == nodemaintv1alpha1.PhaseMaintenanceComplete:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, nodemaintv1alpha1.ReasonMaintenanceComplete, "the maintenance is complete: its nodes are restored"
+	case nm.Spec.Rollout == nil && (nm.Spec.Cordon || nm.Spec.Drain) && cordoned < int(status.SelectedNodes) &&
+		!meta.IsStatusConditionTrue(conds, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit):
+		ready.Status, ready.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonCordoning
+		ready.Message = fmt.Sprintf("%d of the %d selected nodes are cordoned", cordoned, status.SelectedNodes)
+	case nm.Spec.Drain && meta.IsStatusConditionTrue(conds, nodemaintv1alpha1.ConditionDrained):
+		return follow(meta.FindStatusCondition(conds, nodemaintv1alpha1.ConditionDrained), metav1.ConditionTrue)
+	case nm.Spec.Drain && meta.IsStatusConditionTrue(conds, nodemaintv1alpha1.ConditionDrainTimedOut):
+		return follow(meta.FindStatusCondition(conds, nodemaintv1alpha1.ConditionDrainTimedOut), metav1.ConditionFalse)
+	case nm.Spec.Drain && halted != nil:
+		return follow(halted, metav1.ConditionFalse)
+	case nm.Spec.Drain:
+		return follow(meta.FindStatusCondition(conds, nodemaintv1alpha1.ConditionDrained), metav1.ConditionFalse)
+	case nm.Spec.Cordon && nm.Spec.Rollout != nil:
+		c := meta.FindStatusCondition(conds, nodemaintv1alpha1.ConditionRolloutHalted)
+		if c != nil && c.Reason == nodemaintv1alpha1.ReasonRolloutComplete {
+			return follow(c, metav1.ConditionTrue)
+		}
+		return follow(c, metav1.ConditionFalse)
+	case nm.Spec.Cordon && meta.IsStatusConditionTrue(conds, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit):
+		return follow(meta.FindStatusCondition(conds, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit), metav1.ConditionFalse)
+	case nm.Spec.Cordon:
+		ready.Status, ready.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonCordoned
+		ready.Message = fmt.Sprintf("every selected node is cordoned (%d nodes)", status.SelectedNodes)
+	default:
+		ready.Status, ready.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonPlanned
+		ready.Message = fmt.Sprintf("planned on %d nodes: they carry the planned-maintenance taint", status.SelectedNodes)
+	}
+	return ready
+}
