@@ -97,7 +97,7 @@ FUZZ_TARGETS := internal/drain:FuzzClassify internal/drain:FuzzPlanAndBlocked \
 	internal/maintenance:FuzzSelector internal/nodeaction:FuzzDecide internal/rollout:FuzzDecide \
 	internal/controller/nodemaintenance:FuzzDecide \
 	internal/preflight:FuzzRun internal/eviction:FuzzDecide internal/responder/protocol:FuzzObserve \
-	internal/responder/deployment:FuzzDecide
+	internal/responder/deployment/decide:FuzzDecide
 FUZZTIME ?= 20000x
 
 .PHONY: test-fuzz

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -106,12 +107,12 @@ func TestAcceptedEventsOneSeries(t *testing.T) {
 	r := &Reconciler{Client: c, Recorder: broadcaster.NewRecorder(scheme.Scheme, "nodemaint-controller")}
 
 	d := createDeployment(t, c, "api")
-	accepted := decide(input{deployment: d, replicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)},
-		pods: []*corev1.Pod{pod("a", requested(0)), pod("b"), pod("c")}, now: now, surgeTimeout: time.Minute}).events
-	if len(accepted) != 1 || accepted[0].reason != "EvacuationAccepted" {
+	accepted := decide.Decide(decide.Input{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)},
+		Pods: []*corev1.Pod{pod("a", requested(0)), pod("b"), pod("c")}, Now: now, SurgeTimeout: time.Minute}).Events
+	if len(accepted) != 1 || accepted[0].Reason != "EvacuationAccepted" {
 		t.Fatalf("events %+v; want EvacuationAccepted alone", accepted)
 	}
-	started := deploymentEvent{corev1.EventTypeNormal, "SurgeStarted", "Surge", "scaling from 3 to 4 replicas"}
+	started := decide.Event{Type: corev1.EventTypeNormal, Reason: "SurgeStarted", Action: "Surge", Message: "scaling from 3 to 4 replicas"}
 	for i := range 3 {
 		r.record(ctx, d, append(accepted, started))
 		// A wave changes the Deployment: a version of its own for the next acceptances.

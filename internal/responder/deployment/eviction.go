@@ -2,7 +2,8 @@ package deployment
 
 // The responder on KEP-4563's Evictions: which Evictions it reads, what progress it reports on
 // them, and the watch that brings their changes. The translation between the protocols is
-// internal/responder/protocol's; the surge is decide's, the same for both protocols.
+// internal/responder/protocol's; the surge is internal/responder/deployment/decide's, the same for
+// both protocols.
 
 import (
 	"context"
@@ -17,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
-	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -96,12 +96,12 @@ func (w evictionStatusWriter) Patch(ctx context.Context, obj client.Object, patc
 // heartbeat is due. A write that fails is logged and done again at the next look: the Eviction
 // controller waits 20 minutes for a heartbeat. The writes go in parallel, as the answers do: a
 // wave's pods all report its start at once.
-func (r *Reconciler) heartbeats(ctx context.Context, in input, view protocol.View) time.Time {
-	beats, next := view.Heartbeats(in.pods)
-	wave := surgeWave(in)
+func (r *Reconciler) heartbeats(ctx context.Context, in decide.Input, view protocol.View) time.Time {
+	beats, next := view.Heartbeats(in.Pods)
+	wave := decide.SurgeWave(in)
 	var surging evacuation.Progress // the same for every pod of the wave
 	if len(wave) > 0 {
-		surging = progress(in)
+		surging = decide.SurgeProgress(in)
 	}
 	var g errgroup.Group
 	g.SetLimit(podWritesInFlight)
@@ -115,7 +115,7 @@ func (r *Reconciler) heartbeats(ctx context.Context, in input, view protocol.Vie
 		var p evacuation.Progress
 		switch {
 		case b.Terminating:
-			if gone := removing(in.deployment.Name, pod); !b.Request.Reported(gone) {
+			if gone := decide.Removing(in.Deployment.Name, pod); !b.Request.Reported(gone) {
 				p = gone
 			}
 		case wave[pod.UID]:
@@ -138,62 +138,6 @@ func (r *Reconciler) heartbeats(ctx context.Context, in input, view protocol.Vie
 	}
 	_ = g.Wait()
 	return next
-}
-
-// surgeWave are the UIDs of the pods the surge in progress is for: the oldest requests among the
-// pods it evacuates, as many as it surged (as startWave chose them). Every pod it evacuates is
-// marked and its scale-back may remove any of them, but only these hear of its progress: the
-// others' reports, which would change with it, wait for their own wave.
-func surgeWave(in input) map[types.UID]bool {
-	state, err := surgepolicy.Parse(in.deployment)
-	if err != nil || state == nil {
-		return nil
-	}
-	var candidates []*corev1.Pod
-	for _, pod := range livePods(in.pods) {
-		if evacuation.Requested(pod) && !timedOut(pod) {
-			candidates = append(candidates, pod)
-		}
-	}
-	sortWave(candidates)
-	wave := map[types.UID]bool{}
-	for _, pod := range candidates[:min(len(candidates), int(state.Surge))] {
-		wave[pod.UID] = true
-	}
-	return wave
-}
-
-// progress is what the responder reports of a pod whose wave surges for it: the surge and, as
-// the expected completion, the time by which it completes or gives up (its patience since its
-// last progress). The message does not count the replacements Ready: each count would be a
-// write of every Eviction of the wave (the Deployment's own status and Events count them), and
-// the expected completion moved later by their progress waits for the next write (evacuation's
-// Progress).
-func progress(in input) evacuation.Progress {
-	d := in.deployment
-	state, err := surgepolicy.Parse(d)
-	if err != nil || state == nil {
-		return evacuation.Progress{}
-	}
-	created := surgePods(livePods(in.pods), state)
-	deadline := lastProgress(created, state).Add(patience(d, in.replicaSets, created, in.surgeTimeout))
-	return evacuation.Progress{
-		Reason: surgepolicy.ReasonSurge,
-		Message: fmt.Sprintf("Deployment %s surged from %d to %d replicas: the pod goes once the replacements are available",
-			d.Name, state.OriginalReplicas, ptr.Deref(d.Spec.Replicas, 1)),
-		ExpectedCompletion: deadline,
-	}
-}
-
-// removing is the progress of a pod its Deployment replaced, which its ReplicaSet is removing:
-// expected to be gone at the end of its grace period.
-func removing(deployment string, pod *corev1.Pod) evacuation.Progress {
-	p := evacuation.Progress{Reason: surgepolicy.ReasonSurge,
-		Message: fmt.Sprintf("Deployment %s replaced the pod; it is being removed", deployment)}
-	if pod.DeletionTimestamp != nil {
-		p.ExpectedCompletion = pod.DeletionTimestamp.Time
-	}
-	return p
 }
 
 // evictionTarget is the index function of evictionTargetIndex.

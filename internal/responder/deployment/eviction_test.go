@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -122,7 +123,7 @@ func TestEvictionResponder(t *testing.T) {
 			t.Errorf("the other responder's entry changed: %+v", other)
 		}
 		get(t, c, p)
-		if !isMarked(p) {
+		if !decide.IsMarked(p) {
 			t.Errorf("the evacuated pod is not marked to go first")
 		}
 		podUntouched(t, c, p)

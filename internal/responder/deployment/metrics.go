@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -45,41 +46,10 @@ var registerMetrics = sync.OnceFunc(func() {
 	}
 })
 
-// surgeOutcomes maps the reasons of the surge Events a plan emits to the outcome they count as.
-// A surge that gave up is rolled back too: it counts as timed_out alone.
-func surgeOutcomes(events []deploymentEvent) []string {
-	var out []string
-	timedOut := false
-	for _, e := range events {
-		if e.reason == "SurgeTimedOut" {
-			timedOut = true
-		}
-	}
-	for _, e := range events {
-		switch e.reason {
-		case "SurgeStarted":
-			out = append(out, "started")
-		case "SurgeCompleted":
-			out = append(out, "completed")
-		case "SurgeTimedOut":
-			out = append(out, "timed_out")
-		case "SurgeRolledBack":
-			if !timedOut {
-				out = append(out, "rolled_back")
-			}
-		case "ScaledDuringSurge":
-			out = append(out, "overridden")
-		case "InvalidSurgeState":
-			out = append(out, "invalid")
-		}
-	}
-	return out
-}
-
 // answerLatency returns how long the pod's evacuation request waited for this answer, when it is
 // the first (the pod as it was before the answer was written); ok is false otherwise.
 func answerLatency(pod *corev1.Pod, now time.Time) (latency time.Duration, ok bool) {
-	requested := requestTime(pod)
+	requested := decide.RequestTime(pod)
 	if evacuation.Condition(pod, evacuation.Initiated) != nil || requested.IsZero() {
 		return 0, false
 	}

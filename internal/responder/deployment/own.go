@@ -3,6 +3,7 @@ package deployment
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
 )
 
@@ -11,7 +12,7 @@ import (
 // pod the plan writes twice (answered, then marked) is one copy, so that the second write
 // starts from what the first returned. Through view, an answer on the pod's conditions changes
 // the copy too.
-func ownWrites(p *plan, view protocol.View) {
+func ownWrites(p *decide.Plan, view protocol.View) {
 	copies := map[*corev1.Pod]*corev1.Pod{}
 	own := func(pod *corev1.Pod) *corev1.Pod {
 		c, ok := copies[pod]
@@ -21,10 +22,10 @@ func ownWrites(p *plan, view protocol.View) {
 		}
 		return c
 	}
-	for i := range p.answers {
-		p.answers[i].pod = own(p.answers[i].pod)
+	for i := range p.Answers {
+		p.Answers[i].Pod = own(p.Answers[i].Pod)
 	}
-	for _, pods := range [][]*corev1.Pod{p.mark, p.unmark} {
+	for _, pods := range [][]*corev1.Pod{p.Mark, p.Unmark} {
 		for i := range pods {
 			pods[i] = own(pods[i])
 		}

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -24,22 +25,22 @@ func TestOwnWrites(t *testing.T) {
 		before[i] = p.DeepCopy()
 	}
 	view := protocol.Observe(cached, nil, "")
-	p := plan{answers: []answer{{pod: answered, status: corev1.ConditionTrue, reason: surgepolicy.ReasonSurge}}, mark: []*corev1.Pod{answered}, unmark: []*corev1.Pod{unmarked}}
+	p := decide.Plan{Answers: []decide.Answer{{Pod: answered, Status: corev1.ConditionTrue, Reason: surgepolicy.ReasonSurge}}, Mark: []*corev1.Pod{answered}, Unmark: []*corev1.Pod{unmarked}}
 	ownWrites(&p, view)
 
-	own := p.answers[0].pod
+	own := p.Answers[0].Pod
 	switch {
-	case own == answered || p.unmark[0] == unmarked:
+	case own == answered || p.Unmark[0] == unmarked:
 		t.Fatal("the plan holds the cache's pods, not copies")
-	case p.mark[0] != own:
+	case p.Mark[0] != own:
 		t.Error("a pod answered and marked is two copies: the mark would start from the pod before its answer")
 	case view.Request(own) == nil || view.Request(own).Pod() != own:
 		t.Error("the answer through the pod's request would not change the copy apply holds")
 	}
 	// What the writes do in memory.
 	evacuation.SetCondition(own, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: surgepolicy.ReasonSurge})
-	setAnnotation(own, corev1.PodDeletionCost, nil)
-	setAnnotation(p.unmark[0], evacuation.OriginalDeletionCostAnnotation, nil)
+	decide.SetAnnotation(own, corev1.PodDeletionCost, nil)
+	decide.SetAnnotation(p.Unmark[0], evacuation.OriginalDeletionCostAnnotation, nil)
 	for i, p := range cached {
 		if p.Name != before[i].Name || len(p.Status.Conditions) != len(before[i].Status.Conditions) || len(p.Annotations) != len(before[i].Annotations) {
 			t.Errorf("the cache's pod %s changed", before[i].Name)

@@ -37,6 +37,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/fairqueue"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -45,7 +46,8 @@ import (
 // DefaultSurgeTimeout is how long a surge's replacements may make no progress (none created,
 // scheduled, initialized or Ready; plus the Deployment's minReadySeconds) before the responder
 // gives up and lets eviction move the pods, once a replacement shows a problem; a surge that is
-// only slow gets the Deployment's progressDeadlineSeconds if that is longer (see patience).
+// only slow gets the Deployment's progressDeadlineSeconds if that is longer (see decide's
+// patience).
 const DefaultSurgeTimeout = 2 * time.Minute
 
 // controllerOwnerIndex indexes pods and ReplicaSets by the UID of their controller.
@@ -91,36 +93,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	p := decide(in)
+	p := decide.Decide(in)
 	ownWrites(&p, view)
-	written, err := r.apply(ctx, d, in.pods, view, p)
+	written, err := r.apply(ctx, d, in.Pods, view, p)
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
 		return reconcile.Result{}, err
 	}
-	if err := r.syncMarkers(ctx, d, in, p.ready, p.moreSteps, written); err != nil {
+	if err := r.syncMarkers(ctx, d, in, p.Ready, p.MoreSteps, written); err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
 		return reconcile.Result{}, err
 	}
 	next := r.heartbeats(ctx, in, view)
-	if wait := time.Until(next); !next.IsZero() && (p.requeueAfter == 0 || wait < p.requeueAfter) {
-		p.requeueAfter = max(wait, time.Second)
+	if wait := time.Until(next); !next.IsZero() && (p.RequeueAfter == 0 || wait < p.RequeueAfter) {
+		p.RequeueAfter = max(wait, time.Second)
 	}
-	return reconcile.Result{RequeueAfter: p.requeueAfter}, nil
+	return reconcile.Result{RequeueAfter: p.RequeueAfter}, nil
 }
 
-// observe reads the Deployment's ReplicaSets and pods from the cache, the pods' Evictions (with
-// an EvictionResponder), and whether an HPA targets it (only when it matters: some pod is to be
+// observe reads the Deployment's ReplicaSets and pods from the cache, the pods' Evictions (with an
+// EvictionResponder), and whether an HPA targets it (only when it matters: some pod is to be
 // evacuated). The pods are those of the protocol's view: asked through pod conditions or an
-// Eviction, they look the same to decide.
-func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, protocol.View, error) {
-	in := input{deployment: d, now: time.Now(), surgeTimeout: r.SurgeTimeout}
-	if in.surgeTimeout <= 0 {
-		in.surgeTimeout = DefaultSurgeTimeout
+// Eviction, they look the same to decide.Decide.
+func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (decide.Input, protocol.View, error) {
+	in := decide.Input{Deployment: d, Now: time.Now(), SurgeTimeout: r.SurgeTimeout}
+	if in.SurgeTimeout <= 0 {
+		in.SurgeTimeout = DefaultSurgeTimeout
 	}
 	var view protocol.View
 	var rsList appsv1.ReplicaSetList
@@ -129,7 +131,7 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 	}
 	for i := range rsList.Items {
 		rs := &rsList.Items[i]
-		in.replicaSets = append(in.replicaSets, rs)
+		in.ReplicaSets = append(in.ReplicaSets, rs)
 		// The cache's pods, not copies: apply writes a few of them at most, and deep copies of
 		// every pod of every Deployment at each reconcile were a tenth of the controller's CPU
 		// in scenario M. apply gets copies of those it writes (ownWrites).
@@ -142,16 +144,16 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 			if fresh := r.Written.Fresh(pod); fresh != pod {
 				pod = fresh // the record's copy, read only as the cache's
 			}
-			in.pods = append(in.pods, pod)
+			in.Pods = append(in.Pods, pod)
 		}
 	}
-	evictions, err := r.evictionsOf(ctx, in.pods)
+	evictions, err := r.evictionsOf(ctx, in.Pods)
 	if err != nil {
 		return in, view, err
 	}
-	view = protocol.Observe(in.pods, evictions, r.EvictionResponder)
-	in.pods = view.Pods
-	if toEvacuate(in.pods) == 0 {
+	view = protocol.Observe(in.Pods, evictions, r.EvictionResponder)
+	in.Pods = view.Pods
+	if decide.ToEvacuate(in.Pods) == 0 {
 		return in, view, nil
 	}
 	var hpas autoscalingv2.HorizontalPodAutoscalerList
@@ -159,7 +161,7 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (input, 
 		return in, view, err
 	}
 	for i := range hpas.Items {
-		in.autoscaled = in.autoscaled || surgepolicy.Autoscales(&hpas.Items[i], d.Name)
+		in.Autoscaled = in.Autoscaled || surgepolicy.Autoscales(&hpas.Items[i], d.Name)
 	}
 	return in, view, nil
 }
@@ -175,7 +177,7 @@ const podWritesInFlight = 25
 // replicas, surge state and count of pods to evacuate, in one patch. The Deployment is not
 // scaled unless every pod write before succeeded. A pod's answer on its conditions and its mark
 // are one write (evacuation.Answer); an answer on an Eviction is followed by the pod's mark.
-func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, view protocol.View, p plan) (written bool, err error) {
+func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, view protocol.View, p decide.Plan) (written bool, err error) {
 	logger := log.FromContext(ctx)
 	// The pods' writes in parallel: one patch after the other, a Deployment of 100 pods on a
 	// loaded API server took seconds per step (13s per reconcile in scenario L of the
@@ -189,18 +191,18 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 		defer mu.Unlock()
 		errs = append(errs, err)
 	}
-	costs := make(map[*corev1.Pod]map[string]*string, len(p.mark)+len(p.unmark))
-	for _, pod := range p.unmark {
-		costs[pod] = deletionCost(pod, false)
+	costs := make(map[*corev1.Pod]map[string]*string, len(p.Mark)+len(p.Unmark))
+	for _, pod := range p.Unmark {
+		costs[pod] = decide.DeletionCost(pod, false)
 	}
-	for _, pod := range p.mark {
-		costs[pod] = deletionCost(pod, true)
+	for _, pod := range p.Mark {
+		costs[pod] = decide.DeletionCost(pod, true)
 	}
 	var g errgroup.Group
 	g.SetLimit(podWritesInFlight)
-	for _, a := range p.answers {
-		cost := costs[a.pod]
-		delete(costs, a.pod)
+	for _, a := range p.Answers {
+		cost := costs[a.Pod]
+		delete(costs, a.Pod)
 		g.Go(func() error {
 			if err := r.answer(ctx, view, a, cost); err != nil {
 				fail(err)
@@ -222,15 +224,15 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 	}
 
 	orig := d.DeepCopy()
-	count := map[string]*string{evacuation.DeploymentReplicasToEvacuateAnnotation: countValue(toEvacuate(pods))}
-	if p.scale != nil || p.dropSurge || !countCanWait(d.Annotations, count, p.moreSteps) {
-		setAnnotation(d, evacuation.DeploymentReplicasToEvacuateAnnotation, count[evacuation.DeploymentReplicasToEvacuateAnnotation])
+	count := map[string]*string{evacuation.DeploymentReplicasToEvacuateAnnotation: countValue(decide.ToEvacuate(pods))}
+	if p.Scale != nil || p.DropSurge || !decide.CountCanWait(d.Annotations, count, p.MoreSteps) {
+		decide.SetAnnotation(d, evacuation.DeploymentReplicasToEvacuateAnnotation, count[evacuation.DeploymentReplicasToEvacuateAnnotation])
 	}
-	p.applyScale(d)
+	p.ApplyScale(d)
 	if !equality.Semantic.DeepEqual(orig.Annotations, d.Annotations) || !equality.Semantic.DeepEqual(orig.Spec, d.Spec) {
 		// The replica count and the surge record are only ever changed from the spec this
 		// decision saw.
-		guarded := p.scale != nil || p.dropSurge
+		guarded := p.Scale != nil || p.DropSurge
 		patch := client.MergeFrom(orig)
 		if guarded {
 			patch = scalePatch(orig, d)
@@ -243,28 +245,28 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 			return false, fmt.Errorf("patching the Deployment: %w", err)
 		}
 		written = true
-		if p.scale != nil {
-			logger.Info("Scaled the Deployment", "from", ptr.Deref(orig.Spec.Replicas, 1), "to", p.scale.replicas,
+		if p.Scale != nil {
+			logger.Info("Scaled the Deployment", "from", ptr.Deref(orig.Spec.Replicas, 1), "to", p.Scale.Replicas,
 				"surge", d.Annotations[evacuation.SurgeAnnotation])
 		}
 	}
-	for _, outcome := range surgeOutcomes(p.events) {
+	for _, outcome := range decide.SurgeOutcomes(p.Events) {
 		surgesTotal.WithLabelValues(outcome).Inc()
 	}
-	r.record(ctx, d, p.events)
+	r.record(ctx, d, p.Events)
 	return written, nil
 }
 
 // record logs the plan's Events and records them on the Deployment.
-func (r *Reconciler) record(ctx context.Context, d *appsv1.Deployment, events []deploymentEvent) {
+func (r *Reconciler) record(ctx context.Context, d *appsv1.Deployment, events []decide.Event) {
 	for _, e := range events {
-		log.FromContext(ctx).Info("Evacuation step", "reason", e.reason, "note", e.message)
+		log.FromContext(ctx).Info("Evacuation step", "reason", e.Reason, "note", e.Message)
 		var regarding runtime.Object = d
-		if e.series() {
+		if e.Series() {
 			regarding = &corev1.ObjectReference{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment",
 				Namespace: d.Namespace, Name: d.Name, UID: d.UID}
 		}
-		r.Recorder.Eventf(regarding, nil, e.eventType, e.reason, e.action, "%s", e.message)
+		r.Recorder.Eventf(regarding, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
 	}
 }
 
@@ -316,80 +318,47 @@ func jsonPointerEscape(key string) string {
 // answer goes back the way the request came: on the pod's conditions, where the cost goes in the
 // same write, or on its Eviction, followed by the cost on the pod. A request that went away
 // leaves an answer only on the conditions.
-func (r *Reconciler) answer(ctx context.Context, view protocol.View, a answer, cost map[string]*string) error {
-	before := a.pod.ResourceVersion
-	req := view.Request(a.pod)
+func (r *Reconciler) answer(ctx context.Context, view protocol.View, a decide.Answer, cost map[string]*string) error {
+	before := a.Pod.ResourceVersion
+	req := view.Request(a.Pod)
 	if req == nil {
-		req = evacuation.ForPod(a.pod)
+		req = evacuation.ForPod(a.Pod)
 	}
-	latency, first := answerLatency(a.pod, time.Now())
+	latency, first := answerLatency(a.Pod, time.Now())
 	var err error
-	onEviction := req != nil && req.Protocol() != evacuation.PodConditions && a.status != ""
+	onEviction := req != nil && req.Protocol() != evacuation.PodConditions && a.Status != ""
 	switch {
-	case onEviction && a.status == corev1.ConditionTrue:
-		err = req.Accept(ctx, r.evictionClient(), evacuation.Progress{Reason: a.reason, Message: a.message})
+	case onEviction && a.Status == corev1.ConditionTrue:
+		err = req.Accept(ctx, r.evictionClient(), evacuation.Progress{Reason: a.Reason, Message: a.Message})
 	case onEviction:
-		err = req.Decline(ctx, r.evictionClient(), a.reason, a.message)
-	case a.status != "" && req != nil:
-		err = evacuation.Answer(ctx, r.Client, a.pod, &corev1.PodCondition{Type: evacuation.Initiated,
-			Status: a.status, Reason: a.reason, Message: a.message}, cost)
+		err = req.Decline(ctx, r.evictionClient(), a.Reason, a.Message)
+	case a.Status != "" && req != nil:
+		err = evacuation.Answer(ctx, r.Client, a.Pod, &corev1.PodCondition{Type: evacuation.Initiated,
+			Status: a.Status, Reason: a.Reason, Message: a.Message}, cost)
 	default:
-		err = evacuation.Answer(ctx, r.Client, a.pod, nil, cost)
+		err = evacuation.Answer(ctx, r.Client, a.Pod, nil, cost)
 	}
 	if err == nil {
-		r.wrote(before, a.pod)
+		r.wrote(before, a.Pod)
 	}
 	// Invalid: an Eviction's responder that is no longer Active may not write (the Eviction
 	// moved on after the cache was read; its event brings the next look). Stale: the pod is
 	// gone or another has its name (the answer carries the pod's UID).
 	switch {
 	case err != nil && !evacuation.Stale(err) && !apierrors.IsInvalid(err):
-		return fmt.Errorf("answering for pod %s: %w", a.pod.Name, err)
-	case err == nil && first && a.status != "":
-		observeAnswer(a.status, latency)
+		return fmt.Errorf("answering for pod %s: %w", a.Pod.Name, err)
+	case err == nil && first && a.Status != "":
+		observeAnswer(a.Status, latency)
 	}
 	if onEviction && cost != nil && err == nil {
-		return r.setDeletionCost(ctx, a.pod, cost)
+		return r.setDeletionCost(ctx, a.Pod, cost)
 	}
 	return nil
 }
 
-// deletionCost are the annotations that lower the pod's deletion cost to the lowest, saving the
-// one it had (lowest), or restore the saved one.
-func deletionCost(pod *corev1.Pod, lowest bool) map[string]*string {
-	if lowest {
-		return map[string]*string{
-			evacuation.OriginalDeletionCostAnnotation: ptr.To(pod.Annotations[corev1.PodDeletionCost]),
-			corev1.PodDeletionCost:                    ptr.To(strconv.Itoa(lowestDeletionCost)),
-		}
-	}
-	saved := pod.Annotations[evacuation.OriginalDeletionCostAnnotation]
-	cost := map[string]*string{evacuation.OriginalDeletionCostAnnotation: nil, corev1.PodDeletionCost: nil}
-	if saved != "" {
-		cost[corev1.PodDeletionCost] = &saved
-	}
-	return cost
-}
-
-// applyScale sets the plan's spec.replicas and surge record (or their removal) on the
-// Deployment in memory.
-func (p plan) applyScale(d *appsv1.Deployment) {
-	if p.dropSurge {
-		setAnnotation(d, evacuation.SurgeAnnotation, nil)
-	}
-	if p.scale != nil {
-		d.Spec.Replicas = ptr.To(p.scale.replicas)
-		if p.scale.surge != nil {
-			setAnnotation(d, evacuation.SurgeAnnotation, ptr.To(p.scale.surge.String()))
-		} else {
-			setAnnotation(d, evacuation.SurgeAnnotation, nil)
-		}
-	}
-}
-
-// setDeletionCost writes the pod's deletion cost annotations (deletionCost) with a pod patch, to
-// that pod only (its UID): a pod gone, or another under its name, is a stale read, dropped (its
-// event brings the next look).
+// setDeletionCost writes the pod's deletion cost annotations (decide.DeletionCost) with a pod
+// patch, to that pod only (its UID): a pod gone, or another under its name, is a stale read,
+// dropped (its event brings the next look).
 func (r *Reconciler) setDeletionCost(ctx context.Context, pod *corev1.Pod, cost map[string]*string) error {
 	before := pod.ResourceVersion
 	err := r.Client.Patch(ctx, pod, evacuation.AnnotationsPatch(pod.UID, cost))
@@ -412,19 +381,19 @@ func (r *Reconciler) wrote(before string, pod *corev1.Pod) {
 	r.Written.Wrote(before, written)
 }
 
-// syncMarkers keeps the ReplicaSets' markers (markers). While the evacuation has more steps
+// syncMarkers keeps the ReplicaSets' markers (decide.Markers). While the evacuation has more steps
 // and the Deployment was not written (deploymentWritten), a count whose value alone changed
-// waits for the next step (countCanWait).
-func (r *Reconciler) syncMarkers(ctx context.Context, d *appsv1.Deployment, in input, ready, moreSteps, deploymentWritten bool) error {
+// waits for the next step (decide.CountCanWait).
+func (r *Reconciler) syncMarkers(ctx context.Context, d *appsv1.Deployment, in decide.Input, ready, moreSteps, deploymentWritten bool) error {
 	var errs []error
-	for _, rs := range in.replicaSets {
+	for _, rs := range in.ReplicaSets {
 		orig := rs.DeepCopy()
-		want := markers(rs, in.pods, ready, d.Annotations, moreSteps)
-		if countCanWait(rs.Annotations, want, moreSteps && !deploymentWritten) {
+		want := decide.Markers(rs, in.Pods, ready, d.Annotations, moreSteps)
+		if decide.CountCanWait(rs.Annotations, want, moreSteps && !deploymentWritten) {
 			continue
 		}
 		for key, value := range want {
-			setAnnotation(rs, key, value)
+			decide.SetAnnotation(rs, key, value)
 		}
 		if equality.Semantic.DeepEqual(orig.Annotations, rs.Annotations) {
 			continue
@@ -441,21 +410,6 @@ func countValue(n int) *string {
 		return nil
 	}
 	return ptr.To(strconv.Itoa(n))
-}
-
-// setAnnotation sets the annotation, or removes it when value is nil.
-func setAnnotation(obj metav1.Object, key string, value *string) {
-	a := obj.GetAnnotations()
-	if value == nil {
-		delete(a, key)
-		obj.SetAnnotations(a)
-		return
-	}
-	if a == nil {
-		a = map[string]string{}
-	}
-	a[key] = *value
-	obj.SetAnnotations(a)
 }
 
 // SetupWithManager registers the responder and its cache indexes. A Deployment is reconciled
@@ -530,7 +484,7 @@ func deploymentOfPod(ctx context.Context, c client.Reader, pod *corev1.Pod, only
 // involved reports whether the responder looks at the pod's own changes: it has an evacuation
 // request, an answer or a mark.
 func involved(pod *corev1.Pod) bool {
-	return evacuation.Condition(pod, evacuation.Request) != nil || evacuation.Condition(pod, evacuation.Initiated) != nil || isMarked(pod)
+	return evacuation.Condition(pod, evacuation.Request) != nil || evacuation.Condition(pod, evacuation.Initiated) != nil || decide.IsMarked(pod)
 }
 
 // podEvacuationChanged passes the events of pods the responder has to look at: with an
@@ -547,7 +501,7 @@ func podEvacuationChanged() predicate.Predicate {
 				return podutils.IsPodReady(o) != podutils.IsPodReady(n)
 			}
 			return !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
-				isMarked(o) != isMarked(n) ||
+				decide.IsMarked(o) != decide.IsMarked(n) ||
 				!equality.Semantic.DeepEqual(evacuation.Condition(o, evacuation.Request), evacuation.Condition(n, evacuation.Request)) ||
 				!equality.Semantic.DeepEqual(evacuation.Condition(o, evacuation.Initiated), evacuation.Condition(n, evacuation.Initiated))
 		},

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -40,10 +41,10 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 		evacuation.RemoveCondition(cp, evacuation.Request)
 		unrequested[i], original[cp] = cp, pod
 	}
-	in := input{deployment: d, replicaSets: replicaSets, pods: unrequested, now: timeNow(), surgeTimeout: DefaultSurgeTimeout}
-	p := decide(in)
-	if state, err := surgepolicy.Parse(d); err == nil && state != nil && p.scale == nil && !p.dropSurge {
-		// A surge decide would still wait for (no evacuated pod left to tell it was withdrawn):
+	in := decide.Input{Deployment: d, ReplicaSets: replicaSets, Pods: unrequested, Now: timeNow(), SurgeTimeout: DefaultSurgeTimeout}
+	p := decide.Decide(in)
+	if state, err := surgepolicy.Parse(d); err == nil && state != nil && p.Scale == nil && !p.DropSurge {
+		// A surge decide.Decide would still wait for (no evacuated pod left to tell it was withdrawn):
 		// nobody will complete it any more.
 		var live []*corev1.Pod
 		for _, pod := range unrequested {
@@ -51,39 +52,39 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 				live = append(live, pod)
 			}
 		}
-		p.rollback(live, state, "nodemaint's Deployment responder is being removed")
+		p.Rollback(live, state, "nodemaint's Deployment responder is being removed")
 	}
-	for i := range p.answers {
-		p.answers[i].pod = original[p.answers[i].pod]
+	for i := range p.Answers {
+		p.Answers[i].Pod = original[p.Answers[i].Pod]
 	}
-	for _, set := range []*[]*corev1.Pod{&p.mark, &p.unmark} {
+	for _, set := range []*[]*corev1.Pod{&p.Mark, &p.Unmark} {
 		for i, pod := range *set {
 			(*set)[i] = original[pod]
 		}
 	}
 
 	key := d.Namespace + "/" + d.Name
-	for _, e := range p.events {
-		changes = append(changes, fmt.Sprintf("deployment.apps/%s: %s: %s", key, e.reason, e.message))
+	for _, e := range p.Events {
+		changes = append(changes, fmt.Sprintf("deployment.apps/%s: %s: %s", key, e.Reason, e.Message))
 	}
-	if p.dropSurge && p.scale == nil {
+	if p.DropSurge && p.Scale == nil {
 		changes = append(changes, fmt.Sprintf("deployment.apps/%s: removed the surge record, spec.replicas stays %d", key, ptr.Deref(d.Spec.Replicas, 1)))
 	}
-	for _, a := range p.answers {
-		changes = append(changes, fmt.Sprintf("pod/%s/%s: removed %s", a.pod.Namespace, a.pod.Name, evacuation.Initiated))
+	for _, a := range p.Answers {
+		changes = append(changes, fmt.Sprintf("pod/%s/%s: removed %s", a.Pod.Namespace, a.Pod.Name, evacuation.Initiated))
 	}
-	for _, pod := range p.unmark {
+	for _, pod := range p.Unmark {
 		changes = append(changes, fmt.Sprintf("pod/%s/%s: restored its pod-deletion-cost", pod.Namespace, pod.Name))
 	}
 	if _, ok := d.Annotations[evacuation.DeploymentReplicasToEvacuateAnnotation]; ok {
 		changes = append(changes, fmt.Sprintf("deployment.apps/%s: removed annotation %s", key, evacuation.DeploymentReplicasToEvacuateAnnotation))
 	}
 	after := d.DeepCopy()
-	if p.scale != nil || p.dropSurge {
+	if p.Scale != nil || p.DropSurge {
 		delete(after.Annotations, evacuation.SurgeAnnotation)
 	}
 	for _, rs := range replicaSets {
-		want := markers(rs, unrequested, false, after.Annotations, false)
+		want := decide.Markers(rs, unrequested, false, after.Annotations, false)
 		for _, k := range slices.Sorted(maps.Keys(want)) {
 			if _, has := rs.Annotations[k]; has && want[k] == nil {
 				changes = append(changes, fmt.Sprintf("replicaset.apps/%s/%s: removed annotation %s", rs.Namespace, rs.Name, k))
@@ -92,7 +93,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 	}
 	// Marked pods the ReplicaSet has yet to remove: the surge's pods after a rollback.
 	for _, pod := range unrequested {
-		if pod.DeletionTimestamp.IsZero() && (isMarked(pod) || containsPod(p.mark, original[pod])) && !containsPod(p.unmark, original[pod]) {
+		if pod.DeletionTimestamp.IsZero() && (decide.IsMarked(pod) || containsPod(p.Mark, original[pod])) && !containsPod(p.Unmark, original[pod]) {
 			again = true
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -91,14 +92,14 @@ func TestRelease(t *testing.T) {
 	get(evacuated)
 	get(surged)
 	get(rs)
-	if isMarked(evacuated) || evacuation.Condition(evacuated, evacuation.Initiated) != nil || !evacuation.RequestedBy(evacuated, evacuation.ReasonNodeMaintenance) {
-		t.Errorf("evacuated pod: marked %v, conditions %v; want unmarked, its request only", isMarked(evacuated), evacuated.Status.Conditions)
+	if decide.IsMarked(evacuated) || evacuation.Condition(evacuated, evacuation.Initiated) != nil || !evacuation.RequestedBy(evacuated, evacuation.ReasonNodeMaintenance) {
+		t.Errorf("evacuated pod: marked %v, conditions %v; want unmarked, its request only", decide.IsMarked(evacuated), evacuated.Status.Conditions)
 	}
-	if !isMarked(surged) || surged.Annotations[corev1.PodDeletionCost] != "-2147483648" {
+	if !decide.IsMarked(surged) || surged.Annotations[corev1.PodDeletionCost] != "-2147483648" {
 		t.Errorf("the surge's pod is not marked to go first: %v", surged.Annotations)
 	}
 	if len(ours(rs.Annotations)) > 0 {
-		t.Errorf("ReplicaSet markers left: %v", rs.Annotations)
+		t.Errorf("ReplicaSet decide.Markers left: %v", rs.Annotations)
 	}
 
 	// The ReplicaSet removes the surge's pod (the lowest deletion cost).

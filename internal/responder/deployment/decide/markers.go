@@ -1,7 +1,8 @@
-package deployment
+package decide
 
 // The marks the responder keeps: the pods' lowered deletion cost (the pods a ReplicaSet removes
-// first) and the ReplicaSets' markers.
+// first), the ReplicaSets' markers and the Deployment's count of pods to evacuate, as
+// annotations to write (a nil value removes one).
 
 import (
 	"math"
@@ -18,8 +19,8 @@ import (
 // lowestDeletionCost is the pod-deletion-cost of the pods a ReplicaSet is to remove first.
 const lowestDeletionCost = math.MinInt32
 
-// isMarked reports whether the responder lowered the pod's deletion cost.
-func isMarked(pod *corev1.Pod) bool {
+// IsMarked reports whether the responder lowered the pod's deletion cost.
+func IsMarked(pod *corev1.Pod) bool {
 	_, ok := pod.Annotations[evacuation.OriginalDeletionCostAnnotation]
 	return ok
 }
@@ -27,21 +28,21 @@ func isMarked(pod *corev1.Pod) bool {
 func marked(pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, pod := range pods {
-		if isMarked(pod) {
+		if IsMarked(pod) {
 			out = append(out, pod)
 		}
 	}
 	return out
 }
 
-// markers are the annotations the responder keeps on a ReplicaSet: the number of its pods with
+// Markers are the annotations the responder keeps on a ReplicaSet: the number of its pods with
 // an evacuation request and, while the Deployment answers them by surging, evacuation-ready.
 // Copies of the Deployment's own nodemaint annotations, which the Deployment controller puts on
 // its newest ReplicaSet (and updates, never removes), are removed once the Deployment no longer
 // has them and the evacuation has no more steps (moreSteps false): the surge record's copy goes
 // once, not after every wave, whose next one copies it again. A nil value removes the
 // annotation.
-func markers(rs *appsv1.ReplicaSet, pods []*corev1.Pod, ready bool, deploymentAnnotations map[string]string, moreSteps bool) map[string]*string {
+func Markers(rs *appsv1.ReplicaSet, pods []*corev1.Pod, ready bool, deploymentAnnotations map[string]string, moreSteps bool) map[string]*string {
 	n := 0
 	for _, pod := range pods {
 		if ref := metav1.GetControllerOf(pod); ref != nil && ref.UID == rs.UID && pod.DeletionTimestamp.IsZero() && evacuation.Requested(pod) {
@@ -66,8 +67,8 @@ func markers(rs *appsv1.ReplicaSet, pods []*corev1.Pod, ready bool, deploymentAn
 	return want
 }
 
-// toEvacuate counts the pods with an evacuation request, for the Deployment's marker.
-func toEvacuate(pods []*corev1.Pod) int {
+// ToEvacuate counts the pods with an evacuation request, for the Deployment's marker.
+func ToEvacuate(pods []*corev1.Pod) int {
 	n := 0
 	for _, pod := range pods {
 		if pod.DeletionTimestamp.IsZero() && evacuation.Requested(pod) {
@@ -77,7 +78,7 @@ func toEvacuate(pods []*corev1.Pod) int {
 	return n
 }
 
-// countCanWait reports whether bringing the annotations cur to want can wait for the responder's
+// CountCanWait reports whether bringing the annotations cur to want can wait for the responder's
 // next write of the object: only a count's value changes (not whether there is one, nor any
 // other annotation) while the evacuation has more steps (moreSteps: a surge in progress, pods
 // waiting for a wave), the next of which writes the Deployment and brings the counts up to
@@ -85,7 +86,7 @@ func toEvacuate(pods []*corev1.Pod) int {
 // server sends to every watcher of Deployments or ReplicaSets: in the benchmark's scenario M,
 // the counts were nearly one write of each per evacuated pod, and once surges waited, the pods
 // a completed surge removed still cost a write of each per pod.
-func countCanWait(cur map[string]string, want map[string]*string, moreSteps bool) bool {
+func CountCanWait(cur map[string]string, want map[string]*string, moreSteps bool) bool {
 	if !moreSteps {
 		return false
 	}
@@ -101,4 +102,37 @@ func countCanWait(cur map[string]string, want map[string]*string, moreSteps bool
 		}
 	}
 	return true
+}
+
+// DeletionCost are the annotations that lower the pod's deletion cost to the lowest, saving the
+// one it had (lowest), or restore the saved one.
+func DeletionCost(pod *corev1.Pod, lowest bool) map[string]*string {
+	if lowest {
+		return map[string]*string{
+			evacuation.OriginalDeletionCostAnnotation: ptr.To(pod.Annotations[corev1.PodDeletionCost]),
+			corev1.PodDeletionCost:                    ptr.To(strconv.Itoa(lowestDeletionCost)),
+		}
+	}
+	saved := pod.Annotations[evacuation.OriginalDeletionCostAnnotation]
+	cost := map[string]*string{evacuation.OriginalDeletionCostAnnotation: nil, corev1.PodDeletionCost: nil}
+	if saved != "" {
+		cost[corev1.PodDeletionCost] = &saved
+	}
+	return cost
+}
+
+// SetAnnotation sets the annotation, or removes it when value is nil: how the annotations the
+// decision returns (Markers, DeletionCost) are written on an object in memory.
+func SetAnnotation(obj metav1.Object, key string, value *string) {
+	a := obj.GetAnnotations()
+	if value == nil {
+		delete(a, key)
+		obj.SetAnnotations(a)
+		return
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[key] = *value
+	obj.SetAnnotations(a)
 }

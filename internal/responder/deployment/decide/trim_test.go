@@ -1,4 +1,4 @@
-package deployment
+package decide
 
 import (
 	"testing"

@@ -1,7 +1,7 @@
-package deployment
+package decide
 
-// The surge bookkeeping: the surge record kept in the Deployment's annotation, the pods a surge
-// created, how long it may make no progress, and its rollback.
+// The surge bookkeeping: the pods a surge created, how long it may make no progress, its growth
+// and its rollback, and the plan's scale and surge record on the Deployment in memory.
 
 import (
 	"cmp"
@@ -120,42 +120,58 @@ func failingToCreate(rs *appsv1.ReplicaSet) bool {
 // one before it to complete. It grows once the requests stop coming (gathering), as a wave
 // starts; it then completes when all of its replacements are available. Every pod it evacuates
 // is marked already (markEvacuated marks all of them during a surge).
-func (p *plan) extend(in input, live []*corev1.Pod, state *surgepolicy.State, el surgepolicy.Eligibility) {
+func (p *Plan) extend(in Input, live []*corev1.Pod, state *surgepolicy.State, el surgepolicy.Eligibility) {
 	candidates := evacuated(live, el)
 	k := min(el.Surge, int32(len(candidates)))
 	if k <= state.Surge {
 		return
 	}
-	if wait := gathering(candidates, el.Surge, in.now); wait > 0 {
-		p.requeueAfter = min(p.requeueAfter, wait)
+	if wait := gathering(candidates, el.Surge, in.Now); wait > 0 {
+		p.RequeueAfter = min(p.RequeueAfter, wait)
 		return
 	}
 	grown := *state
 	grown.Surge = k
 	from, to := state.OriginalReplicas+state.Surge, state.OriginalReplicas+k
-	p.scale = &scaleChange{replicas: to, surge: &grown}
-	p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeExtended", "Surge",
+	p.Scale = &ScaleChange{Replicas: to, Surge: &grown}
+	p.Events = append(p.Events, Event{corev1.EventTypeNormal, "SurgeExtended", "Surge",
 		fmt.Sprintf("scaling from %d to %d replicas: the surge evacuates %d of the %s asked to leave now, %d more than when it started",
 			from, to, k, count(candidates), k-state.Surge)})
 }
 
-// rollback ends a surge without completing it: the pods the surge created are marked to go
+// Rollback ends a surge without completing it: the pods the surge created are marked to go
 // first, the evacuated pods unmarked, and spec.replicas returns to the original count. Its marks
 // replace any the plan had; the evacuated pods are marked again once the scale-down is done
 // (markEvacuated).
-func (p *plan) rollback(live []*corev1.Pod, state *surgepolicy.State, why string) {
-	p.rolledBack = true
-	p.mark, p.unmark = nil, nil
+func (p *Plan) Rollback(live []*corev1.Pod, state *surgepolicy.State, why string) {
+	p.RolledBack = true
+	p.Mark, p.Unmark = nil, nil
 	created := surgePods(live, state)
 	for _, pod := range live {
 		switch in := slices.Contains(created, pod); {
-		case in && !isMarked(pod):
-			p.mark = append(p.mark, pod)
-		case !in && isMarked(pod):
-			p.unmark = append(p.unmark, pod)
+		case in && !IsMarked(pod):
+			p.Mark = append(p.Mark, pod)
+		case !in && IsMarked(pod):
+			p.Unmark = append(p.Unmark, pod)
 		}
 	}
-	p.scale = &scaleChange{replicas: state.OriginalReplicas}
-	p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeRolledBack", "Surge",
+	p.Scale = &ScaleChange{Replicas: state.OriginalReplicas}
+	p.Events = append(p.Events, Event{corev1.EventTypeNormal, "SurgeRolledBack", "Surge",
 		fmt.Sprintf("%s; scaled back to %d replicas, which removes the surge's pods %s", why, state.OriginalReplicas, podNames(created))})
+}
+
+// ApplyScale sets the plan's spec.replicas and surge record (or their removal) on the
+// Deployment in memory.
+func (p Plan) ApplyScale(d *appsv1.Deployment) {
+	if p.DropSurge {
+		SetAnnotation(d, evacuation.SurgeAnnotation, nil)
+	}
+	if p.Scale != nil {
+		d.Spec.Replicas = ptr.To(p.Scale.Replicas)
+		if p.Scale.Surge != nil {
+			SetAnnotation(d, evacuation.SurgeAnnotation, ptr.To(p.Scale.Surge.String()))
+		} else {
+			SetAnnotation(d, evacuation.SurgeAnnotation, nil)
+		}
+	}
 }

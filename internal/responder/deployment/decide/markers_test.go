@@ -1,4 +1,4 @@
-package deployment
+package decide
 
 import (
 	"testing"
@@ -30,8 +30,8 @@ func TestCountCanWait(t *testing.T) {
 		{"a count appears", map[string]*string{evacuation.DeploymentReplicasToEvacuateAnnotation: ptr.To("1")}, true, false},
 		{"another annotation changes", map[string]*string{count: ptr.To("3"), ready: ptr.To("false")}, true, false},
 	} {
-		if got := countCanWait(cur, tc.want, tc.moreSteps); got != tc.wait {
-			t.Errorf("%s: countCanWait %v, want %v", tc.name, got, tc.wait)
+		if got := CountCanWait(cur, tc.want, tc.moreSteps); got != tc.wait {
+			t.Errorf("%s: CountCanWait %v, want %v", tc.name, got, tc.wait)
 		}
 	}
 }
@@ -41,24 +41,24 @@ func TestCountCanWait(t *testing.T) {
 // declined or gone.
 func TestMoreSteps(t *testing.T) {
 	for name, tc := range map[string]struct {
-		in   input
+		in   Input
 		want bool
 	}{
-		"nothing requested": {input{deployment: newDeployment(3, 1), pods: []*corev1.Pod{pod("a"), pod("b"), pod("c")}}, false},
-		"accepted pods wait for a wave": {input{deployment: withStatus(newDeployment(3, 1), func(s *appsv1.DeploymentStatus) { s.ObservedGeneration = 0 }),
-			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}}, true},
-		"a completed surge's pods leaving": {input{deployment: newDeployment(3, 1),
-			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark, terminating), pod("b", requested(1), accepted, withMark), pod("c"), pod("s")}}, true},
-		"the last pods leaving": {input{deployment: newDeployment(3, 1),
-			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark, terminating), pod("b"), pod("c"), pod("s")}}, false},
-		"a surge in progress": {input{deployment: surging(newDeployment(3, 1), &surgepolicy.State{OriginalReplicas: 3, Surge: 1, StartTime: metav1.NewMicroTime(now)}),
-			pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}}, true},
-		"declined pods": {input{deployment: withPaused(newDeployment(3, 1)), pods: []*corev1.Pod{pod("a", requested(1)), pod("b"), pod("c")}}, false},
-		"given up":      {input{deployment: newDeployment(3, 1), pods: []*corev1.Pod{pod("a", requested(1), declined(surgepolicy.ReasonSurgeTimedOut)), pod("b"), pod("c")}}, false},
+		"nothing requested": {Input{Deployment: newDeployment(3, 1), Pods: []*corev1.Pod{pod("a"), pod("b"), pod("c")}}, false},
+		"accepted pods wait for a wave": {Input{Deployment: withStatus(newDeployment(3, 1), func(s *appsv1.DeploymentStatus) { s.ObservedGeneration = 0 }),
+			Pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}}, true},
+		"a completed surge's pods leaving": {Input{Deployment: newDeployment(3, 1),
+			Pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark, terminating), pod("b", requested(1), accepted, withMark), pod("c"), pod("s")}}, true},
+		"the last pods leaving": {Input{Deployment: newDeployment(3, 1),
+			Pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark, terminating), pod("b"), pod("c"), pod("s")}}, false},
+		"a surge in progress": {Input{Deployment: surging(newDeployment(3, 1), &surgepolicy.State{OriginalReplicas: 3, Surge: 1, StartTime: metav1.NewMicroTime(now)}),
+			Pods: []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}}, true},
+		"declined pods": {Input{Deployment: withPaused(newDeployment(3, 1)), Pods: []*corev1.Pod{pod("a", requested(1)), pod("b"), pod("c")}}, false},
+		"given up":      {Input{Deployment: newDeployment(3, 1), Pods: []*corev1.Pod{pod("a", requested(1), declined(surgepolicy.ReasonSurgeTimedOut)), pod("b"), pod("c")}}, false},
 	} {
-		tc.in.replicaSets = []*appsv1.ReplicaSet{replicaSet("rs", 3)}
-		tc.in.now, tc.in.surgeTimeout = now, 2*time.Minute
-		if got := decide(tc.in).moreSteps; got != tc.want {
+		tc.in.ReplicaSets = []*appsv1.ReplicaSet{replicaSet("rs", 3)}
+		tc.in.Now, tc.in.SurgeTimeout = now, 2*time.Minute
+		if got := Decide(tc.in).MoreSteps; got != tc.want {
 			t.Errorf("%s: moreSteps %t, want %t", name, got, tc.want)
 		}
 	}

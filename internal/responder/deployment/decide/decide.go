@@ -1,7 +1,7 @@
-package deployment
+package decide
 
-// The pure decision: what the responder does to one Deployment and its pods, from what it
-// observed and the time. reconciler.go observes and applies; release.go reuses it.
+// The decision: what the responder does to one Deployment and its pods, from what it observed
+// and the time. internal/responder/deployment observes and applies it; its Release reuses it.
 
 import (
 	"fmt"
@@ -24,89 +24,89 @@ import (
 // one: a requester sets the requests of a node's pods one by one.
 const gatherRequests = time.Second
 
-// input is what the responder observed of one Deployment.
-type input struct {
-	deployment  *appsv1.Deployment
-	replicaSets []*appsv1.ReplicaSet
-	// pods are the pods of the replicaSets, terminating or not.
-	pods []*corev1.Pod
-	// autoscaled: a HorizontalPodAutoscaler targets the Deployment.
-	autoscaled   bool
-	now          time.Time
-	surgeTimeout time.Duration
+// Input is what the responder observed of one Deployment.
+type Input struct {
+	Deployment  *appsv1.Deployment
+	ReplicaSets []*appsv1.ReplicaSet
+	// Pods are the pods of the ReplicaSets, terminating or not.
+	Pods []*corev1.Pod
+	// Autoscaled: a HorizontalPodAutoscaler targets the Deployment.
+	Autoscaled   bool
+	Now          time.Time
+	SurgeTimeout time.Duration
 }
 
-// answer sets (status True or False) or removes (empty status) a pod's EvacuationInitiated.
-type answer struct {
-	pod             *corev1.Pod
-	status          corev1.ConditionStatus
-	reason, message string
+// Answer sets (Status True or False) or removes (empty Status) a pod's EvacuationInitiated.
+type Answer struct {
+	Pod             *corev1.Pod
+	Status          corev1.ConditionStatus
+	Reason, Message string
 }
 
-// scaleChange is a write of the Deployment's spec.replicas and surge state, in one patch.
-type scaleChange struct {
-	replicas int32
-	// surge is the new surge state; nil removes it.
-	surge *surgepolicy.State
+// ScaleChange is a write of the Deployment's spec.replicas and surge state, in one patch.
+type ScaleChange struct {
+	Replicas int32
+	// Surge is the new surge state; nil removes it.
+	Surge *surgepolicy.State
 }
 
-// deploymentEvent is an Event on the Deployment.
-type deploymentEvent struct {
-	eventType, reason, action, message string
+// Event is an Event on the Deployment.
+type Event struct {
+	Type, Reason, Action, Message string
 }
 
-// series reports whether the Event is the same each time, whatever the Deployment's version,
+// Series reports whether the Event is the same each time, whatever the Deployment's version,
 // so that the event recorder makes them one series (a count) instead of an Event each: the
 // acceptances (see answerEvents).
-func (e deploymentEvent) series() bool { return e.reason == "EvacuationAccepted" }
+func (e Event) Series() bool { return e.Reason == "EvacuationAccepted" }
 
-// plan is what the responder does to one Deployment and its pods, in this order: the pods'
+// Plan is what the responder does to one Deployment and its pods, in this order: the pods'
 // answers and marks, then the Deployment's scale.
-type plan struct {
-	answers []answer
-	// unmark restores the pods' deletion cost; mark lowers it, so that the ReplicaSet removes
+type Plan struct {
+	Answers []Answer
+	// Unmark restores the pods' deletion cost; Mark lowers it, so that the ReplicaSet removes
 	// them first when the Deployment scales down. A pod's mark and its answer are one write.
-	unmark, mark []*corev1.Pod
-	// rolledBack: the surge is rolled back, whose marks (rollback) are the plan's.
-	rolledBack bool
-	// scale is nil when spec.replicas and the surge state stay.
-	scale *scaleChange
-	// dropSurge removes an unusable surge state and leaves spec.replicas alone.
-	dropSurge bool
-	events    []deploymentEvent
-	// ready: the Deployment answers its pods' evacuation requests by surging (the ReplicaSets'
+	Unmark, Mark []*corev1.Pod
+	// RolledBack: the surge is rolled back, whose marks (Rollback) are the plan's.
+	RolledBack bool
+	// Scale is nil when spec.replicas and the surge state stay.
+	Scale *ScaleChange
+	// DropSurge removes an unusable surge state and leaves spec.replicas alone.
+	DropSurge bool
+	Events    []Event
+	// Ready: the Deployment answers its pods' evacuation requests by surging (the ReplicaSets'
 	// evacuation-ready marker).
-	ready bool
-	// moreSteps: the evacuation writes the Deployment again in a later step (a surge is in
+	Ready bool
+	// MoreSteps: the evacuation writes the Deployment again in a later step (a surge is in
 	// progress, or pods it evacuates wait for a wave), so the counts of pods to evacuate whose
-	// value alone changes wait for that write (countCanWait).
-	moreSteps bool
-	// requeueAfter is when to look again if nothing changes before: the surge's deadline.
-	requeueAfter time.Duration
+	// value alone changes wait for that write (CountCanWait).
+	MoreSteps bool
+	// RequeueAfter is when to look again if nothing changes before: the surge's deadline.
+	RequeueAfter time.Duration
 }
 
-// decide is the responder's state machine for one Deployment. It is level-based: the state is
+// Decide is the responder's state machine for one Deployment. It is level-based: the state is
 // the Deployment's spec.replicas and surge annotation and the pods' conditions and marks, so a
 // decision taken again after a crash, at any point of carrying out an earlier one, converges.
-func decide(in input) plan {
-	var p plan
-	replicas := ptr.Deref(in.deployment.Spec.Replicas, 1)
-	live := livePods(in.pods)
-	state := p.readSurge(in.deployment)
+func Decide(in Input) Plan {
+	var p Plan
+	replicas := ptr.Deref(in.Deployment.Spec.Replicas, 1)
+	live := livePods(in.Pods)
+	state := p.readSurge(in.Deployment)
 	state = p.keepScale(state, replicas)
 	original := replicas
 	if state != nil {
 		original = state.OriginalReplicas
 	}
-	el := surgepolicy.Eligible(in.deployment, original, surgepolicy.ActiveReplicaSets(in.replicaSets), in.autoscaled)
-	p.ready = el.OK
+	el := surgepolicy.Eligible(in.Deployment, original, surgepolicy.ActiveReplicaSets(in.ReplicaSets), in.Autoscaled)
+	p.Ready = el.OK
 	gaveUp := p.endSurge(in, live, state, el, replicas)
-	p.answerPods(in.deployment, live, el, gaveUp)
-	if !p.rolledBack {
+	p.answerPods(in.Deployment, live, el, gaveUp)
+	if !p.RolledBack {
 		p.markEvacuated(live, el, state != nil, replicas)
 	}
-	p.moreSteps = state != nil || len(evacuated(live, el)) > 0
-	if state != nil || p.dropSurge {
+	p.MoreSteps = state != nil || len(evacuated(live, el)) > 0
+	if state != nil || p.DropSurge {
 		// A surge is in progress or ended now: the next wave is for a later decision.
 		return p
 	}
@@ -128,11 +128,11 @@ func livePods(pods []*corev1.Pod) []*corev1.Pod {
 // readSurge decides what to make of the Deployment's surge record: the surge in progress, nil
 // when there is none. An unusable record is dropped: without it nobody knows which replica
 // count the user wants, so spec.replicas stays and eviction moves the pods.
-func (p *plan) readSurge(d *appsv1.Deployment) *surgepolicy.State {
+func (p *Plan) readSurge(d *appsv1.Deployment) *surgepolicy.State {
 	state, err := surgepolicy.Parse(d)
 	if err != nil {
-		p.dropSurge = true
-		p.events = append(p.events, deploymentEvent{corev1.EventTypeWarning, "InvalidSurgeState", "Surge",
+		p.DropSurge = true
+		p.Events = append(p.Events, Event{corev1.EventTypeWarning, "InvalidSurgeState", "Surge",
 			fmt.Sprintf("%v; removed it and left spec.replicas at %d", err, ptr.Deref(d.Spec.Replicas, 1))})
 		return nil
 	}
@@ -143,12 +143,12 @@ func (p *plan) readSurge(d *appsv1.Deployment) *surgepolicy.State {
 // the surge: their count is what the Deployment keeps, so the surge record goes; a new wave may
 // start from there. The marks stay: should they scale down, the pods asked to leave go first.
 // It returns the surge still in progress.
-func (p *plan) keepScale(state *surgepolicy.State, replicas int32) *surgepolicy.State {
+func (p *Plan) keepScale(state *surgepolicy.State, replicas int32) *surgepolicy.State {
 	if state == nil || replicas == state.OriginalReplicas+state.Surge {
 		return state
 	}
-	p.dropSurge = true
-	p.events = append(p.events, deploymentEvent{corev1.EventTypeWarning, "ScaledDuringSurge", "Surge",
+	p.DropSurge = true
+	p.Events = append(p.Events, Event{corev1.EventTypeWarning, "ScaledDuringSurge", "Surge",
 		fmt.Sprintf("spec.replicas was set to %d during a surge from %d to %d; keeping %d", replicas,
 			state.OriginalReplicas, state.OriginalReplicas+state.Surge, replicas)})
 	return nil
@@ -165,38 +165,38 @@ func (p *plan) keepScale(state *surgepolicy.State, replicas int32) *surgepolicy.
 // is given up (rolled back, its pods declined for good) once they made no progress for its
 // patience; until then it is looked at again at that deadline. It reports whether the surge
 // gave up.
-func (p *plan) endSurge(in input, live []*corev1.Pod, state *surgepolicy.State, el surgepolicy.Eligibility, replicas int32) (gaveUp bool) {
+func (p *Plan) endSurge(in Input, live []*corev1.Pod, state *surgepolicy.State, el surgepolicy.Eligibility, replicas int32) (gaveUp bool) {
 	if state == nil {
 		return false
 	}
 	if !el.OK {
-		p.rollback(live, state, el.Message)
+		p.Rollback(live, state, el.Message)
 		return false
 	}
-	d := in.deployment
+	d := in.Deployment
 	created := surgePods(live, state)
 	progress := lastProgress(created, state)
-	deadline := progress.Add(patience(d, in.replicaSets, created, in.surgeTimeout))
+	deadline := progress.Add(patience(d, in.ReplicaSets, created, in.SurgeTimeout))
 	evacuating := evacuated(live, el)
-	availablePods, becomesAvailable := available(live, d.Spec.MinReadySeconds, in.now)
+	availablePods, becomesAvailable := available(live, d.Spec.MinReadySeconds, in.Now)
 	complete := d.Status.ObservedGeneration >= d.Generation && availablePods >= replicas
 	switch {
 	case int32(len(evacuating)) < state.Surge:
-		p.rollback(live, state, fmt.Sprintf("%s still to be evacuated for a surge of %d (withdrawn: %s)",
+		p.Rollback(live, state, fmt.Sprintf("%s still to be evacuated for a surge of %d (withdrawn: %s)",
 			count(evacuating), state.Surge, podNames(withdrawn(marked(live)))))
 	case complete:
-		p.scale = &scaleChange{replicas: state.OriginalReplicas}
-		p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeCompleted", "Surge",
+		p.Scale = &ScaleChange{Replicas: state.OriginalReplicas}
+		p.Events = append(p.Events, Event{corev1.EventTypeNormal, "SurgeCompleted", "Surge",
 			fmt.Sprintf("%d replacements are available; scaled back to %d replicas, which removes %d of the %s asked to leave (%s)",
 				state.Surge, state.OriginalReplicas, state.Surge, count(evacuating), podNames(evacuating))})
-	case !in.now.Before(deadline):
+	case !in.Now.Before(deadline):
 		gaveUp = true
-		p.rollback(live, state, fmt.Sprintf("the replacements made no progress for %v (%v after the surge started)",
-			deadline.Sub(progress).Round(time.Second), in.now.Sub(state.StartTime.Time).Round(time.Second)))
+		p.Rollback(live, state, fmt.Sprintf("the replacements made no progress for %v (%v after the surge started)",
+			deadline.Sub(progress).Round(time.Second), in.Now.Sub(state.StartTime.Time).Round(time.Second)))
 	default:
-		p.requeueAfter = deadline.Sub(in.now)
+		p.RequeueAfter = deadline.Sub(in.Now)
 		if becomesAvailable > 0 {
-			p.requeueAfter = min(p.requeueAfter, becomesAvailable)
+			p.RequeueAfter = min(p.RequeueAfter, becomesAvailable)
 		}
 		p.extend(in, live, state, el)
 	}
@@ -226,26 +226,26 @@ func available(live []*corev1.Pod, minReadySeconds int32, now time.Time) (n int3
 // no longer asked to leave, False for good when the surge gave up, True when the Deployment
 // surges, False with the reason when it declines; left alone when the responder gave the pod up
 // earlier or neither accepts nor declines. The changes are reported in Events.
-func (p *plan) answerPods(d *appsv1.Deployment, live []*corev1.Pod, el surgepolicy.Eligibility, gaveUp bool) {
+func (p *Plan) answerPods(d *appsv1.Deployment, live []*corev1.Pod, el surgepolicy.Eligibility, gaveUp bool) {
 	for _, pod := range live {
 		cond := evacuation.Condition(pod, evacuation.Initiated)
 		switch {
 		case !evacuation.Requested(pod):
 			if cond != nil {
-				p.answers = append(p.answers, answer{pod: pod})
+				p.Answers = append(p.Answers, Answer{Pod: pod})
 			}
 		case timedOut(pod):
 		case gaveUp:
-			p.answers = append(p.answers, answer{pod, corev1.ConditionFalse, surgepolicy.ReasonSurgeTimedOut,
+			p.Answers = append(p.Answers, Answer{pod, corev1.ConditionFalse, surgepolicy.ReasonSurgeTimedOut,
 				"the Deployment's surge did not become available in time: eviction moves the pod"})
 		case el.OK:
 			if cond == nil || cond.Status != corev1.ConditionTrue {
-				p.answers = append(p.answers, answer{pod, corev1.ConditionTrue, surgepolicy.ReasonSurge,
+				p.Answers = append(p.Answers, Answer{pod, corev1.ConditionTrue, surgepolicy.ReasonSurge,
 					fmt.Sprintf("Deployment %s surges a replacement before the pod is removed", d.Name)})
 			}
 		case el.Reason != "":
 			if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != el.Reason {
-				p.answers = append(p.answers, answer{pod, corev1.ConditionFalse, el.Reason, el.Message})
+				p.Answers = append(p.Answers, Answer{pod, corev1.ConditionFalse, el.Reason, el.Message})
 			}
 		}
 	}
@@ -256,8 +256,8 @@ func (p *plan) answerPods(d *appsv1.Deployment, live []*corev1.Pod, el surgepoli
 // steady, it surges by up to maxSurge for the pods asked to leave (marked to go first since
 // their acceptance, markEvacuated). A wave that is not full first waits gatherRequests for more
 // requests.
-func (p *plan) startWave(in input, live []*corev1.Pod, el surgepolicy.Eligibility, replicas int32) {
-	d := in.deployment
+func (p *Plan) startWave(in Input, live []*corev1.Pod, el surgepolicy.Eligibility, replicas int32) {
+	d := in.Deployment
 	if int32(len(live)) > replicas {
 		return
 	}
@@ -270,20 +270,20 @@ func (p *plan) startWave(in input, live []*corev1.Pod, el surgepolicy.Eligibilit
 	if len(candidates) == 0 || !steady {
 		return
 	}
-	if wait := gathering(candidates, el.Surge, in.now); wait > 0 {
-		p.requeueAfter = wait
+	if wait := gathering(candidates, el.Surge, in.Now); wait > 0 {
+		p.RequeueAfter = wait
 		return
 	}
 	sortWave(candidates)
 	k := min(el.Surge, int32(len(candidates)))
 	wave := candidates[:k]
-	p.scale = &scaleChange{replicas: replicas + k, surge: &surgepolicy.State{
-		OriginalReplicas: replicas, Surge: k, StartTime: metav1.NewMicroTime(in.now),
+	p.Scale = &ScaleChange{Replicas: replicas + k, Surge: &surgepolicy.State{
+		OriginalReplicas: replicas, Surge: k, StartTime: metav1.NewMicroTime(in.Now),
 	}}
-	p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "SurgeStarted", "Surge",
+	p.Events = append(p.Events, Event{corev1.EventTypeNormal, "SurgeStarted", "Surge",
 		fmt.Sprintf("scaling from %d to %d replicas to evacuate %d of the %s asked to leave (%s), all marked to go first when it scales back",
 			replicas, replicas+k, k, count(candidates), podNames(wave))})
-	p.requeueAfter = in.surgeTimeout + time.Duration(d.Spec.MinReadySeconds)*time.Second
+	p.RequeueAfter = in.SurgeTimeout + time.Duration(d.Spec.MinReadySeconds)*time.Second
 }
 
 // evacuated are the pods the Deployment evacuates: those asked to leave that the responder did
@@ -306,15 +306,15 @@ func evacuated(live []*corev1.Pod, el surgepolicy.Eligibility) []*corev1.Pod {
 // surge's, someone's), no mark is added and a rollback's marks stay: the ReplicaSet is to
 // remove the surge's pods, not the evacuated ones. surging: a surge was in progress when the
 // plan was made (its completion's scale-back comes after the plan's marks).
-func (p *plan) markEvacuated(live []*corev1.Pod, el surgepolicy.Eligibility, surging bool, replicas int32) {
+func (p *Plan) markEvacuated(live []*corev1.Pod, el surgepolicy.Eligibility, surging bool, replicas int32) {
 	hold := !surging && int32(len(live)) > replicas
 	for _, pod := range live {
 		evacuate := el.OK && evacuation.Requested(pod) && !timedOut(pod)
 		switch {
-		case evacuate && !isMarked(pod) && !hold:
-			p.mark = append(p.mark, pod)
-		case !evacuate && isMarked(pod) && !(hold && rolledBackMark(pod)):
-			p.unmark = append(p.unmark, pod)
+		case evacuate && !IsMarked(pod) && !hold:
+			p.Mark = append(p.Mark, pod)
+		case !evacuate && IsMarked(pod) && !(hold && rolledBackMark(pod)):
+			p.Unmark = append(p.Unmark, pod)
 		}
 	}
 }
@@ -322,7 +322,7 @@ func (p *plan) markEvacuated(live []*corev1.Pod, el surgepolicy.Eligibility, sur
 // rolledBackMark reports whether the pod is marked for a rollback's scale-down: marked, with
 // neither a request nor an answer (a pod a surge created).
 func rolledBackMark(pod *corev1.Pod) bool {
-	return isMarked(pod) && !evacuation.Requested(pod) && evacuation.Condition(pod, evacuation.Initiated) == nil
+	return IsMarked(pod) && !evacuation.Requested(pod) && evacuation.Condition(pod, evacuation.Initiated) == nil
 }
 
 // gathering is how long a wave of fewer candidates than maxSurge still waits for more
@@ -333,7 +333,7 @@ func gathering(candidates []*corev1.Pod, maxSurge int32, now time.Time) time.Dur
 	}
 	var last time.Time
 	for _, pod := range candidates {
-		if t := requestTime(pod); t.After(last) {
+		if t := RequestTime(pod); t.After(last) {
 			last = t
 		}
 	}
@@ -347,7 +347,7 @@ func gathering(candidates []*corev1.Pod, maxSurge int32, now time.Time) time.Dur
 // wave is for, although the ReplicaSet's scale-back may remove any of the marked candidates.
 func sortWave(candidates []*corev1.Pod) {
 	slices.SortFunc(candidates, func(a, b *corev1.Pod) int {
-		if c := requestTime(a).Compare(requestTime(b)); c != 0 {
+		if c := RequestTime(a).Compare(RequestTime(b)); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
@@ -357,16 +357,16 @@ func sortWave(candidates []*corev1.Pod) {
 // answerEvents reports the answers that change the pods' EvacuationInitiated. The answers are
 // carried out before the rollback of a surge that gave up: if the process stops in between, the
 // next decision still knows it gave up.
-func (p *plan) answerEvents(gaveUp bool) {
+func (p *Plan) answerEvents(gaveUp bool) {
 	var accepted, declined []*corev1.Pod
 	reason, message := "", ""
-	for _, a := range p.answers {
-		switch a.status {
+	for _, a := range p.Answers {
+		switch a.Status {
 		case corev1.ConditionTrue:
-			accepted = append(accepted, a.pod)
+			accepted = append(accepted, a.Pod)
 		case corev1.ConditionFalse:
-			declined = append(declined, a.pod)
-			reason, message = a.reason, a.message
+			declined = append(declined, a.Pod)
+			reason, message = a.Reason, a.Message
 		}
 	}
 	if len(accepted) > 0 {
@@ -376,15 +376,15 @@ func (p *plan) answerEvents(gaveUp bool) {
 		// (a write) each. An Event about the Deployment as read names its resourceVersion, which
 		// each wave changes: in the benchmark's scenario M, 364 EvacuationAccepted Events for
 		// 1,000 pods.
-		p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "EvacuationAccepted", "Evacuate",
+		p.Events = append(p.Events, Event{corev1.EventTypeNormal, "EvacuationAccepted", "Evacuate",
 			"accepted the evacuation of pods asked to leave their nodes: each leaves once a surged replacement is available (the pods' EvacuationInitiated condition)"})
 	}
 	switch {
 	case gaveUp:
-		p.events = append(p.events, deploymentEvent{corev1.EventTypeWarning, "SurgeTimedOut", "Evacuate",
+		p.Events = append(p.Events, Event{corev1.EventTypeWarning, "SurgeTimedOut", "Evacuate",
 			fmt.Sprintf("gave up the evacuation of %s (%s): %s", count(declined), podNames(declined), message)})
 	case len(declined) > 0:
-		p.events = append(p.events, deploymentEvent{corev1.EventTypeNormal, "EvacuationDeclined", "Evacuate",
+		p.Events = append(p.Events, Event{corev1.EventTypeNormal, "EvacuationDeclined", "Evacuate",
 			fmt.Sprintf("declined the evacuation of %s (%s), %s: %s", count(declined), podNames(declined), reason, message)})
 	}
 }
@@ -405,7 +405,8 @@ func timedOut(pod *corev1.Pod) bool {
 	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == surgepolicy.ReasonSurgeTimedOut
 }
 
-func requestTime(pod *corev1.Pod) time.Time {
+// RequestTime is when the pod was asked to leave (its EvacuationRequest), zero when it is not.
+func RequestTime(pod *corev1.Pod) time.Time {
 	if c := evacuation.Condition(pod, evacuation.Request); c != nil {
 		return c.LastTransitionTime.Time
 	}
@@ -434,4 +435,36 @@ func podNames(pods []*corev1.Pod) string {
 		return "no pods"
 	}
 	return strings.Join(names, ", ")
+}
+
+// SurgeOutcomes maps the reasons of the surge Events a plan emits to the outcome they count as
+// in the responder's metric nodemaint_responder_surges_total. A surge that gave up is rolled
+// back too: it counts as timed_out alone.
+func SurgeOutcomes(events []Event) []string {
+	var out []string
+	timedOut := false
+	for _, e := range events {
+		if e.Reason == "SurgeTimedOut" {
+			timedOut = true
+		}
+	}
+	for _, e := range events {
+		switch e.Reason {
+		case "SurgeStarted":
+			out = append(out, "started")
+		case "SurgeCompleted":
+			out = append(out, "completed")
+		case "SurgeTimedOut":
+			out = append(out, "timed_out")
+		case "SurgeRolledBack":
+			if !timedOut {
+				out = append(out, "rolled_back")
+			}
+		case "ScaledDuringSurge":
+			out = append(out, "overridden")
+		case "InvalidSurgeState":
+			out = append(out, "invalid")
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package deployment
+package decide
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ import (
 // wave starts and a surge completes only with enough pods marked to be removed, and that the
 // decision is level-based: carried out and taken again at once, it writes no pod again.
 //
-//	go test ./internal/responder/deployment -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
+//	go test ./internal/responder/deployment/decide -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
 func FuzzDecide(f *testing.F) {
 	f.Add([]byte{3, 1, 0, 0, 0, 0, 1, 2, 1, 0})
 	f.Add([]byte{3, 1, 1, 1, 0, 4, 9, 3, 9, 1, 0, 33, 7})
@@ -30,24 +30,24 @@ func FuzzDecide(f *testing.F) {
 	f.Add([]byte{4, 3, 2, 1, 2, 4, 0, 3, 9, 9, 9, 9, 9, 9, 16, 48})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := fuzzInput(&testutil.FuzzBytes{Data: data})
-		p := decide(in)
+		p := Decide(in)
 		checkMarks(t, in, p)
 		after := carryOut(in, p)
-		again := decide(after)
+		again := Decide(after)
 		// Once a rollback has nothing left to remove (no more pods than replicas), its marks go
 		// at the next look, as any leftover mark, and the pods still asked to leave are marked
 		// again: a step of its own, after the rollback's.
-		settled := p.rolledBack && int32(len(livePods(after.pods))) <= ptr.Deref(after.deployment.Spec.Replicas, 1)
-		again.unmark = slices.DeleteFunc(again.unmark, func(pod *corev1.Pod) bool { return settled && rolledBackMark(pod) })
-		again.mark = slices.DeleteFunc(again.mark, func(pod *corev1.Pod) bool { return settled && evacuation.Requested(pod) })
-		if len(again.answers) > 0 || len(again.mark) > 0 || len(again.unmark) > 0 {
+		settled := p.RolledBack && int32(len(livePods(after.Pods))) <= ptr.Deref(after.Deployment.Spec.Replicas, 1)
+		again.Unmark = slices.DeleteFunc(again.Unmark, func(pod *corev1.Pod) bool { return settled && rolledBackMark(pod) })
+		again.Mark = slices.DeleteFunc(again.Mark, func(pod *corev1.Pod) bool { return settled && evacuation.Requested(pod) })
+		if len(again.Answers) > 0 || len(again.Mark) > 0 || len(again.Unmark) > 0 {
 			t.Errorf("deciding again after carrying out %s: answers %v, mark %v, unmark %v; want no pod write\nbefore: %s\nafter: %s",
-				describe(p), answerNames(again.answers), podNamesOf(again.mark), podNamesOf(again.unmark), describeInput(in), describeInput(after))
+				describe(p), answerNames(again.Answers), podNamesOf(again.Mark), podNamesOf(again.Unmark), describeInput(in), describeInput(after))
 		}
 	})
 }
 
-func fuzzInput(g *testutil.FuzzBytes) input {
+func fuzzInput(g *testutil.FuzzBytes) Input {
 	replicas := int32(1 + g.Byte()%5)
 	d := newDeployment(replicas, int32(g.Byte()%4))
 	autoscaled := g.Byte()%7 == 0
@@ -98,42 +98,42 @@ func fuzzInput(g *testutil.FuzzBytes) input {
 		}
 		pods = append(pods, pod(fmt.Sprintf("p%d", i), opts...))
 	}
-	return input{deployment: d, replicaSets: []*appsv1.ReplicaSet{replicaSet("rs", replicas)}, pods: pods,
-		autoscaled: autoscaled, now: now, surgeTimeout: 2 * time.Minute}
+	return Input{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", replicas)}, Pods: pods,
+		Autoscaled: autoscaled, Now: now, SurgeTimeout: 2 * time.Minute}
 }
 
 // checkMarks asserts the plan's marks: no pod both marked and unmarked, marks only of unmarked
 // pods and the reverse; a wave starts with every pod it evacuates marked, and only once the last
 // scale-back removed its pods; a surge completes only with at least its size of marked pods
 // asked to leave, and with all of its replicas available.
-func checkMarks(t *testing.T, in input, p plan) {
+func checkMarks(t *testing.T, in Input, p Plan) {
 	t.Helper()
-	for _, pod := range p.mark {
-		if isMarked(pod) || slices.Contains(p.unmark, pod) {
+	for _, pod := range p.Mark {
+		if IsMarked(pod) || slices.Contains(p.Unmark, pod) {
 			t.Errorf("%s: marks %s, which is marked or unmarked too", describe(p), pod.Name)
 		}
 	}
-	for _, pod := range p.unmark {
-		if !isMarked(pod) {
+	for _, pod := range p.Unmark {
+		if !IsMarked(pod) {
 			t.Errorf("%s: unmarks %s, which is not marked", describe(p), pod.Name)
 		}
 	}
 	markedAfter := func(pod *corev1.Pod) bool {
-		return (isMarked(pod) || slices.Contains(p.mark, pod)) && !slices.Contains(p.unmark, pod)
+		return (IsMarked(pod) || slices.Contains(p.Mark, pod)) && !slices.Contains(p.Unmark, pod)
 	}
-	live := livePods(in.pods)
-	state, _ := surgepolicy.Parse(in.deployment)
+	live := livePods(in.Pods)
+	state, _ := surgepolicy.Parse(in.Deployment)
 	switch {
-	case p.scale != nil && p.scale.surge != nil:
-		if state == nil && int32(len(live)) != ptr.Deref(in.deployment.Spec.Replicas, 1) {
-			t.Errorf("%s: a wave starts with %d pods not terminating for %d replicas", describe(p), len(live), ptr.Deref(in.deployment.Spec.Replicas, 1))
+	case p.Scale != nil && p.Scale.Surge != nil:
+		if state == nil && int32(len(live)) != ptr.Deref(in.Deployment.Spec.Replicas, 1) {
+			t.Errorf("%s: a wave starts with %d pods not terminating for %d replicas", describe(p), len(live), ptr.Deref(in.Deployment.Spec.Replicas, 1))
 		}
 		for _, pod := range live {
 			if evacuation.Requested(pod) && !timedOut(pod) && !markedAfter(pod) {
 				t.Errorf("%s: a wave starts with %s asked to leave and not marked", describe(p), pod.Name)
 			}
 		}
-	case p.scale != nil && !p.rolledBack && state != nil:
+	case p.Scale != nil && !p.RolledBack && state != nil:
 		n := 0
 		for _, pod := range live {
 			if evacuation.Requested(pod) && markedAfter(pod) {
@@ -143,64 +143,64 @@ func checkMarks(t *testing.T, in input, p plan) {
 		if int32(n) < state.Surge {
 			t.Errorf("%s: a surge of %d completes with %d pods asked to leave marked", describe(p), state.Surge, n)
 		}
-		if ready, _ := available(live, in.deployment.Spec.MinReadySeconds, in.now); !p.dropSurge && ready < ptr.Deref(in.deployment.Spec.Replicas, 1) {
-			t.Errorf("%s: a surge to %d completes with %d pods available", describe(p), ptr.Deref(in.deployment.Spec.Replicas, 1), ready)
+		if ready, _ := available(live, in.Deployment.Spec.MinReadySeconds, in.Now); !p.DropSurge && ready < ptr.Deref(in.Deployment.Spec.Replicas, 1) {
+			t.Errorf("%s: a surge to %d completes with %d pods available", describe(p), ptr.Deref(in.Deployment.Spec.Replicas, 1), ready)
 		}
 	}
 }
 
 // carryOut is what the objects look like once the plan is carried out: the pods' answers and
 // marks, the Deployment's replicas and surge record (its status as it was).
-func carryOut(in input, p plan) input {
+func carryOut(in Input, p Plan) Input {
 	out := in
-	out.deployment = in.deployment.DeepCopy()
+	out.Deployment = in.Deployment.DeepCopy()
 	copies := map[*corev1.Pod]*corev1.Pod{}
-	out.pods = nil
-	for _, pod := range in.pods {
+	out.Pods = nil
+	for _, pod := range in.Pods {
 		copies[pod] = pod.DeepCopy()
-		out.pods = append(out.pods, copies[pod])
+		out.Pods = append(out.Pods, copies[pod])
 	}
-	for _, a := range p.answers {
-		pod := copies[a.pod]
-		if a.status == "" {
+	for _, a := range p.Answers {
+		pod := copies[a.Pod]
+		if a.Status == "" {
 			evacuation.RemoveCondition(pod, evacuation.Initiated)
 		} else {
-			evacuation.SetCondition(pod, corev1.PodCondition{Type: evacuation.Initiated, Status: a.status, Reason: a.reason, Message: a.message})
+			evacuation.SetCondition(pod, corev1.PodCondition{Type: evacuation.Initiated, Status: a.Status, Reason: a.Reason, Message: a.Message})
 		}
 	}
-	for _, pod := range p.mark {
-		for k, v := range deletionCost(copies[pod], true) {
-			setAnnotation(copies[pod], k, v)
+	for _, pod := range p.Mark {
+		for k, v := range DeletionCost(copies[pod], true) {
+			SetAnnotation(copies[pod], k, v)
 		}
 	}
-	for _, pod := range p.unmark {
-		for k, v := range deletionCost(copies[pod], false) {
-			setAnnotation(copies[pod], k, v)
+	for _, pod := range p.Unmark {
+		for k, v := range DeletionCost(copies[pod], false) {
+			SetAnnotation(copies[pod], k, v)
 		}
 	}
-	p.applyScale(out.deployment)
+	p.ApplyScale(out.Deployment)
 	return out
 }
 
-func describe(p plan) string {
-	return fmt.Sprintf("plan{answers %v, mark %v, unmark %v, scale %+v, drop %t, rolledBack %t}",
-		answerNames(p.answers), podNamesOf(p.mark), podNamesOf(p.unmark), p.scale, p.dropSurge, p.rolledBack)
+func describe(p Plan) string {
+	return fmt.Sprintf("Plan{answers %v, mark %v, unmark %v, scale %+v, drop %t, rolledBack %t}",
+		answerNames(p.Answers), podNamesOf(p.Mark), podNamesOf(p.Unmark), p.Scale, p.DropSurge, p.RolledBack)
 }
 
-func answerNames(answers []answer) []string {
+func answerNames(answers []Answer) []string {
 	var out []string
 	for _, a := range answers {
-		out = append(out, a.pod.Name+"="+string(a.status)+"/"+a.reason)
+		out = append(out, a.Pod.Name+"="+string(a.Status)+"/"+a.Reason)
 	}
 	return out
 }
 
-func describeInput(in input) string {
-	s := fmt.Sprintf("replicas %d surge %q paused %t autoscaled %t;", ptr.Deref(in.deployment.Spec.Replicas, 1),
-		in.deployment.Annotations[evacuation.SurgeAnnotation], in.deployment.Spec.Paused, in.autoscaled)
-	for _, pod := range in.pods {
+func describeInput(in Input) string {
+	s := fmt.Sprintf("replicas %d surge %q paused %t autoscaled %t;", ptr.Deref(in.Deployment.Spec.Replicas, 1),
+		in.Deployment.Annotations[evacuation.SurgeAnnotation], in.Deployment.Spec.Paused, in.Autoscaled)
+	for _, pod := range in.Pods {
 		s += fmt.Sprintf(" %s(req %t init %v marked %t term %t)", pod.Name, evacuation.Requested(pod),
-			evacuation.Condition(pod, evacuation.Initiated) != nil, isMarked(pod), !pod.DeletionTimestamp.IsZero())
+			evacuation.Condition(pod, evacuation.Initiated) != nil, IsMarked(pod), !pod.DeletionTimestamp.IsZero())
 	}
 	return s
 }
