@@ -159,7 +159,7 @@ func responder(ctx context.Context, mgr manager.Manager, o Options, c *Set, reco
 	log.Log.Info("Deployment evacuation responder", "podConditions", true, "evictions", evictions, "evictionResponder", evictionResponder)
 	c.Responder = &deployment.Reconciler{
 		Client: clientOr(o.ResponderClient, mgr), Recorder: recorder,
-		SurgeTimeout: o.SurgeTimeout, Written: written, EvictionResponder: evictionResponder,
+		SurgeTimeout: o.SurgeTimeout, Written: written, EvictionResponder: evictionResponder, Clock: o.Clock,
 	}
 	if err := c.Responder.SetupWithManager(ctx, mgr, max(o.ResponderConcurrency, 1)); err != nil {
 		return fmt.Errorf("setting up the Deployment evacuation responder: %w", err)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/kubectl/pkg/util/podutils"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,6 +60,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// SurgeTimeout bounds a surge: DefaultSurgeTimeout when zero.
 	SurgeTimeout time.Duration
+	// Clock tells the time; nil is the real clock.
+	Clock clock.PassiveClock
 	// Written remembers the pods' answers and marks written until the cache shows them, so that
 	// a reconcile right after does not write them again. Nil: none.
 	Written *ownwrites.Writes[*corev1.Pod]
@@ -120,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // evacuated). The pods are those of the protocol's view: asked through pod conditions or an
 // Eviction, they look the same to decide.Decide.
 func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (decide.Input, protocol.View, error) {
-	in := decide.Input{Deployment: d, Now: time.Now(), SurgeTimeout: r.SurgeTimeout}
+	in := decide.Input{Deployment: d, Now: r.now(), SurgeTimeout: r.SurgeTimeout}
 	if in.SurgeTimeout <= 0 {
 		in.SurgeTimeout = DefaultSurgeTimeout
 	}
@@ -133,8 +136,8 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (decide.
 		rs := &rsList.Items[i]
 		in.ReplicaSets = append(in.ReplicaSets, rs)
 		// The cache's pods, not copies: apply writes a few of them at most, and deep copies of
-		// every pod of every Deployment at each reconcile were a tenth of the controller's CPU
-		// in scenario M. apply gets copies of those it writes (ownWrites).
+		// every pod of every Deployment at each reconcile would cost much of the controller's
+		// CPU in a large drain. apply gets copies of those it writes (ownWrites).
 		var pods corev1.PodList
 		if err := r.Client.List(ctx, &pods, client.InNamespace(d.Namespace), client.MatchingFields{controllerOwnerIndex: string(rs.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 			return in, view, err
@@ -168,9 +171,9 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (decide.
 
 // podWritesInFlight bounds the pod patches one reconcile has in flight at once. A Deployment's
 // new requests come a node at a time, a pod or a few each, from every node the requester works
-// on at once: in scenario L of the benchmark (a pod of each of 100 Deployments on each node) a
-// reconcile had about 20 to answer, and at 10 at a time it took three round trips to a loaded
-// API server (3.7s on average) while the other Deployments waited.
+// on at once: with a pod of each of many Deployments on each node, a reconcile has tens to
+// answer, and a few at a time would take several round trips to a loaded API server while the
+// other Deployments wait.
 const podWritesInFlight = 25
 
 // apply carries out the plan: the pods' answers and marks first, then the Deployment's
@@ -180,8 +183,7 @@ const podWritesInFlight = 25
 func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, view protocol.View, p decide.Plan) (written bool, err error) {
 	logger := log.FromContext(ctx)
 	// The pods' writes in parallel: one patch after the other, a Deployment of 100 pods on a
-	// loaded API server took seconds per step (13s per reconcile in scenario L of the
-	// benchmark) while the other Deployments waited their turn.
+	// loaded API server would take seconds per step while the other Deployments wait their turn.
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -274,9 +276,8 @@ func (r *Reconciler) record(ctx context.Context, d *appsv1.Deployment, events []
 // annotations, that applies only to the spec the decision saw: it first tests that
 // metadata.generation is still orig's, which any change of the spec (someone's scale, a new
 // template) moves, and the Deployment controller's status reports do not. A resourceVersion
-// lock fails on those reports too, and they come with every replacement that becomes ready: in
-// the benchmark's scenario M, 72 of about 250 scale patches met a conflict and waited for the
-// next look. A failed test is refused with 422, which apply reports as a conflict.
+// lock fails on those reports too, and they come with every replacement that becomes ready, so
+// that many scale patches of a large drain would meet a conflict and wait for the next look. A failed test is refused with 422, which apply reports as a conflict.
 func scalePatch(orig, d *appsv1.Deployment) client.Patch {
 	type op struct {
 		Op    string `json:"op"`
@@ -324,7 +325,7 @@ func (r *Reconciler) answer(ctx context.Context, view protocol.View, a decide.An
 	if req == nil {
 		req = evacuation.ForPod(a.Pod)
 	}
-	latency, first := answerLatency(a.Pod, time.Now())
+	latency, first := answerLatency(a.Pod, r.now())
 	var err error
 	onEviction := req != nil && req.Protocol() != evacuation.PodConditions && a.Status != ""
 	switch {
@@ -534,4 +535,12 @@ func replicaSetChanged() predicate.Predicate {
 			!equality.Semantic.DeepEqual(o.Spec.Replicas, n.Spec.Replicas) ||
 			(o.Status.Replicas == 0) != (n.Status.Replicas == 0)
 	}}
+}
+
+// now is the reconciler's clock's time.
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
 }

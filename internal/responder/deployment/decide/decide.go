@@ -374,8 +374,7 @@ func (p *Plan) answerEvents(gaveUp bool) {
 		// about the Deployment whatever its version: the acceptances of one Deployment's pods,
 		// which come a few at a time from every node, are then one Event series, not one Event
 		// (a write) each. An Event about the Deployment as read names its resourceVersion, which
-		// each wave changes: in the benchmark's scenario M, 364 EvacuationAccepted Events for
-		// 1,000 pods.
+		// each wave changes, which would make an Event of nearly every wave.
 		p.Events = append(p.Events, Event{corev1.EventTypeNormal, "EvacuationAccepted", "Evacuate",
 			"accepted the evacuation of pods asked to leave their nodes: each leaves once a surged replacement is available (the pods' EvacuationInitiated condition)"})
 	}

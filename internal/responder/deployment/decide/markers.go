@@ -83,9 +83,8 @@ func ToEvacuate(pods []*corev1.Pod) int {
 // other annotation) while the evacuation has more steps (moreSteps: a surge in progress, pods
 // waiting for a wave), the next of which writes the Deployment and brings the counts up to
 // date. Requests arrive and pods leave one by one, and each count written is a write the API
-// server sends to every watcher of Deployments or ReplicaSets: in the benchmark's scenario M,
-// the counts were nearly one write of each per evacuated pod, and once surges waited, the pods
-// a completed surge removed still cost a write of each per pod.
+// server sends to every watcher of Deployments or ReplicaSets: written at each change, the counts
+// would cost nearly one write of each per evacuated pod.
 func CountCanWait(cur map[string]string, want map[string]*string, moreSteps bool) bool {
 	if !moreSteps {
 		return false
