@@ -8,6 +8,7 @@ require (
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
+	github.com/yuin/gopher-lua v1.1.2
 	golang.org/x/sync v0.22.0
 	golang.org/x/term v0.47.0
 	k8s.io/api v0.37.1
