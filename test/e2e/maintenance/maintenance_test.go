@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,6 +104,33 @@ func expectStatus(t *testing.T, name, node string, want testutil.StatusView) {
 	testutil.Eventually(t, timeout, fmt.Sprintf("status of %s is %+v", name, want), func(ctx context.Context) (bool, string, error) {
 		got, err := testutil.ViewStatus(ctx, framework.Client(), name, node)
 		return got == want, fmt.Sprintf("%+v", got), err
+	})
+}
+
+// expectKstatus waits until kstatus, as Flux and other kstatus-based GitOps tools compute it from
+// the object alone, says want of the NodeMaintenance (Current: it reached what its spec asks;
+// InProgress: not yet), with the Ready condition's reason.
+func expectKstatus(t *testing.T, name string, want kstatus.Status, reason string) {
+	t.Helper()
+	testutil.Eventually(t, timeout, fmt.Sprintf("kstatus of %s is %s (Ready: %s)", name, want, reason), func(ctx context.Context) (bool, string, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(nodemaintv1alpha1.GroupVersion.WithKind("NodeMaintenance"))
+		if err := framework.Client().Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
+			return false, "", err
+		}
+		res, err := kstatus.Compute(u)
+		if err != nil {
+			return false, "", err
+		}
+		ready := ""
+		if c, err := kstatus.GetObjectWithConditions(u.Object); err == nil {
+			for _, cond := range c.Status.Conditions {
+				if cond.Type == nodemaintv1alpha1.ConditionReady {
+					ready = cond.Reason
+				}
+			}
+		}
+		return res.Status == want && ready == reason, fmt.Sprintf("%s (%s), Ready reason %q", res.Status, res.Message, ready), nil
 	})
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,11 +67,13 @@ func TestPhases(t *testing.T) {
 	createNM(t, "phases", false, false, "kernel upgrade", target)
 	expectNode(t, target, testutil.NodeView{PlannedTaint: true, Maintenances: "phases=Planning", Condition: "True/Planning"})
 	expectStatus(t, "phases", target, testutil.StatusView{Phase: nodemaintv1alpha1.PhasePlanning, Selected: 1, Pending: 2, NodePending: 2, Drained: "False"})
+	expectKstatus(t, "phases", kstatus.CurrentStatus, nodemaintv1alpha1.ReasonPlanned)
 	expectRequests(t, ns, target, map[string]string{"web-": "", "bare": "", "agent-": ""})
 
 	setNM(t, "phases", true, false)
 	expectNode(t, target, testutil.NodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "phases=Cordon", Condition: "True/Cordon"})
 	expectStatus(t, "phases", target, testutil.StatusView{Phase: nodemaintv1alpha1.PhaseCordon, Selected: 1, Pending: 2, NodePending: 2, Drained: "False"})
+	expectKstatus(t, "phases", kstatus.CurrentStatus, nodemaintv1alpha1.ReasonCordoned)
 	expectRequests(t, ns, target, map[string]string{"web-": "", "bare": "", "agent-": ""})
 
 	setNM(t, "phases", true, true)
@@ -77,6 +81,7 @@ func TestPhases(t *testing.T) {
 	expectRequests(t, ns, target, map[string]string{"web-": requested, "bare": requested, "agent-": ""})
 	expectNode(t, target, testutil.NodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "phases=Drain", Condition: "True/Drain"})
 	expectStatus(t, "phases", target, testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrain, Selected: 1, Pending: 2, NodePending: 2, Drained: "False"})
+	expectKstatus(t, "phases", kstatus.InProgressStatus, nodemaintv1alpha1.ReasonPodsPending)
 	for i := 1; i < 5; i++ {
 		expectNode(t, node(i), restored)
 	}
@@ -93,12 +98,14 @@ func TestPhases(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	expectStatus(t, "phases", target, testutil.StatusView{Phase: nodemaintv1alpha1.PhaseDrainComplete, Selected: 1, Drained: "True"})
+	expectKstatus(t, "phases", kstatus.CurrentStatus, nodemaintv1alpha1.ReasonDrained)
 	expectNode(t, target, testutil.NodeView{Unschedulable: true, CordonedByUs: true, Maintenances: "phases=DrainComplete", Condition: "True/DrainComplete"})
 	framework.WaitDeploymentAvailable(t, ns, "web")
 	expectRequests(t, ns, target, map[string]string{"agent-": ""})
 
 	setNM(t, "phases", false, false)
 	expectStatus(t, "phases", target, testutil.StatusView{Phase: nodemaintv1alpha1.PhaseMaintenanceComplete, Selected: 1, Drained: "False"})
+	expectKstatus(t, "phases", kstatus.CurrentStatus, nodemaintv1alpha1.ReasonMaintenanceComplete)
 	expectNode(t, target, restored)
 
 	deleteNM(t, "phases")
