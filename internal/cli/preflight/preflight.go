@@ -1,33 +1,34 @@
-package cli
+// Package preflight holds `kubectl maintenance preflight`: it reads what a drain of the nodes
+// would meet, with internal/preflight, before anything moves, and prints it (a table per node,
+// JSON or YAML) with the exit code 2 when something would block the drain. Run does the same for
+// drain --dry-run.
+package preflight
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/preflight"
+	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
+	"github.com/nodemaint/nodemaint/internal/cli/target"
+	drainpreflight "github.com/nodemaint/nodemaint/internal/preflight"
 )
 
-// ExitBlocked is preflight's exit code when the drain of some node would be blocked.
-const ExitBlocked = 2
-
-// newPreflightCommand says, before anything moves, what a drain of the nodes would meet. It
-// only reads (list), so a user who may only read the cluster can run it.
-func newPreflightCommand(o *options) *cobra.Command {
+// NewCommand is `kubectl maintenance preflight`: it says, before anything moves, what a drain of
+// the nodes would meet. It only reads (list), so a user who may only read the cluster can run it.
+func NewCommand(o *clioptions.Options) *cobra.Command {
 	var (
-		t                target
+		t                target.Target
 		maxUnavailable   string
 		output           string
 		drainLabelPolicy string
@@ -67,13 +68,13 @@ Exit codes: 0 the drain would go through, 2 something would block it, 1 error.`,
   # A pool, two nodes at a time, as JSON for a script
   kubectl maintenance preflight -l pool=a --max-unavailable 2 -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := t.complete(args); err != nil {
-				return usageError(cmd, err)
+			if err := t.Complete(args); err != nil {
+				return clioptions.UsageError(cmd, err)
 			}
 			switch output {
 			case "", "json", "yaml":
 			default:
-				return usageError(cmd, fmt.Errorf("--output %q: want json or yaml", output))
+				return clioptions.UsageError(cmd, fmt.Errorf("--output %q: want json or yaml", output))
 			}
 			var ignoreDrainLabel bool
 			switch nodemaintv1alpha1.DrainLabelPolicy(drainLabelPolicy) {
@@ -81,72 +82,33 @@ Exit codes: 0 the drain would go through, 2 something would block it, 1 error.`,
 			case nodemaintv1alpha1.DrainLabelPolicyIgnore:
 				ignoreDrainLabel = true
 			default:
-				return usageError(cmd, fmt.Errorf("--drain-label-policy %q: want %s or %s", drainLabelPolicy, nodemaintv1alpha1.DrainLabelPolicyHonor, nodemaintv1alpha1.DrainLabelPolicyIgnore))
+				return clioptions.UsageError(cmd, fmt.Errorf("--drain-label-policy %q: want %s or %s", drainLabelPolicy, nodemaintv1alpha1.DrainLabelPolicyHonor, nodemaintv1alpha1.DrainLabelPolicyIgnore))
 			}
 			var budget *intstr.IntOrString
 			if maxUnavailable != "" {
 				v := intstr.Parse(maxUnavailable)
 				if _, err := intstr.GetScaledValueFromIntOrPercent(&v, 100, false); err != nil || v.IntValue() < 0 || (v.Type == intstr.String && strings.HasPrefix(v.StrVal, "-")) {
-					return usageError(cmd, fmt.Errorf("--max-unavailable %q: want a number of nodes or a percentage (e.g. 2 or 25%%)", maxUnavailable))
+					return clioptions.UsageError(cmd, fmt.Errorf("--max-unavailable %q: want a number of nodes or a percentage (e.g. 2 or 25%%)", maxUnavailable))
 				}
 				budget = &v
 			}
-			c, _, err := o.clients()
+			c, _, err := o.Clients()
 			if err != nil {
 				return err
 			}
-			return runPreflight(cmd.Context(), o, c, &t, budget, ignoreDrainLabel, output)
+			return Run(cmd.Context(), o.Streams, c, &t, budget, ignoreDrainLabel, output)
 		},
 	}
-	cmd.Flags().StringVarP(&t.selector, "selector", "l", "", "Label selector of the nodes, instead of names")
+	cmd.Flags().StringVarP(&t.Selector, "selector", "l", "", "Label selector of the nodes, instead of names")
 	cmd.Flags().StringVar(&maxUnavailable, "max-unavailable", "", "How many of the nodes are out at once, a number or a percentage, as a rollout's maxUnavailable (default: all of them)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: a table per node)")
 	cmd.Flags().StringVar(&drainLabelPolicy, "drain-label-policy", string(nodemaintv1alpha1.DrainLabelPolicyHonor), "Whether the pod label nodemaint.dev/drain counts (Honor) or not (Ignore), as the NodeMaintenance's drainLabelPolicy")
-	o.completeNames(cmd, true)
+	o.CompleteNames(cmd, true)
 	return cmd
 }
 
-// resolve names the target's nodes among the nodes: the named ones, all of which must exist, or
-// those the selector matches, at least one.
-func (t *target) resolve(nodes []corev1.Node) ([]string, error) {
-	if t.selector != "" {
-		sel, err := labels.Parse(t.selector)
-		if err != nil {
-			return nil, err
-		}
-		var names []string
-		for i := range nodes {
-			if sel.Matches(labels.Set(nodes[i].Labels)) {
-				names = append(names, nodes[i].Name)
-			}
-		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("selector %q matches no node", t.selector)
-		}
-		sort.Strings(names)
-		return names, nil
-	}
-	exist := map[string]bool{}
-	for i := range nodes {
-		exist[nodes[i].Name] = true
-	}
-	var missing []string
-	for _, name := range t.nodes {
-		if !exist[name] {
-			missing = append(missing, name)
-		}
-	}
-	switch len(missing) {
-	case 0:
-		return t.nodes, nil
-	case 1:
-		return nil, fmt.Errorf("no node named %s", missing[0])
-	}
-	return nil, fmt.Errorf("no nodes named %s", strings.Join(missing, ", "))
-}
-
 // printPreflight prints the report: as JSON or YAML, or as the assumption and a table per node.
-func printPreflight(w io.Writer, r *preflight.Report, output string) error {
+func printPreflight(w io.Writer, r *drainpreflight.Report, output string) error {
 	switch output {
 	case "json":
 		b, err := json.MarshalIndent(r, "", "  ")
@@ -170,11 +132,11 @@ func printPreflight(w io.Writer, r *preflight.Report, output string) error {
 	for _, n := range r.Nodes {
 		verdict := "nothing to report: the drain would go through"
 		switch n.Verdict {
-		case preflight.Blocks:
+		case drainpreflight.Blocks:
 			verdict = "the drain would be BLOCKED"
-		case preflight.Loses:
+		case drainpreflight.Loses:
 			verdict = "the drain would go through, and LOSE something"
-		case preflight.Info:
+		case drainpreflight.Info:
 			verdict = "the drain would go through"
 		}
 		fmt.Fprintf(w, "\n%s: %s (%d pods targeted: %d moved, %d skipped)", n.Name, verdict, n.Targeted, n.Moved, n.Skipped)
@@ -210,34 +172,34 @@ func podList(pods []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(pods[:most], ","), len(pods)-most)
 }
 
-// runPreflight reads the cluster, computes the preflight of the target's nodes (budget: a
-// rollout's maxUnavailable, nil for all at once), prints it, and returns an exitError with
-// ExitBlocked when the drain would be blocked.
-func runPreflight(ctx context.Context, o *options, c client.Reader, t *target, budget *intstr.IntOrString, ignoreDrainLabel bool, output string) error {
-	in, err := preflight.Read(ctx, c, o.streams.ErrOut)
+// Run reads the cluster, computes the preflight of the target's nodes (budget: a rollout's
+// maxUnavailable, nil for all at once), prints it (output: "", json or yaml), and returns an
+// error with the exit code clioptions.ExitBlocked when the drain would be blocked.
+func Run(ctx context.Context, streams genericiooptions.IOStreams, c client.Reader, t *target.Target, budget *intstr.IntOrString, ignoreDrainLabel bool, output string) error {
+	in, err := drainpreflight.Read(ctx, c, streams.ErrOut)
 	if err != nil {
 		return err
 	}
 	in.IgnoreDrainLabel = ignoreDrainLabel
-	if in.Targets, err = t.resolve(in.Nodes); err != nil {
+	if in.Targets, err = t.Resolve(in.Nodes); err != nil {
 		return err
 	}
 	if budget != nil {
 		n, _ := intstr.GetScaledValueFromIntOrPercent(budget, len(in.Targets), false)
 		in.MaxUnavailable = max(n, 1) // a rollout's budget is at least one node
 	}
-	report := preflight.Run(in)
-	if err := printPreflight(o.streams.Out, &report, output); err != nil {
+	report := drainpreflight.Run(in)
+	if err := printPreflight(streams.Out, &report, output); err != nil {
 		return err
 	}
 	if report.Blocks() {
 		blocked := 0
 		for _, n := range report.Nodes {
-			if n.Verdict == preflight.Blocks {
+			if n.Verdict == drainpreflight.Blocks {
 				blocked++
 			}
 		}
-		return &exitError{code: ExitBlocked, err: fmt.Errorf("the drain would be blocked on %d of %d nodes", blocked, len(report.Nodes))}
+		return &clioptions.ExitCodeError{Code: clioptions.ExitBlocked, Err: fmt.Errorf("the drain would be blocked on %d of %d nodes", blocked, len(report.Nodes))}
 	}
 	return nil
 }

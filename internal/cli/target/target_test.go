@@ -1,4 +1,4 @@
-package cli
+package target
 
 import (
 	"context"
@@ -9,11 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
 )
 
 // TestTargetCheck: names of no node and selectors that match no node are refused, naming them.
 func TestTargetCheck(t *testing.T) {
-	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+	b := fake.NewClientBuilder().WithScheme(clioptions.Scheme).WithObjects(
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"rack": "7"}}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2"}},
 	)
@@ -43,11 +45,11 @@ func TestTargetCheck(t *testing.T) {
 		{selector: "!rack,rack=7", wantErr: "matches no node"},
 	}
 	for _, tc := range cases {
-		tg := &target{selector: tc.selector}
-		if err := tg.complete(tc.nodes); err != nil {
+		tg := &Target{Selector: tc.selector}
+		if err := tg.Complete(tc.nodes); err != nil {
 			t.Fatal(err)
 		}
-		err := tg.check(context.Background(), c)
+		err := tg.Check(context.Background(), c)
 		if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 			t.Errorf("nodes %v selector %q: error %v, want %q", tc.nodes, tc.selector, err, tc.wantErr)
 		}
@@ -61,11 +63,11 @@ func TestNodeSelectorOneTerm(t *testing.T) {
 	for i := range 20 {
 		names = append(names, fmt.Sprintf("node-%02d", i))
 	}
-	tg := &target{}
-	if err := tg.complete(names); err != nil {
+	tg := &Target{}
+	if err := tg.Complete(names); err != nil {
 		t.Fatal(err)
 	}
-	sel, err := tg.nodeSelector()
+	sel, err := tg.NodeSelector()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +78,35 @@ func TestNodeSelectorOneTerm(t *testing.T) {
 	for i := 20; i < 257; i++ {
 		names = append(names, fmt.Sprintf("node-%03d", i))
 	}
-	if err := tg.complete(names); err != nil {
+	if err := tg.Complete(names); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tg.nodeSelector(); err == nil || !strings.Contains(err.Error(), "at most 256") {
+	if _, err := tg.NodeSelector(); err == nil || !strings.Contains(err.Error(), "at most 256") {
 		t.Errorf("257 names: error %v, want at most 256", err)
+	}
+}
+
+// TestResolve: names of no node are refused, as a selector that matches none.
+func TestResolve(t *testing.T) {
+	nodes := []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"rack": "7"}}}}
+	for _, tc := range []struct {
+		nodes    []string
+		selector string
+		wantErr  string
+	}{
+		{nodes: []string{"n1"}},
+		{selector: "rack=7"},
+		{nodes: []string{"n2"}, wantErr: "no node named n2"},
+		{nodes: []string{"n1", "n2", "n3"}, wantErr: "no nodes named n2, n3"},
+		{selector: "rack=8", wantErr: `selector "rack=8" matches no node`},
+	} {
+		tg := &Target{Selector: tc.selector}
+		if err := tg.Complete(tc.nodes); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tg.Resolve(nodes)
+		if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%v %q: error %v, want %q", tc.nodes, tc.selector, err, tc.wantErr)
+		}
 	}
 }

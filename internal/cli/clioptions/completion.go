@@ -1,4 +1,4 @@
-package cli
+package clioptions
 
 import (
 	"context"
@@ -17,12 +17,12 @@ import (
 // completionTimeout bounds the list a TAB waits for.
 const completionTimeout = 5 * time.Second
 
-// completeNames makes a command complete node names as arguments (nodeArgs) or NodeMaintenance
+// CompleteNames makes a command complete node names as arguments (nodeArgs) or NodeMaintenance
 // names (otherwise), and NodeMaintenance names for its --name and --maintenance flags. The names
 // are listed from the cluster the command's kubeconfig flags name, as kubectl's own completion
 // does; kubectl calls the plugin's for `kubectl maintenance <TAB>` through
 // kubectl_complete-maintenance.
-func (o *options) completeNames(cmd *cobra.Command, nodeArgs bool) {
+func (o *Options) CompleteNames(cmd *cobra.Command, nodeArgs bool) {
 	if nodeArgs {
 		cmd.ValidArgsFunction = o.complete(&corev1.Node{})
 	} else {
@@ -37,9 +37,9 @@ func (o *options) completeNames(cmd *cobra.Command, nodeArgs bool) {
 
 // complete lists the names of the kind of obj that start with what is typed, but those already
 // given.
-func (o *options) complete(obj client.Object) cobra.CompletionFunc {
+func (o *Options) complete(obj client.Object) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		c, _, err := o.clients()
+		c, _, err := o.Clients()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}

@@ -1,4 +1,4 @@
-package cli
+package cleanup
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
@@ -123,7 +124,7 @@ func TestCleanupPodsAndMaintenances(t *testing.T) {
 		}
 	}
 	ourER, theirER := request("nodemaint-1", ernames.Requester), request("descheduler-1", "descheduler.example.com/x")
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ours, theirs, nm, ourER, theirER).WithStatusSubresource(&corev1.Pod{}).Build()
+	c := fake.NewClientBuilder().WithScheme(clioptions.Scheme).WithObjects(ours, theirs, nm, ourER, theirER).WithStatusSubresource(&corev1.Pod{}).Build()
 	ctx := context.Background()
 
 	var out bytes.Buffer

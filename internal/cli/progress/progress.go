@@ -1,4 +1,4 @@
-package cli
+package progress
 
 import (
 	"context"
@@ -21,23 +21,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
 )
 
-// follow watches the NodeMaintenance until it is drained or the timeout passes. On a terminal it
+// Follow watches the NodeMaintenance until it is drained or the timeout passes. On a terminal it
 // redraws a table of its nodes in place; otherwise it prints a line whenever the progress changes.
 // It follows with client-go's watchtools.UntilWithSync: an informer on that one object, which
 // lists and watches again when the server ends a watch or its resourceVersion is too old.
-func follow(ctx context.Context, o *options, c client.WithWatch, name string, timeout time.Duration) error {
+func Follow(ctx context.Context, out io.Writer, c client.WithWatch, name string, timeout time.Duration) error {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	var show func(*nodemaintv1alpha1.NodeMaintenance)
-	if f, ok := o.streams.Out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		show = liveDisplay(o.streams.Out)
+	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		show = liveDisplay(out)
 	} else {
-		show = lineDisplay(o.streams.Out)
+		show = lineDisplay(out)
 	}
 	deleted := fmt.Errorf("NodeMaintenance %s was deleted", name)
 	var last *nodemaintv1alpha1.NodeMaintenance
@@ -46,7 +47,7 @@ func follow(ctx context.Context, o *options, c client.WithWatch, name string, ti
 		last = nm
 		show(nm)
 		if drained(nm) {
-			fmt.Fprintln(o.streams.Out, doneLine(nm))
+			fmt.Fprintln(out, doneLine(nm))
 			return true, nil
 		}
 		return false, selectsNoNode(nm)
@@ -111,6 +112,12 @@ func doneLine(nm *nodemaintv1alpha1.NodeMaintenance) string {
 	return fmt.Sprintf("nodemaintenance.nodemaint.dev/%s: drained", nm.Name)
 }
 
+// drained reports whether the NodeMaintenance is drained, with the status it saw.
+func drained(nm *nodemaintv1alpha1.NodeMaintenance) bool {
+	return nm.Status.ObservedGeneration == nm.Generation &&
+		meta.IsStatusConditionTrue(nm.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
+}
+
 // selectsNoNode is an error when the controller reports that the NodeMaintenance selects no node:
 // it is then never drained, and waiting for it would never end.
 func selectsNoNode(nm *nodemaintv1alpha1.NodeMaintenance) error {
@@ -134,10 +141,10 @@ func waitError(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, err e
 	} else {
 		fmt.Fprintf(&b, "timed out waiting for NodeMaintenance %s to drain: %d pods pending", nm.Name, nm.Status.PodsPendingEvacuation)
 	}
-	for _, line := range blockingLines(nm) {
+	for _, line := range BlockingLines(nm) {
 		b.WriteString("\n  " + line)
 	}
-	return &exitError{code: ExitTimedOut, err: fmt.Errorf("%s", b.String())}
+	return &clioptions.ExitCodeError{Code: clioptions.ExitTimedOut, Err: fmt.Errorf("%s", b.String())}
 }
 
 // nodeNames returns the NodeMaintenance's nodes, sorted.
@@ -150,9 +157,9 @@ func nodeNames(nm *nodemaintv1alpha1.NodeMaintenance) []string {
 	return names
 }
 
-// blockingLines says what holds each node the status lists: "node: Reason (count) ns/pod, ...:
+// BlockingLines says what holds each node the status lists: "node: Reason (count) ns/pod, ...:
 // message", and how many nodes it does not list.
-func blockingLines(nm *nodemaintv1alpha1.NodeMaintenance) []string {
+func BlockingLines(nm *nodemaintv1alpha1.NodeMaintenance) []string {
 	var lines []string
 	for _, n := range nodeNames(nm) {
 		for _, b := range nm.Status.Nodes[n].Blocked {
@@ -174,8 +181,8 @@ func notListedLine(nm *nodemaintv1alpha1.NodeMaintenance) string {
 		nm.Status.NodesNotListed, nodemaintv1alpha1.MaxStatusNodes)
 }
 
-// summary is one line about the whole maintenance.
-func summary(nm *nodemaintv1alpha1.NodeMaintenance) string {
+// Summary is one line about the whole maintenance.
+func Summary(nm *nodemaintv1alpha1.NodeMaintenance) string {
 	if nm.Status.ObservedGeneration == 0 {
 		return nm.Name + ": waiting for nodemaint-controller to pick it up"
 	}
@@ -198,10 +205,10 @@ func summary(nm *nodemaintv1alpha1.NodeMaintenance) string {
 	return line + ", drained " + drainedStatus
 }
 
-// writeNodeTable writes one row per node the status lists: pending, evacuating, skipped, and the
+// WriteNodeTable writes one row per node the status lists: pending, evacuating, skipped, and the
 // first thing that blocks it; then how many nodes it does not list. For a rollout, the nodes in
 // their turn (writeTurnTable).
-func writeNodeTable(out io.Writer, nm *nodemaintv1alpha1.NodeMaintenance) {
+func WriteNodeTable(out io.Writer, nm *nodemaintv1alpha1.NodeMaintenance) {
 	if nm.Spec.Rollout != nil {
 		writeTurnTable(out, nm, time.Now())
 		return
@@ -230,8 +237,8 @@ func liveDisplay(out io.Writer) func(*nodemaintv1alpha1.NodeMaintenance) {
 	lines := 0
 	return func(nm *nodemaintv1alpha1.NodeMaintenance) {
 		var b strings.Builder
-		fmt.Fprintln(&b, summary(nm))
-		writeNodeTable(&b, nm)
+		fmt.Fprintln(&b, Summary(nm))
+		WriteNodeTable(&b, nm)
 		if lines > 0 {
 			fmt.Fprintf(out, "\x1b[%dA\x1b[J", lines) // up to the previous frame, and clear it
 		}
@@ -244,13 +251,13 @@ func liveDisplay(out io.Writer) func(*nodemaintv1alpha1.NodeMaintenance) {
 func lineDisplay(out io.Writer) func(*nodemaintv1alpha1.NodeMaintenance) {
 	var last string
 	return func(nm *nodemaintv1alpha1.NodeMaintenance) {
-		text := summary(nm)
+		text := Summary(nm)
 		if nm.Spec.Rollout != nil {
-			for _, l := range rolloutLines(nm) {
+			for _, l := range RolloutLines(nm) {
 				text += "\n  " + l
 			}
 		}
-		for _, l := range blockingLines(nm) {
+		for _, l := range BlockingLines(nm) {
 			text += "\n  " + l
 		}
 		if text != last {

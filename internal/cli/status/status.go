@@ -1,4 +1,7 @@
-package cli
+// Package status holds `kubectl maintenance status` and `kubectl maintenance list`: the
+// NodeMaintenances, their progress per node and what blocks them, as tables (the views of
+// package progress) or as objects (-o json, yaml...).
+package status
 
 import (
 	"fmt"
@@ -6,18 +9,19 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
+	"github.com/nodemaint/nodemaint/internal/cli/progress"
 )
 
-// newStatusCommand shows maintenances and their nodes; --blocking lists what blocks and why.
-func newStatusCommand(o *options) *cobra.Command {
+// NewStatusCommand is `kubectl maintenance status`: it shows maintenances and their nodes;
+// --blocking lists what blocks and why.
+func NewStatusCommand(o *clioptions.Options) *cobra.Command {
 	var blocking bool
-	print := genericclioptions.NewPrintFlags("").WithTypeSetter(scheme)
+	print := genericclioptions.NewPrintFlags("").WithTypeSetter(clioptions.Scheme)
 	cmd := &cobra.Command{
 		Use:   "status [NAME]",
 		Short: "Show the progress of NodeMaintenances per node, and what blocks them",
@@ -31,7 +35,7 @@ func newStatusCommand(o *options) *cobra.Command {
   kubectl maintenance status selector-1a2b3c4d5e`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := o.clients()
+			c, _, err := o.Clients()
 			if err != nil {
 				return err
 			}
@@ -45,44 +49,44 @@ func newStatusCommand(o *options) *cobra.Command {
 			for i := range items {
 				nm := &items[i]
 				if i > 0 {
-					fmt.Fprintln(o.streams.Out)
+					fmt.Fprintln(o.Streams.Out)
 				}
-				fmt.Fprintln(o.streams.Out, summary(nm))
+				fmt.Fprintln(o.Streams.Out, progress.Summary(nm))
 				if blocking {
 					var lines []string
 					if nm.Spec.Rollout != nil {
-						lines = rolloutLines(nm)
+						lines = progress.RolloutLines(nm)
 					}
-					lines = append(lines, blockingLines(nm)...)
+					lines = append(lines, progress.BlockingLines(nm)...)
 					if len(lines) == 0 {
-						fmt.Fprintln(o.streams.Out, "  nothing blocks")
+						fmt.Fprintln(o.Streams.Out, "  nothing blocks")
 					}
 					for _, l := range lines {
-						fmt.Fprintln(o.streams.Out, "  "+l)
+						fmt.Fprintln(o.Streams.Out, "  "+l)
 					}
 					continue
 				}
-				writeNodeTable(o.streams.Out, nm)
+				progress.WriteNodeTable(o.Streams.Out, nm)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&blocking, "blocking", false, "List what blocks each node, with the reason (e.g. the PodDisruptionBudget's message)")
 	print.AddFlags(cmd)
-	o.completeNames(cmd, false)
+	o.CompleteNames(cmd, false)
 	return cmd
 }
 
-// newListCommand lists the NodeMaintenances.
-func newListCommand(o *options) *cobra.Command {
-	print := genericclioptions.NewPrintFlags("").WithTypeSetter(scheme)
+// NewListCommand is `kubectl maintenance list`: it lists the NodeMaintenances.
+func NewListCommand(o *clioptions.Options) *cobra.Command {
+	print := genericclioptions.NewPrintFlags("").WithTypeSetter(clioptions.Scheme)
 	cmd := &cobra.Command{
 		Use:     "list",
 		Short:   "List NodeMaintenances",
 		Example: `  kubectl maintenance list -o wide`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := o.clients()
+			c, _, err := o.Clients()
 			if err != nil {
 				return err
 			}
@@ -93,7 +97,7 @@ func newListCommand(o *options) *cobra.Command {
 			if f := *print.OutputFormat; f != "" && f != "wide" {
 				return printObjects(print, o, items)
 			}
-			tw := tabwriter.NewWriter(o.streams.Out, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(o.Streams.Out, 0, 4, 2, ' ', 0)
 			header := "NAME\tPHASE\tCORDON\tDRAIN\tNODES\tPENDING\tDRAINED"
 			if *print.OutputFormat == "wide" {
 				header += "\tEVACUATING\tSKIPPED\tROLLOUT\tREASON"
@@ -107,7 +111,7 @@ func newListCommand(o *options) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%t\t%t\t%d\t%d\t%s", nm.Name, nm.Status.Phase, nm.Spec.Cordon, nm.Spec.Drain,
 					nm.Status.SelectedNodes, nm.Status.PodsPendingEvacuation, drained)
 				if *print.OutputFormat == "wide" {
-					fmt.Fprintf(tw, "\t%d\t%d\t%s\t%s", nm.Status.PodsEvacuating, nm.Status.PodsSkipped, rolloutCell(&nm), nm.Spec.Reason)
+					fmt.Fprintf(tw, "\t%d\t%d\t%s\t%s", nm.Status.PodsEvacuating, nm.Status.PodsSkipped, progress.RolloutCell(&nm), nm.Spec.Reason)
 				}
 				fmt.Fprintln(tw)
 			}
@@ -143,31 +147,14 @@ func getMaintenances(cmd *cobra.Command, c client.Client, args []string) ([]node
 	return list.Items, nil
 }
 
-func printObjects(print *genericclioptions.PrintFlags, o *options, items []nodemaintv1alpha1.NodeMaintenance) error {
+func printObjects(print *genericclioptions.PrintFlags, o *clioptions.Options, items []nodemaintv1alpha1.NodeMaintenance) error {
 	p, err := print.ToPrinter()
 	if err != nil {
 		return err
 	}
 	if len(items) == 1 {
-		return p.PrintObj(&items[0], o.streams.Out)
+		return p.PrintObj(&items[0], o.Streams.Out)
 	}
 	list := &nodemaintv1alpha1.NodeMaintenanceList{Items: items}
-	return p.PrintObj(list, o.streams.Out)
-}
-
-// rolloutCell is a rollout in a list: "3/8 done, 2 in turn", "halted" when it halts; "-" for a
-// maintenance that does not roll.
-func rolloutCell(nm *nodemaintv1alpha1.NodeMaintenance) string {
-	r := nm.Status.Rollout
-	switch {
-	case nm.Spec.Rollout == nil:
-		return "-"
-	case r == nil:
-		return "pending"
-	}
-	cell := fmt.Sprintf("%d/%d done, %d in turn", r.NodesDone, nm.Status.SelectedNodes, r.NodesInTurn)
-	if c := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted); c != nil && c.Status == metav1.ConditionTrue {
-		cell += ", halted (" + c.Reason + ")"
-	}
-	return cell
+	return p.PrintObj(list, o.Streams.Out)
 }

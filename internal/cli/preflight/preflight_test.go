@@ -1,4 +1,4 @@
-package cli
+package preflight
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,7 +16,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/nodemaint/nodemaint/internal/preflight"
+	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
+	"github.com/nodemaint/nodemaint/internal/cli/target"
+	drainpreflight "github.com/nodemaint/nodemaint/internal/preflight"
 )
 
 // TestPreflightReadAndPrint: what readCluster lists reaches the preflight (a budget that allows
@@ -26,7 +29,7 @@ func TestPreflightReadAndPrint(t *testing.T) {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": "a"}}, Status: corev1.NodeStatus{Allocatable: alloc}}
 	}
 	running := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+	c := fake.NewClientBuilder().WithScheme(clioptions.Scheme).WithObjects(
 		nodeOf("n1"), nodeOf("n2"),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db-0", UID: "db-0", Labels: map[string]string{"app": "db"},
@@ -39,16 +42,16 @@ func TestPreflightReadAndPrint(t *testing.T) {
 			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1}},
 	).Build()
 	var warnings bytes.Buffer
-	in, err := preflight.Read(context.Background(), c, &warnings)
+	in, err := drainpreflight.Read(context.Background(), c, &warnings)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := &target{selector: "pool=a"}
-	if in.Targets, err = tg.resolve(in.Nodes); err != nil || strings.Join(in.Targets, ",") != "n1,n2" {
+	tg := &target.Target{Selector: "pool=a"}
+	if in.Targets, err = tg.Resolve(in.Nodes); err != nil || strings.Join(in.Targets, ",") != "n1,n2" {
 		t.Fatalf("targets %v, %v", in.Targets, err)
 	}
 	in.MaxUnavailable = 1
-	r := preflight.Run(in)
+	r := drainpreflight.Run(in)
 	if !r.Blocks() {
 		t.Fatalf("not blocked: %+v", r)
 	}
@@ -75,35 +78,10 @@ func TestPreflightReadAndPrint(t *testing.T) {
 	if err := printPreflight(&out, &r, "json"); err != nil {
 		t.Fatal(err)
 	}
-	var back preflight.Report
-	if err := json.Unmarshal(out.Bytes(), &back); err != nil || len(back.Nodes) != 2 || back.Nodes[0].Verdict != preflight.Blocks ||
+	var back drainpreflight.Report
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil || len(back.Nodes) != 2 || back.Nodes[0].Verdict != drainpreflight.Blocks ||
 		back.Nodes[0].Findings[0].Object != "PodDisruptionBudget shop/db" {
 		t.Errorf("JSON %v:\n%s", err, out.String())
-	}
-}
-
-// TestPreflightResolve: names of no node are refused, as a selector that matches none.
-func TestPreflightResolve(t *testing.T) {
-	nodes := []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"rack": "7"}}}}
-	for _, tc := range []struct {
-		nodes    []string
-		selector string
-		wantErr  string
-	}{
-		{nodes: []string{"n1"}},
-		{selector: "rack=7"},
-		{nodes: []string{"n2"}, wantErr: "no node named n2"},
-		{nodes: []string{"n1", "n2", "n3"}, wantErr: "no nodes named n2, n3"},
-		{selector: "rack=8", wantErr: `selector "rack=8" matches no node`},
-	} {
-		tg := &target{selector: tc.selector}
-		if err := tg.complete(tc.nodes); err != nil {
-			t.Fatal(err)
-		}
-		_, err := tg.resolve(nodes)
-		if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
-			t.Errorf("%v %q: error %v, want %q", tc.nodes, tc.selector, err, tc.wantErr)
-		}
 	}
 }
 
@@ -121,11 +99,14 @@ func TestPreflightBadFlags(t *testing.T) {
 		{[]string{"preflight", "n1", "--drain-label-policy", "Maybe"}, `--drain-label-policy "Maybe"`},
 	} {
 		var out bytes.Buffer
-		cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
-		cmd.SetArgs(append(tc.args, "--kubeconfig", "/nonexistent"))
-		err := cmd.Execute()
-		if err == nil || ExitCode(err) != ExitError || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: error %v (exit %d), want %q", tc.args, err, ExitCode(err), tc.want)
+		o := clioptions.NewOptions(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+		root := &cobra.Command{Use: "kubectl-maintenance", SilenceUsage: true, SilenceErrors: true}
+		o.Config.AddFlags(root.PersistentFlags())
+		root.AddCommand(NewCommand(o))
+		root.SetArgs(append(tc.args, "--kubeconfig", "/nonexistent"))
+		err := root.Execute()
+		if err == nil || clioptions.ExitCode(err) != clioptions.ExitError || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v (exit %d), want %q", tc.args, err, clioptions.ExitCode(err), tc.want)
 		}
 	}
 }

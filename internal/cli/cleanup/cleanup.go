@@ -1,4 +1,8 @@
-package cli
+// Package cleanup holds `kubectl maintenance cleanup`: it restores what nodemaint changed in the
+// cluster (nodes, pods' EvacuationRequests, EvictionRequests, Deployments' surges, the
+// NodeMaintenances' finalizer) without the controller, for an uninstall, once it checked that no
+// controller runs.
+package cleanup
 
 import (
 	"context"
@@ -21,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -30,8 +35,9 @@ import (
 // leaderLease is the name of nodemaint-controller's leader election Lease.
 const leaderLease = "nodemaint-controller.nodemaint.dev"
 
-// newCleanupCommand restores what nodemaint changed, without the controller.
-func newCleanupCommand(o *options) *cobra.Command {
+// NewCommand is `kubectl maintenance cleanup`: it restores what nodemaint changed, without the
+// controller.
+func NewCommand(o *clioptions.Options) *cobra.Command {
 	var (
 		dryRun, force bool
 		namespace     string
@@ -69,7 +75,7 @@ namespace: it would redo its work. --force skips both checks. It is idempotent: 
   kubectl delete crd nodemaintenances.nodemaint.dev drainrules.nodemaint.dev`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := o.clients()
+			c, _, err := o.Clients()
 			if err != nil {
 				return err
 			}
@@ -82,7 +88,7 @@ namespace: it would redo its work. --force skips both checks. It is idempotent: 
 					return err
 				}
 			}
-			cl := &cleaner{c: c, out: o.streams.Out, dryRun: dryRun}
+			cl := &cleaner{c: c, out: o.Streams.Out, dryRun: dryRun}
 			return cl.run(ctx, timeout)
 		},
 	}

@@ -1,4 +1,4 @@
-package cli
+package progress
 
 import (
 	"bytes"
@@ -9,12 +9,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
 )
 
 // bigMaintenance is the status of a maintenance of 5,000 nodes: two listed, 4,000 more with pods
@@ -43,11 +42,11 @@ func bigMaintenance() *nodemaintv1alpha1.NodeMaintenance {
 // not list.
 func TestDisplayOfABoundedStatus(t *testing.T) {
 	nm := bigMaintenance()
-	if got, want := summary(nm), "fleet: phase Drain, 5000 nodes (4002 with pods pending, 998 drained), 4003 pods pending, 1 evacuating by their owners, 7 skipped and left running, drained False"; got != want {
+	if got, want := Summary(nm), "fleet: phase Drain, 5000 nodes (4002 with pods pending, 998 drained), 4003 pods pending, 1 evacuating by their owners, 7 skipped and left running, drained False"; got != want {
 		t.Errorf("summary:\n got %q\nwant %q", got, want)
 	}
 	var table bytes.Buffer
-	writeNodeTable(&table, nm)
+	WriteNodeTable(&table, nm)
 	for _, want := range []string{
 		"NODE    PENDING  EVACUATING  SKIPPED  BLOCKED BY\n",
 		"node-a  2        1           1        PodDisruptionBudget prod/db-0\n",
@@ -59,7 +58,7 @@ func TestDisplayOfABoundedStatus(t *testing.T) {
 			t.Errorf("node table lacks %q:\n%s", want, table.String())
 		}
 	}
-	lines := blockingLines(nm)
+	lines := BlockingLines(nm)
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "node-a: PodDisruptionBudget (1) prod/db-0: The disruption budget db") ||
 		!strings.HasPrefix(lines[1], "4000 more nodes not listed") {
 		t.Errorf("blocking lines %q", lines)
@@ -81,22 +80,21 @@ func TestFollowFailsWhenNoNodeIsSelected(t *testing.T) {
 			},
 		},
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(nm).
+	c := fake.NewClientBuilder().WithScheme(clioptions.Scheme).WithObjects(nm).
 		WithIndex(&nodemaintv1alpha1.NodeMaintenance{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).
 		Build()
 	var out bytes.Buffer
-	o := &options{config: genericclioptions.NewConfigFlags(false), streams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}
 	done := make(chan error, 1)
-	go func() { done <- follow(context.Background(), o, listOnly{c}, "no-such-node", 0) }()
+	go func() { done <- Follow(context.Background(), &out, listOnly{c}, "no-such-node", 0) }()
 	var err error
 	select {
 	case err = <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("follow still waits for a maintenance that selects no node")
 	}
-	if err == nil || ExitCode(err) != ExitError ||
+	if err == nil || clioptions.ExitCode(err) != clioptions.ExitError ||
 		err.Error() != "NodeMaintenance no-such-node drains nothing: the nodeSelector selects no node (NoNodesSelected); remove it with `kubectl maintenance complete --name no-such-node --delete`" {
-		t.Fatalf("follow: %v (exit %d); want exit 1 naming the empty selection", err, ExitCode(err))
+		t.Fatalf("follow: %v (exit %d); want exit 1 naming the empty selection", err, clioptions.ExitCode(err))
 	}
 }
 
@@ -106,7 +104,7 @@ type listOnly struct{ client.WithWatch }
 
 func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
 
-// follow shows each change the watch brings and ends when the maintenance is drained, fails when
+// Follow shows each change the watch brings and ends when the maintenance is drained, fails when
 // it is deleted, and times out with exit code 3.
 func TestFollowWatchesChanges(t *testing.T) {
 	pending := func() *nodemaintv1alpha1.NodeMaintenance {
@@ -115,11 +113,10 @@ func TestFollowWatchesChanges(t *testing.T) {
 		return nm
 	}
 	start := func(t *testing.T, timeout time.Duration) (client.WithWatch, *syncBuffer, chan error) {
-		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pending()).WithStatusSubresource(&nodemaintv1alpha1.NodeMaintenance{}).Build()
+		c := fake.NewClientBuilder().WithScheme(clioptions.Scheme).WithObjects(pending()).WithStatusSubresource(&nodemaintv1alpha1.NodeMaintenance{}).Build()
 		out := &syncBuffer{}
-		o := &options{config: genericclioptions.NewConfigFlags(false), streams: genericiooptions.IOStreams{Out: out, ErrOut: out}}
 		done := make(chan error, 1)
-		go func() { done <- follow(t.Context(), o, listOnly{c}, "fleet", timeout) }()
+		go func() { done <- Follow(t.Context(), out, listOnly{c}, "fleet", timeout) }()
 		waitFor(t, func() bool { return strings.Contains(out.String(), "4003 pods pending") })
 		return c, out, done
 	}
@@ -167,8 +164,8 @@ func TestFollowWatchesChanges(t *testing.T) {
 	})
 	t.Run("timeout", func(t *testing.T) {
 		_, _, done := start(t, 500*time.Millisecond)
-		if err := wait(t, done); ExitCode(err) != ExitTimedOut || !strings.HasPrefix(err.Error(), "timed out waiting for NodeMaintenance fleet to drain: 4003 pods pending") {
-			t.Errorf("follow: %v (exit %d), want a time-out (exit 3)", err, ExitCode(err))
+		if err := wait(t, done); clioptions.ExitCode(err) != clioptions.ExitTimedOut || !strings.HasPrefix(err.Error(), "timed out waiting for NodeMaintenance fleet to drain: 4003 pods pending") {
+			t.Errorf("follow: %v (exit %d), want a time-out (exit 3)", err, clioptions.ExitCode(err))
 		}
 	})
 }

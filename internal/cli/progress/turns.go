@@ -1,4 +1,4 @@
-package cli
+package progress
 
 import (
 	"fmt"
@@ -20,16 +20,16 @@ import (
 // The views of a rollout (spec.rollout): how it rolls, where it stands, and what each node in
 // its turn waits for. The status details only the nodes in their turn; the others are counted.
 
-// release is the rollout's release policy, with the CRD's default.
-func release(spec *nodemaintv1alpha1.RolloutSpec) nodemaintv1alpha1.ReleasePolicy {
+// Release is the rollout's release policy, with the CRD's default.
+func Release(spec *nodemaintv1alpha1.RolloutSpec) nodemaintv1alpha1.ReleasePolicy {
 	if spec.Release == "" {
 		return nodemaintv1alpha1.ReleaseDrained
 	}
 	return spec.Release
 }
 
-// rolloutPlan says how the maintenance rolls: "2 nodes at a time, release Rebooted, window ...".
-func rolloutPlan(nm *nodemaintv1alpha1.NodeMaintenance) string {
+// RolloutPlan says how the maintenance rolls: "2 nodes at a time, release Rebooted, window ...".
+func RolloutPlan(nm *nodemaintv1alpha1.NodeMaintenance) string {
 	spec := nm.Spec.Rollout
 	var b strings.Builder
 	mu := spec.MaxUnavailable
@@ -41,7 +41,7 @@ func rolloutPlan(nm *nodemaintv1alpha1.NodeMaintenance) string {
 	default:
 		fmt.Fprint(&b, plural(rollout.Budget(mu, 0), "node"))
 	}
-	fmt.Fprintf(&b, " at a time, release %s", release(spec))
+	fmt.Fprintf(&b, " at a time, release %s", Release(spec))
 	if w := spec.Window; w != nil {
 		tz := w.TimeZone
 		if tz == "" {
@@ -62,7 +62,7 @@ func plural(n int, what string) string {
 // rolloutSummary is the summary line of a maintenance that rolls.
 func rolloutSummary(nm *nodemaintv1alpha1.NodeMaintenance) string {
 	s := nm.Status
-	line := fmt.Sprintf("%s: phase %s, %d nodes, %s", nm.Name, s.Phase, s.SelectedNodes, rolloutPlan(nm))
+	line := fmt.Sprintf("%s: phase %s, %d nodes, %s", nm.Name, s.Phase, s.SelectedNodes, RolloutPlan(nm))
 	if r := s.Rollout; r != nil {
 		done := fmt.Sprintf("%d done", r.NodesDone)
 		if r.NodesFailed > 0 {
@@ -109,7 +109,7 @@ func turnCell(nm *nodemaintv1alpha1.NodeMaintenance, turn nodemaintv1alpha1.Node
 	case !listed && nm.Status.NodesNotListed > 0:
 		return "not listed", true // perhaps drained, perhaps among the nodes the status leaves out
 	}
-	switch release(nm.Spec.Rollout) {
+	switch Release(nm.Spec.Rollout) {
 	case nodemaintv1alpha1.ReleaseRebooted:
 		return "drained; waiting for its reboot (a new boot ID, then Ready)", false
 	case nodemaintv1alpha1.ReleaseManual:
@@ -153,10 +153,10 @@ func writeTurnTable(out io.Writer, nm *nodemaintv1alpha1.NodeMaintenance, now ti
 	}
 }
 
-// rolloutLines are the lines a pipe gets about a rollout besides the summary and what blocks
-// (blockingLines): the halt, and each node in its turn that is drained, with what its release
+// RolloutLines are the lines a pipe gets about a rollout besides the summary and what blocks
+// (BlockingLines): the halt, and each node in its turn that is drained, with what its release
 // waits for. No ages, so that they change only when the rollout does.
-func rolloutLines(nm *nodemaintv1alpha1.NodeMaintenance) []string {
+func RolloutLines(nm *nodemaintv1alpha1.NodeMaintenance) []string {
 	var lines []string
 	if l := haltLine(nm); l != "" {
 		lines = append(lines, l)
@@ -191,4 +191,21 @@ func rolloutProgress(nm *nodemaintv1alpha1.NodeMaintenance) string {
 		s += "; " + l
 	}
 	return s
+}
+
+// RolloutCell is a rollout in a list: "3/8 done, 2 in turn", "halted" when it halts; "-" for a
+// maintenance that does not roll.
+func RolloutCell(nm *nodemaintv1alpha1.NodeMaintenance) string {
+	r := nm.Status.Rollout
+	switch {
+	case nm.Spec.Rollout == nil:
+		return "-"
+	case r == nil:
+		return "pending"
+	}
+	cell := fmt.Sprintf("%d/%d done, %d in turn", r.NodesDone, nm.Status.SelectedNodes, r.NodesInTurn)
+	if c := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted); c != nil && c.Status == metav1.ConditionTrue {
+		cell += ", halted (" + c.Reason + ")"
+	}
+	return cell
 }

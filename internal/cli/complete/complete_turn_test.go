@@ -1,4 +1,4 @@
-package cli
+package complete
 
 import (
 	"bytes"
@@ -8,11 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
+	"github.com/nodemaint/nodemaint/internal/cli/target"
 )
 
 // turnsCluster: rollout pool-a (release Manual) has node-1 in its turn and node-2 waiting;
@@ -45,7 +46,7 @@ func turnsCluster() client.Client {
 		return n
 	}
 	const entries, complete = nodemaintv1alpha1.MaintenancesAnnotation, nodemaintv1alpha1.CompleteAnnotation
-	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+	return fake.NewClientBuilder().WithScheme(clioptions.Scheme).WithObjects(
 		manual("pool-a", "node-1", "node-4", "node-6"), rebooted, manual("pool-c", "node-4"), plain("node-5"), plain("node-6"),
 		node("node-1", entries, "pool-a=DrainComplete", complete, "someone-else"),
 		node("node-2", entries, "pool-a=Planning"),
@@ -94,13 +95,12 @@ func TestCompleteTurns(t *testing.T) {
 		{nodes: []string{"no-such-node"}, wantDone: false},
 	} {
 		c := turnsCluster()
-		tg := &target{}
-		if err := tg.complete(tc.nodes); err != nil {
+		tg := &target.Target{}
+		if err := tg.Complete(tc.nodes); err != nil {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		o := &options{streams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}
-		done, err := completeTurns(ctx, o, c, tg, tc.named)
+		done, err := completeTurns(ctx, &out, c, tg, tc.named)
 		name := strings.Join(tc.nodes, " ") + " --maintenance=" + tc.named
 		if done != tc.wantDone || (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s: done %v, error %v; want done %v, error %q", name, done, err, tc.wantDone, tc.wantErr)

@@ -1,4 +1,4 @@
-package cli
+package complete
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/cli/progress"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
@@ -162,9 +163,9 @@ func completable(nm *nodemaintv1alpha1.NodeMaintenance) error {
 	switch {
 	case nm.Spec.Rollout == nil:
 		return fmt.Errorf("NodeMaintenance %s does not roll (no spec.rollout): complete it as a whole with `kubectl maintenance complete --name %s`", nm.Name, nm.Name)
-	case release(nm.Spec.Rollout) != nodemaintv1alpha1.ReleaseManual:
+	case progress.Release(nm.Spec.Rollout) != nodemaintv1alpha1.ReleaseManual:
 		return fmt.Errorf("NodeMaintenance %s releases a node by itself (release %s), not on complete; to end it for every node: `kubectl maintenance complete --name %s`",
-			nm.Name, release(nm.Spec.Rollout), nm.Name)
+			nm.Name, progress.Release(nm.Spec.Rollout), nm.Name)
 	case !nm.Spec.Cordon && !nm.Spec.Drain:
 		return fmt.Errorf("NodeMaintenance %s neither cordons nor drains: no node is in its turn", nm.Name)
 	}

@@ -1,4 +1,4 @@
-package cli
+package phase
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/drain"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -33,10 +32,11 @@ func hasNodeMaintenanceAPI(cs kubernetes.Interface) (bool, error) {
 
 // classicDrain is kubectl drain, for clusters without nodemaint (KEP-4212 asks kubectl to fall
 // back so): cordon, then evict every pod but DaemonSet pods, through PodDisruptionBudgets.
-func classicDrain(ctx context.Context, o *options, cs kubernetes.Interface, t *target, timeout time.Duration, flags *kubectlDrainFlags, dryRun cmdutil.DryRunStrategy) error {
-	names := t.nodes
-	if t.selector != "" {
-		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: t.selector})
+func (o *phaseOptions) classicDrain(ctx context.Context) error {
+	cs, t := o.cs, &o.target
+	names := t.Nodes
+	if t.Selector != "" {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: t.Selector})
 		if err != nil {
 			return err
 		}
@@ -47,14 +47,14 @@ func classicDrain(ctx context.Context, o *options, cs kubernetes.Interface, t *t
 	helper := &drain.Helper{
 		Ctx:     ctx,
 		Client:  cs,
-		Timeout: timeout,
+		Timeout: o.timeout,
 		// kubectl drain's default: the Helper's zero value retries an eviction refused by a
 		// PodDisruptionBudget in a tight loop.
 		EvictErrorRetryDelay: 5 * time.Second,
-		Out:                  o.streams.Out,
-		ErrOut:               o.streams.ErrOut,
+		Out:                  o.Streams.Out,
+		ErrOut:               o.Streams.ErrOut,
 	}
-	flags.classic(helper, dryRun)
+	o.kubectl.classic(helper, o.dryRun)
 	for _, name := range names {
 		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -66,7 +66,7 @@ func classicDrain(ctx context.Context, o *options, cs kubernetes.Interface, t *t
 		if err := drain.RunNodeDrain(helper, name); err != nil {
 			return fmt.Errorf("draining %s: %w", name, err)
 		}
-		fmt.Fprintf(o.streams.Out, "node/%s drained\n", name)
+		fmt.Fprintf(o.Streams.Out, "node/%s drained\n", name)
 	}
 	return nil
 }
