@@ -50,24 +50,9 @@ func getPod(ctx context.Context, name string) (*corev1.Pod, error) {
 	return pod, k8s.Get(ctx, types.NamespacedName{Namespace: "default", Name: name}, pod)
 }
 
-func expectEvicted(t *testing.T, name string) {
-	t.Helper()
-	eventually(t, "pod "+name+" evicted", func(ctx context.Context) (bool, string, error) {
-		pod, err := getPod(ctx, name)
-		return pod.DeletionTimestamp != nil, testutil.Request(pod), err
-	})
-}
+func expectEvicted(t *testing.T, name string) { t.Helper(); testutil.ExpectEvicted(t, k8s, name) }
 
-func notEvicted(t *testing.T, name string) {
-	t.Helper()
-	pod, err := getPod(context.Background(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pod.DeletionTimestamp != nil {
-		t.Fatalf("pod %s was evicted", name)
-	}
-}
+func notEvicted(t *testing.T, name string) { t.Helper(); testutil.ExpectNotEvicted(t, k8s, name) }
 
 // expectBlocked waits until the node's status names the pod with the reason and a message
 // containing msg.

@@ -3,6 +3,7 @@ package testutil
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,5 +53,28 @@ func SetPodCondition(t testing.TB, c client.Client, name string, cond corev1.Pod
 	evacuation.SetCondition(pod, cond)
 	if err := c.Status().Patch(ctx, pod, client.StrategicMergeFrom(orig)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// ExpectEvicted waits for the deletion timestamp of the pod of the default namespace: with no
+// kubelet, an evicted pod stays terminating.
+func ExpectEvicted(t testing.TB, c client.Client, name string) {
+	t.Helper()
+	Eventually(t, 30*time.Second, "pod "+name+" evicted", func(ctx context.Context) (bool, string, error) {
+		pod := &corev1.Pod{}
+		err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: name}, pod)
+		return pod.DeletionTimestamp != nil, Request(pod), err
+	})
+}
+
+// ExpectNotEvicted fails the test if the pod of the default namespace is being deleted.
+func ExpectNotEvicted(t testing.TB, c client.Client, name string) {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.DeletionTimestamp != nil {
+		t.Fatalf("pod %s was evicted", name)
 	}
 }
