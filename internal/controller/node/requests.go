@@ -42,7 +42,6 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 		podOf[pod.UID] = pod
 	}
 	var c requestWriteCounts
-	record := c.record
 	requested := func(req *lifecyclev1alpha1.EvictionRequest) {
 		if pod := podOf[req.Spec.Target.Pod.UID]; pod != nil {
 			eventSink{r.Recorder}.requested(pod)
@@ -55,10 +54,10 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 		g.Go(func() error {
 			err := r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 			if want.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
-				record(err, &c.withdrawn)
+				c.record(err, &c.withdrawn)
 				return nil
 			}
-			record(err, &c.asked)
+			c.record(err, &c.asked)
 			if err == nil && orig.Spec.Intent != want.Spec.Intent {
 				requested(want)
 			}
@@ -67,7 +66,7 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 	}
 	for _, req := range plan.Delete {
 		g.Go(func() error {
-			record(r.Client.Delete(ctx, req, client.Preconditions{UID: &req.UID}), &c.deleted)
+			c.record(r.Client.Delete(ctx, req, client.Preconditions{UID: &req.UID}), &c.deleted)
 			return nil
 		})
 	}
@@ -76,14 +75,14 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 	for _, want := range plan.Adopt {
 		orig := byName[client.ObjectKeyFromObject(want)]
 		g.Go(func() error {
-			record(r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), &c.adopted)
+			c.record(r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), &c.adopted)
 			return nil
 		})
 	}
 	for _, req := range plan.Create {
 		g.Go(func() error {
 			err := r.Client.Create(ctx, req)
-			record(err, &c.created)
+			c.record(err, &c.created)
 			if err == nil {
 				requested(req)
 			}

@@ -23,6 +23,9 @@ type decision struct {
 	status nodemaintv1alpha1.NodeMaintenanceStatus
 	// recheckAfter: look again then even if nothing changes; zero: only on a change.
 	recheckAfter time.Duration
+	// preflightNotComputed: the maintenance selects this many nodes, more than the controller
+	// computes the preflight of, news for its spec (an Event); zero: nothing to tell.
+	preflightNotComputed int
 }
 
 // nodeDecision is the decision about one selected node.
@@ -38,6 +41,9 @@ type nodeDecision struct {
 func decide(o observation, protocol nodemaintv1alpha1.EvacuationProtocol, now time.Time) decision {
 	nm := o.nm
 	d := decision{nodes: make([]nodeDecision, 0, len(o.nodes))}
+	if o.preflightTooMany {
+		d.preflightNotComputed = len(o.nodes)
+	}
 	for i, node := range o.nodes {
 		d.nodes = append(d.nodes, nodeDecision{name: node.Name, node: node, Decision: nodeaction.Decide(o.observed[i], now)})
 	}

@@ -106,14 +106,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return r.apply(ctx, nm, o, decide(o, r.Protocol, now), now)
+	return r.apply(ctx, nm, decide(o, r.Protocol, now), now)
 }
 
 // apply writes the decision: the status, when it changed, with its Events and metrics, and the
 // Event of a preflight the controller does not compute.
-func (r *Reconciler) apply(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, o observation, d decision, now time.Time) (reconcile.Result, error) {
-	if o.preflightTooMany {
-		eventSink{r.Recorder}.preflightNotComputed(nm, len(o.nodes))
+func (r *Reconciler) apply(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, d decision, now time.Time) (reconcile.Result, error) {
+	if d.preflightNotComputed > 0 {
+		eventSink{r.Recorder}.preflightNotComputed(nm, d.preflightNotComputed)
 	}
 	result := reconcile.Result{RequeueAfter: d.recheckAfter}
 	if equality.Semantic.DeepEqual(nm.Status, d.status) {
