@@ -490,8 +490,11 @@ func involved(pod *corev1.Pod) bool {
 
 // podEvacuationChanged passes the events of pods the responder has to look at: with an
 // evacuation request, an answer or a mark, when one of those or the pod's deletion changes; and
-// any pod's readiness, which completes a surge (deploymentOfPod passes those of surging
-// Deployments only).
+// any pod's readiness, which completes a surge, or trouble (decide.InTrouble: unschedulable,
+// failing to start), which shortens its patience to the surge timeout (deploymentOfPod passes
+// those of surging Deployments only). A replacement seen before the scheduler marked it
+// unschedulable would otherwise wait for the Deployment's progress deadline, or the next
+// heartbeat, before the surge gives up.
 func podEvacuationChanged() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return involved(e.Object.(*corev1.Pod)) },
@@ -499,7 +502,7 @@ func podEvacuationChanged() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 			if !involved(o) && !involved(n) {
-				return podutils.IsPodReady(o) != podutils.IsPodReady(n)
+				return podutils.IsPodReady(o) != podutils.IsPodReady(n) || decide.InTrouble(o) != decide.InTrouble(n)
 			}
 			return !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
 				decide.IsMarked(o) != decide.IsMarked(n) ||

@@ -70,7 +70,7 @@ func lastProgress(created []*corev1.Pod, state *surgepolicy.State) time.Time {
 // rollout stuck. minReadySeconds comes on top.
 func patience(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, created []*corev1.Pod, surgeTimeout time.Duration) time.Duration {
 	wait := surgeTimeout
-	if !slices.ContainsFunc(created, inTrouble) && !slices.ContainsFunc(replicaSets, failingToCreate) {
+	if !slices.ContainsFunc(created, InTrouble) && !slices.ContainsFunc(replicaSets, failingToCreate) {
 		progressDeadline := time.Duration(ptr.Deref(d.Spec.ProgressDeadlineSeconds, defaultProgressDeadlineSeconds)) * time.Second
 		wait = max(wait, progressDeadline)
 	}
@@ -87,9 +87,9 @@ const defaultProgressDeadlineSeconds = 600
 var failedToStart = []string{"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
 	"CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff"}
 
-// inTrouble reports whether a replacement shows that it may never become Ready: the scheduler
+// InTrouble reports whether a replacement shows that it may never become Ready: the scheduler
 // found no node for it, it failed, or one of its containers waits on a failure.
-func inTrouble(pod *corev1.Pod) bool {
+func InTrouble(pod *corev1.Pod) bool {
 	if pod.Status.Phase == corev1.PodFailed {
 		return true
 	}
