@@ -1,7 +1,6 @@
 package drain
 
 import (
-	"fmt"
 	"sort"
 	"time"
 
@@ -42,22 +41,22 @@ func Blocked(plan Plan, current []Decision, now time.Time) []nodemaintv1alpha1.B
 	}
 	var terminatingSince time.Time // the earliest deletion of a terminating pod
 	for i, d := range current {
-		add(d.Reason, d.Message, plan.Current[i].Pod)
+		add(d.Reason, d.Message(), plan.Current[i].Pod)
 		if d.Reason == nodemaintv1alpha1.BlockedReasonTerminating && !d.Since.IsZero() && (terminatingSince.IsZero() || d.Since.Before(terminatingSince)) {
 			terminatingSince = d.Since
 		}
 	}
 	for _, c := range plan.Later {
-		add(nodemaintv1alpha1.BlockedReasonWaitingForOrder, fmt.Sprintf("order %d waits until the pods of lower orders are gone", c.Class.Order), c.Pod)
+		add(nodemaintv1alpha1.BlockedReasonWaitingForOrder, laterMessage(c), c.Pod)
 	}
 	for _, c := range plan.WaitCompleted {
-		add(nodemaintv1alpha1.BlockedReasonWaitCompleted, "waiting for the pod to complete ("+c.Class.Source+")", c.Pod)
+		add(nodemaintv1alpha1.BlockedReasonWaitCompleted, waitCompletedMessage(c), c.Pod)
 	}
 	for _, c := range plan.Skipped {
-		add(nodemaintv1alpha1.BlockedReasonSkipped, "skipped: "+c.Class.Source, c.Pod)
+		add(nodemaintv1alpha1.BlockedReasonSkipped, skippedMessage(c), c.Pod)
 	}
 	for _, c := range plan.Held {
-		add(nodemaintv1alpha1.BlockedReasonInvalidDrainRule, "held until the DrainRule is fixed or deleted: "+c.Class.InvalidRule, c.Pod)
+		add(nodemaintv1alpha1.BlockedReasonInvalidDrainRule, heldMessage(c), c.Pod)
 	}
 	if len(order) == 0 {
 		return nil
@@ -82,25 +81,8 @@ func Blocked(plan Plan, current []Decision, now time.Time) []nodemaintv1alpha1.B
 				}
 			}
 		}
-		other.Message = fmt.Sprintf("%d pods held for %d other reasons", other.Count, len(rest))
+		other.Message = otherMessage(other.Count, len(rest))
 		out = append(out[:MaxBlockedEntries-1], other)
 	}
 	return out
-}
-
-// terminatingStep is the granularity of the time pods have been terminating in the status: a
-// status that changed every second would be written every time it is refreshed.
-const terminatingStep = 10 * time.Second
-
-// terminatingMessage says how long the longest terminating pod of a group has been terminating,
-// in steps of terminatingStep; pods that started terminating less than a step ago are just
-// "terminating".
-func terminatingMessage(count int32, longest time.Duration) string {
-	if longest < terminatingStep {
-		return "terminating"
-	}
-	if count == 1 {
-		return fmt.Sprintf("terminating for %s", longest.Truncate(terminatingStep))
-	}
-	return fmt.Sprintf("terminating, the longest for %s", longest.Truncate(terminatingStep))
 }

@@ -1,7 +1,6 @@
 package drain
 
 import (
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,16 +19,31 @@ type Policy struct {
 	// CountFrom, when later than a pod's evacuation request, is when its response timeout starts
 	// instead: when this controller replica became the leader (see observe.ActiveSince).
 	CountFrom time.Time
-	// NotEvicting, when Evict is false, says why the pod is not evicted; empty: signal only.
-	NotEvicting string
+	// HonoredLabel, when Evict is false for a pod some maintenance would evict but for its
+	// nodemaint.dev/drain label, is that label's value; empty: signal only.
+	HonoredLabel string
 }
 
 // Decision is what to do with one pod of the current order group now.
 type Decision struct {
 	Evict bool
-	// Reason and Message say why the pod is still there when not evicted; from DecideCurrent,
-	// also what an eviction meets (Evicting, or the refusal of the last one).
-	Reason, Message string
+	// Reason says why the pod is still there when not evicted (a BlockedReason); from
+	// DecideCurrent, also what an eviction meets (Evicting, or the refusal of the last one). The
+	// other fields are the facts Message words.
+	Reason string
+	// Quoted is what another party said: the owner's EvacuationInitiated message
+	// (EvacuatingByOwner, PodDisruptionBudget under the EvictionRequest protocol) or the API
+	// server's refusal of the last eviction (PodDisruptionBudget, EvictionFailed).
+	Quoted string
+	// Protected is what protects the pod (Protected).
+	Protected string
+	// NotRequested: the evacuation request is not written yet (WaitingForOwner).
+	NotRequested bool
+	// Policy is what the maintenances want of the pod (WaitingForOwner: whether it is evicted
+	// after Policy.ResponseTimeout, or why not).
+	Policy Policy
+	// Bare: the pod has no controller (see Unanswerable).
+	Bare bool
 	// RecheckAfter is when the decision may change by itself (the response timeout runs out).
 	RecheckAfter time.Duration
 	// Since is when the pod entered the state Reason names, when known (Terminating: its
@@ -46,34 +60,26 @@ type Decision struct {
 func Decide(c Classified, now time.Time, policy Policy) Decision {
 	pod := c.Pod
 	if pod.DeletionTimestamp != nil {
-		return Decision{Reason: nodemaintv1alpha1.BlockedReasonTerminating, Message: "terminating", Since: deletionRequested(pod)}
+		return Decision{Reason: nodemaintv1alpha1.BlockedReasonTerminating, Since: deletionRequested(pod)}
 	}
 	if cond := evacuation.Condition(pod, evacuation.Initiated); cond != nil && cond.Status == corev1.ConditionTrue {
-		msg := cond.Message
-		if msg == "" {
-			msg = "the owner accepted the evacuation and is moving the pod"
-		}
 		reason := nodemaintv1alpha1.BlockedReasonEvacuatingByOwner
 		if cond.Reason == nodemaintv1alpha1.BlockedReasonPodDisruptionBudget {
 			// Under the EvictionRequest protocol, the imperative evictor is evicting it and a
 			// budget refuses (evictionrequest.Answer).
 			reason = nodemaintv1alpha1.BlockedReasonPodDisruptionBudget
 		}
-		return Decision{Reason: reason, Message: msg}
+		return Decision{Reason: reason, Quoted: cond.Message}
 	}
 	req := evacuation.Condition(pod, evacuation.Request)
 	if req == nil || req.Status != corev1.ConditionTrue {
-		return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Message: "evacuation not requested yet", RecheckAfter: time.Second}
+		return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, NotRequested: true, RecheckAfter: time.Second}
 	}
 	if c.Class.Protected != "" {
-		return Decision{Reason: nodemaintv1alpha1.BlockedReasonProtected, Message: c.Class.Protected + ": never evicted or deleted by nodemaint; waiting for its owner to move it"}
+		return Decision{Reason: nodemaintv1alpha1.BlockedReasonProtected, Protected: c.Class.Protected}
 	}
 	if !policy.Evict {
-		msg := policy.NotEvicting
-		if msg == "" {
-			msg = "signal only: waiting for the owner, never evicting"
-		}
-		return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Message: msg}
+		return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Policy: policy}
 	}
 	if evacuation.Declined(pod) {
 		return Decision{Evict: true}
@@ -88,11 +94,7 @@ func Decide(c Classified, now time.Time, policy Policy) Decision {
 	if left <= 0 {
 		return Decision{Evict: true}
 	}
-	msg := fmt.Sprintf("waiting up to %s for the owner to accept the evacuation request, then evicting", policy.ResponseTimeout)
-	if Unanswerable(pod) {
-		msg = fmt.Sprintf("bare pod (no controller): it will not be recreated once evicted; waiting up to %s for someone to accept the evacuation request, then evicting", policy.ResponseTimeout)
-	}
-	return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Message: msg, RecheckAfter: left}
+	return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Policy: policy, Bare: Unanswerable(pod), RecheckAfter: left}
 }
 
 // Refusal is an eviction the API server refused: the pod backs off until NotBefore. Reason is
@@ -123,11 +125,11 @@ func DecideCurrentEach(current []Classified, now time.Time, policyOf func(Classi
 		if d.Evict {
 			switch r, refused := refusals[c.Pod.UID]; {
 			case refused && r.NotBefore.After(now):
-				d = Decision{Reason: r.Reason, Message: r.Message, RecheckAfter: r.NotBefore.Sub(now)}
+				d = Decision{Reason: r.Reason, Quoted: r.Message, RecheckAfter: r.NotBefore.Sub(now)}
 			case refused:
-				d.Reason, d.Message = r.Reason, r.Message
+				d.Reason, d.Quoted = r.Reason, r.Message
 			default:
-				d.Reason, d.Message = nodemaintv1alpha1.BlockedReasonEvicting, "evicting through the Eviction API"
+				d.Reason = nodemaintv1alpha1.BlockedReasonEvicting
 			}
 		}
 		out[i] = d

@@ -142,7 +142,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range cases {
 		d := Decide(Classified{Pod: tc.pod, Class: Class{Protected: tc.protected}}, now, tc.policy)
-		if d.Evict != tc.evict || d.Reason != tc.reason || d.RecheckAfter != tc.recheck || !strings.Contains(d.Message, tc.message) {
+		if d.Evict != tc.evict || d.Reason != tc.reason || d.RecheckAfter != tc.recheck || !strings.Contains(d.Message(), tc.message) {
 			t.Errorf("%s: got %+v", tc.name, d)
 		}
 	}

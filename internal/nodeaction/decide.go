@@ -107,8 +107,7 @@ func evictPolicy(obs Observation, drainers []*nodemaintv1alpha1.NodeMaintenance,
 		p.Evict = true
 	}
 	if !p.Evict && someEvicts {
-		p.NotEvicting = fmt.Sprintf("label %s=%s: the maintenances that evict honor it; waiting for the owner, never evicting",
-			nodemaintv1alpha1.DrainLabel, c.Pod.Labels[nodemaintv1alpha1.DrainLabel])
+		p.HonoredLabel = c.Pod.Labels[nodemaintv1alpha1.DrainLabel]
 	}
 	return p
 }

@@ -612,7 +612,7 @@ func decisionKey(d Decision) string {
 		Annotations map[string]string
 		Conditions  []corev1.NodeCondition
 	}{d.Node.Spec, d.Node.Labels, d.Node.Annotations, d.Node.Status.Conditions})
-	return fmt.Sprintf("intent %+v\nnode %s\nchange %+v %q\nwithdraw %v request %v %q\ndelete %v evict %v\nreport %+v\nrecheck %v",
+	return fmt.Sprintf("intent %+v\nnode %s\nchange %+v %v\nwithdraw %v request %v %q\ndelete %v evict %v\nreport %+v\nrecheck %v",
 		d.Intent, node, d.Change, d.ShutdownNotConfirmed, names(d.Withdraw), names(d.Request), d.RequestReason,
 		classified(d.Delete), classified(d.Evict), d.Report, d.RecheckAfter)
 }

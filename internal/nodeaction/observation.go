@@ -54,8 +54,9 @@ type Decision struct {
 	NodeChanged, ConditionChanged bool
 	// Change says what changing the node means, for its Events.
 	Change NodeChange
-	// ShutdownNotConfirmed, when set, says what evidence the out-of-service taint misses.
-	ShutdownNotConfirmed string
+	// ShutdownNotConfirmed: the out-of-service taint is due but for the evidence that the node
+	// was shut down (see shutdownEvidence).
+	ShutdownNotConfirmed bool
 
 	// Withdraw are the pods whose evacuation request by nodemaint is withdrawn: before the node is
 	// written, so that its annotation stops naming a maintenance only once its requests are gone.

@@ -1,7 +1,6 @@
 package nodeaction
 
 import (
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,18 +36,18 @@ func NodeReady(node *corev1.Node) bool {
 // failing them over would run a StatefulSet's pod twice. Once applied, nodemaint's taint stays until
 // the node is Ready again and no pod is stuck terminating on it, whether or not a maintenance
 // still wants it; a taint someone else applied is never touched. A Ready node never gets it. It
-// returns whether the taint should be there, when to look again, and, when only the evidence is
-// missing, what is missing (for an Event).
-func outOfService(node *corev1.Node, pods []*corev1.Pod, intent maintenance.NodeIntent, now time.Time) (want bool, recheck time.Duration, missing string) {
+// returns whether the taint should be there, when to look again, and whether only the evidence of
+// the shutdown is missing (for an Event).
+func outOfService(node *corev1.Node, pods []*corev1.Pod, intent maintenance.NodeIntent, now time.Time) (want bool, recheck time.Duration, unconfirmed bool) {
 	stuck := false
 	for _, pod := range pods {
 		stuck = stuck || pod.DeletionTimestamp != nil
 	}
 	if node.Annotations[nodemaintv1alpha1.OutOfServiceAnnotation] != "" {
-		return !NodeReady(node) || stuck, 0, ""
+		return !NodeReady(node) || stuck, 0, false
 	}
 	if !intent.OutOfService || NodeReady(node) || !stuck {
-		return false, 0, ""
+		return false, 0, false
 	}
 	ready := readyCondition(node)
 	notReadySince := node.CreationTimestamp.Time
@@ -56,15 +55,12 @@ func outOfService(node *corev1.Node, pods []*corev1.Pod, intent maintenance.Node
 		notReadySince = ready.LastTransitionTime.Time
 	}
 	if wait := notReadySince.Add(intent.OutOfServiceGrace).Sub(now); wait > 0 {
-		return false, wait, ""
+		return false, wait, false
 	}
 	if !shutdownEvidence(node) {
-		return false, 0, fmt.Sprintf("NotReady for over %s with pods stuck terminating, but with no evidence that it was shut down: "+
-			"not tainting %s (a network partition looks the same). Evidence is the taint %s, or the annotation %s set to the node's bootID %q",
-			intent.OutOfServiceGrace, corev1.TaintNodeOutOfService, nodemaintv1alpha1.CloudProviderShutdownTaint,
-			nodemaintv1alpha1.ShutdownConfirmedAnnotation, node.Status.NodeInfo.BootID)
+		return false, 0, true
 	}
-	return true, 0, ""
+	return true, 0, false
 }
 
 // shutdownEvidence reports whether something positively says the node was shut down: the cloud

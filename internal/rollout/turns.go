@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"fmt"
 	"sort"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/few"
 )
 
 // Node is one selected node as the rollout sees it.
@@ -58,10 +56,15 @@ type Decision struct {
 	Budget int
 	// TimedOut names the nodes in their turn past drainTimeout and not drained.
 	TimedOut []string
-	// HaltReason and HaltMessage say why no new node starts ("": none), Complete that every
-	// selected node was released.
-	HaltReason, HaltMessage string
-	Complete                bool
+	// HaltReason says why no new node starts ("": none); the facts it names are Unschedulable
+	// (ReplacementsUnschedulable), TimedOut and DrainTimeout (NodeDrainTimedOut) and WindowOpens
+	// (OutsideWindow: when the window opens next, zero if never). Complete: every selected node
+	// was released.
+	HaltReason    string
+	Unschedulable []string
+	DrainTimeout  time.Duration
+	WindowOpens   time.Time
+	Complete      bool
 	// RecheckAfter is when the decision may change by itself (a drain timeout runs out, the
 	// window opens).
 	RecheckAfter time.Duration
@@ -135,18 +138,14 @@ func Decide(in Input, now time.Time) Decision {
 	})
 	switch {
 	case !in.Active:
-		d.HaltReason, d.HaltMessage = nodemaintv1alpha1.ReasonDrainNotRequested, "neither cordon nor drain is requested: no node starts"
+		d.HaltReason = nodemaintv1alpha1.ReasonDrainNotRequested
 	case len(in.Unschedulable) > 0:
-		d.HaltReason = nodemaintv1alpha1.ReasonReplacementsUnschedulable
-		d.HaltMessage = fmt.Sprintf("%d pods cannot be scheduled (%s): no new node starts until they are", len(in.Unschedulable), few.Names(in.Unschedulable, few.Most))
+		d.HaltReason, d.Unschedulable = nodemaintv1alpha1.ReasonReplacementsUnschedulable, in.Unschedulable
 	case len(timedOut) > 0 && in.Spec.OnNodeFailure != nodemaintv1alpha1.NodeFailureContinue:
-		d.HaltReason = nodemaintv1alpha1.ReasonNodeDrainTimedOut
-		d.HaltMessage = fmt.Sprintf("not drained within drainTimeout %s: %s; no new node starts until they are drained or released (onNodeFailure Pause)", in.DrainTimeout, few.Names(timedOut, few.Most))
+		d.HaltReason, d.DrainTimeout = nodemaintv1alpha1.ReasonNodeDrainTimedOut, in.DrainTimeout
 	case in.Spec.Window != nil && !in.Window.Open && len(waiting) > 0:
-		d.HaltReason = nodemaintv1alpha1.ReasonOutsideWindow
-		d.HaltMessage = "outside the maintenance window: no new node starts"
+		d.HaltReason, d.WindowOpens = nodemaintv1alpha1.ReasonOutsideWindow, in.Window.Next
 		if !in.Window.Next.IsZero() {
-			d.HaltMessage += "; it opens at " + in.Window.Next.UTC().Format(time.RFC3339)
 			d.after(in.Window.Next.Sub(now))
 		}
 	}

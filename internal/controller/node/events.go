@@ -1,6 +1,9 @@
 package node
 
 import (
+	"fmt"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -53,9 +56,13 @@ func (e eventSink) nodeWritten(node *corev1.Node, nms []*nodemaintv1alpha1.NodeM
 	}
 }
 
-// shutdownNotConfirmed: the out-of-service taint is due but for the evidence of a shutdown.
-func (e eventSink) shutdownNotConfirmed(node *corev1.Node, missing string) {
-	e.warning(node, nil, "ShutdownNotConfirmed", "Taint", missing)
+// shutdownNotConfirmed: the out-of-service taint is due, the node NotReady for over grace, but for
+// the evidence of a shutdown; the Event says what evidence counts.
+func (e eventSink) shutdownNotConfirmed(node *corev1.Node, grace time.Duration) {
+	e.warning(node, nil, "ShutdownNotConfirmed", "Taint", fmt.Sprintf("NotReady for over %s with pods stuck terminating, but with no evidence that it was shut down: "+
+		"not tainting %s (a network partition looks the same). Evidence is the taint %s, or the annotation %s set to the node's bootID %q",
+		grace, corev1.TaintNodeOutOfService, nodemaintv1alpha1.CloudProviderShutdownTaint,
+		nodemaintv1alpha1.ShutdownConfirmedAnnotation, node.Status.NodeInfo.BootID))
 }
 
 // requested: nodemaint's evacuation request was set on the pod (orig: before).

@@ -115,8 +115,8 @@ func (r *Reconciler) protocol() protocol.Protocol { return protocol.For(r.Protoc
 func (r *Reconciler) apply(ctx context.Context, obs nodeaction.Observation, d nodeaction.Decision, w protocol.Writes, seen *evictionrequest.Observed, now time.Time) (reconcile.Result, error) {
 	next := d.RecheckAfter
 	sink := eventSink{r.Recorder}
-	if d.ShutdownNotConfirmed != "" {
-		sink.shutdownNotConfirmed(obs.Node, d.ShutdownNotConfirmed)
+	if d.ShutdownNotConfirmed {
+		sink.shutdownNotConfirmed(obs.Node, d.Intent.OutOfServiceGrace)
 	}
 	refused, err := r.patchPods(ctx, w.Withdraw, nil, now)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
+	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
@@ -80,12 +81,30 @@ func rolloutStatus(nm *nodemaintv1alpha1.NodeMaintenance, d *rollout.Decision, s
 	case d.Complete:
 		c.Reason, c.Message = nodemaintv1alpha1.ReasonRolloutComplete, "every selected node was released"
 	case d.HaltReason != "":
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, d.HaltReason, d.HaltMessage
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, d.HaltReason, haltMessage(d)
 	default:
 		c.Reason = nodemaintv1alpha1.ReasonRolling
 		c.Message = fmt.Sprintf("at most %d nodes in their turn at once: %d done, %d in turn, %d waiting", d.Budget, d.Done, len(d.InTurn), d.Waiting)
 	}
 	setCondition(&status.Conditions, c, now)
+}
+
+// haltMessage says why the rollout starts no new node, from the facts its decision names.
+func haltMessage(d *rollout.Decision) string {
+	switch d.HaltReason {
+	case nodemaintv1alpha1.ReasonDrainNotRequested:
+		return "neither cordon nor drain is requested: no node starts"
+	case nodemaintv1alpha1.ReasonReplacementsUnschedulable:
+		return fmt.Sprintf("%d pods cannot be scheduled (%s): no new node starts until they are", len(d.Unschedulable), few.Names(d.Unschedulable, few.Most))
+	case nodemaintv1alpha1.ReasonNodeDrainTimedOut:
+		return fmt.Sprintf("not drained within drainTimeout %s: %s; no new node starts until they are drained or released (onNodeFailure Pause)", d.DrainTimeout, few.Names(d.TimedOut, few.Most))
+	case nodemaintv1alpha1.ReasonOutsideWindow:
+		if d.WindowOpens.IsZero() {
+			return "outside the maintenance window: no new node starts"
+		}
+		return "outside the maintenance window: no new node starts; it opens at " + d.WindowOpens.UTC().Format(time.RFC3339)
+	}
+	return d.HaltReason
 }
 
 // rolledNodes keeps, of the decisions about the selected nodes, those of the nodes in their turn:
