@@ -1,7 +1,6 @@
 package eviction
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,12 +80,6 @@ type Decision struct {
 	RecheckAfter time.Duration
 }
 
-// Event is one change of a responder's state.
-type Event struct {
-	Eviction        string
-	Reason, Message string
-}
-
 // MaxNameLength bounds an Eviction's name.
 const maxNameLength = 253
 
@@ -107,13 +100,14 @@ func Decide(obs Observation, now time.Time) Decision {
 		if uid == live && live != "" {
 			continue
 		}
-		reason := string(lifecyclev1alpha1.EvictionConditionReasonPodDeleted)
-		msg := "the target pod no longer exists"
+		reason := lifecyclev1alpha1.EvictionConditionReasonPodDeleted
 		if pod != nil && uid == pod.UID && gone {
-			reason, msg = goneReason, "the target pod reached a terminal phase"
+			reason = goneReason
 		}
 		for _, r := range reqs {
-			d.requestConditions(r, now, evicted(reason, msg), failed(metav1.ConditionFalse, string(lifecyclev1alpha1.EvictionConditionReasonSucceeded), "the target was evicted"))
+			d.requestConditions(r, now,
+				condition(lifecyclev1alpha1.EvictionConditionTargetEvicted, metav1.ConditionTrue, reason, ""),
+				condition(lifecyclev1alpha1.EvictionConditionFailed, metav1.ConditionFalse, lifecyclev1alpha1.EvictionConditionReasonSucceeded, ""))
 		}
 	}
 	if live != "" {
@@ -181,8 +175,8 @@ func (d *Decision) liveTarget(obs Observation, current *lifecyclev1alpha1.Evicti
 		return
 	case pod.Spec.SchedulingGroup != nil:
 		for _, r := range all {
-			d.requestConditions(r, now, failed(metav1.ConditionTrue, string(lifecyclev1alpha1.EvictionConditionReasonEvictionInvalid),
-				fmt.Sprintf("Target Pod %s is part of a Workload/PodGroup. Eviction of such pods is currently not supported.", pod.Name)))
+			d.requestConditions(r, now, condition(lifecyclev1alpha1.EvictionConditionFailed, metav1.ConditionTrue,
+				lifecyclev1alpha1.EvictionConditionReasonEvictionInvalid, pod.Name))
 		}
 		if current != nil {
 			d.Delete = append(d.Delete, current)
@@ -222,12 +216,12 @@ func (d *Decision) liveTarget(obs Observation, current *lifecyclev1alpha1.Evicti
 }
 
 // targetGone reports whether the pod is gone or terminal, with the reason of TargetEvicted.
-func targetGone(pod *corev1.Pod) (bool, string) {
+func targetGone(pod *corev1.Pod) (bool, lifecyclev1alpha1.EvictionConditionReason) {
 	switch {
 	case pod == nil:
-		return true, string(lifecyclev1alpha1.EvictionConditionReasonPodDeleted)
+		return true, lifecyclev1alpha1.EvictionConditionReasonPodDeleted
 	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-		return true, string(lifecyclev1alpha1.EvictionConditionReasonPodTerminal)
+		return true, lifecyclev1alpha1.EvictionConditionReasonPodTerminal
 	}
 	return false, ""
 }
@@ -374,10 +368,11 @@ func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod 
 		return
 	}
 	if meta.FindStatusCondition(st.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)) == nil {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: metav1.ConditionFalse,
-			Reason: string(lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction), Message: "the target is scheduled for eviction", LastTransitionTime: metav1.NewTime(now), ObservedGeneration: *st.ObservedGeneration})
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(lifecyclev1alpha1.EvictionConditionTargetEvicted), Status: metav1.ConditionFalse,
-			Reason: string(lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction), Message: "the target is scheduled for eviction", LastTransitionTime: metav1.NewTime(now), ObservedGeneration: *st.ObservedGeneration})
+		for _, t := range []lifecyclev1alpha1.EvictionConditionType{lifecyclev1alpha1.EvictionConditionFailed, lifecyclev1alpha1.EvictionConditionTargetEvicted} {
+			c := condition(t, metav1.ConditionFalse, lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction, "")
+			c.LastTransitionTime, c.ObservedGeneration = metav1.NewTime(now), *st.ObservedGeneration
+			meta.SetStatusCondition(&st.Conditions, c)
+		}
 	}
 
 	if len(active) == 0 {
@@ -385,10 +380,10 @@ func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod 
 		for i := range st.TargetResponders {
 			if st.TargetResponders[i].State == lifecyclev1alpha1.ResponderStateActive {
 				st.TargetResponders[i].State = lifecyclev1alpha1.ResponderStateCanceled
-				d.Events = append(d.Events, Event{e.Name, "ResponderCanceled", st.TargetResponders[i].Name + ": every requester withdrew"})
+				d.Events = append(d.Events, Event{Eviction: e.Name, Reason: ResponderCanceled, Responder: st.TargetResponders[i].Name})
 			}
 		}
-		d.fail(e, string(lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters), "every requester withdrew its eviction intent", now)
+		d.fail(e, lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters, now)
 		return
 	}
 
@@ -401,13 +396,13 @@ func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod 
 			rs := responderStatus(st, t.Name)
 			if rs.CompletionTime != nil {
 				t.State = lifecyclev1alpha1.ResponderStateCompleted
-				d.Events = append(d.Events, Event{e.Name, "ResponderCompleted", t.Name + " completed" + message(rs)})
+				d.Events = append(d.Events, Event{Eviction: e.Name, Reason: ResponderCompleted, Responder: t.Name, ResponderMessage: ptr.Deref(rs.Message, "")})
 				continue
 			}
 			last := latest(rs.StartTime, rs.HeartbeatTime)
 			if left := last.Add(obs.HeartbeatDeadline).Sub(now); left <= 0 {
 				t.State = lifecyclev1alpha1.ResponderStateInterrupted
-				d.Events = append(d.Events, Event{e.Name, "ResponderInterrupted", fmt.Sprintf("%s: no heartbeat for %s", t.Name, obs.HeartbeatDeadline)})
+				d.Events = append(d.Events, Event{Eviction: e.Name, Reason: ResponderInterrupted, Responder: t.Name, HeartbeatDeadline: obs.HeartbeatDeadline})
 				continue
 			} else {
 				d.after(left)
@@ -421,7 +416,7 @@ func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod 
 			return t.State == lifecyclev1alpha1.ResponderStateInactive
 		})
 		if next < 0 {
-			d.fail(e, string(lifecyclev1alpha1.EvictionConditionReasonNoFurtherResponder), "no responder evicted the target and no further responder is available", now)
+			d.fail(e, lifecyclev1alpha1.EvictionConditionReasonNoFurtherResponder, now)
 			return
 		}
 		t := &st.TargetResponders[next]
@@ -430,7 +425,7 @@ func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod 
 		if rs.StartTime == nil {
 			rs.StartTime = ptr.To(metav1.NewTime(now))
 		}
-		d.Events = append(d.Events, Event{e.Name, "ResponderActive", t.Name + " is the active responder"})
+		d.Events = append(d.Events, Event{Eviction: e.Name, Reason: ResponderActive, Responder: t.Name})
 	}
 }
 
@@ -442,21 +437,21 @@ func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod 
 func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alpha1.ResponderStatus, obs Observation, pod *corev1.Pod, active []*lifecyclev1alpha1.EvictionRequest, now time.Time) {
 	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror || ownedByDaemonSet(pod) || obs.Protected != "" {
 		rs.CompletionTime = ptr.To(metav1.NewTime(now))
-		rs.Message = ptr.To("API-initiated eviction of DaemonSet and mirror pods is not supported")
+		rs.Message = ptr.To(imperativeMessage(unsupported, ""))
 		if obs.Protected != "" {
-			rs.Message = ptr.To(obs.Protected + ": not evicted by nodemaint")
+			rs.Message = ptr.To(imperativeMessage(protected, obs.Protected))
 		}
 		return
 	}
-	msg := "evicting the pod through the Eviction API"
+	step, detail := evicting, ""
 	if obs.EvictMessage != "" {
-		msg = "Could not evict the pod, retrying with a back-off: " + obs.EvictMessage
+		step, detail = backingOff, obs.EvictMessage
 	}
 	switch {
 	case pod.DeletionTimestamp != nil || obs.Evicted:
-		msg = "the pod is terminating"
+		step = terminating
 	case onlyDrain(active):
-		msg = evictionrequest.HeldForDrain
+		step = heldForDrain
 	case obs.EvictNotBefore.After(now) && !retryNow(obs, pod):
 		d.after(obs.EvictNotBefore.Sub(now))
 	case heldByBudgets(obs, pod):
@@ -464,6 +459,7 @@ func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alph
 	default:
 		d.Evict = e
 	}
+	msg := imperativeMessage(step, detail)
 	if rs.Message == nil || *rs.Message != msg {
 		rs.Message = ptr.To(msg)
 		rs.HeartbeatTime = ptr.To(metav1.NewTime(now))
@@ -495,11 +491,13 @@ func ownedByDaemonSet(pod *corev1.Pod) bool {
 	return false
 }
 
-// fail ends the eviction: Failed=True with reason, TargetEvicted stays False.
-func (d *Decision) fail(e *lifecyclev1alpha1.Eviction, reason, msg string, now time.Time) {
-	meta.SetStatusCondition(&e.Status.Conditions, metav1.Condition{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: metav1.ConditionTrue,
-		Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(now), ObservedGeneration: *e.Status.ObservedGeneration})
-	d.Events = append(d.Events, Event{e.Name, reason, msg})
+// fail ends the eviction: Failed=True with reason, TargetEvicted stays False; an Event of the
+// same reason reports it.
+func (d *Decision) fail(e *lifecyclev1alpha1.Eviction, reason lifecyclev1alpha1.EvictionConditionReason, now time.Time) {
+	c := condition(lifecyclev1alpha1.EvictionConditionFailed, metav1.ConditionTrue, reason, "")
+	c.LastTransitionTime, c.ObservedGeneration = metav1.NewTime(now), *e.Status.ObservedGeneration
+	meta.SetStatusCondition(&e.Status.Conditions, c)
+	d.Events = append(d.Events, Event{Eviction: e.Name, Reason: EventReason(reason)})
 }
 
 // final: the Eviction's conditions are final once one is True.
@@ -560,19 +558,10 @@ func latest(ts ...*metav1.Time) time.Time {
 	return out
 }
 
-func message(rs *lifecyclev1alpha1.ResponderStatus) string {
-	if rs.Message == nil || *rs.Message == "" {
-		return ""
-	}
-	return ": " + *rs.Message
-}
-
-func evicted(reason, msg string) metav1.Condition {
-	return metav1.Condition{Type: string(lifecyclev1alpha1.EvictionConditionTargetEvicted), Status: metav1.ConditionTrue, Reason: reason, Message: msg}
-}
-
-func failed(status metav1.ConditionStatus, reason, msg string) metav1.Condition {
-	return metav1.Condition{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: status, Reason: reason, Message: msg}
+// condition is a condition of the type, status and reason, with its message (conditionMessage);
+// pod names the target.
+func condition(t lifecyclev1alpha1.EvictionConditionType, status metav1.ConditionStatus, reason lifecyclev1alpha1.EvictionConditionReason, pod string) metav1.Condition {
+	return metav1.Condition{Type: string(t), Status: status, Reason: string(reason), Message: conditionMessage(reason, pod)}
 }
 
 // requestConditions sets the conditions on the request's status, recording it in

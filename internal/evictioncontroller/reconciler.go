@@ -17,6 +17,7 @@ import (
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -194,7 +195,7 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 		err := r.Client.Create(ctx, d.Create)
 		if err == nil {
 			log.Info("created the Eviction", "eviction", d.Create.Name)
-			r.Recorder.Eventf(d.Create, nil, corev1.EventTypeNormal, "EvictionCreated", "Create", "Eviction of pod %s for %d requester(s)", d.Create.Spec.Target.Pod.Name, len(d.Create.OwnerReferences))
+			r.record(d.Create, nil, eviction.CreatedEvent(d.Create))
 		}
 		note(err)
 		again = true
@@ -210,12 +211,8 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 		if ev == nil {
 			continue
 		}
-		typ := corev1.EventTypeNormal
-		if e.Reason == "ResponderInterrupted" || e.Reason == string(lifecyclev1alpha1.EvictionConditionReasonNoFurtherResponder) {
-			typ = corev1.EventTypeWarning
-		}
-		log.Info("eviction progress", "eviction", e.Eviction, "reason", e.Reason, "message", e.Message)
-		r.Recorder.Eventf(ev, nil, typ, e.Reason, "Reconcile", "%s", e.Message)
+		log.Info("eviction progress", "eviction", e.Eviction, "reason", e.Reason, "message", e.Note())
+		r.record(ev, nil, e)
 	}
 	if d.Evict != nil && obs.Pod != nil && len(errs) == 0 {
 		// Evicted, gone, or refused anew: the next decision reads the outcome.
@@ -257,10 +254,16 @@ func (r *Reconciler) evict(ctx context.Context, obs eviction.Observation, ev *li
 	case evictor.Evicted:
 		r.evicted.Store(client.ObjectKeyFromObject(pod), pod.UID)
 		log.Info("imperative evictor evicted the pod", "pod", pod.Name, "eviction", ev.Name)
-		r.Recorder.Eventf(ev, pod, corev1.EventTypeNormal, "Evicted", "Evict", "%s evicted pod %s through the Eviction API", evictionrequest.ImperativeEvictor, pod.Name)
+		r.record(ev, pod, eviction.EvictedEvent(ev, pod.Name))
 	case evictor.Refused, evictor.Failed:
 		log.Info("imperative evictor's eviction refused", "pod", pod.Name, "retryAfter", res.Wait, "budgets", budgets, "reason", res.Message)
 	}
+}
+
+// record records the Event on the Eviction ev, related to the object related (nil: none), in
+// the words of internal/eviction.
+func (r *Reconciler) record(ev *lifecyclev1alpha1.Eviction, related runtime.Object, e eviction.Event) {
+	r.Recorder.Eventf(ev, related, e.Type(), string(e.Reason), e.Action(), "%s", e.Note())
 }
 
 // SetupWithManager registers the controller; the cluster must serve lifecycle.k8s.io/v1alpha1.
