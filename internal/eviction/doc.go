@@ -5,6 +5,7 @@
 // time, completion, interruption past the heartbeat deadline, cancellation when every requester
 // withdrew), the conditions copied into the requests, the Evictions to collect, and whether the
 // imperative evictor evicts the pod now (not while it backs off from a refusal, unless the pod's
-// PodDisruptionBudgets changed since and allow it). internal/evictioncontroller observes and
-// applies.
+// PodDisruptionBudgets changed since and allow it). The decision carries its Events and
+// conditions as reasons and facts; messages.go words them. internal/evictioncontroller observes
+// and applies.
 package eviction

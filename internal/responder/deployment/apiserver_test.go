@@ -112,7 +112,7 @@ func TestAcceptedEventsOneSeries(t *testing.T) {
 	if len(accepted) != 1 || accepted[0].Reason != "EvacuationAccepted" {
 		t.Fatalf("events %+v; want EvacuationAccepted alone", accepted)
 	}
-	started := decide.Event{Type: corev1.EventTypeNormal, Reason: "SurgeStarted", Action: "Surge", Message: "scaling from 3 to 4 replicas"}
+	started := decide.Event{Reason: decide.SurgeStarted, Original: 3, Surge: 1, Asked: 1, Pods: []string{"a"}}
 	for i := range 3 {
 		r.record(ctx, d, append(accepted, started))
 		// A wave changes the Deployment: a version of its own for the next acceptances.

@@ -262,13 +262,14 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 // record logs the plan's Events and records them on the Deployment.
 func (r *Reconciler) record(ctx context.Context, d *appsv1.Deployment, events []decide.Event) {
 	for _, e := range events {
-		log.FromContext(ctx).Info("Evacuation step", "reason", e.Reason, "note", e.Message)
+		note := e.Note()
+		log.FromContext(ctx).Info("Evacuation step", "reason", e.Reason, "note", note)
 		var regarding runtime.Object = d
 		if e.Series() {
 			regarding = &corev1.ObjectReference{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment",
 				Namespace: d.Namespace, Name: d.Name, UID: d.UID}
 		}
-		r.Recorder.Eventf(regarding, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
+		r.Recorder.Eventf(regarding, nil, e.Type(), string(e.Reason), e.Action(), "%s", note)
 	}
 }
 
@@ -330,12 +331,12 @@ func (r *Reconciler) answer(ctx context.Context, view protocol.View, a decide.An
 	onEviction := req != nil && req.Protocol() != evacuation.PodConditions && a.Status != ""
 	switch {
 	case onEviction && a.Status == corev1.ConditionTrue:
-		err = req.Accept(ctx, r.evictionClient(), evacuation.Progress{Reason: a.Reason, Message: a.Message})
+		err = req.Accept(ctx, r.evictionClient(), evacuation.Progress{Reason: a.Reason, Message: a.Message()})
 	case onEviction:
-		err = req.Decline(ctx, r.evictionClient(), a.Reason, a.Message)
+		err = req.Decline(ctx, r.evictionClient(), a.Reason, a.Message())
 	case a.Status != "" && req != nil:
 		err = evacuation.Answer(ctx, r.Client, a.Pod, &corev1.PodCondition{Type: evacuation.Initiated,
-			Status: a.Status, Reason: a.Reason, Message: a.Message}, cost)
+			Status: a.Status, Reason: a.Reason, Message: a.Message()}, cost)
 	default:
 		err = evacuation.Answer(ctx, r.Client, a.Pod, nil, cost)
 	}

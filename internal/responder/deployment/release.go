@@ -52,7 +52,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 				live = append(live, pod)
 			}
 		}
-		p.Rollback(live, state, "nodemaint's Deployment responder is being removed")
+		p.Rollback(live, state, decide.Event{Rollback: decide.RollbackReleased})
 	}
 	for i := range p.Answers {
 		p.Answers[i].Pod = original[p.Answers[i].Pod]
@@ -65,7 +65,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 
 	key := d.Namespace + "/" + d.Name
 	for _, e := range p.Events {
-		changes = append(changes, fmt.Sprintf("deployment.apps/%s: %s: %s", key, e.Reason, e.Message))
+		changes = append(changes, fmt.Sprintf("deployment.apps/%s: %s: %s", key, e.Reason, e.Note()))
 	}
 	if p.DropSurge && p.Scale == nil {
 		changes = append(changes, fmt.Sprintf("deployment.apps/%s: removed the surge record, spec.replicas stays %d", key, ptr.Deref(d.Spec.Replicas, 1)))

@@ -4,9 +4,7 @@ package decide
 // and the time. internal/responder/deployment observes and applies it; its Release reuses it.
 
 import (
-	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -36,11 +34,16 @@ type Input struct {
 	SurgeTimeout time.Duration
 }
 
-// Answer sets (Status True or False) or removes (empty Status) a pod's EvacuationInitiated.
+// Answer sets (Status True or False) or removes (empty Status) a pod's EvacuationInitiated:
+// its reason and the facts its message tells (Message, messages.go).
 type Answer struct {
-	Pod             *corev1.Pod
-	Status          corev1.ConditionStatus
-	Reason, Message string
+	Pod    *corev1.Pod
+	Status corev1.ConditionStatus
+	Reason string
+	// Deployment names the Deployment that surges for the pod (an acceptance).
+	Deployment string
+	// PolicyMessage is surgepolicy's explanation of why the Deployment does not surge (a decline).
+	PolicyMessage string
 }
 
 // ScaleChange is a write of the Deployment's spec.replicas and surge state, in one patch.
@@ -50,15 +53,77 @@ type ScaleChange struct {
 	Surge *surgepolicy.State
 }
 
-// Event is an Event on the Deployment.
+// EventReason is what an Event on the Deployment reports; its value is the Event's reason.
+type EventReason string
+
+const (
+	// SurgeStarted: a wave starts, the Deployment scaled up by the surge.
+	SurgeStarted EventReason = "SurgeStarted"
+	// SurgeExtended: the surge in progress grows for pods asked to leave since it started.
+	SurgeExtended EventReason = "SurgeExtended"
+	// SurgeCompleted: the surge's replacements are available; the Deployment scales back.
+	SurgeCompleted EventReason = "SurgeCompleted"
+	// SurgeRolledBack: the surge ends without completing (Event.Rollback says why).
+	SurgeRolledBack EventReason = "SurgeRolledBack"
+	// SurgeTimedOut: the responder gave up the evacuation of the surge's pods.
+	SurgeTimedOut EventReason = "SurgeTimedOut"
+	// EvacuationAccepted: pods asked to leave are accepted.
+	EvacuationAccepted EventReason = "EvacuationAccepted"
+	// EvacuationDeclined: pods asked to leave are declined, the Deployment not surging.
+	EvacuationDeclined EventReason = "EvacuationDeclined"
+	// InvalidSurgeState: an unusable surge record is removed.
+	InvalidSurgeState EventReason = "InvalidSurgeState"
+	// ScaledDuringSurge: someone scaled the Deployment during a surge; their count stays.
+	ScaledDuringSurge EventReason = "ScaledDuringSurge"
+)
+
+// RollbackReason is why a surge is rolled back.
+type RollbackReason string
+
+const (
+	// RollbackIneligible: the Deployment can no longer surge (Event.PolicyMessage says why).
+	RollbackIneligible RollbackReason = "Ineligible"
+	// RollbackWithdrawn: fewer pods than the surge's size are still to be evacuated
+	// (Event.Asked; Event.Withdrawn names the marked pods whose request was withdrawn).
+	RollbackWithdrawn RollbackReason = "Withdrawn"
+	// RollbackNoProgress: the replacements made no progress for the surge's patience
+	// (Event.Patience; Event.Elapsed since the surge started).
+	RollbackNoProgress RollbackReason = "NoProgress"
+	// RollbackReleased: nodemaint's Deployment responder is being removed (Release).
+	RollbackReleased RollbackReason = "Released"
+)
+
+// Event is an Event on the Deployment: what happened (Reason) and the facts its note tells
+// (Note, messages.go). Each reason uses the facts its constant names; the others are zero.
 type Event struct {
-	Type, Reason, Action, Message string
+	Reason EventReason
+	// Original is the Deployment's replica count without a surge; Surge is the surge's size (its
+	// replacements) as the Event leaves it, Was its size before (0 when it starts).
+	Original, Surge, Was int32
+	// Replicas is spec.replicas as someone set it (ScaledDuringSurge), or as it stays
+	// (InvalidSurgeState).
+	Replicas int32
+	// Asked counts the pods asked to leave that the surge evacuates.
+	Asked int
+	// Pods names the pods the Event is about: those a wave starts for, those a completed surge
+	// evacuates, a rolled-back surge's own, the declined or given up.
+	Pods []string
+	// Rollback is why a surge is rolled back, with the facts that go with it: Withdrawn,
+	// Patience and Elapsed.
+	Rollback          RollbackReason
+	Withdrawn         []string
+	Patience, Elapsed time.Duration
+	// PolicyReason and PolicyMessage are surgepolicy's reason and explanation of why the
+	// Deployment does not surge.
+	PolicyReason, PolicyMessage string
+	// Problem says what is wrong with an unusable surge record.
+	Problem string
 }
 
 // Series reports whether the Event is the same each time, whatever the Deployment's version,
 // so that the event recorder makes them one series (a count) instead of an Event each: the
 // acceptances (see answerEvents).
-func (e Event) Series() bool { return e.Reason == "EvacuationAccepted" }
+func (e Event) Series() bool { return e.Reason == EvacuationAccepted }
 
 // Plan is what the responder does to one Deployment and its pods, in this order: the pods'
 // answers and marks, then the Deployment's scale.
@@ -132,8 +197,7 @@ func (p *Plan) readSurge(d *appsv1.Deployment) *surgepolicy.State {
 	state, err := surgepolicy.Parse(d)
 	if err != nil {
 		p.DropSurge = true
-		p.Events = append(p.Events, Event{corev1.EventTypeWarning, "InvalidSurgeState", "Surge",
-			fmt.Sprintf("%v; removed it and left spec.replicas at %d", err, ptr.Deref(d.Spec.Replicas, 1))})
+		p.Events = append(p.Events, Event{Reason: InvalidSurgeState, Problem: err.Error(), Replicas: ptr.Deref(d.Spec.Replicas, 1)})
 		return nil
 	}
 	return state
@@ -148,9 +212,7 @@ func (p *Plan) keepScale(state *surgepolicy.State, replicas int32) *surgepolicy.
 		return state
 	}
 	p.DropSurge = true
-	p.Events = append(p.Events, Event{corev1.EventTypeWarning, "ScaledDuringSurge", "Surge",
-		fmt.Sprintf("spec.replicas was set to %d during a surge from %d to %d; keeping %d", replicas,
-			state.OriginalReplicas, state.OriginalReplicas+state.Surge, replicas)})
+	p.Events = append(p.Events, Event{Reason: ScaledDuringSurge, Replicas: replicas, Original: state.OriginalReplicas, Surge: state.Surge})
 	return nil
 }
 
@@ -170,7 +232,7 @@ func (p *Plan) endSurge(in Input, live []*corev1.Pod, state *surgepolicy.State, 
 		return false
 	}
 	if !el.OK {
-		p.Rollback(live, state, el.Message)
+		p.Rollback(live, state, Event{Rollback: RollbackIneligible, PolicyReason: el.Reason, PolicyMessage: el.Message})
 		return false
 	}
 	d := in.Deployment
@@ -182,17 +244,14 @@ func (p *Plan) endSurge(in Input, live []*corev1.Pod, state *surgepolicy.State, 
 	complete := d.Status.ObservedGeneration >= d.Generation && availablePods >= replicas
 	switch {
 	case int32(len(evacuating)) < state.Surge:
-		p.Rollback(live, state, fmt.Sprintf("%s still to be evacuated for a surge of %d (withdrawn: %s)",
-			count(evacuating), state.Surge, podNames(withdrawn(marked(live)))))
+		p.Rollback(live, state, Event{Rollback: RollbackWithdrawn, Asked: len(evacuating), Withdrawn: names(withdrawn(marked(live)))})
 	case complete:
 		p.Scale = &ScaleChange{Replicas: state.OriginalReplicas}
-		p.Events = append(p.Events, Event{corev1.EventTypeNormal, "SurgeCompleted", "Surge",
-			fmt.Sprintf("%d replacements are available; scaled back to %d replicas, which removes %d of the %s asked to leave (%s)",
-				state.Surge, state.OriginalReplicas, state.Surge, count(evacuating), podNames(evacuating))})
+		p.Events = append(p.Events, Event{Reason: SurgeCompleted, Original: state.OriginalReplicas, Surge: state.Surge,
+			Asked: len(evacuating), Pods: names(evacuating)})
 	case !in.Now.Before(deadline):
 		gaveUp = true
-		p.Rollback(live, state, fmt.Sprintf("the replacements made no progress for %v (%v after the surge started)",
-			deadline.Sub(progress).Round(time.Second), in.Now.Sub(state.StartTime.Time).Round(time.Second)))
+		p.Rollback(live, state, Event{Rollback: RollbackNoProgress, Patience: deadline.Sub(progress), Elapsed: in.Now.Sub(state.StartTime.Time)})
 	default:
 		p.RequeueAfter = deadline.Sub(in.Now)
 		if becomesAvailable > 0 {
@@ -236,16 +295,14 @@ func (p *Plan) answerPods(d *appsv1.Deployment, live []*corev1.Pod, el surgepoli
 			}
 		case timedOut(pod):
 		case gaveUp:
-			p.Answers = append(p.Answers, Answer{pod, corev1.ConditionFalse, surgepolicy.ReasonSurgeTimedOut,
-				"the Deployment's surge did not become available in time: eviction moves the pod"})
+			p.Answers = append(p.Answers, Answer{Pod: pod, Status: corev1.ConditionFalse, Reason: surgepolicy.ReasonSurgeTimedOut})
 		case el.OK:
 			if cond == nil || cond.Status != corev1.ConditionTrue {
-				p.Answers = append(p.Answers, Answer{pod, corev1.ConditionTrue, surgepolicy.ReasonSurge,
-					fmt.Sprintf("Deployment %s surges a replacement before the pod is removed", d.Name)})
+				p.Answers = append(p.Answers, Answer{Pod: pod, Status: corev1.ConditionTrue, Reason: surgepolicy.ReasonSurge, Deployment: d.Name})
 			}
 		case el.Reason != "":
 			if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != el.Reason {
-				p.Answers = append(p.Answers, Answer{pod, corev1.ConditionFalse, el.Reason, el.Message})
+				p.Answers = append(p.Answers, Answer{Pod: pod, Status: corev1.ConditionFalse, Reason: el.Reason, PolicyMessage: el.Message})
 			}
 		}
 	}
@@ -280,9 +337,7 @@ func (p *Plan) startWave(in Input, live []*corev1.Pod, el surgepolicy.Eligibilit
 	p.Scale = &ScaleChange{Replicas: replicas + k, Surge: &surgepolicy.State{
 		OriginalReplicas: replicas, Surge: k, StartTime: metav1.NewMicroTime(in.Now),
 	}}
-	p.Events = append(p.Events, Event{corev1.EventTypeNormal, "SurgeStarted", "Surge",
-		fmt.Sprintf("scaling from %d to %d replicas to evacuate %d of the %s asked to leave (%s), all marked to go first when it scales back",
-			replicas, replicas+k, k, count(candidates), podNames(wave))})
+	p.Events = append(p.Events, Event{Reason: SurgeStarted, Original: replicas, Surge: k, Asked: len(candidates), Pods: names(wave)})
 	p.RequeueAfter = in.SurgeTimeout + time.Duration(d.Spec.MinReadySeconds)*time.Second
 }
 
@@ -359,14 +414,14 @@ func sortWave(candidates []*corev1.Pod) {
 // next decision still knows it gave up.
 func (p *Plan) answerEvents(gaveUp bool) {
 	var accepted, declined []*corev1.Pod
-	reason, message := "", ""
+	var last Answer
 	for _, a := range p.Answers {
 		switch a.Status {
 		case corev1.ConditionTrue:
 			accepted = append(accepted, a.Pod)
 		case corev1.ConditionFalse:
 			declined = append(declined, a.Pod)
-			reason, message = a.Reason, a.Message
+			last = a
 		}
 	}
 	if len(accepted) > 0 {
@@ -375,16 +430,13 @@ func (p *Plan) answerEvents(gaveUp bool) {
 		// which come a few at a time from every node, are then one Event series, not one Event
 		// (a write) each. An Event about the Deployment as read names its resourceVersion, which
 		// each wave changes, which would make an Event of nearly every wave.
-		p.Events = append(p.Events, Event{corev1.EventTypeNormal, "EvacuationAccepted", "Evacuate",
-			"accepted the evacuation of pods asked to leave their nodes: each leaves once a surged replacement is available (the pods' EvacuationInitiated condition)"})
+		p.Events = append(p.Events, Event{Reason: EvacuationAccepted})
 	}
 	switch {
 	case gaveUp:
-		p.Events = append(p.Events, Event{corev1.EventTypeWarning, "SurgeTimedOut", "Evacuate",
-			fmt.Sprintf("gave up the evacuation of %s (%s): %s", count(declined), podNames(declined), message)})
+		p.Events = append(p.Events, Event{Reason: SurgeTimedOut, Pods: names(declined)})
 	case len(declined) > 0:
-		p.Events = append(p.Events, Event{corev1.EventTypeNormal, "EvacuationDeclined", "Evacuate",
-			fmt.Sprintf("declined the evacuation of %s (%s), %s: %s", count(declined), podNames(declined), reason, message)})
+		p.Events = append(p.Events, Event{Reason: EvacuationDeclined, Pods: names(declined), PolicyReason: last.Reason, PolicyMessage: last.PolicyMessage})
 	}
 }
 
@@ -412,28 +464,13 @@ func RequestTime(pod *corev1.Pod) time.Time {
 	return time.Time{}
 }
 
-// count says how many pods there are, for a message.
-func count(pods []*corev1.Pod) string {
-	if len(pods) == 1 {
-		return "1 pod"
-	}
-	return strconv.Itoa(len(pods)) + " pods"
-}
-
-// podNames lists a few pod names for a message.
-func podNames(pods []*corev1.Pod) string {
-	const most = 5
-	names := make([]string, 0, most)
+// names are the pods' names, for the facts of an Event.
+func names(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
 	for i, pod := range pods {
-		if i == most {
-			return strings.Join(names, ", ") + " and " + strconv.Itoa(len(pods)-most) + " more"
-		}
-		names = append(names, pod.Name)
+		out[i] = pod.Name
 	}
-	if len(names) == 0 {
-		return "no pods"
-	}
-	return strings.Join(names, ", ")
+	return out
 }
 
 // SurgeOutcomes maps the reasons of the surge Events a plan emits to the outcome they count as
@@ -443,25 +480,25 @@ func SurgeOutcomes(events []Event) []string {
 	var out []string
 	timedOut := false
 	for _, e := range events {
-		if e.Reason == "SurgeTimedOut" {
+		if e.Reason == SurgeTimedOut {
 			timedOut = true
 		}
 	}
 	for _, e := range events {
 		switch e.Reason {
-		case "SurgeStarted":
+		case SurgeStarted:
 			out = append(out, "started")
-		case "SurgeCompleted":
+		case SurgeCompleted:
 			out = append(out, "completed")
-		case "SurgeTimedOut":
+		case SurgeTimedOut:
 			out = append(out, "timed_out")
-		case "SurgeRolledBack":
+		case SurgeRolledBack:
 			if !timedOut {
 				out = append(out, "rolled_back")
 			}
-		case "ScaledDuringSurge":
+		case ScaledDuringSurge:
 			out = append(out, "overridden")
-		case "InvalidSurgeState":
+		case InvalidSurgeState:
 			out = append(out, "invalid")
 		}
 	}

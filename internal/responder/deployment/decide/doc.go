@@ -7,7 +7,8 @@
 // ReplicaSets' markers and the Deployment's count of pods to evacuate (Markers, CountCanWait),
 // and what the responder reports on the Evictions it accepted (SurgeWave, SurgeProgress,
 // Removing). Whether a Deployment surges at all, and by how much, is
-// internal/responder/surgepolicy's.
+// internal/responder/surgepolicy's. The plan carries its Events and answers as reasons and
+// facts; messages.go words them.
 //
 // The decision is level-based and fuzzed (FuzzDecide): taken again after its plan is carried
 // out, at any point, it converges. It does no I/O: internal/responder/deployment observes and

@@ -165,7 +165,7 @@ func carryOut(in Input, p Plan) Input {
 		if a.Status == "" {
 			evacuation.RemoveCondition(pod, evacuation.Initiated)
 		} else {
-			evacuation.SetCondition(pod, corev1.PodCondition{Type: evacuation.Initiated, Status: a.Status, Reason: a.Reason, Message: a.Message})
+			evacuation.SetCondition(pod, corev1.PodCondition{Type: evacuation.Initiated, Status: a.Status, Reason: a.Reason, Message: a.Message()})
 		}
 	}
 	for _, pod := range p.Mark {

@@ -5,8 +5,6 @@ package decide
 // removal of a replaced pod. internal/responder/deployment writes them (its heartbeats).
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -53,9 +51,8 @@ func SurgeProgress(in Input) evacuation.Progress {
 	created := surgePods(livePods(in.Pods), state)
 	deadline := lastProgress(created, state).Add(patience(d, in.ReplicaSets, created, in.SurgeTimeout))
 	return evacuation.Progress{
-		Reason: surgepolicy.ReasonSurge,
-		Message: fmt.Sprintf("Deployment %s surged from %d to %d replicas: the pod goes once the replacements are available",
-			d.Name, state.OriginalReplicas, ptr.Deref(d.Spec.Replicas, 1)),
+		Reason:             surgepolicy.ReasonSurge,
+		Message:            surgeProgressMessage(d.Name, state.OriginalReplicas, ptr.Deref(d.Spec.Replicas, 1)),
 		ExpectedCompletion: deadline,
 	}
 }
@@ -63,8 +60,7 @@ func SurgeProgress(in Input) evacuation.Progress {
 // Removing is the progress of a pod its Deployment replaced, which its ReplicaSet is removing:
 // expected to be gone at the end of its grace period.
 func Removing(deployment string, pod *corev1.Pod) evacuation.Progress {
-	p := evacuation.Progress{Reason: surgepolicy.ReasonSurge,
-		Message: fmt.Sprintf("Deployment %s replaced the pod; it is being removed", deployment)}
+	p := evacuation.Progress{Reason: surgepolicy.ReasonSurge, Message: removingMessage(deployment)}
 	if pod.DeletionTimestamp != nil {
 		p.ExpectedCompletion = pod.DeletionTimestamp.Time
 	}

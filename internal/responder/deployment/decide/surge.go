@@ -5,7 +5,6 @@ package decide
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -132,18 +131,16 @@ func (p *Plan) extend(in Input, live []*corev1.Pod, state *surgepolicy.State, el
 	}
 	grown := *state
 	grown.Surge = k
-	from, to := state.OriginalReplicas+state.Surge, state.OriginalReplicas+k
-	p.Scale = &ScaleChange{Replicas: to, Surge: &grown}
-	p.Events = append(p.Events, Event{corev1.EventTypeNormal, "SurgeExtended", "Surge",
-		fmt.Sprintf("scaling from %d to %d replicas: the surge evacuates %d of the %s asked to leave now, %d more than when it started",
-			from, to, k, count(candidates), k-state.Surge)})
+	p.Scale = &ScaleChange{Replicas: state.OriginalReplicas + k, Surge: &grown}
+	p.Events = append(p.Events, Event{Reason: SurgeExtended, Original: state.OriginalReplicas, Was: state.Surge, Surge: k, Asked: len(candidates)})
 }
 
 // Rollback ends a surge without completing it: the pods the surge created are marked to go
 // first, the evacuated pods unmarked, and spec.replicas returns to the original count. Its marks
 // replace any the plan had; the evacuated pods are marked again once the scale-down is done
-// (markEvacuated).
-func (p *Plan) Rollback(live []*corev1.Pod, state *surgepolicy.State, why string) {
+// (markEvacuated). why is the cause: an Event with its Rollback reason and the facts that go
+// with it, which Rollback completes into the SurgeRolledBack Event.
+func (p *Plan) Rollback(live []*corev1.Pod, state *surgepolicy.State, why Event) {
 	p.RolledBack = true
 	p.Mark, p.Unmark = nil, nil
 	created := surgePods(live, state)
@@ -156,8 +153,8 @@ func (p *Plan) Rollback(live []*corev1.Pod, state *surgepolicy.State, why string
 		}
 	}
 	p.Scale = &ScaleChange{Replicas: state.OriginalReplicas}
-	p.Events = append(p.Events, Event{corev1.EventTypeNormal, "SurgeRolledBack", "Surge",
-		fmt.Sprintf("%s; scaled back to %d replicas, which removes the surge's pods %s", why, state.OriginalReplicas, podNames(created))})
+	why.Reason, why.Original, why.Surge, why.Pods = SurgeRolledBack, state.OriginalReplicas, state.Surge, names(created)
+	p.Events = append(p.Events, why)
 }
 
 // ApplyScale sets the plan's spec.replicas and surge record (or their removal) on the
