@@ -22,7 +22,7 @@ func (e Event) Note() string {
 		return fmt.Sprintf("scaling from %d to %d replicas to evacuate %d of the %s asked to leave (%s), all marked to go first when it scales back",
 			e.Original+e.Was, e.Original+e.Surge, e.Surge, count(e.Asked), podNames(e.Pods))
 	case SurgeExtended:
-		return fmt.Sprintf("scaling from %d to %d replicas: the surge evacuates %d of the %s asked to leave now, %d more than when it started",
+		return fmt.Sprintf("scaling from %d to %d replicas: the surge evacuates %d of the %s asked to leave now, %d more than before",
 			e.Original+e.Was, e.Original+e.Surge, e.Surge, count(e.Asked), e.Surge-e.Was)
 	case SurgeCompleted:
 		return fmt.Sprintf("%d replacements are available; scaled back to %d replicas, which removes %d of the %s asked to leave (%s)",

@@ -19,7 +19,7 @@ func TestEventNotes(t *testing.T) {
 		{Event{Reason: SurgeStarted, Original: 3, Surge: 1, Asked: 1, Pods: []string{"p2"}}, corev1.EventTypeNormal, "Surge",
 			"scaling from 3 to 4 replicas to evacuate 1 of the 1 pod asked to leave (p2), all marked to go first when it scales back"},
 		{Event{Reason: SurgeExtended, Original: 4, Was: 2, Surge: 3, Asked: 3}, corev1.EventTypeNormal, "Surge",
-			"scaling from 6 to 7 replicas: the surge evacuates 3 of the 3 pods asked to leave now, 1 more than when it started"},
+			"scaling from 6 to 7 replicas: the surge evacuates 3 of the 3 pods asked to leave now, 1 more than before"},
 		{Event{Reason: SurgeCompleted, Original: 3, Surge: 2, Asked: 6, Pods: six}, corev1.EventTypeNormal, "Surge",
 			"2 replacements are available; scaled back to 3 replicas, which removes 2 of the 6 pods asked to leave (p0, p1, p2, p3, p4 and 1 more)"},
 		{Event{Reason: SurgeRolledBack, Rollback: RollbackWithdrawn, Original: 5, Surge: 2, Asked: 1, Pods: []string{"p1"}}, corev1.EventTypeNormal, "Surge",
