@@ -28,6 +28,10 @@ func (e Event) Note() string {
 		return fmt.Sprintf("%d replacements are available; scaled back to %d replicas, which removes %d of the %s asked to leave (%s)",
 			e.Surge, e.Original, e.Surge, count(e.Asked), podNames(e.Pods))
 	case SurgeRolledBack:
+		if len(e.Pods) == 0 {
+			// None of the surge's pods is there (not created yet): no pod of its to name.
+			return fmt.Sprintf("%s; scaled back to %d replicas", e.rollbackCause(), e.Original)
+		}
 		return fmt.Sprintf("%s; scaled back to %d replicas, which removes the surge's pods %s", e.rollbackCause(), e.Original, podNames(e.Pods))
 	case SurgeTimedOut:
 		return fmt.Sprintf("gave up the evacuation of %s (%s): %s", count(len(e.Pods)), podNames(e.Pods), timedOutMessage)

@@ -31,7 +31,7 @@ func TestEventNotes(t *testing.T) {
 			Original: 2, Surge: 1, Pods: []string{"p6"}}, corev1.EventTypeNormal, "Surge",
 			"the Deployment is paused: eviction moves its pods; scaled back to 2 replicas, which removes the surge's pods p6"},
 		{Event{Reason: SurgeRolledBack, Rollback: RollbackReleased, Original: 2, Surge: 1}, corev1.EventTypeNormal, "Surge",
-			"nodemaint's Deployment responder is being removed; scaled back to 2 replicas, which removes the surge's pods no pods"},
+			"nodemaint's Deployment responder is being removed; scaled back to 2 replicas"},
 		{Event{Reason: SurgeTimedOut, Pods: []string{"p3", "p4"}}, corev1.EventTypeWarning, "Evacuate",
 			"gave up the evacuation of 2 pods (p3, p4): the Deployment's surge did not become available in time: eviction moves the pod"},
 		{Event{Reason: EvacuationAccepted}, corev1.EventTypeNormal, "Evacuate",
