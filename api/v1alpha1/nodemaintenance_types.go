@@ -85,11 +85,33 @@ type NodeMaintenanceSpec struct {
 	// +default="Honor"
 	DrainLabelPolicy DrainLabelPolicy `json:"drainLabelPolicy,omitempty"`
 
+	// autoscalers says whether Karpenter and the cluster autoscaler are kept from removing a node
+	// while this maintenance cordons or drains it (a drained, empty node waiting for its reboot
+	// looks like one to consolidate). Hold (the default) annotates the node
+	// karpenter.sh/do-not-disrupt=true and cluster-autoscaler.kubernetes.io/scale-down-disabled=true,
+	// each only where no one else set it, and removes what it set once no maintenance holds the
+	// node; another writer's value is never touched. Ignore leaves them free to remove it. A node
+	// they are already removing is reported (status.nodes[].removedBy), never held.
+	// +optional
+	// +default="Hold"
+	Autoscalers AutoscalerPolicy `json:"autoscalers,omitempty"`
+
 	// rollout rolls the maintenance through the selected nodes a few at a time (see RolloutSpec).
 	// Without it, every selected node is cordoned and drained at once.
 	// +optional
 	Rollout *RolloutSpec `json:"rollout,omitempty"`
 }
+
+// AutoscalerPolicy says whether node autoscalers are kept from removing a node under maintenance.
+// +kubebuilder:validation:Enum=Hold;Ignore
+type AutoscalerPolicy string
+
+const (
+	// AutoscalerPolicyHold keeps Karpenter and the cluster autoscaler from removing the node.
+	AutoscalerPolicyHold AutoscalerPolicy = "Hold"
+	// AutoscalerPolicyIgnore leaves them free to remove it.
+	AutoscalerPolicyIgnore AutoscalerPolicy = "Ignore"
+)
 
 // DrainLabelPolicy says whether pods' nodemaint.dev/drain labels override DrainRules.
 // +kubebuilder:validation:Enum=Honor;Ignore
@@ -414,6 +436,12 @@ type NodeMaintenanceNodeStatus struct {
 	// node.kubernetes.io/out-of-service (see spec.shutdown).
 	// +optional
 	OutOfService bool `json:"outOfService,omitempty"`
+
+	// removedBy names the autoscaler already removing the node (Karpenter, ClusterAutoscaler),
+	// as its taint on the node says: nodemaint drains it on but does not hold it.
+	// +optional
+	// +kubebuilder:validation:Enum=Karpenter;ClusterAutoscaler
+	RemovedBy string `json:"removedBy,omitempty"`
 }
 
 // BlockedPods names pods that are held on a node for one reason.

@@ -44,6 +44,27 @@ const (
 	// entry once it no longer drains the node.
 	DrainStartedAnnotation = "nodemaint.dev/drain-started"
 
+	// AutoscalersHeldAnnotation on a node lists the autoscaler annotations nodemaint set on it
+	// (KarpenterDoNotDisruptAnnotation, ClusterAutoscalerScaleDownDisabledAnnotation),
+	// comma-separated, so that it removes those and only those once no maintenance holds the node.
+	AutoscalersHeldAnnotation = "nodemaint.dev/autoscalers-held"
+	// KarpenterDoNotDisruptAnnotation on a node keeps Karpenter from disrupting it (Karpenter's
+	// karpenter.sh/v1 DoNotDisruptAnnotationKey).
+	KarpenterDoNotDisruptAnnotation = "karpenter.sh/do-not-disrupt"
+	// ClusterAutoscalerScaleDownDisabledAnnotation on a node keeps the cluster autoscaler from
+	// scaling it down.
+	ClusterAutoscalerScaleDownDisabledAnnotation = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+	// KarpenterDisruptedTaint is the taint Karpenter puts on a node it is removing (karpenter.sh/v1
+	// DisruptedTaintKey).
+	KarpenterDisruptedTaint = "karpenter.sh/disrupted"
+	// ClusterAutoscalerToBeDeletedTaint is the taint the cluster autoscaler puts on a node it is
+	// removing.
+	ClusterAutoscalerToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+	// RemovedByKarpenter and RemovedByClusterAutoscaler name the autoscaler removing a node in
+	// status.nodes[].removedBy.
+	RemovedByKarpenter         = "Karpenter"
+	RemovedByClusterAutoscaler = "ClusterAutoscaler"
+
 	// NodeConditionReasonNodeMaintenance is the reason of the KEP-5683 node conditions nodemaint
 	// sets (MaintenancePlanned, MaintenanceInProgress, DrainInProgress, Drained); it removes only
 	// those of that reason, never another tool's.

@@ -222,6 +222,9 @@ type NodeIntent struct {
 	Entries []NodeEntry
 	// Cordon: some maintenance wants the node unschedulable.
 	Cordon bool
+	// HoldAutoscalers: some maintenance that cordons or drains the node keeps autoscalers from
+	// removing it (spec.autoscalers Hold).
+	HoldAutoscalers bool
 	// PlannedTaint: the node is only planned for maintenance (no maintenance cordons it).
 	PlannedTaint bool
 	// Drain: some maintenance requests evacuation of the node's pods.
@@ -305,6 +308,7 @@ func Intent(nms []*nodemaintv1alpha1.NodeMaintenance, phaseOf func(*nodemaintv1a
 		}
 		in.active = true
 		in.Cordon = in.Cordon || Cordons(p)
+		in.HoldAutoscalers = in.HoldAutoscalers || Cordons(p) && nm.Spec.Autoscalers != nodemaintv1alpha1.AutoscalerPolicyIgnore
 		if Drains(p) {
 			in.Drain = true
 			if !reasonSet {

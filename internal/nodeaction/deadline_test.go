@@ -29,10 +29,12 @@ func deleting(name string) *nodemaintv1alpha1.NodeMaintenance {
 	}
 }
 
-// cordonedNode is n1 cordoned by nodemaint, with the drain starts recorded (none: nil).
+// cordonedNode is n1 cordoned and held from autoscalers by nodemaint, with the drain starts
+// recorded (none: nil).
 func cordonedNode(starts map[string]maintenance.DrainStart) *corev1.Node {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{nodemaintv1alpha1.CordonedAnnotation: "true"}},
 		Spec: corev1.NodeSpec{Unschedulable: true}}
+	holdAutoscalers(node, true)
 	if v := maintenance.FormatDrainStarts(starts); v != "" {
 		node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation] = v
 	}

@@ -208,6 +208,7 @@ func report(obs Observation, current []drain.Decision, now time.Time) Report {
 		Skipped:         len(plan.Skipped),
 		VolumesAttached: obs.VolumesAttached,
 		OutOfService:    obs.Node.Annotations[nodemaintv1alpha1.OutOfServiceAnnotation] != "",
+		RemovedBy:       RemovedBy(obs.Node),
 		Blocked:         drain.Blocked(plan, current, now),
 	}
 	for _, group := range [][]drain.Classified{plan.Current, plan.Later, plan.WaitCompleted} {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,6 +111,7 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 			t.Fatalf("%s waits past the bound, and the node names it", name)
 		}
 	}
+	checkAutoscalers(t, node, d)
 	// Others' taints stay.
 	for _, taint := range node.Spec.Taints {
 		if taint.Key == nodemaintv1alpha1.PlannedMaintenanceTaint || taint == OutOfServiceTaint {
@@ -422,6 +424,27 @@ func (g *gen) node(now time.Time) *corev1.Node {
 			Status: corev1.ConditionTrue, Reason: string(phases[(c>>4)%6]), Message: "NodeMaintenance nm-0 (Drain)",
 			LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))})
 	}
+	// The autoscaler annotations: nodemaint's (recorded), another writer's, or changed by another
+	// writer after nodemaint set them; and an autoscaler removing the node.
+	e := g.Byte()
+	for i, k := range AutoscalerAnnotations {
+		switch (e >> (2 * i)) % 4 {
+		case 1:
+			setAnnotation(node, k, "true")
+			setAnnotation(node, nodemaintv1alpha1.AutoscalersHeldAnnotation, strings.Trim(node.Annotations[nodemaintv1alpha1.AutoscalersHeldAnnotation]+","+k, ","))
+		case 2:
+			setAnnotation(node, k, []string{"true", "false"}[(e>>6)%2])
+		case 3:
+			setAnnotation(node, k, "false")
+			setAnnotation(node, nodemaintv1alpha1.AutoscalersHeldAnnotation, strings.Trim(node.Annotations[nodemaintv1alpha1.AutoscalersHeldAnnotation]+","+k, ","))
+		}
+	}
+	switch (e >> 4) % 4 {
+	case 1:
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: nodemaintv1alpha1.KarpenterDisruptedTaint, Effect: corev1.TaintEffectNoSchedule})
+	case 2:
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: nodemaintv1alpha1.ClusterAutoscalerToBeDeletedTaint, Effect: corev1.TaintEffectNoSchedule})
+	}
 	return node
 }
 
@@ -458,6 +481,9 @@ func (g *gen) maintenance(i int, now time.Time) *nodemaintv1alpha1.NodeMaintenan
 		nm.Status.DrainStartTime = ptr.To(metav1.NewTime(now.Add(-[]time.Duration{time.Minute, 2 * time.Hour}[b%2])))
 	}
 	nm.Status.Phase = phases[(b>>6)%4+2]
+	if g.Byte()&0x01 != 0 {
+		nm.Spec.Autoscalers = nodemaintv1alpha1.AutoscalerPolicyIgnore
+	}
 	if r := g.Byte(); r&0x01 != 0 {
 		// A rollout: the node (n1) waits, is in its turn (maybe failed), or its turn ended.
 		nm.Spec.Rollout = &nodemaintv1alpha1.RolloutSpec{Release: []nodemaintv1alpha1.ReleasePolicy{
@@ -615,4 +641,30 @@ func decisionKey(d Decision) string {
 	return fmt.Sprintf("intent %+v\nnode %s\nchange %+v %v\nwithdraw %v request %v %q\ndelete %v evict %v\nreport %+v\nrecheck %v",
 		d.Intent, node, d.Change, d.ShutdownNotConfirmed, names(d.Withdraw), names(d.Request), d.RequestReason,
 		classified(d.Delete), classified(d.Evict), d.Report, d.RecheckAfter)
+}
+
+// checkAutoscalers: while a maintenance holds the node, Karpenter and the cluster autoscaler are
+// kept from removing it, unless one already is; nodemaint removes only the annotations it set,
+// and only while they say what it set; another writer's annotation is never touched.
+func checkAutoscalers(t *testing.T, node *corev1.Node, d Decision) {
+	t.Helper()
+	held := HeldAutoscalers(node)
+	for _, k := range AutoscalerAnnotations {
+		was, had := node.Annotations[k]
+		is, has := d.Node.Annotations[k]
+		switch {
+		case had && !slices.Contains(held, k) && (!has || is != was):
+			t.Fatalf("%s=%q of another writer changed to %q (present %v)", k, was, is, has)
+		case had && !slices.Contains(held, k) && slices.Contains(HeldAutoscalers(d.Node), k):
+			t.Fatalf("%s=%q of another writer recorded as nodemaint's", k, was)
+		case had && was != "true" && (!has || is != was):
+			t.Fatalf("%s=%q changed by another writer, then changed by nodemaint to %q (present %v)", k, was, is, has)
+		case d.Intent.HoldAutoscalers && RemovedBy(node) == "" && !has:
+			t.Fatalf("a maintenance holds the node, %s is not set", k)
+		case !d.Intent.HoldAutoscalers && has && is == "true" && slices.Contains(HeldAutoscalers(d.Node), k):
+			t.Fatalf("no maintenance holds the node, nodemaint's %s stays", k)
+		case RemovedBy(node) != "" && !had && has:
+			t.Fatalf("%s set on a node %s is removing", k, RemovedBy(node))
+		}
+	}
 }

@@ -14,7 +14,8 @@ import (
 
 // wantNode is the node as the intent wants it: cordoned while a maintenance cordons it (and
 // uncordoned only when nodemaint cordoned it), the maintenances annotation, the drain starts
-// annotation (drainStarts, maintenance.FormatDrainStarts), the PreferNoSchedule
+// annotation (drainStarts, maintenance.FormatDrainStarts), the autoscaler annotations
+// (holdAutoscalers), the PreferNoSchedule
 // taint while the node is only planned, the out-of-service taint when oos, and the
 // UnderMaintenance condition. It returns the observed node itself when nothing changes.
 func wantNode(node *corev1.Node, intent maintenance.NodeIntent, drainStarts string, oos bool, now time.Time) (want *corev1.Node, change NodeChange, changed, conditionChanged bool) {
@@ -44,6 +45,7 @@ func wantNode(node *corev1.Node, intent maintenance.NodeIntent, drainStarts stri
 		delete(want.Annotations, nodemaintv1alpha1.DrainStartedAnnotation)
 	}
 	completeOnlyPending(want, intent)
+	holdAutoscalers(want, intent.HoldAutoscalers)
 	want.Spec.Taints = withTaint(want.Spec.Taints, corev1.Taint{
 		Key: nodemaintv1alpha1.PlannedMaintenanceTaint, Effect: corev1.TaintEffectPreferNoSchedule,
 	}, intent.PlannedTaint)

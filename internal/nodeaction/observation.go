@@ -100,6 +100,8 @@ type Report struct {
 	VolumesAttached int
 	// OutOfService: the node carries nodemaint's out-of-service taint.
 	OutOfService bool
+	// RemovedBy names the autoscaler already removing the node (see RemovedBy), or "".
+	RemovedBy string
 	// Blocked says what holds the pods that stay: all of them while the node is drained, else
 	// those that are not drained in any case (later order groups, skipped, waited for, held).
 	Blocked []nodemaintv1alpha1.BlockedPods

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -66,6 +67,9 @@ type Baseline struct {
 	// Unschedulable and OutOfService: nodes that were cordoned, or had the out-of-service taint,
 	// when first seen (someone else's, they stay).
 	Unschedulable, OutOfService map[string]bool
+	// Autoscalers are the autoscaler annotations (nodeaction.AutoscalerAnnotations) each node
+	// had when first seen, by node and key: someone else's, they stay as they were.
+	Autoscalers map[string]map[string]string
 	// Replicas of each Deployment as its user set them (the surge's original replicas when it
 	// was first seen mid-surge).
 	Replicas map[string]int32
@@ -82,6 +86,7 @@ func newState(onViolation func(Violation)) *state {
 		hpas:         map[string]*autoscalingv2.HorizontalPodAutoscaler{},
 		baseline: Baseline{
 			Unschedulable: map[string]bool{}, OutOfService: map[string]bool{}, Replicas: map[string]int32{},
+			Autoscalers: map[string]map[string]string{},
 		},
 	}
 }
@@ -200,6 +205,14 @@ func (s *state) node(node *corev1.Node, deleted bool) {
 		return
 	}
 	s.baseline.Unschedulable[node.Name] = node.Spec.Unschedulable
+	for _, k := range nodeaction.AutoscalerAnnotations {
+		if v, ok := node.Annotations[k]; ok {
+			if s.baseline.Autoscalers[node.Name] == nil {
+				s.baseline.Autoscalers[node.Name] = map[string]string{}
+			}
+			s.baseline.Autoscalers[node.Name][k] = v
+		}
+	}
 	for _, t := range node.Spec.Taints {
 		if t.Key == corev1.TaintNodeOutOfService {
 			s.baseline.OutOfService[node.Name] = true

@@ -328,10 +328,13 @@ func TestLeftovers(t *testing.T) {
 		Unschedulable: map[string]bool{"cordoned-before": true},
 		OutOfService:  map[string]bool{},
 		Replicas:      map[string]int32{"app/web": 3, "app/api": 2},
+		Autoscalers:   map[string]map[string]string{"n1": {nodemaintv1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation: "true"}},
 	}
 	clean := Snapshot{
 		Nodes: []corev1.Node{
-			{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{"other.io/x": "y"}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{"other.io/x": "y",
+				// Another writer's, there when first seen.
+				nodemaintv1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation: "true"}}},
 			// Cordoned before nodemaint: stays cordoned.
 			{ObjectMeta: metav1.ObjectMeta{Name: "cordoned-before"}, Spec: corev1.NodeSpec{Unschedulable: true}},
 		},
@@ -356,6 +359,7 @@ func TestLeftovers(t *testing.T) {
 		Nodes: []corev1.Node{{
 			ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{
 				nodemaintv1alpha1.CordonedAnnotation: "true", nodemaintv1alpha1.MaintenancesAnnotation: "nm=Drain",
+				nodemaintv1alpha1.KarpenterDoNotDisruptAnnotation: "true",
 			}},
 			Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{
 				{Key: nodemaintv1alpha1.PlannedMaintenanceTaint, Effect: corev1.TaintEffectPreferNoSchedule},
@@ -395,6 +399,7 @@ func TestLeftovers(t *testing.T) {
 		"Eviction app/pod-1-p: names nodemaint.dev/node-maintenance",
 		"EvictionRequest app/nodemaint-1: intent Withdrawn",
 		"ReplicaSet app/web-rs: annotation nodemaint.dev/evacuation-ready=true",
+		"node n1: annotation karpenter.sh/do-not-disrupt=true (not so when first seen)",
 		"node n1: annotation nodemaint.dev/cordoned=true",
 		"node n1: annotation nodemaint.dev/maintenances=nm=Drain",
 		"node n1: condition UnderMaintenance=True (Drain)",

@@ -27,6 +27,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
@@ -191,7 +192,13 @@ func restoreNode(node *corev1.Node) []string {
 		changes = append(changes, dropTaints(node, corev1.TaintNodeOutOfService, " (nodemaint applied it)")...)
 	}
 	changes = append(changes, dropTaints(node, nodemaintv1alpha1.PlannedMaintenanceTaint, "")...)
-	for _, k := range []string{nodemaintv1alpha1.CordonedAnnotation, nodemaintv1alpha1.MaintenancesAnnotation, nodemaintv1alpha1.OutOfServiceAnnotation, nodemaintv1alpha1.CompleteAnnotation, nodemaintv1alpha1.DrainStartedAnnotation} {
+	for _, k := range nodeaction.HeldAutoscalers(node) {
+		if a[k] == "true" {
+			delete(a, k)
+			changes = append(changes, "removed annotation "+k+" (nodemaint set it)")
+		}
+	}
+	for _, k := range []string{nodemaintv1alpha1.AutoscalersHeldAnnotation, nodemaintv1alpha1.CordonedAnnotation, nodemaintv1alpha1.MaintenancesAnnotation, nodemaintv1alpha1.OutOfServiceAnnotation, nodemaintv1alpha1.CompleteAnnotation, nodemaintv1alpha1.DrainStartedAnnotation} {
 		if _, ok := a[k]; ok {
 			delete(a, k)
 			changes = append(changes, "removed annotation "+k)

@@ -48,6 +48,12 @@ func TestRestoreNode(t *testing.T) {
 		"planned taint":                       {in: node(false, map[string]string{nodemaintv1alpha1.MaintenancesAnnotation: "a=Planning"}, planned, other), wantTaints: 1},
 		"our out-of-service taint":            {in: node(true, map[string]string{nodemaintv1alpha1.CordonedAnnotation: "true", nodemaintv1alpha1.OutOfServiceAnnotation: "true"}, oos)},
 		"someone else's out-of-service taint": {in: node(false, nil, oos), wantTaints: 1},
+		"autoscalers held": {in: node(true, map[string]string{nodemaintv1alpha1.CordonedAnnotation: "true",
+			nodemaintv1alpha1.KarpenterDoNotDisruptAnnotation: "true", nodemaintv1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation: "false",
+			nodemaintv1alpha1.AutoscalersHeldAnnotation: nodemaintv1alpha1.KarpenterDoNotDisruptAnnotation + "," + nodemaintv1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation}),
+			wantAnnotations: 1},
+		"another writer's autoscaler annotation": {in: node(false, map[string]string{nodemaintv1alpha1.KarpenterDoNotDisruptAnnotation: "true"}),
+			wantAnnotations: 1},
 		"drain started": {in: node(true, map[string]string{nodemaintv1alpha1.CordonedAnnotation: "true", nodemaintv1alpha1.MaintenancesAnnotation: "a=Drain",
 			nodemaintv1alpha1.DrainStartedAnnotation: `{"a":{"start":"2026-01-01T12:00:00Z","generation":1}}`})},
 	} {

@@ -162,6 +162,9 @@ func nodeNames(nm *nodemaintv1alpha1.NodeMaintenance) []string {
 func BlockingLines(nm *nodemaintv1alpha1.NodeMaintenance) []string {
 	var lines []string
 	for _, n := range nodeNames(nm) {
+		if by := nm.Status.Nodes[n].RemovedBy; by != "" {
+			lines = append(lines, fmt.Sprintf("%s: %s is removing the node; the maintenance drains it on and does not hold it", n, by))
+		}
 		for _, b := range nm.Status.Nodes[n].Blocked {
 			lines = append(lines, fmt.Sprintf("%s: %s (%d) %s: %s", n, b.Reason, b.Count, strings.Join(b.Pods, ", "), b.Message))
 		}

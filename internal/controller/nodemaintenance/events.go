@@ -2,6 +2,8 @@ package nodemaintenance
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +60,7 @@ func (e eventSink) statusWritten(old, cur *nodemaintv1alpha1.NodeMaintenance, no
 		}
 	}
 	e.rolloutWritten(old, cur)
+	e.removalsWritten(old, cur)
 	if c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionSpecValid); c != nil {
 		if was := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionSpecValid); was == nil || was.Message != c.Message {
 			e.warning(cur, nil, nodemaintv1alpha1.ReasonInvalidSpec, "Reconcile", c.Message)
@@ -115,6 +118,23 @@ func (e eventSink) rolloutWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) {
 		e.warning(cur, nil, "RolloutHalted", "Rollout", c.Message)
 	case prev != nil && prev.Status == metav1.ConditionTrue:
 		e.normal(cur, nil, "RolloutResumed", "Rollout", c.Message)
+	}
+}
+
+// removalsWritten emits a Warning for each listed node an autoscaler started removing: nodemaint
+// drains it on but does not hold it (spec.autoscalers).
+func (e eventSink) removalsWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) {
+	for _, name := range slices.Sorted(maps.Keys(cur.Status.Nodes)) {
+		by := cur.Status.Nodes[name].RemovedBy
+		if by == "" || old.Status.Nodes[name].RemovedBy == by {
+			continue
+		}
+		taint := nodemaintv1alpha1.KarpenterDisruptedTaint
+		if by == nodemaintv1alpha1.RemovedByClusterAutoscaler {
+			taint = nodemaintv1alpha1.ClusterAutoscalerToBeDeletedTaint
+		}
+		e.warning(cur, nil, "NodeRemovedByAutoscaler", "Drain", fmt.Sprintf(
+			"%s is removing node %s (taint %s): the maintenance drains it on and does not hold it", by, name, taint))
 	}
 }
 

@@ -30,10 +30,10 @@ type nodeReport struct {
 }
 
 // worthListing reports whether the node has something to report: pods left (targeted or
-// skipped), volumes attached, or the out-of-service taint.
+// skipped), volumes attached, the out-of-service taint, or an autoscaler removing it.
 func (r *nodeReport) worthListing() bool {
 	s := &r.status
-	return s.PodsPendingEvacuation > 0 || s.PodsSkipped > 0 || s.VolumesAttached > 0 || s.OutOfService || len(s.Blocked) > 0
+	return s.PodsPendingEvacuation > 0 || s.PodsSkipped > 0 || s.VolumesAttached > 0 || s.OutOfService || len(s.Blocked) > 0 || s.RemovedBy != ""
 }
 
 // listNodes chooses the nodes status.nodes details: of those worth listing, the ones with the most
@@ -187,6 +187,7 @@ func countNodes(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, t *
 			PodsEvacuating:        int32(rep.Evacuating),
 			PodsSkipped:           int32(rep.Skipped),
 			OutOfService:          rep.OutOfService,
+			RemovedBy:             rep.RemovedBy,
 		}
 		if nm.Spec.Drain {
 			// What holds the pods, and the volumes left, are a drain's to report.
