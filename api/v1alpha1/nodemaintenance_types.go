@@ -260,6 +260,10 @@ const (
 	ReasonReplacementsUnschedulable = "ReplacementsUnschedulable"
 	ReasonNodeDrainTimedOut         = "NodeDrainTimedOut"
 	ReasonOutsideWindow             = "OutsideWindow"
+	// RolloutHalted by spec.rollout.haltOnAlerts: alerts it selects fire, or whether they do
+	// cannot be told.
+	ReasonAlertsFiring  = "AlertsFiring"
+	ReasonAlertsUnknown = "AlertsUnknown"
 
 	// Ready, besides the reasons of the conditions it follows.
 	ReasonPlanned             = "Planned"

@@ -39,6 +39,35 @@ type RolloutSpec struct {
 	// window restricts when a node may start its turn; a node already in its turn finishes it.
 	// +optional
 	Window *MaintenanceWindow `json:"window,omitempty"`
+
+	// haltOnAlerts halts the rollout while Prometheus alerts it selects fire: no new node starts
+	// its turn (RolloutHalted, reason AlertsFiring, naming them); nodes in their turn finish it.
+	// The controller reads the alerts from its --prometheus-url; without one, or while Prometheus
+	// does not answer, the rollout halts too (reason AlertsUnknown).
+	// +optional
+	HaltOnAlerts *AlertSelector `json:"haltOnAlerts,omitempty"`
+}
+
+// AlertSelector selects firing Prometheus alerts by name, by labels, or both (an alert then
+// matches both).
+// +kubebuilder:validation:XValidation:rule="has(self.alertNames) || has(self.matchLabels)",message="haltOnAlerts needs alertNames, matchLabels or both"
+type AlertSelector struct {
+	// alertNames are alert names (their alertname label): an alert of any of them matches.
+	// Empty: an alert of any name.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	AlertNames []string `json:"alertNames,omitempty"`
+
+	// matchLabels are labels a matching alert carries, each with this value: {severity:
+	// critical} halts on every critical alert.
+	// +optional
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=16
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
 }
 
 // ReleasePolicy says when a node's turn in a rollout ends.

@@ -88,6 +88,12 @@ func TestNodeMaintenanceValidation(t *testing.T) {
 		{"terms at their limit", "\n  nodeSelector:\n    nodeSelectorTerms:" + strings.Repeat("\n    - matchExpressions: [{key: a, operator: Exists}]", 16), ""},
 		{"too many requirements in a term", "\n  nodeSelector:\n    nodeSelectorTerms:\n    - matchExpressions:" + strings.Repeat("\n      - {key: a, operator: Exists}", 33), "matchExpressions: Too many"},
 		{"too many values", "\n  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: In, values: [" + strings.TrimSuffix(strings.Repeat("v,", 257), ",") + "]}]}]}", "values: Too many"},
+		{"alerts by name", validSelector + "\n  rollout: {haltOnAlerts: {alertNames: [KubeNodeNotReady]}}", ""},
+		{"alerts by labels", validSelector + "\n  rollout: {haltOnAlerts: {matchLabels: {severity: critical}}}", ""},
+		{"alerts selecting nothing", validSelector + "\n  rollout: {haltOnAlerts: {}}", "haltOnAlerts needs alertNames, matchLabels or both"},
+		{"alert name empty", validSelector + "\n  rollout: {haltOnAlerts: {alertNames: ['']}}", "alertNames[0]"},
+		{"autoscalers ignored", validSelector + "\n  autoscalers: Ignore", ""},
+		{"unknown autoscaler policy", validSelector + "\n  autoscalers: Sometimes", `spec.autoscalers: Unsupported value: "Sometimes"`},
 		{"key too long", "\n  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: " + strings.Repeat("k", 317) + ", operator: Exists}]}]}", "key: Too long"},
 	}
 	// Every duration field refuses what Go's time.ParseDuration cannot parse and what is out of
@@ -251,6 +257,9 @@ func TestNodeMaintenanceDefaults(t *testing.T) {
 	}
 	if nm.Spec.EvictionPolicy != nodemaintv1alpha1.EvictionPolicyEvict {
 		t.Errorf("evictionPolicy defaults to Evict, got %q", nm.Spec.EvictionPolicy)
+	}
+	if nm.Spec.Autoscalers != nodemaintv1alpha1.AutoscalerPolicyHold {
+		t.Errorf("autoscalers defaults to Hold, got %q", nm.Spec.Autoscalers)
 	}
 	if nm.Spec.Shutdown == nil || nm.Spec.Shutdown.NotReadyGracePeriod == nil || nm.Spec.Shutdown.NotReadyGracePeriod.Duration != time.Minute {
 		t.Errorf("shutdown.notReadyGracePeriod defaults to 1m, got %+v", nm.Spec.Shutdown)

@@ -39,6 +39,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/alerts"
 	"github.com/nodemaint/nodemaint/internal/apirequests"
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
@@ -75,6 +76,8 @@ type options struct {
 	ownPodsSelector         string
 	evacuationProtocol      string
 	evictionController      string
+	prometheusURL           string
+	alertPoll               time.Duration
 }
 
 // gcPercent is the collector's GOGC unless the environment sets GOGC: the heap grows to 1.5 times
@@ -112,6 +115,8 @@ func main() {
 	fs.StringVar(&o.ownPodsSelector, "own-pods-selector", "app.kubernetes.io/name=nodemaint-controller", "Label selector of nodemaint-controller's own pods in --own-pods-namespace (the Deployment's pod labels); empty: none.")
 	fs.StringVar(&o.evacuationProtocol, "evacuation-protocol", evictionrequest.FlagAuto, "How owners are asked to move their pods: pod-conditions (the EvacuationRequest pod condition, KEP-4212), eviction-request (an EvictionRequest per pod, KEP-4563's lifecycle.k8s.io/v1alpha1), or auto: eviction-request where the API server serves evictionrequests, else pod-conditions. Chosen at start; shown in each NodeMaintenance's status.evacuationProtocol.")
 	fs.StringVar(&o.evictionController, "eviction-controller", "auto", "Run nodemaint's own evictionrequest-controller and imperative-eviction.k8s.io/evictor (EvictionRequests to Evictions, responders by priority, the imperative evictor last): on, off, or auto: on where the API server serves lifecycle.k8s.io/v1alpha1 (no released kube-controller-manager runs one, and none says that it does: set off where the control plane runs its own).")
+	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "URL of the Prometheus server (or any server of its HTTP API, /api/v1/alerts) whose firing alerts halt rollouts that ask for it (spec.rollout.haltOnAlerts). Empty: such rollouts halt, reason AlertsUnknown.")
+	fs.DurationVar(&o.alertPoll, "prometheus-poll-interval", 30*time.Second, "How often the alerts of --prometheus-url are read while a rollout with spec.rollout.haltOnAlerts has nodes waiting for their turn.")
 	features.Gate.AddFlag(fs)
 	printVersion := fs.Bool("version", false, "Print the version and commit of nodemaint-controller and exit.")
 
@@ -268,6 +273,13 @@ func setupOptions(o options, cfg *rest.Config, mgr manager.Manager, ownPods *obs
 		Preflight:          true,
 		SurgeTimeout:       o.surgeTimeout,
 		OwnPods:            ownPods,
+		AlertPoll:          o.alertPoll,
+	}
+	if o.prometheusURL != "" {
+		// One read serves every waiting rollout: no more often than every few seconds.
+		if so.Alerts, err = alerts.NewPrometheus(o.prometheusURL, min(o.alertPoll, 5*time.Second)); err != nil {
+			return so, err
+		}
 	}
 	if so.EvictionController {
 		// The Eviction controller writes through a token bucket of its own too: it stands for

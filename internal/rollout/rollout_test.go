@@ -136,6 +136,8 @@ func FuzzDecide(f *testing.F) {
 	f.Add([]byte{3, 1, 2, 3, 4, 5, 6, 7, 8}, uint8(2), false, false)
 	f.Add([]byte{0x81, 0x42, 0x23, 0x14, 0x05}, uint8(1), true, false)
 	f.Add([]byte{9, 0xff, 0x10, 0x20, 0x30, 0x40, 0x50}, uint8(3), false, true)
+	f.Add([]byte{9, 0xff, 0x10, 0x20, 0x30, 0x40, 0x50}, uint8(0x13), false, false)
+	f.Add([]byte{9, 0xff, 0x10, 0x20, 0x30, 0x40, 0x50}, uint8(0x22), false, false)
 	f.Fuzz(func(t *testing.T, data []byte, budget uint8, unschedulable, windowClosed bool) {
 		now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 		in := Input{Active: true, Spec: nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(int32(budget%5) + 1))}, DrainTimeout: time.Hour}
@@ -146,6 +148,16 @@ func FuzzDecide(f *testing.F) {
 		}
 		if unschedulable {
 			in.Unschedulable = []string{"app/pod"}
+		}
+		if gate := budget >> 4; gate != 0 {
+			in.Spec.HaltOnAlerts = &nodemaintv1alpha1.AlertSelector{AlertNames: []string{"NodeDown"}}
+			in.AlertPoll = 30 * time.Second
+			switch gate % 3 {
+			case 1:
+				in.Alerts = []string{"NodeDown"}
+			case 2:
+				in.AlertsUnknown = "connection refused"
+			}
 		}
 		for i, b := range data {
 			if i >= 40 {
@@ -173,6 +185,12 @@ func FuzzDecide(f *testing.F) {
 		}
 		if d.HaltReason != "" && len(d.Admitted) > 0 {
 			t.Fatalf("halted (%s) but admitted %v", d.HaltReason, d.Admitted)
+		}
+		if (len(in.Alerts) > 0 || in.AlertsUnknown != "") && len(d.Admitted) > 0 {
+			t.Fatalf("alerts %v (unknown %q) but admitted %v", in.Alerts, in.AlertsUnknown, d.Admitted)
+		}
+		if in.Spec.HaltOnAlerts != nil && d.Waiting > 0 && (d.RecheckAfter <= 0 || d.RecheckAfter > in.AlertPoll) {
+			t.Fatalf("%d nodes wait on the alerts, next look in %v", d.Waiting, d.RecheckAfter)
 		}
 		state := map[string]string{}
 		for _, n := range in.Nodes {
@@ -211,4 +229,37 @@ func FuzzDecide(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHaltOnAlerts: while alerts the rollout selects fire, or cannot be read, no node starts its
+// turn; the nodes in their turn stay; the alerts are read again every AlertPoll while nodes wait.
+func TestHaltOnAlerts(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	spec := nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(2)),
+		HaltOnAlerts: &nodemaintv1alpha1.AlertSelector{MatchLabels: map[string]string{"severity": "critical"}}}
+	nodes := []Node{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}
+	inTurn := []nodemaintv1alpha1.NodeTurn{{Name: "n1", Since: metav1.NewTime(now.Add(-time.Minute))}}
+	in := Input{Active: true, Spec: spec, Nodes: nodes, InTurn: inTurn, AlertPoll: 30 * time.Second}
+
+	firing := in
+	firing.Alerts = []string{"EtcdMembersDown"}
+	d := Decide(firing, now)
+	if d.HaltReason != nodemaintv1alpha1.ReasonAlertsFiring || !slices.Equal(d.Alerts, []string{"EtcdMembersDown"}) || len(d.Admitted) > 0 ||
+		!slices.Equal(turnNames(d.InTurn), []string{"n1"}) || d.RecheckAfter != 30*time.Second {
+		t.Fatalf("firing: halt %q %v, admitted %v, in turn %v, recheck %v", d.HaltReason, d.Alerts, d.Admitted, turnNames(d.InTurn), d.RecheckAfter)
+	}
+	unknown := in
+	unknown.AlertsUnknown = "connection refused"
+	if d := Decide(unknown, now); d.HaltReason != nodemaintv1alpha1.ReasonAlertsUnknown || d.AlertsUnknown != "connection refused" || len(d.Admitted) > 0 {
+		t.Fatalf("unknown: halt %q (%q), admitted %v", d.HaltReason, d.AlertsUnknown, d.Admitted)
+	}
+	d = Decide(in, now)
+	if d.HaltReason != "" || !slices.Equal(d.Admitted, []string{"n2"}) || d.RecheckAfter != 30*time.Second {
+		t.Fatalf("clear: halt %q, admitted %v, recheck %v; want n2 admitted and a look in 30s (n3 waits)", d.HaltReason, d.Admitted, d.RecheckAfter)
+	}
+	// Nothing waits: firing alerts halt nothing, and nothing is read again.
+	done := Input{Active: true, Spec: spec, Nodes: []Node{{Name: "n1"}}, InTurn: inTurn, Alerts: []string{"EtcdMembersDown"}, AlertPoll: 30 * time.Second}
+	if d := Decide(done, now); d.HaltReason != "" || d.RecheckAfter != 0 {
+		t.Fatalf("nothing waits: halt %q, recheck %v", d.HaltReason, d.RecheckAfter)
+	}
 }

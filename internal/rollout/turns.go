@@ -41,6 +41,12 @@ type Input struct {
 	// Window says whether the maintenance window is open now, and when it opens or closes next
 	// (see Window.At); ignored without spec.window.
 	Window WindowState
+	// Alerts names the firing alerts spec.haltOnAlerts selects, and AlertsUnknown why they
+	// could not be read ("": they were); AlertPoll is how often they are read again. Ignored
+	// without spec.haltOnAlerts.
+	Alerts        []string
+	AlertsUnknown string
+	AlertPoll     time.Duration
 }
 
 // Decision is the rollout's turns now.
@@ -57,12 +63,14 @@ type Decision struct {
 	// TimedOut names the nodes in their turn past drainTimeout and not drained.
 	TimedOut []string
 	// HaltReason says why no new node starts ("": none); the facts it names are Unschedulable
-	// (ReplacementsUnschedulable), TimedOut and DrainTimeout (NodeDrainTimedOut) and WindowOpens
-	// (OutsideWindow: when the window opens next, zero if never). Complete: every selected node
-	// was released.
+	// (ReplacementsUnschedulable), TimedOut and DrainTimeout (NodeDrainTimedOut), Alerts
+	// (AlertsFiring), AlertsUnknown (AlertsUnknown: why) and WindowOpens (OutsideWindow: when the
+	// window opens next, zero if never). Complete: every selected node was released.
 	HaltReason    string
 	Unschedulable []string
 	DrainTimeout  time.Duration
+	Alerts        []string
+	AlertsUnknown string
 	WindowOpens   time.Time
 	Complete      bool
 	// RecheckAfter is when the decision may change by itself (a drain timeout runs out, the
@@ -136,19 +144,7 @@ func Decide(in Input, now time.Time) Decision {
 		}
 		return waiting[i].Name < waiting[j].Name
 	})
-	switch {
-	case !in.Active:
-		d.HaltReason = nodemaintv1alpha1.ReasonDrainNotRequested
-	case len(in.Unschedulable) > 0:
-		d.HaltReason, d.Unschedulable = nodemaintv1alpha1.ReasonReplacementsUnschedulable, in.Unschedulable
-	case len(timedOut) > 0 && in.Spec.OnNodeFailure != nodemaintv1alpha1.NodeFailureContinue:
-		d.HaltReason, d.DrainTimeout = nodemaintv1alpha1.ReasonNodeDrainTimedOut, in.DrainTimeout
-	case in.Spec.Window != nil && !in.Window.Open && len(waiting) > 0:
-		d.HaltReason, d.WindowOpens = nodemaintv1alpha1.ReasonOutsideWindow, in.Window.Next
-		if !in.Window.Next.IsZero() {
-			d.after(in.Window.Next.Sub(now))
-		}
-	}
+	d.halt(in, timedOut, len(waiting) > 0, now)
 	for _, n := range waiting {
 		if d.HaltReason != "" || len(d.InTurn) >= d.Budget || len(d.InTurn) >= nodemaintv1alpha1.MaxRolloutInTurn {
 			d.Waiting++
@@ -160,6 +156,9 @@ func Decide(in Input, now time.Time) Decision {
 	if in.Spec.Window != nil && in.Window.Open && d.Waiting > 0 && !in.Window.Next.IsZero() {
 		d.after(in.Window.Next.Sub(now)) // the window closes
 	}
+	if in.Spec.HaltOnAlerts != nil && d.Waiting > 0 {
+		d.after(in.AlertPoll) // the alerts are read again, not watched
+	}
 	sort.Slice(d.InTurn, func(i, j int) bool { return d.InTurn[i].Name < d.InTurn[j].Name })
 	d.TimedOut = timedOut
 	d.Complete = len(in.Nodes) > 0 && d.Done == len(in.Nodes)
@@ -169,5 +168,27 @@ func Decide(in Input, now time.Time) Decision {
 func (d *Decision) after(wait time.Duration) {
 	if wait > 0 && (d.RecheckAfter == 0 || wait < d.RecheckAfter) {
 		d.RecheckAfter = wait
+	}
+}
+
+// halt decides whether the rollout starts no new node, and why (HaltReason and its facts):
+// timedOut names the nodes in their turn past drainTimeout, waiting says whether some wait.
+func (d *Decision) halt(in Input, timedOut []string, waiting bool, now time.Time) {
+	switch {
+	case !in.Active:
+		d.HaltReason = nodemaintv1alpha1.ReasonDrainNotRequested
+	case len(in.Unschedulable) > 0:
+		d.HaltReason, d.Unschedulable = nodemaintv1alpha1.ReasonReplacementsUnschedulable, in.Unschedulable
+	case len(timedOut) > 0 && in.Spec.OnNodeFailure != nodemaintv1alpha1.NodeFailureContinue:
+		d.HaltReason, d.DrainTimeout = nodemaintv1alpha1.ReasonNodeDrainTimedOut, in.DrainTimeout
+	case in.Spec.HaltOnAlerts != nil && in.AlertsUnknown != "" && waiting:
+		d.HaltReason, d.AlertsUnknown = nodemaintv1alpha1.ReasonAlertsUnknown, in.AlertsUnknown
+	case in.Spec.HaltOnAlerts != nil && len(in.Alerts) > 0 && waiting:
+		d.HaltReason, d.Alerts = nodemaintv1alpha1.ReasonAlertsFiring, in.Alerts
+	case in.Spec.Window != nil && !in.Window.Open && waiting:
+		d.HaltReason, d.WindowOpens = nodemaintv1alpha1.ReasonOutsideWindow, in.Window.Next
+		if !in.Window.Next.IsZero() {
+			d.after(in.Window.Next.Sub(now))
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/alerts"
 	"github.com/nodemaint/nodemaint/internal/controller/drainrule"
 	"github.com/nodemaint/nodemaint/internal/controller/node"
 	"github.com/nodemaint/nodemaint/internal/controller/nodemaintenance"
@@ -67,6 +68,10 @@ type Options struct {
 	EvictionClient, ResponderClient client.Client
 	// Clock tells every controller the time; nil: the real clock.
 	Clock clock.PassiveClock
+	// Alerts tells the firing Prometheus alerts that halt rollouts, read again every AlertPoll
+	// while one waits (see nodemaintenance.Reconciler); nil: none is read.
+	Alerts    alerts.Source
+	AlertPoll time.Duration
 }
 
 // Set are the controllers set up, for tests that look inside them; nil where not asked for.
@@ -134,6 +139,7 @@ func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, re
 	c.Maintenances = &nodemaintenance.Reconciler{
 		Client: mgr.GetClient(), Preflight: o.Preflight, Recorder: recorder, Refusals: refusals,
 		StatusBatchDelay: o.StatusBatchDelay, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol, Clock: o.Clock,
+		Alerts: o.Alerts, AlertPoll: o.AlertPoll,
 	}
 	if err := c.Maintenances.SetupWithManager(mgr, max(o.Concurrency, 1)); err != nil {
 		return fmt.Errorf("setting up the NodeMaintenance controller: %w", err)

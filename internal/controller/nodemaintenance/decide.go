@@ -47,7 +47,7 @@ func decide(o observation, protocol nodemaintv1alpha1.EvacuationProtocol, now ti
 	for i, node := range o.nodes {
 		d.nodes = append(d.nodes, nodeDecision{name: node.Name, node: node, Decision: nodeaction.Decide(o.observed[i], now)})
 	}
-	d.turns = decideTurns(nm, d.nodes, o.unschedulable, now)
+	d.turns = decideTurns(o, d.nodes, now)
 	d.status = maintenanceStatus(nm, d.nodes, d.turns, now)
 	d.status.EvacuationProtocol = cmp.Or(protocol, nodemaintv1alpha1.EvacuationProtocolPodConditions)
 	d.status.Preflight = o.preflight

@@ -1,12 +1,14 @@
 package nodemaintenance
 
 import (
+	"cmp"
 	"context"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/alerts"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
@@ -27,6 +29,11 @@ type observation struct {
 	// unschedulable names the pods created since the rollout started that the scheduler cannot
 	// place; only with spec.rollout.
 	unschedulable []string
+	// alerts names the firing alerts spec.rollout.haltOnAlerts selects, alertsUnknown why they
+	// could not be read, alertPoll how often they are; only with haltOnAlerts.
+	alerts        []string
+	alertsUnknown string
+	alertPoll     time.Duration
 	// preflight is the maintenance's preflight as the worker has it, planning whether to look
 	// again for it, and preflightTooMany that it selects more nodes than the worker computes
 	// the preflight of, news for this spec (see preflights.Worker.Status).
@@ -55,6 +62,9 @@ func (r *Reconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMain
 		if o.unschedulable, err = unschedulableSince(ctx, r.Client, nm); err != nil {
 			return o, err
 		}
+		if sel := nm.Spec.Rollout.HaltOnAlerts; sel != nil {
+			o.alerts, o.alertsUnknown, o.alertPoll = r.observeAlerts(ctx, sel)
+		}
 	}
 	if r.preflights != nil {
 		targets := make([]string, 0, len(o.nodes))
@@ -64,4 +74,21 @@ func (r *Reconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMain
 		o.preflight, o.planning, o.preflightTooMany = r.preflights.Status(nm, targets, now)
 	}
 	return o, nil
+}
+
+// defaultAlertPoll is how often the alerts are read while a rollout waits, without AlertPoll.
+const defaultAlertPoll = 30 * time.Second
+
+// observeAlerts reads the firing alerts the selector selects, or why they cannot be read (the
+// rollout then halts as well: a health gate that cannot be read is not open).
+func (r *Reconciler) observeAlerts(ctx context.Context, sel *nodemaintv1alpha1.AlertSelector) (names []string, unknown string, poll time.Duration) {
+	poll = cmp.Or(r.AlertPoll, defaultAlertPoll)
+	if r.Alerts == nil {
+		return nil, "the controller reads no Prometheus: start it with --prometheus-url", poll
+	}
+	firing, err := r.Alerts.Firing(ctx)
+	if err != nil {
+		return nil, err.Error(), poll
+	}
+	return alerts.Selected(firing, sel), "", poll
 }

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/alerts"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/preflights"
 	"github.com/nodemaint/nodemaint/internal/evictor"
@@ -54,6 +55,11 @@ type Reconciler struct {
 	// Protocol is how owners are asked to move their pods (see node.Reconciler.Protocol); the
 	// status says which.
 	Protocol nodemaintv1alpha1.EvacuationProtocol
+	// Alerts tells the firing Prometheus alerts that halt rollouts (spec.rollout.haltOnAlerts),
+	// read again every AlertPoll while a rollout waits; nil: no --prometheus-url, and a rollout
+	// that asks for alerts halts (AlertsUnknown).
+	Alerts    alerts.Source
+	AlertPoll time.Duration
 
 	// statusWritten holds when this replica last wrote each NodeMaintenance's status
 	// (types.NamespacedName → time.Time). Memory only: after a restart the first write just

@@ -16,14 +16,16 @@ import (
 )
 
 // decideTurns decides the turns of the maintenance's rollout (rollout.Decide) from the decisions
-// about its selected nodes, the pods the scheduler cannot place (unschedulable) and the window.
+// about its selected nodes, the pods the scheduler cannot place, the alerts and the window.
 // Nil without spec.rollout.
-func decideTurns(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, unschedulable []string, now time.Time) *rollout.Decision {
+func decideTurns(o observation, nodes []nodeDecision, now time.Time) *rollout.Decision {
+	nm := o.nm
 	spec := nm.Spec.Rollout
 	if spec == nil {
 		return nil
 	}
-	in := rollout.Input{Active: nm.Spec.Cordon || nm.Spec.Drain, Spec: *spec, Unschedulable: unschedulable}
+	in := rollout.Input{Active: nm.Spec.Cordon || nm.Spec.Drain, Spec: *spec, Unschedulable: o.unschedulable,
+		Alerts: o.alerts, AlertsUnknown: o.alertsUnknown, AlertPoll: o.alertPoll}
 	if nm.Status.Rollout != nil {
 		in.InTurn = nm.Status.Rollout.InTurn
 	}
@@ -98,6 +100,10 @@ func haltMessage(d *rollout.Decision) string {
 		return fmt.Sprintf("%d pods cannot be scheduled (%s): no new node starts until they are", len(d.Unschedulable), few.Names(d.Unschedulable, few.Most))
 	case nodemaintv1alpha1.ReasonNodeDrainTimedOut:
 		return fmt.Sprintf("not drained within drainTimeout %s: %s; no new node starts until they are drained or released (onNodeFailure Pause)", d.DrainTimeout, few.Names(d.TimedOut, few.Most))
+	case nodemaintv1alpha1.ReasonAlertsFiring:
+		return fmt.Sprintf("alerts firing: %s; no new node starts until they clear (spec.rollout.haltOnAlerts)", few.Names(d.Alerts, few.Most))
+	case nodemaintv1alpha1.ReasonAlertsUnknown:
+		return "cannot tell whether the alerts of spec.rollout.haltOnAlerts fire (" + d.AlertsUnknown + "): no new node starts until they can be read"
 	case nodemaintv1alpha1.ReasonOutsideWindow:
 		if d.WindowOpens.IsZero() {
 			return "outside the maintenance window: no new node starts"

@@ -107,6 +107,13 @@ const prometheusReadyTimeout = 30 * time.Second
 // the test ends. It fails the test when there is no prometheus binary (.ci/run installs it).
 func StartPrometheus(t testing.TB, job string, targets ...MetricsTarget) *Prometheus {
 	t.Helper()
+	return StartPrometheusWithRules(t, job, "", targets...)
+}
+
+// StartPrometheusWithRules is StartPrometheus evaluating the rule file rules (YAML; "": none)
+// every second.
+func StartPrometheusWithRules(t testing.TB, job, rules string, targets ...MetricsTarget) *Prometheus {
+	t.Helper()
 	binary, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Fatalf("no prometheus binary (apt-get install prometheus): %v", err)
@@ -124,7 +131,16 @@ func StartPrometheus(t testing.TB, job string, targets ...MetricsTarget) *Promet
 	for _, target := range targets {
 		scrapes = append(scrapes, target.scrapeConfig(job, tokenFile))
 	}
-	config, err := json.Marshal(map[string]any{"scrape_configs": scrapes}) // JSON is YAML
+	cfg := map[string]any{"scrape_configs": scrapes}
+	if rules != "" {
+		rulesPath := filepath.Join(dir, "rules.yml")
+		if err := os.WriteFile(rulesPath, []byte(rules), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg["rule_files"] = []string{rulesPath}
+		cfg["global"] = map[string]any{"evaluation_interval": "1s"}
+	}
+	config, err := json.Marshal(cfg) // JSON is YAML
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +203,9 @@ func StartPrometheus(t testing.TB, job string, targets ...MetricsTarget) *Promet
 	}
 	return p
 }
+
+// URL is the server's address, for clients of its HTTP API.
+func (p *Prometheus) URL() string { return p.url }
 
 // Series is one series of a range query's result: its labels and its values.
 type Series struct {
