@@ -52,6 +52,10 @@ generate: ## Regenerate deepcopy, CRDs and RBAC from the Go markers.
 	$(GO) run ./hack/crd-bounds config/crd/bases/nodemaint.dev_nodemaintenances.yaml config/crd/bases/nodemaint.dev_drainrules.yaml
 	$(CONTROLLER_GEN) rbac:roleName=nodemaint-controller paths=./internal/... output:rbac:artifacts:config=config/rbac
 	hack/sync-chart.sh
+	@# Cluster API's Machine CRD, from its Go module (the version go.mod requires), for the e2e test.
+	rm -rf $(OUTPUT)/cluster-api-crds
+	$(CONTROLLER_GEN) crd paths=sigs.k8s.io/cluster-api/api/core/v1beta2 output:crd:dir=$(OUTPUT)/cluster-api-crds
+	cp $(OUTPUT)/cluster-api-crds/cluster.x-k8s.io_machines.yaml test/e2e/testdata/cluster-api/
 
 .PHONY: helm
 helm: ## Build (once) helm from its Go module; print its path.
@@ -97,7 +101,7 @@ FUZZ_TARGETS := internal/drain:FuzzClassify internal/drain:FuzzPlanAndBlocked \
 	internal/maintenance:FuzzSelector internal/nodeaction:FuzzDecide internal/rollout:FuzzDecide \
 	internal/controller/nodemaintenance:FuzzDecide \
 	internal/preflight:FuzzRun internal/eviction:FuzzDecide internal/responder/protocol:FuzzObserve \
-	internal/responder/deployment/decide:FuzzDecide
+	internal/responder/deployment/decide:FuzzDecide internal/controller/machine:FuzzDecide
 FUZZTIME ?= 20000x
 
 .PHONY: test-fuzz
@@ -120,7 +124,7 @@ test-e2e: build ## End-to-end tests on a local cluster of their own (real contro
 # (TestEviction* skip on clusters without the API; TestExampleResponder and TestNoCapacityGivesUp
 # run in both modes). -p 1: one cluster at a time.
 E2E_EVICTION_REQUEST_PKGS ?= ./test/e2e/drain/ ./test/e2e/responder/
-E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestDrainRuleOrder|TestNothingLeftWhenNodeDeleted|TestEvictionSingleReplicaWithStrictPDB|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp)$$
+E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestDrainRuleOrder|TestNothingLeftWhenNodeDeleted|TestEvictionSingleReplicaWithStrictPDB|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp|TestClusterAPIPreDrainHook)$$
 
 .PHONY: test-scale
 test-scale: build ## The scale e2e test at full size: 200 nodes, 5,000 pods, 20 nodes maintained.

@@ -15,6 +15,8 @@ rm -rf "$chart/files/crds"
 mkdir -p "$chart/files/crds"
 cp config/crd/bases/*.yaml "$chart/files/crds/"
 cp config/rbac/role.yaml config/rbac/leader_election_role.yaml config/rbac/metrics_auth_role.yaml config/rbac/metrics_reader_role.yaml "$chart/files/"
+# The Cluster API controller's ClusterRole (config/cluster-api), which clusterAPI.enabled renders.
+cp config/cluster-api/role.yaml "$chart/files/cluster_api_role.yaml"
 # The admission policies, whose specs the chart's templates read.
 rm -rf "$chart/files/admission"
 mkdir -p "$chart/files/admission"

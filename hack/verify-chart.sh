@@ -34,6 +34,7 @@ toggles=(
   "--set priorityClass.create=false"
   "--set priorityClass.value=2000"
   "--set crds.install=false"
+  "--set clusterAPI.enabled=true"
 )
 for t in "${toggles[@]}"; do
   # shellcheck disable=SC2086 # the toggles are words
@@ -55,6 +56,7 @@ refused=(
   "--set metricsReaderServiceAccounts[0].name=prometheus"
   "--set admissionPolicies.evictionResponder.enabled=sometimes"
   "--set prometheusRule.for.NodemaintDrainBlocked=soon"
+  "--set clusterAPI.enabled=maybe"
 )
 for t in "${refused[@]}"; do
   # shellcheck disable=SC2086

@@ -65,6 +65,18 @@ const (
 	RemovedByKarpenter         = "Karpenter"
 	RemovedByClusterAutoscaler = "ClusterAutoscaler"
 
+	// ClusterAPIPreDrainHook on a Cluster API Machine hands the drain of its node to nodemaint
+	// (with --cluster-api): Cluster API's pre-drain delete hook
+	// (pre-drain.delete.hook.machine.cluster.x-k8s.io/<name>) named nodemaint. Its value names
+	// the hook's owner, as Cluster API asks; nodemaint reads only the key.
+	ClusterAPIPreDrainHook = "pre-drain.delete.hook.machine.cluster.x-k8s.io/nodemaint"
+	// MachineNamespaceLabel and MachineNameLabel on a NodeMaintenance name the Cluster API
+	// Machine it drains the node of (the name hashed where it is too long for a label value);
+	// MachineAnnotation names it as namespace/name.
+	MachineNamespaceLabel = "nodemaint.dev/machine-namespace"
+	MachineNameLabel      = "nodemaint.dev/machine-name"
+	MachineAnnotation     = "nodemaint.dev/machine"
+
 	// NodeConditionReasonNodeMaintenance is the reason of the KEP-5683 node conditions nodemaint
 	// sets (MaintenancePlanned, MaintenanceInProgress, DrainInProgress, Drained); it removes only
 	// those of that reason, never another tool's.

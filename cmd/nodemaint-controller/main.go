@@ -76,6 +76,7 @@ type options struct {
 	ownPodsSelector         string
 	evacuationProtocol      string
 	evictionController      string
+	clusterAPI              bool
 	prometheusURL           string
 	alertPoll               time.Duration
 }
@@ -115,6 +116,7 @@ func main() {
 	fs.StringVar(&o.ownPodsSelector, "own-pods-selector", "app.kubernetes.io/name=nodemaint-controller", "Label selector of nodemaint-controller's own pods in --own-pods-namespace (the Deployment's pod labels); empty: none.")
 	fs.StringVar(&o.evacuationProtocol, "evacuation-protocol", evictionrequest.FlagAuto, "How owners are asked to move their pods: pod-conditions (the EvacuationRequest pod condition, KEP-4212), eviction-request (an EvictionRequest per pod, KEP-4563's lifecycle.k8s.io/v1alpha1), or auto: eviction-request where the API server serves evictionrequests, else pod-conditions. Chosen at start; shown in each NodeMaintenance's status.evacuationProtocol.")
 	fs.StringVar(&o.evictionController, "eviction-controller", "auto", "Run nodemaint's own evictionrequest-controller and imperative-eviction.k8s.io/evictor (EvictionRequests to Evictions, responders by priority, the imperative evictor last): on, off, or auto: on where the API server serves lifecycle.k8s.io/v1alpha1 (no released kube-controller-manager runs one, and none says that it does: set off where the control plane runs its own).")
+	fs.BoolVar(&o.clusterAPI, "cluster-api", false, "Drain the nodes of Cluster API Machines being deleted that carry the pre-drain hook "+nodemaintv1alpha1.ClusterAPIPreDrainHook+": a NodeMaintenance per Machine, the hook released once its node is drained. Needs the ClusterRole nodemaint-cluster-api (config/cluster-api; the chart's clusterAPI.enabled).")
 	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "URL of the Prometheus server (or any server of its HTTP API, /api/v1/alerts) whose firing alerts halt rollouts that ask for it (spec.rollout.haltOnAlerts). Empty: such rollouts halt, reason AlertsUnknown.")
 	fs.DurationVar(&o.alertPoll, "prometheus-poll-interval", 30*time.Second, "How often the alerts of --prometheus-url are read while a rollout with spec.rollout.haltOnAlerts has nodes waiting for their turn.")
 	features.Gate.AddFlag(fs)
@@ -207,6 +209,9 @@ func newManager(o options, cfg, leaderElectionCfg *rest.Config) (manager.Manager
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(nodemaintv1alpha1.AddToScheme(scheme))
+	if o.clusterAPI {
+		utilruntime.Must(setup.ClusterAPIScheme(scheme))
+	}
 	metricsOpts, certWatcher, err := metricsOptions(o, cfg)
 	if err != nil {
 		return nil, err
@@ -274,6 +279,7 @@ func setupOptions(o options, cfg *rest.Config, mgr manager.Manager, ownPods *obs
 		SurgeTimeout:       o.surgeTimeout,
 		OwnPods:            ownPods,
 		AlertPoll:          o.alertPoll,
+		ClusterAPI:         o.clusterAPI,
 	}
 	if o.prometheusURL != "" {
 		// One read serves every waiting rollout: no more often than every few seconds.

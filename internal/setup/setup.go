@@ -11,6 +11,11 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/nodemaint/nodemaint/internal/controller/machine"
+
 	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -68,6 +73,10 @@ type Options struct {
 	EvictionClient, ResponderClient client.Client
 	// Clock tells every controller the time; nil: the real clock.
 	Clock clock.PassiveClock
+	// ClusterAPI runs the Cluster API controller: nodemaint drains the nodes of Machines being
+	// deleted that carry its pre-drain hook (internal/controller/machine). The manager's scheme
+	// must know Cluster API's Machines (ClusterAPIScheme).
+	ClusterAPI bool
 	// Alerts tells the firing Prometheus alerts that halt rollouts, read again every AlertPoll
 	// while one waits (see nodemaintenance.Reconciler); nil: none is read.
 	Alerts    alerts.Source
@@ -117,8 +126,16 @@ func Controllers(ctx context.Context, mgr manager.Manager, o Options) (*Set, err
 			return nil, err
 		}
 	}
+	if o.ClusterAPI {
+		if err := (&machine.Reconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the Cluster API controller: %w", err)
+		}
+	}
 	return &c, nil
 }
+
+// ClusterAPIScheme adds Cluster API's Machines to the scheme, for Options.ClusterAPI.
+func ClusterAPIScheme(scheme *runtime.Scheme) error { return clusterv1.AddToScheme(scheme) }
 
 // maintenance sets up the node, NodeMaintenance and DrainRule controllers.
 func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, recorder events.EventRecorder, refusals *evictor.Refusals, written *ownwrites.Writes[*corev1.Pod]) error {

@@ -33,8 +33,14 @@ func Install(ctx context.Context, c client.Client, root, namespace, fieldOwner s
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
+	return Apply(ctx, c, root, fieldOwner, Dirs...)
+}
+
+// Apply applies the manifests of the directories under the repository root with server-side
+// apply as fieldOwner, and waits until the CRDs among them are established.
+func Apply(ctx context.Context, c client.Client, root, fieldOwner string, dirs ...string) error {
 	var crds []string
-	for _, dir := range Dirs {
+	for _, dir := range dirs {
 		objs, err := Read(filepath.Join(root, dir))
 		if err != nil {
 			return err

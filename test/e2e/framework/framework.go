@@ -162,6 +162,15 @@ func install(ctx context.Context) error {
 	return manifests.Install(ctx, adminClient, repoRoot, ControllerNamespace, fieldManager)
 }
 
+// Apply applies the manifests of the repository's directories (config/cluster-api, a test's
+// testdata) as the installer does, and waits until their CRDs are established.
+func Apply(t testing.TB, dirs ...string) {
+	t.Helper()
+	if err := manifests.Apply(t.Context(), adminClient, repoRoot, fieldManager, dirs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // findRepoRoot returns the closest directory above the working directory with a go.mod.
 func findRepoRoot() (string, error) {
 	dir, err := os.Getwd()
