@@ -85,6 +85,27 @@ type NodeMaintenanceSpec struct {
 	// +default="Honor"
 	DrainLabelPolicy DrainLabelPolicy `json:"drainLabelPolicy,omitempty"`
 
+	// podSelector limits the drain to the pods it selects, by their labels (kubectl drain's
+	// --pod-selector). The pods it does not select are left running and reported as skipped, like
+	// pods a Skip DrainRule keeps: not asked to move, never evicted or deleted by this
+	// maintenance. When several maintenances drain one node, a pod is drained if one of them
+	// selects it, and each evicts and deletes only the pods it selects itself. Omitted: every
+	// targeted pod. At most 32 matchLabels and 16 matchExpressions of 32 values each
+	// (hack/crd-bounds sets these limits and the rules that refuse what does not parse).
+	// +optional
+	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
+
+	// evictionGracePeriodSeconds is the grace period, in seconds, of every eviction and deletion
+	// nodemaint sends for this maintenance (kubectl drain's --grace-period): the pod gets this
+	// long to terminate instead of its own terminationGracePeriodSeconds. When several
+	// maintenances evict or delete one pod, the shortest applies, one that sets none counting as
+	// the pod's own. Pods their owners move (a Deployment's surge) terminate as their owners
+	// remove them. Between 1 and 86400 (24h); 0 is refused: it would kill the pod at once, with no
+	// grace at all. Omitted: each pod's own terminationGracePeriodSeconds.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 86400",message="evictionGracePeriodSeconds must be between 1 and 86400 (24h); 0 would kill the pods at once, with no grace: omit it to give each pod its own terminationGracePeriodSeconds"
+	EvictionGracePeriodSeconds *int64 `json:"evictionGracePeriodSeconds,omitempty"`
+
 	// rollout rolls the maintenance through the selected nodes a few at a time (see RolloutSpec).
 	// Without it, every selected node is cordoned and drained at once.
 	// +optional
