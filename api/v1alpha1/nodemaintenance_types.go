@@ -207,8 +207,8 @@ const (
 	// NodesSelected.
 	ConditionNodesSelected = "NodesSelected"
 	// ConditionSpecValid is False, reason InvalidSpec, while the spec has a field the controller
-	// cannot use (NodeMaintenanceSpec.Problems: a duration stored before the API server refused
-	// it); the message names the field and its value. The maintenance then keeps cordoning and may
+	// cannot use (NodeMaintenanceSpec.Problems: a duration or podSelector stored before the API
+	// server refused it); the message names the field and its value. The maintenance then keeps cordoning and may
 	// request evacuation, but never evicts, deletes or taints. Absent when the spec is valid.
 	ConditionSpecValid = "SpecValid"
 	// ConditionRolloutHalted says whether a rollout starts no new node, and why (spec.rollout).
@@ -347,8 +347,9 @@ type NodeMaintenanceStatus struct {
 	PodsEvacuating int32 `json:"podsEvacuating"`
 
 	// podsSkipped counts the pods on the selected nodes that the drain leaves running: skipped by
-	// the pod label nodemaint.dev/drain=skip, by a DrainRule, or because they tolerate the
-	// unschedulable taint. They do not hold the drain up; the Drained condition names a few.
+	// the pod label nodemaint.dev/drain=skip, by a DrainRule, because they tolerate the
+	// unschedulable taint, or because no podSelector of the maintenances draining their node
+	// selects them. They do not hold the drain up; the Drained condition names a few.
 	// +optional
 	PodsSkipped int32 `json:"podsSkipped"`
 
