@@ -74,25 +74,22 @@ func (f *kubectlDrainFlags) check() error {
 	return nil
 }
 
-// apply sets the spec's fields the flags give: spec.podSelector from --pod-selector ("" unsets
-// it) and spec.evictionGracePeriodSeconds from --grace-period (negative unsets it: each pod's
-// own). A flag not given leaves its field as it is, as --reason and --response-timeout do.
+// apply sets the spec's fields as the drain line says, as kubectl drain would take it: every
+// line states its own drain, so spec.podSelector is --pod-selector's (none without it: every
+// pod) and spec.evictionGracePeriodSeconds is --grace-period's (none without it or when negative:
+// each pod's own). Running a line again that leaves them out drains every pod, as kubectl drain
+// does; unlike --reason and --response-timeout, which are nodemaint's own and kept.
 func (f *kubectlDrainFlags) apply(spec *nodemaintv1alpha1.NodeMaintenanceSpec) error {
 	if f.cmd == nil {
 		return nil // plan and cordon have none of these flags
 	}
-	if f.cmd.Flags().Changed("pod-selector") {
-		sel, err := clioptions.ParsePodSelector(f.podSelector)
-		if err != nil {
-			return err
-		}
-		spec.PodSelector = sel
+	sel, err := clioptions.ParsePodSelector(f.podSelector)
+	if err != nil {
+		return err
 	}
-	if f.cmd.Flags().Changed("grace-period") {
-		spec.EvictionGracePeriodSeconds = nil
-		if f.gracePeriod > 0 {
-			spec.EvictionGracePeriodSeconds = ptr.To(int64(f.gracePeriod))
-		}
+	spec.PodSelector, spec.EvictionGracePeriodSeconds = sel, nil
+	if f.gracePeriod > 0 {
+		spec.EvictionGracePeriodSeconds = ptr.To(int64(f.gracePeriod))
 	}
 	return nil
 }

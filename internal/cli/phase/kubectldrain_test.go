@@ -62,8 +62,9 @@ func TestKubectlDrainFlagsCheck(t *testing.T) {
 }
 
 // TestKubectlDrainFlagsSetTheSpec: --pod-selector sets spec.podSelector and --grace-period
-// spec.evictionGracePeriodSeconds, on creation and when the command runs again; a flag not given
-// keeps its field, --pod-selector "" and a negative --grace-period unset it.
+// spec.evictionGracePeriodSeconds, on creation and when the command runs again; as with kubectl
+// drain, each line states its drain: one without them (or a negative --grace-period) unsets
+// them, while --reason, nodemaint's own, is kept.
 func TestKubectlDrainFlagsSetTheSpec(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().WithScheme(clioptions.Scheme).Build()
@@ -96,8 +97,17 @@ func TestKubectlDrainFlagsSetTheSpec(t *testing.T) {
 		}
 	}
 	same("created", drain("--pod-selector", "app=web,tier!=db", "--grace-period", "30", "--ignore-daemonsets"), web, ptr.To[int64](30))
-	same("again, without the flags", drain("--ignore-daemonsets"), web, ptr.To[int64](30))
-	same("a new grace period", drain("--grace-period=5"), web, ptr.To[int64](5))
-	same("negative: the pods' own", drain("--grace-period=-1"), web, nil)
-	same("no selector", drain(`--pod-selector=`), nil, nil)
+	same("again", drain("--pod-selector", "app=web,tier!=db", "--grace-period", "5"), web, ptr.To[int64](5))
+	same("negative: the pods' own", drain("--pod-selector", "app=web,tier!=db", "--grace-period=-1"), web, nil)
+	same("again, without the flags: every pod, its own grace period", drain("--ignore-daemonsets"), nil, nil)
+	same("a grace period alone", drain("--grace-period=7"), nil, ptr.To[int64](7))
+
+	// nodemaint's own --reason is kept when left out, kubectl drain's flags are not.
+	if _, err := applyMaintenance(ctx, c, tg, true, true, specEdits{reason: "kernel", kubectl: kubectlFlagsFrom(t, "--pod-selector", "app=web")}, cmdutil.DryRunNone); err != nil {
+		t.Fatal(err)
+	}
+	nm := drain()
+	if nm.Spec.Reason != "kernel" || nm.Spec.PodSelector != nil {
+		t.Errorf("reason %q, podSelector %v; want the reason kept and no podSelector", nm.Spec.Reason, nm.Spec.PodSelector)
+	}
 }

@@ -207,8 +207,9 @@ func (o *phaseOptions) edits() specEdits {
 }
 
 // specEdits are what a command's flags set in the spec besides the phase: the reason and the
-// response timeout when given, drain's rollout flags (spec.rollout) and kubectl drain's flags
-// (spec.podSelector, spec.evictionGracePeriodSeconds). A flag not given leaves its field as it is.
+// response timeout when given, drain's rollout flags (spec.rollout; those not given keep their
+// fields) and kubectl drain's flags (spec.podSelector, spec.evictionGracePeriodSeconds, as the
+// line says: kubectlDrainFlags.apply).
 type specEdits struct {
 	reason          string
 	responseTimeout time.Duration
