@@ -63,6 +63,9 @@ func example(verb string, drain bool) string {
 	if drain {
 		example += `
 
+  # A kubectl drain line: only the pods labelled app=batch, each given 30s to stop
+  kubectl maintenance drain node-1 --ignore-daemonsets --pod-selector app=batch --grace-period 30
+
   # Roll through a node pool two nodes at a time; a node's turn ends once it rebooted
   kubectl maintenance drain -l pool=a --max-unavailable 2 --release rebooted
 
