@@ -40,13 +40,14 @@ type podScope struct {
 	ignoreLabel bool
 }
 
-// NewPodScope is the scope of the maintenances acting on one node (the observation's, admitted).
-// Like IgnoreDrainLabel, it counts the maintenances that drain by their spec (Phase), not by
-// their turn in a rollout.
-func NewPodScope(nms []*nodemaintv1alpha1.NodeMaintenance) PodScope {
+// NewPodScope is the scope of the maintenances acting on one node (the observation's, admitted),
+// phaseOf giving each one's phase on the node (in a rollout, its turn: rollout.Phase, before the
+// node is known drained), so that a maintenance waiting for its turn on the node does not widen
+// what another one drains there.
+func NewPodScope(nms []*nodemaintv1alpha1.NodeMaintenance, phaseOf func(*nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase) PodScope {
 	var s PodScope
 	for _, nm := range nms {
-		if Drains(Phase(nm, false)) {
+		if Drains(phaseOf(nm)) {
 			s.scopes = append(s.scopes, podScope{pods: PodSelector(nm), ignoreLabel: nm.Spec.DrainLabelPolicy == nodemaintv1alpha1.DrainLabelPolicyIgnore})
 		}
 	}

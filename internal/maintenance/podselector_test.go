@@ -42,7 +42,7 @@ func TestPodScope(t *testing.T) {
 			nms: []*nodemaintv1alpha1.NodeMaintenance{nm(true, nodemaintv1alpha1.DrainLabelPolicyIgnore, app("a")), nm(true, "", nil)}, pod: "b", selected: true},
 		{name: "a selector that does not parse", nms: []*nodemaintv1alpha1.NodeMaintenance{nm(true, "", broken)}, pod: "a"},
 	} {
-		selected, ignore := NewPodScope(tc.nms).Selects(pod(tc.pod))
+		selected, ignore := NewPodScope(tc.nms, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase { return Phase(nm, false) }).Selects(pod(tc.pod))
 		if selected != tc.selected || ignore != tc.ignore {
 			t.Errorf("%s: selected %v, ignore label %v; want %v, %v", tc.name, selected, ignore, tc.selected, tc.ignore)
 		}

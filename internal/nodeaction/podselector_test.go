@@ -8,11 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
 // observeScoped observes the node as the observer does: each targeted pod classified within the
@@ -20,7 +22,10 @@ import (
 // label ignored when one that selects it ignores it), with no DrainRules.
 func observeScoped(node *corev1.Node, pods []*corev1.Pod, nms ...*nodemaintv1alpha1.NodeMaintenance) Observation {
 	obs := Observation{Node: node, Pods: pods, Maintenances: nms, IgnoreDrainLabel: maintenance.IgnoreDrainLabel(nms)}
-	scope, rules := maintenance.NewPodScope(nms), drain.NewRules(nil)
+	scope := maintenance.NewPodScope(nms, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
+		return rollout.Phase(nm, node, false)
+	})
+	rules := drain.NewRules(nil)
 	var cs []drain.Classified
 	for _, pod := range pods {
 		class := drain.NotSelected()
@@ -89,6 +94,14 @@ func TestEachMaintenanceReachesOnlyItsOwnPods(t *testing.T) {
 	fresh := []*corev1.Pod{replicaPod("a-1", time.Time{}, app("a")), replicaPod("b-1", time.Time{}, app("b")), replicaPod("c-1", time.Time{}, app("c"))}
 	if d := Decide(observeScoped(cordonedNode(startsOf(a, b)), fresh, a, b), t0); podNames(d.Request) != "a-1,b-1" {
 		t.Errorf("asked %q; want a-1,b-1 and not c-1", podNames(d.Request))
+	}
+
+	// A rollout that waits for its turn on the node selects nothing there yet: its pods are not
+	// asked to move because another maintenance drains the node.
+	waiting := selecting("waiting", "c")
+	waiting.Spec.Rollout = &nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Release: nodemaintv1alpha1.ReleaseDrained}
+	if d := Decide(observeScoped(cordonedNode(startsOf(a, b)), fresh, a, waiting), t0); podNames(d.Request) != "a-1" || d.Report.Skipped != 2 {
+		t.Errorf("asked %q, %d skipped; want a-1 only, b-1 and c-1 skipped while the rollout selecting c waits", podNames(d.Request), d.Report.Skipped)
 	}
 
 	// Next to a signal-only maintenance that selects every pod, a's eviction still reaches only

@@ -25,6 +25,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
 // +kubebuilder:rbac:groups=nodemaint.dev,resources=drainrules,verbs=get;list;watch
@@ -101,7 +102,10 @@ func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nod
 		obs.Pods[i] = o.Written.Fresh(pod) // read only, as the cache's pods (PodsOnNode)
 	}
 	obs.IgnoreDrainLabel = maintenance.IgnoreDrainLabel(obs.Maintenances)
-	if obs.Plan, err = o.plan(ctx, v, node, obs.Pods, maintenance.NewPodScope(obs.Maintenances)); err != nil {
+	scope := maintenance.NewPodScope(obs.Maintenances, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
+		return rollout.Phase(nm, node, false)
+	})
+	if obs.Plan, err = o.plan(ctx, v, node, obs.Pods, scope); err != nil {
 		return obs, nil, err
 	}
 	if obs.Plan.Pending() == 0 {
