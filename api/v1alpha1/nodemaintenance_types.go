@@ -80,7 +80,8 @@ type NodeMaintenanceSpec struct {
 	// override the DrainRules. Honor (the default): a pod's owner can keep its pod on the node or
 	// make the drain wait for it to complete. Ignore: only DrainRules, which cluster admins write,
 	// decide; pods carrying the label are drained like the others. When several maintenances drain
-	// one node, Ignore wins. Skipped pods are counted and named in the status either way.
+	// one node, Ignore wins for the pods it selects (podSelector), though each maintenance evicts
+	// and deletes by its own policy. Skipped pods are counted and named in the status either way.
 	// +optional
 	// +default="Honor"
 	DrainLabelPolicy DrainLabelPolicy `json:"drainLabelPolicy,omitempty"`
