@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Duration is a length of time written as a Go duration string ("90s", "15m", "1h30m"). It is
@@ -87,10 +89,18 @@ const (
 	DefaultEvacuationResponseTimeout = 3 * time.Minute
 )
 
+// Bounds of spec.evictionGracePeriodSeconds, in seconds; the CRD's validation rule enforces the
+// same. 0 is no grace at all (the pod is killed at once), which nodemaint never asks for.
+const (
+	MinEvictionGracePeriodSeconds = 1
+	MaxEvictionGracePeriodSeconds = 86400
+)
+
 // Problems lists the fields of the spec the controller cannot use safely, each naming the field,
-// its value and the bound: durations that do not parse or are out of bounds, and a Delete
-// drainTimeoutAction with a drainTimeout too short. The API server refuses all of them; an object
-// stored before it did may still have them. Empty when the spec is usable.
+// its value and the bound: durations that do not parse or are out of bounds, a Delete
+// drainTimeoutAction with a drainTimeout too short, a podSelector that does not parse and an
+// evictionGracePeriodSeconds out of bounds. The API server refuses all of them; an object stored
+// before it did may still have them. Empty when the spec is usable.
 func (s *NodeMaintenanceSpec) Problems() []string {
 	var out []string
 	check := func(field string, d *Duration, limit time.Duration) {
@@ -120,6 +130,14 @@ func (s *NodeMaintenanceSpec) Problems() []string {
 			out = append(out, fmt.Sprintf("spec.drainTimeout: %s is shorter than %s; drainTimeoutAction Delete needs at least 5m and at least evacuationResponseTimeout",
 				s.DrainTimeout.Raw(), shortDuration(minimum)))
 		}
+	}
+	if s.PodSelector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(s.PodSelector); err != nil {
+			out = append(out, fmt.Sprintf("spec.podSelector: %v", err))
+		}
+	}
+	if g := s.EvictionGracePeriodSeconds; g != nil && (*g < MinEvictionGracePeriodSeconds || *g > MaxEvictionGracePeriodSeconds) {
+		out = append(out, fmt.Sprintf("spec.evictionGracePeriodSeconds: %d is not between %d and %d", *g, MinEvictionGracePeriodSeconds, MaxEvictionGracePeriodSeconds))
 	}
 	return out
 }

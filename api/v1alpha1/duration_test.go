@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 )
 
@@ -40,6 +42,32 @@ func TestDurationDecodesAnything(t *testing.T) {
 		}
 		if want := raw; !d.Valid() && raw != `5` && string(out) != want {
 			t.Errorf("%s: encodes to %s", raw, out)
+		}
+	}
+}
+
+// TestProblemsOfPodSelectorAndGracePeriod: a podSelector that does not parse and a grace period
+// out of bounds (stored before the API server refused them) make the spec unusable, naming the
+// field; good ones do not.
+func TestProblemsOfPodSelectorAndGracePeriod(t *testing.T) {
+	grace := func(s int64) *int64 { return &s }
+	for _, tc := range []struct {
+		spec nodemaintv1alpha1.NodeMaintenanceSpec
+		want string
+	}{
+		{spec: nodemaintv1alpha1.NodeMaintenanceSpec{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, EvictionGracePeriodSeconds: grace(30)}},
+		{spec: nodemaintv1alpha1.NodeMaintenanceSpec{EvictionGracePeriodSeconds: grace(1)}},
+		{spec: nodemaintv1alpha1.NodeMaintenanceSpec{PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Equals", Values: []string{"web"}}}}},
+			want: "spec.podSelector: "},
+		{spec: nodemaintv1alpha1.NodeMaintenanceSpec{EvictionGracePeriodSeconds: grace(0)}, want: "spec.evictionGracePeriodSeconds: 0 is not between 1 and 86400"},
+		{spec: nodemaintv1alpha1.NodeMaintenanceSpec{EvictionGracePeriodSeconds: grace(86401)}, want: "spec.evictionGracePeriodSeconds: 86401"},
+	} {
+		problems := tc.spec.Problems()
+		switch {
+		case tc.want == "" && len(problems) > 0:
+			t.Errorf("%+v: problems %q, want none", tc.spec, problems)
+		case tc.want != "" && (len(problems) != 1 || !strings.HasPrefix(problems[0], tc.want)):
+			t.Errorf("%+v: problems %q, want one starting %q", tc.spec, problems, tc.want)
 		}
 	}
 }

@@ -80,7 +80,8 @@ type NodeMaintenanceSpec struct {
 	// override the DrainRules. Honor (the default): a pod's owner can keep its pod on the node or
 	// make the drain wait for it to complete. Ignore: only DrainRules, which cluster admins write,
 	// decide; pods carrying the label are drained like the others. When several maintenances drain
-	// one node, Ignore wins. Skipped pods are counted and named in the status either way.
+	// one node, Ignore wins for the pods it selects (podSelector), though each maintenance evicts
+	// and deletes by its own policy. Skipped pods are counted and named in the status either way.
 	// +optional
 	// +default="Honor"
 	DrainLabelPolicy DrainLabelPolicy `json:"drainLabelPolicy,omitempty"`
@@ -95,6 +96,27 @@ type NodeMaintenanceSpec struct {
 	// +optional
 	// +default="Hold"
 	Autoscalers AutoscalerPolicy `json:"autoscalers,omitempty"`
+
+	// podSelector limits the drain to the pods it selects, by their labels (kubectl drain's
+	// --pod-selector). The pods it does not select are left running and reported as skipped, like
+	// pods a Skip DrainRule keeps: not asked to move, never evicted or deleted by this
+	// maintenance. When several maintenances drain one node, a pod is drained if one of them
+	// selects it, and each evicts and deletes only the pods it selects itself. Omitted: every
+	// targeted pod. At most 32 matchLabels and 16 matchExpressions of 32 values each
+	// (hack/crd-bounds sets these limits and the rules that refuse what does not parse).
+	// +optional
+	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
+
+	// evictionGracePeriodSeconds is the grace period, in seconds, of every eviction and deletion
+	// nodemaint sends for this maintenance (kubectl drain's --grace-period): the pod gets this
+	// long to terminate instead of its own terminationGracePeriodSeconds. When several
+	// maintenances evict or delete one pod, the shortest applies, one that sets none counting as
+	// the pod's own. Pods their owners move (a Deployment's surge) terminate as their owners
+	// remove them. Between 1 and 86400 (24h); 0 is refused: it would kill the pod at once, with no
+	// grace at all. Omitted: each pod's own terminationGracePeriodSeconds.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 86400",message="evictionGracePeriodSeconds must be between 1 and 86400 (24h); 0 would kill the pods at once, with no grace: omit it to give each pod its own terminationGracePeriodSeconds"
+	EvictionGracePeriodSeconds *int64 `json:"evictionGracePeriodSeconds,omitempty"`
 
 	// rollout rolls the maintenance through the selected nodes a few at a time (see RolloutSpec).
 	// Without it, every selected node is cordoned and drained at once.
@@ -208,8 +230,8 @@ const (
 	// NodesSelected.
 	ConditionNodesSelected = "NodesSelected"
 	// ConditionSpecValid is False, reason InvalidSpec, while the spec has a field the controller
-	// cannot use (NodeMaintenanceSpec.Problems: a duration stored before the API server refused
-	// it); the message names the field and its value. The maintenance then keeps cordoning and may
+	// cannot use (NodeMaintenanceSpec.Problems: a duration or podSelector stored before the API
+	// server refused it); the message names the field and its value. The maintenance then keeps cordoning and may
 	// request evacuation, but never evicts, deletes or taints. Absent when the spec is valid.
 	ConditionSpecValid = "SpecValid"
 	// ConditionRolloutHalted says whether a rollout starts no new node, and why (spec.rollout).
@@ -352,8 +374,9 @@ type NodeMaintenanceStatus struct {
 	PodsEvacuating int32 `json:"podsEvacuating"`
 
 	// podsSkipped counts the pods on the selected nodes that the drain leaves running: skipped by
-	// the pod label nodemaint.dev/drain=skip, by a DrainRule, or because they tolerate the
-	// unschedulable taint. They do not hold the drain up; the Drained condition names a few.
+	// the pod label nodemaint.dev/drain=skip, by a DrainRule, because they tolerate the
+	// unschedulable taint, or because no podSelector of the maintenances draining their node
+	// selects them. They do not hold the drain up; the Drained condition names a few.
 	// +optional
 	PodsSkipped int32 `json:"podsSkipped"`
 

@@ -122,6 +122,30 @@ func TestNodeMaintenanceValidation(t *testing.T) {
 		{"report after 3s", validSelector + "\n  drainTimeout: 3s\n  drainTimeoutAction: Report", ""},
 		{"delete with a bad drain timeout", validSelector + "\n  drainTimeout: 1d\n  drainTimeoutAction: Delete", "drainTimeout must be a duration between 1s and 168h"},
 	}...)
+	// spec.podSelector refuses what metav1.LabelSelectorAsSelector cannot parse, as a DrainRule's
+	// selectors do; spec.evictionGracePeriodSeconds is 1 to 86400, never 0 (no grace at all).
+	cases = append(cases, []struct{ name, spec, wantErr string }{
+		{"pod selector", validSelector + "\n  podSelector: {matchLabels: {app: web}, matchExpressions: [{key: tier, operator: NotIn, values: [db]}]}", ""},
+		{"empty pod selector", validSelector + "\n  podSelector: {}", ""},
+		{"pod selector unknown operator", validSelector + "\n  podSelector: {matchExpressions: [{key: app, operator: Gt, values: ['1']}]}",
+			`spec.podSelector.matchExpressions[0].operator: Unsupported value: "Gt"`},
+		{"pod selector In without values", validSelector + "\n  podSelector: {matchExpressions: [{key: app, operator: In}]}",
+			"spec.podSelector.matchExpressions[0]: Invalid value: operators In and NotIn need values"},
+		{"pod selector bad key", validSelector + "\n  podSelector: {matchLabels: {'app name': web}}",
+			"spec.podSelector.matchLabels: Invalid value: every key must be a valid label key"},
+		{"pod selector bad value", validSelector + "\n  podSelector: {matchLabels: {app: 'a b'}}",
+			`spec.podSelector.matchLabels[app]: Invalid value: "a b": must be a valid label value`},
+		{"pod selector too many requirements", validSelector + "\n  podSelector: {matchExpressions: [" + strings.TrimSuffix(strings.Repeat("{key: a, operator: Exists},", 17), ",") + "]}",
+			"spec.podSelector.matchExpressions: Too many"},
+		{"pod selector not an object", validSelector + "\n  podSelector: app=web", "spec.podSelector: Invalid value"},
+		{"grace period", validSelector + "\n  evictionGracePeriodSeconds: 10", ""},
+		{"grace period at its limits", validSelector + "\n  evictionGracePeriodSeconds: 86400", ""},
+		{"grace period of one second", validSelector + "\n  evictionGracePeriodSeconds: 1", ""},
+		{"grace period zero", validSelector + "\n  evictionGracePeriodSeconds: 0", "evictionGracePeriodSeconds must be between 1 and 86400 (24h); 0 would kill the pods at once"},
+		{"grace period negative", validSelector + "\n  evictionGracePeriodSeconds: -1", "evictionGracePeriodSeconds must be between 1 and 86400"},
+		{"grace period too long", validSelector + "\n  evictionGracePeriodSeconds: 86401", "evictionGracePeriodSeconds must be between 1 and 86400"},
+		{"grace period not a number", validSelector + "\n  evictionGracePeriodSeconds: 30s", "spec.evictionGracePeriodSeconds: Invalid value"},
+	}...)
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := "apiVersion: nodemaint.dev/v1alpha1\nkind: NodeMaintenance\nspec:" + tc.spec

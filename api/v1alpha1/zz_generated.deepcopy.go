@@ -360,6 +360,16 @@ func (in *NodeMaintenanceSpec) DeepCopyInto(out *NodeMaintenanceSpec) {
 		*out = new(ShutdownSpec)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.PodSelector != nil {
+		in, out := &in.PodSelector, &out.PodSelector
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.EvictionGracePeriodSeconds != nil {
+		in, out := &in.EvictionGracePeriodSeconds, &out.EvictionGracePeriodSeconds
+		*out = new(int64)
+		**out = **in
+	}
 	if in.Rollout != nil {
 		in, out := &in.Rollout, &out.Rollout
 		*out = new(RolloutSpec)

@@ -1,8 +1,8 @@
 // Command crd-bounds adds size limits, enums and validation rules to the core types embedded in
-// nodemaint's CRDs (the NodeMaintenance's v1.NodeSelector, the DrainRule's metav1.LabelSelectors),
-// which carry no kubebuilder markers of their own. With the limits, the API server can afford the
-// CEL rules that validate the selectors at admission time. `make generate` runs it after
-// controller-gen, on each CRD file.
+// nodemaint's CRDs (the NodeMaintenance's v1.NodeSelector and metav1.LabelSelector podSelector,
+// the DrainRule's metav1.LabelSelectors), which carry no kubebuilder markers of their own. With
+// the limits, the API server can afford the CEL rules that validate the selectors at admission
+// time. `make generate` runs it after controller-gen, on each CRD file.
 package main
 
 import (
@@ -23,8 +23,9 @@ const (
 	maxLabelValue   = 63
 )
 
-// Limits of a DrainRule's label selectors. Lower than a node selector's: a DrainRule has up to 96
-// of them, and the API server's CEL cost budget must cover a rule on every value of every one.
+// Limits of a label selector (a DrainRule's, a NodeMaintenance's podSelector). Lower than a node
+// selector's: a DrainRule has up to 96 of them, and the API server's CEL cost budget must cover a
+// rule on every value of every one.
 const (
 	maxMatchLabels       = 32
 	maxLabelRequirements = 16
@@ -96,7 +97,7 @@ func run(path string) error {
 		var err error
 		switch crd.Spec.Names.Kind {
 		case "NodeMaintenance":
-			err = boundNodeSelector(&spec)
+			err = boundNodeMaintenance(&spec)
 		case "DrainRule":
 			err = boundDrainRule(&spec)
 		default:
@@ -170,6 +171,22 @@ func boundLabelSelector(sel *apiextensionsv1.JSONSchemaProps) error {
 	req.Properties["values"] = values
 	req.XValidations = append(req.XValidations, valuesRule)
 	sel.Properties["matchExpressions"] = exprs
+	return nil
+}
+
+// boundNodeMaintenance bounds spec.nodeSelector, and bounds and validates spec.podSelector.
+func boundNodeMaintenance(spec *apiextensionsv1.JSONSchemaProps) error {
+	if err := boundNodeSelector(spec); err != nil {
+		return err
+	}
+	sel, ok := spec.Properties["podSelector"]
+	if !ok {
+		return fmt.Errorf("no spec.podSelector")
+	}
+	if err := boundLabelSelector(&sel); err != nil {
+		return fmt.Errorf("spec.podSelector: %w", err)
+	}
+	spec.Properties["podSelector"] = sel
 	return nil
 }
 

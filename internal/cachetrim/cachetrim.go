@@ -130,6 +130,8 @@ func Pod(pod *corev1.Pod) {
 		Resources:      podRequests(spec.Resources),
 		NodeSelector:   internNodeSelector(spec.NodeSelector),
 		Affinity:       internAffinity(spec.Affinity),
+		// The drain's: a maintenance's evictionGracePeriodSeconds is compared with the pod's own.
+		TerminationGracePeriodSeconds: internGracePeriod(spec.TerminationGracePeriodSeconds),
 	}
 	pod.Status.Conditions = exact(slices.DeleteFunc(pod.Status.Conditions, unreadCondition))
 	for i := range pod.Status.Conditions {

@@ -83,6 +83,9 @@ func TestPodKeepsWhatControllersRead(t *testing.T) {
 	if len(pod.Spec.Volumes) != 2 || pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "data-web-1" || pod.Spec.Volumes[1].EmptyDir == nil {
 		t.Errorf("volumes %+v, want the claim and the emptyDir", pod.Spec.Volumes)
 	}
+	if g := pod.Spec.TerminationGracePeriodSeconds; g == nil || *g != 30 {
+		t.Errorf("terminationGracePeriodSeconds lost: %v", g)
+	}
 	if w := pod.Status.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" {
 		t.Errorf("waiting reason lost: %+v", pod.Status.ContainerStatuses)
 	}

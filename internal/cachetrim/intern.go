@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // Interning: the pods of a ReplicaSet (and of a node, a namespace) repeat the same strings and
@@ -32,6 +33,18 @@ func str(s string) string {
 		return s
 	}
 	return unique.Make(s).Value()
+}
+
+// defaultGracePeriod is the one instance of the grace period most pods have, the API server's
+// default (30s).
+var defaultGracePeriod = ptr.To[int64](corev1.DefaultTerminationGracePeriodSeconds)
+
+// internGracePeriod shares the default terminationGracePeriodSeconds among the pods that have it.
+func internGracePeriod(p *int64) *int64 {
+	if p != nil && *p == *defaultGracePeriod {
+		return defaultGracePeriod
+	}
+	return p
 }
 
 // shared keeps one instance of each distinct value (a label map, an owner reference or toleration

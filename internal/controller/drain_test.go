@@ -144,6 +144,40 @@ func TestDrainLabelPolicyIgnore(t *testing.T) {
 	notEvicted(t, "label-honored-app")
 }
 
+// TestPodSelectorAndGracePeriod: kubectl drain's --pod-selector and --grace-period as a
+// NodeMaintenance's podSelector and evictionGracePeriodSeconds: the pod it selects is asked and
+// evicted with that grace period (the pod's deletionGracePeriodSeconds), the other is left
+// running, never asked, and reported skipped by spec.podSelector.
+func TestPodSelectorAndGracePeriod(t *testing.T) {
+	ctx := context.Background()
+	createNode(t, "selector-node", nil, false)
+	createPod(t, "selector-web", "selector-node", ownedByReplicaSet, withLabels(map[string]string{"app": "web"}))
+	createPod(t, "selector-db", "selector-node", ownedByReplicaSet, withLabels(map[string]string{"app": "db"}))
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "selector"},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: testutil.NodeSelectorFor("selector-node"), Cordon: true, Drain: true, Reason: "drain test",
+			EvacuationResponseTimeout:  &nodemaintv1alpha1.Duration{Duration: time.Second},
+			PodSelector:                &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			EvictionGracePeriodSeconds: ptr.To[int64](7),
+		},
+	}
+	if err := k8s.Create(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), nm) })
+
+	expectEvicted(t, "selector-web")
+	if pod, err := getPod(ctx, "selector-web"); err != nil || pod.DeletionGracePeriodSeconds == nil || *pod.DeletionGracePeriodSeconds != 7 {
+		t.Errorf("selector-web evicted with grace period %v (%v), want 7s", pod.DeletionGracePeriodSeconds, err)
+	}
+	expectBlocked(t, "selector", "selector-node", "selector-db", nodemaintv1alpha1.BlockedReasonSkipped, "skipped: not selected by spec.podSelector")
+	notEvicted(t, "selector-db")
+	if got, err := requestOf(ctx, "selector-db"); err != nil || got != "" {
+		t.Errorf("selector-db asked to move (%q, %v); a pod the podSelector leaves alone is not", got, err)
+	}
+}
+
 // TestPodDisruptionBudgetHolds: an eviction a PodDisruptionBudget refuses is retried with back-off,
 // and the status quotes the budget; without the budget the pod goes.
 func TestPodDisruptionBudgetHolds(t *testing.T) {

@@ -170,6 +170,16 @@ func (rs *Rules) Classify(pod *corev1.Pod, namespaceLabels, nodeLabels map[strin
 	return Class{Behavior: nodemaintv1alpha1.DrainBehaviorDrain}
 }
 
+// SourcePodSelector is the Source of a pod that no maintenance draining its node selects by its
+// spec.podSelector (NotSelected).
+const SourcePodSelector = "not selected by spec.podSelector"
+
+// NotSelected is the class of a pod that no maintenance draining its node selects by its
+// spec.podSelector: skipped, left running, like a pod a Skip DrainRule keeps.
+func NotSelected() Class {
+	return Class{Behavior: nodemaintv1alpha1.DrainBehaviorSkip, Source: SourcePodSelector}
+}
+
 // Labelled reports whether the pod label nodemaint.dev/drain classifies the pod where it is
 // honored: skip or wait-completed.
 func Labelled(pod *corev1.Pod) bool {

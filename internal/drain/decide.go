@@ -19,8 +19,10 @@ type Policy struct {
 	// CountFrom, when later than a pod's evacuation request, is when its response timeout starts
 	// instead: when this controller replica became the leader (see observe.ActiveSince).
 	CountFrom time.Time
-	// HonoredLabel, when Evict is false for a pod some maintenance would evict but for its
-	// nodemaint.dev/drain label, is that label's value; empty: signal only.
+	// NotSelected and HonoredLabel, when Evict is false although some maintenance draining the
+	// node evicts, say why none evicts this pod: no evicting maintenance's spec.podSelector
+	// selects it, or they honor its nodemaint.dev/drain label (its value). Neither: signal only.
+	NotSelected  bool
 	HonoredLabel string
 }
 

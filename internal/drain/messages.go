@@ -36,6 +36,8 @@ func waitingMessage(d Decision) string {
 	switch {
 	case d.NotRequested:
 		return "evacuation not requested yet"
+	case !d.Policy.Evict && d.Policy.NotSelected:
+		return "not selected by the spec.podSelector of the maintenances that evict: waiting for the owner, never evicting"
 	case !d.Policy.Evict && d.Policy.HonoredLabel != "":
 		return fmt.Sprintf("label %s=%s: the maintenances that evict honor it; waiting for the owner, never evicting",
 			nodemaintv1alpha1.DrainLabel, d.Policy.HonoredLabel)

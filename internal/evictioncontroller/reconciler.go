@@ -249,7 +249,10 @@ func (r *Reconciler) evict(ctx context.Context, obs eviction.Observation, ev *li
 	log := logf.FromContext(ctx)
 	pod := obs.Pod
 	budgets := eviction.BudgetsVersion(obs.Budgets)
-	res := (&evictor.Evictor{Client: r.Client, Refusals: r.Refusals}).Evict(ctx, pod, r.now(), budgets)
+	// The pod's own grace period: the imperative evictor evicts only for other requesters (a pod
+	// only nodemaint's drain asks for is held for the drain, which evicts it with its
+	// maintenances' grace period), and KEP-4563's requests carry none.
+	res := (&evictor.Evictor{Client: r.Client, Refusals: r.Refusals}).Evict(ctx, pod, nil, r.now(), budgets)
 	switch res.Outcome {
 	case evictor.Evicted:
 		r.evicted.Store(client.ObjectKeyFromObject(pod), pod.UID)

@@ -64,11 +64,12 @@ type Result struct {
 }
 
 // Evict evicts the pod, this pod and not a namesake created since (a UID precondition, which fails
-// as a conflict). A refusal or failure is remembered with the state of the budgets it met
-// (budgets: "" when not known), and forgotten once the pod is evicted or gone.
-func (e *Evictor) Evict(ctx context.Context, pod *corev1.Pod, now time.Time, budgets string) Result {
+// as a conflict), with the grace period given in seconds (nil: the pod's own
+// terminationGracePeriodSeconds). A refusal or failure is remembered with the state of the budgets
+// it met (budgets: "" when not known), and forgotten once the pod is evicted or gone.
+func (e *Evictor) Evict(ctx context.Context, pod *corev1.Pod, grace *int64, now time.Time, budgets string) Result {
 	_, _, again := e.Refusals.Refusal(pod.UID)
-	err := e.evict(ctx, pod)
+	err := e.evict(ctx, pod, grace)
 	var res Result
 	switch {
 	case err == nil:
@@ -89,7 +90,7 @@ func (e *Evictor) Evict(ctx context.Context, pod *corev1.Pod, now time.Time, bud
 	return res
 }
 
-func (e *Evictor) evict(ctx context.Context, pod *corev1.Pod) error {
+func (e *Evictor) evict(ctx context.Context, pod *corev1.Pod, grace *int64) error {
 	if e.Slots != nil {
 		if err := e.Slots.Acquire(ctx, 1); err != nil {
 			return err
@@ -100,7 +101,7 @@ func (e *Evictor) evict(ctx context.Context, pod *corev1.Pod) error {
 	defer cancel()
 	return e.Client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
-		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}, GracePeriodSeconds: grace},
 	})
 }
 

@@ -56,7 +56,7 @@ func TestEvictOutcomes(t *testing.T) {
 			}).Build()
 			refusals := NewRefusals(time.Second, time.Minute)
 			refusals.Refused(pod.UID, now, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, "an earlier refusal")
-			res := (&Evictor{Client: c, Refusals: refusals}).Evict(t.Context(), pod, now, "v1")
+			res := (&Evictor{Client: c, Refusals: refusals}).Evict(t.Context(), pod, nil, now, "v1")
 			if asked == nil || asked.DeleteOptions == nil || *asked.DeleteOptions.Preconditions.UID != pod.UID {
 				t.Fatalf("eviction %+v: want the pod's UID as precondition", asked)
 			}
@@ -71,5 +71,25 @@ func TestEvictOutcomes(t *testing.T) {
 				t.Errorf("a second refusal backs off 2s, got %v", res.Wait)
 			}
 		})
+	}
+}
+
+// TestEvictGracePeriod: the eviction carries the grace period it is given (a maintenance's
+// evictionGracePeriodSeconds), and none when given none (the pod's own).
+func TestEvictGracePeriod(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "uid-1"}}
+	ten := int64(10)
+	for _, grace := range []*int64{nil, &ten} {
+		var asked *policyv1.Eviction
+		c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceCreate: func(_ context.Context, _ client.Client, _ string, _ client.Object, ev client.Object, _ ...client.SubResourceCreateOption) error {
+				asked = ev.(*policyv1.Eviction)
+				return nil
+			},
+		}).Build()
+		(&Evictor{Client: c, Refusals: NewRefusals(time.Second, time.Minute)}).Evict(t.Context(), pod, grace, time.Unix(1000, 0), "")
+		if got := asked.DeleteOptions.GracePeriodSeconds; (got == nil) != (grace == nil) || got != nil && *got != *grace {
+			t.Errorf("grace period %v, want %v", got, grace)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -26,11 +27,11 @@ func Decide(obs Observation, now time.Time) Decision {
 	drained := plan.Pending() == 0 && obs.VolumesAttached == 0
 	// In a rollout, a maintenance applies to the node only in its turn (rollout.Phase).
 	phases := make(map[*nodemaintv1alpha1.NodeMaintenance]nodemaintv1alpha1.Phase, len(obs.Maintenances))
-	var drainers []*nodemaintv1alpha1.NodeMaintenance
+	var drainers []drainer
 	for _, nm := range obs.Maintenances {
 		phases[nm] = rollout.Phase(nm, obs.Node, drained)
 		if maintenance.Drains(phases[nm]) {
-			drainers = append(drainers, nm)
+			drainers = append(drainers, drainer{nm: nm, pods: maintenance.PodSelector(nm)})
 		}
 	}
 	intent := maintenance.Intent(obs.Maintenances, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
@@ -56,28 +57,47 @@ func Decide(obs Observation, now time.Time) Decision {
 		// and none is evicted or deleted, before the node is unschedulable, or a replacement could
 		// land right back on it. d.Node is, since a maintenance that drains also cordons; the
 		// reconciler acts on these only once it is written.
-		current = drain.DecideCurrentEach(plan.Current, now, func(c drain.Classified) drain.Policy {
-			return evictPolicy(obs, drainers, c)
-		}, obs.Refusals)
-		var wait time.Duration
-		d.Delete, wait = deletions(obs, drainers, starts, now)
-		d.after(wait)
-		deleting := map[types.UID]bool{}
-		for _, c := range d.Delete {
-			deleting[c.Pod.UID] = true
-		}
-		for i, c := range plan.Current {
-			switch {
-			case deleting[c.Pod.UID]:
-			case current[i].Evict:
-				d.Evict = append(d.Evict, c)
-			default:
-				d.after(current[i].RecheckAfter)
-			}
-		}
+		current = d.drain(obs, drainers, starts, now)
 	}
 	d.Report = report(obs, current, now)
 	return d
+}
+
+// drain decides the evictions and deletions of the node's current order group, with their grace
+// periods, and returns the decisions about its pods.
+func (d *Decision) drain(obs Observation, drainers []drainer, starts map[string]maintenance.DrainStart, now time.Time) []drain.Decision {
+	current := drain.DecideCurrentEach(obs.Plan.Current, now, func(c drain.Classified) drain.Policy {
+		return evictPolicy(obs, drainers, c)
+	}, obs.Refusals)
+	deleteFor, wait := deletions(obs, drainers, starts, now)
+	d.after(wait)
+	for i, c := range obs.Plan.Current {
+		switch nms := deleteFor[c.Pod.UID]; {
+		case len(nms) > 0:
+			d.Delete = append(d.Delete, c)
+			d.grace(c.Pod, nms)
+		case current[i].Evict:
+			d.Evict = append(d.Evict, c)
+			d.grace(c.Pod, evictors(drainers, c, obs.IgnoreDrainLabel))
+		default:
+			d.after(current[i].RecheckAfter)
+		}
+	}
+	return current
+}
+
+// drainer is a maintenance that drains the node, with the pods its spec.podSelector selects.
+type drainer struct {
+	nm   *nodemaintv1alpha1.NodeMaintenance
+	pods labels.Selector
+}
+
+// drains reports whether the maintenance's own classification drains the pod: its podSelector
+// selects the pod, and its label policy with the DrainRules drain it (drain.Classified.DrainedBy,
+// given whether the plan ignored the label). No maintenance's eviction or deletion reaches a pod
+// its podSelector leaves alone, whichever maintenance's selector brought the pod into the plan.
+func (dr drainer) drains(c drain.Classified, planIgnoredLabel bool) bool {
+	return dr.pods.Matches(labels.Set(c.Pod.Labels)) && c.DrainedBy(ignoresLabel(dr.nm), planIgnoredLabel)
 }
 
 // ignoresLabel reports whether the maintenance ignores the pod label nodemaint.dev/drain.
@@ -85,57 +105,81 @@ func ignoresLabel(nm *nodemaintv1alpha1.NodeMaintenance) bool {
 	return nm.Spec.DrainLabelPolicy == nodemaintv1alpha1.DrainLabelPolicyIgnore
 }
 
-// evictPolicy is how a pod of the current order group is evicted: by the maintenances draining
-// the node that evict and whose own classification drains the pod (their own drainLabelPolicy),
-// after the shortest of their response timeouts. A pod drained only because another maintenance
-// ignores its label is evicted only if a maintenance that ignores it evicts: no maintenance's
-// eviction reaches a pod it leaves alone.
-func evictPolicy(obs Observation, drainers []*nodemaintv1alpha1.NodeMaintenance, c drain.Classified) drain.Policy {
+// evictors are the maintenances draining the node that evict (maintenance.Evicts) and whose own
+// classification drains the pod (drainer.drains): those an eviction of the pod is for.
+func evictors(drainers []drainer, c drain.Classified, planIgnoredLabel bool) []*nodemaintv1alpha1.NodeMaintenance {
+	var out []*nodemaintv1alpha1.NodeMaintenance
+	for _, dr := range drainers {
+		if maintenance.Evicts(dr.nm) && dr.drains(c, planIgnoredLabel) {
+			out = append(out, dr.nm)
+		}
+	}
+	return out
+}
+
+// evictPolicy is how a pod of the current order group is evicted: by its evictors (the
+// maintenances draining the node that evict and whose own podSelector and drainLabelPolicy drain
+// the pod), after the shortest of their response timeouts. A pod drained only because another
+// maintenance selects it, or ignores its label, is evicted only if such a maintenance evicts: no
+// maintenance's eviction reaches a pod it leaves alone.
+func evictPolicy(obs Observation, drainers []drainer, c drain.Classified) drain.Policy {
 	p := drain.Policy{CountFrom: obs.ActiveSince}
-	someEvicts := false
-	for _, nm := range drainers {
-		if !maintenance.Evicts(nm) {
-			continue
-		}
-		someEvicts = true
-		if !c.DrainedBy(ignoresLabel(nm), obs.IgnoreDrainLabel) {
-			continue
-		}
+	for _, nm := range evictors(drainers, c, obs.IgnoreDrainLabel) {
 		if t := maintenance.ResponseTimeout(nm); !p.Evict || t < p.ResponseTimeout {
 			p.ResponseTimeout = t
 		}
 		p.Evict = true
 	}
-	if !p.Evict && someEvicts {
-		p.HonoredLabel = c.Pod.Labels[nodemaintv1alpha1.DrainLabel]
+	if !p.Evict {
+		notEvicting(drainers, c, &p)
 	}
 	return p
 }
 
-// deletions are the pods deleted now, past their budgets, and how long until the next one may be
-// (zero: none to come by itself). A pod is deleted for a maintenance M only when M asked for it
-// (maintenance.Deletes), M drains the node and M's drainTimeout ran out counted from M's own
-// drain start on this node (starts), M's own classification drains the pod (its label policy and
-// the DrainRules, drain.Classified.DrainedBy), and the pod carries nodemaint's evacuation request
-// since at least M's response timeout (counted, like evictions, from this replica's leadership at
-// the earliest). So only pods of the current order group are ever deleted (no other is asked),
-// pods waited for to complete and skipped, protected, held or terminating pods never are.
-func deletions(obs Observation, drainers []*nodemaintv1alpha1.NodeMaintenance, starts map[string]maintenance.DrainStart, now time.Time) ([]drain.Classified, time.Duration) {
+// notEvicting says in p why no maintenance evicts a pod of the current order group although one
+// that drains the node evicts: none of them selects it (spec.podSelector), or they honor its
+// nodemaint.dev/drain label. Nothing when none evicts (signal only).
+func notEvicting(drainers []drainer, c drain.Classified, p *drain.Policy) {
+	someEvicts, selected := false, false
+	for _, dr := range drainers {
+		if maintenance.Evicts(dr.nm) {
+			someEvicts = true
+			selected = selected || dr.pods.Matches(labels.Set(c.Pod.Labels))
+		}
+	}
+	switch {
+	case !someEvicts:
+	case !selected:
+		p.NotSelected = true
+	default:
+		p.HonoredLabel = c.Pod.Labels[nodemaintv1alpha1.DrainLabel]
+	}
+}
+
+// deletions are the pods deleted now, past their budgets, each with the maintenances it is for,
+// and how long until the next one may be (zero: none to come by itself). A pod is deleted for a
+// maintenance M only when M asked for it (maintenance.Deletes), M drains the node and M's
+// drainTimeout ran out counted from M's own drain start on this node (starts), M's own
+// classification drains the pod (its podSelector, its label policy and the DrainRules,
+// drainer.drains), and the pod carries nodemaint's evacuation request since at least M's response
+// timeout (counted, like evictions, from this replica's leadership at the earliest). So only pods
+// of the current order group are ever deleted (no other is asked), pods waited for to complete
+// and skipped, protected, held or terminating pods never are.
+func deletions(obs Observation, drainers []drainer, starts map[string]maintenance.DrainStart, now time.Time) (map[types.UID][]*nodemaintv1alpha1.NodeMaintenance, time.Duration) {
 	var (
-		out    []drain.Classified
-		wait   time.Duration
-		chosen = map[types.UID]bool{}
+		out  = map[types.UID][]*nodemaintv1alpha1.NodeMaintenance{}
+		wait time.Duration
 	)
 	later := func(left time.Duration) {
 		if left > 0 && (wait == 0 || left < wait) {
 			wait = left
 		}
 	}
-	for _, nm := range drainers {
-		if !maintenance.Deletes(nm) {
+	for _, dr := range drainers {
+		if !maintenance.Deletes(dr.nm) {
 			continue
 		}
-		deadline := maintenance.NodeDrainDeadline(nm, starts[nm.Name])
+		deadline := maintenance.NodeDrainDeadline(dr.nm, starts[dr.nm.Name])
 		if deadline.IsZero() {
 			continue
 		}
@@ -143,28 +187,73 @@ func deletions(obs Observation, drainers []*nodemaintv1alpha1.NodeMaintenance, s
 			later(left)
 			continue
 		}
-		timeout := maintenance.ResponseTimeout(nm)
 		for _, c := range obs.Plan.Current {
-			if chosen[c.Pod.UID] || c.Pod.DeletionTimestamp != nil || c.Class.Protected != "" || !c.DrainedBy(ignoresLabel(nm), obs.IgnoreDrainLabel) {
-				continue
+			due, left := deletionDue(obs, dr, c, now)
+			switch {
+			case due:
+				out[c.Pod.UID] = append(out[c.Pod.UID], dr.nm)
+			case len(out[c.Pod.UID]) == 0:
+				later(left) // a pod deleted for another maintenance needs no look for this one
 			}
-			req := evacuation.Condition(c.Pod, evacuation.Request)
-			if req == nil || req.Status != corev1.ConditionTrue || req.Reason != evacuation.ReasonNodeMaintenance {
-				continue // asked first: the request comes with this decision
-			}
-			from := req.LastTransitionTime.Time
-			if obs.ActiveSince.After(from) {
-				from = obs.ActiveSince
-			}
-			if left := from.Add(timeout).Sub(now); left > 0 {
-				later(left)
-				continue
-			}
-			chosen[c.Pod.UID] = true
-			out = append(out, c)
 		}
 	}
 	return out, wait
+}
+
+// deletionDue reports whether the pod is deleted now for the maintenance, whose drainTimeout ran
+// out on the node (see deletions), or else how long until its response timeout does (zero: not
+// by itself).
+func deletionDue(obs Observation, dr drainer, c drain.Classified, now time.Time) (bool, time.Duration) {
+	if c.Pod.DeletionTimestamp != nil || c.Class.Protected != "" || !dr.drains(c, obs.IgnoreDrainLabel) {
+		return false, 0
+	}
+	req := evacuation.Condition(c.Pod, evacuation.Request)
+	if req == nil || req.Status != corev1.ConditionTrue || req.Reason != evacuation.ReasonNodeMaintenance {
+		return false, 0 // asked first: the request comes with this decision
+	}
+	from := req.LastTransitionTime.Time
+	if obs.ActiveSince.After(from) {
+		from = obs.ActiveSince
+	}
+	if left := from.Add(maintenance.ResponseTimeout(dr.nm)).Sub(now); left > 0 {
+		return false, left
+	}
+	return true, 0
+}
+
+// grace records the grace period of the pod's eviction or deletion for the maintenances nms
+// (gracePeriod), unless it is the pod's own.
+func (d *Decision) grace(pod *corev1.Pod, nms []*nodemaintv1alpha1.NodeMaintenance) {
+	if g, ok := gracePeriod(pod, nms); ok {
+		if d.GracePeriods == nil {
+			d.GracePeriods = map[types.UID]int64{}
+		}
+		d.GracePeriods[pod.UID] = g
+	}
+}
+
+// gracePeriod is the grace period, in seconds, of an eviction or deletion of the pod for the
+// maintenances nms: the shortest of their spec.evictionGracePeriodSeconds, one that sets none
+// counting as the pod's own terminationGracePeriodSeconds (the API server's default, 30s, where
+// the pod does not say), as kubectl drain without --grace-period leaves it. The shortest, like
+// the response timeout: an eviction is one act for every maintenance it is for, and the one that
+// wants it soonest has its way. false: the pod's own (or no maintenance).
+func gracePeriod(pod *corev1.Pod, nms []*nodemaintv1alpha1.NodeMaintenance) (int64, bool) {
+	own := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		own = *g
+	}
+	shortest := own
+	for i, nm := range nms {
+		g := own
+		if s := nm.Spec.EvictionGracePeriodSeconds; s != nil {
+			g = *s
+		}
+		if i == 0 || g < shortest {
+			shortest = g
+		}
+	}
+	return shortest, shortest != own
 }
 
 // after keeps the earliest time the decision must be made again.

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -180,7 +181,12 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 	// ownClassDrains: the maintenance's own classification (its drainLabelPolicy; the DrainRules
 	// are the plan's) drains the pod. A labelled pod is drained only by a maintenance that
 	// ignores the label, and then only as a plan that ignored it too classified it.
+	// Its podSelector must select the pod too: no maintenance's eviction or deletion reaches a
+	// pod it leaves alone, whichever brought the pod into the plan.
 	ownClassDrains := func(nm *nodemaintv1alpha1.NodeMaintenance, c drain.Classified) bool {
+		if !selects(nm, c.Pod) {
+			return false
+		}
 		label := c.Pod.Labels[nodemaintv1alpha1.DrainLabel]
 		labelled := label == nodemaintv1alpha1.DrainLabelSkip || label == nodemaintv1alpha1.DrainLabelWaitCompleted
 		if labelled && (nm.Spec.DrainLabelPolicy != nodemaintv1alpha1.DrainLabelPolicyIgnore || !obs.IgnoreDrainLabel) {
@@ -219,7 +225,7 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 			t.Fatalf("deleted %s: not in the current order group (never asked)", c.Pod.Name)
 		}
 		var why []string
-		authorized := false
+		var authorizing []*nodemaintv1alpha1.NodeMaintenance
 		for _, nm := range obs.Maintenances {
 			r, ok := recorded[nm.Name]
 			asked, wasAsked := askedSince(c.Pod, true)
@@ -236,12 +242,13 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 			case !wasAsked || asked.Add(responseTimeout(nm)).After(now):
 				why = append(why, fmt.Sprintf("%s: asked at %v, less than its response timeout ago", nm.Name, asked))
 			default:
-				authorized = true
+				authorizing = append(authorizing, nm)
 			}
 		}
-		if !authorized {
+		if len(authorizing) == 0 {
 			t.Fatalf("deleted %s with no maintenance authorizing it: %v", c.Pod.Name, why)
 		}
+		checkGrace(t, d, c.Pod, authorizing)
 	}
 	for _, c := range d.Evict {
 		if _, ok := current[c.Pod.UID]; !ok || deleted[c.Pod.UID] {
@@ -251,18 +258,26 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 			t.Fatalf("evicted %s: signal-only, unusable, terminating, protected or accepted", c.Pod.Name)
 		}
 		authorized := false
+		var evictors []*nodemaintv1alpha1.NodeMaintenance
 		for _, nm := range obs.Maintenances {
 			if !maintenance.Drains(phase[nm.Name]) || !maintenance.Usable(nm) || nm.Spec.EvictionPolicy == nodemaintv1alpha1.EvictionPolicySignalOnly || !ownClassDrains(nm, c) {
 				continue
 			}
+			evictors = append(evictors, nm)
 			asked, wasAsked := askedSince(c.Pod, false)
 			authorized = authorized || wasAsked && (evacuation.Declined(c.Pod) || !asked.Add(responseTimeout(nm)).After(now))
 		}
 		if !authorized {
-			t.Fatalf("evicted %s: no maintenance that evicts drains it by its own label policy, or it was asked less than the response timeout ago", c.Pod.Name)
+			t.Fatalf("evicted %s: no maintenance that evicts drains it by its own podSelector and label policy, or it was asked less than the response timeout ago", c.Pod.Name)
 		}
+		checkGrace(t, d, c.Pod, evictors)
 		if r, ok := obs.Refusals[c.Pod.UID]; ok && r.NotBefore.After(now) {
 			t.Fatalf("evicted %s while its refused eviction backs off", c.Pod.Name)
+		}
+	}
+	for uid := range d.GracePeriods {
+		if _, ok := current[uid]; !ok {
+			t.Fatalf("a grace period for %s, which is neither evicted nor deleted", uid)
 		}
 	}
 	if d.Report.Pending != obs.Plan.Pending() || d.Report.Skipped != len(obs.Plan.Skipped) {
@@ -278,6 +293,41 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 	}
 	if held != want {
 		t.Fatalf("blocked entries count %d pods, %d are held", held, want)
+	}
+}
+
+// selects reports whether the maintenance's podSelector selects the pod; one that does not parse
+// selects none.
+func selects(nm *nodemaintv1alpha1.NodeMaintenance, pod *corev1.Pod) bool {
+	if nm.Spec.PodSelector == nil {
+		return true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(nm.Spec.PodSelector)
+	return err == nil && sel.Matches(labels.Set(pod.Labels))
+}
+
+// checkGrace checks the grace period of the pod's eviction or deletion for the maintenances nms:
+// the shortest of theirs, unset counting as the pod's own (30s where it says none), and named
+// only when it is not the pod's own.
+func checkGrace(t *testing.T, d Decision, pod *corev1.Pod, nms []*nodemaintv1alpha1.NodeMaintenance) {
+	t.Helper()
+	own := int64(30)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		own = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	var want *int64
+	for _, nm := range nms {
+		g := own
+		if nm.Spec.EvictionGracePeriodSeconds != nil {
+			g = *nm.Spec.EvictionGracePeriodSeconds
+		}
+		if want == nil || g < *want {
+			want = &g
+		}
+	}
+	got, ok := d.GracePeriods[pod.UID]
+	if want == nil || (*want == own) == ok || ok && got != *want {
+		t.Fatalf("%s: grace period %d (%v), want %v of %d maintenances (the pod's own %d)", pod.Name, got, ok, want, len(nms), own)
 	}
 }
 
@@ -481,9 +531,13 @@ func (g *gen) maintenance(i int, now time.Time) *nodemaintv1alpha1.NodeMaintenan
 		nm.Status.DrainStartTime = ptr.To(metav1.NewTime(now.Add(-[]time.Duration{time.Minute, 2 * time.Hour}[b%2])))
 	}
 	nm.Status.Phase = phases[(b>>6)%4+2]
-	if g.Byte()&0x01 != 0 {
-		nm.Spec.Autoscalers = nodemaintv1alpha1.AutoscalerPolicyIgnore
-	}
+	// kubectl drain's --pod-selector and --grace-period: pods of app a, of app b (or c), a
+	// selector stored before the API server refused it (selects none, unusable), or every pod.
+	p := g.Byte()
+	nm.Spec.PodSelector = []*metav1.LabelSelector{nil, {MatchLabels: map[string]string{"app": "a"}},
+		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"b", "c"}}}},
+		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Equals", Values: []string{"a"}}}}}[p%4]
+	nm.Spec.EvictionGracePeriodSeconds = []*int64{nil, ptr.To[int64](5), ptr.To[int64](60)}[(p>>2)%3]
 	if r := g.Byte(); r&0x01 != 0 {
 		// A rollout: the node (n1) waits, is in its turn (maybe failed), or its turn ended.
 		nm.Spec.Rollout = &nodemaintv1alpha1.RolloutSpec{Release: []nodemaintv1alpha1.ReleasePolicy{
@@ -494,6 +548,9 @@ func (g *gen) maintenance(i int, now time.Time) *nodemaintv1alpha1.NodeMaintenan
 				BootID: []string{"boot-1", "boot-2"}[(r>>4)%2], Failed: r&0x80 != 0 && r&0x40 != 0,
 			}}}
 		}
+	}
+	if g.Byte()&0x01 != 0 {
+		nm.Spec.Autoscalers = nodemaintv1alpha1.AutoscalerPolicyIgnore
 	}
 	return nm
 }
@@ -580,6 +637,14 @@ func (g *gen) pod(i int, now time.Time) (*corev1.Pod, drain.Class) {
 	if s&0x80 != 0 {
 		pod.Labels = map[string]string{nodemaintv1alpha1.DrainLabel: []string{nodemaintv1alpha1.DrainLabelSkip, nodemaintv1alpha1.DrainLabelWaitCompleted}[(s>>6)%2]}
 	}
+	// The maintenances' podSelectors select by app; the pods' own grace periods vary.
+	if name := []string{"a", "b", ""}[i%3]; name != "" {
+		if pod.Labels == nil {
+			pod.Labels = map[string]string{}
+		}
+		pod.Labels["app"] = name
+	}
+	pod.Spec.TerminationGracePeriodSeconds = []*int64{nil, ptr.To[int64](5), ptr.To[int64](30), ptr.To[int64](300)}[(i/3)%4]
 	switch (k >> 6) % 4 {
 	case 1:
 		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs", Controller: ptr.To(true)}}
@@ -638,9 +703,9 @@ func decisionKey(d Decision) string {
 		Annotations map[string]string
 		Conditions  []corev1.NodeCondition
 	}{d.Node.Spec, d.Node.Labels, d.Node.Annotations, d.Node.Status.Conditions})
-	return fmt.Sprintf("intent %+v\nnode %s\nchange %+v %v\nwithdraw %v request %v %q\ndelete %v evict %v\nreport %+v\nrecheck %v",
+	return fmt.Sprintf("intent %+v\nnode %s\nchange %+v %v\nwithdraw %v request %v %q\ndelete %v evict %v grace %v\nreport %+v\nrecheck %v",
 		d.Intent, node, d.Change, d.ShutdownNotConfirmed, names(d.Withdraw), names(d.Request), d.RequestReason,
-		classified(d.Delete), classified(d.Evict), d.Report, d.RecheckAfter)
+		classified(d.Delete), classified(d.Evict), d.GracePeriods, d.Report, d.RecheckAfter)
 }
 
 // checkAutoscalers: while a maintenance holds the node, Karpenter and the cluster autoscaler are

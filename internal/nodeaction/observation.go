@@ -24,11 +24,14 @@ type Observation struct {
 	Beyond []*nodemaintv1alpha1.NodeMaintenance
 	// Pods are the pods bound to the node, read only: they are the cache's own (see Decide).
 	Pods []*corev1.Pod
-	// Plan classifies the node's targeted pods by the DrainRules.
+	// Plan classifies the node's targeted pods by the DrainRules, within the maintenances' scope
+	// (maintenance.PodScope): a pod no maintenance draining the node selects by its podSelector
+	// is skipped (drain.NotSelected).
 	Plan drain.Plan
-	// IgnoreDrainLabel says the Plan was classified with the pod label nodemaint.dev/drain
-	// ignored (maintenance.IgnoreDrainLabel). Requests follow the plan; evictions and deletions
-	// follow each maintenance's own label policy (drain.Classified.DrainedBy).
+	// IgnoreDrainLabel says the Plan may have been classified with the pod label
+	// nodemaint.dev/drain ignored (maintenance.IgnoreDrainLabel: a maintenance draining the node
+	// ignores it; the pods that one selects were). Requests follow the plan; evictions and
+	// deletions follow each maintenance's own podSelector and label policy (drainer.drains).
 	IgnoreDrainLabel bool
 	// VolumesAttached counts the volumes of drained pods still attached to the node. It is only
 	// counted once the plan has no pod pending, and zero before.
@@ -71,6 +74,12 @@ type Decision struct {
 	Delete []drain.Classified
 	// Evict are the pods evicted now, through the Eviction API.
 	Evict []drain.Classified
+	// GracePeriods are the grace periods, in seconds, of the evictions and deletions of Evict
+	// and Delete that the maintenances they are for shorten or lengthen
+	// (spec.evictionGracePeriodSeconds), by pod UID: the shortest of theirs, a maintenance that
+	// sets none counting as the pod's own terminationGracePeriodSeconds. A pod it does not name
+	// gets its own. Every protocol's eviction and deletion carries it (DeleteOptions).
+	GracePeriods map[types.UID]int64
 
 	// Report is what the node's status says.
 	Report Report

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -64,7 +65,7 @@ func (s *Snapshot) Run(spec Spec) Report {
 	var report Report
 	targets, missing := s.known(spec.Targets)
 	report.Missing = missing
-	plans := s.plans(targets, spec.IgnoreDrainLabel)
+	plans := s.plans(targets, spec.IgnoreDrainLabel, spec.PodSelector)
 
 	p := s.placer.start()
 	outAtOnce := len(targets)
@@ -157,17 +158,23 @@ func (s *Snapshot) known(names []string) (targets, missing []string) {
 	return targets, missing
 }
 
-// plans classifies the targeted pods of each target by the DrainRules, as the drain does.
-func (s *Snapshot) plans(targets []string, ignoreDrainLabel bool) map[string]drain.Plan {
+// plans classifies the targeted pods of each target by the DrainRules, as the drain does: a pod
+// the podSelector (nil: every pod) does not select is skipped (drain.NotSelected).
+func (s *Snapshot) plans(targets []string, ignoreDrainLabel bool, podSelector labels.Selector) map[string]drain.Plan {
 	rules := s.rules.IgnoringDrainLabel(ignoreDrainLabel)
 	plans := map[string]drain.Plan{}
 	for _, name := range targets {
 		node := s.nodes[name]
 		var classified []drain.Classified
 		for _, pod := range s.podsByNode[name] {
-			if maintenance.Targeted(pod) {
-				classified = append(classified, drain.Classified{Pod: pod, Class: rules.Classify(pod, s.namespaces[pod.Namespace], node.Labels)})
+			if !maintenance.Targeted(pod) {
+				continue
 			}
+			class := drain.NotSelected()
+			if podSelector == nil || podSelector.Matches(labels.Set(pod.Labels)) {
+				class = rules.Classify(pod, s.namespaces[pod.Namespace], node.Labels)
+			}
+			classified = append(classified, drain.Classified{Pod: pod, Class: class})
 		}
 		plans[name] = drain.NewPlan(classified)
 	}

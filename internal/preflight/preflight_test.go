@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -325,6 +326,20 @@ func TestRun(t *testing.T) {
 		want: []want{
 			{Info, ReasonNoSurge, "StatefulSet shop/tagged", "", []string{"shop/tagged"}},
 			{Info, ReasonWaitCompleted, "DrainRule jobs", "waits for the pod to complete", []string{"shop/batch"}},
+		},
+	}, {
+		name: "a podSelector: the pods it does not select stay, and their budget blocks nothing",
+		in: Input{Targets: []string{"n1"}, Nodes: []corev1.Node{node("n1"), node("n2")}, PodSelector: labels.SelectorFromSet(labels.Set{"app": "web"}),
+			Pods: []corev1.Pod{
+				podOn("n1", "web-0", "100m", ownedBy("StatefulSet", "web"), labelled("app", "web")),
+				podOn("n2", "web-1", "100m", ownedBy("StatefulSet", "web"), labelled("app", "web")),
+				podOn("n1", "db-0", "100m", ownedBy("StatefulSet", "db"), labelled("app", "db")),
+			},
+			PodDisruptionBudgets: []policyv1.PodDisruptionBudget{pdb("db", 0, 1, 1, "db")}},
+		node: "n1", verdict: Info,
+		want: []want{
+			{Info, ReasonNoSurge, "StatefulSet shop/web", "", []string{"shop/web-0"}},
+			{Info, ReasonSkipped, "not selected by spec.podSelector", "stays on the node", []string{"shop/db-0"}},
 		},
 	}, {
 		name: "two budgets: the Eviction API refuses",

@@ -5,6 +5,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 )
@@ -21,6 +22,9 @@ type Input struct {
 	// IgnoreDrainLabel: the maintenance ignores the pod label nodemaint.dev/drain
 	// (drainLabelPolicy Ignore).
 	IgnoreDrainLabel bool
+	// PodSelector is the maintenance's spec.podSelector: the drain leaves the pods it does not
+	// select (Skipped). Nil: every pod.
+	PodSelector labels.Selector
 
 	// Nodes are every node of the cluster: the targets, and those their pods may move to.
 	Nodes []corev1.Node
@@ -47,6 +51,8 @@ type Spec struct {
 	MaxUnavailable int
 	// IgnoreDrainLabel: see Input.IgnoreDrainLabel.
 	IgnoreDrainLabel bool
+	// PodSelector: see Input.PodSelector.
+	PodSelector labels.Selector
 	// MaxChecks bounds the work of placing the displaced pods' replacements: each set of
 	// nodes out at once costs its displaced pods times the cluster's nodes. Beyond it, nothing
 	// is placed (Report.NotPlaced says so). 0: no bound.
@@ -71,7 +77,7 @@ type Cluster struct {
 
 // Spec is what the input asks to check.
 func (in *Input) Spec() Spec {
-	return Spec{Targets: in.Targets, MaxUnavailable: in.MaxUnavailable, IgnoreDrainLabel: in.IgnoreDrainLabel}
+	return Spec{Targets: in.Targets, MaxUnavailable: in.MaxUnavailable, IgnoreDrainLabel: in.IgnoreDrainLabel, PodSelector: in.PodSelector}
 }
 
 // Cluster is the input's objects, by pointer into its slices.
@@ -142,7 +148,8 @@ const (
 	ReasonNoSurge = "NoSurge"
 	// ReasonSurge: the pod's Deployment surges a replacement before the pod goes.
 	ReasonSurge = "Surge"
-	// ReasonSkipped: the pod stays on the node (a DrainRule, the pod label, a toleration).
+	// ReasonSkipped: the pod stays on the node (a DrainRule, the pod label, a toleration, or the
+	// maintenance's podSelector does not select it).
 	ReasonSkipped = nodemaintv1alpha1.BlockedReasonSkipped
 	// ReasonWaitCompleted: the drain waits for the pod to complete and never evicts it.
 	ReasonWaitCompleted = nodemaintv1alpha1.BlockedReasonWaitCompleted

@@ -49,8 +49,9 @@ import (
 //     second of a spec change is not seen; no spec change raises a false alarm).
 //     An eviction or deletion needs a maintenance that is neither SignalOnly nor unusable
 //     (SpecValid False for its generation, or spec.Problems()) (KindSignalOnly); of those, one
-//     that does not skip the pod (pod label nodemaint.dev/drain: skip under drainLabelPolicy
-//     Honor, or the first DrainRule matching the pod and node says Skip) (KindSkippedPod); a
+//     that does not skip the pod (its spec.podSelector does not select it, the pod label
+//     nodemaint.dev/drain: skip under drainLabelPolicy Honor, or the first DrainRule matching
+//     the pod and node says Skip) (KindSkippedPod); a
 //     deletion moreover one with drainTimeoutAction Delete whose drainTimeout has run since the
 //     node's drain started (the first ask of a pod on the node since its last cordon) and whose
 //     evacuationResponseTimeout has run since the pod was first asked (KindDeletionNotDue).
@@ -765,11 +766,17 @@ func (s *state) drainingAt(node *corev1.Node, at time.Time) []nmVersion {
 	return out
 }
 
-// skips reports whether the maintenance leaves the pod on the node: the pod label
-// nodemaint.dev/drain: skip under drainLabelPolicy Honor, or the first DrainRule (by name) that
-// matches the pod and node says Skip. A rule that cannot be evaluated (an invalid one, or a
-// namespace not seen) ends the search with no skip, so it raises no false alarm.
+// skips reports whether the maintenance leaves the pod on the node: its spec.podSelector does
+// not select the pod, the pod label nodemaint.dev/drain: skip under drainLabelPolicy Honor, or
+// the first DrainRule (by name) that matches the pod and node says Skip. A rule that cannot be
+// evaluated (an invalid one, or a namespace not seen) ends the search with no skip, so it raises
+// no false alarm; a podSelector that does not parse makes the maintenance unusable (SpecValid).
 func (s *state) skips(nm *nodemaintv1alpha1.NodeMaintenance, pod *corev1.Pod, node *corev1.Node) bool {
+	if nm.Spec.PodSelector != nil {
+		if sel, err := metav1.LabelSelectorAsSelector(nm.Spec.PodSelector); err == nil && !sel.Matches(labels.Set(pod.Labels)) {
+			return true
+		}
+	}
 	if nm.Spec.DrainLabelPolicy != nodemaintv1alpha1.DrainLabelPolicyIgnore {
 		switch pod.Labels[nodemaintv1alpha1.DrainLabel] {
 		case nodemaintv1alpha1.DrainLabelSkip:

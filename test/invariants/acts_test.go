@@ -403,6 +403,12 @@ func TestActSkippedPod(t *testing.T) {
 		Drain: nodemaintv1alpha1.DrainRuleDrainConfig{Behavior: nodemaintv1alpha1.DrainBehaviorSkip},
 		Pods:  []nodemaintv1alpha1.DrainRulePodSelector{{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
 	}}
+	selectWeb := func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+		spec.PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	}
+	signalOnly := func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+		spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
+	}
 	late := now.Add(time.Hour)
 	for _, tc := range []struct {
 		name   string
@@ -422,6 +428,17 @@ func TestActSkippedPod(t *testing.T) {
 			act: evictEv("pod", late), want: []string{KindSkippedPod + " evict app/pod"}},
 		{name: "skip label, Ignore, evicted", labels: skip, nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", ignore)},
 			act: evictEv("pod", late)},
+		// spec.podSelector: a maintenance's eviction never reaches a pod it does not select, even
+		// when another maintenance draining the node selects it (and only asks: SignalOnly).
+		{name: "podSelector not selecting the pod, evicted", labels: map[string]string{"app": "db"},
+			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("web", selectWeb), newNM("all", signalOnly)},
+			act: evictEv("pod", late), want: []string{KindSkippedPod + " evict app/pod"}},
+		{name: "podSelector selecting the pod, evicted", labels: map[string]string{"app": "web"},
+			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("web", selectWeb)},
+			act: evictEv("pod", late)},
+		{name: "podSelector not selecting the pod, Delete, deleted", labels: map[string]string{"app": "db"},
+			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("web", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) { deleting(spec); selectWeb(spec) })},
+			act: deleteEv("pod", DefaultControllerUser, late), want: []string{KindSkippedPod + " delete app/pod"}},
 		{name: "DrainRule Skip, evicted", labels: map[string]string{"app": "db"}, rules: []*nodemaintv1alpha1.DrainRule{skipRule},
 			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", ignore)},
 			act: evictEv("pod", late), want: []string{KindSkippedPod + " evict app/pod"}},

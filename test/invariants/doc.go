@@ -19,8 +19,9 @@
 //     has a spec nodemaint cannot use (SpecValid False, spec.Problems())
 //     (KindSignalOnly; promise 2);
 //   - [audit log] nothing is evicted or deleted that every maintenance draining the node (and, for a
-//     deletion, asking for it) skips: the pod label nodemaint.dev/drain: skip under
-//     drainLabelPolicy Honor, a DrainRule with behavior Skip (KindSkippedPod; promise 4);
+//     deletion, asking for it) skips: its spec.podSelector does not select the pod, the pod label
+//     nodemaint.dev/drain: skip under drainLabelPolicy Honor, a DrainRule with behavior Skip
+//     (KindSkippedPod; promise 4);
 //   - [audit log] nothing is deleted but by a maintenance with drainTimeoutAction Delete, once its
 //     drainTimeout has run since the node's drain started (cordoned, and drained by the maintenance)
 //     and its evacuationResponseTimeout since the pod was first asked

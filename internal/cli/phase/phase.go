@@ -19,6 +19,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/cli/preflight"
 	"github.com/nodemaint/nodemaint/internal/cli/progress"
 	"github.com/nodemaint/nodemaint/internal/cli/target"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
 )
 
 // NewCommand is plan, cordon and drain: create or update the NodeMaintenance of the target with
@@ -61,6 +62,9 @@ func example(verb string, drain bool) string {
   kubectl maintenance %[1]s -l topology.example.com/rack=7`, verb)
 	if drain {
 		example += `
+
+  # A kubectl drain line: only the pods labelled app=batch, each given 30s to stop
+  kubectl maintenance drain node-1 --ignore-daemonsets --pod-selector app=batch --grace-period 30
 
   # Roll through a node pool two nodes at a time; a node's turn ends once it rebooted
   kubectl maintenance drain -l pool=a --max-unavailable 2 --release rebooted
@@ -149,7 +153,7 @@ func (o *phaseOptions) Run(ctx context.Context) error {
 	case o.dryRun != cmdutil.DryRunNone:
 		return o.runDryRun(ctx)
 	}
-	nm, err := applyMaintenance(ctx, o.c, &o.target, o.cordon, o.drain, o.reason, o.responseTimeout, &o.roll, cmdutil.DryRunNone)
+	nm, err := applyMaintenance(ctx, o.c, &o.target, o.cordon, o.drain, o.edits(), cmdutil.DryRunNone)
 	if err != nil {
 		return err
 	}
@@ -163,7 +167,7 @@ func (o *phaseOptions) Run(ctx context.Context) error {
 // runDryRun prints what the drain would meet, then the NodeMaintenance it would write. It
 // returns the preflight's error, with its exit code, when the drain would be blocked.
 func (o *phaseOptions) runDryRun(ctx context.Context) error {
-	nm, err := applyMaintenance(ctx, o.c, &o.target, o.cordon, o.drain, o.reason, o.responseTimeout, &o.roll, o.dryRun)
+	nm, err := applyMaintenance(ctx, o.c, &o.target, o.cordon, o.drain, o.edits(), o.dryRun)
 	if err != nil {
 		return err
 	}
@@ -171,17 +175,20 @@ func (o *phaseOptions) runDryRun(ctx context.Context) error {
 	if nm.Spec.Rollout != nil {
 		budget = nm.Spec.Rollout.MaxUnavailable
 	}
-	ignoreLabel := nm.Spec.DrainLabelPolicy == nodemaintv1alpha1.DrainLabelPolicyIgnore
-	preflightErr := preflight.Run(ctx, o.Streams, o.c, &o.target, budget, ignoreLabel, "")
+	how := preflight.Drain{IgnoreDrainLabel: nm.Spec.DrainLabelPolicy == nodemaintv1alpha1.DrainLabelPolicyIgnore}
+	if nm.Spec.PodSelector != nil {
+		how.PodSelector = maintenance.PodSelector(nm)
+	}
+	preflightErr := preflight.Run(ctx, o.Streams, o.c, &o.target, budget, how, "")
 	var exit *clioptions.ExitCodeError
 	if preflightErr != nil && !errors.As(preflightErr, &exit) {
 		return preflightErr
 	}
-	how := "client"
+	dry := "client"
 	if o.dryRun == cmdutil.DryRunServer {
-		how = "server"
+		dry = "server"
 	}
-	fmt.Fprintf(o.Streams.Out, "nodemaintenance.nodemaint.dev/%s: %s (%s dry run)\n", nm.Name, verbPast(o.verb, nm), how)
+	fmt.Fprintf(o.Streams.Out, "nodemaintenance.nodemaint.dev/%s: %s (%s dry run)\n", nm.Name, verbPast(o.verb, nm), dry)
 	return preflightErr
 }
 
@@ -197,11 +204,47 @@ func verbPast(verb string, nm *nodemaintv1alpha1.NodeMaintenance) string {
 	return "draining"
 }
 
+// edits are what the command's flags set in the spec.
+func (o *phaseOptions) edits() specEdits {
+	return specEdits{reason: o.reason, responseTimeout: o.responseTimeout, roll: &o.roll, kubectl: &o.kubectl}
+}
+
+// specEdits are what a command's flags set in the spec besides the phase: the reason and the
+// response timeout when given, drain's rollout flags (spec.rollout; those not given keep their
+// fields) and kubectl drain's flags (spec.podSelector, spec.evictionGracePeriodSeconds, as the
+// line says: kubectlDrainFlags.apply).
+type specEdits struct {
+	reason          string
+	responseTimeout time.Duration
+	roll            *rolloutFlags
+	kubectl         *kubectlDrainFlags
+}
+
+// apply edits the spec as the flags say.
+func (e specEdits) apply(spec *nodemaintv1alpha1.NodeMaintenanceSpec) error {
+	if e.reason != "" {
+		spec.Reason = e.reason
+	}
+	if e.responseTimeout > 0 {
+		spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: e.responseTimeout}
+	}
+	if e.roll != nil {
+		var err error
+		if spec.Rollout, err = e.roll.apply(spec.Rollout); err != nil {
+			return err
+		}
+	}
+	if e.kubectl != nil {
+		return e.kubectl.apply(spec)
+	}
+	return nil
+}
+
 // applyMaintenance creates the target's NodeMaintenance, or updates the one that exists: running
-// a command again is idempotent. The rollout flags (drain only; nil otherwise) set the fields of
-// spec.rollout they give. dryRun client writes nothing, server sends the write as a dry run
-// (validated, not stored); either returns the object as it would be.
-func applyMaintenance(ctx context.Context, c client.Client, t *target.Target, cordon, drain bool, reason string, responseTimeout time.Duration, roll *rolloutFlags, dryRun cmdutil.DryRunStrategy) (*nodemaintv1alpha1.NodeMaintenance, error) {
+// a command again is idempotent. edits set the fields their flags give. dryRun client writes
+// nothing, server sends the write as a dry run (validated, not stored); either returns the object
+// as it would be.
+func applyMaintenance(ctx context.Context, c client.Client, t *target.Target, cordon, drain bool, edits specEdits, dryRun cmdutil.DryRunStrategy) (*nodemaintv1alpha1.NodeMaintenance, error) {
 	var create []client.CreateOption
 	var patch []client.PatchOption
 	if dryRun == cmdutil.DryRunServer {
@@ -217,15 +260,10 @@ func applyMaintenance(ctx context.Context, c client.Client, t *target.Target, co
 	case apierrors.IsNotFound(err):
 		nm = &nodemaintv1alpha1.NodeMaintenance{
 			ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Labels: map[string]string{clioptions.ManagedByLabel: clioptions.ManagedByPlugin}},
-			Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: sel, Cordon: cordon, Drain: drain, Reason: reason},
+			Spec:       nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: sel, Cordon: cordon, Drain: drain},
 		}
-		if responseTimeout > 0 {
-			nm.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: responseTimeout}
-		}
-		if roll != nil {
-			if nm.Spec.Rollout, err = roll.apply(nil); err != nil {
-				return nil, err
-			}
+		if err := edits.apply(&nm.Spec); err != nil {
+			return nil, err
 		}
 		if dryRun == cmdutil.DryRunClient {
 			return nm, nil
@@ -235,18 +273,10 @@ func applyMaintenance(ctx context.Context, c client.Client, t *target.Target, co
 		return nil, err
 	}
 	orig := nm.DeepCopy()
-	if roll != nil {
-		if nm.Spec.Rollout, err = roll.apply(nm.Spec.Rollout); err != nil {
-			return nil, fmt.Errorf("NodeMaintenance %s: %w", nm.Name, err)
-		}
+	if err := edits.apply(&nm.Spec); err != nil {
+		return nil, fmt.Errorf("NodeMaintenance %s: %w", nm.Name, err)
 	}
 	nm.Spec.NodeSelector, nm.Spec.Cordon, nm.Spec.Drain = sel, cordon, drain
-	if reason != "" {
-		nm.Spec.Reason = reason
-	}
-	if responseTimeout > 0 {
-		nm.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: responseTimeout}
-	}
 	if dryRun == cmdutil.DryRunClient {
 		return nm, nil
 	}

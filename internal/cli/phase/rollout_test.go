@@ -114,7 +114,7 @@ func TestApplyRolloutMaintenance(t *testing.T) {
 	if err := tg.Complete(nil); err != nil {
 		t.Fatal(err)
 	}
-	nm, err := applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t, "--max-unavailable", "2", "--release", "rebooted"), cmdutil.DryRunNone)
+	nm, err := applyMaintenance(ctx, c, tg, true, true, specEdits{roll: rolloutFlagsFrom(t, "--max-unavailable", "2", "--release", "rebooted")}, cmdutil.DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,10 +124,10 @@ func TestApplyRolloutMaintenance(t *testing.T) {
 	if got := verbPast("drain", nm); got != "rolling, 2 nodes at a time, release Rebooted" {
 		t.Errorf("the line after creating it says %q", got)
 	}
-	if _, err := applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t), cmdutil.DryRunNone); err != nil {
+	if _, err := applyMaintenance(ctx, c, tg, true, true, specEdits{roll: rolloutFlagsFrom(t)}, cmdutil.DryRunNone); err != nil {
 		t.Fatal(err)
 	}
-	nm, err = applyMaintenance(ctx, c, tg, true, true, "", 0, rolloutFlagsFrom(t, "--on-node-failure", "continue"), cmdutil.DryRunNone)
+	nm, err = applyMaintenance(ctx, c, tg, true, true, specEdits{roll: rolloutFlagsFrom(t, "--on-node-failure", "continue")}, cmdutil.DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestApplyRolloutMaintenance(t *testing.T) {
 	if err := plain.Complete([]string{"node-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := applyMaintenance(ctx, c, plain, true, true, "", 0, rolloutFlagsFrom(t, "--release", "manual"), cmdutil.DryRunNone); err == nil ||
+	if _, err := applyMaintenance(ctx, c, plain, true, true, specEdits{roll: rolloutFlagsFrom(t, "--release", "manual")}, cmdutil.DryRunNone); err == nil ||
 		!strings.Contains(err.Error(), "--max-unavailable") {
 		t.Errorf("--release alone: error %v, want to be told --max-unavailable", err)
 	}

@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +34,7 @@ func NewCommand(o *clioptions.Options) *cobra.Command {
 		maxUnavailable   string
 		output           string
 		drainLabelPolicy string
+		podSelector      string
 	)
 	cmd := &cobra.Command{
 		Use:   "preflight (NODE... | -l SELECTOR) [--max-unavailable N]",
@@ -76,13 +79,9 @@ Exit codes: 0 the drain would go through, 2 something would block it, 1 error.`,
 			default:
 				return clioptions.UsageError(cmd, fmt.Errorf("--output %q: want json or yaml", output))
 			}
-			var ignoreDrainLabel bool
-			switch nodemaintv1alpha1.DrainLabelPolicy(drainLabelPolicy) {
-			case nodemaintv1alpha1.DrainLabelPolicyHonor:
-			case nodemaintv1alpha1.DrainLabelPolicyIgnore:
-				ignoreDrainLabel = true
-			default:
-				return clioptions.UsageError(cmd, fmt.Errorf("--drain-label-policy %q: want %s or %s", drainLabelPolicy, nodemaintv1alpha1.DrainLabelPolicyHonor, nodemaintv1alpha1.DrainLabelPolicyIgnore))
+			how, err := drainOf(drainLabelPolicy, podSelector)
+			if err != nil {
+				return clioptions.UsageError(cmd, err)
 			}
 			var budget *intstr.IntOrString
 			if maxUnavailable != "" {
@@ -96,15 +95,42 @@ Exit codes: 0 the drain would go through, 2 something would block it, 1 error.`,
 			if err != nil {
 				return err
 			}
-			return Run(cmd.Context(), o.Streams, c, &t, budget, ignoreDrainLabel, output)
+			return Run(cmd.Context(), o.Streams, c, &t, budget, how, output)
 		},
 	}
 	cmd.Flags().StringVarP(&t.Selector, "selector", "l", "", "Label selector of the nodes, instead of names")
 	cmd.Flags().StringVar(&maxUnavailable, "max-unavailable", "", "How many of the nodes are out at once, a number or a percentage, as a rollout's maxUnavailable (default: all of them)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: a table per node)")
 	cmd.Flags().StringVar(&drainLabelPolicy, "drain-label-policy", string(nodemaintv1alpha1.DrainLabelPolicyHonor), "Whether the pod label nodemaint.dev/drain counts (Honor) or not (Ignore), as the NodeMaintenance's drainLabelPolicy")
+	cmd.Flags().StringVar(&podSelector, "pod-selector", "", "Only the pods this label selector selects are drained, as with drain --pod-selector (the NodeMaintenance's podSelector); the others are reported skipped")
 	o.CompleteNames(cmd, true)
 	return cmd
+}
+
+// Drain is how the drain the preflight predicts treats the pods, as a NodeMaintenance's spec says.
+type Drain struct {
+	// IgnoreDrainLabel: drainLabelPolicy Ignore.
+	IgnoreDrainLabel bool
+	// PodSelector is spec.podSelector: the pods it does not select stay. Nil: every pod.
+	PodSelector labels.Selector
+}
+
+// drainOf reads --drain-label-policy and --pod-selector.
+func drainOf(drainLabelPolicy, podSelector string) (Drain, error) {
+	var how Drain
+	switch nodemaintv1alpha1.DrainLabelPolicy(drainLabelPolicy) {
+	case nodemaintv1alpha1.DrainLabelPolicyHonor:
+	case nodemaintv1alpha1.DrainLabelPolicyIgnore:
+		how.IgnoreDrainLabel = true
+	default:
+		return how, fmt.Errorf("--drain-label-policy %q: want %s or %s", drainLabelPolicy, nodemaintv1alpha1.DrainLabelPolicyHonor, nodemaintv1alpha1.DrainLabelPolicyIgnore)
+	}
+	sel, err := clioptions.ParsePodSelector(podSelector)
+	if err != nil || sel == nil {
+		return how, err
+	}
+	how.PodSelector, err = metav1.LabelSelectorAsSelector(sel)
+	return how, err
 }
 
 // printPreflight prints the report: as JSON or YAML, or as the assumption and a table per node.
@@ -173,14 +199,15 @@ func podList(pods []string) string {
 }
 
 // Run reads the cluster, computes the preflight of the target's nodes (budget: a rollout's
-// maxUnavailable, nil for all at once), prints it (output: "", json or yaml), and returns an
-// error with the exit code clioptions.ExitBlocked when the drain would be blocked.
-func Run(ctx context.Context, streams genericiooptions.IOStreams, c client.Reader, t *target.Target, budget *intstr.IntOrString, ignoreDrainLabel bool, output string) error {
+// maxUnavailable, nil for all at once) for a drain that treats the pods as how says, prints it
+// (output: "", json or yaml), and returns an error with the exit code clioptions.ExitBlocked when
+// the drain would be blocked.
+func Run(ctx context.Context, streams genericiooptions.IOStreams, c client.Reader, t *target.Target, budget *intstr.IntOrString, how Drain, output string) error {
 	in, err := drainpreflight.Read(ctx, c, streams.ErrOut)
 	if err != nil {
 		return err
 	}
-	in.IgnoreDrainLabel = ignoreDrainLabel
+	in.IgnoreDrainLabel, in.PodSelector = how.IgnoreDrainLabel, how.PodSelector
 	if in.Targets, err = t.Resolve(in.Nodes); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -85,6 +86,41 @@ func TestPreflightReadAndPrint(t *testing.T) {
 	}
 }
 
+// TestPreflightPodSelector: with --pod-selector the pods it does not select stay, reported
+// skipped, and their budget blocks nothing.
+func TestPreflightPodSelector(t *testing.T) {
+	running := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	pod := func(name, app string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID(name), Labels: map[string]string{"app": app},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: app, UID: types.UID(app), Controller: ptr.To(true)}}},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: app}}}, Status: running}
+	}
+	c := fake.NewClientBuilder().WithScheme(clioptions.Scheme).WithObjects(
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+		pod("db-0", "db"), pod("web-0", "web"),
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"},
+			Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1}},
+	).Build()
+	how, err := drainOf("Honor", "app!=db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	tg := &target.Target{}
+	if err := tg.Complete([]string{"n1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(context.Background(), genericiooptions.IOStreams{Out: &out, ErrOut: &out}, c, tg, nil, how, ""); err != nil {
+		t.Fatalf("%v:\n%s", err, out.String())
+	}
+	for _, want := range []string{"(2 pods targeted: 1 moved, 1 skipped)", "Skipped", "shop/db-0", "not selected by spec.podSelector"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report without %q:\n%s", want, out.String())
+		}
+	}
+}
+
 // TestPreflightBadFlags: bad flags are refused before the cluster is read.
 func TestPreflightBadFlags(t *testing.T) {
 	for _, tc := range []struct {
@@ -97,6 +133,8 @@ func TestPreflightBadFlags(t *testing.T) {
 		{[]string{"preflight", "n1", "--max-unavailable", "-5%"}, `--max-unavailable "-5%"`},
 		{[]string{"preflight", "n1", "-o", "wide"}, `--output "wide"`},
 		{[]string{"preflight", "n1", "--drain-label-policy", "Maybe"}, `--drain-label-policy "Maybe"`},
+		{[]string{"preflight", "n1", "--pod-selector", "replicas>1"}, `--pod-selector "replicas>1"`},
+		{[]string{"preflight", "n1", "--pod-selector", "app in (web"}, `--pod-selector "app in (web"`},
 	} {
 		var out bytes.Buffer
 		o := clioptions.NewOptions(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})

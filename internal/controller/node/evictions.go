@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -29,7 +30,9 @@ const podWritesPerNode = 10
 // or a webhook's 403, for the maintenances' Events), and an error only when a pod could not be
 // read before its eviction. reread: the pods carry the owners' answers themselves (the
 // pod-condition protocol), and each is read again from the API server first (see overtaken).
-func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, reread bool, now time.Time) (time.Duration, error, error) {
+// grace are the grace periods the decision gives (nodeaction.Decision.GracePeriods): a pod it
+// does not name gets its own.
+func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, grace map[types.UID]int64, reread bool, now time.Time) (time.Duration, error, error) {
 	var (
 		mu     sync.Mutex
 		wait   time.Duration
@@ -63,7 +66,7 @@ func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, rer
 					return nil
 				}
 			}
-			res := r.evictor().Evict(ctx, pod, now, "")
+			res := r.evictor().Evict(ctx, pod, gracePeriod(grace, pod), now, "")
 			mu.Lock()
 			defer mu.Unlock()
 			switch res.Outcome {
@@ -126,11 +129,16 @@ func (r *Reconciler) evictor() *evictor.Evictor {
 
 // deletePods deletes the pods a drain still waits for, bypassing PodDisruptionBudgets: the admin
 // asked for it with drainTimeoutAction Delete, and the drain timed out. The UID precondition
-// deletes each pod and never a namesake created since.
-func (r *Reconciler) deletePods(ctx context.Context, node *corev1.Node, pods []drain.Classified) error {
+// deletes each pod and never a namesake created since; grace gives the grace periods, as to
+// evictPods.
+func (r *Reconciler) deletePods(ctx context.Context, node *corev1.Node, pods []drain.Classified, grace map[types.UID]int64) error {
 	var errs []error
 	for _, c := range pods {
-		switch err := r.Client.Delete(ctx, c.Pod, client.Preconditions{UID: &c.Pod.UID}); {
+		opts := []client.DeleteOption{client.Preconditions{UID: &c.Pod.UID}}
+		if g := gracePeriod(grace, c.Pod); g != nil {
+			opts = append(opts, client.GracePeriodSeconds(*g))
+		}
+		switch err := r.Client.Delete(ctx, c.Pod, opts...); {
 		case observe.Stale(err):
 		case err != nil:
 			errs = append(errs, err)
@@ -140,4 +148,13 @@ func (r *Reconciler) deletePods(ctx context.Context, node *corev1.Node, pods []d
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// gracePeriod is the pod's grace period among those of a decision, nil when it names none (the
+// pod's own terminationGracePeriodSeconds).
+func gracePeriod(grace map[types.UID]int64, pod *corev1.Pod) *int64 {
+	if g, ok := grace[pod.UID]; ok {
+		return &g
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -47,7 +48,7 @@ func TestEvictionRereadsThePod(t *testing.T) {
 	testutil.SetPodCondition(t, k8s, answered.Name, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "Surge"})
 
 	r := &Reconciler{Client: k8s, APIReader: k8s, Refusals: evictor.NewRefusals(time.Second, time.Second)}
-	if _, _, err := r.evictPods(ctx, stale, true, time.Now()); err != nil {
+	if _, _, err := r.evictPods(ctx, stale, nil, true, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	expectEvicted(t, silent.Name)
@@ -82,7 +83,7 @@ func TestEvictionFailureIsThePodsAlone(t *testing.T) {
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pdb) })
 	}
 	r := &Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Refusals: evictor.NewRefusals(time.Second, time.Minute)}
-	wait, _, err := r.evictPods(ctx, []drain.Classified{{Pod: broken}, {Pod: fine}}, true, time.Now())
+	wait, _, err := r.evictPods(ctx, []drain.Classified{{Pod: broken}, {Pod: fine}}, nil, true, time.Now())
 	if err != nil {
 		t.Fatalf("one pod's failed eviction returned an error for the node: %v", err)
 	}
@@ -93,5 +94,34 @@ func TestEvictionFailureIsThePodsAlone(t *testing.T) {
 	notEvicted(t, broken.Name)
 	if reason, msg, refused := r.Refusals.Refusal(broken.UID); !refused || reason != nodemaintv1alpha1.BlockedReasonEvictionFailed || !strings.Contains(msg, "more than one") {
 		t.Errorf("the failed eviction is recorded as %q %q (%v), want EvictionFailed with the API server's message", reason, msg, refused)
+	}
+}
+
+// TestEvictionsAndDeletionsCarryTheGracePeriod: an eviction and a deletion the decision gives a
+// grace period (a maintenance's evictionGracePeriodSeconds) carry it, and the pod's deletion
+// grace period says so; a pod it names none for keeps its own.
+func TestEvictionsAndDeletionsCarryTheGracePeriod(t *testing.T) {
+	ctx := context.Background()
+	own := func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](45) }
+	evicted := createPod(t, "grace-evicted", "grace-nowhere", ownedByReplicaSet, own)
+	deleted := createPod(t, "grace-deleted", "grace-nowhere", ownedByReplicaSet, own)
+	plain := createPod(t, "grace-plain", "grace-nowhere", ownedByReplicaSet, own)
+	grace := map[types.UID]int64{evicted.UID: 3, deleted.UID: 4}
+	r := &Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Refusals: evictor.NewRefusals(time.Second, time.Minute)}
+	if _, _, err := r.evictPods(ctx, []drain.Classified{{Pod: evicted}, {Pod: plain}}, grace, false, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.deletePods(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "grace-nowhere"}}, []drain.Classified{{Pod: deleted}}, grace); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int64{evicted.Name: 3, deleted.Name: 4, plain.Name: 45} {
+		expectEvicted(t, name)
+		pod, err := getPod(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := pod.DeletionGracePeriodSeconds; g == nil || *g != want {
+			t.Errorf("%s: deletion grace period %v, want %ds", name, g, want)
+		}
 	}
 }

@@ -140,10 +140,10 @@ func (r *Reconciler) apply(ctx context.Context, obs nodeaction.Observation, d no
 	if err := r.writeRequests(ctx, w.RequestRequests, seen, obs.Pods); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.deletePods(ctx, obs.Node, d.Delete); err != nil {
+	if err := r.deletePods(ctx, obs.Node, d.Delete, d.GracePeriods); err != nil {
 		return reconcile.Result{}, err
 	}
-	wait, denied, err := r.evictPods(ctx, d.Evict, w.RereadBeforeEviction, now)
+	wait, denied, err := r.evictPods(ctx, d.Evict, d.GracePeriods, w.RereadBeforeEviction, now)
 	if denied != nil {
 		// Said where the admin looks, as a forbidden write of the node is; the pods back off and
 		// are reported each on its own, and the node's other work goes on.

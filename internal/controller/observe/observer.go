@@ -25,6 +25,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
 // +kubebuilder:rbac:groups=nodemaint.dev,resources=drainrules,verbs=get;list;watch
@@ -101,7 +102,10 @@ func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nod
 		obs.Pods[i] = o.Written.Fresh(pod) // read only, as the cache's pods (PodsOnNode)
 	}
 	obs.IgnoreDrainLabel = maintenance.IgnoreDrainLabel(obs.Maintenances)
-	if obs.Plan, err = o.plan(ctx, v, node, obs.Pods, obs.IgnoreDrainLabel); err != nil {
+	scope := maintenance.NewPodScope(obs.Maintenances, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
+		return rollout.Phase(nm, node, false)
+	})
+	if obs.Plan, err = o.plan(ctx, v, node, obs.Pods, scope); err != nil {
 		return obs, nil, err
 	}
 	if obs.Plan.Pending() == 0 {
@@ -120,10 +124,12 @@ func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nod
 	return obs, seen, nil
 }
 
-// plan classifies the targeted pods of a node by the DrainRules; ignoreDrainLabel: a maintenance
-// draining the node ignores the pod label nodemaint.dev/drain.
-func (o *Observer) plan(ctx context.Context, v *View, node *corev1.Node, pods []*corev1.Pod, ignoreDrainLabel bool) (drain.Plan, error) {
-	rules := v.rules.IgnoringDrainLabel(ignoreDrainLabel)
+// plan classifies the targeted pods of a node by the DrainRules, within the scope of the
+// maintenances acting on it: a pod none of those draining it selects (spec.podSelector) is
+// skipped, and a pod's label nodemaint.dev/drain is ignored when one of those that select it
+// ignores it (maintenance.PodScope).
+func (o *Observer) plan(ctx context.Context, v *View, node *corev1.Node, pods []*corev1.Pod, scope maintenance.PodScope) (drain.Plan, error) {
+	honoring, ignoring := v.rules.IgnoringDrainLabel(false), v.rules.IgnoringDrainLabel(true)
 	// A stable order keeps the status (which names a few pods) from changing for nothing.
 	sortByName(pods)
 	classified := make([]drain.Classified, 0, len(pods))
@@ -131,22 +137,38 @@ func (o *Observer) plan(ctx context.Context, v *View, node *corev1.Node, pods []
 		if !maintenance.Targeted(pod) {
 			continue
 		}
-		nsLabels, ok := v.namespaces[pod.Namespace]
-		if !ok {
-			ns := &corev1.Namespace{}
-			if err := o.Client.Get(ctx, types.NamespacedName{Name: pod.Namespace}, ns); client.IgnoreNotFound(err) != nil {
+		class := drain.NotSelected()
+		if selected, ignoreLabel := scope.Selects(pod); selected {
+			nsLabels, err := o.namespaceLabels(ctx, v, pod.Namespace)
+			if err != nil {
 				return drain.Plan{}, err
 			}
-			nsLabels = ns.Labels
-			v.namespaces[pod.Namespace] = nsLabels
+			rules := honoring
+			if ignoreLabel {
+				rules = ignoring
+			}
+			class = rules.Classify(pod, nsLabels, node.Labels)
 		}
-		class := rules.Classify(pod, nsLabels, node.Labels)
 		if o.OwnPods.Match(pod) {
 			class.Protected = "nodemaint-controller's own pod"
 		}
 		classified = append(classified, drain.Classified{Pod: pod, Class: class})
 	}
 	return drain.NewPlan(classified), nil
+}
+
+// namespaceLabels are the labels of the namespace, for the DrainRules' namespaceSelectors: read
+// once per View (none for a namespace that is gone).
+func (o *Observer) namespaceLabels(ctx context.Context, v *View, name string) (map[string]string, error) {
+	if nsLabels, ok := v.namespaces[name]; ok {
+		return nsLabels, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := o.Client.Get(ctx, types.NamespacedName{Name: name}, ns); client.IgnoreNotFound(err) != nil {
+		return nil, err
+	}
+	v.namespaces[name] = ns.Labels
+	return ns.Labels, nil
 }
 
 // sortByName sorts the pods by namespace and name.

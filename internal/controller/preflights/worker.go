@@ -75,6 +75,9 @@ func (p *Worker) Status(nm *nodemaintv1alpha1.NodeMaintenance, targets []string,
 	req := request{uid: nm.UID, name: nm.Name, generation: nm.Generation, spec: preflight.Spec{
 		IgnoreDrainLabel: nm.Spec.DrainLabelPolicy == nodemaintv1alpha1.DrainLabelPolicyIgnore, MaxChecks: maxChecks,
 	}}
+	if nm.Spec.PodSelector != nil {
+		req.spec.PodSelector = maintenance.PodSelector(nm)
+	}
 	req.spec.Targets = slices.Sorted(slices.Values(targets))
 	if nm.Spec.Rollout != nil {
 		req.spec.MaxUnavailable = rollout.Budget(nm.Spec.Rollout.MaxUnavailable, len(targets))
@@ -159,6 +162,8 @@ type request struct {
 	seq uint64
 }
 
+// same reports whether two requests ask for the same preflight. The spec's podSelector is the
+// maintenance's generation's, like its label policy.
 func (a request) same(b request) bool {
 	return a.uid == b.uid && a.generation == b.generation && slices.Equal(a.spec.Targets, b.spec.Targets) &&
 		a.spec.MaxUnavailable == b.spec.MaxUnavailable && a.spec.IgnoreDrainLabel == b.spec.IgnoreDrainLabel

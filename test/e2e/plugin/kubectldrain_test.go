@@ -3,22 +3,30 @@ package plugin_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
+	"github.com/nodemaint/nodemaint/test/localcluster"
 )
 
 // TestKubectlDrainLines runs the kubectl drain lines of published runbooks, with `kubectl drain`
 // become `kubectl maintenance drain` and nothing else changed: kubeadm's and EKS's upgrade
 // (--ignore-daemonsets, --delete-emptydir-data: accepted, nodemaint behaves so already) drain a
-// Deployment whose pods have emptyDir volumes, a server dry run writes nothing, and GKE's line
-// (--force, --grace-period) is refused with the option nodemaint offers, changing nothing.
+// Deployment whose pods have emptyDir volumes, a server dry run writes nothing, GKE's line
+// (--force, --grace-period) is refused with the option nodemaint offers, changing nothing, and a
+// line that drains one workload first (--pod-selector, --grace-period) moves only its pods, each
+// evicted with the grace period it gives, and leaves the others running.
 func TestKubectlDrainLines(t *testing.T) {
 	ns := framework.Namespace(t)
 	framework.NewController(t).Start()
@@ -45,22 +53,28 @@ func TestKubectlDrainLines(t *testing.T) {
 	d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	framework.CreateDeployment(t, d)
 	framework.WaitDeploymentAvailable(t, ns, "cache")
+	framework.CreateDeployment(t, batchDeployment(ns))
+	t.Cleanup(func() { removeBatch(ns) })
 	for _, o := range others {
 		setUnschedulable(o, false)
 	}
-	podsOnNode := func(ctx context.Context) (int, error) {
+	podsOnNode := func(ctx context.Context, app string) ([]corev1.Pod, error) {
 		var pods corev1.PodList
-		err := framework.Client().List(ctx, &pods, client.InNamespace(ns), client.MatchingFields{"spec.nodeName": node})
-		n := 0
+		err := framework.Client().List(ctx, &pods, client.InNamespace(ns), client.MatchingFields{"spec.nodeName": node}, client.MatchingLabels{"app": app})
+		var running []corev1.Pod
 		for _, p := range pods.Items {
 			if p.DeletionTimestamp == nil {
-				n++
+				running = append(running, p)
 			}
 		}
-		return n, err
+		return running, err
 	}
-	if n, err := podsOnNode(t.Context()); err != nil || n != 2 {
-		t.Fatalf("%d of the Deployment's pods on %s (%v), want 2", n, node, err)
+	if cache, err := podsOnNode(t.Context(), "cache"); err != nil || len(cache) != 2 {
+		t.Fatalf("%d of the cache Deployment's pods on %s (%v), want 2", len(cache), node, err)
+	}
+	batch, err := podsOnNode(t.Context(), "batch")
+	if err != nil || len(batch) != 1 {
+		t.Fatalf("%d of the batch Deployment's pods on %s (%v), want 1", len(batch), node, err)
 	}
 	noMaintenance := func(what string) {
 		t.Helper()
@@ -87,13 +101,43 @@ func TestKubectlDrainLines(t *testing.T) {
 		t.Errorf("node %s cordoned by a refused drain (%v)", node, err)
 	}
 
-	// kubeadm's and EKS's lines: the Deployment surges elsewhere, the node is drained.
+	// One workload first: only the batch pod goes, evicted with 3s to stop (its own grace
+	// period is 10 minutes, which its fake kubelet would take: the drain would not end in time);
+	// the cache's pods stay, running, never asked, reported skipped.
+	graceOf := watchGracePeriods(t, ns, "batch")
+	if out, code := plugin(t, "drain", node, "--ignore-daemonsets", "--pod-selector", "app=batch", "--grace-period", "3"); code != 0 || !strings.Contains(out, "drained") {
+		t.Errorf("drain --pod-selector app=batch --grace-period 3: exit %d, want 0 and drained", code)
+	}
+	if g, ok := graceOf(batch[0].Name); !ok || g != 3 {
+		t.Errorf("batch pod %s: evicted with a grace period of %ds (seen %v), want 3s", batch[0].Name, g, ok)
+	}
+	cache, err := podsOnNode(t.Context(), "cache")
+	if err != nil || len(cache) != 2 {
+		t.Fatalf("%d of the cache Deployment's pods still on %s (%v), want 2: not selected, they stay", len(cache), node, err)
+	}
+	for _, p := range cache {
+		if r := testutil.Request(&p); r != "" || p.Status.Phase != corev1.PodRunning {
+			t.Errorf("cache pod %s: phase %s, evacuation request %q; want running and never asked", p.Name, p.Status.Phase, r)
+		}
+	}
+	nm := &nodemaintv1alpha1.NodeMaintenance{}
+	if err := framework.Client().Get(t.Context(), client.ObjectKey{Name: node}, nm); err != nil {
+		t.Fatal(err)
+	}
+	if nm.Status.PodsSkipped != 2 || nm.Spec.PodSelector == nil || nm.Spec.PodSelector.MatchLabels["app"] != "batch" ||
+		nm.Spec.EvictionGracePeriodSeconds == nil || *nm.Spec.EvictionGracePeriodSeconds != 3 {
+		t.Errorf("NodeMaintenance %s: podSelector %v, evictionGracePeriodSeconds %v, %d pods skipped; want app=batch, 3, 2",
+			node, nm.Spec.PodSelector, nm.Spec.EvictionGracePeriodSeconds, nm.Status.PodsSkipped)
+	}
+
+	// kubeadm's and EKS's lines, without --pod-selector: every pod; the Deployment surges
+	// elsewhere, the node is drained.
 	if out, code := plugin(t, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data"); code != 0 || !strings.Contains(out, "drained") {
 		t.Errorf("drain --ignore-daemonsets --delete-emptydir-data: exit %d, want 0 and drained", code)
 	}
 	testutil.Eventually(t, timeout, "no pod of the Deployment left on "+node, func(ctx context.Context) (bool, string, error) {
-		n, err := podsOnNode(ctx)
-		return n == 0, "", err
+		left, err := podsOnNode(ctx, "cache")
+		return len(left) == 0, "", err
 	})
 	framework.WaitDeploymentAvailable(t, ns, "cache")
 	// And the runbook's last line, kubectl uncordon: the maintenance ends and goes.
@@ -103,5 +147,74 @@ func TestKubectlDrainLines(t *testing.T) {
 	noMaintenances(t)
 	if ok, err := unschedulable(t.Context(), node); err != nil || ok {
 		t.Errorf("node %s still cordoned after uncordon (%v)", node, err)
+	}
+}
+
+// batchDeployment is a workload the Deployment responder declines to surge (Recreate), so that
+// the drain evicts its pod at once, with the drain's grace period: its own is 10 minutes, and its
+// fake kubelet takes as long to stop it as its grace period allows.
+func batchDeployment(ns string) *appsv1.Deployment {
+	d := framework.NewDeployment(ns, "batch", 1)
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	d.Spec.Template.Annotations = map[string]string{localcluster.PodDeleteDelayAnnotation: "10m"}
+	d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
+	return d
+}
+
+// removeBatch deletes the batch Deployment and its pods with a grace period of 1s: their own
+// 10 minutes would hold the namespace's deletion, and the pods of the tests after it on their
+// nodes. The Deployment and its ReplicaSet go first, orphaning the pods, so that neither deletes
+// one with its own grace period; the pods are deleted until none is left, a replacement the
+// ReplicaSet made before it saw its own deletion included.
+func removeBatch(ns string) {
+	ctx := context.Background()
+	c, batch, orphan := framework.Client(), client.MatchingLabels{"app": "batch"}, client.PropagationPolicy(metav1.DeletePropagationOrphan)
+	_ = c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "batch"}}, orphan)
+	_ = c.DeleteAllOf(ctx, &appsv1.ReplicaSet{}, client.InNamespace(ns), batch, orphan)
+	for range 30 {
+		_ = c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), batch, client.GracePeriodSeconds(1))
+		var left corev1.PodList
+		if err := c.List(ctx, &left, client.InNamespace(ns), batch); err != nil || len(left.Items) == 0 {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// watchGracePeriods watches the pods of the app and returns what the deletion grace period of a
+// pod was when it was first seen terminating (false: not seen so).
+func watchGracePeriods(t *testing.T, ns, app string) func(name string) (int64, bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	pods := framework.Cluster().Client().CoreV1().Pods(ns)
+	list, err := pods.List(t.Context(), metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: "app=" + app, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]int64{}
+	go func() {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || pod.DeletionTimestamp == nil || pod.DeletionGracePeriodSeconds == nil {
+				continue
+			}
+			mu.Lock()
+			if _, ok := seen[pod.Name]; !ok {
+				seen[pod.Name] = *pod.DeletionGracePeriodSeconds
+			}
+			mu.Unlock()
+		}
+	}()
+	return func(name string) (int64, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		g, ok := seen[name]
+		return g, ok
 	}
 }

@@ -1,0 +1,177 @@
+package nodeaction
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/rollout"
+)
+
+// observeScoped observes the node as the observer does: each targeted pod classified within the
+// maintenances' scope (maintenance.PodScope: skipped when none draining the node selects it, its
+// label ignored when one that selects it ignores it), with no DrainRules.
+func observeScoped(node *corev1.Node, pods []*corev1.Pod, nms ...*nodemaintv1alpha1.NodeMaintenance) Observation {
+	obs := Observation{Node: node, Pods: pods, Maintenances: nms, IgnoreDrainLabel: maintenance.IgnoreDrainLabel(nms)}
+	scope := maintenance.NewPodScope(nms, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
+		return rollout.Phase(nm, node, false)
+	})
+	rules := drain.NewRules(nil)
+	var cs []drain.Classified
+	for _, pod := range pods {
+		class := drain.NotSelected()
+		if selected, ignore := scope.Selects(pod); selected {
+			class = rules.IgnoringDrainLabel(ignore).Classify(pod, nil, node.Labels)
+		}
+		cs = append(cs, drain.Classified{Pod: pod, Class: class})
+	}
+	obs.Plan = drain.NewPlan(cs)
+	return obs
+}
+
+// selecting is a maintenance like deleting's, selecting the pods of app in values.
+func selecting(name string, values ...string) *nodemaintv1alpha1.NodeMaintenance {
+	nm := deleting(name)
+	nm.Spec.PodSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: values}}}
+	return nm
+}
+
+func startsOf(nms ...*nodemaintv1alpha1.NodeMaintenance) map[string]maintenance.DrainStart {
+	starts := map[string]maintenance.DrainStart{}
+	for _, nm := range nms {
+		starts[nm.Name] = maintenance.DrainStart{Start: t0.Add(-time.Hour), Generation: nm.Generation, UID: nm.UID}
+	}
+	return starts
+}
+
+func app(name string) map[string]string { return map[string]string{"app": name} }
+
+func podNames(pods []*corev1.Pod) string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return strings.Join(out, ",")
+}
+
+// TestEachMaintenanceReachesOnlyItsOwnPods: two maintenances with different podSelectors drain
+// one node. A pod is drained (asked to move) when one of them selects it; each one's eviction or
+// deletion reaches only the pods it selects itself, with its own grace period; a pod neither
+// selects is left running, reported skipped by spec.podSelector, and never asked.
+func TestEachMaintenanceReachesOnlyItsOwnPods(t *testing.T) {
+	evicting := func(name string, grace int64, values ...string) *nodemaintv1alpha1.NodeMaintenance {
+		nm := selecting(name, values...)
+		nm.Spec.DrainTimeout, nm.Spec.DrainTimeoutAction = nil, ""
+		nm.Spec.EvictionGracePeriodSeconds = ptr.To(grace)
+		return nm
+	}
+	a := evicting("a", 5, "a")
+	b := selecting("b", "b") // deletes once its drainTimeout ran out
+	b.Spec.EvictionGracePeriodSeconds = ptr.To[int64](60)
+	asked := t0.Add(-time.Hour)
+	pods := []*corev1.Pod{replicaPod("a-1", asked, app("a")), replicaPod("b-1", asked, app("b")), replicaPod("c-1", time.Time{}, app("c"))}
+
+	d := Decide(observeScoped(cordonedNode(startsOf(a, b)), pods, a, b), t0)
+	if names(d.Evict) != "a-1" || names(d.Delete) != "b-1" {
+		t.Fatalf("evicted %q, deleted %q; want a-1 evicted (a's), b-1 deleted (b's)", names(d.Evict), names(d.Delete))
+	}
+	if g := d.GracePeriods; len(g) != 2 || g["a-1"] != 5 || g["b-1"] != 60 {
+		t.Errorf("grace periods %v; want a-1 5s (a's), b-1 60s (b's)", g)
+	}
+	if d.Report.Skipped != 1 || len(d.Report.SkippedNames) != 1 || d.Report.SkippedNames[0] != "app/c-1 ("+drain.SourcePodSelector+")" {
+		t.Errorf("skipped %d %q; want app/c-1, not selected by spec.podSelector", d.Report.Skipped, d.Report.SkippedNames)
+	}
+	// Before anything is asked: a-1 and b-1 only.
+	fresh := []*corev1.Pod{replicaPod("a-1", time.Time{}, app("a")), replicaPod("b-1", time.Time{}, app("b")), replicaPod("c-1", time.Time{}, app("c"))}
+	if d := Decide(observeScoped(cordonedNode(startsOf(a, b)), fresh, a, b), t0); podNames(d.Request) != "a-1,b-1" {
+		t.Errorf("asked %q; want a-1,b-1 and not c-1", podNames(d.Request))
+	}
+
+	// A rollout that waits for its turn on the node selects nothing there yet: its pods are not
+	// asked to move because another maintenance drains the node.
+	waiting := selecting("waiting", "c")
+	waiting.Spec.Rollout = &nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Release: nodemaintv1alpha1.ReleaseDrained}
+	if d := Decide(observeScoped(cordonedNode(startsOf(a, b)), fresh, a, waiting), t0); podNames(d.Request) != "a-1" || d.Report.Skipped != 2 {
+		t.Errorf("asked %q, %d skipped; want a-1 only, b-1 and c-1 skipped while the rollout selecting c waits", podNames(d.Request), d.Report.Skipped)
+	}
+
+	// Next to a signal-only maintenance that selects every pod, a's eviction still reaches only
+	// a-1: b-1 and c-1 are asked (a request is a signal) and waited for, saying why.
+	signal := deleting("signal")
+	signal.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
+	d = Decide(observeScoped(cordonedNode(startsOf(a, signal)), []*corev1.Pod{replicaPod("a-1", asked, app("a")),
+		replicaPod("b-1", asked, app("b"))}, a, signal), t0)
+	if names(d.Evict) != "a-1" || len(d.Delete) > 0 {
+		t.Fatalf("evicted %q, deleted %q; want a-1 only", names(d.Evict), names(d.Delete))
+	}
+	found := false
+	for _, bl := range d.Report.Blocked {
+		found = found || bl.Reason == nodemaintv1alpha1.BlockedReasonWaitingForOwner && strings.Contains(bl.Message, "not selected by the spec.podSelector")
+	}
+	if !found {
+		t.Errorf("blocked %+v; want b-1 waiting for its owner, not selected by the maintenances that evict", d.Report.Blocked)
+	}
+
+	// The label policy follows the selectors: a pod labelled skip that only the maintenance
+	// honoring the label selects stays; one the maintenance ignoring it selects goes.
+	skip := func(name, of string) *corev1.Pod {
+		return replicaPod(name, asked, map[string]string{"app": of, nodemaintv1alpha1.DrainLabel: nodemaintv1alpha1.DrainLabelSkip})
+	}
+	honor, ignore := evicting("honor", 5, "a"), evicting("ignore", 5, "b")
+	ignore.Spec.DrainLabelPolicy = nodemaintv1alpha1.DrainLabelPolicyIgnore
+	d = Decide(observeScoped(cordonedNode(startsOf(honor, ignore)), []*corev1.Pod{skip("a-kept", "a"), skip("b-gone", "b")}, honor, ignore), t0)
+	if names(d.Evict) != "b-gone" || d.Report.Skipped != 1 {
+		t.Errorf("evicted %q, %d skipped; want b-gone evicted, a-kept skipped (its label honored by the one maintenance selecting it)", names(d.Evict), d.Report.Skipped)
+	}
+}
+
+// TestGracePeriodIsTheShortest: an eviction for several maintenances has the shortest of their
+// grace periods, one that sets none counting as the pod's own terminationGracePeriodSeconds;
+// when that is the pod's own, the eviction names none.
+func TestGracePeriodIsTheShortest(t *testing.T) {
+	withGrace := func(name string, grace *int64) *nodemaintv1alpha1.NodeMaintenance {
+		nm := deleting(name)
+		nm.Spec.DrainTimeout, nm.Spec.DrainTimeoutAction = nil, ""
+		nm.Spec.EvictionGracePeriodSeconds = grace
+		return nm
+	}
+	for _, tc := range []struct {
+		name  string
+		own   *int64
+		grace []*int64
+		want  int64 // 0: the pod's own
+	}{
+		{name: "one maintenance", grace: []*int64{ptr.To[int64](10)}, want: 10},
+		{name: "longer than the pod's own", grace: []*int64{ptr.To[int64](120)}, want: 120},
+		{name: "the shortest of two", grace: []*int64{ptr.To[int64](120), ptr.To[int64](10)}, want: 10},
+		{name: "unset counts as the pod's own (default 30s)", grace: []*int64{ptr.To[int64](120), nil}},
+		{name: "unset counts as the pod's own (5s)", own: ptr.To[int64](5), grace: []*int64{nil, ptr.To[int64](10)}},
+		{name: "shorter than the pod's own", own: ptr.To[int64](300), grace: []*int64{nil, ptr.To[int64](10)}, want: 10},
+		{name: "none", grace: []*int64{nil}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var nms []*nodemaintv1alpha1.NodeMaintenance
+			for i, g := range tc.grace {
+				nms = append(nms, withGrace(string(rune('a'+i)), g))
+			}
+			pod := replicaPod("web", t0.Add(-time.Hour), nil)
+			pod.Spec.TerminationGracePeriodSeconds = tc.own
+			d := Decide(observeScoped(cordonedNode(startsOf(nms...)), []*corev1.Pod{pod}, nms...), t0)
+			if names(d.Evict) != "web" {
+				t.Fatalf("evicted %q, want web", names(d.Evict))
+			}
+			if got, ok := d.GracePeriods[types.UID("web")]; got != tc.want || ok != (tc.want != 0) {
+				t.Errorf("grace period %d (%v), want %d", got, ok, tc.want)
+			}
+		})
+	}
+}
