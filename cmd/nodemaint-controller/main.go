@@ -283,7 +283,7 @@ func setupOptions(o options, cfg *rest.Config, mgr manager.Manager, ownPods *obs
 	}
 	if o.prometheusURL != "" {
 		// One read serves every waiting rollout: no more often than every few seconds.
-		if so.Alerts, err = alerts.NewPrometheus(o.prometheusURL, min(o.alertPoll, 5*time.Second)); err != nil {
+		if so.Alerts, err = alerts.NewPrometheus(o.prometheusURL, min(o.alertPoll, 5*time.Second), nil); err != nil {
 			return so, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	"k8s.io/utils/clock"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 )
@@ -53,7 +54,7 @@ type Source interface {
 type Prometheus struct {
 	api   promv1.API
 	fresh time.Duration
-	now   func() time.Time
+	clock clock.PassiveClock
 
 	mu     sync.Mutex
 	readAt time.Time
@@ -64,20 +65,24 @@ type Prometheus struct {
 // queryTimeout bounds one read of the alerts.
 const queryTimeout = 10 * time.Second
 
-// NewPrometheus reads the alerts of the Prometheus server at url, at most once per fresh.
-func NewPrometheus(url string, fresh time.Duration) (*Prometheus, error) {
+// NewPrometheus reads the alerts of the Prometheus server at url, at most once per fresh as clk
+// tells the time (nil: the real clock).
+func NewPrometheus(url string, fresh time.Duration, clk clock.PassiveClock) (*Prometheus, error) {
 	c, err := api.NewClient(api.Config{Address: url})
 	if err != nil {
 		return nil, fmt.Errorf("--prometheus-url %q: %w", url, err)
 	}
-	return &Prometheus{api: promv1.NewAPI(c), fresh: fresh, now: time.Now}, nil
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Prometheus{api: promv1.NewAPI(c), fresh: fresh, clock: clk}, nil
 }
 
 // Firing returns the alerts firing now (pending ones do not count).
 func (p *Prometheus) Firing(ctx context.Context) ([]Alert, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if now := p.now(); p.readAt.IsZero() || now.Sub(p.readAt) >= p.fresh {
+	if now := p.clock.Now(); p.readAt.IsZero() || now.Sub(p.readAt) >= p.fresh {
 		p.alerts, p.err = p.read(ctx)
 		p.readAt = now
 	}

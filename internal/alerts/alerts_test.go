@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 )
 
@@ -50,7 +52,8 @@ func TestPrometheusReadsFiring(t *testing.T) {
 			{"labels":{"alertname":"KubePodCrashLooping"},"annotations":{},"state":"pending","activeAt":"2026-01-01T12:00:00Z","value":"1e+00"}]}}`))
 	}))
 	defer srv.Close()
-	p, err := NewPrometheus(srv.URL, time.Minute)
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	p, err := NewPrometheus(srv.URL, time.Minute, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +67,7 @@ func TestPrometheusReadsFiring(t *testing.T) {
 		t.Errorf("%d reads for three callers within a minute, want 1", reads.Load())
 	}
 	srv.Close()
-	p.readAt = time.Time{}
+	clk.SetTime(clk.Now().Add(time.Minute))
 	if _, err := p.Firing(t.Context()); err == nil {
 		t.Fatal("no error from a Prometheus that is gone")
 	}
