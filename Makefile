@@ -101,7 +101,8 @@ FUZZ_TARGETS := internal/drain:FuzzClassify internal/drain:FuzzPlanAndBlocked \
 	internal/maintenance:FuzzSelector internal/nodeaction:FuzzDecide internal/rollout:FuzzDecide \
 	internal/controller/nodemaintenance:FuzzDecide \
 	internal/preflight:FuzzRun internal/eviction:FuzzDecide internal/responder/protocol:FuzzObserve \
-	internal/responder/deployment/decide:FuzzDecide internal/controller/machine:FuzzDecide
+	internal/responder/deployment/decide:FuzzDecide internal/controller/machine:FuzzDecide \
+	internal/controller/protocol:FuzzWrites
 FUZZTIME ?= 20000x
 
 .PHONY: test-fuzz
@@ -124,7 +125,7 @@ test-e2e: build ## End-to-end tests on a local cluster of their own (real contro
 # (TestEviction* skip on clusters without the API; TestExampleResponder and TestNoCapacityGivesUp
 # run in both modes). -p 1: one cluster at a time.
 E2E_EVICTION_REQUEST_PKGS ?= ./test/e2e/drain/ ./test/e2e/responder/
-E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestDrainRuleOrder|TestNothingLeftWhenNodeDeleted|TestEvictionSingleReplicaWithStrictPDB|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp|TestClusterAPIPreDrainHook)$$
+E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestDrainRuleOrder|TestNothingLeftWhenNodeDeleted|TestEvictionSingleReplicaWithStrictPDB|TestEvictionUnregisteredPodMoves|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp|TestClusterAPIPreDrainHook)$$
 
 .PHONY: test-scale
 test-scale: build ## The scale e2e test at full size: 200 nodes, 5,000 pods, 20 nodes maintained.

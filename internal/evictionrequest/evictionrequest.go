@@ -62,6 +62,30 @@ func Choose(flag string, served bool) (nodemaintv1alpha1.EvacuationProtocol, err
 	return "", fmt.Errorf("--evacuation-protocol must be %s, %s or %s, not %q", FlagAuto, FlagPodConditions, FlagEvictionRequest, flag)
 }
 
+// Registered reports whether the pod names an evictionResponder of its own (spec.evictionResponders,
+// set only at the pod's creation): only then does an EvictionRequest reach someone who can move it.
+// A pod without one, created before its owner's responder was registered (before nodemaint was
+// installed, or without config/admission/eviction-responder) or in a PodGroup, where the API forbids
+// responders, would go straight to the imperative evictor: the drain asks it through the pod
+// condition protocol instead, which nodemaint's Deployment responder, and any owner using
+// pkg/evacuation, answers by moving it first.
+func Registered(pod *corev1.Pod) bool {
+	return len(pod.Spec.EvictionResponders) > 0
+}
+
+// Split divides pods into those asked through EvictionRequests (Registered) and those asked
+// through the pod condition protocol.
+func Split(pods []*corev1.Pod) (registered, unregistered []*corev1.Pod) {
+	for _, pod := range pods {
+		if Registered(pod) {
+			registered = append(registered, pod)
+		} else {
+			unregistered = append(unregistered, pod)
+		}
+	}
+	return registered, unregistered
+}
+
 // Observed is what the drain of one node has of the protocol: nodemaint's EvictionRequests of the
 // node (NodeLabel) and the Evictions of its pods, by pod UID.
 type Observed struct {
@@ -73,12 +97,13 @@ type Observed struct {
 	PodConditionsLeft []*corev1.Pod
 }
 
-// PodConditionsLeft are the pods that still carry nodemaint's EvacuationRequest pod condition
-// (set before the controller switched protocols): under this protocol it is withdrawn.
+// PodConditionsLeft are the Registered pods that still carry nodemaint's EvacuationRequest pod
+// condition (set before the controller switched protocols): under this protocol it is withdrawn.
+// The other pods are asked through the condition.
 func PodConditionsLeft(pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, pod := range pods {
-		if ourCondition(pod) {
+		if Registered(pod) && ourCondition(pod) {
 			out = append(out, pod)
 		}
 	}
@@ -107,11 +132,18 @@ func (o *Observed) ours(uid types.UID) *lifecyclev1alpha1.EvictionRequest {
 // Eviction: True while a responder is active on it ("evacuating by <responder>, expected
 // completion ..."), False once it failed with no responder left (nodemaint then evicts the pod
 // itself, as it does when an owner declines). Requests and answers of the pod condition protocol
-// by others stay; nodemaint's own pod condition does not apply under this protocol. The pods given
-// are not changed: a pod with nothing to answer is returned as given, an answered one is a copy.
+// by others stay; nodemaint's own pod condition does not apply to a Registered pod. A pod that is
+// not Registered is asked and answered through the pod condition protocol and returned as given,
+// whatever request of nodemaint's it has (one left from before is withdrawn, see Decide). The pods
+// given are not changed: a pod with nothing to answer is returned as given, an answered one is a
+// copy.
 func Answer(pods []*corev1.Pod, obs Observed) []*corev1.Pod {
 	out := make([]*corev1.Pod, len(pods))
 	for i, pod := range pods {
+		if !Registered(pod) {
+			out[i] = pod
+			continue
+		}
 		ours := obs.ours(pod.UID)
 		cur := evacuation.Condition(pod, evacuation.Request)
 		oursCond := cur != nil && cur.Reason == evacuation.ReasonNodeMaintenance
@@ -236,15 +268,24 @@ type Plan struct {
 // that the active responder learns of the cancellation, and deleted once the Eviction is over
 // (canceled, failed or collected) or never existed; a request whose pod is gone is deleted. Every
 // request of nodemaint's is owned by its pod (PodOwner): created so, and one that stays without
-// it (created by an earlier version) is adopted.
+// it (created by an earlier version) is adopted. Only Registered pods are asked so: the others
+// are the pod condition protocol's, and a request of nodemaint's for one of them (left from
+// before) is withdrawn.
 func Decide(obs Observed, pods []*corev1.Pod, request, withdraw []*corev1.Pod, reason string, now time.Time) Plan {
 	var p Plan
 	present := map[types.UID]bool{}
+	withdrawn := map[types.UID]bool{}
 	for _, pod := range pods {
 		present[pod.UID] = true
+		if !Registered(pod) {
+			withdrawn[pod.UID] = true
+		}
 	}
 	asked := map[types.UID]bool{}
 	for _, pod := range request {
+		if !Registered(pod) {
+			continue
+		}
 		asked[pod.UID] = true
 		r := obs.ours(pod.UID)
 		if r == nil {
@@ -269,7 +310,6 @@ func Decide(obs Observed, pods []*corev1.Pod, request, withdraw []*corev1.Pod, r
 	for _, r := range p.Update {
 		updated[r.Spec.Target.Pod.UID] = true
 	}
-	withdrawn := map[types.UID]bool{}
 	for _, pod := range withdraw {
 		withdrawn[pod.UID] = true
 	}

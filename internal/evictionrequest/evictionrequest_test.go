@@ -39,8 +39,53 @@ func TestChoose(t *testing.T) {
 	}
 }
 
+// pod is a pod that names a responder of its own (Registered).
 func pod(name string) *corev1.Pod {
+	p := unregistered(name)
+	p.Spec.EvictionResponders = []corev1.EvictionResponder{{Name: "owner.example.com/responder", Priority: ptr.To[int32](10000)}}
+	return p
+}
+
+// unregistered is a pod created before any responder was registered for it.
+func unregistered(name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
+}
+
+// TestUnregisteredPodsAskedByPodCondition: a pod with no responder of its own is the pod condition
+// protocol's: Decide never asks it through an EvictionRequest and withdraws one left from before
+// (deleted once its Eviction is over), Answer returns it as given (nodemaint's condition and the
+// owner's answer on it count), and it is no pod condition left to withdraw.
+func TestUnregisteredPodsAskedByPodCondition(t *testing.T) {
+	a, u := pod("a"), unregistered("u")
+	if !Registered(a) || Registered(u) {
+		t.Fatal("Registered: want the pod with a responder only")
+	}
+	p := Decide(observedWith(), []*corev1.Pod{a, u}, []*corev1.Pod{a, u}, nil, "r", now)
+	if len(p.Create) != 1 || p.Create[0].Spec.Target.Pod.UID != a.UID {
+		t.Fatalf("want a request for the registered pod only, got %+v", p)
+	}
+
+	old := *newRequest("n1", u, "r", now)
+	obs := observedWith(old)
+	obs.Evictions[u.UID] = &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-u"}}
+	p = Decide(obs, []*corev1.Pod{u}, []*corev1.Pod{u}, nil, "r", now)
+	if len(p.Update) != 1 || p.Update[0].Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn || len(p.Create)+len(p.Delete) != 0 {
+		t.Fatalf("a request left for an unregistered pod, its Eviction under way: want it withdrawn, got %+v", p)
+	}
+	delete(obs.Evictions, u.UID)
+	if p = Decide(obs, []*corev1.Pod{u}, []*corev1.Pod{u}, nil, "r", now); len(p.Delete) != 1 || len(p.Create)+len(p.Update) != 0 {
+		t.Fatalf("a request left for an unregistered pod, no Eviction: want it deleted, got %+v", p)
+	}
+
+	asked := u.DeepCopy()
+	evacuation.SetCondition(asked, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: evacuation.ReasonNodeMaintenance})
+	evacuation.SetCondition(asked, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "Surge"})
+	if got := Answer([]*corev1.Pod{asked}, obs)[0]; got != asked {
+		t.Fatalf("Answer changed an unregistered pod: %+v", got.Status.Conditions)
+	}
+	if left := PodConditionsLeft([]*corev1.Pod{asked}); len(left) != 0 {
+		t.Fatalf("an unregistered pod's condition is its request, not one left: %v", left)
+	}
 }
 
 func observedWith(reqs ...lifecyclev1alpha1.EvictionRequest) Observed {
@@ -187,7 +232,7 @@ func TestAnswerReadsTheEviction(t *testing.T) {
 }
 
 // TestAnswerHeldForDrain: the imperative evictor holding a pod for nodemaint's drain is nobody's
-// acceptance: a pod with no responder of its own reads as not answered (the drain's response
+// acceptance: an Eviction with no responder before it reads as not answered (the drain's response
 // timeout runs, and SignalOnly never evicts), one whose responders all ended without moving it as
 // declined.
 func TestAnswerHeldForDrain(t *testing.T) {
@@ -199,7 +244,7 @@ func TestAnswerHeldForDrain(t *testing.T) {
 	e.Status.Responders = []lifecyclev1alpha1.ResponderStatus{{Name: names.ImperativeEvictor, StartTime: ptr.To(metav1.NewTime(now)), Message: ptr.To(names.HeldForDrain)}}
 	got := Answer([]*corev1.Pod{a}, obs)[0]
 	if !evacuation.Requested(got) || evacuation.Condition(got, evacuation.Initiated) != nil {
-		t.Fatalf("no responder of its own: want requested and not answered, got %+v", got.Status.Conditions)
+		t.Fatalf("no responder before the imperative evictor: want requested and not answered, got %+v", got.Status.Conditions)
 	}
 	e.Status.TargetResponders = append([]lifecyclev1alpha1.TargetResponder{{Name: "db.example.com/op", State: lifecyclev1alpha1.ResponderStateCompleted}}, e.Status.TargetResponders...)
 	e.Status.Responders = append(e.Status.Responders, lifecyclev1alpha1.ResponderStatus{Name: "db.example.com/op", CompletionTime: ptr.To(metav1.NewTime(now))})

@@ -131,16 +131,17 @@ func evictions(ctx context.Context) ([]lifecyclev1alpha1.Eviction, error) {
 }
 
 // TestDrainThroughEvictionRequest: a node drained under the EvictionRequest protocol. Its bare pod
-// with a minAvailable: 1 budget gets one EvictionRequest from nodemaint, the Eviction controller
-// makes its Eviction and, no other responder being registered, the imperative evictor holds it for
-// the drain (only nodemaint asks for it); once the maintenance's response timeout ran out, the
-// drain evicts it through the budget, which refuses; the NodeMaintenance says so. Once the budget
+// with a minAvailable: 1 budget, registered with an operator as its responder, gets one
+// EvictionRequest from nodemaint; the Eviction controller makes its Eviction, the operator (played
+// by the test) declines, and the imperative evictor holds the pod for the drain (only nodemaint
+// asks for it); the drain evicts it through the budget, which refuses; the NodeMaintenance says so. Once the budget
 // allows, the pod is evicted (and, its kubelet being simulated, deleted), and the request and the
 // Eviction are gone; the node is Drained.
 func TestDrainThroughEvictionRequest(t *testing.T) {
 	ctx := context.Background()
+	const responder = "web.example.com/operator"
 	create(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "er-n1"}})
-	pod := runningPod(t, "web", "er-n1")
+	pod := runningPod(t, "web", "er-n1", corev1.EvictionResponder{Name: responder, Priority: ptr.To[int32](20000)})
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
@@ -153,6 +154,7 @@ func TestDrainThroughEvictionRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	nm := maintenance(t, "er-drain", "er-n1", time.Second)
+	decline(t, pod, responder)
 
 	eventually(t, "one EvictionRequest by nodemaint, the imperative evictor holding the pod, the drain's eviction refused by the budget, and the status says so", func(ctx context.Context) (bool, string, error) {
 		reqs, err := requests(ctx, "er-n1")
@@ -327,12 +329,12 @@ func TestPodConditionWithdrawnAfterSwitch(t *testing.T) {
 	})
 }
 
-// heldPod creates a running pod on the node behind a budget that allows no disruption (its
-// status written by the test: no disruption controller runs here), so that nodemaint's request
-// for it stays.
+// heldPod creates a running pod on the node, registered with a responder that never answers,
+// behind a budget that allows no disruption (its status written by the test: no disruption
+// controller runs here), so that nodemaint's request for it stays.
 func heldPod(t *testing.T, name, node string) *corev1.Pod {
 	t.Helper()
-	pod := runningPod(t, name, node)
+	pod := runningPod(t, name, node, corev1.EvictionResponder{Name: "silent.example.com/operator", Priority: ptr.To[int32](10000)})
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
@@ -409,5 +411,81 @@ func TestRequestWithoutOwnerAdopted(t *testing.T) {
 	eventually(t, "the request adopted by its pod again", func(ctx context.Context) (bool, string, error) {
 		reqs, err := requests(ctx, "er-adopt")
 		return len(reqs) == 1 && reqs[0].UID == req.UID && ownedBy(reqs[0], pod), fmt.Sprintf("%+v", reqs), err
+	})
+}
+
+// decline plays the pod's responder: once its Eviction makes the responder Active, the responder
+// completes its turn without moving the pod (KEP-4563's decline), and the next responder takes over.
+func decline(t *testing.T, pod *corev1.Pod, responder string) {
+	t.Helper()
+	eventually(t, responder+" active on the pod's Eviction, then declining", func(ctx context.Context) (bool, string, error) {
+		evs, err := evictions(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		for i := range evs {
+			e := &evs[i]
+			if e.Spec.Target.Pod.UID != pod.UID || len(e.Status.TargetResponders) == 0 ||
+				e.Status.TargetResponders[0].Name != responder || e.Status.TargetResponders[0].State != lifecyclev1alpha1.ResponderStateActive {
+				continue
+			}
+			orig := e.DeepCopy()
+			for j := range e.Status.Responders {
+				if e.Status.Responders[j].Name == responder {
+					e.Status.Responders[j].CompletionTime = ptr.To(metav1.Now())
+				}
+			}
+			// A conflict (the controller wrote it since the list) is tried again.
+			err := k8s.Status().Patch(ctx, e, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+			return err == nil, fmt.Sprint(err), nil
+		}
+		return false, fmt.Sprintf("%d evictions, none with %s active", len(evs), responder), nil
+	})
+}
+
+// TestUnregisteredPodAskedByPodCondition: under the EvictionRequest protocol, a pod that names no
+// responder of its own (created before its owner's responder was registered) is asked through the
+// pod condition protocol, which its owner can answer: nodemaint sets its EvacuationRequest
+// condition and makes no EvictionRequest; the owner's acceptance on the pod holds the drain past
+// the response timeout (nothing evicts it); the owner moves the pod and the node is Drained.
+func TestUnregisteredPodAskedByPodCondition(t *testing.T) {
+	ctx := context.Background()
+	create(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "er-unreg"}})
+	pod := runningPod(t, "unregistered", "er-unreg")
+	nm := maintenance(t, "er-unreg", "er-unreg", time.Second)
+	eventually(t, "nodemaint's pod condition on the pod, and no EvictionRequest", func(ctx context.Context) (bool, string, error) {
+		got := &corev1.Pod{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+			return false, "", err
+		}
+		reqs, err := requests(ctx, "er-unreg")
+		return err == nil && evacuation.RequestedBy(got, evacuation.ReasonNodeMaintenance) && len(reqs) == 0,
+			fmt.Sprintf("%d requests, conditions %v", len(reqs), got.Status.Conditions), err
+	})
+	testutil.SetPodCondition(t, k8s, pod.Name, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "Surge", Message: "moving it"})
+	// The response timeout (1s) runs out many times over while the owner moves the pod: the
+	// status reports the owner's answer, and the pod is not evicted.
+	eventually(t, "the status shows the owner evacuating the pod", func(ctx context.Context) (bool, string, error) {
+		got := &nodemaintv1alpha1.NodeMaintenance{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(nm), got); err != nil {
+			return false, "", err
+		}
+		return got.Status.PodsEvacuating == 1, fmt.Sprintf("evacuating %d, nodes %v", got.Status.PodsEvacuating, got.Status.Nodes), nil
+	})
+	time.Sleep(2 * time.Second)
+	got := &corev1.Pod{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil || got.DeletionTimestamp != nil {
+		t.Fatalf("the pod its owner is moving was evicted: %v, deletion %v", err, got.DeletionTimestamp)
+	}
+	if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the node Drained, no EvictionRequest", func(ctx context.Context) (bool, string, error) {
+		got := &nodemaintv1alpha1.NodeMaintenance{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(nm), got); err != nil {
+			return false, "", err
+		}
+		reqs, err := requests(ctx, "er-unreg")
+		return err == nil && got.Status.NodesDrained == 1 && len(reqs) == 0, fmt.Sprintf("drained %d, %d requests", got.Status.NodesDrained, len(reqs)), err
 	})
 }

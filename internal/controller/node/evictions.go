@@ -28,11 +28,11 @@ const podWritesPerNode = 10
 // only, whether it was refused (a budget) or failed (any other error): it returns the earliest
 // back-off, when the drain should look again, the evictions the API server forbade (denied: RBAC,
 // or a webhook's 403, for the maintenances' Events), and an error only when a pod could not be
-// read before its eviction. reread: the pods carry the owners' answers themselves (the
-// pod-condition protocol), and each is read again from the API server first (see overtaken).
+// read before its eviction. reread: the pods that carry the owners' answers themselves (the
+// pod-condition protocol), each read again from the API server first (see overtaken).
 // grace are the grace periods the decision gives (nodeaction.Decision.GracePeriods): a pod it
 // does not name gets its own.
-func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, grace map[types.UID]int64, reread bool, now time.Time) (time.Duration, error, error) {
+func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, grace map[types.UID]int64, reread map[types.UID]bool, now time.Time) (time.Duration, error, error) {
 	var (
 		mu     sync.Mutex
 		wait   time.Duration
@@ -53,7 +53,7 @@ func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, gra
 	for _, c := range pods {
 		pod := c.Pod
 		g.Go(func() error {
-			if reread {
+			if reread[pod.UID] {
 				switch why, err := r.overtaken(ctx, pod); {
 				case err != nil:
 					mu.Lock()

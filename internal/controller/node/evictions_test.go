@@ -48,7 +48,7 @@ func TestEvictionRereadsThePod(t *testing.T) {
 	testutil.SetPodCondition(t, k8s, answered.Name, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "Surge"})
 
 	r := &Reconciler{Client: k8s, APIReader: k8s, Refusals: evictor.NewRefusals(time.Second, time.Second)}
-	if _, _, err := r.evictPods(ctx, stale, nil, true, time.Now()); err != nil {
+	if _, _, err := r.evictPods(ctx, stale, nil, map[types.UID]bool{answered.UID: true, silent.UID: true}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	expectEvicted(t, silent.Name)
@@ -83,7 +83,7 @@ func TestEvictionFailureIsThePodsAlone(t *testing.T) {
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pdb) })
 	}
 	r := &Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Refusals: evictor.NewRefusals(time.Second, time.Minute)}
-	wait, _, err := r.evictPods(ctx, []drain.Classified{{Pod: broken}, {Pod: fine}}, nil, true, time.Now())
+	wait, _, err := r.evictPods(ctx, []drain.Classified{{Pod: broken}, {Pod: fine}}, nil, map[types.UID]bool{broken.UID: true, fine.UID: true}, time.Now())
 	if err != nil {
 		t.Fatalf("one pod's failed eviction returned an error for the node: %v", err)
 	}
@@ -108,7 +108,7 @@ func TestEvictionsAndDeletionsCarryTheGracePeriod(t *testing.T) {
 	plain := createPod(t, "grace-plain", "grace-nowhere", ownedByReplicaSet, own)
 	grace := map[types.UID]int64{evicted.UID: 3, deleted.UID: 4}
 	r := &Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Refusals: evictor.NewRefusals(time.Second, time.Minute)}
-	if _, _, err := r.evictPods(ctx, []drain.Classified{{Pod: evicted}, {Pod: plain}}, grace, false, time.Now()); err != nil {
+	if _, _, err := r.evictPods(ctx, []drain.Classified{{Pod: evicted}, {Pod: plain}}, grace, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.deletePods(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "grace-nowhere"}}, []drain.Classified{{Pod: deleted}}, grace); err != nil {

@@ -143,7 +143,7 @@ func (r *Reconciler) apply(ctx context.Context, obs nodeaction.Observation, d no
 	if err := r.deletePods(ctx, obs.Node, d.Delete, d.GracePeriods); err != nil {
 		return reconcile.Result{}, err
 	}
-	wait, denied, err := r.evictPods(ctx, d.Evict, d.GracePeriods, w.RereadBeforeEviction, now)
+	wait, denied, err := r.evictPods(ctx, d.Evict, d.GracePeriods, w.Reread, now)
 	if denied != nil {
 		// Said where the admin looks, as a forbidden write of the node is; the pods back off and
 		// are reported each on its own, and the node's other work goes on.

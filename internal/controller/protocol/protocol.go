@@ -8,6 +8,7 @@ package protocol
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
 )
@@ -47,9 +49,22 @@ type Writes struct {
 	Request         []*corev1.Pod
 	Reason          string
 	RequestRequests evictionrequest.Plan
-	// RereadBeforeEviction: the pods carry their owners' answers themselves, and each is read
-	// from the API server before its eviction (drain.Overtaken).
-	RereadBeforeEviction bool
+	// Reread are the pods to evict that carry their owners' answers themselves (asked through
+	// the pod condition protocol): each is read from the API server before its eviction
+	// (drain.Overtaken).
+	Reread map[types.UID]bool
+}
+
+// rereads are the pods of evict that carry their answers themselves: not Registered under
+// EvictionRequests (registered: nil), all of them under pod conditions.
+func rereads(evict []drain.Classified, registered func(*corev1.Pod) bool) map[types.UID]bool {
+	out := make(map[types.UID]bool, len(evict))
+	for _, c := range evict {
+		if registered == nil || !registered(c.Pod) {
+			out[c.Pod.UID] = true
+		}
+	}
+	return out
 }
 
 // For is the protocol p names, reading its objects with c; the zero value is PodConditions.
@@ -73,12 +88,17 @@ func (podConditions) ObserveGone(context.Context, string) (*evictionrequest.Obse
 }
 
 func (podConditions) Writes(_ *evictionrequest.Observed, _ []*corev1.Pod, d nodeaction.Decision, _ time.Time) Writes {
-	return Writes{Withdraw: d.Withdraw, Request: d.Request, Reason: d.RequestReason, RereadBeforeEviction: true}
+	return Writes{Withdraw: d.Withdraw, Request: d.Request, Reason: d.RequestReason, Reread: rereads(d.Evict, nil)}
 }
 
-// evictionRequests asks with KEP-4563's EvictionRequests, and reads each pod's Eviction as its
-// owners' answer (evictionrequest.Answer). nodemaint's pod conditions left from before the
-// controller switched protocols are withdrawn.
+// evictionRequests asks with KEP-4563's EvictionRequests the pods that name a responder of their
+// own (evictionrequest.Registered), and reads each one's Eviction as its owners' answer
+// (evictionrequest.Answer); nodemaint's pod conditions left on them from before the controller
+// switched protocols are withdrawn. The other pods, whose EvictionRequest would reach nobody but
+// the imperative evictor (created before their owner's responder was registered, or before
+// nodemaint was installed), are asked through the pod condition protocol, which their owners
+// (nodemaint's Deployment responder among them) answer: one decision, each pod written in the
+// protocol that reaches its owner.
 type evictionRequests struct {
 	client client.Reader
 }
@@ -168,9 +188,16 @@ func (p evictionRequests) readEvictions(ctx context.Context, uid types.UID, seen
 
 func (evictionRequests) Writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodeaction.Decision, now time.Time) Writes {
 	plan := evictionrequest.Decide(*seen, pods, d.Request, d.Withdraw, d.RequestReason, now)
-	return Writes{
-		Withdraw:         seen.PodConditionsLeft,
+	_, request := evictionrequest.Split(d.Request)
+	_, withdraw := evictionrequest.Split(d.Withdraw)
+	w := Writes{
+		Withdraw:         slices.Concat(seen.PodConditionsLeft, withdraw),
 		WithdrawRequests: plan.Withdrawals(),
 		RequestRequests:  plan.Requests(),
+		Reread:           rereads(d.Evict, evictionrequest.Registered),
 	}
+	if len(request) > 0 {
+		w.Request, w.Reason = request, d.RequestReason
+	}
+	return w
 }

@@ -38,27 +38,43 @@ func InstallEvictionResponderPolicy(t *testing.T) {
 }
 
 func installEvictionResponderPolicy(t *testing.T) error {
+	policy, binding, err := evictionResponderPolicy()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if err := adminClient.Create(ctx, policy); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := adminClient.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	waitEvictionResponderPolicy(t, true)
+	return nil
+}
+
+// evictionResponderPolicy reads config/admission/eviction-responder's policy and binding.
+func evictionResponderPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
 	dir := filepath.Join(repoRoot, "config", "admission", "eviction-responder")
 	var policy admissionregistrationv1.MutatingAdmissionPolicy
 	var binding admissionregistrationv1.MutatingAdmissionPolicyBinding
 	for name, obj := range map[string]any{"eviction_responder_policy.yaml": &policy, "eviction_responder_binding.yaml": &binding} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if err := yaml.UnmarshalStrict(b, obj); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
-	ctx := context.Background()
-	if err := adminClient.Create(ctx, &policy); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	if err := adminClient.Create(ctx, &binding); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	// The admission plugin learns of the policy through an informer: wait until a Deployment's
-	// pod gets the responder.
+	return &policy, &binding, nil
+}
+
+// waitEvictionResponderPolicy waits until a Deployment's pod created now gets the Deployment
+// responder (in force) or does not: the admission plugin learns of the policy's changes through
+// an informer.
+func waitEvictionResponderPolicy(t *testing.T, inForce bool) {
+	t.Helper()
 	ns := Namespace(t)
 	probe := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe", Labels: map[string]string{"pod-template-hash": "probe"},
@@ -66,12 +82,37 @@ func installEvictionResponderPolicy(t *testing.T) error {
 				UID: "00000000-0000-0000-0000-000000000001", Controller: ptr.To(true)}}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
 	}
-	Eventually(t, 30*time.Second, "the MutatingAdmissionPolicy in force", func(ctx context.Context) (bool, error) {
+	what := "the MutatingAdmissionPolicy in force"
+	if !inForce {
+		what = "the MutatingAdmissionPolicy no longer in force"
+	}
+	Eventually(t, 30*time.Second, what, func(ctx context.Context) (bool, error) {
 		p := probe.DeepCopy()
 		if err := adminClient.Create(ctx, p, client.DryRunAll); err != nil {
 			return false, err
 		}
-		return slices.ContainsFunc(p.Spec.EvictionResponders, func(r corev1.EvictionResponder) bool { return r.Name == deployment.EvictionResponder }), nil
+		return slices.ContainsFunc(p.Spec.EvictionResponders, func(r corev1.EvictionResponder) bool { return r.Name == deployment.EvictionResponder }) == inForce, nil
 	})
-	return nil
+}
+
+// BeforeEvictionResponderPolicy runs create as before config/admission/eviction-responder was
+// installed: the policy's binding is deleted while it runs and created again after, so that the
+// pods create makes name no responder, as those of workloads created before nodemaint was installed
+// (or installed without the policy).
+func BeforeEvictionResponderPolicy(t *testing.T, create func()) {
+	t.Helper()
+	_, binding, err := evictionResponderPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := adminClient.Delete(ctx, binding.DeepCopy()); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	waitEvictionResponderPolicy(t, false)
+	create()
+	if err := adminClient.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	waitEvictionResponderPolicy(t, true)
 }

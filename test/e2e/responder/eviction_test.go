@@ -69,6 +69,47 @@ func TestEvictionSingleReplicaWithStrictPDB(t *testing.T) {
 	expectMarkersGone(t, ns, "web")
 }
 
+// TestEvictionUnregisteredPodMoves: on the EvictionRequest API, the single-replica Deployment
+// behind a minAvailable 1 budget, created before the Deployment responder was registered on pods
+// (before nodemaint was installed, or with an install without config/admission/eviction-responder),
+// moves off the drained node with a Ready pod at every moment: its pod names no responder, so an
+// EvictionRequest would reach only the imperative evictor, which the budget holds for good; it is
+// asked through the pod condition protocol instead, and the Deployment responder surges.
+func TestEvictionUnregisteredPodMoves(t *testing.T) {
+	requireEvictionAPI(t)
+	startNodemaint(t, 2*time.Minute)
+	ns := framework.Namespace(t)
+	evictions := watchEvictions(t, ns)
+	framework.BeforeEvictionResponderPolicy(t, func() {
+		createDeployment(t, ns, "web", 1, intstr.FromString("25%"), "5s", 0)
+	})
+	createStrictPDB(t, ns, "web")
+	s := watchApp(t, ns, "web")
+	old := s.view().live()[0]
+	if len(old.Spec.EvictionResponders) != 0 {
+		t.Fatalf("pod %s names responders %+v; want none, as created before the policy", old.Name, old.Spec.EvictionResponders)
+	}
+	maintain(t, ns, old.Spec.NodeName)
+	s.waitFor(t, waitTimeout, "the pod replaced on another node", func(v view) bool {
+		return v.settled(1) && v.pod(old.Name) == nil && v.live()[0].Spec.NodeName != old.Spec.NodeName
+	})
+	minReady, maxLive, maxReplicas := s.stats()
+	t.Logf("Ready pods never below %d, at most %d pods, spec.replicas at most %d", minReady, maxLive, maxReplicas)
+	if minReady < 1 || maxLive > 2 || maxReplicas != 2 {
+		t.Errorf("want Ready >= 1, pods <= 2 and a surge to 2 replicas; saw Ready %d, pods %d, replicas %d", minReady, maxLive, maxReplicas)
+	}
+	s.mu.Lock()
+	accepted := !s.accepted[old.Name].IsZero()
+	s.mu.Unlock()
+	if !accepted {
+		t.Errorf("pod %s never got EvacuationInitiated: the Deployment responder did not answer its pod condition", old.Name)
+	}
+	if order := evictions.activeOrder(old.Name); len(order) != 0 {
+		t.Errorf("pod %s had an Eviction with responders %v active; want it asked through its pod condition only", old.Name, order)
+	}
+	expectMarkersGone(t, ns, "web")
+}
+
 // TestEvictionThirdPartyResponderFirst: examples/responder, registered on the pods with a
 // priority above the Deployment responder's, is asked first: it checkpoints the worker and
 // completes its turn; only then is the Deployment responder active, which surges; the pod moves

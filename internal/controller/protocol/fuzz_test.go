@@ -1,0 +1,150 @@
+package protocol
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/testutil"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// FuzzWrites builds a node's pods, each with or without a responder of its own, nodemaint's pod
+// condition, a request of nodemaint's left (asking or withdrawn) and an Eviction under way, and a
+// decision asking, withdrawing and evicting some of them, and checks that under EvictionRequests
+// each pod is written in exactly one protocol: a pod that names a responder is asked only through
+// an EvictionRequest and one that names none only through nodemaint's pod condition, a request
+// left for a pod without a responder is withdrawn or deleted, nothing is asked and withdrawn in one
+// reconcile, and exactly the evicted pods asked through their condition are read again first.
+// Under pod conditions every pod is written as the decision says. Run it with e.g.
+//
+//	go test ./internal/controller/protocol -run '^$' -fuzz '^FuzzWrites$' -fuzztime 30s
+func FuzzWrites(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0x04, 0x1f, 0x2e, 0x3d, 0x4c, 0x5b, 0x6a, 0x79, 0x88})
+	f.Add([]byte{0xff, 0xff, 0x00, 0x81, 0x42, 0x24, 0x18, 0x99, 0x66, 0x0f})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g := &testutil.FuzzBytes{Data: data}
+		now := time.Now().Truncate(time.Second)
+		seen := &evictionrequest.Observed{Node: "n", Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
+		var pods []*corev1.Pod
+		var d nodeaction.Decision
+		d.RequestReason = "r"
+		for i := range int(g.Byte()%6) + 1 {
+			pod := fuzzPod(g, i, now, seen)
+			pods = append(pods, pod)
+			switch b := g.Byte(); {
+			case b%4 == 0:
+				d.Request = append(d.Request, pod)
+			case b%4 == 1 && evacuation.RequestedBy(pod, evacuation.ReasonNodeMaintenance):
+				d.Withdraw = append(d.Withdraw, pod)
+			case b%4 == 2:
+				d.Evict = append(d.Evict, drain.Classified{Pod: pod})
+			}
+		}
+		seen.PodConditionsLeft = evictionrequest.PodConditionsLeft(pods)
+
+		w := evictionRequests{}.Writes(seen, pods, d, now)
+		checkOneProtocol(t, seen, pods, d, w)
+		pc := podConditions{}.Writes(nil, pods, d, now)
+		if len(pc.Request) != len(d.Request) || len(pc.Withdraw) != len(d.Withdraw) || len(pc.Reread) != len(d.Evict) ||
+			len(pc.RequestRequests.Create)+len(pc.WithdrawRequests.Delete) != 0 {
+			t.Fatalf("pod conditions: %+v for a decision of %d requests, %d withdrawals, %d evictions", pc, len(d.Request), len(d.Withdraw), len(d.Evict))
+		}
+	})
+}
+
+// fuzzPod is the i-th pod: with or without a responder of its own and nodemaint's pod condition,
+// and a request of nodemaint's (asking or withdrawn, with its Eviction under way or not) in seen.
+func fuzzPod(g *testutil.FuzzBytes, i int, now time.Time, seen *evictionrequest.Observed) *corev1.Pod {
+	b := g.Byte()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p" + string(rune('a'+i)), UID: types.UID("uid-" + string(rune('a'+i)))}}
+	if b&1 != 0 {
+		pod.Spec.EvictionResponders = []corev1.EvictionResponder{{Name: "owner.example.com/r", Priority: ptr.To[int32](10000)}}
+	}
+	if b&2 != 0 {
+		evacuation.SetCondition(pod, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue,
+			Reason: evacuation.ReasonNodeMaintenance, LastTransitionTime: metav1.NewTime(now)})
+	}
+	if b&4 != 0 {
+		plan := evictionrequest.Decide(evictionrequest.Observed{Node: "n"}, []*corev1.Pod{registered(pod)}, []*corev1.Pod{registered(pod)}, nil, "r", now)
+		r := *plan.Create[0]
+		if b&8 != 0 {
+			r.Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
+		}
+		seen.Requests = append(seen.Requests, r)
+	}
+	if b&16 != 0 {
+		seen.Evictions[pod.UID] = &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-1-" + pod.Name}}
+	}
+	return pod
+}
+
+// registered is a copy of the pod that names a responder.
+func registered(pod *corev1.Pod) *corev1.Pod {
+	p := pod.DeepCopy()
+	p.Spec.EvictionResponders = []corev1.EvictionResponder{{Name: "owner.example.com/r"}}
+	return p
+}
+
+func checkOneProtocol(t *testing.T, seen *evictionrequest.Observed, pods []*corev1.Pod, d nodeaction.Decision, w Writes) {
+	t.Helper()
+	left := map[types.UID]bool{}
+	for _, r := range seen.Requests {
+		left[r.Spec.Target.Pod.UID] = r.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentEviction
+	}
+	byCondition := uids(w.Request)
+	withdrawnByCondition := uids(w.Withdraw)
+	asking, withdrawnRequests, deleted := map[types.UID]bool{}, map[types.UID]bool{}, map[types.UID]bool{}
+	for _, r := range append(w.RequestRequests.Create, w.RequestRequests.Update...) {
+		asking[r.Spec.Target.Pod.UID] = true
+	}
+	for _, r := range w.WithdrawRequests.Update {
+		withdrawnRequests[r.Spec.Target.Pod.UID] = true
+	}
+	for _, r := range w.WithdrawRequests.Delete {
+		deleted[r.Spec.Target.Pod.UID] = true
+	}
+	for _, pod := range d.Request {
+		if evictionrequest.Registered(pod) == byCondition[pod.UID] {
+			t.Fatalf("pod %s (responders %v) asked through its condition: %v", pod.Name, pod.Spec.EvictionResponders, byCondition[pod.UID])
+		}
+	}
+	for _, pod := range pods {
+		reg, uid := evictionrequest.Registered(pod), pod.UID
+		switch {
+		case !reg && asking[uid]:
+			t.Fatalf("pod %s names no responder and is asked through an EvictionRequest", pod.Name)
+		case reg && byCondition[uid]:
+			t.Fatalf("pod %s names a responder and is asked through its condition", pod.Name)
+		case byCondition[uid] && withdrawnByCondition[uid], asking[uid] && (withdrawnRequests[uid] || deleted[uid]):
+			t.Fatalf("pod %s asked and withdrawn at once", pod.Name)
+		case !reg && left[uid] && !withdrawnRequests[uid] && !deleted[uid]:
+			t.Fatalf("pod %s names no responder and nodemaint's EvictionRequest for it stays", pod.Name)
+		}
+	}
+	for _, c := range d.Evict {
+		if w.Reread[c.Pod.UID] == evictionrequest.Registered(c.Pod) {
+			t.Fatalf("evicted pod %s (responders %v) read again first: %v", c.Pod.Name, c.Pod.Spec.EvictionResponders, w.Reread[c.Pod.UID])
+		}
+	}
+	if len(w.Reread) > len(d.Evict) {
+		t.Fatalf("read again: %v, evicted %d pods", w.Reread, len(d.Evict))
+	}
+}
+
+func uids(pods []*corev1.Pod) map[types.UID]bool {
+	out := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		out[p.UID] = true
+	}
+	return out
+}
