@@ -92,6 +92,10 @@ type Decision struct {
 	StandAside string
 }
 
+// YieldRecheck is how often the decision about a pod left to another controller that answers in
+// the cluster (Yield), without an Eviction of its own, is made again.
+const YieldRecheck = time.Minute
+
 // MaxNameLength bounds an Eviction's name.
 const maxNameLength = 253
 
@@ -197,6 +201,8 @@ func (d *Decision) standAside(obs Observation, current, other *lifecyclev1alpha1
 		return nil
 	case current == nil && obs.Yield != "":
 		d.StandAside = standAsideMessage("", obs.Yield)
+		// Looked at again, in case the other controller went away without answering.
+		d.after(YieldRecheck)
 		return nil
 	}
 	return current
