@@ -12,6 +12,7 @@ import (
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -42,12 +43,37 @@ type writes struct {
 	requestWriters map[types.UID][]string
 	// foreign are the writes of an instance to an Eviction it did not create.
 	foreign []string
+	// leaveTo: a pod's name to the instance that is to create its Eviction. Another instance's
+	// create waits until an Eviction of the pod exists (and then fails, the name taken): so each
+	// instance is the other for some pods, whatever their caches' pace.
+	leaveTo map[string]string
+}
+
+// wait holds the instance's create of the Eviction until one of the pod exists, when the pod is
+// left to another instance (leaveTo).
+func (w *writes) wait(ctx context.Context, instance string, e *lifecyclev1alpha1.Eviction) {
+	w.mu.Lock()
+	to := w.leaveTo[e.Spec.Target.Pod.Name]
+	w.mu.Unlock()
+	if to == "" || to == instance {
+		return
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var list lifecyclev1alpha1.EvictionList
+		err := k8s.List(ctx, &list, client.InNamespace(e.Namespace))
+		return slices.ContainsFunc(list.Items, func(o lifecyclev1alpha1.Eviction) bool {
+			return o.Spec.Target.Pod != nil && o.Spec.Target.Pod.UID == e.Spec.Target.Pod.UID
+		}), err
+	})
 }
 
 // client is the instance's client, recording its writes.
 func (w *writes) client(instance string, base client.WithWatch) client.WithWatch {
 	return interceptor.NewClient(base, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if e, ok := obj.(*lifecyclev1alpha1.Eviction); ok {
+				w.wait(ctx, instance, e)
+			}
 			err := c.Create(ctx, obj, opts...)
 			if e, ok := obj.(*lifecyclev1alpha1.Eviction); ok && err == nil {
 				w.mu.Lock()
@@ -181,7 +207,19 @@ func TestTwoControllers(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = stopC() })
 
+	// Three pods each instance is to create the Eviction of (the other's create waits for it).
 	var pods []*lifecyclev1alpha1.EvictionRequest
+	written.mu.Lock()
+	written.leaveTo = map[string]string{}
+	for i := range 6 {
+		written.leaveTo[fmt.Sprintf("coexist-%d", i)] = []string{"a", "b"}[i%2]
+	}
+	written.mu.Unlock()
+	t.Cleanup(func() {
+		written.mu.Lock()
+		written.leaveTo = nil
+		written.mu.Unlock()
+	})
 	for i := range 6 {
 		pod := createPod(t, fmt.Sprintf("coexist-%d", i))
 		pods = append(pods, request(t, pod, descheduler))
@@ -212,6 +250,9 @@ func TestTwoControllers(t *testing.T) {
 		shares[created[0]]++
 	}
 	t.Logf("Evictions created, by instance: %v", shares)
+	if shares["a"] != 3 || shares["b"] != 3 {
+		t.Errorf("Evictions created, by instance: %v; want 3 each, as leaveTo arranged", shares)
+	}
 	written.mu.Lock()
 	foreign := slices.Clone(written.foreign)
 	written.mu.Unlock()
