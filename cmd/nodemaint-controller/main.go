@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -48,6 +49,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 	"github.com/nodemaint/nodemaint/internal/setup"
 	"github.com/nodemaint/nodemaint/internal/version"
+	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
 
 type options struct {
@@ -76,6 +78,7 @@ type options struct {
 	ownPodsSelector         string
 	evacuationProtocol      string
 	evictionController      string
+	evictionControllerName  string
 	clusterAPI              bool
 	prometheusURL           string
 	alertPoll               time.Duration
@@ -115,7 +118,8 @@ func main() {
 	fs.StringVar(&o.ownPodsNamespace, "own-pods-namespace", "", "Namespace of nodemaint-controller's own pods, which nodemaint asks to move like any other but never evicts or deletes. Default: $POD_NAMESPACE (the downward API), else --leader-election-namespace.")
 	fs.StringVar(&o.ownPodsSelector, "own-pods-selector", "app.kubernetes.io/name=nodemaint-controller", "Label selector of nodemaint-controller's own pods in --own-pods-namespace (the Deployment's pod labels); empty: none.")
 	fs.StringVar(&o.evacuationProtocol, "evacuation-protocol", evictionrequest.FlagAuto, "How owners are asked to move their pods: pod-conditions (the EvacuationRequest pod condition, KEP-4212), eviction-request (an EvictionRequest per pod, KEP-4563's lifecycle.k8s.io/v1alpha1), or auto: eviction-request where the API server serves evictionrequests, else pod-conditions. Chosen at start; shown in each NodeMaintenance's status.evacuationProtocol.")
-	fs.StringVar(&o.evictionController, "eviction-controller", "auto", "Run nodemaint's own evictionrequest-controller and imperative-eviction.k8s.io/evictor (EvictionRequests to Evictions, responders by priority, the imperative evictor last): on, off, or auto: on where the API server serves lifecycle.k8s.io/v1alpha1 (no released kube-controller-manager runs one, and none says that it does: set off where the control plane runs its own).")
+	fs.StringVar(&o.evictionController, "eviction-controller", "auto", "Run nodemaint's own evictionrequest-controller and imperative-eviction.k8s.io/evictor (EvictionRequests to Evictions, responders by priority, the imperative evictor last): on, off, or auto: on where the API server serves lifecycle.k8s.io/v1alpha1. Either way it writes to and deletes only the Evictions it created (label "+names.ControllerLabel+"=<--eviction-controller-name>) and leaves a pod another controller's Eviction names to that controller; under auto it also creates no Eviction while another Eviction controller answers in the cluster (the in-tree one, another nodemaint installation), and carries its own to their end. Set off where the control plane runs its own.")
+	fs.StringVar(&o.evictionControllerName, "eviction-controller-name", "", "Name of this installation's Eviction controller, a label value (63 characters at most): the value of "+names.ControllerLabel+" on the Evictions it creates, the only ones it writes to or deletes. Default: --leader-election-namespace (one installation per leader election namespace).")
 	fs.BoolVar(&o.clusterAPI, "cluster-api", false, "Drain the nodes of Cluster API Machines being deleted that carry the pre-drain hook "+nodemaintv1alpha1.ClusterAPIPreDrainHook+": a NodeMaintenance per Machine, the hook released once its node is drained. Needs the ClusterRole nodemaint-cluster-api (config/cluster-api; the chart's clusterAPI.enabled).")
 	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "URL of the Prometheus server (or any server of its HTTP API, /api/v1/alerts) whose firing alerts halt rollouts that ask for it (spec.rollout.haltOnAlerts). Empty: such rollouts halt, reason AlertsUnknown.")
 	fs.DurationVar(&o.alertPoll, "prometheus-poll-interval", 30*time.Second, "How often the alerts of --prometheus-url are read while a rollout with spec.rollout.haltOnAlerts has nodes waiting for their turn.")
@@ -264,14 +268,20 @@ func setupOptions(o options, cfg *rest.Config, mgr manager.Manager, ownPods *obs
 	if err != nil {
 		return setup.Options{}, err
 	}
+	controllerName := cmp.Or(o.evictionControllerName, o.leaderElectionNamespace)
+	if errs := validation.IsValidLabelValue(controllerName); controllerName == "" || len(errs) > 0 {
+		return setup.Options{}, fmt.Errorf("--eviction-controller-name %q must be a non-empty label value: %v", controllerName, errs)
+	}
 	log.Info("evacuation protocol", "protocol", protocol, "flag", o.evacuationProtocol, "evictionRequestAPIServed", served,
-		"evictionController", runEvictionController)
+		"evictionController", runEvictionController, "evictionControllerName", controllerName, "yield", o.evictionController == "auto")
 	so := setup.Options{
 		Maintenance:        features.Gate.Enabled(features.DeclarativeNodeMaintenance),
 		EvictionController: runEvictionController,
-		Responder:          features.Gate.Enabled(features.NodeMaintenanceDeployment),
-		Protocol:           protocol,
-		Concurrency:        o.concurrency, EvictionConcurrency: o.evictionConcurrency, ResponderConcurrency: o.responderConcurrency,
+		// A name per installation; under auto, the controller stands aside while another answers.
+		EvictionControllerName: controllerName, EvictionYield: o.evictionController == "auto",
+		Responder:   features.Gate.Enabled(features.NodeMaintenanceDeployment),
+		Protocol:    protocol,
+		Concurrency: o.concurrency, EvictionConcurrency: o.evictionConcurrency, ResponderConcurrency: o.responderConcurrency,
 		MaxEvictions:       o.maxEvictions,
 		EvictionMaxBackoff: o.evictionMaxBackoff,
 		StatusBatchDelay:   o.statusBatchDelay,

@@ -52,6 +52,14 @@ type Observation struct {
 	// Protected, when set, says why the imperative evictor must not evict the pod (it is
 	// nodemaint-controller's own): it completes without evicting, with this message.
 	Protected string
+	// Controller names this Eviction controller: the Evictions labelled with it
+	// (evictionrequest.ControllerLabel) are its own; every other Eviction is another
+	// controller's, which it never writes nor deletes, and which answers for the pod it names.
+	Controller string
+	// Yield, when set, says which other Eviction controller answers in the cluster
+	// (--eviction-controller=auto): the controller creates no Eviction and writes nothing for a
+	// pod it has no Eviction of; it carries its own to their end.
+	Yield string
 }
 
 // Decision is what the Eviction controller does about one target pod now.
@@ -78,7 +86,15 @@ type Decision struct {
 	// RecheckAfter is when the decision may change by itself (a heartbeat deadline or the
 	// imperative evictor's back-off runs out); zero: only on a change.
 	RecheckAfter time.Duration
+	// StandAside, when set, says why the controller leaves the live pod to another Eviction
+	// controller (standAsideMessage): nothing of the pod is written but the collection of the
+	// controller's own Evictions.
+	StandAside string
 }
+
+// YieldRecheck is how often the decision about a pod left to another controller that answers in
+// the cluster (Yield), without an Eviction of its own, is made again.
+const YieldRecheck = time.Minute
 
 // MaxNameLength bounds an Eviction's name.
 const maxNameLength = 253
@@ -94,10 +110,16 @@ func Decide(obs Observation, now time.Time) Decision {
 		live = pod.UID
 	}
 	all, active := requestsByTarget(obs.Requests)
-	current := d.keepOneEviction(obs.Evictions, live)
-	// The requests of gone targets learn that their target is evicted.
+	own, others := splitEvictions(obs.Evictions, obs.Controller)
+	current := d.keepOneEviction(own, live)
+	if live != "" {
+		current = d.standAside(obs, current, others[live])
+	}
+	// The requests of gone targets learn that their target is evicted, from the controller
+	// whose Eviction named it: another's answers its own; while another answers in the cluster,
+	// this one writes only where an Eviction of its own named the target.
 	for uid, reqs := range all {
-		if uid == live && live != "" {
+		if uid == live && live != "" || others[uid] != nil || obs.Yield != "" && !names(own, uid) {
 			continue
 		}
 		reason := lifecyclev1alpha1.EvictionConditionReasonPodDeleted
@@ -110,10 +132,80 @@ func Decide(obs Observation, now time.Time) Decision {
 				condition(lifecyclev1alpha1.EvictionConditionFailed, metav1.ConditionFalse, lifecyclev1alpha1.EvictionConditionReasonSucceeded, ""))
 		}
 	}
-	if live != "" {
+	if live != "" && d.StandAside == "" {
 		d.liveTarget(obs, current, all[live], active[live], now)
 	}
 	return d
+}
+
+// Ours reports whether the Eviction is the named controller's own (ControllerLabel).
+func Ours(e *lifecyclev1alpha1.Eviction, controller string) bool {
+	v, ok := e.Labels[evictionrequest.ControllerLabel]
+	return ok && v == controller
+}
+
+// splitEvictions parts the Evictions into the controller's own and, by target UID, the oldest
+// of another controller's (read only: they answer for the pod they name).
+func splitEvictions(evictions []lifecyclev1alpha1.Eviction, controller string) (own []lifecyclev1alpha1.Eviction, others map[types.UID]*lifecyclev1alpha1.Eviction) {
+	others = map[types.UID]*lifecyclev1alpha1.Eviction{}
+	for i := range evictions {
+		e := &evictions[i]
+		switch {
+		case Ours(e, controller):
+			own = append(own, *e)
+		case e.Spec.Target.Pod != nil:
+			uid := e.Spec.Target.Pod.UID
+			if o := others[uid]; o == nil || older(e, o) {
+				others[uid] = e
+			}
+		}
+	}
+	return own, others
+}
+
+// older orders two Evictions of one pod by creation, then name, then UID: of two controllers'
+// Evictions of a pod (both created at once, under different names), the older stays and the
+// younger's controller collects its own, the same way in both controllers when both are
+// nodemaint.
+func older(a, b *lifecyclev1alpha1.Eviction) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	if a.Name != b.Name {
+		return a.Name < b.Name
+	}
+	return a.UID < b.UID
+}
+
+// names reports whether one of the Evictions names the target UID.
+func names(evictions []lifecyclev1alpha1.Eviction, uid types.UID) bool {
+	return slices.ContainsFunc(evictions, func(e lifecyclev1alpha1.Eviction) bool {
+		return e.Spec.Target.Pod != nil && e.Spec.Target.Pod.UID == uid
+	})
+}
+
+// standAside decides whether the controller leaves the live pod to another Eviction controller:
+// while another's Eviction names it (other), the controller writes nothing for the pod; its own
+// Eviction of the pod (current), if younger, is collected (of two nodemaint installations' that
+// raced, the older stays, the same in both), and if older, waits for the other to collect its
+// own. Without an Eviction of its own, it also stands aside while another controller answers in
+// the cluster (obs.Yield). It returns the controller's Eviction of the pod to carry on with (nil
+// when it stands aside).
+func (d *Decision) standAside(obs Observation, current, other *lifecyclev1alpha1.Eviction) *lifecyclev1alpha1.Eviction {
+	switch {
+	case other != nil:
+		if current != nil && older(other, current) {
+			d.Delete = append(d.Delete, current)
+		}
+		d.StandAside = standAsideMessage(other.Name, "")
+		return nil
+	case current == nil && obs.Yield != "":
+		d.StandAside = standAsideMessage("", obs.Yield)
+		// Looked at again, in case the other controller went away without answering.
+		d.after(YieldRecheck)
+		return nil
+	}
+	return current
 }
 
 // requestsByTarget groups the requests by their target pod's UID (all), and those that want it
@@ -136,9 +228,9 @@ func requestsByTarget(requests []lifecyclev1alpha1.EvictionRequest) (all, active
 	return all, active
 }
 
-// keepOneEviction returns the Eviction of the live target (its UID; "": none), one at most; the
-// others (the target gone, or never named by a request, or a second one of the same target) are
-// finished and collected.
+// keepOneEviction returns the controller's own Eviction (evictions: its own only) of the live
+// target (its UID; "": none), one at most; the others (the target gone, or never named by a
+// request, or a second one of the same target) are finished and collected.
 func (d *Decision) keepOneEviction(evictions []lifecyclev1alpha1.Eviction, live types.UID) *lifecyclev1alpha1.Eviction {
 	var current *lifecyclev1alpha1.Eviction
 	for i := range evictions {
@@ -156,7 +248,8 @@ func (d *Decision) keepOneEviction(evictions []lifecyclev1alpha1.Eviction, live 
 			// Eviction is collected.
 			d.Delete = append(d.Delete, e)
 		default:
-			// A second Eviction of the same target (another writer): only one is kept.
+			// A second Eviction of its own of the same target (a create that raced a stale
+			// cache): only one is kept.
 			d.Delete = append(d.Delete, e)
 		}
 	}
@@ -255,6 +348,8 @@ func newEviction(obs Observation, pod *corev1.Pod, reqs []*lifecyclev1alpha1.Evi
 			Pod: &lifecyclev1alpha1.EvictionPodReference{Name: pod.Name, UID: pod.UID},
 		}},
 	}
+	// The creator's mark: the controller's own from now on (Ours).
+	e.Labels[evictionrequest.ControllerLabel] = obs.Controller
 	e.OwnerReferences = owners(reqs)
 	return e
 }

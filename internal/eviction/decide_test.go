@@ -317,6 +317,71 @@ func TestDecideEvictedOnce(t *testing.T) {
 	}
 }
 
+// TestDecideStandsAside: two Eviction controllers on one pod. The one whose Eviction came second
+// collects its own and writes nothing else; the other's Eviction is never written; while another
+// controller answers in the cluster (Yield), no Eviction is created, and an own one is carried on.
+func TestDecideStandsAside(t *testing.T) {
+	req := testRequest("r", descheduler, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)
+	base := Observation{Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Pod: testPod(),
+		Requests: []lifecyclev1alpha1.EvictionRequest{req}}
+	// Each controller's own Eviction, as it settles alone: the imperative evictor evicting.
+	mine, _ := settle(t, with(base, "me", ""), t0)
+	theirs, _ := settle(t, with(base, "them", ""), t0)
+	if len(mine.Evictions) != 1 || mine.Evictions[0].Labels[evictionrequest.ControllerLabel] != "me" {
+		t.Fatalf("the Eviction does not carry its creator's mark: %+v", mine.Evictions)
+	}
+	other := theirs.Evictions[0]
+	other.Name, other.UID = "pod-2-p", "ev-theirs"
+
+	t.Run("another's Eviction, none of mine", func(t *testing.T) {
+		obs := with(base, "me", "")
+		obs.Evictions = []lifecyclev1alpha1.Eviction{other}
+		d := Decide(obs, t0)
+		if d.StandAside == "" || d.Create != nil || d.Evict != nil || len(d.RequestStatus)+len(d.Status)+len(d.Meta)+len(d.Delete) > 0 {
+			t.Fatalf("did not stand aside: %+v", d)
+		}
+	})
+	t.Run("both, theirs older", func(t *testing.T) {
+		obs := with(base, "me", "")
+		own := mine.Evictions[0]
+		own.CreationTimestamp = metav1.NewTime(t0.Add(time.Second))
+		obs.Evictions = []lifecyclev1alpha1.Eviction{own, other}
+		d := Decide(obs, t0)
+		if d.StandAside == "" || len(d.Delete) != 1 || d.Delete[0].Name != own.Name || d.Evict != nil || len(d.RequestStatus)+len(d.Status) > 0 {
+			t.Fatalf("did not collect its own younger Eviction and stand aside: %+v", d)
+		}
+	})
+	t.Run("both, mine older", func(t *testing.T) {
+		obs := with(base, "me", "")
+		o := other
+		o.CreationTimestamp = metav1.NewTime(t0.Add(time.Second))
+		obs.Evictions = []lifecyclev1alpha1.Eviction{mine.Evictions[0], o}
+		d := Decide(obs, t0)
+		if d.StandAside == "" || len(d.Delete) > 0 || d.Evict != nil || len(d.RequestStatus)+len(d.Status) > 0 {
+			t.Fatalf("wrote while another's Eviction names the pod: %+v", d)
+		}
+	})
+	t.Run("yield, none of mine", func(t *testing.T) {
+		d := Decide(with(base, "me", "them"), t0)
+		if d.StandAside == "" || d.Create != nil || len(d.RequestStatus) > 0 {
+			t.Fatalf("created or wrote while another controller answers: %+v", d)
+		}
+	})
+	t.Run("yield, mine carried on", func(t *testing.T) {
+		obs := with(base, "me", "them")
+		obs.Evictions = mine.Evictions
+		if d := Decide(obs, t0); d.StandAside != "" || d.Evict == nil {
+			t.Fatalf("its own Eviction is not carried on: %+v", d)
+		}
+	})
+}
+
+// with is the observation as the named controller makes it, yielding to yield.
+func with(obs Observation, controller, yield string) Observation {
+	obs.Controller, obs.Yield = controller, yield
+	return obs
+}
+
 func TestSelectBudgets(t *testing.T) {
 	pod := testPod()
 	pod.Labels = map[string]string{"app": "db", "tier": "data"}
@@ -396,6 +461,7 @@ func FuzzDecide(f *testing.F) {
 
 func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 	t.Helper()
+	checkOwnership(t, obs, d)
 	wanting := false
 	for _, r := range obs.Requests {
 		wanting = wanting || (r.Spec.Target.Pod != nil && obs.Pod != nil && r.Spec.Target.Pod.UID == obs.Pod.UID && wantsEviction(&r))
@@ -487,6 +553,48 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 	}
 }
 
+// checkOwnership: the decision writes to (status, metadata, eviction by its imperative evictor)
+// and deletes only the controller's own Evictions, creates only marked ones, and leaves a pod
+// and its requests to another controller whose Eviction names it: no Eviction created, no
+// request's status written, no eviction.
+func checkOwnership(t *testing.T, obs Observation, d Decision) {
+	t.Helper()
+	observed := map[string]*lifecyclev1alpha1.Eviction{}
+	covered := map[types.UID]bool{}
+	for i := range obs.Evictions {
+		e := &obs.Evictions[i]
+		observed[e.Name] = e
+		if !Ours(e, obs.Controller) && e.Spec.Target.Pod != nil {
+			covered[e.Spec.Target.Pod.UID] = true
+		}
+	}
+	writes := map[string][]*lifecyclev1alpha1.Eviction{"status of": d.Status, "metadata of": d.Meta, "deleted": d.Delete}
+	if d.Evict != nil {
+		writes["evicted for"] = []*lifecyclev1alpha1.Eviction{d.Evict}
+	}
+	for what, es := range writes {
+		for _, e := range es {
+			if old := observed[e.Name]; old == nil || !Ours(old, obs.Controller) || !Ours(e, obs.Controller) {
+				t.Fatalf("%s another controller's Eviction %s (%v)", what, e.Name, e.Labels)
+			}
+		}
+	}
+	if d.Create != nil && (!Ours(d.Create, obs.Controller) || obs.Yield != "" || covered[d.Create.Spec.Target.Pod.UID]) {
+		t.Fatalf("created Eviction %s (%v) while another controller answers (yield %q, covered %v)", d.Create.Name, d.Create.Labels, obs.Yield, covered)
+	}
+	if d.Evict != nil && covered[obs.Pod.UID] {
+		t.Fatalf("evicting a pod another controller's Eviction answers for")
+	}
+	for _, r := range d.RequestStatus {
+		if covered[r.Spec.Target.Pod.UID] {
+			t.Fatalf("wrote the status of request %s, which another controller's Eviction answers", r.Name)
+		}
+	}
+	if d.StandAside != "" && (d.Create != nil || len(d.Status) > 0 || len(d.Meta) > 0 || d.Evict != nil) {
+		t.Fatalf("stood aside (%s) yet wrote: %+v", d.StandAside, d)
+	}
+}
+
 func fuzzObservation(g *testutil.FuzzBytes, now time.Time) Observation {
 	names := []string{"a.example.com/x", "b.example.com/y", "db.acme.io/op", evictionrequest.ImperativeEvictor}
 	pod := testPod()
@@ -503,7 +611,10 @@ func fuzzObservation(g *testutil.FuzzBytes, now time.Time) Observation {
 	case 3:
 		pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{}
 	}
-	obs := Observation{Namespace: "ns", Name: "p", Pod: pod, HeartbeatDeadline: 20 * time.Minute}
+	obs := Observation{Namespace: "ns", Name: "p", Pod: pod, HeartbeatDeadline: 20 * time.Minute, Controller: "me"}
+	if g.Byte()%4 == 0 {
+		obs.Yield = "them"
+	}
 	if g.Byte()%5 == 0 {
 		obs.Protected = "nodemaint-controller's own pod"
 	}
@@ -542,11 +653,15 @@ func fuzzObservation(g *testutil.FuzzBytes, now time.Time) Observation {
 		}
 		obs.Requests = append(obs.Requests, r)
 	}
+	if b := g.Byte(); b%3 == 0 {
+		obs.Evictions = append(obs.Evictions, otherEviction(b, now))
+	}
 	if g.Byte()%2 == 0 || pod == nil {
 		return obs
 	}
 	// An Eviction a number of decisions in, with responders that heartbeat, complete or not.
 	start := obs
+	start.Evictions, start.Yield = nil, ""
 	start.Pod = testPod(pod.Spec.EvictionResponders...)
 	start.Requests = []lifecyclev1alpha1.EvictionRequest{testRequest("r0", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)}
 	at := now.Add(-time.Duration(g.Byte()) * time.Minute / 2)
@@ -573,6 +688,31 @@ func fuzzObservation(g *testutil.FuzzBytes, now time.Time) Observation {
 	if at.After(now) {
 		at = now
 	}
-	obs.Evictions = start.Evictions
+	obs.Evictions = append(obs.Evictions, start.Evictions...)
 	return obs
+}
+
+// otherEviction is another Eviction controller's Eviction of the pod (its live UID or an old
+// one), marked with that controller's name or unmarked (the in-tree controller), older or
+// younger than this controller's, with its active responder.
+func otherEviction(b byte, now time.Time) lifecyclev1alpha1.Eviction {
+	uid := types.UID("uid-p")
+	if b&8 != 0 {
+		uid = "uid-old"
+	}
+	e := lifecyclev1alpha1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-1-p", UID: "ev-theirs", Generation: 1,
+			CreationTimestamp: metav1.NewTime(now.Add(time.Duration(int(b>>6)-2) * time.Hour))},
+		Spec: lifecyclev1alpha1.EvictionSpec{Target: lifecyclev1alpha1.EvictionTarget{Pod: &lifecyclev1alpha1.EvictionPodReference{Name: "p", UID: uid}}},
+		Status: lifecyclev1alpha1.EvictionStatus{TargetResponders: []lifecyclev1alpha1.TargetResponder{
+			{Name: evictionrequest.ImperativeEvictor, Priority: ptr.To(evictionrequest.ImperativeEvictorPriority), State: lifecyclev1alpha1.ResponderStateActive},
+		}},
+	}
+	if b&16 != 0 {
+		e.Name = "pod-9-p"
+	}
+	if b&32 != 0 {
+		e.Labels = map[string]string{evictionrequest.ControllerLabel: "them"}
+	}
+	return e
 }

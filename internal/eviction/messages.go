@@ -114,3 +114,23 @@ func imperativeMessage(step imperativeStep, detail string) string {
 	}
 	return "evicting the pod through the Eviction API"
 }
+
+// standAsideMessage says why the Eviction controller leaves a pod to another Eviction controller:
+// that controller's Eviction of the pod (eviction), or, without one, that another controller
+// answers in the cluster (yield: which).
+func standAsideMessage(eviction, yield string) string {
+	if eviction != "" {
+		return "Eviction " + eviction + " of another Eviction controller answers for the pod"
+	}
+	return "another Eviction controller answers in the cluster (" + yield + "): no Eviction is created"
+}
+
+// YieldMessage names another Eviction controller that answers in the cluster, from one of its
+// Evictions (namespace/name): by the controller name it is marked with (evictionrequest.ControllerLabel),
+// or, unmarked, as a controller that is not nodemaint (the in-tree one, or an earlier nodemaint).
+func YieldMessage(controller string, marked bool, namespace, name string) string {
+	if marked {
+		return fmt.Sprintf("nodemaint's Eviction controller %q created Eviction %s/%s", controller, namespace, name)
+	}
+	return fmt.Sprintf("Eviction %s/%s was created by a controller that does not mark its Evictions", namespace, name)
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,10 +47,23 @@ import (
 // targetIndex indexes EvictionRequests and Evictions by their target pod's "namespace/name".
 const targetIndex = "evictioncontroller.target"
 
+// foreignIndex indexes the Evictions this controller did not create (eviction.Ours) under
+// "true": where it looks for another Eviction controller answering in the cluster (Yield).
+const foreignIndex = "evictioncontroller.foreign"
+
+// clockSkew is how much older than this controller's start an unmarked Eviction may be and still
+// tell that another controller answers: one created earlier may have been left by an earlier
+// nodemaint (which did not mark its Evictions), and is only read.
+const clockSkew = time.Minute
+
 // Reconciler reconciles one target pod (its namespace and name) of EvictionRequests.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader reads from the API server, not the cache: a pod the cache does not show is
+	// read again there before its requests learn that it is gone (a pod just created may not be
+	// in the cache yet). Nil: the cache's word is taken.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	// Refusals remembers the imperative evictor's refused evictions, to back off per pod;
 	// shared with the node controller's drain, which evicts through the same evictor.
 	Refusals *evictor.Refusals
@@ -58,6 +72,20 @@ type Reconciler struct {
 	// Protected, when set, says why a pod must never be evicted by nodemaint ("" for others):
 	// nodemaint-controller's own pods. The imperative evictor passes them on.
 	Protected func(*corev1.Pod) string
+	// Name names this controller: it marks every Eviction it creates with it
+	// (evictionrequest.ControllerLabel), and writes to and deletes only the Evictions so marked.
+	Name string
+	// Yield (--eviction-controller=auto): while another Eviction controller answers in the
+	// cluster (answering), this one creates no Eviction; it carries its own to their end.
+	Yield bool
+
+	// since is when this controller started reconciling (once leader): unmarked Evictions
+	// created later are another controller's (answering).
+	since     time.Time
+	startOnce sync.Once
+	// yielding is the other controller this one last stood aside for ("": none), to report a
+	// change once.
+	yielding atomic.Value
 
 	// evicted are the pods the imperative evictor evicted (namespace/name: UID) until the cache
 	// shows their deletion, so that a reconcile in between does not evict them again.
@@ -70,6 +98,7 @@ type Reconciler struct {
 // Reconcile observes the target pod, its EvictionRequests and Evictions, decides and applies.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := logf.FromContext(ctx)
+	r.startOnce.Do(func() { r.since = r.now() })
 	obs, err := r.observe(ctx, req.NamespacedName)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -79,6 +108,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	now := r.now()
 	d := eviction.Decide(obs, now)
+	if d.StandAside != "" {
+		log.V(1).Info("standing aside", "reason", d.StandAside)
+	}
 	requeue, err := r.apply(ctx, obs, d)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -105,20 +137,28 @@ func (r *Reconciler) now() time.Time {
 func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (eviction.Observation, error) {
 	// The API server enforces the KEP's heartbeat deadline: it refuses to interrupt a responder
 	// earlier, so the deadline is not configurable.
-	obs := eviction.Observation{Namespace: target.Namespace, Name: target.Name, HeartbeatDeadline: evictionrequest.HeartbeatDeadline}
-	pod := &corev1.Pod{}
-	switch err := r.Client.Get(ctx, target, pod); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
+	obs := eviction.Observation{Namespace: target.Namespace, Name: target.Name, HeartbeatDeadline: evictionrequest.HeartbeatDeadline, Controller: r.Name}
+	if r.Yield {
+		var err error
+		if obs.Yield, err = r.answering(ctx); err != nil {
+			return obs, err
+		}
+	}
+	var err error
+	if obs.Pod, err = r.pod(ctx, r.Client, target); err != nil {
 		return obs, err
-	default:
-		obs.Pod = pod
 	}
 	var reqs lifecyclev1alpha1.EvictionRequestList
 	if err := r.Client.List(ctx, &reqs, client.InNamespace(target.Namespace), client.MatchingFields{targetIndex: target.String()}); err != nil {
 		return obs, err
 	}
 	obs.Requests = reqs.Items
+	if obs.Pod == nil && len(obs.Requests) > 0 && r.APIReader != nil {
+		// Gone, or only not in the cache yet: the API server says.
+		if obs.Pod, err = r.pod(ctx, r.APIReader, target); err != nil {
+			return obs, err
+		}
+	}
 	var evs lifecyclev1alpha1.EvictionList
 	if err := r.Client.List(ctx, &evs, client.InNamespace(target.Namespace), client.MatchingFields{targetIndex: target.String()}); err != nil {
 		return obs, err
@@ -164,6 +204,49 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 	return obs, nil
 }
 
+// pod reads the target pod through reader; nil when it does not exist.
+func (r *Reconciler) pod(ctx context.Context, reader client.Reader, target types.NamespacedName) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	switch err := reader.Get(ctx, target, pod); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return pod, nil
+}
+
+// answering names another Eviction controller that answers in the cluster, from one of its
+// Evictions in the cache: one marked with another controller's name, or an unmarked one created
+// since this controller started (less clockSkew); "" when none. It reports a change once.
+func (r *Reconciler) answering(ctx context.Context) (string, error) {
+	var evs lifecyclev1alpha1.EvictionList
+	// Read only: the cache's objects, not copies.
+	if err := r.Client.List(ctx, &evs, client.MatchingFields{foreignIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		return "", err
+	}
+	other := ""
+	for i := range evs.Items {
+		e := &evs.Items[i]
+		name, marked := e.Labels[evictionrequest.ControllerLabel]
+		if marked || e.CreationTimestamp.After(r.since.Add(-clockSkew)) {
+			other = eviction.YieldMessage(name, marked, e.Namespace, e.Name)
+			break
+		}
+	}
+	if was, _ := r.yielding.Swap(other).(string); (was == "") != (other == "") {
+		log := logf.FromContext(ctx)
+		if other != "" {
+			log.Info("another Eviction controller answers: this one creates no Eviction and carries its own to their end", "other", other)
+			standingAside.Set(1)
+		} else {
+			log.Info("no other Eviction controller answers any more: this one creates Evictions again")
+			standingAside.Set(0)
+		}
+	}
+	return other, nil
+}
+
 // apply carries the decision out: request conditions, then the Eviction's creation, metadata
 // and status, then the imperative evictor's eviction, then the collection of finished Evictions.
 // It reports whether to look again shortly (a stale write, or an eviction made).
@@ -193,9 +276,14 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 	}
 	if d.Create != nil {
 		err := r.Client.Create(ctx, d.Create)
-		if err == nil {
+		switch {
+		case err == nil:
 			log.Info("created the Eviction", "eviction", d.Create.Name)
 			r.record(d.Create, nil, eviction.CreatedEvent(d.Create))
+		case apierrors.IsAlreadyExists(err):
+			// Taken by another controller's Eviction (or one of its own the cache does not
+			// show yet): the next decision reads it, and stands aside if it is another's.
+			log.Info("the Eviction's name is taken; looking again", "eviction", d.Create.Name)
 		}
 		note(err)
 		again = true
@@ -276,6 +364,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	}
 	if err := IndexTargets(ctx, mgr); err != nil {
 		return err
+	}
+	if r.Yield {
+		registerMetrics()
+		if err := mgr.GetFieldIndexer().IndexField(ctx, &lifecyclev1alpha1.Eviction{}, foreignIndex, func(o client.Object) []string {
+			if !eviction.Ours(o.(*lifecyclev1alpha1.Eviction), r.Name) {
+				return []string{"true"}
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("indexing the Evictions of other controllers: %w", err)
+		}
 	}
 	c := mgr.GetClient()
 	return builder.ControllerManagedBy(mgr).

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -44,33 +45,55 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	k8s = env.Client
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: testenv.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-		if err != nil {
-			done <- err
-			return
-		}
-		// The Eviction controller alone, as nodemaint-controller sets it up. A refused eviction
-		// backs off an hour: where a test sees it tried again, the budget's change brought the
-		// retry forward.
-		if _, err := setup.Controllers(ctx, mgr, setup.Options{
-			EvictionController: true, EvictionConcurrency: 4, EvictionBackoff: time.Hour, EvictionMaxBackoff: time.Hour,
-		}); err != nil {
-			done <- err
-			return
-		}
-		done <- mgr.Start(ctx)
-	}()
+	// The Eviction controller alone, as nodemaint-controller sets it up, named "a"
+	// (--eviction-controller=on); TestTwoControllers runs others beside it.
+	stop, err := startInstance("a", false)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		code = 1
 	}
 	_ = env.Stop()
 	os.Exit(code)
+}
+
+// startInstance starts an Eviction controller named name in a manager of its own (its own cache,
+// as another installation has), yielding to others when yield (--eviction-controller=auto), its
+// writes recorded (written). A refused eviction backs off an hour: where a test sees it tried
+// again, the budget's change brought the retry forward. stop stops it and says how its manager
+// ended.
+func startInstance(name string, yield bool) (stop func() error, err error) {
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme: testenv.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Logger: ctrl.Log.WithValues("instance", name),
+		// Every instance has a controller named "eviction", as separate installations do.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: testenv.Scheme, Mapper: mgr.GetRESTMapper(), Cache: &client.CacheOptions{Reader: mgr.GetCache()}})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := setup.Controllers(ctx, mgr, setup.Options{
+		EvictionController: true, EvictionControllerName: name, EvictionYield: yield, EvictionClient: written.client(name, base),
+		EvictionConcurrency: 4, EvictionBackoff: time.Hour, EvictionMaxBackoff: time.Hour,
+	}); err != nil {
+		cancel()
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() error {
+		cancel()
+		return <-done
+	}, nil
 }
 
 func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, string, error)) {

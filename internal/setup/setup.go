@@ -44,6 +44,13 @@ type Options struct {
 	// EvictionController runs KEP-4563's Eviction controller and its imperative evictor; the API
 	// server must serve lifecycle.k8s.io/v1alpha1.
 	EvictionController bool
+	// EvictionControllerName names the Eviction controller: it marks the Evictions it creates
+	// with it and writes only those (evictioncontroller.Reconciler.Name), under the field
+	// manager evictioncontroller.FieldManager of it.
+	EvictionControllerName string
+	// EvictionYield: the Eviction controller creates no Eviction while another Eviction
+	// controller answers in the cluster (--eviction-controller=auto).
+	EvictionYield bool
 	// Responder runs the Deployment evacuation responder (the feature gate
 	// NodeMaintenanceDeployment).
 	Responder bool
@@ -104,7 +111,9 @@ func Controllers(ctx context.Context, mgr manager.Manager, o Options) (*Set, err
 	)
 	if o.EvictionController {
 		c.Evictions = &evictioncontroller.Reconciler{
-			Client: clientOr(o.EvictionClient, mgr), Recorder: recorder, Refusals: refusals, Clock: o.Clock,
+			Client:    client.WithFieldOwner(clientOr(o.EvictionClient, mgr), evictioncontroller.FieldManager(o.EvictionControllerName)),
+			APIReader: mgr.GetAPIReader(), Recorder: recorder, Refusals: refusals, Clock: o.Clock,
+			Name: o.EvictionControllerName, Yield: o.EvictionYield,
 			Protected: func(pod *corev1.Pod) string {
 				if o.OwnPods.Match(pod) {
 					return "nodemaint-controller's own pod"

@@ -21,8 +21,10 @@ const (
 	requestNodeIndex = "nodemaint.dev/request-node"
 	// requestPodIndex indexes nodemaint's EvictionRequests by their target pod's UID.
 	requestPodIndex = "nodemaint.dev/request-pod-uid"
-	// evictionPodIndex indexes the Evictions naming nodemaint as a requester by their target
-	// pod's UID.
+	// evictionPodIndex indexes every Eviction by its target pod's UID, whoever created it and
+	// whatever its labels: an Eviction controller other than nodemaint's (the in-tree one,
+	// another installation) answers nodemaint's requests with Evictions that need not carry
+	// nodemaint's labels.
 	evictionPodIndex = "nodemaint.dev/eviction-pod-uid"
 )
 
@@ -54,8 +56,7 @@ func SetupIndexes(ctx context.Context, mgr manager.Manager) error {
 		return fmt.Errorf("indexing EvictionRequests by pod: %w", err)
 	}
 	if err := idx.IndexField(ctx, &lifecyclev1alpha1.Eviction{}, evictionPodIndex, func(o client.Object) []string {
-		e := o.(*lifecyclev1alpha1.Eviction)
-		if _, ours := e.Labels[names.Requester]; ours && e.Spec.Target.Pod != nil {
+		if e := o.(*lifecyclev1alpha1.Eviction); e.Spec.Target.Pod != nil {
 			return []string{string(e.Spec.Target.Pod.UID)}
 		}
 		return nil
@@ -73,22 +74,16 @@ func NodeOfRequest(_ context.Context, o client.Object) []reconcile.Request {
 	return nil
 }
 
-// NodesOfEviction maps an Eviction naming nodemaint as a requester to the nodes of nodemaint's
+// NodesOfEviction maps an Eviction of a pod nodemaint requests to the nodes of nodemaint's
 // EvictionRequests for its pod (NodeLabel): an Eviction's end, which lets a withdrawn request
-// go, comes after its pod is gone, so the pod cannot say whose node it was.
+// go, comes after its pod is gone, so the pod cannot say whose node it was. Whichever Eviction
+// controller created the Eviction, and whatever its labels.
 func NodesOfEviction(ctx context.Context, c client.Reader, o client.Object) []reconcile.Request {
-	e := o.(*lifecyclev1alpha1.Eviction)
-	if _, ours := e.Labels[names.Requester]; !ours || e.Spec.Target.Pod == nil {
-		return nil
-	}
-	var requests lifecyclev1alpha1.EvictionRequestList
-	if err := c.List(ctx, &requests, client.InNamespace(e.Namespace), client.MatchingFields{requestPodIndex: string(e.Spec.Target.Pod.UID)}); err != nil {
-		return nil
-	}
 	seen := map[string]bool{}
 	var out []reconcile.Request
-	for i := range requests.Items {
-		node := requests.Items[i].Labels[evictionrequest.NodeLabel]
+	requests := requestsOf(ctx, c, o.(*lifecyclev1alpha1.Eviction))
+	for i := range requests {
+		node := requests[i].Labels[evictionrequest.NodeLabel]
 		if node == "" || seen[node] {
 			continue
 		}
@@ -98,11 +93,23 @@ func NodesOfEviction(ctx context.Context, c client.Reader, o client.Object) []re
 	return out
 }
 
-// PodOfEviction reads the target pod of an Eviction naming nodemaint as a requester; nil for
-// others.
+// requestsOf are nodemaint's EvictionRequests for the Eviction's target pod, from the cache.
+func requestsOf(ctx context.Context, c client.Reader, e *lifecyclev1alpha1.Eviction) []lifecyclev1alpha1.EvictionRequest {
+	if e.Spec.Target.Pod == nil {
+		return nil
+	}
+	var requests lifecyclev1alpha1.EvictionRequestList
+	if err := c.List(ctx, &requests, client.InNamespace(e.Namespace), client.MatchingFields{requestPodIndex: string(e.Spec.Target.Pod.UID)}); err != nil {
+		return nil
+	}
+	return requests.Items
+}
+
+// PodOfEviction reads the target pod of an Eviction of a pod nodemaint requests (whichever
+// controller created it); nil for others.
 func PodOfEviction(ctx context.Context, c client.Reader, o client.Object) *corev1.Pod {
 	e := o.(*lifecyclev1alpha1.Eviction)
-	if _, ours := e.Labels[names.Requester]; !ours || e.Spec.Target.Pod == nil {
+	if len(requestsOf(ctx, c, e)) == 0 {
 		return nil
 	}
 	pod := &corev1.Pod{}

@@ -30,6 +30,13 @@ const (
 	// (such as nodemaint's Deployment responder) to register with, leaving room both above (to
 	// preempt it) and below (as a fallback).
 	ManagingControllerPriority int32 = 10000
+
+	// ControllerLabel marks every Eviction nodemaint's Eviction controller creates with the name
+	// of the controller that created it (--eviction-controller-name: by default the namespace of
+	// the installation's leader election). A controller writes to, and deletes, only the
+	// Evictions with its own name; every other Eviction (another installation's, or the in-tree
+	// controller's, which carries no such label) it reads only.
+	ControllerLabel = "nodemaint.dev/eviction-controller"
 )
 
 // HeldForDrain is the imperative evictor's message while it holds a pod that only nodemaint's

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -320,4 +321,168 @@ func TestSignalOnlyThroughEvictionRequests(t *testing.T) {
 		err := get(ctx, p)
 		return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil), client.IgnoreNotFound(err)
 	})
+}
+
+// evictionWriters watches the Evictions of the namespace and records, per target pod, the
+// Evictions it had and, from their managedFields, every Eviction written by more than one
+// nodemaint Eviction controller or by another than the one its mark
+// (names.ControllerLabel) names; stop ends the watch and returns them, with the marks of the
+// Evictions seen (their creators).
+func evictionWriters(t *testing.T, ns string) (stop func() (fights []string, perPod map[string]int, marks map[string]int)) {
+	t.Helper()
+	wc, err := client.NewWithWatch(framework.Cluster().RESTConfig(), client.Options{Scheme: framework.Client().Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(t.Context(), &lifecyclev1alpha1.EvictionList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "nodemaint-eviction-controller/"
+	var fights []string
+	evictions := map[string]map[string]bool{} // pod name: Eviction UIDs
+	marks := map[string]int{}
+	seen := map[string]bool{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			e, ok := ev.Object.(*lifecyclev1alpha1.Eviction)
+			if !ok || e.Spec.Target.Pod == nil {
+				continue
+			}
+			if evictions[e.Spec.Target.Pod.Name] == nil {
+				evictions[e.Spec.Target.Pod.Name] = map[string]bool{}
+			}
+			evictions[e.Spec.Target.Pod.Name][string(e.UID)] = true
+			mark := prefix + e.Labels[names.ControllerLabel]
+			if !seen[string(e.UID)] {
+				seen[string(e.UID)] = true
+				marks[mark]++
+			}
+			var managers []string
+			for _, mf := range e.ManagedFields {
+				if strings.HasPrefix(mf.Manager, prefix) && !slices.Contains(managers, mf.Manager) {
+					managers = append(managers, mf.Manager)
+				}
+			}
+			if len(managers) > 1 || len(managers) == 1 && managers[0] != mark {
+				fights = append(fights, fmt.Sprintf("Eviction %s (marked %s) written by %v", e.Name, mark, managers))
+			}
+		}
+	}()
+	return func() ([]string, map[string]int, map[string]int) {
+		w.Stop()
+		<-done
+		perPod := map[string]int{}
+		for pod, uids := range evictions {
+			perPod[pod] = len(uids)
+		}
+		return fights, perPod, marks
+	}
+}
+
+// TestTwoEvictionControllers: a second installation's Eviction controller (a nodemaint-controller
+// running only it, --eviction-controller=on, named "second") beside the framework's controller
+// (the defaults: --eviction-controller=auto, named after its leader election namespace), while a
+// node with four bare pods is drained and another requester asks for two pods of the other node.
+// No Eviction is written by both controllers, or by another than the one that created it (their
+// managedFields), each pod has one Eviction, the drain completes and nothing is left.
+func TestTwoEvictionControllers(t *testing.T) {
+	ctx := t.Context()
+	ns := framework.Namespace(t)
+	c := framework.Client()
+	writers := evictionWriters(t, ns)
+	first := framework.NewController(t)
+	first.Start()
+	framework.NewController(t).Start("--eviction-controller=on", "--eviction-controller-name=second", "--leader-elect=false",
+		"--feature-gates=DeclarativeNodeMaintenance=false,NodeMaintenanceDeployment=false")
+
+	var drained, asked []*corev1.Pod
+	for i := range 4 {
+		drained = append(drained, pod(ns, fmt.Sprint("drained-", i)))
+	}
+	for i := range 2 {
+		p := pod(ns, fmt.Sprint("asked-", i))
+		p.Spec.NodeName = "kwok-node-1"
+		asked = append(asked, p)
+	}
+	for _, p := range append(slices.Clone(drained), asked...) {
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	framework.Eventually(t, timeout, "the pods Ready", func(ctx context.Context) (bool, error) {
+		for _, p := range append(slices.Clone(drained), asked...) {
+			if err := get(ctx, p); err != nil || !ready(p) {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "two-" + ns},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: testutil.NodeSelectorFor(node), Cordon: true, Drain: true, Reason: "two controllers",
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: 5 * time.Second},
+		},
+	}
+	if err := c.Create(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), nm) })
+	for _, p := range asked {
+		r := &lifecyclev1alpha1.EvictionRequest{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.Name},
+			Spec: lifecyclev1alpha1.EvictionRequestSpec{
+				Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: p.Name, UID: p.UID}},
+				Requester: "descheduler.example.com/rebalance", Intent: lifecyclev1alpha1.EvictionRequestIntentEviction,
+			},
+		}
+		if err := c.Create(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	framework.Eventually(t, timeout, "the node drained and the asked pods evicted", func(ctx context.Context) (bool, error) {
+		for _, p := range append(slices.Clone(drained), asked...) {
+			if err := get(ctx, p); !apierrors.IsNotFound(err) {
+				return false, client.IgnoreNotFound(err)
+			}
+		}
+		err := get(ctx, nm)
+		return nm.Status.NodesDrained == 1, err
+	})
+	// The maintenance and the other requester's requests (whose pods are gone) end.
+	if err := c.Delete(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range asked {
+		if err := c.Delete(ctx, &lifecyclev1alpha1.EvictionRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.Name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	framework.Eventually(t, timeout, "every EvictionRequest and Eviction gone", func(ctx context.Context) (bool, error) {
+		evs, reqs, err := evictionsOf(ctx, ns)
+		return len(evs) == 0 && len(reqs) == 0, err
+	})
+	fights, perPod, marks := writers()
+	t.Logf("Evictions created, by controller: %v", marks)
+	if len(fights) > 0 {
+		t.Errorf("Evictions written by another Eviction controller than their creator: %v", fights)
+	}
+	for _, p := range append(slices.Clone(drained), asked...) {
+		if perPod[p.Name] != 1 {
+			t.Errorf("%s had %d Evictions, want 1", p.Name, perPod[p.Name])
+		}
+	}
+	// Under auto, the framework's controller stood aside once it saw the other's Evictions,
+	// unless it created none at all.
+	log, err := os.ReadFile(first.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if marks["nodemaint-eviction-controller/second"] > 0 && !strings.Contains(string(log), "another Eviction controller answers") {
+		t.Errorf("the framework's controller (auto) does not say that another Eviction controller answers")
+	}
 }
