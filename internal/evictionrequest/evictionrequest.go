@@ -383,6 +383,23 @@ func adopted(r *lifecyclev1alpha1.EvictionRequest) *lifecyclev1alpha1.EvictionRe
 	return want
 }
 
+// Current is the Eviction of a pod that answers for it when several exist (one left by an
+// earlier controller beside a live one, or two controllers' before one stood aside): one in
+// progress before one that ended or is being deleted, then the youngest; nil when there is none.
+func Current(evs []lifecyclev1alpha1.Eviction) *lifecyclev1alpha1.Eviction {
+	var cur *lifecyclev1alpha1.Eviction
+	for i := range evs {
+		e := &evs[i]
+		switch {
+		case cur == nil, inProgress(e) && !inProgress(cur):
+			cur = e
+		case inProgress(e) == inProgress(cur) && cur.CreationTimestamp.Before(&e.CreationTimestamp):
+			cur = e
+		}
+	}
+	return cur
+}
+
 // inProgress: the Eviction exists and has not ended.
 func inProgress(e *lifecyclev1alpha1.Eviction) bool {
 	if e == nil || e.DeletionTimestamp != nil {

@@ -173,15 +173,15 @@ func (p evictionRequests) requests(ctx context.Context, node string) ([]lifecycl
 	return reqs.Items, nil
 }
 
-// readEvictions adds the Evictions of the pod that name nodemaint as a requester (the Eviction
-// controller labels them so).
+// readEvictions adds the pod's Eviction, whichever Eviction controller created it: the current
+// one when there are several (evictionrequest.Current).
 func (p evictionRequests) readEvictions(ctx context.Context, uid types.UID, seen *evictionrequest.Observed) error {
 	var evs lifecyclev1alpha1.EvictionList
 	if err := p.client.List(ctx, &evs, client.MatchingFields{evictionPodIndex: string(uid)}); err != nil {
 		return fmt.Errorf("listing Evictions: %w", err)
 	}
-	for i := range evs.Items {
-		seen.Evictions[uid] = &evs.Items[i]
+	if e := evictionrequest.Current(evs.Items); e != nil {
+		seen.Evictions[uid] = e
 	}
 	return nil
 }
