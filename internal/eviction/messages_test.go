@@ -73,3 +73,16 @@ func TestImperativeMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedEvents: the steps of every pod's eviction are not Events; what disrupts the pod, goes
+// wrong, hands over or ends a canceled eviction is.
+func TestRecordedEvents(t *testing.T) {
+	for reason, want := range map[EventReason]bool{
+		EvictionCreated: false, ResponderActive: false, ResponderCanceled: false,
+		ResponderCompleted: true, ResponderInterrupted: true, CanceledDueToNoRequesters: true, NoFurtherResponder: true, PodEvicted: true,
+	} {
+		if got := (Event{Reason: reason}).Recorded(); got != want {
+			t.Errorf("%s recorded: %v, want %v", reason, got, want)
+		}
+	}
+}

@@ -352,8 +352,11 @@ func (r *Reconciler) evict(ctx context.Context, obs eviction.Observation, ev *li
 }
 
 // record records the Event on the Eviction ev, related to the object related (nil: none), in
-// the words of internal/eviction.
+// the words of internal/eviction, when it is one worth recording (eviction.Event.Recorded).
 func (r *Reconciler) record(ev *lifecyclev1alpha1.Eviction, related runtime.Object, e eviction.Event) {
+	if !e.Recorded() {
+		return
+	}
 	r.Recorder.Eventf(ev, related, e.Type(), string(e.Reason), e.Action(), "%s", e.Note())
 }
 
