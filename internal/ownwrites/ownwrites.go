@@ -115,3 +115,46 @@ func (w *Writes[T]) expire(now time.Time) {
 		}
 	}
 }
+
+// Deletes remembers the objects the controller deleted, by UID, for as long as its cache may
+// still show them (at most a minute), so that a decision taken from a cache that has not seen a
+// deletion yet does not send it again. The zero value is not usable; a nil *Deletes remembers
+// nothing.
+type Deletes struct {
+	mu      sync.Mutex
+	entries map[types.UID]time.Time
+	now     func() time.Time
+}
+
+// NewDeletes returns an empty record of deletions.
+func NewDeletes() *Deletes {
+	return &Deletes{entries: map[types.UID]time.Time{}, now: time.Now}
+}
+
+// Deleted records that the object is deleted (the API server accepted the deletion, or said it
+// is gone).
+func (d *Deletes) Deleted(uid types.UID) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	for u, at := range d.entries {
+		if now.Sub(at) >= forget {
+			delete(d.entries, u)
+		}
+	}
+	d.entries[uid] = now
+}
+
+// Sent reports whether the object's deletion was sent within the last minute.
+func (d *Deletes) Sent(uid types.UID) bool {
+	if d == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at, ok := d.entries[uid]
+	return ok && d.now().Sub(at) < forget
+}

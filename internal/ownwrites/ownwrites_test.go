@@ -67,3 +67,24 @@ func TestFresh(t *testing.T) {
 		t.Fatalf("nil: %v", got.Labels)
 	}
 }
+
+// TestDeletes: a deletion is remembered for a minute, then forgotten; a nil record remembers
+// nothing.
+func TestDeletes(t *testing.T) {
+	now := time.Unix(1000, 0)
+	d := NewDeletes()
+	d.now = func() time.Time { return now }
+	d.Deleted("a")
+	if !d.Sent("a") || d.Sent("b") {
+		t.Fatal("want a's deletion remembered, b's not")
+	}
+	now = now.Add(forget)
+	if d.Sent("a") {
+		t.Fatal("a's deletion remembered past a minute")
+	}
+	var none *Deletes
+	none.Deleted("a")
+	if none.Sent("a") {
+		t.Fatal("a nil record remembers")
+	}
+}

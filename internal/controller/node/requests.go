@@ -23,6 +23,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -64,9 +65,18 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 			return nil
 		})
 	}
+	deleted := r.deletedRequests()
 	for _, req := range plan.Delete {
+		if deleted.Sent(req.UID) {
+			// Deleted by an earlier reconcile; the cache has not shown it gone yet.
+			continue
+		}
 		g.Go(func() error {
-			c.record(r.Client.Delete(ctx, req, client.Preconditions{UID: &req.UID}), &c.deleted)
+			err := r.Client.Delete(ctx, req, client.Preconditions{UID: &req.UID})
+			if err == nil || apierrors.IsNotFound(err) {
+				deleted.Deleted(req.UID)
+			}
+			c.record(err, &c.deleted)
 			return nil
 		})
 	}
@@ -103,6 +113,12 @@ type requestWriteCounts struct {
 	mu                                          sync.Mutex
 	errs                                        []error
 	created, asked, withdrawn, deleted, adopted int
+}
+
+// deletedRequests is the record of the EvictionRequests this replica deleted.
+func (r *Reconciler) deletedRequests() *ownwrites.Deletes {
+	r.requestsDeletedOnce.Do(func() { r.requestsDeleted = ownwrites.NewDeletes() })
+	return r.requestsDeleted
 }
 
 // record counts a write that succeeded in what.
