@@ -42,11 +42,11 @@ func TestMaxSurge(t *testing.T) {
 
 func TestEligible(t *testing.T) {
 	for name, tc := range map[string]struct {
-		mutate     func(*appsv1.Deployment)
-		replicaSet int
+		mutate      func(*appsv1.Deployment)
+		replicaSet  int
 		autoscalers int
-		wantOK     bool
-		wantReason string
+		wantOK      bool
+		wantReason  string
 	}{
 		"rolling update with surge": {wantOK: true},
 		"replicas 0":                {mutate: func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](0) }},
