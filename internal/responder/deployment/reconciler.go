@@ -168,10 +168,12 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (decide.
 }
 
 // autoscalersOf reads from the cache the HorizontalPodAutoscalers of the Deployment's namespace
-// that target it or whose record of raised bounds names it (decide.Input.Autoscalers).
+// that target it or whose record of raised bounds names it (decide.Input.Autoscalers). The
+// cache's objects, not copies (every reconcile reads them): they are only read, and writeBounds
+// patches copies.
 func (r *Reconciler) autoscalersOf(ctx context.Context, key types.NamespacedName) ([]*autoscalingv2.HorizontalPodAutoscaler, error) {
 	var hpas autoscalingv2.HorizontalPodAutoscalerList
-	if err := r.Client.List(ctx, &hpas, client.InNamespace(key.Namespace)); err != nil {
+	if err := r.Client.List(ctx, &hpas, client.InNamespace(key.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var out []*autoscalingv2.HorizontalPodAutoscaler
