@@ -38,6 +38,58 @@ func TestAutoscaledDeploymentSurges(t *testing.T) {
 	startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
 	answers := watchAnswers(t, ns) // on the EvictionRequest API: the responder registered on the pods
+	s, bounds := createAutoscaled(t, ns)
+	moved := s.view().live()[0]
+	node := moved.Spec.NodeName
+
+	nm := maintain(t, ns, node)
+	s.waitFor(t, 2*waitTimeout, "the maintained node's pods replaced", func(v view) bool {
+		return v.settled(3) && len(v.liveOn(node)) == 0
+	})
+	framework.Eventually(t, waitTimeout, "the maintenance Drained", func(ctx context.Context) (bool, error) {
+		cur := &nodemaintv1alpha1.NodeMaintenance{}
+		err := framework.Client().Get(ctx, types.NamespacedName{Name: nm.Name}, cur)
+		return err == nil && meta.IsStatusConditionTrue(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrained), err
+	})
+	if accepted, _ := answers.times(s, moved.Name, ""); accepted.IsZero() {
+		t.Errorf("the responder's acceptance of %s not seen %s", moved.Name, answers)
+	}
+	expectAutoscaledKept(t, ns, s, bounds)
+}
+
+// TestAutoscaledControllerKilledDuringSurge: nodemaint-controller is killed while the autoscaled
+// Deployment of TestAutoscaledDeploymentSurges surges, and started again once the replacement is
+// Ready: meanwhile the autoscaler, its bounds raised, leaves the surge alone through its syncs;
+// then the evacuation completes and the autoscaler's bounds are restored, Ready never below 3.
+func TestAutoscaledControllerKilledDuringSurge(t *testing.T) {
+	c := startNodemaint(t, 2*time.Minute)
+	ns := framework.Namespace(t)
+	watchAnswers(t, ns) // on the EvictionRequest API: the responder registered on the pods
+	s, bounds := createAutoscaled(t, ns)
+	node := s.view().live()[0].Spec.NodeName
+
+	maintain(t, ns, node)
+	s.waitFor(t, waitTimeout, "a surge in flight", func(v view) bool { return v.surging() && v.replicas() == 4 })
+	c.Kill()
+	s.waitFor(t, 2*waitTimeout, "the surge Ready while the controller is down", func(v view) bool {
+		return len(v.ready()) == 4 && v.replicas() == 4
+	})
+	if cur := bounds.last(); ptr.Deref(cur.Spec.MinReplicas, 1) != 4 || cur.Spec.MaxReplicas != 4 {
+		t.Errorf("the autoscaler's bounds %d, %d while the controller is down mid-surge; want 4, 4", ptr.Deref(cur.Spec.MinReplicas, 1), cur.Spec.MaxReplicas)
+	}
+	c.Start()
+	s.waitFor(t, waitTimeout, "the evacuation completed", func(v view) bool {
+		return v.settled(3) && len(v.liveOn(node)) == 0
+	})
+	expectAutoscaledKept(t, ns, s, bounds)
+}
+
+// createAutoscaled creates the Deployment web of 3 replicas whose pods take
+// autoscaledReadyDelay to start, a budget of minAvailable 3 (no disruption allowed) and a
+// HorizontalPodAutoscaler of minReplicas 3, maxReplicas 3, and starts watching the Deployment and
+// the autoscaler.
+func createAutoscaled(t *testing.T, ns string) (*sampler, *autoscalerWatch) {
+	t.Helper()
 	createDeployment(t, ns, "web", 3, intstr.FromInt32(1), autoscaledReadyDelay, 0)
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
@@ -59,20 +111,15 @@ func TestAutoscaledDeploymentSurges(t *testing.T) {
 	if err := framework.Client().Create(t.Context(), hpa); err != nil {
 		t.Fatal(err)
 	}
-	bounds := watchAutoscaler(t, ns, "web")
-	s := watchApp(t, ns, "web")
-	moved := s.view().live()[0]
-	node := moved.Spec.NodeName
+	return watchApp(t, ns, "web"), watchAutoscaler(t, ns, "web")
+}
 
-	nm := maintain(t, ns, node)
-	s.waitFor(t, 2*waitTimeout, "the maintained node's pods replaced", func(v view) bool {
-		return v.settled(3) && len(v.liveOn(node)) == 0
-	})
-	framework.Eventually(t, waitTimeout, "the maintenance Drained", func(ctx context.Context) (bool, error) {
-		cur := &nodemaintv1alpha1.NodeMaintenance{}
-		err := framework.Client().Get(ctx, types.NamespacedName{Name: nm.Name}, cur)
-		return err == nil && meta.IsStatusConditionTrue(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrained), err
-	})
+// expectAutoscaledKept waits until the autoscaler is back to 3, 3 with no record and the
+// responder's markers are gone, then checks what the watches saw: Ready never below 3, the
+// autoscaler's bounds raised to 4 during the surge, nobody (the autoscaler) scaling the
+// Deployment during it.
+func expectAutoscaledKept(t *testing.T, ns string, s *sampler, bounds *autoscalerWatch) {
+	t.Helper()
 	framework.Eventually(t, waitTimeout, "the autoscaler back to 3, 3 with no record", func(context.Context) (bool, error) {
 		cur := bounds.last()
 		return cur != nil && ptr.Deref(cur.Spec.MinReplicas, 1) == 3 && cur.Spec.MaxReplicas == 3 &&
@@ -85,9 +132,6 @@ func TestAutoscaledDeploymentSurges(t *testing.T) {
 	scaledBack := countEvents(t, ns, "web", "ScaledDuringSurge")
 	t.Logf("Ready pods never below %d, at most %d pods, spec.replicas at most %d; the autoscaler's bounds at most %d, %d; %d ScaledDuringSurge",
 		minReady, maxLive, maxReplicas, minRaised, maxRaised, scaledBack)
-	if accepted, _ := answers.times(s, moved.Name, ""); accepted.IsZero() {
-		t.Errorf("the responder's acceptance of %s not seen %s", moved.Name, answers)
-	}
 	if minReady < 3 {
 		t.Errorf("Ready pods went down to %d, want 3 throughout", minReady)
 	}
