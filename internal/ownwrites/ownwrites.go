@@ -116,24 +116,23 @@ func (w *Writes[T]) expire(now time.Time) {
 	}
 }
 
-// Deletes remembers the objects the controller deleted, by UID, for as long as its cache may
-// still show them (at most a minute), so that a decision taken from a cache that has not seen a
-// deletion yet does not send it again. The zero value is not usable; a nil *Deletes remembers
-// nothing.
-type Deletes struct {
+// Recent remembers writes that a cache shows late, by UID (an object deleted, or one created for a
+// pod), for as long as the cache may not show them yet (at most a minute), so that a decision
+// taken from a cache that has not seen a deletion or a creation yet does not send it again. The
+// zero value is not usable; a nil *Recent remembers nothing.
+type Recent struct {
 	mu      sync.Mutex
 	entries map[types.UID]time.Time
 	now     func() time.Time
 }
 
-// NewDeletes returns an empty record of deletions.
-func NewDeletes() *Deletes {
-	return &Deletes{entries: map[types.UID]time.Time{}, now: time.Now}
+// NewRecent returns an empty record.
+func NewRecent() *Recent {
+	return &Recent{entries: map[types.UID]time.Time{}, now: time.Now}
 }
 
-// Deleted records that the object is deleted (the API server accepted the deletion, or said it
-// is gone).
-func (d *Deletes) Deleted(uid types.UID) {
+// Sent records that the write of uid was sent and accepted (or found done already).
+func (d *Recent) Sent(uid types.UID) {
 	if d == nil {
 		return
 	}
@@ -148,8 +147,18 @@ func (d *Deletes) Deleted(uid types.UID) {
 	d.entries[uid] = now
 }
 
-// Sent reports whether the object's deletion was sent within the last minute.
-func (d *Deletes) Sent(uid types.UID) bool {
+// Forget drops what is remembered of uid (a creation undone by a deletion).
+func (d *Recent) Forget(uid types.UID) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.entries, uid)
+}
+
+// Recently reports whether the write of uid was sent within the last minute.
+func (d *Recent) Recently(uid types.UID) bool {
 	if d == nil {
 		return false
 	}

@@ -68,23 +68,23 @@ func TestFresh(t *testing.T) {
 	}
 }
 
-// TestDeletes: a deletion is remembered for a minute, then forgotten; a nil record remembers
+// TestRecent: a write is remembered for a minute, then forgotten; a nil record remembers
 // nothing.
-func TestDeletes(t *testing.T) {
+func TestRecent(t *testing.T) {
 	now := time.Unix(1000, 0)
-	d := NewDeletes()
+	d := NewRecent()
 	d.now = func() time.Time { return now }
-	d.Deleted("a")
-	if !d.Sent("a") || d.Sent("b") {
-		t.Fatal("want a's deletion remembered, b's not")
+	d.Sent("a")
+	if !d.Recently("a") || d.Recently("b") {
+		t.Fatal("want a's write remembered, b's not")
 	}
 	now = now.Add(forget)
-	if d.Sent("a") {
-		t.Fatal("a's deletion remembered past a minute")
+	if d.Recently("a") {
+		t.Fatal("a's write remembered past a minute")
 	}
-	var none *Deletes
-	none.Deleted("a")
-	if none.Sent("a") {
+	var none *Recent
+	none.Sent("a")
+	if none.Recently("a") {
 		t.Fatal("a nil record remembers")
 	}
 }

@@ -50,10 +50,11 @@ type Reconciler struct {
 	// Written remembers the pods' evacuation requests written until the cache shows them;
 	// shared with the NodeMaintenance reconciler and the Deployment responder. Nil: none.
 	Written *ownwrites.Writes[*corev1.Pod]
-	// requestsDeleted remembers the EvictionRequests this replica deleted while the cache may
-	// still show them, so that a deletion is sent once.
-	requestsDeleted     *ownwrites.Deletes
-	requestsDeletedOnce sync.Once
+	// requestsDeleted and requestsCreated remember the EvictionRequests this replica deleted
+	// (by the request's UID) and created (by its pod's) while the cache may not show it yet, so
+	// that each is sent once.
+	requestsDeleted, requestsCreated *ownwrites.Recent
+	requestsOnce                     sync.Once
 	// Clock tells the time; nil is the real clock. A reconcile reads it once and decides, writes
 	// and schedules its next look from that one instant.
 	Clock clock.PassiveClock

@@ -65,16 +65,18 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 			return nil
 		})
 	}
-	deleted := r.deletedRequests()
+	deleted, created := r.recentRequests()
 	for _, req := range plan.Delete {
-		if deleted.Sent(req.UID) {
+		if deleted.Recently(req.UID) {
 			// Deleted by an earlier reconcile; the cache has not shown it gone yet.
 			continue
 		}
 		g.Go(func() error {
 			err := r.Client.Delete(ctx, req, client.Preconditions{UID: &req.UID})
 			if err == nil || apierrors.IsNotFound(err) {
-				deleted.Deleted(req.UID)
+				deleted.Sent(req.UID)
+				// The pod may be asked again (the drain stopped and started): a new request.
+				created.Forget(req.Spec.Target.Pod.UID)
 			}
 			c.record(err, &c.deleted)
 			return nil
@@ -90,8 +92,16 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 		})
 	}
 	for _, req := range plan.Create {
+		pod := req.Spec.Target.Pod.UID
+		if created.Recently(pod) {
+			// Created by an earlier reconcile; the cache has not shown it yet.
+			continue
+		}
 		g.Go(func() error {
 			err := r.Client.Create(ctx, req)
+			if err == nil || apierrors.IsAlreadyExists(err) {
+				created.Sent(pod)
+			}
 			c.record(err, &c.created)
 			if err == nil {
 				requested(req)
@@ -115,10 +125,10 @@ type requestWriteCounts struct {
 	created, asked, withdrawn, deleted, adopted int
 }
 
-// deletedRequests is the record of the EvictionRequests this replica deleted.
-func (r *Reconciler) deletedRequests() *ownwrites.Deletes {
-	r.requestsDeletedOnce.Do(func() { r.requestsDeleted = ownwrites.NewDeletes() })
-	return r.requestsDeleted
+// recentRequests are the records of the EvictionRequests this replica deleted and created.
+func (r *Reconciler) recentRequests() (deleted, created *ownwrites.Recent) {
+	r.requestsOnce.Do(func() { r.requestsDeleted, r.requestsCreated = ownwrites.NewRecent(), ownwrites.NewRecent() })
+	return r.requestsDeleted, r.requestsCreated
 }
 
 // record counts a write that succeeded in what.
