@@ -67,10 +67,16 @@ func TestNothingLeftWhenNodeDeleted(t *testing.T) {
 		others = append(others, node(i))
 	}
 	kubectl(t, append([]string{"cordon"}, others...)...)
+	// Each pod names a responder of its own (which never answers), so that nodemaint asks it
+	// through an EvictionRequest: a pod that names none is asked through its pod condition.
+	held := []*corev1.Pod{barePod(ns, "held-1", map[string]string{"app": "held"}), barePod(ns, "held-2", map[string]string{"app": "held"})}
+	for _, p := range held {
+		p.Spec.EvictionResponders = []corev1.EvictionResponder{{Name: "silent.example.com/operator", Priority: ptr.To[int32](10000)}}
+	}
 	create(t, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "never"},
 		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(0)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "held"}}},
-	}, barePod(ns, "held-1", map[string]string{"app": "held"}), barePod(ns, "held-2", map[string]string{"app": "held"}))
+	}, held[0], held[1])
 	waitRunning(t, ns, 2)
 	kubectl(t, append([]string{"uncordon"}, others...)...)
 
