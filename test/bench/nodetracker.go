@@ -32,6 +32,7 @@ type nodeTracker struct {
 	nodes  map[string]nodeState
 	boot   map[string]string  // node -> boot ID at begin
 	backT  map[string]float64 // node -> last time it came back in service
+	out    int                // nodes out of service now
 	maxOut int                // the most nodes out of service at once since begin
 }
 
@@ -40,6 +41,8 @@ func newNodeTracker(pool []string) *nodeTracker {
 	for _, n := range pool {
 		t.nodes[n] = nodeState{}
 	}
+	// A node not seen yet counts as out (not Ready) until its first event.
+	t.out = len(pool)
 	return t
 }
 
@@ -51,7 +54,7 @@ func (t *nodeTracker) begin(now time.Time) {
 	for name, s := range t.nodes {
 		t.boot[name] = s.bootID
 	}
-	t.maxOut = t.outLocked()
+	t.maxOut = t.out
 	t.notifyLocked()
 }
 
@@ -68,10 +71,16 @@ func (t *nodeTracker) observe(now time.Time, name, bootID string, ready, unsched
 		cur.rebooted = bootID != t.boot[name]
 	}
 	t.nodes[name] = cur
+	switch {
+	case cur.out() && !old.out():
+		t.out++
+	case !cur.out() && old.out():
+		t.out--
+	}
 	if t.start.IsZero() {
 		return
 	}
-	t.maxOut = max(t.maxOut, t.outLocked())
+	t.maxOut = max(t.maxOut, t.out)
 	switch {
 	case cur.back() && !old.back():
 		t.backT[name] = max(now.Sub(t.start).Seconds(), 0)
@@ -79,16 +88,6 @@ func (t *nodeTracker) observe(now time.Time, name, bootID string, ready, unsched
 		delete(t.backT, name)
 	}
 	t.notifyLocked()
-}
-
-func (t *nodeTracker) outLocked() int {
-	n := 0
-	for _, s := range t.nodes {
-		if s.out() {
-			n++
-		}
-	}
-	return n
 }
 
 func (t *nodeTracker) notifyLocked() {
@@ -106,6 +105,28 @@ func (t *nodeTracker) snapshot() nodeSnapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return nodeSnapshot{nodes: maps.Clone(t.nodes), changed: t.changed}
+}
+
+// node is one node of the pool at one moment, and a channel closed at the next change of the
+// pool: where a wait is on one node, without the copy of every node a snapshot makes.
+func (t *nodeTracker) node(name string) (nodeState, <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.nodes[name], t.changed
+}
+
+// drainedNodes returns the nodes of the pool with the condition Drained=True now, and a channel
+// closed at the next change.
+func (t *nodeTracker) drainedNodes() ([]string, <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for name, s := range t.nodes {
+		if s.drained {
+			out = append(out, name)
+		}
+	}
+	return out, t.changed
 }
 
 // nodeOutcome is what the node tracker measured of a run.
