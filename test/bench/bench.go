@@ -268,7 +268,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	if nt != nil {
 		// The pods come back to the rebooted nodes: the pool is never empty.
 		nodes := nt.outcome()
-		res.NodesBack, res.MaxNodesOut = nodes.back, nodes.maxOut
+		res.NodesBack, res.MaxNodesOut, res.MaxNodesCordoned, res.NodesLostReady = nodes.back, nodes.maxOut, nodes.maxCordoned, nodes.lostReady
 		if nodes.allBack != nil && out.settled != nil {
 			res.TotalSeconds = ptr.To(round(max(*nodes.allBack, *out.settled)))
 		}

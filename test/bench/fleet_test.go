@@ -166,31 +166,53 @@ func TestNodeTrackerMaxOut(t *testing.T) {
 	for _, n := range pool {
 		state[n] = [2]bool{true, false}
 	}
-	want := 0
+	want, wantCordoned := 0, 0
 	for range 5000 {
 		n := pool[rng.IntN(len(pool))]
 		// Mostly in service, so that the count goes up and down.
 		st := [2]bool{rng.IntN(4) > 0, rng.IntN(3) == 0}
 		state[n] = st
 		nt.observe(t0, n, "boot", st[0], st[1], false)
-		out := 0
+		out, cordoned := 0, 0
 		for _, s := range state {
 			if !s[0] || s[1] {
 				out++
 			}
+			if s[1] {
+				cordoned++
+			}
 		}
-		want = max(want, out)
-		if nt.out != out {
-			t.Fatalf("%d nodes out counted, %d out", nt.out, out)
+		want, wantCordoned = max(want, out), max(wantCordoned, cordoned)
+		if nt.out != out || nt.cordoned != cordoned {
+			t.Fatalf("%d nodes out and %d cordoned counted, %d and %d", nt.out, nt.cordoned, out, cordoned)
 		}
 	}
-	if got := nt.outcome().maxOut; got != want || want == 0 {
-		t.Errorf("max out %d, want %d", got, want)
+	if o := nt.outcome(); o.maxOut != want || want == 0 || o.maxCordoned != wantCordoned || wantCordoned == 0 || o.maxCordoned > o.maxOut {
+		t.Errorf("max out %d, cordoned %d; want %d, %d", o.maxOut, o.maxCordoned, want, wantCordoned)
 	}
 	// Nodes outside the pool do not count.
 	nt.observe(t0, "other", "boot", false, true, false)
 	if got := nt.outcome().maxOut; got != want {
 		t.Errorf("max out %d after a node outside the pool, want %d", got, want)
+	}
+}
+
+// A node that goes not Ready with its boot ID unchanged lost its heartbeats; a reboot changes the
+// boot ID as it goes down.
+func TestNodeTrackerLostReady(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	nt := newNodeTracker([]string{"n1", "n2", "n3"})
+	for _, n := range []string{"n1", "n2", "n3"} {
+		nt.observe(t0, n, "boot-"+n, true, false, false)
+	}
+	nt.begin(t0)
+	nt.observe(t0, "n1", "boot-n1", true, true, true)   // cordoned, drained
+	nt.observe(t0, "n1", "boot-n1b", false, true, true) // rebooting
+	nt.observe(t0, "n1", "boot-n1b", true, false, false)
+	nt.observe(t0, "n2", "boot-n2", false, false, false) // heartbeats missed
+	nt.observe(t0, "n2", "boot-n2", true, false, false)
+	if o := nt.outcome(); o.lostReady != 1 || o.maxCordoned != 1 || o.maxOut != 1 {
+		t.Errorf("outcome %+v, want 1 node lost Ready, 1 cordoned, 1 out at most", o)
 	}
 }
 

@@ -34,10 +34,17 @@ type nodeTracker struct {
 	backT  map[string]float64 // node -> last time it came back in service
 	out    int                // nodes out of service now
 	maxOut int                // the most nodes out of service at once since begin
+	// cordoned and maxCordoned are the same of the nodes cordoned (unschedulable) alone: what
+	// the drainer decides.
+	cordoned, maxCordoned int
+	// lostReady are the nodes that went from Ready to not Ready with the same boot ID since
+	// begin: no reboot, the node lifecycle controller missed their heartbeats.
+	lostReady map[string]bool
 }
 
 func newNodeTracker(pool []string) *nodeTracker {
-	t := &nodeTracker{changed: make(chan struct{}), nodes: map[string]nodeState{}, boot: map[string]string{}, backT: map[string]float64{}}
+	t := &nodeTracker{changed: make(chan struct{}), nodes: map[string]nodeState{}, boot: map[string]string{}, backT: map[string]float64{},
+		lostReady: map[string]bool{}}
 	for _, n := range pool {
 		t.nodes[n] = nodeState{}
 	}
@@ -54,7 +61,7 @@ func (t *nodeTracker) begin(now time.Time) {
 	for name, s := range t.nodes {
 		t.boot[name] = s.bootID
 	}
-	t.maxOut = t.out
+	t.maxOut, t.maxCordoned = t.out, t.cordoned
 	t.notifyLocked()
 }
 
@@ -77,10 +84,19 @@ func (t *nodeTracker) observe(now time.Time, name, bootID string, ready, unsched
 	case !cur.out() && old.out():
 		t.out--
 	}
+	switch {
+	case cur.unschedulable && !old.unschedulable:
+		t.cordoned++
+	case !cur.unschedulable && old.unschedulable:
+		t.cordoned--
+	}
 	if t.start.IsZero() {
 		return
 	}
-	t.maxOut = max(t.maxOut, t.out)
+	t.maxOut, t.maxCordoned = max(t.maxOut, t.out), max(t.maxCordoned, t.cordoned)
+	if old.ready && !cur.ready && old.bootID == cur.bootID {
+		t.lostReady[name] = true
+	}
 	switch {
 	case cur.back() && !old.back():
 		t.backT[name] = max(now.Sub(t.start).Seconds(), 0)
@@ -134,12 +150,15 @@ type nodeOutcome struct {
 	back    int      // nodes rebooted and back in service at the end
 	allBack *float64 // when the last of them came back, once all are
 	maxOut  int
+	// maxCordoned is the most nodes cordoned at once; lostReady counts the nodes that went not
+	// Ready without a reboot.
+	maxCordoned, lostReady int
 }
 
 func (t *nodeTracker) outcome() nodeOutcome {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	o := nodeOutcome{back: len(t.backT), maxOut: t.maxOut}
+	o := nodeOutcome{back: len(t.backT), maxOut: t.maxOut, maxCordoned: t.maxCordoned, lostReady: len(t.lostReady)}
 	if len(t.backT) == len(t.nodes) {
 		last := 0.0
 		for _, s := range t.backT {

@@ -138,6 +138,11 @@ type RunResult struct {
 	// maintenance).
 	NodesBack   int `json:"nodesBack,omitempty"`
 	MaxNodesOut int `json:"maxNodesOut,omitempty"`
+	// MaxNodesCordoned is the most nodes cordoned at once, what the drainer decides;
+	// NodesLostReady counts the nodes that went not Ready without a reboot (the node lifecycle
+	// controller missed their kubelet's heartbeats: a loaded machine), which count as out.
+	MaxNodesCordoned int `json:"maxNodesCordoned,omitempty"`
+	NodesLostReady   int `json:"nodesLostReady,omitempty"`
 	// Status is what a watch on nodemaint's NodeMaintenance saw of its status (a rolling
 	// maintenance).
 	Status *StatusFigures `json:"status,omitempty"`
@@ -420,7 +425,12 @@ func rolloutRows(s ScenarioResult, add addRow) {
 	if ro.classic() != ro.MaxUnavailable {
 		bound = fmt.Sprintf("at most %d (nodemaint), %d (loop)", ro.MaxUnavailable, ro.classic())
 	}
-	add("nodes out at once (most)", bound, func(r RunResult) string { return fmt.Sprint(r.MaxNodesOut) })
+	add("nodes out at once (most)", bound, func(r RunResult) string {
+		if r.MaxNodesCordoned == 0 && r.NodesLostReady == 0 {
+			return fmt.Sprint(r.MaxNodesOut)
+		}
+		return fmt.Sprintf("%d (cordoned %d; %d nodes not Ready without a reboot)", r.MaxNodesOut, r.MaxNodesCordoned, r.NodesLostReady)
+	})
 	if !slices.ContainsFunc(s.Runs, func(r RunResult) bool { return r.Status != nil }) {
 		return
 	}

@@ -172,8 +172,8 @@ func (b *bench) rollNodemaint(ctx context.Context, ns string, s Scenario, tr *tr
 	if err != nil {
 		return "", nil, err
 	}
-	if st := final.Status.Rollout; st != nil && st.NodesFailed > 0 {
-		return fmt.Sprintf("%d nodes failed their turn", st.NodesFailed), nil, nil
+	if r := final.Status.Rollout; r != nil && r.NodesFailed > 0 {
+		return fmt.Sprintf("%d nodes failed their turn", r.NodesFailed), st.figures(), nil
 	}
 	return "", st.figures(), nil
 }
