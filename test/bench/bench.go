@@ -73,6 +73,8 @@ type bench struct {
 	cs         kubernetes.Interface
 	c          client.Client
 	kubeconfig string // the controller's: its ServiceAccount's token
+	// reasserted counts the rebooting nodes kwok marked Ready, marked NotReady again (reboot).
+	reasserted atomic.Int64
 }
 
 func newBench(ctx context.Context, o options, root string, cluster *localcluster.Cluster) (*bench, error) {
@@ -191,6 +193,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		return nil, err
 	}
 	res := &RunResult{Method: method}
+	reasserted := b.reasserted.Load()
 	start := time.Now()
 	tr.begin(start)
 	if nt != nil {
@@ -266,12 +269,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	res.SettledSeconds = roundp(out.settled)
 	res.EvacuatedPods, res.Events, res.Workloads, res.Ready = out.evacuated, out.events, out.workloads, out.total
 	if nt != nil {
-		// The pods come back to the rebooted nodes: the pool is never empty.
-		nodes := nt.outcome()
-		res.NodesBack, res.MaxNodesOut, res.MaxNodesCordoned, res.NodesLostReady = nodes.back, nodes.maxOut, nodes.maxCordoned, nodes.lostReady
-		if nodes.allBack != nil && out.settled != nil {
-			res.TotalSeconds = ptr.To(round(max(*nodes.allBack, *out.settled)))
-		}
+		res.setRollout(nt.outcome(), out.settled, int(b.reasserted.Load()-reasserted))
 	} else {
 		res.EmptySeconds, res.PodsLeft = roundp(out.empty), out.left
 	}
@@ -288,6 +286,17 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		return nil, fmt.Errorf("restoring the nodes: %w", err)
 	}
 	return res, nil
+}
+
+// setRollout sets a rolling maintenance's figures: the nodes' outcome, the total time once the
+// nodes are back and the workloads settled (the pods come back to the rebooted nodes: the pool is
+// never empty), and the reboots kwok's late writes made the benchmark assert again.
+func (res *RunResult) setRollout(nodes nodeOutcome, settled *float64, reasserted int) {
+	res.NodesBack, res.MaxNodesOut, res.MaxNodesCordoned, res.NodesLostReady = nodes.back, nodes.maxOut, nodes.maxCordoned, nodes.lostReady
+	res.RebootsReasserted = reasserted
+	if nodes.allBack != nil && settled != nil {
+		res.TotalSeconds = ptr.To(round(max(*nodes.allBack, *settled)))
+	}
 }
 
 // setup creates the scenario's workloads in ns, on the target nodes only (every other node is

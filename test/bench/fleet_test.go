@@ -197,8 +197,7 @@ func TestNodeTrackerMaxOut(t *testing.T) {
 	}
 }
 
-// A node that goes not Ready with its boot ID unchanged lost its heartbeats; a reboot changes the
-// boot ID as it goes down.
+// A node that goes not Ready uncordoned lost its heartbeats; a node is cordoned before its reboot.
 func TestNodeTrackerLostReady(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	nt := newNodeTracker([]string{"n1", "n2", "n3"})
@@ -207,7 +206,8 @@ func TestNodeTrackerLostReady(t *testing.T) {
 	}
 	nt.begin(t0)
 	nt.observe(t0, "n1", "boot-n1", true, true, true)   // cordoned, drained
-	nt.observe(t0, "n1", "boot-n1b", false, true, true) // rebooting
+	nt.observe(t0, "n1", "boot-n1", false, true, true)  // rebooting
+	nt.observe(t0, "n1", "boot-n1b", false, true, true) // booted
 	nt.observe(t0, "n1", "boot-n1b", true, false, false)
 	nt.observe(t0, "n2", "boot-n2", false, false, false) // heartbeats missed
 	nt.observe(t0, "n2", "boot-n2", true, false, false)

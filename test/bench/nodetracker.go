@@ -37,8 +37,9 @@ type nodeTracker struct {
 	// cordoned and maxCordoned are the same of the nodes cordoned (unschedulable) alone: what
 	// the drainer decides.
 	cordoned, maxCordoned int
-	// lostReady are the nodes that went from Ready to not Ready with the same boot ID since
-	// begin: no reboot, the node lifecycle controller missed their heartbeats.
+	// lostReady are the nodes that went from Ready to not Ready while uncordoned since begin:
+	// not for a reboot (every node is drained, so cordoned, first), the node lifecycle
+	// controller missed their heartbeats.
 	lostReady map[string]bool
 }
 
@@ -94,7 +95,7 @@ func (t *nodeTracker) observe(now time.Time, name, bootID string, ready, unsched
 		return
 	}
 	t.maxOut, t.maxCordoned = max(t.maxOut, t.out), max(t.maxCordoned, t.cordoned)
-	if old.ready && !cur.ready && old.bootID == cur.bootID {
+	if old.ready && !cur.ready && !cur.unschedulable {
 		t.lostReady[name] = true
 	}
 	switch {
@@ -151,7 +152,7 @@ type nodeOutcome struct {
 	allBack *float64 // when the last of them came back, once all are
 	maxOut  int
 	// maxCordoned is the most nodes cordoned at once; lostReady counts the nodes that went not
-	// Ready without a reboot.
+	// Ready while uncordoned.
 	maxCordoned, lostReady int
 }
 

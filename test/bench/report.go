@@ -139,10 +139,14 @@ type RunResult struct {
 	NodesBack   int `json:"nodesBack,omitempty"`
 	MaxNodesOut int `json:"maxNodesOut,omitempty"`
 	// MaxNodesCordoned is the most nodes cordoned at once, what the drainer decides;
-	// NodesLostReady counts the nodes that went not Ready without a reboot (the node lifecycle
-	// controller missed their kubelet's heartbeats: a loaded machine), which count as out.
+	// NodesLostReady counts the nodes that went not Ready while uncordoned, so not for a reboot
+	// (the node lifecycle controller missed their kubelet's heartbeats: a loaded machine), which
+	// count as out.
 	MaxNodesCordoned int `json:"maxNodesCordoned,omitempty"`
 	NodesLostReady   int `json:"nodesLostReady,omitempty"`
+	// RebootsReasserted counts the simulated reboots in which kwok marked the node Ready before
+	// it was up, and the benchmark marked it NotReady again.
+	RebootsReasserted int `json:"rebootsReasserted,omitempty"`
 	// Status is what a watch on nodemaint's NodeMaintenance saw of its status (a rolling
 	// maintenance).
 	Status *StatusFigures `json:"status,omitempty"`
@@ -420,7 +424,12 @@ func rolloutRows(s ScenarioResult, add addRow) {
 		}
 		return fmtSeconds(r.TotalSeconds) + " " + fmtRatio(r.TotalRatio)
 	})
-	add("nodes rebooted and back", fmt.Sprint(s.Targets), func(r RunResult) string { return fmt.Sprintf("%d of %d", r.NodesBack, s.Targets) })
+	add("nodes rebooted and back", fmt.Sprint(s.Targets), func(r RunResult) string {
+		if r.RebootsReasserted > 0 {
+			return fmt.Sprintf("%d of %d (%d marked Ready by kwok during their reboot, NotReady again)", r.NodesBack, s.Targets, r.RebootsReasserted)
+		}
+		return fmt.Sprintf("%d of %d", r.NodesBack, s.Targets)
+	})
 	bound := fmt.Sprintf("at most %d", ro.MaxUnavailable)
 	if ro.classic() != ro.MaxUnavailable {
 		bound = fmt.Sprintf("at most %d (nodemaint), %d (loop)", ro.MaxUnavailable, ro.classic())
