@@ -241,6 +241,7 @@ func TestStatusTracker(t *testing.T) {
 	st.observe(testMaintenance([]string{"n1", "n0"}, map[string]int32{"n0": 3, "n1": 2}))
 	st.observe(testMaintenance([]string{"n0", "n1"}, map[string]int32{"n0": 1})) // same set, other order
 	big := testMaintenance([]string{"n1", "n2"}, map[string]int32{"n1": 1, "n2": 9})
+	big.Status.NodesNotListed = 3
 	st.observe(big)
 	st.observe(testMaintenance([]string{"n2", "n3"}, nil))
 	st.observe(testMaintenance([]string{"n0", "n1"}, nil)) // a set seen before
@@ -248,7 +249,7 @@ func TestStatusTracker(t *testing.T) {
 	f := st.figures()
 	nodes, _ := json.Marshal(big.Status.Nodes)
 	want := StatusFigures{
-		Updates: 6, MaxNodes: 2, MaxNodesBytes: len(nodes), MaxInTurn: 2, InTurnChanges: 5, InTurnSets: 3,
+		Updates: 6, MaxNodes: 2, MaxNodesBytes: len(nodes), MaxNodesNotListed: 3, MaxInTurn: 2, InTurnChanges: 5, InTurnSets: 3,
 		NodesSeenInTurn: 4, Turns: 2, MaxNodesLimit: 100, MaxNodesBytesLimit: 128 << 10, MaxObjectBytes: f.MaxObjectBytes,
 	}
 	if *f != want {
@@ -270,14 +271,14 @@ func TestRenderFleet(t *testing.T) {
 		Runs: []RunResult{
 			{Method: MethodNodemaint, TotalSeconds: &total, TotalRatio: &ratio, NodesBack: 1000, MaxNodesOut: 100, ControllerPeakRSSMiB: &rss,
 				Status: &StatusFigures{Updates: 2500, InTurnChanges: 1100, InTurnSets: 1050, NodesSeenInTurn: 1000, MaxInTurn: 100,
-					MaxNodes: 100, MaxNodesBytes: 20480, MaxObjectBytes: 51200, Turns: 10}},
+					MaxNodes: 100, MaxNodesBytes: 20480, MaxNodesNotListed: 7, MaxObjectBytes: 51200, Turns: 10}},
 			{Method: MethodClassic, NodesBack: 1000, MaxNodesOut: 100},
 		},
 	}}}
 	out := renderTable(r)
 	for _, want := range []string{
 		"220.0s at 100 nodes at once (both methods); goal for nodemaint: ×1.5", "330.0s ×1.50", "at most 100 ", "1000 of 1000",
-		"2500 / 1100 / 1050", "10 turns of 100 nodes at least", "1000 / 100", "100 / 20.0 KiB", "at most 100 / 128.0 KiB", "50.0 KiB",
+		"2500 / 1100 / 1050", "10 turns of 100 nodes at least", "1000 / 100", "100 / 20.0 KiB; 7", "at most 100 / 128.0 KiB", "50.0 KiB",
 		"goal: at most 300 MiB", "250 MiB",
 	} {
 		if !strings.Contains(out, want) {

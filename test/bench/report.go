@@ -457,8 +457,10 @@ func rolloutRows(s ScenarioResult, add addRow) {
 		}))
 	add("nodes listed in status inTurn (ever / most at once)", fmt.Sprintf("%d / at most %d", s.Targets, ro.MaxUnavailable),
 		status(func(f *StatusFigures) string { return fmt.Sprintf("%d / %d", f.NodesSeenInTurn, f.MaxInTurn) }))
-	add("status.nodes (most nodes / largest)", fmt.Sprintf("at most %d / %s", nodemaintv1alpha1.MaxStatusNodes, kib(nodemaintv1alpha1.MaxStatusNodesBytes)),
-		status(func(f *StatusFigures) string { return fmt.Sprintf("%d / %s", f.MaxNodes, kib(f.MaxNodesBytes)) }))
+	add("status.nodes (most nodes / largest; most not listed)", fmt.Sprintf("at most %d / %s", nodemaintv1alpha1.MaxStatusNodes, kib(nodemaintv1alpha1.MaxStatusNodesBytes)),
+		status(func(f *StatusFigures) string {
+			return fmt.Sprintf("%d / %s; %d", f.MaxNodes, kib(f.MaxNodesBytes), f.MaxNodesNotListed)
+		}))
 	add("NodeMaintenance (largest, JSON)", "", status(func(f *StatusFigures) string { return kib(f.MaxObjectBytes) }))
 }
 

@@ -21,6 +21,9 @@ type StatusFigures struct {
 	MaxObjectBytes int `json:"maxObjectBytes"`
 	MaxNodes       int `json:"maxNodes"`
 	MaxNodesBytes  int `json:"maxNodesBytes"`
+	// MaxNodesNotListed is the most nodes status.nodesNotListed counted: the nodes with something
+	// to report that the bounds left out of status.nodes.
+	MaxNodesNotListed int `json:"maxNodesNotListed"`
 	// MaxInTurn is the most nodes status.rollout.inTurn listed at once.
 	MaxInTurn int `json:"maxInTurn"`
 	// InTurnChanges counts the updates whose inTurn named other nodes than the one before,
@@ -85,6 +88,7 @@ func (t *statusTracker) observe(nm *nodemaintv1alpha1.NodeMaintenance) {
 	}
 	f.MaxObjectBytes = max(f.MaxObjectBytes, len(obj))
 	f.MaxNodes = max(f.MaxNodes, len(nm.Status.Nodes))
+	f.MaxNodesNotListed = max(f.MaxNodesNotListed, int(nm.Status.NodesNotListed))
 	if len(nm.Status.Nodes) > 0 {
 		f.MaxNodesBytes = max(f.MaxNodesBytes, len(nodes))
 	}
