@@ -438,7 +438,7 @@ func rolloutRows(s ScenarioResult, add addRow) {
 		if r.MaxNodesCordoned == 0 && r.NodesLostReady == 0 {
 			return fmt.Sprint(r.MaxNodesOut)
 		}
-		return fmt.Sprintf("%d (cordoned %d; %d nodes not Ready without a reboot)", r.MaxNodesOut, r.MaxNodesCordoned, r.NodesLostReady)
+		return fmt.Sprintf("%d (cordoned %d; %d nodes not Ready while uncordoned)", r.MaxNodesOut, r.MaxNodesCordoned, r.NodesLostReady)
 	})
 	if !slices.ContainsFunc(s.Runs, func(r RunResult) bool { return r.Status != nil }) {
 		return
