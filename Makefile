@@ -183,6 +183,14 @@ BENCH_ARGS ?=
 bench: build ## Benchmarks against kubectl drain (S, B, M, P; BENCH_ARGS=-large adds L); JSON under _output/bench/, figures in docs/benchmarks.md.
 	KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) run ./test/bench -write-docs $(BENCH_ARGS)
 
+# FLEET_ARGS go to test/bench after scenario F's: -fleet-nodes 100 scales the fleet down to 100
+# nodes and 1,000 pods, -methods nodemaint runs nodemaint alone.
+FLEET_ARGS ?=
+
+.PHONY: bench-fleet
+bench-fleet: build ## Scenario F (not in make bench): 1,000 nodes and 10,000 pods rolled 10% at a time, nodemaint against a reboot daemon's loop at 100 at once; figures in docs/benchmarks.md.
+	KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) run ./test/bench -scenarios F -methods nodemaint,kubectl-drain -write-docs $(FLEET_ARGS)
+
 .PHONY: clean
 clean: cluster-down ## Stop the local cluster; remove build output (not the control-plane cache).
 	rm -rf bin $(OUTPUT)

@@ -73,6 +73,8 @@ type bench struct {
 	cs         kubernetes.Interface
 	c          client.Client
 	kubeconfig string // the controller's: its ServiceAccount's token
+	// reasserted counts the rebooting nodes kwok marked Ready, marked NotReady again (reboot).
+	reasserted atomic.Int64
 }
 
 func newBench(ctx context.Context, o options, root string, cluster *localcluster.Cluster) (*bench, error) {
@@ -92,14 +94,13 @@ func newBench(ctx context.Context, o options, root string, cluster *localcluster
 
 // scenario runs s with the classic drain and with nodemaint, each on fresh workloads.
 func (b *bench) scenario(ctx context.Context, s Scenario) (*ScenarioResult, error) {
-	res := &ScenarioResult{Name: s.Name, Description: s.Description, Nodes: s.Nodes, Targets: s.Targets, Pods: s.pods()}
+	res := &ScenarioResult{Name: s.Name, Description: s.Description, Nodes: s.Nodes, Targets: s.Targets, Pods: s.pods(), Goals: s.Goals}
 	empty, settled := idealTimes(s.Workloads)
 	if r := s.Rollout; r != nil {
-		res.Rollout = &RolloutResult{
-			MaxUnavailable: r.MaxUnavailable, RebootSeconds: r.Reboot.Seconds(),
-			IdealSeconds:       idealRollout(s.Workloads, s.Targets, r.MaxUnavailable, r.Reboot).Seconds(),
-			IdealSerialSeconds: idealRollout(s.Workloads, s.Targets, 1, r.Reboot).Seconds(),
+		if _, err := resolveMaxUnavailable(r.MaxUnavailable, s.Targets); err != nil {
+			return res, err
 		}
+		res.Rollout = rolloutResult(s)
 	} else {
 		res.IdealEmptySeconds, res.IdealSettledSeconds = empty.Seconds(), settled.Seconds()
 	}
@@ -113,7 +114,7 @@ func (b *bench) scenario(ctx context.Context, s Scenario) (*ScenarioResult, erro
 			return res, fmt.Errorf("%s: %w", method, err)
 		}
 		if s.Rollout != nil {
-			r.TotalRatio = ratio(r.TotalSeconds, idealRollout(s.Workloads, s.Targets, s.Rollout.atOnce(method), s.Rollout.Reboot))
+			r.TotalRatio = ratio(r.TotalSeconds, idealRollout(s.Workloads, s.Targets, s.Rollout.atOnce(method, s.Targets), s.Rollout.Reboot))
 			slog.Info("Run done", "scenario", s.Name, "method", method, "total", fmtSeconds(r.TotalSeconds),
 				"nodesBack", r.NodesBack, "blocked", r.Blocked)
 		} else {
@@ -192,6 +193,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		return nil, err
 	}
 	res := &RunResult{Method: method}
+	reasserted := b.reasserted.Load()
 	start := time.Now()
 	tr.begin(start)
 	if nt != nil {
@@ -213,7 +215,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	var clientRequests map[string]float64
 	switch {
 	case s.Rollout != nil && isNodemaint(method):
-		res.Blocked, err = b.rollNodemaint(runCtx, ns, targets, *s.Rollout, tr, nt)
+		res.Blocked, res.Status, err = b.rollNodemaint(runCtx, ns, s, tr, nt)
 	case s.Rollout != nil:
 		clientRequests, res.Blocked, err = b.rollClassic(runCtx, targets, *s.Rollout, tr, nt)
 	case isNodemaint(method):
@@ -267,12 +269,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	res.SettledSeconds = roundp(out.settled)
 	res.EvacuatedPods, res.Events, res.Workloads, res.Ready = out.evacuated, out.events, out.workloads, out.total
 	if nt != nil {
-		// The pods come back to the rebooted nodes: the pool is never empty.
-		nodes := nt.outcome()
-		res.NodesBack, res.MaxNodesOut = nodes.back, nodes.maxOut
-		if nodes.allBack != nil && out.settled != nil {
-			res.TotalSeconds = ptr.To(round(max(*nodes.allBack, *out.settled)))
-		}
+		res.setRollout(nt.outcome(), out.settled, int(b.reasserted.Load()-reasserted))
 	} else {
 		res.EmptySeconds, res.PodsLeft = roundp(out.empty), out.left
 	}
@@ -289,6 +286,17 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		return nil, fmt.Errorf("restoring the nodes: %w", err)
 	}
 	return res, nil
+}
+
+// setRollout sets a rolling maintenance's figures: the nodes' outcome, the total time once the
+// nodes are back and the workloads settled (the pods come back to the rebooted nodes: the pool is
+// never empty), and the reboots kwok's late writes made the benchmark assert again.
+func (res *RunResult) setRollout(nodes nodeOutcome, settled *float64, reasserted int) {
+	res.NodesBack, res.MaxNodesOut, res.MaxNodesCordoned, res.NodesLostReady = nodes.back, nodes.maxOut, nodes.maxCordoned, nodes.lostReady
+	res.RebootsReasserted = reasserted
+	if nodes.allBack != nil && settled != nil {
+		res.TotalSeconds = ptr.To(round(max(*nodes.allBack, *settled)))
+	}
 }
 
 // setup creates the scenario's workloads in ns, on the target nodes only (every other node is
@@ -315,6 +323,9 @@ func (b *bench) setup(ctx context.Context, s Scenario, ns string) error {
 	// move within the pool.
 	if spare := len(nodes.Items) - len(targets); spare < 0 || spare == 0 && s.Rollout == nil {
 		return fmt.Errorf("%d target nodes need a cluster of more than %d nodes", len(targets), len(nodes.Items))
+	}
+	if err := b.labelPool(ctx, s, nodes.Items, targets); err != nil {
+		return err
 	}
 	if err := b.cordon(ctx, others, true); err != nil {
 		return err
@@ -370,6 +381,33 @@ func (b *bench) setup(ctx context.Context, s Scenario, ns string) error {
 	return b.cordon(ctx, others, false)
 }
 
+// labelPool puts poolLabel=<scenario> on the target nodes of a scenario whose pool is labelled,
+// and takes it off the others.
+func (b *bench) labelPool(ctx context.Context, s Scenario, nodes []corev1.Node, targets map[string]bool) error {
+	if !s.LabelPool {
+		return nil
+	}
+	pool := s.Name
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, n := range nodes {
+		var patch []byte
+		switch has := n.Labels[poolLabel] == pool; {
+		case targets[n.Name] && !has:
+			patch = fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, poolLabel, pool)
+		case !targets[n.Name] && has:
+			patch = fmt.Appendf(nil, `{"metadata":{"labels":{%q:null}}}`, poolLabel)
+		default:
+			continue
+		}
+		g.Go(func() error {
+			_, err := b.cs.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		})
+	}
+	return g.Wait()
+}
+
 // cordon sets spec.unschedulable of the nodes.
 func (b *bench) cordon(ctx context.Context, nodes []string, unschedulable bool) error {
 	patch := fmt.Appendf(nil, `{"spec":{"unschedulable":%t}}`, unschedulable)
@@ -421,7 +459,7 @@ func runInformer(ctx context.Context, inf toolscache.SharedIndexInformer, what s
 // drainNodemaint creates a NodeMaintenance that cordons and drains the targets, and waits until
 // they are empty and every workload is back at its replicas.
 func (b *bench) drainNodemaint(ctx context.Context, ns string, targets []string, tr *tracker) error {
-	if err := b.c.Create(ctx, b.nodeMaintenance(ns, targets)); err != nil {
+	if err := b.c.Create(ctx, b.nodeMaintenance(ns, hostnames(targets))); err != nil {
 		return err
 	}
 	return waitTracker(ctx, tr, "the nodes empty and every workload Ready", func(s snapshot) bool { return s.left == 0 && s.allDesired })
@@ -432,7 +470,8 @@ func (b *bench) drainNodemaint(ctx context.Context, ns string, targets []string,
 // another; a node that does not drain in time is reported and the next one drained. It returns
 // the drainer's requests by HTTP method and what blocked it.
 func (b *bench) drainClassic(ctx context.Context, targets []string, tr *tracker) (map[string]float64, string, error) {
-	helper, counter, err := b.classicDrainer(ctx)
+	counter := &countingTransport{counts: map[string]float64{}}
+	helper, err := b.classicDrainer(ctx, counter)
 	if err != nil {
 		return nil, "", err
 	}
@@ -466,23 +505,23 @@ func (b *bench) drainClassic(ctx context.Context, targets []string, tr *tracker)
 }
 
 // classicDrainer returns what kubectl drain --ignore-daemonsets --delete-emptydir-data
-// --timeout=<classic-timeout> runs with, and the count of its requests by HTTP method.
-func (b *bench) classicDrainer(ctx context.Context) (*drain.Helper, *countingTransport, error) {
+// --timeout=<classic-timeout> runs with: a client of its own (its own rate limit), whose
+// requests counter counts by HTTP method.
+func (b *bench) classicDrainer(ctx context.Context, counter *countingTransport) (*drain.Helper, error) {
 	config := b.cluster.RESTConfig()
 	// kubectl's defaults.
 	config.QPS, config.Burst = 50, 300
-	counter := &countingTransport{counts: map[string]float64{}}
-	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
+	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countedTransport{next: rt, counter: counter} })
 	cs, err := kubernetes.NewForConfig(config)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	return &drain.Helper{
 		Ctx: ctx, Client: cs, GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true,
 		Timeout: b.o.classicTimeout, Out: io.Discard, ErrOut: io.Discard,
 		// kubectl drain's default; the Helper's zero value retries a refused eviction at once.
 		EvictErrorRetryDelay: 5 * time.Second,
-	}, counter, nil
+	}, nil
 }
 
 // timedOut reports whether kubectl drain gave up on a node at its --timeout: its evictions were
@@ -536,13 +575,18 @@ func (b *bench) restore(ctx context.Context, method string, targets []string) er
 	} else if err := b.cordon(ctx, targets, false); err != nil {
 		return err
 	}
+	want := map[string]bool{}
+	for _, n := range targets {
+		want[n] = true
+	}
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, n := range targets {
-			node, err := b.cs.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			if node.Spec.Unschedulable || len(node.Spec.Taints) > 0 {
+		// One list, not a request a node: a pool has a thousand.
+		nodes, err := b.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, node := range nodes.Items {
+			if want[node.Name] && (node.Spec.Unschedulable || len(node.Spec.Taints) > 0) {
 				return false, nil
 			}
 		}
@@ -636,17 +680,23 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// countingTransport counts requests by HTTP method.
+// countingTransport counts requests by HTTP method, of every client whose countedTransport
+// names it.
 type countingTransport struct {
-	next   http.RoundTripper
 	mu     sync.Mutex
 	counts map[string]float64
 }
 
-func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	t.mu.Lock()
-	t.counts[r.Method]++
-	t.mu.Unlock()
+// countedTransport counts a client's requests in counter.
+type countedTransport struct {
+	next    http.RoundTripper
+	counter *countingTransport
+}
+
+func (t *countedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.counter.mu.Lock()
+	t.counter.counts[r.Method]++
+	t.counter.mu.Unlock()
 	return t.next.RoundTrip(r)
 }
 

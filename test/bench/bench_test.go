@@ -75,7 +75,7 @@ func TestScenarioSizes(t *testing.T) {
 // rebooted nodes whatever the size of the cluster the other scenarios need.
 func TestRolloutScenarioPool(t *testing.T) {
 	p := scenarios()["P"]
-	if p.Rollout == nil || p.Rollout.MaxUnavailable != 2 || p.Targets != 20 {
+	if p.Rollout == nil || p.Rollout.atOnce(MethodNodemaint, p.Targets) != 2 || p.Rollout.atOnce(MethodClassic, p.Targets) != 1 || p.Targets != 20 {
 		t.Fatalf("scenario P: %d targets, rollout %+v; want 20 nodes, maxUnavailable 2", p.Targets, p.Rollout)
 	}
 	pool := strings.Join(p.targetNodes(), ",")
@@ -415,6 +415,24 @@ func TestWriteDocsParts(t *testing.T) {
 	}
 	if i, j := strings.Index(got, "### Scenario M"), strings.Index(got, "middle"); i > j {
 		t.Errorf("scenario M written after the regular part's end:\n%s", got)
+	}
+	// The fleet has a part of its own; a run of it and of M rewrites both.
+	if err := os.WriteFile(page, []byte(got+docsFleetBegin+"\nold fleet\n"+docsFleetEnd+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	both := &Report{Time: "T3", Scenarios: []ScenarioResult{{Name: "M", Description: "medium again"}, {Name: "F", Description: "the fleet"}}}
+	if err := writeDocs(root, both); err != nil {
+		t.Fatal(err)
+	}
+	got = read()
+	if strings.Contains(got, "old fleet") || strings.Count(got, "### Scenario F") != 1 || !strings.Contains(got, "medium again") {
+		t.Errorf("a run of M and F did not write both parts:\n%s", got)
+	}
+	if i, j := strings.Index(got, "### Scenario F"), strings.Index(got, docsFleetBegin); i < j {
+		t.Errorf("scenario F written outside the fleet part:\n%s", got)
+	}
+	if !strings.Contains(got, "### Scenario L") {
+		t.Errorf("a run of M and F rewrote the large part:\n%s", got)
 	}
 }
 

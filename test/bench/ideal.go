@@ -67,6 +67,9 @@ func (w Workload) disruptionsAllowed() int {
 	switch {
 	case w.PDBMaxUnavailable > 0:
 		return w.PDBMaxUnavailable
+	case w.PDBMaxUnavailablePercent > 0:
+		// Rounded up, as the disruption controller resolves a budget's maxUnavailable.
+		return max(1, ceilDiv(int(w.Replicas)*w.PDBMaxUnavailablePercent, 100))
 	case w.PDBMinAvailable > 0:
 		return max(1, int(w.Replicas)-w.PDBMinAvailable)
 	default:

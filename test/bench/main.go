@@ -5,11 +5,13 @@
 // requests per evacuated pod, the controller's CPU and memory, and the ideal drain. Scenario P
 // compares them in a rolling maintenance of a node pool instead: nodemaint's rollout against
 // the loop of a reboot daemon (drain a node, reboot it, uncordon it, next), with simulated
-// reboots.
+// reboots; scenario F does so with a fleet, a pool of 1,000 nodes rolled through a tenth at a
+// time by both.
 //
 //	go run ./test/bench [-scenarios S,B,M,P] [-large] [-write-docs]
+//	go run ./test/bench -scenarios F [-fleet-nodes 100]
 //
-// `make bench` runs it. Results go to _output/bench/<time>.json and latest.json, a table to
+// `make bench` runs it, `make bench-fleet` scenario F. Results go to _output/bench/<time>.json and latest.json, a table to
 // stdout, and with -write-docs the figures and chart to docs/benchmarks.md and
 // docs/bench-s-ready.svg. See docs/benchmarks.md.
 package main
@@ -52,6 +54,7 @@ type options struct {
 	methods         []string
 	controllerArgs  []string
 	fromJSON        string
+	fleetNodes      int
 }
 
 func main() {
@@ -61,7 +64,8 @@ func main() {
 	var o options
 	var names, methods, controllerArgs string
 	var large bool
-	flag.StringVar(&names, "scenarios", "S,B,M,P", "Scenarios to run, comma-separated: S, B, M, P (a node pool rebooted node by node), L.")
+	flag.StringVar(&names, "scenarios", "S,B,M,P", "Scenarios to run, comma-separated: S, B, M, P (a node pool rebooted node by node), L, F (a fleet of 1,000 nodes rolled through 10% at a time; make bench-fleet).")
+	flag.IntVar(&o.fleetNodes, "fleet-nodes", fleetNodes, "Nodes of scenario F's pool, with 10 pods a node and 10% of them at once: 100 for a smoke run.")
 	flag.BoolVar(&large, "large", false, "Also run scenario L (100 of 1,000 nodes, 10,000 pods) and the controller's idle memory with 5,000 nodes and 50,000 pods.")
 	flag.BoolVar(&o.idle, "idle", false, "Also measure the controller's idle memory with 5,000 nodes and 50,000 pods (-large does too); with -scenarios= alone.")
 	flag.IntVar(&o.idleNodes, "idle-nodes", 5000, "Nodes of the idle measurement.")
@@ -102,16 +106,9 @@ func run(o options) error {
 	if o.fromJSON != "" {
 		return render(o)
 	}
-	all := scenarios()
-	var selected []Scenario
-	nodes := 0
-	for _, n := range o.scenarios {
-		s, ok := all[n]
-		if !ok {
-			return fmt.Errorf("unknown scenario %q (S, B, M, P, L)", n)
-		}
-		selected = append(selected, s)
-		nodes = max(nodes, s.Nodes)
+	selected, nodes, err := selectScenarios(o.scenarios, o.fleetNodes)
+	if err != nil {
+		return err
 	}
 	root, err := repoRoot()
 	if err != nil {
@@ -197,6 +194,24 @@ func run(o options) error {
 		}
 	}
 	return runErr
+}
+
+// selectScenarios returns the named scenarios, scenario F with a pool of fleetNodes nodes, and
+// the most nodes one of them needs.
+func selectScenarios(names []string, fleetNodes int) ([]Scenario, int, error) {
+	all := scenarios()
+	all["F"] = fleet(fleetNodes)
+	var selected []Scenario
+	nodes := 0
+	for _, n := range names {
+		s, ok := all[n]
+		if !ok {
+			return nil, 0, fmt.Errorf("unknown scenario %q (S, B, M, P, L, F)", n)
+		}
+		selected = append(selected, s)
+		nodes = max(nodes, s.Nodes)
+	}
+	return selected, nodes, nil
 }
 
 // render prints the table of one or more results files and, with -write-docs, writes their

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/test/localcluster"
 )
 
@@ -54,22 +57,62 @@ type ScenarioResult struct {
 	Pods                int     `json:"pods"`
 	IdealEmptySeconds   float64 `json:"idealEmptySeconds"`
 	IdealSettledSeconds float64 `json:"idealSettledSeconds"`
-	// Rollout is set for a rolling maintenance of a node pool (scenario P): its runs have a total
-	// time and no "nodes empty" (the pods come back to the rebooted nodes), and it has ideals of
-	// its own; IdealEmptySeconds and IdealSettledSeconds are 0.
+	// Rollout is set for a rolling maintenance of a node pool (scenarios P and F): its runs have
+	// a total time and no "nodes empty" (the pods come back to the rebooted nodes), and it has
+	// ideals of its own; IdealEmptySeconds and IdealSettledSeconds are 0.
 	Rollout *RolloutResult `json:"rollout,omitempty"`
-	Runs    []RunResult    `json:"runs"`
+	// Goals are the figures the scenario is meant to meet (scenario F).
+	Goals *Goals      `json:"goals,omitempty"`
+	Runs  []RunResult `json:"runs"`
 }
 
 // RolloutResult is a rolling maintenance's parameters and ideal total times (idealRollout).
 type RolloutResult struct {
-	// MaxUnavailable is how many nodes nodemaint takes at once; the classic loop takes one.
-	MaxUnavailable int     `json:"maxUnavailable"`
-	RebootSeconds  float64 `json:"rebootSeconds"`
+	// MaxUnavailable is how many nodes nodemaint takes at once, MaxUnavailableSpec its
+	// spec.rollout.maxUnavailable when that is a percentage of the pool.
+	MaxUnavailable     int    `json:"maxUnavailable"`
+	MaxUnavailableSpec string `json:"maxUnavailableSpec,omitempty"`
+	// ClassicAtOnce is how many nodes the classic loop takes at once; 0 (older results) is one.
+	ClassicAtOnce int     `json:"classicAtOnce,omitempty"`
+	RebootSeconds float64 `json:"rebootSeconds"`
 	// IdealSeconds is the ideal at MaxUnavailable nodes at once, IdealSerialSeconds one at a
-	// time; each run's ratio is to the ideal at its own concurrency.
-	IdealSeconds       float64 `json:"idealSeconds"`
-	IdealSerialSeconds float64 `json:"idealSerialSeconds"`
+	// time, IdealClassicSeconds at ClassicAtOnce; each run's ratio is to the ideal at its own
+	// concurrency.
+	IdealSeconds        float64 `json:"idealSeconds"`
+	IdealSerialSeconds  float64 `json:"idealSerialSeconds"`
+	IdealClassicSeconds float64 `json:"idealClassicSeconds,omitempty"`
+}
+
+// rolloutResult is the rolling maintenance s's parameters and ideals.
+func rolloutResult(s Scenario) *RolloutResult {
+	r := s.Rollout
+	atOnce, classic := r.atOnce(MethodNodemaint, s.Targets), r.atOnce(MethodClassic, s.Targets)
+	res := &RolloutResult{
+		MaxUnavailable: atOnce, ClassicAtOnce: classic, RebootSeconds: r.Reboot.Seconds(),
+		IdealSeconds:        idealRollout(s.Workloads, s.Targets, atOnce, r.Reboot).Seconds(),
+		IdealSerialSeconds:  idealRollout(s.Workloads, s.Targets, 1, r.Reboot).Seconds(),
+		IdealClassicSeconds: idealRollout(s.Workloads, s.Targets, classic, r.Reboot).Seconds(),
+	}
+	if r.MaxUnavailable.Type == intstr.String {
+		res.MaxUnavailableSpec = r.MaxUnavailable.StrVal
+	}
+	return res
+}
+
+// classic is how many nodes the classic loop takes at once.
+func (r *RolloutResult) classic() int { return max(1, r.ClassicAtOnce) }
+
+// idealCell says the ideals of the rollout, at each method's concurrency.
+func (r *RolloutResult) idealCell() string {
+	ideal, serial := r.IdealSeconds, r.IdealSerialSeconds
+	if r.classic() == r.MaxUnavailable {
+		return fmt.Sprintf("%s at %d nodes at once (both methods)", fmtSeconds(&ideal), r.MaxUnavailable)
+	}
+	if r.classic() == 1 {
+		return fmt.Sprintf("%s at %d nodes at once, %s at 1", fmtSeconds(&ideal), r.MaxUnavailable, fmtSeconds(&serial))
+	}
+	classic := r.IdealClassicSeconds
+	return fmt.Sprintf("%s at %d nodes at once, %s at %d", fmtSeconds(&ideal), r.MaxUnavailable, fmtSeconds(&classic), r.classic())
 }
 
 // RunResult is one method's drain of a scenario. Times are seconds since the drain was
@@ -95,6 +138,18 @@ type RunResult struct {
 	// maintenance).
 	NodesBack   int `json:"nodesBack,omitempty"`
 	MaxNodesOut int `json:"maxNodesOut,omitempty"`
+	// MaxNodesCordoned is the most nodes cordoned at once, what the drainer decides;
+	// NodesLostReady counts the nodes that went not Ready while uncordoned, so not for a reboot
+	// (the node lifecycle controller missed their kubelet's heartbeats: a loaded machine), which
+	// count as out.
+	MaxNodesCordoned int `json:"maxNodesCordoned,omitempty"`
+	NodesLostReady   int `json:"nodesLostReady,omitempty"`
+	// RebootsReasserted counts the simulated reboots in which kwok marked the node Ready before
+	// it was up, and the benchmark marked it NotReady again.
+	RebootsReasserted int `json:"rebootsReasserted,omitempty"`
+	// Status is what a watch on nodemaint's NodeMaintenance saw of its status (a rolling
+	// maintenance).
+	Status *StatusFigures `json:"status,omitempty"`
 	// Blocked says what the drain gave up on.
 	Blocked string `json:"blocked,omitempty"`
 	// PodsLeft are pods (a Blocker's aside) still on the target nodes at the end.
@@ -246,25 +301,15 @@ func rows(s ScenarioResult) (header []string, lines [][]string) {
 		header = append(header, r.Method)
 	}
 	header = append(header, "ideal")
-	add := func(label, ideal string, cell func(r RunResult) string) {
+	var add addRow = func(label, ideal string, cell func(r RunResult) string) {
 		line := []string{label}
 		for _, r := range s.Runs {
 			line = append(line, cell(r))
 		}
 		lines = append(lines, append(line, ideal))
 	}
-	if ro := s.Rollout; ro != nil {
-		// The pods come back to the rebooted nodes: no "nodes empty", the time of the whole
-		// rollout instead.
-		ideal, serial := ro.IdealSeconds, ro.IdealSerialSeconds
-		add("total time", fmt.Sprintf("%s at %d nodes at once, %s at 1", fmtSeconds(&ideal), ro.MaxUnavailable, fmtSeconds(&serial)), func(r RunResult) string {
-			if r.TotalSeconds == nil {
-				return "never"
-			}
-			return fmtSeconds(r.TotalSeconds) + " " + fmtRatio(r.TotalRatio)
-		})
-		add("nodes rebooted and back", fmt.Sprint(s.Targets), func(r RunResult) string { return fmt.Sprintf("%d of %d", r.NodesBack, s.Targets) })
-		add("nodes out at once (most)", "", func(r RunResult) string { return fmt.Sprint(r.MaxNodesOut) })
+	if s.Rollout != nil {
+		rolloutRows(s, add)
 	} else {
 		idealEmpty, idealSettled := s.IdealEmptySeconds, s.IdealSettledSeconds
 		add("nodes empty", fmtSeconds(&idealEmpty), func(r RunResult) string {
@@ -311,7 +356,11 @@ func rows(s ScenarioResult) (header []string, lines [][]string) {
 		}
 		return fmt.Sprintf("%.2fs", *r.ControllerCPUSeconds)
 	})
-	add("controller peak RSS", "", func(r RunResult) string {
+	rssGoal := ""
+	if s.Goals != nil && s.Goals.PeakRSSMiB > 0 {
+		rssGoal = fmt.Sprintf("goal: at most %.0f MiB", s.Goals.PeakRSSMiB)
+	}
+	add("controller peak RSS", rssGoal, func(r RunResult) string {
 		if r.ControllerPeakRSSMiB == nil {
 			return "—"
 		}
@@ -356,6 +405,67 @@ func rows(s ScenarioResult) (header []string, lines [][]string) {
 	})
 	return header, lines
 }
+
+// addRow adds a line of a scenario's comparison: a label, a cell a run, the ideal (or goal).
+type addRow func(label, ideal string, cell func(r RunResult) string)
+
+// rolloutRows are the lines of a rolling maintenance: the pods come back to the rebooted nodes,
+// so the time of the whole rollout replaces "nodes empty"; and what a watch saw of nodemaint's
+// status, where it was watched.
+func rolloutRows(s ScenarioResult, add addRow) {
+	ro := s.Rollout
+	ideal := ro.idealCell()
+	if s.Goals != nil && s.Goals.TotalRatio > 0 {
+		ideal += fmt.Sprintf("; goal for nodemaint: ×%.1f", s.Goals.TotalRatio)
+	}
+	add("total time", ideal, func(r RunResult) string {
+		if r.TotalSeconds == nil {
+			return "never"
+		}
+		return fmtSeconds(r.TotalSeconds) + " " + fmtRatio(r.TotalRatio)
+	})
+	add("nodes rebooted and back", fmt.Sprint(s.Targets), func(r RunResult) string {
+		if r.RebootsReasserted > 0 {
+			return fmt.Sprintf("%d of %d (%d marked Ready by kwok during their reboot, NotReady again)", r.NodesBack, s.Targets, r.RebootsReasserted)
+		}
+		return fmt.Sprintf("%d of %d", r.NodesBack, s.Targets)
+	})
+	bound := fmt.Sprintf("at most %d", ro.MaxUnavailable)
+	if ro.classic() != ro.MaxUnavailable {
+		bound = fmt.Sprintf("at most %d (nodemaint), %d (loop)", ro.MaxUnavailable, ro.classic())
+	}
+	add("nodes out at once (most)", bound, func(r RunResult) string {
+		if r.MaxNodesCordoned == 0 && r.NodesLostReady == 0 {
+			return fmt.Sprint(r.MaxNodesOut)
+		}
+		return fmt.Sprintf("%d (cordoned %d; %d nodes not Ready while uncordoned)", r.MaxNodesOut, r.MaxNodesCordoned, r.NodesLostReady)
+	})
+	if !slices.ContainsFunc(s.Runs, func(r RunResult) bool { return r.Status != nil }) {
+		return
+	}
+	status := func(f func(*StatusFigures) string) func(RunResult) string {
+		return func(r RunResult) string {
+			if r.Status == nil {
+				return "—"
+			}
+			return f(r.Status)
+		}
+	}
+	add("status updates / inTurn changes / distinct inTurn sets", fmt.Sprintf("%d turns of %d nodes at least", ceilDiv(s.Targets, ro.MaxUnavailable), ro.MaxUnavailable),
+		status(func(f *StatusFigures) string {
+			return fmt.Sprintf("%d / %d / %d", f.Updates, f.InTurnChanges, f.InTurnSets)
+		}))
+	add("nodes listed in status inTurn (ever / most at once)", fmt.Sprintf("%d / at most %d", s.Targets, ro.MaxUnavailable),
+		status(func(f *StatusFigures) string { return fmt.Sprintf("%d / %d", f.NodesSeenInTurn, f.MaxInTurn) }))
+	add("status.nodes (most nodes / largest; most not listed)", fmt.Sprintf("at most %d / %s", nodemaintv1alpha1.MaxStatusNodes, kib(nodemaintv1alpha1.MaxStatusNodesBytes)),
+		status(func(f *StatusFigures) string {
+			return fmt.Sprintf("%d / %s; %d", f.MaxNodes, kib(f.MaxNodesBytes), f.MaxNodesNotListed)
+		}))
+	add("NodeMaintenance (largest, JSON)", "", status(func(f *StatusFigures) string { return kib(f.MaxObjectBytes) }))
+}
+
+// kib writes a size in KiB.
+func kib(bytes int) string { return fmt.Sprintf("%.1f KiB", float64(bytes)/1024) }
 
 func or(s, def string) string {
 	if s == "" {
@@ -445,13 +555,16 @@ func renderMarkdown(r *Report, chart string) string {
 }
 
 // Markers around the generated parts of docs/benchmarks.md; the rest is written by hand. The
-// large scenario (L) and the idle measurement have a part of their own, so that a run of
-// -large alone leaves the figures of S, B, M and P in place, and the other way round.
+// large scenario (L) and the idle measurement have a part of their own, and so has the fleet (F),
+// so that a run of -large or of F alone leaves the figures of S, B, M and P in place, and the
+// other way round.
 const (
 	docsBegin      = "<!-- bench:begin (generated by make bench; edits between the markers are lost) -->"
 	docsEnd        = "<!-- bench:end -->"
 	docsLargeBegin = "<!-- bench-large:begin (generated by make bench BENCH_ARGS=-large; edits between the markers are lost) -->"
 	docsLargeEnd   = "<!-- bench-large:end -->"
+	docsFleetBegin = "<!-- bench-fleet:begin (generated by make bench-fleet; edits between the markers are lost) -->"
+	docsFleetEnd   = "<!-- bench-fleet:end -->"
 )
 
 // spliceDocs replaces what is between the markers begin and end of doc with generated.
@@ -463,25 +576,35 @@ func spliceDocs(doc, begin, end, generated string) (string, error) {
 	return doc[:i+len(begin)] + "\n" + generated + doc[j:], nil
 }
 
-// splitLarge splits a report into its large part (scenario L and the idle measurement) and the
-// rest; a part with no figures is nil.
-func splitLarge(r *Report) (regular, large *Report) {
-	reg, lg := *r, *r
-	reg.Scenarios, lg.Scenarios, reg.Idle = nil, nil, nil
+// docsPart is one generated part of docs/benchmarks.md: its markers, and the scenarios it holds.
+type docsPart struct {
+	begin, end string
+	holds      func(scenario string) bool
+	idle       bool // it holds the idle measurement
+}
+
+var docsParts = []docsPart{
+	{begin: docsBegin, end: docsEnd, holds: func(n string) bool { return n != "L" && n != "F" }},
+	{begin: docsLargeBegin, end: docsLargeEnd, holds: func(n string) bool { return n == "L" }, idle: true},
+	{begin: docsFleetBegin, end: docsFleetEnd, holds: func(n string) bool { return n == "F" }},
+}
+
+// split returns the report's figures that go into part, nil when it has none.
+func (part docsPart) split(r *Report) *Report {
+	out := *r
+	out.Scenarios, out.Idle = nil, nil
 	for _, s := range r.Scenarios {
-		if s.Name == "L" {
-			lg.Scenarios = append(lg.Scenarios, s)
-		} else {
-			reg.Scenarios = append(reg.Scenarios, s)
+		if part.holds(s.Name) {
+			out.Scenarios = append(out.Scenarios, s)
 		}
 	}
-	if len(reg.Scenarios) > 0 {
-		regular = &reg
+	if part.idle {
+		out.Idle = r.Idle
 	}
-	if len(lg.Scenarios) > 0 || lg.Idle != nil {
-		large = &lg
+	if len(out.Scenarios) == 0 && out.Idle == nil {
+		return nil
 	}
-	return regular, large
+	return &out
 }
 
 // writeDocs writes the report's figures into docs/benchmarks.md, each part between its markers,
@@ -503,14 +626,16 @@ func writeDocs(root string, r *Report) error {
 		return err
 	}
 	doc := string(data)
-	regular, large := splitLarge(r)
-	if regular != nil {
-		if doc, err = spliceDocs(doc, docsBegin, docsEnd, renderMarkdown(regular, chart)); err != nil {
-			return err
+	for i, part := range docsParts {
+		sub := part.split(r)
+		if sub == nil {
+			continue
 		}
-	}
-	if large != nil {
-		if doc, err = spliceDocs(doc, docsLargeBegin, docsLargeEnd, renderMarkdown(large, "")); err != nil {
+		c := ""
+		if i == 0 {
+			c = chart
+		}
+		if doc, err = spliceDocs(doc, part.begin, part.end, renderMarkdown(sub, c)); err != nil {
 			return err
 		}
 	}

@@ -10,12 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -56,12 +56,17 @@ func drained(n *corev1.Node) bool {
 }
 
 // reboot simulates the reboot of a drained node, taking d. kwok stops playing its kubelet
-// (otherwise kwok's node-initialize stage marks a node that is not Ready Ready again at once);
-// the node reports NotReady with a new boot ID, as a node coming back up does; after d kwok
-// plays its kubelet again, and its node-initialize stage marks it Ready, keeping the boot ID
-// (kwok's heartbeat does not write nodeInfo). A node that kwok made Ready meanwhile, or whose
-// boot ID it overwrote, fails the run: the reboot would not be what the benchmark says.
-func (b *bench) reboot(ctx context.Context, node string, d time.Duration) (err error) {
+// (otherwise kwok's node-initialize stage marks a node that is not Ready Ready again at once), and
+// the node reports NotReady. After d it boots: it reports a new boot ID, still NotReady, and kwok
+// plays its kubelet again: its node-initialize stage marks it Ready, keeping the boot ID (kwok's
+// heartbeat does not write nodeInfo). The boot ID changes as the node comes back, as a kubelet
+// reports it, so no write of kwok's can show the node Ready and rebooted before its reboot is
+// over.
+//
+// kwok can still write the node's status after it let go of it, from work it had queued (seen
+// with 10 reboots at once on a loaded machine: the node Ready 7s into its reboot): the node is
+// then marked NotReady again, and the run's rebootsReasserted counts it.
+func (b *bench) reboot(ctx context.Context, nt *nodeTracker, node string, d time.Duration) (err error) {
 	if err := b.cluster.StopKubelet(ctx, node); err != nil {
 		return err
 	}
@@ -71,25 +76,46 @@ func (b *bench) reboot(ctx context.Context, node string, d time.Duration) (err e
 		defer cancel()
 		err = errors.Join(err, b.cluster.StartKubelet(ctx, node))
 	}()
-	bootID := string(uuid.NewUUID())
-	now := time.Now().UTC().Format(time.RFC3339)
-	patch := fmt.Appendf(nil, `{"status":{"conditions":[{"type":%q,"status":"False","reason":"KubeletNotReady","message":"rebooting","lastHeartbeatTime":%q,"lastTransitionTime":%q}],"nodeInfo":{"bootID":%q}}}`,
-		corev1.NodeReady, now, now, bootID)
-	if _, err := b.cs.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
-		return fmt.Errorf("marking node %s NotReady with a new boot ID: %w", node, err)
-	}
-	select {
-	case <-time.After(d):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	n, err := b.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
+	if err := b.markNotReady(ctx, node, ""); err != nil {
 		return err
 	}
-	if localcluster.IsNodeReady(n) || n.Status.NodeInfo.BootID != bootID {
-		return fmt.Errorf("node %s Ready %t with boot ID %q during its reboot (want NotReady, %q): kwok still played its kubelet",
-			node, localcluster.IsNodeReady(n), n.Status.NodeInfo.BootID, bootID)
+	booted := time.After(d)
+	down := false
+	for {
+		n, changed := nt.node(node)
+		switch {
+		case !n.ready:
+			down = true
+		case down:
+			slog.Info("kwok marked a rebooting node Ready: marking it NotReady again", "node", node)
+			b.reasserted.Add(1)
+			if err := b.markNotReady(ctx, node, ""); err != nil {
+				return err
+			}
+			down = false
+		}
+		select {
+		case <-changed:
+		case <-booted:
+			return b.markNotReady(ctx, node, string(uuid.NewUUID()))
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// markNotReady writes the node's Ready condition False, as a node going down or coming up, and
+// its boot ID when set.
+func (b *bench) markNotReady(ctx context.Context, node, bootID string) error {
+	now := time.Now().UTC().Format(time.RFC3339)
+	nodeInfo := ""
+	if bootID != "" {
+		nodeInfo = fmt.Sprintf(`,"nodeInfo":{"bootID":%q}`, bootID)
+	}
+	patch := fmt.Appendf(nil, `{"status":{"conditions":[{"type":%q,"status":"False","reason":"KubeletNotReady","message":"rebooting","lastHeartbeatTime":%q,"lastTransitionTime":%q}]%s}}`,
+		corev1.NodeReady, now, now, nodeInfo)
+	if _, err := b.cs.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("marking node %s NotReady: %w", node, err)
 	}
 	return nil
 }
@@ -111,32 +137,34 @@ func (d *rebootDaemon) run(ctx context.Context) {
 	defer d.running.Wait()
 	rebooted := map[string]bool{}
 	for {
-		s := d.nt.snapshot()
-		for name, n := range s.nodes {
-			if !n.drained || rebooted[name] {
+		drained, changed := d.nt.drainedNodes()
+		for _, name := range drained {
+			if rebooted[name] {
 				continue
 			}
 			rebooted[name] = true
 			slog.Info("Rebooting", "node", name)
 			d.running.Go(func() {
-				if err := d.b.reboot(ctx, name, d.reboot); err != nil {
+				if err := d.b.reboot(ctx, d.nt, name, d.reboot); err != nil {
 					d.fail(fmt.Errorf("rebooting %s: %w", name, err))
 				}
 			})
 		}
 		select {
-		case <-s.changed:
+		case <-changed:
 		case <-ctx.Done():
 			return
 		}
 	}
 }
 
-// rollNodemaint creates a NodeMaintenance that rolls through the pool maxUnavailable nodes at
-// a time and releases each node once rebooted, reboots each node once it is drained, and waits
-// until the maintenance is complete (every node released) and every workload is back at its
-// replicas. It returns what held the rollout up, if anything.
-func (b *bench) rollNodemaint(ctx context.Context, ns string, pool []string, r Rollout, tr *tracker, nt *nodeTracker) (string, error) {
+// rollNodemaint creates a NodeMaintenance that rolls through the scenario's pool
+// spec.rollout.maxUnavailable nodes at a time and releases each node once rebooted, reboots each
+// node once it is drained, and waits until the maintenance is complete (every node released)
+// and every workload is back at its replicas, watching the maintenance's status meanwhile. It
+// returns what held the rollout up, if anything, and what the watch saw of the status.
+func (b *bench) rollNodemaint(ctx context.Context, ns string, s Scenario, tr *tracker, nt *nodeTracker) (string, *StatusFigures, error) {
+	r := *s.Rollout
 	ctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	daemon := &rebootDaemon{b: b, nt: nt, reboot: r.Reboot, fail: fail}
@@ -151,15 +179,16 @@ func (b *bench) rollNodemaint(ctx context.Context, ns string, pool []string, r R
 		<-done
 	}()
 
-	nm := b.nodeMaintenance(ns, pool)
+	nm := b.nodeMaintenance(ns, s.poolRequirement())
 	nm.Spec.Rollout = &nodemaintv1alpha1.RolloutSpec{
-		MaxUnavailable: ptr.To(intstr.FromInt32(int32(r.MaxUnavailable))),
+		MaxUnavailable: ptr.To(r.MaxUnavailable),
 		Release:        nodemaintv1alpha1.ReleaseRebooted,
 	}
+	st := newStatusTracker(s.Targets, r.atOnce(MethodNodemaint, s.Targets))
 	if err := b.c.Create(ctx, nm); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	final, err := b.waitMaintenanceComplete(ctx, nm.Name)
+	final, err := b.waitMaintenanceComplete(ctx, nm.Name, st.observe)
 	if err == nil {
 		err = waitTracker(ctx, tr, "every workload Ready", func(s snapshot) bool { return s.allDesired })
 	}
@@ -167,22 +196,36 @@ func (b *bench) rollNodemaint(ctx context.Context, ns string, pool []string, r R
 		err = fmt.Errorf("%w: %w", err, cause)
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	if st := final.Status.Rollout; st != nil && st.NodesFailed > 0 {
-		return fmt.Sprintf("%d nodes failed their turn", st.NodesFailed), nil
+	if r := final.Status.Rollout; r != nil && r.NodesFailed > 0 {
+		return fmt.Sprintf("%d nodes failed their turn", r.NodesFailed), st.figures(), nil
 	}
-	return "", nil
+	return "", st.figures(), nil
 }
 
-// nodeMaintenance is the benchmark's NodeMaintenance of the nodes: cordon and drain.
-func (b *bench) nodeMaintenance(name string, nodes []string) *nodemaintv1alpha1.NodeMaintenance {
+// poolRequirement selects the scenario's target nodes: by poolLabel when the pool is labelled,
+// otherwise by their host names.
+func (s Scenario) poolRequirement() corev1.NodeSelectorRequirement {
+	if s.LabelPool {
+		return corev1.NodeSelectorRequirement{Key: poolLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{s.Name}}
+	}
+	return hostnames(s.targetNodes())
+}
+
+// hostnames selects the nodes by their host names.
+func hostnames(nodes []string) corev1.NodeSelectorRequirement {
+	return corev1.NodeSelectorRequirement{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: nodes}
+}
+
+// nodeMaintenance is the benchmark's NodeMaintenance of the nodes req selects: cordon and drain.
+func (b *bench) nodeMaintenance(name string, req corev1.NodeSelectorRequirement) *nodemaintv1alpha1.NodeMaintenance {
 	return &nodemaintv1alpha1.NodeMaintenance{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
-			NodeSelector: corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-				{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: nodes},
-			}}}},
+			NodeSelector: corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{req},
+			}}},
 			Cordon: true, Drain: true, Reason: "benchmark",
 			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: b.o.responseTimeout},
 		},
@@ -190,8 +233,8 @@ func (b *bench) nodeMaintenance(name string, nodes []string) *nodemaintv1alpha1.
 }
 
 // waitMaintenanceComplete watches the NodeMaintenance until its phase is MaintenanceComplete,
-// and returns it then.
-func (b *bench) waitMaintenanceComplete(ctx context.Context, name string) (*nodemaintv1alpha1.NodeMaintenance, error) {
+// and returns it then; observe, when set, is shown every version of it.
+func (b *bench) waitMaintenanceComplete(ctx context.Context, name string, observe func(*nodemaintv1alpha1.NodeMaintenance)) (*nodemaintv1alpha1.NodeMaintenance, error) {
 	wc, err := client.NewWithWatch(b.cluster.RESTConfig(), client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
@@ -213,6 +256,9 @@ func (b *bench) waitMaintenanceComplete(ctx context.Context, name string) (*node
 		if ev.Type == watch.Deleted {
 			return false, fmt.Errorf("NodeMaintenance %s deleted", name)
 		}
+		if ok && observe != nil {
+			observe(nm)
+		}
 		return ok && nm.Status.Phase == nodemaintv1alpha1.PhaseMaintenanceComplete, nil
 	})
 	if err != nil {
@@ -221,56 +267,92 @@ func (b *bench) waitMaintenanceComplete(ctx context.Context, name string) (*node
 	return ev.Object.(*nodemaintv1alpha1.NodeMaintenance), nil
 }
 
-// rollClassic runs the loop every reboot daemon runs (kured, one node at a time): for each node
-// of the pool in name order, `kubectl drain` (cordon, then drain, with the classic drain's
-// options and timeout), the simulated reboot, once the node is Ready again `kubectl uncordon`
-// (kured uncordons from its pod on the node, which runs once the node is up), next node. A
-// drain that times out is run again: a reboot daemon does not reboot a node it could not drain.
-// It returns the drainer's requests by HTTP method and the drains that timed out.
+// rollClassic runs the loop every reboot daemon runs (kured): for each node of the pool in name
+// order, `kubectl drain` (cordon, then drain, with the classic drain's options and timeout), the
+// simulated reboot, once the node is Ready again `kubectl uncordon` (kured uncordons from its pod
+// on the node, which runs once the node is up), next node; the rollout's ClassicAtOnce nodes at a
+// time (kured's --concurrency), each worker with a client of its own, as each node's daemon has.
+// A drain that times out is run again: a reboot daemon does not reboot a node it could not
+// drain. It returns the drainers' requests by HTTP method and the drains that timed out.
 func (b *bench) rollClassic(ctx context.Context, pool []string, r Rollout, tr *tracker, nt *nodeTracker) (map[string]float64, string, error) {
-	helper, counter, err := b.classicDrainer(ctx)
-	if err != nil {
-		return nil, "", err
-	}
+	counter := &countingTransport{counts: map[string]float64{}}
+	next := make(chan string)
+	var mu sync.Mutex
 	var timeouts []string
-	for _, name := range slices.Sorted(slices.Values(pool)) {
-		node, err := helper.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	g, gctx := errgroup.WithContext(ctx)
+	for range min(r.atOnce(MethodClassic, len(pool)), len(pool)) {
+		helper, err := b.classicDrainer(gctx, counter)
 		if err != nil {
 			return nil, "", err
 		}
-		if err := drain.RunCordonOrUncordon(helper, node, true); err != nil {
-			return nil, "", fmt.Errorf("cordoning %s: %w", name, err)
-		}
-		for {
-			err := drain.RunNodeDrain(helper, name)
-			if timedOut(err) {
-				timeouts = append(timeouts, name)
-				continue
+		g.Go(func() error {
+			for name := range next {
+				t, err := b.rollClassicNode(gctx, helper, name, r.Reboot, nt)
+				mu.Lock()
+				timeouts = append(timeouts, t...)
+				mu.Unlock()
+				if err != nil {
+					return err
+				}
 			}
-			if err != nil {
-				return nil, "", fmt.Errorf("draining %s: %w", name, err)
-			}
-			break
-		}
-		slog.Info("Rebooting", "node", name)
-		if err := b.reboot(ctx, name, r.Reboot); err != nil {
-			return nil, "", fmt.Errorf("rebooting %s: %w", name, err)
-		}
-		if err := waitNodes(ctx, nt, name+" Ready after its reboot", func(s nodeSnapshot) bool {
-			n := s.nodes[name]
-			return n.rebooted && n.ready
-		}); err != nil {
-			return nil, "", err
-		}
-		if node, err = helper.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return nil, "", err
-		}
-		if err := drain.RunCordonOrUncordon(helper, node, false); err != nil {
-			return nil, "", fmt.Errorf("uncordoning %s: %w", name, err)
-		}
+			return nil
+		})
 	}
-	err = waitTracker(ctx, tr, "every workload Ready", func(s snapshot) bool { return s.allDesired })
+	g.Go(func() error {
+		defer close(next)
+		for _, name := range slices.Sorted(slices.Values(pool)) {
+			select {
+			case next <- name:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return nil, "", err
+	}
+	err := waitTracker(ctx, tr, "every workload Ready", func(s snapshot) bool { return s.allDesired })
 	return counter.snapshot(), drainTimeouts(timeouts, len(pool), b.o.classicTimeout), err
+}
+
+// rollClassicNode is the classic loop's turn of one node: cordon, drain (again while it times
+// out), reboot, wait until it is Ready, uncordon. It returns the node's name once for each drain
+// that timed out.
+func (b *bench) rollClassicNode(ctx context.Context, helper *drain.Helper, name string, reboot time.Duration, nt *nodeTracker) ([]string, error) {
+	node, err := helper.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if err := drain.RunCordonOrUncordon(helper, node, true); err != nil {
+		return nil, fmt.Errorf("cordoning %s: %w", name, err)
+	}
+	var timeouts []string
+	for {
+		err := drain.RunNodeDrain(helper, name)
+		if timedOut(err) {
+			timeouts = append(timeouts, name)
+			continue
+		}
+		if err != nil {
+			return timeouts, fmt.Errorf("draining %s: %w", name, err)
+		}
+		break
+	}
+	slog.Info("Rebooting", "node", name)
+	if err := b.reboot(ctx, nt, name, reboot); err != nil {
+		return timeouts, fmt.Errorf("rebooting %s: %w", name, err)
+	}
+	if err := waitNode(ctx, nt, name, "Ready after its reboot", func(n nodeState) bool { return n.rebooted && n.ready }); err != nil {
+		return timeouts, err
+	}
+	if node, err = helper.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
+		return timeouts, err
+	}
+	if err := drain.RunCordonOrUncordon(helper, node, false); err != nil {
+		return timeouts, fmt.Errorf("uncordoning %s: %w", name, err)
+	}
+	return timeouts, nil
 }
 
 // drainTimeouts says which drains of the classic loop timed out and were run again, naming at
@@ -287,17 +369,17 @@ func drainTimeouts(timeouts []string, pool int, timeout time.Duration) string {
 	return fmt.Sprintf("%d drains timed out after %v and were run again (%s)", len(timeouts), timeout, which)
 }
 
-// waitNodes waits until cond holds, evaluated at every node event.
-func waitNodes(ctx context.Context, nt *nodeTracker, what string, cond func(nodeSnapshot) bool) error {
+// waitNode waits until cond holds of the node, evaluated at every node event.
+func waitNode(ctx context.Context, nt *nodeTracker, name, what string, cond func(nodeState) bool) error {
 	for {
-		s := nt.snapshot()
-		if cond(s) {
+		n, changed := nt.node(name)
+		if cond(n) {
 			return nil
 		}
 		select {
-		case <-s.changed:
+		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+			return fmt.Errorf("waiting for %s %s: %w", name, what, ctx.Err())
 		}
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -39,6 +41,9 @@ type Workload struct {
 	PDBMinAvailable   int
 	PDBMaxUnavailable int
 	PDBNever          bool
+	// PDBMaxUnavailablePercent makes the budget's maxUnavailable a percentage of the replicas
+	// (when PDBMaxUnavailable and PDBMinAvailable are 0).
+	PDBMaxUnavailablePercent int
 	// ReadyDelay is the pods' start-up time (kwok), DeleteDelay their shutdown time.
 	ReadyDelay, DeleteDelay time.Duration
 	// Node pins the pods to a node.
@@ -46,6 +51,10 @@ type Workload struct {
 	// Pool confines the pods to these nodes (a required node affinity on their host name), as
 	// the workloads of a node pool select it.
 	Pool []string
+	// PoolSelector confines the pods to the nodes with these labels (a node selector): a pool
+	// of a thousand nodes as a label, where a list of host names would put the thousand names
+	// in every pod.
+	PoolSelector map[string]string
 	// Blocker marks the pod no one may evict (PDB maxUnavailable 0): it stays, and is left out
 	// of "nodes empty" and "back at full availability".
 	Blocker bool
@@ -69,25 +78,69 @@ type Scenario struct {
 	// node in turn is drained, rebooted and put back in service, and the pods, confined to the
 	// pool, come back to the rebooted nodes.
 	Rollout *Rollout
+	// LabelPool: the target nodes carry poolLabel=<scenario name> (set by the run's setup, and
+	// taken off every other node), the NodeMaintenance selects them by it and the workloads'
+	// PoolSelector should name it.
+	LabelPool bool
+	// Goals are the figures the scenario is meant to meet, reported beside the results.
+	Goals *Goals
+}
+
+// poolLabel marks the nodes of a scenario's pool (LabelPool): its value is the scenario's name.
+const poolLabel = "bench.nodemaint.dev/pool"
+
+// Goals are a scenario's targets; zero means none.
+type Goals struct {
+	// TotalRatio bounds nodemaint's total time over its ideal (a rolling maintenance).
+	TotalRatio float64 `json:"totalRatio,omitempty"`
+	// PeakRSSMiB bounds the controller's peak RSS.
+	PeakRSSMiB float64 `json:"peakRSSMiB,omitempty"`
 }
 
 // Rollout is how a rolling maintenance goes through the pool.
 type Rollout struct {
-	// MaxUnavailable is how many nodes nodemaint takes at once (spec.rollout.maxUnavailable);
-	// the classic loop takes one (kured's default concurrency).
-	MaxUnavailable int
+	// MaxUnavailable is nodemaint's spec.rollout.maxUnavailable: a number of nodes, or a
+	// percentage of the pool.
+	MaxUnavailable intstr.IntOrString
+	// ClassicAtOnce is how many nodes the classic loop takes at once (kured's --concurrency); 0
+	// is one, kured's default.
+	ClassicAtOnce int
 	// Reboot is the simulated reboot's time: from the node going down until its kubelet is
 	// back, with a new boot ID.
 	Reboot time.Duration
 }
 
-// atOnce is how many nodes of the pool the method takes at once.
-func (r Rollout) atOnce(method string) int {
+// atOnce is how many nodes of a pool of pool nodes the method takes at once.
+func (r Rollout) atOnce(method string, pool int) int {
 	if isNodemaint(method) {
-		return r.MaxUnavailable
+		n, err := resolveMaxUnavailable(r.MaxUnavailable, pool)
+		if err != nil {
+			return 1
+		}
+		return n
 	}
-	return 1
+	return max(1, r.ClassicAtOnce)
 }
+
+// resolveMaxUnavailable is how many nodes of a pool of pool nodes spec.rollout.maxUnavailable
+// lets a rollout take at once, as the CRD and the controller (rollout.Budget) read it: a number
+// of at least 1, or a percentage from 1% to 100% of the pool rounded down, at least 1.
+func resolveMaxUnavailable(v intstr.IntOrString, pool int) (int, error) {
+	if v.Type == intstr.String && !validPercent.MatchString(v.StrVal) {
+		return 0, fmt.Errorf("maxUnavailable %q: want a percentage from 1%% to 100%%", v.StrVal)
+	}
+	if v.Type == intstr.Int && v.IntVal < 1 {
+		return 0, fmt.Errorf("maxUnavailable %d: want at least 1", v.IntVal)
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&v, pool, false)
+	if err != nil {
+		return 0, err
+	}
+	return max(1, n), nil
+}
+
+// validPercent is the CRD's rule for a percentage of maxUnavailable.
+var validPercent = regexp.MustCompile(`^([1-9][0-9]?|100)%$`)
 
 func (s Scenario) pods() int {
 	n := 0
@@ -159,7 +212,7 @@ func scenarios() map[string]Scenario {
 	// about 10 a node, all with a budget of one disruption at a time.
 	p := Scenario{
 		Name: "P", Targets: 20, Nodes: 20, Timeout: 40 * time.Minute,
-		Rollout: &Rollout{MaxUnavailable: 2, Reboot: 10 * sec},
+		Rollout: &Rollout{MaxUnavailable: intstr.FromInt32(2), Reboot: 10 * sec},
 		Description: "a pool of 20 nodes, each drained, rebooted (10s) and put back in turn: nodemaint 2 nodes at a time " +
 			"(spec.rollout maxUnavailable 2, release Rebooted), the classic loop of a reboot daemon one at a time; " +
 			"200 pods confined to the pool: four Deployments (80, 60, 40, 17) and a StatefulSet of 3, each with a PDB maxUnavailable 1",
@@ -174,7 +227,7 @@ func scenarios() map[string]Scenario {
 	for i := range p.Workloads {
 		p.Workloads[i].Pool = p.targetNodes()
 	}
-	return map[string]Scenario{"S": s, "B": b, "M": m, "L": l, "P": p}
+	return map[string]Scenario{"S": s, "B": b, "M": m, "L": l, "P": p, "F": fleet(fleetNodes)}
 }
 
 // appLabel names a pod's workload.
@@ -201,6 +254,9 @@ func (w Workload) objects(namespace string) (workload, pdb any) {
 	if w.Node != "" {
 		tmpl.Spec.NodeSelector = map[string]string{corev1.LabelHostname: w.Node}
 	}
+	if len(w.PoolSelector) > 0 {
+		tmpl.Spec.NodeSelector = maps.Clone(w.PoolSelector)
+	}
 	if len(w.Pool) > 0 {
 		tmpl.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
@@ -225,13 +281,15 @@ func (w Workload) objects(namespace string) (workload, pdb any) {
 			PodManagementPolicy: appsv1.ParallelPodManagement,
 		}}
 	}
-	if w.PDBMinAvailable == 0 && w.PDBMaxUnavailable == 0 && !w.PDBNever {
+	if w.PDBMinAvailable == 0 && w.PDBMaxUnavailable == 0 && w.PDBMaxUnavailablePercent == 0 && !w.PDBNever {
 		return workload, nil
 	}
 	p := &policyv1.PodDisruptionBudget{ObjectMeta: meta, Spec: policyv1.PodDisruptionBudgetSpec{Selector: selector}}
 	switch {
 	case w.PDBMinAvailable > 0:
 		p.Spec.MinAvailable = ptr.To(intstr.FromInt32(int32(w.PDBMinAvailable)))
+	case w.PDBMaxUnavailable == 0 && w.PDBMaxUnavailablePercent > 0:
+		p.Spec.MaxUnavailable = ptr.To(intstr.FromString(strconv.Itoa(w.PDBMaxUnavailablePercent) + "%"))
 	default:
 		p.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(int32(w.PDBMaxUnavailable)))
 	}
