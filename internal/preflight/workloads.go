@@ -119,13 +119,11 @@ func (ws *workloads) of(pod *corev1.Pod) *workload {
 
 // deploymentSurge decides, as the Deployment responder does, whether it surges the Deployment.
 func (ws *workloads) deploymentSurge(w *workload, d *appsv1.Deployment) {
-	autoscalers := 0
+	autoscaled := false
 	for _, hpa := range ws.autoscalers[d.Namespace] {
-		if surgepolicy.Autoscales(hpa, d.Name) {
-			autoscalers++
-		}
+		autoscaled = autoscaled || surgepolicy.Autoscales(hpa, d.Name)
 	}
-	ok, _, message := surgepolicy.Surges(d, ws.rsOf[d.UID], autoscalers)
+	ok, _, message := surgepolicy.Surges(d, ws.rsOf[d.UID], autoscaled)
 	w.surges = ok
 	if !ok {
 		if message == "" {

@@ -1,7 +1,6 @@
 package decide
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -23,7 +22,7 @@ func TestDecide(t *testing.T) {
 		d           *appsv1.Deployment
 		extraRS     bool
 		rsFailure   bool
-		autoscalers int
+		autoscaled  bool
 		pods        []*corev1.Pod
 		wantAnswers map[string]string // pod → "True/Reason", "False/Reason" or "withdraw"
 		wantMark    []string
@@ -326,9 +325,9 @@ func TestDecide(t *testing.T) {
 			pods:        []*corev1.Pod{pod("a", requested(1)), pod("b"), pod("c")},
 			wantAnswers: map[string]string{"a": "False/MaxSurgeZero"},
 		},
-		"two autoscalers: declined and unmarked": {
+		"autoscaled: declined and unmarked": {
 			d:           newDeployment(3, 1),
-			autoscalers: 2,
+			autoscaled:  true,
 			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")},
 			wantAnswers: map[string]string{"a": "False/HorizontalPodAutoscaler"},
 			wantUnmark:  []string{"a"},
@@ -364,10 +363,7 @@ func TestDecide(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := Input{Deployment: tc.d, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)}, Pods: tc.pods,
-				Now: now, SurgeTimeout: 2 * time.Minute}
-			for i := range tc.autoscalers {
-				in.Autoscalers = append(in.Autoscalers, hpa(fmt.Sprintf("hpa%d", i), "web", 1, 10, nil))
-			}
+				Autoscaled: tc.autoscaled, Now: now, SurgeTimeout: 2 * time.Minute}
 			if tc.extraRS {
 				in.ReplicaSets = append(in.ReplicaSets, replicaSet("old", 1))
 			}

@@ -25,5 +25,4 @@ var (
 	onNode               = decidetest.OnNode
 	waiting              = decidetest.Waiting
 	since                = decidetest.Since
-	hpa                  = decidetest.HPA
 )
