@@ -27,6 +27,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/testutil"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	"github.com/nodemaint/nodemaint/test/invariants"
@@ -45,6 +46,45 @@ const (
 	// test: it declines (completionTime without evicting) once it is active.
 	declining = "decline.example.com/operator"
 )
+
+// autoDeclining is a responder that declineAll plays: it declines as soon as it is active.
+const autoDeclining = "autodecline.example.com/operator"
+
+// declineAll plays autoDeclining in the namespace until the test ends: whenever it is the active
+// responder of an Eviction and has not completed, it sets its completionTime (a decline).
+func declineAll(t *testing.T, ns string) {
+	t.Helper()
+	c := framework.Client()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		for ctx.Err() == nil {
+			var evs lifecyclev1alpha1.EvictionList
+			if err := c.List(ctx, &evs, client.InNamespace(ns)); err == nil {
+				for i := range evs.Items {
+					declineActive(ctx, c, &evs.Items[i])
+				}
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}()
+}
+
+func declineActive(ctx context.Context, c client.Client, e *lifecyclev1alpha1.Eviction) {
+	for _, tr := range e.Status.TargetResponders {
+		if tr.Name != autoDeclining || tr.State != lifecyclev1alpha1.ResponderStateActive {
+			continue
+		}
+		orig := e.DeepCopy()
+		for j := range e.Status.Responders {
+			if r := &e.Status.Responders[j]; r.Name == autoDeclining && r.CompletionTime == nil {
+				r.CompletionTime = ptr.To(metav1.Now())
+				// A conflict or a gone Eviction is seen at the next look.
+				_ = c.Status().Patch(ctx, e, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+			}
+		}
+	}
+}
 
 func pod(ns, name string, responders ...corev1.EvictionResponder) *corev1.Pod {
 	return &corev1.Pod{
@@ -176,16 +216,14 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 		return nm.Status.EvacuationProtocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest &&
 			strings.Contains(msg, "disruption budget"), nil
 	})
-	// Nobody answered for solo: its first eviction came no earlier than its response timeout
-	// after nodemaint asked, and the imperative evictor left it to the drain.
-	var soloRequest lifecyclev1alpha1.EvictionRequest
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nodemaint-" + strings.ToLower(string(solo.UID))}, &soloRequest); err != nil {
-		t.Fatal(err)
+	// solo names no responder: nodemaint asked it through its pod condition, not an
+	// EvictionRequest. Nobody answered: its first eviction came no earlier than its response
+	// timeout after nodemaint asked.
+	cond := evacuation.Condition(solo, evacuation.Request)
+	if cond == nil || !evacuation.RequestedBy(solo, evacuation.ReasonNodeMaintenance) {
+		t.Fatalf("solo's conditions %v: want nodemaint's EvacuationRequest", solo.Status.Conditions)
 	}
-	asked, err := time.Parse(time.RFC3339, soloRequest.Annotations["nodemaint.dev/requested-at"])
-	if err != nil {
-		t.Fatal(err)
-	}
+	asked := cond.LastTransitionTime.Time
 	var events eventsv1.EventList
 	if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
@@ -205,10 +243,8 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range evs {
-		for _, r := range e.Status.Responders {
-			if e.Spec.Target.Pod.UID == solo.UID && r.Name == names.ImperativeEvictor && (r.Message == nil || *r.Message != names.HeldForDrain) {
-				t.Fatalf("solo's imperative evictor says %v, want it held for the drain", r.Message)
-			}
+		if e.Spec.Target.Pod.UID == solo.UID {
+			t.Fatalf("solo has an Eviction (%s): want it asked through its pod condition only", e.Name)
 		}
 	}
 	_, reqs, err := evictionsOf(ctx, ns)
@@ -216,12 +252,9 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range reqs {
-		if r.Spec.Requester != names.Requester || r.Spec.Target.Pod.UID != solo.UID {
-			t.Fatalf("unexpected EvictionRequest %s: %+v", r.Name, r.Spec)
+		if r.Spec.Target.Pod.UID == solo.UID {
+			t.Fatalf("EvictionRequest %s for solo: want it asked through its pod condition only", r.Name)
 		}
-	}
-	if len(reqs) != 1 {
-		t.Fatalf("%d EvictionRequests for solo, want 1", len(reqs))
 	}
 
 	// The budget allows one disruption: solo goes through it.
@@ -266,7 +299,10 @@ func TestSignalOnlyThroughEvictionRequests(t *testing.T) {
 	framework.NewController(t).Start()
 	c := framework.Client()
 	const other = "kwok-node-1"
-	p := pod(ns, "signal")
+	// The pod's responder declines at once (played by declineAll): only the imperative evictor,
+	// held for the drain, is left.
+	declineAll(t, ns)
+	p := pod(ns, "signal", corev1.EvictionResponder{Name: autoDeclining, Priority: ptr.To[int32](20000)})
 	p.Spec.NodeName = other
 	if err := c.Create(ctx, p); err != nil {
 		t.Fatal(err)
@@ -399,8 +435,11 @@ func TestTwoEvictionControllers(t *testing.T) {
 		"--feature-gates=DeclarativeNodeMaintenance=false,NodeMaintenanceDeployment=false")
 
 	var drained, asked []*corev1.Pod
+	// The drained pods name a responder that declines at once (declineAll), so that nodemaint asks
+	// them through EvictionRequests (a pod that names none is asked through its pod condition).
+	declineAll(t, ns)
 	for i := range 4 {
-		drained = append(drained, pod(ns, fmt.Sprint("drained-", i)))
+		drained = append(drained, pod(ns, fmt.Sprint("drained-", i), corev1.EvictionResponder{Name: autoDeclining, Priority: ptr.To[int32](20000)}))
 	}
 	for i := range 2 {
 		p := pod(ns, fmt.Sprint("asked-", i))
