@@ -50,22 +50,27 @@ const (
 // autoDeclining is a responder that declineAll plays: it declines as soon as it is active.
 const autoDeclining = "autodecline.example.com/operator"
 
-// declineAll plays autoDeclining in the namespace until the test ends: whenever it is the active
-// responder of an Eviction and has not completed, it sets its completionTime (a decline).
+// declineAll plays autoDeclining in the namespace until the test ends: whenever a watched
+// Eviction makes it the active responder and it has not completed, it sets its completionTime (a
+// decline). A patch that meets a conflict is tried again on the newer version's event.
 func declineAll(t *testing.T, ns string) {
 	t.Helper()
-	c := framework.Client()
+	wc, err := client.NewWithWatch(framework.Cluster().RESTConfig(), client.Options{Scheme: framework.Client().Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	w, err := wc.Watch(ctx, &lifecyclev1alpha1.EvictionList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
 	go func() {
-		for ctx.Err() == nil {
-			var evs lifecyclev1alpha1.EvictionList
-			if err := c.List(ctx, &evs, client.InNamespace(ns)); err == nil {
-				for i := range evs.Items {
-					declineActive(ctx, c, &evs.Items[i])
-				}
+		for ev := range w.ResultChan() {
+			if e, ok := ev.Object.(*lifecyclev1alpha1.Eviction); ok {
+				declineActive(ctx, framework.Client(), e)
 			}
-			time.Sleep(300 * time.Millisecond)
 		}
 	}()
 }
