@@ -122,10 +122,10 @@ test-e2e: build ## End-to-end tests on a local cluster of their own (real contro
 # nodemaint asks through EvictionRequests: the drain's whose outcome must not depend on the
 # protocol, TestNothingLeftWhenNodeDeleted (the garbage collector takes nodemaint's requests with
 # their pods; it skips on clusters without the API), and the responder's proofs of issue 19
-# (TestEviction* skip on clusters without the API; TestExampleResponder and TestNoCapacityGivesUp
-# run in both modes). -p 1: one cluster at a time.
+# (TestEviction* skip on clusters without the API; TestExampleResponder, TestNoCapacityGivesUp and
+# TestAutoscaledDeploymentSurges run in both modes). -p 1: one cluster at a time.
 E2E_EVICTION_REQUEST_PKGS ?= ./test/e2e/drain/ ./test/e2e/responder/
-E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestDrainRuleOrder|TestNothingLeftWhenNodeDeleted|TestEvictionSingleReplicaWithStrictPDB|TestEvictionUnregisteredPodMoves|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp|TestClusterAPIPreDrainHook)$$
+E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestDrainRuleOrder|TestNothingLeftWhenNodeDeleted|TestEvictionSingleReplicaWithStrictPDB|TestEvictionUnregisteredPodMoves|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp|TestClusterAPIPreDrainHook|TestAutoscaledDeploymentSurges)$$
 
 .PHONY: test-scale
 test-scale: build ## The scale e2e test at full size: 200 nodes, 5,000 pods, 20 nodes maintained.

@@ -26,8 +26,9 @@
 //   - PersistentVolumeClaim: metadata, spec.volumeName; PersistentVolume: metadata, the CSI
 //     driver and volume handle (the node controller's volumes still attached), the node
 //     affinity (the preflight's).
-//   - HorizontalPodAutoscaler: metadata, spec.scaleTargetRef (the Deployment responder leaves
-//     autoscaled Deployments alone, and the preflight says so).
+//   - HorizontalPodAutoscaler: metadata, spec.scaleTargetRef, minReplicas and maxReplicas (the
+//     Deployment responder raises the bounds of a surging Deployment's autoscaler, and restores
+//     them; the preflight counts a Deployment's autoscalers).
 //
 // PodDisruptionBudgets, namespaces and DrainRules are kept whole but for their managed fields
 // and last-applied configuration. The list is checked by TestPodKeepsWhatControllersRead, and
@@ -238,9 +239,10 @@ func PersistentVolume(pv *corev1.PersistentVolume) {
 	pv.Status = corev1.PersistentVolumeStatus{}
 }
 
-// HorizontalPodAutoscaler keeps of an autoscaler its metadata and what it scales.
+// HorizontalPodAutoscaler keeps of an autoscaler its metadata, what it scales and its bounds.
 func HorizontalPodAutoscaler(hpa *autoscalingv2.HorizontalPodAutoscaler) {
-	hpa.Spec = autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: hpa.Spec.ScaleTargetRef}
+	hpa.Spec = autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: hpa.Spec.ScaleTargetRef,
+		MinReplicas: hpa.Spec.MinReplicas, MaxReplicas: hpa.Spec.MaxReplicas}
 	hpa.Status = autoscalingv2.HorizontalPodAutoscalerStatus{}
 }
 

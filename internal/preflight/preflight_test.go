@@ -129,6 +129,9 @@ func TestRun(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "scaled"},
 		Spec:       autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "scaled"}},
 	}
+	// A second autoscaler of the same Deployment: the responder declines it (one is no obstacle).
+	hpa2 := *hpa.DeepCopy()
+	hpa2.Name = "scaled-too"
 	unready := func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }
 
 	for _, tc := range []struct {
@@ -176,18 +179,26 @@ func TestRun(t *testing.T) {
 		node: "n1", verdict: Loses,
 		want: []want{{Loses, ReasonNoSurge, "Deployment shop/single", "maxSurge is 0: eviction moves its pods; no PodDisruptionBudget: its only pod moves", []string{"shop/single-a"}}},
 	}, {
-		name: "paused and autoscaled Deployments do not surge; replicas elsewhere keep them up",
+		name: "a Deployment scaled by one HorizontalPodAutoscaler surges",
+		in: Input{Targets: []string{"n1"}, Nodes: []corev1.Node{node("n1"), node("n2")},
+			Pods:        []corev1.Pod{podOn("n1", "scaled-a", "100m", ownedBy("ReplicaSet", "scaled-rs")), podOn("n2", "scaled-b", "100m", ownedBy("ReplicaSet", "scaled-rs"))},
+			Deployments: []appsv1.Deployment{scaled}, ReplicaSets: []appsv1.ReplicaSet{scaledRS},
+			HorizontalPodAutoscalers: []autoscalingv2.HorizontalPodAutoscaler{hpa}},
+		node: "n1", verdict: Info,
+		want: []want{{Info, ReasonSurge, "Deployment shop/scaled", "surges: a replacement starts", []string{"shop/scaled-a"}}},
+	}, {
+		name: "paused Deployments and those of two autoscalers do not surge; replicas elsewhere keep them up",
 		in: Input{Targets: []string{"n1"}, Nodes: []corev1.Node{node("n1"), node("n2")},
 			Pods: []corev1.Pod{
 				podOn("n1", "paused-a", "100m", ownedBy("ReplicaSet", "paused-rs")), podOn("n2", "paused-b", "100m", ownedBy("ReplicaSet", "paused-rs")),
 				podOn("n1", "scaled-a", "100m", ownedBy("ReplicaSet", "scaled-rs")), podOn("n2", "scaled-b", "100m", ownedBy("ReplicaSet", "scaled-rs")),
 			},
 			Deployments: []appsv1.Deployment{paused, scaled}, ReplicaSets: []appsv1.ReplicaSet{pausedRS, scaledRS},
-			HorizontalPodAutoscalers: []autoscalingv2.HorizontalPodAutoscaler{hpa}},
+			HorizontalPodAutoscalers: []autoscalingv2.HorizontalPodAutoscaler{hpa, hpa2}},
 		node: "n1", verdict: Info,
 		want: []want{
 			{Info, ReasonNoSurge, "Deployment shop/paused", "the Deployment is paused", []string{"shop/paused-a"}},
-			{Info, ReasonNoSurge, "Deployment shop/scaled", "HorizontalPodAutoscaler", []string{"shop/scaled-a"}},
+			{Info, ReasonNoSurge, "Deployment shop/scaled", "2 HorizontalPodAutoscalers target", []string{"shop/scaled-a"}},
 		},
 	}, {
 		name: "a node selector only the node matches: the replacement stays Pending",

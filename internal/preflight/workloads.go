@@ -119,11 +119,13 @@ func (ws *workloads) of(pod *corev1.Pod) *workload {
 
 // deploymentSurge decides, as the Deployment responder does, whether it surges the Deployment.
 func (ws *workloads) deploymentSurge(w *workload, d *appsv1.Deployment) {
-	autoscaled := false
+	autoscalers := 0
 	for _, hpa := range ws.autoscalers[d.Namespace] {
-		autoscaled = autoscaled || surgepolicy.Autoscales(hpa, d.Name)
+		if surgepolicy.Autoscales(hpa, d.Name) {
+			autoscalers++
+		}
 	}
-	ok, _, message := surgepolicy.Surges(d, ws.rsOf[d.UID], autoscaled)
+	ok, _, message := surgepolicy.Surges(d, ws.rsOf[d.UID], autoscalers)
 	w.surges = ok
 	if !ok {
 		if message == "" {

@@ -36,6 +36,13 @@ const (
 	// spec.replicas is originalReplicas+surge because of nodemaint; it is removed, in the same
 	// write that returns spec.replicas to originalReplicas, when the surge ends.
 	SurgeAnnotation = "nodemaint.dev/evacuation-surge"
+	// SurgeBoundsAnnotation on a HorizontalPodAutoscaler records the bounds the Deployment
+	// responder raised while a surge of the Deployment it targets is in progress, as JSON:
+	// {"deployment":"web","minReplicas":3,"maxReplicas":3,"setMinReplicas":4,"setMaxReplicas":4}.
+	// Written before the Deployment's spec.replicas is raised; when the surge ends, after the
+	// Deployment scaled back, each bound that still holds the value set is restored and the
+	// record removed.
+	SurgeBoundsAnnotation = "nodemaint.dev/surge-bounds"
 	// OriginalDeletionCostAnnotation on a pod says the Deployment responder lowered its
 	// controller.kubernetes.io/pod-deletion-cost so that its ReplicaSet removes it first; the
 	// value is the cost to restore ("" when the pod had none).

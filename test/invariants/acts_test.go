@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -568,6 +569,11 @@ func TestLeftoverEvictionRequest(t *testing.T) {
 	// A maintenance deleted whose finalizer was never released.
 	nm := newNM("stuck", nil)
 	nm.DeletionTimestamp, nm.Finalizers = &metav1.Time{Time: now}, []string{nodemaintv1alpha1.Finalizer}
+	raised := autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web",
+		Annotations: map[string]string{evacuation.SurgeBoundsAnnotation: "{}"}}}
+	if got := Leftovers(Snapshot{HorizontalPodAutoscalers: []autoscalingv2.HorizontalPodAutoscaler{raised}}, Baseline{}); len(got) != 1 || !strings.Contains(got[0], "HorizontalPodAutoscaler app/web") {
+		t.Errorf("leftovers of an autoscaler's record of raised bounds: %v", got)
+	}
 	if got := Leftovers(Snapshot{NodeMaintenances: []nodemaintv1alpha1.NodeMaintenance{*nm}}, Baseline{}); len(got) != 1 || !strings.Contains(got[0], "NodeMaintenance stuck") {
 		t.Errorf("leftovers %q, want the stuck maintenance", got)
 	}

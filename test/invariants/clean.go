@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +33,8 @@ type Snapshot struct {
 	Pods        []corev1.Pod
 	Deployments []appsv1.Deployment
 	ReplicaSets []appsv1.ReplicaSet
+	// HorizontalPodAutoscalers: a record of bounds raised for a surge is a leftover.
+	HorizontalPodAutoscalers []autoscalingv2.HorizontalPodAutoscaler
 	// EvictionRequests and Evictions are read where lifecycle.k8s.io/v1alpha1 is served.
 	EvictionRequests []lifecyclev1alpha1.EvictionRequest
 	Evictions        []lifecyclev1alpha1.Eviction
@@ -39,7 +42,7 @@ type Snapshot struct {
 	NodeMaintenances []nodemaintv1alpha1.NodeMaintenance
 }
 
-// CheckClean reads the nodes, and the pods, Deployments and ReplicaSets of the watched
+// CheckClean reads the nodes, and the pods, Deployments, ReplicaSets and HorizontalPodAutoscalers of the watched
 // namespaces, from the API server (not the informers' caches), and returns an error naming
 // every leftover of nodemaint's (see Leftovers), nil when there is none. Call it once every
 // maintenance is over. It assumes nobody but nodemaint scaled the Deployments since the checker
@@ -70,6 +73,11 @@ func (c *Checker) CheckClean(ctx context.Context, namespaces ...string) error {
 			return err
 		}
 		snap.ReplicaSets = append(snap.ReplicaSets, rss.Items...)
+		hpas, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		snap.HorizontalPodAutoscalers = append(snap.HorizontalPodAutoscalers, hpas.Items...)
 		ers, err := c.client.LifecycleV1alpha1().EvictionRequests(ns).List(ctx, metav1.ListOptions{})
 		if apierrors.IsNotFound(err) {
 			continue // the cluster does not serve the EvictionRequest API
@@ -117,7 +125,8 @@ func (c *Checker) CheckClean(ctx context.Context, namespaces ...string) error {
 //   - a pod with nodemaint's EvacuationRequest, an EvacuationInitiated without any request, or
 //     a nodemaint.dev/ annotation;
 //   - a Deployment or ReplicaSet with a nodemaint.dev/ annotation, a Deployment whose replicas
-//     are not what its user set;
+//     are not what its user set; a HorizontalPodAutoscaler with a nodemaint.dev/ annotation (the
+//     record of bounds raised for a surge: they are not restored yet);
 //   - an EvictionRequest of nodemaint's (requester nodemaint.dev/node-maintenance; saying when
 //     its pod is gone), or any EvictionRequest with a nodemaint.dev/ label or annotation; an
 //     Eviction that names nodemaint as a requester (label or status.requesters), or one of a
@@ -181,6 +190,12 @@ func Leftovers(snap Snapshot, base Baseline) []string {
 		}
 		if want, ok := base.Replicas[k]; ok && ptr.Deref(d.Spec.Replicas, 1) != want {
 			add("Deployment %s: replicas %d, its user set %d", k, ptr.Deref(d.Spec.Replicas, 1), want)
+		}
+	}
+	for i := range snap.HorizontalPodAutoscalers {
+		hpa := &snap.HorizontalPodAutoscalers[i]
+		for _, a := range ours(hpa.Annotations) {
+			add("HorizontalPodAutoscaler %s: annotation %s", key(hpa.Namespace, hpa.Name), a)
 		}
 	}
 	for i := range snap.ReplicaSets {

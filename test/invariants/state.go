@@ -435,22 +435,25 @@ func (s *state) hpa(h *autoscalingv2.HorizontalPodAutoscaler, deleted bool) {
 	s.recheckDeployments(h.Namespace)
 }
 
-// autoscaled reports whether a HorizontalPodAutoscaler scales the Deployment: it would undo a
-// surge, so the Deployment responder declines it and evictions through its budget move its pods.
-func (s *state) autoscaled(d *appsv1.Deployment) bool {
+// ambiguouslyAutoscaled reports whether more than one HorizontalPodAutoscaler scales the
+// Deployment: the Deployment responder declines it and evictions through its budget move its
+// pods. One autoscaler is no obstacle: the responder raises its bounds during the surge.
+func (s *state) ambiguouslyAutoscaled(d *appsv1.Deployment) bool {
+	n := 0
 	for _, h := range s.hpas {
 		ref := h.Spec.ScaleTargetRef
 		if h.Namespace == d.Namespace && ref.Kind == "Deployment" && ref.Name == d.Name && strings.HasPrefix(ref.APIVersion, "apps/") {
-			return true
+			n++
 		}
 	}
-	return false
+	return n > 1
 }
 
 // keepsReplicas: the Deployment responder moves the Deployment's pods by surging, so none goes
-// down: it is surge-capable, no HorizontalPodAutoscaler scales it, and its surge found room.
+// down: it is surge-capable, at most one HorizontalPodAutoscaler scales it, and its surge found
+// room.
 func (s *state) keepsReplicas(d *deployment) bool {
-	return surgeCapable(d.d) && !d.noRoom && !s.autoscaled(d.d)
+	return surgeCapable(d.d) && !d.noRoom && !s.ambiguouslyAutoscaled(d.d)
 }
 
 // surgeCapable: the Deployment responder moves its pods by surging, so none goes down.

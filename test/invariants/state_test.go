@@ -190,7 +190,7 @@ func TestSurgeCapableDeployment(t *testing.T) {
 		name            string
 		maxSurge        intstr.IntOrString
 		replacementUp   bool
-		autoscaled      bool
+		autoscalers     int
 		noRoom          bool
 		wantViolations  []string
 		wantDeployments int
@@ -201,8 +201,11 @@ func TestSurgeCapableDeployment(t *testing.T) {
 		{name: "maxSurge 25% of 3 rounds up to 1", maxSurge: intstr.FromString("25%"),
 			wantViolations: []string{"DeploymentReady app/web 2<3"}, wantDeployments: 1},
 		{name: "maxSurge 0 is not surge-capable", maxSurge: intstr.FromInt32(0)},
-		// The Deployment responder declines an autoscaled Deployment: its budget moves it.
-		{name: "scaled by a HorizontalPodAutoscaler", maxSurge: intstr.FromInt32(1), autoscaled: true, wantDeployments: 1},
+		// The Deployment responder surges a Deployment of one autoscaler (it raises its bounds)...
+		{name: "scaled by a HorizontalPodAutoscaler", maxSurge: intstr.FromInt32(1), autoscalers: 1,
+			wantViolations: []string{"DeploymentReady app/web 2<3"}, wantDeployments: 1},
+		// ... and declines one of two: its budget moves it.
+		{name: "scaled by two HorizontalPodAutoscalers", maxSurge: intstr.FromInt32(1), autoscalers: 2, wantDeployments: 1},
 		// A surge that cannot be scheduled is given up: its budget moves it.
 		{name: "its surge found no room", maxSurge: intstr.FromInt32(1), noRoom: true, wantDeployments: 1},
 	} {
@@ -217,9 +220,9 @@ func TestSurgeCapableDeployment(t *testing.T) {
 				pods = append(pods, newPod(rs, "web", i, true))
 				s.pod(pods[i], false, now)
 			}
-			if tc.autoscaled {
+			for i := range tc.autoscalers {
 				s.hpa(&autoscalingv2.HorizontalPodAutoscaler{
-					ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: "web"},
+					ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: fmt.Sprintf("web-%d", i)},
 					Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{
 						APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
 				}, false)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
@@ -396,8 +397,9 @@ func (cl *cleaner) deployments(ctx context.Context) (bool, error) {
 		deps appsv1.DeploymentList
 		rss  appsv1.ReplicaSetList
 		pods corev1.PodList
+		hpas autoscalingv2.HorizontalPodAutoscalerList
 	)
-	for _, l := range []client.ObjectList{&deps, &rss, &pods} {
+	for _, l := range []client.ObjectList{&deps, &rss, &pods, &hpas} {
 		if err := cl.c.List(ctx, l); err != nil {
 			return false, fmt.Errorf("listing %T: %w", l, err)
 		}
@@ -414,6 +416,10 @@ func (cl *cleaner) deployments(ctx context.Context) (bool, error) {
 			podsOf[ref.UID] = append(podsOf[ref.UID], &pods.Items[i])
 		}
 	}
+	hpaList := make([]*autoscalingv2.HorizontalPodAutoscaler, len(hpas.Items))
+	for i := range hpas.Items {
+		hpaList[i] = &hpas.Items[i]
+	}
 	var errs []error
 	again := false
 	for i := range deps.Items {
@@ -422,7 +428,7 @@ func (cl *cleaner) deployments(ctx context.Context) (bool, error) {
 		for _, rs := range rsOf[d.UID] {
 			ps = append(ps, podsOf[rs.UID]...)
 		}
-		changes, more, err := deployment.Release(ctx, cl.c, d, rsOf[d.UID], ps, cl.dryRun)
+		changes, more, err := deployment.Release(ctx, cl.c, d, rsOf[d.UID], ps, hpaList, cl.dryRun)
 		for _, ch := range changes {
 			cl.changes++
 			if cl.dryRun {

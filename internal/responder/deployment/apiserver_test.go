@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/internal/testutil"
@@ -173,4 +175,74 @@ func createDeployment(t *testing.T, c client.Client, name string) *appsv1.Deploy
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestBoundsPatchRealAPIServer: on kube-apiserver, the responder raises an autoscaler's bounds
+// for a surge, from the trimmed copy its cache holds (the metrics it does not keep stay), with a
+// record of what they were; a write decided before someone changed the autoscaler is refused
+// (a conflict); decided again once the surge is over, the bound it set returns, the one
+// someone changed stays theirs, and the record goes.
+func TestBoundsPatchRealAPIServer(t *testing.T) {
+	c, _ := realAPIServer(t)
+	ctx := context.Background()
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			MinReplicas:    ptr.To[int32](3), MaxReplicas: 3,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](80)}}}},
+		},
+	}
+	if err := c.Create(ctx, hpa); err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: c}
+	read := func() *autoscalingv2.HorizontalPodAutoscaler {
+		t.Helper()
+		got := &autoscalingv2.HorizontalPodAutoscaler{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(hpa), got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	cached := func() *autoscalingv2.HorizontalPodAutoscaler {
+		got := read()
+		cachetrim.HorizontalPodAutoscaler(got)
+		return got
+	}
+	decideBounds := func(surged int32) decide.Plan {
+		var p decide.Plan
+		p.Autoscalers([]*autoscalingv2.HorizontalPodAutoscaler{cached()}, "web", surged)
+		return p
+	}
+
+	raise := decideBounds(4)
+	if err := r.writeBounds(ctx, raise.Raise); err != nil {
+		t.Fatal(err)
+	}
+	got := read()
+	rec, err := surgepolicy.ParseBounds(got)
+	if *got.Spec.MinReplicas != 4 || got.Spec.MaxReplicas != 4 || err != nil || rec == nil || *rec.MinReplicas != 3 || rec.MaxReplicas != 3 || len(got.Spec.Metrics) != 1 {
+		t.Fatalf("raised: min %d max %d metrics %d record %v (%v); want 4, 4, the metric kept, a record of 3, 3",
+			*got.Spec.MinReplicas, got.Spec.MaxReplicas, len(got.Spec.Metrics), rec, err)
+	}
+
+	// The surge is over, decided from a read older than someone's change of maxReplicas.
+	stale := decideBounds(0)
+	got.Spec.MaxReplicas = 6
+	if err := c.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.writeBounds(ctx, stale.Restore); !apierrors.IsConflict(err) {
+		t.Fatalf("restore decided before someone's change: %v; want a conflict", err)
+	}
+	if err := r.writeBounds(ctx, decideBounds(0).Restore); err != nil {
+		t.Fatal(err)
+	}
+	got = read()
+	if *got.Spec.MinReplicas != 3 || got.Spec.MaxReplicas != 6 || got.Annotations[evacuation.SurgeBoundsAnnotation] != "" || len(got.Spec.Metrics) != 1 {
+		t.Fatalf("restored: min %d max %d, annotations %v, metrics %d; want 3, 6 (theirs), no record, the metric kept",
+			*got.Spec.MinReplicas, got.Spec.MaxReplicas, got.Annotations, len(got.Spec.Metrics))
+	}
 }

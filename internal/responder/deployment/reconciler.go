@@ -78,7 +78,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
-// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions/status,verbs=patch
@@ -87,7 +87,14 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	d := &appsv1.Deployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			// Gone: an autoscaler whose bounds were raised for its surge is restored.
+			err = r.releaseAutoscalers(ctx, req.NamespacedName)
+		}
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		}
+		return reconcile.Result{}, err
 	}
 	if !d.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
@@ -119,9 +126,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // observe reads the Deployment's ReplicaSets and pods from the cache, the pods' Evictions (with an
-// EvictionResponder), and whether an HPA targets it (only when it matters: some pod is to be
-// evacuated). The pods are those of the protocol's view: asked through pod conditions or an
-// Eviction, they look the same to decide.Decide.
+// EvictionResponder), and the HorizontalPodAutoscalers that target it or hold bounds raised for
+// it (autoscalersOf). The pods are those of the protocol's view: asked through pod conditions or
+// an Eviction, they look the same to decide.Decide.
 func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (decide.Input, protocol.View, error) {
 	in := decide.Input{Deployment: d, Now: r.now(), SurgeTimeout: r.SurgeTimeout}
 	if in.SurgeTimeout <= 0 {
@@ -156,17 +163,75 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (decide.
 	}
 	view = protocol.Observe(in.Pods, evictions, r.EvictionResponder)
 	in.Pods = view.Pods
-	if decide.ToEvacuate(in.Pods) == 0 {
-		return in, view, nil
-	}
+	in.Autoscalers, err = r.autoscalersOf(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Name})
+	return in, view, err
+}
+
+// autoscalersOf reads from the cache the HorizontalPodAutoscalers of the Deployment's namespace
+// that target it or whose record of raised bounds names it (decide.Input.Autoscalers). The
+// cache's objects, not copies (every reconcile reads them): they are only read, and writeBounds
+// patches copies.
+func (r *Reconciler) autoscalersOf(ctx context.Context, key types.NamespacedName) ([]*autoscalingv2.HorizontalPodAutoscaler, error) {
 	var hpas autoscalingv2.HorizontalPodAutoscalerList
-	if err := r.Client.List(ctx, &hpas, client.InNamespace(d.Namespace)); err != nil {
-		return in, view, err
+	if err := r.Client.List(ctx, &hpas, client.InNamespace(key.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
 	}
+	var out []*autoscalingv2.HorizontalPodAutoscaler
 	for i := range hpas.Items {
-		in.Autoscaled = in.Autoscaled || surgepolicy.Autoscales(&hpas.Items[i], d.Name)
+		hpa := &hpas.Items[i]
+		if slices.Contains(deploymentsOfAutoscaler(hpa), key.Name) {
+			out = append(out, hpa)
+		}
 	}
-	return in, view, nil
+	return out, nil
+}
+
+// deploymentsOfAutoscaler names the Deployments an autoscaler concerns: the one it targets, and
+// the one its record of raised bounds names.
+func deploymentsOfAutoscaler(hpa *autoscalingv2.HorizontalPodAutoscaler) []string {
+	var out []string
+	if ref := hpa.Spec.ScaleTargetRef; surgepolicy.Autoscales(hpa, ref.Name) {
+		out = append(out, ref.Name)
+	}
+	if rec, err := surgepolicy.ParseBounds(hpa); err == nil && rec != nil && !slices.Contains(out, rec.Deployment) {
+		out = append(out, rec.Deployment)
+	}
+	return out
+}
+
+// releaseAutoscalers restores the autoscalers whose bounds were raised for a surge of a
+// Deployment that is gone (decide.Plan.Autoscalers with no surge), and removes their records.
+func (r *Reconciler) releaseAutoscalers(ctx context.Context, key types.NamespacedName) error {
+	hpas, err := r.autoscalersOf(ctx, key)
+	if err != nil || len(hpas) == 0 {
+		return err
+	}
+	var p decide.Plan
+	p.Autoscalers(hpas, key.Name, 0)
+	for _, e := range p.Events {
+		log.FromContext(ctx).Info("Evacuation step", "reason", e.Reason, "note", e.Note())
+	}
+	return r.writeBounds(ctx, p.Restore)
+}
+
+// writeBounds writes the autoscalers' bounds and records of raised bounds, each in a merge patch
+// that applies only to the autoscaler as read (its resourceVersion): someone's change since is
+// a conflict, decided again on the next look. An autoscaler gone has nothing left to hold.
+func (r *Reconciler) writeBounds(ctx context.Context, changes []decide.BoundsChange) error {
+	for _, c := range changes {
+		hpa := c.HPA.DeepCopy()
+		c.Apply(hpa)
+		err := r.Client.Patch(ctx, hpa, client.MergeFromWithOptions(c.HPA, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("patching HorizontalPodAutoscaler %s: %w", c.HPA.Name, err)
+		default:
+			log.FromContext(ctx).Info("Set the HorizontalPodAutoscaler's bounds", "hpa", c.HPA.Name,
+				"minReplicas", ptr.Deref(c.MinReplicas, 1), "maxReplicas", c.MaxReplicas, "record", hpa.Annotations[evacuation.SurgeBoundsAnnotation])
+		}
+	}
+	return nil
 }
 
 // podWritesInFlight bounds the pod patches one reconcile has in flight at once. A Deployment's
@@ -176,14 +241,66 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (decide.
 // other Deployments wait.
 const podWritesInFlight = 25
 
-// apply carries out the plan: the pods' answers and marks first, then the Deployment's
-// replicas, surge state and count of pods to evacuate, in one patch. The Deployment is not
-// scaled unless every pod write before succeeded. A pod's answer on its conditions and its mark
-// are one write (evacuation.Answer); an answer on an Eviction is followed by the pod's mark.
+// apply carries out the plan: the pods' answers and marks first, then the autoscaler's bounds
+// raised for a surge, then the Deployment's replicas, surge state and count of pods to evacuate,
+// in one patch, then the autoscaler's bounds restored after a surge. The Deployment is not
+// scaled unless every write before succeeded, nor an autoscaler restored unless the Deployment's
+// write did: an autoscaler holds the surged count from before the Deployment has it until after
+// it no longer has it. A pod's answer on its conditions and its mark are one write
+// (evacuation.Answer); an answer on an Eviction is followed by the pod's mark.
 func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, view protocol.View, p decide.Plan) (written bool, err error) {
-	logger := log.FromContext(ctx)
-	// The pods' writes in parallel: one patch after the other, a Deployment of 100 pods on a
-	// loaded API server would take seconds per step while the other Deployments wait their turn.
+	if err := r.writePods(ctx, view, p); err != nil {
+		return false, err
+	}
+	if err := r.writeBounds(ctx, p.Raise); err != nil {
+		return false, err
+	}
+	orig := d.DeepCopy()
+	count := map[string]*string{evacuation.DeploymentReplicasToEvacuateAnnotation: countValue(decide.ToEvacuate(pods))}
+	if p.Scale != nil || p.DropSurge || !decide.CountCanWait(d.Annotations, count, p.MoreSteps) {
+		decide.SetAnnotation(d, evacuation.DeploymentReplicasToEvacuateAnnotation, count[evacuation.DeploymentReplicasToEvacuateAnnotation])
+	}
+	p.ApplyScale(d)
+	if !equality.Semantic.DeepEqual(orig.Annotations, d.Annotations) || !equality.Semantic.DeepEqual(orig.Spec, d.Spec) {
+		// The replica count and the surge record are only ever changed from the spec this
+		// decision saw.
+		guarded := p.Scale != nil || p.DropSurge
+		patch := client.MergeFrom(orig)
+		if guarded {
+			patch = scalePatch(orig, d)
+		}
+		if err := r.Client.Patch(ctx, d, patch); err != nil {
+			if guarded && apierrors.IsInvalid(err) {
+				// The test failed: the spec changed since the decision, as a conflict.
+				err = apierrors.NewConflict(appsv1.Resource("deployments"), d.Name, err)
+			}
+			return false, fmt.Errorf("patching the Deployment: %w", err)
+		}
+		written = true
+		if p.Scale != nil {
+			log.FromContext(ctx).Info("Scaled the Deployment", "from", ptr.Deref(orig.Spec.Replicas, 1), "to", p.Scale.Replicas,
+				"surge", d.Annotations[evacuation.SurgeAnnotation])
+		}
+	}
+	events := p.Events
+	restoreErr := r.writeBounds(ctx, p.Restore)
+	if restoreErr != nil {
+		// Not restored yet: said when it is.
+		events = slices.DeleteFunc(slices.Clone(events), func(e decide.Event) bool {
+			return e.Reason == decide.AutoscalerRestored || e.Reason == decide.InvalidBoundsRecord
+		})
+	}
+	for _, outcome := range decide.SurgeOutcomes(events) {
+		surgesTotal.WithLabelValues(outcome).Inc()
+	}
+	r.record(ctx, d, events)
+	return written, restoreErr
+}
+
+// writePods writes the pods' answers and marks, in parallel: one patch after the other, a
+// Deployment of 100 pods on a loaded API server would take seconds per step while the other
+// Deployments wait their turn.
+func (r *Reconciler) writePods(ctx context.Context, view protocol.View, p decide.Plan) error {
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -221,42 +338,7 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 		})
 	}
 	_ = g.Wait()
-	if len(errs) > 0 {
-		return false, errors.Join(errs...)
-	}
-
-	orig := d.DeepCopy()
-	count := map[string]*string{evacuation.DeploymentReplicasToEvacuateAnnotation: countValue(decide.ToEvacuate(pods))}
-	if p.Scale != nil || p.DropSurge || !decide.CountCanWait(d.Annotations, count, p.MoreSteps) {
-		decide.SetAnnotation(d, evacuation.DeploymentReplicasToEvacuateAnnotation, count[evacuation.DeploymentReplicasToEvacuateAnnotation])
-	}
-	p.ApplyScale(d)
-	if !equality.Semantic.DeepEqual(orig.Annotations, d.Annotations) || !equality.Semantic.DeepEqual(orig.Spec, d.Spec) {
-		// The replica count and the surge record are only ever changed from the spec this
-		// decision saw.
-		guarded := p.Scale != nil || p.DropSurge
-		patch := client.MergeFrom(orig)
-		if guarded {
-			patch = scalePatch(orig, d)
-		}
-		if err := r.Client.Patch(ctx, d, patch); err != nil {
-			if guarded && apierrors.IsInvalid(err) {
-				// The test failed: the spec changed since the decision, as a conflict.
-				err = apierrors.NewConflict(appsv1.Resource("deployments"), d.Name, err)
-			}
-			return false, fmt.Errorf("patching the Deployment: %w", err)
-		}
-		written = true
-		if p.Scale != nil {
-			logger.Info("Scaled the Deployment", "from", ptr.Deref(orig.Spec.Replicas, 1), "to", p.Scale.Replicas,
-				"surge", d.Annotations[evacuation.SurgeAnnotation])
-		}
-	}
-	for _, outcome := range decide.SurgeOutcomes(p.Events) {
-		surgesTotal.WithLabelValues(outcome).Inc()
-	}
-	r.record(ctx, d, p.Events)
-	return written, nil
+	return errors.Join(errs...)
 }
 
 // record logs the plan's Events and records them on the Deployment.
@@ -415,8 +497,8 @@ func countValue(n int) *string {
 }
 
 // SetupWithManager registers the responder and its cache indexes. A Deployment is reconciled
-// when it changes, when its ReplicaSets change, and when the evacuation conditions or marks of
-// its pods change.
+// when it changes, when its ReplicaSets change, when the evacuation conditions or marks of its
+// pods change, and when an autoscaler that targets it or holds bounds raised for it changes.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, concurrency int) error {
 	registerMetrics()
 	byController := func(o client.Object) []string {
@@ -445,6 +527,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		Named("deployment-evacuation").
 		For(&appsv1.Deployment{}, builder.WithPredicates(deploymentChanged())).
 		Owns(&appsv1.ReplicaSet{}, builder.WithPredicates(replicaSetChanged())).
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{},
+			handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+				var out []reconcile.Request
+				for _, name := range deploymentsOfAutoscaler(o.(*autoscalingv2.HorizontalPodAutoscaler)) {
+					out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
+				}
+				return out
+			}),
+			builder.WithPredicates(autoscalerChanged())).
 		Watches(&corev1.Pod{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				pod := o.(*corev1.Pod)
@@ -527,6 +618,18 @@ func deploymentChanged() predicate.Predicate {
 		o, n := e.ObjectOld.(*appsv1.Deployment), e.ObjectNew.(*appsv1.Deployment)
 		return o.Generation != n.Generation || evacuating(o) || evacuating(n) ||
 			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations)
+	}}
+}
+
+// autoscalerChanged passes the HorizontalPodAutoscaler events that matter to the Deployments it
+// concerns: its target, its bounds or its record of raised bounds changed; not its status
+// reports.
+func autoscalerChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*autoscalingv2.HorizontalPodAutoscaler), e.ObjectNew.(*autoscalingv2.HorizontalPodAutoscaler)
+		return o.Spec.ScaleTargetRef != n.Spec.ScaleTargetRef || !equality.Semantic.DeepEqual(o.Spec.MinReplicas, n.Spec.MinReplicas) ||
+			o.Spec.MaxReplicas != n.Spec.MaxReplicas ||
+			o.Annotations[evacuation.SurgeBoundsAnnotation] != n.Annotations[evacuation.SurgeBoundsAnnotation]
 	}}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -24,14 +25,17 @@ import (
 // decides as the responder does once every request is withdrawn, so a surge in progress is rolled
 // back exactly as when a maintenance ends early (the surge's pods marked to go first, spec.replicas
 // back to the original count, the surge record removed), the pods' EvacuationInitiated answers are
-// withdrawn, marks are removed once the ReplicaSet removed the surge's pods, and the ReplicaSets'
-// markers go. Requests themselves are not touched: withdrawing its own is each requester's job.
+// withdrawn, marks are removed once the ReplicaSet removed the surge's pods, the ReplicaSets'
+// markers go, and an autoscaler's bounds raised for a surge are restored (after the scale-back).
+// Requests themselves are not touched: withdrawing its own is each requester's job.
 //
-// pods are the pods of replicaSets, the Deployment's ReplicaSets. Unless dryRun, the decision is
+// pods are the pods of replicaSets, the Deployment's ReplicaSets; hpas the
+// HorizontalPodAutoscalers of its namespace (those that concern it are picked). Unless dryRun, the decision is
 // carried out with c. Release returns one line per change (done, or to be done with dryRun), and
 // whether the Deployment needs another call later: pods are still marked, waiting for their
 // ReplicaSet to remove them.
-func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, pods []*corev1.Pod, dryRun bool) (changes []string, again bool, err error) {
+func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, pods []*corev1.Pod,
+	hpas []*autoscalingv2.HorizontalPodAutoscaler, dryRun bool) (changes []string, again bool, err error) {
 	// Decide on copies of the pods without their requests; carry out on the pods as they are, so
 	// that another requester's request stays.
 	unrequested := make([]*corev1.Pod, len(pods))
@@ -54,6 +58,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 		}
 		p.Rollback(live, state, decide.Event{Rollback: decide.RollbackReleased})
 	}
+	releaseBounds(&p, d, hpas)
 	for i := range p.Answers {
 		p.Answers[i].Pod = original[p.Answers[i].Pod]
 	}
@@ -108,6 +113,21 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 		return changes, true, err
 	}
 	return changes, again, nil
+}
+
+// releaseBounds decides the bounds of the Deployment's autoscalers once nothing surges any more:
+// those raised for a surge restored (after the scale-back), whatever the plan said before.
+func releaseBounds(p *decide.Plan, d *appsv1.Deployment, hpas []*autoscalingv2.HorizontalPodAutoscaler) {
+	var mine []*autoscalingv2.HorizontalPodAutoscaler
+	for _, hpa := range hpas {
+		if hpa.Namespace == d.Namespace && slices.Contains(deploymentsOfAutoscaler(hpa), d.Name) {
+			mine = append(mine, hpa)
+		}
+	}
+	p.Events = slices.DeleteFunc(p.Events, func(e decide.Event) bool {
+		return e.Reason == decide.AutoscalerRaised || e.Reason == decide.AutoscalerRestored || e.Reason == decide.InvalidBoundsRecord
+	})
+	p.Autoscalers(mine, d.Name, 0)
 }
 
 func containsPod(pods []*corev1.Pod, pod *corev1.Pod) bool {

@@ -7,14 +7,17 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
+	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide/decidetest"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -22,8 +25,9 @@ import (
 // TestRelease: a Deployment mid-surge (2 replicas surged to 3 for one evacuated pod) is rolled
 // back as when its maintenance ends early: replicas 2, the surge record gone, the surge's pod
 // marked to go first, the evacuated pod unmarked and its acceptance withdrawn, its request
-// (the requester's) left; once the ReplicaSet removed the surge's pod, nothing of the
-// responder's is left, and another call changes nothing.
+// (the requester's) left, its HorizontalPodAutoscaler's bounds (raised to 3 for the surge)
+// restored to 2 and 2; once the ReplicaSet removed the surge's pod, nothing of the responder's is
+// left, and another call changes nothing.
 func TestRelease(t *testing.T) {
 	defer func(f func() time.Time) { timeNow = f }(timeNow)
 	timeNow = func() time.Time { return now }
@@ -38,7 +42,9 @@ func TestRelease(t *testing.T) {
 	evacuated := pod("evacuated", requested(1), accepted, withMark)
 	stays := pod("stays")
 	surged := pod("surged", created(10))
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(d, rs, evacuated, stays, surged).
+	hpa := decidetest.HPA("web", "web", 3, 3, &surgepolicy.Bounds{Deployment: "web", MinReplicas: ptr.To[int32](2), MaxReplicas: 2,
+		SetMinReplicas: ptr.To[int32](3), SetMaxReplicas: ptr.To[int32](3)})
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(d, rs, evacuated, stays, surged, hpa).
 		WithStatusSubresource(&corev1.Pod{}).Build()
 	ctx := context.Background()
 	release := func(dryRun bool) ([]string, bool) {
@@ -46,6 +52,10 @@ func TestRelease(t *testing.T) {
 		var dep appsv1.Deployment
 		var rsNow appsv1.ReplicaSet
 		var pods corev1.PodList
+		var hpaNow autoscalingv2.HorizontalPodAutoscaler
+		if err := c.Get(ctx, client.ObjectKeyFromObject(hpa), &hpaNow); err != nil {
+			t.Fatal(err)
+		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(d), &dep); err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +69,7 @@ func TestRelease(t *testing.T) {
 		for i := range pods.Items {
 			ps = append(ps, &pods.Items[i])
 		}
-		changes, again, err := Release(ctx, c, &dep, []*appsv1.ReplicaSet{&rsNow}, ps, dryRun)
+		changes, again, err := Release(ctx, c, &dep, []*appsv1.ReplicaSet{&rsNow}, ps, []*autoscalingv2.HorizontalPodAutoscaler{&hpaNow}, dryRun)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,6 +110,11 @@ func TestRelease(t *testing.T) {
 	}
 	if len(ours(rs.Annotations)) > 0 {
 		t.Errorf("ReplicaSet decide.Markers left: %v", rs.Annotations)
+	}
+	get(hpa)
+	if *hpa.Spec.MinReplicas != 2 || hpa.Spec.MaxReplicas != 2 || len(ours(hpa.Annotations)) > 0 {
+		t.Errorf("HorizontalPodAutoscaler after the rollback: min %d max %d, annotations %v; want 2, 2 and no record",
+			*hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas, hpa.Annotations)
 	}
 
 	// The ReplicaSet removes the surge's pod (the lowest deletion cost).

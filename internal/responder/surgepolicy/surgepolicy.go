@@ -1,6 +1,7 @@
 // Package surgepolicy says whether nodemaint's Deployment responder moves a Deployment's pods
 // by surging it, and by how many pods: the Deployment's strategy, maxSurge, pause, autoscaler
-// and rollout, and the surge record it keeps on the Deployment. It is the responder's own rule,
+// and rollout, the surge record it keeps on the Deployment, and the bounds it raises on the
+// Deployment's HorizontalPodAutoscaler during a surge. It is the responder's own rule,
 // shared with the preflight, which reports what a drain would do, and the plugin's cleanup. It
 // does no I/O.
 package surgepolicy
@@ -29,8 +30,9 @@ const (
 	ReasonMaxSurgeZero = "MaxSurgeZero"
 	// ReasonPaused declines: the Deployment is paused, nodemaint does not change it.
 	ReasonPaused = "DeploymentPaused"
-	// ReasonAutoscaled declines: a HorizontalPodAutoscaler owns the Deployment's replicas and
-	// would undo a surge.
+	// ReasonAutoscaled declines: more than one HorizontalPodAutoscaler targets the Deployment.
+	// The autoscaler controller scales none of them (AmbiguousSelector), and the responder holds
+	// the bounds of a single one during a surge (Bounds).
 	ReasonAutoscaled = "HorizontalPodAutoscaler"
 	// ReasonRollout declines: a rollout is in progress (more than one active ReplicaSet); it
 	// replaces pods itself, and a surge would be split across its ReplicaSets.
@@ -68,8 +70,10 @@ type Eligibility struct {
 	Reason, Message string
 }
 
-// Eligible decides whether a Deployment of the given (original) replicas can surge.
-func Eligible(d *appsv1.Deployment, replicas int32, activeReplicaSets int, autoscaled bool) Eligibility {
+// Eligible decides whether a Deployment of the given (original) replicas can surge; autoscalers
+// counts the HorizontalPodAutoscalers that target it (Autoscales). One is no obstacle: the
+// responder raises its bounds for the surge (Bounds).
+func Eligible(d *appsv1.Deployment, replicas int32, activeReplicaSets, autoscalers int) Eligibility {
 	surge, err := MaxSurge(d, replicas)
 	switch {
 	case replicas == 0:
@@ -83,8 +87,9 @@ func Eligible(d *appsv1.Deployment, replicas int32, activeReplicaSets int, autos
 		return Eligibility{Reason: ReasonMaxSurgeZero, Message: "the Deployment's maxSurge is 0: eviction moves its pods"}
 	case d.Spec.Paused:
 		return Eligibility{Reason: ReasonPaused, Message: "the Deployment is paused: eviction moves its pods"}
-	case autoscaled:
-		return Eligibility{Reason: ReasonAutoscaled, Message: "a HorizontalPodAutoscaler sets the Deployment's replicas and would undo a Surge: eviction moves its pods"}
+	case autoscalers > 1:
+		return Eligibility{Reason: ReasonAutoscaled, Message: fmt.Sprintf("%d HorizontalPodAutoscalers target the Deployment, which scale it "+
+			"in turn or not at all: eviction moves its pods", autoscalers)}
 	case activeReplicaSets > 1:
 		return Eligibility{Reason: ReasonRollout, Message: "a rollout is in progress: eviction moves its pods"}
 	}
@@ -92,16 +97,16 @@ func Eligible(d *appsv1.Deployment, replicas int32, activeReplicaSets int, autos
 }
 
 // Surges says whether the responder answers evacuation requests of the Deployment's pods by
-// surging, from its spec, its ReplicaSets and whether a HorizontalPodAutoscaler targets it (see
+// surging, from its spec, its ReplicaSets and how many HorizontalPodAutoscalers target it (see
 // Autoscales); when it does not, reason (one of the Reason constants, "" when it leaves them
 // unanswered: the Deployment has no replicas) and message say why, as the pods'
 // EvacuationInitiated=False would. It is the responder's own decision, for the preflight.
-func Surges(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, autoscaled bool) (ok bool, reason, message string) {
+func Surges(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, autoscalers int) (ok bool, reason, message string) {
 	replicas := ptr.Deref(d.Spec.Replicas, 1)
 	if state, err := Parse(d); err == nil && state != nil {
 		replicas = state.OriginalReplicas
 	}
-	el := Eligible(d, replicas, ActiveReplicaSets(replicaSets), autoscaled)
+	el := Eligible(d, replicas, ActiveReplicaSets(replicaSets), autoscalers)
 	return el.OK, el.Reason, el.Message
 }
 
@@ -154,4 +159,49 @@ func Parse(d *appsv1.Deployment) (*State, error) {
 		return nil, fmt.Errorf("annotation %s: invalid value %q", evacuation.SurgeAnnotation, v)
 	}
 	return s, nil
+}
+
+// Bounds is the value of evacuation.SurgeBoundsAnnotation on a HorizontalPodAutoscaler: the
+// bounds the responder raised for a surge of the Deployment it names, and what they were. A
+// HorizontalPodAutoscaler undoes a raised spec.replicas: above maxReplicas it scales down at
+// once, and with metrics it recomputes the count; so while a surge is in progress its
+// minReplicas (and maxReplicas, where below) are at least the surged count.
+type Bounds struct {
+	// Deployment names the Deployment of the surge, in the autoscaler's namespace.
+	Deployment string `json:"deployment"`
+	// MinReplicas and MaxReplicas are the autoscaler's bounds before the surge, restored after it.
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+	MaxReplicas int32  `json:"maxReplicas"`
+	// SetMinReplicas and SetMaxReplicas are the values the responder set, nil where it did not
+	// change the bound: a bound is restored only while it still holds the value set (someone
+	// else's later change wins).
+	SetMinReplicas *int32 `json:"setMinReplicas,omitempty"`
+	SetMaxReplicas *int32 `json:"setMaxReplicas,omitempty"`
+}
+
+func (b *Bounds) String() string {
+	v, _ := json.Marshal(b)
+	return string(v)
+}
+
+// ParseBounds reads the responder's record of raised bounds from the autoscaler, nil when there
+// is none.
+func ParseBounds(hpa *autoscalingv2.HorizontalPodAutoscaler) (*Bounds, error) {
+	v, ok := hpa.Annotations[evacuation.SurgeBoundsAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	b := &Bounds{}
+	if err := json.Unmarshal([]byte(v), b); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", evacuation.SurgeBoundsAnnotation, err)
+	}
+	if b.Deployment == "" || b.MaxReplicas < 1 || (b.SetMinReplicas == nil && b.SetMaxReplicas == nil) {
+		return nil, fmt.Errorf("annotation %s: invalid value %q", evacuation.SurgeBoundsAnnotation, v)
+	}
+	return b, nil
+}
+
+// MinReplicas is the autoscaler's minReplicas, 1 when unset (the API server's default).
+func MinReplicas(hpa *autoscalingv2.HorizontalPodAutoscaler) int32 {
+	return ptr.Deref(hpa.Spec.MinReplicas, 1)
 }

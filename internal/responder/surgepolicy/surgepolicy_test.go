@@ -42,11 +42,11 @@ func TestMaxSurge(t *testing.T) {
 
 func TestEligible(t *testing.T) {
 	for name, tc := range map[string]struct {
-		mutate     func(*appsv1.Deployment)
-		replicaSet int
-		autoscaled bool
-		wantOK     bool
-		wantReason string
+		mutate      func(*appsv1.Deployment)
+		replicaSet  int
+		autoscalers int
+		wantOK      bool
+		wantReason  string
 	}{
 		"rolling update with surge": {wantOK: true},
 		"replicas 0":                {mutate: func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](0) }},
@@ -55,7 +55,8 @@ func TestEligible(t *testing.T) {
 		}, wantReason: ReasonRecreate},
 		"maxSurge 0":          {mutate: func(d *appsv1.Deployment) { d.Spec.Strategy = rolling(intstr.FromInt32(0)) }, wantReason: ReasonMaxSurgeZero},
 		"paused":              {mutate: func(d *appsv1.Deployment) { d.Spec.Paused = true }, wantReason: ReasonPaused},
-		"autoscaled":          {autoscaled: true, wantReason: ReasonAutoscaled},
+		"one autoscaler":      {autoscalers: 1, wantOK: true},
+		"two autoscalers":     {autoscalers: 2, wantReason: ReasonAutoscaled},
 		"rollout in progress": {replicaSet: 2, wantReason: ReasonRollout},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -63,7 +64,7 @@ func TestEligible(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(d)
 			}
-			el := Eligible(d, *d.Spec.Replicas, max(tc.replicaSet, 1), tc.autoscaled)
+			el := Eligible(d, *d.Spec.Replicas, max(tc.replicaSet, 1), tc.autoscalers)
 			if el.OK != tc.wantOK || el.Reason != tc.wantReason {
 				t.Errorf("eligible = %+v; want ok %t, reason %q", el, tc.wantOK, tc.wantReason)
 			}
@@ -76,12 +77,12 @@ func TestEligible(t *testing.T) {
 // it is recognised by kind, name and group.
 func TestSurgesReadsTheRecord(t *testing.T) {
 	d := newDeployment(0, 1)
-	if ok, _, _ := Surges(d, nil, false); ok {
+	if ok, _, _ := Surges(d, nil, 0); ok {
 		t.Error("a Deployment of 0 replicas surges")
 	}
 	rec := State{OriginalReplicas: 2, Surge: 1, StartTime: metav1.NewMicroTime(time.Unix(1000, 0))}
 	d.Annotations = map[string]string{evacuation.SurgeAnnotation: rec.String()}
-	if ok, reason, msg := Surges(d, nil, false); !ok {
+	if ok, reason, msg := Surges(d, nil, 0); !ok {
 		t.Errorf("a Deployment of 2 original replicas does not surge: %s %s", reason, msg)
 	}
 	if got, err := Parse(d); err != nil || *got != rec {
@@ -112,5 +113,25 @@ func newDeployment(replicas, maxSurge int32) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
 		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Strategy: rolling(intstr.FromInt32(maxSurge))},
+	}
+}
+
+// TestParseBounds: the record of raised bounds reads back as written; one that names no
+// Deployment, or says nothing was set, is refused.
+func TestParseBounds(t *testing.T) {
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+	if b, err := ParseBounds(hpa); b != nil || err != nil {
+		t.Errorf("ParseBounds of no record = %v, %v; want nil, nil", b, err)
+	}
+	rec := Bounds{Deployment: "web", MinReplicas: ptr.To[int32](3), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), SetMaxReplicas: ptr.To[int32](4)}
+	hpa.Annotations = map[string]string{evacuation.SurgeBoundsAnnotation: rec.String()}
+	if got, err := ParseBounds(hpa); err != nil || got.String() != rec.String() {
+		t.Errorf("ParseBounds = %v, %v; want %v", got, err, &rec)
+	}
+	for _, bad := range []string{`{`, `{"maxReplicas":3,"setMinReplicas":4}`, `{"deployment":"web","maxReplicas":3}`} {
+		hpa.Annotations[evacuation.SurgeBoundsAnnotation] = bad
+		if _, err := ParseBounds(hpa); err == nil {
+			t.Errorf("ParseBounds(%s) = no error", bad)
+		}
 	}
 }

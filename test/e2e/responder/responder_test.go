@@ -185,8 +185,9 @@ func TestScaledDuringSurge(t *testing.T) {
 	expectMarkersGone(t, ns, "web")
 }
 
-// TestDeclined: the pods of Deployments that do not surge (maxSurge 0, paused, autoscaled) are
-// declined at once, so the drain need not wait for the response timeout.
+// TestDeclined: the pods of Deployments that do not surge (maxSurge 0, paused, scaled by two
+// HorizontalPodAutoscalers) are declined at once, so the drain need not wait for the response
+// timeout.
 func TestDeclined(t *testing.T) {
 	startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
@@ -199,17 +200,19 @@ func TestDeclined(t *testing.T) {
 		t.Fatal(err)
 	}
 	paused := watchApp(t, ns, "paused")
-	// There is no metrics server: the HPA does not scale, but it targets the Deployment.
+	// Two HPAs target the Deployment (one is no obstacle: TestAutoscaledDeploymentSurges).
 	createDeployment(t, ns, "autoscaled", 1, intstr.FromInt32(1), "1s", 0)
-	hpa := &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "autoscaled"},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "autoscaled"},
-			MinReplicas:    ptr.To[int32](1), MaxReplicas: 1,
-		},
-	}
-	if err := framework.Client().Create(t.Context(), hpa); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"autoscaled", "autoscaled-too"} {
+		hpa := &autoscalingv2.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "autoscaled"},
+				MinReplicas:    ptr.To[int32](1), MaxReplicas: 1,
+			},
+		}
+		if err := framework.Client().Create(t.Context(), hpa); err != nil {
+			t.Fatal(err)
+		}
 	}
 	autoscaled := watchApp(t, ns, "autoscaled")
 	var nodes []string

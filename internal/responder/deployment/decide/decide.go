@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubectl/pkg/util/podutils"
@@ -28,8 +29,10 @@ type Input struct {
 	ReplicaSets []*appsv1.ReplicaSet
 	// Pods are the pods of the ReplicaSets, terminating or not.
 	Pods []*corev1.Pod
-	// Autoscaled: a HorizontalPodAutoscaler targets the Deployment.
-	Autoscaled   bool
+	// Autoscalers are the HorizontalPodAutoscalers of the Deployment's namespace that target it
+	// (surgepolicy.Autoscales) or whose record of raised bounds names it
+	// (evacuation.SurgeBoundsAnnotation).
+	Autoscalers  []*autoscalingv2.HorizontalPodAutoscaler
 	Now          time.Time
 	SurgeTimeout time.Duration
 }
@@ -75,6 +78,15 @@ const (
 	InvalidSurgeState EventReason = "InvalidSurgeState"
 	// ScaledDuringSurge: someone scaled the Deployment during a surge; their count stays.
 	ScaledDuringSurge EventReason = "ScaledDuringSurge"
+	// AutoscalerRaised: the bounds of the Deployment's HorizontalPodAutoscaler are raised to
+	// the surged count (Event.Autoscaler, Replicas, MinWas, MaxWas, Min, Max).
+	AutoscalerRaised EventReason = "AutoscalerBoundsRaised"
+	// AutoscalerRestored: the surge is over, the autoscaler's bounds are restored
+	// (Event.Autoscaler, MinWas, MaxWas, Min, Max; Kept names those someone changed since).
+	AutoscalerRestored EventReason = "AutoscalerBoundsRestored"
+	// InvalidBoundsRecord: an unusable record of raised bounds is removed from the autoscaler
+	// (Event.Autoscaler, Problem), its bounds left as they are.
+	InvalidBoundsRecord EventReason = "InvalidBoundsRecord"
 )
 
 // RollbackReason is why a surge is rolled back.
@@ -116,8 +128,14 @@ type Event struct {
 	// PolicyReason and PolicyMessage are surgepolicy's reason and explanation of why the
 	// Deployment does not surge.
 	PolicyReason, PolicyMessage string
-	// Problem says what is wrong with an unusable surge record.
+	// Problem says what is wrong with an unusable surge record or record of raised bounds.
 	Problem string
+	// Autoscaler names the HorizontalPodAutoscaler whose bounds change: from minReplicas
+	// MinWas and maxReplicas MaxWas to Min and Max; Kept names the bounds a restore leaves as
+	// someone else set them.
+	Autoscaler               string
+	MinWas, MaxWas, Min, Max int32
+	Kept                     []string
 }
 
 // Series reports whether the Event is the same each time, whatever the Deployment's version,
@@ -126,7 +144,8 @@ type Event struct {
 func (e Event) Series() bool { return e.Reason == EvacuationAccepted }
 
 // Plan is what the responder does to one Deployment and its pods, in this order: the pods'
-// answers and marks, then the Deployment's scale.
+// answers and marks, the autoscaler's bounds raised (Raise), the Deployment's scale, then the
+// autoscaler's bounds restored (Restore).
 type Plan struct {
 	Answers []Answer
 	// Unmark restores the pods' deletion cost; Mark lowers it, so that the ReplicaSet removes
@@ -138,7 +157,10 @@ type Plan struct {
 	Scale *ScaleChange
 	// DropSurge removes an unusable surge state and leaves spec.replicas alone.
 	DropSurge bool
-	Events    []Event
+	// Raise holds the autoscaler's bounds at the surged count: written before the Deployment's
+	// scale, which waits for it. Restore returns them once the surge is over: written after it.
+	Raise, Restore []BoundsChange
+	Events         []Event
 	// Ready: the Deployment answers its pods' evacuation requests by surging (the ReplicaSets'
 	// evacuation-ready marker).
 	Ready bool
@@ -151,7 +173,8 @@ type Plan struct {
 }
 
 // Decide is the responder's state machine for one Deployment. It is level-based: the state is
-// the Deployment's spec.replicas and surge annotation and the pods' conditions and marks, so a
+// the Deployment's spec.replicas and surge annotation, the pods' conditions and marks, and the
+// autoscaler's bounds and their record, so a
 // decision taken again after a crash, at any point of carrying out an earlier one, converges.
 func Decide(in Input) Plan {
 	var p Plan
@@ -163,7 +186,7 @@ func Decide(in Input) Plan {
 	if state != nil {
 		original = state.OriginalReplicas
 	}
-	el := surgepolicy.Eligible(in.Deployment, original, surgepolicy.ActiveReplicaSets(in.ReplicaSets), in.Autoscaled)
+	el := surgepolicy.Eligible(in.Deployment, original, surgepolicy.ActiveReplicaSets(in.ReplicaSets), targeting(in.Autoscalers, in.Deployment.Name))
 	p.Ready = el.OK
 	gaveUp := p.endSurge(in, live, state, el, replicas)
 	p.answerPods(in.Deployment, live, el, gaveUp)
@@ -171,11 +194,12 @@ func Decide(in Input) Plan {
 		p.markEvacuated(live, el, state != nil, replicas)
 	}
 	p.MoreSteps = state != nil || len(evacuated(live, el)) > 0
-	if state != nil || p.DropSurge {
-		// A surge is in progress or ended now: the next wave is for a later decision.
-		return p
+	// With a surge in progress or ended now, the next wave is for a later decision; nor does one
+	// start while the autoscaler holds another Deployment's raised bounds.
+	if state == nil && !p.DropSurge && !boundsTaken(in.Autoscalers, in.Deployment.Name) {
+		p.startWave(in, live, el, replicas)
 	}
-	p.startWave(in, live, el, replicas)
+	p.Autoscalers(in.Autoscalers, in.Deployment.Name, p.surgedReplicas(in))
 	return p
 }
 

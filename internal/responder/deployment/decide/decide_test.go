@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func TestDecide(t *testing.T) {
 		d           *appsv1.Deployment
 		extraRS     bool
 		rsFailure   bool
-		autoscaled  bool
+		autoscalers int
 		pods        []*corev1.Pod
 		wantAnswers map[string]string // pod → "True/Reason", "False/Reason" or "withdraw"
 		wantMark    []string
@@ -325,9 +326,9 @@ func TestDecide(t *testing.T) {
 			pods:        []*corev1.Pod{pod("a", requested(1)), pod("b"), pod("c")},
 			wantAnswers: map[string]string{"a": "False/MaxSurgeZero"},
 		},
-		"autoscaled: declined and unmarked": {
+		"two autoscalers: declined and unmarked": {
 			d:           newDeployment(3, 1),
-			autoscaled:  true,
+			autoscalers: 2,
 			pods:        []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")},
 			wantAnswers: map[string]string{"a": "False/HorizontalPodAutoscaler"},
 			wantUnmark:  []string{"a"},
@@ -363,7 +364,10 @@ func TestDecide(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := Input{Deployment: tc.d, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)}, Pods: tc.pods,
-				Autoscaled: tc.autoscaled, Now: now, SurgeTimeout: 2 * time.Minute}
+				Now: now, SurgeTimeout: 2 * time.Minute}
+			for i := range tc.autoscalers {
+				in.Autoscalers = append(in.Autoscalers, hpa(fmt.Sprintf("hpa%d", i), "web", 1, 10, nil))
+			}
 			if tc.extraRS {
 				in.ReplicaSets = append(in.ReplicaSets, replicaSet("old", 1))
 			}

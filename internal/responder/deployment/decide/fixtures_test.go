@@ -25,4 +25,5 @@ var (
 	onNode               = decidetest.OnNode
 	waiting              = decidetest.Waiting
 	since                = decidetest.Since
+	hpa                  = decidetest.HPA
 )

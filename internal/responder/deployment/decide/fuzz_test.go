@@ -7,6 +7,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -18,9 +19,13 @@ import (
 
 // FuzzDecide builds a Deployment (surging or not, scaled by someone, eligible or not) and pods
 // in every state of the protocol (asked to leave or not, accepted, declined, given up, marked,
-// terminating, created by the surge) and checks that the decision's marks are consistent, that a
-// wave starts and a surge completes only with enough pods marked to be removed, and that the
-// decision is level-based: carried out and taken again at once, it writes no pod again.
+// terminating, created by the surge), with HorizontalPodAutoscalers (none, one, two, one
+// retargeted from it; bounds raised by an earlier decision, changed by someone since, or a
+// broken record) and checks that the decision's marks are consistent, that a wave starts and a
+// surge completes only with enough pods marked to be removed, that an autoscaler's bounds are
+// held at the surged count before the Deployment surges and restored once the surge is over
+// (checkBounds), and that the decision is level-based: carried out and taken again at once, it
+// writes no pod and no autoscaler again.
 //
 //	go test ./internal/responder/deployment/decide -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
 func FuzzDecide(f *testing.F) {
@@ -32,8 +37,14 @@ func FuzzDecide(f *testing.F) {
 		in := fuzzInput(&testutil.FuzzBytes{Data: data})
 		p := Decide(in)
 		checkMarks(t, in, p)
+		checkBounds(t, in, p)
 		after := carryOut(in, p)
 		again := Decide(after)
+		// The bounds are written once: again only for a new wave or a surge that grows.
+		if len(again.Restore) > 0 || (len(again.Raise) > 0 && (again.Scale == nil || again.Scale.Surge == nil)) {
+			t.Errorf("deciding again after carrying out %s: raise %v, restore %v; want no autoscaler write\nbefore: %s\nafter: %s",
+				describe(p), again.Raise, again.Restore, describeInput(in), describeInput(after))
+		}
 		// Once a rollback has nothing left to remove (no more pods than replicas), its marks go
 		// at the next look, as any leftover mark, and the pods still asked to leave are marked
 		// again: a step of its own, after the rollback's.
@@ -50,7 +61,6 @@ func FuzzDecide(f *testing.F) {
 func fuzzInput(g *testutil.FuzzBytes) Input {
 	replicas := int32(1 + g.Byte()%5)
 	d := newDeployment(replicas, int32(g.Byte()%4))
-	autoscaled := g.Byte()%7 == 0
 	var state *surgepolicy.State
 	if b := g.Byte(); b%3 != 0 {
 		state = &surgepolicy.State{OriginalReplicas: replicas, Surge: int32(1 + b%3), StartTime: metav1.NewMicroTime(now.Add(-time.Duration(g.Byte()) * time.Second))}
@@ -99,7 +109,127 @@ func fuzzInput(g *testutil.FuzzBytes) Input {
 		pods = append(pods, pod(fmt.Sprintf("p%d", i), opts...))
 	}
 	return Input{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", replicas)}, Pods: pods,
-		Autoscaled: autoscaled, Now: now, SurgeTimeout: 2 * time.Minute}
+		Autoscalers: fuzzAutoscalers(g, state), Now: now, SurgeTimeout: 2 * time.Minute}
+}
+
+// fuzzAutoscalers are the autoscalers of the Deployment web: none, one, two, or one retargeted
+// to another Deployment during web's surge; with bounds, and a record of raised bounds as an
+// earlier decision wrote it for the surge in progress (state) or for one that is over, which
+// someone may have changed since, or a broken one.
+func fuzzAutoscalers(g *testutil.FuzzBytes, state *surgepolicy.State) []*autoscalingv2.HorizontalPodAutoscaler {
+	mode := g.Byte() % 6
+	if mode < 2 {
+		return nil
+	}
+	minReplicas := int32(1 + g.Byte()%4)
+	maxReplicas := minReplicas + int32(g.Byte()%4)
+	var rec *surgepolicy.Bounds
+	switch b := g.Byte(); b % 4 {
+	case 1, 2:
+		rec = &surgepolicy.Bounds{Deployment: "web", MinReplicas: ptr.To(1 + int32(b>>2)%3), MaxReplicas: 3 + int32(b>>4)%3}
+		raised := max(minReplicas, *rec.MinReplicas+1) // a record of a surge that is over
+		if state != nil && b%4 == 1 {
+			raised = state.OriginalReplicas + state.Surge
+		}
+		minReplicas, maxReplicas = raised, max(maxReplicas, raised)
+		rec.SetMinReplicas = ptr.To(minReplicas)
+		if maxReplicas > rec.MaxReplicas {
+			rec.SetMaxReplicas = ptr.To(maxReplicas)
+		}
+		if b&64 != 0 { // someone changed a bound since
+			maxReplicas++
+		}
+		if b&128 != 0 {
+			minReplicas--
+		}
+	case 3:
+		rec = &surgepolicy.Bounds{} // broken: written as {"maxReplicas":0}
+	}
+	h := hpa("h0", "web", max(minReplicas, 1), maxReplicas, rec)
+	switch mode {
+	case 4:
+		return []*autoscalingv2.HorizontalPodAutoscaler{h, hpa("h1", "web", 1, 5, nil)}
+	case 5:
+		h.Spec.ScaleTargetRef.Name = "api"
+	}
+	return []*autoscalingv2.HorizontalPodAutoscaler{h}
+}
+
+// checkBounds asserts the autoscalers' bounds the plan writes. While a surge of the Deployment is
+// under way as the plan leaves it, the one autoscaler that targets it (holding no other
+// Deployment's record) has minReplicas and maxReplicas at least the surged replicas once the
+// writes before the Deployment's scale are done (Raise), and no later write lowers them. Once no
+// surge is under way, each record naming the Deployment is gone, and each bound the record says
+// was set is back to the recorded value where it still held the value set (unless that would put
+// minReplicas above maxReplicas), left alone where someone changed it.
+func checkBounds(t *testing.T, in Input, p Plan) {
+	t.Helper()
+	raised, restored := applyBounds(in.Autoscalers, p.Raise), applyBounds(in.Autoscalers, append(slices.Clone(p.Raise), p.Restore...))
+	surged := p.surgedReplicas(in)
+	for i, h := range in.Autoscalers {
+		rec, err := surgepolicy.ParseBounds(h)
+		ours := err == nil && (rec == nil || rec.Deployment == "web")
+		after := restored[i]
+		if surgepolicy.MinReplicas(after) > after.Spec.MaxReplicas {
+			t.Errorf("%s: %s ends with minReplicas %d above maxReplicas %d", describe(p), h.Name, surgepolicy.MinReplicas(after), after.Spec.MaxReplicas)
+		}
+		switch {
+		case surged > 0 && targeting(in.Autoscalers, "web") == 1 && surgepolicy.Autoscales(h, "web") && ours:
+			for _, got := range []*autoscalingv2.HorizontalPodAutoscaler{raised[i], after} {
+				if surgepolicy.MinReplicas(got) < surged || got.Spec.MaxReplicas < surged {
+					t.Errorf("%s: a surge to %d with %s at minReplicas %d, maxReplicas %d", describe(p), surged, h.Name, surgepolicy.MinReplicas(got), got.Spec.MaxReplicas)
+				}
+			}
+			if _, recorded := after.Annotations[evacuation.SurgeBoundsAnnotation]; !recorded && (surgepolicy.MinReplicas(h) < surged || h.Spec.MaxReplicas < surged) {
+				t.Errorf("%s: %s raised with no record", describe(p), h.Name)
+			}
+		case surged == 0 && rec != nil && rec.Deployment == "web":
+			checkRestored(t, p, h, rec, after)
+		}
+	}
+}
+
+// checkRestored asserts the restore of an autoscaler from its record rec: after is the autoscaler
+// h once the plan's writes are done.
+func checkRestored(t *testing.T, p Plan, h *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, after *autoscalingv2.HorizontalPodAutoscaler) {
+	t.Helper()
+	if _, recorded := after.Annotations[evacuation.SurgeBoundsAnnotation]; recorded {
+		t.Errorf("%s: the surge is over and %s keeps its record", describe(p), h.Name)
+	}
+	// crosses: the recorded value would put minReplicas above maxReplicas as they end.
+	for _, b := range []struct {
+		name          string
+		set           *int32
+		was, cur, got int32
+		crosses       bool
+	}{
+		{"minReplicas", rec.SetMinReplicas, ptr.Deref(rec.MinReplicas, 1), surgepolicy.MinReplicas(h), surgepolicy.MinReplicas(after),
+			ptr.Deref(rec.MinReplicas, 1) > after.Spec.MaxReplicas},
+		{"maxReplicas", rec.SetMaxReplicas, rec.MaxReplicas, h.Spec.MaxReplicas, after.Spec.MaxReplicas,
+			rec.MaxReplicas < surgepolicy.MinReplicas(after)},
+	} {
+		ours := b.set != nil && *b.set == b.cur
+		switch {
+		case !ours && b.got != b.cur:
+			t.Errorf("%s: %s's %s changed by someone to %d, set to %d", describe(p), h.Name, b.name, b.cur, b.got)
+		case ours && b.got != b.was && (b.got != b.cur || !b.crosses):
+			t.Errorf("%s: %s's %s ends at %d, not restored to %d (was %d)", describe(p), h.Name, b.name, b.got, b.was, b.cur)
+		}
+	}
+}
+
+// applyBounds returns copies of the autoscalers with the changes written.
+func applyBounds(hpas []*autoscalingv2.HorizontalPodAutoscaler, changes []BoundsChange) []*autoscalingv2.HorizontalPodAutoscaler {
+	out := make([]*autoscalingv2.HorizontalPodAutoscaler, len(hpas))
+	for i, h := range hpas {
+		out[i] = h.DeepCopy()
+		for _, c := range changes {
+			if c.HPA == h {
+				c.Apply(out[i])
+			}
+		}
+	}
+	return out
 }
 
 // checkMarks asserts the plan's marks: no pod both marked and unmarked, marks only of unmarked
@@ -179,6 +309,7 @@ func carryOut(in Input, p Plan) Input {
 		}
 	}
 	p.ApplyScale(out.Deployment)
+	out.Autoscalers = applyBounds(in.Autoscalers, append(slices.Clone(p.Raise), p.Restore...))
 	return out
 }
 
@@ -196,8 +327,13 @@ func answerNames(answers []Answer) []string {
 }
 
 func describeInput(in Input) string {
-	s := fmt.Sprintf("replicas %d surge %q paused %t autoscaled %t;", ptr.Deref(in.Deployment.Spec.Replicas, 1),
-		in.Deployment.Annotations[evacuation.SurgeAnnotation], in.Deployment.Spec.Paused, in.Autoscaled)
+	s := fmt.Sprintf("replicas %d surge %q paused %t;", ptr.Deref(in.Deployment.Spec.Replicas, 1),
+		in.Deployment.Annotations[evacuation.SurgeAnnotation], in.Deployment.Spec.Paused)
+	for _, h := range in.Autoscalers {
+		s += fmt.Sprintf(" hpa %s(target %s min %d max %d record %q)", h.Name, h.Spec.ScaleTargetRef.Name,
+			surgepolicy.MinReplicas(h), h.Spec.MaxReplicas, h.Annotations[evacuation.SurgeBoundsAnnotation])
+	}
+	s += ";"
 	for _, pod := range in.Pods {
 		s += fmt.Sprintf(" %s(req %t init %v marked %t term %t)", pod.Name, evacuation.Requested(pod),
 			evacuation.Condition(pod, evacuation.Initiated) != nil, IsMarked(pod), !pod.DeletionTimestamp.IsZero())

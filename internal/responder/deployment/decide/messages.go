@@ -44,6 +44,19 @@ func (e Event) Note() string {
 	case ScaledDuringSurge:
 		return fmt.Sprintf("spec.replicas was set to %d during a surge from %d to %d; keeping %d",
 			e.Replicas, e.Original, e.Original+e.Surge, e.Replicas)
+	case AutoscalerRaised:
+		return fmt.Sprintf("raised HorizontalPodAutoscaler %s from minReplicas %d, maxReplicas %d to %d, %d for the surge to %d replicas, "+
+			"so that it does not scale the Deployment back before the replacements are available; restored when the surge ends",
+			e.Autoscaler, e.MinWas, e.MaxWas, e.Min, e.Max, e.Replicas)
+	case AutoscalerRestored:
+		note := fmt.Sprintf("the surge is over: HorizontalPodAutoscaler %s back from minReplicas %d, maxReplicas %d to %d, %d",
+			e.Autoscaler, e.MinWas, e.MaxWas, e.Min, e.Max)
+		if len(e.Kept) > 0 {
+			note += fmt.Sprintf(" (%s changed by someone else during the surge: kept)", strings.Join(e.Kept, " and "))
+		}
+		return note
+	case InvalidBoundsRecord:
+		return fmt.Sprintf("HorizontalPodAutoscaler %s: %s; removed it and left its bounds as they are", e.Autoscaler, e.Problem)
 	}
 	return string(e.Reason)
 }
@@ -67,7 +80,7 @@ func (e Event) rollbackCause() string {
 // Type is the Event's type: Warning when the responder undid or gave up something.
 func (e Event) Type() string {
 	switch e.Reason {
-	case InvalidSurgeState, ScaledDuringSurge, SurgeTimedOut:
+	case InvalidSurgeState, ScaledDuringSurge, SurgeTimedOut, InvalidBoundsRecord:
 		return corev1.EventTypeWarning
 	}
 	return corev1.EventTypeNormal

@@ -42,6 +42,15 @@ func TestEventNotes(t *testing.T) {
 			"annotation a: invalid; removed it and left spec.replicas at 9"},
 		{Event{Reason: ScaledDuringSurge, Replicas: 7, Original: 4, Surge: 2}, corev1.EventTypeWarning, "Surge",
 			"spec.replicas was set to 7 during a surge from 4 to 6; keeping 7"},
+		{Event{Reason: AutoscalerRaised, Autoscaler: "web", Replicas: 4, MinWas: 3, MaxWas: 3, Min: 4, Max: 4}, corev1.EventTypeNormal, "Surge",
+			"raised HorizontalPodAutoscaler web from minReplicas 3, maxReplicas 3 to 4, 4 for the surge to 4 replicas, " +
+				"so that it does not scale the Deployment back before the replacements are available; restored when the surge ends"},
+		{Event{Reason: AutoscalerRestored, Autoscaler: "web", MinWas: 4, MaxWas: 4, Min: 3, Max: 3}, corev1.EventTypeNormal, "Surge",
+			"the surge is over: HorizontalPodAutoscaler web back from minReplicas 4, maxReplicas 4 to 3, 3"},
+		{Event{Reason: AutoscalerRestored, Autoscaler: "web", MinWas: 4, MaxWas: 6, Min: 3, Max: 6, Kept: []string{"maxReplicas"}}, corev1.EventTypeNormal, "Surge",
+			"the surge is over: HorizontalPodAutoscaler web back from minReplicas 4, maxReplicas 6 to 3, 6 (maxReplicas changed by someone else during the surge: kept)"},
+		{Event{Reason: InvalidBoundsRecord, Autoscaler: "web", Problem: "annotation b: invalid"}, corev1.EventTypeWarning, "Surge",
+			"HorizontalPodAutoscaler web: annotation b: invalid; removed it and left its bounds as they are"},
 	} {
 		if typ, action, note := tc.event.Type(), tc.event.Action(), tc.event.Note(); typ != tc.typ || action != tc.action || note != tc.note {
 			t.Errorf("%s: %s %s %q; want %s %s %q", tc.event.Reason, typ, action, note, tc.typ, tc.action, tc.note)

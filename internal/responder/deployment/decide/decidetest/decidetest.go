@@ -1,5 +1,5 @@
 // Package decidetest builds the objects of the Deployment responder's tests: Deployments (steady,
-// surging, paused, scaled), their ReplicaSet, and pods in every state of the evacuation protocol
+// surging, paused, scaled), their ReplicaSet, HorizontalPodAutoscalers, and pods in every state of the evacuation protocol
 // (asked to leave, accepted, declined, marked, terminating, created by a surge, Ready or in
 // trouble), at the fixed instant Now. The tests of internal/responder/deployment/decide and of
 // internal/responder/deployment share them.
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -179,4 +180,20 @@ func Since(t corev1.PodConditionType, secondsAgo int) func(*corev1.Pod) {
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue,
 			LastTransitionTime: metav1.NewTime(Now.Add(-time.Duration(secondsAgo) * time.Second))})
 	}
+}
+
+// HPA is a HorizontalPodAutoscaler of the namespace's Deployment target (apps/v1), with the given
+// bounds; a record of raised bounds (surgepolicy.Bounds) when rec is not nil.
+func HPA(name, target string, minReplicas, maxReplicas int32, rec *surgepolicy.Bounds) *autoscalingv2.HorizontalPodAutoscaler {
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: "7"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: target},
+			MinReplicas:    ptr.To(minReplicas), MaxReplicas: maxReplicas,
+		},
+	}
+	if rec != nil {
+		hpa.Annotations = map[string]string{evacuation.SurgeBoundsAnnotation: rec.String()}
+	}
+	return hpa
 }

@@ -1,0 +1,163 @@
+package decide
+
+// The HorizontalPodAutoscaler of a surging Deployment: its bounds held at the surged count while
+// the surge is in progress, restored from the record on the autoscaler once it is over. An
+// autoscaler undoes a raised spec.replicas (above maxReplicas it scales down at once; with
+// metrics it recomputes the count), and a scale-down during a surge would remove the pods asked
+// to leave (marked to go first) before their replacements are available.
+
+import (
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// BoundsChange is a write of a HorizontalPodAutoscaler's minReplicas, maxReplicas and record of
+// raised bounds (evacuation.SurgeBoundsAnnotation), in one patch that applies only to the
+// autoscaler as read (its resourceVersion).
+type BoundsChange struct {
+	HPA         *autoscalingv2.HorizontalPodAutoscaler
+	MinReplicas *int32
+	MaxReplicas int32
+	// Record is the new record; nil removes it.
+	Record *surgepolicy.Bounds
+}
+
+// Apply sets the change on the autoscaler (in memory; a copy of HPA).
+func (c BoundsChange) Apply(hpa *autoscalingv2.HorizontalPodAutoscaler) {
+	hpa.Spec.MinReplicas = c.MinReplicas
+	hpa.Spec.MaxReplicas = c.MaxReplicas
+	var rec *string
+	if c.Record != nil {
+		rec = ptr.To(c.Record.String())
+	}
+	SetAnnotation(hpa, evacuation.SurgeBoundsAnnotation, rec)
+}
+
+// targeting counts the autoscalers that target the Deployment.
+func targeting(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string) int {
+	n := 0
+	for _, hpa := range hpas {
+		if surgepolicy.Autoscales(hpa, deployment) {
+			n++
+		}
+	}
+	return n
+}
+
+// boundsTaken reports whether an autoscaler of the Deployment holds bounds raised for another
+// Deployment (it was retargeted during that one's surge): a wave waits until that Deployment's
+// decision restores them, since one record per autoscaler says what to restore.
+func boundsTaken(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string) bool {
+	for _, hpa := range hpas {
+		rec, err := surgepolicy.ParseBounds(hpa)
+		if surgepolicy.Autoscales(hpa, deployment) && (err != nil || (rec != nil && rec.Deployment != deployment)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Autoscalers decides the bounds of the autoscalers of the Deployment named deployment, those
+// that target it or whose record names it, for surged: the Deployment's spec.replicas while a
+// surge of it is in progress as the plan leaves it, 0 when none is. During a surge, the one
+// autoscaler that targets the Deployment keeps minReplicas, and maxReplicas, at least surged
+// (Raise: written before the Deployment's scale); otherwise each record naming the Deployment
+// is undone (Restore: written after the Deployment's scale-back): a bound that still holds the
+// value set returns to the recorded one, a bound someone changed since stays, and the record
+// goes. An unusable record is removed, the bounds left as they are. It replaces the plan's
+// earlier bounds decision, and adds its Events.
+func (p *Plan) Autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string, surged int32) {
+	p.Raise, p.Restore = nil, nil
+	hold := surged > 0 && targeting(hpas, deployment) == 1
+	for _, hpa := range hpas {
+		rec, err := surgepolicy.ParseBounds(hpa)
+		switch {
+		case err != nil && surgepolicy.Autoscales(hpa, deployment):
+			p.Events = append(p.Events, Event{Reason: InvalidBoundsRecord, Autoscaler: hpa.Name, Problem: err.Error()})
+			if !hold || !p.raise(hpa, nil, deployment, surged) {
+				// The record alone goes (a raise writes a new one over it).
+				p.Restore = append(p.Restore, BoundsChange{HPA: hpa, MinReplicas: hpa.Spec.MinReplicas, MaxReplicas: hpa.Spec.MaxReplicas})
+			}
+		case err != nil || (rec != nil && rec.Deployment != deployment):
+			// Another Deployment's record: its decision restores it.
+		case hold && surgepolicy.Autoscales(hpa, deployment):
+			p.raise(hpa, rec, deployment, surged)
+		case rec != nil:
+			p.restore(hpa, rec)
+		}
+	}
+}
+
+// raise decides the bounds of the autoscaler during a surge to surged replicas: minReplicas and
+// maxReplicas at least surged, the bounds before the surge kept in the record (from the record
+// when there is one: a surge that grows raises them again). It reports whether they change.
+func (p *Plan) raise(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, deployment string, surged int32) bool {
+	curMin, curMax := surgepolicy.MinReplicas(hpa), hpa.Spec.MaxReplicas
+	if curMin >= surged && curMax >= surged {
+		return false
+	}
+	next := surgepolicy.Bounds{Deployment: deployment, MinReplicas: hpa.Spec.MinReplicas, MaxReplicas: curMax}
+	if rec != nil {
+		next = *rec
+	}
+	c := BoundsChange{HPA: hpa, MinReplicas: hpa.Spec.MinReplicas, MaxReplicas: curMax, Record: &next}
+	e := Event{Reason: AutoscalerRaised, Autoscaler: hpa.Name, Replicas: surged, MinWas: curMin, MaxWas: curMax, Min: curMin, Max: curMax}
+	if curMin < surged {
+		c.MinReplicas, next.SetMinReplicas, e.Min = ptr.To(surged), ptr.To(surged), surged
+	}
+	if curMax < surged {
+		c.MaxReplicas, next.SetMaxReplicas, e.Max = surged, ptr.To(surged), surged
+	}
+	p.Raise = append(p.Raise, c)
+	p.Events = append(p.Events, e)
+	return true
+}
+
+// restore decides the bounds of the autoscaler once the surge its record is for is over. Each
+// bound that still holds the value set returns to the recorded one; one someone changed since
+// stays (theirs wins, Event.Kept names it). A restored bound that would cross another's change
+// stays as it is, so that minReplicas never exceeds maxReplicas.
+func (p *Plan) restore(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds) {
+	curMin, curMax := surgepolicy.MinReplicas(hpa), hpa.Spec.MaxReplicas
+	ours := func(set *int32, cur int32) bool { return set != nil && *set == cur }
+	minReplicas, maxReplicas := hpa.Spec.MinReplicas, curMax
+	if ours(rec.SetMinReplicas, curMin) {
+		minReplicas = rec.MinReplicas
+	}
+	if ours(rec.SetMaxReplicas, curMax) {
+		maxReplicas = rec.MaxReplicas
+	}
+	if ptr.Deref(minReplicas, 1) > maxReplicas {
+		maxReplicas = curMax // someone raised minReplicas above the recorded maxReplicas
+	}
+	if ptr.Deref(minReplicas, 1) > maxReplicas {
+		minReplicas = hpa.Spec.MinReplicas
+	}
+	e := Event{Reason: AutoscalerRestored, Autoscaler: hpa.Name, MinWas: curMin, MaxWas: curMax, Min: ptr.Deref(minReplicas, 1), Max: maxReplicas}
+	if rec.SetMinReplicas != nil && e.Min != ptr.Deref(rec.MinReplicas, 1) {
+		e.Kept = append(e.Kept, "minReplicas")
+	}
+	if rec.SetMaxReplicas != nil && e.Max != rec.MaxReplicas {
+		e.Kept = append(e.Kept, "maxReplicas")
+	}
+	p.Restore = append(p.Restore, BoundsChange{HPA: hpa, MinReplicas: minReplicas, MaxReplicas: maxReplicas})
+	p.Events = append(p.Events, e)
+}
+
+// surgedReplicas is the Deployment's spec.replicas while a surge is in progress as the plan
+// leaves it; 0 when none is (none was, or the plan ends it).
+func (p *Plan) surgedReplicas(in Input) int32 {
+	switch {
+	case p.Scale != nil && p.Scale.Surge != nil:
+		return p.Scale.Replicas
+	case p.Scale != nil || p.DropSurge:
+		return 0
+	}
+	if state, err := surgepolicy.Parse(in.Deployment); err == nil && state != nil {
+		return ptr.Deref(in.Deployment.Spec.Replicas, 1)
+	}
+	return 0
+}

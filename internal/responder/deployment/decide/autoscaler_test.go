@@ -1,0 +1,182 @@
+package decide
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
+)
+
+// TestAutoscalerBounds: the bounds of a Deployment's HorizontalPodAutoscaler are raised to the
+// surged count before the Deployment surges, kept while it surges, and restored (where nobody
+// changed them since) once the surge completes, rolls back, or was never carried out.
+func TestAutoscalerBounds(t *testing.T) {
+	state := func(original, surge int32) *surgepolicy.State {
+		return &surgepolicy.State{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewMicroTime(now.Add(-10 * time.Second))}
+	}
+	wave := func(original, surge int32) *surgepolicy.State {
+		return &surgepolicy.State{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewMicroTime(now)}
+	}
+	raised := &surgepolicy.Bounds{Deployment: "web", MinReplicas: ptr.To[int32](3), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), SetMaxReplicas: ptr.To[int32](4)}
+	asked := func() []*corev1.Pod {
+		return []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}
+	}
+	// The surge's replacement s is Ready: the surge completes.
+	replaced := func() []*corev1.Pod { return append(asked(), pod("s", created(5), since(corev1.PodReady, 1))) }
+	type bounds struct {
+		min, max int32
+		record   bool
+	}
+	for name, tc := range map[string]struct {
+		d           *appsv1.Deployment
+		hpas        []*autoscalingv2.HorizontalPodAutoscaler
+		pods        []*corev1.Pod
+		wantScale   *ScaleChange
+		wantRaise   map[string]bounds // by autoscaler
+		wantRestore map[string]bounds
+		wantEvents  []EventReason
+	}{
+		"a wave starts: min and max raised to the surged count first, the originals recorded": {
+			d:         newDeployment(3, 1),
+			hpas:      []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 3, 3, nil)},
+			pods:      asked(),
+			wantScale: &ScaleChange{Replicas: 4, Surge: wave(3, 1)},
+			wantRaise: map[string]bounds{"web": {4, 4, true}},
+		},
+		"a wave starts, maxReplicas above the surged count: only min raised": {
+			d:         newDeployment(3, 1),
+			hpas:      []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 2, 10, nil)},
+			pods:      asked(),
+			wantScale: &ScaleChange{Replicas: 4, Surge: wave(3, 1)},
+			wantRaise: map[string]bounds{"web": {4, 10, true}},
+		},
+		"surging, the bounds held: nothing to write": {
+			d:    surging(newDeployment(3, 1), state(3, 1)),
+			hpas: []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
+			pods: append(asked(), pod("s", created(5))),
+		},
+		"surging, the bounds not held (an autoscaler created during the surge): raised": {
+			d:         surging(newDeployment(3, 1), state(3, 1)),
+			hpas:      []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 3, 3, nil)},
+			pods:      append(asked(), pod("s", created(5))),
+			wantRaise: map[string]bounds{"web": {4, 4, true}},
+		},
+		"the surge completes: scaled back, then the bounds restored": {
+			d:           surging(newDeployment(3, 1), state(3, 1)),
+			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
+			pods:        replaced(),
+			wantScale:   &ScaleChange{Replicas: 3},
+			wantRestore: map[string]bounds{"web": {3, 3, false}},
+			wantEvents:  []EventReason{SurgeCompleted, AutoscalerRestored},
+		},
+		"the surge completes, maxReplicas changed by someone since: theirs stays": {
+			d:           surging(newDeployment(3, 1), state(3, 1)),
+			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 6, raised)},
+			pods:        replaced(),
+			wantScale:   &ScaleChange{Replicas: 3},
+			wantRestore: map[string]bounds{"web": {3, 6, false}},
+		},
+		"rolled back (the request withdrawn): the bounds restored": {
+			d:           surging(newDeployment(3, 1), state(3, 1)),
+			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
+			pods:        []*corev1.Pod{pod("a", accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
+			wantScale:   &ScaleChange{Replicas: 3},
+			wantRestore: map[string]bounds{"web": {3, 3, false}},
+		},
+		"raised, then stopped before the Deployment surged: the wave starts again, the bounds already held": {
+			d:         newDeployment(3, 1),
+			hpas:      []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
+			pods:      asked(),
+			wantScale: &ScaleChange{Replicas: 4, Surge: wave(3, 1)},
+		},
+		"raised, no surge and nothing asked any more: restored": {
+			d:           newDeployment(3, 1),
+			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
+			pods:        []*corev1.Pod{pod("a"), pod("b"), pod("c")},
+			wantRestore: map[string]bounds{"web": {3, 3, false}},
+		},
+		"retargeted to another Deployment during the surge: restored from the record": {
+			d:           surging(newDeployment(3, 1), state(3, 1)),
+			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "api", 4, 4, raised)},
+			pods:        append(asked(), pod("s", created(5))),
+			wantRestore: map[string]bounds{"web": {3, 3, false}},
+		},
+		"the autoscaler holds another Deployment's bounds: no wave until restored": {
+			d: newDeployment(3, 1),
+			hpas: []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4,
+				&surgepolicy.Bounds{Deployment: "api", MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4)})},
+			pods: asked(),
+		},
+		"two autoscalers: declined, neither touched": {
+			d:    newDeployment(3, 1),
+			hpas: []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 3, 3, nil), hpa("web2", "web", 3, 3, nil)},
+			pods: []*corev1.Pod{pod("a", requested(1)), pod("b"), pod("c")},
+		},
+		"a broken record, no surge: removed, the bounds left": {
+			d:           newDeployment(3, 1),
+			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{withBounds(hpa("web", "web", 3, 3, nil), "{")},
+			pods:        []*corev1.Pod{pod("a"), pod("b"), pod("c")},
+			wantRestore: map[string]bounds{"web": {3, 3, false}},
+			wantEvents:  []EventReason{InvalidBoundsRecord},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := Input{Deployment: tc.d, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)}, Pods: tc.pods,
+				Autoscalers: tc.hpas, Now: now, SurgeTimeout: 2 * time.Minute}
+			p := Decide(in)
+			switch {
+			case (p.Scale == nil) != (tc.wantScale == nil):
+				t.Errorf("scale = %+v, want %+v", p.Scale, tc.wantScale)
+			case p.Scale != nil && (p.Scale.Replicas != tc.wantScale.Replicas || p.Scale.Surge.String() != tc.wantScale.Surge.String()):
+				t.Errorf("scale = %d %s, want %d %s", p.Scale.Replicas, p.Scale.Surge, tc.wantScale.Replicas, tc.wantScale.Surge)
+			}
+			for what, c := range map[string]struct {
+				got  []BoundsChange
+				want map[string]bounds
+			}{"raise": {p.Raise, tc.wantRaise}, "restore": {p.Restore, tc.wantRestore}} {
+				got := map[string]bounds{}
+				for _, ch := range c.got {
+					got[ch.HPA.Name] = bounds{ptr.Deref(ch.MinReplicas, 1), ch.MaxReplicas, ch.Record != nil}
+				}
+				if len(got) != len(c.want) {
+					t.Errorf("%s = %v, want %v", what, got, c.want)
+				}
+				for k, v := range c.want {
+					if got[k] != v {
+						t.Errorf("%s %s = %+v, want %+v", what, k, got[k], v)
+					}
+				}
+			}
+			for _, ch := range p.Raise {
+				if ch.Record.Deployment != "web" || ptr.Deref(ch.Record.SetMinReplicas, 0) != ptr.Deref(ch.MinReplicas, 0) {
+					t.Errorf("raise of %s records %s", ch.HPA.Name, ch.Record)
+				}
+				if was, _ := surgepolicy.ParseBounds(ch.HPA); was == nil && (ptr.Deref(ch.Record.MinReplicas, 1) != surgepolicy.MinReplicas(ch.HPA) || ch.Record.MaxReplicas != ch.HPA.Spec.MaxReplicas) {
+					t.Errorf("raise of %s records %s, not its bounds before", ch.HPA.Name, ch.Record)
+				}
+			}
+			var reasons []EventReason
+			for _, e := range p.Events {
+				reasons = append(reasons, e.Reason)
+			}
+			for _, r := range tc.wantEvents {
+				if !slices.Contains(reasons, r) {
+					t.Errorf("events %v, want %s among them", reasons, r)
+				}
+			}
+		})
+	}
+}
+
+func withBounds(h *autoscalingv2.HorizontalPodAutoscaler, v string) *autoscalingv2.HorizontalPodAutoscaler {
+	h.Annotations = map[string]string{evacuation.SurgeBoundsAnnotation: v}
+	return h
+}
