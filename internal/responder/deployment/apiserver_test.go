@@ -211,13 +211,13 @@ func TestBoundsPatchRealAPIServer(t *testing.T) {
 		cachetrim.HorizontalPodAutoscaler(got)
 		return got
 	}
-	decideBounds := func(surged int32) decide.Plan {
+	decideBounds := func(surge *surgepolicy.State) decide.Plan {
 		var p decide.Plan
-		p.Autoscalers([]*autoscalingv2.HorizontalPodAutoscaler{cached()}, "web", surged)
+		p.Autoscalers([]*autoscalingv2.HorizontalPodAutoscaler{cached()}, "web", surge)
 		return p
 	}
 
-	raise := decideBounds(4)
+	raise := decideBounds(&surgepolicy.State{OriginalReplicas: 3, Surge: 1, StartTime: metav1.NowMicro()})
 	if err := r.writeBounds(ctx, raise.Raise); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestBoundsPatchRealAPIServer(t *testing.T) {
 	}
 
 	// The surge is over, decided from a read older than someone's change of maxReplicas.
-	stale := decideBounds(0)
+	stale := decideBounds(nil)
 	got.Spec.MaxReplicas = 6
 	if err := c.Update(ctx, got); err != nil {
 		t.Fatal(err)
@@ -237,7 +237,7 @@ func TestBoundsPatchRealAPIServer(t *testing.T) {
 	if err := r.writeBounds(ctx, stale.Restore); !apierrors.IsConflict(err) {
 		t.Fatalf("restore decided before someone's change: %v; want a conflict", err)
 	}
-	if err := r.writeBounds(ctx, decideBounds(0).Restore); err != nil {
+	if err := r.writeBounds(ctx, decideBounds(nil).Restore); err != nil {
 		t.Fatal(err)
 	}
 	got = read()

@@ -207,7 +207,7 @@ func (r *Reconciler) releaseAutoscalers(ctx context.Context, key types.Namespace
 		return err
 	}
 	var p decide.Plan
-	p.Autoscalers(hpas, key.Name, 0)
+	p.Autoscalers(hpas, key.Name, nil)
 	for _, e := range p.Events {
 		log.FromContext(ctx).Info("Evacuation step", "reason", e.Reason, "note", e.Note())
 	}
@@ -242,17 +242,17 @@ func (r *Reconciler) writeBounds(ctx context.Context, changes []decide.BoundsCha
 const podWritesInFlight = 25
 
 // apply carries out the plan: the pods' answers and marks first, then the autoscaler's bounds
-// raised for a surge, then the Deployment's replicas, surge state and count of pods to evacuate,
-// in one patch, then the autoscaler's bounds restored after a surge. The Deployment is not
-// scaled unless every write before succeeded, nor an autoscaler restored unless the Deployment's
-// write did: an autoscaler holds the surged count from before the Deployment has it until after
-// it no longer has it. A pod's answer on its conditions and its mark are one write
-// (evacuation.Answer); an answer on an Eviction is followed by the pod's mark.
+// (raised for a surge, or restored after one), then the Deployment's replicas, surge state and
+// count of pods to evacuate, in one patch. The Deployment is not scaled unless every write
+// before succeeded: an autoscaler holds the surged count from before the Deployment has it, and
+// lets it go before the scale-back, so that it never finds fewer replicas than a raised
+// minReplicas and scales the Deployment up again. A pod's answer on its conditions and its mark
+// are one write (evacuation.Answer); an answer on an Eviction is followed by the pod's mark.
 func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, view protocol.View, p decide.Plan) (written bool, err error) {
 	if err := r.writePods(ctx, view, p); err != nil {
 		return false, err
 	}
-	if err := r.writeBounds(ctx, p.Raise); err != nil {
+	if err := r.writeBounds(ctx, append(slices.Clone(p.Raise), p.Restore...)); err != nil {
 		return false, err
 	}
 	orig := d.DeepCopy()
@@ -274,6 +274,8 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 				// The test failed: the spec changed since the decision, as a conflict.
 				err = apierrors.NewConflict(appsv1.Resource("deployments"), d.Name, err)
 			}
+			// The autoscaler's changes are made, and said.
+			r.record(ctx, d, slices.DeleteFunc(slices.Clone(p.Events), func(e decide.Event) bool { return !e.OfAutoscaler() }))
 			return false, fmt.Errorf("patching the Deployment: %w", err)
 		}
 		written = true
@@ -282,19 +284,11 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 				"surge", d.Annotations[evacuation.SurgeAnnotation])
 		}
 	}
-	events := p.Events
-	restoreErr := r.writeBounds(ctx, p.Restore)
-	if restoreErr != nil {
-		// Not restored yet: said when it is.
-		events = slices.DeleteFunc(slices.Clone(events), func(e decide.Event) bool {
-			return e.Reason == decide.AutoscalerRestored || e.Reason == decide.InvalidBoundsRecord
-		})
-	}
-	for _, outcome := range decide.SurgeOutcomes(events) {
+	for _, outcome := range decide.SurgeOutcomes(p.Events) {
 		surgesTotal.WithLabelValues(outcome).Inc()
 	}
-	r.record(ctx, d, events)
-	return written, restoreErr
+	r.record(ctx, d, p.Events)
+	return written, nil
 }
 
 // writePods writes the pods' answers and marks, in parallel: one patch after the other, a

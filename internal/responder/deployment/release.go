@@ -116,7 +116,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 }
 
 // releaseBounds decides the bounds of the Deployment's autoscalers once nothing surges any more:
-// those raised for a surge restored (after the scale-back), whatever the plan said before.
+// those raised for a surge restored (before the scale-back), whatever the plan said before.
 func releaseBounds(p *decide.Plan, d *appsv1.Deployment, hpas []*autoscalingv2.HorizontalPodAutoscaler) {
 	var mine []*autoscalingv2.HorizontalPodAutoscaler
 	for _, hpa := range hpas {
@@ -125,9 +125,9 @@ func releaseBounds(p *decide.Plan, d *appsv1.Deployment, hpas []*autoscalingv2.H
 		}
 	}
 	p.Events = slices.DeleteFunc(p.Events, func(e decide.Event) bool {
-		return e.Reason == decide.AutoscalerRaised || e.Reason == decide.AutoscalerRestored || e.Reason == decide.InvalidBoundsRecord
+		return e.OfAutoscaler()
 	})
-	p.Autoscalers(mine, d.Name, 0)
+	p.Autoscalers(mine, d.Name, nil)
 }
 
 func containsPod(pods []*corev1.Pod, pod *corev1.Pod) bool {

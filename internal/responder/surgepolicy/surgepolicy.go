@@ -9,6 +9,7 @@ package surgepolicy
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -155,10 +156,24 @@ func Parse(d *appsv1.Deployment) (*State, error) {
 	if err := json.Unmarshal([]byte(v), s); err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", evacuation.SurgeAnnotation, err)
 	}
-	if s.OriginalReplicas < 0 || s.Surge <= 0 || s.StartTime.IsZero() {
+	if !s.valid() {
 		return nil, fmt.Errorf("annotation %s: invalid value %q", evacuation.SurgeAnnotation, v)
 	}
 	return s, nil
+}
+
+func (s *State) valid() bool {
+	return s.OriginalReplicas >= 0 && s.Surge > 0 && !s.StartTime.IsZero()
+}
+
+// Equal reports whether two surge states (nil for none) are the same surge, their start times
+// to the microsecond the records keep.
+func (s *State) Equal(o *State) bool {
+	if s == nil || o == nil {
+		return s == o
+	}
+	return s.OriginalReplicas == o.OriginalReplicas && s.Surge == o.Surge &&
+		s.StartTime.Truncate(time.Microsecond).Equal(o.StartTime.Truncate(time.Microsecond))
 }
 
 // Bounds is the value of evacuation.SurgeBoundsAnnotation on a HorizontalPodAutoscaler: the
@@ -177,6 +192,11 @@ type Bounds struct {
 	// else's later change wins).
 	SetMinReplicas *int32 `json:"setMinReplicas,omitempty"`
 	SetMaxReplicas *int32 `json:"setMaxReplicas,omitempty"`
+	// Surge is the surge the bounds are raised for, as the Deployment's surge record says it
+	// once the responder scaled it. The autoscaler may scale the Deployment to the raised
+	// minReplicas first: the responder's own scale then finds the count changed, and the
+	// record tells it the count is its surge's (the responder adopts it).
+	Surge *State `json:"surge,omitempty"`
 }
 
 func (b *Bounds) String() string {
@@ -195,7 +215,7 @@ func ParseBounds(hpa *autoscalingv2.HorizontalPodAutoscaler) (*Bounds, error) {
 	if err := json.Unmarshal([]byte(v), b); err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", evacuation.SurgeBoundsAnnotation, err)
 	}
-	if b.Deployment == "" || b.MaxReplicas < 1 || (b.SetMinReplicas == nil && b.SetMaxReplicas == nil) {
+	if b.Deployment == "" || b.MaxReplicas < 1 || (b.SetMinReplicas == nil && b.SetMaxReplicas == nil) || (b.Surge != nil && !b.Surge.valid()) {
 		return nil, fmt.Errorf("annotation %s: invalid value %q", evacuation.SurgeBoundsAnnotation, v)
 	}
 	return b, nil

@@ -61,48 +61,53 @@ func boundsTaken(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment strin
 }
 
 // Autoscalers decides the bounds of the autoscalers of the Deployment named deployment, those
-// that target it or whose record names it, for surged: the Deployment's spec.replicas while a
-// surge of it is in progress as the plan leaves it, 0 when none is. During a surge, the one
-// autoscaler that targets the Deployment keeps minReplicas, and maxReplicas, at least surged
+// that target it or whose record names it, for surge: the surge in progress as the plan leaves
+// it, nil when none is. During a surge, the one autoscaler that targets the Deployment keeps
+// minReplicas, and maxReplicas, at least the surged count, and its record names the surge
 // (Raise: written before the Deployment's scale); otherwise each record naming the Deployment
-// is undone (Restore: written after the Deployment's scale-back): a bound that still holds the
-// value set returns to the recorded one, a bound someone changed since stays, and the record
-// goes. An unusable record is removed, the bounds left as they are. It replaces the plan's
-// earlier bounds decision, and adds its Events.
-func (p *Plan) Autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string, surged int32) {
+// is undone (Restore: written before the Deployment's scale-back, so that the autoscaler never
+// sees fewer replicas than a raised minReplicas and scales the Deployment up again): a bound that
+// still holds the value set returns to the recorded one, a bound someone changed since stays,
+// and the record goes. An unusable record is removed, the bounds left as they are. It replaces
+// the plan's earlier bounds decision, and adds its Events.
+func (p *Plan) Autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string, surge *surgepolicy.State) {
 	p.Raise, p.Restore = nil, nil
-	hold := surged > 0 && targeting(hpas, deployment) == 1
+	hold := surge != nil && targeting(hpas, deployment) == 1
 	for _, hpa := range hpas {
 		rec, err := surgepolicy.ParseBounds(hpa)
 		switch {
 		case err != nil && surgepolicy.Autoscales(hpa, deployment):
 			p.Events = append(p.Events, Event{Reason: InvalidBoundsRecord, Autoscaler: hpa.Name, Problem: err.Error()})
-			if !hold || !p.raise(hpa, nil, deployment, surged) {
+			if !hold || !p.raise(hpa, nil, deployment, surge) {
 				// The record alone goes (a raise writes a new one over it).
 				p.Restore = append(p.Restore, BoundsChange{HPA: hpa, MinReplicas: hpa.Spec.MinReplicas, MaxReplicas: hpa.Spec.MaxReplicas})
 			}
 		case err != nil || (rec != nil && rec.Deployment != deployment):
 			// Another Deployment's record: its decision restores it.
 		case hold && surgepolicy.Autoscales(hpa, deployment):
-			p.raise(hpa, rec, deployment, surged)
+			p.raise(hpa, rec, deployment, surge)
 		case rec != nil:
 			p.restore(hpa, rec)
 		}
 	}
 }
 
-// raise decides the bounds of the autoscaler during a surge to surged replicas: minReplicas and
-// maxReplicas at least surged, the bounds before the surge kept in the record (from the record
-// when there is one: a surge that grows raises them again). It reports whether they change.
-func (p *Plan) raise(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, deployment string, surged int32) bool {
+// raise decides the bounds of the autoscaler during the surge: minReplicas and maxReplicas at
+// least its surged count, the bounds before the surge kept in the record (from the record when
+// there is one: a surge that grows raises them again), and the surge named in the record. It
+// reports whether the autoscaler changes.
+func (p *Plan) raise(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, deployment string, surge *surgepolicy.State) bool {
+	surged := surge.OriginalReplicas + surge.Surge
 	curMin, curMax := surgepolicy.MinReplicas(hpa), hpa.Spec.MaxReplicas
-	if curMin >= surged && curMax >= surged {
+	raised := curMin < surged || curMax < surged
+	if !raised && (rec == nil || rec.Surge.Equal(surge)) {
 		return false
 	}
 	next := surgepolicy.Bounds{Deployment: deployment, MinReplicas: hpa.Spec.MinReplicas, MaxReplicas: curMax}
 	if rec != nil {
 		next = *rec
 	}
+	next.Surge = surge
 	c := BoundsChange{HPA: hpa, MinReplicas: hpa.Spec.MinReplicas, MaxReplicas: curMax, Record: &next}
 	e := Event{Reason: AutoscalerRaised, Autoscaler: hpa.Name, Replicas: surged, MinWas: curMin, MaxWas: curMax, Min: curMin, Max: curMax}
 	if curMin < surged {
@@ -112,7 +117,10 @@ func (p *Plan) raise(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolic
 		c.MaxReplicas, next.SetMaxReplicas, e.Max = surged, ptr.To(surged), surged
 	}
 	p.Raise = append(p.Raise, c)
-	p.Events = append(p.Events, e)
+	if raised {
+		// A record that only names the grown surge is no news.
+		p.Events = append(p.Events, e)
+	}
 	return true
 }
 
@@ -147,17 +155,32 @@ func (p *Plan) restore(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepol
 	p.Events = append(p.Events, e)
 }
 
-// surgedReplicas is the Deployment's spec.replicas while a surge is in progress as the plan
-// leaves it; 0 when none is (none was, or the plan ends it).
-func (p *Plan) surgedReplicas(in Input) int32 {
+// surgeAfter is the surge in progress as the plan leaves it, from state, the one in progress
+// before it; nil when none is (none was, or the plan ends it).
+func (p *Plan) surgeAfter(state *surgepolicy.State) *surgepolicy.State {
 	switch {
-	case p.Scale != nil && p.Scale.Surge != nil:
-		return p.Scale.Replicas
-	case p.Scale != nil || p.DropSurge:
-		return 0
+	case p.Scale != nil:
+		return p.Scale.Surge
+	case p.DropSurge:
+		return nil
 	}
-	if state, err := surgepolicy.Parse(in.Deployment); err == nil && state != nil {
-		return ptr.Deref(in.Deployment.Spec.Replicas, 1)
+	return state
+}
+
+// adoptable is the surge the record of raised bounds of the Deployment's one autoscaler names,
+// when the Deployment, which has no surge record, has its surged count: on the raise, the
+// autoscaler scaled the Deployment to its raised minReplicas before the responder's own scale
+// did, which then found spec.replicas changed. nil otherwise.
+func adoptable(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string, replicas int32) *surgepolicy.State {
+	if targeting(hpas, deployment) != 1 {
+		return nil
 	}
-	return 0
+	for _, hpa := range hpas {
+		rec, err := surgepolicy.ParseBounds(hpa)
+		if err == nil && rec != nil && rec.Deployment == deployment && surgepolicy.Autoscales(hpa, deployment) &&
+			rec.Surge != nil && rec.Surge.OriginalReplicas+rec.Surge.Surge == replicas {
+			return rec.Surge
+		}
+	}
+	return nil
 }

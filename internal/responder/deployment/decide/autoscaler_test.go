@@ -16,8 +16,9 @@ import (
 )
 
 // TestAutoscalerBounds: the bounds of a Deployment's HorizontalPodAutoscaler are raised to the
-// surged count before the Deployment surges, kept while it surges, and restored (where nobody
-// changed them since) once the surge completes, rolls back, or was never carried out.
+// surged count before the Deployment surges, their record naming the surge, kept while it
+// surges, and restored (where nobody changed them since) once the surge completes, rolls back,
+// or was never carried out; a surge the autoscaler carried out first is adopted.
 func TestAutoscalerBounds(t *testing.T) {
 	state := func(original, surge int32) *surgepolicy.State {
 		return &surgepolicy.State{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewMicroTime(now.Add(-10 * time.Second))}
@@ -25,7 +26,9 @@ func TestAutoscalerBounds(t *testing.T) {
 	wave := func(original, surge int32) *surgepolicy.State {
 		return &surgepolicy.State{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewMicroTime(now)}
 	}
-	raised := &surgepolicy.Bounds{Deployment: "web", MinReplicas: ptr.To[int32](3), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), SetMaxReplicas: ptr.To[int32](4)}
+	// raised is the record of bounds raised from 3, 3 to 4, 4 for the surge in progress.
+	raised := &surgepolicy.Bounds{Deployment: "web", MinReplicas: ptr.To[int32](3), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), SetMaxReplicas: ptr.To[int32](4),
+		Surge: state(3, 1)}
 	asked := func() []*corev1.Pod {
 		return []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}
 	}
@@ -91,11 +94,36 @@ func TestAutoscalerBounds(t *testing.T) {
 			wantScale:   &ScaleChange{Replicas: 3},
 			wantRestore: map[string]bounds{"web": {3, 3, false}},
 		},
-		"raised, then stopped before the Deployment surged: the wave starts again, the bounds already held": {
-			d:         newDeployment(3, 1),
-			hpas:      []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
-			pods:      asked(),
-			wantScale: &ScaleChange{Replicas: 4, Surge: wave(3, 1)},
+		"raised, then stopped before the Deployment surged: the wave starts again, the bounds already held, the record names it": {
+			d:          newDeployment(3, 1),
+			hpas:       []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
+			pods:       asked(),
+			wantScale:  &ScaleChange{Replicas: 4, Surge: wave(3, 1)},
+			wantRaise:  map[string]bounds{"web": {4, 4, true}},
+			wantEvents: []EventReason{SurgeStarted},
+		},
+		"the autoscaler scaled the Deployment to its raised minimum before the responder: the surge adopted": {
+			d:          newDeployment(4, 1),
+			hpas:       []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
+			pods:       append(asked(), pod("s", created(5))),
+			wantScale:  &ScaleChange{Replicas: 4, Surge: state(3, 1)},
+			wantEvents: []EventReason{SurgeAdopted},
+		},
+		"the autoscaler's surge adopted as its replacement is Ready: it completes, restored, then scaled back": {
+			d:           newDeployment(4, 1),
+			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
+			pods:        replaced(),
+			wantScale:   &ScaleChange{Replicas: 3},
+			wantRestore: map[string]bounds{"web": {3, 3, false}},
+			wantEvents:  []EventReason{SurgeCompleted, AutoscalerRestored},
+		},
+		"at the count of a record's surge, the autoscaler's bounds changed by someone since: still adopted, raised again": {
+			d:          newDeployment(4, 1),
+			hpas:       []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 3, 4, raised)},
+			pods:       append(asked(), pod("s", created(5))),
+			wantScale:  &ScaleChange{Replicas: 4, Surge: state(3, 1)},
+			wantRaise:  map[string]bounds{"web": {4, 4, true}},
+			wantEvents: []EventReason{SurgeAdopted, AutoscalerRaised},
 		},
 		"raised, no surge and nothing asked any more: restored": {
 			d:           newDeployment(3, 1),
@@ -156,7 +184,8 @@ func TestAutoscalerBounds(t *testing.T) {
 				}
 			}
 			for _, ch := range p.Raise {
-				if ch.Record.Deployment != "web" || ptr.Deref(ch.Record.SetMinReplicas, 0) != ptr.Deref(ch.MinReplicas, 0) {
+				if ch.Record.Deployment != "web" || ptr.Deref(ch.Record.SetMinReplicas, 0) != ptr.Deref(ch.MinReplicas, 0) ||
+					!ch.Record.Surge.Equal(surgeAfter(in, p)) {
 					t.Errorf("raise of %s records %s", ch.HPA.Name, ch.Record)
 				}
 				if was, _ := surgepolicy.ParseBounds(ch.HPA); was == nil && (ptr.Deref(ch.Record.MinReplicas, 1) != surgepolicy.MinReplicas(ch.HPA) || ch.Record.MaxReplicas != ch.HPA.Spec.MaxReplicas) {

@@ -78,6 +78,9 @@ const (
 	InvalidSurgeState EventReason = "InvalidSurgeState"
 	// ScaledDuringSurge: someone scaled the Deployment during a surge; their count stays.
 	ScaledDuringSurge EventReason = "ScaledDuringSurge"
+	// SurgeAdopted: the Deployment's autoscaler scaled it to the surged count (its raised
+	// minReplicas) before the responder did; the surge record is written and the surge goes on.
+	SurgeAdopted EventReason = "SurgeAdopted"
 	// AutoscalerRaised: the bounds of the Deployment's HorizontalPodAutoscaler are raised to
 	// the surged count (Event.Autoscaler, Replicas, MinWas, MaxWas, Min, Max).
 	AutoscalerRaised EventReason = "AutoscalerBoundsRaised"
@@ -143,9 +146,14 @@ type Event struct {
 // acceptances (see answerEvents).
 func (e Event) Series() bool { return e.Reason == EvacuationAccepted }
 
+// OfAutoscaler reports whether the Event is about an autoscaler's bounds, written before the
+// Deployment.
+func (e Event) OfAutoscaler() bool {
+	return e.Reason == AutoscalerRaised || e.Reason == AutoscalerRestored || e.Reason == InvalidBoundsRecord
+}
+
 // Plan is what the responder does to one Deployment and its pods, in this order: the pods'
-// answers and marks, the autoscaler's bounds raised (Raise), the Deployment's scale, then the
-// autoscaler's bounds restored (Restore).
+// answers and marks, the autoscaler's bounds (Raise or Restore), then the Deployment's scale.
 type Plan struct {
 	Answers []Answer
 	// Unmark restores the pods' deletion cost; Mark lowers it, so that the ReplicaSet removes
@@ -158,7 +166,8 @@ type Plan struct {
 	// DropSurge removes an unusable surge state and leaves spec.replicas alone.
 	DropSurge bool
 	// Raise holds the autoscaler's bounds at the surged count: written before the Deployment's
-	// scale, which waits for it. Restore returns them once the surge is over: written after it.
+	// scale, which waits for it. Restore returns them once the surge is over: written before
+	// the scale-back, so that the autoscaler never sees the Deployment below a raised minimum.
 	Raise, Restore []BoundsChange
 	Events         []Event
 	// Ready: the Deployment answers its pods' evacuation requests by surging (the ReplicaSets'
@@ -182,6 +191,11 @@ func Decide(in Input) Plan {
 	live := livePods(in.Pods)
 	state := p.readSurge(in.Deployment)
 	state = p.keepScale(state, replicas)
+	adopted := state == nil && !p.DropSurge
+	if adopted {
+		state = adoptable(in.Autoscalers, in.Deployment.Name, replicas)
+		adopted = state != nil
+	}
 	original := replicas
 	if state != nil {
 		original = state.OriginalReplicas
@@ -199,7 +213,12 @@ func Decide(in Input) Plan {
 	if state == nil && !p.DropSurge && !boundsTaken(in.Autoscalers, in.Deployment.Name) {
 		p.startWave(in, live, el, replicas)
 	}
-	p.Autoscalers(in.Autoscalers, in.Deployment.Name, p.surgedReplicas(in))
+	if adopted && p.Scale == nil {
+		// The surge goes on: its record is written on the Deployment.
+		p.Scale = &ScaleChange{Replicas: replicas, Surge: state}
+		p.Events = append(p.Events, Event{Reason: SurgeAdopted, Original: state.OriginalReplicas, Surge: state.Surge})
+	}
+	p.Autoscalers(in.Autoscalers, in.Deployment.Name, p.surgeAfter(state))
 	return p
 }
 

@@ -21,10 +21,11 @@ import (
 // in every state of the protocol (asked to leave or not, accepted, declined, given up, marked,
 // terminating, created by the surge), with HorizontalPodAutoscalers (none, one, two, one
 // retargeted from it; bounds raised by an earlier decision, changed by someone since, or a
-// broken record) and checks that the decision's marks are consistent, that a wave starts and a
+// broken record; the autoscaler scaled the Deployment to its raised minimum before the
+// responder's scale) and checks that the decision's marks are consistent, that a wave starts and a
 // surge completes only with enough pods marked to be removed, that an autoscaler's bounds are
 // held at the surged count before the Deployment surges and restored once the surge is over
-// (checkBounds), and that the decision is level-based: carried out and taken again at once, it
+// (checkBounds), that a surge the autoscaler carried out is adopted (checkAdopted), and that the decision is level-based: carried out and taken again at once, it
 // writes no pod and no autoscaler again.
 //
 //	go test ./internal/responder/deployment/decide -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
@@ -39,6 +40,7 @@ func FuzzDecide(f *testing.F) {
 		checkMarks(t, in, p)
 		checkBounds(t, in, p)
 		after := carryOut(in, p)
+		checkAdopted(t, in, p, after)
 		again := Decide(after)
 		// The bounds are written once: again only for a new wave or a surge that grows.
 		if len(again.Restore) > 0 || (len(again.Raise) > 0 && (again.Scale == nil || again.Scale.Surge == nil)) {
@@ -65,8 +67,13 @@ func fuzzInput(g *testutil.FuzzBytes) Input {
 	if b := g.Byte(); b%3 != 0 {
 		state = &surgepolicy.State{OriginalReplicas: replicas, Surge: int32(1 + b%3), StartTime: metav1.NewMicroTime(now.Add(-time.Duration(g.Byte()) * time.Second))}
 		surging(d, state)
-		if g.Byte()%5 == 0 {
+		switch g.Byte() % 5 {
+		case 0:
 			d.Spec.Replicas = ptr.To(*d.Spec.Replicas + 1) // scaled by someone
+		case 1:
+			// The autoscaler scaled it to its raised minReplicas before the responder's scale,
+			// whose surge record is in the autoscaler's record alone (adoptable).
+			delete(d.Annotations, evacuation.SurgeAnnotation)
 		}
 	}
 	if g.Byte()%9 == 0 {
@@ -130,6 +137,7 @@ func fuzzAutoscalers(g *testutil.FuzzBytes, state *surgepolicy.State) []*autosca
 		raised := max(minReplicas, *rec.MinReplicas+1) // a record of a surge that is over
 		if state != nil && b%4 == 1 {
 			raised = state.OriginalReplicas + state.Surge
+			rec.Surge = state
 		}
 		minReplicas, maxReplicas = raised, max(maxReplicas, raised)
 		rec.SetMinReplicas = ptr.To(minReplicas)
@@ -165,7 +173,10 @@ func fuzzAutoscalers(g *testutil.FuzzBytes, state *surgepolicy.State) []*autosca
 func checkBounds(t *testing.T, in Input, p Plan) {
 	t.Helper()
 	raised, restored := applyBounds(in.Autoscalers, p.Raise), applyBounds(in.Autoscalers, append(slices.Clone(p.Raise), p.Restore...))
-	surged := p.surgedReplicas(in)
+	var surged int32
+	if surge := surgeAfter(in, p); surge != nil {
+		surged = surge.OriginalReplicas + surge.Surge
+	}
 	for i, h := range in.Autoscalers {
 		rec, err := surgepolicy.ParseBounds(h)
 		ours := err == nil && (rec == nil || rec.Deployment == "web")
@@ -186,6 +197,38 @@ func checkBounds(t *testing.T, in Input, p Plan) {
 		case surged == 0 && rec != nil && rec.Deployment == "web":
 			checkRestored(t, p, h, rec, after)
 		}
+	}
+}
+
+// surgeAfter is the surge in progress once the plan is carried out: the plan's, else the
+// Deployment's, or the autoscaler's record's that the Deployment's count shows adopted.
+func surgeAfter(in Input, p Plan) *surgepolicy.State {
+	state, err := surgepolicy.Parse(in.Deployment)
+	if err == nil && state == nil {
+		state = adoptable(in.Autoscalers, in.Deployment.Name, ptr.Deref(in.Deployment.Spec.Replicas, 1))
+	}
+	return p.surgeAfter(state)
+}
+
+// checkAdopted asserts that a surge the autoscaler carried out (the Deployment at the surged
+// count its autoscaler's record names, with no surge record of its own) is the responder's
+// once the plan is carried out: the Deployment records it (or the surge it grew to), or is back
+// at the original count.
+func checkAdopted(t *testing.T, in Input, p Plan, after Input) {
+	t.Helper()
+	replicas := ptr.Deref(in.Deployment.Spec.Replicas, 1)
+	rec := adoptable(in.Autoscalers, "web", replicas)
+	if state, err := surgepolicy.Parse(in.Deployment); err != nil || state != nil || rec == nil {
+		return
+	}
+	got, err := surgepolicy.Parse(after.Deployment)
+	afterReplicas := ptr.Deref(after.Deployment.Spec.Replicas, 1)
+	switch {
+	case err == nil && got != nil && got.OriginalReplicas == rec.OriginalReplicas && got.OriginalReplicas+got.Surge == afterReplicas:
+	case got == nil && afterReplicas == rec.OriginalReplicas:
+	default:
+		t.Errorf("%s: the autoscaler's surge to %d from %d is not adopted: the Deployment ends at %d replicas, surge record %v (%v)",
+			describe(p), replicas, rec.OriginalReplicas, afterReplicas, got, err)
 	}
 }
 

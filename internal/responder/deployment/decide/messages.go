@@ -44,6 +44,9 @@ func (e Event) Note() string {
 	case ScaledDuringSurge:
 		return fmt.Sprintf("spec.replicas was set to %d during a surge from %d to %d; keeping %d",
 			e.Replicas, e.Original, e.Original+e.Surge, e.Replicas)
+	case SurgeAdopted:
+		return fmt.Sprintf("the HorizontalPodAutoscaler scaled the Deployment to %d replicas, its raised minReplicas, before the responder did: "+
+			"that is the surge of %d from %d replicas, which goes on", e.Original+e.Surge, e.Surge, e.Original)
 	case AutoscalerRaised:
 		return fmt.Sprintf("raised HorizontalPodAutoscaler %s from minReplicas %d, maxReplicas %d to %d, %d for the surge to %d replicas, "+
 			"so that it does not scale the Deployment back before the replacements are available; restored when the surge ends",
