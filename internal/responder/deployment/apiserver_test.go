@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -19,10 +20,13 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
+	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide/decidetest"
+	"github.com/nodemaint/nodemaint/internal/responder/protocol"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -244,5 +248,111 @@ func TestBoundsPatchRealAPIServer(t *testing.T) {
 	if *got.Spec.MinReplicas != 3 || got.Spec.MaxReplicas != 6 || got.Annotations[evacuation.SurgeBoundsAnnotation] != "" || len(got.Spec.Metrics) != 1 {
 		t.Fatalf("restored: min %d max %d, annotations %v, metrics %d; want 3, 6 (theirs), no record, the metric kept",
 			*got.Spec.MinReplicas, got.Spec.MaxReplicas, got.Annotations, len(got.Spec.Metrics))
+	}
+}
+
+// TestAutoscalerScalesFirstRealAPIServer: on kube-apiserver, the HorizontalPodAutoscaler
+// controller, woken by the raise of its minReplicas, scales the Deployment to the raised minimum
+// before the responder's own scale patch, which is then refused (the spec changed since the
+// decision). Decided again, the responder takes the Deployment's count for the surge the
+// autoscaler's record names and writes its surge record: the surge goes on, and its end scales
+// the Deployment back to the replicas its user set.
+func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
+	c, cfg := realAPIServer(t)
+	ctx := context.Background()
+	d := createDeployment(t, c, "web")
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}
+	if err := c.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			MinReplicas:    ptr.To[int32](3), MaxReplicas: 3,
+		},
+	}
+	if err := c.Create(ctx, hpa); err != nil {
+		t.Fatal(err)
+	}
+	// The pod asked to leave is accepted and marked already: the plans write no pod.
+	pods := []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}
+	observe := func() decide.Input {
+		t.Helper()
+		got, h := &appsv1.Deployment{}, &autoscalingv2.HorizontalPodAutoscaler{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(hpa), h); err != nil {
+			t.Fatal(err)
+		}
+		return decide.Input{Deployment: got, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)}, Pods: pods,
+			Autoscalers: []*autoscalingv2.HorizontalPodAutoscaler{h}, Now: now, SurgeTimeout: time.Minute}
+	}
+
+	// The autoscaler scales the Deployment to its new minimum as soon as its bounds are raised.
+	ww, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	autoscaling := interceptor.NewClient(ww, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if err := c.Patch(ctx, obj, patch, opts...); err != nil {
+				return err
+			}
+			if h, ok := obj.(*autoscalingv2.HorizontalPodAutoscaler); ok {
+				scale := &autoscalingv1.Scale{}
+				if err := c.SubResource("scale").Get(ctx, d, scale); err != nil {
+					return err
+				}
+				scale.Spec.Replicas = *h.Spec.MinReplicas
+				return c.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(scale))
+			}
+			return nil
+		},
+	})
+	in := observe()
+	p := decide.Decide(in)
+	if len(p.Raise) != 1 || p.Scale == nil || p.Scale.Replicas != 4 {
+		t.Fatalf("first decision: raise %v, scale %+v; want the bounds raised and a surge to 4", p.Raise, p.Scale)
+	}
+	r := &Reconciler{Client: autoscaling, Recorder: discard{}}
+	if _, err := r.apply(ctx, in.Deployment, pods, protocol.View{}, p); !apierrors.IsConflict(err) {
+		t.Fatalf("the responder's scale after the autoscaler's: %v; want a conflict", err)
+	}
+
+	in = observe()
+	if *in.Deployment.Spec.Replicas != 4 || in.Deployment.Annotations[evacuation.SurgeAnnotation] != "" {
+		t.Fatalf("after the autoscaler's scale: replicas %d, surge record %q; want 4 and none", *in.Deployment.Spec.Replicas, in.Deployment.Annotations[evacuation.SurgeAnnotation])
+	}
+	p = decide.Decide(in)
+	r.Client = c
+	if _, err := r.apply(ctx, in.Deployment, pods, protocol.View{}, p); err != nil {
+		t.Fatal(err)
+	}
+	in = observe()
+	state, err := surgepolicy.Parse(in.Deployment)
+	if err != nil || state == nil || state.OriginalReplicas != 3 || state.Surge != 1 || *in.Deployment.Spec.Replicas != 4 {
+		t.Fatalf("decided again: replicas %d, surge record %v (%v); want the surge of 1 from 3 adopted", *in.Deployment.Spec.Replicas, state, err)
+	}
+
+	// The replacement is available: restored, then scaled back.
+	pods = append(pods, pod("s", created(5), decidetest.Since(corev1.PodReady, 1)))
+	in.Deployment.Status = appsv1.DeploymentStatus{ObservedGeneration: in.Deployment.Generation, Replicas: 4, ReadyReplicas: 4, AvailableReplicas: 4}
+	if err := c.Status().Update(ctx, in.Deployment); err != nil {
+		t.Fatal(err)
+	}
+	in = observe()
+	p = decide.Decide(in)
+	if _, err := r.apply(ctx, in.Deployment, pods, protocol.View{}, p); err != nil {
+		t.Fatal(err)
+	}
+	in = observe()
+	h := in.Autoscalers[0]
+	if *in.Deployment.Spec.Replicas != 3 || in.Deployment.Annotations[evacuation.SurgeAnnotation] != "" ||
+		*h.Spec.MinReplicas != 3 || h.Spec.MaxReplicas != 3 || h.Annotations[evacuation.SurgeBoundsAnnotation] != "" {
+		t.Fatalf("the surge over: replicas %d, surge record %q, autoscaler %d-%d record %q; want 3, none, 3-3, none",
+			*in.Deployment.Spec.Replicas, in.Deployment.Annotations[evacuation.SurgeAnnotation], *h.Spec.MinReplicas, h.Spec.MaxReplicas,
+			h.Annotations[evacuation.SurgeBoundsAnnotation])
 	}
 }
