@@ -103,10 +103,10 @@ FUZZ_TARGETS := internal/drain:FuzzClassify internal/drain:FuzzPlanAndBlocked \
 	internal/preflight:FuzzRun internal/eviction:FuzzDecide internal/responder/protocol:FuzzObserve \
 	internal/responder/deployment/decide:FuzzDecide internal/controller/machine:FuzzDecide \
 	internal/controller/protocol:FuzzWrites
-FUZZTIME ?= 20000x
+FUZZTIME ?= 10000x
 
 .PHONY: test-fuzz
-test-fuzz: ## A short fuzz run of each fuzz target (FUZZTIME=20000x executions each); seed corpora in testdata/fuzz.
+test-fuzz: ## A short fuzz run of each fuzz target (FUZZTIME=10000x executions each); seed corpora in testdata/fuzz.
 	@for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \
@@ -116,14 +116,14 @@ test-fuzz: ## A short fuzz run of each fuzz target (FUZZTIME=20000x executions e
 test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets); then the drain's and the responder's again under the EvictionRequest API.
 	$(GO) run ./hack/image -version "$(VERSION)" -commit "$(COMMIT)" -platforms "linux/$$($(GO) env GOARCH)" -out $(OUTPUT)/e2e-image
 	NODEMAINT_IMAGE="$(CURDIR)/$(OUTPUT)/e2e-image" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m ./test/... $(E2E_ARGS)
-	EVICTION_REQUEST_API=true NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -p 1 -timeout 15m -run '$(E2E_EVICTION_REQUEST_RUN)' $(E2E_EVICTION_REQUEST_PKGS) $(E2E_ARGS)
+	EVICTION_REQUEST_API=true NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -p 2 -timeout 15m -run '$(E2E_EVICTION_REQUEST_RUN)' $(E2E_EVICTION_REQUEST_PKGS) $(E2E_ARGS)
 
 # The e2e tests run a second time on clusters serving the EvictionRequest API (KEP-4563), where
 # nodemaint asks through EvictionRequests: the drain's whose outcome must not depend on the
 # protocol, TestNothingLeftWhenNodeDeleted (the garbage collector takes nodemaint's requests with
 # their pods; it skips on clusters without the API), and the responder's proofs of issue 19
 # (TestEviction* skip on clusters without the API; TestExampleResponder, TestNoCapacityGivesUp and
-# TestAutoscaledDeploymentSurges run in both modes). -p 1: one cluster at a time.
+# TestAutoscaledDeploymentSurges run in both modes). -p 2: both packages' clusters at once.
 E2E_EVICTION_REQUEST_PKGS ?= ./test/e2e/drain/ ./test/e2e/responder/
 E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestDrainRuleOrder|TestNothingLeftWhenNodeDeleted|TestEvictionSingleReplicaWithStrictPDB|TestEvictionUnregisteredPodMoves|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp|TestClusterAPIPreDrainHook|TestAutoscaledDeploymentSurges)$$
 
