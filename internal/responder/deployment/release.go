@@ -45,7 +45,10 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 		evacuation.RemoveCondition(cp, evacuation.Request)
 		unrequested[i], original[cp] = cp, pod
 	}
-	in := decide.Input{Deployment: d, ReplicaSets: replicaSets, Pods: unrequested, Now: timeNow(), SurgeTimeout: DefaultSurgeTimeout}
+	// With the autoscalers, a surge the autoscaler carried out before the responder recorded it
+	// is adopted, then rolled back as any other.
+	mine := autoscalersOfDeployment(d, hpas)
+	in := decide.Input{Deployment: d, ReplicaSets: replicaSets, Pods: unrequested, Autoscalers: mine, Now: timeNow(), SurgeTimeout: DefaultSurgeTimeout}
 	p := decide.Decide(in)
 	if state, err := surgepolicy.Parse(d); err == nil && state != nil && p.Scale == nil && !p.DropSurge {
 		// A surge decide.Decide would still wait for (no evacuated pod left to tell it was withdrawn):
@@ -58,7 +61,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 		}
 		p.Rollback(live, state, decide.Event{Rollback: decide.RollbackReleased})
 	}
-	releaseBounds(&p, d, hpas)
+	releaseBounds(&p, d, mine)
 	for i := range p.Answers {
 		p.Answers[i].Pod = original[p.Answers[i].Pod]
 	}
@@ -115,15 +118,22 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 	return changes, again, nil
 }
 
-// releaseBounds decides the bounds of the Deployment's autoscalers once nothing surges any more:
-// those raised for a surge restored (before the scale-back), whatever the plan said before.
-func releaseBounds(p *decide.Plan, d *appsv1.Deployment, hpas []*autoscalingv2.HorizontalPodAutoscaler) {
+// autoscalersOfDeployment picks from hpas those that target the Deployment or whose record of
+// raised bounds names it.
+func autoscalersOfDeployment(d *appsv1.Deployment, hpas []*autoscalingv2.HorizontalPodAutoscaler) []*autoscalingv2.HorizontalPodAutoscaler {
 	var mine []*autoscalingv2.HorizontalPodAutoscaler
 	for _, hpa := range hpas {
 		if hpa.Namespace == d.Namespace && slices.Contains(deploymentsOfAutoscaler(hpa), d.Name) {
 			mine = append(mine, hpa)
 		}
 	}
+	return mine
+}
+
+// releaseBounds decides the bounds of the Deployment's autoscalers (mine) once nothing surges
+// any more: those raised for a surge restored (before the scale-back), whatever the plan said
+// before.
+func releaseBounds(p *decide.Plan, d *appsv1.Deployment, mine []*autoscalingv2.HorizontalPodAutoscaler) {
 	p.Events = slices.DeleteFunc(p.Events, func(e decide.Event) bool {
 		return e.OfAutoscaler()
 	})

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -27,23 +28,34 @@ import (
 // marked to go first, the evacuated pod unmarked and its acceptance withdrawn, its request
 // (the requester's) left, its HorizontalPodAutoscaler's bounds (raised to 3 for the surge)
 // restored to 2 and 2; once the ReplicaSet removed the surge's pod, nothing of the responder's is
-// left, and another call changes nothing.
+// left, and another call changes nothing. So too when the autoscaler scaled the Deployment to
+// 3 before the responder could record its surge: the Deployment has no surge record, the
+// autoscaler's record names the surge.
 func TestRelease(t *testing.T) {
 	defer func(f func() time.Time) { timeNow = f }(timeNow)
 	timeNow = func() time.Time { return now }
+	for _, autoscalerFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("autoscaler first %v", autoscalerFirst), func(t *testing.T) { testRelease(t, autoscalerFirst) })
+	}
+}
+
+func testRelease(t *testing.T, autoscalerFirst bool) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	state := &surgepolicy.State{OriginalReplicas: 2, Surge: 1, StartTime: metavNow(-30 * time.Second)}
 	d := withAnnotation(surging(newDeployment(2, 1), state), evacuation.DeploymentReplicasToEvacuateAnnotation, "1")
+	if autoscalerFirst {
+		delete(d.Annotations, evacuation.SurgeAnnotation)
+	}
 	rs := replicaSet("rs", 3)
 	rs.Annotations = map[string]string{evacuation.ReplicasToEvacuateAnnotation: "1", evacuation.EvacuationReadyAnnotation: "true"}
 	evacuated := pod("evacuated", requested(1), accepted, withMark)
 	stays := pod("stays")
 	surged := pod("surged", created(10))
 	hpa := decidetest.HPA("web", "web", 3, 3, &surgepolicy.Bounds{Deployment: "web", MinReplicas: ptr.To[int32](2), MaxReplicas: 2,
-		SetMinReplicas: ptr.To[int32](3), SetMaxReplicas: ptr.To[int32](3)})
+		SetMinReplicas: ptr.To[int32](3), SetMaxReplicas: ptr.To[int32](3), Surge: state})
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(d, rs, evacuated, stays, surged, hpa).
 		WithStatusSubresource(&corev1.Pod{}).Build()
 	ctx := context.Background()
@@ -87,7 +99,7 @@ func TestRelease(t *testing.T) {
 		t.Fatal("dry run: no change announced")
 	}
 	get(d)
-	if *d.Spec.Replicas != 3 || d.Annotations[evacuation.SurgeAnnotation] == "" {
+	if *d.Spec.Replicas != 3 || (d.Annotations[evacuation.SurgeAnnotation] == "") != autoscalerFirst {
 		t.Fatalf("dry run changed the Deployment: replicas %d, annotations %v", *d.Spec.Replicas, d.Annotations)
 	}
 
