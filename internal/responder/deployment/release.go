@@ -50,17 +50,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 	mine := autoscalersOfDeployment(d, hpas)
 	in := decide.Input{Deployment: d, ReplicaSets: replicaSets, Pods: unrequested, Autoscalers: mine, Now: timeNow(), SurgeTimeout: DefaultSurgeTimeout}
 	p := decide.Decide(in)
-	if state, err := surgepolicy.Parse(d); err == nil && state != nil && p.Scale == nil && !p.DropSurge {
-		// A surge decide.Decide would still wait for (no evacuated pod left to tell it was withdrawn):
-		// nobody will complete it any more.
-		var live []*corev1.Pod
-		for _, pod := range unrequested {
-			if pod.DeletionTimestamp.IsZero() {
-				live = append(live, pod)
-			}
-		}
-		p.Rollback(live, state, decide.Event{Rollback: decide.RollbackReleased})
-	}
+	rollBackWaiting(&p, d, unrequested)
 	releaseBounds(&p, d, mine)
 	for i := range p.Answers {
 		p.Answers[i].Pod = original[p.Answers[i].Pod]
@@ -116,6 +106,22 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 		return changes, true, err
 	}
 	return changes, again, nil
+}
+
+// rollBackWaiting rolls back a surge decide.Decide would still wait for (no evacuated pod left
+// to tell it was withdrawn): nobody will complete it any more.
+func rollBackWaiting(p *decide.Plan, d *appsv1.Deployment, unrequested []*corev1.Pod) {
+	state, err := surgepolicy.Parse(d)
+	if err != nil || state == nil || p.Scale != nil || p.DropSurge {
+		return
+	}
+	var live []*corev1.Pod
+	for _, pod := range unrequested {
+		if pod.DeletionTimestamp.IsZero() {
+			live = append(live, pod)
+		}
+	}
+	p.Rollback(live, state, decide.Event{Rollback: decide.RollbackReleased})
 }
 
 // autoscalersOfDeployment picks from hpas those that target the Deployment or whose record of
