@@ -1,0 +1,326 @@
+// Package realnode proves on a real node what kwok cannot: a kubelet (built from the same
+// Kubernetes module as the control plane) with containerd, runc and CNI plugins runs the pods,
+// so their termination, grace periods and readiness are the kubelet's and the containers'
+// own (test/localcluster, realnode.go). It needs root; `make test-real-node` runs it.
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/testutil"
+	"github.com/nodemaint/nodemaint/test/e2e/framework"
+	"github.com/nodemaint/nodemaint/test/invariants"
+	"github.com/nodemaint/nodemaint/test/localcluster"
+)
+
+// realNodeEnv turns the package on: it builds and runs a kubelet and containerd as root, which
+// make test leaves to make test-real-node.
+const realNodeEnv = "NODEMAINT_REAL_NODE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(realNodeEnv) != "1" {
+		fmt.Printf("SKIP: the real node's tests run with %s=1 (make test-real-node)\n", realNodeEnv)
+		os.Exit(0)
+	}
+	if os.Geteuid() != 0 {
+		fmt.Println("SKIP: the real node needs root (cgroups, mounts, network namespaces)")
+		os.Exit(0)
+	}
+	os.Exit(framework.Run(m, framework.Options{Nodes: 3, RealNodes: 1}))
+}
+
+const (
+	timeout = 2 * time.Minute
+	// gracePeriod is the workloads' terminationGracePeriodSeconds.
+	gracePeriod = 20
+	// shutdownDelay is how long the workload takes to exit after SIGTERM.
+	shutdownDelay = 2 * time.Second
+)
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := framework.Client().Create(t.Context(), o); err != nil {
+			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// workloadPod is a pod template of the real node's workload image: ready once it serves
+// /readyz, exiting shutdownDelay after SIGTERM. Without the real node's label in
+// requiredDuringScheduling it can land anywhere; onRealNode places the first pods.
+func workloadPod(labels map[string]string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](gracePeriod),
+			AutomountServiceAccountToken:  ptr.To(false),
+			Containers: []corev1.Container{{
+				Name:  "app",
+				Image: localcluster.WorkloadImage,
+				Env:   []corev1.EnvVar{{Name: "SHUTDOWN_DELAY", Value: shutdownDelay.String()}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}},
+					PeriodSeconds: 1,
+				},
+			}},
+		},
+	}
+}
+
+// onRealNode makes the scheduler place what create creates on the real node: the kwok nodes
+// are cordoned meanwhile.
+func onRealNode(t *testing.T, create func()) {
+	t.Helper()
+	var nodes corev1.NodeList
+	if err := framework.Client().List(t.Context(), &nodes, client.MatchingLabels{localcluster.NodeTypeLabel: "kwok"}); err != nil {
+		t.Fatal(err)
+	}
+	var kwok []string
+	for _, n := range nodes.Items {
+		kwok = append(kwok, n.Name)
+	}
+	kubectl(t, append([]string{"cordon"}, kwok...)...)
+	defer kubectl(t, append([]string{"uncordon"}, kwok...)...)
+	create()
+}
+
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := framework.Kubectl(t, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// terminations records, per pod on the real node, the last status the kubelet wrote before
+// the pod went away, and when its deletion was asked.
+type terminations struct {
+	mu   sync.Mutex
+	last map[string]*corev1.Pod
+	gone map[string]bool
+	// asked is when the pod's deletion was asked: its first deletion timestamp less its grace
+	// period (the kubelet's final deletion moves the timestamp to its own time).
+	asked map[string]time.Time
+}
+
+func watchTerminations(t *testing.T, ns string) *terminations {
+	t.Helper()
+	pods := framework.Cluster().Client().CoreV1().Pods(ns)
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + localcluster.RealNodeName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &terminations{last: map[string]*corev1.Pod{}, gone: map[string]bool{}, asked: map[string]time.Time{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			tr.mu.Lock()
+			tr.last[pod.Name] = pod
+			if _, ok := tr.asked[pod.Name]; !ok && pod.DeletionTimestamp != nil {
+				tr.asked[pod.Name] = pod.DeletionTimestamp.Add(-time.Duration(ptr.Deref(pod.DeletionGracePeriodSeconds, 0)) * time.Second)
+			}
+			if ev.Type == watch.Deleted {
+				tr.gone[pod.Name] = true
+			}
+			tr.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return tr
+}
+
+// terminated returns the container app's terminated state of the pod and when its deletion was
+// asked, once the pod is gone.
+func (tr *terminations) terminated(name string) (*corev1.Pod, *corev1.ContainerStateTerminated, time.Time, bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	pod := tr.last[name]
+	if pod == nil || !tr.gone[name] {
+		return pod, nil, time.Time{}, false
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == "app" {
+			return pod, cs.State.Terminated, tr.asked[name], true
+		}
+	}
+	return pod, nil, tr.asked[name], true
+}
+
+// expectGracefulExit checks that the pod's container received SIGTERM, as its termination
+// message says, and exited 0 within its grace period, by the kubelet's own account.
+func expectGracefulExit(t *testing.T, tr *terminations, name string) {
+	t.Helper()
+	var pod *corev1.Pod
+	var term *corev1.ContainerStateTerminated
+	var asked time.Time
+	testutil.Eventually(t, timeout, "pod "+name+" gone from the real node", func(context.Context) (bool, string, error) {
+		var gone bool
+		pod, term, asked, gone = tr.terminated(name)
+		return gone, "", nil
+	})
+	if term == nil {
+		t.Fatalf("pod %s: the kubelet reported no terminated state for its container: %+v", name, pod.Status.ContainerStatuses)
+	}
+	if term.ExitCode != 0 || !strings.Contains(term.Message, "received terminated") {
+		t.Errorf("pod %s: container exited %d (%s) with message %q; want 0 after SIGTERM", name, term.ExitCode, term.Reason, term.Message)
+	}
+	if asked.IsZero() {
+		t.Fatalf("pod %s: never seen terminating", name)
+	}
+	// finishedAt has the kubelet's second precision.
+	took := term.FinishedAt.Sub(asked)
+	t.Logf("pod %s: deletion to exit %v (shutdown delay %v, grace period %ds): %q", name, took, shutdownDelay, gracePeriod, term.Message)
+	if took < shutdownDelay-time.Second || took > gracePeriod*time.Second {
+		t.Errorf("pod %s: exited %v after its deletion; want about %v, within the grace period of %ds", name, took, shutdownDelay, gracePeriod)
+	}
+}
+
+func podsOn(t *testing.T, ns, node string) []corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	if err := framework.Client().List(t.Context(), &pods, client.InNamespace(ns), client.MatchingFields{"spec.nodeName": node}); err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
+}
+
+func isReady(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// TestDrainRealNode: a single-replica Deployment behind a budget that allows no disruption,
+// and a StatefulSet's pod, run on the real node; a maintenance drains it. The Deployment's
+// replacement starts on another node before its old pod goes (never below its one replica, by
+// the invariant checker), the StatefulSet's pod is evicted and comes back elsewhere, and each
+// old container really receives SIGTERM and exits within its grace period, by the kubelet's
+// own account of it.
+func TestDrainRealNode(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.NewController(t).Start()
+
+	webLabels, dbLabels := map[string]string{"app": "web"}, map[string]string{"app": "db"}
+	web := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: webLabels},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+			}},
+			Template: workloadPod(webLabels),
+		},
+	}
+	webPDB := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: webLabels}},
+	}
+	db := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: dbLabels},
+			Template: workloadPod(dbLabels),
+		},
+	}
+	onRealNode(t, func() {
+		create(t, webPDB, db)
+		framework.CreateDeployment(t, web)
+		testutil.Eventually(t, timeout, "StatefulSet db ready", func(ctx context.Context) (bool, string, error) {
+			err := framework.Client().Get(ctx, client.ObjectKeyFromObject(db), db)
+			return db.Status.ReadyReplicas == 1, fmt.Sprintf("%d ready", db.Status.ReadyReplicas), err
+		})
+	})
+	old := podsOn(t, ns, localcluster.RealNodeName)
+	if len(old) != 2 {
+		t.Fatalf("%d pods on the real node, want the Deployment's and the StatefulSet's", len(old))
+	}
+	for i := range old {
+		if !isReady(&old[i]) || old[i].Status.PodIP == "" {
+			t.Fatalf("pod %s on the real node: not Ready, or no IP: %+v", old[i].Name, old[i].Status)
+		}
+		t.Logf("pod %s runs on %s with IP %s", old[i].Name, old[i].Spec.NodeName, old[i].Status.PodIP)
+	}
+
+	checker, err := invariants.Start(context.Background(), framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{Namespaces: []string{ns}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = checker.Stop() }()
+	tr := watchTerminations(t, ns)
+
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "real-node-drain"},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: testutil.NodeSelectorFor(localcluster.RealNodeName), Cordon: true, Drain: true, Reason: "e2e real node",
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: 5 * time.Second},
+		},
+	}
+	start := time.Now()
+	create(t, nm)
+	t.Cleanup(func() {
+		_ = framework.Client().Delete(context.Background(), nm)
+		testutil.Eventually(t, timeout, "NodeMaintenance gone", func(ctx context.Context) (bool, string, error) {
+			err := framework.Client().Get(ctx, client.ObjectKeyFromObject(nm), nm)
+			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+		})
+	})
+	testutil.Eventually(t, timeout, "the real node drained", func(ctx context.Context) (bool, string, error) {
+		v, err := testutil.ViewStatus(ctx, framework.Client(), nm.Name, "")
+		return v.Drained == "True" && v.Phase == nodemaintv1alpha1.PhaseDrainComplete, fmt.Sprintf("%+v", v), err
+	})
+	t.Logf("drained in %v", time.Since(start).Round(100*time.Millisecond))
+
+	for _, p := range old {
+		expectGracefulExit(t, tr, p.Name)
+	}
+	framework.WaitDeploymentAvailable(t, ns, "web")
+	testutil.Eventually(t, timeout, "StatefulSet db ready again", func(ctx context.Context) (bool, string, error) {
+		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(db), db)
+		return db.Status.ReadyReplicas == 1, fmt.Sprintf("%d ready", db.Status.ReadyReplicas), err
+	})
+	var pods corev1.PodList
+	if err := framework.Client().List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == localcluster.RealNodeName {
+			t.Errorf("pod %s still on the drained real node", p.Name)
+		} else {
+			t.Logf("pod %s now runs on %s", p.Name, p.Spec.NodeName)
+		}
+	}
+	if v := checker.Violations(); len(v) > 0 {
+		t.Errorf("invariant violations: %v", v)
+	}
+}
