@@ -380,10 +380,10 @@ func (c *Cluster) startNodeProcess(name, path string, args ...string) (<-chan st
 	return c.startCommand(name, exec.Command(path, args...), "PATH="+c.nodeBinDir+":"+os.Getenv("PATH"))
 }
 
-// RebootRealNode reboots the real node: the kubelet stops, every container of the node is
-// killed, containerd stops; after down, the node gets a new boot ID and containerd and the
-// kubelet start again. It returns once the kubelet runs (not waiting for Ready).
-func (c *Cluster) RebootRealNode(ctx context.Context, down time.Duration) error {
+// ShutDownRealNode shuts the real node down, as a reboot does first: the kubelet stops (the
+// node's status and Lease are no longer renewed), every container of the node is killed and
+// containerd stops. BootRealNode starts it again.
+func (c *Cluster) ShutDownRealNode() error {
 	if err := c.StopRealNodeKubelet(); err != nil {
 		return err
 	}
@@ -394,18 +394,22 @@ func (c *Cluster) RebootRealNode(ctx context.Context, down time.Duration) error 
 		return err
 	}
 	killShims(c.log)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(down):
-	}
+	return nil
+}
+
+// BootRealNode boots the real node that ShutDownRealNode shut down: with a new boot ID,
+// containerd starts, then the kubelet. It returns once the kubelet runs, not waiting for the
+// node to be Ready.
+func (c *Cluster) BootRealNode(ctx context.Context) error {
 	if err := newBootID(c.realNodeDir("boot_id")); err != nil {
 		return err
 	}
-	if err := c.startContainerd(ctx); err != nil {
-		return err
+	if _, ok := runningPid(c.dir, containerdName); !ok {
+		if err := c.startContainerd(ctx); err != nil {
+			return err
+		}
 	}
-	return c.startKubelet(ctx)
+	return c.StartRealNodeKubelet(ctx)
 }
 
 // StopRealNodeKubelet stops the real node's kubelet; its containers go on running.

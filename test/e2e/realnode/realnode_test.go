@@ -324,3 +324,118 @@ func TestDrainRealNode(t *testing.T) {
 		t.Errorf("invariant violations: %v", v)
 	}
 }
+
+func realNode(ctx context.Context) (*corev1.Node, error) {
+	node := &corev1.Node{}
+	return node, framework.Client().Get(ctx, client.ObjectKey{Name: localcluster.RealNodeName}, node)
+}
+
+func nodeCondition(node *corev1.Node, t corev1.NodeConditionType) corev1.ConditionStatus {
+	for _, c := range node.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// TestRebootRealNode: a rollout with release Rebooted over the real node. Once the node is
+// drained, it is rebooted for real: the kubelet stops and the node goes NotReady (the node
+// lifecycle controller's verdict, as no heartbeat comes), its containers are killed and
+// containerd stops; then containerd and the kubelet start again with a new boot ID. The rollout
+// sees the new boot ID, and once the node is Ready again releases it: uncordoned.
+func TestRebootRealNode(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.NewController(t).Start()
+	ctx := t.Context()
+
+	// A pod to drain, so that the node's turn has work: a Deployment that surges elsewhere.
+	labels := map[string]string{"app": "rebooted"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rebooted"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+			}},
+			Template: workloadPod(labels),
+		},
+	}
+	onRealNode(t, func() { framework.CreateDeployment(t, d) })
+	before, err := realNode(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldBootID := before.Status.NodeInfo.BootID
+	if want, _ := framework.Cluster().RealNodeBootID(); oldBootID != want {
+		t.Fatalf("the node reports boot ID %q, the kubelet's mount namespace has %q", oldBootID, want)
+	}
+
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "real-node-reboot"},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: testutil.NodeSelectorFor(localcluster.RealNodeName), Cordon: true, Drain: true, Reason: "e2e real node reboot",
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: 5 * time.Second},
+			Rollout:                   &nodemaintv1alpha1.RolloutSpec{Release: nodemaintv1alpha1.ReleaseRebooted},
+		},
+	}
+	start := time.Now()
+	create(t, nm)
+	t.Cleanup(func() {
+		_ = framework.Client().Delete(context.Background(), nm)
+		testutil.Eventually(t, timeout, "NodeMaintenance gone", func(ctx context.Context) (bool, string, error) {
+			err := framework.Client().Get(ctx, client.ObjectKeyFromObject(nm), nm)
+			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+		})
+	})
+
+	// The reboot daemon's part: wait for the node's Drained condition (KEP-5683).
+	testutil.Eventually(t, timeout, "the real node Drained", func(ctx context.Context) (bool, string, error) {
+		node, err := realNode(ctx)
+		return nodeCondition(node, corev1.NodeDrained) == corev1.ConditionTrue && node.Spec.Unschedulable, fmt.Sprint(node.Status.Conditions), err
+	})
+	t.Logf("drained in %v; rebooting", time.Since(start).Round(100*time.Millisecond))
+	if err := framework.Cluster().ShutDownRealNode(); err != nil {
+		t.Fatal(err)
+	}
+	down := time.Now()
+	testutil.Eventually(t, timeout, "the real node NotReady", func(ctx context.Context) (bool, string, error) {
+		node, err := realNode(ctx)
+		return nodeCondition(node, corev1.NodeReady) != corev1.ConditionTrue, string(nodeCondition(node, corev1.NodeReady)), err
+	})
+	t.Logf("NotReady %v after the kubelet stopped", time.Since(down).Round(100*time.Millisecond))
+	// Down, the node is not released: its boot ID has not changed yet.
+	if err := framework.Client().Get(ctx, client.ObjectKeyFromObject(nm), nm); err != nil {
+		t.Fatal(err)
+	}
+	if nm.Status.Rollout == nil || nm.Status.Rollout.NodesDone != 0 {
+		t.Fatalf("rollout status while the node is down: %+v; want the node in its turn", nm.Status.Rollout)
+	}
+	if err := framework.Cluster().BootRealNode(ctx); err != nil {
+		t.Fatal(err)
+	}
+	booted := time.Now()
+	testutil.Eventually(t, timeout, "the real node Ready with a new boot ID", func(ctx context.Context) (bool, string, error) {
+		node, err := realNode(ctx)
+		id := node.Status.NodeInfo.BootID
+		return nodeCondition(node, corev1.NodeReady) == corev1.ConditionTrue && id != oldBootID && id != "", fmt.Sprintf("Ready %s, boot ID %s", nodeCondition(node, corev1.NodeReady), id), err
+	})
+	t.Logf("Ready %v after the kubelet started", time.Since(booted).Round(100*time.Millisecond))
+	after, err := realNode(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := framework.Cluster().RealNodeBootID(); after.Status.NodeInfo.BootID != want {
+		t.Errorf("the node reports boot ID %q after its reboot, the kubelet's mount namespace has %q", after.Status.NodeInfo.BootID, want)
+	}
+	testutil.Eventually(t, timeout, "the real node released and uncordoned", func(ctx context.Context) (bool, string, error) {
+		if err := framework.Client().Get(ctx, client.ObjectKeyFromObject(nm), nm); err != nil {
+			return false, "", err
+		}
+		node, err := realNode(ctx)
+		r := nm.Status.Rollout
+		return r != nil && r.NodesDone == 1 && len(r.InTurn) == 0 && !node.Spec.Unschedulable, fmt.Sprintf("rollout %+v, unschedulable %v", r, node.Spec.Unschedulable), err
+	})
+	t.Logf("released %v after the maintenance was created", time.Since(start).Round(100*time.Millisecond))
+	framework.WaitDeploymentAvailable(t, ns, "rebooted")
+}
