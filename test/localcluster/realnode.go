@@ -195,6 +195,9 @@ evictionHard: {memory.available: 100Mi, nodefs.available: 1%%, imagefs.available
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionPressureTransitionPeriod: 10s
+# How often the kubelet measures volumes (1m by default): an emptyDir past its sizeLimit is
+# evicted within seconds rather than a minute.
+volumeStatsAggPeriod: 5s
 serializeImagePulls: false
 resolvConf: /etc/resolv.conf
 shutdownGracePeriod: 0s

@@ -8,6 +8,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
@@ -438,4 +441,114 @@ func TestRebootRealNode(t *testing.T) {
 	})
 	t.Logf("released %v after the maintenance was created", time.Since(start).Round(100*time.Millisecond))
 	framework.WaitDeploymentAvailable(t, ns, "rebooted")
+}
+
+// TestKubeletEvictionAndStuckPod: on the real node, the kubelet itself evicts a pod that writes
+// past its emptyDir's sizeLimit (Failed, reason Evicted, its container killed), and a pod whose
+// container ignores SIGTERM stays terminating through its grace period once drained: the
+// maintenance's status names it (Terminating) while it is stuck, the kubelet SIGKILLs it at the
+// end of its grace period, and the drain then completes.
+func TestKubeletEvictionAndStuckPod(t *testing.T) {
+	ns := framework.Namespace(t)
+	framework.NewController(t).Start()
+	ctx := t.Context()
+	const stuckGrace = 25
+
+	hog := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hog"},
+		Spec: corev1.PodSpec{
+			NodeName:                     localcluster.RealNodeName,
+			AutomountServiceAccountToken: ptr.To(false),
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+				SizeLimit: ptr.To(resource.MustParse("1Mi")),
+			}}}},
+			Containers: []corev1.Container{{
+				Name: "app", Image: localcluster.WorkloadImage,
+				Env:          []corev1.EnvVar{{Name: "WRITE_BYTES", Value: strconv.Itoa(8 << 20)}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+			}},
+		},
+	}
+	stuck := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stuck"},
+		Spec: corev1.PodSpec{
+			NodeName:                      localcluster.RealNodeName,
+			AutomountServiceAccountToken:  ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To[int64](stuckGrace),
+			Containers: []corev1.Container{{
+				Name: "app", Image: localcluster.WorkloadImage,
+				Env: []corev1.EnvVar{{Name: "IGNORE_SIGTERM", Value: "true"}},
+			}},
+		},
+	}
+	tr := watchTerminations(t, ns)
+	create(t, hog, stuck)
+
+	start := time.Now()
+	testutil.Eventually(t, timeout, "the kubelet evicts hog", func(ctx context.Context) (bool, string, error) {
+		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(hog), hog)
+		return hog.Status.Phase == corev1.PodFailed && hog.Status.Reason == "Evicted", fmt.Sprintf("%s %s: %s", hog.Status.Phase, hog.Status.Reason, hog.Status.Message), err
+	})
+	t.Logf("the kubelet evicted hog after %v: %s", time.Since(start).Round(100*time.Millisecond), hog.Status.Message)
+	testutil.Eventually(t, timeout, "stuck running", func(ctx context.Context) (bool, string, error) {
+		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(stuck), stuck)
+		return stuck.Status.Phase == corev1.PodRunning, string(stuck.Status.Phase), err
+	})
+
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "real-node-stuck"},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: testutil.NodeSelectorFor(localcluster.RealNodeName), Cordon: true, Drain: true, Reason: "e2e real node stuck pod",
+			EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: 2 * time.Second},
+		},
+	}
+	create(t, nm)
+	drainStart := time.Now()
+	t.Cleanup(func() {
+		_ = framework.Client().Delete(context.Background(), nm)
+		testutil.Eventually(t, timeout, "NodeMaintenance gone", func(ctx context.Context) (bool, string, error) {
+			err := framework.Client().Get(ctx, client.ObjectKeyFromObject(nm), nm)
+			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+		})
+	})
+	testutil.Eventually(t, timeout, "the status names stuck as Terminating", func(ctx context.Context) (bool, string, error) {
+		if err := framework.Client().Get(ctx, client.ObjectKeyFromObject(nm), nm); err != nil {
+			return false, "", err
+		}
+		st := nm.Status.Nodes[localcluster.RealNodeName]
+		for _, b := range st.Blocked {
+			if b.Reason == nodemaintv1alpha1.BlockedReasonTerminating && slices.Contains(b.Pods, ns+"/stuck") {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("%+v", st), nil
+	})
+	t.Logf("status of the real node while stuck terminates: %+v", nm.Status.Nodes[localcluster.RealNodeName])
+	if err := framework.Client().Get(ctx, client.ObjectKeyFromObject(hog), hog); err == nil {
+		t.Logf("the kubelet-evicted pod hog is still there: %s %s", hog.Status.Phase, hog.Status.Reason)
+	} else if apierrors.IsNotFound(err) {
+		t.Logf("the kubelet-evicted pod hog is gone")
+	}
+
+	// The kubelet SIGKILLs stuck at the end of its grace period; then the node is drained.
+	var term *corev1.ContainerStateTerminated
+	var asked time.Time
+	testutil.Eventually(t, timeout, "stuck gone", func(context.Context) (bool, string, error) {
+		var gone bool
+		_, term, asked, gone = tr.terminated("stuck")
+		return gone, "", nil
+	})
+	if term == nil {
+		t.Fatal("stuck: the kubelet reported no terminated state")
+	}
+	took := term.FinishedAt.Sub(asked)
+	t.Logf("stuck: deletion to exit %v, exit code %d (%s), message %q", took, term.ExitCode, term.Reason, term.Message)
+	if term.ExitCode != 137 || !strings.Contains(term.Message, "ignored") || took < (stuckGrace-1)*time.Second || took > (stuckGrace+5)*time.Second {
+		t.Errorf("stuck: exit code %d after %v, message %q; want SIGKILL (137) at the end of its %ds grace period, SIGTERM ignored", term.ExitCode, took, term.Message, stuckGrace)
+	}
+	testutil.Eventually(t, timeout, "the real node drained", func(ctx context.Context) (bool, string, error) {
+		v, err := testutil.ViewStatus(ctx, framework.Client(), nm.Name, "")
+		return v.Drained == "True" && v.Phase == nodemaintv1alpha1.PhaseDrainComplete, fmt.Sprintf("%+v", v), err
+	})
+	t.Logf("drained %v after the maintenance was created", time.Since(drainStart).Round(100*time.Millisecond))
 }
