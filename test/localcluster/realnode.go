@@ -39,18 +39,21 @@ const (
 	// RealNodeLabel, with the value "true", is on the real node (kwok does not select it).
 	RealNodeLabel = "nodemaint.dev/real-node"
 
-	realNodeLib      = "/var/lib/nodemaint-realnode"
-	realNodeRun      = "/run/nodemaint-realnode"
-	realNodeSocket   = realNodeRun + "/containerd.sock"
-	realNodeKubelet  = realNodeLib + "/kubelet"
-	realNodeBridge   = "nmreal0"
-	realNodeSubnet   = "10.88.0.0/24"
-	realNodeIP       = "10.88.0.1"
-	realNodeNetwork  = "nodemaint-realnode"
-	realNodeCgroup   = "kubepods"
-	containerdName   = "containerd"
-	kubeletName      = "kubelet"
-	realNodeReadyMax = 2 * time.Minute
+	realNodeLib     = "/var/lib/nodemaint-realnode"
+	realNodeRun     = "/run/nodemaint-realnode"
+	realNodeSocket  = realNodeRun + "/containerd.sock"
+	realNodeKubelet = realNodeLib + "/kubelet"
+	realNodePodLogs = realNodeLib + "/pod-logs"
+	// containerLogLinks is where the kubelet links the containers' logs (not configurable).
+	containerLogLinks = "/var/log/containers"
+	realNodeBridge    = "nmreal0"
+	realNodeSubnet    = "10.88.0.0/24"
+	realNodeIP        = "10.88.0.1"
+	realNodeNetwork   = "nodemaint-realnode"
+	realNodeCgroup    = "kubepods"
+	containerdName    = "containerd"
+	kubeletName       = "kubelet"
+	realNodeReadyMax  = 2 * time.Minute
 )
 
 // RealNodeComponents are the processes of the real node, in start order.
@@ -201,7 +204,10 @@ volumeStatsAggPeriod: 5s
 serializeImagePulls: false
 resolvConf: /etc/resolv.conf
 shutdownGracePeriod: 0s
-`, realNodeSocket, realNodeIP, pkiDir)
+# The containers' logs, under the node's directory rather than /var/log/pods; the kubelet's
+# links to them in /var/log/containers are removed with the node.
+podLogsDir: %[4]s
+`, realNodeSocket, realNodeIP, pkiDir, realNodePodLogs)
 	if err := os.WriteFile(c.realNodeDir("kubelet.yaml"), []byte(kubelet), 0o644); err != nil {
 		return err
 	}
@@ -529,6 +535,13 @@ func cleanRealNode(log *slog.Logger) error {
 	entries, _ := os.ReadDir("/sys/fs/cgroup")
 	for _, e := range entries {
 		errs = append(errs, removeCgroup(filepath.Join("/sys/fs/cgroup", e.Name(), realNodeCgroup)))
+	}
+	links, _ := os.ReadDir(containerLogLinks)
+	for _, l := range links {
+		path := filepath.Join(containerLogLinks, l.Name())
+		if target, err := os.Readlink(path); err == nil && strings.HasPrefix(target, realNodeLib+"/") {
+			errs = append(errs, os.Remove(path))
+		}
 	}
 	errs = append(errs, os.RemoveAll(realNodeLib), os.RemoveAll(realNodeRun))
 	return errors.Join(errs...)
