@@ -116,7 +116,11 @@ func status(ctx context.Context, dir string) error {
 		return fmt.Errorf("no cluster in %s: %w", dir, err)
 	}
 	pids := c.PIDs()
-	for _, name := range append(localcluster.Components, localcluster.RealNodeComponents...) {
+	components := localcluster.Components
+	if c.HasRealNode() {
+		components = append(components, localcluster.RealNodeComponents...)
+	}
+	for _, name := range components {
 		if pid, ok := pids[name]; ok {
 			fmt.Printf("%-24s pid %d\n", name, pid)
 		} else {
