@@ -280,6 +280,9 @@ func TestDrainRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = checker.Stop() }()
+	if budgets, deployments := checker.Watched(); budgets != 1 || deployments != 1 {
+		t.Fatalf("the invariant checker watches %d budgets and %d Deployments, want web's", budgets, deployments)
+	}
 	tr := watchTerminations(t, ns)
 
 	nm := &nodemaintv1alpha1.NodeMaintenance{
