@@ -2,11 +2,11 @@
 # Builds what one real node of the local cluster runs (REAL_NODES=1 make cluster-up): the kubelet
 # from the k8s.io/kubernetes module of the control plane's version (hack/control-plane.sh),
 # containerd with its runc shim and ctr, runc, and the CNI plugins bridge, host-local and
-# loopback, all from their Go modules: nothing is fetched but Go modules, and Debian's
+# loopback, all from their Go modules: nothing is fetched but Go modules and Debian's
 # libseccomp-dev. runc is the one built with cgo (its nsenter is C; gcc is on the machine), with
-# seccomp (libseccomp-dev, installed here as root with apt-get). The binaries are cached outside the repository, keyed by version, so the cold build
-# (~5 min on 2 cores, less once the control plane's packages are in Go's build cache) happens
-# once per machine.
+# seccomp (libseccomp-dev, installed here as root with apt-get). The binaries are cached outside
+# the repository, keyed by version, so the cold build (5-10 min on 2 cores; the kubelet reuses
+# the control plane's packages from Go's build cache) happens once per machine.
 #
 # Usage: hack/real-node.sh        # builds if needed, prints the bin directory
 set -euo pipefail
