@@ -127,6 +127,10 @@ test-e2e: build ## End-to-end tests on a local cluster of their own (real contro
 E2E_EVICTION_REQUEST_PKGS ?= ./test/e2e/drain/ ./test/e2e/responder/
 E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestDrainRuleOrder|TestNothingLeftWhenNodeDeleted|TestEvictionSingleReplicaWithStrictPDB|TestEvictionUnregisteredPodMoves|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp|TestClusterAPIPreDrainHook|TestAutoscaledDeploymentSurges)$$
 
+.PHONY: test-real-node
+test-real-node: build ## The real node's e2e tests (test/e2e/realnode), as root: a kubelet, containerd and runc beside the kwok nodes drain, reboot and evict for real.
+	NODEMAINT_REAL_NODE=1 NODEMAINT_REAL_NODE_BIN_DIR="$(REAL_NODE_BIN)" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 15m ./test/e2e/realnode/ $(E2E_ARGS)
+
 .PHONY: test-scale
 test-scale: build ## The scale e2e test at full size: 200 nodes, 5,000 pods, 20 nodes maintained.
 	NODEMAINT_E2E_SCALE=full NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 30m ./test/e2e/scale/
@@ -149,9 +153,19 @@ test-load: build ## The load e2e test: 50 NodeMaintenances created at once over 
 
 ##@ Local cluster
 
+# REAL_NODES=1 adds a real node to the local cluster: a kubelet, containerd, runc and CNI plugins
+# built from their Go modules (hack/real-node.sh, once per machine), running pods for real. It
+# needs root.
+REAL_NODES ?= 0
+REAL_NODE_BIN = $(shell hack/real-node.sh)
+
 .PHONY: cluster-up
-cluster-up: ## Start the local cluster in the background (NODES=5); kubeconfig at _output/cluster/kubeconfig.
-	$(GO) run ./hack/localcluster up --dir $(CLUSTER_DIR) --nodes $(NODES) --bin-dir "$(CONTROL_PLANE)"
+cluster-up: ## Start the local cluster in the background (NODES=5, REAL_NODES=0; REAL_NODES=1 adds a real kubelet and containerd, as root); kubeconfig at _output/cluster/kubeconfig.
+	$(GO) run ./hack/localcluster up --dir $(CLUSTER_DIR) --nodes $(NODES) --bin-dir "$(CONTROL_PLANE)" $(if $(filter-out 0,$(REAL_NODES)),--real-nodes $(REAL_NODES) --node-bin-dir "$(REAL_NODE_BIN)")
+
+.PHONY: real-node
+real-node: ## Build (once) the real node's kubelet, containerd, runc and CNI plugins.
+	@hack/real-node.sh
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster, every process it started, and the demo's controller.

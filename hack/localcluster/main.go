@@ -55,8 +55,10 @@ func main() {
 	case "up":
 		nodes := flags.Int("nodes", 5, "number of fake nodes")
 		binDir := flags.String("bin-dir", "", "directory of the control-plane binaries (default: built by hack/control-plane.sh)")
+		realNodes := flags.Int("real-nodes", 0, "number of real nodes (0 or 1): a kubelet with containerd, runc and CNI plugins, as root")
+		nodeBinDir := flags.String("node-bin-dir", "", "directory of the real node's binaries (default: built by hack/real-node.sh)")
 		_ = flags.Parse(os.Args[2:])
-		err = up(ctx, *dir, *binDir, *nodes)
+		err = up(ctx, *dir, *binDir, *nodes, *realNodes, *nodeBinDir)
 	case "status":
 		_ = flags.Parse(os.Args[2:])
 		err = status(ctx, *dir)
@@ -73,17 +75,26 @@ func main() {
 	}
 }
 
-func up(ctx context.Context, dir, binDir string, nodes int) error {
+func up(ctx context.Context, dir, binDir string, nodes, realNodes int, nodeBinDir string) error {
 	if binDir == "" {
 		var err error
 		if binDir, err = localcluster.BuildControlPlane(ctx, "."); err != nil {
 			return fmt.Errorf("%w (run from the repository root, or pass --bin-dir)", err)
 		}
 	}
+	if realNodes > 0 && nodeBinDir == "" {
+		var err error
+		if nodeBinDir, err = localcluster.BuildRealNode(ctx, "."); err != nil {
+			return fmt.Errorf("%w (run from the repository root, or pass --node-bin-dir)", err)
+		}
+	}
 	ports := localcluster.DefaultPorts
-	c, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, BinDir: binDir, Nodes: nodes, Ports: &ports})
+	c, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, BinDir: binDir, Nodes: nodes, Ports: &ports, RealNodes: realNodes, NodeBinDir: nodeBinDir})
 	if err != nil {
 		return err
+	}
+	if realNodes > 0 {
+		fmt.Printf("\nThe real node %s runs a kubelet and containerd (logs: %s)\n", localcluster.RealNodeName, filepath.Join(c.Dir(), "logs"))
 	}
 	fmt.Printf(`
 The cluster is up, with %d nodes: https://127.0.0.1:%d (EvictionRequest API: %v)
@@ -105,7 +116,11 @@ func status(ctx context.Context, dir string) error {
 		return fmt.Errorf("no cluster in %s: %w", dir, err)
 	}
 	pids := c.PIDs()
-	for _, name := range localcluster.Components {
+	components := localcluster.Components
+	if c.HasRealNode() {
+		components = append(components, localcluster.RealNodeComponents...)
+	}
+	for _, name := range components {
 		if pid, ok := pids[name]; ok {
 			fmt.Printf("%-24s pid %d\n", name, pid)
 		} else {

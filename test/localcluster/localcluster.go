@@ -20,6 +20,7 @@
 package localcluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,6 +80,14 @@ type Options struct {
 	// `EVICTION_REQUEST_API=true make cluster-up` (and make demo, and the e2e suites) start such a
 	// cluster. A running cluster is reused only if it was started the same way.
 	EvictionRequestAPI bool
+	// RealNodes is the number of real nodes (0 or 1; see realnode.go): a kubelet with
+	// containerd, runc and CNI plugins running pods for real, beside the kwok nodes. It needs
+	// root and NodeBinDir.
+	RealNodes int
+	// NodeBinDir holds the real node's binaries, as hack/real-node.sh builds them.
+	NodeBinDir string
+	// RepoRoot is the repository the real node's images are built from ("." when empty).
+	RepoRoot string
 }
 
 // EvictionRequestAPIEnv is the environment variable that turns Options.EvictionRequestAPI on.
@@ -95,10 +104,13 @@ type Cluster struct {
 	// evictionRequestAPI: see Options.EvictionRequestAPI.
 	evictionRequestAPI bool
 	// audit: the API server writes an audit log (see AuditLog).
-	audit  bool
-	log    *slog.Logger
-	config *rest.Config
-	client kubernetes.Interface
+	audit bool
+	// realNodes and nodeBinDir: see Options.RealNodes and Options.NodeBinDir.
+	realNodes  int
+	nodeBinDir string
+	log        *slog.Logger
+	config     *rest.Config
+	client     kubernetes.Interface
 }
 
 // state is what <dir>/cluster.json records.
@@ -108,6 +120,9 @@ type state struct {
 	EvictionRequestAPI bool   `json:"evictionRequestAPI,omitempty"`
 	// Audit: the API server writes the audit log (see AuditLog).
 	Audit bool `json:"audit,omitempty"`
+	// RealNodes and NodeBinDir: see Options.
+	RealNodes  int    `json:"realNodes,omitempty"`
+	NodeBinDir string `json:"nodeBinDir,omitempty"`
 }
 
 const (
@@ -144,6 +159,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if err == nil && c.evictionRequestAPI != evictionRequestAPI {
 			err = fmt.Errorf("it was started with the EvictionRequest API %s", map[bool]string{true: "on", false: "off"}[c.evictionRequestAPI])
 		}
+		if err == nil && c.realNodes != opts.RealNodes {
+			err = fmt.Errorf("it was started with %d real nodes", c.realNodes)
+		}
 		if err == nil {
 			log.Info("Reusing the running cluster", "dir", dir)
 			c.killWithParent = opts.KillWithParent
@@ -165,8 +183,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 				return nil, err
 			}
 		}
-		c := &Cluster{dir: dir, binDir: opts.BinDir, ports: *ports, killWithParent: opts.KillWithParent, evictionRequestAPI: evictionRequestAPI, audit: true, log: log}
+		c := &Cluster{dir: dir, binDir: opts.BinDir, ports: *ports, killWithParent: opts.KillWithParent, evictionRequestAPI: evictionRequestAPI, audit: true,
+			realNodes: opts.RealNodes, nodeBinDir: opts.NodeBinDir, log: log}
 		err := c.start(ctx, opts.Nodes)
+		if err == nil && c.realNodes > 0 {
+			err = c.startRealNode(ctx, cmp.Or(opts.RepoRoot, "."))
+		}
 		if err == nil {
 			return c, nil
 		}
@@ -195,7 +217,8 @@ func open(dir string, log *slog.Logger) (*Cluster, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, "cluster.json"), err)
 	}
-	c := &Cluster{dir: dir, binDir: s.BinDir, ports: s.Ports, evictionRequestAPI: s.EvictionRequestAPI, audit: s.Audit, log: log}
+	c := &Cluster{dir: dir, binDir: s.BinDir, ports: s.Ports, evictionRequestAPI: s.EvictionRequestAPI, audit: s.Audit,
+		realNodes: s.RealNodes, nodeBinDir: s.NodeBinDir, log: log}
 	return c, c.connect()
 }
 
@@ -298,7 +321,7 @@ func (c *Cluster) start(ctx context.Context, nodes int) error {
 
 // writeConfigs writes cluster.json, the kubeconfigs and kwok's pod Stages.
 func (c *Cluster) writeConfigs() error {
-	b, err := json.MarshalIndent(state{BinDir: c.binDir, Ports: c.ports, EvictionRequestAPI: c.evictionRequestAPI, Audit: c.audit}, "", "  ")
+	b, err := json.MarshalIndent(state{BinDir: c.binDir, Ports: c.ports, EvictionRequestAPI: c.evictionRequestAPI, Audit: c.audit, RealNodes: c.realNodes, NodeBinDir: c.nodeBinDir}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -485,7 +508,7 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 // PIDs returns the pids of the cluster's running processes, by component.
 func (c *Cluster) PIDs() map[string]int {
 	pids := map[string]int{}
-	for _, name := range Components {
+	for _, name := range append(Components, RealNodeComponents...) {
 		if pid, ok := runningPid(c.dir, name); ok {
 			pids[name] = pid
 		}
@@ -498,6 +521,13 @@ func (c *Cluster) Healthy(ctx context.Context) error {
 	for _, name := range Components {
 		if _, ok := runningPid(c.dir, name); !ok {
 			return fmt.Errorf("%s does not run", name)
+		}
+	}
+	if c.realNodes > 0 {
+		for _, name := range RealNodeComponents {
+			if _, ok := runningPid(c.dir, name); !ok {
+				return fmt.Errorf("the real node's %s does not run", name)
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -571,12 +601,24 @@ func freePorts() (*Ports, error) {
 
 // clean removes what a previous cluster left in dir, and nothing else.
 func clean(dir string) error {
-	for _, name := range []string{"cluster.json", "kubeconfig", "pki", "kubeconfigs", "etcd", "kwok", "logs", "run", "audit"} {
+	for _, name := range []string{"cluster.json", "kubeconfig", "pki", "kubeconfigs", "etcd", "kwok", "logs", "run", "audit", "realnode"} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return err
 		}
 	}
 	return os.MkdirAll(dir, 0o755)
+}
+
+// BuildRealNode runs hack/real-node.sh of the repository at repoRoot, which builds the real
+// node's binaries once per machine, and returns their directory.
+func BuildRealNode(ctx context.Context, repoRoot string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack", "real-node.sh"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/real-node.sh: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // BuildControlPlane runs hack/control-plane.sh of the repository at repoRoot, which builds

@@ -174,6 +174,12 @@ func (c *Cluster) createNodes(ctx context.Context, indexes []int, opts ...NodeOp
 // waitNodesReady waits until the named nodes are Ready and schedulable: the node lifecycle
 // controller removed the not-ready taint new nodes get.
 func (c *Cluster) waitNodesReady(ctx context.Context, names []string) error {
+	return c.waitNodesReadySelector(ctx, names, NodeTypeLabel+"=kwok")
+}
+
+// waitNodesReadySelector waits until the named nodes, which labelSelector selects, are Ready
+// and schedulable.
+func (c *Cluster) waitNodesReadySelector(ctx context.Context, names []string, labelSelector string) error {
 	want := sets.New(names...)
 	var notReady []string
 	// A watch, not a list polled: thousands of nodes take minutes on 2 cores (kwok initializes
@@ -181,7 +187,7 @@ func (c *Cluster) waitNodesReady(ctx context.Context, names []string) error {
 	ctx, cancel := context.WithTimeout(ctx, nodesReadyTimeout+time.Duration(len(names))*50*time.Millisecond)
 	defer cancel()
 	lw := toolscache.NewFilteredListWatchFromClient(c.client.CoreV1().RESTClient(), "nodes", metav1.NamespaceAll,
-		func(o *metav1.ListOptions) { o.LabelSelector = NodeTypeLabel + "=kwok" })
+		func(o *metav1.ListOptions) { o.LabelSelector = labelSelector })
 	inf := toolscache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, nil)
 	go inf.RunWithContext(ctx)
 	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(context.Context) (bool, error) {

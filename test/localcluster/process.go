@@ -41,6 +41,12 @@ func logPath(dir, name string) string { return filepath.Join(dir, "logs", name+"
 // startProcess starts the component name, detached from the calling process, and returns a
 // channel closed when it exits.
 func (c *Cluster) startProcess(name string) (<-chan struct{}, error) {
+	return c.startCommand(name, exec.Command(filepath.Join(c.binDir, name), c.args(name)...))
+}
+
+// startCommand starts cmd as the component name, detached from the calling process, with env
+// added to the environment, and returns a channel closed when it exits.
+func (c *Cluster) startCommand(name string, cmd *exec.Cmd, env ...string) (<-chan struct{}, error) {
 	for _, d := range []string{filepath.Dir(pidFile(c.dir, name)), filepath.Dir(logPath(c.dir, name))} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -52,7 +58,9 @@ func (c *Cluster) startProcess(name string) (<-chan struct{}, error) {
 	}
 	defer logFile.Close()
 
-	cmd := exec.Command(filepath.Join(c.binDir, name), c.args(name)...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if c.killWithParent {
@@ -104,10 +112,12 @@ func isComponent(pid int, dir, name string) bool {
 	return filepath.Base(string(argv0)) == name && bytes.Contains(cmdline, []byte(dir))
 }
 
-// stopAll stops every component of the cluster in dir: the clients of kube-apiserver first,
-// then kube-apiserver, then etcd, which would otherwise wait for kube-apiserver's watches.
+// stopAll stops every component of the cluster in dir: the real node first (and what it left
+// on the machine), the clients of kube-apiserver, then kube-apiserver, then etcd, which would
+// otherwise wait for kube-apiserver's watches.
 func stopAll(log *slog.Logger, dir string) error {
 	return errors.Join(
+		stopRealNode(log, dir),
 		stopProcesses(log, dir, kwok, kubeScheduler, kubeControllerManager),
 		stopProcesses(log, dir, kubeAPIServer),
 		stopProcesses(log, dir, etcd),

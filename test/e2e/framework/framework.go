@@ -42,6 +42,10 @@ type Options struct {
 	// EvictionRequestAPI starts the cluster serving KEP-4563's EvictionRequest API; so does
 	// $EVICTION_REQUEST_API=true (see localcluster.Options).
 	EvictionRequestAPI bool
+	// RealNodes adds real nodes (0 or 1) to the cluster: a kubelet with containerd (see
+	// test/localcluster's realnode.go). Their binaries come from $NODEMAINT_REAL_NODE_BIN_DIR,
+	// else from hack/real-node.sh. It needs root.
+	RealNodes int
 }
 
 const (
@@ -95,6 +99,12 @@ func run(m *testing.M, opts Options) (int, error) {
 			return 0, err
 		}
 	}
+	nodeBinDir := os.Getenv(localcluster.RealNodeBinDirEnv)
+	if opts.RealNodes > 0 && nodeBinDir == "" {
+		if nodeBinDir, err = localcluster.BuildRealNode(context.Background(), repoRoot); err != nil {
+			return 0, err
+		}
+	}
 	nodes := cmp.Or(opts.Nodes, 5)
 	if s := os.Getenv("NODEMAINT_E2E_NODES"); s != "" {
 		if nodes, err = strconv.Atoi(s); err != nil {
@@ -132,6 +142,7 @@ func run(m *testing.M, opts Options) (int, error) {
 	start := time.Now()
 	cluster, err = localcluster.Start(ctx, localcluster.Options{
 		Dir: dir, BinDir: binDir, Nodes: nodes, KillWithParent: true, Logger: log, EvictionRequestAPI: opts.EvictionRequestAPI,
+		RealNodes: opts.RealNodes, NodeBinDir: nodeBinDir, RepoRoot: repoRoot,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("starting the cluster in %s: %w", dir, err)

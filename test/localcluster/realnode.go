@@ -1,0 +1,619 @@
+package localcluster
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// The real node: a kubelet, containerd (with runc and its shim) and the CNI plugins bridge,
+// host-local and loopback, built by hack/real-node.sh, running pods for real beside the kwok
+// nodes. It needs root (cgroups, mounts, network namespaces). There is one per machine: its
+// kubelet uses the cgroups /kubepods, its network the bridge realNodeBridge, and the paths
+// below, which are short because unix socket paths are limited to 108 bytes.
+//
+// The kubelet runs in a mount namespace of its own where /proc/sys/kernel/random/boot_id is
+// the file <dir>/realnode/boot_id, so that RebootRealNode gives the node a new boot ID. Its root
+// directory is a shared mount, so that the volumes it mounts there reach containerd and runc.
+const (
+	// RealNodeName is the name of the real node.
+	RealNodeName = "realnode-0"
+	// RealNodeLabel, with the value "true", is on the real node (kwok does not select it).
+	RealNodeLabel = "nodemaint.dev/real-node"
+
+	realNodeLib     = "/var/lib/nodemaint-realnode"
+	realNodeRun     = "/run/nodemaint-realnode"
+	realNodeSocket  = realNodeRun + "/containerd.sock"
+	realNodeKubelet = realNodeLib + "/kubelet"
+	realNodePodLogs = realNodeLib + "/pod-logs"
+	// containerLogLinks is where the kubelet links the containers' logs (not configurable).
+	containerLogLinks = "/var/log/containers"
+	realNodeBridge    = "nmreal0"
+	realNodeSubnet    = "10.88.0.0/24"
+	realNodeIP        = "10.88.0.1"
+	realNodeNetwork   = "nodemaint-realnode"
+	realNodeCgroup    = "kubepods"
+	containerdName    = "containerd"
+	kubeletName       = "kubelet"
+	realNodeReadyMax  = 2 * time.Minute
+)
+
+// RealNodeComponents are the processes of the real node, in start order.
+var RealNodeComponents = []string{containerdName, kubeletName}
+
+// RealNodeBinDirEnv names the directory of the real node's binaries (hack/real-node.sh).
+const RealNodeBinDirEnv = "NODEMAINT_REAL_NODE_BIN_DIR"
+
+func (c *Cluster) realNodeDir(elem ...string) string {
+	return filepath.Join(append([]string{c.dir, "realnode"}, elem...)...)
+}
+
+// startRealNode sets up and starts the real node and waits until it is Ready.
+func (c *Cluster) startRealNode(ctx context.Context, repoRoot string) error {
+	if os.Geteuid() != 0 {
+		return errors.New("a real node needs root: cgroups, mounts and network namespaces")
+	}
+	if c.nodeBinDir == "" {
+		return errors.New("no binaries for the real node (hack/real-node.sh; --node-bin-dir or $" + RealNodeBinDirEnv + ")")
+	}
+	if owner, err := os.ReadFile(filepath.Join(realNodeRun, "cluster")); err == nil && string(owner) != c.dir {
+		for _, name := range RealNodeComponents {
+			if _, ok := runningPid(string(owner), name); ok {
+				return fmt.Errorf("the real node of the cluster in %s runs; there is one per machine (stop that cluster first)", owner)
+			}
+		}
+	}
+	// What a previous real node left: containers, mounts, network namespaces, cgroups.
+	if err := cleanRealNode(c.log); err != nil {
+		return err
+	}
+	for _, d := range []string{c.realNodeDir("cni"), realNodeLib, realNodeRun, realNodeKubelet} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(realNodeRun, "cluster"), []byte(c.dir), 0o644); err != nil {
+		return err
+	}
+	if err := c.writeRealNodeConfigs(); err != nil {
+		return err
+	}
+	if err := newBootID(c.realNodeDir("boot_id")); err != nil {
+		return err
+	}
+	if err := setUpBridge(); err != nil {
+		return err
+	}
+	if err := c.startContainerd(ctx); err != nil {
+		return err
+	}
+	images := c.realNodeDir("images.tar")
+	if err := writeNodeImages(ctx, repoRoot, images); err != nil {
+		return err
+	}
+	if out, err := c.ctr("images", "import", "--no-unpack=false", images); err != nil {
+		return fmt.Errorf("importing the node's images: %w\n%s", err, out)
+	}
+	// The kubelet's root directory is a shared mount: the mounts the kubelet makes there, in its
+	// own mount namespace, propagate to containerd's.
+	if err := run("mount", "--bind", realNodeKubelet, realNodeKubelet); err != nil {
+		return err
+	}
+	if err := run("mount", "--make-rshared", realNodeKubelet); err != nil {
+		return err
+	}
+	if err := c.startKubelet(ctx); err != nil {
+		return err
+	}
+	return c.waitRealNodeReady(ctx)
+}
+
+// writeRealNodeConfigs writes the kubelet's certificates, kubeconfig and configuration,
+// containerd's configuration and the CNI network.
+func (c *Cluster) writeRealNodeConfigs() error {
+	pkiDir := filepath.Join(c.dir, "pki")
+	ca, err := readKeyPair(pkiDir, "ca")
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	client, err := newKeyPair(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "system:node:" + RealNodeName, Organization: []string{"system:nodes"}},
+		NotBefore:   now.Add(-time.Hour),
+		NotAfter:    now.AddDate(1, 0, 0),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca)
+	if err != nil {
+		return err
+	}
+	if err := client.write(pkiDir, "kubelet-client"); err != nil {
+		return err
+	}
+	serving, err := newKeyPair(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "system:node:" + RealNodeName, Organization: []string{"system:nodes"}},
+		NotBefore:   now.Add(-time.Hour),
+		NotAfter:    now.AddDate(1, 0, 0),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{RealNodeName, "localhost"},
+		IPAddresses: []net.IP{net.ParseIP(realNodeIP), net.IPv4(127, 0, 0, 1)},
+	}, ca)
+	if err != nil {
+		return err
+	}
+	if err := serving.write(pkiDir, "kubelet-serving"); err != nil {
+		return err
+	}
+	if err := c.WriteKubeconfig(c.realNodeDir("kubelet.kubeconfig"), &clientcmdapi.AuthInfo{
+		ClientCertificate: filepath.Join(pkiDir, "kubelet-client.crt"),
+		ClientKey:         filepath.Join(pkiDir, "kubelet-client.key"),
+	}); err != nil {
+		return err
+	}
+
+	kubelet := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# This machine mounts cgroup v1; the kubelet 1.37 still runs there once told to.
+failCgroupV1: false
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix://%[1]s
+address: %[2]s
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %[3]s/ca.crt}
+authorization: {mode: Webhook}
+tlsCertFile: %[3]s/kubelet-serving.crt
+tlsPrivateKeyFile: %[3]s/kubelet-serving.key
+rotateCertificates: false
+serverTLSBootstrap: false
+failSwapOn: false
+maxPods: 30
+# The machine's disk is shared with everything else: evict only near a full disk, and never
+# collect the imported images (they cannot be pulled again).
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%%, imagefs.available: 1%%, nodefs.inodesFree: 1%%}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionPressureTransitionPeriod: 10s
+# How often the kubelet measures volumes (1m by default): an emptyDir past its sizeLimit is
+# evicted within seconds rather than a minute.
+volumeStatsAggPeriod: 5s
+serializeImagePulls: false
+resolvConf: /etc/resolv.conf
+shutdownGracePeriod: 0s
+# The containers' logs, under the node's directory rather than /var/log/pods; the kubelet's
+# links to them in /var/log/containers are removed with the node.
+podLogsDir: %[4]s
+`, realNodeSocket, realNodeIP, pkiDir, realNodePodLogs)
+	if err := os.WriteFile(c.realNodeDir("kubelet.yaml"), []byte(kubelet), 0o644); err != nil {
+		return err
+	}
+
+	containerd := fmt.Sprintf(`version = 3
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.nri.v1.nri", "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp"]
+
+[grpc]
+  address = %[3]q
+
+[ttrpc]
+  address = %[4]q
+
+[plugins]
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = "overlayfs"
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = %[5]q
+
+  [plugins.'io.containerd.cri.v1.runtime']
+    netns_mounts_under_state_dir = true
+    # Without CAP_SYS_RESOURCE (this machine's root lacks it) no process may lower its
+    # oom_score_adj, which runc does for the sandboxes (-998): keep them at containerd's own.
+    restrict_oom_score_adj = true
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = "runc"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          BinaryName = %[6]q
+          Root = %[7]q
+          SystemdCgroup = false
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = [%[8]q]
+      conf_dir = %[9]q
+      max_conf_num = 1
+`, filepath.Join(realNodeLib, "containerd"), filepath.Join(realNodeRun, "containerd"), realNodeSocket,
+		realNodeSocket+".ttrpc", PauseImage, filepath.Join(c.nodeBinDir, "runc"), filepath.Join(realNodeRun, "runc"),
+		c.nodeBinDir, c.realNodeDir("cni"))
+	if err := os.WriteFile(c.realNodeDir("containerd.toml"), []byte(containerd), 0o644); err != nil {
+		return err
+	}
+
+	// No masquerading and no default route in the pods: they talk to the node and to each
+	// other, and nowhere else.
+	cni := fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": %q,
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": %q,
+      "isGateway": true,
+      "ipMasq": false,
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": %q, "gateway": %q}]], "dataDir": %q}
+    },
+    {"type": "loopback"}
+  ]
+}
+`, realNodeNetwork, realNodeBridge, realNodeSubnet, realNodeIP, filepath.Join(realNodeLib, "cni"))
+	return os.WriteFile(c.realNodeDir("cni", "10-nodemaint-realnode.conflist"), []byte(cni), 0o644)
+}
+
+// readKeyPair reads <name>.crt and <name>.key of dir.
+func readKeyPair(dir, name string) (*keyPair, error) {
+	certPEM, err := os.ReadFile(filepath.Join(dir, name+".crt"))
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, name+".key"))
+	if err != nil {
+		return nil, err
+	}
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, fmt.Errorf("%s: no PEM", filepath.Join(dir, name))
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	return &keyPair{cert: cert, key: key}, nil
+}
+
+// newBootID writes a new random boot ID (a UUID, as the kernel's) to path.
+func newBootID(path string) error {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return err
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	id := fmt.Sprintf("%x-%x-%x-%x-%x\n", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+	return os.WriteFile(path, []byte(id), 0o644)
+}
+
+// setUpBridge creates the pods' bridge with the node's address, before the kubelet starts: the
+// kubelet's node IP must be an address of the host.
+func setUpBridge() error {
+	if _, err := net.InterfaceByName(realNodeBridge); err != nil {
+		if err := run("ip", "link", "add", realNodeBridge, "type", "bridge"); err != nil {
+			return err
+		}
+	}
+	if err := run("ip", "addr", "replace", realNodeIP+"/24", "dev", realNodeBridge); err != nil {
+		return err
+	}
+	return run("ip", "link", "set", realNodeBridge, "up")
+}
+
+// startContainerd starts containerd and waits until it answers.
+func (c *Cluster) startContainerd(ctx context.Context) error {
+	exited, err := c.startNodeProcess(containerdName, filepath.Join(c.nodeBinDir, "containerd"),
+		"--config", c.realNodeDir("containerd.toml"))
+	if err != nil {
+		return err
+	}
+	return c.waitHealthy(ctx, containerdName, exited, func(context.Context) error {
+		_, err := c.ctr("version")
+		return err
+	})
+}
+
+// startKubelet starts the kubelet in a mount namespace of its own, with the node's boot_id file
+// over the kernel's.
+func (c *Cluster) startKubelet(ctx context.Context) error {
+	kubelet := filepath.Join(c.nodeBinDir, "kubelet")
+	script := `mount --make-rprivate /proc && mount --bind "$0" /proc/sys/kernel/random/boot_id && exec "$@"`
+	exited, err := c.startNodeProcess(kubeletName, "unshare", "--mount", "--propagation", "unchanged", "--",
+		"/bin/sh", "-c", script, c.realNodeDir("boot_id"),
+		kubelet,
+		"--config="+c.realNodeDir("kubelet.yaml"),
+		"--kubeconfig="+c.realNodeDir("kubelet.kubeconfig"),
+		"--root-dir="+realNodeKubelet,
+		"--cert-dir="+filepath.Join(realNodeKubelet, "pki"),
+		"--hostname-override="+RealNodeName,
+		"--node-ip="+realNodeIP,
+		"--node-labels="+RealNodeLabel+"=true,"+NodeTypeLabel+"=real",
+		"--v=2",
+	)
+	if err != nil {
+		return err
+	}
+	return c.waitHealthy(ctx, kubeletName, exited, func(ctx context.Context) error {
+		return httpGetOK(ctx, "http://127.0.0.1:10248/healthz")
+	})
+}
+
+// waitRealNodeReady waits until the real node is Ready and schedulable.
+func (c *Cluster) waitRealNodeReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, realNodeReadyMax)
+	defer cancel()
+	start := time.Now()
+	err := c.waitNodesReadySelector(ctx, []string{RealNodeName}, RealNodeLabel+"=true")
+	if err != nil {
+		return fmt.Errorf("the real node: %w (logs: %s, %s)", err, logPath(c.dir, kubeletName), logPath(c.dir, containerdName))
+	}
+	c.log.Info("The real node is Ready", "node", RealNodeName, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// ctr runs containerd's ctr against the real node's containerd, in the k8s.io namespace.
+func (c *Cluster) ctr(args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return exec.CommandContext(ctx, filepath.Join(c.nodeBinDir, "ctr"),
+		append([]string{"--address", realNodeSocket, "--namespace", "k8s.io"}, args...)...).CombinedOutput()
+}
+
+// startNodeProcess starts a process of the real node as startProcess does the control plane's.
+func (c *Cluster) startNodeProcess(name, path string, args ...string) (<-chan struct{}, error) {
+	return c.startCommand(name, exec.Command(path, args...), "PATH="+c.nodeBinDir+":"+os.Getenv("PATH"))
+}
+
+// ShutDownRealNode shuts the real node down, as a reboot does first: the kubelet stops (the
+// node's status and Lease are no longer renewed), every container of the node is killed and
+// containerd stops. BootRealNode starts it again.
+func (c *Cluster) ShutDownRealNode() error {
+	if err := c.StopRealNodeKubelet(); err != nil {
+		return err
+	}
+	if err := killPods(c.log); err != nil {
+		return err
+	}
+	if err := stopProcesses(c.log, c.dir, containerdName); err != nil {
+		return err
+	}
+	killShims(c.log)
+	return nil
+}
+
+// BootRealNode boots the real node that ShutDownRealNode shut down: with a new boot ID,
+// containerd starts, then the kubelet. It returns once the kubelet runs, not waiting for the
+// node to be Ready.
+func (c *Cluster) BootRealNode(ctx context.Context) error {
+	if err := newBootID(c.realNodeDir("boot_id")); err != nil {
+		return err
+	}
+	if _, ok := runningPid(c.dir, containerdName); !ok {
+		if err := c.startContainerd(ctx); err != nil {
+			return err
+		}
+	}
+	return c.StartRealNodeKubelet(ctx)
+}
+
+// StopRealNodeKubelet stops the real node's kubelet; its containers go on running.
+func (c *Cluster) StopRealNodeKubelet() error { return stopProcesses(c.log, c.dir, kubeletName) }
+
+// StartRealNodeKubelet starts the real node's kubelet again after StopRealNodeKubelet.
+func (c *Cluster) StartRealNodeKubelet(ctx context.Context) error {
+	if _, ok := runningPid(c.dir, kubeletName); ok {
+		return nil
+	}
+	return c.startKubelet(ctx)
+}
+
+// RealNodeBootID returns the boot ID the real node's kubelet reads.
+func (c *Cluster) RealNodeBootID() (string, error) {
+	b, err := os.ReadFile(c.realNodeDir("boot_id"))
+	return strings.TrimSpace(string(b)), err
+}
+
+// HasRealNode reports whether the cluster was started with a real node.
+func (c *Cluster) HasRealNode() bool { return c.realNodes > 0 }
+
+// stopRealNode stops the real node of the cluster in dir, if it has one, and removes what it
+// left on the machine: containers, mounts, network namespaces, the bridge, cgroups.
+func stopRealNode(log *slog.Logger, dir string) error {
+	owner, err := os.ReadFile(filepath.Join(realNodeRun, "cluster"))
+	if err != nil || string(owner) != dir {
+		return nil
+	}
+	errs := []error{stopProcesses(log, dir, kubeletName), killPods(log)}
+	errs = append(errs, stopProcesses(log, dir, containerdName))
+	killShims(log)
+	errs = append(errs, cleanRealNode(log))
+	return errors.Join(errs...)
+}
+
+// killPods SIGKILLs every process in the kubelet's pod cgroups.
+func killPods(log *slog.Logger) error {
+	for range 20 {
+		pids := cgroupProcs(filepath.Join("/sys/fs/cgroup/pids", realNodeCgroup))
+		if len(pids) == 0 {
+			return nil
+		}
+		log.Info("Killing the real node's containers", "processes", len(pids))
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("processes left in the cgroup %s", realNodeCgroup)
+}
+
+// cgroupProcs lists the processes in the cgroup v1 directory dir and below.
+func cgroupProcs(dir string) []int {
+	var pids []int
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return nil
+	})
+	return pids
+}
+
+// killShims SIGKILLs the containerd shims of the real node's containerd.
+func killShims(log *slog.Logger) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if filepath.Base(args[0]) == "containerd-shim-runc-v2" && slices.Contains(args, realNodeSocket) {
+			log.Info("Killing a containerd shim", "pid", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// cleanRealNode removes what a stopped real node left: its mounts (deepest first), the bridge,
+// its cgroups and its directories.
+func cleanRealNode(log *slog.Logger) error {
+	if err := killPods(log); err != nil {
+		return err
+	}
+	killShims(log)
+	var errs []error
+	mounts, err := mountsUnder(realNodeLib, realNodeRun)
+	if err != nil {
+		return err
+	}
+	for _, m := range mounts {
+		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", m, err))
+		}
+	}
+	if _, err := net.InterfaceByName(realNodeBridge); err == nil {
+		errs = append(errs, run("ip", "link", "del", realNodeBridge))
+	}
+	entries, _ := os.ReadDir("/sys/fs/cgroup")
+	for _, e := range entries {
+		errs = append(errs, removeCgroup(filepath.Join("/sys/fs/cgroup", e.Name(), realNodeCgroup)))
+	}
+	links, _ := os.ReadDir(containerLogLinks)
+	for _, l := range links {
+		path := filepath.Join(containerLogLinks, l.Name())
+		if target, err := os.Readlink(path); err == nil && strings.HasPrefix(target, realNodeLib+"/") {
+			errs = append(errs, os.Remove(path))
+		}
+	}
+	errs = append(errs, os.RemoveAll(realNodeLib), os.RemoveAll(realNodeRun))
+	return errors.Join(errs...)
+}
+
+// mountsUnder lists the mount points under the directories, deepest first.
+func mountsUnder(dirs ...string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var mounts []string
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := strings.ReplaceAll(fields[4], `\040`, " ")
+		for _, d := range dirs {
+			if mp == d || strings.HasPrefix(mp, d+"/") {
+				mounts = append(mounts, mp)
+			}
+		}
+	}
+	slices.SortFunc(mounts, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	return mounts, s.Err()
+}
+
+// removeCgroup removes the cgroup v1 directory dir and its children, deepest first.
+func removeCgroup(dir string) error {
+	var dirs []string
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, path)
+		}
+		return nil
+	})
+	slices.Reverse(dirs)
+	var errs []error
+	for _, d := range dirs {
+		if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) {
+			errs = append(errs, fmt.Errorf("removing the cgroup %s: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// run runs a command, returning its output in the error when it fails.
+func run(name string, args ...string) error {
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// httpGetOK GETs url and fails unless the answer is 200.
+func httpGetOK(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
