@@ -113,9 +113,9 @@ test-fuzz: ## A short fuzz run of each fuzz target (FUZZTIME=10000x executions e
 	done
 
 .PHONY: test-e2e
-test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets); then the drain's and the responder's again under the EvictionRequest API.
+test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets; test/e2e/realnode's with a real kubelet and containerd, as root); then the drain's and the responder's again under the EvictionRequest API.
 	$(GO) run ./hack/image -version "$(VERSION)" -commit "$(COMMIT)" -platforms "linux/$$($(GO) env GOARCH)" -out $(OUTPUT)/e2e-image
-	NODEMAINT_IMAGE="$(CURDIR)/$(OUTPUT)/e2e-image" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m ./test/... $(E2E_ARGS)
+	NODEMAINT_REAL_NODE=1 NODEMAINT_REAL_NODE_BIN_DIR="$(REAL_NODE_BIN)" NODEMAINT_IMAGE="$(CURDIR)/$(OUTPUT)/e2e-image" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m ./test/... $(E2E_ARGS)
 	EVICTION_REQUEST_API=true NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -p 2 -timeout 15m -run '$(E2E_EVICTION_REQUEST_RUN)' $(E2E_EVICTION_REQUEST_PKGS) $(E2E_ARGS)
 
 # The e2e tests run a second time on clusters serving the EvictionRequest API (KEP-4563), where
@@ -128,7 +128,7 @@ E2E_EVICTION_REQUEST_PKGS ?= ./test/e2e/drain/ ./test/e2e/responder/
 E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestDrainRuleOrder|TestNothingLeftWhenNodeDeleted|TestEvictionSingleReplicaWithStrictPDB|TestEvictionUnregisteredPodMoves|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp|TestClusterAPIPreDrainHook|TestAutoscaledDeploymentSurges)$$
 
 .PHONY: test-real-node
-test-real-node: build ## The real node's e2e tests (test/e2e/realnode), as root: a kubelet, containerd and runc beside the kwok nodes drain, reboot and evict for real.
+test-real-node: build ## The real node's e2e tests alone (test/e2e/realnode, part of make test-e2e), as root: a kubelet, containerd and runc beside the kwok nodes drain, reboot and evict for real.
 	NODEMAINT_REAL_NODE=1 NODEMAINT_REAL_NODE_BIN_DIR="$(REAL_NODE_BIN)" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 15m ./test/e2e/realnode/ $(E2E_ARGS)
 
 .PHONY: test-scale

@@ -1,7 +1,7 @@
 // Package realnode proves on a real node what kwok cannot: a kubelet (built from the same
 // Kubernetes module as the control plane) with containerd, runc and CNI plugins runs the pods,
 // so their termination, grace periods and readiness are the kubelet's and the containers'
-// own (test/localcluster, realnode.go). It needs root; `make test-real-node` runs it.
+// own (test/localcluster, realnode.go). It needs root; `make test` and `make test-real-node` run it.
 package realnode
 
 import (
@@ -33,18 +33,19 @@ import (
 	"github.com/nodemaint/nodemaint/test/localcluster"
 )
 
-// realNodeEnv turns the package on: it builds and runs a kubelet and containerd as root, which
-// make test leaves to make test-real-node.
+// realNodeEnv turns the package on: it builds and runs a kubelet and containerd as root. make
+// test and make test-real-node set it; a plain go test ./... leaves the package out.
 const realNodeEnv = "NODEMAINT_REAL_NODE"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(realNodeEnv) != "1" {
-		fmt.Printf("SKIP: the real node's tests run with %s=1 (make test-real-node)\n", realNodeEnv)
+		fmt.Printf("SKIP: the real node's tests run with %s=1 (make test, make test-real-node)\n", realNodeEnv)
 		os.Exit(0)
 	}
 	if os.Geteuid() != 0 {
-		fmt.Println("SKIP: the real node needs root (cgroups, mounts, network namespaces)")
-		os.Exit(0)
+		// Asked for and impossible: a failure, not a skip.
+		fmt.Println("FAIL: the real node needs root (cgroups, mounts, network namespaces)")
+		os.Exit(1)
 	}
 	os.Exit(framework.Run(m, framework.Options{Nodes: 3, RealNodes: 1}))
 }
