@@ -171,17 +171,20 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 		return obs, err
 	}
 	obs.Requests = reqs.Items
-	if obs.Pod == nil && len(obs.Requests) > 0 && r.APIReader != nil {
-		// Gone, or only not in the cache yet: the API server says.
-		if obs.Pod, err = r.pod(ctx, r.APIReader, target); err != nil {
-			return obs, err
-		}
-	}
 	var evs lifecyclev1alpha1.EvictionList
 	if err := r.Client.List(ctx, &evs, client.InNamespace(target.Namespace), client.MatchingFields{targetIndex: target.String()}); err != nil {
 		return obs, err
 	}
 	obs.Evictions = evs.Items
+	if obs.Pod == nil && len(obs.Requests) > 0 && r.APIReader != nil && !r.sawPod(obs) {
+		// Gone, or only not in the cache yet: the API server says. Not for a pod this
+		// controller made an Eviction of: it read the pod from the cache then, and the cache
+		// drops a pod only once it is deleted (a read per look at each deleted pod whose
+		// requests and Eviction wait for the garbage collector).
+		if obs.Pod, err = r.pod(ctx, r.APIReader, target); err != nil {
+			return obs, err
+		}
+	}
 	if v, ok := r.collected.Load(target); ok {
 		var still []types.UID
 		for _, uid := range v.([]types.UID) {
@@ -226,6 +229,23 @@ func (r *Reconciler) budgets(ctx context.Context, obs *eviction.Observation) err
 	}
 	obs.Budgets = eviction.SelectBudgets(obs.Pod, pdbs.Items)
 	return nil
+}
+
+// sawPod reports whether one of the controller's own Evictions names a pod a request of the
+// observation targets: the controller created it from that pod as its cache showed it.
+func (r *Reconciler) sawPod(obs eviction.Observation) bool {
+	for i := range obs.Evictions {
+		e := &obs.Evictions[i]
+		if !eviction.Ours(e, r.Name) || e.Spec.Target.Pod == nil {
+			continue
+		}
+		for _, req := range obs.Requests {
+			if req.Spec.Target.Pod != nil && req.Spec.Target.Pod.UID == e.Spec.Target.Pod.UID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // pod reads the target pod through reader; nil when it does not exist.
@@ -417,7 +437,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: p.Name}}}
 			}
 			return nil
-		}), builder.WithPredicates(evictionDecides())).
+		}), builder.WithPredicates(r.evictionDecides())).
 		// A pod's changes matter only while a request names it.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
@@ -440,11 +460,21 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 // but the time to interrupt a responder past its deadline, which a later heartbeat only
 // postpones: the look already due at the earlier deadline reads it then. In a large drain they
 // were most of the controller's looks, each queued beside the pods waiting for their Eviction.
-func evictionDecides() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld.(*lifecyclev1alpha1.Eviction), e.ObjectNew.(*lifecyclev1alpha1.Eviction)
-		return !equality.Semantic.DeepEqual(decisive(o), decisive(n))
-	}}
+//
+// The creation of one of the controller's own Evictions, seen by the watch, brings no look
+// either: the reconcile that created it wrote its status at once from the create's result
+// (Reconcile), or failed and looks again itself. One in the initial list (after a restart, its
+// status perhaps never written) does.
+func (r *Reconciler) evictionDecides() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool {
+			return e.IsInInitialList || !eviction.Ours(e.Object.(*lifecyclev1alpha1.Eviction), r.Name)
+		},
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*lifecyclev1alpha1.Eviction), e.ObjectNew.(*lifecyclev1alpha1.Eviction)
+			return !equality.Semantic.DeepEqual(decisive(o), decisive(n))
+		},
+	}
 }
 
 // decisive is what of an Eviction a decision reads, but the responders' heartbeats, messages and

@@ -165,13 +165,19 @@ func TestGoneTargetLeftToTheGarbageCollector(t *testing.T) {
 		}
 		writes := map[string]int{}
 		c := writesClient(t, writes, pod, req)
-		r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Name: "me"}
+		reads := &countingReader{Reader: c}
+		r := &Reconciler{Client: c, APIReader: reads, Recorder: events.NewFakeRecorder(10), Name: "me"}
 		reconcileOnce(t, r)
 		if err := c.Delete(context.Background(), pod); err != nil {
 			t.Fatal(err)
 		}
 		clear(writes)
 		reconcileOnce(t, r)
+		if reads.gets != 0 {
+			// The controller made the pod's Eviction from the pod it read: the cache not
+			// showing it any more means it is deleted.
+			t.Errorf("the pod of its own Eviction read %d times from the API server once gone from the cache; want none", reads.gets)
+		}
 
 		var evs lifecyclev1alpha1.EvictionList
 		if err := c.List(context.Background(), &evs); err != nil {
@@ -208,7 +214,7 @@ func TestLooksOnlyAtWhatDecides(t *testing.T) {
 	evChange := func(f func(*lifecyclev1alpha1.Eviction)) bool {
 		n := ev.DeepCopy()
 		f(n)
-		return evictionDecides().Update(event.UpdateEvent{ObjectOld: ev, ObjectNew: n})
+		return (&Reconciler{Name: "me"}).evictionDecides().Update(event.UpdateEvent{ObjectOld: ev, ObjectNew: n})
 	}
 	now := ptr.To(metav1.Now())
 	for what, want := range map[string]bool{
@@ -229,6 +235,16 @@ func TestLooksOnlyAtWhatDecides(t *testing.T) {
 		if got != want {
 			t.Errorf("Eviction update, %s: looked %t; want %t", what, got, want)
 		}
+	}
+
+	created := func(e *lifecyclev1alpha1.Eviction, initial bool) bool {
+		return (&Reconciler{Name: "me"}).evictionDecides().Create(event.CreateEvent{Object: e, IsInInitialList: initial})
+	}
+	mine := ev.DeepCopy()
+	mine.Labels = map[string]string{names.ControllerLabel: "me"}
+	if created(mine, false) || !created(mine, true) || !created(ev, false) {
+		t.Errorf("Eviction created: its own looked %t (%t in the initial list), another's %t; want false (true), true",
+			created(mine, false), created(mine, true), created(ev, false))
 	}
 
 	pod, _ := askedPod()
@@ -260,4 +276,15 @@ func TestLooksOnlyAtWhatDecides(t *testing.T) {
 			t.Errorf("pod update, %s: looked %t; want %t", what, got, want)
 		}
 	}
+}
+
+// countingReader counts the reads of the API server (Reconciler.APIReader).
+type countingReader struct {
+	client.Reader
+	gets int
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.gets++
+	return r.Reader.Get(ctx, key, obj, opts...)
 }
