@@ -111,7 +111,7 @@ func Decide(obs Observation, now time.Time) Decision {
 	}
 	all, active := requestsByTarget(obs.Requests)
 	own, others := splitEvictions(obs.Evictions, obs.Controller)
-	current := d.keepOneEviction(own, live)
+	current := d.keepOneEviction(own, live, func(uid types.UID) bool { return pod == nil || pod.UID != uid }, all)
 	if live != "" {
 		current = d.standAside(obs, current, others[live])
 	}
@@ -127,6 +127,11 @@ func Decide(obs Observation, now time.Time) Decision {
 			reason = goneReason
 		}
 		for _, r := range reqs {
+			if reason == lifecyclev1alpha1.EvictionConditionReasonPodDeleted && collectedWith(r, uid) {
+				// The garbage collector deletes the request with its pod (its owner, deleted):
+				// a status would be written for nobody.
+				continue
+			}
 			d.requestConditions(r, now,
 				condition(lifecyclev1alpha1.EvictionConditionTargetEvicted, metav1.ConditionTrue, reason, ""),
 				condition(lifecyclev1alpha1.EvictionConditionFailed, metav1.ConditionFalse, lifecyclev1alpha1.EvictionConditionReasonSucceeded, ""))
@@ -230,8 +235,11 @@ func requestsByTarget(requests []lifecyclev1alpha1.EvictionRequest) (all, active
 
 // keepOneEviction returns the controller's own Eviction (evictions: its own only) of the live
 // target (its UID; "": none), one at most; the others (the target gone, or never named by a
-// request, or a second one of the same target) are finished and collected.
-func (d *Decision) keepOneEviction(evictions []lifecyclev1alpha1.Eviction, live types.UID) *lifecyclev1alpha1.Eviction {
+// request, or a second one of the same target) are finished and collected. The Eviction of a
+// target deleted (deleted(uid): no pod of its UID, not only terminal) whose every owner is a request that goes with the target
+// (collectedWith) is left to the garbage collector, which deletes it with them: a delete of its
+// own would be a second one.
+func (d *Decision) keepOneEviction(evictions []lifecyclev1alpha1.Eviction, live types.UID, deleted func(types.UID) bool, requests map[types.UID][]*lifecyclev1alpha1.EvictionRequest) *lifecyclev1alpha1.Eviction {
 	var current *lifecyclev1alpha1.Eviction
 	for i := range evictions {
 		e := &evictions[i]
@@ -245,8 +253,10 @@ func (d *Decision) keepOneEviction(evictions []lifecyclev1alpha1.Eviction, live 
 		case e.DeletionTimestamp != nil:
 		case uid != live || live == "":
 			// The target is gone: TargetEvicted is copied into its requests (Decide), then the
-			// Eviction is collected.
-			d.Delete = append(d.Delete, e)
+			// Eviction is collected, by the garbage collector where it goes with them.
+			if uid == "" || !deleted(uid) || !collectedByOwners(e, requests[uid], uid) {
+				d.Delete = append(d.Delete, e)
+			}
 		default:
 			// A second Eviction of its own of the same target (a create that raced a stale
 			// cache): only one is kept.
@@ -306,6 +316,22 @@ func (d *Decision) liveTarget(obs Observation, current *lifecyclev1alpha1.Evicti
 	for _, r := range all {
 		d.requestConditions(r, now, conds...)
 	}
+}
+
+// collectedByOwners reports whether the garbage collector deletes the Eviction once its target
+// pod of that UID is deleted: it has owners, and every one is a request of reqs (the requests of
+// that target) that goes with the pod (collectedWith), or one already gone.
+func collectedByOwners(e *lifecyclev1alpha1.Eviction, reqs []*lifecyclev1alpha1.EvictionRequest, uid types.UID) bool {
+	if len(e.OwnerReferences) == 0 {
+		return false
+	}
+	for _, o := range e.OwnerReferences {
+		i := slices.IndexFunc(reqs, func(r *lifecyclev1alpha1.EvictionRequest) bool { return r.UID == o.UID })
+		if i >= 0 && !collectedWith(reqs[i], uid) {
+			return false
+		}
+	}
+	return true
 }
 
 // targetGone reports whether the pod is gone or terminal, with the reason of TargetEvicted.
@@ -659,17 +685,35 @@ func condition(t lifecyclev1alpha1.EvictionConditionType, status metav1.Conditio
 	return metav1.Condition{Type: string(t), Status: status, Reason: string(reason), Message: conditionMessage(reason, pod)}
 }
 
+// collectedWith reports whether the request goes with the target pod of that UID: it is owned by
+// it (nodemaint's requests are, evictionrequest.PodOwner), or already being deleted.
+func collectedWith(r *lifecyclev1alpha1.EvictionRequest, uid types.UID) bool {
+	if r.DeletionTimestamp != nil {
+		return true
+	}
+	return slices.ContainsFunc(r.OwnerReferences, func(o metav1.OwnerReference) bool {
+		return o.UID == uid && o.Kind == "Pod" && o.APIVersion == "v1"
+	})
+}
+
 // requestConditions sets the conditions on the request's status, recording it in
-// RequestStatus when that changes it.
+// RequestStatus when that changes it. Only a meaningful change is written: a condition that
+// becomes True, or one the request carries that changes. The Eviction's first conditions
+// (Failed and TargetEvicted False, AwaitingEviction) say nothing a request without conditions
+// does not: written to every request as its Eviction starts, they were a write a pod on the way
+// to its responder's turn.
 func (d *Decision) requestConditions(r *lifecyclev1alpha1.EvictionRequest, now time.Time, conds ...metav1.Condition) {
 	want := r.DeepCopy()
 	want.Status.ObservedGeneration = ptr.To(max(r.Generation, 1))
 	for _, c := range conds {
+		if c.Status != metav1.ConditionTrue && meta.FindStatusCondition(r.Status.Conditions, c.Type) == nil {
+			continue
+		}
 		c.ObservedGeneration = *want.Status.ObservedGeneration
 		c.LastTransitionTime = metav1.NewTime(now)
 		meta.SetStatusCondition(&want.Status.Conditions, c)
 	}
-	if !equality.Semantic.DeepEqual(want.Status, r.Status) {
+	if !equality.Semantic.DeepEqual(want.Status.Conditions, r.Status.Conditions) {
 		d.RequestStatus = append(d.RequestStatus, want)
 	}
 }

@@ -716,3 +716,59 @@ func otherEviction(b byte, now time.Time) lifecyclev1alpha1.Eviction {
 	}
 	return e
 }
+
+// TestRequestStatusOnlyWhenMeaningful: the requests learn nothing as their Eviction starts (its
+// first conditions, False and AwaitingEviction, say what a request without conditions says), and
+// learn the end when it comes: the Eviction canceled (Failed True) once every requester withdrew.
+func TestRequestStatusOnlyWhenMeaningful(t *testing.T) {
+	obs := Observation{
+		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Controller: "me",
+		Pod:      testPod(corev1.EvictionResponder{Name: "a.example.com/x", Priority: ptr.To[int32](10000)}),
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+	}
+	for range 10 {
+		d := Decide(obs, t0)
+		if len(d.RequestStatus) > 0 {
+			t.Fatalf("the request's status written as its Eviction starts: %+v", d.RequestStatus[0].Status)
+		}
+		if d.Create == nil && len(d.Status) == 0 && len(d.Delete) == 0 && len(d.Meta) == 0 {
+			break
+		}
+		obs = apply(obs, d)
+	}
+	if len(obs.Evictions) != 1 || stateOf(obs.Evictions[0]) != "a.example.com/x=Active imperative-eviction.k8s.io/evictor=Inactive " {
+		t.Fatalf("Evictions %d, %s", len(obs.Evictions), stateOf(obs.Evictions[0]))
+	}
+	obs.Requests[0].Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
+	obs, _ = settle(t, obs, t0.Add(time.Minute))
+	if !meta.IsStatusConditionTrue(obs.Requests[0].Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)) {
+		t.Fatalf("withdrawn: the request's conditions %+v; want Failed True", obs.Requests[0].Status.Conditions)
+	}
+}
+
+// TestGoneTargetOwnedRequestsLeftToTheCollector: a deleted pod's requests that it owns, and the
+// Eviction they own, go with it through the garbage collector: no TargetEvicted written to them,
+// no delete of the Eviction. A terminal pod is not deleted: its requests learn TargetEvicted and
+// the Eviction is collected by the controller.
+func TestGoneTargetOwnedRequestsLeftToTheCollector(t *testing.T) {
+	r := testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)
+	r.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "uid-p"}}
+	obs := Observation{Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Controller: "me", Pod: testPod(),
+		Requests: []lifecyclev1alpha1.EvictionRequest{r}}
+	obs, _ = settle(t, obs, t0)
+	if len(obs.Evictions) != 1 {
+		t.Fatalf("Evictions %d", len(obs.Evictions))
+	}
+	deleted := obs
+	deleted.Pod = nil
+	if d := Decide(deleted, t0.Add(time.Minute)); len(d.RequestStatus)+len(d.Delete)+len(d.Status)+len(d.Meta) != 0 || d.Create != nil {
+		t.Fatalf("pod deleted: %+v; want nothing written", d)
+	}
+	terminal := obs
+	terminal.Pod = testPod()
+	terminal.Pod.Status.Phase = corev1.PodSucceeded
+	terminal, _ = settle(t, terminal, t0.Add(time.Minute))
+	if len(terminal.Evictions) != 0 || !meta.IsStatusConditionTrue(terminal.Requests[0].Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)) {
+		t.Fatalf("pod terminal: Evictions %d, request %v", len(terminal.Evictions), terminal.Requests[0].Status.Conditions)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,9 +27,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -111,9 +115,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if d.StandAside != "" {
 		log.V(1).Info("standing aside", "reason", d.StandAside)
 	}
-	requeue, err := r.apply(ctx, obs, d)
+	requeue, created, err := r.apply(ctx, obs, d)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if created != nil {
+		// The Eviction's status is a subresource, empty at its creation: it is decided and
+		// written now, from the Eviction as the API server returned it, rather than once the
+		// cache shows it (a look 100ms later at best, behind every other pod's event in a large
+		// drain): until then no responder is Active, and the pod's response timeout runs.
+		obs.Evictions = append(obs.Evictions, *created)
+		if err := r.budgets(ctx, &obs); err != nil {
+			return reconcile.Result{}, err
+		}
+		d = eviction.Decide(obs, now)
+		if requeue, _, err = r.apply(ctx, obs, d); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	if requeue {
 		// A write met a stale cache, or the evictor acted: look again once the cache caught up.
@@ -153,17 +171,20 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 		return obs, err
 	}
 	obs.Requests = reqs.Items
-	if obs.Pod == nil && len(obs.Requests) > 0 && r.APIReader != nil {
-		// Gone, or only not in the cache yet: the API server says.
-		if obs.Pod, err = r.pod(ctx, r.APIReader, target); err != nil {
-			return obs, err
-		}
-	}
 	var evs lifecyclev1alpha1.EvictionList
 	if err := r.Client.List(ctx, &evs, client.InNamespace(target.Namespace), client.MatchingFields{targetIndex: target.String()}); err != nil {
 		return obs, err
 	}
 	obs.Evictions = evs.Items
+	if obs.Pod == nil && len(obs.Requests) > 0 && r.APIReader != nil && !r.sawPod(obs) {
+		// Gone, or only not in the cache yet: the API server says. Not for a pod this
+		// controller made an Eviction of: it read the pod from the cache then, and the cache
+		// drops a pod only once it is deleted (a read per look at each deleted pod whose
+		// requests and Eviction wait for the garbage collector).
+		if obs.Pod, err = r.pod(ctx, r.APIReader, target); err != nil {
+			return obs, err
+		}
+	}
 	if v, ok := r.collected.Load(target); ok {
 		var still []types.UID
 		for _, uid := range v.([]types.UID) {
@@ -193,15 +214,38 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 			obs.EvictBudgetRefused = refusal.Reason == nodemaintv1alpha1.BlockedReasonPodDisruptionBudget
 		}
 	}
-	if obs.Pod != nil && len(obs.Evictions) > 0 {
-		// The budgets pace the imperative evictor's retries; read only while an Eviction exists.
-		var pdbs policyv1.PodDisruptionBudgetList
-		if err := r.Client.List(ctx, &pdbs, client.InNamespace(target.Namespace)); err != nil {
-			return obs, err
-		}
-		obs.Budgets = eviction.SelectBudgets(obs.Pod, pdbs.Items)
+	return obs, r.budgets(ctx, &obs)
+}
+
+// budgets reads the PodDisruptionBudgets of the target pod into the observation: they pace the
+// imperative evictor's retries, so they are read only while an Eviction exists.
+func (r *Reconciler) budgets(ctx context.Context, obs *eviction.Observation) error {
+	if obs.Pod == nil || len(obs.Evictions) == 0 || obs.Budgets != nil {
+		return nil
 	}
-	return obs, nil
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := r.Client.List(ctx, &pdbs, client.InNamespace(obs.Namespace)); err != nil {
+		return err
+	}
+	obs.Budgets = eviction.SelectBudgets(obs.Pod, pdbs.Items)
+	return nil
+}
+
+// sawPod reports whether one of the controller's own Evictions names a pod a request of the
+// observation targets: the controller created it from that pod as its cache showed it.
+func (r *Reconciler) sawPod(obs eviction.Observation) bool {
+	for i := range obs.Evictions {
+		e := &obs.Evictions[i]
+		if !eviction.Ours(e, r.Name) || e.Spec.Target.Pod == nil {
+			continue
+		}
+		for _, req := range obs.Requests {
+			if req.Spec.Target.Pod != nil && req.Spec.Target.Pod.UID == e.Spec.Target.Pod.UID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // pod reads the target pod through reader; nil when it does not exist.
@@ -247,10 +291,11 @@ func (r *Reconciler) answering(ctx context.Context) (string, error) {
 	return other, nil
 }
 
-// apply carries the decision out: request conditions, then the Eviction's creation, metadata
-// and status, then the imperative evictor's eviction, then the collection of finished Evictions.
-// It reports whether to look again shortly (a stale write, or an eviction made).
-func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d eviction.Decision) (bool, error) {
+// apply carries the decision out: the Eviction's creation, metadata and status (the active
+// responder waits for it), then the request conditions, then the imperative evictor's eviction,
+// then the collection of finished Evictions. It reports whether to look again shortly (a stale
+// write, or an eviction made), and the Eviction it created, as the API server returned it.
+func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d eviction.Decision) (bool, *lifecyclev1alpha1.Eviction, error) {
 	log := logf.FromContext(ctx)
 	again := false
 	byName := map[string]*lifecyclev1alpha1.EvictionRequest{}
@@ -271,28 +316,30 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 			errs = append(errs, err)
 		}
 	}
-	for _, want := range d.RequestStatus {
-		note(r.Client.Status().Patch(ctx, want, client.MergeFromWithOptions(byName[want.Name], client.MergeFromWithOptimisticLock{})))
-	}
+	var created *lifecyclev1alpha1.Eviction
 	if d.Create != nil {
 		err := r.Client.Create(ctx, d.Create)
 		switch {
 		case err == nil:
 			log.Info("created the Eviction", "eviction", d.Create.Name)
 			r.record(d.Create, nil, eviction.CreatedEvent(d.Create))
+			created = d.Create
 		case apierrors.IsAlreadyExists(err):
 			// Taken by another controller's Eviction (or one of its own the cache does not
 			// show yet): the next decision reads it, and stands aside if it is another's.
 			log.Info("the Eviction's name is taken; looking again", "eviction", d.Create.Name)
+			again = true
 		}
 		note(err)
-		again = true
 	}
 	for _, want := range d.Meta {
 		note(r.Client.Patch(ctx, want, client.MergeFromWithOptions(evByName[want.Name], client.MergeFromWithOptimisticLock{})))
 	}
 	for _, want := range d.Status {
 		note(r.Client.Status().Patch(ctx, want, client.MergeFromWithOptions(evByName[want.Name], client.MergeFromWithOptimisticLock{})))
+	}
+	for _, want := range d.RequestStatus {
+		note(r.Client.Status().Patch(ctx, want, client.MergeFromWithOptions(byName[want.Name], client.MergeFromWithOptimisticLock{})))
 	}
 	for _, e := range d.Events {
 		ev := evByName[e.Eviction]
@@ -326,7 +373,7 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 		}
 		note(client.IgnoreNotFound(err))
 	}
-	return again, errors.Join(errs...)
+	return again, created, errors.Join(errs...)
 }
 
 // evict is the imperative evictor: an eviction of the pod through the API (with its
@@ -390,7 +437,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: p.Name}}}
 			}
 			return nil
-		})).
+		}), builder.WithPredicates(r.evictionDecides())).
 		// A pod's changes matter only while a request names it.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
@@ -399,12 +446,72 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: key}}
-		})).
+		}), builder.WithPredicates(podDecides())).
 		// A budget's status change (a disruption allowed again) brings forward the retries of the
 		// evictions it refused.
 		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.refusedBy)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
+}
+
+// evictionDecides passes the Eviction events that can change a decision: all but the updates
+// that only move responders' heartbeats, messages and expected completions. Those come from
+// every responder of every pod (an acceptance, a heartbeat), and a decision reads none of them
+// but the time to interrupt a responder past its deadline, which a later heartbeat only
+// postpones: the look already due at the earlier deadline reads it then. In a large drain they
+// were most of the controller's looks, each queued beside the pods waiting for their Eviction.
+//
+// The creation of one of the controller's own Evictions, seen by the watch, brings no look
+// either: the reconcile that created it wrote its status at once from the create's result
+// (Reconcile), or failed and looks again itself. One in the initial list (after a restart, its
+// status perhaps never written) does.
+func (r *Reconciler) evictionDecides() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool {
+			return e.IsInInitialList || !eviction.Ours(e.Object.(*lifecyclev1alpha1.Eviction), r.Name)
+		},
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*lifecyclev1alpha1.Eviction), e.ObjectNew.(*lifecyclev1alpha1.Eviction)
+			return !equality.Semantic.DeepEqual(decisive(o), decisive(n))
+		},
+	}
+}
+
+// decisive is what of an Eviction a decision reads, but the responders' heartbeats, messages and
+// expected completions (evictionDecides); the imperative evictor's entry, which the controller
+// writes itself, is kept whole.
+func decisive(e *lifecyclev1alpha1.Eviction) *lifecyclev1alpha1.Eviction {
+	out := &lifecyclev1alpha1.Eviction{Spec: e.Spec, Status: e.Status}
+	out.Labels, out.OwnerReferences, out.DeletionTimestamp, out.Finalizers, out.Generation = e.Labels, e.OwnerReferences, e.DeletionTimestamp, e.Finalizers, e.Generation
+	out.Status.Responders = make([]lifecyclev1alpha1.ResponderStatus, len(e.Status.Responders))
+	for i, r := range e.Status.Responders {
+		if r.Name != evictionrequest.ImperativeEvictor {
+			r.HeartbeatTime, r.Message, r.ExpectedCompletionTime = nil, nil, nil
+		}
+		out.Status.Responders[i] = r
+	}
+	return out
+}
+
+// podDecides passes the pod events that can change a decision about it: its creation and
+// deletion, and an update of its phase, deletion, labels (its budgets, whether it is the
+// controller's own), owners or readiness (what its budgets allow). Not the others: the
+// responders' marks, the evacuation conditions, the kubelet's status reports.
+func podDecides() predicate.Predicate {
+	ready := func(p *corev1.Pod) corev1.ConditionStatus {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+		return o.UID != n.UID || o.Status.Phase != n.Status.Phase || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+			!maps.Equal(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) ||
+			ready(o) != ready(n)
+	}}
 }
 
 // refusedBy maps a PodDisruptionBudget to the target pods it selects whose imperative eviction

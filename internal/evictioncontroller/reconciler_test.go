@@ -253,8 +253,9 @@ func TestDeclinedThenEvictedThroughPDB(t *testing.T) {
 		return states(e) == want && e.Labels[descheduler] == "requester" && e.Labels[responder] == "responder" &&
 			len(e.Status.Requesters) == 1 && e.Status.Requesters[0].Name == descheduler, states(e), nil
 	})
-	// The operator heartbeats, as an active responder does: the controller decides about the pod
-	// again, and only once it has may the test tell that it left the pod alone.
+	// The operator heartbeats, as an active responder does (which brings no look: it only
+	// postpones the responder's deadline), and the pod gets a label, which brings one: only once
+	// the controller decided about the pod again may the test tell that it left the pod alone.
 	looked := time.Now()
 	orig := e.DeepCopy()
 	for i := range e.Status.Responders {
@@ -263,6 +264,9 @@ func TestDeclinedThenEvictedThroughPDB(t *testing.T) {
 		}
 	}
 	if err := k8s.Status().Patch(ctx, e, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"looked":"again"}}}`))); err != nil {
 		t.Fatal(err)
 	}
 	expectLooked(t, pod.Name, looked, nil)

@@ -266,7 +266,8 @@ type Plan struct {
 // move now (reason: the drain's), withdraw those no longer asked, pods every pod on the node.
 // A request is withdrawn by setting its intent to Withdrawn while its Eviction is in progress, so
 // that the active responder learns of the cancellation, and deleted once the Eviction is over
-// (canceled, failed or collected) or never existed; a request whose pod is gone is deleted. Every
+// (canceled, failed or collected) or never existed; a request whose pod is gone is left to the
+// garbage collector, which deletes it with its pod, or deleted where it is not owned by it. Every
 // request of nodemaint's is owned by its pod (PodOwner): created so, and one that stays without
 // it (created by an earlier version) is adopted. Only Registered pods are asked so: the others
 // are the pod condition protocol's, and a request of nodemaint's for one of them (left from
@@ -320,6 +321,8 @@ func Decide(obs Observed, pods []*corev1.Pod, request, withdraw []*corev1.Pod, r
 		}
 		uid := r.Spec.Target.Pod.UID
 		switch {
+		case !present[uid] && ownedBy(r):
+			// Its pod is gone: the garbage collector deletes it with the pod, its owner.
 		case !present[uid]:
 			p.Delete = append(p.Delete, r)
 		case asked[uid]:

@@ -134,9 +134,14 @@ func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
 	if p := Decide(obs, pods, nil, nil, "", now); len(p.Delete) != 1 {
 		t.Fatalf("canceled: %+v", p)
 	}
-	// A request whose pod is gone goes.
+	// A request whose pod is gone goes with it: the garbage collector deletes it, its pod being
+	// its owner; nodemaint sends no delete of its own. One its pod does not own is deleted.
+	if p := Decide(obs, []*corev1.Pod{a}, nil, nil, "", now); len(p.Delete)+len(p.Update)+len(p.Create)+len(p.Adopt) != 0 {
+		t.Fatalf("pod gone, its request owned by it: %+v", p)
+	}
+	obs.Requests[0].OwnerReferences = nil
 	if p := Decide(obs, []*corev1.Pod{a}, nil, nil, "", now); len(p.Delete) != 1 {
-		t.Fatalf("pod gone: %+v", p)
+		t.Fatalf("pod gone, its request not owned by it: %+v", p)
 	}
 }
 
@@ -183,11 +188,12 @@ func TestRequestsOwnedByTheirPods(t *testing.T) {
 	if len(p.Update) != 1 || !ownedBy(p.Update[0]) || len(p.Adopt) != 2 {
 		t.Fatalf("update: %+v", p)
 	}
-	// Adopted, nothing more to do.
 	for i := range obs.Requests {
 		owned(&obs.Requests[i])
 	}
-	if p := Decide(obs, pods, []*corev1.Pod{a}, nil, "kernel upgrade", now); len(p.Adopt)+len(p.Update)+len(p.Create) != 0 {
+	// Adopted, nothing more to do; gone's request, now owned by its pod, goes with it (the
+	// garbage collector's).
+	if p := Decide(obs, pods, []*corev1.Pod{a}, nil, "kernel upgrade", now); len(p.Adopt)+len(p.Update)+len(p.Create)+len(p.Delete) != 0 {
 		t.Fatalf("owned: %+v", p)
 	}
 }

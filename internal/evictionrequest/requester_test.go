@@ -130,13 +130,60 @@ func evictions(ctx context.Context) ([]lifecyclev1alpha1.Eviction, error) {
 	return list.Items, err
 }
 
+// collectGarbage plays the garbage collector, which envtest does not run, once: it deletes the
+// EvictionRequests whose owner pod is gone, then the Evictions whose every owner request is gone.
+// nodemaint leaves a deleted pod's requests and Eviction to it: what the test finds left after
+// this had no owner to go with.
+func collectGarbage(ctx context.Context, t *testing.T) {
+	t.Helper()
+	exists := func(obj client.Object, key types.NamespacedName) bool {
+		err := k8s.Get(ctx, key, obj)
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	var reqs lifecyclev1alpha1.EvictionRequestList
+	if err := k8s.List(ctx, &reqs, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range reqs.Items {
+		r := &reqs.Items[i]
+		for _, o := range r.OwnerReferences {
+			if o.Kind == "Pod" && !exists(&corev1.Pod{}, types.NamespacedName{Namespace: r.Namespace, Name: o.Name}) {
+				if err := k8s.Delete(ctx, r); client.IgnoreNotFound(err) != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	evs, err := evictions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range evs {
+		e := &evs[i]
+		left := 0
+		for _, o := range e.OwnerReferences {
+			if exists(&lifecyclev1alpha1.EvictionRequest{}, types.NamespacedName{Namespace: e.Namespace, Name: o.Name}) {
+				left++
+			}
+		}
+		if len(e.OwnerReferences) > 0 && left == 0 {
+			if err := k8s.Delete(ctx, e); client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // TestDrainThroughEvictionRequest: a node drained under the EvictionRequest protocol. Its bare pod
 // with a minAvailable: 1 budget, registered with an operator as its responder, gets one
 // EvictionRequest from nodemaint; the Eviction controller makes its Eviction, the operator (played
 // by the test) declines, and the imperative evictor holds the pod for the drain (only nodemaint
 // asks for it); the drain evicts it through the budget, which refuses; the NodeMaintenance says so. Once the budget
-// allows, the pod is evicted (and, its kubelet being simulated, deleted), and the request and the
-// Eviction are gone; the node is Drained.
+// allows, the pod is evicted (and, its kubelet being simulated, deleted); the node is Drained,
+// and the request and the Eviction go with the pod (the garbage collector's, played by the test).
 func TestDrainThroughEvictionRequest(t *testing.T) {
 	ctx := context.Background()
 	const responder = "web.example.com/operator"
@@ -207,7 +254,8 @@ func TestDrainThroughEvictionRequest(t *testing.T) {
 	if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "no EvictionRequest and no Eviction left, the node Drained", func(ctx context.Context) (bool, string, error) {
+	eventually(t, "no EvictionRequest and no Eviction left once the garbage collector ran, the node Drained", func(ctx context.Context) (bool, string, error) {
+		collectGarbage(ctx, t)
 		reqs, err := requests(ctx, "er-n1")
 		if err != nil {
 			return false, "", err
@@ -362,7 +410,8 @@ func ownedBy(r lifecyclev1alpha1.EvictionRequest, pod *corev1.Pod) bool {
 // deleted; an autoscaler's scale-down) leaves none of nodemaint's EvictionRequests once its pods
 // are gone. The API server accepts the request's owner reference to its pod (the garbage
 // collector's part, proven on the local cluster by test/e2e/drain's TestNothingLeftWhenNodeDeleted:
-// envtest has none); the node reconciler, the node gone, deletes the requests of its pods gone.
+// envtest has none, the test plays it); the node reconciler, the node gone, leaves the requests of
+// its pods gone to it, and asks nothing again.
 func TestNothingLeftWhenTheNodeIsGone(t *testing.T) {
 	ctx := context.Background()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "er-gone"}}
@@ -381,7 +430,8 @@ func TestNothingLeftWhenTheNodeIsGone(t *testing.T) {
 	if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "no EvictionRequest of nodemaint's left", func(ctx context.Context) (bool, string, error) {
+	eventually(t, "no EvictionRequest of nodemaint's left once the garbage collector ran, and none asked again", func(ctx context.Context) (bool, string, error) {
+		collectGarbage(ctx, t)
 		reqs, err := requests(ctx, "er-gone")
 		return len(reqs) == 0, fmt.Sprintf("%d requests", len(reqs)), err
 	})

@@ -91,13 +91,13 @@ func (w evictionStatusWriter) Patch(ctx context.Context, obj client.Object, patc
 	return err
 }
 
-// heartbeats writes what the responder owes the Evictions it accepted: progress (and a
-// heartbeat when due) while it moves a pod, until the pod is gone. It returns when the next
-// heartbeat is due. A write that fails is logged and done again at the next look: the Eviction
-// controller waits 20 minutes for a heartbeat. The writes go in parallel, as the answers do: a
-// wave's pods all report its start at once.
+// heartbeats writes the heartbeats due on the Evictions the responder accepted, at KEP-4563's
+// cadence (evacuation.HeartbeatInterval), each with the progress of the pod's move then, until
+// the pod is gone. It returns when the next heartbeat is due. A write that fails is logged and
+// done again at the next look: the Eviction controller waits 20 minutes for a heartbeat. The
+// writes go in parallel, as the answers do.
 func (r *Reconciler) heartbeats(ctx context.Context, in decide.Input, view protocol.View) time.Time {
-	beats, next := view.Heartbeats(in.Pods)
+	beats, next := view.Heartbeats(in.Pods, in.Now)
 	wave := decide.SurgeWave(in)
 	var surging evacuation.Progress // the same for every pod of the wave
 	if len(wave) > 0 {
@@ -107,11 +107,8 @@ func (r *Reconciler) heartbeats(ctx context.Context, in decide.Input, view proto
 	g.SetLimit(podWritesInFlight)
 	for _, b := range beats {
 		pod := b.Request.Pod()
-		// Nothing new (a heartbeat when due) but when the pod's wave surges for it and once it
-		// is being removed: a pod that waits for its wave says what it said when accepted, and
-		// one whose wave completed without removing it (the scale-back removed another marked
-		// pod) what it said then, until its next wave. Every report in between was a write of
-		// the Eviction at each wave of its Deployment.
+		// The pod's state at its heartbeat: being removed, its wave surging for it, or else
+		// what it said when accepted (waiting for its wave, or for its next one).
 		var p evacuation.Progress
 		switch {
 		case b.Terminating:

@@ -67,9 +67,10 @@ func evictionTestClient(t *testing.T, objs ...client.Object) client.Client {
 }
 
 // TestEvictionResponder: the Deployment responder, Active on a pod's Eviction, surges as it does
-// for the pod condition (the same decision), answers on the Eviction, never on the pod, reports
-// the surge's progress and expected completion with a heartbeat, and reports the pod's removal
-// while keeping its turn until the pod is gone; a Deployment that cannot surge declines by completing its turn at once.
+// for the pod condition (the same decision), answers on the Eviction, never on the pod, writes
+// the Eviction once on acceptance and then only at the heartbeat's cadence, each heartbeat with
+// the surge's progress and expected completion, or the pod's removal while it keeps its turn
+// until the pod is gone; a Deployment that cannot surge declines by completing its turn at once.
 func TestEvictionResponder(t *testing.T) {
 	ctx := context.Background()
 	setup := func(t *testing.T, maxSurge int32) (client.Client, *Reconciler, *appsv1.Deployment, *corev1.Pod, *lifecyclev1alpha1.Eviction) {
@@ -100,6 +101,23 @@ func TestEvictionResponder(t *testing.T) {
 		get(t, c, ev)
 		return evacuation.ResponderStatusOf(ev, EvictionResponder)
 	}
+	// heartbeatDue moves the responder's start and last heartbeat on the Eviction a heartbeat
+	// interval back, as time passing would.
+	heartbeatDue := func(t *testing.T, c client.Client, ev *lifecyclev1alpha1.Eviction) {
+		t.Helper()
+		get(t, c, ev)
+		for i := range ev.Status.Responders {
+			if rs := &ev.Status.Responders[i]; rs.Name == EvictionResponder && rs.HeartbeatTime != nil {
+				back := func(t *metav1.Time) *metav1.Time {
+					return ptr.To(metav1.NewTime(t.Add(-evacuation.HeartbeatInterval - time.Second)))
+				}
+				rs.StartTime, rs.HeartbeatTime = back(rs.StartTime), back(rs.HeartbeatTime)
+			}
+		}
+		if err := c.Status().Update(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
 	podUntouched := func(t *testing.T, c client.Client, p *corev1.Pod) {
 		t.Helper()
 		get(t, c, p)
@@ -128,16 +146,23 @@ func TestEvictionResponder(t *testing.T) {
 		}
 		podUntouched(t, c, p)
 
-		// Accepted: the next look reports progress with the expected completion, and looks again
-		// by the next heartbeat.
+		// Accepted: the next look writes nothing on the Eviction (the acceptance stands for the
+		// move), and looks again by the next heartbeat.
+		rv := ev.ResourceVersion
 		res := reconcileOnce(t, r, d)
-		s = mine(t, c, ev)
-		if s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.After(time.Now()) ||
-			!strings.Contains(*s.Message, "surged from 1 to 2 replicas: the pod goes once the replacements are available") {
-			t.Fatalf("progress: %+v (message %q); want the surge and an expected completion ahead", s, ptr.Deref(s.Message, ""))
+		if get(t, c, ev); ev.ResourceVersion != rv {
+			t.Errorf("the Eviction was written again before its heartbeat was due: %+v", evacuation.ResponderStatusOf(ev, EvictionResponder))
 		}
 		if res.RequeueAfter <= 0 || res.RequeueAfter > evacuation.HeartbeatInterval {
 			t.Errorf("RequeueAfter = %v; want at most the heartbeat interval %v", res.RequeueAfter, evacuation.HeartbeatInterval)
+		}
+		// The heartbeat due: it reports the surge's progress with the expected completion.
+		heartbeatDue(t, c, ev)
+		reconcileOnce(t, r, d)
+		s = mine(t, c, ev)
+		if s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.After(time.Now()) ||
+			!strings.Contains(*s.Message, "surged from 1 to 2 replicas: the pod goes once the replacements are available") {
+			t.Fatalf("heartbeat: %+v (message %q); want the surge and an expected completion ahead", s, ptr.Deref(s.Message, ""))
 		}
 
 		// The replacement is available: the Deployment scales back; the ReplicaSet removes the
@@ -167,10 +192,17 @@ func TestEvictionResponder(t *testing.T) {
 		if err := c.Delete(ctx, p); err != nil {
 			t.Fatal(err)
 		}
+		get(t, c, ev)
+		rv = ev.ResourceVersion
+		reconcileOnce(t, r, d)
+		if s := mine(t, c, ev); ev.ResourceVersion != rv || s.CompletionTime != nil {
+			t.Fatalf("the pod being removed, before the heartbeat is due: %+v; want its turn kept, nothing written", s)
+		}
+		heartbeatDue(t, c, ev)
 		reconcileOnce(t, r, d)
 		if s := mine(t, c, ev); s.CompletionTime != nil || !strings.Contains(*s.Message, "replaced the pod") ||
 			s.ExpectedCompletionTime == nil {
-			t.Fatalf("after the pod is being removed: %+v; want its turn kept (no completionTime: the pod's end completes it) and the removal reported", s)
+			t.Fatalf("the pod being removed, at the heartbeat: %+v; want its turn kept (no completionTime: the pod's end completes it) and the removal reported", s)
 		}
 		podUntouched(t, c, p)
 	})

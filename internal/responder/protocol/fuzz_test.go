@@ -106,11 +106,17 @@ func FuzzObserve(f *testing.F) {
 				t.Fatalf("%s: a pod not asked through an Eviction was copied", pod.Name)
 			}
 		}
-		beats, _ := v.Heartbeats(v.Pods)
+		beats, next := v.Heartbeats(v.Pods, now)
 		for _, b := range beats {
 			if b.Request.Protocol() != evacuation.EvictionRequests || !b.Request.Accepted() {
 				t.Fatalf("a heartbeat owed to a request not accepted on an Eviction: %v", b.Request.Pod().Name)
 			}
+			if b.Request.HeartbeatDue().After(now) {
+				t.Fatalf("%s: a heartbeat before it is due (%v)", b.Request.Pod().Name, b.Request.HeartbeatDue())
+			}
+		}
+		if !next.IsZero() && !next.After(now) {
+			t.Fatalf("next heartbeat %v, not after now %v", next, now)
 		}
 	})
 }

@@ -108,18 +108,25 @@ type Beat struct {
 	Terminating bool
 }
 
-// Heartbeats decides, for the Evictions the responder accepted, the progress it owes them now,
-// which evacuation.PodRequest.Progress writes only when something changed or a heartbeat is due.
-// next is when the earliest heartbeat is due (zero when none), for the responder to look again
-// by then.
-func (v View) Heartbeats(pods []*corev1.Pod) (beats []Beat, next time.Time) {
+// Heartbeats decides, for the Evictions the responder accepted, which are owed a heartbeat at
+// now: those whose heartbeat is due (evacuation.PodRequest.HeartbeatDue, KEP-4563's cadence),
+// each with the progress the responder has to report then. Between heartbeats the acceptance
+// stands for the whole move: a report at each step (the pod's wave surging, the pod being
+// removed) was a write of the Eviction for each step of each pod, more than its acceptance and
+// its Eviction's own writes together. next is when the earliest heartbeat is due after now
+// (zero when none), for the responder to look again by then.
+func (v View) Heartbeats(pods []*corev1.Pod, now time.Time) (beats []Beat, next time.Time) {
 	for _, pod := range pods {
 		req := v.requests[pod.UID]
 		if req == nil || req.Protocol() != evacuation.EvictionRequests || !req.Accepted() {
 			continue
 		}
-		beats = append(beats, Beat{Request: req, Terminating: !pod.DeletionTimestamp.IsZero()})
-		if due := req.HeartbeatDue(); !due.IsZero() && (next.IsZero() || due.Before(next)) {
+		due := req.HeartbeatDue()
+		if !due.After(now) {
+			beats = append(beats, Beat{Request: req, Terminating: !pod.DeletionTimestamp.IsZero()})
+			due = now.Add(evacuation.HeartbeatInterval)
+		}
+		if next.IsZero() || due.Before(next) {
 			next = due
 		}
 	}

@@ -78,34 +78,37 @@ func TestObserve(t *testing.T) {
 	}
 }
 
-// TestHeartbeats: only Evictions the responder accepted are owed progress, a terminating pod's
-// too (it keeps its turn until the pod is gone), with the earliest heartbeat due.
+// TestHeartbeats: only Evictions the responder accepted are owed a heartbeat, and only once it
+// is due (KEP-4563's cadence), a terminating pod's too (it keeps its turn until the pod is gone);
+// next is the earliest heartbeat due after now.
 func TestHeartbeats(t *testing.T) {
-	notAccepted, soon, later, gone := pod("not-accepted"), pod("soon"), pod("later"), pod("gone")
+	notAccepted, soon, later, gone, due := pod("not-accepted"), pod("soon"), pod("later"), pod("gone"), pod("due")
 	gone.DeletionTimestamp = ptr.To(metav1.Now())
 	evictions := map[types.UID][]*lifecyclev1alpha1.Eviction{
 		notAccepted.UID: {eviction(notAccepted, 0)},
 		soon.UID:        {eviction(soon, 50*time.Second)},
 		later.UID:       {eviction(later, 10*time.Second)},
 		gone.UID:        {eviction(gone, 5*time.Minute)},
+		due.UID:         {eviction(due, 4*time.Minute)},
 	}
-	v := Observe([]*corev1.Pod{notAccepted, soon, later, gone}, evictions, me)
-	beats, next := v.Heartbeats(v.Pods)
+	v := Observe([]*corev1.Pod{notAccepted, soon, later, gone, due}, evictions, me)
+	now := time.Now()
+	beats, next := v.Heartbeats(v.Pods, now)
 	got := map[string]bool{}
 	for _, b := range beats {
 		got[b.Request.Pod().Name] = b.Terminating
 	}
-	want := map[string]bool{"soon": false, "later": false, "gone": true}
+	want := map[string]bool{"gone": true, "due": false}
 	if len(got) != len(want) {
 		t.Fatalf("beats for %v; want %v", got, want)
 	}
-	for name, complete := range want {
-		if c, ok := got[name]; !ok || c != complete {
-			t.Errorf("%s: beat %t (terminating %t); want terminating %t", name, ok, c, complete)
+	for name, terminating := range want {
+		if c, ok := got[name]; !ok || c != terminating {
+			t.Errorf("%s: beat %t (terminating %t); want terminating %t", name, ok, c, terminating)
 		}
 	}
-	wantNext := evictions[gone.UID][0].Status.Responders[0].HeartbeatTime.Add(evacuation.HeartbeatInterval)
+	wantNext := evictions[soon.UID][0].Status.Responders[0].HeartbeatTime.Add(evacuation.HeartbeatInterval)
 	if !next.Equal(wantNext) {
-		t.Errorf("next heartbeat %v; want %v (the earliest due)", next, wantNext)
+		t.Errorf("next heartbeat %v; want %v (the earliest due after now)", next, wantNext)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,6 +26,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
+	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	"github.com/nodemaint/nodemaint/test/localcluster"
 )
@@ -35,9 +38,9 @@ const exampleResponder = "example.nodemaint.dev/checkpoint"
 // TestEvictionSingleReplicaWithStrictPDB: on the EvictionRequest API, the single-replica
 // Deployment behind a minAvailable 1 budget moves off the drained node with a Ready pod at every
 // moment: its pod was registered with the Deployment responder at creation, the responder was the
-// active responder on the pod's Eviction, surged, reported progress, and reported the pod replaced
-// until it was gone; the imperative evictor never had a turn, and the pod's conditions were not
-// used.
+// active responder on the pod's Eviction, surged, and accepted on the Eviction once, writing it
+// again only for a heartbeat due (every evacuation.HeartbeatInterval), keeping its turn until the
+// pod was gone; the imperative evictor never had a turn, and the pod's conditions were not used.
 func TestEvictionSingleReplicaWithStrictPDB(t *testing.T) {
 	requireEvictionAPI(t)
 	startNodemaint(t, 2*time.Minute)
@@ -54,11 +57,12 @@ func TestEvictionSingleReplicaWithStrictPDB(t *testing.T) {
 		t.Errorf("responders active on %s's Eviction, in order: %v; want only the Deployment responder", old, got)
 	}
 	st := evictions.last(old, deployment.EvictionResponder)
-	if st.HeartbeatTime == nil || !strings.Contains(ptr.Deref(st.Message, ""), "replaced the pod") {
-		t.Errorf("the Deployment responder's last status on %s's Eviction: %+v (message %q); want a heartbeat and the pod replaced", old, st, ptr.Deref(st.Message, ""))
+	if st.HeartbeatTime == nil || st.CompletionTime != nil || !strings.HasPrefix(ptr.Deref(st.Message, ""), surgepolicy.ReasonSurge) {
+		t.Errorf("the Deployment responder's last status on %s's Eviction: %+v (message %q); want accepted (a heartbeat, %s), its turn kept to the pod's end", old, st, ptr.Deref(st.Message, ""), surgepolicy.ReasonSurge)
 	}
-	if !evictions.sawProgress(old, deployment.EvictionResponder) {
-		t.Errorf("the Deployment responder never reported the surge's progress with an expected completion on %s's Eviction", old)
+	writes, took := evictions.writesOf(old, deployment.EvictionResponder)
+	if most := 1 + int(took/evacuation.HeartbeatInterval); writes < 1 || writes > most {
+		t.Errorf("the Deployment responder wrote its entry on %s's Eviction %d times in %v; want its acceptance, and a heartbeat per %v after it: 1 to %d", old, writes, took.Round(time.Second), evacuation.HeartbeatInterval, most)
 	}
 	s.mu.Lock()
 	_, accepted := s.accepted[old]
@@ -182,11 +186,14 @@ func requireEvictionAPI(t *testing.T) {
 // whether it reported progress with an expected completion, and when the Deployment responder
 // first became Active.
 type evictionWatch struct {
-	mu        sync.Mutex
-	order     map[string][]string
-	status    map[string]map[string]lifecyclev1alpha1.ResponderStatus
-	progress  map[string]map[string]bool
-	surgeFrom time.Time
+	mu     sync.Mutex
+	order  map[string][]string
+	status map[string]map[string]lifecyclev1alpha1.ResponderStatus
+	// writes counts the changes of each responder's entry after the Eviction controller's own
+	// (its startTime), per pod; first and lastSeen when the first and the last were seen.
+	writes          map[string]map[string]int
+	first, lastSeen map[string]map[string]time.Time
+	surgeFrom       time.Time
 	// heartbeat and completed: when each responder's first heartbeat (its acceptance) and its
 	// completionTime were first seen, per pod.
 	heartbeat, completed map[string]map[string]time.Time
@@ -195,7 +202,8 @@ type evictionWatch struct {
 func watchEvictions(t *testing.T, namespace string) *evictionWatch {
 	t.Helper()
 	w := &evictionWatch{order: map[string][]string{}, status: map[string]map[string]lifecyclev1alpha1.ResponderStatus{},
-		progress: map[string]map[string]bool{}, heartbeat: map[string]map[string]time.Time{}, completed: map[string]map[string]time.Time{}}
+		writes: map[string]map[string]int{}, first: map[string]map[string]time.Time{}, lastSeen: map[string]map[string]time.Time{},
+		heartbeat: map[string]map[string]time.Time{}, completed: map[string]map[string]time.Time{}}
 	cs := framework.Cluster().Client()
 	lw := toolscache.NewListWatchFromClient(cs.LifecycleV1alpha1().RESTClient(), "evictions", namespace, fields.Everything())
 	informer := toolscache.NewSharedIndexInformer(lw, &lifecyclev1alpha1.Eviction{}, 0, nil)
@@ -234,20 +242,26 @@ func (w *evictionWatch) observe(ev *lifecyclev1alpha1.Eviction) {
 		}
 	}
 	if w.status[pod] == nil {
-		w.status[pod], w.progress[pod] = map[string]lifecyclev1alpha1.ResponderStatus{}, map[string]bool{}
+		w.status[pod], w.writes[pod] = map[string]lifecyclev1alpha1.ResponderStatus{}, map[string]int{}
+		w.first[pod], w.lastSeen[pod] = map[string]time.Time{}, map[string]time.Time{}
 		w.heartbeat[pod], w.completed[pod] = map[string]time.Time{}, map[string]time.Time{}
 	}
 	now := time.Now()
 	for _, st := range ev.Status.Responders {
+		prev, seen := w.status[pod][st.Name]
+		if (st.HeartbeatTime != nil || st.CompletionTime != nil || st.Message != nil) && (!seen || !equality.Semantic.DeepEqual(prev, st)) {
+			w.writes[pod][st.Name]++
+			if _, ok := w.first[pod][st.Name]; !ok {
+				w.first[pod][st.Name] = now
+			}
+			w.lastSeen[pod][st.Name] = now
+		}
 		w.status[pod][st.Name] = st
 		if _, seen := w.heartbeat[pod][st.Name]; !seen && st.HeartbeatTime != nil {
 			w.heartbeat[pod][st.Name] = now
 		}
 		if _, seen := w.completed[pod][st.Name]; !seen && st.CompletionTime != nil {
 			w.completed[pod][st.Name] = now
-		}
-		if st.ExpectedCompletionTime != nil && strings.Contains(ptr.Deref(st.Message, ""), "the pod goes once the replacements are available") {
-			w.progress[pod][st.Name] = true
 		}
 	}
 }
@@ -264,10 +278,12 @@ func (w *evictionWatch) last(pod, responder string) lifecyclev1alpha1.ResponderS
 	return w.status[pod][responder]
 }
 
-func (w *evictionWatch) sawProgress(pod, responder string) bool {
+// writesOf is how many times the responder's entry on the pod's Eviction was written (its
+// changes seen), and the time from the first to the last.
+func (w *evictionWatch) writesOf(pod, responder string) (int, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.progress[pod][responder]
+	return w.writes[pod][responder], w.lastSeen[pod][responder].Sub(w.first[pod][responder])
 }
 
 // declinedWith reports whether the Deployment responder declined the pod's Eviction with the

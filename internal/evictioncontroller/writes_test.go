@@ -1,0 +1,290 @@
+package evictioncontroller
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
+)
+
+const responder = "example.com/owner"
+
+// writesClient is a fake API server with the Eviction controller's indexes; every write it
+// serves is counted by verb and resource ("create evictions", "patch evictionrequests/status"...).
+func writesClient(t *testing.T, writes map[string]int, objs ...client.Object) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	target := func(p func(client.Object) *string) client.IndexerFunc {
+		return func(o client.Object) []string {
+			if n := p(o); n != nil {
+				return []string{o.GetNamespace() + "/" + *n}
+			}
+			return nil
+		}
+	}
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+		WithStatusSubresource(&lifecyclev1alpha1.Eviction{}, &lifecyclev1alpha1.EvictionRequest{}).
+		WithIndex(&lifecyclev1alpha1.EvictionRequest{}, targetIndex, target(func(o client.Object) *string {
+			if p := o.(*lifecyclev1alpha1.EvictionRequest).Spec.Target.Pod; p != nil {
+				return &p.Name
+			}
+			return nil
+		})).
+		WithIndex(&lifecyclev1alpha1.Eviction{}, targetIndex, target(func(o client.Object) *string {
+			if p := o.(*lifecyclev1alpha1.Eviction).Spec.Target.Pod; p != nil {
+				return &p.Name
+			}
+			return nil
+		})).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				writes["create "+kind(obj)]++
+				return c.Create(ctx, obj, opts...)
+			},
+			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				writes["delete "+kind(obj)]++
+				return c.Delete(ctx, obj, opts...)
+			},
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				writes["patch "+kind(obj)]++
+				return c.Patch(ctx, obj, patch, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				writes["patch "+kind(obj)+"/"+sub]++
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
+}
+
+func kind(o client.Object) string {
+	switch o.(type) {
+	case *lifecyclev1alpha1.Eviction:
+		return "evictions"
+	case *lifecyclev1alpha1.EvictionRequest:
+		return "evictionrequests"
+	case *corev1.Pod:
+		return "pods"
+	}
+	return "other"
+}
+
+// A pod with a responder of its own, which nodemaint's drain asks to move (its request owned by
+// the pod, as the drain makes them).
+func askedPod() (*corev1.Pod, *lifecyclev1alpha1.EvictionRequest) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "uid-web-1"},
+		Spec:       corev1.PodSpec{EvictionResponders: []corev1.EvictionResponder{{Name: responder, Priority: ptr.To[int32](10000)}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	req := &lifecyclev1alpha1.EvictionRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nodemaint-uid-web-1", UID: "uid-req", Generation: 1,
+			OwnerReferences: []metav1.OwnerReference{evictionrequest.PodOwner(pod.Name, pod.UID)}},
+		Spec: lifecyclev1alpha1.EvictionRequestSpec{
+			Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: pod.Name, UID: pod.UID}},
+			Requester: names.Requester, Intent: lifecyclev1alpha1.EvictionRequestIntentEviction,
+		},
+	}
+	return pod, req
+}
+
+func reconcileOnce(t *testing.T, r *Reconciler) {
+	t.Helper()
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "web-1"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResponderActiveFromTheCreatingReconcile: the reconcile that creates a pod's Eviction also
+// makes its first responder Active (the status is decided from the Eviction the create returned,
+// not left for a later look once the cache shows it, while the pod's response timeout runs), and
+// writes nothing to the request as its Eviction starts: a create and a status write, the
+// Eviction's two writes, and nothing else.
+func TestResponderActiveFromTheCreatingReconcile(t *testing.T) {
+	pod, req := askedPod()
+	writes := map[string]int{}
+	c := writesClient(t, writes, pod, req)
+	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Name: "me"}
+	reconcileOnce(t, r)
+
+	var evs lifecyclev1alpha1.EvictionList
+	if err := c.List(context.Background(), &evs); err != nil || len(evs.Items) != 1 {
+		t.Fatalf("Evictions %v (%v); want one", evs.Items, err)
+	}
+	e := evs.Items[0]
+	if len(e.Status.TargetResponders) == 0 || e.Status.TargetResponders[0].Name != responder ||
+		e.Status.TargetResponders[0].State != lifecyclev1alpha1.ResponderStateActive {
+		t.Fatalf("after the reconcile that created it, the Eviction's responders are %+v; want %s Active", e.Status.TargetResponders, responder)
+	}
+	want := map[string]int{"create evictions": 1, "patch evictions/status": 1}
+	if len(writes) != len(want) || writes["create evictions"] != 1 || writes["patch evictions/status"] != 1 {
+		t.Errorf("writes %v; want %v", writes, want)
+	}
+	got := &lifecyclev1alpha1.EvictionRequest{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(req), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Conditions) != 0 {
+		t.Errorf("the request got conditions as its Eviction started: %+v", got.Status.Conditions)
+	}
+	// Looked at again: nothing changed, nothing written.
+	clear(writes)
+	reconcileOnce(t, r)
+	if len(writes) != 0 {
+		t.Errorf("a second look wrote %v", writes)
+	}
+}
+
+// TestGoneTargetLeftToTheGarbageCollector: once the pod is deleted, its Eviction, owned by
+// requests that its pod owns, is left to the garbage collector with them: no TargetEvicted
+// written to requests about to go, no delete sent beside the collector's. A request that its pod
+// does not own (another requester's) still learns TargetEvicted, and the Eviction it owns is
+// deleted by the controller.
+func TestGoneTargetLeftToTheGarbageCollector(t *testing.T) {
+	for _, owned := range []bool{true, false} {
+		pod, req := askedPod()
+		if !owned {
+			req.OwnerReferences = nil
+		}
+		writes := map[string]int{}
+		c := writesClient(t, writes, pod, req)
+		reads := &countingReader{Reader: c}
+		r := &Reconciler{Client: c, APIReader: reads, Recorder: events.NewFakeRecorder(10), Name: "me"}
+		reconcileOnce(t, r)
+		if err := c.Delete(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+		clear(writes)
+		reconcileOnce(t, r)
+		if reads.gets != 0 {
+			// The controller made the pod's Eviction from the pod it read: the cache not
+			// showing it any more means it is deleted.
+			t.Errorf("the pod of its own Eviction read %d times from the API server once gone from the cache; want none", reads.gets)
+		}
+
+		var evs lifecyclev1alpha1.EvictionList
+		if err := c.List(context.Background(), &evs); err != nil {
+			t.Fatal(err)
+		}
+		got := &lifecyclev1alpha1.EvictionRequest{}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(req), got); err != nil {
+			t.Fatal(err)
+		}
+		evicted := false
+		for _, cond := range got.Status.Conditions {
+			evicted = evicted || cond.Type == string(lifecyclev1alpha1.EvictionConditionTargetEvicted) && cond.Status == metav1.ConditionTrue
+		}
+		switch {
+		case owned && (len(writes) != 0 || len(evs.Items) != 1):
+			t.Errorf("request owned by the pod: writes %v, %d Evictions left; want none written, the Eviction left to the garbage collector", writes, len(evs.Items))
+		case !owned && (!evicted || len(evs.Items) != 0 || writes["delete evictions"] != 1):
+			t.Errorf("request not owned by the pod: TargetEvicted %t, writes %v, %d Evictions left; want TargetEvicted and the Eviction deleted once", evicted, writes, len(evs.Items))
+		}
+	}
+}
+
+// TestLooksOnlyAtWhatDecides: an Eviction whose responder only heartbeats or reports progress, and
+// a pod whose marks, evacuation conditions or status reports change, bring no look; a completed
+// turn, a state or condition change, the pod's deletion, phase, labels or readiness do.
+func TestLooksOnlyAtWhatDecides(t *testing.T) {
+	ev := &lifecyclev1alpha1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-1-web-1"},
+		Status: lifecyclev1alpha1.EvictionStatus{
+			TargetResponders: []lifecyclev1alpha1.TargetResponder{{Name: responder, State: lifecyclev1alpha1.ResponderStateActive}},
+			Responders:       []lifecyclev1alpha1.ResponderStatus{{Name: responder, StartTime: ptr.To(metav1.Now())}},
+		},
+	}
+	evChange := func(f func(*lifecyclev1alpha1.Eviction)) bool {
+		n := ev.DeepCopy()
+		f(n)
+		return (&Reconciler{Name: "me"}).evictionDecides().Update(event.UpdateEvent{ObjectOld: ev, ObjectNew: n})
+	}
+	now := ptr.To(metav1.Now())
+	for what, want := range map[string]bool{
+		"heartbeat and progress": false, "completion": true, "state": true, "imperative evictor's message": true,
+	} {
+		got := evChange(func(n *lifecyclev1alpha1.Eviction) {
+			switch what {
+			case "heartbeat and progress":
+				n.Status.Responders[0].HeartbeatTime, n.Status.Responders[0].Message, n.Status.Responders[0].ExpectedCompletionTime = now, ptr.To("moving"), now
+			case "completion":
+				n.Status.Responders[0].CompletionTime = now
+			case "state":
+				n.Status.TargetResponders[0].State = lifecyclev1alpha1.ResponderStateCanceled
+			case "imperative evictor's message":
+				n.Status.Responders = append(n.Status.Responders, lifecyclev1alpha1.ResponderStatus{Name: names.ImperativeEvictor, Message: ptr.To("evicting")})
+			}
+		})
+		if got != want {
+			t.Errorf("Eviction update, %s: looked %t; want %t", what, got, want)
+		}
+	}
+
+	created := func(e *lifecyclev1alpha1.Eviction, initial bool) bool {
+		return (&Reconciler{Name: "me"}).evictionDecides().Create(event.CreateEvent{Object: e, IsInInitialList: initial})
+	}
+	mine := ev.DeepCopy()
+	mine.Labels = map[string]string{names.ControllerLabel: "me"}
+	if created(mine, false) || !created(mine, true) || !created(ev, false) {
+		t.Errorf("Eviction created: its own looked %t (%t in the initial list), another's %t; want false (true), true",
+			created(mine, false), created(mine, true), created(ev, false))
+	}
+
+	pod, _ := askedPod()
+	podChange := func(f func(*corev1.Pod)) bool {
+		n := pod.DeepCopy()
+		f(n)
+		return podDecides().Update(event.UpdateEvent{ObjectOld: pod, ObjectNew: n})
+	}
+	for what, want := range map[string]bool{
+		"deletion cost": false, "conditions": false, "deleted": true, "phase": true, "labels": true, "ready": true,
+	} {
+		got := podChange(func(n *corev1.Pod) {
+			switch what {
+			case "deletion cost":
+				n.Annotations = map[string]string{"controller.kubernetes.io/pod-deletion-cost": "-1000"}
+			case "conditions":
+				n.Status.Conditions = append(n.Status.Conditions, corev1.PodCondition{Type: "EvacuationRequest", Status: corev1.ConditionTrue})
+			case "deleted":
+				n.DeletionTimestamp = now
+			case "phase":
+				n.Status.Phase = corev1.PodSucceeded
+			case "labels":
+				n.Labels = map[string]string{"app": "other"}
+			case "ready":
+				n.Status.Conditions = append(n.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse})
+			}
+		})
+		if got != want {
+			t.Errorf("pod update, %s: looked %t; want %t", what, got, want)
+		}
+	}
+}
+
+// countingReader counts the reads of the API server (Reconciler.APIReader).
+type countingReader struct {
+	client.Reader
+	gets int
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.gets++
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
