@@ -65,10 +65,30 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 			return nil
 		})
 	}
+	r.deleteRequests(ctx, &g, plan.Delete, &c)
+	// Requests that stay, given their pod as owner (evictionrequest.PodOwner), so that the
+	// garbage collector removes them with it.
+	for _, want := range plan.Adopt {
+		orig := byName[client.ObjectKeyFromObject(want)]
+		g.Go(func() error {
+			c.record(r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), &c.adopted)
+			return nil
+		})
+	}
+	r.createRequests(ctx, &g, plan.Create, &c, requested)
+	_ = g.Wait()
+	if c.created+c.asked+c.withdrawn+c.deleted+c.adopted > 0 {
+		log.FromContext(ctx).Info("EvictionRequests updated", "created", c.created, "askedAgain", c.asked, "withdrawn", c.withdrawn, "deleted", c.deleted, "adopted", c.adopted)
+	}
+	return errors.Join(c.errs...)
+}
+
+// deleteRequests sends the deletes of EvictionRequests on g, each once: one deleted by an
+// earlier reconcile that the cache still shows is not deleted again.
+func (r *Reconciler) deleteRequests(ctx context.Context, g *errgroup.Group, reqs []*lifecyclev1alpha1.EvictionRequest, c *requestWriteCounts) {
 	deleted, created := r.recentRequests()
-	for _, req := range plan.Delete {
+	for _, req := range reqs {
 		if deleted.Recently(req.UID) {
-			// Deleted by an earlier reconcile; the cache has not shown it gone yet.
 			continue
 		}
 		g.Go(func() error {
@@ -82,19 +102,17 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 			return nil
 		})
 	}
-	// Requests that stay, given their pod as owner (evictionrequest.PodOwner), so that the
-	// garbage collector removes them with it.
-	for _, want := range plan.Adopt {
-		orig := byName[client.ObjectKeyFromObject(want)]
-		g.Go(func() error {
-			c.record(r.Client.Patch(ctx, want, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), &c.adopted)
-			return nil
-		})
-	}
-	for _, req := range plan.Create {
+}
+
+// createRequests sends the creates of EvictionRequests on g, each once per pod: one created by
+// an earlier reconcile that the cache does not show yet is not created again. requested tells
+// of each one created.
+func (r *Reconciler) createRequests(ctx context.Context, g *errgroup.Group, reqs []*lifecyclev1alpha1.EvictionRequest, c *requestWriteCounts,
+	requested func(*lifecyclev1alpha1.EvictionRequest)) {
+	_, created := r.recentRequests()
+	for _, req := range reqs {
 		pod := req.Spec.Target.Pod.UID
 		if created.Recently(pod) {
-			// Created by an earlier reconcile; the cache has not shown it yet.
 			continue
 		}
 		g.Go(func() error {
@@ -109,11 +127,6 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 			return nil
 		})
 	}
-	_ = g.Wait()
-	if c.created+c.asked+c.withdrawn+c.deleted+c.adopted > 0 {
-		log.FromContext(ctx).Info("EvictionRequests updated", "created", c.created, "askedAgain", c.asked, "withdrawn", c.withdrawn, "deleted", c.deleted, "adopted", c.adopted)
-	}
-	return errors.Join(c.errs...)
 }
 
 // requestWriteCounts counts one node's writes of EvictionRequests by what they did, and keeps the
