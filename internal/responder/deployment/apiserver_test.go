@@ -255,8 +255,8 @@ func TestBoundsPatchRealAPIServer(t *testing.T) {
 // controller, woken by the raise of its minReplicas, scales the Deployment to the raised minimum
 // before the responder's own scale patch, which is then refused (the spec changed since the
 // decision). Decided again, the responder takes the Deployment's count for the surge the
-// autoscaler's record names and writes its surge record: the surge goes on, and its end scales
-// the Deployment back to the replicas its user set.
+// autoscaler's record names and writes its surge record: the surge goes on, its end scales the
+// Deployment back to the replicas its user set, and the next decision restores the bounds.
 func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 	c, cfg := realAPIServer(t)
 	ctx := context.Background()
@@ -336,16 +336,20 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 		t.Fatalf("decided again: replicas %d, surge record %v (%v); want the surge of 1 from 3 adopted", *in.Deployment.Spec.Replicas, state, err)
 	}
 
-	// The replacement is available: restored, then scaled back.
+	// The replacement is available: scaled back; the bounds restored by the decision that finds
+	// it scaled back.
 	pods = append(pods, pod("s", created(5), decidetest.Since(corev1.PodReady, 1)))
 	in.Deployment.Status = appsv1.DeploymentStatus{ObservedGeneration: in.Deployment.Generation, Replicas: 4, ReadyReplicas: 4, AvailableReplicas: 4}
 	if err := c.Status().Update(ctx, in.Deployment); err != nil {
 		t.Fatal(err)
 	}
-	in = observe()
-	p = decide.Decide(in)
-	if _, err := r.apply(ctx, in.Deployment, pods, protocol.View{}, p); err != nil {
-		t.Fatal(err)
+	for range 2 {
+		in = observe()
+		p = decide.Decide(in)
+		if _, err := r.apply(ctx, in.Deployment, pods, protocol.View{}, p); err != nil {
+			t.Fatal(err)
+		}
+		pods = pods[1:] // the ReplicaSet removed the pod asked to leave
 	}
 	in = observe()
 	h := in.Autoscalers[0]

@@ -244,10 +244,9 @@ const podWritesInFlight = 25
 // apply carries out the plan: the pods' answers and marks first, then the autoscaler's bounds
 // (raised for a surge, or restored after one), then the Deployment's replicas, surge state and
 // count of pods to evacuate, in one patch. The Deployment is not scaled unless every write
-// before succeeded: an autoscaler holds the surged count from before the Deployment has it, and
-// lets it go before the scale-back, so that it never finds fewer replicas than a raised
-// minReplicas and scales the Deployment up again. A pod's answer on its conditions and its mark
-// are one write (evacuation.Answer); an answer on an Eviction is followed by the pod's mark.
+// before succeeded: an autoscaler holds the surged count from before the Deployment has it until
+// a later decision finds it scaled back. A pod's answer on its conditions and its mark are one
+// write (evacuation.Answer); an answer on an Eviction is followed by the pod's mark.
 func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, view protocol.View, p decide.Plan) (written bool, err error) {
 	if err := r.writePods(ctx, view, p); err != nil {
 		return false, err

@@ -51,7 +51,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 	in := decide.Input{Deployment: d, ReplicaSets: replicaSets, Pods: unrequested, Autoscalers: mine, Now: timeNow(), SurgeTimeout: DefaultSurgeTimeout}
 	p := decide.Decide(in)
 	rollBackWaiting(&p, d, unrequested)
-	releaseBounds(&p, d, mine)
+	boundsHeld := releaseBounds(&p, d, mine)
 	for i := range p.Answers {
 		p.Answers[i].Pod = original[p.Answers[i].Pod]
 	}
@@ -95,6 +95,8 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 			again = true
 		}
 	}
+	// The autoscalers' bounds are restored by a later call, once the Deployment is scaled back.
+	again = again || boundsHeld
 	if dryRun || len(changes) == 0 {
 		return changes, again, nil
 	}
@@ -137,13 +139,24 @@ func autoscalersOfDeployment(d *appsv1.Deployment, hpas []*autoscalingv2.Horizon
 }
 
 // releaseBounds decides the bounds of the Deployment's autoscalers (mine) once nothing surges
-// any more: those raised for a surge restored (before the scale-back), whatever the plan said
-// before.
-func releaseBounds(p *decide.Plan, d *appsv1.Deployment, mine []*autoscalingv2.HorizontalPodAutoscaler) {
+// any more: those raised for a surge are restored, whatever the plan said before, unless the
+// plan scales the Deployment back (as Decide, they wait for a call that finds it scaled back:
+// restored before, the autoscaler would race the scale-back). It reports whether they wait.
+func releaseBounds(p *decide.Plan, d *appsv1.Deployment, mine []*autoscalingv2.HorizontalPodAutoscaler) (held bool) {
 	p.Events = slices.DeleteFunc(p.Events, func(e decide.Event) bool {
 		return e.OfAutoscaler()
 	})
+	if p.Scale != nil || p.DropSurge {
+		p.Raise, p.Restore = nil, nil
+		for _, hpa := range mine {
+			if rec, err := surgepolicy.ParseBounds(hpa); err != nil || (rec != nil && rec.Deployment == d.Name) {
+				held = true
+			}
+		}
+		return held
+	}
 	p.Autoscalers(mine, d.Name, nil)
+	return false
 }
 
 func containsPod(pods []*corev1.Pod, pod *corev1.Pod) bool {

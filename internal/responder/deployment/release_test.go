@@ -26,9 +26,9 @@ import (
 // TestRelease: a Deployment mid-surge (2 replicas surged to 3 for one evacuated pod) is rolled
 // back as when its maintenance ends early: replicas 2, the surge record gone, the surge's pod
 // marked to go first, the evacuated pod unmarked and its acceptance withdrawn, its request
-// (the requester's) left, its HorizontalPodAutoscaler's bounds (raised to 3 for the surge)
-// restored to 2 and 2; once the ReplicaSet removed the surge's pod, nothing of the responder's is
-// left, and another call changes nothing. So too when the autoscaler scaled the Deployment to
+// (the requester's) left; once the ReplicaSet removed the surge's pod, its
+// HorizontalPodAutoscaler's bounds (raised to 3 for the surge) are restored to 2 and 2, nothing
+// of the responder's is left, and another call changes nothing. So too when the autoscaler scaled the Deployment to
 // 3 before the responder could record its surge: the Deployment has no surge record, the
 // autoscaler's record names the surge.
 func TestRelease(t *testing.T) {
@@ -124,17 +124,26 @@ func testRelease(t *testing.T, autoscalerFirst bool) {
 		t.Errorf("ReplicaSet decide.Markers left: %v", rs.Annotations)
 	}
 	get(hpa)
-	if *hpa.Spec.MinReplicas != 2 || hpa.Spec.MaxReplicas != 2 || len(ours(hpa.Annotations)) > 0 {
-		t.Errorf("HorizontalPodAutoscaler after the rollback: min %d max %d, annotations %v; want 2, 2 and no record",
+	if *hpa.Spec.MinReplicas != 3 || hpa.Spec.MaxReplicas != 3 || len(ours(hpa.Annotations)) != 1 {
+		t.Errorf("HorizontalPodAutoscaler with the rollback: min %d max %d, annotations %v; want 3, 3 and the record, until the scale-back is done",
 			*hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas, hpa.Annotations)
 	}
 
-	// The ReplicaSet removes the surge's pod (the lowest deletion cost).
+	// The ReplicaSet removes the surge's pod (the lowest deletion cost); the Deployment is scaled
+	// back: the autoscaler's bounds are restored.
 	if err := c.Delete(ctx, surged); err != nil {
 		t.Fatal(err)
 	}
+	if changes, again := release(false); again || !strings.Contains(strings.Join(changes, "\n"), "AutoscalerBoundsRestored") {
+		t.Errorf("after the ReplicaSet scaled down: again %v, changes %v; want the bounds restored", again, changes)
+	}
+	get(hpa)
+	if *hpa.Spec.MinReplicas != 2 || hpa.Spec.MaxReplicas != 2 || len(ours(hpa.Annotations)) > 0 {
+		t.Errorf("HorizontalPodAutoscaler after the scale-back: min %d max %d, annotations %v; want 2, 2 and no record",
+			*hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas, hpa.Annotations)
+	}
 	if changes, again := release(false); again || len(changes) != 0 {
-		t.Errorf("after the ReplicaSet scaled down: again %v, changes %v; want nothing", again, changes)
+		t.Errorf("once all is released: again %v, changes %v; want nothing", again, changes)
 	}
 	get(d)
 	if *d.Spec.Replicas != 2 {

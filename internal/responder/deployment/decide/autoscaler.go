@@ -65,10 +65,9 @@ func boundsTaken(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment strin
 // it, nil when none is. During a surge, the one autoscaler that targets the Deployment keeps
 // minReplicas, and maxReplicas, at least the surged count, and its record names the surge
 // (Raise: written before the Deployment's scale); otherwise each record naming the Deployment
-// is undone (Restore: written before the Deployment's scale-back, so that the autoscaler never
-// sees fewer replicas than a raised minReplicas and scales the Deployment up again): a bound that
-// still holds the value set returns to the recorded one, a bound someone changed since stays,
-// and the record goes. An unusable record is removed, the bounds left as they are. It replaces
+// is undone (Restore; Decide asks for it once the Deployment is scaled back): a bound that still
+// holds the value set returns to the recorded one, a bound someone changed since stays, and the
+// record goes. An unusable record is removed, the bounds left as they are. It replaces
 // the plan's earlier bounds decision, and adds its Events.
 func (p *Plan) Autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string, surge *surgepolicy.State) {
 	p.Raise, p.Restore = nil, nil

@@ -17,8 +17,9 @@ import (
 
 // TestAutoscalerBounds: the bounds of a Deployment's HorizontalPodAutoscaler are raised to the
 // surged count before the Deployment surges, their record naming the surge, kept while it
-// surges, and restored (where nobody changed them since) once the surge completes, rolls back,
-// or was never carried out; a surge the autoscaler carried out first is adopted.
+// surges, and restored (where nobody changed them since) once a decision finds the Deployment
+// scaled back after the surge completed or rolled back, or never surged; a surge the
+// autoscaler carried out first is adopted.
 func TestAutoscalerBounds(t *testing.T) {
 	state := func(original, surge int32) *surgepolicy.State {
 		return &surgepolicy.State{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewMicroTime(now.Add(-10 * time.Second))}
@@ -72,27 +73,31 @@ func TestAutoscalerBounds(t *testing.T) {
 			pods:      append(asked(), pod("s", created(5))),
 			wantRaise: map[string]bounds{"web": {4, 4, true}},
 		},
-		"the surge completes: scaled back, then the bounds restored": {
-			d:           surging(newDeployment(3, 1), state(3, 1)),
-			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
-			pods:        replaced(),
-			wantScale:   &ScaleChange{Replicas: 3},
-			wantRestore: map[string]bounds{"web": {3, 3, false}},
-			wantEvents:  []EventReason{SurgeCompleted, AutoscalerRestored},
+		"the surge completes: scaled back, the bounds kept until a decision finds it scaled back": {
+			d:          surging(newDeployment(3, 1), state(3, 1)),
+			hpas:       []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
+			pods:       replaced(),
+			wantScale:  &ScaleChange{Replicas: 3},
+			wantEvents: []EventReason{SurgeCompleted},
 		},
-		"the surge completes, maxReplicas changed by someone since: theirs stays": {
-			d:           surging(newDeployment(3, 1), state(3, 1)),
+		"scaled back: the bounds restored": {
+			d:           newDeployment(3, 1),
+			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
+			pods:        []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1))},
+			wantRestore: map[string]bounds{"web": {3, 3, false}},
+			wantEvents:  []EventReason{AutoscalerRestored},
+		},
+		"scaled back, maxReplicas changed by someone since: theirs stays": {
+			d:           newDeployment(3, 1),
 			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 6, raised)},
-			pods:        replaced(),
-			wantScale:   &ScaleChange{Replicas: 3},
+			pods:        []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1))},
 			wantRestore: map[string]bounds{"web": {3, 6, false}},
 		},
-		"rolled back (the request withdrawn): the bounds restored": {
-			d:           surging(newDeployment(3, 1), state(3, 1)),
-			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
-			pods:        []*corev1.Pod{pod("a", accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
-			wantScale:   &ScaleChange{Replicas: 3},
-			wantRestore: map[string]bounds{"web": {3, 3, false}},
+		"rolled back (the request withdrawn): scaled back, the bounds kept for the next look": {
+			d:         surging(newDeployment(3, 1), state(3, 1)),
+			hpas:      []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
+			pods:      []*corev1.Pod{pod("a", accepted, withMark), pod("b"), pod("c"), pod("s", created(5))},
+			wantScale: &ScaleChange{Replicas: 3},
 		},
 		"raised, then stopped before the Deployment surged: the wave starts again, the bounds already held, the record names it": {
 			d:          newDeployment(3, 1),
@@ -109,13 +114,19 @@ func TestAutoscalerBounds(t *testing.T) {
 			wantScale:  &ScaleChange{Replicas: 4, Surge: state(3, 1)},
 			wantEvents: []EventReason{SurgeAdopted},
 		},
-		"the autoscaler's surge adopted as its replacement is Ready: it completes, restored, then scaled back": {
-			d:           newDeployment(4, 1),
-			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
-			pods:        replaced(),
-			wantScale:   &ScaleChange{Replicas: 3},
-			wantRestore: map[string]bounds{"web": {3, 3, false}},
-			wantEvents:  []EventReason{SurgeCompleted, AutoscalerRestored},
+		"the autoscaler's surge adopted as its replacement is Ready: it completes, scaled back": {
+			d:          newDeployment(4, 1),
+			hpas:       []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
+			pods:       replaced(),
+			wantScale:  &ScaleChange{Replicas: 3},
+			wantEvents: []EventReason{SurgeCompleted},
+		},
+		"scaled back, then scaled up again by the autoscaler before the bounds were restored: adopted again, and rolled back (nobody is asked to leave)": {
+			d:          newDeployment(4, 1),
+			hpas:       []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
+			pods:       []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1)), pod("t", created(1))},
+			wantScale:  &ScaleChange{Replicas: 3},
+			wantEvents: []EventReason{SurgeRolledBack},
 		},
 		"at the count of a record's surge, the autoscaler's bounds changed by someone since: still adopted, raised again": {
 			d:          newDeployment(4, 1),

@@ -166,8 +166,8 @@ type Plan struct {
 	// DropSurge removes an unusable surge state and leaves spec.replicas alone.
 	DropSurge bool
 	// Raise holds the autoscaler's bounds at the surged count: written before the Deployment's
-	// scale, which waits for it. Restore returns them once the surge is over: written before
-	// the scale-back, so that the autoscaler never sees the Deployment below a raised minimum.
+	// scale, which waits for it. Restore returns them once the surge is over: in a decision that
+	// finds the Deployment scaled back (Decide).
 	Raise, Restore []BoundsChange
 	Events         []Event
 	// Ready: the Deployment answers its pods' evacuation requests by surging (the ReplicaSets'
@@ -218,8 +218,21 @@ func Decide(in Input) Plan {
 		p.Scale = &ScaleChange{Replicas: replicas, Surge: state}
 		p.Events = append(p.Events, Event{Reason: SurgeAdopted, Original: state.OriginalReplicas, Surge: state.Surge})
 	}
-	p.Autoscalers(in.Autoscalers, in.Deployment.Name, p.surgeAfter(state))
+	// Bounds raised for a surge stay until a decision finds the Deployment without it, its
+	// scale-back done: restored with the scale-back, the autoscaler, woken by the write, would
+	// scale the Deployment down itself, racing the responder; restored after it, an autoscaler
+	// that scaled the Deployment up again in between finds its record kept, and the surge is
+	// adopted again.
+	if surge := p.surgeAfter(state); surge != nil || (state == nil && !surgeRecorded(in.Deployment)) {
+		p.Autoscalers(in.Autoscalers, in.Deployment.Name, surge)
+	}
 	return p
+}
+
+// surgeRecorded reports whether the Deployment carries a surge record, usable or not.
+func surgeRecorded(d *appsv1.Deployment) bool {
+	_, ok := d.Annotations[evacuation.SurgeAnnotation]
+	return ok
 }
 
 // livePods are the pods that are not terminating.

@@ -42,8 +42,13 @@ func FuzzDecide(f *testing.F) {
 		after := carryOut(in, p)
 		checkAdopted(t, in, p, after)
 		again := Decide(after)
-		// The bounds are written once: again only for a new wave or a surge that grows.
-		if len(again.Restore) > 0 || (len(again.Raise) > 0 && (again.Scale == nil || again.Scale.Surge == nil)) {
+		// The bounds are written once: again only for a new wave or a surge that grows, or to
+		// restore them once the surge this decision ended is scaled back (then never again).
+		if ended := surgeFound(in) && surgeAfter(in, p) == nil; ended && len(again.Restore) > 0 {
+			if third := Decide(carryOut(after, again)); len(third.Restore) > 0 {
+				t.Errorf("deciding a third time after %s: restore %v; want the bounds restored once", describe(p), third.Restore)
+			}
+		} else if len(again.Restore) > 0 || (len(again.Raise) > 0 && (again.Scale == nil || again.Scale.Surge == nil)) {
 			t.Errorf("deciding again after carrying out %s: raise %v, restore %v; want no autoscaler write\nbefore: %s\nafter: %s",
 				describe(p), again.Raise, again.Restore, describeInput(in), describeInput(after))
 		}
@@ -194,10 +199,22 @@ func checkBounds(t *testing.T, in Input, p Plan) {
 			if _, recorded := after.Annotations[evacuation.SurgeBoundsAnnotation]; !recorded && (surgepolicy.MinReplicas(h) < surged || h.Spec.MaxReplicas < surged) {
 				t.Errorf("%s: %s raised with no record", describe(p), h.Name)
 			}
+		case surged == 0 && surgeFound(in):
+			// The surge ends with this decision: the bounds stay until the Deployment is
+			// scaled back.
+			if len(p.Restore) > 0 || len(p.Raise) > 0 {
+				t.Errorf("%s: a surge ending writes %s's bounds (raise %v, restore %v); want them kept until it is scaled back", describe(p), h.Name, p.Raise, p.Restore)
+			}
 		case surged == 0 && rec != nil && rec.Deployment == "web":
 			checkRestored(t, p, h, rec, after)
 		}
 	}
+}
+
+// surgeFound reports whether the decision found a surge of the Deployment: its record (usable
+// or not), or the count of the one its autoscaler's record names.
+func surgeFound(in Input) bool {
+	return surgeRecorded(in.Deployment) || adoptable(in.Autoscalers, in.Deployment.Name, ptr.Deref(in.Deployment.Spec.Replicas, 1)) != nil
 }
 
 // surgeAfter is the surge in progress once the plan is carried out: the plan's, else the
@@ -298,7 +315,7 @@ func checkMarks(t *testing.T, in Input, p Plan) {
 	state, _ := surgepolicy.Parse(in.Deployment)
 	switch {
 	case p.Scale != nil && p.Scale.Surge != nil:
-		if state == nil && int32(len(live)) != ptr.Deref(in.Deployment.Spec.Replicas, 1) {
+		if !surgeFound(in) && int32(len(live)) != ptr.Deref(in.Deployment.Spec.Replicas, 1) {
 			t.Errorf("%s: a wave starts with %d pods not terminating for %d replicas", describe(p), len(live), ptr.Deref(in.Deployment.Spec.Replicas, 1))
 		}
 		for _, pod := range live {
