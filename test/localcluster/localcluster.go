@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -554,19 +553,7 @@ func (c *Cluster) waitHealthy(ctx context.Context, name string, exited <-chan st
 }
 
 func (c *Cluster) etcdHealthy(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/health", c.ports.EtcdClient), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("etcd /health: %s", resp.Status)
-	}
-	return nil
+	return httpGetOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/health", c.ports.EtcdClient))
 }
 
 // healthz returns a check of the /healthz endpoint of the component serving on port, with
