@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -210,10 +211,17 @@ func TestAnswerReadsTheEviction(t *testing.T) {
 	}
 	e.Status.Responders = []lifecyclev1alpha1.ResponderStatus{{Name: "db.example.com/op", StartTime: ptr.To(metav1.NewTime(now)),
 		ExpectedCompletionTime: ptr.To(metav1.NewTime(now.Add(time.Hour))), Message: ptr.To("copying data")}}
+	// The pod given has a condition of its own with room after it in its array: the answer must
+	// not write into that array (the pods come from the cache, uncopied).
+	a.Status.Conditions = append(make([]corev1.PodCondition, 0, 4), corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+	given := a.DeepCopy()
 	got := Answer([]*corev1.Pod{a}, obs)[0]
 	c := evacuation.Condition(got, evacuation.Initiated)
 	if !evacuation.Accepted(got) || !strings.Contains(c.Message, "evacuating by db.example.com/op, expected completion 2026-01-01T13:00:00Z: copying data") {
 		t.Fatalf("accepted: %+v", c)
+	}
+	if !equality.Semantic.DeepEqual(a, given) || len(a.Status.Conditions[:cap(a.Status.Conditions)][1].Type) != 0 {
+		t.Fatalf("the pod given was changed: %+v", a.Status.Conditions[:cap(a.Status.Conditions)])
 	}
 	// The imperative evictor held by a budget reads as that.
 	e.Status.TargetResponders[0].State = lifecyclev1alpha1.ResponderStateCompleted
