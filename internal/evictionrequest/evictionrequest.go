@@ -30,7 +30,8 @@ const (
 	// ReasonAnnotation holds the drain's reason (the maintenances' reason), which the pod
 	// condition protocol carries in the condition's message.
 	ReasonAnnotation = "nodemaint.dev/reason"
-	// RequestedAnnotation is when nodemaint asked (RFC 3339): the response timeout counts from it.
+	// RequestedAnnotation is when nodemaint decided to ask (RFC 3339): the response timeout counts
+	// from it, or from the request's creation if that came later (requestedAt).
 	RequestedAnnotation = "nodemaint.dev/requested-at"
 )
 
@@ -180,9 +181,12 @@ func withOwnConditions(pod *corev1.Pod) *corev1.Pod {
 	return &p
 }
 
-// requestedAt is when nodemaint asked: its annotation, else the request's creation.
+// requestedAt is when nodemaint's request reached the API server, from which the response
+// timeout counts: the later of its annotation (when nodemaint decided to ask, or asked again) and
+// the request's creation. A large drain decides for many pods at once and creates their requests
+// over seconds, through its client's token bucket; until a request exists, nobody has been asked.
 func requestedAt(r *lifecyclev1alpha1.EvictionRequest) metav1.Time {
-	if t, err := time.Parse(time.RFC3339, r.Annotations[RequestedAnnotation]); err == nil {
+	if t, err := time.Parse(time.RFC3339, r.Annotations[RequestedAnnotation]); err == nil && t.After(r.CreationTimestamp.Time) {
 		return metav1.NewTime(t)
 	}
 	return r.CreationTimestamp

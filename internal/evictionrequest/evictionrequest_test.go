@@ -315,3 +315,22 @@ func TestCurrentEviction(t *testing.T) {
 		t.Error("no Eviction: want nil")
 	}
 }
+
+// TestAnswerCountsFromTheRequestsArrival: the response timeout counts from when the request
+// reached the API server: its creation when that came after nodemaint decided to ask (a large
+// drain's requests wait for its client's token bucket), the annotation when nodemaint asked again
+// later with the same request.
+func TestAnswerCountsFromTheRequestsArrival(t *testing.T) {
+	a := pod("a")
+	req := *newRequest("n1", a, "r", now)
+	req.CreationTimestamp = metav1.NewTime(now.Add(7 * time.Second))
+	got := evacuation.Condition(Answer([]*corev1.Pod{a}, observedWith(req))[0], evacuation.Request)
+	if got == nil || !got.LastTransitionTime.Equal(&req.CreationTimestamp) {
+		t.Fatalf("created 7s after the decision: want the request's time to be its creation, got %+v", got)
+	}
+	req.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+	got = evacuation.Condition(Answer([]*corev1.Pod{a}, observedWith(req))[0], evacuation.Request)
+	if want := metav1.NewTime(now); got == nil || !got.LastTransitionTime.Equal(&want) {
+		t.Fatalf("asked again a minute after its creation: want the annotation's time, got %+v", got)
+	}
+}
