@@ -192,6 +192,27 @@ func requestedAt(r *lifecyclev1alpha1.EvictionRequest) metav1.Time {
 	return r.CreationTimestamp
 }
 
+// FirstAnswer reports the first answer to nodemaint's request req that the change of its pod's
+// Eviction from old to cur brings, as Answer reads it (accepted: a responder active on it;
+// declined: it failed, or its responders ended without moving the pod), and how long after the
+// request reached the API server (requestedAt) it came: the EvictionRequest protocol's part of
+// nodemaint_evacuation_answer_duration_seconds. Not ok when old had an answer already or cur has
+// none.
+func FirstAnswer(old, cur *lifecyclev1alpha1.Eviction, req *lifecyclev1alpha1.EvictionRequest) (accepted bool, latency time.Duration, ok bool) {
+	if _, had := answer(old); had || req == nil {
+		return false, 0, false
+	}
+	c, has := answer(cur)
+	if !has || c.Status == corev1.ConditionUnknown {
+		return false, 0, false
+	}
+	at := c.LastTransitionTime
+	if at.IsZero() {
+		at = cur.CreationTimestamp
+	}
+	return c.Status == corev1.ConditionTrue, max(0, at.Sub(requestedAt(req).Time)), true
+}
+
 // answer reads the Eviction as an EvacuationInitiated condition.
 func answer(e *lifecyclev1alpha1.Eviction) (corev1.PodCondition, bool) {
 	if e == nil {

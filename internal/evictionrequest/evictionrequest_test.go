@@ -334,3 +334,37 @@ func TestAnswerCountsFromTheRequestsArrival(t *testing.T) {
 		t.Fatalf("asked again a minute after its creation: want the annotation's time, got %+v", got)
 	}
 }
+
+// TestFirstAnswer: the first answer an Eviction brings to nodemaint's request, timed from the
+// request's arrival; none for a change after it, none for an Eviction without an active responder.
+func TestFirstAnswer(t *testing.T) {
+	a := pod("a")
+	req := newRequest("n1", a, "r", now)
+	req.CreationTimestamp = metav1.NewTime(now.Add(2 * time.Second))
+	created := &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-a", CreationTimestamp: metav1.NewTime(now.Add(5 * time.Second))}}
+	created.Status.TargetResponders = []lifecyclev1alpha1.TargetResponder{{Name: "db.example.com/op", State: lifecyclev1alpha1.ResponderStateInactive}}
+	active := created.DeepCopy()
+	active.Status.TargetResponders[0].State = lifecyclev1alpha1.ResponderStateActive
+	active.Status.Responders = []lifecyclev1alpha1.ResponderStatus{{Name: "db.example.com/op", StartTime: ptr.To(metav1.NewTime(now.Add(6 * time.Second)))}}
+	if _, _, ok := FirstAnswer(&lifecyclev1alpha1.Eviction{}, created, req); ok {
+		t.Fatal("no responder active yet: no answer")
+	}
+	accepted, latency, ok := FirstAnswer(created, active, req)
+	if !ok || !accepted || latency != 4*time.Second {
+		t.Fatalf("made active 4s after the request's creation: got accepted %v, %v, ok %v", accepted, latency, ok)
+	}
+	heartbeat := active.DeepCopy()
+	heartbeat.Status.Responders[0].HeartbeatTime = ptr.To(metav1.NewTime(now.Add(time.Minute)))
+	if _, _, ok := FirstAnswer(active, heartbeat, req); ok {
+		t.Fatal("a heartbeat after the answer is no first answer")
+	}
+	if _, _, ok := FirstAnswer(created, active, nil); ok {
+		t.Fatal("an Eviction nodemaint did not ask for: no answer of nodemaint's")
+	}
+	failed := created.DeepCopy()
+	failed.Status.Conditions = []metav1.Condition{{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: metav1.ConditionTrue,
+		Reason: "NoFurtherResponder", LastTransitionTime: metav1.NewTime(now.Add(9 * time.Second))}}
+	if accepted, latency, ok := FirstAnswer(created, failed, req); !ok || accepted || latency != 7*time.Second {
+		t.Fatalf("failed 7s after the request: got accepted %v, %v, ok %v", accepted, latency, ok)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +17,8 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
+	"github.com/nodemaint/nodemaint/internal/controller/protocol"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -73,7 +76,7 @@ func observeNodeDrains(old, cur *nodemaintv1alpha1.NodeMaintenance, decisions []
 // evacuationAnswers observes how long owners take to answer nodemaint's evacuation requests.
 var evacuationAnswers = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Name:    "nodemaint_evacuation_answer_duration_seconds",
-	Help:    "Time from nodemaint's evacuation request on a pod (EvacuationRequest) to its owner's first answer (EvacuationInitiated), whoever the owner, by answer: accepted, declined. In whole seconds, those of the conditions' lastTransitionTime.",
+	Help:    "Time from nodemaint's evacuation request on a pod (EvacuationRequest) to its owner's first answer (EvacuationInitiated), whoever the owner, by answer: accepted, declined. In whole seconds, those of the conditions' lastTransitionTime. Under the EvictionRequest protocol, from the EvictionRequest's arrival to a responder made active on the pod's Eviction (accepted) or the Eviction failed with no responder that moved the pod (declined).",
 	Buckets: prometheus.ExponentialBuckets(1, 2, 12), // 1s to about 34 minutes
 }, []string{"answer"})
 
@@ -260,6 +263,43 @@ func watchAnswers(mgr manager.Manager) error {
 		<-ctx.Done()
 		return informer.RemoveEventHandler(reg)
 	}))
+}
+
+// watchEvictionAnswers records evacuationAnswers from the Eviction changes the cache sees, on the
+// leader only, under the EvictionRequest protocol: there the owners answer on the pod's Eviction
+// (evictionrequest.FirstAnswer), not on the pod, and the time counts from nodemaint's request.
+func watchEvictionAnswers(mgr manager.Manager) error {
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		informer, err := mgr.GetCache().GetInformer(ctx, &lifecyclev1alpha1.Eviction{})
+		if err != nil {
+			return err
+		}
+		c := mgr.GetClient()
+		reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(old, cur any) {
+				o, ok1 := old.(*lifecyclev1alpha1.Eviction)
+				n, ok2 := cur.(*lifecyclev1alpha1.Eviction)
+				if !ok1 || !ok2 {
+					return
+				}
+				if accepted, latency, ok := evictionrequest.FirstAnswer(o, n, protocol.RequestOfEviction(ctx, c, n)); ok {
+					evacuationAnswers.WithLabelValues(answerLabel(accepted)).Observe(latency.Seconds())
+				}
+			},
+		})
+		if err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return informer.RemoveEventHandler(reg)
+	}))
+}
+
+func answerLabel(accepted bool) string {
+	if accepted {
+		return "accepted"
+	}
+	return "declined"
 }
 
 // firstAnswer reports the answer the pod's owner gave to nodemaint's evacuation request between

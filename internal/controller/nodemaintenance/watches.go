@@ -62,6 +62,11 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 	if err := watchAnswers(mgr); err != nil {
 		return err
 	}
+	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
+		if err := watchEvictionAnswers(mgr); err != nil {
+			return err
+		}
+	}
 	c := mgr.GetClient()
 	statusMetrics.setSource(c, &r.active)
 	b := builder.ControllerManagedBy(mgr)

@@ -105,6 +105,19 @@ func requestsOf(ctx context.Context, c client.Reader, e *lifecyclev1alpha1.Evict
 	return requests.Items
 }
 
+// RequestOfEviction is nodemaint's EvictionRequest for the Eviction's target pod, from the
+// cache (uncopied: read only); nil when nodemaint did not ask for the pod.
+func RequestOfEviction(ctx context.Context, c client.Reader, e *lifecyclev1alpha1.Eviction) *lifecyclev1alpha1.EvictionRequest {
+	if e.Spec.Target.Pod == nil {
+		return nil
+	}
+	var requests lifecyclev1alpha1.EvictionRequestList
+	if err := c.List(ctx, &requests, client.InNamespace(e.Namespace), client.MatchingFields{requestPodIndex: string(e.Spec.Target.Pod.UID)}, client.UnsafeDisableDeepCopy); err != nil || len(requests.Items) == 0 {
+		return nil
+	}
+	return &requests.Items[0]
+}
+
 // PodOfEviction reads the target pod of an Eviction of a pod nodemaint requests (whichever
 // controller created it); nil for others.
 func PodOfEviction(ctx context.Context, c client.Reader, o client.Object) *corev1.Pod {

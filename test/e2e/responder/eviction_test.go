@@ -43,7 +43,7 @@ const exampleResponder = "example.nodemaint.dev/checkpoint"
 // pod was gone; the imperative evictor never had a turn, and the pod's conditions were not used.
 func TestEvictionSingleReplicaWithStrictPDB(t *testing.T) {
 	requireEvictionAPI(t)
-	startNodemaint(t, 2*time.Minute)
+	c := startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
 	evictions := watchEvictions(t, ns)
 	s := moveStrictSingleReplica(t, ns, intstr.FromString("25%"), "5s")
@@ -69,6 +69,14 @@ func TestEvictionSingleReplicaWithStrictPDB(t *testing.T) {
 	s.mu.Unlock()
 	if accepted {
 		t.Errorf("pod %s got EvacuationInitiated: the responder answered the pod conditions, not the Eviction", old)
+	}
+	// The answer on the Eviction counts in the answer metric, as an answer on the pod would.
+	m, err := framework.ScrapeMetrics(t.Context(), c.MetricsTarget())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := m.Value("nodemaint_evacuation_answer_duration_seconds", map[string]string{"answer": "accepted"}); n < 1 {
+		t.Errorf("nodemaint_evacuation_answer_duration_seconds{answer=accepted} counted %v answers; want the Deployment responder's on %s's Eviction", n, old)
 	}
 	expectMarkersGone(t, ns, "web")
 }
