@@ -240,50 +240,39 @@ func maintenanceMetrics(nm *nodemaintv1alpha1.NodeMaintenance, ch chan<- prometh
 // does not write, and the times are the pod's own (the conditions' lastTransitionTime), so a
 // change seen late or after a restart still measures the owner.
 func watchAnswers(mgr manager.Manager) error {
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		informer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
-		if err != nil {
-			return err
+	return onUpdates(mgr, &corev1.Pod{}, func(_ context.Context, old, cur *corev1.Pod) {
+		if answer, latency, ok := firstAnswer(old, cur); ok {
+			evacuationAnswers.WithLabelValues(answer).Observe(latency.Seconds())
 		}
-		reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			UpdateFunc: func(old, cur any) {
-				o, ok1 := old.(*corev1.Pod)
-				n, ok2 := cur.(*corev1.Pod)
-				if !ok1 || !ok2 {
-					return
-				}
-				if answer, latency, ok := firstAnswer(o, n); ok {
-					evacuationAnswers.WithLabelValues(answer).Observe(latency.Seconds())
-				}
-			},
-		})
-		if err != nil {
-			return err
-		}
-		<-ctx.Done()
-		return informer.RemoveEventHandler(reg)
-	}))
+	})
 }
 
 // watchEvictionAnswers records evacuationAnswers from the Eviction changes the cache sees, on the
 // leader only, under the EvictionRequest protocol: there the owners answer on the pod's Eviction
 // (evictionrequest.FirstAnswer), not on the pod, and the time counts from nodemaint's request.
 func watchEvictionAnswers(mgr manager.Manager) error {
+	c := mgr.GetClient()
+	return onUpdates(mgr, &lifecyclev1alpha1.Eviction{}, func(ctx context.Context, old, cur *lifecyclev1alpha1.Eviction) {
+		if accepted, latency, ok := evictionrequest.FirstAnswer(old, cur, protocol.RequestOfEviction(ctx, c, cur)); ok {
+			evacuationAnswers.WithLabelValues(answerLabel(accepted)).Observe(latency.Seconds())
+		}
+	})
+}
+
+// onUpdates calls f with every update of an object of obj's kind that the cache sees, while mgr
+// is the leader (a runnable of its leader election).
+func onUpdates[T client.Object](mgr manager.Manager, obj T, f func(ctx context.Context, old, cur T)) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		informer, err := mgr.GetCache().GetInformer(ctx, &lifecyclev1alpha1.Eviction{})
+		informer, err := mgr.GetCache().GetInformer(ctx, obj)
 		if err != nil {
 			return err
 		}
-		c := mgr.GetClient()
 		reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			UpdateFunc: func(old, cur any) {
-				o, ok1 := old.(*lifecyclev1alpha1.Eviction)
-				n, ok2 := cur.(*lifecyclev1alpha1.Eviction)
-				if !ok1 || !ok2 {
-					return
-				}
-				if accepted, latency, ok := evictionrequest.FirstAnswer(o, n, protocol.RequestOfEviction(ctx, c, n)); ok {
-					evacuationAnswers.WithLabelValues(answerLabel(accepted)).Observe(latency.Seconds())
+				o, ok1 := old.(T)
+				n, ok2 := cur.(T)
+				if ok1 && ok2 {
+					f(ctx, o, n)
 				}
 			},
 		})
