@@ -436,6 +436,12 @@ func TestTwoEvictionControllers(t *testing.T) {
 	writers := evictionWriters(t, ns)
 	first := framework.NewController(t)
 	first.Start()
+	// The framework's controller reconciles once it leads: it may wait out the Lease of the
+	// previous test's controller. Until then only the second would answer, and it could create
+	// and collect its Evictions before the first ever saw one.
+	framework.Eventually(t, timeout, "the framework's controller leading", func(ctx context.Context) (bool, error) {
+		return first.Leads(ctx), nil
+	})
 	framework.NewController(t).Start("--eviction-controller=on", "--eviction-controller-name=second", "--leader-elect=false",
 		"--feature-gates=DeclarativeNodeMaintenance=false,NodeMaintenanceDeployment=false")
 
