@@ -93,13 +93,14 @@ func NodesOfEviction(ctx context.Context, c client.Reader, o client.Object) []re
 	return out
 }
 
-// requestsOf are nodemaint's EvictionRequests for the Eviction's target pod, from the cache.
+// requestsOf are nodemaint's EvictionRequests for the Eviction's target pod, from the cache,
+// uncopied: read only.
 func requestsOf(ctx context.Context, c client.Reader, e *lifecyclev1alpha1.Eviction) []lifecyclev1alpha1.EvictionRequest {
 	if e.Spec.Target.Pod == nil {
 		return nil
 	}
 	var requests lifecyclev1alpha1.EvictionRequestList
-	if err := c.List(ctx, &requests, client.InNamespace(e.Namespace), client.MatchingFields{requestPodIndex: string(e.Spec.Target.Pod.UID)}); err != nil {
+	if err := c.List(ctx, &requests, client.InNamespace(e.Namespace), client.MatchingFields{requestPodIndex: string(e.Spec.Target.Pod.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	return requests.Items
@@ -108,14 +109,10 @@ func requestsOf(ctx context.Context, c client.Reader, e *lifecyclev1alpha1.Evict
 // RequestOfEviction is nodemaint's EvictionRequest for the Eviction's target pod, from the
 // cache (uncopied: read only); nil when nodemaint did not ask for the pod.
 func RequestOfEviction(ctx context.Context, c client.Reader, e *lifecyclev1alpha1.Eviction) *lifecyclev1alpha1.EvictionRequest {
-	if e.Spec.Target.Pod == nil {
-		return nil
+	if requests := requestsOf(ctx, c, e); len(requests) > 0 {
+		return &requests[0]
 	}
-	var requests lifecyclev1alpha1.EvictionRequestList
-	if err := c.List(ctx, &requests, client.InNamespace(e.Namespace), client.MatchingFields{requestPodIndex: string(e.Spec.Target.Pod.UID)}, client.UnsafeDisableDeepCopy); err != nil || len(requests.Items) == 0 {
-		return nil
-	}
-	return &requests.Items[0]
+	return nil
 }
 
 // PodOfEviction reads the target pod of an Eviction of a pod nodemaint requests (whichever
