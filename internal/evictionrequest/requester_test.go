@@ -118,6 +118,16 @@ func maintenance(t *testing.T, name, node string, responseTimeout ...time.Durati
 	return nm
 }
 
+// current reads the pod from the API server.
+func current(t *testing.T, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	got := &corev1.Pod{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(pod), got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 func requests(ctx context.Context, node string) ([]lifecyclev1alpha1.EvictionRequest, error) {
 	var list lifecyclev1alpha1.EvictionRequestList
 	err := k8s.List(ctx, &list, client.MatchingLabels{evictionrequest.NodeLabel: node})
@@ -522,13 +532,29 @@ func TestUnregisteredPodAskedByPodCondition(t *testing.T) {
 		}
 		return got.Status.PodsEvacuating == 1, fmt.Sprintf("evacuating %d, nodes %v", got.Status.PodsEvacuating, got.Status.Nodes), nil
 	})
-	time.Sleep(2 * time.Second)
-	got := &corev1.Pod{}
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil || got.DeletionTimestamp != nil {
-		t.Fatalf("the pod its owner is moving was evicted: %v, deletion %v", err, got.DeletionTimestamp)
+	// Evidence that the drain decided after the pod's response timeout ran out: a pod nobody
+	// answers for, created after that, is evicted once its own timeout runs out, in a decision
+	// that would have evicted the moved pod too; a second one's request, written by a later
+	// reconcile of the node, says that decision's evictions are done.
+	deadline := evacuation.Condition(current(t, pod), evacuation.Request).LastTransitionTime.Add(time.Second)
+	for time.Now().Before(deadline.Add(time.Second)) { // the conditions' times are in seconds
+		time.Sleep(100 * time.Millisecond)
 	}
-	if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
-		t.Fatal(err)
+	silent := runningPod(t, "unregistered-silent", "er-unreg")
+	eventually(t, "the pod nobody answers for evicted", func(context.Context) (bool, string, error) {
+		return current(t, silent).DeletionTimestamp != nil, "not evicted", nil
+	})
+	later := runningPod(t, "unregistered-later", "er-unreg")
+	eventually(t, "the next reconcile's request on another pod", func(context.Context) (bool, string, error) {
+		return evacuation.RequestedBy(current(t, later), evacuation.ReasonNodeMaintenance), "not requested", nil
+	})
+	if g := current(t, pod); g.DeletionTimestamp != nil {
+		t.Fatalf("the pod its owner is moving was evicted: deletion %v", g.DeletionTimestamp)
+	}
+	for _, p := range []*corev1.Pod{pod, silent, later} {
+		if err := k8s.Delete(ctx, p, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
 	}
 	eventually(t, "the node Drained, no EvictionRequest", func(ctx context.Context) (bool, string, error) {
 		got := &nodemaintv1alpha1.NodeMaintenance{}
