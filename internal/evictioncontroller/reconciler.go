@@ -23,10 +23,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -59,6 +62,14 @@ const foreignIndex = "evictioncontroller.foreign"
 // tell that another controller answers: one created earlier may have been left by an earlier
 // nodemaint (which did not mark its Evictions), and is only read.
 const clockSkew = time.Minute
+
+// waitingPriority is the queue priority of a look at a pod that a request names and no Eviction
+// does yet (waits): until its Eviction is created, no responder is Active and the pod's response
+// timeout runs. Every other look (the changes of pods and Evictions already answered, which in a
+// large drain are most of them, and the requeues) has the default priority, or controller-runtime's
+// low one for the initial list: the waiting pods are looked at first, each once at this priority
+// (its look creates the Eviction), so they cannot starve the others.
+const waitingPriority = 100
 
 // Reconciler reconciles one target pod (its namespace and name) of EvictionRequests.
 type Reconciler struct {
@@ -133,16 +144,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 	}
+	// A requeue keeps the waiting priority only while the pod still waits (its Eviction's name
+	// taken, or standing aside): the look that queued it at that priority is done.
+	priority := ptr.To(0)
+	if created == nil && len(obs.Evictions) == 0 && len(obs.Requests) > 0 {
+		priority = ptr.To(waitingPriority)
+	}
 	if requeue {
 		// A write met a stale cache, or the evictor acted: look again once the cache caught up.
-		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond, Priority: priority}, nil
 	}
 	if d.RecheckAfter > 0 {
 		// With the state of the pod's budgets the decision was made with: a test (or a person
 		// reading the log) can tell that a refused pod was looked at since its budgets changed.
 		log.V(1).Info("looking again", "after", d.RecheckAfter, "budgets", eviction.BudgetsVersion(obs.Budgets))
 	}
-	return reconcile.Result{RequeueAfter: d.RecheckAfter}, nil
+	return reconcile.Result{RequeueAfter: d.RecheckAfter, Priority: priority}, nil
 }
 
 func (r *Reconciler) now() time.Time {
@@ -429,9 +446,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	c := mgr.GetClient()
 	return builder.ControllerManagedBy(mgr).
 		Named("eviction").
-		Watches(&lifecyclev1alpha1.EvictionRequest{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return targetOf(o.GetNamespace(), o.(*lifecyclev1alpha1.EvictionRequest).Spec.Target.Pod)
-		})).
+		Watches(&lifecyclev1alpha1.EvictionRequest{}, enqueue(c, requestTarget)).
 		Watches(&lifecyclev1alpha1.Eviction{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if p := o.(*lifecyclev1alpha1.Eviction).Spec.Target.Pod; p != nil {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: p.Name}}}
@@ -450,8 +465,64 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		// A budget's status change (a disruption allowed again) brings forward the retries of the
 		// evictions it refused.
 		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.refusedBy)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		// controller-runtime's priority queue (its default, said here since nodemaint's other
+		// controllers use fairqueue's first-in, first-out one): a pod waiting for its Eviction
+		// goes first (enqueue).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, UsePriorityQueue: ptr.To(true)}).
 		Complete(r)
+}
+
+// enqueue queues the target pods fn maps an EvictionRequest's event to, those that wait for their
+// Eviction (waits) at waitingPriority, ahead of every look at a pod already answered: in a large
+// drain those (the answered pods' deletions, readiness changes, their Evictions' progress) kept a
+// new request's pod waiting seconds for its Eviction, while its response timeout ran.
+func enqueue(c client.Reader, fn handler.MapFunc) handler.EventHandler {
+	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		seen := map[reconcile.Request]bool{}
+		for _, o := range objs {
+			for _, req := range fn(ctx, o) {
+				if seen[req] {
+					continue
+				}
+				seen[req] = true
+				pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+				if !ok || !waits(ctx, c, req.NamespacedName) {
+					// The default priority (controller-runtime's low one in the initial list).
+					q.Add(req)
+					continue
+				}
+				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(waitingPriority)}, req)
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+	}
+}
+
+// waits reports whether an EvictionRequest names the target pod and no Eviction does, in the
+// cache (read only: its objects, not copies).
+func waits(ctx context.Context, c client.Reader, target types.NamespacedName) bool {
+	var evs lifecyclev1alpha1.EvictionList
+	if err := c.List(ctx, &evs, client.InNamespace(target.Namespace), client.MatchingFields{targetIndex: target.String()}, client.UnsafeDisableDeepCopy); err != nil || len(evs.Items) > 0 {
+		return false
+	}
+	var reqs lifecyclev1alpha1.EvictionRequestList
+	if err := c.List(ctx, &reqs, client.InNamespace(target.Namespace), client.MatchingFields{targetIndex: target.String()}, client.UnsafeDisableDeepCopy); err != nil {
+		return false
+	}
+	return len(reqs.Items) > 0
 }
 
 // evictionDecides passes the Eviction events that can change a decision: all but the updates
@@ -544,6 +615,11 @@ func (r *Reconciler) refusedBy(ctx context.Context, o client.Object) []reconcile
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pdb.Namespace, Name: p.Name}})
 	}
 	return out
+}
+
+// requestTarget maps an EvictionRequest to its target pod.
+func requestTarget(_ context.Context, o client.Object) []reconcile.Request {
+	return targetOf(o.GetNamespace(), o.(*lifecyclev1alpha1.EvictionRequest).Spec.Target.Pod)
 }
 
 func targetOf(namespace string, p *lifecyclev1alpha1.EvictionRequestPodReference) []reconcile.Request {
