@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/nodemaint/nodemaint/internal/evictionbacklog"
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,7 +44,7 @@ func TestWaitingPodLookedAtFirst(t *testing.T) {
 
 	q := priorityqueue.New[reconcile.Request]("eviction-test")
 	defer q.ShutDown()
-	h := enqueue(c, requestTarget)
+	h := enqueue(c, requestTarget, func(types.NamespacedName) {})
 	wq := &queue{q}
 	for _, r := range churn {
 		// An answered pod's request changes (its status written, a withdrawal...).
@@ -92,4 +93,38 @@ func evictionOfIn(ctx context.Context, c client.Reader, pod *corev1.Pod) (*lifec
 		return nil, err
 	}
 	return &evs.Items[0], nil
+}
+
+// TestBacklogTold: a request's creation seen by the watch puts its target pod in the drain's
+// backlog (the drain in this process creates no request beyond its room), and a look at a target
+// takes it out, whatever the look found.
+func TestBacklogTold(t *testing.T) {
+	ctx := context.Background()
+	pod, req := askedPod()
+	c := writesClient(t, map[string]int{}, pod, req)
+	backlog := evictionbacklog.New(1)
+	q := priorityqueue.New[reconcile.Request]("eviction-backlog-test")
+	defer q.ShutDown()
+	enqueue(c, requestTarget, backlog.Arrived).Create(ctx, event.CreateEvent{Object: req}, &queue{q})
+	other := types.NamespacedName{Namespace: pod.Namespace, Name: "other"}
+	if backlog.Len() != 1 || backlog.Admit([]types.NamespacedName{other}) != 0 {
+		t.Fatalf("%d targets wait after the request's creation; want 1, and no room for another", backlog.Len())
+	}
+	item, _, _ := q.GetWithPriority()
+	q.Done(item)
+	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Name: "me", Backlog: backlog}
+	if _, err := r.Reconcile(ctx, item); err != nil {
+		t.Fatal(err)
+	}
+	if backlog.Len() != 0 {
+		t.Fatalf("%d targets wait after the look at %s", backlog.Len(), item.Name)
+	}
+	// A look that finds nothing to do ends the wait too.
+	backlog.Arrived(other)
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: other}); err != nil {
+		t.Fatal(err)
+	}
+	if backlog.Len() != 0 {
+		t.Fatalf("%d targets wait after the look at a target with nothing", backlog.Len())
+	}
 }

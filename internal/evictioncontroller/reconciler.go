@@ -40,6 +40,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/eviction"
+	"github.com/nodemaint/nodemaint/internal/evictionbacklog"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
@@ -93,6 +94,10 @@ type Reconciler struct {
 	// Yield (--eviction-controller=auto): while another Eviction controller answers in the
 	// cluster (answering), this one creates no Eviction; it carries its own to their end.
 	Yield bool
+	// Backlog is told of each request's creation and of each look at its target, so that the
+	// drain in this process creates its requests as fast as this controller looks at them;
+	// nil: none.
+	Backlog *evictionbacklog.Backlog
 
 	// since is when this controller started reconciling (once leader): unmarked Evictions
 	// created later are another controller's (answering).
@@ -114,6 +119,8 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := logf.FromContext(ctx)
 	r.startOnce.Do(func() { r.since = r.now() })
+	// Looked at, whatever comes of it: the drain's next request may come.
+	defer r.Backlog.Done(req.NamespacedName)
 	obs, err := r.observe(ctx, req.NamespacedName)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -446,7 +453,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	c := mgr.GetClient()
 	return builder.ControllerManagedBy(mgr).
 		Named("eviction").
-		Watches(&lifecyclev1alpha1.EvictionRequest{}, enqueue(c, requestTarget)).
+		Watches(&lifecyclev1alpha1.EvictionRequest{}, enqueue(c, requestTarget, r.Backlog.Arrived)).
 		Watches(&lifecyclev1alpha1.Eviction{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if p := o.(*lifecyclev1alpha1.Eviction).Spec.Target.Pod; p != nil {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: p.Name}}}
@@ -476,7 +483,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 // Eviction (waits) at waitingPriority, ahead of every look at a pod already answered: in a large
 // drain those (the answered pods' deletions, readiness changes, their Evictions' progress) kept a
 // new request's pod waiting seconds for its Eviction, while its response timeout ran.
-func enqueue(c client.Reader, fn handler.MapFunc) handler.EventHandler {
+// A creation's targets are also told to created (the Backlog's Arrived), before they are queued.
+func enqueue(c client.Reader, fn handler.MapFunc, created func(types.NamespacedName)) handler.EventHandler {
 	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
 		seen := map[reconcile.Request]bool{}
 		for _, o := range objs {
@@ -497,6 +505,9 @@ func enqueue(c client.Reader, fn handler.MapFunc) handler.EventHandler {
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			for _, req := range fn(ctx, e.Object) {
+				created(req.NamespacedName)
+			}
 			add(ctx, q, e.Object)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

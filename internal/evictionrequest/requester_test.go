@@ -565,3 +565,48 @@ func TestUnregisteredPodAskedByPodCondition(t *testing.T) {
 		return err == nil && got.Status.NodesDrained == 1 && len(reqs) == 0, fmt.Sprintf("drained %d, %d requests", got.Status.NodesDrained, len(reqs)), err
 	})
 }
+
+// TestManyPodsPacedToTheEvictionController: the drain of a node with more registered pods than
+// the Eviction controller's backlog admits at once (two a worker: 8 here) creates its
+// EvictionRequests as the controller looks at them, and every pod gets its request and an
+// Eviction with its responder Active: the backlog empties as the controller looks, and the
+// requests left wait for the node's next look, not for good. The pacing itself is
+// TestRequestsPacedByBacklog's (internal/controller/node).
+func TestManyPodsPacedToTheEvictionController(t *testing.T) {
+	const (
+		node      = "er-paced"
+		pods      = 20
+		responder = "paced.example.com/operator"
+	)
+	// After the pods' deletion (cleanups run last first): their requests and Evictions go.
+	t.Cleanup(func() { collectGarbage(context.Background(), t) })
+	create(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+	uids := map[types.UID]bool{}
+	for i := range pods {
+		pod := runningPod(t, fmt.Sprintf("paced-%d", i), node, corev1.EvictionResponder{Name: responder, Priority: ptr.To[int32](20000)})
+		uids[pod.UID] = true
+	}
+	maintenance(t, node, node)
+	eventually(t, "a request and an Eviction with its responder Active for every pod", func(ctx context.Context) (bool, string, error) {
+		reqs, err := requests(ctx, node)
+		if err != nil {
+			return false, "", err
+		}
+		evs, err := evictions(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		active := 0
+		for _, e := range evs {
+			if e.Spec.Target.Pod == nil || !uids[e.Spec.Target.Pod.UID] {
+				continue
+			}
+			for _, tr := range e.Status.TargetResponders {
+				if tr.Name == responder && tr.State == lifecyclev1alpha1.ResponderStateActive {
+					active++
+				}
+			}
+		}
+		return len(reqs) == pods && active == pods, fmt.Sprintf("%d requests, %d Active", len(reqs), active), nil
+	})
+}

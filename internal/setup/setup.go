@@ -15,6 +15,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/nodemaint/nodemaint/internal/controller/machine"
+	"github.com/nodemaint/nodemaint/internal/evictionbacklog"
 
 	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
@@ -109,11 +110,18 @@ func Controllers(ctx context.Context, mgr manager.Manager, o Options) (*Set, err
 		// The pods' writes of the node controller and the responder, until the cache shows them.
 		written = ownwrites.New[*corev1.Pod]()
 	)
+	var backlog *evictionbacklog.Backlog
+	if o.EvictionController && o.Maintenance && o.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
+		// The drain creates its EvictionRequests as fast as the Eviction controller looks at
+		// them: two waiting a worker keep every worker busy, and no more wait in its queue
+		// while their response timeout runs.
+		backlog = evictionbacklog.New(2 * max(o.EvictionConcurrency, 1))
+	}
 	if o.EvictionController {
 		c.Evictions = &evictioncontroller.Reconciler{
 			Client:    client.WithFieldOwner(clientOr(o.EvictionClient, mgr), evictioncontroller.FieldManager(o.EvictionControllerName)),
 			APIReader: mgr.GetAPIReader(), Recorder: recorder, Refusals: refusals, Clock: o.Clock,
-			Name: o.EvictionControllerName, Yield: o.EvictionYield,
+			Name: o.EvictionControllerName, Yield: o.EvictionYield, Backlog: backlog,
 			Protected: func(pod *corev1.Pod) string {
 				if o.OwnPods.Match(pod) {
 					return "nodemaint-controller's own pod"
@@ -126,7 +134,7 @@ func Controllers(ctx context.Context, mgr manager.Manager, o Options) (*Set, err
 		}
 	}
 	if o.Maintenance {
-		if err := maintenance(ctx, mgr, o, &c, recorder, refusals, written); err != nil {
+		if err := maintenance(ctx, mgr, o, &c, recorder, refusals, written, backlog); err != nil {
 			return nil, err
 		}
 	}
@@ -147,7 +155,8 @@ func Controllers(ctx context.Context, mgr manager.Manager, o Options) (*Set, err
 func ClusterAPIScheme(scheme *runtime.Scheme) error { return clusterv1.AddToScheme(scheme) }
 
 // maintenance sets up the node, NodeMaintenance and DrainRule controllers.
-func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, recorder events.EventRecorder, refusals *evictor.Refusals, written *ownwrites.Writes[*corev1.Pod]) error {
+func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, recorder events.EventRecorder, refusals *evictor.Refusals,
+	written *ownwrites.Writes[*corev1.Pod], backlog *evictionbacklog.Backlog) error {
 	if err := observe.SetupIndexes(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up indexes: %w", err)
 	}
@@ -157,7 +166,7 @@ func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, re
 	}
 	c.Nodes = &node.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
-		Refusals: refusals, EvictionSlots: slots, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol, Clock: o.Clock,
+		Refusals: refusals, EvictionSlots: slots, Backlog: backlog, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol, Clock: o.Clock,
 	}
 	if err := c.Nodes.SetupWithManager(mgr, max(o.Concurrency, 1)); err != nil {
 		return fmt.Errorf("setting up the node controller: %w", err)

@@ -22,6 +22,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
+	"github.com/nodemaint/nodemaint/internal/evictionbacklog"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
@@ -44,6 +45,9 @@ type Reconciler struct {
 	Refusals *evictor.Refusals
 	// EvictionSlots bounds the evictions in flight across all nodes; nil is unbounded.
 	EvictionSlots *semaphore.Weighted
+	// Backlog paces the creation of EvictionRequests to the Eviction controller of this process
+	// (evictionbacklog); nil: not paced.
+	Backlog *evictionbacklog.Backlog
 	// OwnPods are nodemaint-controller's own pods: asked to move like any other, never evicted
 	// or deleted. Nil: none.
 	OwnPods *observe.OwnPods

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -105,20 +106,31 @@ func (r *Reconciler) deleteRequests(ctx context.Context, g *errgroup.Group, reqs
 }
 
 // createRequests sends the creates of EvictionRequests on g, each once per pod: one created by
-// an earlier reconcile that the cache does not show yet is not created again. requested tells
-// of each one created.
+// an earlier reconcile that the cache does not show yet is not created again. Only as many as
+// the Eviction controller's backlog admits are sent (the others wait for a later look: their
+// pods are not asked yet, and their response timeout does not run). requested tells of each one
+// created.
 func (r *Reconciler) createRequests(ctx context.Context, g *errgroup.Group, reqs []*lifecyclev1alpha1.EvictionRequest, c *requestWriteCounts,
 	requested func(*lifecyclev1alpha1.EvictionRequest)) {
 	_, created := r.recentRequests()
+	var targets []types.NamespacedName
+	reqs = slices.DeleteFunc(slices.Clone(reqs), func(req *lifecyclev1alpha1.EvictionRequest) bool { return created.Recently(req.Spec.Target.Pod.UID) })
 	for _, req := range reqs {
-		pod := req.Spec.Target.Pod.UID
-		if created.Recently(pod) {
-			continue
-		}
+		targets = append(targets, types.NamespacedName{Namespace: req.Namespace, Name: req.Spec.Target.Pod.Name})
+	}
+	admitted := r.Backlog.Admit(targets)
+	if admitted < len(reqs) {
+		log.FromContext(ctx).V(1).Info("EvictionRequests wait for the Eviction controller's backlog", "admitted", admitted, "waiting", len(reqs)-admitted)
+	}
+	for i, req := range reqs[:admitted] {
 		g.Go(func() error {
 			err := r.Client.Create(ctx, req)
 			if err == nil || apierrors.IsAlreadyExists(err) {
-				created.Sent(pod)
+				created.Sent(req.Spec.Target.Pod.UID)
+			}
+			if err != nil {
+				// No new request for the Eviction controller to look at.
+				r.Backlog.Done(targets[i])
 			}
 			c.record(err, &c.created)
 			if err == nil {

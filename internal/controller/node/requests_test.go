@@ -2,17 +2,24 @@ package node
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/nodemaint/nodemaint/internal/evictionbacklog"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 )
 
@@ -68,5 +75,71 @@ func TestRequestDeletedOnce(t *testing.T) {
 	}
 	if n := creates.Load(); n != 2 {
 		t.Fatalf("%d creations sent after the request's deletion; want 2", n)
+	}
+}
+
+// TestRequestsPacedByBacklog: the drain creates EvictionRequests only while the Eviction
+// controller's backlog has room, in the plan's order; a look of the controller at a target makes
+// room for the next request, and a creation the API server refuses gives its room back. The
+// requests not created are created by a later reconcile once there is room.
+func TestRequestsPacedByBacklog(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		sent []string
+	)
+	refuse := "p1"
+	c := interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{
+		Create: func(_ context.Context, _ client.WithWatch, o client.Object, _ ...client.CreateOption) error {
+			pod := o.(*lifecyclev1alpha1.EvictionRequest).Spec.Target.Pod.Name
+			mu.Lock()
+			defer mu.Unlock()
+			sent = append(sent, pod)
+			if pod == refuse {
+				return apierrors.NewForbidden(lifecyclev1alpha1.Resource("evictionrequests"), o.GetName(), errors.New("denied by a webhook"))
+			}
+			return nil
+		},
+	})
+	var pods []*corev1.Pod
+	for i := range 5 {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("p%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))},
+			Spec: corev1.PodSpec{EvictionResponders: []corev1.EvictionResponder{{Name: "owner.example.com/r"}}}}
+		ownedByReplicaSet(pod)
+		pods = append(pods, pod)
+	}
+	backlog := evictionbacklog.New(2)
+	r := &Reconciler{Client: c, Backlog: backlog}
+	write := func() error {
+		plan := evictionrequest.Decide(evictionrequest.Observed{Node: "n"}, pods, pods, nil, "r", time.Now())
+		if len(plan.Create) != len(pods) {
+			t.Fatalf("the plan creates %d requests; want %d", len(plan.Create), len(pods))
+		}
+		return r.writeRequests(context.Background(), plan, &evictionrequest.Observed{Node: "n"}, pods)
+	}
+	if err := write(); err == nil {
+		t.Fatal("the refused creation is not an error")
+	}
+	if !slices.Equal(sent, []string{"p0", "p1"}) && !slices.Equal(sent, []string{"p1", "p0"}) {
+		t.Fatalf("sent the creations of %v with room for 2; want p0 and p1", sent)
+	}
+	if backlog.Len() != 1 {
+		t.Fatalf("%d targets wait; want 1 (p0; p1's creation was refused)", backlog.Len())
+	}
+	refuse = ""
+	sent = nil
+	_ = write()
+	if !slices.Equal(sent, []string{"p1"}) {
+		t.Fatalf("sent %v with p0 waiting and room for 1; want p1 again", sent)
+	}
+	sent = nil
+	_ = write()
+	if len(sent) != 0 {
+		t.Fatalf("sent %v with the backlog full", sent)
+	}
+	backlog.Done(types.NamespacedName{Namespace: "ns", Name: "p0"})
+	sent = nil
+	_ = write()
+	if !slices.Equal(sent, []string{"p2"}) {
+		t.Fatalf("sent %v after the controller looked at p0; want p2 (p0 and p1 created already)", sent)
 	}
 }
