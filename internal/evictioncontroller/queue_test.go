@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/nodemaint/nodemaint/internal/evictionbacklog"
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nodemaint/nodemaint/internal/evictionbacklog"
 )
 
 // TestWaitingPodLookedAtFirst: in a large drain, with many pods already answered (their request

@@ -485,7 +485,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 // new request's pod waiting seconds for its Eviction, while its response timeout ran.
 // A creation's targets are also told to created (the Backlog's Arrived), before they are queued.
 func enqueue(c client.Reader, fn handler.MapFunc, created func(types.NamespacedName)) handler.EventHandler {
-	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], creation bool, objs ...client.Object) {
 		seen := map[reconcile.Request]bool{}
 		for _, o := range objs {
 			for _, req := range fn(ctx, o) {
@@ -493,6 +493,9 @@ func enqueue(c client.Reader, fn handler.MapFunc, created func(types.NamespacedN
 					continue
 				}
 				seen[req] = true
+				if creation {
+					created(req.NamespacedName)
+				}
 				pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
 				if !ok || !waits(ctx, c, req.NamespacedName) {
 					// The default priority (controller-runtime's low one in the initial list).
@@ -505,19 +508,16 @@ func enqueue(c client.Reader, fn handler.MapFunc, created func(types.NamespacedN
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			for _, req := range fn(ctx, e.Object) {
-				created(req.NamespacedName)
-			}
-			add(ctx, q, e.Object)
+			add(ctx, q, true, e.Object)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.ObjectOld, e.ObjectNew)
+			add(ctx, q, false, e.ObjectOld, e.ObjectNew)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
+			add(ctx, q, false, e.Object)
 		},
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
+			add(ctx, q, false, e.Object)
 		},
 	}
 }
