@@ -239,11 +239,13 @@ func PersistentVolume(pv *corev1.PersistentVolume) {
 	pv.Status = corev1.PersistentVolumeStatus{}
 }
 
-// HorizontalPodAutoscaler keeps of an autoscaler its metadata, what it scales and its bounds.
+// HorizontalPodAutoscaler keeps of an autoscaler its metadata, what it scales, its bounds, and
+// the generation it last acted on with the count it found (whether it saw restored bounds).
 func HorizontalPodAutoscaler(hpa *autoscalingv2.HorizontalPodAutoscaler) {
 	hpa.Spec = autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: hpa.Spec.ScaleTargetRef,
 		MinReplicas: hpa.Spec.MinReplicas, MaxReplicas: hpa.Spec.MaxReplicas}
-	hpa.Status = autoscalingv2.HorizontalPodAutoscalerStatus{}
+	hpa.Status = autoscalingv2.HorizontalPodAutoscalerStatus{ObservedGeneration: hpa.Status.ObservedGeneration,
+		CurrentReplicas: hpa.Status.CurrentReplicas}
 }
 
 // exact returns s in an array of its length: the decoder appends conditions one by one, and a

@@ -360,3 +360,119 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 			h.Annotations[evacuation.SurgeBoundsAnnotation])
 	}
 }
+
+// TestAutoscalerLateScaleRealAPIServer: on kube-apiserver, the HorizontalPodAutoscaler
+// controller takes a decision from the bounds raised for a surge (it read them before they were
+// restored) and carries it out after the surge is rolled back and the bounds restored: it scales
+// the Deployment to its raised minReplicas. The responder keeps the record of the restored
+// bounds until the autoscaler reports that it acted on them (status.observedGeneration, as the
+// cache keeps it), undoes that count meanwhile, and removes the record once the autoscaler
+// settled: the Deployment ends at the replicas its user set, the autoscaler at its bounds with
+// no record.
+func TestAutoscalerLateScaleRealAPIServer(t *testing.T) {
+	c, _ := realAPIServer(t)
+	ctx := context.Background()
+	d := createDeployment(t, c, "web")
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}
+	if err := c.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			MinReplicas:    ptr.To[int32](3), MaxReplicas: 5,
+		},
+	}
+	if err := c.Create(ctx, hpa); err != nil {
+		t.Fatal(err)
+	}
+	readHPA := func() *autoscalingv2.HorizontalPodAutoscaler {
+		t.Helper()
+		h := &autoscalingv2.HorizontalPodAutoscaler{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(hpa), h); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	// report is the autoscaler's status write once it acted on generation with the count found.
+	report := func(generation int64, current int32) {
+		t.Helper()
+		h := readHPA()
+		h.Status = autoscalingv2.HorizontalPodAutoscalerStatus{ObservedGeneration: ptr.To(generation), CurrentReplicas: current, DesiredReplicas: current}
+		if err := c.Status().Update(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report(readHPA().Generation, 3)
+	pods := []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}
+	observe := func() decide.Input {
+		t.Helper()
+		got := &appsv1.Deployment{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil {
+			t.Fatal(err)
+		}
+		h := readHPA()
+		cachetrim.HorizontalPodAutoscaler(h)
+		return decide.Input{Deployment: got, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)}, Pods: pods,
+			Autoscalers: []*autoscalingv2.HorizontalPodAutoscaler{h}, Now: now, SurgeTimeout: time.Minute}
+	}
+	r := &Reconciler{Client: c, Recorder: discard{}}
+	step := func(what string) decide.Plan {
+		t.Helper()
+		in := observe()
+		p := decide.Decide(in)
+		if _, err := r.apply(ctx, in.Deployment, pods, protocol.View{}, p); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return p
+	}
+	expect := func(what string, replicas, minReplicas int32, restored bool) {
+		t.Helper()
+		in := observe()
+		rec, err := surgepolicy.ParseBounds(in.Autoscalers[0])
+		if *in.Deployment.Spec.Replicas != replicas || surgepolicy.MinReplicas(in.Autoscalers[0]) != minReplicas ||
+			err != nil || (rec != nil) != restored || (rec != nil && rec.Restored == nil) {
+			t.Fatalf("%s: replicas %d, the autoscaler's minReplicas %d, record %v (%v); want %d, %d, a record of restored bounds %t",
+				what, *in.Deployment.Spec.Replicas, surgepolicy.MinReplicas(in.Autoscalers[0]), rec, err, replicas, minReplicas, restored)
+		}
+	}
+
+	if p := step("the surge"); p.Scale == nil || p.Scale.Replicas != 4 || len(p.Raise) != 1 {
+		t.Fatalf("first decision: raise %v, scale %+v; want the bounds raised and a surge to 4", p.Raise, p.Scale)
+	}
+	// The autoscaler reads its raised bounds (minReplicas 4), and takes a while to act on them.
+	raisedGeneration := readHPA().Generation
+	pods = append(pods, pod("s", created(5)))
+	pods[0] = pod("a", withMark) // the request withdrawn
+	step("the rollback")
+	step("the restore")
+	expect("rolled back and restored", 3, 3, true)
+
+	// Its decision from the raised bounds lands: the Deployment to 4, the status report of the
+	// generation it read refused (its resourceVersion is older than the restore).
+	scale := &autoscalingv1.Scale{}
+	if err := c.SubResource("scale").Get(ctx, d, scale); err != nil {
+		t.Fatal(err)
+	}
+	scale.Spec.Replicas = 4
+	if err := c.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(scale)); err != nil {
+		t.Fatal(err)
+	}
+	if p := step("after the autoscaler's late scale"); p.Scale == nil || p.Scale.Replicas != 3 {
+		t.Fatalf("after the autoscaler's late scale: scale %+v; want back to 3", p.Scale)
+	}
+	expect("the late scale undone", 3, 3, true)
+
+	// It acts on the restored bounds: it finds 3 and reports it; the record goes.
+	restoredGeneration := readHPA().Generation
+	if restoredGeneration <= raisedGeneration {
+		t.Fatalf("the autoscaler's generation %d after the restore, %d raised; want it bumped by the restore", restoredGeneration, raisedGeneration)
+	}
+	report(raisedGeneration, 4)
+	step("the autoscaler reporting the raised bounds")
+	expect("its report of the raised bounds", 3, 3, true)
+	report(restoredGeneration, 3)
+	step("the autoscaler settled")
+	expect("settled", 3, 3, false)
+}

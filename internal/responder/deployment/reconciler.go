@@ -615,14 +615,19 @@ func deploymentChanged() predicate.Predicate {
 }
 
 // autoscalerChanged passes the HorizontalPodAutoscaler events that matter to the Deployments it
-// concerns: its target, its bounds or its record of raised bounds changed; not its status
-// reports.
+// concerns: its target, its bounds or its record of raised bounds changed; its status reports
+// only while it carries a record of restored bounds, which goes once a report shows it settled.
 func autoscalerChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*autoscalingv2.HorizontalPodAutoscaler), e.ObjectNew.(*autoscalingv2.HorizontalPodAutoscaler)
-		return o.Spec.ScaleTargetRef != n.Spec.ScaleTargetRef || !equality.Semantic.DeepEqual(o.Spec.MinReplicas, n.Spec.MinReplicas) ||
+		if o.Spec.ScaleTargetRef != n.Spec.ScaleTargetRef || !equality.Semantic.DeepEqual(o.Spec.MinReplicas, n.Spec.MinReplicas) ||
 			o.Spec.MaxReplicas != n.Spec.MaxReplicas ||
-			o.Annotations[evacuation.SurgeBoundsAnnotation] != n.Annotations[evacuation.SurgeBoundsAnnotation]
+			o.Annotations[evacuation.SurgeBoundsAnnotation] != n.Annotations[evacuation.SurgeBoundsAnnotation] {
+			return true
+		}
+		rec, err := surgepolicy.ParseBounds(n)
+		return err == nil && rec != nil && rec.Restored != nil &&
+			(!equality.Semantic.DeepEqual(o.Status.ObservedGeneration, n.Status.ObservedGeneration) || o.Status.CurrentReplicas != n.Status.CurrentReplicas)
 	}}
 }
 

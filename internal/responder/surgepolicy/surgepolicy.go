@@ -197,6 +197,20 @@ type Bounds struct {
 	// minReplicas first: the responder's own scale then finds the count changed, and the
 	// record tells it the count is its surge's (the responder adopts it).
 	Surge *State `json:"surge,omitempty"`
+	// Restored is when the bounds were restored after the surge, the record kept until the
+	// autoscaler has acted on them: a decision it took from the raised bounds, before it saw them
+	// restored, can scale the Deployment to the surged count after the responder scaled it back.
+	// Nil while the bounds are raised.
+	Restored *metav1.MicroTime `json:"restored,omitempty"`
+}
+
+// Surged is the surged count the bounds were raised for, 0 when the record does not name the
+// surge.
+func (b *Bounds) Surged() int32 {
+	if b.Surge == nil {
+		return 0
+	}
+	return b.Surge.OriginalReplicas + b.Surge.Surge
 }
 
 func (b *Bounds) String() string {

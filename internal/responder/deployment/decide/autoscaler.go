@@ -4,10 +4,15 @@ package decide
 // the surge is in progress, restored from the record on the autoscaler once it is over. An
 // autoscaler undoes a raised spec.replicas (above maxReplicas it scales down at once; with
 // metrics it recomputes the count), and a scale-down during a surge would remove the pods asked
-// to leave (marked to go first) before their replacements are available.
+// to leave (marked to go first) before their replacements are available. Restored, the record
+// stays until the autoscaler settled (unsettled): until then, a count it set from the raised
+// bounds after the scale-back is the responder's to undo.
 
 import (
+	"time"
+
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
@@ -49,15 +54,49 @@ func targeting(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string)
 
 // boundsTaken reports whether an autoscaler of the Deployment holds bounds raised for another
 // Deployment (it was retargeted during that one's surge): a wave waits until that Deployment's
-// decision restores them, since one record per autoscaler says what to restore.
+// decision restores them, since one record per autoscaler says what to restore. It waits as well
+// while the record of the Deployment's last surge is kept after the restore (unsettled).
 func boundsTaken(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string) bool {
 	for _, hpa := range hpas {
 		rec, err := surgepolicy.ParseBounds(hpa)
-		if surgepolicy.Autoscales(hpa, deployment) && (err != nil || (rec != nil && rec.Deployment != deployment)) {
+		if surgepolicy.Autoscales(hpa, deployment) && (err != nil || (rec != nil && (rec.Deployment != deployment || rec.Restored != nil))) {
 			return true
 		}
 	}
 	return false
+}
+
+// SettleTimeout bounds the wait for an autoscaler to settle after its bounds are restored: one
+// that fails before it reports (its target's scale unreadable), or a controller manager that
+// does not run it, would keep the record for good.
+const SettleTimeout = time.Minute
+
+// unsettled is how long the record of restored bounds rec stays on the autoscaler, 0 once it
+// goes: once the autoscaler acted on the restored bounds (its status.observedGeneration reached
+// its generation) and found the Deployment not at the surged count, no decision it took from the
+// raised bounds is still to come; or SettleTimeout after the restore.
+func unsettled(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, now time.Time) time.Duration {
+	if seen := hpa.Status.ObservedGeneration; seen != nil && *seen >= hpa.Generation && hpa.Status.CurrentReplicas != rec.Surged() {
+		return 0
+	}
+	return max(0, rec.Restored.Add(SettleTimeout).Sub(now))
+}
+
+// undoAutoscaled decides the Deployment's count while the record of its last surge's restored
+// bounds is unsettled: at that surge's count, with no surge of its own, it was scaled by a
+// decision its autoscaler took from the raised minReplicas before it saw them restored, and goes
+// back to the count before the surge. Once the autoscaler settled, a count it sets is its own.
+func (p *Plan) undoAutoscaled(in Input, replicas int32) {
+	for _, hpa := range in.Autoscalers {
+		rec, err := surgepolicy.ParseBounds(hpa)
+		if err != nil || rec == nil || rec.Restored == nil || rec.Deployment != in.Deployment.Name || !surgepolicy.Autoscales(hpa, rec.Deployment) ||
+			rec.Surged() != replicas || rec.Surge.Surge == 0 || unsettled(hpa, rec, in.Now) == 0 {
+			continue
+		}
+		p.Scale = &ScaleChange{Replicas: rec.Surge.OriginalReplicas}
+		p.Events = append(p.Events, Event{Reason: AutoscaledSurgeUndone, Autoscaler: hpa.Name, Original: rec.Surge.OriginalReplicas, Surge: rec.Surge.Surge})
+		return
+	}
 }
 
 // Autoscalers decides the bounds of the autoscalers of the Deployment named deployment, those
@@ -68,8 +107,18 @@ func boundsTaken(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment strin
 // is undone (Restore; Decide asks for it once the Deployment is scaled back): a bound that still
 // holds the value set returns to the recorded one, a bound someone changed since stays, and the
 // record goes. An unusable record is removed, the bounds left as they are. It replaces
-// the plan's earlier bounds decision, and adds its Events.
+// the plan's earlier bounds decision, and adds its Events. It is for a Deployment whose count
+// nobody guards any more (gone, or released): Decide keeps a restored record until the
+// autoscaler settled.
 func (p *Plan) Autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string, surge *surgepolicy.State) {
+	p.autoscalers(hpas, deployment, surge, time.Time{}, false)
+}
+
+// autoscalers is Autoscalers; with settle, the record of a restore stays, restored at now, on an
+// autoscaler that reports the generation it acted on (a controller manager before Kubernetes
+// 1.37, or with the HPAGeneration feature gate off, does not: it could not be seen to settle), and
+// goes once the autoscaler settled.
+func (p *Plan) autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string, surge *surgepolicy.State, now time.Time, settle bool) {
 	p.Raise, p.Restore = nil, nil
 	hold := surge != nil && targeting(hpas, deployment) == 1
 	for _, hpa := range hpas {
@@ -85,9 +134,22 @@ func (p *Plan) Autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, deploy
 			// Another Deployment's record: its decision restores it.
 		case hold && surgepolicy.Autoscales(hpa, deployment):
 			p.raise(hpa, rec, deployment, surge)
+		case rec != nil && rec.Restored != nil:
+			if wait := unsettled(hpa, rec, now); settle && wait > 0 {
+				p.requeue(wait)
+			} else {
+				p.Restore = append(p.Restore, BoundsChange{HPA: hpa, MinReplicas: hpa.Spec.MinReplicas, MaxReplicas: hpa.Spec.MaxReplicas})
+			}
 		case rec != nil:
-			p.restore(hpa, rec)
+			p.restore(hpa, rec, now, settle)
 		}
+	}
+}
+
+// requeue asks to look again after wait at the latest.
+func (p *Plan) requeue(wait time.Duration) {
+	if p.RequeueAfter == 0 || wait < p.RequeueAfter {
+		p.RequeueAfter = wait
 	}
 }
 
@@ -98,6 +160,9 @@ func (p *Plan) Autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, deploy
 func (p *Plan) raise(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, deployment string, surge *surgepolicy.State) bool {
 	surged := surge.OriginalReplicas + surge.Surge
 	curMin, curMax := surgepolicy.MinReplicas(hpa), hpa.Spec.MaxReplicas
+	if rec != nil && rec.Restored != nil {
+		rec = nil // the bounds are the autoscaler's again
+	}
 	raised := curMin < surged || curMax < surged
 	if !raised && (rec == nil || rec.Surge.Equal(surge)) {
 		return false
@@ -126,8 +191,9 @@ func (p *Plan) raise(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolic
 // restore decides the bounds of the autoscaler once the surge its record is for is over. Each
 // bound that still holds the value set returns to the recorded one; one someone changed since
 // stays (theirs wins, Event.Kept names it). A restored bound that would cross another's change
-// stays as it is, so that minReplicas never exceeds maxReplicas.
-func (p *Plan) restore(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds) {
+// stays as it is, so that minReplicas never exceeds maxReplicas. With settle, the record stays,
+// restored at now (autoscalers).
+func (p *Plan) restore(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, now time.Time, settle bool) {
 	curMin, curMax := surgepolicy.MinReplicas(hpa), hpa.Spec.MaxReplicas
 	ours := func(set *int32, cur int32) bool { return set != nil && *set == cur }
 	minReplicas, maxReplicas := hpa.Spec.MinReplicas, curMax
@@ -150,7 +216,14 @@ func (p *Plan) restore(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepol
 	if rec.SetMaxReplicas != nil && e.Max != rec.MaxReplicas {
 		e.Kept = append(e.Kept, "maxReplicas")
 	}
-	p.Restore = append(p.Restore, BoundsChange{HPA: hpa, MinReplicas: minReplicas, MaxReplicas: maxReplicas})
+	c := BoundsChange{HPA: hpa, MinReplicas: minReplicas, MaxReplicas: maxReplicas}
+	if settle && hpa.Status.ObservedGeneration != nil {
+		kept := *rec
+		kept.Restored = ptr.To(metav1.NewMicroTime(now))
+		c.Record = &kept
+		p.requeue(SettleTimeout)
+	}
+	p.Restore = append(p.Restore, c)
 	p.Events = append(p.Events, e)
 }
 
@@ -176,8 +249,8 @@ func adoptable(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string,
 	}
 	for _, hpa := range hpas {
 		rec, err := surgepolicy.ParseBounds(hpa)
-		if err == nil && rec != nil && rec.Deployment == deployment && surgepolicy.Autoscales(hpa, deployment) &&
-			rec.Surge != nil && rec.Surge.OriginalReplicas+rec.Surge.Surge == replicas {
+		if err == nil && rec != nil && rec.Restored == nil && rec.Deployment == deployment && surgepolicy.Autoscales(hpa, deployment) &&
+			rec.Surge != nil && rec.Surged() == replicas {
 			return rec.Surge
 		}
 	}

@@ -30,6 +30,10 @@ func TestAutoscalerBounds(t *testing.T) {
 	// raised is the record of bounds raised from 3, 3 to 4, 4 for the surge in progress.
 	raised := &surgepolicy.Bounds{Deployment: "web", MinReplicas: ptr.To[int32](3), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), SetMaxReplicas: ptr.To[int32](4),
 		Surge: state(3, 1)}
+	// restored is the record kept once the bounds are restored, 5s ago, until the autoscaler
+	// settles.
+	restored := &surgepolicy.Bounds{Deployment: "web", MinReplicas: ptr.To[int32](3), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), SetMaxReplicas: ptr.To[int32](4),
+		Surge: state(3, 1), Restored: ptr.To(metav1.NewMicroTime(now.Add(-5 * time.Second)))}
 	asked := func() []*corev1.Pod {
 		return []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}
 	}
@@ -86,6 +90,57 @@ func TestAutoscalerBounds(t *testing.T) {
 			pods:        []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1))},
 			wantRestore: map[string]bounds{"web": {3, 3, false}},
 			wantEvents:  []EventReason{AutoscalerRestored},
+		},
+		"scaled back, the autoscaler reports the generation it acted on: restored, the record kept until it settles": {
+			d:           newDeployment(3, 1),
+			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{reporting(hpa("web", "web", 4, 4, raised), 2, 2, 4)},
+			pods:        []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1))},
+			wantRestore: map[string]bounds{"web": {3, 3, true}},
+			wantEvents:  []EventReason{AutoscalerRestored},
+		},
+		"restored, the autoscaler not yet acting on it: nothing, and no wave": {
+			d:    newDeployment(3, 1),
+			hpas: []*autoscalingv2.HorizontalPodAutoscaler{reporting(hpa("web", "web", 3, 3, restored), 3, 2, 4)},
+			pods: asked(),
+		},
+		"restored, then scaled to the surge's count by the autoscaler from the raised minimum it acted on before: scaled back": {
+			d:          newDeployment(4, 1),
+			hpas:       []*autoscalingv2.HorizontalPodAutoscaler{reporting(hpa("web", "web", 3, 3, restored), 3, 2, 3)},
+			pods:       []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1)), pod("t", created(1))},
+			wantScale:  &ScaleChange{Replicas: 3},
+			wantEvents: []EventReason{AutoscaledSurgeUndone},
+		},
+		"restored, the autoscaler acted on it and found the surge's count (scaled before): scaled back, the record kept": {
+			d:          newDeployment(4, 1),
+			hpas:       []*autoscalingv2.HorizontalPodAutoscaler{reporting(hpa("web", "web", 3, 3, restored), 3, 3, 4)},
+			pods:       []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1)), pod("t", created(1))},
+			wantScale:  &ScaleChange{Replicas: 3},
+			wantEvents: []EventReason{AutoscaledSurgeUndone},
+		},
+		"restored, the autoscaler acted on it and found the count before the surge: settled, the record goes": {
+			d:           newDeployment(3, 1),
+			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{reporting(hpa("web", "web", 3, 3, restored), 3, 3, 3)},
+			pods:        asked(),
+			wantRestore: map[string]bounds{"web": {3, 3, false}},
+		},
+		"settled, then scaled to the surge's count by the autoscaler from the restored bounds: its own, the record goes": {
+			d:           newDeployment(4, 1),
+			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{reporting(hpa("web", "web", 3, 5, restored), 3, 3, 3)},
+			pods:        []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1)), pod("t", created(1))},
+			wantRestore: map[string]bounds{"web": {3, 5, false}},
+		},
+		"restored, the autoscaler silent for the settle timeout: the record goes, the count stays": {
+			d: newDeployment(4, 1),
+			hpas: []*autoscalingv2.HorizontalPodAutoscaler{reporting(hpa("web", "web", 3, 3, &surgepolicy.Bounds{Deployment: "web", MinReplicas: ptr.To[int32](3),
+				MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), Surge: state(3, 1), Restored: ptr.To(metav1.NewMicroTime(now.Add(-SettleTimeout)))}), 3, 2, 3)},
+			pods:        []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1)), pod("t", created(1))},
+			wantRestore: map[string]bounds{"web": {3, 3, false}},
+		},
+		"restored, a surge recorded since: raised again with a record of the bounds as they are": {
+			d:         surging(newDeployment(3, 1), state(3, 1)),
+			hpas:      []*autoscalingv2.HorizontalPodAutoscaler{reporting(hpa("web", "web", 2, 3, restored), 3, 2, 3)},
+			pods:      append(asked(), pod("s", created(5))),
+			wantRaise: map[string]bounds{"web": {4, 4, true}},
 		},
 		"scaled back, maxReplicas changed by someone since: theirs stays": {
 			d:           newDeployment(3, 1),
@@ -199,8 +254,13 @@ func TestAutoscalerBounds(t *testing.T) {
 					!ch.Record.Surge.Equal(surgeAfter(in, p)) {
 					t.Errorf("raise of %s records %s", ch.HPA.Name, ch.Record)
 				}
-				if was, _ := surgepolicy.ParseBounds(ch.HPA); was == nil && (ptr.Deref(ch.Record.MinReplicas, 1) != surgepolicy.MinReplicas(ch.HPA) || ch.Record.MaxReplicas != ch.HPA.Spec.MaxReplicas) {
+				if was, _ := surgepolicy.ParseBounds(ch.HPA); (was == nil || was.Restored != nil) && (ptr.Deref(ch.Record.MinReplicas, 1) != surgepolicy.MinReplicas(ch.HPA) || ch.Record.MaxReplicas != ch.HPA.Spec.MaxReplicas || ch.Record.Restored != nil) {
 					t.Errorf("raise of %s records %s, not its bounds before", ch.HPA.Name, ch.Record)
+				}
+			}
+			for _, ch := range p.Restore {
+				if ch.Record != nil && (ch.Record.Restored == nil || !ch.Record.Restored.Equal(&metav1.MicroTime{Time: now}) || p.RequeueAfter != SettleTimeout) {
+					t.Errorf("restore of %s keeps the record %s, requeue after %v; want it restored now, looked at again within %v", ch.HPA.Name, ch.Record, p.RequeueAfter, SettleTimeout)
 				}
 			}
 			var reasons []EventReason

@@ -90,6 +90,10 @@ const (
 	// InvalidBoundsRecord: an unusable record of raised bounds is removed from the autoscaler
 	// (Event.Autoscaler, Problem), its bounds left as they are.
 	InvalidBoundsRecord EventReason = "InvalidBoundsRecord"
+	// AutoscaledSurgeUndone: the autoscaler scaled the Deployment to the count of the surge that
+	// is over, from the raised minReplicas before it saw them restored; scaled back
+	// (Event.Autoscaler, Original, Surge).
+	AutoscaledSurgeUndone EventReason = "AutoscaledSurgeUndone"
 )
 
 // RollbackReason is why a surge is rolled back.
@@ -208,8 +212,12 @@ func Decide(in Input) Plan {
 		p.markEvacuated(live, el, state != nil, replicas)
 	}
 	p.MoreSteps = state != nil || len(evacuated(live, el)) > 0
+	if state == nil && !p.DropSurge && !surgeRecorded(in.Deployment) {
+		p.undoAutoscaled(in, replicas)
+	}
 	// With a surge in progress or ended now, the next wave is for a later decision; nor does one
-	// start while the autoscaler holds another Deployment's raised bounds.
+	// start while the autoscaler holds another Deployment's raised bounds, or the last surge's
+	// restored ones unsettled.
 	if state == nil && !p.DropSurge && !boundsTaken(in.Autoscalers, in.Deployment.Name) {
 		p.startWave(in, live, el, replicas)
 	}
@@ -222,9 +230,9 @@ func Decide(in Input) Plan {
 	// scale-back done: restored with the scale-back, the autoscaler, woken by the write, would
 	// scale the Deployment down itself, racing the responder; restored after it, an autoscaler
 	// that scaled the Deployment up again in between finds its record kept, and the surge is
-	// adopted again.
+	// adopted again. Restored, the record stays until the autoscaler settled (undoAutoscaled).
 	if surge := p.surgeAfter(state); surge != nil || (state == nil && !surgeRecorded(in.Deployment)) {
-		p.Autoscalers(in.Autoscalers, in.Deployment.Name, surge)
+		p.autoscalers(in.Autoscalers, in.Deployment.Name, surge, in.Now, true)
 	}
 	return p
 }

@@ -26,4 +26,5 @@ var (
 	waiting              = decidetest.Waiting
 	since                = decidetest.Since
 	hpa                  = decidetest.HPA
+	reporting            = decidetest.Reporting
 )

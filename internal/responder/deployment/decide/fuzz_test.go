@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -22,10 +23,13 @@ import (
 // terminating, created by the surge), with HorizontalPodAutoscalers (none, one, two, one
 // retargeted from it; bounds raised by an earlier decision, changed by someone since, or a
 // broken record; the autoscaler scaled the Deployment to its raised minimum before the
-// responder's scale) and checks that the decision's marks are consistent, that a wave starts and a
+// responder's scale; bounds restored, their record kept until the autoscaler settles, with its
+// reports of the generation it acted on) and checks that the decision's marks are consistent, that a wave starts and a
 // surge completes only with enough pods marked to be removed, that an autoscaler's bounds are
 // held at the surged count before the Deployment surges and restored once the surge is over
-// (checkBounds), that a surge the autoscaler carried out is adopted (checkAdopted), and that the decision is level-based: carried out and taken again at once, it
+// (checkBounds), that a surge the autoscaler carried out is adopted (checkAdopted), that a count
+// it set from the raised bounds after they were restored is undone until it settles
+// (checkUndone), and that the decision is level-based: carried out and taken again at once, it
 // writes no pod and no autoscaler again.
 //
 //	go test ./internal/responder/deployment/decide -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
@@ -39,13 +43,19 @@ func FuzzDecide(f *testing.F) {
 		p := Decide(in)
 		checkMarks(t, in, p)
 		checkBounds(t, in, p)
+		checkUndone(t, in, p)
 		after := carryOut(in, p)
 		checkAdopted(t, in, p, after)
 		again := Decide(after)
+		// A restore that changed no bound leaves the autoscaler's report as it was: it may
+		// show the autoscaler settled at once, and the record kept goes.
+		again.Restore = slices.DeleteFunc(again.Restore, func(c BoundsChange) bool { return settling(c, p) })
 		// The bounds are written once: again only for a new wave or a surge that grows, or to
 		// restore them once the surge this decision ended is scaled back (then never again).
 		if ended := surgeFound(in) && surgeAfter(in, p) == nil; ended && len(again.Restore) > 0 {
-			if third := Decide(carryOut(after, again)); len(third.Restore) > 0 {
+			third := Decide(carryOut(after, again))
+			third.Restore = slices.DeleteFunc(third.Restore, func(c BoundsChange) bool { return settling(c, again) })
+			if len(third.Restore) > 0 {
 				t.Errorf("deciding a third time after %s: restore %v; want the bounds restored once", describe(p), third.Restore)
 			}
 		} else if len(again.Restore) > 0 || (len(again.Raise) > 0 && (again.Scale == nil || again.Scale.Surge == nil)) {
@@ -63,6 +73,16 @@ func FuzzDecide(f *testing.F) {
 				describe(p), answerNames(again.Answers), podNamesOf(again.Mark), podNamesOf(again.Unmark), describeInput(in), describeInput(after))
 		}
 	})
+}
+
+// settling reports whether the change only removes a record of restored bounds that the plan p
+// kept.
+func settling(c BoundsChange, p Plan) bool {
+	rec, err := surgepolicy.ParseBounds(c.HPA)
+	if err != nil || rec == nil || rec.Restored == nil || c.Record != nil {
+		return false
+	}
+	return slices.ContainsFunc(p.Restore, func(r BoundsChange) bool { return r.HPA.Name == c.HPA.Name && r.Record != nil })
 }
 
 func fuzzInput(g *testutil.FuzzBytes) Input {
@@ -121,14 +141,15 @@ func fuzzInput(g *testutil.FuzzBytes) Input {
 		pods = append(pods, pod(fmt.Sprintf("p%d", i), opts...))
 	}
 	return Input{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", replicas)}, Pods: pods,
-		Autoscalers: fuzzAutoscalers(g, state), Now: now, SurgeTimeout: 2 * time.Minute}
+		Autoscalers: fuzzAutoscalers(g, replicas, state), Now: now, SurgeTimeout: 2 * time.Minute}
 }
 
 // fuzzAutoscalers are the autoscalers of the Deployment web: none, one, two, or one retargeted
 // to another Deployment during web's surge; with bounds, and a record of raised bounds as an
 // earlier decision wrote it for the surge in progress (state) or for one that is over, which
-// someone may have changed since, or a broken one.
-func fuzzAutoscalers(g *testutil.FuzzBytes, state *surgepolicy.State) []*autoscalingv2.HorizontalPodAutoscaler {
+// someone may have changed since, or restored and kept until the autoscaler settles, or a broken
+// one; the autoscaler reporting no generation, or one it acted on with the count it found there.
+func fuzzAutoscalers(g *testutil.FuzzBytes, replicas int32, state *surgepolicy.State) []*autoscalingv2.HorizontalPodAutoscaler {
 	mode := g.Byte() % 6
 	if mode < 2 {
 		return nil
@@ -155,10 +176,26 @@ func fuzzAutoscalers(g *testutil.FuzzBytes, state *surgepolicy.State) []*autosca
 		if b&128 != 0 {
 			minReplicas--
 		}
+		if b&32 != 0 { // restored, the record kept
+			rec.Restored = ptr.To(metav1.NewMicroTime(now.Add(-time.Duration(g.Byte()%90) * time.Second)))
+			if rec.Surge == nil {
+				rec.Surge = &surgepolicy.State{OriginalReplicas: replicas, Surge: 1, StartTime: metav1.NewMicroTime(now.Add(-time.Minute))}
+			}
+			minReplicas, maxReplicas = ptr.Deref(rec.MinReplicas, 1), rec.MaxReplicas
+		}
 	case 3:
 		rec = &surgepolicy.Bounds{} // broken: written as {"maxReplicas":0}
 	}
 	h := hpa("h0", "web", max(minReplicas, 1), maxReplicas, rec)
+	if b := g.Byte(); b%3 != 0 {
+		current := replicas
+		if b&4 != 0 && state != nil {
+			current = state.OriginalReplicas + state.Surge
+		} else if b&4 != 0 {
+			current++
+		}
+		reporting(h, 3, 2+int64(b%3)/2, current) // behind, or at its generation
+	}
 	switch mode {
 	case 4:
 		return []*autoscalingv2.HorizontalPodAutoscaler{h, hpa("h1", "web", 1, 5, nil)}
@@ -205,9 +242,41 @@ func checkBounds(t *testing.T, in Input, p Plan) {
 			if len(p.Restore) > 0 || len(p.Raise) > 0 {
 				t.Errorf("%s: a surge ending writes %s's bounds (raise %v, restore %v); want them kept until it is scaled back", describe(p), h.Name, p.Raise, p.Restore)
 			}
+		case surged == 0 && rec != nil && rec.Deployment == "web" && rec.Restored != nil:
+			kept := after.Annotations[evacuation.SurgeBoundsAnnotation] == h.Annotations[evacuation.SurgeBoundsAnnotation]
+			if surgepolicy.MinReplicas(after) != surgepolicy.MinReplicas(h) || after.Spec.MaxReplicas != h.Spec.MaxReplicas ||
+				kept != (unsettled(h, rec, in.Now) > 0) || (!kept && after.Annotations[evacuation.SurgeBoundsAnnotation] != "") {
+				t.Errorf("%s: %s with a record of restored bounds (%s) ends at min %d max %d, record %q; want its bounds kept, and the record until it settles",
+					describe(p), h.Name, rec, surgepolicy.MinReplicas(after), after.Spec.MaxReplicas, after.Annotations[evacuation.SurgeBoundsAnnotation])
+			}
 		case surged == 0 && rec != nil && rec.Deployment == "web":
 			checkRestored(t, p, h, rec, after)
 		}
+	}
+}
+
+// checkUndone asserts that a Deployment with no surge record, at the count of the surge a record
+// of restored bounds names, is scaled back to the count before that surge while the autoscaler
+// has not settled, and is not scaled otherwise (unless a surge is under way).
+func checkUndone(t *testing.T, in Input, p Plan) {
+	t.Helper()
+	if surgeFound(in) {
+		return
+	}
+	replicas := ptr.Deref(in.Deployment.Spec.Replicas, 1)
+	undo := int32(0)
+	for _, h := range in.Autoscalers {
+		rec, err := surgepolicy.ParseBounds(h)
+		if err == nil && rec != nil && rec.Restored != nil && rec.Deployment == "web" && surgepolicy.Autoscales(h, "web") &&
+			rec.Surged() == replicas && unsettled(h, rec, in.Now) > 0 {
+			undo = rec.Surge.OriginalReplicas
+		}
+	}
+	switch {
+	case undo > 0 && (p.Scale == nil || p.Scale.Replicas != undo || p.Scale.Surge != nil):
+		t.Errorf("%s: at the count %d of a surge that is over, scaled by the autoscaler before it settled; want it scaled back to %d\n%s", describe(p), replicas, undo, describeInput(in))
+	case undo == 0 && p.Scale != nil && p.Scale.Surge == nil:
+		t.Errorf("%s: scaled to %d with no surge to end\n%s", describe(p), p.Scale.Replicas, describeInput(in))
 	}
 }
 
@@ -253,8 +322,12 @@ func checkAdopted(t *testing.T, in Input, p Plan, after Input) {
 // h once the plan's writes are done.
 func checkRestored(t *testing.T, p Plan, h *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, after *autoscalingv2.HorizontalPodAutoscaler) {
 	t.Helper()
-	if _, recorded := after.Annotations[evacuation.SurgeBoundsAnnotation]; recorded {
-		t.Errorf("%s: the surge is over and %s keeps its record", describe(p), h.Name)
+	// The record stays, restored now, where the autoscaler reports what it acted on.
+	kept, err := surgepolicy.ParseBounds(after)
+	reports := h.Status.ObservedGeneration != nil
+	if (kept != nil || err != nil) != reports || (kept != nil && (kept.Restored == nil || !kept.Restored.Time.Equal(now) || kept.Surged() != rec.Surged())) {
+		t.Errorf("%s: the surge is over and %s has the record %q (the autoscaler reports its generation: %t); want a record restored now only where it does",
+			describe(p), h.Name, after.Annotations[evacuation.SurgeBoundsAnnotation], reports)
 	}
 	// crosses: the recorded value would put minReplicas above maxReplicas as they end.
 	for _, b := range []struct {
@@ -370,6 +443,11 @@ func carryOut(in Input, p Plan) Input {
 	}
 	p.ApplyScale(out.Deployment)
 	out.Autoscalers = applyBounds(in.Autoscalers, append(slices.Clone(p.Raise), p.Restore...))
+	for i, h := range out.Autoscalers {
+		if !equality.Semantic.DeepEqual(h.Spec, in.Autoscalers[i].Spec) {
+			h.Generation++ // as the API server does on a change of the spec
+		}
+	}
 	return out
 }
 

@@ -60,6 +60,9 @@ func (e Event) Note() string {
 		return note
 	case InvalidBoundsRecord:
 		return fmt.Sprintf("HorizontalPodAutoscaler %s: %s; removed it and left its bounds as they are", e.Autoscaler, e.Problem)
+	case AutoscaledSurgeUndone:
+		return fmt.Sprintf("HorizontalPodAutoscaler %s scaled the Deployment to %d replicas from its minReplicas raised for the surge, "+
+			"before it saw them restored; scaled back to %d", e.Autoscaler, e.Original+e.Surge, e.Original)
 	}
 	return string(e.Reason)
 }
@@ -83,7 +86,7 @@ func (e Event) rollbackCause() string {
 // Type is the Event's type: Warning when the responder undid or gave up something.
 func (e Event) Type() string {
 	switch e.Reason {
-	case InvalidSurgeState, ScaledDuringSurge, SurgeTimedOut, InvalidBoundsRecord:
+	case InvalidSurgeState, ScaledDuringSurge, SurgeTimedOut, InvalidBoundsRecord, AutoscaledSurgeUndone:
 		return corev1.EventTypeWarning
 	}
 	return corev1.EventTypeNormal

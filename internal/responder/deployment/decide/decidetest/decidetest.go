@@ -197,3 +197,12 @@ func HPA(name, target string, minReplicas, maxReplicas int32, rec *surgepolicy.B
 	}
 	return hpa
 }
+
+// Reporting sets the autoscaler's generation and its report of the generation it last acted on
+// (status.observedGeneration) with the count it found there.
+func Reporting(hpa *autoscalingv2.HorizontalPodAutoscaler, generation, observed int64, current int32) *autoscalingv2.HorizontalPodAutoscaler {
+	hpa.Generation = generation
+	hpa.Status.ObservedGeneration = ptr.To(observed)
+	hpa.Status.CurrentReplicas = current
+	return hpa
+}
