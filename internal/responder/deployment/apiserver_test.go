@@ -181,6 +181,29 @@ func createDeployment(t *testing.T, c client.Client, name string) *appsv1.Deploy
 	return d
 }
 
+// createAutoscaled creates the Deployment web of 3 replicas, all available, and its
+// HorizontalPodAutoscaler of minReplicas 3 and the given maxReplicas.
+func createAutoscaled(t *testing.T, c client.Client, maxReplicas int32) (*appsv1.Deployment, *autoscalingv2.HorizontalPodAutoscaler) {
+	t.Helper()
+	ctx := context.Background()
+	d := createDeployment(t, c, "web")
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}
+	if err := c.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			MinReplicas:    ptr.To[int32](3), MaxReplicas: maxReplicas,
+		},
+	}
+	if err := c.Create(ctx, hpa); err != nil {
+		t.Fatal(err)
+	}
+	return d, hpa
+}
+
 // TestBoundsPatchRealAPIServer: on kube-apiserver, the responder raises an autoscaler's bounds
 // for a surge, from the trimmed copy its cache holds (the metrics it does not keep stay), with a
 // record of what they were; a write decided before someone changed the autoscaler is refused
@@ -260,21 +283,7 @@ func TestBoundsPatchRealAPIServer(t *testing.T) {
 func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 	c, cfg := realAPIServer(t)
 	ctx := context.Background()
-	d := createDeployment(t, c, "web")
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}
-	if err := c.Status().Update(ctx, d); err != nil {
-		t.Fatal(err)
-	}
-	hpa := &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-			MinReplicas:    ptr.To[int32](3), MaxReplicas: 3,
-		},
-	}
-	if err := c.Create(ctx, hpa); err != nil {
-		t.Fatal(err)
-	}
+	d, hpa := createAutoscaled(t, c, 3)
 	// The pod asked to leave is accepted and marked already: the plans write no pod.
 	pods := []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}
 	observe := func() decide.Input {
@@ -372,21 +381,7 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 func TestAutoscalerLateScaleRealAPIServer(t *testing.T) {
 	c, _ := realAPIServer(t)
 	ctx := context.Background()
-	d := createDeployment(t, c, "web")
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}
-	if err := c.Status().Update(ctx, d); err != nil {
-		t.Fatal(err)
-	}
-	hpa := &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-			MinReplicas:    ptr.To[int32](3), MaxReplicas: 5,
-		},
-	}
-	if err := c.Create(ctx, hpa); err != nil {
-		t.Fatal(err)
-	}
+	d, hpa := createAutoscaled(t, c, 5)
 	readHPA := func() *autoscalingv2.HorizontalPodAutoscaler {
 		t.Helper()
 		h := &autoscalingv2.HorizontalPodAutoscaler{}

@@ -39,6 +39,10 @@ func TestAutoscalerBounds(t *testing.T) {
 	}
 	// The surge's replacement s is Ready: the surge completes.
 	replaced := func() []*corev1.Pod { return append(asked(), pod("s", created(5), since(corev1.PodReady, 1))) }
+	// Scaled back, the surge's replacement s stays; then scaled up again (t) by the autoscaler.
+	rescaled := func() []*corev1.Pod {
+		return []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1)), pod("t", created(1))}
+	}
 	type bounds struct {
 		min, max int32
 		record   bool
@@ -106,14 +110,14 @@ func TestAutoscalerBounds(t *testing.T) {
 		"restored, then scaled to the surge's count by the autoscaler from the raised minimum it acted on before: scaled back": {
 			d:          newDeployment(4, 1),
 			hpas:       []*autoscalingv2.HorizontalPodAutoscaler{reporting(hpa("web", "web", 3, 3, restored), 3, 2, 3)},
-			pods:       []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1)), pod("t", created(1))},
+			pods:       rescaled(),
 			wantScale:  &ScaleChange{Replicas: 3},
 			wantEvents: []EventReason{AutoscaledSurgeUndone},
 		},
 		"restored, the autoscaler acted on it and found the surge's count (scaled before): scaled back, the record kept": {
 			d:          newDeployment(4, 1),
 			hpas:       []*autoscalingv2.HorizontalPodAutoscaler{reporting(hpa("web", "web", 3, 3, restored), 3, 3, 4)},
-			pods:       []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1)), pod("t", created(1))},
+			pods:       rescaled(),
 			wantScale:  &ScaleChange{Replicas: 3},
 			wantEvents: []EventReason{AutoscaledSurgeUndone},
 		},
@@ -126,14 +130,14 @@ func TestAutoscalerBounds(t *testing.T) {
 		"settled, then scaled to the surge's count by the autoscaler from the restored bounds: its own, the record goes": {
 			d:           newDeployment(4, 1),
 			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{reporting(hpa("web", "web", 3, 5, restored), 3, 3, 3)},
-			pods:        []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1)), pod("t", created(1))},
+			pods:        rescaled(),
 			wantRestore: map[string]bounds{"web": {3, 5, false}},
 		},
 		"restored, the autoscaler silent for the settle timeout: the record goes, the count stays": {
 			d: newDeployment(4, 1),
 			hpas: []*autoscalingv2.HorizontalPodAutoscaler{reporting(hpa("web", "web", 3, 3, &surgepolicy.Bounds{Deployment: "web", MinReplicas: ptr.To[int32](3),
 				MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), Surge: state(3, 1), Restored: ptr.To(metav1.NewMicroTime(now.Add(-SettleTimeout)))}), 3, 2, 3)},
-			pods:        []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1)), pod("t", created(1))},
+			pods:        rescaled(),
 			wantRestore: map[string]bounds{"web": {3, 3, false}},
 		},
 		"restored, a surge recorded since: raised again with a record of the bounds as they are": {
@@ -179,7 +183,7 @@ func TestAutoscalerBounds(t *testing.T) {
 		"scaled back, then scaled up again by the autoscaler before the bounds were restored: adopted again, and rolled back (nobody is asked to leave)": {
 			d:          newDeployment(4, 1),
 			hpas:       []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
-			pods:       []*corev1.Pod{pod("b"), pod("c"), pod("s", created(5), since(corev1.PodReady, 1)), pod("t", created(1))},
+			pods:       rescaled(),
 			wantScale:  &ScaleChange{Replicas: 3},
 			wantEvents: []EventReason{SurgeRolledBack},
 		},
