@@ -75,7 +75,9 @@ func Decide(c Classified, now time.Time, policy Policy) Decision {
 	}
 	req := evacuation.Condition(pod, evacuation.Request)
 	if req == nil || req.Status != corev1.ConditionTrue {
-		return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, NotRequested: true, RecheckAfter: time.Second}
+		// The request is written by the look that decides it: its write, or the backlog it waits
+		// for (evictionbacklog), brings the next look.
+		return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, NotRequested: true}
 	}
 	if c.Class.Protected != "" {
 		return Decision{Reason: nodemaintv1alpha1.BlockedReasonProtected, Protected: c.Class.Protected}

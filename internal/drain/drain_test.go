@@ -121,7 +121,7 @@ func TestDecide(t *testing.T) {
 		recheck   time.Duration
 		message   string // a part of the message, when it matters
 	}{
-		{"not requested yet", &corev1.Pod{}, policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, time.Second, ""},
+		{"not requested yet: looked at again when written", &corev1.Pod{}, policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 0, ""},
 		{"within the timeout", owned(requested(time.Minute)), policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 2*time.Minute + time.Second, "for the owner to accept"},
 		// The condition's time has whole seconds: the timeout counts from the end of its second.
 		{"the timeout's last second", requested(3 * time.Minute), policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, time.Second, "for someone to accept"},

@@ -11,18 +11,30 @@ package evictionbacklog
 import (
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 // Backlog is the set of target pods (namespace/name) of EvictionRequests that the Eviction
 // controller has not looked at since their request was created, with a limit on the drain's
-// creations. It is memory only, rebuilt from the controller's watch after a restart (Arrived); a
-// nil Backlog admits every request (no Eviction controller in this process to pace to).
+// creations, and the nodes whose requests found no room, woken in turn as room comes. It is
+// memory only, rebuilt from the controller's watch after a restart (Arrived); a nil Backlog
+// admits every request (no Eviction controller in this process to pace to).
 type Backlog struct {
 	limit   int
 	mu      sync.Mutex
 	waiting map[types.NamespacedName]struct{}
+	// queued are the nodes refused room, in the order they asked; each is in inQueue.
+	queued  []string
+	inQueue map[string]bool
+	wake    chan event.GenericEvent
 }
+
+// wakeBuffer is how many nodes woken the channel holds before its reader takes them; beyond, a
+// node stays queued until the next room.
+const wakeBuffer = 1024
 
 // New is a Backlog that admits new requests while fewer than limit targets wait; nil when limit
 // is not positive.
@@ -30,13 +42,15 @@ func New(limit int) *Backlog {
 	if limit <= 0 {
 		return nil
 	}
-	return &Backlog{limit: limit, waiting: map[types.NamespacedName]struct{}{}}
+	return &Backlog{limit: limit, waiting: map[types.NamespacedName]struct{}{}, inQueue: map[string]bool{},
+		wake: make(chan event.GenericEvent, wakeBuffer)}
 }
 
-// Admit admits the targets of new requests in order while there is room, each counted as
-// waiting from now, and returns how many it admitted: the caller creates the requests of the
-// first n and leaves the others for a later look. A target waiting already takes no more room.
-func (b *Backlog) Admit(targets []types.NamespacedName) (n int) {
+// Admit admits the targets of the node's new requests in order while there is room, each
+// counted as waiting from now, and returns how many it admitted: the caller creates the requests
+// of the first n. A node refused room for some is queued: it is woken (Wake) when room comes,
+// after the nodes queued before it. A target waiting already takes no more room.
+func (b *Backlog) Admit(node string, targets []types.NamespacedName) (n int) {
 	if b == nil {
 		return len(targets)
 	}
@@ -51,7 +65,27 @@ func (b *Backlog) Admit(targets []types.NamespacedName) (n int) {
 		}
 		n++
 	}
+	if n < len(targets) && !b.inQueue[node] {
+		b.queued = append(b.queued, node)
+		b.inQueue[node] = true
+	}
 	return n
+}
+
+// Queued reports whether the node waits to be woken for room.
+func (b *Backlog) Queued(node string) bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inQueue[node]
+}
+
+// Wake is the nodes to look at again, one each time room comes for a node refused it (a source
+// of the node controller's events).
+func (b *Backlog) Wake() <-chan event.GenericEvent {
+	return b.wake
 }
 
 // Arrived counts a target as waiting when the Eviction controller's watch brings a request's
@@ -68,7 +102,8 @@ func (b *Backlog) Arrived(t types.NamespacedName) {
 
 // Done ends a target's wait: the Eviction controller looked at it, whatever the look decided or
 // whether it failed (a controller that fails its looks is not paced to: the drain's timeouts
-// decide, as with no controller), or the request's creation failed.
+// decide, as with no controller), or the request's creation failed. The room it leaves wakes the
+// first node queued.
 func (b *Backlog) Done(t types.NamespacedName) {
 	if b == nil {
 		return
@@ -76,6 +111,18 @@ func (b *Backlog) Done(t types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.waiting, t)
+	if len(b.waiting) >= b.limit || len(b.queued) == 0 {
+		return
+	}
+	// One node woken for the room.
+	node := b.queued[0]
+	select {
+	case b.wake <- event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}}:
+		b.queued = b.queued[1:]
+		delete(b.inQueue, node)
+	default:
+		// The reader is behind: the node stays first, for the next room.
+	}
 }
 
 // Len is how many targets wait.

@@ -23,29 +23,29 @@ func targets(names ...string) []types.NamespacedName {
 // controller's watch tells (Arrived) take room too, beyond the limit.
 func TestAdmit(t *testing.T) {
 	b := New(3)
-	if n := b.Admit(targets("a", "b")); n != 2 {
+	if n := b.Admit("n", targets("a", "b")); n != 2 {
 		t.Fatalf("admitted %d of 2 with room for 3", n)
 	}
-	if n := b.Admit(targets("a", "c", "d")); n != 2 {
+	if n := b.Admit("n", targets("a", "c", "d")); n != 2 {
 		t.Fatalf("admitted %d of a (waiting already), c, d with room for one more; want a and c", n)
 	}
 	if b.Len() != 3 {
 		t.Fatalf("%d wait; want 3", b.Len())
 	}
 	b.Done(target("b"))
-	if n := b.Admit(targets("d", "e")); n != 1 {
+	if n := b.Admit("n", targets("d", "e")); n != 1 {
 		t.Fatalf("admitted %d after one look; want 1 (d)", n)
 	}
 	b.Arrived(target("x"))
 	b.Arrived(target("y"))
 	b.Done(target("a"))
-	if n := b.Admit(targets("e")); n != 0 {
+	if n := b.Admit("n", targets("e")); n != 0 {
 		t.Fatalf("admitted %d while 4 wait, 3 the limit", n)
 	}
 	for _, n := range []string{"c", "d", "x"} {
 		b.Done(target(n))
 	}
-	if n := b.Admit(targets("e", "f", "g")); n != 2 || b.Len() != 3 {
+	if n := b.Admit("n", targets("e", "f", "g")); n != 2 || b.Len() != 3 {
 		t.Fatalf("admitted %d with y waiting (%d wait); want 2, then 3 waiting", n, b.Len())
 	}
 }
@@ -56,12 +56,52 @@ func TestNil(t *testing.T) {
 	if New(0) != nil {
 		t.Fatal("a backlog of limit 0")
 	}
-	if n := b.Admit(targets("a", "b", "c")); n != 3 {
+	if n := b.Admit("n", targets("a", "b", "c")); n != 3 {
 		t.Fatalf("admitted %d of 3 without a backlog", n)
 	}
 	b.Arrived(target("a"))
 	b.Done(target("a"))
 	if b.Len() != 0 {
 		t.Fatal("a nil backlog holds targets")
+	}
+}
+
+// TestWake: a node refused room is queued and woken when a look makes room, one node a room, in
+// the order they asked; a node woken asks again (Admit) and is queued again if still refused.
+func TestWake(t *testing.T) {
+	b := New(2)
+	woken := func() []string {
+		var out []string
+		for {
+			select {
+			case e := <-b.Wake():
+				out = append(out, e.Object.GetName())
+			default:
+				return out
+			}
+		}
+	}
+	b.Admit("n1", targets("a", "b"))
+	if n := b.Admit("n2", targets("c")); n != 0 || !b.Queued("n2") || b.Queued("n1") {
+		t.Fatalf("n2 admitted %d with no room, queued %t (n1 %t); want 0, n2 queued alone", n, b.Queued("n2"), b.Queued("n1"))
+	}
+	b.Admit("n3", targets("d"))
+	b.Admit("n2", targets("c")) // asking again keeps its place
+	if got := woken(); len(got) != 0 {
+		t.Fatalf("woken %v with no room", got)
+	}
+	b.Done(target("a"))
+	if got := woken(); len(got) != 1 || got[0] != "n2" || b.Queued("n2") || !b.Queued("n3") {
+		t.Fatalf("woken %v for one room, n2 queued %t, n3 %t; want n2 alone, n3 still queued", got, b.Queued("n2"), b.Queued("n3"))
+	}
+	// Another requester's request takes the room before n2 looks: n2 queued again, after n3.
+	b.Arrived(target("x"))
+	if n := b.Admit("n2", targets("c")); n != 0 {
+		t.Fatalf("n2 admitted %d with the room taken", n)
+	}
+	b.Done(target("x"))
+	b.Done(target("b"))
+	if got := woken(); len(got) != 2 || got[0] != "n3" || got[1] != "n2" {
+		t.Fatalf("woken %v for two rooms; want n3 then n2", got)
 	}
 }

@@ -108,7 +108,7 @@ func TestBacklogTold(t *testing.T) {
 	defer q.ShutDown()
 	enqueue(c, requestTarget, backlog.Arrived).Create(ctx, event.CreateEvent{Object: req}, &queue{q})
 	other := types.NamespacedName{Namespace: pod.Namespace, Name: "other"}
-	if backlog.Len() != 1 || backlog.Admit([]types.NamespacedName{other}) != 0 {
+	if backlog.Len() != 1 || backlog.Admit("node", []types.NamespacedName{other}) != 0 {
 		t.Fatalf("%d targets wait after the request's creation; want 1, and no room for another", backlog.Len())
 	}
 	item, _, _ := q.GetWithPriority()

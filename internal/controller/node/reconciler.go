@@ -150,6 +150,9 @@ func (r *Reconciler) apply(ctx context.Context, obs nodeaction.Observation, d no
 	if err := r.writeRequests(ctx, w.RequestRequests, seen, obs.Pods); err != nil {
 		return reconcile.Result{}, err
 	}
+	if r.Backlog.Queued(obs.Node.Name) && (next == 0 || next > backlogRecheck) {
+		next = backlogRecheck
+	}
 	if err := r.deletePods(ctx, obs.Node, d.Delete, d.GracePeriods); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -201,6 +204,10 @@ func (r *Reconciler) writeNode(ctx context.Context, obs nodeaction.Observation, 
 // sooner is when to look again (next; zero: not by itself) after pod writes of which some were
 // refused as stale (refused): within observe.StaleRequeue then, since the change that made them
 // stale may be one no watch of the node's reconciler lets through (a kubelet's status report).
+// backlogRecheck is when a node whose requests wait for room in the Eviction controller's backlog
+// looks again if the backlog has not woken it before (it wakes the nodes in turn as room comes).
+const backlogRecheck = 30 * time.Second
+
 func sooner(next time.Duration, refused bool) time.Duration {
 	if refused && (next == 0 || next > observe.StaleRequeue) {
 		return observe.StaleRequeue

@@ -76,7 +76,7 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 			return nil
 		})
 	}
-	r.createRequests(ctx, &g, plan.Create, &c, requested)
+	r.createRequests(ctx, &g, seen.Node, plan.Create, &c, requested)
 	_ = g.Wait()
 	if c.created+c.asked+c.withdrawn+c.deleted+c.adopted > 0 {
 		log.FromContext(ctx).Info("EvictionRequests updated", "created", c.created, "askedAgain", c.asked, "withdrawn", c.withdrawn, "deleted", c.deleted, "adopted", c.adopted)
@@ -105,12 +105,12 @@ func (r *Reconciler) deleteRequests(ctx context.Context, g *errgroup.Group, reqs
 	}
 }
 
-// createRequests sends the creates of EvictionRequests on g, each once per pod: one created by
-// an earlier reconcile that the cache does not show yet is not created again. Only as many as
-// the Eviction controller's backlog admits are sent (the others wait for a later look: their
-// pods are not asked yet, and their response timeout does not run). requested tells of each one
-// created.
-func (r *Reconciler) createRequests(ctx context.Context, g *errgroup.Group, reqs []*lifecyclev1alpha1.EvictionRequest, c *requestWriteCounts,
+// createRequests sends the creates of the node's EvictionRequests on g, each once per pod: one
+// created by an earlier reconcile that the cache does not show yet is not created again. Only as
+// many as the Eviction controller's backlog admits are sent (the others wait for the look the
+// backlog wakes the node for: their pods are not asked yet, and their response timeout does not
+// run). requested tells of each one created.
+func (r *Reconciler) createRequests(ctx context.Context, g *errgroup.Group, node string, reqs []*lifecyclev1alpha1.EvictionRequest, c *requestWriteCounts,
 	requested func(*lifecyclev1alpha1.EvictionRequest)) {
 	_, created := r.recentRequests()
 	var targets []types.NamespacedName
@@ -118,7 +118,7 @@ func (r *Reconciler) createRequests(ctx context.Context, g *errgroup.Group, reqs
 	for _, req := range reqs {
 		targets = append(targets, types.NamespacedName{Namespace: req.Namespace, Name: req.Spec.Target.Pod.Name})
 	}
-	admitted := r.Backlog.Admit(targets)
+	admitted := r.Backlog.Admit(node, targets)
 	if admitted < len(reqs) {
 		log.FromContext(ctx).V(1).Info("EvictionRequests wait for the Eviction controller's backlog", "admitted", admitted, "waiting", len(reqs)-admitted)
 	}

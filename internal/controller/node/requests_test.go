@@ -80,8 +80,8 @@ func TestRequestDeletedOnce(t *testing.T) {
 
 // TestRequestsPacedByBacklog: the drain creates EvictionRequests only while the Eviction
 // controller's backlog has room, in the plan's order; a look of the controller at a target makes
-// room for the next request, and a creation the API server refuses gives its room back. The
-// requests not created are created by a later reconcile once there is room.
+// room for the next request, and a creation the API server refuses gives its room back. A node
+// whose requests found no room is woken when there is, and its next reconcile creates them.
 func TestRequestsPacedByBacklog(t *testing.T) {
 	var (
 		mu   sync.Mutex
@@ -133,10 +133,18 @@ func TestRequestsPacedByBacklog(t *testing.T) {
 	}
 	sent = nil
 	_ = write()
-	if len(sent) != 0 {
-		t.Fatalf("sent %v with the backlog full", sent)
+	if len(sent) != 0 || !backlog.Queued("n") {
+		t.Fatalf("sent %v with the backlog full, node queued for room %t; want none sent, the node queued", sent, backlog.Queued("n"))
 	}
 	backlog.Done(types.NamespacedName{Namespace: "ns", Name: "p0"})
+	select {
+	case e := <-backlog.Wake():
+		if e.Object.GetName() != "n" {
+			t.Fatalf("woke %s for the room; want n", e.Object.GetName())
+		}
+	default:
+		t.Fatal("the node is not woken when the controller's look makes room")
+	}
 	sent = nil
 	_ = write()
 	if !slices.Equal(sent, []string{"p2"}) {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
@@ -212,6 +213,10 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 			Watches(&lifecyclev1alpha1.Eviction{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				return protocol.NodesOfEviction(ctx, c, o)
 			}))
+	}
+	if r.Backlog != nil {
+		// A node whose requests found no room is looked at again as room comes.
+		b = b.WatchesRawSource(source.Channel(r.Backlog.Wake(), &handler.EnqueueRequestForObject{}))
 	}
 	return b.
 		Named("node").
