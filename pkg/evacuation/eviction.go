@@ -103,9 +103,19 @@ func (r evictionRequest) HeartbeatDue() time.Time {
 func (r evictionRequest) Accept(ctx context.Context, c client.Client, p Progress) error {
 	return r.patch(ctx, c, responderPatch{
 		HeartbeatTime:          now(),
-		ExpectedCompletionTime: timeOrNil(p.ExpectedCompletion),
+		ExpectedCompletionTime: ahead(p.ExpectedCompletion, time.Now()),
 		Message:                message(p.Reason, p.Message),
 	})
+}
+
+// ahead is the expected completion to report at now: none once it has passed (a pod still
+// terminating after its grace period, a surge past its estimate). The Eviction API refuses an
+// expected completion in the past, and the responder cannot tell a later one.
+func ahead(t, now time.Time) *metav1.Time {
+	if !t.After(now) {
+		return nil
+	}
+	return timeOrNil(t)
 }
 
 // Progress writes a heartbeat when one is due or the message or expected completion changed;
@@ -124,7 +134,7 @@ func (r evictionRequest) Progress(ctx context.Context, c client.Client, p Progre
 			ExpectedCompletionTime: r.status.ExpectedCompletionTime, Message: ptr.Deref(r.status.Message, "")})
 	}
 	if r.Accepted() && t.Before(r.HeartbeatDue()) && r.Reported(p) &&
-		expectedHolds(r.status.ExpectedCompletionTime, timeOrNil(p.ExpectedCompletion), t) {
+		expectedHolds(r.status.ExpectedCompletionTime, ahead(p.ExpectedCompletion, t), t) {
 		return nil
 	}
 	return r.Accept(ctx, c, p)

@@ -236,6 +236,27 @@ func TestEvictionAnswers(t *testing.T) {
 		keepsOthers(t, got)
 	})
 
+	t.Run("an expected completion passed is not reported", func(t *testing.T) {
+		// A pod still terminating after its grace period: the Eviction API refuses an expected
+		// completion in the past, and a report refused would be sent again at every look.
+		c, pod, ev := setup(t)
+		removing := Progress{Reason: "Surge", Message: "replaced", ExpectedCompletion: time.Now().Add(-time.Minute)}
+		if err := ForEviction(ev, pod, me).Accept(ctx, c, removing); err != nil {
+			t.Fatal(err)
+		}
+		got := getEviction(t, c, ev)
+		if s := ResponderStatusOf(got, me); s.HeartbeatTime == nil || s.ExpectedCompletionTime != nil || s.Message == nil || *s.Message != "Surge: replaced" {
+			t.Fatalf("after Accept with an expected completion passed: %+v; want the message, no expected completion", s)
+		}
+		rv := got.ResourceVersion
+		if err := ForEviction(got, pod, me).Progress(ctx, c, removing); err != nil {
+			t.Fatal(err)
+		}
+		if got = getEviction(t, c, ev); got.ResourceVersion != rv {
+			t.Errorf("the same progress, its expected completion passed, wrote the Eviction again (resourceVersion %s -> %s)", rv, got.ResourceVersion)
+		}
+	})
+
 	t.Run("progress due", func(t *testing.T) {
 		c, pod, ev := setup(t)
 		ev.Status.Responders[0].StartTime = mtime(10 * time.Minute)
