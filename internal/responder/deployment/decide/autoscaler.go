@@ -89,8 +89,8 @@ func unsettled(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Boun
 func (p *Plan) undoAutoscaled(in Input, replicas int32) {
 	for _, hpa := range in.Autoscalers {
 		rec, err := surgepolicy.ParseBounds(hpa)
-		if err != nil || rec == nil || rec.Restored == nil || rec.Deployment != in.Deployment.Name || !surgepolicy.Autoscales(hpa, rec.Deployment) ||
-			rec.Surged() != replicas || rec.Surge.Surge == 0 || unsettled(hpa, rec, in.Now) == 0 {
+		if err != nil || rec == nil || rec.Restored == nil || rec.Surge == nil || rec.Deployment != in.Deployment.Name ||
+			!surgepolicy.Autoscales(hpa, rec.Deployment) || rec.Surged() != replicas || unsettled(hpa, rec, in.Now) == 0 {
 			continue
 		}
 		p.Scale = &ScaleChange{Replicas: rec.Surge.OriginalReplicas}

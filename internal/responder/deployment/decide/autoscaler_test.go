@@ -140,6 +140,11 @@ func TestAutoscalerBounds(t *testing.T) {
 			pods:        rescaled(),
 			wantRestore: map[string]bounds{"web": {3, 3, false}},
 		},
+		"restored, a record that names no surge (written before records named it), scaled to 0: nothing to undo": {
+			d: newDeployment(0, 1),
+			hpas: []*autoscalingv2.HorizontalPodAutoscaler{reporting(hpa("web", "web", 3, 3, &surgepolicy.Bounds{Deployment: "web", MinReplicas: ptr.To[int32](3),
+				MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), Restored: ptr.To(metav1.NewMicroTime(now.Add(-5 * time.Second)))}), 3, 2, 3)},
+		},
 		"restored, a surge recorded since: raised again with a record of the bounds as they are": {
 			d:         surging(newDeployment(3, 1), state(3, 1)),
 			hpas:      []*autoscalingv2.HorizontalPodAutoscaler{reporting(hpa("web", "web", 2, 3, restored), 3, 2, 3)},
