@@ -200,9 +200,11 @@ func TestEvictionResponder(t *testing.T) {
 		}
 		heartbeatDue(t, c, ev)
 		reconcileOnce(t, r, d)
+		// The fake API server sets the deletionTimestamp at the delete: by the heartbeat it has
+		// passed, so no expected completion (the Eviction API refuses one in the past).
 		if s := mine(t, c, ev); s.CompletionTime != nil || !strings.Contains(*s.Message, "replaced the pod") ||
-			s.ExpectedCompletionTime == nil {
-			t.Fatalf("the pod being removed, at the heartbeat: %+v; want its turn kept (no completionTime: the pod's end completes it) and the removal reported", s)
+			s.ExpectedCompletionTime != nil {
+			t.Fatalf("the pod being removed, at the heartbeat: %+v; want its turn kept (no completionTime: the pod's end completes it), the removal reported, no expected completion (its deletionTimestamp has passed)", s)
 		}
 		podUntouched(t, c, p)
 	})
