@@ -9,6 +9,7 @@
 package evictionbacklog
 
 import (
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,7 +50,8 @@ func New(limit int) *Backlog {
 // Admit admits the targets of the node's new requests in order while there is room, each
 // counted as waiting from now, and returns how many it admitted: the caller creates the requests
 // of the first n. A node refused room for some is queued: it is woken (Wake) when room comes,
-// after the nodes queued before it. A target waiting already takes no more room.
+// after the nodes queued before it; one admitted for all leaves the queue. A target waiting
+// already takes no more room.
 func (b *Backlog) Admit(node string, targets []types.NamespacedName) (n int) {
 	if b == nil {
 		return len(targets)
@@ -65,9 +67,14 @@ func (b *Backlog) Admit(node string, targets []types.NamespacedName) (n int) {
 		}
 		n++
 	}
-	if n < len(targets) && !b.inQueue[node] {
+	switch {
+	case n < len(targets) && !b.inQueue[node]:
 		b.queued = append(b.queued, node)
 		b.inQueue[node] = true
+	case n == len(targets) && b.inQueue[node]:
+		// Room came before its wake: nothing left to wake it for.
+		b.queued = slices.DeleteFunc(b.queued, func(q string) bool { return q == node })
+		delete(b.inQueue, node)
 	}
 	return n
 }
@@ -118,7 +125,7 @@ func (b *Backlog) Done(t types.NamespacedName) {
 	node := b.queued[0]
 	select {
 	case b.wake <- event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}}:
-		b.queued = b.queued[1:]
+		b.queued = slices.Delete(b.queued, 0, 1)
 		delete(b.inQueue, node)
 	default:
 		// The reader is behind: the node stays first, for the next room.

@@ -104,4 +104,21 @@ func TestWake(t *testing.T) {
 	if got := woken(); len(got) != 2 || got[0] != "n3" || got[1] != "n2" {
 		t.Fatalf("woken %v for two rooms; want n3 then n2", got)
 	}
+	// A node admitted for all its requests before its wake (it looked for another reason while
+	// the room went to the node ahead of it) leaves the queue: the next room wakes nobody.
+	b.Admit("n2", targets("c"))
+	b.Admit("n3", targets("d"))
+	b.Admit("n4", targets("e"))
+	b.Admit("n5", targets("f"))
+	b.Done(target("c"))
+	if got := woken(); len(got) != 1 || got[0] != "n4" {
+		t.Fatalf("woken %v for one room; want n4", got)
+	}
+	if n := b.Admit("n5", targets("f")); n != 1 || b.Queued("n5") {
+		t.Fatalf("n5 admitted %d with room, queued %t; want 1, not queued", n, b.Queued("n5"))
+	}
+	b.Done(target("d"))
+	if got := woken(); len(got) != 0 {
+		t.Fatalf("woken %v with nobody queued", got)
+	}
 }
