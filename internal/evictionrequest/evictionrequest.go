@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -211,6 +212,17 @@ func FirstAnswer(old, cur *lifecyclev1alpha1.Eviction, req *lifecyclev1alpha1.Ev
 		at = cur.CreationTimestamp
 	}
 	return c.Status == corev1.ConditionTrue, max(0, at.Sub(requestedAt(req).Time)), true
+}
+
+// AnswerChanged reports whether the change of a pod's Eviction from old to cur changes what the
+// drain reads of it: its answer (Answer: the active responder, its message and expected
+// completion, a failure) or whether it is in progress. A responder's heartbeat that says nothing
+// new changes neither: in a drain of 10,000 pods, the pods waiting for their Deployment's wave
+// are heartbeated every 3 minutes for half an hour, and each heartbeat looked at their node again.
+func AnswerChanged(old, cur *lifecyclev1alpha1.Eviction) bool {
+	was, had := answer(old)
+	is, has := answer(cur)
+	return had != has || !equality.Semantic.DeepEqual(was, is) || inProgress(old) != inProgress(cur)
 }
 
 // answer reads the Eviction as an EvacuationInitiated condition.

@@ -368,3 +368,40 @@ func TestFirstAnswer(t *testing.T) {
 		t.Fatalf("failed 7s after the request: got accepted %v, %v, ok %v", accepted, latency, ok)
 	}
 }
+
+func TestAnswerChanged(t *testing.T) {
+	active := &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-a"}}
+	active.Status.TargetResponders = []lifecyclev1alpha1.TargetResponder{{Name: "db.example.com/op", State: lifecyclev1alpha1.ResponderStateActive}}
+	active.Status.Responders = []lifecyclev1alpha1.ResponderStatus{{Name: "db.example.com/op", StartTime: ptr.To(metav1.NewTime(now)),
+		HeartbeatTime: ptr.To(metav1.NewTime(now)), ExpectedCompletionTime: ptr.To(metav1.NewTime(now.Add(time.Hour))), Message: ptr.To("waiting")}}
+	change := func(f func(e *lifecyclev1alpha1.Eviction)) *lifecyclev1alpha1.Eviction {
+		e := active.DeepCopy()
+		f(e)
+		return e
+	}
+	for _, tc := range []struct {
+		name     string
+		old, cur *lifecyclev1alpha1.Eviction
+		want     bool
+	}{
+		{"a heartbeat that says nothing new", active, change(func(e *lifecyclev1alpha1.Eviction) {
+			e.Status.Responders[0].HeartbeatTime = ptr.To(metav1.NewTime(now.Add(3 * time.Minute)))
+		}), false},
+		{"the responder's message", active, change(func(e *lifecyclev1alpha1.Eviction) { e.Status.Responders[0].Message = ptr.To("surging") }), true},
+		{"its expected completion", active, change(func(e *lifecyclev1alpha1.Eviction) { e.Status.Responders[0].ExpectedCompletionTime = nil }), true},
+		{"the first responder made active", change(func(e *lifecyclev1alpha1.Eviction) {
+			e.Status.TargetResponders[0].State = lifecyclev1alpha1.ResponderStateInactive
+		}), active, true},
+		{"failed", active, change(func(e *lifecyclev1alpha1.Eviction) {
+			e.Status.Conditions = []metav1.Condition{{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: metav1.ConditionTrue, Reason: "NoFurtherResponder"}}
+		}), true},
+		{"the pod evicted", active, change(func(e *lifecyclev1alpha1.Eviction) {
+			e.Status.Conditions = []metav1.Condition{{Type: string(lifecyclev1alpha1.EvictionConditionTargetEvicted), Status: metav1.ConditionTrue, Reason: "Evicted"}}
+		}), true},
+		{"being deleted", active, change(func(e *lifecyclev1alpha1.Eviction) { e.DeletionTimestamp = ptr.To(metav1.NewTime(now)) }), true},
+	} {
+		if got := AnswerChanged(tc.old, tc.cur); got != tc.want {
+			t.Errorf("%s: AnswerChanged %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}

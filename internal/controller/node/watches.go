@@ -212,7 +212,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 		b = b.Watches(&lifecyclev1alpha1.EvictionRequest{}, handler.EnqueueRequestsFromMapFunc(protocol.NodeOfRequest)).
 			Watches(&lifecyclev1alpha1.Eviction{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				return protocol.NodesOfEviction(ctx, c, o)
-			}))
+			}), builder.WithPredicates(protocol.EvictionAnswerChanged()))
 	}
 	if r.Backlog != nil {
 		// A node whose requests found no room is looked at again as room comes.

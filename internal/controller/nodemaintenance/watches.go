@@ -92,7 +92,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 				return nil
 			}
 			return maintenancesOfNode(ctx, c, node)
-		}))
+		}), builder.WithPredicates(protocol.EvictionAnswerChanged()))
 	}
 	return b.
 		Named("nodemaintenance").

@@ -8,7 +8,9 @@ import (
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
@@ -91,6 +93,14 @@ func NodesOfEviction(ctx context.Context, c client.Reader, o client.Object) []re
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: node}})
 	}
 	return out
+}
+
+// EvictionAnswerChanged passes the Eviction events that change what the drain reads of them
+// (evictionrequest.AnswerChanged): not a responder's heartbeat that says nothing new.
+func EvictionAnswerChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return evictionrequest.AnswerChanged(e.ObjectOld.(*lifecyclev1alpha1.Eviction), e.ObjectNew.(*lifecyclev1alpha1.Eviction))
+	}}
 }
 
 // requestsOf are nodemaint's EvictionRequests for the Eviction's target pod, from the cache,
