@@ -437,10 +437,9 @@ func adopted(r *lifecyclev1alpha1.EvictionRequest) *lifecyclev1alpha1.EvictionRe
 // Current is the Eviction of a pod that answers for it when several exist (one left by an
 // earlier controller beside a live one, or two controllers' before one stood aside): one in
 // progress before one that ended or is being deleted, then the youngest; nil when there is none.
-func Current(evs []lifecyclev1alpha1.Eviction) *lifecyclev1alpha1.Eviction {
+func Current(evs []*lifecyclev1alpha1.Eviction) *lifecyclev1alpha1.Eviction {
 	var cur *lifecyclev1alpha1.Eviction
-	for i := range evs {
-		e := &evs[i]
+	for _, e := range evs {
 		switch {
 		case cur == nil, inProgress(e) && !inProgress(cur):
 			cur = e

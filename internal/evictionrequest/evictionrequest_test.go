@@ -295,20 +295,20 @@ func TestPlanParts(t *testing.T) {
 // TestCurrentEviction: of several Evictions of one pod, the one in progress answers, whatever the
 // order they are listed in; among those alike, the youngest.
 func TestCurrentEviction(t *testing.T) {
-	at := func(name string, age time.Duration) lifecyclev1alpha1.Eviction {
-		return lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-age))}}
+	at := func(name string, age time.Duration) *lifecyclev1alpha1.Eviction {
+		return &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-age))}}
 	}
 	ended := at("ended", time.Second)
 	ended.Status.Conditions = []metav1.Condition{{Type: string(lifecyclev1alpha1.EvictionConditionTargetEvicted), Status: metav1.ConditionTrue}}
 	deleting := at("deleting", 0)
 	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(now))
 	live, older := at("live", time.Minute), at("older", time.Hour)
-	for _, evs := range [][]lifecyclev1alpha1.Eviction{{ended, live, deleting, older}, {older, deleting, live, ended}, {live, older}} {
+	for _, evs := range [][]*lifecyclev1alpha1.Eviction{{ended, live, deleting, older}, {older, deleting, live, ended}, {live, older}} {
 		if got := Current(evs); got == nil || got.Name != "live" {
 			t.Errorf("Current(%d Evictions) = %v; want live", len(evs), got)
 		}
 	}
-	if got := Current([]lifecyclev1alpha1.Eviction{deleting, ended}); got == nil || got.Name != "deleting" {
+	if got := Current([]*lifecyclev1alpha1.Eviction{deleting, ended}); got == nil || got.Name != "deleting" {
 		t.Errorf("none in progress: got %v, want the youngest", got)
 	}
 	if Current(nil) != nil {

@@ -70,6 +70,9 @@ type Reconciler struct {
 
 	// pods is the cache's pod indexer, by node (observe.PodsOnNode); SetupWithManager sets it.
 	pods toolscache.Indexer
+	// stores are the cache's stores of the EvictionRequest protocol's objects, under that
+	// protocol; SetupWithManager sets them.
+	stores protocol.Stores
 	// active is when this replica became the leader: response timeouts count from then at the
 	// earliest.
 	active observe.ActiveSince
@@ -114,7 +117,9 @@ func (r *Reconciler) observer() *observe.Observer {
 }
 
 // protocol is how the reconciler asks owners to move their pods.
-func (r *Reconciler) protocol() protocol.Protocol { return protocol.For(r.Protocol, r.Client) }
+func (r *Reconciler) protocol() protocol.Protocol {
+	return protocol.For(r.Protocol, r.Client, r.stores)
+}
 
 // apply carries the decision out, the protocol's writes w of its requests included: a straight
 // list of writes, the same for every protocol. Withdrawals come first: the node's annotation stops

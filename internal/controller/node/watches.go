@@ -206,7 +206,10 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 	b := builder.ControllerManagedBy(mgr)
 	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
 		// Only under that protocol: the cache must not watch kinds the cluster may not serve.
-		if err := protocol.SetupIndexes(context.Background(), mgr); err != nil {
+		if r.stores, err = observe.ProtocolStores(mgr); err != nil {
+			return err
+		}
+		if err := protocol.SetupIndexes(context.Background(), mgr, r.stores); err != nil {
 			return err
 		}
 		b = b.Watches(&lifecyclev1alpha1.EvictionRequest{}, handler.EnqueueRequestsFromMapFunc(protocol.NodeOfRequest)).

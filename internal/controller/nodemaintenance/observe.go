@@ -45,7 +45,7 @@ type observation struct {
 func (r *Reconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, now time.Time) (observation, error) {
 	o := observation{nm: nm}
 	o.nodes, o.sel, o.total = observe.SelectedNodes(r.nodes, nm)
-	obs := &observe.Observer{Client: r.Client, Pods: r.pods, OwnPods: r.OwnPods, Refusals: r.Refusals, Active: &r.active, Written: r.Written, Protocol: protocol.For(r.Protocol, r.Client)}
+	obs := &observe.Observer{Client: r.Client, Pods: r.pods, OwnPods: r.OwnPods, Refusals: r.Refusals, Active: &r.active, Written: r.Written, Protocol: protocol.For(r.Protocol, r.Client, r.stores)}
 	v, err := obs.View(ctx)
 	if err != nil {
 		return o, err

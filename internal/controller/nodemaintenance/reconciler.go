@@ -26,6 +26,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/alerts"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/preflights"
+	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
@@ -72,6 +73,9 @@ type Reconciler struct {
 	// pods is the cache's pod indexer, by node (observe.PodsOnNode), and nodes its node indexer
 	// (observe.SelectedNodes); SetupWithManager sets them.
 	pods, nodes toolscache.Indexer
+	// stores are the cache's stores of the EvictionRequest protocol's objects, under that
+	// protocol (their indexes are the node controller's: protocol.SetupIndexes).
+	stores protocol.Stores
 	// active is when this replica became the leader: the node reconciler counts response timeouts
 	// from it at the earliest, and so must the status that explains them.
 	active observe.ActiveSince

@@ -66,6 +66,9 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 		if err := watchEvictionAnswers(mgr); err != nil {
 			return err
 		}
+		if r.stores, err = observe.ProtocolStores(mgr); err != nil {
+			return err
+		}
 	}
 	c := mgr.GetClient()
 	statusMetrics.setSource(c, &r.active)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 )
 
@@ -87,6 +89,21 @@ func IndexerOf(mgr manager.Manager, obj client.Object) (toolscache.Indexer, erro
 		return nil, err
 	}
 	return i.GetIndexer(), nil
+}
+
+// ProtocolStores returns the stores of the cache's informers of EvictionRequests and Evictions,
+// whose indexes protocol.SetupIndexes registers: only under that protocol, since the cache must
+// not watch kinds the cluster may not serve.
+func ProtocolStores(mgr manager.Manager) (protocol.Stores, error) {
+	requests, err := IndexerOf(mgr, &lifecyclev1alpha1.EvictionRequest{})
+	if err != nil {
+		return protocol.Stores{}, err
+	}
+	evictions, err := IndexerOf(mgr, &lifecyclev1alpha1.Eviction{})
+	if err != nil {
+		return protocol.Stores{}, err
+	}
+	return protocol.Stores{Requests: requests, Evictions: evictions}, nil
 }
 
 // PodsOnNode lists the pods bound to a node, from the cache's indexer, without copying them: the

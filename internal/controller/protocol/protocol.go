@@ -67,10 +67,11 @@ func rereads(evict []drain.Classified, registered func(*corev1.Pod) bool) map[ty
 	return out
 }
 
-// For is the protocol p names, reading its objects with c; the zero value is PodConditions.
-func For(p nodemaintv1alpha1.EvacuationProtocol, c client.Reader) Protocol {
+// For is the protocol p names, reading its objects from s (a node's) and c (a gone node's); the
+// zero value is PodConditions.
+func For(p nodemaintv1alpha1.EvacuationProtocol, c client.Reader, s Stores) Protocol {
 	if p == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
-		return evictionRequests{client: c}
+		return evictionRequests{client: c, stores: s}
 	}
 	return podConditions{}
 }
@@ -101,6 +102,7 @@ func (podConditions) Writes(_ *evictionrequest.Observed, _ []*corev1.Pod, d node
 // protocol that reaches its owner.
 type evictionRequests struct {
 	client client.Reader
+	stores Stores
 }
 
 // Observe reads nodemaint's EvictionRequests of the node and the Evictions of its pods, and
@@ -109,23 +111,16 @@ func (p evictionRequests) Observe(ctx context.Context, node string, pods []*core
 	seen := &evictionrequest.Observed{Node: node, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{},
 		PodConditionsLeft: evictionrequest.PodConditionsLeft(pods)}
 	var err error
-	if seen.Requests, err = p.requests(ctx, node); err != nil {
+	if seen.Requests, err = p.requests(node); err != nil {
 		return nil, nil, err
 	}
-	// The Evictions of the node's pods and of the requests' pods, looked up by pod: listing a
-	// namespace's Evictions for every node reconcile copied all of them each time.
-	uids := make(map[types.UID]bool, len(pods)+len(seen.Requests))
-	for _, pod := range pods {
-		uids[pod.UID] = true
-	}
-	for _, r := range seen.Requests {
-		if r.Spec.Target.Pod != nil {
-			uids[r.Spec.Target.Pod.UID] = true
-		}
-	}
-	for uid := range uids {
-		if err := p.readEvictions(ctx, uid, seen); err != nil {
-			return nil, nil, err
+	// The Evictions of the requests' pods, looked up by pod: those are the ones the drain reads
+	// (evictionrequest.Answer and Decide read a pod's Eviction only where nodemaint asks for it).
+	for i := range seen.Requests {
+		if t := seen.Requests[i].Spec.Target.Pod; t != nil {
+			if err := p.readEvictions(t.UID, seen); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	return evictionrequest.Answer(pods, *seen), seen, nil
@@ -135,7 +130,7 @@ func (p evictionRequests) Observe(ctx context.Context, node string, pods []*core
 // maintenance, an autoscaler's scale-down), the pods they name that still exist and their
 // Evictions. Nil when there are none.
 func (p evictionRequests) ObserveGone(ctx context.Context, node string) (*evictionrequest.Observed, []*corev1.Pod, error) {
-	reqs, err := p.requests(ctx, node)
+	reqs, err := p.requests(node)
 	if err != nil || len(reqs) == 0 {
 		return nil, nil, err
 	}
@@ -157,33 +152,44 @@ func (p evictionRequests) ObserveGone(ctx context.Context, node string) (*evicti
 			continue
 		}
 		pods = append(pods, pod)
-		if err := p.readEvictions(ctx, pod.UID, seen); err != nil {
+		if err := p.readEvictions(pod.UID, seen); err != nil {
 			return nil, nil, err
 		}
 	}
 	return seen, pods, nil
 }
 
-// requests are nodemaint's EvictionRequests of the node (NodeLabel), from the cache, not copied:
-// read only (evictionrequest.Decide copies a request before it changes it). A node's reconcile
-// under this protocol reads its requests and its pods' Evictions each time; copying them was a
-// third of the controller's CPU in scenario M.
-func (p evictionRequests) requests(ctx context.Context, node string) ([]lifecyclev1alpha1.EvictionRequest, error) {
-	var reqs lifecyclev1alpha1.EvictionRequestList
-	if err := p.client.List(ctx, &reqs, client.MatchingFields{requestNodeIndex: node}, client.UnsafeDisableDeepCopy); err != nil {
+// requests are nodemaint's EvictionRequests of the node (NodeLabel), from the informer's store:
+// shallow copies that share their maps and slices with the cache's, read only
+// (evictionrequest.Decide deep-copies a request before it changes it).
+func (p evictionRequests) requests(node string) ([]lifecyclev1alpha1.EvictionRequest, error) {
+	objs, err := p.stores.Requests.ByIndex(requestNodeIndex, node)
+	if err != nil {
 		return nil, fmt.Errorf("listing EvictionRequests: %w", err)
 	}
-	return reqs.Items, nil
+	out := make([]lifecyclev1alpha1.EvictionRequest, 0, len(objs))
+	for _, o := range objs {
+		if r, ok := o.(*lifecyclev1alpha1.EvictionRequest); ok {
+			out = append(out, *r)
+		}
+	}
+	return out, nil
 }
 
 // readEvictions adds the pod's Eviction, whichever Eviction controller created it: the current
-// one when there are several (evictionrequest.Current). Not copied from the cache: read only.
-func (p evictionRequests) readEvictions(ctx context.Context, uid types.UID, seen *evictionrequest.Observed) error {
-	var evs lifecyclev1alpha1.EvictionList
-	if err := p.client.List(ctx, &evs, client.MatchingFields{evictionPodIndex: string(uid)}, client.UnsafeDisableDeepCopy); err != nil {
+// one when there are several (evictionrequest.Current). The cache's own: read only.
+func (p evictionRequests) readEvictions(uid types.UID, seen *evictionrequest.Observed) error {
+	objs, err := p.stores.Evictions.ByIndex(evictionPodIndex, string(uid))
+	if err != nil {
 		return fmt.Errorf("listing Evictions: %w", err)
 	}
-	if e := evictionrequest.Current(evs.Items); e != nil {
+	evs := make([]*lifecyclev1alpha1.Eviction, 0, len(objs))
+	for _, o := range objs {
+		if e, ok := o.(*lifecyclev1alpha1.Eviction); ok {
+			evs = append(evs, e)
+		}
+	}
+	if e := evictionrequest.Current(evs); e != nil {
 		seen.Evictions[uid] = e
 	}
 	return nil
