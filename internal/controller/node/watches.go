@@ -212,8 +212,10 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 		if err := protocol.SetupIndexes(context.Background(), mgr, r.stores); err != nil {
 			return err
 		}
-		b = b.Watches(&lifecyclev1alpha1.EvictionRequest{}, handler.EnqueueRequestsFromMapFunc(protocol.NodeOfRequest)).
-			Watches(&lifecyclev1alpha1.Eviction{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		// Gathered as the pods' events are: a node's requests and Evictions change in the same
+		// bursts as its pods (created, answered, ended, for many pods at once).
+		b = b.Watches(&lifecyclev1alpha1.EvictionRequest{}, observe.DelayedMapHandler(podEventBatch, protocol.NodeOfRequest)).
+			Watches(&lifecyclev1alpha1.Eviction{}, observe.DelayedMapHandler(podEventBatch, func(ctx context.Context, o client.Object) []reconcile.Request {
 				return protocol.NodesOfEviction(ctx, c, o)
 			}), builder.WithPredicates(protocol.EvictionAnswerChanged()))
 	}
