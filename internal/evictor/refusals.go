@@ -59,6 +59,16 @@ func (e *Refusals) Done(uid types.UID) {
 	e.mu.Unlock()
 }
 
+// None reports whether no pod's eviction is remembered as refused (true for a nil Refusals).
+func (e *Refusals) None() bool {
+	if e == nil {
+		return true
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.refused) == 0
+}
+
 // Refusal returns the reason and message of the pod's last refused eviction.
 func (e *Refusals) Refusal(uid types.UID) (reason, message string, ok bool) {
 	e.mu.Lock()

@@ -14,6 +14,9 @@ func TestRefusalsBackOff(t *testing.T) {
 	if e.Wait("a", now) != 0 {
 		t.Fatal("a pod never refused waits")
 	}
+	if !e.None() || !(*Refusals)(nil).None() {
+		t.Fatal("nothing refused yet: None must say so")
+	}
 	var delays []time.Duration
 	for range 5 {
 		delays = append(delays, e.Refused("a", now, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, "pdb says no"))
@@ -30,7 +33,13 @@ func TestRefusalsBackOff(t *testing.T) {
 	if e.Wait("b", now) != 0 {
 		t.Error("one pod's back-off holds up another")
 	}
+	if e.None() {
+		t.Error("a refused: None says none")
+	}
 	e.Done("a")
+	if !e.None() {
+		t.Error("a done: None must say so")
+	}
 	if _, _, ok := e.Refusal("a"); ok || e.Wait("a", now) != 0 || e.Refused("a", now, nodemaintv1alpha1.BlockedReasonEvictionFailed, "") != time.Second {
 		t.Error("Done does not forget the pod")
 	}
