@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 )
 
@@ -28,11 +29,11 @@ const podWritesPerNode = 10
 // only, whether it was refused (a budget) or failed (any other error): it returns the earliest
 // back-off, when the drain should look again, the evictions the API server forbade (denied: RBAC,
 // or a webhook's 403, for the maintenances' Events), and an error only when a pod could not be
-// read before its eviction. reread: the pods that carry the owners' answers themselves (the
-// pod-condition protocol), each read again from the API server first (see overtaken).
+// read before its eviction. Each pod is read again from the API server first, with what answers
+// for it in the protocol (see overtaken); seen is what the protocol observed of the node.
 // grace are the grace periods the decision gives (nodeaction.Decision.GracePeriods): a pod it
 // does not name gets its own.
-func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, grace map[types.UID]int64, reread map[types.UID]bool, now time.Time) (time.Duration, error, error) {
+func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, grace map[types.UID]int64, seen *evictionrequest.Observed, now time.Time) (time.Duration, error, error) {
 	var (
 		mu     sync.Mutex
 		wait   time.Duration
@@ -53,18 +54,16 @@ func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, gra
 	for _, c := range pods {
 		pod := c.Pod
 		g.Go(func() error {
-			if reread[pod.UID] {
-				switch why, err := r.overtaken(ctx, pod); {
-				case err != nil:
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("reading pod %s/%s before its eviction: %w", pod.Namespace, pod.Name, err))
-					mu.Unlock()
-					return nil
-				case why != "":
-					// The cache shows the change soon, and the next decision with it.
-					log.FromContext(ctx).Info("not evicting pod: changed since the decision", "pod", client.ObjectKeyFromObject(pod), "why", why)
-					return nil
-				}
+			switch why, err := r.overtaken(ctx, pod, seen); {
+			case err != nil:
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("reading pod %s/%s before its eviction: %w", pod.Namespace, pod.Name, err))
+				mu.Unlock()
+				return nil
+			case why != "":
+				// The cache shows the change soon, and the next decision with it.
+				log.FromContext(ctx).Info("not evicting pod: changed since the decision", "pod", client.ObjectKeyFromObject(pod), "why", why)
+				return nil
 			}
 			res := r.evictor().Evict(ctx, pod, gracePeriod(grace, pod), now, "")
 			mu.Lock()
@@ -100,24 +99,20 @@ func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, gra
 	return wait, errors.Join(denied...), errors.Join(errs...)
 }
 
-// overtaken reads the pod from the API server and says why it must not be evicted after all
-// (drain.Overtaken), "" when it still must. The decision was taken from the cache, which lags
-// the API server by seconds on a busy cluster: an owner's answer written just before the
-// response timeout ran out may not be in it yet, and evicting the pod then would take its
-// workload below its replicas for nothing (the owner is surging a replacement). One GET per
-// eviction, which only pods nobody answered get.
-func (r *Reconciler) overtaken(ctx context.Context, pod *corev1.Pod) (string, error) {
+// overtaken reads the pod from the API server, answered as its protocol has it there
+// (protocol.Protocol's Live: the pod's own conditions, or its Eviction), and says why it must not
+// be evicted after all (drain.Overtaken), "" when it still must. The decision was taken from the
+// cache, which lags the API server: an owner's answer written just before the response timeout
+// ran out may not be in it yet, and evicting the pod then would take its workload below its
+// replicas for nothing (the owner is surging a replacement). A GET or two per eviction, which
+// only pods nobody answered get.
+func (r *Reconciler) overtaken(ctx context.Context, pod *corev1.Pod, seen *evictionrequest.Observed) (string, error) {
 	if r.APIReader == nil {
 		return "", nil
 	}
-	live := &corev1.Pod{}
-	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), live); {
-	case apierrors.IsNotFound(err):
-		return drain.Overtaken(nil), nil
-	case err != nil:
+	live, err := r.protocol().Live(ctx, r.APIReader, pod, seen)
+	if err != nil {
 		return "", err
-	case live.UID != pod.UID:
-		return "replaced by a namesake", nil
 	}
 	return drain.Overtaken(live), nil
 }

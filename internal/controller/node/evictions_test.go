@@ -7,18 +7,23 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
+	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
 
 func ownedByReplicaSet(p *corev1.Pod) {
@@ -48,7 +53,7 @@ func TestEvictionRereadsThePod(t *testing.T) {
 	testutil.SetPodCondition(t, k8s, answered.Name, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "Surge"})
 
 	r := &Reconciler{Client: k8s, APIReader: k8s, Refusals: evictor.NewRefusals(time.Second, time.Second)}
-	if _, _, err := r.evictPods(ctx, stale, nil, map[types.UID]bool{answered.UID: true, silent.UID: true}, time.Now()); err != nil {
+	if _, _, err := r.evictPods(ctx, stale, nil, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	expectEvicted(t, silent.Name)
@@ -83,7 +88,7 @@ func TestEvictionFailureIsThePodsAlone(t *testing.T) {
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pdb) })
 	}
 	r := &Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Refusals: evictor.NewRefusals(time.Second, time.Minute)}
-	wait, _, err := r.evictPods(ctx, []drain.Classified{{Pod: broken}, {Pod: fine}}, nil, map[types.UID]bool{broken.UID: true, fine.UID: true}, time.Now())
+	wait, _, err := r.evictPods(ctx, []drain.Classified{{Pod: broken}, {Pod: fine}}, nil, nil, time.Now())
 	if err != nil {
 		t.Fatalf("one pod's failed eviction returned an error for the node: %v", err)
 	}
@@ -124,4 +129,70 @@ func TestEvictionsAndDeletionsCarryTheGracePeriod(t *testing.T) {
 			t.Errorf("%s: deletion grace period %v, want %ds", name, g, want)
 		}
 	}
+}
+
+// TestEvictionRereadsTheEviction: under EvictionRequests, a pod decided for eviction from a cache
+// that shows its Eviction with no answer (the responder accepted just before the response timeout
+// ran out, or the API server dropped the cache's watch under load and the cache is minutes
+// behind) is read again with its Eviction, and left to the responder the API server shows
+// active; a pod whose Eviction has no responder active is evicted.
+func TestEvictionRereadsTheEviction(t *testing.T) {
+	ctx := context.Background()
+	const responder = "owner.example.com/responder"
+	registered := func(p *corev1.Pod) {
+		ownedByReplicaSet(p)
+		p.Spec.EvictionResponders = []corev1.EvictionResponder{{Name: responder, Priority: ptr.To(names.ManagingControllerPriority)}}
+	}
+	answered := createPod(t, "er-answered", "er-nowhere", registered)
+	silent := createPod(t, "er-silent", "er-nowhere", registered)
+
+	// The cache: nodemaint's requests, asked long ago, and the pods' Evictions as created, with
+	// no responder active yet.
+	stores := protocol.Stores{Requests: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{}),
+		Evictions: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})}
+	if err := stores.Index(); err != nil {
+		t.Fatal(err)
+	}
+	seen := &evictionrequest.Observed{Node: "er-nowhere"}
+	var stale []drain.Classified
+	evs := map[string]*lifecyclev1alpha1.Eviction{}
+	for _, pod := range []*corev1.Pod{answered, silent} {
+		plan := evictionrequest.Decide(evictionrequest.Observed{Node: seen.Node}, []*corev1.Pod{pod}, []*corev1.Pod{pod}, nil, "maintenance", time.Now().Add(-time.Hour))
+		req := plan.Create[0]
+		if err := k8s.Create(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		seen.Requests = append(seen.Requests, *req)
+		ev := &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: "pod-1-" + pod.Name},
+			Spec: lifecyclev1alpha1.EvictionSpec{Target: lifecyclev1alpha1.EvictionTarget{Pod: &lifecyclev1alpha1.EvictionPodReference{Name: pod.Name, UID: pod.UID}}}}
+		if err := k8s.Create(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := stores.Evictions.Add(ev.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		evs[pod.Name] = ev
+		stale = append(stale, drain.Classified{Pod: pod})
+	}
+	// The API server: the responder is active on the answered pod's Eviction.
+	ev := evs[answered.Name]
+	now := metav1.Now()
+	ev.Status = lifecyclev1alpha1.EvictionStatus{
+		TargetResponders: []lifecyclev1alpha1.TargetResponder{
+			{Name: responder, Priority: ptr.To(names.ManagingControllerPriority), State: lifecyclev1alpha1.ResponderStateActive},
+			{Name: names.ImperativeEvictor, Priority: ptr.To(names.ImperativeEvictorPriority), State: lifecyclev1alpha1.ResponderStateInactive},
+		},
+		Responders: []lifecyclev1alpha1.ResponderStatus{{Name: responder, StartTime: &now, HeartbeatTime: &now}, {Name: names.ImperativeEvictor}},
+	}
+	if err := k8s.Status().Update(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+
+	r := &Reconciler{Client: k8s, APIReader: k8s, Protocol: nodemaintv1alpha1.EvacuationProtocolEvictionRequest, stores: stores,
+		Refusals: evictor.NewRefusals(time.Second, time.Second)}
+	if _, _, err := r.evictPods(ctx, stale, nil, seen, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	expectEvicted(t, silent.Name)
+	notEvicted(t, answered.Name)
 }

@@ -64,8 +64,8 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 	// Protocol is how owners are asked to move their pods; zero: PodConditions.
 	Protocol nodemaintv1alpha1.EvacuationProtocol
-	// APIReader reads from the API server, not the cache: under the pod-condition protocol a pod
-	// is read again right before its eviction (drain.Overtaken). Nil: not read again.
+	// APIReader reads from the API server, not the cache: a pod is read again, with what answers
+	// for it, right before its eviction (drain.Overtaken). Nil: not read again.
 	APIReader client.Reader
 
 	// pods is the cache's pod indexer, by node (observe.PodsOnNode); SetupWithManager sets it.
@@ -161,7 +161,7 @@ func (r *Reconciler) apply(ctx context.Context, obs nodeaction.Observation, d no
 	if err := r.deletePods(ctx, obs.Node, d.Delete, d.GracePeriods); err != nil {
 		return reconcile.Result{}, err
 	}
-	wait, denied, err := r.evictPods(ctx, d.Evict, d.GracePeriods, w.Reread, now)
+	wait, denied, err := r.evictPods(ctx, d.Evict, d.GracePeriods, seen, now)
 	if denied != nil {
 		// Said where the admin looks, as a forbidden write of the node is; the pods back off and
 		// are reported each on its own, and the node's other work goes on.

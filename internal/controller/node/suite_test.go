@@ -16,14 +16,14 @@ import (
 )
 
 // These tests drive the node controller's writes and watch mappings one by one against a real
-// kube-apiserver and etcd (envtest), with the objects as a reconcile decided from a stale cache
+// kube-apiserver and etcd (envtest) that serves KEP-4563's EvictionRequest API, with the objects as a reconcile decided from a stale cache
 // would have them; no controller runs. The controllers running together are tested in
 // internal/controller.
 
 var k8s client.Client
 
 func TestMain(m *testing.M) {
-	env, err := testenv.Start()
+	env, err := testenv.StartWith(testenv.Options{EvictionRequestAPI: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

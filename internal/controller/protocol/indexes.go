@@ -48,19 +48,8 @@ type Stores struct {
 // and their Evictions, so that a node's reconcile and an Eviction's event read the objects of
 // their pods only, not all of a namespace's or the cluster's; once per manager, s its stores.
 func SetupIndexes(ctx context.Context, mgr manager.Manager, s Stores) error {
-	ours := func(o any) *lifecyclev1alpha1.EvictionRequest {
-		if r, ok := o.(*lifecyclev1alpha1.EvictionRequest); ok && r.Spec.Requester == names.Requester {
-			return r
-		}
-		return nil
-	}
-	if err := s.Requests.AddIndexers(toolscache.Indexers{requestNodeIndex: func(o any) ([]string, error) {
-		if r := ours(o); r != nil && r.Labels[evictionrequest.NodeLabel] != "" {
-			return []string{r.Labels[evictionrequest.NodeLabel]}, nil
-		}
-		return nil, nil
-	}}); err != nil {
-		return fmt.Errorf("indexing EvictionRequests by node: %w", err)
+	if err := s.Index(); err != nil {
+		return err
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &lifecyclev1alpha1.EvictionRequest{}, requestPodIndex, func(o client.Object) []string {
 		if r := ours(o); r != nil && r.Spec.Target.Pod != nil {
@@ -69,6 +58,28 @@ func SetupIndexes(ctx context.Context, mgr manager.Manager, s Stores) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("indexing EvictionRequests by pod: %w", err)
+	}
+	return nil
+}
+
+// ours is the object if it is one of nodemaint's EvictionRequests.
+func ours(o any) *lifecyclev1alpha1.EvictionRequest {
+	if r, ok := o.(*lifecyclev1alpha1.EvictionRequest); ok && r.Spec.Requester == names.Requester {
+		return r
+	}
+	return nil
+}
+
+// Index adds the indexes a node's observation reads to the stores: nodemaint's requests by node,
+// every Eviction by its target pod.
+func (s Stores) Index() error {
+	if err := s.Requests.AddIndexers(toolscache.Indexers{requestNodeIndex: func(o any) ([]string, error) {
+		if r := ours(o); r != nil && r.Labels[evictionrequest.NodeLabel] != "" {
+			return []string{r.Labels[evictionrequest.NodeLabel]}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return fmt.Errorf("indexing EvictionRequests by node: %w", err)
 	}
 	if err := s.Evictions.AddIndexers(toolscache.Indexers{evictionPodIndex: func(o any) ([]string, error) {
 		if e, ok := o.(*lifecyclev1alpha1.Eviction); ok && e.Spec.Target.Pod != nil {

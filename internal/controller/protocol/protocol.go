@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
 )
@@ -35,6 +34,15 @@ type Protocol interface {
 	ObserveGone(ctx context.Context, node string) (*evictionrequest.Observed, []*corev1.Pod, error)
 	// Writes turns the decision into the protocol's writes, purely, from what Observe read.
 	Writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodeaction.Decision, now time.Time) Writes
+	// Live reads the pod and what answers for it from the API server (r), not the cache, and
+	// returns it as its owners have answered it by now, as Observe would; nil when the pod is
+	// gone or replaced by a namesake. seen is what Observe read. The node controller reads each
+	// pod so right before it evicts it (drain.Overtaken): the decision was taken from the cache,
+	// which lags the API server by seconds on a busy cluster (and by minutes on an overloaded
+	// one, where the API server drops slow watchers), and an answer it has not shown yet would
+	// otherwise be overtaken by the eviction it answers. Only pods nobody answered in time are
+	// evicted, so the reads are few.
+	Live(ctx context.Context, r client.Reader, pod *corev1.Pod, seen *evictionrequest.Observed) (*corev1.Pod, error)
 }
 
 // Writes are a node decision's Request and Withdraw as one protocol writes them. The node
@@ -49,22 +57,20 @@ type Writes struct {
 	Request         []*corev1.Pod
 	Reason          string
 	RequestRequests evictionrequest.Plan
-	// Reread are the pods to evict that carry their owners' answers themselves (asked through
-	// the pod condition protocol): each is read from the API server before its eviction
-	// (drain.Overtaken).
-	Reread map[types.UID]bool
 }
 
-// rereads are the pods of evict that carry their answers themselves: not Registered under
-// EvictionRequests (registered: nil), all of them under pod conditions.
-func rereads(evict []drain.Classified, registered func(*corev1.Pod) bool) map[types.UID]bool {
-	out := make(map[types.UID]bool, len(evict))
-	for _, c := range evict {
-		if registered == nil || !registered(c.Pod) {
-			out[c.Pod.UID] = true
-		}
+// livePod is the pod as the API server has it; nil when it is gone or replaced by a namesake.
+func livePod(ctx context.Context, r client.Reader, pod *corev1.Pod) (*corev1.Pod, error) {
+	live := &corev1.Pod{}
+	switch err := r.Get(ctx, client.ObjectKeyFromObject(pod), live); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case live.UID != pod.UID:
+		return nil, nil
 	}
-	return out
+	return live, nil
 }
 
 // For is the protocol p names, reading its objects from s (a node's) and c (a gone node's); the
@@ -89,7 +95,12 @@ func (podConditions) ObserveGone(context.Context, string) (*evictionrequest.Obse
 }
 
 func (podConditions) Writes(_ *evictionrequest.Observed, _ []*corev1.Pod, d nodeaction.Decision, _ time.Time) Writes {
-	return Writes{Withdraw: d.Withdraw, Request: d.Request, Reason: d.RequestReason, Reread: rereads(d.Evict, nil)}
+	return Writes{Withdraw: d.Withdraw, Request: d.Request, Reason: d.RequestReason}
+}
+
+// Live: the pod carries its owners' answers itself.
+func (podConditions) Live(ctx context.Context, r client.Reader, pod *corev1.Pod, _ *evictionrequest.Observed) (*corev1.Pod, error) {
+	return livePod(ctx, r, pod)
 }
 
 // evictionRequests asks with KEP-4563's EvictionRequests the pods that name a responder of their
@@ -203,10 +214,48 @@ func (evictionRequests) Writes(seen *evictionrequest.Observed, pods []*corev1.Po
 		Withdraw:         slices.Concat(seen.PodConditionsLeft, withdraw),
 		WithdrawRequests: plan.Withdrawals(),
 		RequestRequests:  plan.Requests(),
-		Reread:           rereads(d.Evict, evictionrequest.Registered),
 	}
 	if len(request) > 0 {
 		w.Request, w.Reason = request, d.RequestReason
 	}
 	return w
+}
+
+// Live reads the pod, and the Evictions the cache knows of it (each by name: the API server
+// selects Evictions by no field of their target), from the API server, and answers it with them
+// and nodemaint's requests as seen (the requests are nodemaint's own writes). A pod that names no
+// responder carries its answers itself. An Eviction the cache does not show at all is not looked
+// for: the Eviction controller creates one within seconds of the request, and a pod nobody
+// answered for the whole response timeout is evicted, as without an Eviction controller.
+func (p evictionRequests) Live(ctx context.Context, r client.Reader, pod *corev1.Pod, seen *evictionrequest.Observed) (*corev1.Pod, error) {
+	live, err := livePod(ctx, r, pod)
+	if err != nil || live == nil || seen == nil || !evictionrequest.Registered(live) {
+		return live, err
+	}
+	objs, err := p.stores.Evictions.ByIndex(evictionPodIndex, string(pod.UID))
+	if err != nil {
+		return nil, fmt.Errorf("listing Evictions: %w", err)
+	}
+	var evs []*lifecyclev1alpha1.Eviction
+	for _, o := range objs {
+		cached, ok := o.(*lifecyclev1alpha1.Eviction)
+		if !ok {
+			continue
+		}
+		e := &lifecyclev1alpha1.Eviction{}
+		switch err := r.Get(ctx, client.ObjectKeyFromObject(cached), e); {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, err
+		case e.Spec.Target.Pod == nil || e.Spec.Target.Pod.UID != pod.UID:
+			continue // a namesake's
+		}
+		evs = append(evs, e)
+	}
+	now := evictionrequest.Observed{Node: seen.Node, Requests: seen.Requests, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
+	if e := evictionrequest.Current(evs); e != nil {
+		now.Evictions[live.UID] = e
+	}
+	return evictionrequest.Answer([]*corev1.Pod{live}, now)[0], nil
 }
