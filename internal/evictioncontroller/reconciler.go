@@ -362,15 +362,21 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 	for _, want := range d.Meta {
 		note(r.Client.Patch(ctx, want, client.MergeFromWithOptions(evByName[want.Name], client.MergeFromWithOptimisticLock{})))
 	}
+	// The steps the Events report are the status written: an Eviction whose status write failed
+	// (a conflict, the API server overloaded) took none of them, and the next decision reports
+	// them again when they are written.
+	written := map[string]bool{}
 	for _, want := range d.Status {
-		note(r.Client.Status().Patch(ctx, want, client.MergeFromWithOptions(evByName[want.Name], client.MergeFromWithOptimisticLock{})))
+		err := r.Client.Status().Patch(ctx, want, client.MergeFromWithOptions(evByName[want.Name], client.MergeFromWithOptimisticLock{}))
+		written[want.Name] = err == nil
+		note(err)
 	}
 	for _, want := range d.RequestStatus {
 		note(r.Client.Status().Patch(ctx, want, client.MergeFromWithOptions(byName[want.Name], client.MergeFromWithOptimisticLock{})))
 	}
 	for _, e := range d.Events {
 		ev := evByName[e.Eviction]
-		if ev == nil {
+		if ev == nil || !written[e.Eviction] {
 			continue
 		}
 		log.Info("eviction progress", "eviction", e.Eviction, "reason", e.Reason, "message", e.Note())

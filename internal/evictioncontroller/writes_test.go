@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/nodemaint/nodemaint/internal/eviction"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
@@ -287,4 +288,37 @@ type countingReader struct {
 func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	r.gets++
 	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestEventsOnlyOfStatusWritten: a decision's Events report the steps of the Eviction's status it
+// writes; when that write fails (here: the Eviction is gone since the cache showed it), no Event
+// says the step was taken, and the next decision reports it once it is written.
+func TestEventsOnlyOfStatusWritten(t *testing.T) {
+	ctx := context.Background()
+	pod, _ := askedPod()
+	ev := &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-1-web-1"},
+		Spec: lifecyclev1alpha1.EvictionSpec{Target: lifecyclev1alpha1.EvictionTarget{Pod: &lifecyclev1alpha1.EvictionPodReference{Name: pod.Name, UID: pod.UID}}}}
+	for _, stored := range []bool{false, true} {
+		var objs []client.Object
+		if stored {
+			objs = append(objs, ev.DeepCopy())
+		}
+		c := writesClient(t, map[string]int{}, objs...)
+		seen := ev.DeepCopy()
+		if stored {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(ev), seen); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := seen.DeepCopy()
+		want.Status.TargetResponders = []lifecyclev1alpha1.TargetResponder{{Name: responder, Priority: ptr.To[int32](10000), State: lifecyclev1alpha1.ResponderStateCompleted}}
+		d := eviction.Decision{Status: []*lifecyclev1alpha1.Eviction{want},
+			Events: []eviction.Event{{Eviction: ev.Name, Reason: eviction.ResponderCompleted, Responder: responder, ResponderMessage: "declined"}}}
+		rec := events.NewFakeRecorder(10)
+		r := &Reconciler{Client: c, Recorder: rec, Name: "me"}
+		_, _, _ = r.apply(ctx, eviction.Observation{Namespace: "ns", Name: pod.Name, Evictions: []lifecyclev1alpha1.Eviction{*seen}}, d)
+		if got := len(rec.Events); got != map[bool]int{false: 0, true: 1}[stored] {
+			t.Errorf("status written %t: %d Events; want %d", stored, got, map[bool]int{false: 0, true: 1}[stored])
+		}
+	}
 }
