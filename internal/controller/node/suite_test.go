@@ -16,9 +16,9 @@ import (
 )
 
 // These tests drive the node controller's writes and watch mappings one by one against a real
-// kube-apiserver and etcd (envtest) that serves KEP-4563's EvictionRequest API, with the objects as a reconcile decided from a stale cache
-// would have them; no controller runs. The controllers running together are tested in
-// internal/controller.
+// kube-apiserver and etcd (envtest) that serves KEP-4563's EvictionRequest API, with the objects
+// as a reconcile decided from a stale cache would have them; no controller runs. The controllers
+// running together are tested in internal/controller.
 
 var k8s client.Client
 

@@ -59,15 +59,16 @@ type Writes struct {
 	RequestRequests evictionrequest.Plan
 }
 
-// livePod is the pod as the API server has it; nil when it is gone or replaced by a namesake.
-func livePod(ctx context.Context, r client.Reader, pod *corev1.Pod) (*corev1.Pod, error) {
+// livePod is the pod key names as the API server has it, if it is the pod of that uid; nil when
+// it is gone or replaced by a namesake.
+func livePod(ctx context.Context, r client.Reader, key types.NamespacedName, uid types.UID) (*corev1.Pod, error) {
 	live := &corev1.Pod{}
-	switch err := r.Get(ctx, client.ObjectKeyFromObject(pod), live); {
+	switch err := r.Get(ctx, key, live); {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
 		return nil, err
-	case live.UID != pod.UID:
+	case live.UID != uid:
 		return nil, nil
 	}
 	return live, nil
@@ -100,7 +101,7 @@ func (podConditions) Writes(_ *evictionrequest.Observed, _ []*corev1.Pod, d node
 
 // Live: the pod carries its owners' answers itself.
 func (podConditions) Live(ctx context.Context, r client.Reader, pod *corev1.Pod, _ *evictionrequest.Observed) (*corev1.Pod, error) {
-	return livePod(ctx, r, pod)
+	return livePod(ctx, r, client.ObjectKeyFromObject(pod), pod.UID)
 }
 
 // evictionRequests asks with KEP-4563's EvictionRequests the pods that name a responder of their
@@ -152,14 +153,11 @@ func (p evictionRequests) ObserveGone(ctx context.Context, node string) (*evicti
 		if target == nil {
 			continue
 		}
-		pod := &corev1.Pod{}
-		err := p.client.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: target.Name}, pod)
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
+		pod, err := livePod(ctx, p.client, types.NamespacedName{Namespace: req.Namespace, Name: target.Name}, target.UID)
+		if err != nil {
 			return nil, nil, err
-		case pod.UID != target.UID:
+		}
+		if pod == nil {
 			continue
 		}
 		pods = append(pods, pod)
@@ -190,9 +188,22 @@ func (p evictionRequests) requests(node string) ([]lifecyclev1alpha1.EvictionReq
 // readEvictions adds the pod's Eviction, whichever Eviction controller created it: the current
 // one when there are several (evictionrequest.Current). The cache's own: read only.
 func (p evictionRequests) readEvictions(uid types.UID, seen *evictionrequest.Observed) error {
+	evs, err := p.cachedEvictions(uid)
+	if err != nil {
+		return err
+	}
+	if e := evictionrequest.Current(evs); e != nil {
+		seen.Evictions[uid] = e
+	}
+	return nil
+}
+
+// cachedEvictions are the Evictions of the pod the cache shows, whoever created them: the
+// cache's own objects, read only.
+func (p evictionRequests) cachedEvictions(uid types.UID) ([]*lifecyclev1alpha1.Eviction, error) {
 	objs, err := p.stores.Evictions.ByIndex(evictionPodIndex, string(uid))
 	if err != nil {
-		return fmt.Errorf("listing Evictions: %w", err)
+		return nil, fmt.Errorf("listing Evictions: %w", err)
 	}
 	evs := make([]*lifecyclev1alpha1.Eviction, 0, len(objs))
 	for _, o := range objs {
@@ -200,10 +211,7 @@ func (p evictionRequests) readEvictions(uid types.UID, seen *evictionrequest.Obs
 			evs = append(evs, e)
 		}
 	}
-	if e := evictionrequest.Current(evs); e != nil {
-		seen.Evictions[uid] = e
-	}
-	return nil
+	return evs, nil
 }
 
 func (evictionRequests) Writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodeaction.Decision, now time.Time) Writes {
@@ -228,20 +236,16 @@ func (evictionRequests) Writes(seen *evictionrequest.Observed, pods []*corev1.Po
 // for: the Eviction controller creates one within seconds of the request, and a pod nobody
 // answered for the whole response timeout is evicted, as without an Eviction controller.
 func (p evictionRequests) Live(ctx context.Context, r client.Reader, pod *corev1.Pod, seen *evictionrequest.Observed) (*corev1.Pod, error) {
-	live, err := livePod(ctx, r, pod)
+	live, err := livePod(ctx, r, client.ObjectKeyFromObject(pod), pod.UID)
 	if err != nil || live == nil || seen == nil || !evictionrequest.Registered(live) {
 		return live, err
 	}
-	objs, err := p.stores.Evictions.ByIndex(evictionPodIndex, string(pod.UID))
+	cachedEvs, err := p.cachedEvictions(pod.UID)
 	if err != nil {
-		return nil, fmt.Errorf("listing Evictions: %w", err)
+		return nil, err
 	}
 	var evs []*lifecyclev1alpha1.Eviction
-	for _, o := range objs {
-		cached, ok := o.(*lifecyclev1alpha1.Eviction)
-		if !ok {
-			continue
-		}
+	for _, cached := range cachedEvs {
 		e := &lifecyclev1alpha1.Eviction{}
 		switch err := r.Get(ctx, client.ObjectKeyFromObject(cached), e); {
 		case apierrors.IsNotFound(err):
@@ -253,9 +257,9 @@ func (p evictionRequests) Live(ctx context.Context, r client.Reader, pod *corev1
 		}
 		evs = append(evs, e)
 	}
-	now := evictionrequest.Observed{Node: seen.Node, Requests: seen.Requests, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
+	fresh := evictionrequest.Observed{Node: seen.Node, Requests: seen.Requests, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
 	if e := evictionrequest.Current(evs); e != nil {
-		now.Evictions[live.UID] = e
+		fresh.Evictions[live.UID] = e
 	}
-	return evictionrequest.Answer([]*corev1.Pod{live}, now)[0], nil
+	return evictionrequest.Answer([]*corev1.Pod{live}, fresh)[0], nil
 }
