@@ -76,7 +76,7 @@ func StartWith(opts Options) (*Env, error) {
 			args.Set(flag, value)
 		}
 	}
-	cfg, err := env.Start()
+	cfg, err := startTiedToProcess(env)
 	if err != nil {
 		return nil, fmt.Errorf("starting envtest: %w", err)
 	}
