@@ -47,6 +47,13 @@ const (
 	// controller.kubernetes.io/pod-deletion-cost so that its ReplicaSet removes it first; the
 	// value is the cost to restore ("" when the pod had none).
 	OriginalDeletionCostAnnotation = "nodemaint.dev/original-pod-deletion-cost"
+	// AcceptedEvictionAnnotation on a pod is the UID of the Eviction whose request a responder
+	// accepted on the pod, with the marks that go with its acceptance (PodRequest.AcceptMarking):
+	// the acceptance is that one write of the pod, and the Eviction hears from the responder at
+	// its first heartbeat. It goes with the marks when the responder stops moving the pod (the
+	// Deployment responder removes it when it restores the pod's deletion cost), and is only read
+	// against the Eviction of that UID: an Eviction made again for the pod is a new request.
+	AcceptedEvictionAnnotation = "nodemaint.dev/accepted-eviction"
 )
 
 // Condition returns the pod's condition of the given type, or nil.

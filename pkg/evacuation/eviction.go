@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,16 +89,31 @@ func (r evictionRequest) Since() time.Time {
 }
 
 // Accepted: the responder gave a heartbeat since it became Active (ForEviction already left out
-// a turn it completed).
+// a turn it completed), or accepted on the pod (AcceptMarking).
 func (r evictionRequest) Accepted() bool {
+	return r.heartbeat() || r.acceptedOnPod()
+}
+
+// heartbeat: the responder wrote its entry since it became Active.
+func (r evictionRequest) heartbeat() bool {
 	return r.status.HeartbeatTime != nil && (r.status.StartTime == nil || !r.status.HeartbeatTime.Before(r.status.StartTime))
 }
 
+// acceptedOnPod: the pod names this Eviction as the one accepted with the pod's marks.
+func (r evictionRequest) acceptedOnPod() bool {
+	return r.eviction.UID != "" && r.pod.Annotations[AcceptedEvictionAnnotation] == string(r.eviction.UID)
+}
+
+// HeartbeatDue is HeartbeatInterval after the last heartbeat, or after the responder became
+// Active when it accepted on the pod and has not written the Eviction since.
 func (r evictionRequest) HeartbeatDue() time.Time {
-	if !r.Accepted() {
-		return time.Time{}
+	switch {
+	case r.heartbeat():
+		return r.status.HeartbeatTime.Add(HeartbeatInterval)
+	case r.acceptedOnPod():
+		return r.Since().Add(HeartbeatInterval)
 	}
-	return r.status.HeartbeatTime.Add(HeartbeatInterval)
+	return time.Time{}
 }
 
 func (r evictionRequest) Accept(ctx context.Context, c client.Client, p Progress) error {
@@ -106,6 +122,22 @@ func (r evictionRequest) Accept(ctx context.Context, c client.Client, p Progress
 		ExpectedCompletionTime: ahead(p.ExpectedCompletion, time.Now()),
 		Message:                message(p.Reason, p.Message),
 	})
+}
+
+// AcceptMarking writes the annotations and AcceptedEvictionAnnotation on the pod, in one patch of
+// that pod only (its UID), and nothing on the Eviction: its first write is the first heartbeat,
+// which then says p's reason and message (the responder's Progress). Without annotations it is
+// Accept.
+func (r evictionRequest) AcceptMarking(ctx context.Context, c client.Client, p Progress, annotations map[string]*string) error {
+	if len(annotations) == 0 {
+		return r.Accept(ctx, c, p)
+	}
+	marks := maps.Clone(annotations)
+	marks[AcceptedEvictionAnnotation] = ptr.To(string(r.eviction.UID))
+	if err := c.Patch(ctx, r.pod, AnnotationsPatch(r.pod.UID, marks)); err != nil {
+		return fmt.Errorf("accepting Eviction %s on pod %s: %w", r.eviction.Name, r.pod.Name, err)
+	}
+	return nil
 }
 
 // ahead is the expected completion to report at now: none once it has passed (a pod still

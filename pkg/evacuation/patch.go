@@ -2,6 +2,7 @@ package evacuation
 
 import (
 	"encoding/json"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,8 +62,8 @@ func Stale(err error) bool {
 	if !apierrors.IsInvalid(err) {
 		return false
 	}
-	status, ok := err.(apierrors.APIStatus)
-	if !ok || status.Status().Details == nil {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
 		return false
 	}
 	for _, cause := range status.Status().Details.Causes {

@@ -54,6 +54,15 @@ type PodRequest interface {
 	Accepted() bool
 	// Accept accepts the request with the progress so far.
 	Accept(ctx context.Context, c client.Client, p Progress) error
+	// AcceptMarking accepts the request together with pod annotations that go with the
+	// acceptance (such as a lowered pod-deletion-cost; a nil value removes one), in one write
+	// under either protocol: on pod conditions the condition and the annotations in one patch of
+	// the pod's status; on an Eviction the annotations and AcceptedEvictionAnnotation in one patch
+	// of the pod, the Eviction written first by the heartbeat due HeartbeatInterval after the
+	// responder became Active (KEP-4563 counts its 20 minutes from that startTime too), which a
+	// pod that moves sooner never needs. Without annotations it is Accept. The pod given to For
+	// is updated to what the API server returned.
+	AcceptMarking(ctx context.Context, c client.Client, p Progress, annotations map[string]*string) error
 	// Progress reports the progress of an accepted request. On pod conditions it updates the
 	// message only; on an Eviction it is a heartbeat too. A responder calls it when
 	// HeartbeatDue says so. A zero Progress says nothing new: on an Eviction, a heartbeat when
@@ -125,6 +134,10 @@ func (r conditionRequest) Since() time.Time {
 
 func (r conditionRequest) Accept(ctx context.Context, c client.Client, p Progress) error {
 	return Accept(ctx, c, r.pod, p.Reason, p.Message)
+}
+
+func (r conditionRequest) AcceptMarking(ctx context.Context, c client.Client, p Progress, annotations map[string]*string) error {
+	return Answer(ctx, c, r.pod, &corev1.PodCondition{Type: Initiated, Status: corev1.ConditionTrue, Reason: p.Reason, Message: p.Message}, annotations)
 }
 
 func (r conditionRequest) Progress(ctx context.Context, c client.Client, p Progress) error {

@@ -29,7 +29,7 @@ func testPod() *corev1.Pod {
 // evictor, me in the given state.
 func testEviction(pod *corev1.Pod, state lifecyclev1alpha1.ResponderStateType, status *lifecyclev1alpha1.ResponderStatus) *lifecyclev1alpha1.Eviction {
 	ev := &lifecyclev1alpha1.Eviction{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: "pod-1-" + pod.Name, CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: "pod-1-" + pod.Name, UID: "eviction-1-" + pod.UID, CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))},
 		Spec:       lifecyclev1alpha1.EvictionSpec{Target: lifecyclev1alpha1.EvictionTarget{Pod: &lifecyclev1alpha1.EvictionPodReference{Name: pod.Name, UID: pod.UID}}},
 		Status: lifecyclev1alpha1.EvictionStatus{
 			Requesters: []lifecyclev1alpha1.Requester{
@@ -306,6 +306,58 @@ func TestEvictionAnswers(t *testing.T) {
 		if time.Since(s.HeartbeatTime.Time) > 5*time.Second || ptr.Deref(s.Message, "") != "Surge: surged" ||
 			s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.Equal(expected) {
 			t.Errorf("a due heartbeat with nothing new: %+v; want a new heartbeat, the same message and expected completion", s)
+		}
+	})
+
+	t.Run("accept marking: one write of the pod, the Eviction at the first heartbeat", func(t *testing.T) {
+		c, pod, ev := setup(t)
+		marks := map[string]*string{OriginalDeletionCostAnnotation: ptr.To(""), corev1.PodDeletionCost: ptr.To("-100")}
+		r := ForEviction(ev, pod, me)
+		if err := r.AcceptMarking(ctx, c, Progress{Reason: "Surge", Message: "waiting"}, marks); err != nil {
+			t.Fatal(err)
+		}
+		if got := getEviction(t, c, ev); got.ResourceVersion != ev.ResourceVersion {
+			t.Errorf("the Eviction was written: %+v", ResponderStatusOf(got, me))
+		}
+		// The pod given was updated to what the API server returned.
+		if pod.Annotations[AcceptedEvictionAnnotation] != string(ev.UID) || pod.Annotations[corev1.PodDeletionCost] != "-100" ||
+			pod.Annotations[OriginalDeletionCostAnnotation] != "" {
+			t.Fatalf("the pod's annotations %v; want the marks and %s %s", pod.Annotations, AcceptedEvictionAnnotation, ev.UID)
+		}
+		r = ForEviction(ev, pod, me)
+		if due := start.StartTime.Add(HeartbeatInterval); !r.Accepted() || !r.HeartbeatDue().Equal(due) {
+			t.Errorf("accepted %t, heartbeat due %v; want accepted, due a HeartbeatInterval after startTime (%v)", r.Accepted(), r.HeartbeatDue(), due)
+		}
+		// Another Eviction of the pod (this one deleted, a new one made) was not accepted.
+		next := ev.DeepCopy()
+		next.UID = "another"
+		if ForEviction(next, pod, me).Accepted() {
+			t.Errorf("an Eviction of another UID reads accepted")
+		}
+		// Without marks it is Accept: the Eviction is written.
+		pod2 := testPod()
+		c2 := newClient(t, pod2, ev.DeepCopy())
+		if err := ForEviction(ev, pod2, me).AcceptMarking(ctx, c2, Progress{Reason: "Surge", Message: "waiting"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if s := ResponderStatusOf(getEviction(t, c2, ev), me); s.HeartbeatTime == nil || ptr.Deref(s.Message, "") != "Surge: waiting" {
+			t.Errorf("accepted without marks: %+v; want the acceptance on the Eviction", s)
+		}
+	})
+
+	t.Run("accept marking on pod conditions: the condition and the marks in one write", func(t *testing.T) {
+		pod := testPod()
+		pod.Status.Conditions = []corev1.PodCondition{{Type: Request, Status: corev1.ConditionTrue, Reason: "nodemaint.dev/node-maintenance"}}
+		c := newClient(t, pod)
+		if err := ForPod(pod).AcceptMarking(ctx, c, Progress{Reason: "Surge", Message: "waiting"}, map[string]*string{corev1.PodDeletionCost: ptr.To("-100")}); err != nil {
+			t.Fatal(err)
+		}
+		got := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+			t.Fatal(err)
+		}
+		if !Accepted(got) || got.Annotations[corev1.PodDeletionCost] != "-100" || got.Annotations[AcceptedEvictionAnnotation] != "" {
+			t.Errorf("the pod: conditions %+v, annotations %v; want accepted and marked", got.Status.Conditions, got.Annotations)
 		}
 	})
 

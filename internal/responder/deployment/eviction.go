@@ -110,7 +110,7 @@ func (r *Reconciler) heartbeats(ctx context.Context, in decide.Input, view proto
 	for _, b := range beats {
 		pod := b.Request.Pod()
 		// The pod's state at its heartbeat: being removed, its wave surging for it, or else
-		// what it said when accepted (waiting for its wave, or for its next one).
+		// waiting for its wave (or for its next one), as its acceptance said.
 		var p evacuation.Progress
 		switch {
 		case b.Terminating:
@@ -119,6 +119,8 @@ func (r *Reconciler) heartbeats(ctx context.Context, in decide.Input, view proto
 			}
 		case wave[pod.UID]:
 			p = surging
+		default:
+			p = decide.Accepting(in.Deployment.Name)
 		}
 		g.Go(func() error {
 			err := b.Request.Progress(ctx, r.evictionClient(), p)

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ import (
 func activeEviction(p *corev1.Pod) *lifecyclev1alpha1.Eviction {
 	start := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
 	return &lifecyclev1alpha1.Eviction{
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: "pod-1-" + p.Name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: "pod-1-" + p.Name, UID: types.UID("eviction-of-" + p.UID)},
 		Spec:       lifecyclev1alpha1.EvictionSpec{Target: lifecyclev1alpha1.EvictionTarget{Pod: &lifecyclev1alpha1.EvictionPodReference{Name: p.Name, UID: p.UID}}},
 		Status: lifecyclev1alpha1.EvictionStatus{
 			Requesters: []lifecyclev1alpha1.Requester{{Name: "nodemaint.dev/node-maintenance", Intent: lifecyclev1alpha1.RequesterIntentEviction}},
@@ -67,10 +68,11 @@ func evictionTestClient(t *testing.T, objs ...client.Object) client.Client {
 }
 
 // TestEvictionResponder: the Deployment responder, Active on a pod's Eviction, surges as it does
-// for the pod condition (the same decision), answers on the Eviction, never on the pod, writes
-// the Eviction once on acceptance and then only at the heartbeat's cadence, each heartbeat with
-// the surge's progress and expected completion, or the pod's removal while it keeps its turn
-// until the pod is gone; a Deployment that cannot surge declines by completing its turn at once.
+// for the pod condition (the same decision), never answers on the pod's conditions, accepts with
+// one write of the pod (its mark and the Eviction's UID) and writes the Eviction only at the
+// heartbeat's cadence from its startTime, each heartbeat with the surge's progress and expected
+// completion, or the pod's removal while it keeps its turn until the pod is gone; a Deployment
+// that cannot surge declines by completing its turn at once.
 func TestEvictionResponder(t *testing.T) {
 	ctx := context.Background()
 	setup := func(t *testing.T, maxSurge int32) (client.Client, *Reconciler, *appsv1.Deployment, *corev1.Pod, *lifecyclev1alpha1.Eviction) {
@@ -106,11 +108,14 @@ func TestEvictionResponder(t *testing.T) {
 	heartbeatDue := func(t *testing.T, c client.Client, ev *lifecyclev1alpha1.Eviction) {
 		t.Helper()
 		get(t, c, ev)
+		back := func(t *metav1.Time) *metav1.Time {
+			if t == nil {
+				return nil
+			}
+			return ptr.To(metav1.NewTime(t.Add(-evacuation.HeartbeatInterval - time.Second)))
+		}
 		for i := range ev.Status.Responders {
-			if rs := &ev.Status.Responders[i]; rs.Name == EvictionResponder && rs.HeartbeatTime != nil {
-				back := func(t *metav1.Time) *metav1.Time {
-					return ptr.To(metav1.NewTime(t.Add(-evacuation.HeartbeatInterval - time.Second)))
-				}
+			if rs := &ev.Status.Responders[i]; rs.Name == EvictionResponder {
 				rs.StartTime, rs.HeartbeatTime = back(rs.StartTime), back(rs.HeartbeatTime)
 			}
 		}
@@ -134,24 +139,24 @@ func TestEvictionResponder(t *testing.T) {
 			t.Fatalf("replicas %d, surge %q; want a surge to 2", *d.Spec.Replicas, d.Annotations[evacuation.SurgeAnnotation])
 		}
 		s := mine(t, c, ev)
-		if s.HeartbeatTime == nil || s.CompletionTime != nil || s.Message == nil || !strings.HasPrefix(*s.Message, surgepolicy.ReasonSurge) {
-			t.Fatalf("after the first look, the responder's entry is %+v; want accepted (heartbeat, message)", s)
-		}
-		if other := evacuation.ResponderStatusOf(ev, "example.com/checkpoint"); other.Message == nil || *other.Message != "checkpointed" {
-			t.Errorf("the other responder's entry changed: %+v", other)
+		if s.HeartbeatTime != nil || s.Message != nil || s.CompletionTime != nil {
+			t.Fatalf("after the first look, the responder's entry is %+v; want it unwritten (accepted on the pod, the Eviction's first write is its first heartbeat)", s)
 		}
 		get(t, c, p)
-		if !decide.IsMarked(p) {
-			t.Errorf("the evacuated pod is not marked to go first")
+		if !decide.IsMarked(p) || p.Annotations[evacuation.AcceptedEvictionAnnotation] != string(ev.UID) {
+			t.Errorf("the evacuated pod's annotations %v; want it marked to go first and %s %s", p.Annotations, evacuation.AcceptedEvictionAnnotation, ev.UID)
 		}
 		podUntouched(t, c, p)
 
-		// Accepted: the next look writes nothing on the Eviction (the acceptance stands for the
-		// move), and looks again by the next heartbeat.
-		rv := ev.ResourceVersion
+		// Accepted: the next look writes nothing, on the Eviction or the pod (the acceptance
+		// stands for the move), and looks again by the first heartbeat.
+		rv, podRV := ev.ResourceVersion, p.ResourceVersion
 		res := reconcileOnce(t, r, d)
 		if get(t, c, ev); ev.ResourceVersion != rv {
-			t.Errorf("the Eviction was written again before its heartbeat was due: %+v", evacuation.ResponderStatusOf(ev, EvictionResponder))
+			t.Errorf("the Eviction was written before its first heartbeat was due: %+v", evacuation.ResponderStatusOf(ev, EvictionResponder))
+		}
+		if get(t, c, p); p.ResourceVersion != podRV {
+			t.Errorf("the pod was written again: %v", p.Annotations)
 		}
 		if res.RequeueAfter <= 0 || res.RequeueAfter > evacuation.HeartbeatInterval {
 			t.Errorf("RequeueAfter = %v; want at most the heartbeat interval %v", res.RequeueAfter, evacuation.HeartbeatInterval)
@@ -160,7 +165,10 @@ func TestEvictionResponder(t *testing.T) {
 		heartbeatDue(t, c, ev)
 		reconcileOnce(t, r, d)
 		s = mine(t, c, ev)
-		if s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.After(time.Now()) ||
+		if other := evacuation.ResponderStatusOf(ev, "example.com/checkpoint"); other.Message == nil || *other.Message != "checkpointed" {
+			t.Errorf("the other responder's entry changed: %+v", other)
+		}
+		if s.HeartbeatTime == nil || s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.After(time.Now()) ||
 			!strings.Contains(*s.Message, "surged from 1 to 2 replicas: the pod goes once the replacements are available") {
 			t.Fatalf("heartbeat: %+v (message %q); want the surge and an expected completion ahead", s, ptr.Deref(s.Message, ""))
 		}
@@ -207,6 +215,58 @@ func TestEvictionResponder(t *testing.T) {
 			t.Fatalf("the pod being removed, at the heartbeat: %+v; want its turn kept (no completionTime: the pod's end completes it), the removal reported, no expected completion (its deletionTimestamp has passed)", s)
 		}
 		podUntouched(t, c, p)
+	})
+
+	t.Run("a pod waiting for its wave: its first heartbeat says its acceptance", func(t *testing.T) {
+		d := newDeployment(2, 1)
+		rs := replicaSet("rs", 2)
+		rs.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: ptr.To(true)}}
+		p1 := pod("web-1", onNode, func(p *corev1.Pod) { p.UID = "11111111-1111-1111-1111-111111111111" })
+		p2 := pod("web-2", onNode, func(p *corev1.Pod) { p.UID = "22222222-2222-2222-2222-222222222222" })
+		ev1, ev2 := activeEviction(p1), activeEviction(p2)
+		c := evictionTestClient(t, d, rs, p1, p2, ev1, ev2)
+		r := &Reconciler{Client: c, Recorder: discard{}, EvictionResponder: EvictionResponder}
+		reconcileOnce(t, r, d)
+		heartbeatDue(t, c, ev1)
+		heartbeatDue(t, c, ev2)
+		reconcileOnce(t, r, d)
+		var messages []string
+		for _, ev := range []*lifecyclev1alpha1.Eviction{ev1, ev2} {
+			s := mine(t, c, ev)
+			if s.HeartbeatTime == nil || s.Message == nil {
+				t.Fatalf("%s at its first heartbeat: %+v; want a heartbeat with a message", ev.Name, s)
+			}
+			messages = append(messages, *s.Message)
+		}
+		slices.Sort(messages)
+		want := []string{
+			surgepolicy.ReasonSurge + ": Deployment " + d.Name + " surged from 2 to 3 replicas: the pod goes once the replacements are available",
+			surgepolicy.ReasonSurge + ": Deployment " + d.Name + " surges a replacement before the pod is removed",
+		}
+		if !slices.Equal(messages, want) {
+			t.Errorf("the first heartbeats say %q; want the wave's surge for one and the acceptance for the other, %q", messages, want)
+		}
+	})
+
+	t.Run("canceled: the mark and the record of the acceptance go", func(t *testing.T) {
+		c, r, d, p, ev := setup(t, 1)
+		reconcileOnce(t, r, d)
+		get(t, c, p)
+		if p.Annotations[evacuation.AcceptedEvictionAnnotation] != string(ev.UID) {
+			t.Fatalf("not accepted on the pod: %v", p.Annotations)
+		}
+		get(t, c, ev)
+		ev.Status.TargetResponders[1].State = lifecyclev1alpha1.ResponderStateCanceled
+		if err := c.Status().Update(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 { // the rollback's scale-back, then the marks
+			reconcileOnce(t, r, d)
+		}
+		get(t, c, p)
+		if _, marked := p.Annotations[evacuation.OriginalDeletionCostAnnotation]; marked || p.Annotations[evacuation.AcceptedEvictionAnnotation] != "" {
+			t.Errorf("the pod's annotations after the cancellation: %v; want neither the mark nor %s", p.Annotations, evacuation.AcceptedEvictionAnnotation)
+		}
 	})
 
 	t.Run("declines by completing its turn", func(t *testing.T) {

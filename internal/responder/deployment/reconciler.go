@@ -393,8 +393,10 @@ func jsonPointerEscape(key string) string {
 
 // answer writes one answer and, when cost is not nil, the pod's deletion cost annotations. The
 // answer goes back the way the request came: on the pod's conditions, where the cost goes in the
-// same write, or on its Eviction, followed by the cost on the pod. A request that went away
-// leaves an answer only on the conditions.
+// same write; or on its Eviction, where an acceptance with the cost is that one write of the pod
+// (AcceptMarking: the Eviction hears from the responder at its first heartbeat), and a decline
+// or an acceptance without it is a write of the Eviction, followed by the cost on the pod. A
+// request that went away leaves an answer only on the conditions.
 func (r *Reconciler) answer(ctx context.Context, view protocol.View, a decide.Answer, cost map[string]*string) error {
 	before := a.Pod.ResourceVersion
 	req := view.Request(a.Pod)
@@ -406,7 +408,8 @@ func (r *Reconciler) answer(ctx context.Context, view protocol.View, a decide.An
 	onEviction := req != nil && req.Protocol() != evacuation.PodConditions && a.Status != ""
 	switch {
 	case onEviction && a.Status == corev1.ConditionTrue:
-		err = req.Accept(ctx, r.evictionClient(), evacuation.Progress{Reason: a.Reason, Message: a.Message()})
+		err = req.AcceptMarking(ctx, r.evictionClient(), evacuation.Progress{Reason: a.Reason, Message: a.Message()}, cost)
+		cost = nil
 	case onEviction:
 		err = req.Decline(ctx, r.evictionClient(), a.Reason, a.Message())
 	case a.Status != "" && req != nil:

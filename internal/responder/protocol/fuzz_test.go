@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,9 +47,13 @@ func FuzzObserve(f *testing.F) {
 			if g.Byte()%3 == 0 {
 				evacuation.SetCondition(pod, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: "R", LastTransitionTime: metav1.NewTime(now)})
 			}
-			for range int(g.Byte() % 3) {
+			if b := g.Byte() % 4; b > 0 {
+				// Accepted on the pod: for its first Eviction, its second, or one gone.
+				pod.Annotations = map[string]string{evacuation.AcceptedEvictionAnnotation: []string{"", "ev-0", "ev-1", "ev-gone"}[b]}
+			}
+			for j := range int(g.Byte() % 3) {
 				b := g.Byte()
-				ev := &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "e"},
+				ev := &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "e", UID: types.UID(fmt.Sprintf("ev-%d", j))},
 					Spec: lifecyclev1alpha1.EvictionSpec{Target: lifecyclev1alpha1.EvictionTarget{Pod: &lifecyclev1alpha1.EvictionPodReference{Name: pod.Name, UID: pod.UID}}}}
 				switch b % 8 {
 				case 0:
@@ -144,7 +149,7 @@ func oracle(pod *corev1.Pod, evictions []*lifecyclev1alpha1.Eviction) (active, a
 		if afterStart(s.CompletionTime) {
 			continue
 		}
-		return true, afterStart(s.HeartbeatTime)
+		return true, afterStart(s.HeartbeatTime) || (ev.UID != "" && pod.Annotations[evacuation.AcceptedEvictionAnnotation] == string(ev.UID))
 	}
 	return false, false
 }

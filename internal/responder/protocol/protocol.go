@@ -45,7 +45,10 @@ func Observe(pods []*corev1.Pod, evictions map[types.UID][]*lifecyclev1alpha1.Ev
 			continue
 		}
 		if req.Protocol() == evacuation.EvictionRequests {
+			// The request answers through the view's own copy, which an acceptance on the pod
+			// (AcceptMarking) updates, never through the cache's pod.
 			pod = asConditions(pod, req)
+			req = evacuation.For(pod, evictions[pod.UID], responder)
 		}
 		v.requests[pod.UID] = req
 		v.Pods = append(v.Pods, pod)
@@ -54,7 +57,8 @@ func Observe(pods []*corev1.Pod, evictions map[types.UID][]*lifecyclev1alpha1.Ev
 }
 
 // asConditions is a copy of the pod with the conditions the Eviction's request stands for: the
-// request since the responder became Active, and the acceptance once it accepted. The pod's own
+// request since the responder became Active, and the acceptance once it accepted (a heartbeat
+// on the Eviction, or the pod's AcceptedEvictionAnnotation naming it). The pod's own
 // evacuation conditions, if another requester set some, are replaced: the Eviction is what the
 // responder answers.
 func asConditions(pod *corev1.Pod, req evacuation.PodRequest) *corev1.Pod {
@@ -98,7 +102,7 @@ func (v View) Request(pod *corev1.Pod) evacuation.PodRequest {
 }
 
 // Beat is one write the responder owes an Eviction besides its answers: a progress report (a
-// heartbeat when due).
+// heartbeat when due; the first write of the Eviction when the responder accepted on the pod).
 type Beat struct {
 	Request evacuation.PodRequest
 	// Terminating: the pod is being removed (replaced: the ReplicaSet removes it after the

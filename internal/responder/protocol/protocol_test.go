@@ -26,7 +26,7 @@ func eviction(p *corev1.Pod, heartbeatAgo time.Duration) *lifecyclev1alpha1.Evic
 		s.HeartbeatTime = ptr.To(metav1.NewTime(time.Now().Add(-heartbeatAgo)))
 	}
 	return &lifecyclev1alpha1.Eviction{
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: "pod-1-" + p.Name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: "pod-1-" + p.Name, UID: types.UID("ev-" + p.UID)},
 		Spec:       lifecyclev1alpha1.EvictionSpec{Target: lifecyclev1alpha1.EvictionTarget{Pod: &lifecyclev1alpha1.EvictionPodReference{Name: p.Name, UID: p.UID}}},
 		Status: lifecyclev1alpha1.EvictionStatus{
 			Requesters:       []lifecyclev1alpha1.Requester{{Name: "example.com/descheduler", Intent: lifecyclev1alpha1.RequesterIntentEviction}},
@@ -36,20 +36,33 @@ func eviction(p *corev1.Pod, heartbeatAgo time.Duration) *lifecyclev1alpha1.Evic
 	}
 }
 
+// acceptedOn is the pod with the annotation that says its responder accepted the Eviction of
+// that UID on it.
+func acceptedOn(p *corev1.Pod, eviction types.UID) *corev1.Pod {
+	p.Annotations = map[string]string{evacuation.AcceptedEvictionAnnotation: string(eviction)}
+	return p
+}
+
 // TestObserve: the decision sees a pod asked through an Eviction as a pod with
 // EvacuationRequest=True since the responder became Active (and EvacuationInitiated=True once it
-// accepted), without the pod in the cache being changed; pods asked through their conditions,
-// and pods not asked, are the pods themselves; each request answers through its own protocol.
+// accepted: a heartbeat since, or the pod naming that Eviction as accepted on it), without the
+// pod in the cache being changed; pods asked through their conditions, and pods not asked, are
+// the pods themselves; each request answers through its own protocol, an Eviction's through the
+// view's copy of the pod.
 func TestObserve(t *testing.T) {
 	byCondition, byEviction, acceptedEviction, none := pod("by-condition"), pod("by-eviction"), pod("accepted"), pod("none")
+	onPod := acceptedOn(pod("on-pod"), "ev-uid-on-pod")
+	otherEviction := acceptedOn(pod("other-eviction"), "ev-an-earlier-one")
 	evacuation.SetCondition(byCondition, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: evacuation.ReasonNodeMaintenance})
 	evictions := map[types.UID][]*lifecyclev1alpha1.Eviction{
 		byEviction.UID:       {eviction(byEviction, 0)},
 		acceptedEviction.UID: {eviction(acceptedEviction, time.Minute)},
+		otherEviction.UID:    {eviction(otherEviction, 0)},
+		onPod.UID:            {eviction(onPod, 0)},
 	}
-	v := Observe([]*corev1.Pod{byCondition, byEviction, acceptedEviction, none}, evictions, me)
-	if len(v.Pods) != 4 {
-		t.Fatalf("view has %d pods; want 4", len(v.Pods))
+	v := Observe([]*corev1.Pod{byCondition, byEviction, acceptedEviction, none, otherEviction, onPod}, evictions, me)
+	if len(v.Pods) != 6 {
+		t.Fatalf("view has %d pods; want 6", len(v.Pods))
 	}
 	if v.Pods[0] != byCondition || v.Pods[3] != none {
 		t.Errorf("pods not asked through an Eviction are copied")
@@ -57,8 +70,11 @@ func TestObserve(t *testing.T) {
 	if v.Request(none) != nil || v.Request(byCondition).Protocol() != evacuation.PodConditions {
 		t.Errorf("requests: none %v, by condition %v", v.Request(none), v.Request(byCondition))
 	}
-	for i, want := range []bool{false, true} {
-		p := v.Pods[1+i]
+	for i, want := range map[int]bool{1: false, 2: true, 4: false, 5: true} {
+		p := v.Pods[i]
+		if r := v.Request(p); r != nil && r.Pod() != p {
+			t.Errorf("%s: the request answers through another pod than the view's", p.Name)
+		}
 		c := evacuation.Condition(p, evacuation.Request)
 		if !evacuation.Requested(p) || !c.LastTransitionTime.Equal(evictions[p.UID][0].Status.Responders[0].StartTime) {
 			t.Errorf("%s: request %+v; want True since the responder's startTime", p.Name, c)
@@ -83,22 +99,27 @@ func TestObserve(t *testing.T) {
 // next is the earliest heartbeat due after now.
 func TestHeartbeats(t *testing.T) {
 	notAccepted, soon, later, gone, due := pod("not-accepted"), pod("soon"), pod("later"), pod("gone"), pod("due")
+	onPod, onPodSoon := acceptedOn(pod("on-pod"), "ev-uid-on-pod"), acceptedOn(pod("on-pod-soon"), "ev-uid-on-pod-soon")
 	gone.DeletionTimestamp = ptr.To(metav1.Now())
+	startedSoon := eviction(onPodSoon, 0)
+	startedSoon.Status.Responders[0].StartTime = ptr.To(metav1.NewTime(time.Now().Add(-30 * time.Second).Truncate(time.Second)))
 	evictions := map[types.UID][]*lifecyclev1alpha1.Eviction{
 		notAccepted.UID: {eviction(notAccepted, 0)},
 		soon.UID:        {eviction(soon, 50*time.Second)},
 		later.UID:       {eviction(later, 10*time.Second)},
 		gone.UID:        {eviction(gone, 5*time.Minute)},
 		due.UID:         {eviction(due, 4*time.Minute)},
+		onPod.UID:       {eviction(onPod, 0)}, // Active for 10 minutes: its first heartbeat is due
+		onPodSoon.UID:   {startedSoon},        // Active for 30s: due after "soon"
 	}
-	v := Observe([]*corev1.Pod{notAccepted, soon, later, gone, due}, evictions, me)
+	v := Observe([]*corev1.Pod{notAccepted, soon, later, gone, due, onPod, onPodSoon}, evictions, me)
 	now := time.Now()
 	beats, next := v.Heartbeats(v.Pods, now)
 	got := map[string]bool{}
 	for _, b := range beats {
 		got[b.Request.Pod().Name] = b.Terminating
 	}
-	want := map[string]bool{"gone": true, "due": false}
+	want := map[string]bool{"gone": true, "due": false, "on-pod": false}
 	if len(got) != len(want) {
 		t.Fatalf("beats for %v; want %v", got, want)
 	}

@@ -38,9 +38,10 @@ const exampleResponder = "example.nodemaint.dev/checkpoint"
 // TestEvictionSingleReplicaWithStrictPDB: on the EvictionRequest API, the single-replica
 // Deployment behind a minAvailable 1 budget moves off the drained node with a Ready pod at every
 // moment: its pod was registered with the Deployment responder at creation, the responder was the
-// active responder on the pod's Eviction, surged, and accepted on the Eviction once, writing it
-// again only for a heartbeat due (every evacuation.HeartbeatInterval), keeping its turn until the
-// pod was gone; the imperative evictor never had a turn, and the pod's conditions were not used.
+// active responder on the pod's Eviction, surged, and accepted with one write of the pod (its
+// mark and the Eviction's UID), writing the Eviction only for a heartbeat due (every
+// evacuation.HeartbeatInterval from its startTime), keeping its turn until the pod was gone; the
+// imperative evictor never had a turn, and the pod's conditions were not used.
 func TestEvictionSingleReplicaWithStrictPDB(t *testing.T) {
 	requireEvictionAPI(t)
 	c := startNodemaint(t, 2*time.Minute)
@@ -56,17 +57,22 @@ func TestEvictionSingleReplicaWithStrictPDB(t *testing.T) {
 	if got := evictions.activeOrder(old); !slices.Equal(got, []string{deployment.EvictionResponder}) {
 		t.Errorf("responders active on %s's Eviction, in order: %v; want only the Deployment responder", old, got)
 	}
-	st := evictions.last(old, deployment.EvictionResponder)
-	if st.HeartbeatTime == nil || st.CompletionTime != nil || !strings.HasPrefix(ptr.Deref(st.Message, ""), surgepolicy.ReasonSurge) {
-		t.Errorf("the Deployment responder's last status on %s's Eviction: %+v (message %q); want accepted (a heartbeat, %s), its turn kept to the pod's end", old, st, ptr.Deref(st.Message, ""), surgepolicy.ReasonSurge)
-	}
-	writes, took := evictions.writesOf(old, deployment.EvictionResponder)
-	if most := 1 + int(took/evacuation.HeartbeatInterval); writes < 1 || writes > most {
-		t.Errorf("the Deployment responder wrote its entry on %s's Eviction %d times in %v; want its acceptance, and a heartbeat per %v after it: 1 to %d", old, writes, took.Round(time.Second), evacuation.HeartbeatInterval, most)
-	}
 	s.mu.Lock()
 	_, accepted := s.accepted[old]
+	acceptedEviction := s.acceptedEviction[old]
 	s.mu.Unlock()
+	if uid := evictions.eviction(old); uid == "" || acceptedEviction != string(uid) {
+		t.Errorf("pod %s was accepted with its marks for Eviction %q; want its Eviction %q", old, acceptedEviction, uid)
+	}
+	st := evictions.last(old, deployment.EvictionResponder)
+	if st.CompletionTime != nil || (st.Message != nil && !strings.HasPrefix(*st.Message, surgepolicy.ReasonSurge)) {
+		t.Errorf("the Deployment responder's last status on %s's Eviction: %+v (message %q); want its turn kept to the pod's end, any report a %s", old, st, ptr.Deref(st.Message, ""), surgepolicy.ReasonSurge)
+	}
+	writes, _ := evictions.writesOf(old, deployment.EvictionResponder)
+	active := time.Since(evictions.firstSurge())
+	if most := int(active / evacuation.HeartbeatInterval); writes > most {
+		t.Errorf("the Deployment responder wrote its entry on %s's Eviction %d times while Active for %v; want a heartbeat per %v at most, from its startTime: %d", old, writes, active.Round(time.Second), evacuation.HeartbeatInterval, most)
+	}
 	if accepted {
 		t.Errorf("pod %s got EvacuationInitiated: the responder answered the pod conditions, not the Eviction", old)
 	}
@@ -195,6 +201,7 @@ func requireEvictionAPI(t *testing.T) {
 // first became Active.
 type evictionWatch struct {
 	mu     sync.Mutex
+	uid    map[string]types.UID // the last Eviction seen of each pod
 	order  map[string][]string
 	status map[string]map[string]lifecyclev1alpha1.ResponderStatus
 	// writes counts the changes of each responder's entry after the Eviction controller's own
@@ -209,7 +216,7 @@ type evictionWatch struct {
 
 func watchEvictions(t *testing.T, namespace string) *evictionWatch {
 	t.Helper()
-	w := &evictionWatch{order: map[string][]string{}, status: map[string]map[string]lifecyclev1alpha1.ResponderStatus{},
+	w := &evictionWatch{uid: map[string]types.UID{}, order: map[string][]string{}, status: map[string]map[string]lifecyclev1alpha1.ResponderStatus{},
 		writes: map[string]map[string]int{}, first: map[string]map[string]time.Time{}, lastSeen: map[string]map[string]time.Time{},
 		heartbeat: map[string]map[string]time.Time{}, completed: map[string]map[string]time.Time{}}
 	cs := framework.Cluster().Client()
@@ -241,6 +248,7 @@ func (w *evictionWatch) observe(ev *lifecyclev1alpha1.Eviction) {
 	pod := ev.Spec.Target.Pod.Name
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.uid[pod] = ev.UID
 	for _, tr := range ev.Status.TargetResponders {
 		if tr.State == lifecyclev1alpha1.ResponderStateActive && !slices.Contains(w.order[pod], tr.Name) {
 			w.order[pod] = append(w.order[pod], tr.Name)
@@ -303,12 +311,19 @@ func (w *evictionWatch) declinedWith(pod, reason string) bool {
 	return st.CompletionTime != nil && strings.HasPrefix(ptr.Deref(st.Message, ""), reason+": declined")
 }
 
-// answerTimes returns when the responder's first heartbeat (its acceptance) and its
-// completionTime were seen on the pod's Eviction; zero if not (yet).
-func (w *evictionWatch) answerTimes(pod, responder string) (accepted, completed time.Time) {
+// answerTimes returns when the responder's first heartbeat and its completionTime were seen
+// on the pod's Eviction; zero if not (yet).
+func (w *evictionWatch) answerTimes(pod, responder string) (heartbeat, completed time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.heartbeat[pod][responder], w.completed[pod][responder]
+}
+
+// eviction is the UID of the last Eviction seen of the pod.
+func (w *evictionWatch) eviction(pod string) types.UID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.uid[pod]
 }
 
 func (w *evictionWatch) firstSurge() time.Time {

@@ -285,19 +285,23 @@ func watchAnswers(t *testing.T, ns string) answers {
 }
 
 // times returns when the Deployment responder accepted the pod's evacuation and when it declined
-// it with the reason (zero if it did not, yet). On Evictions: its first heartbeat, and its
-// completionTime with the reason in its message; on conditions: EvacuationInitiated True, then
-// False with the reason, as the sampler saw them.
+// it with the reason (zero if it did not, yet). On Evictions: the pod's acceptance for its
+// Eviction (its marks), or else its first heartbeat, and its completionTime with the reason in
+// its message; on conditions: EvacuationInitiated True, then False with the reason, as the
+// sampler saw them.
 func (a answers) times(s *sampler, pod, reason string) (accepted, declined time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if a.evictions != nil {
 		accepted, declined = a.evictions.answerTimes(pod, deployment.EvictionResponder)
+		if on, ok := s.acceptedOnPod[pod]; ok && (accepted.IsZero() || on.Before(accepted)) {
+			accepted = on
+		}
 		if !a.evictions.declinedWith(pod, reason) {
 			declined = time.Time{}
 		}
 		return accepted, declined
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	accepted = s.accepted[pod]
 	if s.declineReasons[pod] == reason {
 		declined = s.declined[pod]

@@ -24,8 +24,9 @@ import (
 
 // sampler watches a Deployment and its pods, and records on every event, with no gap between
 // samples: the fewest Ready pods, the most pods, the highest spec.replicas, the pods that went
-// away, and when pods were first seen accepted or declined. A pod counts when it is not
-// terminating.
+// away, and when pods were first seen accepted or declined (on their conditions), or accepted
+// with their marks for an Eviction (evacuation.AcceptedEvictionAnnotation: which one, and when).
+// A pod counts when it is not terminating.
 type sampler struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed at every change
@@ -37,6 +38,8 @@ type sampler struct {
 	gone                           map[string]bool
 	accepted, declined             map[string]time.Time
 	declineReasons                 map[string]string
+	acceptedEviction               map[string]string
+	acceptedOnPod                  map[string]time.Time
 }
 
 // watchApp starts a sampler of the pods labelled app=name and of the Deployment name, if there
@@ -46,7 +49,7 @@ func watchApp(t *testing.T, namespace, name string) *sampler {
 	s := &sampler{
 		changed: make(chan struct{}), pods: map[string]*corev1.Pod{}, minReady: 1 << 30,
 		gone: map[string]bool{}, accepted: map[string]time.Time{}, declined: map[string]time.Time{},
-		declineReasons: map[string]string{},
+		declineReasons: map[string]string{}, acceptedEviction: map[string]string{}, acceptedOnPod: map[string]time.Time{},
 	}
 	cs := framework.Cluster().Client()
 	podLW := toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", namespace, func(o *metav1.ListOptions) {
@@ -101,6 +104,9 @@ func (s *sampler) observePod(pod *corev1.Pod, deleted bool) {
 	}
 	if s.synced && (deleted || !pod.DeletionTimestamp.IsZero()) {
 		s.gone[pod.Name] = true
+	}
+	if uid := pod.Annotations[evacuation.AcceptedEvictionAnnotation]; uid != "" && !deleted && s.acceptedEviction[pod.Name] != uid {
+		s.acceptedEviction[pod.Name], s.acceptedOnPod[pod.Name] = uid, time.Now()
 	}
 	if c := evacuation.Condition(pod, evacuation.Initiated); c != nil && !deleted {
 		seen := s.accepted

@@ -104,7 +104,10 @@ func CountCanWait(cur map[string]string, want map[string]*string, moreSteps bool
 }
 
 // DeletionCost are the annotations that lower the pod's deletion cost to the lowest, saving the
-// one it had (lowest), or restore the saved one.
+// one it had (lowest), or restore the saved one. The restore also removes the record of an
+// Eviction accepted with the mark (evacuation.AcceptedEvictionAnnotation): the mark is what the
+// record stands for, and a pod the responder no longer moves keeps no trace of it (an Eviction
+// still asking is then accepted again).
 func DeletionCost(pod *corev1.Pod, lowest bool) map[string]*string {
 	if lowest {
 		return map[string]*string{
@@ -116,6 +119,9 @@ func DeletionCost(pod *corev1.Pod, lowest bool) map[string]*string {
 	cost := map[string]*string{evacuation.OriginalDeletionCostAnnotation: nil, corev1.PodDeletionCost: nil}
 	if saved != "" {
 		cost[corev1.PodDeletionCost] = &saved
+	}
+	if _, accepted := pod.Annotations[evacuation.AcceptedEvictionAnnotation]; accepted {
+		cost[evacuation.AcceptedEvictionAnnotation] = nil
 	}
 	return cost
 }

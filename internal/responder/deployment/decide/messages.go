@@ -113,9 +113,14 @@ func (a Answer) Message() string {
 	case a.Status == corev1.ConditionFalse && a.Reason == surgepolicy.ReasonSurgeTimedOut:
 		return timedOutMessage
 	case a.Status == corev1.ConditionTrue:
-		return fmt.Sprintf("Deployment %s surges a replacement before the pod is removed", a.Deployment)
+		return acceptedMessage(a.Deployment)
 	}
 	return a.PolicyMessage
+}
+
+// acceptedMessage is what the responder says of a pod it accepted to move.
+func acceptedMessage(deployment string) string {
+	return fmt.Sprintf("Deployment %s surges a replacement before the pod is removed", deployment)
 }
 
 // surgeProgressMessage is what the responder reports of a pod whose wave surges for it.

@@ -57,6 +57,12 @@ func SurgeProgress(in Input) evacuation.Progress {
 	}
 }
 
+// Accepting is what the responder reports of a pod it accepted to move and whose wave has not
+// come: what its acceptance says (Answer.Message).
+func Accepting(deployment string) evacuation.Progress {
+	return evacuation.Progress{Reason: surgepolicy.ReasonSurge, Message: acceptedMessage(deployment)}
+}
+
 // Removing is the progress of a pod its Deployment replaced, which its ReplicaSet is removing:
 // expected to be gone at the end of its grace period.
 func Removing(deployment string, pod *corev1.Pod) evacuation.Progress {
