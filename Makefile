@@ -88,9 +88,16 @@ test-alerts: ## Unit tests of the Prometheus alerts (promtool test rules; Debian
 verify-chart: ## helm lint --strict (values.schema.json) and helm template of the chart with each non-default toggle.
 	hack/verify-chart.sh
 
+# go test runs packages in the order they are named, -p (2 here) at a time: the longest first,
+# so that none of them starts last and runs alone while the other slot idles (go test runs a
+# package named twice once).
+UNIT_FIRST := ./internal/controller/ ./internal/responder/deployment/ ./internal/evictionrequest/
+E2E_FIRST := ./test/e2e/chaos/ ./test/e2e/responder/ ./test/e2e/drain/ ./test/e2e/combinations/ \
+	./test/e2e/maintenance/ ./test/e2e/ ./test/e2e/plugin/ ./test/e2e/realnode/
+
 .PHONY: test-unit
 test-unit: ## Unit and integration tests (envtest: a real kube-apiserver and etcd).
-	KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
+	KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -race -count=1 $(UNIT_FIRST) $$($(GO) list ./... | grep -v /test/)
 
 # Every fuzz target, FUZZTIME each: `go test -fuzz` takes one target per package at a time.
 # FUZZTIME is an execution count, not a duration: with a duration, Go before 1.27 can fail a
@@ -115,7 +122,7 @@ test-fuzz: ## A short fuzz run of each fuzz target (FUZZTIME=10000x executions e
 .PHONY: test-e2e
 test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets; test/e2e/realnode's with a real kubelet and containerd, as root); then the drain's and the responder's again under the EvictionRequest API.
 	$(GO) run ./hack/image -version "$(VERSION)" -commit "$(COMMIT)" -platforms "linux/$$($(GO) env GOARCH)" -out $(OUTPUT)/e2e-image
-	NODEMAINT_REAL_NODE=1 NODEMAINT_REAL_NODE_BIN_DIR="$(REAL_NODE_BIN)" NODEMAINT_IMAGE="$(CURDIR)/$(OUTPUT)/e2e-image" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m ./test/... $(E2E_ARGS)
+	NODEMAINT_REAL_NODE=1 NODEMAINT_REAL_NODE_BIN_DIR="$(REAL_NODE_BIN)" NODEMAINT_IMAGE="$(CURDIR)/$(OUTPUT)/e2e-image" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m $(E2E_FIRST) ./test/... $(E2E_ARGS)
 	EVICTION_REQUEST_API=true NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -p 2 -timeout 15m -run '$(E2E_EVICTION_REQUEST_RUN)' $(E2E_EVICTION_REQUEST_PKGS) $(E2E_ARGS)
 
 # The e2e tests run a second time on clusters serving the EvictionRequest API (KEP-4563), where
