@@ -244,6 +244,12 @@ const (
 	// deletion) until a place frees, then acts on each as on the others; it is not Drained
 	// before. Absent otherwise.
 	ConditionNodesOverMaintenanceLimit = "NodesOverMaintenanceLimit"
+	// ConditionPodDeletionGranted is present only with drainTimeoutAction Delete, and says
+	// whether the controller may delete pods, which the install grants only when asked (Helm
+	// value podDeletion.enabled; kustomize component config/pod-deletion). False, reason
+	// PodDeletionNotGranted: nothing is deleted; the pods left after drainTimeout are evicted
+	// through their PodDisruptionBudgets, as with drainTimeoutAction Report.
+	ConditionPodDeletionGranted = "PodDeletionGranted"
 	// ConditionReady says whether the maintenance reached what its spec asks (kstatus semantics,
 	// so that GitOps tools wait on it): True when a drain is Drained (reason Drained; a rollout
 	// drained node by node included), a cordon holds on every selected node (Cordoned; False,
@@ -273,6 +279,9 @@ const (
 	ReasonInvalidNodeSelector = "InvalidNodeSelector"
 	// SpecValid.
 	ReasonInvalidSpec = "InvalidSpec"
+	// PodDeletionGranted.
+	ReasonPodDeletionGranted    = "PodDeletionGranted"
+	ReasonPodDeletionNotGranted = "PodDeletionNotGranted"
 	// NodesOverMaintenanceLimit, Drained, and the blocked entry of a node the maintenance waits
 	// for a place on.
 	ReasonTooManyMaintenances = "TooManyMaintenances"

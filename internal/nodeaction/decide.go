@@ -162,7 +162,8 @@ func notEvicting(drainers []drainer, c drain.Classified, p *drain.Policy) {
 // drainTimeout ran out counted from M's own drain start on this node (starts), M's own
 // classification drains the pod (its podSelector, its label policy and the DrainRules,
 // drainer.drains), and the pod carries nodemaint's evacuation request since at least M's response
-// timeout (counted, like evictions, from this replica's leadership at the earliest). So only pods
+// timeout (counted, like evictions, from this replica's leadership at the earliest), and only
+// when the controller may delete pods at all (Observation.PodDeletionDenied). So only pods
 // of the current order group are ever deleted (no other is asked), pods waited for to complete
 // and skipped, protected, held or terminating pods never are.
 func deletions(obs Observation, drainers []drainer, starts map[string]maintenance.DrainStart, now time.Time) (map[types.UID][]*nodemaintv1alpha1.NodeMaintenance, time.Duration) {
@@ -174,6 +175,9 @@ func deletions(obs Observation, drainers []drainer, starts map[string]maintenanc
 		if left > 0 && (wait == 0 || left < wait) {
 			wait = left
 		}
+	}
+	if obs.PodDeletionDenied {
+		return out, 0
 	}
 	for _, dr := range drainers {
 		if !maintenance.Deletes(dr.nm) {

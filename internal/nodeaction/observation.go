@@ -41,6 +41,10 @@ type Observation struct {
 	ActiveSince time.Time
 	// Refusals are the refused evictions of the plan's current pods, by UID.
 	Refusals map[types.UID]drain.Refusal
+	// PodDeletionDenied: the controller may not delete pods (the install did not grant it, see
+	// permissions.PodDeletion), so drainTimeoutAction Delete deletes nothing; its pods are left
+	// to the evictions, as with Report.
+	PodDeletionDenied bool
 }
 
 // Decision is what nodemaint does to one node and its pods now, and what it reports of them.

@@ -34,6 +34,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/permissions"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 )
 
@@ -89,6 +90,9 @@ type Options struct {
 	// while one waits (see nodemaintenance.Reconciler); nil: none is read.
 	Alerts    alerts.Source
 	AlertPoll time.Duration
+	// PermissionInterval is how often the controller asks whether it may delete pods
+	// (permissions.PodDeletion); zero: permissions.DefaultInterval.
+	PermissionInterval time.Duration
 }
 
 // Set are the controllers set up, for tests that look inside them; nil where not asked for.
@@ -160,6 +164,15 @@ func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, re
 	if err := observe.SetupIndexes(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up indexes: %w", err)
 	}
+	// Whether the controller may delete pods (drainTimeoutAction Delete), asked before the
+	// controllers start and again while they run.
+	deletion := &permissions.PodDeletion{Client: mgr.GetClient(), Interval: o.PermissionInterval}
+	if err := deletion.Check(ctx); err != nil {
+		return err
+	}
+	if err := mgr.Add(deletion); err != nil {
+		return err
+	}
 	var slots *semaphore.Weighted
 	if o.MaxEvictions > 0 {
 		slots = semaphore.NewWeighted(o.MaxEvictions)
@@ -167,6 +180,7 @@ func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, re
 	c.Nodes = &node.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
 		Refusals: refusals, EvictionSlots: slots, Backlog: backlog, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol, Clock: o.Clock,
+		PodDeletion: deletion,
 	}
 	if err := c.Nodes.SetupWithManager(mgr, max(o.Concurrency, 1)); err != nil {
 		return fmt.Errorf("setting up the node controller: %w", err)
@@ -174,7 +188,7 @@ func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, re
 	c.Maintenances = &nodemaintenance.Reconciler{
 		Client: mgr.GetClient(), Preflight: o.Preflight, Recorder: recorder, Refusals: refusals,
 		StatusBatchDelay: o.StatusBatchDelay, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol, Clock: o.Clock,
-		Alerts: o.Alerts, AlertPoll: o.AlertPoll,
+		Alerts: o.Alerts, AlertPoll: o.AlertPoll, PodDeletion: deletion,
 	}
 	if err := c.Maintenances.SetupWithManager(mgr, max(o.Concurrency, 1)); err != nil {
 		return fmt.Errorf("setting up the NodeMaintenance controller: %w", err)

@@ -135,6 +135,11 @@ func (r *Reconciler) deletePods(ctx context.Context, node *corev1.Node, pods []d
 		}
 		switch err := r.Client.Delete(ctx, c.Pod, opts...); {
 		case observe.Stale(err):
+		case apierrors.IsForbidden(err):
+			// The permission was revoked since it was last asked: asked again at once, and
+			// until then no other deletion is tried.
+			r.PodDeletion.Forbidden()
+			return errors.Join(append(errs, err)...)
 		case err != nil:
 			errs = append(errs, err)
 		default:

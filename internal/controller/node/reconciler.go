@@ -27,6 +27,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/permissions"
 )
 
 // Reconciler makes one node and its pods what the NodeMaintenances selecting it want together:
@@ -67,6 +68,9 @@ type Reconciler struct {
 	// APIReader reads from the API server, not the cache: a pod is read again, with what answers
 	// for it, right before its eviction (drain.Overtaken). Nil: not read again.
 	APIReader client.Reader
+	// PodDeletion tells whether the controller may delete pods, which drainTimeoutAction Delete
+	// needs (an opt-in of the install); nil: it may.
+	PodDeletion *permissions.PodDeletion
 
 	// pods is the cache's pod indexer, by node (observe.PodsOnNode); SetupWithManager sets it.
 	pods toolscache.Indexer
@@ -79,7 +83,8 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=delete
+// Deleting pods (drainTimeoutAction Delete) is not among the markers: the default install does
+// not grant it; the opt-in ClusterRole of config/pod-deletion does (see permissions.PodDeletion).
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
@@ -113,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (r *Reconciler) observer() *observe.Observer {
-	return &observe.Observer{Client: r.Client, Pods: r.pods, OwnPods: r.OwnPods, Refusals: r.Refusals, Active: &r.active, Written: r.Written, Protocol: r.protocol()}
+	return &observe.Observer{Client: r.Client, Pods: r.pods, OwnPods: r.OwnPods, Refusals: r.Refusals, Active: &r.active, Written: r.Written, Protocol: r.protocol(), PodDeletion: r.PodDeletion}
 }
 
 // protocol is how the reconciler asks owners to move their pods.

@@ -219,6 +219,13 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 				return protocol.NodesOfEviction(ctx, c, o)
 			}), builder.WithPredicates(protocol.EvictionAnswerChanged()))
 	}
+	if r.PodDeletion != nil {
+		// Granted or revoked, the permission to delete pods changes what a drain past its
+		// drainTimeout does (drainTimeoutAction Delete).
+		b = b.WatchesRawSource(source.Channel(r.PodDeletion.Changes(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+			return nodesUnderMaintenance(ctx, c)
+		})))
+	}
 	if r.Backlog != nil {
 		// A node whose requests found no room is looked at again as room comes.
 		b = b.WatchesRawSource(source.Channel(r.Backlog.Wake(), &handler.EnqueueRequestForObject{}))

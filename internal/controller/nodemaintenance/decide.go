@@ -53,6 +53,7 @@ func decide(o observation, protocol nodemaintv1alpha1.EvacuationProtocol, now ti
 	d.status.Preflight = o.preflight
 	setCondition(&d.status.Conditions, nodesSelectedCondition(nm, o.sel, len(o.nodes), o.total), now)
 	setSpecValid(nm, &d.status, now)
+	setPodDeletionGranted(nm, &d.status, o.podDeletionDenied, now)
 	cordoned := 0
 	for _, n := range d.nodes {
 		if n.node.Spec.Unschedulable {

@@ -66,6 +66,16 @@ func (e eventSink) statusWritten(old, cur *nodemaintv1alpha1.NodeMaintenance, no
 			e.warning(cur, nil, nodemaintv1alpha1.ReasonInvalidSpec, "Reconcile", c.Message)
 		}
 	}
+	// The permission to delete pods, for drainTimeoutAction Delete: a Warning when it is missing
+	// (from the first status on, or once revoked), a Normal Event when it is granted after.
+	wasGranted := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionPodDeletionGranted)
+	switch c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionPodDeletionGranted); {
+	case c == nil:
+	case c.Status == metav1.ConditionFalse && (wasGranted == nil || wasGranted.Status != metav1.ConditionFalse):
+		e.warning(cur, nil, c.Reason, "Reconcile", c.Message)
+	case c.Status == metav1.ConditionTrue && wasGranted != nil && wasGranted.Status == metav1.ConditionFalse:
+		e.normal(cur, nil, c.Reason, "Reconcile", c.Message)
+	}
 	// Waiting for a place on nodes (maintenance.MaxMaintenancesPerNode): a Warning when it starts
 	// or the nodes change, and a Normal Event once it acts on every selected node.
 	wasWaiting := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit)

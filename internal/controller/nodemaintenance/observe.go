@@ -39,13 +39,16 @@ type observation struct {
 	// the preflight of, news for this spec (see preflights.Worker.Status).
 	preflight                  *nodemaintv1alpha1.PreflightStatus
 	planning, preflightTooMany bool
+	// podDeletionDenied: the controller may not delete pods (permissions.PodDeletion).
+	podDeletionDenied bool
 }
 
 // observe reads what the reconcile of nm decides from.
 func (r *Reconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, now time.Time) (observation, error) {
-	o := observation{nm: nm}
+	o := observation{nm: nm, podDeletionDenied: r.PodDeletion.Denied()}
 	o.nodes, o.sel, o.total = observe.SelectedNodes(r.nodes, nm)
-	obs := &observe.Observer{Client: r.Client, Pods: r.pods, OwnPods: r.OwnPods, Refusals: r.Refusals, Active: &r.active, Written: r.Written, Protocol: protocol.For(r.Protocol, r.Client, r.stores)}
+	obs := &observe.Observer{Client: r.Client, Pods: r.pods, OwnPods: r.OwnPods, Refusals: r.Refusals, Active: &r.active, Written: r.Written,
+		Protocol: protocol.For(r.Protocol, r.Client, r.stores), PodDeletion: r.PodDeletion}
 	v, err := obs.View(ctx)
 	if err != nil {
 		return o, err

@@ -30,6 +30,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/permissions"
 )
 
 // Reconciler keeps a NodeMaintenance's finalizer, status and Events: which nodes it
@@ -61,6 +62,9 @@ type Reconciler struct {
 	// that asks for alerts halts (AlertsUnknown).
 	Alerts    alerts.Source
 	AlertPoll time.Duration
+	// PodDeletion tells whether the controller may delete pods: the status of a maintenance
+	// with drainTimeoutAction Delete says it (ConditionPodDeletionGranted). Nil: it may.
+	PodDeletion *permissions.PodDeletion
 
 	// statusWritten holds when this replica last wrote each NodeMaintenance's status
 	// (types.NamespacedName → time.Time). Memory only: after a restart the first write just

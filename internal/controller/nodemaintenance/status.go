@@ -254,6 +254,9 @@ func drainedCondition(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1
 	return cond
 }
 
+// deletingNote ends the DrainTimedOut message of a maintenance with drainTimeoutAction Delete.
+const deletingNote = "; deleting them on each node once its own drain ran drainTimeout, each asked its response timeout before (drainTimeoutAction Delete)"
+
 // setDrainTimedOut sets the DrainTimedOut condition: only with a drainTimeout the controller can
 // use; in a rollout, for the nodes whose turn ran past it.
 func setDrainTimedOut(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alpha1.NodeMaintenanceStatus, t tally, turns *rollout.Decision, now time.Time) {
@@ -280,10 +283,38 @@ func setDrainTimedOut(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1
 		timedOut.Message = fmt.Sprintf("not drained %s after drain started: %d pods and %d volumes left on %d nodes",
 			nm.Spec.DrainTimeout.Duration, status.PodsPendingEvacuation, status.VolumesAttached, status.NodesPending) + among
 		if nm.Spec.DrainTimeoutAction == nodemaintv1alpha1.DrainTimeoutActionDelete {
-			timedOut.Message += "; deleting them on each node once its own drain ran drainTimeout, each asked its response timeout before (drainTimeoutAction Delete)"
+			timedOut.Message += deletingNote
 		}
 	}
 	setCondition(&status.Conditions, timedOut, now)
+}
+
+// podDeletionNotGranted says what a maintenance with drainTimeoutAction Delete does when the
+// controller may not delete pods.
+const podDeletionNotGranted = "drainTimeoutAction Delete needs the controller's permission to delete pods, which this install " +
+	"does not grant (Helm value podDeletion.enabled, kustomize component config/pod-deletion): nothing is deleted; " +
+	"the pods left after drainTimeout are evicted through their PodDisruptionBudgets, as with drainTimeoutAction Report"
+
+// setPodDeletionGranted sets the PodDeletionGranted condition of a maintenance with
+// drainTimeoutAction Delete (denied: the controller may not delete pods), and removes it from
+// any other. A DrainTimedOut condition that says the pods are being deleted says they are not.
+func setPodDeletionGranted(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alpha1.NodeMaintenanceStatus, denied bool, now time.Time) {
+	if nm.Spec.DrainTimeoutAction != nodemaintv1alpha1.DrainTimeoutActionDelete {
+		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionPodDeletionGranted)
+		return
+	}
+	c := metav1.Condition{Type: nodemaintv1alpha1.ConditionPodDeletionGranted, ObservedGeneration: nm.Generation,
+		Status: metav1.ConditionTrue, Reason: nodemaintv1alpha1.ReasonPodDeletionGranted,
+		Message: "the controller may delete pods: drainTimeoutAction Delete deletes the pods left after drainTimeout"}
+	if denied {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonPodDeletionNotGranted, podDeletionNotGranted
+		if t := meta.FindStatusCondition(status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut); t != nil && t.Status == metav1.ConditionTrue {
+			if i := strings.Index(t.Message, deletingNote); i >= 0 {
+				t.Message = t.Message[:i] + "; not deleting them: the controller may not delete pods (condition PodDeletionGranted)"
+			}
+		}
+	}
+	setCondition(&status.Conditions, c, now)
 }
 
 // setOverMaintenanceLimit sets the NodesOverMaintenanceLimit condition while the maintenance

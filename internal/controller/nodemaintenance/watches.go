@@ -83,6 +83,13 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 		// A preflight computed: its maintenance's status says it.
 		b = b.WatchesRawSource(source.Channel(r.preflights.Ready(), &handler.EnqueueRequestForObject{}))
 	}
+	if r.PodDeletion != nil {
+		// Granted or revoked, the permission to delete pods is in the status of each maintenance
+		// with drainTimeoutAction Delete.
+		b = b.WatchesRawSource(source.Channel(r.PodDeletion.Changes(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+			return deletingMaintenances(ctx, c)
+		})))
+	}
 	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
 		// An Eviction's progress (the active responder, its expected completion) is in the status.
 		b = b.Watches(&lifecyclev1alpha1.Eviction{}, observe.DelayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -171,6 +178,22 @@ func rollingMaintenances(ctx context.Context, c client.Reader) []reconcile.Reque
 			continue
 		}
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nm.Name}})
+	}
+	return reqs
+}
+
+// deletingMaintenances maps to every NodeMaintenance with drainTimeoutAction Delete.
+func deletingMaintenances(ctx context.Context, c client.Reader) []reconcile.Request {
+	var nms nodemaintv1alpha1.NodeMaintenanceList
+	if err := c.List(ctx, &nms, client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "listing NodeMaintenances")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range nms.Items {
+		if nms.Items[i].Spec.DrainTimeoutAction == nodemaintv1alpha1.DrainTimeoutActionDelete {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&nms.Items[i])})
+		}
 	}
 	return reqs
 }

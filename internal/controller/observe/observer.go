@@ -25,6 +25,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/permissions"
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
@@ -49,6 +50,8 @@ type Observer struct {
 	// Protocol is how owners are asked to move their pods; it reads its objects into the pods'
 	// answers.
 	Protocol protocol.Protocol
+	// PodDeletion tells whether the controller may delete pods (nil: it may).
+	PodDeletion *permissions.PodDeletion
 }
 
 // View is what the observations of one reconcile share, each read once: the NodeMaintenances,
@@ -80,7 +83,7 @@ func (o *Observer) View(ctx context.Context) (*View, error) {
 // objects answer them (the EvictionRequests and Evictions of the EvictionRequest protocol), and
 // the second result holds those objects, for the protocol's writes (nil: none).
 func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nodeaction.Observation, *evictionrequest.Observed, error) {
-	obs := nodeaction.Observation{Node: node, ActiveSince: o.Active.Since()}
+	obs := nodeaction.Observation{Node: node, ActiveSince: o.Active.Since(), PodDeletionDenied: o.PodDeletion.Denied()}
 	var selecting []*nodemaintv1alpha1.NodeMaintenance
 	for i := range v.maintenances.Items {
 		if selectors.Of(&v.maintenances.Items[i]).Matches(node) {
