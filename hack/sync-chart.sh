@@ -15,13 +15,21 @@ rm -rf "$chart/files/crds"
 mkdir -p "$chart/files/crds"
 cp config/crd/bases/*.yaml "$chart/files/crds/"
 cp config/rbac/role.yaml config/rbac/leader_election_role.yaml config/rbac/metrics_auth_role.yaml config/rbac/metrics_reader_role.yaml "$chart/files/"
+# The users' roles (config/rbac/*_viewer_role.yaml, *_editor_role.yaml), which rbac.create renders.
+rm -rf "$chart/files/user_roles"
+mkdir -p "$chart/files/user_roles"
+cp config/rbac/*_viewer_role.yaml config/rbac/*_editor_role.yaml "$chart/files/user_roles/"
+# The opt-in ClusterRole that lets the controller delete pods (config/pod-deletion), which
+# podDeletion.enabled renders.
+cp config/pod-deletion/role.yaml "$chart/files/pod_deletion_role.yaml"
 # The Cluster API controller's ClusterRole (config/cluster-api), which clusterAPI.enabled renders.
 cp config/cluster-api/role.yaml "$chart/files/cluster_api_role.yaml"
 # The admission policies, whose specs the chart's templates read.
 rm -rf "$chart/files/admission"
 mkdir -p "$chart/files/admission"
 cp config/admission/drain_timeout_delete_policy.yaml config/admission/node-scope/node_scope_policy.yaml \
-  config/admission/eviction-responder/eviction_responder_policy.yaml "$chart/files/admission/"
+  config/admission/eviction-responder/eviction_responder_policy.yaml \
+  config/admission/controller-writes/controller_writes_policy.yaml "$chart/files/admission/"
 # The alerts (config/default/prometheus/rules.yaml, a PrometheusRule) and the Grafana dashboard
 # (config/default/prometheus/dashboard.json), which the chart's prometheusrule.yaml and
 # dashboard.yaml render.

@@ -22,8 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Dirs are the directories of the repository Install applies, in order.
-var Dirs = []string{"config/crd/bases", "config/rbac"}
+// Dirs are the directories of the repository Install applies, in order: the controller runs with
+// exactly the permissions the install gives it, and under the admission policy that keeps its
+// writes to other controllers' objects to the fields nodemaint owns.
+var Dirs = []string{"config/crd/bases", "config/rbac", "config/admission/controller-writes"}
 
 // Install creates namespace (where nodemaint-controller runs), applies the manifests of Dirs under
 // the repository root with server-side apply as fieldOwner, and waits until the CRDs are
