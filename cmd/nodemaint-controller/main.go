@@ -46,6 +46,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/features"
+	"github.com/nodemaint/nodemaint/internal/permissions"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 	"github.com/nodemaint/nodemaint/internal/setup"
 	"github.com/nodemaint/nodemaint/internal/version"
@@ -82,6 +83,7 @@ type options struct {
 	clusterAPI              bool
 	prometheusURL           string
 	alertPoll               time.Duration
+	permissionInterval      time.Duration
 }
 
 // gcPercent is the collector's GOGC unless the environment sets GOGC: the heap grows to 1.5 times
@@ -122,6 +124,7 @@ func main() {
 	fs.StringVar(&o.evictionControllerName, "eviction-controller-name", "", "Name of this installation's Eviction controller, a label value (63 characters at most): the value of "+names.ControllerLabel+" on the Evictions it creates, the only ones it writes to or deletes. Default: --leader-election-namespace (one installation per leader election namespace).")
 	fs.BoolVar(&o.clusterAPI, "cluster-api", false, "Drain the nodes of Cluster API Machines being deleted that carry the pre-drain hook "+nodemaintv1alpha1.ClusterAPIPreDrainHook+": a NodeMaintenance per Machine, the hook released once its node is drained. Needs the ClusterRole nodemaint-cluster-api (config/cluster-api; the chart's clusterAPI.enabled).")
 	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "URL of the Prometheus server (or any server of its HTTP API, /api/v1/alerts) whose firing alerts halt rollouts that ask for it (spec.rollout.haltOnAlerts). Empty: such rollouts halt, reason AlertsUnknown.")
+	fs.DurationVar(&o.permissionInterval, "permission-check-interval", permissions.DefaultInterval, "How often the controller asks the API server whether it may delete pods (a SelfSubjectAccessReview), which drainTimeoutAction: Delete needs and the install grants only on request (Helm podDeletion.enabled, kustomize config/pod-deletion); also at start and after a deletion is forbidden.")
 	fs.DurationVar(&o.alertPoll, "prometheus-poll-interval", 30*time.Second, "How often the alerts of --prometheus-url are read while a rollout with spec.rollout.haltOnAlerts has nodes waiting for their turn.")
 	features.Gate.AddFlag(fs)
 	printVersion := fs.Bool("version", false, "Print the version and commit of nodemaint-controller and exit.")
@@ -289,6 +292,7 @@ func setupOptions(o options, cfg *rest.Config, mgr manager.Manager, ownPods *obs
 		SurgeTimeout:       o.surgeTimeout,
 		OwnPods:            ownPods,
 		AlertPoll:          o.alertPoll,
+		PermissionInterval: o.permissionInterval,
 		ClusterAPI:         o.clusterAPI,
 	}
 	if o.prometheusURL != "" {

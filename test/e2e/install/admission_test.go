@@ -24,6 +24,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
+	testmanifests "github.com/nodemaint/nodemaint/test/manifests"
 )
 
 // policyTimeout bounds the wait for the API server to enforce, or stop enforcing, a policy that
@@ -59,7 +60,7 @@ func TestAdmissionPolicies(t *testing.T) {
 		t.Fatalf("without the policy, alice's dry-run create with Delete: %v", err)
 	}
 
-	apply(t, renderKustomize(t, repoPath("config", "admission")), alice)
+	apply(t, withoutControllerWrites(t, renderKustomize(t, repoPath("config", "admission"))), alice)
 	waitRefused(t, alice, deleting(nm("probe")), deleteRefused)
 	expectTypeChecked(t, "nodemaint-drain-timeout-delete")
 
@@ -122,7 +123,7 @@ func TestAdmissionPolicies(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		apply(t, renderKustomize(t, overlay), alice)
+		apply(t, withoutControllerWrites(t, renderKustomize(t, overlay)), alice)
 		sample, err := os.ReadFile(repoPath("config", "samples", "node-scope-team.yaml"))
 		if err != nil {
 			t.Fatal(err)
@@ -382,9 +383,34 @@ func relTo(t *testing.T, base, target string) string {
 
 // The admission policies of config/admission, and their bindings, by name.
 const (
-	deleteGuard = "nodemaint-drain-timeout-delete"
-	nodeScope   = "nodemaint-node-scope"
+	deleteGuard      = "nodemaint-drain-timeout-delete"
+	nodeScope        = "nodemaint-node-scope"
+	controllerWrites = "nodemaint-controller-writes"
 )
+
+// withoutControllerWrites drops the policy nodemaint-controller-writes and its binding from
+// manifests: the framework installs them for every test of the package (test/manifests), and a
+// test that applies and then deletes config/admission must leave them.
+func withoutControllerWrites(t *testing.T, manifests string) string {
+	t.Helper()
+	decoded, err := testmanifests.Decode(strings.NewReader(manifests))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for _, obj := range decoded {
+		if obj.GetName() == controllerWrites {
+			continue
+		}
+		b, err := obj.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Write(b)
+		out.WriteString("\n")
+	}
+	return out.String()
+}
 
 // policyObjects returns, sorted, the keys of the admission policies, their bindings and the
 // node-scope ConfigMap among objs.
@@ -410,6 +436,7 @@ func checkPolicies(t *testing.T, objs map[string]*unstructured.Unstructured, pre
 	files := map[string]string{
 		prefix + "-drain-timeout-delete": repoPath("config", "admission", "drain_timeout_delete_policy.yaml"),
 		prefix + "-node-scope":           repoPath("config", "admission", "node-scope", "node_scope_policy.yaml"),
+		prefix + "-controller-writes":    repoPath("config", "admission", "controller-writes", "controller_writes_policy.yaml"),
 	}
 	for _, policy := range kinds(objs, "ValidatingAdmissionPolicy") {
 		name := policy.GetName()
@@ -426,7 +453,13 @@ func checkPolicies(t *testing.T, objs map[string]*unstructured.Unstructured, pre
 		if len(want) != 1 {
 			t.Fatalf("%s: %d policies, want 1", file, len(want))
 		}
-		if !reflect.DeepEqual(policy.Object["spec"], want[0].Object["spec"]) {
+		wantSpec := want[0].Object["spec"].(map[string]any)
+		if _, chart := policy.GetLabels()["helm.sh/chart"]; chart && name == prefix+"-controller-writes" {
+			// The chart binds it to its release's ServiceAccount exactly.
+			wantSpec["matchConditions"] = []any{map[string]any{"name": "nodemaint-controller",
+				"expression": "request.userInfo.username == 'system:serviceaccount:" + ns + ":" + prefix + "-controller'"}}
+		}
+		if !reflect.DeepEqual(policy.Object["spec"], wantSpec) {
 			t.Errorf("policy %s differs from %s:\n  got  %v\n  want %v", name, file, policy.Object["spec"], want[0].Object["spec"])
 		}
 		var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding

@@ -48,13 +48,18 @@ func repoPath(elem ...string) string { return filepath.Join(append([]string{repo
 // config/: run `make generate` (hack/sync-chart.sh).
 func TestChartMatchesConfig(t *testing.T) {
 	pairs := map[string]string{
-		"config/rbac/role.yaml":                              "charts/nodemaint/files/role.yaml",
-		"config/rbac/leader_election_role.yaml":              "charts/nodemaint/files/leader_election_role.yaml",
-		"config/rbac/metrics_auth_role.yaml":                 "charts/nodemaint/files/metrics_auth_role.yaml",
-		"config/rbac/metrics_reader_role.yaml":               "charts/nodemaint/files/metrics_reader_role.yaml",
-		"config/cluster-api/role.yaml":                       "charts/nodemaint/files/cluster_api_role.yaml",
-		"config/admission/drain_timeout_delete_policy.yaml":  "charts/nodemaint/files/admission/drain_timeout_delete_policy.yaml",
-		"config/admission/node-scope/node_scope_policy.yaml": "charts/nodemaint/files/admission/node_scope_policy.yaml",
+		"config/rbac/role.yaml":                                            "charts/nodemaint/files/role.yaml",
+		"config/rbac/leader_election_role.yaml":                            "charts/nodemaint/files/leader_election_role.yaml",
+		"config/rbac/metrics_auth_role.yaml":                               "charts/nodemaint/files/metrics_auth_role.yaml",
+		"config/rbac/metrics_reader_role.yaml":                             "charts/nodemaint/files/metrics_reader_role.yaml",
+		"config/cluster-api/role.yaml":                                     "charts/nodemaint/files/cluster_api_role.yaml",
+		"config/admission/drain_timeout_delete_policy.yaml":                "charts/nodemaint/files/admission/drain_timeout_delete_policy.yaml",
+		"config/admission/node-scope/node_scope_policy.yaml":               "charts/nodemaint/files/admission/node_scope_policy.yaml",
+		"config/admission/controller-writes/controller_writes_policy.yaml": "charts/nodemaint/files/admission/controller_writes_policy.yaml",
+		"config/pod-deletion/role.yaml":                                    "charts/nodemaint/files/pod_deletion_role.yaml",
+	}
+	for _, role := range userRoles {
+		pairs["config/rbac/"+role+".yaml"] = "charts/nodemaint/files/user_roles/" + role + ".yaml"
 	}
 	crds, err := filepath.Glob(repoPath("config", "crd", "bases", "*.yaml"))
 	if err != nil || len(crds) == 0 {
@@ -112,6 +117,12 @@ func TestHelmChart(t *testing.T) {
 		"PriorityClass/" + controller,
 		"ValidatingAdmissionPolicy/" + deleteGuard,
 		"ValidatingAdmissionPolicyBinding/" + deleteGuard,
+		"ValidatingAdmissionPolicy/" + controllerWrites,
+		"ValidatingAdmissionPolicyBinding/" + controllerWrites,
+		"ClusterRole/nodemaint-nodemaintenance-viewer",
+		"ClusterRole/nodemaint-nodemaintenance-editor",
+		"ClusterRole/nodemaint-drainrule-viewer",
+		"ClusterRole/nodemaint-drainrule-editor",
 	})
 	checkRBAC(t, objs)
 	checkPolicies(t, objs, "nodemaint", namespace)
@@ -176,7 +187,9 @@ func TestHelmChartValues(t *testing.T) {
 	objs = parse(t, out)
 	if got, want := policyObjects(objs), []string{
 		"ConfigMap/" + namespace + "/" + nodeScope,
+		"ValidatingAdmissionPolicy/" + controllerWrites,
 		"ValidatingAdmissionPolicy/" + nodeScope,
+		"ValidatingAdmissionPolicyBinding/" + controllerWrites,
 		"ValidatingAdmissionPolicyBinding/" + nodeScope,
 	}; !slices.Equal(got, want) {
 		t.Errorf("admission objects %q, want %q", got, want)
@@ -299,6 +312,12 @@ func TestKustomize(t *testing.T) {
 		"PriorityClass/" + controller,
 		"ValidatingAdmissionPolicy/" + deleteGuard,
 		"ValidatingAdmissionPolicyBinding/" + deleteGuard,
+		"ValidatingAdmissionPolicy/" + controllerWrites,
+		"ValidatingAdmissionPolicyBinding/" + controllerWrites,
+		"ClusterRole/nodemaint-nodemaintenance-viewer",
+		"ClusterRole/nodemaint-nodemaintenance-editor",
+		"ClusterRole/nodemaint-drainrule-viewer",
+		"ClusterRole/nodemaint-drainrule-editor",
 	})
 	checkRBAC(t, objs)
 	checkPolicies(t, objs, "nodemaint", namespace)
@@ -353,8 +372,10 @@ func TestKustomize(t *testing.T) {
 	objs = parse(t, out)
 	if got, want := policyObjects(objs), []string{
 		"ConfigMap/" + namespace + "/" + nodeScope,
+		"ValidatingAdmissionPolicy/" + controllerWrites,
 		"ValidatingAdmissionPolicy/" + deleteGuard,
 		"ValidatingAdmissionPolicy/" + nodeScope,
+		"ValidatingAdmissionPolicyBinding/" + controllerWrites,
 		"ValidatingAdmissionPolicyBinding/" + deleteGuard,
 		"ValidatingAdmissionPolicyBinding/" + nodeScope,
 	}; !slices.Equal(got, want) {
@@ -433,12 +454,31 @@ func TestHelmInstall(t *testing.T) {
 		{"delete", "nodes"},
 		{"create", "nodemaintenances.nodemaint.dev"},
 		{"update", "leases.coordination.k8s.io", "-n", "kube-system"},
+		// Deleting pods is the opt-in podDeletion.enabled's; scaling through the scale
+		// subresource, which the policy does not see, is not granted.
+		{"delete", "pods", "-A"},
+		{"patch", "deployments.apps", "--subresource=scale", "-A"},
+		{"update", "deployments.apps", "-A"},
 	} {
 		if got := canI(t, sa, check...); got != "no" {
 			t.Errorf("%s can %s: %s", sa, strings.Join(check, " "), got)
 		}
 	}
+	// The release's policy holds its own ServiceAccount, by its name and namespace, to the fields
+	// nodemaint owns: it may scale the release's Deployment, not change its pod template.
+	var own appsv1.Deployment
+	if err := framework.Client().Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &own); err != nil {
+		t.Fatal(err)
+	}
+	as := impersonate(t, sa, "system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated")
+	template := mergePatch(`{"spec":{"template":{"spec":{"containers":[{"name":"manager","image":"registry.example.com/anything:latest"}]}}}}`)
+	waitPolicyRefuses(t, as, &own, template, name+"-controller-writes")
+	expectWrite(t, as, write{obj: &own, patch: mergePatch(`{"spec":{"replicas":3}}`)}, name+"-controller-writes")
 }
+
+// userRoles are the users' ClusterRoles of config/rbac, by file name (without .yaml) and name
+// (with the prefix nodemaint-).
+var userRoles = []string{"nodemaintenance_viewer_role", "nodemaintenance_editor_role", "drainrule_viewer_role", "drainrule_editor_role"}
 
 // canI returns kubectl auth can-i's answer for user: "yes" or "no" (it exits 1 on "no"), with
 // kubectl's warnings dropped.
