@@ -566,7 +566,9 @@ func applyDryRun(t *testing.T, manifests string) {
 	if err := os.WriteFile(file, []byte(manifests), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := framework.Kubectl(t, "apply", "--server-side", "--dry-run=server", "--field-manager=install-test", "-f", file)
+	// --force-conflicts: the framework installed some of the objects (the controller-writes
+	// policy) under its own field manager; a dry run changes nothing.
+	out, err := framework.Kubectl(t, "apply", "--server-side", "--dry-run=server", "--force-conflicts", "--field-manager=install-test", "-f", file)
 	if err != nil {
 		t.Fatalf("kubectl apply --server-side --dry-run=server: %v\n%s", err, out)
 	}
