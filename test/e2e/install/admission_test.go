@@ -33,11 +33,11 @@ const policyTimeout = 30 * time.Second
 
 // The messages of the policies of config/admission.
 const (
-	deleteRefused        = "may not delete pods in every namespace, so it may not ask for drainTimeoutAction: Delete"
-	selectorChangeRefuse = "may not change the nodeSelector of a NodeMaintenance with drainTimeoutAction: Delete"
-	drainTimeoutRefused  = "may not change the drainTimeout of a NodeMaintenance with drainTimeoutAction: Delete"
-	drainingRefused      = "may not change a NodeMaintenance with drainTimeoutAction: Delete that drains (drain: true), only stop it"
-	byPoolOnly           = "every nodeSelectorTerm must require the node label nodemaint.dev/pool with operator In"
+	deleteRefused = "may not delete pods in every namespace, so it may not ask for drainTimeoutAction: Delete"
+	// frozen+field: a change of field (one of those the message lists) of a maintenance with
+	// drainTimeoutAction: Delete, by a user who may not delete pods.
+	frozen     = "may not delete pods in every namespace, so it may only stop a NodeMaintenance with drainTimeoutAction: Delete (drain: false, cordon: false, drainTimeoutAction: Report) or delete it, not change its "
+	byPoolOnly = "every nodeSelectorTerm must require the node label nodemaint.dev/pool with operator In"
 )
 
 // TestAdmissionPolicies applies the admission policies as config/default installs them
@@ -80,22 +80,16 @@ func TestAdmissionPolicies(t *testing.T) {
 			t.Errorf("after the refused patch: drainTimeoutAction %q, %v", cur.Spec.DrainTimeoutAction, err)
 		}
 
-		// A cluster admin may ask for Delete.
+		// A cluster admin may ask for Delete; bob may then only stop it or delete it
+		// (TestDeleteMaintenanceFrozen goes through every field of the spec).
 		adm := deleting(nm("admin-delete"))
 		adm.Spec.Cordon = true
 		create(t, admin, adm)
-		// bob may not widen it, shorten it or start it, but may edit it while it does not drain.
-		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"nodeSelector":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"kubernetes.io/hostname","operator":"Exists"}]}]}}}`)), selectorChangeRefuse)
-		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"drainTimeout":"10m"}}`)), drainTimeoutRefused)
-		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"drain":true}}`)), drainingRefused)
-		if err := bob.Patch(ctx, adm, mergePatch(`{"spec":{"reason":"kernel upgrade"}}`)); err != nil {
-			t.Errorf("bob changing the reason of a Delete maintenance that does not drain: %v", err)
-		}
-		// Once a cluster admin started the drain, bob may only stop it.
+		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"drain":true}}`)), frozen+"drain")
 		if err := admin.Patch(ctx, adm, mergePatch(`{"spec":{"drain":true}}`)); err != nil {
 			t.Fatalf("cluster admin starting the drain: %v", err)
 		}
-		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"reason":"other"}}`)), drainingRefused)
+		expectRefused(t, bob.Patch(ctx, adm, mergePatch(`{"spec":{"reason":"other"}}`)), frozen+"reason")
 		if err := bob.Patch(ctx, adm, mergePatch(`{"spec":{"drain":false}}`)); err != nil {
 			t.Errorf("bob stopping the drain of a Delete maintenance: %v", err)
 		}
@@ -114,6 +108,8 @@ func TestAdmissionPolicies(t *testing.T) {
 		expectAbsent(t, nm("carol-delete"))
 		create(t, dave, deleting(nm("dave-delete")))
 	})
+
+	t.Run("DeleteFrozen", func(t *testing.T) { testDeleteFrozen(t, nm) })
 
 	t.Run("NodeScope", func(t *testing.T) {
 		// The component as an overlay enables it, and the shipped sample grant for team-a.
@@ -187,6 +183,116 @@ func TestAdmissionPolicies(t *testing.T) {
 		// A cluster admin, who could drain any node directly, is not limited.
 		create(t, admin, maintenance(nm("admin-all"), everyNode()))
 	})
+}
+
+// testDeleteFrozen proves that a maintenance with drainTimeoutAction: Delete, paused or draining,
+// can be changed by a user who may not delete pods only to stop it, or deleted: a change of any
+// field of its spec is refused, since whoever sets drain: true later deletes the pods that spec
+// selects. A user who may delete pods may change every field.
+func testDeleteFrozen(t *testing.T, nm func(string) string) {
+	ctx := t.Context()
+	suffix := strings.TrimPrefix(nm(""), "-")
+	rights := rbacv1.PolicyRule{APIGroups: []string{nodemaintv1alpha1.GroupVersion.Group}, Resources: []string{"nodemaintenances"}, Verbs: []string{"get", "patch", "update", "delete"}}
+	// gina may change and delete NodeMaintenances; hank may also delete pods.
+	gina, hank := impersonate(t, "gina-"+suffix), impersonate(t, "hank-"+suffix)
+	grant(t, "gina-"+suffix, rights)
+	grant(t, "hank-"+suffix, rights, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"delete"}})
+
+	// The maintenances select a node that does not exist: nothing is cordoned or drained.
+	base := func(name string, cordon, drain bool) *nodemaintv1alpha1.NodeMaintenance {
+		m := maintenance(nm(name), byName("no-such-node")...)
+		m.Spec.Cordon, m.Spec.Drain = cordon, drain
+		m.Spec.DrainTimeout = &nodemaintv1alpha1.Duration{Duration: 30 * time.Minute}
+		m.Spec.DrainTimeoutAction = nodemaintv1alpha1.DrainTimeoutActionDelete
+		m.Spec.PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "batch"}}
+		create(t, framework.Client(), m)
+		return m
+	}
+	planned, paused, draining := base("frozen-planned", false, false), base("frozen-paused", true, false), base("frozen-draining", true, true)
+
+	// One change of each field of the spec; the test fails when the spec has a field without one.
+	// where: the maintenances the change is tried on (cordon and drain can only be turned on).
+	type change struct {
+		patch  string
+		where  []*nodemaintv1alpha1.NodeMaintenance
+		fields string // the fields the refusal names
+	}
+	all := []*nodemaintv1alpha1.NodeMaintenance{planned, paused, draining}
+	changes := map[string]change{
+		"nodeSelector":               {`{"nodeSelector":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"kubernetes.io/hostname","operator":"Exists"}]}]}}`, all, "nodeSelector"},
+		"cordon":                     {`{"cordon":true}`, []*nodemaintv1alpha1.NodeMaintenance{planned}, "cordon"},
+		"drain":                      {`{"drain":true}`, []*nodemaintv1alpha1.NodeMaintenance{paused}, "drain"},
+		"reason":                     {`{"reason":"other"}`, all, "reason"},
+		"evacuationResponseTimeout":  {`{"evacuationResponseTimeout":"5m"}`, all, "evacuationResponseTimeout"},
+		"evictionPolicy":             {`{"evictionPolicy":"SignalOnly"}`, all, "evictionPolicy"},
+		"drainTimeout":               {`{"drainTimeout":"10m"}`, all, "drainTimeout"},
+		"drainTimeoutAction":         {}, // Delete is its only value that is not a stop
+		"shutdown":                   {`{"shutdown":{"applyOutOfServiceTaint":true}}`, all, "shutdown"},
+		"drainLabelPolicy":           {`{"drainLabelPolicy":"Ignore"}`, all, "drainLabelPolicy"},
+		"autoscalers":                {`{"autoscalers":"Ignore"}`, all, "autoscalers"},
+		"podSelector":                {`{"podSelector":null}`, all, "podSelector"},
+		"evictionGracePeriodSeconds": {`{"evictionGracePeriodSeconds":1}`, all, "evictionGracePeriodSeconds"},
+		"rollout":                    {`{"rollout":{"maxUnavailable":1}}`, all, "rollout"},
+	}
+	for _, field := range reflect.VisibleFields(reflect.TypeFor[nodemaintv1alpha1.NodeMaintenanceSpec]()) {
+		name, _, _ := strings.Cut(field.Tag.Get("json"), ",")
+		if _, ok := changes[name]; !ok {
+			t.Errorf("spec field %s has no change in this test: add one, and make sure the policy nodemaint-drain-timeout-delete covers it", name)
+		}
+	}
+	// Several at once, as the issue found them: widen a paused maintenance, then drain it.
+	changes["widen"] = change{`{"podSelector":null,"drainLabelPolicy":"Ignore","evictionGracePeriodSeconds":1}`, all, "drainLabelPolicy, podSelector, evictionGracePeriodSeconds"}
+	changes["stop and widen"] = change{`{"drain":false,"podSelector":null}`, []*nodemaintv1alpha1.NodeMaintenance{draining}, "podSelector"}
+	changes["report and widen"] = change{`{"drainTimeoutAction":"Report","podSelector":null}`, all, "podSelector"}
+
+	for name, c := range changes {
+		for _, m := range c.where {
+			patch := mergePatch(`{"spec":` + c.patch + `}`)
+			expectRefused(t, gina.Patch(ctx, m.DeepCopy(), patch), frozen+c.fields+":")
+			// hank may; dry-run, so that every change starts from the same maintenance.
+			if err := hank.Patch(ctx, m.DeepCopy(), patch, client.DryRunAll); err != nil {
+				t.Errorf("%s of %s by a user who may delete pods: %v", name, m.Name, err)
+			}
+		}
+	}
+	// The refused changes changed nothing.
+	for _, m := range all {
+		var cur nodemaintv1alpha1.NodeMaintenance
+		if err := framework.Client().Get(ctx, client.ObjectKeyFromObject(m), &cur); err != nil {
+			t.Fatal(err)
+		}
+		if cur.Generation != 1 {
+			t.Errorf("%s: generation %d after refused changes, want 1", m.Name, cur.Generation)
+		}
+	}
+
+	// Stopping is allowed: drain: false; cordon: false with it; drainTimeoutAction Report or
+	// removed; the same again (no change). So is a change outside the spec.
+	for _, stop := range []struct {
+		patch string
+		where []*nodemaintv1alpha1.NodeMaintenance
+	}{
+		{`{"spec":{"drain":false}}`, []*nodemaintv1alpha1.NodeMaintenance{draining}},
+		{`{"spec":{"cordon":false,"drain":false}}`, []*nodemaintv1alpha1.NodeMaintenance{paused, draining}},
+		{`{"spec":{"drainTimeoutAction":"Report"}}`, all},
+		{`{"spec":{"drainTimeoutAction":null}}`, all},
+		{`{"spec":{"drain":false,"drainTimeoutAction":"Report"}}`, []*nodemaintv1alpha1.NodeMaintenance{draining}},
+		{`{"spec":{"reason":"admission e2e"}}`, all},
+		{`{"metadata":{"labels":{"team":"a"}}}`, all},
+	} {
+		for _, m := range stop.where {
+			if err := gina.Patch(ctx, m.DeepCopy(), mergePatch(stop.patch), client.DryRunAll); err != nil {
+				t.Errorf("%s of %s by a user who may not delete pods: %v", stop.patch, m.Name, err)
+			}
+		}
+	}
+	// And for real: stop the drain, then delete it.
+	if err := gina.Patch(ctx, draining, mergePatch(`{"spec":{"drain":false}}`)); err != nil {
+		t.Errorf("stopping %s: %v", draining.Name, err)
+	}
+	if err := gina.Delete(ctx, draining); err != nil {
+		t.Errorf("deleting %s: %v", draining.Name, err)
+	}
 }
 
 // impersonate returns a client that acts as user, in groups.
