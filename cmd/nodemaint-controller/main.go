@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	// The IANA time zone database, so that maintenance windows' time zones
@@ -104,7 +105,7 @@ func main() {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of the Go profiling endpoints (/debug/pprof/: heap, CPU); empty disables them. Bind it to localhost: profiles are not authenticated.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader, so that only one replica reconciles at a time.")
-	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "nodemaint-system", "Namespace of the leader election Lease.")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease. Default: the controller's own namespace ($POD_NAMESPACE from the downward API, else its ServiceAccount's namespace file), so that it follows the namespace its Role was installed in; outside a pod, "+defaultNamespace+".")
 	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a replica that stopped renewing keeps the leadership.")
 	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader tries to renew before it gives up the leadership.")
 	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the leadership.")
@@ -152,6 +153,7 @@ func main() {
 
 func run(o options) error {
 	log := ctrl.Log.WithName("setup")
+	o.leaderElectionNamespace = cmp.Or(o.leaderElectionNamespace, ownNamespace(os.Getenv, os.ReadFile))
 	if o.evictionMaxBackoff <= 0 {
 		return fmt.Errorf("--eviction-max-backoff must be positive, not %v", o.evictionMaxBackoff)
 	}
@@ -399,6 +401,26 @@ func metricsOptions(o options, cfg *rest.Config) (metricsserver.Options, *certwa
 	}
 	opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.GetCertificate = w.GetCertificate })
 	return opts, w, nil
+}
+
+// defaultNamespace is the leader election namespace of a controller that runs outside a pod.
+const defaultNamespace = "nodemaint-system"
+
+// serviceAccountNamespaceFile names the namespace of the pod's ServiceAccount, in its token volume.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// ownNamespace is the namespace the controller runs in: $POD_NAMESPACE (the downward API, which
+// the install manifests set), else its ServiceAccount's namespace file, else defaultNamespace.
+// Installed with a kustomize namespace: overlay, the Deployment and its leader-election Role move
+// to the overlay's namespace, and so does the Lease.
+func ownNamespace(getenv func(string) string, readFile func(string) ([]byte, error)) string {
+	if ns := getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := readFile(serviceAccountNamespaceFile); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b))
+	}
+	return defaultNamespace
 }
 
 // ownPodsOf returns the selection of the controller's own pods, from the flags and $POD_NAMESPACE.

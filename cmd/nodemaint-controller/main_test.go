@@ -103,3 +103,39 @@ func writeCert(t *testing.T) string {
 	}
 	return dir
 }
+
+// The leader election namespace defaults to the controller's own: $POD_NAMESPACE, else the
+// ServiceAccount's namespace file, else nodemaint-system.
+func TestOwnNamespace(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "POD_NAMESPACE" {
+				return v
+			}
+			return ""
+		}
+	}
+	file := func(content string, err error) func(string) ([]byte, error) {
+		return func(name string) ([]byte, error) {
+			if name != serviceAccountNamespaceFile {
+				t.Errorf("read %s, want %s", name, serviceAccountNamespaceFile)
+			}
+			return []byte(content), err
+		}
+	}
+	for _, c := range []struct {
+		name string
+		env  string
+		file func(string) ([]byte, error)
+		want string
+	}{
+		{"downward API", "ops", file("other", nil), "ops"},
+		{"ServiceAccount file", "", file("ops\n", nil), "ops"},
+		{"outside a pod", "", file("", os.ErrNotExist), "nodemaint-system"},
+		{"empty file", "", file(" \n", nil), "nodemaint-system"},
+	} {
+		if got := ownNamespace(env(c.env), c.file); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
