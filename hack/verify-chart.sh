@@ -13,8 +13,11 @@ ns=nodemaint-system
 
 toggles=(
   ""
-  "--set serviceMonitor.enabled=true --set serviceMonitor.labels.release=prometheus --set serviceMonitor.scrapeTimeout=10s"
-  "--set serviceMonitor.enabled=true --set metrics.certSecret=nodemaint-metrics-tls"
+  "--set serviceMonitor.enabled=true --set serviceMonitor.labels.release=prometheus --set serviceMonitor.scrapeTimeout=10s --set metrics.certManager.enabled=true"
+  "--set serviceMonitor.enabled=true --set metrics.certSecret=nodemaint-metrics-tls --set serviceMonitor.scrapeClass=kubernetes-token"
+  "--set serviceMonitor.enabled=true --set metrics.certManager.enabled=true --set metrics.certManager.issuerRef.name=ca --set metrics.certManager.issuerRef.kind=ClusterIssuer"
+  "--set serviceMonitor.enabled=true --set metrics.certSecret=tls --set serviceMonitor.tlsConfig.ca.configMap.name=ca --set serviceMonitor.tlsConfig.ca.configMap.key=ca.crt"
+  "--set serviceMonitor.enabled=true --set serviceMonitor.tlsConfig.insecureSkipVerify=true --set serviceMonitor.tokenSecret=true"
   "--set serviceMonitor.enabled=true --set metrics.secure=false"
   "--set metricsReaderServiceAccounts[0].name=prometheus-k8s --set metricsReaderServiceAccounts[0].namespace=monitoring"
   "--set admissionPolicies.nodeScope.enabled=true --set admissionPolicies.nodeScope.labelKey=topology.example.com/rack"
@@ -31,7 +34,9 @@ toggles=(
   "--set admissionPolicies.evictionResponder.enabled=true"
   "--set admissionPolicies.evictionResponder.enabled=false"
   "--set priorityClassName=system-cluster-critical"
-  "--set priorityClass.create=false"
+  "--set priorityClass.create=true"
+  "--set podAntiAffinity=required --set nodeSelector=null"
+  "--set podAntiAffinity=none"
   "--set priorityClass.value=2000"
   "--set crds.install=false"
   "--set clusterAPI.enabled=true"
@@ -57,11 +62,13 @@ refused=(
   "--set admissionPolicies.evictionResponder.enabled=sometimes"
   "--set prometheusRule.for.NodemaintDrainBlocked=soon"
   "--set clusterAPI.enabled=maybe"
+  "--set podAntiAffinity=sometimes"
+  "--set serviceMonitor.enabled=true"
 )
 for t in "${refused[@]}"; do
   # shellcheck disable=SC2086
   if "$helm" template nodemaint "$chart" --namespace "$ns" $t >/dev/null 2>&1; then
-    echo "helm template $t: rendered, but values.schema.json should refuse it"; exit 1
+    echo "helm template $t: rendered, but values.schema.json or the chart's own checks should refuse it"; exit 1
   fi
 done
 echo "chart: lint and template with ${#toggles[@]} sets of values; ${#refused[@]} wrong values refused"

@@ -66,3 +66,15 @@ The controller's PriorityClass: priorityClassName, else the chart's own (priorit
 {{- include "nodemaint.fullname" . }}
 {{- end }}
 {{- end }}
+
+{{/*
+The Secret of the metrics server's certificate: metrics.certSecret, else cert-manager's
+(metrics.certManager); empty: the controller makes a self-signed one.
+*/}}
+{{- define "nodemaint.metricsCertSecret" -}}
+{{- if .Values.metrics.certSecret }}
+{{- .Values.metrics.certSecret }}
+{{- else if .Values.metrics.certManager.enabled }}
+{{- include "nodemaint.fullname" . }}-metrics-tls
+{{- end }}
+{{- end }}

@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -93,10 +92,12 @@ func TestChartMatchesConfig(t *testing.T) {
 func TestHelmChart(t *testing.T) {
 	out := helmTemplate(t)
 	objs := parse(t, out)
-	// The CRDs are the release's, upgraded with it, and kept when it is uninstalled.
+	// The CRDs are the release's, upgraded with it, and kept when it is uninstalled, by Helm and
+	// by Argo CD.
 	for _, crd := range []string{"drainrules.nodemaint.dev", "nodemaintenances.nodemaint.dev"} {
-		if o := objs["CustomResourceDefinition/"+crd]; o == nil || o.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
-			t.Errorf("CRD %s without helm.sh/resource-policy: keep", crd)
+		if o := objs["CustomResourceDefinition/"+crd]; o == nil || o.GetAnnotations()["helm.sh/resource-policy"] != "keep" ||
+			o.GetAnnotations()["argocd.argoproj.io/sync-options"] != "Delete=false" {
+			t.Errorf("CRD %s without helm.sh/resource-policy: keep and argocd.argoproj.io/sync-options: Delete=false", crd)
 		}
 	}
 
@@ -114,7 +115,6 @@ func TestHelmChart(t *testing.T) {
 		"Deployment/" + namespace + "/" + controller,
 		"Service/" + namespace + "/" + controller + "-metrics",
 		"PodDisruptionBudget/" + namespace + "/" + controller,
-		"PriorityClass/" + controller,
 		"ValidatingAdmissionPolicy/" + deleteGuard,
 		"ValidatingAdmissionPolicyBinding/" + deleteGuard,
 		"ValidatingAdmissionPolicy/" + controllerWrites,
@@ -208,72 +208,64 @@ func TestHelmChartValues(t *testing.T) {
 }
 
 // TestHelmChartServiceMonitor renders the chart with the ServiceMonitor. The cluster has no
-// prometheus-operator CRDs, so the ServiceMonitor is only checked against the metrics Service;
-// everything else is applied.
+// prometheus-operator or cert-manager CRDs, so their objects are only checked against the metrics
+// Service and the Deployment; everything else is applied.
 func TestHelmChartServiceMonitor(t *testing.T) {
-	if objs := parse(t, helmTemplate(t)); len(kinds(objs, "ServiceMonitor")) != 0 {
-		t.Error("a ServiceMonitor by default")
+	if objs := parse(t, helmTemplate(t)); len(kinds(objs, "ServiceMonitor")) != 0 || len(kinds(objs, "Certificate")) != 0 {
+		t.Error("a ServiceMonitor or a Certificate by default")
 	}
-	out := helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "serviceMonitor.labels.release=prometheus")
+	// Enabled alone, it would scrape a self-signed certificate nothing can verify: refused, with
+	// the ways out.
+	if out, err := helmTemplateError(t, "--set", "serviceMonitor.enabled=true"); err == nil ||
+		!strings.Contains(out, "Prometheus must verify the metrics server's certificate") || !strings.Contains(out, "metrics.certManager.enabled=true") {
+		t.Errorf("serviceMonitor.enabled alone: %v\n%s", err, out)
+	}
+
+	// cert-manager's certificate, Prometheus' own token through a scrape class.
+	out := helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "serviceMonitor.labels.release=prometheus",
+		"--set", "serviceMonitor.scrapeClass=kubernetes-token", "--set", "metrics.certManager.enabled=true")
 	objs := parse(t, out)
-	sms := kinds(objs, "ServiceMonitor")
-	if len(sms) != 1 {
-		t.Fatalf("%d ServiceMonitors, want 1", len(sms))
-	}
-	sm := sms[0]
+	sm, ep := serviceMonitorEndpoint(t, objs)
 	if sm.GetNamespace() != namespace || sm.GetLabels()["release"] != "prometheus" {
 		t.Errorf("ServiceMonitor %s/%s labels %v", sm.GetNamespace(), sm.GetName(), sm.GetLabels())
 	}
 	var svc corev1.Service
 	decode(t, objs["Service/"+namespace+"/"+controller+"-metrics"], &svc)
 	selector, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
-	if len(selector) == 0 || !subset(selector, svc.Labels) {
-		t.Errorf("ServiceMonitor selector %v does not select the metrics Service (labels %v)", selector, svc.Labels)
+	if len(selector) == 0 || !subset(selector, svc.Labels) || ep["port"] != svc.Spec.Ports[0].Name {
+		t.Errorf("ServiceMonitor selector %v, port %v do not select the metrics Service (labels %v, port %s)", selector, ep["port"], svc.Labels, svc.Spec.Ports[0].Name)
 	}
-	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-	if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != svc.Spec.Ports[0].Name {
-		t.Fatalf("ServiceMonitor endpoints %v, want the Service's port %s", endpoints, svc.Spec.Ports[0].Name)
+	if class, _, _ := unstructured.NestedString(sm.Object, "spec", "scrapeClassName"); class != "kubernetes-token" {
+		t.Errorf("scrapeClassName %q, want kubernetes-token", class)
 	}
-	// Secure metrics: HTTPS with the scraper ServiceAccount's token from its Secret (no file of
-	// Prometheus' own: bearerTokenFile is deprecated and refused where filesystem access from
-	// ServiceMonitors is denied), the self-signed certificate unchecked.
-	ep := endpoints[0].(map[string]any)
+	// No credentials of the ServiceMonitor's own (no long-lived token Secret, no file), the
+	// certificate verified with its CA under the Service's name.
+	serverName := controller + "-metrics." + namespace + ".svc"
+	tlsSecret := controller + "-metrics-tls"
+	checkVerified(t, ep, serverName, "secret", tlsSecret)
 	scraper := controller + "-metrics-scraper"
-	secret, _, _ := unstructured.NestedString(ep, "authorization", "credentials", "name")
-	tokenKey, _, _ := unstructured.NestedString(ep, "authorization", "credentials", "key")
-	if skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify"); ep["scheme"] != "https" || ep["bearerTokenFile"] != nil ||
-		secret != scraper || tokenKey != "token" || !skip {
-		t.Errorf("ServiceMonitor endpoint %v: want https, the token of Secret %s, insecureSkipVerify", ep, scraper)
-	}
 	for _, k := range []string{"ServiceAccount/" + namespace + "/" + scraper, "Secret/" + namespace + "/" + scraper, "ClusterRoleBinding/" + scraper} {
-		if objs[k] == nil {
-			t.Errorf("no %s for the ServiceMonitor's credentials", k)
+		if objs[k] != nil {
+			t.Errorf("%s without serviceMonitor.tokenSecret", k)
 		}
 	}
-	// A certificate of one's own: mounted, passed, and verified by Prometheus.
-	certObjs := parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "metrics.certSecret=metrics-tls"))
-	ep = kinds(certObjs, "ServiceMonitor")[0].Object["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
-	if ca, _, _ := unstructured.NestedString(ep, "tlsConfig", "ca", "secret", "name"); ca != "metrics-tls" || ep["tlsConfig"].(map[string]any)["serverName"] != controller+"-metrics."+namespace+".svc" {
-		t.Errorf("ServiceMonitor tlsConfig with metrics.certSecret: %v", ep["tlsConfig"])
+	// The Certificate names the serverName, into the Secret the controller serves.
+	certs := kinds(objs, "Certificate")
+	if len(certs) != 1 {
+		t.Fatalf("%d Certificates, want 1", len(certs))
 	}
-	var cd appsv1.Deployment
-	decode(t, certObjs["Deployment/"+namespace+"/"+controller], &cd)
-	if c := cd.Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs") ||
-		len(c.VolumeMounts) != 1 || len(cd.Spec.Template.Spec.Volumes) != 1 || cd.Spec.Template.Spec.Volumes[0].Secret.SecretName != "metrics-tls" {
-		t.Errorf("metrics.certSecret: args %q, mounts %+v, volumes %+v", c.Args, c.VolumeMounts, cd.Spec.Template.Spec.Volumes)
+	secretName, _, _ := unstructured.NestedString(certs[0].Object, "spec", "secretName")
+	dnsNames, _, _ := unstructured.NestedStringSlice(certs[0].Object, "spec", "dnsNames")
+	issuer, _, _ := unstructured.NestedStringMap(certs[0].Object, "spec", "issuerRef")
+	if secretName != tlsSecret || !slices.Contains(dnsNames, serverName) || issuer["name"] != controller+"-selfsigned" ||
+		objs["Issuer/"+namespace+"/"+controller+"-selfsigned"] == nil {
+		t.Errorf("Certificate secretName %q, dnsNames %q, issuerRef %v; Issuer %s: want %s, %s, the chart's self-signed Issuer",
+			secretName, dnsNames, issuer, controller+"-selfsigned", tlsSecret, serverName)
 	}
-	// metrics.secure=false: plain HTTP, no token reviews.
-	plain := parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "metrics.secure=false"))
-	ep = kinds(plain, "ServiceMonitor")[0].Object["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
-	if ep["scheme"] != "http" || ep["tlsConfig"] != nil || ep["authorization"] != nil || plain["ClusterRole/"+controller+"-metrics-auth"] != nil ||
-		plain["Secret/"+namespace+"/"+scraper] != nil {
-		t.Errorf("metrics.secure=false: endpoint %v, metrics-auth ClusterRole %v, scraper Secret %v", ep,
-			plain["ClusterRole/"+controller+"-metrics-auth"] != nil, plain["Secret/"+namespace+"/"+scraper] != nil)
-	}
-
+	checkServesCert(t, objs, tlsSecret)
 	var rest bytes.Buffer
 	for _, obj := range objs {
-		if obj.GetKind() == "ServiceMonitor" {
+		if k := obj.GetKind(); k == "ServiceMonitor" || k == "Certificate" || k == "Issuer" {
 			continue
 		}
 		b, err := obj.MarshalJSON()
@@ -284,6 +276,102 @@ func TestHelmChartServiceMonitor(t *testing.T) {
 		rest.WriteString("\n")
 	}
 	applyDryRun(t, rest.String())
+
+	// The cluster's issuer instead of the chart's.
+	objs = parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "metrics.certManager.enabled=true",
+		"--set", "metrics.certManager.issuerRef.name=cluster-ca", "--set", "metrics.certManager.issuerRef.kind=ClusterIssuer"))
+	if issuer, _, _ := unstructured.NestedStringMap(kinds(objs, "Certificate")[0].Object, "spec", "issuerRef"); issuer["name"] != "cluster-ca" ||
+		issuer["kind"] != "ClusterIssuer" || len(kinds(objs, "Issuer")) != 0 {
+		t.Errorf("metrics.certManager.issuerRef: Certificate issuerRef %v, %d Issuers", issuer, len(kinds(objs, "Issuer")))
+	}
+	// A certificate of one's own: mounted, passed, and verified with its ca.crt.
+	objs = parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "metrics.certSecret=metrics-tls"))
+	_, ep = serviceMonitorEndpoint(t, objs)
+	checkVerified(t, ep, serverName, "secret", "metrics-tls")
+	checkServesCert(t, objs, "metrics-tls")
+	if len(kinds(objs, "Certificate")) != 0 {
+		t.Error("a Certificate with metrics.certSecret")
+	}
+	// A CA bundle of the cluster's.
+	objs = parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "metrics.certSecret=metrics-tls",
+		"--set", "serviceMonitor.tlsConfig.ca.configMap.name=cluster-ca", "--set", "serviceMonitor.tlsConfig.ca.configMap.key=ca.crt"))
+	_, ep = serviceMonitorEndpoint(t, objs)
+	checkVerified(t, ep, serverName, "configMap", "cluster-ca")
+
+	// Opt-ins: no verification; the long-lived token of a scraper ServiceAccount of the chart's.
+	objs = parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "serviceMonitor.tlsConfig.insecureSkipVerify=true",
+		"--set", "serviceMonitor.tokenSecret=true"))
+	_, ep = serviceMonitorEndpoint(t, objs)
+	secret, _, _ := unstructured.NestedString(ep, "authorization", "credentials", "name")
+	if skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify"); !skip || secret != scraper {
+		t.Errorf("insecureSkipVerify and tokenSecret: endpoint %v", ep)
+	}
+	for _, k := range []string{"ServiceAccount/" + namespace + "/" + scraper, "Secret/" + namespace + "/" + scraper, "ClusterRoleBinding/" + scraper} {
+		if objs[k] == nil {
+			t.Errorf("serviceMonitor.tokenSecret renders no %s", k)
+		}
+	}
+
+	// metrics.secure=false: plain HTTP, no token reviews.
+	plain := parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "metrics.secure=false"))
+	_, ep = serviceMonitorEndpoint(t, plain)
+	if ep["scheme"] != "http" || ep["tlsConfig"] != nil || ep["authorization"] != nil || plain["ClusterRole/"+controller+"-metrics-auth"] != nil ||
+		plain["Secret/"+namespace+"/"+scraper] != nil {
+		t.Errorf("metrics.secure=false: endpoint %v, metrics-auth ClusterRole %v, scraper Secret %v", ep,
+			plain["ClusterRole/"+controller+"-metrics-auth"] != nil, plain["Secret/"+namespace+"/"+scraper] != nil)
+	}
+}
+
+// serviceMonitorEndpoint returns the one ServiceMonitor among objs and its one endpoint.
+func serviceMonitorEndpoint(t *testing.T, objs map[string]*unstructured.Unstructured) (*unstructured.Unstructured, map[string]any) {
+	t.Helper()
+	sms := kinds(objs, "ServiceMonitor")
+	if len(sms) != 1 {
+		t.Fatalf("%d ServiceMonitors, want 1", len(sms))
+	}
+	endpoints, _, _ := unstructured.NestedSlice(sms[0].Object, "spec", "endpoints")
+	if len(endpoints) != 1 {
+		t.Fatalf("ServiceMonitor endpoints %v, want 1", endpoints)
+	}
+	return sms[0], endpoints[0].(map[string]any)
+}
+
+// checkVerified fails unless the ServiceMonitor endpoint ep scrapes over HTTPS and verifies the
+// certificate for serverName with the ca.crt of the Secret or ConfigMap (kind) name, and names no
+// credentials of its own: Prometheus' scrape class gives them.
+func checkVerified(t *testing.T, ep map[string]any, serverName, kind, name string) {
+	t.Helper()
+	tlsConfig, _, _ := unstructured.NestedMap(ep, "tlsConfig")
+	ca, _, _ := unstructured.NestedStringMap(tlsConfig, "ca", kind)
+	if ep["scheme"] != "https" || tlsConfig["insecureSkipVerify"] != nil || tlsConfig["serverName"] != serverName ||
+		ca["name"] != name || ca["key"] != "ca.crt" {
+		t.Errorf("ServiceMonitor endpoint %v: want https verified for %s with ca.crt of %s %s", ep, serverName, kind, name)
+	}
+	for _, f := range []string{"authorization", "bearerTokenFile", "bearerTokenSecret", "basicAuth", "oauth2"} {
+		if ep[f] != nil {
+			t.Errorf("ServiceMonitor endpoint %s %v: want the scrape class's credentials", f, ep[f])
+		}
+	}
+}
+
+// checkServesCert fails unless the controller serves the certificate of Secret secret.
+func checkServesCert(t *testing.T, objs map[string]*unstructured.Unstructured, secret string) {
+	t.Helper()
+	var d appsv1.Deployment
+	decode(t, objs["Deployment/"+namespace+"/"+controller], &d)
+	if c := d.Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs") ||
+		len(c.VolumeMounts) != 1 || len(d.Spec.Template.Spec.Volumes) != 1 || d.Spec.Template.Spec.Volumes[0].Secret == nil ||
+		d.Spec.Template.Spec.Volumes[0].Secret.SecretName != secret {
+		t.Errorf("the controller does not serve Secret %s: args %q, mounts %+v, volumes %+v", secret, c.Args, c.VolumeMounts, d.Spec.Template.Spec.Volumes)
+	}
+}
+
+// helmTemplateError renders the chart, expecting helm to fail; it returns helm's output.
+func helmTemplateError(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	args = append([]string{"template", release, repoPath("charts", "nodemaint"), "--namespace", namespace}, args...)
+	out, err := exec.Command(helmBinary(t), args...).CombinedOutput()
+	return string(out), err
 }
 
 // TestKustomize renders config/default, checks the objects as the chart's and applies them
@@ -309,7 +397,6 @@ func TestKustomize(t *testing.T) {
 		"Deployment/" + namespace + "/" + controller,
 		"Service/" + namespace + "/" + controller + "-metrics",
 		"PodDisruptionBudget/" + namespace + "/" + controller,
-		"PriorityClass/" + controller,
 		"ValidatingAdmissionPolicy/" + deleteGuard,
 		"ValidatingAdmissionPolicyBinding/" + deleteGuard,
 		"ValidatingAdmissionPolicy/" + controllerWrites,
@@ -324,6 +411,11 @@ func TestKustomize(t *testing.T) {
 	d := checkDeployment(t, objs)
 	checkServiceAndPDB(t, objs, d)
 	checkImage(t, d)
+	for _, crd := range kinds(objs, "CustomResourceDefinition") {
+		if crd.GetAnnotations()["argocd.argoproj.io/sync-options"] != "Delete=false" {
+			t.Errorf("CRD %s without argocd.argoproj.io/sync-options: Delete=false", crd.GetName())
+		}
+	}
 	applyDryRun(t, out)
 
 	// The prometheus component, as a user's overlay enables it.
@@ -348,16 +440,37 @@ func TestKustomize(t *testing.T) {
 	if len(sms) != 1 || sms[0].GetNamespace() != namespace {
 		t.Fatalf("the prometheus component gives %d ServiceMonitors, want 1 in %s", len(sms), namespace)
 	}
-	// Its credentials: the component's scraper, bound to nodemaint-metrics-reader.
-	smEndpoints, _, _ := unstructured.NestedSlice(sms[0].Object, "spec", "endpoints")
-	credentials, _, _ := unstructured.NestedString(smEndpoints[0].(map[string]any), "authorization", "credentials", "name")
+	// Verified against the certificate the controller serves, Prometheus' own token (a scrape
+	// class's), its ServiceAccount bound to nodemaint-metrics-reader.
+	_, ep := serviceMonitorEndpoint(t, monitoring)
+	checkVerified(t, ep, "nodemaint-controller-metrics", "secret", "nodemaint-metrics-tls")
+	checkServesCert(t, monitoring, "nodemaint-metrics-tls")
 	var binding rbacv1.ClusterRoleBinding
-	if b := monitoring["ClusterRoleBinding/nodemaint-metrics-scraper"]; b != nil {
-		decode(t, b, &binding)
+	decode(t, monitoring["ClusterRoleBinding/nodemaint-metrics-reader"], &binding)
+	if binding.RoleRef.Name != "nodemaint-metrics-reader" || len(binding.Subjects) != 1 || binding.Subjects[0].Kind != "ServiceAccount" {
+		t.Errorf("the prometheus component's reader binding %+v", binding)
 	}
-	if monitoring["Secret/"+namespace+"/"+credentials] == nil || binding.RoleRef.Name != "nodemaint-metrics-reader" ||
-		len(binding.Subjects) != 1 || binding.Subjects[0].Name != "nodemaint-metrics-scraper" {
-		t.Errorf("the prometheus component's ServiceMonitor names Secret %q; its scraper binding %+v", credentials, binding)
+	if sms[0].Object["spec"].(map[string]any)["namespaceSelector"] != nil {
+		t.Error("the ServiceMonitor's namespaceSelector would not follow a namespace overlay")
+	}
+
+	// With the metrics-cert component, cert-manager issues that Secret for the serverName.
+	kustomization = fmt.Sprintf("resources:\n- %s\ncomponents:\n- %s\n- %s\n", rel(repoPath("config", "default")),
+		rel(repoPath("config", "default", "prometheus")), rel(repoPath("config", "default", "metrics-cert")))
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = framework.Kubectl(t, "kustomize", overlay); err != nil {
+		t.Fatalf("kubectl kustomize with the metrics-cert component: %v\n%s", err, out)
+	}
+	certs := kinds(parse(t, out), "Certificate")
+	if len(certs) != 1 {
+		t.Fatalf("the metrics-cert component gives %d Certificates, want 1", len(certs))
+	}
+	secretName, _, _ := unstructured.NestedString(certs[0].Object, "spec", "secretName")
+	dnsNames, _, _ := unstructured.NestedStringSlice(certs[0].Object, "spec", "dnsNames")
+	if secretName != "nodemaint-metrics-tls" || !slices.Contains(dnsNames, "nodemaint-controller-metrics") {
+		t.Errorf("the metrics-cert Certificate: secretName %q, dnsNames %q", secretName, dnsNames)
 	}
 
 	// The node-scope component, as config/default's comment enables it.
@@ -724,13 +837,18 @@ func checkDeployment(t *testing.T, objs map[string]*unstructured.Unstructured) *
 	if len(spec.Containers) != 1 {
 		t.Fatalf("%d containers, want 1", len(spec.Containers))
 	}
-	// Its own PriorityClass, which managed clusters accept outside kube-system.
-	var pc schedulingv1.PriorityClass
-	if obj := objs["PriorityClass/"+spec.PriorityClassName]; obj != nil {
-		decode(t, obj, &pc)
+	// No PriorityClass unless asked for: a class of its own any tenant could name (see
+	// TestPriorityClassScoped).
+	if spec.PriorityClassName != "" || len(kinds(objs, "PriorityClass")) != 0 {
+		t.Errorf("priorityClassName %q, %d PriorityClasses: want none by default", spec.PriorityClassName, len(kinds(objs, "PriorityClass")))
 	}
-	if spec.PriorityClassName != controller || pc.Value != 1000000 {
-		t.Errorf("priorityClassName %q (value %d), want the PriorityClass %s of value 1000000 among the objects", spec.PriorityClassName, pc.Value, controller)
+	// On Linux nodes; the replicas on different nodes where the scheduler can.
+	if spec.NodeSelector[corev1.LabelOSStable] != "linux" {
+		t.Errorf("nodeSelector %v: want %s: linux", spec.NodeSelector, corev1.LabelOSStable)
+	}
+	if a := spec.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
+		!antiAffine(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm, d.Spec.Template.Labels) {
+		t.Errorf("affinity %+v: want a preferred pod anti-affinity of the replicas by %s", a, corev1.LabelHostname)
 	}
 	c := spec.Containers[0]
 	if !slices.ContainsFunc(c.Args, func(a string) bool { return a == "--leader-elect" || a == "--leader-elect=true" }) {
@@ -793,6 +911,12 @@ func checkServiceAndPDB(t *testing.T, objs map[string]*unstructured.Unstructured
 	if pdb.Spec.MaxUnavailable == nil || *pdb.Spec.MaxUnavailable != intstr.FromInt32(1) {
 		t.Errorf("PodDisruptionBudget maxUnavailable = %v, want 1", pdb.Spec.MaxUnavailable)
 	}
+}
+
+// antiAffine: term keeps apart, one per node, the pods labelled podLabels.
+func antiAffine(term corev1.PodAffinityTerm, podLabels map[string]string) bool {
+	return term.TopologyKey == corev1.LabelHostname && term.LabelSelector != nil && len(term.LabelSelector.MatchExpressions) == 0 &&
+		len(term.LabelSelector.MatchLabels) > 0 && subset(term.LabelSelector.MatchLabels, podLabels) && len(term.Namespaces) == 0
 }
 
 func subset(sub, of map[string]string) bool {

@@ -1,16 +1,27 @@
 package install
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 )
@@ -87,42 +98,96 @@ func waitForMetrics(t *testing.T, what string, get func() (*http.Response, error
 	})
 }
 
-// TestServiceMonitorCredentials applies the chart's ServiceMonitor credentials (the scraper
-// ServiceAccount, its token Secret and its binding to nodemaint-metrics-reader) to the cluster
-// and scrapes a running controller with the token kube-controller-manager put in the Secret, as
-// the prometheus-operator would.
+// TestServiceMonitorCredentials scrapes a running controller as the chart's ServiceMonitor has
+// Prometheus scrape it: the controller serves the certificate of metrics.certSecret (written here
+// as cert-manager writes it: tls.crt, tls.key, ca.crt), which Prometheus verifies with that
+// Secret's ca.crt under the ServiceMonitor's serverName; Prometheus authenticates with a token of
+// its own ServiceAccount, bound to nodemaint-metrics-reader by metricsReaderServiceAccounts (the
+// TokenRequest API gives what the kubelet projects into its pod, which its scrape class reads).
 func TestServiceMonitorCredentials(t *testing.T) {
-	scraper := controller + "-metrics-scraper"
-	objs := parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true"))
-	var manifests bytes.Buffer
-	for _, k := range []string{"ServiceAccount/" + namespace + "/" + scraper, "Secret/" + namespace + "/" + scraper, "ClusterRoleBinding/" + scraper} {
-		obj := objs[k]
-		if obj == nil {
-			t.Fatalf("the chart renders no %s", k)
+	ns := framework.Namespace(t) // Prometheus'
+	const prometheus = "prometheus"
+	create(t, framework.Client(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: prometheus}})
+	objs := parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "metrics.certSecret=metrics-tls",
+		"--set", "metricsReaderServiceAccounts[0].name="+prometheus, "--set", "metricsReaderServiceAccounts[0].namespace="+ns))
+	binding := objs["ClusterRoleBinding/nodemaint-metrics-reader"]
+	if binding == nil {
+		t.Fatal("metricsReaderServiceAccounts renders no ClusterRoleBinding nodemaint-metrics-reader")
+	}
+	b, err := binding.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, string(b), nil)
+	_, ep := serviceMonitorEndpoint(t, objs)
+	serverName, _, _ := unstructured.NestedString(ep, "tlsConfig", "serverName")
+	if serverName == "" {
+		t.Fatalf("the ServiceMonitor's endpoint names no serverName: %v", ep)
+	}
+
+	certDir := t.TempDir()
+	roots := writeServingCert(t, certDir, serverName)
+	ctrl := framework.NewController(t)
+	ctrl.Start("--metrics-cert-path=" + certDir)
+	token, err := framework.ServiceAccountToken(t.Context(), ns, prometheus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifying := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: serverName}}}
+	// The binding reaches the API server's authorizer through its informer: a moment.
+	waitForMetrics(t, "a scrape verifying the certificate, with Prometheus' token", func() (*http.Response, error) {
+		req, err := http.NewRequest(http.MethodGet, ctrl.MetricsURL()+"/metrics", nil)
+		if err != nil {
+			return nil, err
 		}
-		b, err := obj.MarshalJSON()
+		req.Header.Set("Authorization", "Bearer "+token)
+		return verifying.Do(req)
+	})
+}
+
+// writeServingCert writes into dir, as cert-manager writes a certificate's Secret, a CA
+// (ca.crt) and a certificate for serverName it signed (tls.crt, tls.key); it returns the CA.
+func writeServingCert(t *testing.T, dir, serverName string) *x509.CertPool {
+	t.Helper()
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			t.Fatal(err)
 		}
-		manifests.Write(b)
-		manifests.WriteString("\n")
+		return k
 	}
-	apply(t, manifests.String(), nil)
-
-	var token string
-	framework.Eventually(t, time.Minute, "the scraper's token in Secret "+scraper, func(ctx context.Context) (bool, error) {
-		out, err := framework.Kubectl(t, "-n", namespace, "get", "secret", scraper, "-o", "jsonpath={.data.token}")
-		if err != nil {
-			return false, fmt.Errorf("%v: %s", err, out)
+	caKey, key := newKey(), newKey()
+	now := time.Now()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "metrics CA"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: serverName}, DNSNames: []string{serverName},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, block := range map[string]*pem.Block{
+		"ca.crt":  {Type: "CERTIFICATE", Bytes: caDER},
+		"tls.crt": {Type: "CERTIFICATE", Bytes: leafDER},
+		"tls.key": {Type: "EC PRIVATE KEY", Bytes: keyDER},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
 		}
-		decoded, err := base64.StdEncoding.DecodeString(strings.TrimSpace(out))
-		token = string(decoded)
-		return token != "", err
-	})
-
-	ctrl := framework.NewController(t)
-	ctrl.Start()
-	// The binding reaches the API server's authorizer through its informer: a moment.
-	waitForMetrics(t, "a scrape with the ServiceMonitor's token",
-		func() (*http.Response, error) { return framework.GetMetricsWithToken(ctrl.MetricsURL(), token) })
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	return roots
 }
