@@ -88,6 +88,13 @@ test-alerts: ## Unit tests of the Prometheus alerts (promtool test rules; Debian
 verify-chart: ## helm lint --strict (values.schema.json) and helm template of the chart with each non-default toggle.
 	hack/verify-chart.sh
 
+# The oldest Kubernetes the CRDs and admission policies need (README.md, Install).
+MIN_KUBE_VERSION ?= v1.32.13
+
+.PHONY: verify-min-kube
+verify-min-kube: ## Install the CRDs and admission policies into the kube-apiserver of the oldest Kubernetes the README names (MIN_KUBE_VERSION; built once from its Go module, minutes on 2 cores, so not part of make test).
+	MIN_KUBE_VERSION=$(MIN_KUBE_VERSION) KUBEBUILDER_ASSETS="$$(MIN_KUBE_VERSION=$(MIN_KUBE_VERSION) hack/min-kube.sh)" $(GO) test -tags minkube -count=1 -v ./test/minkube/
+
 .PHONY: test-unit
 test-unit: ## Unit and integration tests (envtest: a real kube-apiserver and etcd).
 	KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)

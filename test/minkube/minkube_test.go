@@ -1,0 +1,198 @@
+//go:build minkube
+
+// Package minkube installs nodemaint's CRDs and admission policies into the kube-apiserver of the
+// oldest Kubernetes the README names (`make verify-min-kube`: KUBEBUILDER_ASSETS from
+// hack/min-kube.sh, MIN_KUBE_VERSION): every CEL rule must compile there, every policy type-check,
+// and objects must be accepted and refused by those rules as on the current version. Built only
+// with the minkube tag: building that kube-apiserver takes minutes, so make test leaves it out.
+package minkube
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/testenv"
+	testmanifests "github.com/nodemaint/nodemaint/test/manifests"
+)
+
+func TestMinimumKubernetes(t *testing.T) {
+	want := os.Getenv("MIN_KUBE_VERSION")
+	if want == "" {
+		t.Fatal("MIN_KUBE_VERSION is not set: run make verify-min-kube")
+	}
+	readme, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	minor := want[:strings.LastIndex(want, ".")] // v1.32
+	if !strings.Contains(string(readme), "Kubernetes "+strings.TrimPrefix(minor, "v")+" or later") {
+		t.Errorf("README.md does not say Kubernetes %s or later", strings.TrimPrefix(minor, "v"))
+	}
+
+	// The CRDs of config/crd/bases, installed by testenv: their rules compiled.
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.GitVersion != want {
+		t.Fatalf("kube-apiserver %s, want %s: KUBEBUILDER_ASSETS must be hack/min-kube.sh's", v.GitVersion, want)
+	}
+	t.Logf("kube-apiserver %s", v.GitVersion)
+	ctx := t.Context()
+	c := env.Client
+
+	// The CRDs' rules run: a valid maintenance is accepted, an invalid one refused by its rules
+	// (format.qualifiedName, of Kubernetes 1.31's CEL library, is what needs 1.32: an API server
+	// compiles new rules with its previous version's libraries).
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "valid"},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}},
+			Cordon: true, Drain: true,
+			DrainTimeout:       &nodemaintv1alpha1.Duration{Duration: 30 * time.Minute},
+			DrainTimeoutAction: nodemaintv1alpha1.DrainTimeoutActionDelete,
+			PodSelector:        &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		},
+	}
+	if err := c.Create(ctx, nm); err != nil {
+		t.Fatalf("a valid NodeMaintenance: %v", err)
+	}
+	bad := nm.DeepCopy()
+	bad.ObjectMeta = metav1.ObjectMeta{Name: "invalid"}
+	bad.Spec.Cordon = false
+	bad.Spec.PodSelector.MatchLabels = map[string]string{"not a label!": "x"}
+	err = c.Create(ctx, bad)
+	for _, want := range []string{"drain: true requires cordon: true", "every key must be a valid label key"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("an invalid NodeMaintenance: %v; want refused with %q", err, want)
+		}
+	}
+
+	// The admission policies of config/admission (and their bindings): each type-checks
+	// against the CRD, with no warning.
+	for _, dir := range []string{"", "node-scope"} {
+		files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "admission", dir, "*.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if filepath.Base(f) == "kustomization.yaml" {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := testmanifests.Decode(strings.NewReader(string(b)))
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			for _, obj := range objs {
+				if obj.GetNamespace() != "" {
+					ensureNamespace(t, c, obj.GetNamespace())
+				}
+				if err := c.Create(ctx, obj); err != nil {
+					t.Fatalf("%s: %s %s: %v", f, obj.GetKind(), obj.GetName(), err)
+				}
+				if obj.GetKind() == "ValidatingAdmissionPolicy" {
+					typeChecked(t, c, obj)
+				}
+			}
+		}
+	}
+	// The Delete policy is enforced: a user who may not delete pods may not widen a Delete
+	// maintenance (nm), whose podSelector it removes.
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "alice"}
+	grantNodeMaintenances(t, c, "alice")
+	alice, err := client.New(cfg, client.Options{Scheme: testenv.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"podSelector":null}}`))
+	var last error
+	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		last = alice.Patch(ctx, nm.DeepCopy(), patch, client.DryRunAll)
+		return last != nil && strings.Contains(last.Error(), "not change its podSelector"), nil
+	})
+	if last == nil || !strings.Contains(last.Error(), "not change its podSelector") {
+		t.Errorf("alice removing the podSelector of a Delete maintenance: %v; want refused by nodemaint-drain-timeout-delete", last)
+	}
+}
+
+// typeChecked waits until the API server type-checked the policy obj and fails on any warning.
+func typeChecked(t *testing.T, c client.Client, obj *unstructured.Unstructured) {
+	t.Helper()
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKey{Name: obj.GetName()}, &policy)
+		return err == nil && policy.Status.ObservedGeneration == policy.Generation && policy.Status.TypeChecking != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("policy %s not type-checked: %v", obj.GetName(), err)
+	}
+	for _, w := range policy.Status.TypeChecking.ExpressionWarnings {
+		t.Errorf("policy %s: %s: %s", obj.GetName(), w.FieldRef, w.Warning)
+	}
+	t.Logf("policy %s type-checked", obj.GetName())
+}
+
+func ensureNamespace(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+}
+
+// grantNodeMaintenances lets user change NodeMaintenances, and nothing else.
+func grantNodeMaintenances(t *testing.T, c client.Client, user string) {
+	t.Helper()
+	for _, manifest := range []string{`
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: nodemaintenances-editor}
+rules:
+- apiGroups: [nodemaint.dev]
+  resources: [nodemaintenances]
+  verbs: [get, patch, update]`, `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: nodemaintenances-editor}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: nodemaintenances-editor}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: ` + user + `}`} {
+		var obj unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Create(t.Context(), &obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
