@@ -124,9 +124,9 @@ func main() {
 	fs.StringVar(&o.evictionController, "eviction-controller", "auto", "Run nodemaint's own evictionrequest-controller and imperative-eviction.k8s.io/evictor (EvictionRequests to Evictions, responders by priority, the imperative evictor last): on, off, or auto: on where the API server serves lifecycle.k8s.io/v1alpha1. Either way it writes to and deletes only the Evictions it created (label "+names.ControllerLabel+"=<--eviction-controller-name>) and leaves a pod another controller's Eviction names to that controller; under auto it also creates no Eviction while another Eviction controller answers in the cluster (the in-tree one, another nodemaint installation), and carries its own to their end. Set off where the control plane runs its own.")
 	fs.StringVar(&o.evictionControllerName, "eviction-controller-name", "", "Name of this installation's Eviction controller, a label value (63 characters at most): the value of "+names.ControllerLabel+" on the Evictions it creates, the only ones it writes to or deletes. Default: --leader-election-namespace (one installation per leader election namespace).")
 	fs.BoolVar(&o.clusterAPI, "cluster-api", false, "Drain the nodes of Cluster API Machines being deleted that carry the pre-drain hook "+nodemaintv1alpha1.ClusterAPIPreDrainHook+": a NodeMaintenance per Machine, the hook released once its node is drained. Needs the ClusterRole nodemaint-cluster-api (config/cluster-api; the chart's clusterAPI.enabled).")
-	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "URL of the Prometheus server (or any server of its HTTP API, /api/v1/alerts) whose firing alerts halt rollouts that ask for it (spec.rollout.haltOnAlerts). Empty: such rollouts halt, reason AlertsUnknown.")
+	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "URL of the Prometheus server (or any server of its HTTP API, /api/v1/alerts) whose firing alerts halt rollouts that ask for it (spec.rollout.haltOnAlerts). One reader in the background reads them every --prometheus-poll-interval (each read at most 30s, its answer at most 8 MiB); no reconcile waits on Prometheus. The gate fails closed: with no answer yet, an unreachable Prometheus, an answer that is not successful, too large or has warnings (a partial answer), or an answer older than twice the interval and 30s, such rollouts halt, reason AlertsUnknown, saying which and since when. Empty: such rollouts halt, reason AlertsUnknown.")
+	fs.DurationVar(&o.alertPoll, "prometheus-poll-interval", 30*time.Second, "How long the alert reader waits after a read of --prometheus-url before the next. A change of the answer reaches the rollouts that wait on it at once.")
 	fs.DurationVar(&o.permissionInterval, "permission-check-interval", permissions.DefaultInterval, "How often the controller asks the API server whether it may delete pods (a SelfSubjectAccessReview), which drainTimeoutAction: Delete needs and the install grants only on request (Helm podDeletion.enabled, kustomize config/pod-deletion); also at start and after a deletion is forbidden.")
-	fs.DurationVar(&o.alertPoll, "prometheus-poll-interval", 30*time.Second, "How often the alerts of --prometheus-url are read while a rollout with spec.rollout.haltOnAlerts has nodes waiting for their turn.")
 	features.Gate.AddFlag(fs)
 	printVersion := fs.Bool("version", false, "Print the version and commit of nodemaint-controller and exit.")
 
@@ -293,13 +293,11 @@ func setupOptions(o options, cfg *rest.Config, mgr manager.Manager, ownPods *obs
 		Preflight:          true,
 		SurgeTimeout:       o.surgeTimeout,
 		OwnPods:            ownPods,
-		AlertPoll:          o.alertPoll,
 		PermissionInterval: o.permissionInterval,
 		ClusterAPI:         o.clusterAPI,
 	}
 	if o.prometheusURL != "" {
-		// One read serves every waiting rollout: no more often than every few seconds.
-		if so.Alerts, err = alerts.NewPrometheus(o.prometheusURL, min(o.alertPoll, 5*time.Second), nil); err != nil {
+		if so.Alerts, err = alerts.NewReader(o.prometheusURL, o.alertPoll, nil); err != nil {
 			return so, err
 		}
 	}

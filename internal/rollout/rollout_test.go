@@ -151,7 +151,7 @@ func FuzzDecide(f *testing.F) {
 		}
 		if gate := budget >> 4; gate != 0 {
 			in.Spec.HaltOnAlerts = &nodemaintv1alpha1.AlertSelector{AlertNames: []string{"NodeDown"}}
-			in.AlertPoll = 30 * time.Second
+			in.AlertsFresh = now.Add(time.Duration(gate) * time.Second)
 			switch gate % 3 {
 			case 1:
 				in.Alerts = []string{"NodeDown"}
@@ -189,8 +189,10 @@ func FuzzDecide(f *testing.F) {
 		if (len(in.Alerts) > 0 || in.AlertsUnknown != "") && len(d.Admitted) > 0 {
 			t.Fatalf("alerts %v (unknown %q) but admitted %v", in.Alerts, in.AlertsUnknown, d.Admitted)
 		}
-		if in.Spec.HaltOnAlerts != nil && d.Waiting > 0 && (d.RecheckAfter <= 0 || d.RecheckAfter > in.AlertPoll) {
-			t.Fatalf("%d nodes wait on the alerts, next look in %v", d.Waiting, d.RecheckAfter)
+		// Nodes wait on a known answer: they are looked at again when it would go stale, at the
+		// latest (a newer answer brings a look of its own).
+		if in.Spec.HaltOnAlerts != nil && in.AlertsUnknown == "" && d.Waiting > 0 && (d.RecheckAfter <= 0 || d.RecheckAfter > in.AlertsFresh.Sub(now)) {
+			t.Fatalf("%d nodes wait on the alerts, fresh for %v, next look in %v", d.Waiting, in.AlertsFresh.Sub(now), d.RecheckAfter)
 		}
 		state := map[string]string{}
 		for _, n := range in.Nodes {
@@ -231,15 +233,16 @@ func FuzzDecide(f *testing.F) {
 	})
 }
 
-// TestHaltOnAlerts: while alerts the rollout selects fire, or cannot be read, no node starts its
-// turn; the nodes in their turn stay; the alerts are read again every AlertPoll while nodes wait.
+// TestHaltOnAlerts: while alerts the rollout selects fire, or cannot be told, no node starts its
+// turn; the nodes in their turn stay; while nodes wait on a known answer, they are looked at
+// again when it goes stale.
 func TestHaltOnAlerts(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	spec := nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(2)),
 		HaltOnAlerts: &nodemaintv1alpha1.AlertSelector{MatchLabels: map[string]string{"severity": "critical"}}}
 	nodes := []Node{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}
 	inTurn := []nodemaintv1alpha1.NodeTurn{{Name: "n1", Since: metav1.NewTime(now.Add(-time.Minute))}}
-	in := Input{Active: true, Spec: spec, Nodes: nodes, InTurn: inTurn, AlertPoll: 30 * time.Second}
+	in := Input{Active: true, Spec: spec, Nodes: nodes, InTurn: inTurn, AlertsFresh: now.Add(30 * time.Second)}
 
 	firing := in
 	firing.Alerts = []string{"EtcdMembersDown"}
@@ -249,16 +252,16 @@ func TestHaltOnAlerts(t *testing.T) {
 		t.Fatalf("firing: halt %q %v, admitted %v, in turn %v, recheck %v", d.HaltReason, d.Alerts, d.Admitted, turnNames(d.InTurn), d.RecheckAfter)
 	}
 	unknown := in
-	unknown.AlertsUnknown = "connection refused"
-	if d := Decide(unknown, now); d.HaltReason != nodemaintv1alpha1.ReasonAlertsUnknown || d.AlertsUnknown != "connection refused" || len(d.Admitted) > 0 {
-		t.Fatalf("unknown: halt %q (%q), admitted %v", d.HaltReason, d.AlertsUnknown, d.Admitted)
+	unknown.AlertsUnknown, unknown.AlertsFresh = "Prometheus unreachable since 2026-01-01T11:59:00Z: connection refused", time.Time{}
+	if d := Decide(unknown, now); d.HaltReason != nodemaintv1alpha1.ReasonAlertsUnknown || d.AlertsUnknown != unknown.AlertsUnknown || len(d.Admitted) > 0 || d.RecheckAfter != 0 {
+		t.Fatalf("unknown: halt %q (%q), admitted %v, recheck %v; want no look of its own (a new answer brings one)", d.HaltReason, d.AlertsUnknown, d.Admitted, d.RecheckAfter)
 	}
 	d = Decide(in, now)
 	if d.HaltReason != "" || !slices.Equal(d.Admitted, []string{"n2"}) || d.RecheckAfter != 30*time.Second {
 		t.Fatalf("clear: halt %q, admitted %v, recheck %v; want n2 admitted and a look in 30s (n3 waits)", d.HaltReason, d.Admitted, d.RecheckAfter)
 	}
-	// Nothing waits: firing alerts halt nothing, and nothing is read again.
-	done := Input{Active: true, Spec: spec, Nodes: []Node{{Name: "n1"}}, InTurn: inTurn, Alerts: []string{"EtcdMembersDown"}, AlertPoll: 30 * time.Second}
+	// Nothing waits: firing alerts halt nothing, and nothing is looked at again.
+	done := Input{Active: true, Spec: spec, Nodes: []Node{{Name: "n1"}}, InTurn: inTurn, Alerts: []string{"EtcdMembersDown"}, AlertsFresh: now.Add(30 * time.Second)}
 	if d := Decide(done, now); d.HaltReason != "" || d.RecheckAfter != 0 {
 		t.Fatalf("nothing waits: halt %q, recheck %v", d.HaltReason, d.RecheckAfter)
 	}

@@ -42,11 +42,11 @@ type Input struct {
 	// (see Window.At); ignored without spec.window.
 	Window WindowState
 	// Alerts names the firing alerts spec.haltOnAlerts selects, and AlertsUnknown why they
-	// could not be read ("": they were); AlertPoll is how often they are read again. Ignored
-	// without spec.haltOnAlerts.
+	// cannot be told ("": they can); AlertsFresh is until when the answer they come from counts
+	// (alerts.Answer.Gate). Ignored without spec.haltOnAlerts.
 	Alerts        []string
 	AlertsUnknown string
-	AlertPoll     time.Duration
+	AlertsFresh   time.Time
 }
 
 // Decision is the rollout's turns now.
@@ -156,8 +156,9 @@ func Decide(in Input, now time.Time) Decision {
 	if in.Spec.Window != nil && in.Window.Open && d.Waiting > 0 && !in.Window.Next.IsZero() {
 		d.after(in.Window.Next.Sub(now)) // the window closes
 	}
-	if in.Spec.HaltOnAlerts != nil && d.Waiting > 0 {
-		d.after(in.AlertPoll) // the alerts are read again, not watched
+	if in.Spec.HaltOnAlerts != nil && d.Waiting > 0 && in.AlertsUnknown == "" && !in.AlertsFresh.IsZero() {
+		// A new answer brings a reconcile; an answer that ages without one closes the gate then.
+		d.after(in.AlertsFresh.Sub(now))
 	}
 	sort.Slice(d.InTurn, func(i, j int) bool { return d.InTurn[i].Name < d.InTurn[j].Name })
 	d.TimedOut = timedOut

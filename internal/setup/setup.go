@@ -86,10 +86,10 @@ type Options struct {
 	// deleted that carry its pre-drain hook (internal/controller/machine). The manager's scheme
 	// must know Cluster API's Machines (ClusterAPIScheme).
 	ClusterAPI bool
-	// Alerts tells the firing Prometheus alerts that halt rollouts, read again every AlertPoll
-	// while one waits (see nodemaintenance.Reconciler); nil: none is read.
-	Alerts    alerts.Source
-	AlertPoll time.Duration
+	// Alerts reads the firing Prometheus alerts that halt rollouts, in the background; it runs
+	// on the manager with the NodeMaintenance controller (see nodemaintenance.Reconciler). Nil:
+	// none is read.
+	Alerts *alerts.Reader
 	// PermissionInterval is how often the controller asks whether it may delete pods
 	// (permissions.PodDeletion); zero: permissions.DefaultInterval.
 	PermissionInterval time.Duration
@@ -188,7 +188,13 @@ func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, re
 	c.Maintenances = &nodemaintenance.Reconciler{
 		Client: mgr.GetClient(), Preflight: o.Preflight, Recorder: recorder, Refusals: refusals,
 		StatusBatchDelay: o.StatusBatchDelay, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol, Clock: o.Clock,
-		Alerts: o.Alerts, AlertPoll: o.AlertPoll, PodDeletion: deletion,
+		PodDeletion: deletion,
+	}
+	if o.Alerts != nil {
+		if err := mgr.Add(o.Alerts); err != nil {
+			return fmt.Errorf("adding the alert reader: %w", err)
+		}
+		c.Maintenances.Alerts = o.Alerts
 	}
 	if err := c.Maintenances.SetupWithManager(mgr, max(o.Concurrency, 1)); err != nil {
 		return fmt.Errorf("setting up the NodeMaintenance controller: %w", err)

@@ -1,7 +1,6 @@
 package nodemaintenance
 
 import (
-	"cmp"
 	"context"
 	"time"
 
@@ -30,10 +29,10 @@ type observation struct {
 	// place; only with spec.rollout.
 	unschedulable []string
 	// alerts names the firing alerts spec.rollout.haltOnAlerts selects, alertsUnknown why they
-	// could not be read, alertPoll how often they are; only with haltOnAlerts.
+	// cannot be told, alertsFresh until when the answer counts; only with haltOnAlerts.
 	alerts        []string
 	alertsUnknown string
-	alertPoll     time.Duration
+	alertsFresh   time.Time
 	// preflight is the maintenance's preflight as the worker has it, planning whether to look
 	// again for it, and preflightTooMany that it selects more nodes than the worker computes
 	// the preflight of, news for this spec (see preflights.Worker.Status).
@@ -66,7 +65,7 @@ func (r *Reconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMain
 			return o, err
 		}
 		if sel := nm.Spec.Rollout.HaltOnAlerts; sel != nil {
-			o.alerts, o.alertsUnknown, o.alertPoll = r.observeAlerts(ctx, sel)
+			o.alerts, o.alertsUnknown, o.alertsFresh = r.observeAlerts(sel, now)
 		}
 	}
 	if r.preflights != nil {
@@ -79,19 +78,13 @@ func (r *Reconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMain
 	return o, nil
 }
 
-// defaultAlertPoll is how often the alerts are read while a rollout waits, without AlertPoll.
-const defaultAlertPoll = 30 * time.Second
-
-// observeAlerts reads the firing alerts the selector selects, or why they cannot be read (the
-// rollout then halts as well: a health gate that cannot be read is not open).
-func (r *Reconciler) observeAlerts(ctx context.Context, sel *nodemaintv1alpha1.AlertSelector) (names []string, unknown string, poll time.Duration) {
-	poll = cmp.Or(r.AlertPoll, defaultAlertPoll)
+// observeAlerts tells the firing alerts the selector selects, or why they cannot be told (the
+// rollout then halts as well: a health gate that cannot be read is not open), from the alert
+// reader's last answer: it never waits on Prometheus.
+func (r *Reconciler) observeAlerts(sel *nodemaintv1alpha1.AlertSelector, now time.Time) (names []string, unknown string, fresh time.Time) {
 	if r.Alerts == nil {
-		return nil, "the controller reads no Prometheus: start it with --prometheus-url", poll
+		return nil, "the controller reads no Prometheus: start it with --prometheus-url", time.Time{}
 	}
-	firing, err := r.Alerts.Firing(ctx)
-	if err != nil {
-		return nil, err.Error(), poll
-	}
-	return alerts.Selected(firing, sel), "", poll
+	firing, unknown, fresh := r.Alerts.Answer().Gate(now)
+	return alerts.Selected(firing, sel), unknown, fresh
 }

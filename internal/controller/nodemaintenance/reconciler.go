@@ -57,11 +57,11 @@ type Reconciler struct {
 	// Protocol is how owners are asked to move their pods (see node.Reconciler.Protocol); the
 	// status says which.
 	Protocol nodemaintv1alpha1.EvacuationProtocol
-	// Alerts tells the firing Prometheus alerts that halt rollouts (spec.rollout.haltOnAlerts),
-	// read again every AlertPoll while a rollout waits; nil: no --prometheus-url, and a rollout
-	// that asks for alerts halts (AlertsUnknown).
-	Alerts    alerts.Source
-	AlertPoll time.Duration
+	// Alerts tells the firing Prometheus alerts that halt rollouts (spec.rollout.haltOnAlerts):
+	// the last answer of the alert reader, which reads in the background; the rollouts that wait
+	// on alerts are reconciled when it changes. Nil: no --prometheus-url, and a rollout that asks
+	// for alerts halts (AlertsUnknown).
+	Alerts alerts.Source
 	// PodDeletion tells whether the controller may delete pods: the status of a maintenance
 	// with drainTimeoutAction Delete says it (ConditionPodDeletionGranted). Nil: it may.
 	PodDeletion *permissions.PodDeletion

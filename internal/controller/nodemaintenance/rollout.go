@@ -25,7 +25,7 @@ func decideTurns(o observation, nodes []nodeDecision, now time.Time) *rollout.De
 		return nil
 	}
 	in := rollout.Input{Active: nm.Spec.Cordon || nm.Spec.Drain, Spec: *spec, Unschedulable: o.unschedulable,
-		Alerts: o.alerts, AlertsUnknown: o.alertsUnknown, AlertPoll: o.alertPoll}
+		Alerts: o.alerts, AlertsUnknown: o.alertsUnknown, AlertsFresh: o.alertsFresh}
 	if nm.Status.Rollout != nil {
 		in.InTurn = nm.Status.Rollout.InTurn
 	}

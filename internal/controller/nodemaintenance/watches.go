@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/alerts"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/preflights"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
@@ -88,6 +89,12 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 		// with drainTimeoutAction Delete.
 		b = b.WatchesRawSource(source.Channel(r.PodDeletion.Changes(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 			return deletingMaintenances(ctx, c)
+		})))
+	}
+	if r.Alerts != nil {
+		// The alert reader's answer changed: the rollouts that wait on alerts decide again.
+		b = b.WatchesRawSource(source.Channel(r.Alerts.Changed(), handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ alerts.Answer) []reconcile.Request {
+			return alertGatedMaintenances(ctx, c)
 		})))
 	}
 	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
@@ -162,9 +169,28 @@ func awaitingPlacement(pod *corev1.Pod) bool {
 	return false
 }
 
+// alertGatedMaintenances lists the NodeMaintenances whose rollout waits on alerts
+// (spec.rollout.haltOnAlerts) and may still start a node.
+func alertGatedMaintenances(ctx context.Context, c client.Reader) []reconcile.Request {
+	return maintenancesWhere(ctx, c, func(nm *nodemaintv1alpha1.NodeMaintenance) bool {
+		return rolling(nm) && nm.Spec.Rollout.HaltOnAlerts != nil
+	})
+}
+
 // rollingMaintenances lists the NodeMaintenances whose rollout may start or halt on a pod the
-// scheduler cannot place: those with spec.rollout that cordon or drain and are not complete.
+// scheduler cannot place.
 func rollingMaintenances(ctx context.Context, c client.Reader) []reconcile.Request {
+	return maintenancesWhere(ctx, c, rolling)
+}
+
+// rolling: the maintenance has spec.rollout, cordons or drains and is not complete.
+func rolling(nm *nodemaintv1alpha1.NodeMaintenance) bool {
+	return nm.Spec.Rollout != nil && (nm.Spec.Cordon || nm.Spec.Drain) && nm.DeletionTimestamp.IsZero() &&
+		nm.Status.Phase != nodemaintv1alpha1.PhaseMaintenanceComplete
+}
+
+// maintenancesWhere lists the NodeMaintenances the filter passes.
+func maintenancesWhere(ctx context.Context, c client.Reader, filter func(*nodemaintv1alpha1.NodeMaintenance) bool) []reconcile.Request {
 	var list nodemaintv1alpha1.NodeMaintenanceList
 	if err := c.List(ctx, &list); err != nil {
 		log.FromContext(ctx).Error(err, "listing NodeMaintenances")
@@ -172,12 +198,9 @@ func rollingMaintenances(ctx context.Context, c client.Reader) []reconcile.Reque
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		nm := &list.Items[i]
-		if nm.Spec.Rollout == nil || !(nm.Spec.Cordon || nm.Spec.Drain) || !nm.DeletionTimestamp.IsZero() ||
-			nm.Status.Phase == nodemaintv1alpha1.PhaseMaintenanceComplete {
-			continue
+		if nm := &list.Items[i]; filter(nm) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nm.Name}})
 		}
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nm.Name}})
 	}
 	return reqs
 }
