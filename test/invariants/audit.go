@@ -160,6 +160,7 @@ func (s *state) custom(u *unstructured.Unstructured, deleted bool, now time.Time
 		var nm nodemaintv1alpha1.NodeMaintenance
 		if json.Unmarshal(b, &nm) == nil {
 			s.nodeMaintenance(&nm, deleted, now)
+			s.alertTurns(&nm, deleted, now)
 		}
 	case "DrainRule":
 		var r nodemaintv1alpha1.DrainRule

@@ -61,6 +61,9 @@ func (v Violation) String() string {
 		return fmt.Sprintf("%s %s: nodemaint's %s of pod %s (%s): %s",
 			v.Time.Format(time.RFC3339Nano), v.Kind, v.Act, v.Pod, v.Object, v.Detail)
 	}
+	if v.Pod == "" {
+		return fmt.Sprintf("%s %s %s: %s", v.Time.Format(time.RFC3339Nano), v.Kind, v.Object, v.Detail)
+	}
 	gap := ""
 	if v.AfterWatchGap {
 		gap = " (reconstructed after a watch gap: " + v.Evidence + ")"
@@ -95,6 +98,13 @@ type Options struct {
 	// ControllerUser is the username nodemaint-controller authenticates as, as the audit log
 	// names it: DefaultControllerUser when empty.
 	ControllerUser string
+	// Prometheus is the stand-in the controller reads its alerts from (--prometheus-url): with it
+	// the checker also judges every turn of a rollout with haltOnAlerts against what the
+	// stand-in answered (KindAlertGate), taking an answer to count for AlertMaxAge (the
+	// controller's, alerts.MaxAge of its --prometheus-poll-interval). Needs AuditLog (the
+	// NodeMaintenances are watched with it).
+	Prometheus  *Prometheus
+	AlertMaxAge time.Duration
 }
 
 // DefaultControllerUser is the user of nodemaint-controller's ServiceAccount as config/rbac and
@@ -153,6 +163,13 @@ func Start(ctx context.Context, config *rest.Config, opts Options) (*Checker, er
 		c.witness = newWitness(c)
 	}
 	var infs []cache.SharedIndexInformer
+	if opts.Prometheus != nil {
+		if opts.AuditLog == "" || opts.AlertMaxAge <= 0 {
+			cancel()
+			return nil, errors.New("invariant checker: the alert gate's check needs AuditLog and AlertMaxAge")
+		}
+		c.state.alertGate = newAlertGate(opts.Prometheus, opts.AlertMaxAge)
+	}
 	if opts.AuditLog != "" {
 		c.state.acts = newActs(cmp.Or(opts.ControllerUser, DefaultControllerUser), time.Now())
 		c.audit = &auditTail{path: opts.AuditLog}

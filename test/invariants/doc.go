@@ -26,6 +26,10 @@
 //     drainTimeout has run since the node's drain started (cordoned, and drained by the maintenance)
 //     and its evacuationResponseTimeout since the pod was first asked
 //     (KindDeletionNotDue; promises 3 and 4);
+//   - with a stand-in Prometheus (Options.Prometheus), no node starts its turn of a rollout with
+//     spec.rollout.haltOnAlerts unless an answer the stand-in gave within the controller's
+//     answer age before the turn was usable (no warnings) and had none of the selected alerts
+//     firing: not while they fire, nor without a trustworthy answer (KindAlertGate);
 //   - once the maintenances are over, nothing of nodemaint's is left (CheckClean; promise 7): no
 //     cordon, taint, label, annotation or condition on nodes, no evacuation condition, label or
 //     annotation on pods, no annotation on Deployments and ReplicaSets, every Deployment back at

@@ -36,6 +36,9 @@ type state struct {
 
 	// acts is the state of the act checks (acts.go); nil without an audit log.
 	acts *acts
+	// alertGate is the state of the alert gate's check (alertgate.go); nil without a stand-in
+	// Prometheus.
+	alertGate *alertGate
 
 	// gap, while a watch gap's relists are being delivered: events are applied but judged only
 	// when it closes, by a replay of what the objects carry (gap.go).
