@@ -18,9 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/alerts"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	"github.com/nodemaint/nodemaint/test/invariants"
 )
+
+// alertPoll is how often the controllers read the stand-in Prometheus's alerts.
+const alertPoll = time.Second
 
 // takeoverTimeout bounds the wait for a replica to lead after the leader was killed: the lease
 // (4s) expires, the standby acquires it.
@@ -83,6 +87,10 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 	for _, sc := range b.lanes {
 		t.Logf("scenario %s", sc)
 	}
+	// The Prometheus the controllers read their alerts from, and the checker judges the turns of
+	// rollouts with haltOnAlerts against.
+	prom := invariants.StartPrometheus()
+	t.Cleanup(prom.Close)
 
 	// The lanes' workloads, each in a namespace of its own, all Ready before anything starts.
 	namespaces := make([]string, len(b.lanes))
@@ -107,6 +115,7 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 		Namespaces:  namespaces,
 		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
 		Witness:     true,
+		Prometheus:  prom, AlertMaxAge: alerts.MaxAge(alertPoll),
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +131,8 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 		// A lease a little longer than the framework's: a replica that misses its renewal on a
 		// loaded machine is started again (keepAlive), but each such loss is a minute of work redone.
 		args: []string{"--evacuation-protocol=" + b.protocol,
-			"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s"}}
+			"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s",
+			"--prometheus-url=" + prom.URL(), "--prometheus-poll-interval=" + alertPoll.String()}}
 	for _, ctrl := range f.ctrls {
 		ctrl.Start(f.args...)
 	}
@@ -162,6 +172,22 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 	}
 	for _, at := range b.kills {
 		steps = append(steps, step{at: at, what: "kill the leader", do: f.killLeader})
+	}
+	for _, a := range b.alerts {
+		steps = append(steps, step{at: a.at, what: string(a.what), do: func() {
+			switch a.what {
+			case alertFires:
+				prom.Fire(gateAlert, nil)
+			case alertClears:
+				prom.Clear(gateAlert)
+			case prometheusWarns:
+				prom.Answer(invariants.AnswerWarnings)
+			case prometheusSilent:
+				prom.Answer(invariants.AnswerNothing)
+			case prometheusAnswers:
+				prom.Answer(invariants.AnswerAlerts)
+			}
+		}})
 	}
 	slices.SortStableFunc(steps, func(a, b step) int { return cmp.Compare(a.at, b.at) })
 	begin := time.Now()
@@ -216,18 +242,19 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 		sum.edits += len(sc.edits)
 	}
 	sum.exited += f.exited
-	t.Logf("batch %d (%s): %d scenarios, %d acts of nodemaint's judged, %d budgets checked, %d replicas that exited by themselves, %d violations",
-		b.seed, b.protocol, len(b.lanes), judged, budgets, f.exited, len(violations))
+	t.Logf("batch %d (%s): %d scenarios, %d acts of nodemaint's judged, %d budgets checked, %d replicas that exited by themselves, %d answers of Prometheus, %d violations",
+		b.seed, b.protocol, len(b.lanes), judged, budgets, f.exited, prom.Served(), len(violations))
 	for _, v := range violations {
 		t.Errorf("invariant violated (replay: NODEMAINT_COMBINATIONS_SEED=%d NODEMAINT_COMBINATIONS_BATCHES=1): %s\n  in %s",
 			b.seed, v, scenarioOf(b, namespaces, v))
 	}
 }
 
-// scenarioOf returns the scenario a violation happened in, by its pod's namespace.
+// scenarioOf returns the scenario a violation happened in, by its pod's namespace (or its
+// maintenance, for a violation of no pod).
 func scenarioOf(b batch, namespaces []string, v invariants.Violation) string {
 	for i, ns := range namespaces {
-		if strings.HasPrefix(v.Pod, ns+"/") {
+		if strings.HasPrefix(v.Pod, ns+"/") || v.Pod == "" && strings.HasPrefix(v.Object, fmt.Sprintf("lane-%d-", b.lanes[i].lane)) {
 			return b.lanes[i].String()
 		}
 	}

@@ -1,6 +1,7 @@
 package combinations_test
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -29,6 +30,9 @@ func describeBatch(b batch) []string {
 	for _, k := range b.kills {
 		out = append(out, k.String())
 	}
+	for _, a := range b.alerts {
+		out = append(out, fmt.Sprintf("%v %s", a.at, a.what))
+	}
 	return out
 }
 
@@ -40,6 +44,9 @@ func TestGeneratorCoversTheSpace(t *testing.T) {
 	for seed := range uint64(longRun.batches) {
 		b := drawBatch(seed, longRun)
 		seen["protocol "+b.protocol] = true
+		for _, a := range b.alerts {
+			seen["alerts "+string(a.what)] = true
+		}
 		for _, sc := range b.lanes {
 			for _, k := range sc.workloads {
 				seen["workload "+k.name] = true
@@ -53,6 +60,9 @@ func TestGeneratorCoversTheSpace(t *testing.T) {
 				seen["action "+string(s.DrainTimeoutAction)] = true
 				seen["label "+string(s.DrainLabelPolicy)] = true
 				seen["rollout "+map[bool]string{true: "yes", false: "no"}[s.Rollout != nil]] = true
+				if s.Rollout != nil {
+					seen["haltOnAlerts "+map[bool]string{true: "yes", false: "no"}[s.Rollout.HaltOnAlerts != nil]] = true
+				}
 				seen["drain "+map[bool]string{true: "yes", false: "no"}[s.Drain]] = true
 				for _, other := range sc.nms[:i] {
 					if overlap(s, other.spec) {
@@ -66,7 +76,10 @@ func TestGeneratorCoversTheSpace(t *testing.T) {
 		"policy " + string(nodemaintv1alpha1.EvictionPolicySignalOnly), "policy " + string(nodemaintv1alpha1.EvictionPolicyEvict),
 		"action " + string(nodemaintv1alpha1.DrainTimeoutActionDelete), "action " + string(nodemaintv1alpha1.DrainTimeoutActionReport),
 		"label " + string(nodemaintv1alpha1.DrainLabelPolicyHonor), "label " + string(nodemaintv1alpha1.DrainLabelPolicyIgnore),
-		"rollout yes", "rollout no", "drain yes", "drain no"}
+		"rollout yes", "rollout no", "drain yes", "drain no", "haltOnAlerts yes", "haltOnAlerts no"}
+	for _, a := range alertChanges {
+		want = append(want, "alerts "+string(a))
+	}
 	for _, k := range zoo {
 		want = append(want, "workload "+k.name)
 	}

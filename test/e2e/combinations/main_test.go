@@ -7,8 +7,10 @@
 // room to surge, HPA-managed, maxSurge 0, StatefulSets, bare pods, Jobs, skip and
 // wait-completed labels, DrainRules, budgets that never allow a disruption, required
 // anti-affinity that leaves no room, local storage) and overlapping NodeMaintenances drawn from
-// the whole spec space (SignalOnly or Evict, Report or Delete, Honor or Ignore, rollouts), whose
-// cordon, drain and policy are switched on and off while they run. A batch runs its lanes side by
+// the whole spec space (SignalOnly or Evict, Report or Delete, Honor or Ignore, rollouts, with
+// and without haltOnAlerts), whose cordon, drain and policy are switched on and off while they
+// run; the controllers read their alerts from a stand-in Prometheus whose alert fires and clears,
+// and which answers with warnings or not at all, on the batch's timeline. A batch runs its lanes side by
 // side under one evacuation protocol (the cluster serves the EvictionRequest API; batches take
 // pod-conditions and eviction-request in turn) while the leader of two controller replicas is
 // killed; then every maintenance is deleted and nothing of nodemaint's may be left. A violation

@@ -30,6 +30,32 @@ type batch struct {
 	lanes    []scenario
 	// kills are when the leader is killed, from the batch's start.
 	kills []time.Duration
+	// alerts are what the stand-in Prometheus does, from the batch's start: the rollouts with
+	// haltOnAlerts wait on gateAlert.
+	alerts []alertStep
+}
+
+// gateAlert is the alert the rollouts with haltOnAlerts wait on.
+const gateAlert = "CombinationsGate"
+
+// alertChange is what the stand-in Prometheus starts doing: it starts answering with no alert
+// firing.
+type alertChange string
+
+const (
+	alertFires        alertChange = "gate alert fires"
+	alertClears       alertChange = "gate alert clears"
+	prometheusWarns   alertChange = "Prometheus answers with warnings"
+	prometheusSilent  alertChange = "Prometheus answers nothing"
+	prometheusAnswers alertChange = "Prometheus answers"
+)
+
+var alertChanges = []alertChange{alertFires, alertClears, prometheusWarns, prometheusSilent, prometheusAnswers}
+
+// alertStep changes what the stand-in Prometheus does at a time from the batch's start.
+type alertStep struct {
+	at   time.Duration
+	what alertChange
 }
 
 // scenario is one lane: its nodes, its workloads and its maintenances.
@@ -94,6 +120,19 @@ func drawBatch(seed uint64, s runSize) batch {
 		b.kills = append(b.kills, time.Duration(rng.Int64N(int64(s.span))))
 	}
 	slices.Sort(b.kills)
+	// The alert gate, drawn last so that a seed draws the rest as before: half the rollouts wait
+	// on gateAlert, and the stand-in Prometheus changes four times.
+	for _, sc := range b.lanes {
+		for _, nm := range sc.nms {
+			if r := nm.spec.Rollout; r != nil && rng.IntN(2) == 0 {
+				r.HaltOnAlerts = &nodemaintv1alpha1.AlertSelector{AlertNames: []string{gateAlert}}
+			}
+		}
+	}
+	for range 4 {
+		b.alerts = append(b.alerts, alertStep{at: time.Duration(rng.Int64N(int64(s.span))), what: alertChanges[rng.IntN(len(alertChanges))]})
+	}
+	slices.SortStableFunc(b.alerts, func(x, y alertStep) int { return cmp.Compare(x.at, y.at) })
 	return b
 }
 
@@ -216,6 +255,9 @@ func describe(spec nodemaintv1alpha1.NodeMaintenanceSpec) string {
 	parts = append(parts, string(spec.DrainTimeoutAction), string(spec.DrainLabelPolicy))
 	if r := spec.Rollout; r != nil {
 		parts = append(parts, fmt.Sprintf("rollout %s %s %s", r.MaxUnavailable.String(), r.Release, r.OnNodeFailure))
+		if r.HaltOnAlerts != nil {
+			parts = append(parts, "haltOnAlerts "+strings.Join(r.HaltOnAlerts.AlertNames, ","))
+		}
 	}
 	return strings.Join(parts, " ")
 }
