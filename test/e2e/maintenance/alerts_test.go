@@ -207,7 +207,7 @@ func TestUnansweredPrometheusStallsNothing(t *testing.T) {
 		t.Fatalf("the status of a maintenance without haltOnAlerts came only after %d reads of an unanswering Prometheus gave up: the reads hold the workers", endedAtStatus)
 	}
 
-	// Every rollout halts, fail closed, and says why; nothing is cordoned.
+	// Every rollout halts, fail closed, and says why; no node starts its turn (cordoned).
 	for _, name := range names {
 		testutil.Eventually(t, timeout, name+" halts on alerts unknown", func(ctx context.Context) (bool, string, error) {
 			nm := &nodemaintv1alpha1.NodeMaintenance{}
@@ -222,12 +222,22 @@ func TestUnansweredPrometheusStallsNothing(t *testing.T) {
 				nm.Status.Rollout.NodesInTurn == 0, fmt.Sprintf("%s %s (%s), %d in turn", c.Status, c.Reason, c.Message, nm.Status.Rollout.NodesInTurn), nil
 		})
 	}
-	expectNode(t, node(1), restored)
-	expectNode(t, node(2), restored)
+	first := &nodemaintv1alpha1.NodeMaintenance{}
+	if err := framework.Client().Get(t.Context(), types.NamespacedName{Name: names[0]}, first); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %s", names[0], meta.FindStatusCondition(first.Status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted).Message)
+	for _, n := range []string{node(1), node(2)} {
+		if v, err := testutil.ViewNode(t.Context(), framework.Client(), n); err != nil || v.Unschedulable {
+			t.Errorf("node %s waits for its turn: %+v (%v), want it not cordoned", n, v, err)
+		}
+	}
 	for _, name := range append(names, "beside-unanswered") {
 		deleteNM(t, name)
 	}
 	for _, name := range append(names, "beside-unanswered") {
 		expectGone(t, name)
 	}
+	expectNode(t, node(1), restored)
+	expectNode(t, node(2), restored)
 }
