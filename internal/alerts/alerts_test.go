@@ -238,7 +238,7 @@ func TestGate(t *testing.T) {
 		freshLeft time.Duration
 	}{
 		"not started": {Answer{MaxAge: maxAge}, t0, "no answer from Prometheus yet", 0},
-		"asked":       {Answer{Asked: t0, MaxAge: maxAge}, t0.Add(time.Hour), "no answer from Prometheus yet (asked at 2026-01-01T12:00:00Z)", 0},
+		"asked":       {Answer{Asked: t0, MaxAge: maxAge}, t0.Add(time.Hour), "no answer from Prometheus yet, asked at 2026-01-01T12:00:00Z", 0},
 		"fresh":       {Answer{Asked: t0, Firing: firing, At: t0, MaxAge: maxAge}, t0.Add(maxAge), "", maxAge},
 		"stale": {Answer{Asked: t0, Firing: firing, At: t0, MaxAge: maxAge}, t0.Add(maxAge + time.Nanosecond),
 			"Prometheus's last answer, asked at 2026-01-01T12:00:00Z, is older than 1m0s: no read finished since", 0},
@@ -321,7 +321,7 @@ func TestReaderNeverWaits(t *testing.T) {
 	stopped := make(chan error)
 	go func() { stopped <- r.Start(ctx) }()
 	<-received
-	if _, unknown, _ := r.Answer().Gate(clk.Now()); unknown != "no answer from Prometheus yet (asked at 2026-01-01T12:00:00Z)" {
+	if _, unknown, _ := r.Answer().Gate(clk.Now()); unknown != "no answer from Prometheus yet, asked at 2026-01-01T12:00:00Z" {
 		t.Errorf("while the first read hangs: %q", unknown)
 	}
 	cancel()

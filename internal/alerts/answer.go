@@ -44,7 +44,7 @@ func (a Answer) Gate(now time.Time) (firing []Alert, unknown string, fresh time.
 	case a.At.IsZero() && a.Asked.IsZero():
 		return nil, "no answer from Prometheus yet", time.Time{}
 	case a.At.IsZero():
-		return nil, "no answer from Prometheus yet (asked at " + stamp(a.Asked) + ")", time.Time{}
+		return nil, "no answer from Prometheus yet, asked at " + stamp(a.Asked), time.Time{}
 	case now.Sub(a.At) > a.MaxAge:
 		return nil, fmt.Sprintf("Prometheus's last answer, asked at %s, is older than %s: no read finished since", stamp(a.At), a.MaxAge), time.Time{}
 	}
