@@ -44,8 +44,9 @@ type Prometheus struct {
 	mu        sync.Mutex
 	firing    map[string]map[string]string
 	answering Answering
-	// served are the answers given, those alike joined: from first to last.
-	served []servedAnswer
+	// served are the answers given, those alike joined: from first to last; answers counts them.
+	served  []servedAnswer
+	answers int
 }
 
 type servedAnswer struct {
@@ -101,7 +102,7 @@ func (p *Prometheus) Answer(a Answering) {
 func (p *Prometheus) Served() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.served)
+	return p.answers
 }
 
 func (p *Prometheus) serve(w http.ResponseWriter, r *http.Request) {
@@ -147,6 +148,7 @@ func (p *Prometheus) serve(w http.ResponseWriter, r *http.Request) {
 
 // record remembers an answer, joined to the last when alike. p.mu is held.
 func (p *Prometheus) record(a servedAnswer) {
+	p.answers++
 	a.last = a.first
 	if n := len(p.served); n > 0 {
 		last := &p.served[n-1]
@@ -203,8 +205,9 @@ type alertGate struct {
 	// gatedSince is when each maintenance's rollout began to wait on alerts as the checker
 	// knows: its creation when created so, else when the checker saw haltOnAlerts.
 	gatedSince map[string]time.Time
-	// judged are the turns judged (maintenance/node/since).
+	// judged are the turns seen (maintenance/node/since); turns counts those judged.
 	judged map[string]bool
+	turns  int
 }
 
 func newAlertGate(prom *Prometheus, maxAge time.Duration) *alertGate {
@@ -246,6 +249,7 @@ func (s *state) alertTurns(nm *nodemaintv1alpha1.NodeMaintenance, deleted bool, 
 		if turn.Since.Time.Before(since) {
 			continue // it started before the rollout waited on alerts
 		}
+		g.turns++
 		if from := turn.Since.Add(-g.maxAge); !g.prom.clearBetween(sel, from, now) {
 			s.emit(Violation{Time: now, Kind: KindAlertGate, Object: nm.Name, Detail: fmt.Sprintf(
 				"node %s started its turn at %s, but no usable answer of Prometheus from %s to %s had none of the alerts %s firing",
@@ -263,4 +267,15 @@ func describeSelector(sel *nodemaintv1alpha1.AlertSelector) string {
 		parts = append(parts, k+"="+sel.MatchLabels[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// AlertTurns counts the turns of rollouts with haltOnAlerts the checker judged: a test can
+// assert that it judged some.
+func (c *Checker) AlertTurns() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state.alertGate == nil {
+		return 0
+	}
+	return c.state.alertGate.turns
 }

@@ -242,8 +242,8 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 		sum.edits += len(sc.edits)
 	}
 	sum.exited += f.exited
-	t.Logf("batch %d (%s): %d scenarios, %d acts of nodemaint's judged, %d budgets checked, %d replicas that exited by themselves, %d answers of Prometheus, %d violations",
-		b.seed, b.protocol, len(b.lanes), judged, budgets, f.exited, prom.Served(), len(violations))
+	t.Logf("batch %d (%s): %d scenarios, %d acts of nodemaint's judged, %d budgets checked, %d turns of rollouts with haltOnAlerts judged (%d answers of Prometheus), %d replicas that exited by themselves, %d violations",
+		b.seed, b.protocol, len(b.lanes), judged, budgets, checker.AlertTurns(), prom.Served(), f.exited, len(violations))
 	for _, v := range violations {
 		t.Errorf("invariant violated (replay: NODEMAINT_COMBINATIONS_SEED=%d NODEMAINT_COMBINATIONS_BATCHES=1): %s\n  in %s",
 			b.seed, v, scenarioOf(b, namespaces, v))
