@@ -5,6 +5,7 @@ package main
 import (
 	"cmp"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -23,12 +24,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
@@ -82,6 +85,7 @@ type options struct {
 	evictionController      string
 	evictionControllerName  string
 	clusterAPI              bool
+	clusterAPISelf          string
 	prometheusURL           string
 	alertPoll               time.Duration
 	permissionInterval      time.Duration
@@ -123,7 +127,8 @@ func main() {
 	fs.StringVar(&o.evacuationProtocol, "evacuation-protocol", evictionrequest.FlagAuto, "How owners are asked to move their pods: pod-conditions (the EvacuationRequest pod condition, KEP-4212), eviction-request (an EvictionRequest per pod, KEP-4563's lifecycle.k8s.io/v1alpha1), or auto: eviction-request where the API server serves evictionrequests, else pod-conditions. Chosen at start; shown in each NodeMaintenance's status.evacuationProtocol.")
 	fs.StringVar(&o.evictionController, "eviction-controller", "auto", "Run nodemaint's own evictionrequest-controller and imperative-eviction.k8s.io/evictor (EvictionRequests to Evictions, responders by priority, the imperative evictor last): on, off, or auto: on where the API server serves lifecycle.k8s.io/v1alpha1. Either way it writes to and deletes only the Evictions it created (label "+names.ControllerLabel+"=<--eviction-controller-name>) and leaves a pod another controller's Eviction names to that controller; under auto it also creates no Eviction while another Eviction controller answers in the cluster (the in-tree one, another nodemaint installation), and carries its own to their end. Set off where the control plane runs its own.")
 	fs.StringVar(&o.evictionControllerName, "eviction-controller-name", "", "Name of this installation's Eviction controller, a label value (63 characters at most): the value of "+names.ControllerLabel+" on the Evictions it creates, the only ones it writes to or deletes. Default: --leader-election-namespace (one installation per leader election namespace).")
-	fs.BoolVar(&o.clusterAPI, "cluster-api", false, "Drain the nodes of Cluster API Machines being deleted that carry the pre-drain hook "+nodemaintv1alpha1.ClusterAPIPreDrainHook+": a NodeMaintenance per Machine, the hook released once its node is drained. Needs the ClusterRole nodemaint-cluster-api (config/cluster-api; the chart's clusterAPI.enabled).")
+	fs.BoolVar(&o.clusterAPI, "cluster-api", false, "Drain the nodes of Cluster API Machines being deleted that carry the pre-drain hook "+nodemaintv1alpha1.ClusterAPIPreDrainHook+": a NodeMaintenance per Machine in its workload cluster, reached through its Cluster's kubeconfig Secret (<cluster>-kubeconfig) as Cluster API reaches it, the hook released once its node is drained. Needs the ClusterRoles of config/cluster-api (the chart's clusterAPI.enabled) and Cluster API 1.11 or later (cluster.x-k8s.io/v1beta2); without it the controller says so at start and runs on without.")
+	fs.StringVar(&o.clusterAPISelf, "cluster-api-self", "", "With --cluster-api: the Cluster API Cluster, as <namespace>/<name>, that is the cluster nodemaint-controller runs in (self-hosted): its Machines' nodes are drained with nodemaint's own client, not through its kubeconfig Secret. Only Machines of that namespace and Cluster.")
 	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "URL of the Prometheus server (or any server of its HTTP API, /api/v1/alerts) whose firing alerts halt rollouts that ask for it (spec.rollout.haltOnAlerts). One reader in the background reads them every --prometheus-poll-interval (each read at most 30s, its answer at most 8 MiB); no reconcile waits on Prometheus. The gate fails closed: with no answer yet, an unreachable Prometheus, an answer that is not successful, too large or has warnings (a partial answer), or an answer older than twice the interval and 30s, such rollouts halt, reason AlertsUnknown, saying which and since when. Empty: such rollouts halt, reason AlertsUnknown.")
 	fs.DurationVar(&o.alertPoll, "prometheus-poll-interval", 30*time.Second, "How long the alert reader waits after a read of --prometheus-url before the next. A change of the answer reaches the rollouts that wait on it at once.")
 	fs.DurationVar(&o.permissionInterval, "permission-check-interval", permissions.DefaultInterval, "How often the controller asks the API server whether it may delete pods (a SelfSubjectAccessReview), which drainTimeoutAction: Delete needs and the install grants only on request (Helm podDeletion.enabled, kustomize config/pod-deletion); also at start and after a deletion is forbidden.")
@@ -294,7 +299,24 @@ func setupOptions(o options, cfg *rest.Config, mgr manager.Manager, ownPods *obs
 		SurgeTimeout:       o.surgeTimeout,
 		OwnPods:            ownPods,
 		PermissionInterval: o.permissionInterval,
-		ClusterAPI:         o.clusterAPI,
+	}
+	if o.clusterAPI {
+		if so.ClusterAPI, err = clusterAPIServed(cfg); err != nil {
+			return so, err
+		}
+		if !so.ClusterAPI {
+			log.Info("NOT draining the nodes of Cluster API Machines (--cluster-api): the API server serves no Machines and Clusters of " + clusterv1.GroupVersion.String() +
+				" (Cluster API 1.11 or later); restart nodemaint-controller once it does")
+		}
+		if o.clusterAPISelf != "" {
+			ns, name, ok := strings.Cut(o.clusterAPISelf, "/")
+			if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+				return so, fmt.Errorf("--cluster-api-self must be <namespace>/<name>, not %q", o.clusterAPISelf)
+			}
+			so.ClusterAPISelf = types.NamespacedName{Namespace: ns, Name: name}
+		}
+	} else if o.clusterAPISelf != "" {
+		return so, errors.New("--cluster-api-self needs --cluster-api")
 	}
 	if o.prometheusURL != "" {
 		if so.Alerts, err = alerts.NewReader(o.prometheusURL, o.alertPoll, nil); err != nil {
@@ -348,6 +370,27 @@ func evictionRequestsServed(cfg *rest.Config) (bool, error) {
 		found[r.Name] = true
 	}
 	return found["evictionrequests"] && found["evictions"], nil
+}
+
+// clusterAPIServed asks discovery whether the API server serves Cluster API's Machines and
+// Clusters in cluster.x-k8s.io/v1beta2 (Cluster API 1.11 and later).
+func clusterAPIServed(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	list, err := dc.ServerResourcesForGroupVersion(clusterv1.GroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", clusterv1.GroupVersion, err)
+	}
+	found := map[string]bool{}
+	for _, r := range list.APIResources {
+		found[r.Name] = true
+	}
+	return found["machines"] && found["clusters"], nil
 }
 
 // evictionControllerOn reads --eviction-controller.

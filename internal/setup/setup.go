@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/nodemaint/nodemaint/internal/controller/machine"
@@ -86,6 +87,9 @@ type Options struct {
 	// deleted that carry its pre-drain hook (internal/controller/machine). The manager's scheme
 	// must know Cluster API's Machines (ClusterAPIScheme).
 	ClusterAPI bool
+	// ClusterAPISelf is the Cluster that is this cluster (--cluster-api-self): its Machines'
+	// nodes are drained here, without its kubeconfig Secret; zero: none.
+	ClusterAPISelf types.NamespacedName
 	// Alerts reads the firing Prometheus alerts that halt rollouts, in the background; it runs
 	// on the manager with the NodeMaintenance controller (see nodemaintenance.Reconciler). Nil:
 	// none is read.
@@ -148,14 +152,16 @@ func Controllers(ctx context.Context, mgr manager.Manager, o Options) (*Set, err
 		}
 	}
 	if o.ClusterAPI {
-		if err := (&machine.Reconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
+		workloads := &machine.Workloads{Local: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+			Self: o.ClusterAPISelf, UserAgent: "nodemaint-controller/cluster-api"}
+		if err := (&machine.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Workloads: workloads}).SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the Cluster API controller: %w", err)
 		}
 	}
 	return &c, nil
 }
 
-// ClusterAPIScheme adds Cluster API's Machines to the scheme, for Options.ClusterAPI.
+// ClusterAPIScheme adds Cluster API's Machines and Clusters to the scheme, for Options.ClusterAPI.
 func ClusterAPIScheme(scheme *runtime.Scheme) error { return clusterv1.AddToScheme(scheme) }
 
 // maintenance sets up the node, NodeMaintenance and DrainRule controllers.

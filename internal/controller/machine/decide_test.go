@@ -3,9 +3,12 @@ package machine
 import (
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -22,10 +25,19 @@ func TestDecide(t *testing.T) {
 		if hooked {
 			m.Annotations = map[string]string{nodemaintv1alpha1.ClusterAPIPreDrainHook: "nodemaint"}
 		}
+		m.Spec.ClusterName = "c"
+		m.Spec.ProviderID = "test://" + node
 		m.Status.NodeRef.Name = node
 		m.Spec.Deletion.NodeDrainTimeoutSeconds = ptr.To[int32](600)
 		return m
 	}
+	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "c"}}
+	deletingCluster := cluster.DeepCopy()
+	deletingCluster.DeletionTimestamp = ptr.To(metav1.Now())
+	pausedCluster := cluster.DeepCopy()
+	pausedCluster.Spec.Paused = ptr.To(true)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "u1"}, Spec: corev1.NodeSpec{ProviderID: "test://n1"}}
+	otherNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "test://elsewhere"}}
 	maintenance := func(cond string) *nodemaintv1alpha1.NodeMaintenance {
 		nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: MaintenanceName(key)}}
 		if cond != "" {
@@ -33,18 +45,27 @@ func TestDecide(t *testing.T) {
 		}
 		return nm
 	}
+	deleting := machine(true, true, "n1")
 	for name, tc := range map[string]struct {
 		obs  Observation
 		want string
 	}{
-		"running machine":              {Observation{Key: key, Machine: machine(false, true, "n1")}, "nothing"},
-		"deleted without the hook":     {Observation{Key: key, Machine: machine(true, false, "n1")}, "nothing"},
-		"deleted with the hook":        {Observation{Key: key, Machine: machine(true, true, "n1")}, "create"},
-		"no node":                      {Observation{Key: key, Machine: machine(true, true, "")}, "release"},
-		"draining":                     {Observation{Key: key, Machine: machine(true, true, "n1"), Maintenance: maintenance("")}, "nothing"},
-		"drained":                      {Observation{Key: key, Machine: machine(true, true, "n1"), Maintenance: maintenance(nodemaintv1alpha1.ConditionDrained)}, "release"},
-		"timed out":                    {Observation{Key: key, Machine: machine(true, true, "n1"), Maintenance: maintenance(nodemaintv1alpha1.ConditionDrainTimedOut)}, "release"},
-		"hook released, machine going": {Observation{Key: key, Machine: machine(true, false, "n1"), Maintenance: maintenance(nodemaintv1alpha1.ConditionDrained)}, "nothing"},
+		"running machine":              {Observation{Key: key, Machine: machine(false, true, "n1"), Cluster: cluster, Node: node}, "nothing"},
+		"deleted without the hook":     {Observation{Key: key, Machine: machine(true, false, "n1"), Cluster: cluster, Node: node}, "nothing"},
+		"deleted with the hook":        {Observation{Key: key, Machine: deleting, Cluster: cluster, Node: node}, "create"},
+		"no cluster":                   {Observation{Key: key, Machine: deleting, Node: node}, "nothing"},
+		"cluster being deleted":        {Observation{Key: key, Machine: deleting, Cluster: deletingCluster, Node: node}, "nothing"},
+		"cluster paused":               {Observation{Key: key, Machine: deleting, Cluster: pausedCluster, Node: node}, "nothing"},
+		"no node":                      {Observation{Key: key, Machine: machine(true, true, ""), Cluster: cluster}, "release"},
+		"workload cluster unknown":     {Observation{Key: key, Machine: deleting, Cluster: cluster, Unreachable: "no Secret"}, "refuse"},
+		"node gone":                    {Observation{Key: key, Machine: deleting, Cluster: cluster}, "release"},
+		"node gone while draining":     {Observation{Key: key, Machine: deleting, Cluster: cluster, Maintenance: maintenance("")}, "release"},
+		"another provider's node":      {Observation{Key: key, Machine: deleting, Cluster: cluster, Node: otherNode}, "refuse"},
+		"no providerID on either side": {Observation{Key: key, Machine: func() *clusterv1.Machine { m := machine(true, true, "n1"); m.Spec.ProviderID = ""; return m }(), Cluster: cluster, Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}}, "refuse"},
+		"draining":                     {Observation{Key: key, Machine: deleting, Cluster: cluster, Node: node, Maintenance: maintenance("")}, "wait"},
+		"drained":                      {Observation{Key: key, Machine: deleting, Cluster: cluster, Node: node, Maintenance: maintenance(nodemaintv1alpha1.ConditionDrained)}, "release"},
+		"timed out":                    {Observation{Key: key, Machine: deleting, Cluster: cluster, Node: node, Maintenance: maintenance(nodemaintv1alpha1.ConditionDrainTimedOut)}, "release"},
+		"hook released, machine going": {Observation{Key: key, Machine: machine(true, false, "n1"), Cluster: cluster, Node: node, Maintenance: maintenance(nodemaintv1alpha1.ConditionDrained)}, "nothing"},
 		"machine gone":                 {Observation{Key: key, Maintenance: maintenance(nodemaintv1alpha1.ConditionDrained)}, "delete"},
 		"machine gone, no maintenance": {Observation{Key: key}, "nothing"},
 	} {
@@ -55,41 +76,102 @@ func TestDecide(t *testing.T) {
 			got = "create"
 		case d.ReleaseHook:
 			got = "release"
+		case d.Refused != "":
+			got = "refuse"
 		case d.DeleteMaintenance:
 			got = "delete"
+		case d.Wait:
+			got = "wait"
 		}
 		if got != tc.want {
 			t.Errorf("%s: %s (%+v), want %s", name, got, d, tc.want)
 		}
 	}
-
-	nm := Maintenance(machine(true, true, "n1"))
-	if nm.Name != "machine-capi-md-0-abc" || !nm.Spec.Cordon || !nm.Spec.Drain || nm.Spec.DrainTimeout.Duration.Seconds() != 600 ||
-		nm.Spec.DrainTimeoutAction != "" || nm.Annotations[nodemaintv1alpha1.MachineAnnotation] != "capi/md-0-abc" ||
-		nm.Spec.NodeSelector.NodeSelectorTerms[0].MatchFields[0].Values[0] != "n1" {
-		t.Errorf("maintenance %+v", nm)
+	// A maintenance of a node that is not the Machine's goes.
+	if d := Decide(Observation{Key: key, Machine: deleting, Cluster: cluster, Node: otherNode, Maintenance: maintenance("")}); !d.DeleteMaintenance || d.Refused != RefusedProviderID {
+		t.Errorf("another provider's node under the Machine's maintenance: %+v", d)
 	}
-	long := types.NamespacedName{Namespace: strings.Repeat("n", 63), Name: strings.Repeat("m", 253)}
-	if n := MaintenanceName(long); len(n) > 253 || n != MaintenanceName(long) || n == MaintenanceName(key) {
-		t.Errorf("long name %q", n)
+
+	nm, clamped := Maintenance(deleting, node)
+	if !strings.HasPrefix(nm.Name, "machine-md-0-abc-") || !nm.Spec.Cordon || !nm.Spec.Drain || nm.Spec.DrainTimeout.Duration.Seconds() != 600 || clamped ||
+		nm.Spec.DrainTimeoutAction != "" || nm.Annotations[nodemaintv1alpha1.MachineAnnotation] != "capi/md-0-abc" ||
+		nm.Spec.NodeSelector.NodeSelectorTerms[0].MatchFields[0].Values[0] != "n1" ||
+		len(nm.OwnerReferences) != 1 || nm.OwnerReferences[0].Kind != "Node" || nm.OwnerReferences[0].UID != node.UID {
+		t.Errorf("maintenance %+v", nm)
 	}
 	if v := labelValue(strings.Repeat("m", 253)); len(v) > 63 {
 		t.Errorf("label value %q", v)
 	}
 }
 
-// FuzzDecide: whatever the Machine and its NodeMaintenance, the decision writes one thing at
-// most; it releases the hook only of a Machine being deleted that carries it, and only once its
-// node is drained, the drain timed out, or there is nothing to drain; it deletes the
-// NodeMaintenance only of a Machine that is gone.
+// TestMaintenanceNamesDiffer: two Machines never share a NodeMaintenance's name, whatever their
+// namespaces and names; a name is a valid object name, and short.
+func TestMaintenanceNamesDiffer(t *testing.T) {
+	for _, pair := range [][2]types.NamespacedName{
+		{{Namespace: "a", Name: "b-c"}, {Namespace: "a-b", Name: "c"}},
+		{{Namespace: "team-a", Name: "md-0"}, {Namespace: "team-b", Name: "md-0"}},
+		{{Namespace: "n", Name: strings.Repeat("m", 60) + "x"}, {Namespace: "n", Name: strings.Repeat("m", 60) + "y"}},
+	} {
+		a, b := MaintenanceName(pair[0]), MaintenanceName(pair[1])
+		if a == b {
+			t.Errorf("%v and %v share the NodeMaintenance %s", pair[0], pair[1], a)
+		}
+	}
+	for _, key := range []types.NamespacedName{
+		{Namespace: strings.Repeat("n", 63), Name: strings.Repeat("m", 253)},
+		{Namespace: "n", Name: strings.Repeat("m", 39) + ".a.b"},
+		{Namespace: "n", Name: strings.Repeat("m", 39) + "-a-b"},
+	} {
+		n := MaintenanceName(key)
+		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 || len(n) > 63 || n != MaintenanceName(key) {
+			t.Errorf("name of %v: %q %v", key, n, errs)
+		}
+	}
+}
+
+// TestDrainTimeoutClamped: a nodeDrainTimeoutSeconds beyond a NodeMaintenance's bound (168h)
+// gives the bound, and says so.
+func TestDrainTimeoutClamped(t *testing.T) {
+	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "m"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	for _, tc := range []struct {
+		seconds int32
+		want    time.Duration
+		clamped bool
+	}{
+		{600, 10 * time.Minute, false},
+		{int32(nodemaintv1alpha1.MaxDrainTimeout.Seconds()), nodemaintv1alpha1.MaxDrainTimeout, false},
+		{int32(nodemaintv1alpha1.MaxDrainTimeout.Seconds()) + 1, nodemaintv1alpha1.MaxDrainTimeout, true},
+		{1<<31 - 1, nodemaintv1alpha1.MaxDrainTimeout, true},
+	} {
+		m.Spec.Deletion.NodeDrainTimeoutSeconds = ptr.To(tc.seconds)
+		nm, clamped := Maintenance(m, node)
+		if nm.Spec.DrainTimeout.Duration != tc.want || clamped != tc.clamped {
+			t.Errorf("nodeDrainTimeoutSeconds %d: drainTimeout %v clamped %v, want %v %v", tc.seconds, nm.Spec.DrainTimeout.Duration, clamped, tc.want, tc.clamped)
+		}
+		if errs := nm.Spec.Problems(); len(errs) > 0 {
+			t.Errorf("nodeDrainTimeoutSeconds %d: %v", tc.seconds, errs)
+		}
+	}
+}
+
+// FuzzDecide: whatever the Machine, its Cluster, its node and its NodeMaintenance, the decision
+// writes one object at most; it releases the hook only of a Machine being deleted that carries
+// it, of a Cluster that is there, not being deleted and not paused, and only once its node is
+// drained, the drain timed out or there is no node to drain (looked at, not assumed); it creates
+// a NodeMaintenance only of the Machine's own node (its providerID), with a drainTimeout within
+// the CRD's bound; it deletes a NodeMaintenance only of a Machine that is gone or of a node that
+// is not the Machine's. Names: two Machines never share one.
 func FuzzDecide(f *testing.F) {
-	f.Add(uint8(0x0f), uint8(1))
-	f.Add(uint8(0x07), uint8(2))
-	f.Fuzz(func(t *testing.T, m, nm uint8) {
+	f.Add(uint8(0x0f), uint8(0x03), uint8(0x03), uint8(1), int32(600), "a", "b-c", "a-b", "c")
+	f.Add(uint8(0x07), uint8(0x01), uint8(0x01), uint8(2), int32(1<<31-1), "n", "m", "n", "m")
+	f.Fuzz(func(t *testing.T, m, c, n, nm uint8, timeout int32, ns1, name1, ns2, name2 string) {
 		key := types.NamespacedName{Namespace: "capi", Name: "m"}
 		obs := Observation{Key: key}
 		if m&1 != 0 {
 			obs.Machine = &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+			obs.Machine.Spec.ClusterName = "c"
+			obs.Machine.Spec.Deletion.NodeDrainTimeoutSeconds = ptr.To(timeout)
 			if m&2 != 0 {
 				obs.Machine.DeletionTimestamp = ptr.To(metav1.Now())
 			}
@@ -99,9 +181,37 @@ func FuzzDecide(f *testing.F) {
 			if m&8 != 0 {
 				obs.Machine.Status.NodeRef.Name = "n1"
 			}
+			if m&16 != 0 {
+				obs.Machine.Spec.ProviderID = "p://n1"
+			}
+			if m&32 != 0 {
+				if obs.Machine.Annotations == nil {
+					obs.Machine.Annotations = map[string]string{}
+				}
+				obs.Machine.Annotations[clusterv1.PausedAnnotation] = ""
+			}
+		}
+		if c&1 != 0 {
+			obs.Cluster = &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "c"}}
+			if c&2 != 0 {
+				obs.Cluster.DeletionTimestamp = ptr.To(metav1.Now())
+			}
+			if c&4 != 0 {
+				obs.Cluster.Spec.Paused = ptr.To(true)
+			}
+		}
+		if c&8 != 0 {
+			obs.Unreachable = "no kubeconfig"
+		} else if n&1 != 0 {
+			obs.Node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "u"}}
+			if n&2 != 0 {
+				obs.Node.Spec.ProviderID = "p://n1"
+			} else if n&4 != 0 {
+				obs.Node.Spec.ProviderID = "p://other"
+			}
 		}
 		drained, timedOut := false, false
-		if nm&1 != 0 {
+		if nm&1 != 0 && c&8 == 0 {
 			obs.Maintenance = &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: MaintenanceName(key)}}
 			for i, c := range []string{nodemaintv1alpha1.ConditionDrained, nodemaintv1alpha1.ConditionDrainTimedOut} {
 				if nm&(2<<i) != 0 {
@@ -123,18 +233,38 @@ func FuzzDecide(f *testing.F) {
 		if writes > 1 {
 			t.Fatalf("%d writes: %+v", writes, d)
 		}
-		if d.ReleaseHook {
+		mine := obs.Node != nil && obs.Machine != nil && obs.Machine.Spec.ProviderID != "" && obs.Node.Spec.ProviderID == obs.Machine.Spec.ProviderID
+		if d.ReleaseHook || d.Create != nil {
 			mm := obs.Machine
-			done := mm.Status.NodeRef.Name == "" || obs.Maintenance != nil && (drained || timedOut || obs.Maintenance.DeletionTimestamp != nil)
-			if mm.DeletionTimestamp == nil || !Hooked(mm) || !done {
-				t.Fatalf("released the hook of %+v with %+v", mm, obs.Maintenance)
+			if mm.DeletionTimestamp == nil || !Hooked(mm) || !Applies(mm, obs.Cluster) {
+				t.Fatalf("wrote for Machine %+v of Cluster %+v: %+v", mm, obs.Cluster, d)
 			}
 		}
-		if d.DeleteMaintenance && obs.Machine != nil {
-			t.Fatalf("deleted the NodeMaintenance of a Machine still there")
+		if d.ReleaseHook {
+			mm := obs.Machine
+			nodeless := mm.Status.NodeRef.Name == "" || obs.Unreachable == "" && obs.Node == nil
+			done := mine && obs.Maintenance != nil && (drained || timedOut || obs.Maintenance.DeletionTimestamp != nil)
+			if !nodeless && !done {
+				t.Fatalf("released the hook of %+v with node %+v, %+v", mm, obs.Node, obs.Maintenance)
+			}
 		}
-		if d.Create != nil && (obs.Maintenance != nil || obs.Machine.Status.NodeRef.Name == "") {
-			t.Fatalf("created a NodeMaintenance over %+v", obs.Maintenance)
+		if d.Create != nil {
+			if obs.Maintenance != nil || !mine || obs.Unreachable != "" {
+				t.Fatalf("created a NodeMaintenance of node %+v over %+v", obs.Node, obs.Maintenance)
+			}
+			if sel := d.Create.Spec.NodeSelector.NodeSelectorTerms; len(sel) != 1 || sel[0].MatchFields[0].Values[0] != obs.Node.Name {
+				t.Fatalf("created a NodeMaintenance of %+v", sel)
+			}
+			if errs := d.Create.Spec.Problems(); len(errs) > 0 || d.Clamped != (time.Duration(timeout)*time.Second > nodemaintv1alpha1.MaxDrainTimeout) {
+				t.Fatalf("drainTimeout %v of nodeDrainTimeoutSeconds %d (clamped %v): %v", d.Create.Spec.DrainTimeout, timeout, d.Clamped, errs)
+			}
+		}
+		if d.DeleteMaintenance && obs.Machine != nil && (mine || obs.Node == nil) {
+			t.Fatalf("deleted the NodeMaintenance of a Machine still there, of its own node")
+		}
+		a, b := types.NamespacedName{Namespace: ns1, Name: name1}, types.NamespacedName{Namespace: ns2, Name: name2}
+		if a != b && !strings.Contains(ns1+name1+ns2+name2, "/") && MaintenanceName(a) == MaintenanceName(b) {
+			t.Fatalf("%v and %v share the NodeMaintenance %s", a, b, MaintenanceName(a))
 		}
 	})
 }
