@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -67,6 +68,10 @@ func NewCommand(o *clioptions.Options) *cobra.Command {
   - NodeMaintenances: removes their finalizer, so that a NodeMaintenance being deleted goes and
     the CRD can be deleted. It does not delete them: they are your declarations, and a
     controller started again would carry them out again. Delete them, or the CRDs, afterwards.
+  - Cluster API Machines (where the cluster serves them): removes nodemaint's pre-drain hook
+    (` + nodemaintv1alpha1.ClusterAPIPreDrainHook + `), which would hold every
+    Machine's deletion without the controller. Remove it from your MachineDeployments' and
+    control planes' machine templates too, or Cluster API puts it on their next Machines.
 
 It refuses to run while a controller holds its leader Lease, or a nodemaint-controller
 Deployment has available replicas (one run without leader election holds no Lease), in any
@@ -292,6 +297,9 @@ func (cl *cleaner) run(ctx context.Context, timeout time.Duration) error {
 	if err := cl.maintenances(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	if err := cl.machines(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	// The ReplicaSets remove the pods of the surges rolled back; then their marks go.
 	deadline := time.Now().Add(timeout)
 	for again && !cl.dryRun && len(errs) == 0 {
@@ -505,6 +513,47 @@ func (cl *cleaner) maintenances(ctx context.Context) error {
 		controllerutil.RemoveFinalizer(nm, nodemaintv1alpha1.Finalizer)
 		if err := cl.c.Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("NodeMaintenance %s: %w", nm.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// machineKind is Cluster API's Machine, in whichever version the cluster prefers.
+var machineKind = schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Machine"}
+
+// machines removes nodemaint's pre-drain hook from every Cluster API Machine; nothing where the
+// cluster serves no Machines. Each patch carries the Machine's resourceVersion.
+func (cl *cleaner) machines(ctx context.Context) error {
+	mapping, err := cl.c.RESTMapper().RESTMapping(machineKind)
+	if meta.IsNoMatchError(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("looking up Cluster API's Machines: %w", err)
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(mapping.GroupVersionKind.GroupVersion().WithKind("MachineList"))
+	if err := cl.c.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("listing Machines: %w", err)
+	}
+	var errs []error
+	for i := range list.Items {
+		m := &list.Items[i]
+		if _, hooked := m.Annotations[nodemaintv1alpha1.ClusterAPIPreDrainHook]; !hooked {
+			continue
+		}
+		cl.report("machine.cluster.x-k8s.io/"+m.Namespace+"/"+m.Name, "removed annotation "+nodemaintv1alpha1.ClusterAPIPreDrainHook)
+		if cl.dryRun {
+			continue
+		}
+		m.SetGroupVersionKind(mapping.GroupVersionKind)
+		orig := m.DeepCopy()
+		delete(m.Annotations, nodemaintv1alpha1.ClusterAPIPreDrainHook)
+		if err := cl.c.Patch(ctx, m, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("Machine %s/%s: %w", m.Namespace, m.Name, err))
 		}
 	}
 	return errors.Join(errs...)

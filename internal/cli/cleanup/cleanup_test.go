@@ -14,7 +14,11 @@ import (
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -254,5 +258,45 @@ func TestCheckNoDeployment(t *testing.T) {
 	}
 	if err := checkNoDeployment(context.Background(), c, "elsewhere"); err != nil {
 		t.Errorf("forbidden to list everywhere, none in --controller-namespace: %v", err)
+	}
+}
+
+// TestMachinesHooksRemoved: cleanup removes nodemaint's pre-drain hook from every Cluster API
+// Machine, another hook stays; a cluster without Machines is no error.
+func TestMachinesHooksRemoved(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clusterv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	const otherHook = "pre-drain.delete.hook.machine.cluster.x-k8s.io/other"
+	hooked := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "capi", Name: "md-0-a",
+		Annotations: map[string]string{nodemaintv1alpha1.ClusterAPIPreDrainHook: "nodemaint", otherHook: "other"}}}
+	other := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "capi", Name: "md-0-b", Annotations: map[string]string{otherHook: "other"}}}
+	// The API server's mapper gives the preferred version of a kind named without one.
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{clusterv1.GroupVersion})
+	mapper.Add(clusterv1.GroupVersion.WithKind("Machine"), meta.RESTScopeNamespace)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(hooked, other).Build()
+	var out bytes.Buffer
+	cl := &cleaner{c: c, out: &out}
+	if err := cl.machines(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*clusterv1.Machine{hooked, other} {
+		got := &clusterv1.Machine{}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(m), got); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := got.Annotations[nodemaintv1alpha1.ClusterAPIPreDrainHook]; ok || got.Annotations[otherHook] != "other" {
+			t.Errorf("Machine %s: annotations %v", m.Name, got.Annotations)
+		}
+	}
+	if !strings.Contains(out.String(), "machine.cluster.x-k8s.io/capi/md-0-a: removed annotation "+nodemaintv1alpha1.ClusterAPIPreDrainHook) || cl.changes != 1 {
+		t.Errorf("output %q, %d changes", out.String(), cl.changes)
+	}
+
+	// Without Cluster API: nothing, and no error.
+	cl = &cleaner{c: fake.NewClientBuilder().WithScheme(clioptions.Scheme).Build(), out: &out}
+	if err := cl.machines(t.Context()); err != nil || cl.changes != 0 {
+		t.Errorf("without Machines: %v, %d changes", err, cl.changes)
 	}
 }
