@@ -22,8 +22,9 @@ cp config/rbac/*_viewer_role.yaml config/rbac/*_editor_role.yaml "$chart/files/u
 # The opt-in ClusterRole that lets the controller delete pods (config/pod-deletion), which
 # podDeletion.enabled renders.
 cp config/pod-deletion/role.yaml "$chart/files/pod_deletion_role.yaml"
-# The Cluster API controller's ClusterRole (config/cluster-api), which clusterAPI.enabled renders.
+# The Cluster API controller's ClusterRoles (config/cluster-api), which clusterAPI.enabled renders.
 cp config/cluster-api/role.yaml "$chart/files/cluster_api_role.yaml"
+cp config/cluster-api/kubeconfig_role.yaml "$chart/files/cluster_api_kubeconfig_role.yaml"
 # The admission policies, whose specs the chart's templates read.
 rm -rf "$chart/files/admission"
 mkdir -p "$chart/files/admission"

@@ -40,6 +40,7 @@ toggles=(
   "--set priorityClass.value=2000"
   "--set crds.install=false"
   "--set clusterAPI.enabled=true"
+  "--set clusterAPI.enabled=true --set clusterAPI.self=capi/mgmt --set clusterAPI.kubeconfigNamespaces={team-a,team-b}"
 )
 for t in "${toggles[@]}"; do
   # shellcheck disable=SC2086 # the toggles are words
@@ -64,6 +65,7 @@ refused=(
   "--set clusterAPI.enabled=maybe"
   "--set podAntiAffinity=sometimes"
   "--set serviceMonitor.enabled=true"
+  "--set clusterAPI.self=mgmt"
 )
 for t in "${refused[@]}"; do
   # shellcheck disable=SC2086

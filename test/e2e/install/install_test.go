@@ -52,6 +52,7 @@ func TestChartMatchesConfig(t *testing.T) {
 		"config/rbac/metrics_auth_role.yaml":                               "charts/nodemaint/files/metrics_auth_role.yaml",
 		"config/rbac/metrics_reader_role.yaml":                             "charts/nodemaint/files/metrics_reader_role.yaml",
 		"config/cluster-api/role.yaml":                                     "charts/nodemaint/files/cluster_api_role.yaml",
+		"config/cluster-api/kubeconfig_role.yaml":                          "charts/nodemaint/files/cluster_api_kubeconfig_role.yaml",
 		"config/admission/drain_timeout_delete_policy.yaml":                "charts/nodemaint/files/admission/drain_timeout_delete_policy.yaml",
 		"config/admission/node-scope/node_scope_policy.yaml":               "charts/nodemaint/files/admission/node_scope_policy.yaml",
 		"config/admission/controller-writes/controller_writes_policy.yaml": "charts/nodemaint/files/admission/controller_writes_policy.yaml",
