@@ -104,6 +104,9 @@ func (w *Workloads) Get(ctx context.Context, cluster types.NamespacedName) (Work
 			}
 			return Workload{}, errUnreachable{fmt.Sprintf("Cluster %s has no kubeconfig Secret %s, and it is not this cluster (%s): nodemaint cannot reach its nodes", cluster, key, self)}
 		}
+		if apierrors.IsForbidden(err) {
+			return Workload{}, errUnreachable{fmt.Sprintf("nodemaint may not get the kubeconfig Secret %s of Cluster %s (the ClusterRole nodemaint-cluster-api-kubeconfigs is not bound in namespace %s): %v", key, cluster, cluster.Namespace, err)}
+		}
 		return Workload{}, fmt.Errorf("reading the kubeconfig Secret %s: %w", key, err)
 	}
 	w.mu.Lock()
