@@ -244,11 +244,18 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 			add(q, e.Object)
 		},
 	}
+	// A Cluster seen (created, unpaused) brings its hooked Machines, which may have been looked at
+	// before it was; one going drops its workload client.
 	clusters := handler.Funcs{
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ queue) {
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
+			r.enqueueMachinesOf(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			if e.ObjectNew.GetDeletionTimestamp() != nil {
 				r.Workloads.Forget(client.ObjectKeyFromObject(e.ObjectNew))
+				return
 			}
+			r.enqueueMachinesOf(ctx, e.ObjectNew, q)
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ queue) {
 			r.Workloads.Forget(client.ObjectKeyFromObject(e.Object))
@@ -260,6 +267,21 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&clusterv1.Cluster{}, clusters).
 		Watches(&nodemaintv1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(machineOf)).
 		Complete(r)
+}
+
+// enqueueMachinesOf adds the Machines of the Cluster that carry nodemaint's hook and are being
+// deleted, from the cache.
+func (r *Reconciler) enqueueMachinesOf(ctx context.Context, cluster client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	var list clusterv1.MachineList
+	if err := r.Client.List(ctx, &list, client.InNamespace(cluster.GetNamespace())); err != nil {
+		return
+	}
+	for i := range list.Items {
+		m := &list.Items[i]
+		if m.Spec.ClusterName == cluster.GetName() && m.DeletionTimestamp != nil && Hooked(m) {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)})
+		}
+	}
 }
 
 // machineOf maps a NodeMaintenance created for a Machine to the Machine.
