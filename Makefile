@@ -52,10 +52,10 @@ generate: ## Regenerate deepcopy, CRDs and RBAC from the Go markers.
 	$(GO) run ./hack/crd-bounds config/crd/bases/nodemaint.dev_nodemaintenances.yaml config/crd/bases/nodemaint.dev_drainrules.yaml
 	$(CONTROLLER_GEN) rbac:roleName=nodemaint-controller paths=./internal/... output:rbac:artifacts:config=config/rbac
 	hack/sync-chart.sh
-	@# Cluster API's Machine CRD, from its Go module (the version go.mod requires), for the e2e test.
+	@# Cluster API's Machine and Cluster CRDs, from its Go module (the version go.mod requires), for the e2e tests.
 	rm -rf $(OUTPUT)/cluster-api-crds
 	$(CONTROLLER_GEN) crd paths=sigs.k8s.io/cluster-api/api/core/v1beta2 output:crd:dir=$(OUTPUT)/cluster-api-crds
-	cp $(OUTPUT)/cluster-api-crds/cluster.x-k8s.io_machines.yaml test/e2e/testdata/cluster-api/
+	cp $(OUTPUT)/cluster-api-crds/cluster.x-k8s.io_machines.yaml $(OUTPUT)/cluster-api-crds/cluster.x-k8s.io_clusters.yaml test/e2e/testdata/cluster-api/
 
 .PHONY: helm
 helm: ## Build (once) helm from its Go module; print its path.

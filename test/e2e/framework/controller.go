@@ -98,6 +98,16 @@ func NewControllerInImage(t testing.TB, root, entrypoint string, uid, gid uint32
 	return c
 }
 
+// NewControllerFor returns a stopped Controller, as NewController, that talks to the cluster of
+// kubeconfig instead of the package's (a test's second cluster); its log is in the package's
+// cluster's directory.
+func NewControllerFor(t testing.TB, kubeconfig string) *Controller {
+	t.Helper()
+	c := NewController(t)
+	c.kubeconfig = kubeconfig
+	return c
+}
+
 func newController(t testing.TB, binary string) *Controller {
 	t.Helper()
 	if err := controllerKubeconfigOnce(); err != nil {
