@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -69,6 +70,8 @@ func StartWith(opts Options) (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                Scheme,
+		// envtest's 20s is short on a busy 2-core machine; test/localcluster waits a minute too.
+		ControlPlaneStartTimeout: time.Minute,
 	}
 	if opts.EvictionRequestAPI {
 		args := env.ControlPlane.GetAPIServer().Configure()
