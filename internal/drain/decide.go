@@ -1,6 +1,9 @@
 package drain
 
 import (
+	"cmp"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +40,9 @@ type Decision struct {
 	// (EvacuatingByOwner, PodDisruptionBudget under the EvictionRequest protocol) or the API
 	// server's refusal of the last eviction (PodDisruptionBudget, EvictionFailed).
 	Quoted string
+	// Declined is the owner's decline of the evacuation (its EvacuationInitiated=False reason
+	// and message) of a pod evicted since: the status says why the owner did not move it.
+	Declined string
 	// Protected is what protects the pod (Protected).
 	Protected string
 	// NotRequested: the evacuation request is not written yet (WaitingForOwner).
@@ -86,7 +92,9 @@ func Decide(c Classified, now time.Time, policy Policy) Decision {
 		return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Policy: policy}
 	}
 	if evacuation.Declined(pod) {
-		return Decision{Evict: true}
+		cond := evacuation.Condition(pod, evacuation.Initiated)
+		said := slices.DeleteFunc([]string{cond.Reason, cond.Message}, func(s string) bool { return s == "" })
+		return Decision{Evict: true, Declined: cmp.Or(strings.Join(said, ": "), "no reason given")}
 	}
 	// The API server keeps a condition's time to the second: the request was written up to a
 	// second after its lastTransitionTime says, so the timeout counts from the end of that second.
@@ -129,7 +137,7 @@ func DecideCurrentEach(current []Classified, now time.Time, policyOf func(Classi
 		if d.Evict {
 			switch r, refused := refusals[c.Pod.UID]; {
 			case refused && r.NotBefore.After(now):
-				d = Decision{Reason: r.Reason, Quoted: r.Message, RecheckAfter: r.NotBefore.Sub(now)}
+				d = Decision{Reason: r.Reason, Quoted: r.Message, RecheckAfter: r.NotBefore.Sub(now), Declined: d.Declined}
 			case refused:
 				d.Reason, d.Quoted = r.Reason, r.Message
 			default:

@@ -127,7 +127,7 @@ func TestDecide(t *testing.T) {
 		{"the timeout's last second", requested(3 * time.Minute), policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, time.Second, "for someone to accept"},
 		{"timeout passed", requested(3*time.Minute + time.Second), policy, "", true, "", 0, ""},
 		{"accepted, long ago", requested(time.Hour, corev1.ConditionTrue), policy, "", false, nodemaintv1alpha1.BlockedReasonEvacuatingByOwner, 0, ""},
-		{"declined", requested(time.Second, corev1.ConditionFalse), policy, "", true, "", 0, ""},
+		{"declined: the status quotes the owner", requested(time.Second, corev1.ConditionFalse), policy, "", true, "", 0, "the owner declined the evacuation (surging); "},
 		{"a bare pod waits the timeout, and is told it will not come back", requested(time.Second), policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 3 * time.Minute, "will not be recreated"},
 		{"a bare pod past the timeout", requested(3*time.Minute + time.Second), policy, "", true, "", 0, ""},
 		{"signal only never evicts", requested(time.Hour), Policy{ResponseTimeout: time.Minute}, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 0, ""},

@@ -10,8 +10,16 @@ import (
 // The words of a node's blocked entries (nodemaintv1alpha1.BlockedPods.Message) are all here,
 // built from the facts the decisions name: Decide and Blocked say what holds a pod, these say it.
 
-// Message says, in words, why the pod is still there (or that it is being evicted).
+// Message says, in words, why the pod is still there (or that it is being evicted), after the
+// owner's decline of its evacuation when there was one.
 func (d Decision) Message() string {
+	if d.Declined != "" {
+		return "the owner declined the evacuation (" + d.Declined + "); " + d.message()
+	}
+	return d.message()
+}
+
+func (d Decision) message() string {
 	switch d.Reason {
 	case nodemaintv1alpha1.BlockedReasonTerminating:
 		return "terminating"
