@@ -32,13 +32,19 @@ const (
 	// controller copies a Deployment's annotations onto its newest ReplicaSet.
 	DeploymentReplicasToEvacuateAnnotation = "nodemaint.dev/deployment-replicas-to-evacuate"
 	// SurgeAnnotation on a Deployment records a surge in progress, as JSON:
-	// {"originalReplicas":3,"surge":2,"startTime":"2026-01-02T15:04:05.000000Z"}. While it is present,
-	// spec.replicas is originalReplicas+surge because of nodemaint; it is removed, in the same
-	// write that returns spec.replicas to originalReplicas, when the surge ends.
+	// {"originalReplicas":3,"surge":2,"startTime":"2026-01-02T15:04:05.000000Z","uid":"<the Deployment's UID>"}.
+	// While it is present, spec.replicas is originalReplicas+surge because of nodemaint; it is
+	// removed, in the same write that returns spec.replicas to originalReplicas, when the surge
+	// ends. A record naming another object's UID is not nodemaint's.
 	SurgeAnnotation = "nodemaint.dev/evacuation-surge"
+	// SurgeRevertedAnnotation on a Deployment counts the surges of its current evacuation whose
+	// spec.replicas someone set back to the count before the surge (a GitOps engine's self-heal),
+	// as JSON: {"uid":"<the Deployment's UID>","count":1,"replicas":2}. Removed when nothing of
+	// the Deployment is asked to leave any more.
+	SurgeRevertedAnnotation = "nodemaint.dev/surge-reverted"
 	// SurgeBoundsAnnotation on a HorizontalPodAutoscaler records the bounds the Deployment
 	// responder raised while a surge of the Deployment it targets is in progress, as JSON:
-	// {"deployment":"web","minReplicas":3,"maxReplicas":3,"setMinReplicas":4,"setMaxReplicas":4}.
+	// {"uid":"<the autoscaler's UID>","deployment":"web","minReplicas":3,"maxReplicas":3,"setMinReplicas":4,"setMaxReplicas":4}.
 	// Written before the Deployment's spec.replicas is raised; when the surge ends, after the
 	// Deployment scaled back, each bound that still holds the value set is restored and the
 	// record removed.

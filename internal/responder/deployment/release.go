@@ -74,6 +74,9 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 	for _, pod := range p.Unmark {
 		changes = append(changes, fmt.Sprintf("pod/%s/%s: restored its pod-deletion-cost", pod.Namespace, pod.Name))
 	}
+	if p.DropReverted {
+		changes = append(changes, fmt.Sprintf("deployment.apps/%s: removed annotation %s", key, evacuation.SurgeRevertedAnnotation))
+	}
 	if _, ok := d.Annotations[evacuation.DeploymentReplicasToEvacuateAnnotation]; ok {
 		changes = append(changes, fmt.Sprintf("deployment.apps/%s: removed annotation %s", key, evacuation.DeploymentReplicasToEvacuateAnnotation))
 	}

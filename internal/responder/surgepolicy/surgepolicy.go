@@ -15,6 +15,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -41,6 +42,9 @@ const (
 	// ReasonSurgeTimedOut declines for good: the surge's replacements did not become available
 	// in time. The responder does not accept this pod again while its request stands.
 	ReasonSurgeTimedOut = "SurgeTimedOut"
+	// ReasonReplicasReverted declines: something (a GitOps engine's self-heal) set the
+	// Deployment's spec.replicas back during its surges, RevertLimit times in this evacuation.
+	ReasonReplicasReverted = "ReplicasReverted"
 )
 
 // MaxSurge resolves the Deployment's rolling update maxSurge against replicas as the Deployment
@@ -107,7 +111,8 @@ func Surges(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, autoscalers 
 	if state, err := Parse(d); err == nil && state != nil {
 		replicas = state.OriginalReplicas
 	}
-	el := Eligible(d, replicas, ActiveReplicaSets(replicaSets), autoscalers)
+	rev, _ := ParseReverted(d)
+	el := rev.Eligible(Eligible(d, replicas, ActiveReplicaSets(replicaSets), autoscalers))
 	return el.OK, el.Reason, el.Message
 }
 
@@ -139,14 +144,24 @@ type State struct {
 	// StartTime is when the surge started; it gives up once its pods made no progress for its
 	// patience since then (see lastProgress and patience).
 	StartTime metav1.MicroTime `json:"startTime"`
+	// UID is the UID of the Deployment the record is written on: a record naming another is
+	// not nodemaint's (copied from another object, or restored from a backup). The previous
+	// version wrote none (see Legacy).
+	UID types.UID `json:"uid,omitempty"`
 }
+
+// Legacy reports whether the record names no UID: written by a version of nodemaint before
+// records named their object, for a surge in flight at the upgrade.
+func (s *State) Legacy() bool { return s.UID == "" }
 
 func (s *State) String() string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
 
-// Parse reads the surge in progress from the Deployment, nil when there is none.
+// Parse reads the surge in progress from the Deployment, nil when there is none. A record that
+// names another object's UID, or that nodemaint would never write (a surge of nothing, from no
+// replicas), is an error: it is not nodemaint's.
 func Parse(d *appsv1.Deployment) (*State, error) {
 	v, ok := d.Annotations[evacuation.SurgeAnnotation]
 	if !ok {
@@ -159,11 +174,16 @@ func Parse(d *appsv1.Deployment) (*State, error) {
 	if !s.valid() {
 		return nil, fmt.Errorf("annotation %s: invalid value %q", evacuation.SurgeAnnotation, v)
 	}
+	if !s.Legacy() && s.UID != d.UID {
+		return nil, fmt.Errorf("annotation %s names UID %s, not the Deployment's (%s): not nodemaint's record", evacuation.SurgeAnnotation, s.UID, d.UID)
+	}
 	return s, nil
 }
 
+// valid: nodemaint surges a Deployment of at least one replica (one of none has nothing to
+// move), by at least one.
 func (s *State) valid() bool {
-	return s.OriginalReplicas >= 0 && s.Surge > 0 && !s.StartTime.IsZero()
+	return s.OriginalReplicas >= 1 && s.Surge > 0 && !s.StartTime.IsZero()
 }
 
 // Equal reports whether two surge states (nil for none) are the same surge, their start times
@@ -182,6 +202,9 @@ func (s *State) Equal(o *State) bool {
 // once, and with metrics it recomputes the count; so while a surge is in progress its
 // minReplicas (and maxReplicas, where below) are at least the surged count.
 type Bounds struct {
+	// UID is the UID of the autoscaler the record is written on: a record naming another is not
+	// nodemaint's. The previous version wrote none (see Legacy).
+	UID types.UID `json:"uid,omitempty"`
 	// Deployment names the Deployment of the surge, in the autoscaler's namespace.
 	Deployment string `json:"deployment"`
 	// MinReplicas and MaxReplicas are the autoscaler's bounds before the surge, restored after it.
@@ -193,7 +216,7 @@ type Bounds struct {
 	SetMinReplicas *int32 `json:"setMinReplicas,omitempty"`
 	SetMaxReplicas *int32 `json:"setMaxReplicas,omitempty"`
 	// Surge is the surge the bounds are raised for, as the Deployment's surge record says it
-	// once the responder scaled it. The autoscaler may scale the Deployment to the raised
+	// once the responder scaled it (its UID the Deployment's). The autoscaler may scale the Deployment to the raised
 	// minReplicas first: the responder's own scale then finds the count changed, and the
 	// record tells it the count is its surge's (the responder adopts it).
 	Surge *State `json:"surge,omitempty"`
@@ -202,6 +225,18 @@ type Bounds struct {
 	// restored, can scale the Deployment to the surged count after the responder scaled it back.
 	// Nil while the bounds are raised.
 	Restored *metav1.MicroTime `json:"restored,omitempty"`
+}
+
+// Legacy reports whether the record names no UID: written by a version of nodemaint before
+// records named their object. Such a record only has the autoscaler's own bounds restored: no
+// count of the Deployment is taken from it.
+func (b *Bounds) Legacy() bool { return b.UID == "" }
+
+// Names reports whether the record is nodemaint's own of the autoscaler's surge of the
+// Deployment: it names the autoscaler's UID and a surge that names the Deployment's. Only such
+// a record has the responder change the Deployment's count (adopt or undo a surge).
+func (b *Bounds) Names(hpa *autoscalingv2.HorizontalPodAutoscaler, d *appsv1.Deployment) bool {
+	return !b.Legacy() && b.UID == hpa.UID && b.Deployment == d.Name && b.Surge != nil && !b.Surge.Legacy() && b.Surge.UID == d.UID
 }
 
 // Surged is the surged count the bounds were raised for, 0 when the record does not name the
@@ -229,10 +264,86 @@ func ParseBounds(hpa *autoscalingv2.HorizontalPodAutoscaler) (*Bounds, error) {
 	if err := json.Unmarshal([]byte(v), b); err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", evacuation.SurgeBoundsAnnotation, err)
 	}
-	if b.Deployment == "" || b.MaxReplicas < 1 || (b.SetMinReplicas == nil && b.SetMaxReplicas == nil) || (b.Surge != nil && !b.Surge.valid()) {
+	if b.Deployment == "" || b.MaxReplicas < 1 || (b.SetMinReplicas == nil && b.SetMaxReplicas == nil) || (b.Surge != nil && !b.Surge.valid()) ||
+		ptr.Deref(b.MinReplicas, 1) < 1 || ptr.Deref(b.SetMinReplicas, 1) < 1 || ptr.Deref(b.SetMaxReplicas, 1) < 1 {
 		return nil, fmt.Errorf("annotation %s: invalid value %q", evacuation.SurgeBoundsAnnotation, v)
 	}
+	if !b.Legacy() && b.UID != hpa.UID {
+		return nil, fmt.Errorf("annotation %s names UID %s, not the HorizontalPodAutoscaler's (%s): not nodemaint's record", evacuation.SurgeBoundsAnnotation, b.UID, hpa.UID)
+	}
 	return b, nil
+}
+
+// OwnMinReplicas is the autoscaler's minReplicas as its owner set it: its minReplicas, or, while
+// the record of raised bounds naming the Deployment says the responder set the minReplicas it
+// holds, the one the record says it had before. The responder never scales the Deployment below
+// it.
+func OwnMinReplicas(hpa *autoscalingv2.HorizontalPodAutoscaler, deployment string) int32 {
+	cur := MinReplicas(hpa)
+	rec, err := ParseBounds(hpa)
+	if err != nil || rec == nil || rec.Deployment != deployment || rec.Restored != nil || rec.SetMinReplicas == nil || *rec.SetMinReplicas != cur {
+		return cur
+	}
+	return ptr.Deref(rec.MinReplicas, 1)
+}
+
+// RevertLimit is how many of a Deployment's surges in one evacuation may be set back (spec.replicas
+// returned to the count before the surge, as a GitOps engine's self-heal does) before the
+// responder declines its pods: the first may be someone's scale, the second shows a pattern.
+const RevertLimit = 2
+
+// Reverted is the value of evacuation.SurgeRevertedAnnotation: how many surges of the
+// Deployment's current evacuation were set back, and to which count.
+type Reverted struct {
+	// UID is the UID of the Deployment the record is written on.
+	UID types.UID `json:"uid"`
+	// Count is how many surges were set back.
+	Count int32 `json:"count"`
+	// Replicas is the count the last one was set back to.
+	Replicas int32 `json:"replicas"`
+}
+
+func (r *Reverted) String() string {
+	v, _ := json.Marshal(r)
+	return string(v)
+}
+
+// ParseReverted reads the count of the Deployment's surges set back, nil when there is none. One
+// that names another object's UID, or none, is not nodemaint's: an error.
+func ParseReverted(d *appsv1.Deployment) (*Reverted, error) {
+	v, ok := d.Annotations[evacuation.SurgeRevertedAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	r := &Reverted{}
+	if err := json.Unmarshal([]byte(v), r); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", evacuation.SurgeRevertedAnnotation, err)
+	}
+	if r.Count < 1 || r.Replicas < 0 {
+		return nil, fmt.Errorf("annotation %s: invalid value %q", evacuation.SurgeRevertedAnnotation, v)
+	}
+	if r.UID != d.UID {
+		return nil, fmt.Errorf("annotation %s names UID %q, not the Deployment's (%s): not nodemaint's record", evacuation.SurgeRevertedAnnotation, r.UID, d.UID)
+	}
+	return r, nil
+}
+
+// Eligible is el, unless the Deployment's surges were set back RevertLimit times: then its pods
+// are declined (ReasonReplicasReverted), since the next surge would be set back too, and the
+// drain would wait for it for good. r may be nil (none set back).
+func (r *Reverted) Eligible(el Eligibility) Eligibility {
+	if !el.OK || r == nil || r.Count < RevertLimit {
+		return el
+	}
+	return Eligibility{Reason: ReasonReplicasReverted, Message: RevertedMessage(r.Replicas, r.Count)}
+}
+
+// RevertedMessage says why the responder declines the pods of a Deployment whose surges were set
+// back count times, to replicas.
+func RevertedMessage(replicas, count int32) string {
+	return fmt.Sprintf("something reverts its replicas: spec.replicas was set back to %d during %d of the Deployment's surges "+
+		"(a GitOps engine's self-heal?), so eviction moves its pods, within their PodDisruptionBudget; "+
+		"let the surge through as nodemaint's user guide says (GitOps)", replicas, count)
 }
 
 // MinReplicas is the autoscaler's minReplicas, 1 when unset (the API server's default).

@@ -11,7 +11,9 @@ package decide
 import (
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -89,7 +91,7 @@ func unsettled(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Boun
 func (p *Plan) undoAutoscaled(in Input, replicas int32) {
 	for _, hpa := range in.Autoscalers {
 		rec, err := surgepolicy.ParseBounds(hpa)
-		if err != nil || rec == nil || rec.Restored == nil || rec.Surge == nil || rec.Deployment != in.Deployment.Name ||
+		if err != nil || rec == nil || rec.Restored == nil || !rec.Names(hpa, in.Deployment) || !surgeable(in.Deployment, rec.Surge) ||
 			!surgepolicy.Autoscales(hpa, rec.Deployment) || rec.Surged() != replicas || unsettled(hpa, rec, in.Now) == 0 {
 			continue
 		}
@@ -171,7 +173,7 @@ func (p *Plan) raise(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolic
 	if rec != nil {
 		next = *rec
 	}
-	next.Surge = surge
+	next.UID, next.Surge = hpa.UID, surge
 	c := BoundsChange{HPA: hpa, MinReplicas: hpa.Spec.MinReplicas, MaxReplicas: curMax, Record: &next}
 	e := Event{Reason: AutoscalerRaised, Autoscaler: hpa.Name, Replicas: surged, MinWas: curMin, MaxWas: curMax, Min: curMin, Max: curMax}
 	if curMin < surged {
@@ -242,17 +244,38 @@ func (p *Plan) surgeAfter(state *surgepolicy.State) *surgepolicy.State {
 // adoptable is the surge the record of raised bounds of the Deployment's one autoscaler names,
 // when the Deployment, which has no surge record, has its surged count: on the raise, the
 // autoscaler scaled the Deployment to its raised minReplicas before the responder's own scale
-// did, which then found spec.replicas changed. nil otherwise.
-func adoptable(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string, replicas int32) *surgepolicy.State {
-	if targeting(hpas, deployment) != 1 {
+// did, which then found spec.replicas changed. nil otherwise. Whoever may patch the autoscaler
+// may write its record, not the Deployment: so the record is only taken when it is nodemaint's
+// own as far as anything tells (it names the autoscaler's UID, and a surge naming the
+// Deployment's), names a surge nodemaint could have started (maxSurge), and as many pods as it
+// surged for are asked to leave or were accepted by the responder (requests and answers the
+// autoscaler's writer does not make; Release decides with the requests taken away); a scale-back
+// it leads to is bounded besides (Plan.boundScaleDown).
+func adoptable(in Input, replicas int32) *surgepolicy.State {
+	d := in.Deployment
+	if targeting(in.Autoscalers, d.Name) != 1 {
 		return nil
 	}
-	for _, hpa := range hpas {
+	asked := 0
+	for _, pod := range livePods(in.Pods) {
+		if c := evacuation.Condition(pod, evacuation.Initiated); (evacuation.Requested(pod) ||
+			(c != nil && c.Status == corev1.ConditionTrue && c.Reason == surgepolicy.ReasonSurge)) && !timedOut(pod) {
+			asked++
+		}
+	}
+	for _, hpa := range in.Autoscalers {
 		rec, err := surgepolicy.ParseBounds(hpa)
-		if err == nil && rec != nil && rec.Restored == nil && rec.Deployment == deployment && surgepolicy.Autoscales(hpa, deployment) &&
-			rec.Surge != nil && rec.Surged() == replicas {
+		if err == nil && rec != nil && rec.Restored == nil && rec.Names(hpa, d) && surgepolicy.Autoscales(hpa, d.Name) &&
+			rec.Surged() == replicas && surgeable(d, rec.Surge) && int32(asked) >= rec.Surge.Surge {
 			return rec.Surge
 		}
 	}
 	return nil
+}
+
+// surgeable reports whether nodemaint could have surged the Deployment as the state says: by
+// at most its maxSurge from the original count (0 where it does not surge).
+func surgeable(d *appsv1.Deployment, s *surgepolicy.State) bool {
+	ms, err := surgepolicy.MaxSurge(d, s.OriginalReplicas)
+	return err == nil && s.Surge <= ms
 }

@@ -22,10 +22,10 @@ import (
 // autoscaler carried out first is adopted.
 func TestAutoscalerBounds(t *testing.T) {
 	state := func(original, surge int32) *surgepolicy.State {
-		return &surgepolicy.State{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewMicroTime(now.Add(-10 * time.Second))}
+		return &surgepolicy.State{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewMicroTime(now.Add(-10 * time.Second)), UID: "d"}
 	}
 	wave := func(original, surge int32) *surgepolicy.State {
-		return &surgepolicy.State{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewMicroTime(now)}
+		return &surgepolicy.State{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewMicroTime(now), UID: "d"}
 	}
 	// raised is the record of bounds raised from 3, 3 to 4, 4 for the surge in progress.
 	raised := &surgepolicy.Bounds{Deployment: "web", MinReplicas: ptr.To[int32](3), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), SetMaxReplicas: ptr.To[int32](4),
@@ -185,12 +185,21 @@ func TestAutoscalerBounds(t *testing.T) {
 			wantScale:  &ScaleChange{Replicas: 3},
 			wantEvents: []EventReason{SurgeCompleted},
 		},
-		"scaled back, then scaled up again by the autoscaler before the bounds were restored: adopted again, and rolled back (nobody is asked to leave)": {
+		// Nobody asked to leave: the record alone would have the Deployment scaled down, and it
+		// is only the autoscaler's word (its writer's, who may not write the Deployment).
+		"scaled back, then scaled up again by the autoscaler before the bounds were restored, nobody asked to leave: not adopted, the bounds restored (the autoscaler scales back itself)": {
+			d:           newDeployment(4, 1),
+			hpas:        []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
+			pods:        rescaled(),
+			wantRestore: map[string]bounds{"web": {3, 3, false}},
+			wantEvents:  []EventReason{AutoscalerRestored},
+		},
+		"scaled up by the autoscaler to a record's surge, the pods still asked to leave: adopted": {
 			d:          newDeployment(4, 1),
 			hpas:       []*autoscalingv2.HorizontalPodAutoscaler{hpa("web", "web", 4, 4, raised)},
-			pods:       rescaled(),
-			wantScale:  &ScaleChange{Replicas: 3},
-			wantEvents: []EventReason{SurgeRolledBack},
+			pods:       append(asked(), pod("s", created(5))),
+			wantScale:  &ScaleChange{Replicas: 4, Surge: state(3, 1)},
+			wantEvents: []EventReason{SurgeAdopted},
 		},
 		"at the count of a record's surge, the autoscaler's bounds changed by someone since: still adopted, raised again": {
 			d:          newDeployment(4, 1),

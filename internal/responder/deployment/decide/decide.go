@@ -94,6 +94,14 @@ const (
 	// is over, from the raised minReplicas before it saw them restored; scaled back
 	// (Event.Autoscaler, Original, Surge).
 	AutoscaledSurgeUndone EventReason = "AutoscaledSurgeUndone"
+	// ReplicasReverted: surges of the Deployment were set back to the count before them
+	// surgepolicy.RevertLimit times (Event.Reverts; the last from Original+Surge to Replicas):
+	// something reverts its replicas, its pods are declined.
+	ReplicasReverted EventReason = "ReplicasReverted"
+	// ScaleBackBounded: a record would have the Deployment scaled back below what nodemaint
+	// could have set (below 1, the autoscaler's own minReplicas, or by more than maxSurge):
+	// scaled back to Replicas instead of Original (Event.Min is the floor).
+	ScaleBackBounded EventReason = "ScaleBackBounded"
 )
 
 // RollbackReason is why a surge is rolled back.
@@ -137,6 +145,9 @@ type Event struct {
 	PolicyReason, PolicyMessage string
 	// Problem says what is wrong with an unusable surge record or record of raised bounds.
 	Problem string
+	// Reverts counts the surges of the evacuation set back to the count before them
+	// (ScaledDuringSurge, ReplicasReverted).
+	Reverts int32
 	// Autoscaler names the HorizontalPodAutoscaler whose bounds change: from minReplicas
 	// MinWas and maxReplicas MaxWas to Min and Max; Kept names the bounds a restore leaves as
 	// someone else set them.
@@ -169,6 +180,11 @@ type Plan struct {
 	Scale *ScaleChange
 	// DropSurge removes an unusable surge state and leaves spec.replicas alone.
 	DropSurge bool
+	// Reverted is the new count of the evacuation's surges set back (written with the
+	// Deployment's scale, or with DropSurge); DropReverted removes it (the evacuation is over, or
+	// it is not nodemaint's).
+	Reverted     *surgepolicy.Reverted
+	DropReverted bool
 	// Raise holds the autoscaler's bounds at the surged count: written before the Deployment's
 	// scale, which waits for it. Restore returns them once the surge is over: in a decision that
 	// finds the Deployment scaled back (Decide).
@@ -193,18 +209,22 @@ func Decide(in Input) Plan {
 	var p Plan
 	replicas := ptr.Deref(in.Deployment.Spec.Replicas, 1)
 	live := livePods(in.Pods)
+	reverted := p.readReverted(in.Deployment)
 	state := p.readSurge(in.Deployment)
-	state = p.keepScale(state, replicas)
+	state = p.keepScale(in.Deployment, state, replicas, reverted)
+	if p.Reverted != nil {
+		reverted = p.Reverted
+	}
 	adopted := state == nil && !p.DropSurge
 	if adopted {
-		state = adoptable(in.Autoscalers, in.Deployment.Name, replicas)
+		state = adoptable(in, replicas)
 		adopted = state != nil
 	}
 	original := replicas
 	if state != nil {
 		original = state.OriginalReplicas
 	}
-	el := surgepolicy.Eligible(in.Deployment, original, surgepolicy.ActiveReplicaSets(in.ReplicaSets), targeting(in.Autoscalers, in.Deployment.Name))
+	el := reverted.Eligible(surgepolicy.Eligible(in.Deployment, original, surgepolicy.ActiveReplicaSets(in.ReplicaSets), targeting(in.Autoscalers, in.Deployment.Name)))
 	p.Ready = el.OK
 	gaveUp := p.endSurge(in, live, state, el, replicas)
 	p.answerPods(in.Deployment, live, el, gaveUp)
@@ -234,7 +254,62 @@ func Decide(in Input) Plan {
 	if surge := p.surgeAfter(state); surge != nil || (state == nil && !surgeRecorded(in.Deployment)) {
 		p.autoscalers(in.Autoscalers, in.Deployment.Name, surge, in.Now, true)
 	}
+	// The count of surges set back is the evacuation's: it goes once nothing is asked to leave.
+	if _, recorded := in.Deployment.Annotations[evacuation.SurgeRevertedAnnotation]; recorded && !p.DropReverted &&
+		p.surgeAfter(state) == nil && !slices.ContainsFunc(live, evacuation.Requested) {
+		p.Reverted, p.DropReverted = nil, true
+	}
+	p.boundScaleDown(in, replicas)
 	return p
+}
+
+// boundScaleDown keeps a scale-down of the plan, which records alone decide (the count before a
+// surge, in the Deployment's record or its autoscaler's), within what nodemaint itself could
+// have set, whatever the records say: never to 0, never below the minReplicas of an autoscaler
+// that targets the Deployment as its owner set it (surgepolicy.OwnMinReplicas), never by more
+// than the Deployment's maxSurge from the count it goes to (where maxSurge resolves to more
+// than 0: a Deployment whose strategy changed to Recreate during a surge has it rolled back).
+func (p *Plan) boundScaleDown(in Input, replicas int32) {
+	if p.Scale == nil || p.Scale.Replicas >= replicas {
+		return
+	}
+	want := p.Scale.Replicas
+	floor := ScaleDownFloor(in.Deployment, in.Autoscalers)
+	to := max(want, floor)
+	for ; to < replicas; to++ {
+		if ms, err := surgepolicy.MaxSurge(in.Deployment, to); err != nil || ms == 0 || replicas-to <= ms {
+			break
+		}
+	}
+	if to == want {
+		return
+	}
+	p.Scale.Replicas = to
+	p.Events = append(p.Events, Event{Reason: ScaleBackBounded, Original: want, Replicas: to, Min: floor})
+}
+
+// ScaleDownFloor is the count below which the responder never scales the Deployment: 1, or the
+// highest minReplicas of the autoscalers that target it, as their owners set them.
+func ScaleDownFloor(d *appsv1.Deployment, hpas []*autoscalingv2.HorizontalPodAutoscaler) int32 {
+	floor := int32(1)
+	for _, hpa := range hpas {
+		if surgepolicy.Autoscales(hpa, d.Name) {
+			floor = max(floor, surgepolicy.OwnMinReplicas(hpa, d.Name))
+		}
+	}
+	return floor
+}
+
+// readReverted reads the count of the evacuation's surges set back; one that is not nodemaint's
+// is removed, with an Event, and counts as none.
+func (p *Plan) readReverted(d *appsv1.Deployment) *surgepolicy.Reverted {
+	rev, err := surgepolicy.ParseReverted(d)
+	if err != nil {
+		p.DropReverted = true
+		p.Events = append(p.Events, Event{Reason: InvalidSurgeState, Problem: err.Error(), Replicas: ptr.Deref(d.Spec.Replicas, 1)})
+		return nil
+	}
+	return rev
 }
 
 // surgeRecorded reports whether the Deployment carries a surge record, usable or not.
@@ -270,13 +345,30 @@ func (p *Plan) readSurge(d *appsv1.Deployment) *surgepolicy.State {
 // keepScale decides whether someone else (a person, a GitOps tool) scaled the Deployment during
 // the surge: their count is what the Deployment keeps, so the surge record goes; a new wave may
 // start from there. The marks stay: should they scale down, the pods asked to leave go first.
-// It returns the surge still in progress.
-func (p *Plan) keepScale(state *surgepolicy.State, replicas int32) *surgepolicy.State {
+// A count set back to the one before the surge is counted (Plan.Reverted, on the Deployment
+// with the record's removal): a GitOps engine that corrects drift sets back every surge, and
+// once surgepolicy.RevertLimit were, the pods are declined (surgepolicy.Reverted.Eligible),
+// so the drain need not wait for a surge that never stays. It returns the surge still in
+// progress.
+func (p *Plan) keepScale(d *appsv1.Deployment, state *surgepolicy.State, replicas int32, reverted *surgepolicy.Reverted) *surgepolicy.State {
 	if state == nil || replicas == state.OriginalReplicas+state.Surge {
 		return state
 	}
 	p.DropSurge = true
-	p.Events = append(p.Events, Event{Reason: ScaledDuringSurge, Replicas: replicas, Original: state.OriginalReplicas, Surge: state.Surge})
+	e := Event{Reason: ScaledDuringSurge, Replicas: replicas, Original: state.OriginalReplicas, Surge: state.Surge}
+	if replicas == state.OriginalReplicas {
+		n := int32(1)
+		if reverted != nil {
+			n = reverted.Count + 1
+		}
+		p.Reverted, p.DropReverted = &surgepolicy.Reverted{UID: d.UID, Count: n, Replicas: replicas}, false
+		e.Reverts = n
+	}
+	p.Events = append(p.Events, e)
+	if e.Reverts >= surgepolicy.RevertLimit {
+		e.Reason = ReplicasReverted
+		p.Events = append(p.Events, e)
+	}
 	return nil
 }
 
@@ -399,7 +491,7 @@ func (p *Plan) startWave(in Input, live []*corev1.Pod, el surgepolicy.Eligibilit
 	k := min(el.Surge, int32(len(candidates)))
 	wave := candidates[:k]
 	p.Scale = &ScaleChange{Replicas: replicas + k, Surge: &surgepolicy.State{
-		OriginalReplicas: replicas, Surge: k, StartTime: metav1.NewMicroTime(in.Now),
+		OriginalReplicas: replicas, Surge: k, StartTime: metav1.NewMicroTime(in.Now), UID: d.UID,
 	}}
 	p.Events = append(p.Events, Event{Reason: SurgeStarted, Original: replicas, Surge: k, Asked: len(candidates), Pods: names(wave)})
 	p.RequeueAfter = in.SurgeTimeout + time.Duration(d.Spec.MinReadySeconds)*time.Second

@@ -17,7 +17,7 @@ import (
 
 func TestDecide(t *testing.T) {
 	state := func(original, surge int32, age time.Duration) *surgepolicy.State {
-		return &surgepolicy.State{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewMicroTime(now.Add(-age))}
+		return &surgepolicy.State{OriginalReplicas: original, Surge: surge, StartTime: metav1.NewMicroTime(now.Add(-age)), UID: "d"}
 	}
 	for name, tc := range map[string]struct {
 		d           *appsv1.Deployment

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
@@ -30,7 +31,9 @@ import (
 // (checkBounds), that a surge the autoscaler carried out is adopted (checkAdopted), that a count
 // it set from the raised bounds after they were restored is undone until it settles
 // (checkUndone), and that the decision is level-based: carried out and taken again at once, it
-// writes no pod and no autoscaler again.
+// writes no pod and no autoscaler again. Over any of those, a record may be forged
+// (forgeRecords: what anyone who may patch the Deployment or the autoscaler can write), and no
+// scale-down the decision makes goes below what nodemaint itself could have set (checkFloor).
 //
 //	go test ./internal/responder/deployment/decide -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
 func FuzzDecide(f *testing.F) {
@@ -39,8 +42,11 @@ func FuzzDecide(f *testing.F) {
 	f.Add([]byte{2, 2, 1, 2, 1, 3, 10, 3, 0, 17, 1, 1, 5, 64})
 	f.Add([]byte{4, 3, 2, 1, 2, 4, 0, 3, 9, 9, 9, 9, 9, 9, 16, 48})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in := fuzzInput(&testutil.FuzzBytes{Data: data})
+		g := &testutil.FuzzBytes{Data: data}
+		in := fuzzInput(g)
+		forgeRecords(g, in)
 		p := Decide(in)
+		checkFloor(t, in, p)
 		checkMarks(t, in, p)
 		checkBounds(t, in, p)
 		checkUndone(t, in, p)
@@ -267,13 +273,13 @@ func checkUndone(t *testing.T, in Input, p Plan) {
 	undo := int32(0)
 	for _, h := range in.Autoscalers {
 		rec, err := surgepolicy.ParseBounds(h)
-		if err == nil && rec != nil && rec.Restored != nil && rec.Deployment == "web" && surgepolicy.Autoscales(h, "web") &&
+		if err == nil && rec != nil && rec.Restored != nil && rec.Names(h, in.Deployment) && surgeable(in.Deployment, rec.Surge) && surgepolicy.Autoscales(h, "web") &&
 			rec.Surged() == replicas && unsettled(h, rec, in.Now) > 0 {
 			undo = rec.Surge.OriginalReplicas
 		}
 	}
 	switch {
-	case undo > 0 && (p.Scale == nil || p.Scale.Replicas != undo || p.Scale.Surge != nil):
+	case undo > 0 && (p.Scale == nil || p.Scale.Replicas != bounded(p, undo) || p.Scale.Surge != nil):
 		t.Errorf("%s: at the count %d of a surge that is over, scaled by the autoscaler before it settled; want it scaled back to %d\n%s", describe(p), replicas, undo, describeInput(in))
 	case undo == 0 && p.Scale != nil && p.Scale.Surge == nil:
 		t.Errorf("%s: scaled to %d with no surge to end\n%s", describe(p), p.Scale.Replicas, describeInput(in))
@@ -283,7 +289,7 @@ func checkUndone(t *testing.T, in Input, p Plan) {
 // surgeFound reports whether the decision found a surge of the Deployment: its record (usable
 // or not), or the count of the one its autoscaler's record names.
 func surgeFound(in Input) bool {
-	return surgeRecorded(in.Deployment) || adoptable(in.Autoscalers, in.Deployment.Name, ptr.Deref(in.Deployment.Spec.Replicas, 1)) != nil
+	return surgeRecorded(in.Deployment) || adoptable(in, ptr.Deref(in.Deployment.Spec.Replicas, 1)) != nil
 }
 
 // surgeAfter is the surge in progress once the plan is carried out: the plan's, else the
@@ -291,7 +297,7 @@ func surgeFound(in Input) bool {
 func surgeAfter(in Input, p Plan) *surgepolicy.State {
 	state, err := surgepolicy.Parse(in.Deployment)
 	if err == nil && state == nil {
-		state = adoptable(in.Autoscalers, in.Deployment.Name, ptr.Deref(in.Deployment.Spec.Replicas, 1))
+		state = adoptable(in, ptr.Deref(in.Deployment.Spec.Replicas, 1))
 	}
 	return p.surgeAfter(state)
 }
@@ -303,7 +309,7 @@ func surgeAfter(in Input, p Plan) *surgepolicy.State {
 func checkAdopted(t *testing.T, in Input, p Plan, after Input) {
 	t.Helper()
 	replicas := ptr.Deref(in.Deployment.Spec.Replicas, 1)
-	rec := adoptable(in.Autoscalers, "web", replicas)
+	rec := adoptable(in, replicas)
 	if state, err := surgepolicy.Parse(in.Deployment); err != nil || state != nil || rec == nil {
 		return
 	}
@@ -311,7 +317,7 @@ func checkAdopted(t *testing.T, in Input, p Plan, after Input) {
 	afterReplicas := ptr.Deref(after.Deployment.Spec.Replicas, 1)
 	switch {
 	case err == nil && got != nil && got.OriginalReplicas == rec.OriginalReplicas && got.OriginalReplicas+got.Surge == afterReplicas:
-	case got == nil && afterReplicas == rec.OriginalReplicas:
+	case got == nil && afterReplicas == bounded(p, rec.OriginalReplicas):
 	default:
 		t.Errorf("%s: the autoscaler's surge to %d from %d is not adopted: the Deployment ends at %d replicas, surge record %v (%v)",
 			describe(p), replicas, rec.OriginalReplicas, afterReplicas, got, err)
@@ -477,4 +483,109 @@ func describeInput(in Input) string {
 			evacuation.Condition(pod, evacuation.Initiated) != nil, IsMarked(pod), !pod.DeletionTimestamp.IsZero())
 	}
 	return s
+}
+
+// bounded is the count a scale-down to want goes to: want, or what the plan's ScaleBackBounded
+// Event says it went to instead.
+func bounded(p Plan, want int32) int32 {
+	for _, e := range p.Events {
+		if e.Reason == ScaleBackBounded && e.Original == want {
+			return e.Replicas
+		}
+	}
+	return want
+}
+
+// forgeRecords overwrites, at random, one record with what anyone who may patch its object can
+// write: the Deployment's surge record, its autoscaler's record of raised or of restored bounds,
+// or the Deployment's count of surges set back; naming the object's UID, another's or none, with
+// any counts (0 included), at the Deployment's count or not.
+func forgeRecords(g *testutil.FuzzBytes, in Input) {
+	d := in.Deployment
+	uid := func(own types.UID) types.UID {
+		switch g.Byte() % 3 {
+		case 0:
+			return own
+		case 1:
+			return "someone-else"
+		}
+		return ""
+	}
+	replicas := ptr.Deref(d.Spec.Replicas, 1)
+	state := func() *surgepolicy.State {
+		s := &surgepolicy.State{OriginalReplicas: int32(g.Byte() % 6), StartTime: metav1.NewMicroTime(now.Add(-time.Duration(g.Byte()) * time.Second)), UID: uid(d.UID)}
+		if b := g.Byte(); b&1 == 0 {
+			s.Surge = replicas - s.OriginalReplicas // at the Deployment's count
+		} else {
+			s.Surge = int32(b>>1) % 5
+		}
+		return s
+	}
+	switch what := g.Byte() % 6; {
+	case what == 1:
+		withAnnotation(d, evacuation.SurgeAnnotation, state().String())
+	case (what == 2 || what == 3) && len(in.Autoscalers) > 0:
+		h := in.Autoscalers[0]
+		rec := &surgepolicy.Bounds{UID: uid(h.UID), Deployment: "web", MinReplicas: ptr.To(int32(g.Byte() % 4)), MaxReplicas: 1 + int32(g.Byte()%6), Surge: state()}
+		if b := g.Byte(); b&1 == 0 {
+			rec.SetMinReplicas = ptr.To(surgepolicy.MinReplicas(h)) // claims the bound it holds
+		} else {
+			rec.SetMinReplicas = ptr.To(int32(b>>1) % 6)
+		}
+		if what == 3 {
+			rec.Restored = ptr.To(metav1.NewMicroTime(now.Add(-time.Duration(g.Byte()%90) * time.Second)))
+		}
+		if h.Annotations == nil {
+			h.Annotations = map[string]string{}
+		}
+		h.Annotations[evacuation.SurgeBoundsAnnotation] = rec.String()
+	case what == 4:
+		withAnnotation(d, evacuation.SurgeRevertedAnnotation, (&surgepolicy.Reverted{UID: uid(d.UID), Count: int32(g.Byte() % 4), Replicas: int32(g.Byte() % 4)}).String())
+	}
+}
+
+// checkFloor asserts that a scale-down of the Deployment the plan makes, whatever the records
+// say, goes to at least 1, to at least the minReplicas of an autoscaler that targets it as its
+// owner set it (its minReplicas, or the one its record says it had where the record says
+// nodemaint set the one it holds), by at most maxSurge (where that is more than 0), and only for
+// a record of nodemaint's: the Deployment's own (its UID, or none: the previous version's), or
+// its autoscaler's naming the autoscaler's UID and a surge naming the Deployment's. A record
+// naming another object's UID, or an autoscaler's of the previous version, never lowers the
+// Deployment below its count.
+func checkFloor(t *testing.T, in Input, p Plan) {
+	t.Helper()
+	d := in.Deployment
+	replicas := ptr.Deref(d.Spec.Replicas, 1)
+	if p.Scale == nil || p.Scale.Replicas >= replicas {
+		return
+	}
+	to := p.Scale.Replicas
+	floor := int32(1)
+	ours := false
+	for _, h := range in.Autoscalers {
+		rec, err := surgepolicy.ParseBounds(h)
+		if err == nil && rec != nil && rec.Names(h, d) {
+			ours = true
+		}
+		if !surgepolicy.Autoscales(h, "web") {
+			continue
+		}
+		own := surgepolicy.MinReplicas(h)
+		if err == nil && rec != nil && rec.Deployment == "web" && rec.Restored == nil && rec.SetMinReplicas != nil && *rec.SetMinReplicas == own {
+			own = ptr.Deref(rec.MinReplicas, 1)
+		}
+		floor = max(floor, own)
+	}
+	if state, err := surgepolicy.Parse(d); err == nil && state != nil {
+		ours = true
+	}
+	ms, _ := surgepolicy.MaxSurge(d, to)
+	switch {
+	case to < floor:
+		t.Errorf("%s: scaled from %d to %d, below %d (1, or the autoscaler's own minReplicas)\n%s", describe(p), replicas, to, floor, describeInput(in))
+	case ms > 0 && replicas-to > ms:
+		t.Errorf("%s: scaled from %d to %d, more than maxSurge %d\n%s", describe(p), replicas, to, ms, describeInput(in))
+	case !ours:
+		t.Errorf("%s: scaled from %d to %d with no record of nodemaint's\n%s", describe(p), replicas, to, describeInput(in))
+	}
 }

@@ -42,8 +42,18 @@ func (e Event) Note() string {
 	case InvalidSurgeState:
 		return fmt.Sprintf("%s; removed it and left spec.replicas at %d", e.Problem, e.Replicas)
 	case ScaledDuringSurge:
-		return fmt.Sprintf("spec.replicas was set to %d during a surge from %d to %d; keeping %d",
+		note := fmt.Sprintf("spec.replicas was set to %d during a surge from %d to %d; keeping %d",
 			e.Replicas, e.Original, e.Original+e.Surge, e.Replicas)
+		if e.Reverts > 0 && e.Reverts < surgepolicy.RevertLimit {
+			note += fmt.Sprintf(" (set back to the count before the surge: %d of the %d times that leave its pods to eviction)", e.Reverts, surgepolicy.RevertLimit)
+		}
+		return note
+	case ReplicasReverted:
+		return fmt.Sprintf("the surge from %d to %d replicas was set back too; declining the evacuation of its pods: %s",
+			e.Original, e.Original+e.Surge, surgepolicy.RevertedMessage(e.Replicas, e.Reverts))
+	case ScaleBackBounded:
+		return fmt.Sprintf("a surge record would have the Deployment scaled back to %d replicas, below what nodemaint could have set "+
+			"(at least %d: 1, or its HorizontalPodAutoscaler's own minReplicas; by at most maxSurge); scaled back to %d", e.Original, e.Min, e.Replicas)
 	case SurgeAdopted:
 		return fmt.Sprintf("the HorizontalPodAutoscaler scaled the Deployment to %d replicas, its raised minReplicas, before the responder did: "+
 			"that is the surge of %d from %d replicas, which goes on", e.Original+e.Surge, e.Surge, e.Original)
@@ -86,7 +96,7 @@ func (e Event) rollbackCause() string {
 // Type is the Event's type: Warning when the responder undid or gave up something.
 func (e Event) Type() string {
 	switch e.Reason {
-	case InvalidSurgeState, ScaledDuringSurge, SurgeTimedOut, InvalidBoundsRecord, AutoscaledSurgeUndone:
+	case InvalidSurgeState, ScaledDuringSurge, SurgeTimedOut, InvalidBoundsRecord, AutoscaledSurgeUndone, ReplicasReverted, ScaleBackBounded:
 		return corev1.EventTypeWarning
 	}
 	return corev1.EventTypeNormal

@@ -163,6 +163,12 @@ func (p Plan) ApplyScale(d *appsv1.Deployment) {
 	if p.DropSurge {
 		SetAnnotation(d, evacuation.SurgeAnnotation, nil)
 	}
+	switch {
+	case p.Reverted != nil:
+		SetAnnotation(d, evacuation.SurgeRevertedAnnotation, ptr.To(p.Reverted.String()))
+	case p.DropReverted:
+		SetAnnotation(d, evacuation.SurgeRevertedAnnotation, nil)
+	}
 	if p.Scale != nil {
 		d.Spec.Replicas = ptr.To(p.Scale.Replicas)
 		if p.Scale.Surge != nil {

@@ -74,8 +74,12 @@ func WithAnnotation(d *appsv1.Deployment, k, v string) *appsv1.Deployment {
 }
 
 // Surging puts a surge in progress on the Deployment, its status at the surge's generation
-// (whether the surge is available, its pods say).
+// (whether the surge is available, its pods say). A state that names no UID gets the
+// Deployment's, as nodemaint writes it.
 func Surging(d *appsv1.Deployment, s *surgepolicy.State) *appsv1.Deployment {
+	if s.UID == "" {
+		s.UID = d.UID
+	}
 	WithAnnotation(d, evacuation.SurgeAnnotation, s.String())
 	if *d.Spec.Replicas == s.OriginalReplicas {
 		d.Spec.Replicas = ptr.To(s.OriginalReplicas + s.Surge)
@@ -182,11 +186,20 @@ func Since(t corev1.PodConditionType, secondsAgo int) func(*corev1.Pod) {
 	}
 }
 
-// HPA is a HorizontalPodAutoscaler of the namespace's Deployment target (apps/v1), with the given
-// bounds; a record of raised bounds (surgepolicy.Bounds) when rec is not nil.
+// HPA is a HorizontalPodAutoscaler of the namespace's Deployment target (apps/v1), its UID
+// "hpa-" and its name, with the given bounds; a record of raised bounds (surgepolicy.Bounds) when
+// rec is not nil, which gets the autoscaler's UID, and its surge the Deployment's ("d"), where
+// they name none, as nodemaint writes them.
 func HPA(name, target string, minReplicas, maxReplicas int32, rec *surgepolicy.Bounds) *autoscalingv2.HorizontalPodAutoscaler {
+	uid := types.UID("hpa-" + name)
+	if rec != nil && rec.UID == "" {
+		rec.UID = uid
+	}
+	if rec != nil && rec.Surge != nil && rec.Surge.UID == "" {
+		rec.Surge.UID = "d"
+	}
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: "7"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: "7", UID: uid},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: target},
 			MinReplicas:    ptr.To(minReplicas), MaxReplicas: maxReplicas,
