@@ -135,3 +135,81 @@ func TestParseBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordsNameTheirObject: a surge record, a record of raised bounds or a count of surges set
+// back that names another object's UID is refused, as is a surge from no replicas (nodemaint
+// never makes one), or bounds below 1; a surge or bounds record naming no UID is the previous
+// version's (Legacy), read; a count of surges set back must name its Deployment.
+func TestRecordsNameTheirObject(t *testing.T) {
+	d := newDeployment(3, 1)
+	d.UID = "d"
+	start := metav1.NewMicroTime(time.Now())
+	for name, tc := range map[string]struct {
+		state      State
+		wantErr    bool
+		wantLegacy bool
+	}{
+		"its own":                  {state: State{OriginalReplicas: 2, Surge: 1, StartTime: start, UID: "d"}},
+		"another's":                {state: State{OriginalReplicas: 2, Surge: 1, StartTime: start, UID: "e"}, wantErr: true},
+		"the previous version's":   {state: State{OriginalReplicas: 2, Surge: 1, StartTime: start}, wantLegacy: true},
+		"from no replicas":         {state: State{OriginalReplicas: 0, Surge: 3, StartTime: start, UID: "d"}, wantErr: true},
+		"from no replicas, no UID": {state: State{OriginalReplicas: 0, Surge: 3, StartTime: start}, wantErr: true},
+	} {
+		d.Annotations = map[string]string{evacuation.SurgeAnnotation: tc.state.String()}
+		got, err := Parse(d)
+		if (err != nil) != tc.wantErr || (err == nil && got.Legacy() != tc.wantLegacy) {
+			t.Errorf("%s: Parse = %v, %v", name, got, err)
+		}
+	}
+
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{UID: "h"}}
+	hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas = ptr.To[int32](4), 4
+	surge := &State{OriginalReplicas: 3, Surge: 1, StartTime: start, UID: "d"}
+	for name, tc := range map[string]struct {
+		rec     Bounds
+		wantErr bool
+		names   bool // Names(hpa, d)
+		ownMin  int32
+	}{
+		"its own":                           {rec: Bounds{UID: "h", Deployment: "web", MinReplicas: ptr.To[int32](3), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), Surge: surge}, names: true, ownMin: 3},
+		"another autoscaler's":              {rec: Bounds{UID: "x", Deployment: "web", MinReplicas: ptr.To[int32](3), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), Surge: surge}, wantErr: true, ownMin: 4},
+		"the previous version's":            {rec: Bounds{Deployment: "web", MinReplicas: ptr.To[int32](3), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), Surge: surge}, ownMin: 3},
+		"another Deployment's surge":        {rec: Bounds{UID: "h", Deployment: "web", MinReplicas: ptr.To[int32](3), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), Surge: &State{OriginalReplicas: 3, Surge: 1, StartTime: start, UID: "e"}}, ownMin: 3},
+		"a surge of the previous version's": {rec: Bounds{UID: "h", Deployment: "web", MinReplicas: ptr.To[int32](3), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), Surge: &State{OriginalReplicas: 3, Surge: 1, StartTime: start}}, ownMin: 3},
+		"minReplicas 0 before":              {rec: Bounds{UID: "h", Deployment: "web", MinReplicas: ptr.To[int32](0), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), Surge: surge}, wantErr: true, ownMin: 4},
+		"a surge from 0":                    {rec: Bounds{UID: "h", Deployment: "web", MinReplicas: ptr.To[int32](1), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), Surge: &State{OriginalReplicas: 0, Surge: 4, StartTime: start, UID: "d"}}, wantErr: true, ownMin: 4},
+		"not the minReplicas held":          {rec: Bounds{UID: "h", Deployment: "web", MinReplicas: ptr.To[int32](1), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](5), Surge: surge}, names: true, ownMin: 4},
+	} {
+		hpa.Annotations = map[string]string{evacuation.SurgeBoundsAnnotation: tc.rec.String()}
+		got, err := ParseBounds(hpa)
+		if (err != nil) != tc.wantErr || (err == nil && got.Names(hpa, d) != tc.names) {
+			t.Errorf("%s: ParseBounds = %v, %v", name, got, err)
+		}
+		if own := OwnMinReplicas(hpa, "web"); own != tc.ownMin {
+			t.Errorf("%s: OwnMinReplicas = %d, want %d", name, own, tc.ownMin)
+		}
+	}
+
+	for value, wantErr := range map[string]bool{
+		(&Reverted{UID: "d", Count: 1, Replicas: 3}).String(): false,
+		(&Reverted{UID: "e", Count: 1, Replicas: 3}).String(): true,
+		(&Reverted{Count: 1, Replicas: 3}).String():           true,
+		(&Reverted{UID: "d", Count: 0, Replicas: 3}).String(): true,
+		`{`: true,
+	} {
+		d.Annotations = map[string]string{evacuation.SurgeRevertedAnnotation: value}
+		if _, err := ParseReverted(d); (err != nil) != wantErr {
+			t.Errorf("ParseReverted(%s) = %v, want an error: %t", value, err, wantErr)
+		}
+	}
+	ok := Eligibility{OK: true, Surge: 1}
+	if el := (&Reverted{UID: "d", Count: RevertLimit - 1, Replicas: 3}).Eligible(ok); !el.OK {
+		t.Errorf("surges set back %d times: %+v, want eligible", RevertLimit-1, el)
+	}
+	if el := (&Reverted{UID: "d", Count: RevertLimit, Replicas: 3}).Eligible(ok); el.OK || el.Reason != ReasonReplicasReverted {
+		t.Errorf("surges set back %d times: %+v, want declined %s", RevertLimit, el, ReasonReplicasReverted)
+	}
+	if el := (*Reverted)(nil).Eligible(ok); !el.OK {
+		t.Errorf("none set back: %+v", el)
+	}
+}
