@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -215,11 +216,12 @@ type blockedWatch struct {
 // watchBlocked watches the NodeMaintenance until the test ends.
 func watchBlocked(t *testing.T, name string) *blockedWatch {
 	t.Helper()
-	c, err := client.NewWithWatch(framework.Cluster().RESTConfig(), client.Options{Scheme: framework.Scheme})
+	dc, err := dynamic.NewForConfig(framework.Cluster().RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.Watch(t.Context(), &nodemaintv1alpha1.NodeMaintenanceList{}, client.MatchingFields{"metadata.name": name})
+	w, err := dc.Resource(nodemaintv1alpha1.GroupVersion.WithResource("nodemaintenances")).Watch(t.Context(),
+		metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +231,9 @@ func watchBlocked(t *testing.T, name string) *blockedWatch {
 	go func() {
 		defer close(done)
 		for e := range w.ResultChan() {
-			nm, ok := e.Object.(*nodemaintv1alpha1.NodeMaintenance)
-			if !ok || e.Type == watch.Error {
+			u, ok := e.Object.(*unstructured.Unstructured)
+			nm := &nodemaintv1alpha1.NodeMaintenance{}
+			if !ok || e.Type == watch.Error || runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, nm) != nil {
 				continue
 			}
 			b.mu.Lock()

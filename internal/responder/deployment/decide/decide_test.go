@@ -422,6 +422,7 @@ func TestMarkers(t *testing.T) {
 		evacuation.ReplicasToEvacuateAnnotation:           ptr.To("2"),
 		evacuation.EvacuationReadyAnnotation:              ptr.To("true"),
 		evacuation.DeploymentReplicasToEvacuateAnnotation: nil,
+		evacuation.SurgeRevertedAnnotation:                nil,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("markers = %v, want %v", got, want)

@@ -59,7 +59,7 @@ func Markers(rs *appsv1.ReplicaSet, pods []*corev1.Pod, ready bool, deploymentAn
 			want[evacuation.EvacuationReadyAnnotation] = ptr.To("true")
 		}
 	}
-	for _, key := range []string{evacuation.SurgeAnnotation, evacuation.DeploymentReplicasToEvacuateAnnotation} {
+	for _, key := range []string{evacuation.SurgeAnnotation, evacuation.DeploymentReplicasToEvacuateAnnotation, evacuation.SurgeRevertedAnnotation} {
 		if _, copied := deploymentAnnotations[key]; !copied && !moreSteps {
 			want[key] = nil
 		}
