@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -127,7 +128,7 @@ func TestDecide(t *testing.T) {
 		{"the timeout's last second", requested(3 * time.Minute), policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, time.Second, "for someone to accept"},
 		{"timeout passed", requested(3*time.Minute + time.Second), policy, "", true, "", 0, ""},
 		{"accepted, long ago", requested(time.Hour, corev1.ConditionTrue), policy, "", false, nodemaintv1alpha1.BlockedReasonEvacuatingByOwner, 0, ""},
-		{"declined: the status quotes the owner", requested(time.Second, corev1.ConditionFalse), policy, "", true, "", 0, "the owner declined the evacuation (surging); "},
+		{"declined: the status quotes the owner", requested(time.Second, corev1.ConditionFalse), policy, "", true, "", 0, "the owner declined the evacuation (surging)"},
 		{"a bare pod waits the timeout, and is told it will not come back", requested(time.Second), policy, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 3 * time.Minute, "will not be recreated"},
 		{"a bare pod past the timeout", requested(3*time.Minute + time.Second), policy, "", true, "", 0, ""},
 		{"signal only never evicts", requested(time.Hour), Policy{ResponseTimeout: time.Minute}, "", false, nodemaintv1alpha1.BlockedReasonWaitingForOwner, 0, ""},
@@ -264,5 +265,24 @@ func TestInvalidRuleHolds(t *testing.T) {
 		if len(blocked) != 1 || blocked[0].Reason != nodemaintv1alpha1.BlockedReasonInvalidDrainRule || !strings.Contains(blocked[0].Message, tc.source) {
 			t.Errorf("%s: blocked %+v; want reason %s naming %s", tc.name, blocked, nodemaintv1alpha1.BlockedReasonInvalidDrainRule, tc.source)
 		}
+	}
+}
+
+// TestDeclinedQuoted: a pod its owner declined is evicted, and the node's blocked entry says what
+// the eviction meets (evicting, or the budget's refusal), then why the owner did not move it.
+func TestDeclinedQuoted(t *testing.T) {
+	now := time.Unix(1000, 0)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "p"}}
+	evacuation.SetCondition(pod, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
+	evacuation.SetCondition(pod, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionFalse, Reason: "ReplicasReverted", Message: "something reverts its replicas"})
+	current := []Classified{{Pod: pod}}
+	policy := Policy{Evict: true, ResponseTimeout: time.Minute}
+	const declined = "; the owner declined the evacuation (ReplicasReverted: something reverts its replicas)"
+	if d := DecideCurrent(current, now, policy, nil)[0]; !d.Evict || d.Message() != "evicting through the Eviction API"+declined {
+		t.Errorf("evicting: %+v, message %q", d, d.Message())
+	}
+	refused := map[types.UID]Refusal{"p": {NotBefore: now.Add(time.Second), Reason: nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, Message: "The disruption budget web needs 1 healthy pods"}}
+	if d := DecideCurrent(current, now, policy, refused)[0]; d.Evict || d.Message() != "The disruption budget web needs 1 healthy pods"+declined {
+		t.Errorf("refused: %+v, message %q", d, d.Message())
 	}
 }

@@ -10,13 +10,18 @@ import (
 // The words of a node's blocked entries (nodemaintv1alpha1.BlockedPods.Message) are all here,
 // built from the facts the decisions name: Decide and Blocked say what holds a pod, these say it.
 
-// Message says, in words, why the pod is still there (or that it is being evicted), after the
+// Message says, in words, why the pod is still there (or that it is being evicted), and then the
 // owner's decline of its evacuation when there was one.
 func (d Decision) Message() string {
-	if d.Declined != "" {
-		return "the owner declined the evacuation (" + d.Declined + "); " + d.message()
+	msg := d.message()
+	if d.Declined == "" {
+		return msg
 	}
-	return d.message()
+	declined := "the owner declined the evacuation (" + d.Declined + ")"
+	if msg == "" {
+		return declined
+	}
+	return msg + "; " + declined
 }
 
 func (d Decision) message() string {
