@@ -95,15 +95,18 @@ type Observed struct {
 	Node      string
 	Requests  []lifecyclev1alpha1.EvictionRequest
 	Evictions map[types.UID]*lifecyclev1alpha1.Eviction
-	// PodConditionsLeft are the pods with nodemaint's pod condition (see PodConditionsLeft), as
-	// read (not answered).
-	PodConditionsLeft []*corev1.Pod
+	// PodConditions are the Registered pods with nodemaint's pod condition (see
+	// WithPodCondition), as read (not answered).
+	PodConditions []*corev1.Pod
 }
 
-// PodConditionsLeft are the Registered pods that still carry nodemaint's EvacuationRequest pod
-// condition (set before the controller switched protocols): under this protocol it is withdrawn.
-// The other pods are asked through the condition.
-func PodConditionsLeft(pods []*corev1.Pod) []*corev1.Pod {
+// WithPodCondition are the Registered pods that carry nodemaint's EvacuationRequest pod
+// condition: those the drain asks through it because nothing would evict them
+// (nodeaction.Decision.SignalOnly), and those asked so before (before the controller switched
+// protocols, or while every maintenance draining them was SignalOnly), whose condition is
+// withdrawn once they are asked through an EvictionRequest or not at all. The pods without a
+// responder are asked through the condition in any case.
+func WithPodCondition(pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, pod := range pods {
 		if Registered(pod) && ourCondition(pod) {
@@ -134,10 +137,13 @@ func (o *Observed) ours(uid types.UID) *lifecyclev1alpha1.EvictionRequest {
 // (message: its reason; since: when nodemaint asked), and EvacuationInitiated from the pod's
 // Eviction: True while a responder is active on it ("evacuating by <responder>, expected
 // completion ..."), False once it failed with no responder left (nodemaint then evicts the pod
-// itself, as it does when an owner declines). Requests and answers of the pod condition protocol
-// by others stay; nodemaint's own pod condition does not apply to a Registered pod. A pod that is
-// not Registered is asked and answered through the pod condition protocol and returned as given,
-// whatever request of nodemaint's it has (one left from before is withdrawn, see Decide). The pods
+// itself, as it does when an owner declines); nodemaint's own pod condition beside such a request
+// does not count (it is withdrawn). Requests and answers of the pod condition protocol by others
+// stay. A Registered pod that no request of nodemaint's asks to evict is asked through the pod
+// condition, if at all (nodemaint never evicts it: nodeaction.Decision.SignalOnly; or asked so
+// before): it is returned as given, as is a pod that is not Registered, which is asked and
+// answered through the pod condition protocol whatever request of nodemaint's it has (one left
+// from before is withdrawn, see Decide). The pods
 // given are not changed: a pod with nothing to answer is returned as given, an answered one is a
 // copy that shares all but its conditions with the pod given (the drain only reads pods; a deep
 // copy of each requested pod on every reconcile of its node was a tenth of the controller's CPU
@@ -150,24 +156,17 @@ func Answer(pods []*corev1.Pod, obs Observed) []*corev1.Pod {
 			continue
 		}
 		ours := obs.ours(pod.UID)
-		cur := evacuation.Condition(pod, evacuation.Request)
-		oursCond := cur != nil && cur.Reason == evacuation.ReasonNodeMaintenance
-		if ours == nil && !oursCond {
+		if ours == nil || ours.Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentEviction {
 			out[i] = pod
 			continue
 		}
 		p := withOwnConditions(pod)
-		if oursCond {
-			evacuation.RemoveCondition(p, evacuation.Request)
-		}
-		if ours != nil && ours.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentEviction {
-			evacuation.SetCondition(p, corev1.PodCondition{
-				Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: evacuation.ReasonNodeMaintenance,
-				Message: ours.Annotations[ReasonAnnotation], LastTransitionTime: requestedAt(ours),
-			})
-			if cond, ok := answer(obs.Evictions[pod.UID]); ok {
-				evacuation.SetCondition(p, cond)
-			}
+		evacuation.SetCondition(p, corev1.PodCondition{
+			Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: evacuation.ReasonNodeMaintenance,
+			Message: ours.Annotations[ReasonAnnotation], LastTransitionTime: requestedAt(ours),
+		})
+		if cond, ok := answer(obs.Evictions[pod.UID]); ok {
+			evacuation.SetCondition(p, cond)
 		}
 		out[i] = p
 	}

@@ -84,7 +84,7 @@ func TestUnregisteredPodsAskedByPodCondition(t *testing.T) {
 	if got := Answer([]*corev1.Pod{asked}, obs)[0]; got != asked {
 		t.Fatalf("Answer changed an unregistered pod: %+v", got.Status.Conditions)
 	}
-	if left := PodConditionsLeft([]*corev1.Pod{asked}); len(left) != 0 {
+	if left := WithPodCondition([]*corev1.Pod{asked}); len(left) != 0 {
 		t.Fatalf("an unregistered pod's condition is its request, not one left: %v", left)
 	}
 }

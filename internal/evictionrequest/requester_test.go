@@ -387,6 +387,66 @@ func TestPodConditionWithdrawnAfterSwitch(t *testing.T) {
 	})
 }
 
+// TestSignalOnlyAsksThroughThePodCondition: a SignalOnly maintenance asks a pod that names a
+// responder of its own through the EvacuationRequest pod condition, never an EvictionRequest,
+// which an Eviction controller other than nodemaint's would carry through to an eviction; so
+// does one whose only evicting neighbour leaves the pod alone (its podSelector). Switched to
+// Evict, the maintenance asks through an EvictionRequest and its condition is withdrawn; back to
+// SignalOnly, the request is withdrawn and the condition set again. The pod stays throughout:
+// a budget that allows nothing holds it.
+func TestSignalOnlyAsksThroughThePodCondition(t *testing.T) {
+	ctx := context.Background()
+	const node = "er-n-signal"
+	create(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+	pod := heldPod(t, "signal", node)
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "er-signal"},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: testutil.NodeSelectorFor(node), Cordon: true, Drain: true, Reason: "kernel upgrade",
+			EvictionPolicy: nodemaintv1alpha1.EvictionPolicySignalOnly, EvacuationResponseTimeout: &nodemaintv1alpha1.Duration{Duration: time.Second}},
+	}
+	create(t, nm)
+	setPolicy := func(p nodemaintv1alpha1.EvictionPolicy) {
+		t.Helper()
+		orig := nm.DeepCopy()
+		nm.Spec.EvictionPolicy = p
+		if err := k8s.Patch(ctx, nm, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "er-signal-other"},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: testutil.NodeSelectorFor(node), Cordon: true, Drain: true, Reason: "kernel upgrade",
+			PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}}},
+	}
+	create(t, other)
+	asked := func(what string, byCondition bool) {
+		t.Helper()
+		eventually(t, what, func(ctx context.Context) (bool, string, error) {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				return false, "", err
+			}
+			reqs, err := requests(ctx, node)
+			if err != nil {
+				return false, "", err
+			}
+			asking := 0
+			for _, r := range reqs {
+				if r.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentEviction {
+					asking++
+				}
+			}
+			cond := evacuation.RequestedBy(pod, evacuation.ReasonNodeMaintenance)
+			return cond == byCondition && (asking == 0) == byCondition && pod.DeletionTimestamp == nil,
+				fmt.Sprintf("condition %v, %d requests (%d asking), deleting %v", cond, len(reqs), asking, pod.DeletionTimestamp != nil), nil
+		})
+	}
+	asked("SignalOnly: asked through the condition alone", true)
+	setPolicy(nodemaintv1alpha1.EvictionPolicyEvict)
+	asked("Evict: asked through an EvictionRequest alone", false)
+	setPolicy(nodemaintv1alpha1.EvictionPolicySignalOnly)
+	asked("SignalOnly again: the request withdrawn, asked through the condition", true)
+}
+
 // heldPod creates a running pod on the node, registered with a responder that never answers,
 // behind a budget that allows no disruption (its status written by the test: no disruption
 // controller runs here), so that nodemaint's request for it stays.

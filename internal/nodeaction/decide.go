@@ -49,7 +49,7 @@ func Decide(obs Observation, now time.Time) Decision {
 	d.after(wait)
 	d.ShutdownNotConfirmed = missing
 	d.Node, d.Change, d.NodeChanged, d.ConditionChanged = wantNode(obs.Node, intent, maintenance.FormatDrainStarts(starts), oos, now)
-	d.Withdraw, d.Request = requests(obs.Pods, plan.Current, intent)
+	d.Withdraw, d.Request, d.Asked = requests(obs.Pods, plan.Current, intent)
 
 	var current []drain.Decision
 	if intent.Drain {
@@ -58,6 +58,7 @@ func Decide(obs Observation, now time.Time) Decision {
 		// land right back on it. d.Node is, since a maintenance that drains also cordons; the
 		// reconciler acts on these only once it is written.
 		current = d.drain(obs, drainers, starts, now)
+		d.SignalOnly = signalOnly(obs, drainers, d.Asked)
 	}
 	d.Report = report(obs, current, now)
 	return d
@@ -113,6 +114,34 @@ func evictors(drainers []drainer, c drain.Classified, planIgnoredLabel bool) []*
 		if maintenance.Evicts(dr.nm) && dr.drains(c, planIgnoredLabel) {
 			out = append(out, dr.nm)
 		}
+	}
+	return out
+}
+
+// signalOnly are the pods of asked that nodemaint never evicts or deletes, by UID: no
+// maintenance that drains the node evicts and drains the pod by its own classification (evictors:
+// every one that drains it is SignalOnly or has a spec nodemaint cannot use, or those that evict
+// leave it alone by their podSelector or label policy), or the pod is protected. A pod that an
+// evicting maintenance would evict may be asked through an EvictionRequest, since that
+// maintenance would evict it anyway; the others are asked through the pod condition alone (see
+// Decision.SignalOnly).
+func signalOnly(obs Observation, drainers []drainer, asked []*corev1.Pod) map[types.UID]bool {
+	if len(asked) == 0 {
+		return nil
+	}
+	isAsked := make(map[types.UID]bool, len(asked))
+	for _, pod := range asked {
+		isAsked[pod.UID] = true
+	}
+	var out map[types.UID]bool
+	for _, c := range obs.Plan.Current {
+		if !isAsked[c.Pod.UID] || c.Class.Protected == "" && len(evictors(drainers, c, obs.IgnoreDrainLabel)) > 0 {
+			continue
+		}
+		if out == nil {
+			out = map[types.UID]bool{}
+		}
+		out[c.Pod.UID] = true
 	}
 	return out
 }
@@ -269,8 +298,9 @@ func (d *Decision) after(wait time.Duration) {
 
 // requests decides nodemaint's evacuation requests: set on the pods drained now (the current
 // order group) while the node is drained, withdrawn from every other pod. Another requester's
-// request is never touched.
-func requests(pods []*corev1.Pod, current []drain.Classified, intent maintenance.NodeIntent) (withdraw, request []*corev1.Pod) {
+// request is never touched. asked are the pods that carry nodemaint's request once request is
+// written: request, and those asked before and still asked.
+func requests(pods []*corev1.Pod, current []drain.Classified, intent maintenance.NodeIntent) (withdraw, request, asked []*corev1.Pod) {
 	drained := map[types.UID]bool{}
 	if intent.Drain {
 		for _, c := range current {
@@ -282,6 +312,7 @@ func requests(pods []*corev1.Pod, current []drain.Classified, intent maintenance
 		ours := cur != nil && cur.Reason == evacuation.ReasonNodeMaintenance
 		switch {
 		case drained[pod.UID] && (cur == nil || cur.Status != corev1.ConditionTrue || ours):
+			asked = append(asked, pod)
 			if !ours || cur.Status != corev1.ConditionTrue || cur.Message != intent.Reason {
 				request = append(request, pod)
 			}
@@ -289,7 +320,7 @@ func requests(pods []*corev1.Pod, current []drain.Classified, intent maintenance
 			withdraw = append(withdraw, pod)
 		}
 	}
-	return withdraw, request
+	return withdraw, request, asked
 }
 
 // report says what the node's status entry says: current are the decisions about the current

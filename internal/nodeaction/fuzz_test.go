@@ -275,6 +275,45 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 			t.Fatalf("evicted %s while its refused eviction backs off", c.Pod.Name)
 		}
 	}
+	// Asked and SignalOnly: the pods carrying nodemaint's request once written, and those of
+	// them nothing evicts, which every protocol asks through the pod condition alone (an
+	// EvictionRequest would be carried to an eviction by whatever Eviction controller runs).
+	asked := map[types.UID]bool{}
+	for _, pod := range d.Asked {
+		c, ok := current[pod.UID]
+		if !ok || !d.Intent.Drain {
+			t.Fatalf("%s asked, not of the current order group of a drained node", pod.Name)
+		}
+		asked[pod.UID] = true
+		if cur := evacuation.Condition(pod, evacuation.Request); cur != nil && cur.Status == corev1.ConditionTrue && !ours(pod) {
+			t.Fatalf("%s counted as asked by nodemaint, another requester asks it", pod.Name)
+		}
+		evictable := false
+		for _, nm := range obs.Maintenances {
+			evictable = evictable || maintenance.Drains(phase[nm.Name]) && maintenance.Usable(nm) &&
+				nm.Spec.EvictionPolicy != nodemaintv1alpha1.EvictionPolicySignalOnly && ownClassDrains(nm, c)
+		}
+		evictable = evictable && c.Class.Protected == ""
+		if d.SignalOnly[pod.UID] == evictable {
+			t.Fatalf("%s: signal only %v, but a maintenance that evicts drains it by its own classification: %v (protected %q)",
+				pod.Name, d.SignalOnly[pod.UID], evictable, c.Class.Protected)
+		}
+	}
+	for _, pod := range d.Request {
+		if !asked[pod.UID] {
+			t.Fatalf("%s requested, not counted as asked", pod.Name)
+		}
+	}
+	for uid := range d.SignalOnly {
+		if !asked[uid] {
+			t.Fatalf("%s signal only, not asked", uid)
+		}
+	}
+	for _, c := range slices.Concat(d.Evict, d.Delete) {
+		if d.SignalOnly[c.Pod.UID] {
+			t.Fatalf("%s evicted or deleted, and signal only", c.Pod.Name)
+		}
+	}
 	for uid := range d.GracePeriods {
 		if _, ok := current[uid]; !ok {
 			t.Fatalf("a grace period for %s, which is neither evicted nor deleted", uid)
@@ -703,8 +742,8 @@ func decisionKey(d Decision) string {
 		Annotations map[string]string
 		Conditions  []corev1.NodeCondition
 	}{d.Node.Spec, d.Node.Labels, d.Node.Annotations, d.Node.Status.Conditions})
-	return fmt.Sprintf("intent %+v\nnode %s\nchange %+v %v\nwithdraw %v request %v %q\ndelete %v evict %v grace %v\nreport %+v\nrecheck %v",
-		d.Intent, node, d.Change, d.ShutdownNotConfirmed, names(d.Withdraw), names(d.Request), d.RequestReason,
+	return fmt.Sprintf("intent %+v\nnode %s\nchange %+v %v\nwithdraw %v request %v %q asked %v signal only %v\ndelete %v evict %v grace %v\nreport %+v\nrecheck %v",
+		d.Intent, node, d.Change, d.ShutdownNotConfirmed, names(d.Withdraw), names(d.Request), d.RequestReason, names(d.Asked), d.SignalOnly,
 		classified(d.Delete), classified(d.Evict), d.GracePeriods, d.Report, d.RecheckAfter)
 }
 

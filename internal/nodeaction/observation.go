@@ -72,6 +72,19 @@ type Decision struct {
 	// Request, Delete and Evict are for once the node is cordoned: none is acted on before.
 	Request       []*corev1.Pod
 	RequestReason string
+	// Asked are the pods that carry nodemaint's evacuation request once the decision is
+	// written: Request, and the pods asked before and still asked.
+	Asked []*corev1.Pod
+	// SignalOnly are the pods of Asked, by UID, that nodemaint never evicts or deletes: no
+	// maintenance draining the node that evicts (neither SignalOnly nor unusable) drains the pod
+	// by its own podSelector, label policy and DrainRules, or the pod is protected. Every
+	// protocol asks these through the EvacuationRequest pod condition alone: an EvictionRequest
+	// asks for an eviction, which whatever Eviction controller runs carries out (the in-tree
+	// one, another installation's, or the imperative evictor of any of them), without the
+	// response timeout or the grace period, where no maintenance wants one at all. The other
+	// pods of Asked are evicted by some maintenance once their owners do not answer, so under
+	// the EvictionRequest protocol they may be asked through an EvictionRequest.
+	SignalOnly map[types.UID]bool
 	// Delete are the pods deleted now, bypassing PodDisruptionBudgets: each for a maintenance
 	// that asked for drainTimeoutAction Delete, whose drain on this node ran drainTimeout, whose
 	// own classification drains the pod, and which asked the pod its response timeout ago.

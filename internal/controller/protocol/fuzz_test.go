@@ -19,11 +19,13 @@ import (
 
 // FuzzWrites builds a node's pods, each with or without a responder of its own, nodemaint's pod
 // condition, a request of nodemaint's left (asking or withdrawn) and an Eviction under way, and a
-// decision asking, withdrawing and evicting some of them, and checks that under EvictionRequests
-// each pod is written in exactly one protocol: a pod that names a responder is asked only through
-// an EvictionRequest and one that names none only through nodemaint's pod condition, a request
-// left for a pod without a responder is withdrawn or deleted, and nothing is asked and withdrawn
-// in one reconcile. Under pod conditions every pod is written as the decision says. Run it with e.g.
+// decision asking (some of them signal only: nothing would evict them), withdrawing and evicting
+// some of them, and checks that under EvictionRequests each pod is written in exactly one
+// protocol: a pod that names a responder and that a maintenance would evict is asked only through
+// an EvictionRequest, and every other only through nodemaint's pod condition; no EvictionRequest
+// of nodemaint's asks for a signal-only pod's eviction after the writes (one left is withdrawn or
+// deleted), nor for a pod without a responder; and nothing is asked and withdrawn in one
+// reconcile. Under pod conditions every pod is written as the decision says. Run it with e.g.
 //
 //	go test ./internal/controller/protocol -run '^$' -fuzz '^FuzzWrites$' -fuzztime 30s
 func FuzzWrites(f *testing.F) {
@@ -41,15 +43,37 @@ func FuzzWrites(f *testing.F) {
 			pod := fuzzPod(g, i, now, seen)
 			pods = append(pods, pod)
 			switch b := g.Byte(); {
-			case b%4 == 0:
+			case b%5 == 0:
 				d.Request = append(d.Request, pod)
-			case b%4 == 1 && evacuation.RequestedBy(pod, evacuation.ReasonNodeMaintenance):
+				d.Asked = append(d.Asked, pod)
+			case b%5 == 1 && evacuation.RequestedBy(pod, evacuation.ReasonNodeMaintenance):
 				d.Withdraw = append(d.Withdraw, pod)
-			case b%4 == 2:
+			case b%5 == 2:
 				d.Evict = append(d.Evict, drain.Classified{Pod: pod})
+				d.Asked = append(d.Asked, pod)
+			case b%5 == 3:
+				d.Asked = append(d.Asked, pod) // asked before, still asked
 			}
 		}
-		seen.PodConditionsLeft = evictionrequest.PodConditionsLeft(pods)
+		for _, pod := range d.Asked {
+			if g.Byte()%3 == 0 {
+				if d.SignalOnly == nil {
+					d.SignalOnly = map[types.UID]bool{}
+				}
+				d.SignalOnly[pod.UID] = true
+			}
+		}
+		// The pods as the drain saw them: answered by nodemaint's requests.
+		seen.PodConditions = evictionrequest.WithPodCondition(pods)
+		pods = evictionrequest.Answer(pods, *seen)
+		for _, list := range [][]*corev1.Pod{d.Request, d.Asked, d.Withdraw} {
+			for i, pod := range list {
+				list[i] = answered(pods, pod.UID)
+			}
+		}
+		for i := range d.Evict {
+			d.Evict[i].Pod = answered(pods, d.Evict[i].Pod.UID)
+		}
 
 		w := evictionRequests{}.Writes(seen, pods, d, now)
 		checkOneProtocol(t, seen, pods, d, w)
@@ -87,6 +111,16 @@ func fuzzPod(g *testutil.FuzzBytes, i int, now time.Time, seen *evictionrequest.
 	return pod
 }
 
+// answered is the pod of uid among pods.
+func answered(pods []*corev1.Pod, uid types.UID) *corev1.Pod {
+	for _, p := range pods {
+		if p.UID == uid {
+			return p
+		}
+	}
+	return nil
+}
+
 // registered is a copy of the pod that names a responder.
 func registered(pod *corev1.Pod) *corev1.Pod {
 	p := pod.DeepCopy()
@@ -100,6 +134,7 @@ func checkOneProtocol(t *testing.T, seen *evictionrequest.Observed, pods []*core
 	for _, r := range seen.Requests {
 		left[r.Spec.Target.Pod.UID] = r.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentEviction
 	}
+	conditioned := uids(seen.PodConditions)
 	byCondition := uids(w.Request)
 	withdrawnByCondition := uids(w.Withdraw)
 	asking, withdrawnRequests, deleted := map[types.UID]bool{}, map[types.UID]bool{}, map[types.UID]bool{}
@@ -113,21 +148,31 @@ func checkOneProtocol(t *testing.T, seen *evictionrequest.Observed, pods []*core
 		deleted[r.Spec.Target.Pod.UID] = true
 	}
 	for _, pod := range d.Request {
-		if evictionrequest.Registered(pod) == byCondition[pod.UID] {
-			t.Fatalf("pod %s (responders %v) asked through its condition: %v", pod.Name, pod.Spec.EvictionResponders, byCondition[pod.UID])
+		if viaRequest := ChannelOf(pod, d) == EvictionRequest; viaRequest == byCondition[pod.UID] {
+			t.Fatalf("pod %s (responders %v, signal only %v) asked through its condition: %v", pod.Name, pod.Spec.EvictionResponders, d.SignalOnly[pod.UID], byCondition[pod.UID])
 		}
 	}
+	asked := uids(d.Asked)
 	for _, pod := range pods {
 		reg, uid := evictionrequest.Registered(pod), pod.UID
+		viaRequest := asked[uid] && ChannelOf(pod, d) == EvictionRequest
 		switch {
 		case !reg && asking[uid]:
 			t.Fatalf("pod %s names no responder and is asked through an EvictionRequest", pod.Name)
-		case reg && byCondition[uid]:
-			t.Fatalf("pod %s names a responder and is asked through its condition", pod.Name)
+		case d.SignalOnly[uid] && asking[uid]:
+			t.Fatalf("pod %s is signal only and is asked through an EvictionRequest", pod.Name)
+		case viaRequest && byCondition[uid]:
+			t.Fatalf("pod %s names a responder, may be evicted, and is asked through its condition", pod.Name)
 		case byCondition[uid] && withdrawnByCondition[uid], asking[uid] && (withdrawnRequests[uid] || deleted[uid]):
 			t.Fatalf("pod %s asked and withdrawn at once", pod.Name)
-		case !reg && left[uid] && !withdrawnRequests[uid] && !deleted[uid]:
-			t.Fatalf("pod %s names no responder and nodemaint's EvictionRequest for it stays", pod.Name)
+		case !viaRequest && left[uid] && !withdrawnRequests[uid] && !deleted[uid] && (!reg || asked[uid]):
+			t.Fatalf("pod %s is asked through its condition (responder %v, signal only %v) and nodemaint's EvictionRequest for it stays", pod.Name, reg, d.SignalOnly[uid])
+		case viaRequest && !left[uid] && !asking[uid]:
+			t.Fatalf("pod %s names a responder, may be evicted, is asked, and has no EvictionRequest", pod.Name)
+		case viaRequest && conditioned[uid] && !withdrawnByCondition[uid]:
+			t.Fatalf("pod %s is asked through an EvictionRequest and keeps nodemaint's pod condition", pod.Name)
+		case asked[uid] && !viaRequest && reg && !conditioned[uid] && !byCondition[uid]:
+			t.Fatalf("pod %s names a responder, is signal only, and is not asked through its condition", pod.Name)
 		}
 	}
 }

@@ -8,7 +8,6 @@ package protocol
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +19,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
 // +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictionrequests,verbs=get;list;watch;create;update;patch;delete
@@ -105,13 +105,17 @@ func (podConditions) Live(ctx context.Context, r client.Reader, pod *corev1.Pod,
 }
 
 // evictionRequests asks with KEP-4563's EvictionRequests the pods that name a responder of their
-// own (evictionrequest.Registered), and reads each one's Eviction as its owners' answer
-// (evictionrequest.Answer); nodemaint's pod conditions left on them from before the controller
-// switched protocols are withdrawn. The other pods, whose EvictionRequest would reach nobody but
-// the imperative evictor (created before their owner's responder was registered, or before
-// nodemaint was installed), are asked through the pod condition protocol, which their owners
-// (nodemaint's Deployment responder among them) answer: one decision, each pod written in the
-// protocol that reaches its owner.
+// own (evictionrequest.Registered) and that some maintenance would evict (not
+// nodeaction.Decision.SignalOnly), and reads each one's Eviction as its owners' answer
+// (evictionrequest.Answer); nodemaint's pod conditions left on them from before are withdrawn.
+// The other pods are asked through the pod condition protocol, which their owners (nodemaint's
+// Deployment responder among them) answer: those whose EvictionRequest would reach nobody but the
+// imperative evictor (created before their owner's responder was registered, or before nodemaint
+// was installed), and those nothing would evict, since an EvictionRequest asks for an eviction
+// that any Eviction controller carries out, with no response timeout or grace period of the
+// maintenances' (only nodemaint's own holds such a pod back, and another may run in its place).
+// One decision, each pod written in the protocol that reaches its owner without more than the
+// maintenances ask.
 type evictionRequests struct {
 	client client.Reader
 	stores Stores
@@ -121,7 +125,7 @@ type evictionRequests struct {
 // returns the pods as answered by them.
 func (p evictionRequests) Observe(ctx context.Context, node string, pods []*corev1.Pod) ([]*corev1.Pod, *evictionrequest.Observed, error) {
 	seen := &evictionrequest.Observed{Node: node, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{},
-		PodConditionsLeft: evictionrequest.PodConditionsLeft(pods)}
+		PodConditions: evictionrequest.WithPodCondition(pods)}
 	var err error
 	if seen.Requests, err = p.requests(node); err != nil {
 		return nil, nil, err
@@ -214,19 +218,87 @@ func (p evictionRequests) cachedEvictions(uid types.UID) ([]*lifecyclev1alpha1.E
 	return evs, nil
 }
 
+// Writes asks each pod of the decision's Asked in one protocol (Channel): through an
+// EvictionRequest, its pod condition withdrawn if it has one; or through the pod condition, a
+// request of nodemaint's for it withdrawn. Withdrawn pods lose both.
 func (evictionRequests) Writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodeaction.Decision, now time.Time) Writes {
-	plan := evictionrequest.Decide(*seen, pods, d.Request, d.Withdraw, d.RequestReason, now)
-	_, request := evictionrequest.Split(d.Request)
-	_, withdraw := evictionrequest.Split(d.Withdraw)
+	// The pods with a responder as read, carrying nodemaint's pod condition: pods holds their
+	// answered copies, whose conditions stand for nodemaint's EvictionRequests.
+	conditioned := make(map[types.UID]*corev1.Pod, len(seen.PodConditions))
+	for _, pod := range seen.PodConditions {
+		conditioned[pod.UID] = pod
+	}
+	var ask, withdraw, byCondition, withdrawnByCondition []*corev1.Pod
+	for _, pod := range d.Asked {
+		raw := conditioned[pod.UID]
+		switch {
+		case !evictionrequest.Registered(pod):
+			// As decided (Request), below.
+		case ChannelOf(pod, d) == EvictionRequest:
+			ask = append(ask, pod)
+			if raw != nil {
+				withdrawnByCondition = append(withdrawnByCondition, raw)
+			}
+		default:
+			withdraw = append(withdraw, pod)
+			if raw == nil {
+				byCondition = append(byCondition, pod)
+			} else if c := evacuation.Condition(raw, evacuation.Request); c.Status != corev1.ConditionTrue || c.Message != d.RequestReason {
+				byCondition = append(byCondition, raw)
+			}
+		}
+	}
+	for _, pod := range d.Request {
+		if !evictionrequest.Registered(pod) {
+			byCondition = append(byCondition, pod)
+		}
+	}
+	for _, pod := range d.Withdraw {
+		withdraw = append(withdraw, pod)
+		switch raw := conditioned[pod.UID]; {
+		case !evictionrequest.Registered(pod):
+			withdrawnByCondition = append(withdrawnByCondition, pod)
+		case raw != nil:
+			withdrawnByCondition = append(withdrawnByCondition, raw)
+		}
+	}
+	plan := evictionrequest.Decide(*seen, pods, ask, withdraw, d.RequestReason, now)
 	w := Writes{
-		Withdraw:         slices.Concat(seen.PodConditionsLeft, withdraw),
+		Withdraw:         withdrawnByCondition,
 		WithdrawRequests: plan.Withdrawals(),
 		RequestRequests:  plan.Requests(),
 	}
-	if len(request) > 0 {
-		w.Request, w.Reason = request, d.RequestReason
+	if len(byCondition) > 0 {
+		w.Request, w.Reason = byCondition, d.RequestReason
 	}
 	return w
+}
+
+// A Channel is how a pod is asked to move under the EvictionRequest protocol.
+type Channel int
+
+const (
+	// PodCondition: nodemaint's EvacuationRequest pod condition.
+	PodCondition Channel = iota
+	// EvictionRequest: an EvictionRequest of nodemaint's.
+	EvictionRequest
+)
+
+// ChannelOf is how the EvictionRequest protocol asks a pod of the decision's Asked: through an
+// EvictionRequest where the pod names a responder of its own (evictionrequest.Registered) and
+// some maintenance would evict it (not d.SignalOnly), else through the pod condition.
+func ChannelOf(pod *corev1.Pod, d nodeaction.Decision) Channel {
+	if evictionrequest.Registered(pod) && !d.SignalOnly[pod.UID] {
+		return EvictionRequest
+	}
+	return PodCondition
+}
+
+func (ch Channel) String() string {
+	if ch == EvictionRequest {
+		return "EvictionRequest"
+	}
+	return "PodCondition"
 }
 
 // Live reads the pod, and the Evictions the cache knows of it (each by name: the API server

@@ -294,18 +294,20 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 	}
 }
 
-// TestSignalOnlyThroughEvictionRequests: a SignalOnly maintenance asks for a bare pod through an
-// EvictionRequest and never evicts it, although nobody answers: the imperative evictor holds it
-// for the drain, and the drain only signals. Switched to evictionPolicy Evict, the same
-// maintenance evicts it at once, its response timeout long over: what held it was the policy.
+// TestSignalOnlyThroughEvictionRequests: a SignalOnly maintenance asks for a pod that names a
+// responder of its own through the EvacuationRequest pod condition, never an EvictionRequest
+// (whichever Eviction controller ran would carry that through to an eviction), and never evicts
+// it, although nobody answers. Switched to evictionPolicy Evict, the same maintenance asks
+// through an EvictionRequest, the pod's responder declines, and the pod is evicted at once, its
+// response timeout long over: what held it was the policy.
 func TestSignalOnlyThroughEvictionRequests(t *testing.T) {
 	ctx := t.Context()
 	ns := framework.Namespace(t)
 	framework.NewController(t).Start()
 	c := framework.Client()
 	const other = "kwok-node-1"
-	// The pod's responder declines at once (played by declineAll): only the imperative evictor,
-	// held for the drain, is left.
+	// The pod's responder declines at once (played by declineAll): only the imperative evictor
+	// would be left.
 	declineAll(t, ns)
 	p := pod(ns, "signal", corev1.EvictionResponder{Name: autoDeclining, Priority: ptr.To[int32](20000)})
 	p.Spec.NodeName = other
@@ -325,31 +327,35 @@ func TestSignalOnlyThroughEvictionRequests(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), nm) })
 
-	// Evidence that both looked: the imperative evictor holds the pod for the drain, and the
-	// drain reports that it only signals.
+	// Evidence that the drain looked: the pod carries the condition, and the status says that
+	// the drain only signals.
 	var asked time.Time
-	framework.Eventually(t, timeout, "the pod asked for, held by the imperative evictor, reported as signal only", func(ctx context.Context) (bool, error) {
-		evs, reqs, err := evictionsOf(ctx, ns)
-		if err != nil || len(reqs) != 1 || len(evs) != 1 {
+	framework.Eventually(t, timeout, "the pod asked through its condition, reported as signal only", func(ctx context.Context) (bool, error) {
+		if err := get(ctx, p); err != nil {
 			return false, err
 		}
-		if asked, err = time.Parse(time.RFC3339, reqs[0].Annotations["nodemaint.dev/requested-at"]); err != nil {
-			return false, err
+		cond := evacuation.Condition(p, evacuation.Request)
+		if cond == nil || cond.Status != corev1.ConditionTrue || cond.Reason != evacuation.ReasonNodeMaintenance {
+			return false, nil
 		}
-		held := false
-		for _, r := range evs[0].Status.Responders {
-			held = held || (r.Name == names.ImperativeEvictor && r.Message != nil && *r.Message == names.HeldForDrain)
-		}
+		asked = cond.LastTransitionTime.Time
 		if err := get(ctx, nm); err != nil {
 			return false, err
 		}
-		return held && strings.Contains(fmt.Sprint(nm.Status.Nodes[other].Blocked), "signal only"), nil
+		return strings.Contains(fmt.Sprint(nm.Status.Nodes[other].Blocked), "signal only"), nil
 	})
 	// The drain reconsiders the pod at least every status period (5s) while it drains: well past
-	// its response timeout, it is still there.
+	// its response timeout, it is still there, and nothing asked for its eviction.
 	framework.Eventually(t, timeout, "the pod untouched well past its response timeout", func(ctx context.Context) (bool, error) {
 		if err := get(ctx, p); err != nil || p.DeletionTimestamp != nil {
 			return false, fmt.Errorf("the pod was evicted under SignalOnly (%v)", err)
+		}
+		evs, reqs, err := evictionsOf(ctx, ns)
+		if err != nil {
+			return false, err
+		}
+		if len(reqs)+len(evs) > 0 {
+			return false, fmt.Errorf("under SignalOnly, %d EvictionRequests and %d Evictions of the pod", len(reqs), len(evs))
 		}
 		return time.Since(asked) > 20*time.Second, nil
 	})
