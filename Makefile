@@ -134,11 +134,12 @@ test-e2e: build ## End-to-end tests on a local cluster of their own (real contro
 # The e2e tests run a second time on clusters serving the EvictionRequest API (KEP-4563), where
 # nodemaint asks through EvictionRequests: the drain's whose outcome must not depend on the
 # protocol, TestNothingLeftWhenNodeDeleted (the garbage collector takes nodemaint's requests with
-# their pods; it skips on clusters without the API), and the responder's proofs of issue 19
+# their pods; it skips on clusters without the API), TestSignalOnlyUnderAnotherEvictionController
+# (SignalOnly evicts nothing under an Eviction controller other than nodemaint's), and the responder's proofs of issue 19
 # (TestEviction* skip on clusters without the API; TestExampleResponder, TestNoCapacityGivesUp and
 # TestAutoscaledDeploymentSurges run in both modes). -p 2: both packages' clusters at once.
 E2E_EVICTION_REQUEST_PKGS ?= ./test/e2e/drain/ ./test/e2e/responder/
-E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestDrainRuleOrder|TestNothingLeftWhenNodeDeleted|TestEvictionSingleReplicaWithStrictPDB|TestEvictionUnregisteredPodMoves|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp|TestClusterAPIPreDrainHook|TestAutoscaledDeploymentSurges)$$
+E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestSignalOnlyUnderAnotherEvictionController|TestDrainRuleOrder|TestNothingLeftWhenNodeDeleted|TestEvictionSingleReplicaWithStrictPDB|TestEvictionUnregisteredPodMoves|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp|TestClusterAPIPreDrainHook|TestAutoscaledDeploymentSurges)$$
 
 .PHONY: test-real-node
 test-real-node: build ## The real node's e2e tests alone (test/e2e/realnode, part of make test-e2e), as root: a kubelet, containerd and runc beside the kwok nodes drain, reboot and evict for real.
