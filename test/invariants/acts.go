@@ -17,6 +17,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
@@ -57,7 +58,15 @@ import (
 //     evacuationResponseTimeout has run since the pod was first asked (KindDeletionNotDue).
 //     Acts on a pod no maintenance drains are judged only for the cordon: they may be the
 //     Eviction controller's work for another requester's EvictionRequest (an eviction of a pod
-//     another requester asked for is not judged at all).
+//     another requester asked for is not judged at all). An eviction needs moreover a grace
+//     period no longer than its maintenances allow (KindGracePeriod).
+//   - for an ask, the NodeMaintenances that select the pod's node around it, draining it or not
+//     (a drain switched on as the controller asks is seen late): one of them must not skip the
+//     pod (KindSkippedPod), and for an EvictionRequest, one that does not skip it must be neither
+//     SignalOnly nor unusable (KindSignalOnly): an EvictionRequest asks for an eviction, which any
+//     Eviction controller but nodemaint's own carries out.
+//   - for a node write of nodemaint's that sets an autoscaler annotation, a maintenance cordoning
+//     the node around it that holds autoscalers (KindAutoscalers).
 //
 // Every act is judged settle after the API server completed it, in the order of completion, so
 // the watches have delivered the pods, nodes and maintenances of its time; while a watch gap is
@@ -79,6 +88,12 @@ const (
 	// (drainTimeoutAction Delete), before the node's drainTimeout, or before the pod's response
 	// timeout (promises 3 and 4).
 	KindDeletionNotDue = "DeletionNotDue"
+	// KindGracePeriod: nodemaint evicted or deleted a pod with a longer grace period than the
+	// maintenances it is for allow (spec.evictionGracePeriodSeconds; promises 4 and 5).
+	KindGracePeriod = "GracePeriod"
+	// KindAutoscalers: nodemaint set an autoscaler annotation on a node that no maintenance
+	// cordoning it holds autoscalers for (spec.autoscalers Ignore, or none cordons it).
+	KindAutoscalers = "Autoscalers"
 )
 
 // Act kinds, as Violation.Act names them.
@@ -86,6 +101,8 @@ const (
 	actAsk    = "ask"
 	actEvict  = "evict"
 	actDelete = "delete"
+	// actHold: a node write that set an autoscaler annotation.
+	actHold = "hold autoscalers"
 )
 
 const (
@@ -139,7 +156,14 @@ type record struct {
 	act, pod, uid string
 	// other: the pod has an EvictionRequest of another requester.
 	other bool
-	id    string
+	// viaRequest: the ask is an EvictionRequest of nodemaint's, which any Eviction controller
+	// carries through to an eviction.
+	viaRequest bool
+	// grace is the grace period an eviction or deletion asked for (nil: the pod's own).
+	grace *int64
+	// held: a write of nodemaint's that set an autoscaler annotation on node held.
+	held string
+	id   string
 }
 
 // cordonMark is a node's spec.unschedulable from a time on.
@@ -297,6 +321,11 @@ func (s *state) auditEvent(e *auditEvent) {
 	ours := e.User.Username == a.user
 	switch {
 	case nodeWrite:
+		if ours && e.Verb == "patch" && e.ResponseStatus.Code < 300 && autoscalersHeldIn(e.RequestObject) {
+			h := r
+			h.act, h.held = actHold, ref.Name
+			a.pending = append(a.pending, h)
+		}
 		cordoned, mentioned, known := unschedulableIn(e.Verb, e.RequestObject)
 		if !mentioned {
 			return
@@ -330,7 +359,7 @@ func (s *state) auditEvent(e *auditEvent) {
 		case er.Spec.Requester != "" && er.Spec.Requester != ernames.Requester:
 			r.pod, r.other = pod, true
 		case ours && (er.Spec.Requester == ernames.Requester || e.Verb != "create"):
-			r.pod, r.act = pod, actAsk
+			r.pod, r.act, r.viaRequest = pod, actAsk, true
 			if p := er.Spec.Target.Pod; p != nil {
 				r.uid = p.UID
 			}
@@ -342,9 +371,9 @@ func (s *state) auditEvent(e *auditEvent) {
 	case ref.Subresource == "status" && (e.Verb == "patch" || e.Verb == "update") && asksIn(e.RequestObject):
 		r.act = actAsk
 	case ref.Subresource == "eviction" && e.Verb == "create":
-		r.act = actEvict
+		r.act, r.grace = actEvict, graceIn(e.RequestObject)
 	case ref.Subresource == "" && e.Verb == "delete":
-		r.act = actDelete
+		r.act, r.grace = actDelete, graceIn(e.RequestObject)
 	default:
 		return
 	}
@@ -428,6 +457,44 @@ func uidIn(body json.RawMessage) string {
 	return ""
 }
 
+// graceIn returns the grace period an eviction (deleteOptions.gracePeriodSeconds) or a deletion
+// (gracePeriodSeconds) asks for; nil when it names none (the pod's own).
+func graceIn(body json.RawMessage) *int64 {
+	var v struct {
+		GracePeriodSeconds *int64 `json:"gracePeriodSeconds"`
+		DeleteOptions      *struct {
+			GracePeriodSeconds *int64 `json:"gracePeriodSeconds"`
+		} `json:"deleteOptions"`
+	}
+	if len(body) == 0 || json.Unmarshal(body, &v) != nil {
+		return nil
+	}
+	if v.DeleteOptions != nil {
+		return v.DeleteOptions.GracePeriodSeconds
+	}
+	return v.GracePeriodSeconds
+}
+
+// autoscalersHeldIn reports whether a node's merge patch sets an autoscaler annotation
+// (nodeaction.AutoscalerAnnotations) to "true": nodemaint patches only what changes, so the
+// patch that carries it is the one that sets it.
+func autoscalersHeldIn(body json.RawMessage) bool {
+	var v struct {
+		Metadata struct {
+			Annotations map[string]*string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if len(body) == 0 || json.Unmarshal(body, &v) != nil {
+		return false
+	}
+	for _, k := range nodeaction.AutoscalerAnnotations {
+		if a := v.Metadata.Annotations[k]; a != nil && *a == "true" {
+			return true
+		}
+	}
+	return false
+}
+
 // asksIn reports whether a pods/status write sets nodemaint's request: a condition
 // EvacuationRequest, status True, reason NodeMaintenance, anywhere in the body but the value of a
 // JSON patch's test or remove operation.
@@ -503,6 +570,9 @@ func (s *state) judge(r record) {
 	case r.other:
 		a.others[r.pod] = true
 		return
+	case r.act == actHold:
+		s.judgeHold(r)
+		return
 	}
 	pod := s.podAt(r.pod, r.uid, r.received)
 	if r.act == actAsk {
@@ -532,10 +602,11 @@ func (s *state) judge(r record) {
 		s.record(v)
 		return
 	}
+	node := a.nodes[nodeName]
 	if r.act == actAsk {
+		s.judgeAsk(r, v, pod, node)
 		return
 	}
-	node := a.nodes[nodeName]
 	draining := s.drainingAt(node, r.received)
 	if len(draining) == 0 {
 		outcome("not judged: no maintenance seen draining node " + nodeName)
@@ -578,11 +649,173 @@ func (s *state) judge(r record) {
 		if why == "" {
 			outcome("due, by " + names(allowed))
 			a.excused[r.pod] = r.received
-			return
+			if why = s.graceAllowed(r, pod, node, allowed); why == "" {
+				return
+			}
+			v.Kind, v.Object, v.Detail = KindGracePeriod, names(allowed), why
+			break
 		}
 		v.Kind, v.Object, v.Detail = KindDeletionNotDue, names(allowed), why
 	default:
+		why := s.graceAllowed(r, pod, node, allowed)
+		if why == "" {
+			return
+		}
+		v.Kind, v.Object, v.Detail = KindGracePeriod, names(allowed), why
+	}
+	s.record(v)
+}
+
+// judgeAsk judges an ask once the node was cordoned: some maintenance selecting the node (around
+// the ask, draining it or not, so that a drain switched on as the controller asks raises no
+// false alarm) does not skip the pod (its spec.podSelector, label policy and the DrainRules:
+// KindSkippedPod); and an ask through an EvictionRequest, an ask for the pod's eviction, has
+// such a maintenance that would evict it: neither SignalOnly nor unusable (KindSignalOnly). Under
+// another Eviction controller than nodemaint's own, nothing holds an EvictionRequest back.
+func (s *state) judgeAsk(r record, v Violation, pod *corev1.Pod, node *corev1.Node) {
+	var selecting, evicting []nmVersion
+	all := s.selectingAt(node, r.received)
+	for _, m := range all {
+		if s.skips(m.nm, pod, node) {
+			continue
+		}
+		selecting = append(selecting, m)
+		if !m.unusable && m.nm.Spec.EvictionPolicy != nodemaintv1alpha1.EvictionPolicySignalOnly {
+			evicting = append(evicting, m)
+		}
+	}
+	switch {
+	case len(all) == 0:
+		return // no maintenance seen on the node: judged for the cordon only
+	case len(selecting) == 0:
+		v.Kind, v.Object = KindSkippedPod, names(all)
+		v.Detail = "every maintenance selecting node " + node.Name + " skips the pod (podSelector, label policy, DrainRules): nothing asks it to move"
+	case r.viaRequest && len(evicting) == 0:
+		v.Kind, v.Object = KindSignalOnly, names(selecting)
+		v.Detail = "an EvictionRequest asks for the eviction of a pod no maintenance on node " + node.Name +
+			" would evict (every one that drains it is SignalOnly or has a spec nodemaint cannot use): any Eviction controller but nodemaint's own evicts it"
+	default:
 		return
+	}
+	s.record(v)
+}
+
+// selectingAt returns the versions of the maintenances that select the node within
+// maintenanceSlack of at, whether they drain it or not, and are not being deleted.
+func (s *state) selectingAt(node *corev1.Node, at time.Time) []nmVersion {
+	if node == nil {
+		return nil
+	}
+	var out []nmVersion
+	for _, name := range sortedKeysOf(s.acts.nms) {
+		hist := s.acts.nms[name]
+		for i, v := range hist {
+			if v.nm == nil || v.nm.DeletionTimestamp != nil || v.selector == nil || !v.selector.Match(node) {
+				continue
+			}
+			if v.seen.After(at.Add(maintenanceSlack)) {
+				continue
+			}
+			if i+1 < len(hist) && hist[i+1].seen.Before(at.Add(-maintenanceSlack)) {
+				continue
+			}
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// graceAllowed returns "" when the eviction's or deletion's grace period is no longer than the
+// maintenances it is for allow, else why not. A maintenance allows its
+// spec.evictionGracePeriodSeconds, or the pod's own terminationGracePeriodSeconds when it sets
+// none (an eviction is one act for all its maintenances: the shortest wins, see
+// nodeaction.gracePeriod). An eviction is for every maintenance of allowed (evicting and not
+// skipping the pod) that was so steadily around it (its versions within maintenanceSlack all in
+// allowed, and draining the node since maintenanceSlack before): its grace is at most the
+// shortest of theirs (a maintenance's versions counting at their longest). A deletion is for the
+// maintenances whose drainTimeout ran, which the checker does not tell apart: its grace is at
+// most the longest of allowed.
+func (s *state) graceAllowed(r record, pod *corev1.Pod, node *corev1.Node, allowed []nmVersion) string {
+	own := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		own = *g
+	}
+	got := own
+	if r.grace != nil {
+		got = *r.grace
+	}
+	wants := map[string]int64{}
+	unsteady := map[string]bool{}
+	for _, m := range allowed {
+		want := own
+		if g := m.nm.Spec.EvictionGracePeriodSeconds; g != nil {
+			want = *g
+		}
+		if w, ok := wants[m.nm.Name]; !ok || want > w {
+			wants[m.nm.Name] = want
+		}
+	}
+	if r.act == actEvict {
+		for _, m := range s.drainingAt(node, r.received) {
+			if !slices.ContainsFunc(allowed, func(a nmVersion) bool { return a.nm == m.nm }) {
+				unsteady[m.nm.Name] = true
+			}
+		}
+		for name := range wants {
+			if since := s.drainingSince(name, node, r.received); since.IsZero() || since.After(r.received.Add(-maintenanceSlack)) {
+				unsteady[name] = true
+			}
+		}
+	}
+	var bound int64
+	var by []string
+	for _, name := range sortedKeysOf(wants) {
+		w := wants[name]
+		switch {
+		case unsteady[name]:
+			continue
+		case len(by) == 0, r.act == actEvict && w < bound, r.act == actDelete && w > bound:
+			bound, by = w, []string{name}
+		case w == bound:
+			by = append(by, name)
+		}
+	}
+	if len(by) == 0 || got <= bound {
+		return ""
+	}
+	asked := "the pod's own"
+	if r.grace != nil {
+		asked = "asked"
+	}
+	return fmt.Sprintf("grace period %ds (%s), longer than the %ds NodeMaintenance/%s allows (spec.evictionGracePeriodSeconds, else the pod's own %ds)",
+		got, asked, bound, strings.Join(by, ","), own)
+}
+
+// judgeHold judges a write that set an autoscaler annotation on a node: some maintenance
+// cordoning the node around it holds autoscalers (spec.autoscalers not Ignore), else
+// KindAutoscalers.
+func (s *state) judgeHold(r record) {
+	a := s.acts
+	node := a.nodes[r.held]
+	if r.received.Before(a.from) || node == nil {
+		return
+	}
+	a.judged++
+	var cordoning []nmVersion
+	for _, m := range s.selectingAt(node, r.received) {
+		if !m.nm.Spec.Cordon {
+			continue
+		}
+		cordoning = append(cordoning, m)
+		if m.nm.Spec.Autoscalers != nodemaintv1alpha1.AutoscalerPolicyIgnore {
+			return
+		}
+	}
+	v := Violation{Time: r.received, Kind: KindAutoscalers, Act: r.act, Object: "node/" + r.held, Pod: "-",
+		Detail: fmt.Sprintf("no maintenance cordoning node %s holds autoscalers (audit %s)", r.held, r.id)}
+	if len(cordoning) > 0 {
+		v.Object = names(cordoning)
+		v.Detail = fmt.Sprintf("every maintenance cordoning node %s says spec.autoscalers Ignore (audit %s)", r.held, r.id)
 	}
 	s.record(v)
 }

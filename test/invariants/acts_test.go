@@ -218,9 +218,11 @@ func TestActSignalOnly(t *testing.T) {
 	}{
 		{"pod conditions, SignalOnly", nodemaintv1alpha1.EvictionPolicySignalOnly, askEv("bare", now.Add(time.Second)),
 			[]string{KindSignalOnly + " evict app/bare"}},
+		// The EvictionRequest itself asks for an eviction, which any Eviction controller but
+		// nodemaint's own carries out (issue 56).
 		{"EvictionRequest, SignalOnly", nodemaintv1alpha1.EvictionPolicySignalOnly,
 			requestEv("bare", ernames.Requester, DefaultControllerUser, now.Add(time.Second)),
-			[]string{KindSignalOnly + " evict app/bare"}},
+			[]string{KindSignalOnly + " ask app/bare", KindSignalOnly + " evict app/bare"}},
 		{"pod conditions, Evict", nodemaintv1alpha1.EvictionPolicyEvict, askEv("bare", now.Add(time.Second)), nil},
 		{"EvictionRequest, Evict", nodemaintv1alpha1.EvictionPolicyEvict,
 			requestEv("bare", ernames.Requester, DefaultControllerUser, now.Add(time.Second)), nil},
@@ -426,7 +428,7 @@ func TestActSkippedPod(t *testing.T) {
 			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("admin", deleting), newNM("user", ignore)},
 			act: deleteEv("pod", DefaultControllerUser, late)},
 		{name: "skip label, Honor, evicted", labels: skip, nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", nil)},
-			act: evictEv("pod", late), want: []string{KindSkippedPod + " evict app/pod"}},
+			act: evictEv("pod", late), want: []string{KindSkippedPod + " ask app/pod", KindSkippedPod + " evict app/pod"}},
 		{name: "skip label, Ignore, evicted", labels: skip, nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", ignore)},
 			act: evictEv("pod", late)},
 		// spec.podSelector: a maintenance's eviction never reaches a pod it does not select, even
@@ -439,10 +441,10 @@ func TestActSkippedPod(t *testing.T) {
 			act: evictEv("pod", late)},
 		{name: "podSelector not selecting the pod, Delete, deleted", labels: map[string]string{"app": "db"},
 			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("web", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) { deleting(spec); selectWeb(spec) })},
-			act: deleteEv("pod", DefaultControllerUser, late), want: []string{KindSkippedPod + " delete app/pod"}},
+			act: deleteEv("pod", DefaultControllerUser, late), want: []string{KindSkippedPod + " ask app/pod", KindSkippedPod + " delete app/pod"}},
 		{name: "DrainRule Skip, evicted", labels: map[string]string{"app": "db"}, rules: []*nodemaintv1alpha1.DrainRule{skipRule},
 			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", ignore)},
-			act: evictEv("pod", late), want: []string{KindSkippedPod + " evict app/pod"}},
+			act: evictEv("pod", late), want: []string{KindSkippedPod + " ask app/pod", KindSkippedPod + " evict app/pod"}},
 		{name: "DrainRule Skip behind a Drain rule first by name, evicted", labels: map[string]string{"app": "db"},
 			rules: []*nodemaintv1alpha1.DrainRule{skipRule, {ObjectMeta: metav1.ObjectMeta{Name: "0-drain-all"}, Spec: nodemaintv1alpha1.DrainRuleSpec{
 				Drain: nodemaintv1alpha1.DrainRuleDrainConfig{Behavior: nodemaintv1alpha1.DrainBehaviorDrain},
@@ -457,6 +459,194 @@ func TestActSkippedPod(t *testing.T) {
 				s.drainRule(r, false)
 			}
 			expect(t, play(s, cordonEv(DefaultControllerUser, now, true), askEv("pod", now.Add(time.Second)), tc.act), tc.want...)
+		})
+	}
+}
+
+// Promise 2 under any Eviction controller (issue 56): an EvictionRequest of nodemaint's asks for
+// an eviction, which the in-tree Eviction controller (or any but nodemaint's own, which holds
+// nodemaint's requests for the drain) carries out at once. So a pod no maintenance would evict is
+// asked through its pod condition alone: the defect is an EvictionRequest for it.
+func TestActEvictionRequestOfASignalOnlyPod(t *testing.T) {
+	signalOnly := func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+		spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
+	}
+	selectWeb := func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+		spec.PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	}
+	unusable := newNM("broken", nil)
+	unusable.Status.Conditions = []metav1.Condition{{Type: nodemaintv1alpha1.ConditionSpecValid, Status: metav1.ConditionFalse,
+		Reason: nodemaintv1alpha1.ReasonInvalidSpec, ObservedGeneration: 1}}
+	request := requestEv("pod", ernames.Requester, DefaultControllerUser, now.Add(time.Second))
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		nms    []*nodemaintv1alpha1.NodeMaintenance
+		ask    *auditEvent
+		want   []string
+	}{
+		{name: "SignalOnly, EvictionRequest", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", signalOnly)},
+			ask: request, want: []string{KindSignalOnly + " ask app/pod"}},
+		{name: "SignalOnly, pod condition", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", signalOnly)},
+			ask: askEv("pod", now.Add(time.Second))},
+		{name: "unusable spec, EvictionRequest", nms: []*nodemaintv1alpha1.NodeMaintenance{unusable},
+			ask: request, want: []string{KindSignalOnly + " ask app/pod"}},
+		{name: "Evict, EvictionRequest", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", nil)}, ask: request},
+		// Another maintenance evicts, but its podSelector leaves the pod alone: it would not evict it.
+		{name: "SignalOnly beside an Evict that does not select the pod, EvictionRequest", labels: map[string]string{"app": "db"},
+			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("all", signalOnly), newNM("web", selectWeb)},
+			ask: request, want: []string{KindSignalOnly + " ask app/pod"}},
+		{name: "SignalOnly beside an Evict that selects the pod, EvictionRequest", labels: map[string]string{"app": "web"},
+			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("all", signalOnly), newNM("web", selectWeb)}, ask: request},
+		// The policy switched to Evict as the controller asked: the version around the ask allows it.
+		{name: "SignalOnly switched to Evict, EvictionRequest", ask: request},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := setup([]*corev1.Pod{nodePod("pod", tc.labels)}, tc.nms...)
+			if tc.nms == nil {
+				s.nodeMaintenance(newNM("nm", signalOnly), false, now.Add(-time.Hour))
+				s.nodeMaintenance(newNM("nm", nil), false, now.Add(2*time.Second))
+			}
+			expect(t, play(s, cordonEv(DefaultControllerUser, now, true), tc.ask), tc.want...)
+		})
+	}
+}
+
+// Promise 4 for asks: a pod every maintenance selecting its node skips (spec.podSelector, the
+// label policy, DrainRules) is never asked to move; one that any of them drains is, whether that
+// one evicts or only signals, and a maintenance switching its drain on as the controller asks
+// still counts.
+func TestActAskOfASkippedPod(t *testing.T) {
+	selectWeb := func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+		spec.PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		nms    []*nodemaintv1alpha1.NodeMaintenance
+		ask    *auditEvent
+		want   []string
+	}{
+		{name: "podSelector not selecting the pod, pod condition", labels: map[string]string{"app": "db"},
+			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("web", selectWeb)}, ask: askEv("pod", now.Add(time.Second)),
+			want: []string{KindSkippedPod + " ask app/pod"}},
+		{name: "podSelector not selecting the pod, EvictionRequest", labels: map[string]string{"app": "db"},
+			nms:  []*nodemaintv1alpha1.NodeMaintenance{newNM("web", selectWeb)},
+			ask:  requestEv("pod", ernames.Requester, DefaultControllerUser, now.Add(time.Second)),
+			want: []string{KindSkippedPod + " ask app/pod"}},
+		{name: "podSelector selecting the pod", labels: map[string]string{"app": "web"},
+			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("web", selectWeb)}, ask: askEv("pod", now.Add(time.Second))},
+		{name: "another maintenance, cordoning only so far, selects the pod", labels: map[string]string{"app": "db"},
+			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("web", selectWeb), newNM("all", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) { spec.Drain = false })},
+			ask: askEv("pod", now.Add(time.Second))},
+		{name: "skip label under Honor", labels: map[string]string{nodemaintv1alpha1.DrainLabel: nodemaintv1alpha1.DrainLabelSkip},
+			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", nil)}, ask: askEv("pod", now.Add(time.Second)),
+			want: []string{KindSkippedPod + " ask app/pod"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := setup([]*corev1.Pod{nodePod("pod", tc.labels)}, tc.nms...)
+			expect(t, play(s, cordonEv(DefaultControllerUser, now, true), tc.ask), tc.want...)
+		})
+	}
+}
+
+// evictWithGrace is nodemaint's eviction of the pod with a grace period (nil: none named).
+func evictWithGrace(pod string, at time.Time, grace *int64) *auditEvent {
+	return ev("create", "pods", "eviction", ns, pod, DefaultControllerUser, at, map[string]any{
+		"kind": "Eviction", "apiVersion": "policy/v1", "metadata": map[string]any{"name": pod, "namespace": ns},
+		"deleteOptions": map[string]any{"gracePeriodSeconds": grace, "preconditions": map[string]any{"uid": "uid-" + pod}},
+	})
+}
+
+// Promises 4 and 5 for spec.evictionGracePeriodSeconds: an eviction carries a grace period no
+// longer than the shortest of the maintenances it is for (each one's evictionGracePeriodSeconds,
+// else the pod's own); a deletion no longer than the longest. The defect: a controller that
+// ignores evictionGracePeriodSeconds, and evicts with the pod's own 30s.
+func TestActGracePeriod(t *testing.T) {
+	grace := func(g int64) func(*nodemaintv1alpha1.NodeMaintenanceSpec) {
+		return func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) { spec.EvictionGracePeriodSeconds = ptr.To(g) }
+	}
+	late := now.Add(time.Hour)
+	pod := nodePod("pod", nil)
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
+	for _, tc := range []struct {
+		name string
+		nms  []*nodemaintv1alpha1.NodeMaintenance
+		act  *auditEvent
+		want []string
+	}{
+		{name: "5s asked, evicted with the pod's own 30s", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", grace(5))},
+			act: evictEv("pod", late), want: []string{KindGracePeriod + " evict app/pod"}},
+		{name: "5s asked, evicted with 30s", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", grace(5))},
+			act: evictWithGrace("pod", late, ptr.To[int64](30)), want: []string{KindGracePeriod + " evict app/pod"}},
+		{name: "5s asked, evicted with 5s", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", grace(5))},
+			act: evictWithGrace("pod", late, ptr.To[int64](5))},
+		{name: "none asked, evicted with the pod's own", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", nil)},
+			act: evictEv("pod", late)},
+		{name: "60s asked (longer than the pod's own), evicted with 60s", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", grace(60))},
+			act: evictWithGrace("pod", late, ptr.To[int64](60))},
+		{name: "5s and 10s asked, evicted with 10s", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("a", grace(5)), newNM("b", grace(10))},
+			act: evictWithGrace("pod", late, ptr.To[int64](10)), want: []string{KindGracePeriod + " evict app/pod"}},
+		{name: "5s asked by a SignalOnly maintenance the eviction is not for, evicted with 10s",
+			nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("a", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+				grace(5)(spec)
+				spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
+			}), newNM("b", grace(10))},
+			act: evictWithGrace("pod", late, ptr.To[int64](10))},
+		{name: "Delete with 5s, deleted with the pod's own 30s", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+			deleting(spec)
+			grace(5)(spec)
+		})}, act: deleteEv("pod", DefaultControllerUser, late), want: []string{KindGracePeriod + " delete app/pod"}},
+		{name: "Delete with 5s, deleted with 5s", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+			deleting(spec)
+			grace(5)(spec)
+		})}, act: ev("delete", "pods", "", ns, "pod", DefaultControllerUser, late, map[string]any{"gracePeriodSeconds": 5})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := setup([]*corev1.Pod{pod}, tc.nms...)
+			expect(t, play(s, cordonEv(DefaultControllerUser, now, true), askEv("pod", now.Add(time.Second)), tc.act), tc.want...)
+		})
+	}
+}
+
+// spec.autoscalers: nodemaint sets an autoscaler annotation on a node only for a maintenance
+// cordoning it that holds autoscalers (Hold, the default). The defect: a controller that ignores
+// spec.autoscalers Ignore.
+func TestActAutoscalers(t *testing.T) {
+	hold := ev("patch", "nodes", "", "", node1, DefaultControllerUser, now.Add(time.Second), map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{nodemaintv1alpha1.KarpenterDoNotDisruptAnnotation: "true",
+			nodemaintv1alpha1.AutoscalersHeldAnnotation: nodemaintv1alpha1.KarpenterDoNotDisruptAnnotation}},
+		"spec": map[string]any{"unschedulable": true}})
+	release := ev("patch", "nodes", "", "", node1, DefaultControllerUser, now.Add(time.Second), map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{nodemaintv1alpha1.KarpenterDoNotDisruptAnnotation: nil,
+			nodemaintv1alpha1.AutoscalersHeldAnnotation: nil}}})
+	ignore := func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+		spec.Autoscalers = nodemaintv1alpha1.AutoscalerPolicyIgnore
+	}
+	for _, tc := range []struct {
+		name string
+		nms  []*nodemaintv1alpha1.NodeMaintenance
+		act  *auditEvent
+		want []string
+	}{
+		{name: "Ignore, held", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", ignore)}, act: hold,
+			want: []string{KindAutoscalers + " hold autoscalers -"}},
+		{name: "no maintenance, held", act: hold, want: []string{KindAutoscalers + " hold autoscalers -"}},
+		{name: "Hold, held", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+			spec.Autoscalers = nodemaintv1alpha1.AutoscalerPolicyHold
+		})}, act: hold},
+		{name: "Ignore beside the default, held", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("a", ignore), newNM("b", nil)}, act: hold},
+		{name: "Hold, planned only (no cordon), held", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+			spec.Cordon, spec.Drain = false, false
+		})}, act: hold, want: []string{KindAutoscalers + " hold autoscalers -"}},
+		{name: "Ignore, released", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", ignore)}, act: release},
+		{name: "Ignore, held by someone else", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", ignore)},
+			act: ev("patch", "nodes", "", "", node1, admin, now.Add(time.Second), map[string]any{
+				"metadata": map[string]any{"annotations": map[string]any{nodemaintv1alpha1.KarpenterDoNotDisruptAnnotation: "true"}}})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := setup(nil, tc.nms...)
+			expect(t, play(s, tc.act), tc.want...)
 		})
 	}
 }

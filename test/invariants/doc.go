@@ -16,8 +16,11 @@
 //     nodemaint's), evicted or deleted before its node's cordon was written
 //     (KindNotCordoned; promise 1);
 //   - [audit log] nothing is evicted or deleted while every maintenance draining the node is SignalOnly or
-//     has a spec nodemaint cannot use (SpecValid False, spec.Problems())
-//     (KindSignalOnly; promise 2);
+//     has a spec nodemaint cannot use (SpecValid False, spec.Problems()), and no EvictionRequest of
+//     nodemaint's asks for the eviction of a pod that no maintenance selecting the node would evict:
+//     whatever Eviction controller runs carries it out (KindSignalOnly; promise 2);
+//   - [audit log] nothing is asked to move that every maintenance selecting the node skips (its
+//     spec.podSelector, label policy, DrainRules) (KindSkippedPod; promise 4);
 //   - [audit log] nothing is evicted or deleted that every maintenance draining the node (and, for a
 //     deletion, asking for it) skips: its spec.podSelector does not select the pod, the pod label
 //     nodemaint.dev/drain: skip under drainLabelPolicy Honor, a DrainRule with behavior Skip
@@ -30,6 +33,11 @@
 //     spec.rollout.haltOnAlerts unless an answer the stand-in gave within the controller's
 //     answer age before the turn was usable (no warnings) and had none of the selected alerts
 //     firing: not while they fire, nor without a trustworthy answer (KindAlertGate);
+//   - [audit log] an eviction's grace period is no longer than the shortest the maintenances it is
+//     for allow (their spec.evictionGracePeriodSeconds, else the pod's own), a deletion's no longer
+//     than the longest (KindGracePeriod; promises 4 and 5);
+//   - [audit log] nodemaint sets an autoscaler annotation on a node only while a maintenance
+//     cordoning it holds autoscalers (spec.autoscalers not Ignore) (KindAutoscalers);
 //   - once the maintenances are over, nothing of nodemaint's is left (CheckClean; promise 7): no
 //     cordon, taint, label, annotation or condition on nodes, no evacuation condition, label or
 //     annotation on pods, no annotation on Deployments and ReplicaSets, every Deployment back at
