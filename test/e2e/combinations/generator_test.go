@@ -1,6 +1,7 @@
 package combinations_test
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -64,6 +65,12 @@ func TestGeneratorCoversTheSpace(t *testing.T) {
 					seen["haltOnAlerts "+map[bool]string{true: "yes", false: "no"}[s.Rollout.HaltOnAlerts != nil]] = true
 				}
 				seen["drain "+map[bool]string{true: "yes", false: "no"}[s.Drain]] = true
+				seen["podSelector "+map[bool]string{true: "yes", false: "no"}[s.PodSelector != nil]] = true
+				if s.PodSelector != nil {
+					seen["podSelector "+string(s.PodSelector.MatchExpressions[0].Operator)] = true
+				}
+				seen["grace "+map[bool]string{true: "yes", false: "no"}[s.EvictionGracePeriodSeconds != nil]] = true
+				seen["autoscalers "+string(cmp.Or(s.Autoscalers, nodemaintv1alpha1.AutoscalerPolicyHold))] = true
 				for _, other := range sc.nms[:i] {
 					if overlap(s, other.spec) {
 						seen["overlapping maintenances"] = true
@@ -76,7 +83,9 @@ func TestGeneratorCoversTheSpace(t *testing.T) {
 		"policy " + string(nodemaintv1alpha1.EvictionPolicySignalOnly), "policy " + string(nodemaintv1alpha1.EvictionPolicyEvict),
 		"action " + string(nodemaintv1alpha1.DrainTimeoutActionDelete), "action " + string(nodemaintv1alpha1.DrainTimeoutActionReport),
 		"label " + string(nodemaintv1alpha1.DrainLabelPolicyHonor), "label " + string(nodemaintv1alpha1.DrainLabelPolicyIgnore),
-		"rollout yes", "rollout no", "drain yes", "drain no", "haltOnAlerts yes", "haltOnAlerts no"}
+		"rollout yes", "rollout no", "drain yes", "drain no", "haltOnAlerts yes", "haltOnAlerts no",
+		"podSelector yes", "podSelector no", "podSelector In", "podSelector NotIn", "grace yes", "grace no",
+		"autoscalers Hold", "autoscalers Ignore"}
 	for _, a := range alertChanges {
 		want = append(want, "alerts "+string(a))
 	}

@@ -216,8 +216,33 @@ func drawSpec(rng *rand.Rand, nodes []string, s runSize) nodemaintv1alpha1.NodeM
 			OnNodeFailure:  []nodemaintv1alpha1.NodeFailurePolicy{nodemaintv1alpha1.NodeFailurePause, nodemaintv1alpha1.NodeFailureContinue}[rng.IntN(2)],
 		}
 	}
+	// A podSelector leaving some of the zoo's workloads alone (their pods' app label), by In or
+	// NotIn; overlapping maintenances then drain different pods of one node.
+	if rng.IntN(100) < 30 {
+		var apps []string
+		for len(apps) == 0 {
+			for _, a := range zooApps {
+				if rng.IntN(100) < 40 {
+					apps = append(apps, a)
+				}
+			}
+		}
+		op := []metav1.LabelSelectorOperator{metav1.LabelSelectorOpIn, metav1.LabelSelectorOpNotIn}[rng.IntN(2)]
+		spec.PodSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: op, Values: apps}}}
+	}
+	// A grace period shorter than the pods' own (30s), or longer.
+	if rng.IntN(100) < 30 {
+		spec.EvictionGracePeriodSeconds = ptr.To([]int64{1, 2, 5, 45}[rng.IntN(4)])
+	}
+	if rng.IntN(100) < 30 {
+		spec.Autoscalers = nodemaintv1alpha1.AutoscalerPolicyIgnore
+	}
 	return spec
 }
+
+// zooApps are the app labels of the zoo's pods, which podSelectors draw from.
+var zooApps = []string{"surge", "nosurge", "single", "hpa", "locked", "crowded", "localstorage", "db", "bare-0", "bare-1",
+	"batch", "skip", "finishing", "ruleskip", "rulelate"}
 
 // object returns the maintenance as it is created.
 func (d drawnMaintenance) object() *nodemaintv1alpha1.NodeMaintenance {
@@ -258,6 +283,16 @@ func describe(spec nodemaintv1alpha1.NodeMaintenanceSpec) string {
 		if r.HaltOnAlerts != nil {
 			parts = append(parts, "haltOnAlerts "+strings.Join(r.HaltOnAlerts.AlertNames, ","))
 		}
+	}
+	if ps := spec.PodSelector; ps != nil {
+		r := ps.MatchExpressions[0]
+		parts = append(parts, fmt.Sprintf("podSelector app %s %s", r.Operator, strings.Join(r.Values, ",")))
+	}
+	if g := spec.EvictionGracePeriodSeconds; g != nil {
+		parts = append(parts, fmt.Sprintf("grace %ds", *g))
+	}
+	if spec.Autoscalers != "" {
+		parts = append(parts, "autoscalers "+string(spec.Autoscalers))
 	}
 	return strings.Join(parts, " ")
 }
