@@ -732,7 +732,8 @@ func (s *state) selectingAt(node *corev1.Node, at time.Time) []nmVersion {
 // nodeaction.gracePeriod). An eviction is for every maintenance of allowed (evicting and not
 // skipping the pod) that was so steadily around it (its versions within maintenanceSlack all in
 // allowed, and draining the node since maintenanceSlack before): its grace is at most the
-// shortest of theirs (a maintenance's versions counting at their longest). A deletion is for the
+// shortest of theirs (a maintenance's versions counting at their longest; a rollout, or one that
+// honors the pod's drain label, left out). A deletion is for the
 // maintenances whose drainTimeout ran, which the checker does not tell apart: its grace is at
 // most the longest of allowed.
 func (s *state) graceAllowed(r record, pod *corev1.Pod, node *corev1.Node, allowed []nmVersion) string {
@@ -756,6 +757,16 @@ func (s *state) graceAllowed(r record, pod *corev1.Pod, node *corev1.Node, allow
 		}
 	}
 	if r.act == actEvict {
+		// Where the checker cannot tell whether the controller counted a maintenance among the
+		// eviction's (a rollout's turn on the node; a labelled pod, drained only by the
+		// maintenances that ignore the label and only when the plan did), it leaves it out.
+		labelled := pod.Labels[nodemaintv1alpha1.DrainLabel] == nodemaintv1alpha1.DrainLabelSkip ||
+			pod.Labels[nodemaintv1alpha1.DrainLabel] == nodemaintv1alpha1.DrainLabelWaitCompleted
+		for _, m := range allowed {
+			if m.nm.Spec.Rollout != nil || labelled && m.nm.Spec.DrainLabelPolicy != nodemaintv1alpha1.DrainLabelPolicyIgnore {
+				unsteady[m.nm.Name] = true
+			}
+		}
 		for _, m := range s.drainingAt(node, r.received) {
 			if !slices.ContainsFunc(allowed, func(a nmVersion) bool { return a.nm == m.nm }) {
 				unsteady[m.nm.Name] = true

@@ -593,6 +593,12 @@ func TestActGracePeriod(t *testing.T) {
 				spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
 			}), newNM("b", grace(10))},
 			act: evictWithGrace("pod", late, ptr.To[int64](10))},
+		// A rollout's turn on the node is not the checker's to tell: left out.
+		{name: "5s asked by a rollout, evicted with 30s", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("a", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
+			grace(5)(spec)
+			spec.Rollout = &nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+		}), newNM("b", nil)},
+			act: evictWithGrace("pod", late, ptr.To[int64](30))},
 		{name: "Delete with 5s, deleted with the pod's own 30s", nms: []*nodemaintv1alpha1.NodeMaintenance{newNM("nm", func(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
 			deleting(spec)
 			grace(5)(spec)
