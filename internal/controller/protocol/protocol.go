@@ -218,7 +218,7 @@ func (p evictionRequests) cachedEvictions(uid types.UID) ([]*lifecyclev1alpha1.E
 	return evs, nil
 }
 
-// Writes asks each pod of the decision's Asked in one protocol (Channel): through an
+// Writes asks each pod of the decision's Asked in one protocol (ChannelOf): through an
 // EvictionRequest, its pod condition withdrawn if it has one; or through the pod condition, a
 // request of nodemaint's for it withdrawn. Withdrawn pods lose both.
 func (evictionRequests) Writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodeaction.Decision, now time.Time) Writes {
