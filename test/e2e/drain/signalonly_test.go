@@ -81,7 +81,7 @@ func standInEvictionController(t *testing.T, ns string) (requested func() []stri
 // as Kubernetes' own will. The pod names a responder of its own (which never answers), so that
 // under the EvictionRequest protocol an EvictionRequest would reach it: the SignalOnly maintenance
 // asks it through the EvacuationRequest pod condition alone, under either protocol, and its status
-// says that it only signals. A second maintenance of the node evicts, but its podSelector leaves
+// says that it is never evicted. A second maintenance of the node evicts, but its podSelector leaves
 // the pod alone: it does not make the pod's request one for eviction either. Its own pod is
 // evicted meanwhile (through an EvictionRequest and the stand-in where the API is served), the
 // evidence that the drain looked at the node with an evicting maintenance. Switched to Evict, the
@@ -120,7 +120,7 @@ func TestSignalOnlyUnderAnotherEvictionController(t *testing.T) {
 		t.Cleanup(func() { _ = framework.Client().Delete(context.Background(), m) })
 	}
 
-	testutil.Eventually(t, timeout, "the other pod evicted, the pod asked through its condition and reported as signal only (or evicted)", func(ctx context.Context) (bool, string, error) {
+	testutil.Eventually(t, timeout, "the other pod evicted, the pod asked through its condition and reported as never evicted (or evicted)", func(ctx context.Context) (bool, string, error) {
 		var p corev1.Pod
 		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(other), &p)
 		if client.IgnoreNotFound(err) != nil {
@@ -139,7 +139,9 @@ func TestSignalOnlyUnderAnotherEvictionController(t *testing.T) {
 		if err != nil {
 			return false, "", err
 		}
-		reported := strings.Contains(fmt.Sprint(st.Blocked), "signal only")
+		// "not selected by the spec.podSelector of the maintenances that evict: waiting for the
+		// owner, never evicting", the evicting maintenance on the node leaving it alone.
+		reported := strings.Contains(fmt.Sprint(st.Blocked), "never evicting")
 		return otherGone && asked && reported, fmt.Sprintf("other gone %v, asked %v (%+v), status %+v", otherGone, asked, cond, st.Blocked), nil
 	})
 	var p corev1.Pod
