@@ -311,9 +311,13 @@ func (s *state) auditEvent(e *auditEvent) {
 	// killed leader's does) may still have been applied: a node's such write counts as a cordon
 	// mark, so that an ask after a cordon that took effect raises no false alarm. Acts count only
 	// when they succeeded.
+	// So may an eviction or a deletion of nodemaint's: a pod that leaves by one answered 504 is
+	// judged as evicted or deleted by it (a due deletion excuses its budget's breach).
+	podAct := e.User.Username == a.user && ref.APIGroup == "" && ref.Resource == "pods" &&
+		(ref.Subresource == "eviction" && e.Verb == "create" || ref.Subresource == "" && e.Verb == "delete")
 	switch code := e.ResponseStatus.Code; {
 	case code >= 200 && code < 300:
-	case code >= 500 && nodeWrite:
+	case code >= 500 && (nodeWrite || podAct):
 	default:
 		return
 	}

@@ -861,17 +861,22 @@ func TestDueDeletionBypassesBudget(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		delete time.Duration
+		code   int32
 		want   []string
 	}{
-		{"due", 5*time.Minute + 2*time.Second, nil},
-		{"not due", 2 * time.Minute, []string{KindDeletionNotDue + " delete app/web", KindPodDisruptionBudget + "  app/web"}},
+		{"due", 5*time.Minute + 2*time.Second, 200, nil},
+		{"not due", 2 * time.Minute, 200, []string{KindDeletionNotDue + " delete app/web", KindPodDisruptionBudget + "  app/web"}},
+		// A deletion answered 504 (its client, a leader on a loaded machine, went away) that the
+		// API server applied.
+		{"due, answered 504", 5*time.Minute + 2*time.Second, 504, nil},
+		{"not due, answered 504", 2 * time.Minute, 504, []string{KindDeletionNotDue + " delete app/web", KindPodDisruptionBudget + "  app/web"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			web := nodePod("web", map[string]string{"app": "web"})
 			s := setup([]*corev1.Pod{web}, newNM("nm", deleting))
 			s.pdb(newPDB("web", ptr.To(intstr.FromInt32(1)), nil), false)
 			at := now.Add(tc.delete)
-			for _, e := range []*auditEvent{cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(time.Second)), deleteEv("web", DefaultControllerUser, at)} {
+			for _, e := range []*auditEvent{cordonEv(DefaultControllerUser, now, true), askEv("web", now.Add(time.Second)), code(deleteEv("web", DefaultControllerUser, at), tc.code)} {
 				s.auditEvent(e)
 			}
 			s.pod(terminating(web), false, at.Add(10*time.Millisecond))
