@@ -33,6 +33,12 @@ import (
 // The kubelet runs in a mount namespace of its own where /proc/sys/kernel/random/boot_id is
 // the file <dir>/realnode/boot_id, so that RebootRealNode gives the node a new boot ID. Its root
 // directory is a shared mount, so that the volumes it mounts there reach containerd and runc.
+//
+// The pods' subnet realNodeSubnet is one no common default uses, so that the bridge's route
+// shadows nothing on a developer's machine: not podman's 10.88/16, flannel's 10.244/16, k3s's
+// 10.42/16 and 10.43/16, microk8s's 10.1/16, weave's 10.32/12, the services' 10.96/12,
+// OpenShift Local's 10.217.0.0/22, GCE's auto-mode subnets (in 10.128/9, even second octets),
+// docker's 172.17/16 and its pools, nor 192.168/16.
 const (
 	// RealNodeName is the name of the real node.
 	RealNodeName = "realnode-0"
@@ -47,8 +53,8 @@ const (
 	// containerLogLinks is where the kubelet links the containers' logs (not configurable).
 	containerLogLinks = "/var/log/containers"
 	realNodeBridge    = "nmreal0"
-	realNodeSubnet    = "10.88.0.0/24"
-	realNodeIP        = "10.88.0.1"
+	realNodeSubnet    = "10.217.77.0/24"
+	realNodeIP        = "10.217.77.1"
 	realNodeNetwork   = "nodemaint-realnode"
 	realNodeCgroup    = "kubepods"
 	containerdName    = "containerd"
