@@ -27,8 +27,9 @@ import (
 // The real node: a kubelet, containerd (with runc and its shim) and the CNI plugins bridge,
 // host-local and loopback, built by hack/real-node.sh, running pods for real beside the kwok
 // nodes. It needs root (cgroups, mounts, network namespaces). There is one per machine: its
-// kubelet uses the cgroups /kubepods, its network the bridge realNodeBridge, and the paths
-// below, which are short because unix socket paths are limited to 108 bytes.
+// kubelet uses the cgroups under /nodemaint-realnode (realnode_host.go), its network the bridge
+// realNodeBridge, and the paths below, which are short because unix socket paths are limited to
+// 108 bytes. What it changes on the machine besides, `make cluster-down` undoes.
 //
 // The kubelet runs in a mount namespace of its own where /proc/sys/kernel/random/boot_id is
 // the file <dir>/realnode/boot_id, so that RebootRealNode gives the node a new boot ID. Its root
@@ -56,7 +57,6 @@ const (
 	realNodeSubnet    = "10.217.77.0/24"
 	realNodeIP        = "10.217.77.1"
 	realNodeNetwork   = "nodemaint-realnode"
-	realNodeCgroup    = "kubepods"
 	containerdName    = "containerd"
 	kubeletName       = "kubelet"
 	realNodeReadyMax  = 2 * time.Minute
@@ -80,11 +80,18 @@ func (c *Cluster) startRealNode(ctx context.Context, repoRoot string) error {
 	if c.nodeBinDir == "" {
 		return errors.New("no binaries for the real node (hack/real-node.sh; --node-bin-dir or $" + RealNodeBinDirEnv + ")")
 	}
-	if owner, err := os.ReadFile(filepath.Join(realNodeRun, "cluster")); err == nil && string(owner) != c.dir {
-		for _, name := range RealNodeComponents {
-			if _, ok := runningPid(string(owner), name); ok {
-				return fmt.Errorf("the real node of the cluster in %s runs; there is one per machine (stop that cluster first)", owner)
+	if owner, err := os.ReadFile(filepath.Join(realNodeRun, "cluster")); err == nil {
+		if string(owner) != c.dir {
+			for _, name := range RealNodeComponents {
+				if _, ok := runningPid(string(owner), name); ok {
+					return fmt.Errorf("the real node of the cluster in %s runs; there is one per machine (stop that cluster first)", owner)
+				}
 			}
+		}
+		// The kernel settings of a real node that was not stopped, before they are taken
+		// for the machine's own.
+		if err := restoreHostSysctls(c.log, string(owner)); err != nil {
+			return err
 		}
 	}
 	// What a previous real node left: containers, mounts, network namespaces, cgroups.
@@ -100,6 +107,12 @@ func (c *Cluster) startRealNode(ctx context.Context, repoRoot string) error {
 		return err
 	}
 	if err := c.writeRealNodeConfigs(); err != nil {
+		return err
+	}
+	if err := createCgroup(realNodeCgroupRoot); err != nil {
+		return err
+	}
+	if err := c.setHostSysctls(KubeletSysctls); err != nil {
 		return err
 	}
 	if err := newBootID(c.realNodeDir("boot_id")); err != nil {
@@ -181,6 +194,13 @@ kind: KubeletConfiguration
 # This machine mounts cgroup v1; the kubelet 1.37 still runs there once told to.
 failCgroupV1: false
 cgroupDriver: cgroupfs
+# The pods' cgroups under the node's own (/nodemaint-realnode/kubepods), not the host's /kubepods.
+cgroupRoot: /%[5]s
+# Fail rather than change the kernel settings it wants: the harness sets them and cluster-down
+# restores them (KubeletSysctls).
+protectKernelDefaults: true
+# No iptables chains of the kubelet's on the host (KUBE-FIREWALL, KUBE-IPTABLES-HINT, canaries).
+makeIPTablesUtilChains: false
 containerRuntimeEndpoint: unix://%[1]s
 address: %[2]s
 port: 10250
@@ -213,7 +233,7 @@ shutdownGracePeriod: 0s
 # The containers' logs, under the node's directory rather than /var/log/pods; the kubelet's
 # links to them in /var/log/containers are removed with the node.
 podLogsDir: %[4]s
-`, realNodeSocket, realNodeIP, pkiDir, realNodePodLogs)
+`, realNodeSocket, realNodeIP, pkiDir, realNodePodLogs, realNodeCgroupRoot)
 	if err := os.WriteFile(c.realNodeDir("kubelet.yaml"), []byte(kubelet), 0o644); err != nil {
 		return err
 	}
@@ -260,7 +280,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	}
 
 	// No masquerading and no default route in the pods: they talk to the node and to each
-	// other, and nowhere else.
+	// other, and nowhere else. Not a gateway: the node's address is on the bridge already
+	// (setUpBridge), and the bridge plugin would turn the host's IP forwarding on for every pod.
 	cni := fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": %q,
@@ -268,7 +289,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     {
       "type": "bridge",
       "bridge": %q,
-      "isGateway": true,
+      "isGateway": false,
       "ipMasq": false,
       "ipam": {"type": "host-local", "ranges": [[{"subnet": %q, "gateway": %q}]], "dataDir": %q}
     },
@@ -402,7 +423,7 @@ func (c *Cluster) ShutDownRealNode() error {
 	if err := c.StopRealNodeKubelet(); err != nil {
 		return err
 	}
-	if err := killPods(c.log); err != nil {
+	if err := killCgroup(c.log, realNodeCgroupRoot); err != nil {
 		return err
 	}
 	if err := stopProcesses(c.log, c.dir, containerdName); err != nil {
@@ -448,54 +469,18 @@ func (c *Cluster) RealNodeBootID() (string, error) {
 func (c *Cluster) HasRealNode() bool { return c.realNodes > 0 }
 
 // stopRealNode stops the real node of the cluster in dir, if it has one, and removes what it
-// left on the machine: containers, mounts, network namespaces, the bridge, cgroups.
+// left on the machine: containers, mounts, network namespaces, the bridge, cgroups; and writes
+// back the kernel settings it changed.
 func stopRealNode(log *slog.Logger, dir string) error {
 	owner, err := os.ReadFile(filepath.Join(realNodeRun, "cluster"))
 	if err != nil || string(owner) != dir {
-		return nil
+		return restoreHostSysctls(log, dir)
 	}
-	errs := []error{stopProcesses(log, dir, kubeletName), killPods(log)}
+	errs := []error{stopProcesses(log, dir, kubeletName), killCgroup(log, realNodeCgroupRoot)}
 	errs = append(errs, stopProcesses(log, dir, containerdName))
 	killShims(log)
-	errs = append(errs, cleanRealNode(log))
+	errs = append(errs, cleanRealNode(log), restoreHostSysctls(log, dir))
 	return errors.Join(errs...)
-}
-
-// killPods SIGKILLs every process in the kubelet's pod cgroups.
-func killPods(log *slog.Logger) error {
-	for range 20 {
-		pids := cgroupProcs(filepath.Join("/sys/fs/cgroup/pids", realNodeCgroup))
-		if len(pids) == 0 {
-			return nil
-		}
-		log.Info("Killing the real node's containers", "processes", len(pids))
-		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("processes left in the cgroup %s", realNodeCgroup)
-}
-
-// cgroupProcs lists the processes in the cgroup v1 directory dir and below.
-func cgroupProcs(dir string) []int {
-	var pids []int
-	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, pid)
-			}
-		}
-		return nil
-	})
-	return pids
 }
 
 // killShims SIGKILLs the containerd shims of the real node's containerd.
@@ -521,7 +506,7 @@ func killShims(log *slog.Logger) {
 // cleanRealNode removes what a stopped real node left: its mounts (deepest first), the bridge,
 // its cgroups and its directories.
 func cleanRealNode(log *slog.Logger) error {
-	if err := killPods(log); err != nil {
+	if err := killCgroup(log, realNodeCgroupRoot); err != nil {
 		return err
 	}
 	killShims(log)
@@ -538,10 +523,7 @@ func cleanRealNode(log *slog.Logger) error {
 	if _, err := net.InterfaceByName(realNodeBridge); err == nil {
 		errs = append(errs, run("ip", "link", "del", realNodeBridge))
 	}
-	entries, _ := os.ReadDir("/sys/fs/cgroup")
-	for _, e := range entries {
-		errs = append(errs, removeCgroup(filepath.Join("/sys/fs/cgroup", e.Name(), realNodeCgroup)))
-	}
+	errs = append(errs, removeCgroups(realNodeCgroupRoot))
 	links, _ := os.ReadDir(containerLogLinks)
 	for _, l := range links {
 		path := filepath.Join(containerLogLinks, l.Name())
@@ -576,25 +558,6 @@ func mountsUnder(dirs ...string) ([]string, error) {
 	}
 	slices.SortFunc(mounts, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	return mounts, s.Err()
-}
-
-// removeCgroup removes the cgroup v1 directory dir and its children, deepest first.
-func removeCgroup(dir string) error {
-	var dirs []string
-	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, path)
-		}
-		return nil
-	})
-	slices.Reverse(dirs)
-	var errs []error
-	for _, d := range dirs {
-		if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) {
-			errs = append(errs, fmt.Errorf("removing the cgroup %s: %w", d, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // run runs a command, returning its output in the error when it fails.

@@ -44,10 +44,22 @@ func TestMain(m *testing.M) {
 	}
 	if os.Geteuid() != 0 {
 		// Asked for and impossible: a failure, not a skip.
-		fmt.Println("FAIL: the real node needs root (cgroups, mounts, network namespaces)")
+		fmt.Println("FAIL: the real node needs root (cgroups, mounts, network namespaces): sudo make test-real-node")
 		os.Exit(1)
 	}
-	os.Exit(framework.Run(m, framework.Options{Nodes: 3, RealNodes: 1}))
+	// The real node touches only what it made: a process of the host's in /kubepods survives
+	// it, and the kernel settings are as they were once the cluster stopped.
+	witness, err := witnessHost()
+	if err != nil {
+		fmt.Println("FAIL: witnessing the host:", err)
+		os.Exit(1)
+	}
+	code := framework.Run(m, framework.Options{Nodes: 3, RealNodes: 1})
+	if err := witness.check(); err != nil {
+		fmt.Println("FAIL: the real node changed the host:", err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 const (
