@@ -124,6 +124,7 @@ test-fuzz: ## A short fuzz run of each fuzz target (FUZZTIME=10000x executions e
 # (go test runs a package named twice once). The unit packages keep both slots busy as listed.
 E2E_FIRST := ./test/e2e/chaos/ ./test/e2e/responder/ ./test/e2e/drain/ ./test/e2e/combinations/ \
 	./test/e2e/maintenance/ ./test/e2e/ ./test/e2e/plugin/ ./test/e2e/realnode/
+E2E_PKGS ?= $(E2E_FIRST) ./test/...
 
 # The real node's tests need root (cgroups, mounts, network namespaces): as root (CI) make test
 # runs them; as anyone else it runs everything else and says so on its last line.
@@ -133,7 +134,7 @@ REAL_NODE_NEEDS_ROOT := The real node's tests (test/e2e/realnode) need root and 
 .PHONY: test-e2e
 test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets; test/e2e/realnode's with a real kubelet and containerd, as root only); then the drain's and the responder's again under the EvictionRequest API.
 	$(GO) run ./hack/image -version "$(VERSION)" -commit "$(COMMIT)" -platforms "linux/$$($(GO) env GOARCH)" -out $(OUTPUT)/e2e-image
-	$(if $(ROOT),NODEMAINT_REAL_NODE=1 NODEMAINT_REAL_NODE_BIN_DIR="$(REAL_NODE_BIN)") NODEMAINT_IMAGE="$(CURDIR)/$(OUTPUT)/e2e-image" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m $(E2E_FIRST) ./test/... $(E2E_ARGS)
+	$(if $(ROOT),NODEMAINT_REAL_NODE=1 NODEMAINT_REAL_NODE_BIN_DIR="$(REAL_NODE_BIN)") NODEMAINT_IMAGE="$(CURDIR)/$(OUTPUT)/e2e-image" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m $(E2E_PKGS) $(E2E_ARGS)
 	EVICTION_REQUEST_API=true NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -p 2 -timeout 15m -run '$(E2E_EVICTION_REQUEST_RUN)' $(E2E_EVICTION_REQUEST_PKGS) $(E2E_ARGS)
 	@$(if $(ROOT),true,echo "$(REAL_NODE_NEEDS_ROOT)")
 
@@ -147,10 +148,13 @@ test-e2e: build ## End-to-end tests on a local cluster of their own (real contro
 E2E_EVICTION_REQUEST_PKGS ?= ./test/e2e/drain/ ./test/e2e/responder/
 E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestSignalOnlyUnderAnotherEvictionController|TestDrainRuleOrder|TestNothingLeftWhenNodeDeleted|TestEvictionSingleReplicaWithStrictPDB|TestEvictionUnregisteredPodMoves|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp|TestClusterAPIPreDrainHook|TestAutoscaledDeploymentSurges)$$
 
-.PHONY: test-real-node
-test-real-node: build ## The real node's e2e tests alone (test/e2e/realnode, part of make test-e2e as root), as root: a kubelet, containerd and runc beside the kwok nodes drain, reboot and evict for real.
-	@$(if $(ROOT),true,echo "$(REAL_NODE_NEEDS_ROOT)" >&2; exit 1)
+.PHONY: test-real-node needs-root
+test-real-node: needs-root build ## The real node's e2e tests alone (test/e2e/realnode, part of make test-e2e as root), as root: a kubelet, containerd and runc beside the kwok nodes drain, reboot and evict for real.
 	NODEMAINT_REAL_NODE=1 NODEMAINT_REAL_NODE_BIN_DIR="$(REAL_NODE_BIN)" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 15m ./test/e2e/realnode/ $(E2E_ARGS)
+
+# As anyone but root, test-real-node stops before building anything and names the command.
+needs-root:
+	@$(if $(ROOT),true,echo "$(REAL_NODE_NEEDS_ROOT)" >&2; exit 1)
 
 .PHONY: test-scale
 test-scale: build ## The scale e2e test at full size: 200 nodes, 5,000 pods, 20 nodes maintained.
