@@ -80,23 +80,23 @@ func (c *Cluster) startRealNode(ctx context.Context, repoRoot string) error {
 	if c.nodeBinDir == "" {
 		return errors.New("no binaries for the real node (hack/real-node.sh; --node-bin-dir or $" + RealNodeBinDirEnv + ")")
 	}
-	if owner, err := os.ReadFile(filepath.Join(realNodeRun, "cluster")); err == nil {
-		if string(owner) != c.dir {
-			for _, name := range RealNodeComponents {
-				if _, ok := runningPid(string(owner), name); ok {
-					return fmt.Errorf("the real node of the cluster in %s runs; there is one per machine (stop that cluster first)", owner)
-				}
+	owner, err := os.ReadFile(filepath.Join(realNodeRun, "cluster"))
+	if err == nil && string(owner) != c.dir {
+		for _, name := range RealNodeComponents {
+			if _, ok := runningPid(string(owner), name); ok {
+				return fmt.Errorf("the real node of the cluster in %s runs; there is one per machine (stop that cluster first)", owner)
 			}
 		}
-		// The kernel settings of a real node that was not stopped, before they are taken
-		// for the machine's own.
-		if err := restoreHostSysctls(c.log, string(owner)); err != nil {
-			return err
-		}
 	}
-	// What a previous real node left: containers, mounts, network namespaces, cgroups.
+	// What a previous real node left: containers, mounts, network namespaces, cgroups; and
+	// the settings of one that was not stopped, before they are taken for the machine's own.
 	if err := cleanRealNode(c.log); err != nil {
 		return err
+	}
+	if len(owner) > 0 {
+		if err := errors.Join(restoreHostSysctls(c.log, string(owner)), restoreCgroupControllers(c.log, string(owner))); err != nil {
+			return err
+		}
 	}
 	for _, d := range []string{c.realNodeDir("cni"), realNodeLib, realNodeRun, realNodeKubelet} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -107,6 +107,9 @@ func (c *Cluster) startRealNode(ctx context.Context, repoRoot string) error {
 		return err
 	}
 	if err := c.writeRealNodeConfigs(); err != nil {
+		return err
+	}
+	if err := c.enableCgroupControllers(); err != nil {
 		return err
 	}
 	if err := createCgroup(realNodeCgroupRoot); err != nil {
@@ -474,12 +477,12 @@ func (c *Cluster) HasRealNode() bool { return c.realNodes > 0 }
 func stopRealNode(log *slog.Logger, dir string) error {
 	owner, err := os.ReadFile(filepath.Join(realNodeRun, "cluster"))
 	if err != nil || string(owner) != dir {
-		return restoreHostSysctls(log, dir)
+		return errors.Join(restoreHostSysctls(log, dir), restoreCgroupControllers(log, dir))
 	}
 	errs := []error{stopProcesses(log, dir, kubeletName), killCgroup(log, realNodeCgroupRoot)}
 	errs = append(errs, stopProcesses(log, dir, containerdName))
 	killShims(log)
-	errs = append(errs, cleanRealNode(log), restoreHostSysctls(log, dir))
+	errs = append(errs, cleanRealNode(log), restoreHostSysctls(log, dir), restoreCgroupControllers(log, dir))
 	return errors.Join(errs...)
 }
 

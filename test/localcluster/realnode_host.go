@@ -87,6 +87,65 @@ func createCgroup(name string) error {
 	return nil
 }
 
+// kubeletControllers are the cgroup v2 controllers the kubelet requires of its cgroupRoot, those
+// of them the machine has (pkg/kubelet/cm, getSupportedUnifiedControllers).
+var kubeletControllers = []string{"cpu", "cpuset", "memory", "hugetlb", "pids"}
+
+// controllersFile is where the cluster in dir records the cgroup v2 controllers it enabled.
+func controllersFile(dir string) string { return filepath.Join(dir, "realnode", "cgroup-controllers") }
+
+// enableCgroupControllers enables, on cgroup v2, the kubelet's controllers in the root cgroup's
+// subtree_control, so that the real node's cgroup has them (a kubelet whose cgroupRoot is / does
+// the same when it creates /kubepods). Those it enables are recorded first, and
+// restoreCgroupControllers disables them again.
+func (c *Cluster) enableCgroupControllers() error {
+	if !cgroupV2() {
+		return nil
+	}
+	available, err := os.ReadFile(filepath.Join(cgroupRootDir, "cgroup.controllers"))
+	if err != nil {
+		return err
+	}
+	enabled, err := os.ReadFile(filepath.Join(cgroupRootDir, "cgroup.subtree_control"))
+	if err != nil {
+		return err
+	}
+	recorded, _ := os.ReadFile(controllersFile(c.dir))
+	for _, ctl := range kubeletControllers {
+		if !slices.Contains(strings.Fields(string(available)), ctl) || slices.Contains(strings.Fields(string(enabled)), ctl) {
+			continue
+		}
+		recorded = append(recorded, ctl+"\n"...)
+		if err := os.WriteFile(controllersFile(c.dir), recorded, 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(cgroupRootDir, "cgroup.subtree_control"), []byte("+"+ctl), 0o644); err != nil {
+			return fmt.Errorf("enabling the cgroup controller %s: %w", ctl, err)
+		}
+		c.log.Info("Enabled a cgroup controller for the real node", "controller", ctl)
+	}
+	return nil
+}
+
+// restoreCgroupControllers disables the cgroup v2 controllers the cluster in dir enabled, each
+// unless something else uses it meanwhile (then it is left enabled, and logged).
+func restoreCgroupControllers(log *slog.Logger, dir string) error {
+	recorded, err := os.ReadFile(controllersFile(dir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for _, ctl := range strings.Fields(string(recorded)) {
+		if err := os.WriteFile(filepath.Join(cgroupRootDir, "cgroup.subtree_control"), []byte("-"+ctl), 0o644); err != nil {
+			log.Info("A cgroup controller the real node enabled is in use: left enabled", "controller", ctl, "error", err)
+			continue
+		}
+		log.Info("Disabled a cgroup controller the real node enabled", "controller", ctl)
+	}
+	return os.Remove(controllersFile(dir))
+}
+
 // killCgroup SIGKILLs every process in the cgroup /name and below (for the real node's, its
 // containers), and nothing else: on cgroup v2 with cgroup.kill, else process by process until
 // none is left.

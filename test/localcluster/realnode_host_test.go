@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,4 +78,45 @@ func TestCgroupCleanupTouchesOnlyItsOwn(t *testing.T) {
 			t.Errorf("%s: %q, %v; want the process %d", dir, b, err, hostProc.Process.Pid)
 		}
 	}
+}
+
+// On cgroup v2 the kubelet's controllers the root cgroup does not give its children are enabled
+// for the real node's cgroup, and disabled again afterwards.
+func TestCgroupControllersRestored(t *testing.T) {
+	if os.Geteuid() != 0 || !cgroupV2() {
+		t.Skip("needs root and cgroup v2 at /sys/fs/cgroup (see TestCgroupCleanupTouchesOnlyItsOwn)")
+	}
+	subtree := filepath.Join(cgroupRootDir, "cgroup.subtree_control")
+	before, err := os.ReadFile(subtree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{dir: t.TempDir(), log: slog.Default()}
+	if err := os.MkdirAll(filepath.Join(c.dir, "realnode"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.enableCgroupControllers(); err != nil {
+		t.Fatal(err)
+	}
+	name := "nodemaint-test-controllers-" + strconv.Itoa(os.Getpid())
+	if err := createCgroup(name); err != nil {
+		t.Fatal(err)
+	}
+	available, _ := os.ReadFile(filepath.Join(cgroupRootDir, "cgroup.controllers"))
+	own, _ := os.ReadFile(filepath.Join(cgroupRootDir, name, "cgroup.controllers"))
+	for _, ctl := range kubeletControllers {
+		if slices.Contains(strings.Fields(string(available)), ctl) && !slices.Contains(strings.Fields(string(own)), ctl) {
+			t.Errorf("the controller %s is not available in /%s: %q", ctl, name, own)
+		}
+	}
+	if err := removeCgroups(name); err != nil {
+		t.Fatal(err)
+	}
+	if err := restoreCgroupControllers(c.log, c.dir); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(subtree); string(after) != string(before) {
+		t.Errorf("the root's subtree_control is %q, was %q", after, before)
+	}
+	t.Logf("root controllers %q, enabled before and after %q, in the node's cgroup %q", strings.TrimSpace(string(available)), strings.TrimSpace(string(before)), strings.TrimSpace(string(own)))
 }
