@@ -94,7 +94,7 @@ func (c *Cluster) startRealNode(ctx context.Context, repoRoot string) error {
 		return err
 	}
 	if len(owner) > 0 {
-		if err := errors.Join(restoreHostSysctls(c.log, string(owner)), restoreCgroupControllers(c.log, string(owner))); err != nil {
+		if err := errors.Join(restoreHostSysctls(c.log, string(owner)), restoreCgroupControllers(c.log, string(owner)), removeHostDirs(string(owner))); err != nil {
 			return err
 		}
 	}
@@ -107,6 +107,9 @@ func (c *Cluster) startRealNode(ctx context.Context, repoRoot string) error {
 		return err
 	}
 	if err := c.writeRealNodeConfigs(); err != nil {
+		return err
+	}
+	if err := c.recordHostDirs(); err != nil {
 		return err
 	}
 	if err := c.enableCgroupControllers(); err != nil {
@@ -477,12 +480,12 @@ func (c *Cluster) HasRealNode() bool { return c.realNodes > 0 }
 func stopRealNode(log *slog.Logger, dir string) error {
 	owner, err := os.ReadFile(filepath.Join(realNodeRun, "cluster"))
 	if err != nil || string(owner) != dir {
-		return errors.Join(restoreHostSysctls(log, dir), restoreCgroupControllers(log, dir))
+		return errors.Join(restoreHostSysctls(log, dir), restoreCgroupControllers(log, dir), removeHostDirs(dir))
 	}
 	errs := []error{stopProcesses(log, dir, kubeletName), killCgroup(log, realNodeCgroupRoot)}
 	errs = append(errs, stopProcesses(log, dir, containerdName))
 	killShims(log)
-	errs = append(errs, cleanRealNode(log), restoreHostSysctls(log, dir), restoreCgroupControllers(log, dir))
+	errs = append(errs, cleanRealNode(log), restoreHostSysctls(log, dir), restoreCgroupControllers(log, dir), removeHostDirs(dir))
 	return errors.Join(errs...)
 }
 
@@ -526,7 +529,7 @@ func cleanRealNode(log *slog.Logger) error {
 	if _, err := net.InterfaceByName(realNodeBridge); err == nil {
 		errs = append(errs, run("ip", "link", "del", realNodeBridge))
 	}
-	errs = append(errs, removeCgroups(realNodeCgroupRoot))
+	errs = append(errs, removeCgroups(realNodeCgroupRoot), removeCNICache())
 	links, _ := os.ReadDir(containerLogLinks)
 	for _, l := range links {
 		path := filepath.Join(containerLogLinks, l.Name())

@@ -346,3 +346,61 @@ func readSysctlRecords(file string) ([]sysctlRecord, error) {
 	}
 	return records, nil
 }
+
+// hostDirs are directories outside the real node's own that its kubelet and containerd create
+// when missing: the kubelet's links to the containers' logs and libcni's cache.
+var hostDirs = []string{containerLogLinks, cniCacheDir}
+
+// cniCacheDir is libcni's cache (containerd's CNI results), not configurable in containerd.
+const cniCacheDir = "/var/lib/cni"
+
+// createdDirsFile is where the cluster in dir records the hostDirs that did not exist before
+// its real node started.
+func createdDirsFile(dir string) string { return filepath.Join(dir, "realnode", "created-dirs") }
+
+// recordHostDirs records the hostDirs that do not exist yet, before the real node starts.
+func (c *Cluster) recordHostDirs() error {
+	recorded, _ := os.ReadFile(createdDirsFile(c.dir))
+	for _, d := range hostDirs {
+		if _, err := os.Stat(d); errors.Is(err, os.ErrNotExist) && !slices.Contains(strings.Fields(string(recorded)), d) {
+			recorded = append(recorded, d+"\n"...)
+		}
+	}
+	return os.WriteFile(createdDirsFile(c.dir), recorded, 0o644)
+}
+
+// removeHostDirs removes the hostDirs the cluster in dir created, each with what is below it
+// only as far as that is empty directories: a file in one (something else's) keeps it.
+func removeHostDirs(dir string) error {
+	recorded, err := os.ReadFile(createdDirsFile(dir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for _, d := range strings.Fields(string(recorded)) {
+		var dirs []string
+		_ = filepath.WalkDir(d, func(path string, e os.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				dirs = append(dirs, path)
+			}
+			return nil
+		})
+		slices.Reverse(dirs)
+		for _, sub := range dirs {
+			_ = syscall.Rmdir(sub)
+		}
+	}
+	return os.Remove(createdDirsFile(dir))
+}
+
+// removeCNICache removes libcni's cached results of the real node's network (left by containers
+// killed without a CNI DEL).
+func removeCNICache() error {
+	matches, _ := filepath.Glob(filepath.Join(cniCacheDir, "results", realNodeNetwork+"-*"))
+	var errs []error
+	for _, m := range matches {
+		errs = append(errs, os.Remove(m))
+	}
+	return errors.Join(errs...)
+}

@@ -45,12 +45,21 @@ type hostWitness struct {
 	sysctls map[string]string
 	// before are the cgroups in /kubepods before.
 	before map[string]bool
+	// existed: whether each of hostDirs existed before.
+	existed map[string]bool
 }
+
+// hostDirs are directories the real node's kubelet and containerd create when missing.
+var hostDirs = []string{"/var/log/containers", "/var/lib/cni"}
 
 // witnessHost places a process in /kubepods/nodemaint-host-witness (creating /kubepods if the
 // machine has none) in every cgroup hierarchy, and reads the kernel settings.
 func witnessHost() (*hostWitness, error) {
-	w := &hostWitness{sysctls: map[string]string{}, before: kubepodsChildren()}
+	w := &hostWitness{sysctls: map[string]string{}, before: kubepodsChildren(), existed: map[string]bool{}}
+	for _, d := range hostDirs {
+		_, err := os.Stat(d)
+		w.existed[d] = err == nil
+	}
 	for _, name := range hostSysctls() {
 		v, err := localcluster.ReadSysctl(name)
 		if err != nil {
@@ -116,6 +125,11 @@ func (w *hostWitness) check() error {
 	}
 	if _, err := net.InterfaceByName(realNodeBridge); err == nil {
 		errs = append(errs, fmt.Errorf("the real node's bridge %s is left", realNodeBridge))
+	}
+	for _, d := range hostDirs {
+		if _, err := os.Stat(d); err == nil && !w.existed[d] {
+			errs = append(errs, fmt.Errorf("%s is left", d))
+		}
 	}
 	return errors.Join(append(errs, w.remove())...)
 }
