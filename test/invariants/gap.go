@@ -118,7 +118,7 @@ func (s *state) closeGap() {
 		member := func(pod *corev1.Pod) bool {
 			return pod.Namespace == d.d.Namespace && s.deploymentOfIn(pod, g.replicaSets) == k
 		}
-		s.replay(g, KindDeploymentReady, k, userReplicas(d.d), member)
+		s.replay(g, KindDeploymentReady, k, s.userReplicas(d.d), member)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -324,7 +325,7 @@ func (s *state) controllerScale(pod *corev1.Pod) (string, int32, bool) {
 	case "ReplicaSet":
 		if dk := s.deploymentOf(pod); dk != "" {
 			if d := s.deployments[dk]; d != nil {
-				return "Deployment/" + dk, userReplicas(d.d), true
+				return "Deployment/" + dk, s.userReplicas(d.d), true
 			}
 			return "", 0, false
 		}
@@ -383,7 +384,7 @@ func (s *state) deploymentCounts(k string, d *deployment) (ready, want int32) {
 			ready++
 		}
 	}
-	return ready, userReplicas(d.d)
+	return ready, s.userReplicas(d.d)
 }
 
 // report records a violation found on an event; during a gap events come in no order, and the
@@ -472,7 +473,48 @@ func surgeCapable(d *appsv1.Deployment) bool {
 	return err == nil && v > 0
 }
 
-// userReplicas is the Deployment's replicas without nodemaint's surge.
+// userReplicas is the Deployment's replicas without nodemaint's surge, the surge its
+// HorizontalPodAutoscaler carried out included: while the autoscaler's minimum is raised for a
+// surge, or restored but not yet acted on, the autoscaler may scale the Deployment to the surged
+// count on its own (the responder adopts that count, or scales it back), and the Deployment then
+// carries no surge record of its own. The autoscaler's record says so: it names the Deployment
+// and the surge, its UID the autoscaler's.
+func (s *state) userReplicas(d *appsv1.Deployment) int32 {
+	if _, ok := d.Annotations[evacuation.SurgeAnnotation]; !ok {
+		for _, h := range s.hpas {
+			if original, ok := autoscalerSurge(h, d); ok {
+				return original
+			}
+		}
+	}
+	return userReplicas(d)
+}
+
+// autoscalerSurge returns the Deployment's replicas before the surge that the autoscaler's
+// record of nodemaint's raised bounds names, when the Deployment's count is that surge's.
+func autoscalerSurge(h *autoscalingv2.HorizontalPodAutoscaler, d *appsv1.Deployment) (int32, bool) {
+	ref := h.Spec.ScaleTargetRef
+	v, ok := h.Annotations[evacuation.SurgeBoundsAnnotation]
+	if !ok || h.Namespace != d.Namespace || ref.Kind != "Deployment" || ref.Name != d.Name {
+		return 0, false
+	}
+	var bounds struct {
+		UID        types.UID `json:"uid"`
+		Deployment string    `json:"deployment"`
+		Surge      *struct {
+			OriginalReplicas int32 `json:"originalReplicas"`
+			Surge            int32 `json:"surge"`
+		} `json:"surge"`
+	}
+	if json.Unmarshal([]byte(v), &bounds) != nil || bounds.Surge == nil || bounds.Deployment != d.Name ||
+		(bounds.UID != "" && bounds.UID != h.UID) {
+		return 0, false
+	}
+	surged := bounds.Surge.OriginalReplicas + bounds.Surge.Surge
+	return bounds.Surge.OriginalReplicas, ptr.Deref(d.Spec.Replicas, 1) == surged && bounds.Surge.Surge > 0
+}
+
+// userReplicas is the Deployment's replicas without the surge its own record names.
 func userReplicas(d *appsv1.Deployment) int32 {
 	if v, ok := d.Annotations[evacuation.SurgeAnnotation]; ok {
 		var surge struct {

@@ -3,6 +3,7 @@ package invariants
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,6 +254,52 @@ func TestSurgeCapableDeployment(t *testing.T) {
 			}
 			if armed != tc.wantDeployments {
 				t.Errorf("%d Deployments checked, want %d", armed, tc.wantDeployments)
+			}
+		})
+	}
+}
+
+// An autoscaler whose minimum nodemaint raised for a surge may scale the Deployment to the surged
+// count itself, before or after the responder scaled it back: the Deployment then carries no
+// surge record, and the autoscaler's record (naming the Deployment and the surge, its UID the
+// autoscaler's) says the count is the surge's. The evacuated pod's leaving is no violation then,
+// while the same count without that record, or with a record of another object, is the user's.
+func TestAutoscalerSurgeIsNotTheUsers(t *testing.T) {
+	const record = `{"uid":"hpa-uid","deployment":"web","minReplicas":2,"maxReplicas":5,"setMinReplicas":3,` +
+		`"surge":{"originalReplicas":2,"surge":1,"startTime":"2026-01-02T15:04:05.000000Z"},"restored":"2026-01-02T15:05:05.000000Z"}`
+	for _, tc := range []struct {
+		name           string
+		annotations    map[string]string
+		wantViolations []string
+	}{
+		{name: "the autoscaler's record names the surge", annotations: map[string]string{evacuation.SurgeBoundsAnnotation: record}},
+		{name: "no record", wantViolations: []string{"DeploymentReady app/web 2<3"}},
+		{name: "a record of another autoscaler's UID",
+			annotations:    map[string]string{evacuation.SurgeBoundsAnnotation: strings.Replace(record, "hpa-uid", "other", 1)},
+			wantViolations: []string{"DeploymentReady app/web 2<3"}},
+		{name: "a record of another Deployment",
+			annotations:    map[string]string{evacuation.SurgeBoundsAnnotation: strings.Replace(record, `"web"`, `"api"`, 1)},
+			wantViolations: []string{"DeploymentReady app/web 2<3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newState(nil)
+			d := newDeployment("web", 3, intstr.FromInt32(1))
+			rs := newReplicaSet(d)
+			s.hpa(&autoscalingv2.HorizontalPodAutoscaler{
+				ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: "web", UID: "hpa-uid", Annotations: tc.annotations},
+				Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{
+					APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			}, false)
+			s.deployment(d, false)
+			s.replicaSet(rs, false)
+			var pods []*corev1.Pod
+			for i := range 3 {
+				pods = append(pods, newPod(rs, "web", i, true))
+				s.pod(pods[i], false, now)
+			}
+			s.pod(terminating(pods[0]), false, now)
+			if got := kinds(s.violations); !slices.Equal(got, tc.wantViolations) {
+				t.Errorf("violations %v, want %v", got, tc.wantViolations)
 			}
 		})
 	}
