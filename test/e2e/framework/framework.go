@@ -24,11 +24,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/test/localcluster"
@@ -89,6 +91,8 @@ func Run(m *testing.M, opts Options) int {
 
 func run(m *testing.M, opts Options) (int, error) {
 	log := slog.Default()
+	// The tests' controller-runtime clients log through slog, as the framework does.
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	var err error
 	if repoRoot, err = findRepoRoot(); err != nil {
 		return 0, err

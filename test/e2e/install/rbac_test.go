@@ -26,7 +26,8 @@ func (g permit) String() string {
 // chartRoleNames maps the chart's names of roles to config/'s, where they differ (the table
 // names config/'s).
 var chartRoleNames = map[string]string{
-	controller + "-cluster-api": "nodemaint-cluster-api",
+	controller + "-cluster-api":             "nodemaint-cluster-api",
+	controller + "-cluster-api-kubeconfigs": "nodemaint-cluster-api-kubeconfigs",
 }
 
 // TestRBACJustified renders every Role and ClusterRole the installs can create (kustomize
@@ -50,7 +51,7 @@ func TestRBACJustified(t *testing.T) {
 		"kustomize config/default + every component": renderKustomize(t, overlay),
 		"helm template":                              helmTemplate(t),
 		"helm template, every opt-in": helmTemplate(t, "--set", "podDeletion.enabled=true", "--set", "clusterAPI.enabled=true",
-			"--set", "serviceMonitor.enabled=true", "--set", "admissionPolicies.nodeScope.enabled=true",
+			"--set", "serviceMonitor.enabled=true", "--set", "metrics.certManager.enabled=true", "--set", "admissionPolicies.nodeScope.enabled=true",
 			"--set", "metricsReaderServiceAccounts[0].name=prometheus-k8s", "--set", "metricsReaderServiceAccounts[0].namespace=monitoring"),
 	}
 	granted := map[permit]bool{}
