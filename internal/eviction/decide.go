@@ -286,7 +286,10 @@ func (d *Decision) liveTarget(obs Observation, current *lifecyclev1alpha1.Evicti
 		}
 		return
 	case current == nil:
-		if len(active) > 0 {
+		// A terminating pod is already going: an Eviction would ask its responders for nothing,
+		// and where another controller's Eviction of it was just collected (its cache saw the pod
+		// gone first), a second one would be made for the same pod.
+		if len(active) > 0 && pod.DeletionTimestamp == nil {
 			d.Create = newEviction(obs, pod, all)
 		}
 		return

@@ -376,6 +376,28 @@ func TestDecideStandsAside(t *testing.T) {
 	})
 }
 
+// TestDecideNoEvictionOfATerminatingPod: a terminating pod that has none gets no Eviction (seen in
+// TestTwoEvictionControllers: another controller collected its Eviction of the pod as it went, and
+// this one, no longer standing aside, made a second); its requests learn the outcome once it is gone.
+func TestDecideNoEvictionOfATerminatingPod(t *testing.T) {
+	obs := Observation{
+		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Pod: testPod(),
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", descheduler, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+	}
+	if d := Decide(obs, t0); d.Create == nil {
+		t.Fatalf("a live pod's request makes no Eviction: %+v", d)
+	}
+	obs.Pod.DeletionTimestamp = &metav1.Time{Time: t0}
+	if d := Decide(obs, t0); d.Create != nil {
+		t.Fatalf("an Eviction made for a terminating pod: %+v", d.Create)
+	}
+	obs.Pod = nil
+	obs, _ = settle(t, obs, t0)
+	if c := meta.FindStatusCondition(obs.Requests[0].Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("the request of the pod gone: %+v", obs.Requests[0].Status.Conditions)
+	}
+}
+
 // with is the observation as the named controller makes it, yielding to yield.
 func with(obs Observation, controller, yield string) Observation {
 	obs.Controller, obs.Yield = controller, yield
