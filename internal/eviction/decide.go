@@ -60,6 +60,12 @@ type Observation struct {
 	// (--eviction-controller=auto): the controller creates no Eviction and writes nothing for a
 	// pod it has no Eviction of; it carries its own to their end.
 	Yield string
+	// InTree, when set, says what shows that kube-controller-manager's Eviction controller
+	// answers in the cluster (coexist.go): the controller writes nothing at all.
+	InTree string
+	// InTreeGrace, when set (--eviction-controller=auto), is how long a pod's first request is
+	// left to an in-tree Eviction controller before the pod's Eviction is created (awaitInTree).
+	InTreeGrace time.Duration
 }
 
 // Decision is what the Eviction controller does about one target pod now.
@@ -102,6 +108,9 @@ const maxNameLength = 253
 // Decide decides, at now, what the Eviction controller does about the observed target. It does
 // not change the observation.
 func Decide(obs Observation, now time.Time) Decision {
+	if d, ok := handOver(obs); ok {
+		return d
+	}
 	var d Decision
 	pod := obs.Pod
 	gone, goneReason := targetGone(pod)
@@ -114,6 +123,9 @@ func Decide(obs Observation, now time.Time) Decision {
 	current := d.keepOneEviction(own, live, func(uid types.UID) bool { return pod == nil || pod.UID != uid }, all)
 	if live != "" {
 		current = d.standAside(obs, current, others[live])
+		if current == nil && d.StandAside == "" {
+			d.awaitInTree(obs, now)
+		}
 	}
 	// The requests of gone targets learn that their target is evicted, from the controller
 	// whose Eviction named it: another's answers its own; while another answers in the cluster,
