@@ -31,7 +31,10 @@
 //     them; the preflight counts a Deployment's autoscalers).
 //
 // PodDisruptionBudgets, namespaces and DrainRules are kept whole but for their managed fields
-// and last-applied configuration. The list is checked by TestPodKeepsWhatControllersRead, and
+// and last-applied configuration. EvictionRequests and Evictions too, but for the managed fields
+// entries of kube-controller-manager's Eviction controllers (eviction.InTreeManager: their
+// manager, operation and time, not their fields), from which nodemaint's Eviction controller tells
+// that the in-tree one answers. The list is checked by TestPodKeepsWhatControllersRead, and
 // TestPreflightOfTrimmedObjects checks that a preflight of trimmed objects reports exactly as
 // one of the objects as the API server serves them.
 package cachetrim
@@ -42,10 +45,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodemaint/nodemaint/internal/eviction"
 )
 
 // lastApplied is kubectl's client-side apply annotation: a copy of the whole object as applied.
@@ -89,12 +95,35 @@ func typed[T any](trim func(T)) func(any) (any, error) {
 	}
 }
 
-// Metadata drops managed fields and kubectl's last-applied configuration.
+// Metadata drops managed fields and kubectl's last-applied configuration; of an EvictionRequest
+// or an Eviction, it keeps the entries of the in-tree Eviction controllers (inTreeWrites).
 func Metadata(in any) (any, error) {
 	if m, err := meta.Accessor(in); err == nil {
+		kept := inTreeWrites(in, m.GetManagedFields())
 		trimMetadata(m)
+		if kept != nil {
+			m.SetManagedFields(kept)
+		}
 	}
 	return in, nil
+}
+
+// inTreeWrites are the managed fields entries of kube-controller-manager's Eviction controllers
+// of an EvictionRequest or an Eviction, without their fields; nil for other objects.
+func inTreeWrites(in any, managed []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	switch in.(type) {
+	case *lifecyclev1alpha1.EvictionRequest, *lifecyclev1alpha1.Eviction:
+	default:
+		return nil
+	}
+	var kept []metav1.ManagedFieldsEntry
+	for _, m := range managed {
+		if eviction.InTreeManager([]metav1.ManagedFieldsEntry{m}) != "" {
+			m.FieldsV1 = nil
+			kept = append(kept, m)
+		}
+	}
+	return kept
 }
 
 func trimMetadata(m interface {

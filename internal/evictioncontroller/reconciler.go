@@ -106,6 +106,9 @@ type Reconciler struct {
 	// yielding is the other controller this one last stood aside for ("": none), to report a
 	// change once.
 	yielding atomic.Value
+	// inTreeSeen is what last showed the in-tree Eviction controller answering ("": none), to
+	// report a change once (intree.go).
+	inTreeSeen atomic.Value
 
 	// evicted are the pods the imperative evictor evicted (namespace/name: UID) until the cache
 	// shows their deletion, so that a reconcile in between does not evict them again.
@@ -182,9 +185,18 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 	obs := eviction.Observation{Namespace: target.Namespace, Name: target.Name, HeartbeatDeadline: evictionrequest.HeartbeatDeadline, Controller: r.Name}
 	if r.Yield {
 		var err error
-		if obs.Yield, err = r.answering(ctx); err != nil {
+		// kube-controller-manager's own controller first (intree.go): nothing is written while
+		// it answers; else another that answers, for which no Eviction is created.
+		if obs.InTree, err = r.inTree(ctx); err != nil {
 			return obs, err
 		}
+		obs.InTreeGrace = eviction.InTreeGrace
+		if obs.InTree == "" {
+			if obs.Yield, err = r.answering(ctx); err != nil {
+				return obs, err
+			}
+		}
+		standingAside.Set(gauge(obs.InTree != "" || obs.Yield != ""))
 	}
 	var err error
 	if obs.Pod, err = r.pod(ctx, r.Client, target); err != nil {
@@ -309,10 +321,8 @@ func (r *Reconciler) answering(ctx context.Context) (string, error) {
 		log := logf.FromContext(ctx)
 		if other != "" {
 			log.Info("another Eviction controller answers: this one creates no Eviction and carries its own to their end", "other", other)
-			standingAside.Set(1)
 		} else {
 			log.Info("no other Eviction controller answers any more: this one creates Evictions again")
-			standingAside.Set(0)
 		}
 	}
 	return other, nil
@@ -450,6 +460,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	}
 	if r.Yield {
 		registerMetrics()
+		if err := indexInTree(ctx, mgr); err != nil {
+			return err
+		}
 		if err := mgr.GetFieldIndexer().IndexField(ctx, &lifecyclev1alpha1.Eviction{}, foreignIndex, func(o client.Object) []string {
 			if !eviction.Ours(o.(*lifecyclev1alpha1.Eviction), r.Name) {
 				return []string{"true"}

@@ -1,0 +1,45 @@
+package cachetrim
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodemaint/nodemaint/internal/eviction"
+)
+
+// TestInTreeWritesKept: of an EvictionRequest or an Eviction, the cache keeps the managed fields
+// entries of kube-controller-manager's Eviction controllers (without their fields), so that
+// nodemaint's Eviction controller tells that the in-tree one answers; every other entry, and
+// every entry of other objects, goes.
+func TestInTreeWritesKept(t *testing.T) {
+	managed := func() []metav1.ManagedFieldsEntry {
+		fields := &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}
+		return []metav1.ManagedFieldsEntry{
+			{Manager: "nodemaint-eviction-controller/nodemaint", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: fields},
+			{Manager: eviction.InTreeController, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", FieldsV1: fields},
+			{Manager: eviction.InTreeResponder, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", FieldsV1: fields},
+		}
+	}
+	for _, obj := range []interface {
+		metav1.Object
+	}{
+		&lifecyclev1alpha1.EvictionRequest{ObjectMeta: metav1.ObjectMeta{ManagedFields: managed()}},
+		&lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{ManagedFields: managed()}},
+	} {
+		if _, err := Metadata(obj); err != nil {
+			t.Fatal(err)
+		}
+		got := obj.GetManagedFields()
+		if len(got) != 2 || got[0].Manager != eviction.InTreeController || got[1].Manager != eviction.InTreeResponder ||
+			got[0].FieldsV1 != nil || got[0].Subresource != "status" || got[0].Operation != metav1.ManagedFieldsOperationApply {
+			t.Errorf("%T kept %+v: want the in-tree controllers' entries without their fields", obj, got)
+		}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: managed()}}
+	if _, err := Metadata(cm); err != nil || cm.ManagedFields != nil {
+		t.Errorf("another object kept %+v (%v)", cm.ManagedFields, err)
+	}
+}
