@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -77,6 +78,19 @@ var forkThread = sync.OnceValue(func() chan<- func() {
 	}()
 	return funcs
 })
+
+// StartTied starts cmd so that the kernel kills it with SIGKILL when this process ends, however it
+// ends, as the env's etcd and kube-apiserver: for a further component a test runs against the env.
+// Go's fork sets the signal and kills the child itself if this process is already gone.
+func StartTied(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	var err error
+	onForkThread(func() { err = cmd.Start() })
+	return err
+}
 
 // onForkThread runs f on the thread that never exits.
 func onForkThread(f func()) {
