@@ -163,7 +163,10 @@ type record struct {
 	grace *int64
 	// held: a write of nodemaint's that set an autoscaler annotation on node held.
 	held string
-	id   string
+	// machine: a write of nodemaint's that released its pre-drain hook from the Machine
+	// (namespace/name; machines.go).
+	machine string
+	id      string
 }
 
 // cordonMark is a node's spec.unschedulable from a time on.
@@ -287,11 +290,15 @@ func (s *state) releaseHeld(now time.Time, all bool) {
 	a.held = a.held[:n]
 }
 
-// auditLine parses one line of the audit log and records what the act checks need of it.
-func (s *state) auditLine(line []byte) error {
+// auditLine parses one line of the audit log and records what the act checks need of it; of the
+// log of the Machines' cluster (machinesOnly), only the Machines' writes.
+func (s *state) auditLine(line []byte, machinesOnly bool) error {
 	var e auditEvent
 	if err := json.Unmarshal(line, &e); err != nil {
 		return err
+	}
+	if machinesOnly && (e.ObjectRef == nil || !machineWriteOf(&e)) {
+		return nil
 	}
 	s.auditEvent(&e)
 	return nil
@@ -315,15 +322,22 @@ func (s *state) auditEvent(e *auditEvent) {
 	// judged as evicted or deleted by it (a due deletion excuses its budget's breach).
 	podAct := e.User.Username == a.user && ref.APIGroup == "" && ref.Resource == "pods" &&
 		(ref.Subresource == "eviction" && e.Verb == "create" || ref.Subresource == "" && e.Verb == "delete")
+	// So may a release of the pre-drain hook: the controller decided to release it.
+	machineWrite := machineWriteOf(e)
 	switch code := e.ResponseStatus.Code; {
 	case code >= 200 && code < 300:
-	case code >= 500 && (nodeWrite || podAct):
+	case code >= 500 && (nodeWrite || podAct || machineWrite):
 	default:
 		return
 	}
 	r := record{received: e.RequestReceivedTimestamp.Time, completed: e.StageTimestamp.Time, id: e.AuditID}
 	ours := e.User.Username == a.user
 	switch {
+	case machineWrite:
+		if !ours || s.capi == nil || !releasesHookIn(e.Verb, e.RequestObject) {
+			return
+		}
+		r.act, r.machine = actRelease, key(ref.Namespace, ref.Name)
 	case nodeWrite:
 		if ours && e.Verb == "patch" && e.ResponseStatus.Code < 300 && autoscalersHeldIn(e.RequestObject) {
 			h := r
@@ -381,7 +395,7 @@ func (s *state) auditEvent(e *auditEvent) {
 	default:
 		return
 	}
-	if r.act != "" && r.pod == "" {
+	if r.act != "" && r.pod == "" && r.machine == "" {
 		r.pod = key(ref.Namespace, ref.Name)
 		r.uid = uidIn(e.RequestObject)
 	}
@@ -548,6 +562,7 @@ func (s *state) judgeAudit(now time.Time) {
 		s.judge(r)
 	}
 	a.pending = slices.Delete(a.pending, 0, n)
+	s.judgeMachineNodes(now)
 	s.releaseHeld(now, false)
 	for k, t := range a.excused {
 		if now.Sub(t) > goneRetention {
@@ -576,6 +591,9 @@ func (s *state) judge(r record) {
 		return
 	case r.act == actHold:
 		s.judgeHold(r)
+		return
+	case r.act == actRelease:
+		s.judgeRelease(r)
 		return
 	}
 	pod := s.podAt(r.pod, r.uid, r.received)

@@ -29,6 +29,9 @@ const auditPoll = 200 * time.Millisecond
 // a new one: the old one is read to its end first).
 type auditTail struct {
 	path string
+	// machinesOnly: the log of another cluster, the Machines' (ClusterAPI.AuditLog): only the
+	// Machines' writes are read from it.
+	machinesOnly bool
 
 	mu      sync.Mutex
 	f       *os.File
@@ -49,21 +52,34 @@ func (c *Checker) runAudit() {
 		c.mu.Unlock()
 		select {
 		case <-c.ctx.Done():
-			a := c.audit
-			a.mu.Lock()
-			if a.f != nil {
-				a.f.Close()
+			for _, a := range []*auditTail{c.audit, c.machineAudit} {
+				if a == nil {
+					continue
+				}
+				a.mu.Lock()
+				if a.f != nil {
+					a.f.Close()
+				}
+				a.mu.Unlock()
 			}
-			a.mu.Unlock()
 			return
 		case <-t.C:
 		}
 	}
 }
 
-// readAudit reads the complete lines appended since the last read and records them.
+// readAudit reads the complete lines appended to the audit logs since the last read and records
+// them.
 func (c *Checker) readAudit() {
-	a := c.audit
+	c.readTail(c.audit)
+	if c.machineAudit != nil {
+		c.readTail(c.machineAudit)
+	}
+}
+
+// readTail reads the complete lines appended to one audit log since the last read and records
+// them.
+func (c *Checker) readTail(a *auditTail) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for {
@@ -85,7 +101,7 @@ func (c *Checker) readAudit() {
 			}
 			a.lines++
 			c.mu.Lock()
-			if c.state.auditLine(line) != nil {
+			if c.state.auditLine(line, a.machinesOnly) != nil {
 				a.bad++
 			}
 			c.mu.Unlock()
@@ -149,7 +165,7 @@ func (c *Checker) actInformers(client kubernetes.Interface) ([]cache.SharedIndex
 	return infs, nil
 }
 
-// custom records a NodeMaintenance or DrainRule the dynamic informers delivered.
+// custom records a NodeMaintenance, DrainRule or Machine the dynamic informers delivered.
 func (s *state) custom(u *unstructured.Unstructured, deleted bool, now time.Time) {
 	b, err := json.Marshal(u.Object)
 	if err != nil {
@@ -161,7 +177,10 @@ func (s *state) custom(u *unstructured.Unstructured, deleted bool, now time.Time
 		if json.Unmarshal(b, &nm) == nil {
 			s.nodeMaintenance(&nm, deleted, now)
 			s.alertTurns(&nm, deleted, now)
+			s.machineMaintenance(&nm, deleted, now)
 		}
+	case "Machine":
+		s.machine(b, deleted, now)
 	case "DrainRule":
 		var r nodemaintv1alpha1.DrainRule
 		if json.Unmarshal(b, &r) == nil {

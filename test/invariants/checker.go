@@ -105,6 +105,11 @@ type Options struct {
 	// NodeMaintenances are watched with it).
 	Prometheus  *Prometheus
 	AlertMaxAge time.Duration
+	// ClusterAPI has the checker also judge nodemaint's part in the deletion of Cluster API
+	// Machines (machines.go): the releases of its pre-drain hook, the nodes its NodeMaintenances
+	// of Machines select, and none left once their Machine is gone (CheckClean). The Machines
+	// may be in another cluster (ClusterAPI.Config). Needs AuditLog.
+	ClusterAPI *ClusterAPI
 }
 
 // DefaultControllerUser is the user of nodemaint-controller's ServiceAccount as config/rbac and
@@ -126,6 +131,10 @@ type Checker struct {
 	witness    *witness
 	// audit tails Options.AuditLog; nil without one.
 	audit *auditTail
+	// machines reads the Machines (Options.ClusterAPI, CheckClean); machineAudit tails the
+	// audit log of their cluster where it is another. Nil without them.
+	machines     dynamic.Interface
+	machineAudit *auditTail
 
 	mu    sync.Mutex
 	state *state
@@ -179,6 +188,14 @@ func Start(ctx context.Context, config *rest.Config, opts Options) (*Checker, er
 			return nil, err
 		}
 		infs = append(infs, more...)
+	}
+	if opts.ClusterAPI != nil {
+		inf, err := c.machineInformer(opts)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		infs = append(infs, inf)
 	}
 	for _, ns := range namespaces {
 		infs = append(infs,
@@ -320,6 +337,7 @@ func (c *Checker) apply(obj any, deleted bool) {
 		c.state.hpa(o, deleted)
 	case *corev1.Node:
 		c.state.node(o, deleted)
+		c.state.capiNode(o, deleted, now)
 	case *corev1.Namespace:
 		c.state.namespace(o, deleted)
 	case *unstructured.Unstructured:

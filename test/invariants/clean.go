@@ -40,6 +40,9 @@ type Snapshot struct {
 	Evictions        []lifecyclev1alpha1.Eviction
 	// NodeMaintenances are read where nodemaint's CRDs are served.
 	NodeMaintenances []nodemaintv1alpha1.NodeMaintenance
+	// Machines are the Cluster API Machines that exist (namespace/name), read with
+	// Options.ClusterAPI; nil where they were not read.
+	Machines []string
 }
 
 // CheckClean reads the nodes, and the pods, Deployments, ReplicaSets and HorizontalPodAutoscalers of the watched
@@ -108,6 +111,9 @@ func (c *Checker) CheckClean(ctx context.Context, namespaces ...string) error {
 			}
 		}
 	}
+	if snap.Machines, err = c.listMachines(ctx); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	problems := Leftovers(snap, c.state.baseline)
 	c.mu.Unlock()
@@ -132,7 +138,9 @@ func (c *Checker) CheckClean(ctx context.Context, namespaces ...string) error {
 //     Eviction that names nodemaint as a requester (label or status.requesters), or one of a
 //     pod that is gone;
 //   - a nodemaint.dev/ label on a node, or on a pod other than nodemaint.dev/drain (its owner's);
-//   - a NodeMaintenance being deleted that is still there (its finalizer never released).
+//   - a NodeMaintenance being deleted that is still there (its finalizer never released);
+//   - where the Machines were read, a NodeMaintenance of a Cluster API Machine that is gone,
+//     unless its owner node is gone too (the garbage collector's).
 func Leftovers(snap Snapshot, base Baseline) []string {
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -248,6 +256,7 @@ func Leftovers(snap Snapshot, base Baseline) []string {
 			add("NodeMaintenance %s: deleted at %s, still there (finalizers %v)", nm.Name, nm.DeletionTimestamp.UTC().Format(time.RFC3339), nm.Finalizers)
 		}
 	}
+	problems = append(problems, machineLeftovers(snap)...)
 	sort.Strings(problems)
 	return problems
 }

@@ -40,6 +40,8 @@ type state struct {
 	// alertGate is the state of the alert gate's check (alertgate.go); nil without a stand-in
 	// Prometheus.
 	alertGate *alertGate
+	// capi is the state of the Machine checks (machines.go); nil without Options.ClusterAPI.
+	capi *capi
 
 	// gap, while a watch gap's relists are being delivered: events are applied but judged only
 	// when it closes, by a replay of what the objects carry (gap.go).
