@@ -52,6 +52,10 @@ type Options struct {
 	// lifecycle.k8s.io/v1alpha1 served (KEP-4563's EvictionRequest and Eviction, and the pod field
 	// spec.evictionResponders).
 	EvictionRequestAPI bool
+	// AuditPolicy, with AuditLog, has kube-apiserver write an audit log of that policy (an
+	// audit.k8s.io/v1 Policy, YAML) to the file AuditLog, in JSON lines: the invariant checker
+	// reads who wrote what (test/invariants).
+	AuditPolicy, AuditLog string
 }
 
 // EvictionRequestAPIArgs are the kube-apiserver flags that serve KEP-4563's EvictionRequest API.
@@ -78,6 +82,17 @@ func StartWith(opts Options) (*Env, error) {
 		for flag, value := range EvictionRequestAPIArgs {
 			args.Set(flag, value)
 		}
+	}
+	if opts.AuditLog != "" {
+		policy := opts.AuditLog + ".policy.yaml"
+		if err := os.WriteFile(policy, []byte(opts.AuditPolicy), 0o644); err != nil {
+			return nil, err
+		}
+		args := env.ControlPlane.GetAPIServer().Configure()
+		args.Set("audit-policy-file", policy)
+		args.Set("audit-log-path", opts.AuditLog)
+		args.Set("audit-log-format", "json")
+		args.Set("audit-log-mode", "blocking")
 	}
 	cfg, err := startTiedToProcess(env)
 	if err != nil {

@@ -38,12 +38,19 @@
 //     than the longest (KindGracePeriod; promises 4 and 5);
 //   - [audit log] nodemaint sets an autoscaler annotation on a node only while a maintenance
 //     cordoning it holds autoscalers (spec.autoscalers not Ignore) (KindAutoscalers);
+//   - with Options.ClusterAPI (machines.go), [audit log of the Machines' cluster] nodemaint releases
+//     its pre-drain hook from a Cluster API Machine only once the Machine's node is drained of the
+//     pods its drain waits for, or the Machine has no node, or that node does not exist in the
+//     cluster of the drain or is not the Machine's (another spec.providerID), or the Machine's
+//     NodeMaintenance timed out or went (KindMachineHook); a NodeMaintenance of a Machine selects
+//     only a node of the Machine's providerID (KindMachineNode); the Machines may be in another
+//     cluster (Cluster API's management cluster) than the nodes;
 //   - once the maintenances are over, nothing of nodemaint's is left (CheckClean; promise 7): no
 //     cordon, taint, label, annotation or condition on nodes, no evacuation condition, label or
 //     annotation on pods, no annotation on Deployments and ReplicaSets, every Deployment back at
 //     its replicas, no EvictionRequest of nodemaint's (nor one with its labels or annotations),
-//     no Eviction naming nodemaint or of a pod that is gone, and no NodeMaintenance stuck in its
-//     deletion.
+//     no Eviction naming nodemaint or of a pod that is gone, no NodeMaintenance stuck in its
+//     deletion, and (Options.ClusterAPI) none of a Machine that is gone.
 //
 // The checks marked [audit log] judge nodemaint-controller's own acts on pods, read from the API
 // server's audit log (Options.AuditLog, acts.go) as they happen.

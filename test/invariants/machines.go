@@ -341,7 +341,8 @@ func machineWriteOf(e *auditEvent) bool {
 }
 
 // releasesHookIn reports whether a Machine's write removes nodemaint's pre-drain hook: a merge
-// patch that sets it to null, a JSON patch that removes it, or an update or apply whose body
+// patch that sets it, or all the annotations, to null (client.MergeFrom of a Machine whose only
+// annotation was the hook), a JSON patch that removes it, or an update or apply whose body
 // lacks it.
 func releasesHookIn(verb string, body json.RawMessage) bool {
 	var v any
@@ -357,13 +358,15 @@ func releasesHookIn(verb string, body json.RawMessage) bool {
 		})
 	case map[string]any:
 		md, _ := v["metadata"].(map[string]any)
-		annotations, _ := md["annotations"].(map[string]any)
+		raw, mentioned := md["annotations"]
+		annotations, _ := raw.(map[string]any)
 		hook, has := annotations[nodemaintv1alpha1.ClusterAPIPreDrainHook]
 		if verb == "update" || v["kind"] == "Machine" {
 			// The whole object: the hook is released when it is not in it.
 			return !has
 		}
-		return has && hook == nil
+		// A merge patch: the hook set to null, or every annotation (the hook the only one).
+		return has && hook == nil || mentioned && raw == nil
 	}
 	return false
 }

@@ -313,7 +313,9 @@ func TestReleasesHookIn(t *testing.T) {
 		want       bool
 	}{
 		{"patch", `{"metadata":{"annotations":{"` + hook + `":null},"resourceVersion":"1"}}`, true},
+		{"patch", `{"metadata":{"annotations":null,"resourceVersion":"388"}}`, true},
 		{"patch", `{"metadata":{"annotations":{"` + hook + `":"nodemaint"}}}`, false},
+		{"patch", `{"metadata":{"finalizers":null}}`, false},
 		{"patch", `{"metadata":{"annotations":{"other":null}}}`, false},
 		{"patch", `[{"op":"remove","path":"/metadata/annotations/pre-drain.delete.hook.machine.cluster.x-k8s.io~1nodemaint"}]`, true},
 		{"patch", `[{"op":"remove","path":"/metadata/annotations/other"}]`, false},

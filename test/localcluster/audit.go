@@ -17,7 +17,9 @@ import (
 //     which writes the pods' status, is no ServiceAccount);
 //   - pods/eviction and pod deletions by the ServiceAccounts of nodemaint-system, with the body
 //     for the UID precondition that names the very pod acted on (a StatefulSet's pod recreated
-//     under the same name is another pod); the ReplicaSet controller's deletions are not logged.
+//     under the same name is another pod); the ReplicaSet controller's deletions are not logged;
+//   - Cluster API Machines (not their status), with the body, for the releases of nodemaint's
+//     pre-drain hook (the field managers do not say who removed an annotation).
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
@@ -30,6 +32,8 @@ rules:
     resources: ["nodes"]
   - group: "lifecycle.k8s.io"
     resources: ["evictionrequests"]
+  - group: "cluster.x-k8s.io"
+    resources: ["machines"]
 - level: Request
   verbs: ["update", "patch"]
   userGroups: ["system:serviceaccounts"]

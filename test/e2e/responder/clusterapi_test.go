@@ -37,6 +37,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/controller/machine"
 	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
+	"github.com/nodemaint/nodemaint/test/invariants"
 	"github.com/nodemaint/nodemaint/test/localcluster"
 	"github.com/nodemaint/nodemaint/test/manifests"
 )
@@ -81,6 +82,7 @@ func TestClusterAPIPreDrainHook(t *testing.T) {
 	}
 	cc := capiClient(t)
 	ns := framework.Namespace(t)
+	checker := startMachineChecker(t, ns, &invariants.ClusterAPI{})
 	c := framework.NewController(t)
 	c.Start("--deployment-surge-timeout=2m", "--cluster-api", "--cluster-api-self="+ns+"/e2e")
 	createDeployment(t, ns, "web", 1, intstr.FromString("25%"), "3s", 0)
@@ -114,6 +116,45 @@ func TestClusterAPIPreDrainHook(t *testing.T) {
 		err := framework.Client().Get(ctx, types.NamespacedName{Name: machine.MaintenanceName(key)}, &nodemaintv1alpha1.NodeMaintenance{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
+	framework.Eventually(t, waitTimeout, "nothing of nodemaint's left", func(ctx context.Context) (bool, error) {
+		err := checker.CheckClean(ctx, ns)
+		return err == nil, err
+	})
+	expectMachineChecks(t, checker, 1)
+}
+
+// startMachineChecker starts an invariant checker of the namespace's workloads and of the
+// Machines of capi's cluster (test/invariants: the pre-drain hook released only once the
+// Machine's own node is drained; no node of another providerID cordoned), stopped when the test
+// ends.
+func startMachineChecker(t *testing.T, ns string, capi *invariants.ClusterAPI) *invariants.Checker {
+	t.Helper()
+	checker, err := invariants.Start(context.Background(), framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{
+		Namespaces:  []string{ns},
+		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
+		ClusterAPI:  capi,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = checker.Stop() })
+	return checker
+}
+
+// expectMachineChecks stops the checker and fails the test on every violation it found, or when
+// it judged fewer releases of the hook than released.
+func expectMachineChecks(t *testing.T, checker *invariants.Checker, released int) {
+	t.Helper()
+	if err := checker.Stop(); err != nil {
+		t.Error(err)
+	}
+	for _, v := range checker.Violations() {
+		t.Errorf("invariant violated: %s", v)
+	}
+	if n := checker.MachineReleases(); n < released {
+		t.Errorf("the checker judged %d releases of the pre-drain hook, want %d", n, released)
+	}
+	t.Logf("the invariant checker judged %d releases of the pre-drain hook: %d violations", checker.MachineReleases(), len(checker.Violations()))
 }
 
 // TestClusterAPIManagementCluster: Cluster API in its usual topology. The management cluster is
@@ -183,6 +224,9 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 	}
 
 	ns := framework.Namespace(t)
+	// The invariant checker watches the Machines in the management cluster (with its audit log),
+	// the drain in the workload cluster.
+	checker := startMachineChecker(t, ns, &invariants.ClusterAPI{Config: mgmt.config, AuditLog: mgmt.auditLog})
 	d := framework.NewDeployment(ns, "web", 1)
 	surge, unavailable := intstr.FromInt32(1), intstr.FromInt32(0)
 	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
@@ -295,6 +339,9 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 		})
 	}
+	// Released: the Machines whose node the workload cluster does not have, or has empty, and the
+	// drained one.
+	expectMachineChecks(t, checker, 5)
 
 	// Uninstall: the controller stopped, cleanup removes the hooks left (the refused Machine's,
 	// the Machine not deleted).
@@ -317,6 +364,8 @@ type management struct {
 	// controllerKubeconfig authenticates as nodemaint-controller's ServiceAccount;
 	// adminKubeconfig as the API server's admin.
 	controllerKubeconfig, adminKubeconfig string
+	// auditLog is the API server's audit log of the Machines' writes, for the invariant checker.
+	auditLog string
 }
 
 // startManagementCluster starts the test's management cluster, stopped when the test ends.
@@ -324,12 +373,14 @@ func startManagementCluster(t *testing.T) *management {
 	t.Helper()
 	// envtest logs through controller-runtime's logger: not here.
 	ctrllog.SetLogger(logr.Discard())
-	env, err := testenv.Start()
+	dir := t.TempDir()
+	auditLog := filepath.Join(dir, "audit.log")
+	env, err := testenv.StartWith(testenv.Options{AuditPolicy: invariants.MachineAuditPolicy, AuditLog: auditLog})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	m := &management{config: env.Config}
+	m := &management{config: env.Config, auditLog: auditLog}
 	if m.client, err = client.New(env.Config, client.Options{Scheme: capiScheme}); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +396,6 @@ func startManagementCluster(t *testing.T) *management {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	m.controllerKubeconfig = filepath.Join(dir, "controller.kubeconfig")
 	m.adminKubeconfig = filepath.Join(dir, "admin.kubeconfig")
 	for path, user := range map[string]*clientcmdapi.AuthInfo{
