@@ -33,6 +33,8 @@ const takeoverTimeout = 20 * time.Second
 // totals are a run's figures, over its batches.
 type totals struct {
 	scenarios, maintenances, edits, kills, exited, judged, budgets, violations int
+	// machines are the Machines deleted, releases the releases of their hook judged.
+	machines, releases int
 }
 
 func TestCombinations(t *testing.T) {
@@ -55,6 +57,7 @@ func TestCombinations(t *testing.T) {
 	// Under the EvictionRequest protocol the Deployment responder answers for the pods it is
 	// registered on, as an admin installs it.
 	framework.InstallEvictionResponderPolicy(t)
+	installClusterAPI(t)
 	for _, rule := range drainRules() {
 		if err := framework.Client().Create(t.Context(), rule); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("creating DrainRule %s: %v", rule.GetName(), err)
@@ -69,9 +72,9 @@ func TestCombinations(t *testing.T) {
 			t.Fatalf("batch %d failed: the batches after it are not run", b.seed)
 		}
 	}
-	t.Logf("combinations figures: %d scenarios in %d batches (%d maintenances, %d edits, %d leader kills, %d replicas that exited by themselves), "+
-		"%d acts of nodemaint's judged, %d budgets checked, %d invariant violations, %v in all",
-		sum.scenarios, s.batches, sum.maintenances, sum.edits, sum.kills, sum.exited, sum.judged, sum.budgets, sum.violations, time.Since(start).Round(time.Second))
+	t.Logf("combinations figures: %d scenarios in %d batches (%d maintenances, %d edits, %d Cluster API Machines deleted, %d leader kills, %d replicas that exited by themselves), "+
+		"%d acts of nodemaint's judged (%d releases of the pre-drain hook), %d budgets checked, %d invariant violations, %v in all",
+		sum.scenarios, s.batches, sum.maintenances, sum.edits, sum.machines, sum.kills, sum.exited, sum.judged, sum.releases, sum.budgets, sum.violations, time.Since(start).Round(time.Second))
 	if sum.judged == 0 {
 		t.Errorf("the checker judged no act of nodemaint's: the run exercised nothing")
 	}
@@ -111,11 +114,14 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 		return ready >= want, err
 	})
 
+	// Cluster API self-hosted: the batch's Machines, in a namespace of their own.
+	capi := newMachines(t)
 	checker, err := invariants.Start(ctx, framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{
 		Namespaces:  namespaces,
 		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
 		Witness:     true,
 		Prometheus:  prom, AlertMaxAge: alerts.MaxAge(alertPoll),
+		ClusterAPI: &invariants.ClusterAPI{},
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +138,10 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 		// loaded machine is started again (keepAlive), but each such loss is a minute of work redone.
 		args: []string{"--evacuation-protocol=" + b.protocol,
 			"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s",
-			"--prometheus-url=" + prom.URL(), "--prometheus-poll-interval=" + alertPoll.String()}}
+			"--prometheus-url=" + prom.URL(), "--prometheus-poll-interval=" + alertPoll.String(),
+			"--cluster-api", "--cluster-api-self=" + capi.self()},
+		// Cluster API lets a Machine go once its hook is released.
+		tick: func() { capi.letReleasedGo(t.Context()) }}
 	for _, ctrl := range f.ctrls {
 		ctrl.Start(f.args...)
 	}
@@ -172,6 +181,11 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 	}
 	for _, at := range b.kills {
 		steps = append(steps, step{at: at, what: "kill the leader", do: f.killLeader})
+	}
+	for _, sc := range b.lanes {
+		if m := sc.machine; m != nil {
+			steps = append(steps, step{at: m.deleteAt, what: "delete " + m.String(), do: func() { capi.delete(m) }})
+		}
 	}
 	for _, a := range b.alerts {
 		steps = append(steps, step{at: a.at, what: string(a.what), do: func() {
@@ -214,6 +228,9 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 	for name := range created {
 		deleteMaintenance(t, name)
 	}
+	// The batch is over: Cluster API lets its Machines go, released or not; their
+	// NodeMaintenances go with them.
+	capi.letAllGo(ctx)
 	f.eventually(3*time.Minute, "every NodeMaintenance gone and nothing of nodemaint's left", func(ctx context.Context) (bool, error) {
 		var list nodemaintv1alpha1.NodeMaintenanceList
 		if err := c.List(ctx, &list); err != nil {
@@ -237,13 +254,17 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 	sum.judged += judged
 	sum.budgets += budgets
 	sum.violations += len(violations)
+	sum.releases += checker.MachineReleases()
 	for _, sc := range b.lanes {
 		sum.maintenances += len(sc.nms)
 		sum.edits += len(sc.edits)
+		if sc.machine != nil {
+			sum.machines++
+		}
 	}
 	sum.exited += f.exited
-	t.Logf("batch %d (%s): %d scenarios, %d acts of nodemaint's judged, %d budgets checked, %d turns of rollouts with haltOnAlerts judged (%d answers of Prometheus), %d replicas that exited by themselves, %d violations",
-		b.seed, b.protocol, len(b.lanes), judged, budgets, checker.AlertTurns(), prom.Served(), f.exited, len(violations))
+	t.Logf("batch %d (%s): %d scenarios, %d acts of nodemaint's judged (%d releases of the pre-drain hook), %d budgets checked, %d turns of rollouts with haltOnAlerts judged (%d answers of Prometheus), %d replicas that exited by themselves, %d violations",
+		b.seed, b.protocol, len(b.lanes), judged, checker.MachineReleases(), budgets, checker.AlertTurns(), prom.Served(), f.exited, len(violations))
 	for _, v := range violations {
 		t.Errorf("invariant violated (replay: NODEMAINT_COMBINATIONS_SEED=%d NODEMAINT_COMBINATIONS_BATCHES=1): %s\n  in %s",
 			b.seed, v, scenarioOf(b, namespaces, v))
@@ -254,7 +275,8 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 // maintenance, for a violation of no pod).
 func scenarioOf(b batch, namespaces []string, v invariants.Violation) string {
 	for i, ns := range namespaces {
-		if strings.HasPrefix(v.Pod, ns+"/") || v.Pod == "" && strings.HasPrefix(v.Object, fmt.Sprintf("lane-%d-", b.lanes[i].lane)) {
+		lane := fmt.Sprintf("lane-%d-", b.lanes[i].lane)
+		if strings.HasPrefix(v.Pod, ns+"/") || v.Pod == "" && (strings.HasPrefix(v.Object, lane) || strings.Contains(v.Object, "/"+lane)) {
 			return b.lanes[i].String()
 		}
 	}
@@ -298,6 +320,8 @@ type fleet struct {
 	t     *testing.T
 	ctrls []*framework.Controller
 	args  []string
+	// tick, when set, runs about every second while the batch waits.
+	tick func()
 	// exited counts the replicas that exited by themselves and were started again.
 	exited int
 }
@@ -358,6 +382,9 @@ func (f *fleet) sleepUntil(t time.Time) {
 		case <-time.After(min(time.Until(t), time.Second)):
 		}
 		f.keepAlive()
+		if f.tick != nil {
+			f.tick()
+		}
 	}
 }
 

@@ -49,6 +49,10 @@ func TestGeneratorCoversTheSpace(t *testing.T) {
 			seen["alerts "+string(a.what)] = true
 		}
 		for _, sc := range b.lanes {
+			if m := sc.machine; m != nil {
+				seen["machine "+string(m.variant)] = true
+				seen["machine drainTimeout "+map[bool]string{true: "yes", false: "no"}[m.drainTimeout > 0]] = true
+			}
 			for _, k := range sc.workloads {
 				seen["workload "+k.name] = true
 			}
@@ -89,6 +93,10 @@ func TestGeneratorCoversTheSpace(t *testing.T) {
 	for _, a := range alertChanges {
 		want = append(want, "alerts "+string(a))
 	}
+	for _, v := range []machineVariant{machineOwn, machineForged, machineNoNode} {
+		want = append(want, "machine "+string(v))
+	}
+	want = append(want, "machine drainTimeout yes", "machine drainTimeout no")
 	for _, k := range zoo {
 		want = append(want, "workload "+k.name)
 	}

@@ -65,6 +65,8 @@ type scenario struct {
 	workloads []kind
 	nms       []drawnMaintenance
 	edits     []edit
+	// machine is the lane's Cluster API Machine (machines_test.go); nil: none.
+	machine *drawnMachine
 }
 
 // drawnMaintenance is a NodeMaintenance and when it is created.
@@ -133,6 +135,7 @@ func drawBatch(seed uint64, s runSize) batch {
 		b.alerts = append(b.alerts, alertStep{at: time.Duration(rng.Int64N(int64(s.span))), what: alertChanges[rng.IntN(len(alertChanges))]})
 	}
 	slices.SortStableFunc(b.alerts, func(x, y alertStep) int { return cmp.Compare(x.at, y.at) })
+	drawMachines(rng, &b, s)
 	return b
 }
 
@@ -260,6 +263,9 @@ func (sc scenario) String() string {
 				fmt.Fprintf(&b, ", %s at %v", e.what, e.at.Round(time.Second))
 			}
 		}
+	}
+	if sc.machine != nil {
+		fmt.Fprintf(&b, "; %s", sc.machine)
 	}
 	return b.String()
 }

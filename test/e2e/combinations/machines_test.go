@@ -1,0 +1,266 @@
+package combinations_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	capimachine "github.com/nodemaint/nodemaint/internal/controller/machine"
+	"github.com/nodemaint/nodemaint/test/e2e/framework"
+)
+
+// Cluster API, self-hosted: some lanes delete a Machine of one of their nodes while their
+// maintenances run. The Machine carries nodemaint's pre-drain hook; nodemaint drains its node
+// alongside the lane's maintenances (its own NodeMaintenance: cordon, drain, Evict, Report, the
+// default response timeout, the Machine's nodeDrainTimeoutSeconds) and releases the hook, which
+// the invariant checker judges (test/invariants, machines.go); the test plays Cluster API and
+// lets the Machine go once the hook is released (the node stays: the lanes share nothing but it
+// is the lane's), or at the end of the batch.
+
+// machineVariant is how a lane's Machine relates to its node.
+type machineVariant string
+
+const (
+	// machineOwn: the Machine's node, of its providerID: drained, then released.
+	machineOwn machineVariant = "own node"
+	// machineForged: the Machine names a lane's node of another providerID (a tenant's Machine
+	// naming any node): nothing may be cordoned for it; the hook stays.
+	machineForged machineVariant = "another providerID's node"
+	// machineNoNode: the Machine names a node that does not exist: its hook is released at once.
+	machineNoNode machineVariant = "no node"
+)
+
+var machineVariants = []machineVariant{machineOwn, machineOwn, machineOwn, machineForged, machineNoNode}
+
+// clusterName is the Cluster of the batches' Machines, --cluster-api-self.
+const clusterName = "combinations"
+
+// machineFinalizer is Cluster API's, which it removes once the Machine's node is gone.
+const machineFinalizer = "machine.cluster.x-k8s.io"
+
+// drawnMachine is a lane's Machine: deleted at deleteAt.
+type drawnMachine struct {
+	name     string
+	node     string
+	variant  machineVariant
+	deleteAt time.Duration
+	// drainTimeout is its nodeDrainTimeoutSeconds; 0: none.
+	drainTimeout int32
+}
+
+func (m drawnMachine) String() string {
+	s := fmt.Sprintf("Machine %s of %s (%s) deleted at %v", m.name, m.node, m.variant, m.deleteAt.Round(time.Second))
+	if m.drainTimeout > 0 {
+		s += fmt.Sprintf(", nodeDrainTimeoutSeconds %d", m.drainTimeout)
+	}
+	return s
+}
+
+// drawMachines draws the batch's Machines, after everything else so that a seed draws the rest as
+// before: a lane in three has one, and every batch at least one.
+func drawMachines(rng *rand.Rand, b *batch, s runSize) {
+	for i := range b.lanes {
+		if rng.IntN(3) == 0 {
+			b.lanes[i].machine = drawMachine(rng, b.lanes[i], s)
+		}
+	}
+	if !slices.ContainsFunc(b.lanes, func(sc scenario) bool { return sc.machine != nil }) && len(b.lanes) > 0 {
+		b.lanes[0].machine = drawMachine(rng, b.lanes[0], s)
+	}
+}
+
+func drawMachine(rng *rand.Rand, sc scenario, s runSize) *drawnMachine {
+	m := &drawnMachine{
+		name:     fmt.Sprintf("lane-%d-machine", sc.lane),
+		node:     sc.nodes[rng.IntN(len(sc.nodes))],
+		variant:  machineVariants[rng.IntN(len(machineVariants))],
+		deleteAt: time.Duration(rng.Int64N(int64(s.span / 2))),
+	}
+	if m.variant == machineNoNode {
+		m.node = fmt.Sprintf("lane-%d-gone", sc.lane)
+	}
+	if rng.IntN(3) == 0 {
+		m.drainTimeout = int32(15 + rng.IntN(16))
+	}
+	return m
+}
+
+// capiScheme knows the Kubernetes, nodemaint and Cluster API types.
+var capiScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(clusterv1.AddToScheme(s))
+	utilruntime.Must(nodemaintv1alpha1.AddToScheme(s))
+	return s
+}()
+
+// installClusterAPI installs Cluster API's Machine and Cluster CRDs and nodemaint's rights on them,
+// and gives every node its providerID (kwok://<name>; it can be set once).
+func installClusterAPI(t *testing.T) {
+	t.Helper()
+	framework.Apply(t, "test/e2e/testdata/cluster-api", "config/cluster-api")
+	var nodes corev1.NodeList
+	if err := framework.Client().List(t.Context(), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if n.Spec.ProviderID != "" {
+			continue
+		}
+		orig := n.DeepCopy()
+		n.Spec.ProviderID = "kwok://" + n.Name
+		if err := framework.Client().Patch(t.Context(), n, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// machines plays Cluster API for a batch: it creates the batch's Cluster (the cluster itself,
+// --cluster-api-self), deletes each Machine as its MachineSet does, and lets it go once
+// nodemaint released its hook.
+type machines struct {
+	t       *testing.T
+	c       client.Client
+	ns      string
+	deleted []*clusterv1.Machine
+}
+
+// newMachines creates the batch's namespace of Machines and its Cluster.
+func newMachines(t *testing.T) *machines {
+	t.Helper()
+	c, err := client.New(framework.Cluster().RESTConfig(), client.Options{Scheme: capiScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &machines{t: t, c: c, ns: framework.Namespace(t)}
+	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: clusterName}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(false)}}
+	if err := c.Create(t.Context(), cluster); err != nil {
+		t.Fatal(err)
+	}
+	// Whatever happens, no Machine of the batch holds its namespace.
+	t.Cleanup(func() { m.letAllGo(context.Background()) })
+	return m
+}
+
+// self is the --cluster-api-self of the batch.
+func (m *machines) self() string { return m.ns + "/" + clusterName }
+
+// delete creates the drawn Machine, sets its node as Cluster API's Machine controller does, and
+// deletes it.
+func (m *machines) delete(d *drawnMachine) {
+	t := m.t
+	providerID := "kwok://" + d.node
+	if d.variant != machineNoNode {
+		node := &corev1.Node{}
+		if err := m.c.Get(t.Context(), client.ObjectKey{Name: d.node}, node); err != nil {
+			t.Fatalf("reading node %s of Machine %s: %v", d.node, d.name, err)
+		}
+		providerID = node.Spec.ProviderID
+		if d.variant == machineForged {
+			providerID += "-elsewhere"
+		}
+	}
+	machine := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: d.name,
+			Annotations: map[string]string{nodemaintv1alpha1.ClusterAPIPreDrainHook: "nodemaint"},
+			Labels:      map[string]string{clusterv1.ClusterNameLabel: clusterName},
+			Finalizers:  []string{machineFinalizer}},
+		Spec: clusterv1.MachineSpec{
+			ClusterName:       clusterName,
+			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To(d.name + "-bootstrap")},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "KwokMachine", Name: d.name},
+			ProviderID:        providerID,
+		},
+	}
+	if d.drainTimeout > 0 {
+		machine.Spec.Deletion.NodeDrainTimeoutSeconds = ptr.To(d.drainTimeout)
+	}
+	if err := m.c.Create(t.Context(), machine); err != nil {
+		t.Fatalf("creating Machine %s: %v", d.name, err)
+	}
+	machine.Status.NodeRef = clusterv1.MachineNodeReference{Name: d.node}
+	if err := m.c.Status().Update(t.Context(), machine); err != nil {
+		t.Fatalf("setting the node of Machine %s: %v", d.name, err)
+	}
+	if err := m.c.Delete(t.Context(), machine); err != nil {
+		t.Fatalf("deleting Machine %s: %v", d.name, err)
+	}
+	m.deleted = append(m.deleted, machine)
+}
+
+// letReleasedGo lets the deleted Machines whose hook nodemaint released go, as Cluster API does
+// once it drained and deleted the node (the node stays here: it is the lane's).
+func (m *machines) letReleasedGo(ctx context.Context) {
+	n := 0
+	for _, machine := range m.deleted {
+		cur := &clusterv1.Machine{}
+		err := m.c.Get(ctx, client.ObjectKeyFromObject(machine), cur)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err == nil && !hooked(cur):
+			m.t.Logf("Machine %s: pre-drain hook released; Cluster API lets it go", machine.Name)
+			letGo(ctx, m.c, machine)
+			continue
+		}
+		m.deleted[n] = machine
+		n++
+	}
+	m.deleted = m.deleted[:n]
+}
+
+// letAllGo lets every Machine of the batch go, released or not (the batch is over), and says
+// where each one still held stood.
+func (m *machines) letAllGo(ctx context.Context) {
+	for _, machine := range m.deleted {
+		m.t.Logf("Machine %s: pre-drain hook held at the end of the batch; %s", machine.Name, m.maintenanceOf(ctx, machine))
+		letGo(ctx, m.c, machine)
+	}
+	m.deleted = nil
+}
+
+// maintenanceOf says where the NodeMaintenance of the Machine stands.
+func (m *machines) maintenanceOf(ctx context.Context, machine *clusterv1.Machine) string {
+	name := capimachine.MaintenanceName(client.ObjectKeyFromObject(machine))
+	nm := &nodemaintv1alpha1.NodeMaintenance{}
+	switch err := m.c.Get(ctx, client.ObjectKey{Name: name}, nm); {
+	case apierrors.IsNotFound(err):
+		return "no NodeMaintenance of it"
+	case err != nil:
+		return fmt.Sprintf("its NodeMaintenance %s: %v", name, err)
+	}
+	var conds []string
+	for _, c := range nm.Status.Conditions {
+		if c.Type == nodemaintv1alpha1.ConditionDrained || c.Type == nodemaintv1alpha1.ConditionDrainTimedOut {
+			conds = append(conds, fmt.Sprintf("%s=%s (%s: %.200s)", c.Type, c.Status, c.Reason, c.Message))
+		}
+	}
+	return fmt.Sprintf("its NodeMaintenance %s: %s", name, strings.Join(conds, ", "))
+}
+
+func letGo(ctx context.Context, c client.Client, machine *clusterv1.Machine) {
+	cur := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: machine.Namespace, Name: machine.Name}}
+	_ = c.Patch(ctx, cur, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+}
+
+func hooked(m *clusterv1.Machine) bool {
+	_, ok := m.Annotations[nodemaintv1alpha1.ClusterAPIPreDrainHook]
+	return ok
+}
