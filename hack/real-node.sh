@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds what one real node of the local cluster runs (REAL_NODES=1 make cluster-up): the kubelet
-# from the k8s.io/kubernetes module of the control plane's version (hack/control-plane.sh),
+# and kube-proxy from the k8s.io/kubernetes module of the control plane's version (hack/control-plane.sh),
 # containerd with its runc shim and ctr, runc, and the CNI plugins bridge, host-local and
 # loopback, all from their Go modules: nothing is fetched but Go modules and Debian's
 # libseccomp-dev. runc is the one built with cgo (its nsenter is C; gcc is on the machine), with
 # seccomp (libseccomp-dev, installed here as root with apt-get). The binaries are cached outside
 # the repository, keyed by version, so the cold build (5-10 min on 2 cores; the kubelet reuses
-# the control plane's packages from Go's build cache) happens once per machine.
+# the control plane's packages from Go's build cache) happens once per machine; a binary missing
+# from the cache (one added here since) is built alone. kube-proxy runs nft (Debian's nftables,
+# make test-deps).
 #
 # Usage: hack/real-node.sh        # builds if needed, prints the bin directory
 set -euo pipefail
@@ -19,7 +21,7 @@ CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v1.10.0}
 cache=${NODEMAINT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodemaint}
 key="node-k8s-${K8S_VERSION}_containerd-${CONTAINERD_VERSION}_runc-${RUNC_VERSION}_cni-${CNI_PLUGINS_VERSION}"
 bin="$cache/$key/bin"
-want=(kubelet containerd containerd-shim-runc-v2 ctr runc bridge host-local loopback)
+want=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr runc bridge host-local loopback)
 
 complete() {
   for b in "${want[@]}"; do [ -x "$bin/$b" ] || return 1; done
@@ -39,7 +41,7 @@ if complete; then
   exit 0
 fi
 
-echo "building the real node (kubelet ${K8S_VERSION}, containerd ${CONTAINERD_VERSION}, runc ${RUNC_VERSION}, CNI plugins ${CNI_PLUGINS_VERSION}) from source (one time) into $bin" >&2
+echo "building the real node (kubelet and kube-proxy ${K8S_VERSION}, containerd ${CONTAINERD_VERSION}, runc ${RUNC_VERSION}, CNI plugins ${CNI_PLUGINS_VERSION}) from source (one time) into $bin" >&2
 mkdir -p "$bin"
 src="$cache/$key/src"
 rm -rf "$src"
@@ -48,9 +50,15 @@ minor="v0.${K8S_VERSION#v1.}"
 k8s_minor=$(echo "$K8S_VERSION" | cut -d. -f2)
 export GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0
 
-# kubelet: the same throwaway module as hack/control-plane.sh's, so that Go's build cache shares
-# the packages both build.
-(
+# missing NAME...: whether one of the binaries is not built yet.
+missing() {
+  for b in "$@"; do [ -x "$bin/$b" ] || return 0; done
+  return 1
+}
+
+# kubelet and kube-proxy: the same throwaway module as hack/control-plane.sh's, so that Go's
+# build cache shares the packages they build.
+missing kubelet kube-proxy && (
   cd "$src/k8s"
   go mod init nodemaint.dev/controlplane >/dev/null 2>&1
   go mod edit -require="k8s.io/kubernetes@${K8S_VERSION}"
@@ -63,21 +71,21 @@ export GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0
     -X k8s.io/component-base/version.gitMajor=1 \
     -X k8s.io/component-base/version.gitMinor=${k8s_minor} \
     -X k8s.io/client-go/pkg/version.gitVersion=${K8S_VERSION}" \
-    -o "$bin/" k8s.io/kubernetes/cmd/kubelet
+    -o "$bin/" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
 ) >&2
 
 # containerd, its runc shim and ctr, static, without the btrfs snapshotter (cgo).
-GOBIN="$bin" go install -trimpath -tags "no_btrfs urfave_cli_no_docs" \
+missing containerd ctr && GOBIN="$bin" go install -trimpath -tags "no_btrfs urfave_cli_no_docs" \
   -ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=${CONTAINERD_VERSION}" \
   "github.com/containerd/containerd/v2/cmd/containerd@${CONTAINERD_VERSION}" \
   "github.com/containerd/containerd/v2/cmd/ctr@${CONTAINERD_VERSION}" >&2
-GOBIN="$bin" go install -trimpath -tags "no_grpc urfave_cli_no_docs" \
+missing containerd-shim-runc-v2 && GOBIN="$bin" go install -trimpath -tags "no_grpc urfave_cli_no_docs" \
   -ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=${CONTAINERD_VERSION}" \
   "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@${CONTAINERD_VERSION}" >&2
 
 # runc: cgo for libcontainer's nsenter, and seccomp (containerd gives the pod sandboxes the
 # runtime/default profile) with Debian's libseccomp-dev; no libpathrs (Rust).
-if ! pkg-config --exists libseccomp 2>/dev/null; then
+if missing runc && ! pkg-config --exists libseccomp 2>/dev/null; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
     echo "Installing libseccomp-dev pkg-config (apt-get), for runc's seccomp" >&2
     apt-get update -qq >&2
@@ -87,12 +95,12 @@ if ! pkg-config --exists libseccomp 2>/dev/null; then
     exit 1
   fi
 fi
-CGO_ENABLED=1 GOBIN="$bin" go install -trimpath -tags "seccomp urfave_cli_no_docs" \
+missing runc && CGO_ENABLED=1 GOBIN="$bin" go install -trimpath -tags "seccomp urfave_cli_no_docs" \
   -ldflags="-s -w -X main.version=${RUNC_VERSION#v}" \
   "github.com/opencontainers/runc@${RUNC_VERSION}" >&2
 
 # The CNI plugins of the node's network: a bridge, host-local addresses, the loopback.
-GOBIN="$bin" go install -trimpath -ldflags="-s -w" \
+missing bridge loopback host-local && GOBIN="$bin" go install -trimpath -ldflags="-s -w" \
   "github.com/containernetworking/plugins/plugins/main/bridge@${CNI_PLUGINS_VERSION}" \
   "github.com/containernetworking/plugins/plugins/main/loopback@${CNI_PLUGINS_VERSION}" \
   "github.com/containernetworking/plugins/plugins/ipam/host-local@${CNI_PLUGINS_VERSION}" >&2

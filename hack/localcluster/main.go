@@ -97,7 +97,7 @@ func up(ctx context.Context, dir, binDir string, nodes, realNodes int, nodeBinDi
 		fmt.Printf("\nThe real node %s runs a kubelet and containerd (logs: %s)\n", localcluster.RealNodeName, filepath.Join(c.Dir(), "logs"))
 	}
 	fmt.Printf(`
-The cluster is up, with %d nodes: https://127.0.0.1:%d (EvictionRequest API: %v)
+The cluster is up, with %d nodes: %s (EvictionRequest API: %v)
 Use it with:
 
   export KUBECONFIG=%s
@@ -106,7 +106,7 @@ Use it with:
 
 Stop it with "make cluster-down". Logs are in %s.
 
-`, nodes, c.Ports().APIServer, c.EvictionRequestAPI(), c.Kubeconfig(), c.BinDir(), filepath.Join(c.Dir(), "logs"))
+`, nodes, c.Server(), c.EvictionRequestAPI(), c.Kubeconfig(), c.BinDir(), filepath.Join(c.Dir(), "logs"))
 	return nil
 }
 
@@ -140,7 +140,7 @@ func status(ctx context.Context, dir string) error {
 			ready++
 		}
 	}
-	fmt.Printf("\n%d/%d nodes Ready, API server https://127.0.0.1:%d\nexport KUBECONFIG=%s\n",
-		ready, len(nodes.Items), c.Ports().APIServer, c.Kubeconfig())
+	fmt.Printf("\n%d/%d nodes Ready, API server %s\nexport KUBECONFIG=%s\n",
+		ready, len(nodes.Items), c.Server(), c.Kubeconfig())
 	return nil
 }

@@ -42,7 +42,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// Ports are the 127.0.0.1 ports a cluster listens on.
+// Ports are the ports a cluster listens on: on 127.0.0.1, kube-apiserver's on the real node's
+// address when the cluster has one (APIServerHost).
 type Ports struct {
 	EtcdClient        int `json:"etcdClient"`
 	EtcdPeer          int `json:"etcdPeer"`
@@ -184,7 +185,14 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		c := &Cluster{dir: dir, binDir: opts.BinDir, ports: *ports, killWithParent: opts.KillWithParent, evictionRequestAPI: evictionRequestAPI, audit: true,
 			realNodes: opts.RealNodes, nodeBinDir: opts.NodeBinDir, log: log}
-		err := c.start(ctx, opts.Nodes)
+		var err error
+		if c.realNodes > 0 {
+			// kube-apiserver listens on the node's bridge: it is made first.
+			err = c.prepareRealNode()
+		}
+		if err == nil {
+			err = c.start(ctx, opts.Nodes)
+		}
 		if err == nil && c.realNodes > 0 {
 			err = c.startRealNode(ctx, cmp.Or(opts.RepoRoot, "."))
 		}
@@ -272,11 +280,26 @@ func (c *Cluster) WriteKubeconfig(path string, user *clientcmdapi.AuthInfo) erro
 	return clientcmd.WriteToFile(*config, path)
 }
 
-func (c *Cluster) serverURL() string { return "https://127.0.0.1:" + strconv.Itoa(c.ports.APIServer) }
+func (c *Cluster) serverURL() string {
+	return "https://" + net.JoinHostPort(c.APIServerHost(), strconv.Itoa(c.ports.APIServer))
+}
+
+// Server returns the URL of kube-apiserver.
+func (c *Cluster) Server() string { return c.serverURL() }
+
+// APIServerHost returns the address kube-apiserver listens on and advertises: 127.0.0.1, or with
+// a real node the node's address on its pods' bridge, so that the pods reach it through the
+// kubernetes Service as in any cluster (a Service cannot point at a loopback address).
+func (c *Cluster) APIServerHost() string {
+	if c.realNodes > 0 {
+		return realNodeIP
+	}
+	return "127.0.0.1"
+}
 
 // start starts the processes of a new cluster and creates its nodes.
 func (c *Cluster) start(ctx context.Context, nodes int) error {
-	if err := generatePKI(filepath.Join(c.dir, "pki")); err != nil {
+	if err := generatePKI(filepath.Join(c.dir, "pki"), net.ParseIP(c.APIServerHost())); err != nil {
 		return err
 	}
 	if err := c.writeConfigs(); err != nil {
@@ -401,8 +424,8 @@ func (c *Cluster) baseArgs(name string) []string {
 	case kubeAPIServer:
 		const issuer = "https://kubernetes.default.svc.cluster.local"
 		args := []string{
-			"--bind-address=127.0.0.1",
-			"--advertise-address=127.0.0.1",
+			"--bind-address=" + c.APIServerHost(),
+			"--advertise-address=" + c.APIServerHost(),
 			"--secure-port=" + strconv.Itoa(c.ports.APIServer),
 			"--etcd-servers=http://" + loopback(c.ports.EtcdClient),
 			"--tls-cert-file=" + pki("serving.crt"),
@@ -424,11 +447,15 @@ func (c *Cluster) baseArgs(name string) []string {
 			"--service-account-signing-key-file=" + pki("sa.key"),
 			"--service-cluster-ip-range=" + serviceClusterIPRange,
 			"--allow-privileged",
-			// The kubernetes Service cannot point at a loopback address.
-			"--endpoint-reconciler-type=none",
 			// Close watches on SIGTERM rather than wait for their clients to go: a restart
 			// takes seconds, not a minute.
 			"--shutdown-watch-termination-grace-period=1s",
+		}
+		if c.realNodes > 0 {
+			args = append(args, c.realNodeAPIServerArgs()...)
+		} else {
+			// The kubernetes Service cannot point at a loopback address.
+			args = append(args, "--endpoint-reconciler-type=none")
 		}
 		if c.audit {
 			args = append(args, c.auditFlags()...)
@@ -492,7 +519,7 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 	}
 	// The port can stay taken for a moment after the process is gone.
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, startTimeout, true, func(context.Context) (bool, error) {
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(c.ports.APIServer))
+		l, err := net.Listen("tcp", net.JoinHostPort(c.APIServerHost(), strconv.Itoa(c.ports.APIServer)))
 		if err != nil {
 			return false, nil
 		}

@@ -17,13 +17,18 @@ import (
 
 // Client identities. The control-plane components use the users the default RBAC policy binds
 // their roles to; kwok plays every kubelet and is a cluster admin; kube-apiserver presents
-// front-proxy-client to aggregated API servers.
+// front-proxy-client to aggregated API servers, and kube-apiserver-kubelet-client to the real
+// node's kubelet (logs, exec: the kubelet asks the API server whether it may, as kubeadm's
+// certificate of that name, a cluster admin); the real node's kube-proxy is system:kube-proxy,
+// whom the default policy grants system:node-proxier.
 var clientIdentities = map[string]pkix.Name{
-	"admin":                   {CommonName: "kubernetes-admin", Organization: []string{"system:masters"}},
-	"kube-controller-manager": {CommonName: "system:kube-controller-manager"},
-	"kube-scheduler":          {CommonName: "system:kube-scheduler"},
-	"kwok":                    {CommonName: "kwok-controller", Organization: []string{"system:masters"}},
-	"front-proxy-client":      {CommonName: "front-proxy-client"},
+	"admin":                         {CommonName: "kubernetes-admin", Organization: []string{"system:masters"}},
+	"kube-controller-manager":       {CommonName: "system:kube-controller-manager"},
+	"kube-scheduler":                {CommonName: "system:kube-scheduler"},
+	"kwok":                          {CommonName: "kwok-controller", Organization: []string{"system:masters"}},
+	"front-proxy-client":            {CommonName: "front-proxy-client"},
+	"kube-apiserver-kubelet-client": {CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+	"kube-proxy":                    {CommonName: "system:kube-proxy"},
 }
 
 // serviceClusterIPRange is the cluster's Service CIDR; its first address is the kubernetes Service.
@@ -34,10 +39,11 @@ type keyPair struct {
 	key  *ecdsa.PrivateKey
 }
 
-// generatePKI writes into dir a CA, a serving certificate for 127.0.0.1 and the kubernetes
-// Service (used by kube-apiserver, kube-controller-manager and kube-scheduler), a client
-// certificate per entry of clientIdentities and the ServiceAccount token signing key pair.
-func generatePKI(dir string) error {
+// generatePKI writes into dir a CA, a serving certificate for 127.0.0.1, apiServerIP (the
+// address kube-apiserver listens on) and the kubernetes Service (used by kube-apiserver,
+// kube-controller-manager and kube-scheduler), a client certificate per entry of
+// clientIdentities and the ServiceAccount token signing key pair.
+func generatePKI(dir string, apiServerIP net.IP) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -57,6 +63,10 @@ func generatePKI(dir string) error {
 		return err
 	}
 
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 96, 0, 1)}
+	if apiServerIP != nil && !apiServerIP.IsLoopback() {
+		ips = append(ips, apiServerIP)
+	}
 	serving, err := newKeyPair(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: "nodemaint-local"},
 		NotBefore:   now.Add(-time.Hour),
@@ -67,7 +77,7 @@ func generatePKI(dir string) error {
 			"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local",
 		},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 96, 0, 1)},
+		IPAddresses: ips,
 	}, ca)
 	if err != nil {
 		return err

@@ -24,12 +24,17 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// The real node: a kubelet, containerd (with runc and its shim) and the CNI plugins bridge,
-// host-local and loopback, built by hack/real-node.sh, running pods for real beside the kwok
-// nodes. It needs root (cgroups, mounts, network namespaces). There is one per machine: its
-// kubelet uses the cgroups under /nodemaint-realnode (realnode_host.go), its network the bridge
-// realNodeBridge, and the paths below, which are short because unix socket paths are limited to
-// 108 bytes. What it changes on the machine besides, `make cluster-down` undoes.
+// The real node: a kubelet, containerd (with runc and its shim), kube-proxy and the CNI plugins
+// bridge, host-local and loopback, built by hack/real-node.sh, running pods for real beside the
+// kwok nodes. It needs root (cgroups, mounts, network namespaces, nftables). There is one per
+// machine: its kubelet uses the cgroups under /nodemaint-realnode (realnode_host.go), its network
+// the bridge realNodeBridge, and the paths below, which are short because unix socket paths are
+// limited to 108 bytes. What it changes on the machine besides, `make cluster-down` undoes.
+//
+// Its pods reach the API server as in any cluster: kube-apiserver listens on the node's address
+// on the bridge (Cluster.APIServerHost), which the kubernetes Service's endpoints name, and
+// kube-proxy (nftables mode) routes the Services' addresses, to which the pods have a route
+// through the bridge. containerd pulls from the registries the test names (TrustRegistry).
 //
 // The kubelet runs in a mount namespace of its own where /proc/sys/kernel/random/boot_id is
 // the file <dir>/realnode/boot_id, so that RebootRealNode gives the node a new boot ID. Its root
@@ -59,11 +64,19 @@ const (
 	realNodeNetwork   = "nodemaint-realnode"
 	containerdName    = "containerd"
 	kubeletName       = "kubelet"
+	kubeProxyName     = "kube-proxy"
 	realNodeReadyMax  = 2 * time.Minute
+	// kubeProxyTable is the nftables table (families ip and ip6) kube-proxy writes; its name is
+	// fixed, so a host whose own kube-proxy has it cannot have a real node.
+	kubeProxyTable = "kube-proxy"
+	// kubeProxyMarker, in realNodeRun, says the kube-proxy tables are the real node's, to remove.
+	kubeProxyMarker = "kube-proxy-tables"
+	// kubeProxyHealthz is kube-proxy's health endpoint.
+	kubeProxyHealthz = "127.0.0.1:10256"
 )
 
 // RealNodeComponents are the processes of the real node, in start order.
-var RealNodeComponents = []string{containerdName, kubeletName}
+var RealNodeComponents = []string{containerdName, kubeletName, kubeProxyName}
 
 // RealNodeBinDirEnv names the directory of the real node's binaries (hack/real-node.sh).
 const RealNodeBinDirEnv = "NODEMAINT_REAL_NODE_BIN_DIR"
@@ -72,13 +85,18 @@ func (c *Cluster) realNodeDir(elem ...string) string {
 	return filepath.Join(append([]string{c.dir, "realnode"}, elem...)...)
 }
 
-// startRealNode sets up and starts the real node and waits until it is Ready.
-func (c *Cluster) startRealNode(ctx context.Context, repoRoot string) error {
+// prepareRealNode claims the machine's real node for the cluster, removes what a previous one
+// left and sets up the pods' bridge, before the control plane starts: kube-apiserver listens on
+// the node's address on it.
+func (c *Cluster) prepareRealNode() error {
 	if os.Geteuid() != 0 {
 		return errors.New("a real node needs root: cgroups, mounts and network namespaces")
 	}
 	if c.nodeBinDir == "" {
 		return errors.New("no binaries for the real node (hack/real-node.sh; --node-bin-dir or $" + RealNodeBinDirEnv + ")")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		return errors.New("the real node's kube-proxy needs nft: apt-get install nftables (make test-deps)")
 	}
 	owner, err := os.ReadFile(filepath.Join(realNodeRun, "cluster"))
 	if err == nil && string(owner) != c.dir {
@@ -88,8 +106,8 @@ func (c *Cluster) startRealNode(ctx context.Context, repoRoot string) error {
 			}
 		}
 	}
-	// What a previous real node left: containers, mounts, network namespaces, cgroups; and
-	// the settings of one that was not stopped, before they are taken for the machine's own.
+	// What a previous real node left: containers, mounts, network namespaces, cgroups, tables;
+	// and the settings of one that was not stopped, before they are taken for the machine's own.
 	if err := cleanRealNode(c.log); err != nil {
 		return err
 	}
@@ -98,7 +116,12 @@ func (c *Cluster) startRealNode(ctx context.Context, repoRoot string) error {
 			return err
 		}
 	}
-	for _, d := range []string{c.realNodeDir("cni"), realNodeLib, realNodeRun, realNodeKubelet} {
+	for _, family := range []string{"ip", "ip6"} {
+		if nftTableExists(family, kubeProxyTable) {
+			return fmt.Errorf("this machine has the nftables table %s %s (its own kube-proxy?), which the real node's kube-proxy would share: no real node here", family, kubeProxyTable)
+		}
+	}
+	for _, d := range []string{c.realNodeDir("cni"), c.realNodeDir("certs.d"), realNodeLib, realNodeRun, realNodeKubelet} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
@@ -106,6 +129,12 @@ func (c *Cluster) startRealNode(ctx context.Context, repoRoot string) error {
 	if err := os.WriteFile(filepath.Join(realNodeRun, "cluster"), []byte(c.dir), 0o644); err != nil {
 		return err
 	}
+	return setUpBridge()
+}
+
+// startRealNode starts the real node that prepareRealNode set up, once the control plane runs,
+// and waits until it is Ready and kube-proxy has written the Services' rules.
+func (c *Cluster) startRealNode(ctx context.Context, repoRoot string) error {
 	if err := c.writeRealNodeConfigs(); err != nil {
 		return err
 	}
@@ -122,9 +151,6 @@ func (c *Cluster) startRealNode(ctx context.Context, repoRoot string) error {
 		return err
 	}
 	if err := newBootID(c.realNodeDir("boot_id")); err != nil {
-		return err
-	}
-	if err := setUpBridge(); err != nil {
 		return err
 	}
 	if err := c.startContainerd(ctx); err != nil {
@@ -148,7 +174,24 @@ func (c *Cluster) startRealNode(ctx context.Context, repoRoot string) error {
 	if err := c.startKubelet(ctx); err != nil {
 		return err
 	}
-	return c.waitRealNodeReady(ctx)
+	if err := c.waitRealNodeReady(ctx); err != nil {
+		return err
+	}
+	return c.startKubeProxy(ctx)
+}
+
+// realNodeAPIServerArgs are kube-apiserver's flags for the real node's kubelet: it dials the
+// node's InternalIP (its hostname, realnode-0, resolves nowhere), verifies the kubelet's serving
+// certificate with the cluster's CA and authenticates as kube-apiserver-kubelet-client, so that
+// kubectl logs, exec and port-forward reach the real node's pods.
+func (c *Cluster) realNodeAPIServerArgs() []string {
+	pki := func(file string) string { return filepath.Join(c.dir, "pki", file) }
+	return []string{
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-certificate-authority=" + pki("ca.crt"),
+		"--kubelet-client-certificate=" + pki("kube-apiserver-kubelet-client.crt"),
+		"--kubelet-client-key=" + pki("kube-apiserver-kubelet-client.key"),
+	}
 }
 
 // writeRealNodeConfigs writes the kubelet's certificates, kubeconfig and configuration,
@@ -192,6 +235,35 @@ func (c *Cluster) writeRealNodeConfigs() error {
 		ClientCertificate: filepath.Join(pkiDir, "kubelet-client.crt"),
 		ClientKey:         filepath.Join(pkiDir, "kubelet-client.key"),
 	}); err != nil {
+		return err
+	}
+
+	if err := c.WriteKubeconfig(c.realNodeDir("kube-proxy.kubeconfig"), &clientcmdapi.AuthInfo{
+		ClientCertificate: filepath.Join(pkiDir, "kube-proxy.crt"),
+		ClientKey:         filepath.Join(pkiDir, "kube-proxy.key"),
+	}); err != nil {
+		return err
+	}
+	// nftables mode, the mode of new clusters. The conntrack table's size and timeouts stay the
+	// machine's (0: leave as is); NodePorts only on the node's address.
+	kubeProxy := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: nftables
+clientConnection: {kubeconfig: %[1]s}
+hostnameOverride: %[2]s
+clusterCIDR: %[3]s
+nodePortAddresses: [%[4]s/32]
+healthzBindAddress: %[5]s
+metricsBindAddress: 127.0.0.1:10249
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+  udpTimeout: 0s
+  udpStreamTimeout: 0s
+`, c.realNodeDir("kube-proxy.kubeconfig"), RealNodeName, realNodeSubnet, realNodeIP, kubeProxyHealthz)
+	if err := os.WriteFile(c.realNodeDir("kube-proxy.yaml"), []byte(kubeProxy), 0o644); err != nil {
 		return err
 	}
 
@@ -260,6 +332,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     snapshotter = "overlayfs"
     [plugins.'io.containerd.cri.v1.images'.pinned_images]
       sandbox = %[5]q
+    # hosts.toml of the registries the tests serve (TrustRegistry), read at each pull.
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = %[10]q
 
   [plugins.'io.containerd.cri.v1.runtime']
     netns_mounts_under_state_dir = true
@@ -280,14 +355,15 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
       max_conf_num = 1
 `, filepath.Join(realNodeLib, "containerd"), filepath.Join(realNodeRun, "containerd"), realNodeSocket,
 		realNodeSocket+".ttrpc", PauseImage, filepath.Join(c.nodeBinDir, "runc"), filepath.Join(realNodeRun, "runc"),
-		c.nodeBinDir, c.realNodeDir("cni"))
+		c.nodeBinDir, c.realNodeDir("cni"), c.realNodeDir("certs.d"))
 	if err := os.WriteFile(c.realNodeDir("containerd.toml"), []byte(containerd), 0o644); err != nil {
 		return err
 	}
 
-	// No masquerading and no default route in the pods: they talk to the node and to each
-	// other, and nowhere else. Not a gateway: the node's address is on the bridge already
-	// (setUpBridge), and the bridge plugin would turn the host's IP forwarding on for every pod.
+	// No masquerading and no default route in the pods: they talk to the node, to each other
+	// and to the Services (through the node, where kube-proxy routes them), and nowhere else.
+	// Not a gateway: the node's address is on the bridge already (setUpBridge), and the bridge
+	// plugin would turn the host's IP forwarding on for every pod.
 	cni := fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": %q,
@@ -297,12 +373,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
       "bridge": %q,
       "isGateway": false,
       "ipMasq": false,
-      "ipam": {"type": "host-local", "ranges": [[{"subnet": %q, "gateway": %q}]], "dataDir": %q}
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": %q, "gateway": %q}]], "routes": [{"dst": %q, "gw": %q}], "dataDir": %q}
     },
     {"type": "loopback"}
   ]
 }
-`, realNodeNetwork, realNodeBridge, realNodeSubnet, realNodeIP, filepath.Join(realNodeLib, "cni"))
+`, realNodeNetwork, realNodeBridge, realNodeSubnet, realNodeIP, serviceClusterIPRange, realNodeIP, filepath.Join(realNodeLib, "cni"))
 	return os.WriteFile(c.realNodeDir("cni", "10-nodemaint-realnode.conflist"), []byte(cni), 0o644)
 }
 
@@ -396,6 +472,78 @@ func (c *Cluster) startKubelet(ctx context.Context) error {
 	})
 }
 
+// startKubeProxy starts kube-proxy and waits until it has written the Services' rules. Its PATH
+// holds nft alone: at start, kube-proxy in nftables mode removes the rules of the other modes'
+// kube-proxies (iptables chains, IPVS services) it finds with iptables and modprobe, which would
+// be the machine's own.
+func (c *Cluster) startKubeProxy(ctx context.Context) error {
+	nft, err := exec.LookPath("nft")
+	if err != nil {
+		return errors.New("the real node's kube-proxy needs nft: apt-get install nftables (make test-deps)")
+	}
+	path := c.realNodeDir("kube-proxy-path")
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return err
+	}
+	if err := os.Symlink(nft, filepath.Join(path, "nft")); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(realNodeRun, kubeProxyMarker), nil, 0o644); err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(c.nodeBinDir, kubeProxyName), "--config="+c.realNodeDir("kube-proxy.yaml"), "--v=2")
+	exited, err := c.startCommand(kubeProxyName, cmd, "PATH="+path)
+	if err != nil {
+		return err
+	}
+	return c.waitHealthy(ctx, kubeProxyName, exited, func(ctx context.Context) error {
+		return httpGetOK(ctx, "http://"+kubeProxyHealthz+"/healthz")
+	})
+}
+
+// TrustRegistry lets the real node's containerd pull from the registry at host (host:port) over
+// plain HTTP: a registry the test serves on loopback.
+func (c *Cluster) TrustRegistry(host string) error {
+	dir := c.realNodeDir("certs.d", host)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	hosts := fmt.Sprintf("server = %[1]q\n\n[host.%[1]q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+host)
+	return os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hosts), 0o644)
+}
+
+// KillRealNodeContainer SIGKILLs the real node's container id (a pod status's containerID
+// without its containerd:// prefix), as a crash does; the kubelet restarts it.
+func (c *Cluster) KillRealNodeContainer(id string) error {
+	if out, err := c.ctr("tasks", "kill", "--signal", "SIGKILL", id); err != nil {
+		return fmt.Errorf("ctr tasks kill %s: %w\n%s", id, err, out)
+	}
+	return nil
+}
+
+// ImportRealNodeImages imports the image archive at path (docker save's, or an OCI image layout
+// as a tar) into the real node's containerd, as `ctr images import` does.
+func (c *Cluster) ImportRealNodeImages(path string) error {
+	if out, err := c.ctr("images", "import", path); err != nil {
+		return fmt.Errorf("ctr images import %s: %w\n%s", path, err, out)
+	}
+	return nil
+}
+
+// RealNodeImages lists the names of the images the real node's containerd has.
+func (c *Cluster) RealNodeImages() ([]string, error) {
+	out, err := c.ctr("images", "list", "--quiet")
+	if err != nil {
+		return nil, fmt.Errorf("ctr images list: %w\n%s", err, out)
+	}
+	return strings.Fields(string(out)), nil
+}
+
+// nftTableExists reports whether the machine has the nftables table name of family.
+func nftTableExists(family, name string) bool {
+	return exec.Command("nft", "list", "table", family, name).Run() == nil
+}
+
 // waitRealNodeReady waits until the real node is Ready and schedulable.
 func (c *Cluster) waitRealNodeReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, realNodeReadyMax)
@@ -482,7 +630,7 @@ func stopRealNode(log *slog.Logger, dir string) error {
 	if err != nil || string(owner) != dir {
 		return errors.Join(restoreHostSysctls(log, dir), restoreCgroupControllers(log, dir), removeHostDirs(dir))
 	}
-	errs := []error{stopProcesses(log, dir, kubeletName), killCgroup(log, realNodeCgroupRoot)}
+	errs := []error{stopProcesses(log, dir, kubeProxyName, kubeletName), killCgroup(log, realNodeCgroupRoot)}
 	errs = append(errs, stopProcesses(log, dir, containerdName))
 	killShims(log)
 	errs = append(errs, cleanRealNode(log), restoreHostSysctls(log, dir), restoreCgroupControllers(log, dir), removeHostDirs(dir))
@@ -528,6 +676,14 @@ func cleanRealNode(log *slog.Logger) error {
 	}
 	if _, err := net.InterfaceByName(realNodeBridge); err == nil {
 		errs = append(errs, run("ip", "link", "del", realNodeBridge))
+	}
+	// kube-proxy's tables, when the real node's kube-proxy made them (never the machine's own).
+	if _, err := os.Stat(filepath.Join(realNodeRun, kubeProxyMarker)); err == nil {
+		for _, family := range []string{"ip", "ip6"} {
+			if nftTableExists(family, kubeProxyTable) {
+				errs = append(errs, run("nft", "delete", "table", family, kubeProxyTable))
+			}
+		}
 	}
 	errs = append(errs, removeCgroups(realNodeCgroupRoot), removeCNICache())
 	links, _ := os.ReadDir(containerLogLinks)
