@@ -2,6 +2,10 @@
 // a static, non-root base assembled here (/etc/passwd and /etc/group with nonroot 65532, the
 // machine's CA certificates, Go's time zone database) and the controller built for each platform,
 // written as a multi-platform OCI image layout whose index is tagged with the release version.
+// The layout names the image as containerd's and Docker's exports do: by its tag
+// (org.opencontainers.image.ref.name, which skopeo and crane read) and by its full name,
+// ghcr.io/nodemaint/nodemaint-controller:<version> (io.containerd.image.name, which `ctr images
+// import` names it by; a tag alone it would name import-<date>:<version>).
 //
 //	go run ./hack/image -version v0.2.0 -commit $(git rev-parse HEAD) -out _output/image
 //
@@ -40,6 +44,8 @@ const (
 	entrypoint = "/nodemaint-controller"
 	// caBundle is where Go's crypto/x509 looks first on Linux.
 	caBundle = "/etc/ssl/certs/ca-certificates.crt"
+	// repository is the image's name without its tag: the chart's and config/manager's.
+	repository = "ghcr.io/nodemaint/nodemaint-controller"
 )
 
 func main() {
@@ -83,14 +89,14 @@ func run(version, commit string, platforms []string, out, caFile, createdFlag st
 	if err != nil {
 		return err
 	}
-	if err := write(out, idx, version); err != nil {
+	if err := write(out, idx, repository, version); err != nil {
 		return err
 	}
 	digest, err := idx.Digest()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("nodemaint-controller:%s (%s) for %s in %s\n", version, digest, strings.Join(platforms, ", "), out)
+	fmt.Printf("%s:%s (%s) for %s in %s\n", repository, version, digest, strings.Join(platforms, ", "), out)
 	return nil
 }
 
@@ -110,8 +116,8 @@ func index(base v1.Layer, archs []string, bins map[string][]byte, version, commi
 	return idx, nil
 }
 
-// write replaces out with an OCI image layout holding idx, tagged.
-func write(out string, idx v1.ImageIndex, tag string) error {
+// write replaces out with an OCI image layout holding idx, tagged, and named repo:tag.
+func write(out string, idx v1.ImageIndex, repo, tag string) error {
 	if err := removeAll(out); err != nil {
 		return err
 	}
@@ -119,7 +125,10 @@ func write(out string, idx v1.ImageIndex, tag string) error {
 	if err != nil {
 		return err
 	}
-	return lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tag}))
+	return lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{
+		"org.opencontainers.image.ref.name": tag,
+		"io.containerd.image.name":          repo + ":" + tag,
+	}))
 }
 
 // image is the controller's image for linux/arch: the base layer and the layer of bin, the

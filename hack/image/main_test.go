@@ -28,7 +28,7 @@ func TestIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := write(out, idx, "v0.2.0"); err != nil {
+		if err := write(out, idx, repository, "v0.2.0"); err != nil {
 			t.Fatal(err)
 		}
 		d, err := idx.Digest()
@@ -50,6 +50,10 @@ func TestIndex(t *testing.T) {
 	outer, err := root.IndexManifest()
 	if err != nil || len(outer.Manifests) != 1 || outer.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "v0.2.0" || outer.Manifests[0].Digest.String() != first {
 		t.Fatalf("layout index %+v, %v: want the image index %s tagged v0.2.0", outer, err, first)
+	}
+	// Named as containerd's exports name an image, which ctr images import keeps.
+	if got, want := outer.Manifests[0].Annotations["io.containerd.image.name"], "ghcr.io/nodemaint/nodemaint-controller:v0.2.0"; got != want {
+		t.Errorf("the layout names the image %q, want %q", got, want)
 	}
 	idx, err := root.ImageIndex(outer.Manifests[0].Digest)
 	if err != nil {
