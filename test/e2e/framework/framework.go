@@ -26,8 +26,11 @@ import (
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -175,6 +178,54 @@ func run(m *testing.M, opts Options) (int, error) {
 // nodemaint-controller runs in, and waits until the CRDs are established.
 func install(ctx context.Context) error {
 	return manifests.Install(ctx, adminClient, repoRoot, ControllerNamespace, fieldManager)
+}
+
+// Uninstall removes what Run installed (nodemaint's CRDs, its RBAC and ControllerNamespace with
+// all in it), for a test that installs nodemaint as a user does, on a cluster that never had it;
+// Run's install is made again when the test ends, once the test's own install is gone.
+func Uninstall(t testing.TB) {
+	t.Helper()
+	ctx := t.Context()
+	var objs []*unstructured.Unstructured
+	for _, dir := range manifests.Dirs {
+		read, err := manifests.Read(filepath.Join(repoRoot, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, read...)
+	}
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(ControllerNamespace)
+	objs = append(objs, ns)
+	for _, obj := range objs {
+		if err := adminClient.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			t.Fatalf("deleting %s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	Eventually(t, NamespaceDeleteTimeout, "nodemaint's CRDs and namespace gone", func(ctx context.Context) (bool, error) {
+		for _, obj := range objs {
+			if err := adminClient.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopy()); !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	t.Cleanup(func() {
+		ctx := context.Background()
+		// The test's install, its namespace included, may still be going.
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, NamespaceDeleteTimeout, true, func(ctx context.Context) (bool, error) {
+			err := adminClient.Get(ctx, client.ObjectKeyFromObject(ns), ns.DeepCopy())
+			return apierrors.IsNotFound(err), nil
+		})
+		if err == nil {
+			err = install(ctx)
+		}
+		if err != nil {
+			t.Errorf("installing nodemaint's CRDs and RBAC again: %v", err)
+		}
+	})
 }
 
 // Apply applies the manifests of the repository's directories (config/cluster-api, a test's

@@ -114,10 +114,6 @@ func StartPrometheus(t testing.TB, job string, targets ...MetricsTarget) *Promet
 // every second.
 func StartPrometheusWithRules(t testing.TB, job, rules string, targets ...MetricsTarget) *Prometheus {
 	t.Helper()
-	binary, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatalf("no prometheus binary (apt-get install prometheus): %v", err)
-	}
 	dir := t.TempDir()
 	token, err := MetricsReaderToken()
 	if err != nil {
@@ -139,6 +135,29 @@ func StartPrometheusWithRules(t testing.TB, job, rules string, targets ...Metric
 		}
 		cfg["rule_files"] = []string{rulesPath}
 		cfg["global"] = map[string]any{"evaluation_interval": "1s"}
+	}
+	return startPrometheus(t, dir, cfg, job, len(targets))
+}
+
+// StartPrometheusConfig starts Prometheus with the scrape configurations (each a
+// scrape_config, as a map of its YAML fields), scraping every second, and returns once it
+// scraped targets targets of the job successfully. It is stopped when the test ends.
+func StartPrometheusConfig(t testing.TB, job string, targets int, scrapeConfigs ...map[string]any) *Prometheus {
+	t.Helper()
+	var scrapes []any
+	for _, sc := range scrapeConfigs {
+		scrapes = append(scrapes, sc)
+	}
+	return startPrometheus(t, t.TempDir(), map[string]any{"scrape_configs": scrapes}, job, targets)
+}
+
+// startPrometheus starts Prometheus with the configuration cfg, its files in dir, and waits
+// until it scraped targets targets of the job.
+func startPrometheus(t testing.TB, dir string, cfg map[string]any, job string, targets int) *Prometheus {
+	t.Helper()
+	binary, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatalf("no prometheus binary (apt-get install prometheus): %v", err)
 	}
 	config, err := json.Marshal(cfg) // JSON is YAML
 	if err != nil {
@@ -196,10 +215,10 @@ func StartPrometheusWithRules(t testing.TB, job, rules string, targets ...Metric
 	// so that the test's metrics are recorded from the start.
 	err = wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, prometheusReadyTimeout, true, func(ctx context.Context) (bool, error) {
 		series, err := p.QueryRange(ctx, fmt.Sprintf("up{job=%q} == 1", job), time.Now().Add(-time.Second), time.Now(), time.Second)
-		return err == nil && len(series) == len(targets), nil
+		return err == nil && len(series) == targets, nil
 	})
 	if err != nil {
-		t.Fatalf("prometheus scraped none of %d targets: %v", len(targets), err)
+		t.Fatalf("prometheus did not scrape the %d targets of %s: %v", targets, job, err)
 	}
 	return p
 }
