@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -37,6 +38,9 @@ import (
 
 // leaderLease is the name of nodemaint-controller's leader election Lease.
 const leaderLease = "nodemaint-controller.nodemaint.dev"
+
+// leasePoll is how often cleanup reads a held leader Lease again, waiting for it to expire.
+const leasePoll = time.Second
 
 // NewCommand is `kubectl maintenance cleanup`: it restores what nodemaint changed, without the
 // controller.
@@ -73,7 +77,8 @@ func NewCommand(o *clioptions.Options) *cobra.Command {
     Machine's deletion without the controller. Remove it from your MachineDeployments' and
     control planes' machine templates too, or Cluster API puts it on their next Machines.
 
-It refuses to run while a controller holds its leader Lease, or a nodemaint-controller
+It refuses to run while a controller holds its leader Lease (a Lease held but no longer renewed,
+as a controller just uninstalled leaves it, it waits out: at most its duration, 15s), or a nodemaint-controller
 Deployment has available replicas (one run without leader election holds no Lease), in any
 namespace: it would redo its work. --force skips both checks. It is idempotent: run it again until it says there is nothing left.`,
 		Example: `  # Uninstall: stop the controller, then
@@ -88,7 +93,7 @@ namespace: it would redo its work. --force skips both checks. It is idempotent: 
 			}
 			ctx := cmd.Context()
 			if !force {
-				if err := checkNoLeader(ctx, c, namespace, time.Now()); err != nil {
+				if err := checkNoLeader(ctx, c, namespace, o.Streams.ErrOut, time.Now, leasePoll); err != nil {
 					return err
 				}
 				if err := checkNoDeployment(ctx, c, namespace); err != nil {
@@ -112,7 +117,56 @@ namespace: it would redo its work. --force skips both checks. It is idempotent: 
 // work of a controller running in the other, which would redo it. Where the user may not list
 // Leases in every namespace, it reads the Lease in namespace (--controller-namespace) and says that
 // it looked there only.
-func checkNoLeader(ctx context.Context, c client.Reader, namespace string, now time.Time) error {
+//
+// A controller that stopped may leave its Lease held: helm uninstall and kubectl delete remove its
+// ServiceAccount and Role with its Deployment, so that its pods' last write, the Lease's release,
+// is refused. So a held Lease is read again every poll until it expires (at most its duration,
+// 15s by default) or is renewed: only a renewal, or a new holder, shows a running controller.
+func checkNoLeader(ctx context.Context, c client.Reader, namespace string, errOut io.Writer, now func() time.Time, poll time.Duration) error {
+	leases, where, err := leaderLeases(ctx, c, namespace)
+	if err != nil {
+		return err
+	}
+	type holding struct {
+		holder string
+		renew  time.Time
+	}
+	held := map[types.NamespacedName]holding{}
+	for i := range leases {
+		lease := &leases[i]
+		if holder, ok := leaseHeld(lease, now()); ok {
+			held[client.ObjectKeyFromObject(lease)] = holding{holder, lease.Spec.RenewTime.Time}
+			fmt.Fprintf(errOut, "The leader Lease %s/%s is held by %s, renewed at %s: waiting until it expires, unless a running controller renews it\n",
+				lease.Namespace, lease.Name, holder, lease.Spec.RenewTime.UTC().Format(time.RFC3339))
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return wait.PollUntilContextCancel(ctx, poll, false, func(ctx context.Context) (bool, error) {
+		leases, _, err := leaderLeases(ctx, c, namespace)
+		if err != nil {
+			return false, err
+		}
+		expired := true
+		for i := range leases {
+			lease := &leases[i]
+			holder, ok := leaseHeld(lease, now())
+			if !ok {
+				continue
+			}
+			if was, seen := held[client.ObjectKeyFromObject(lease)]; !seen || was.holder != holder || !was.renew.Equal(lease.Spec.RenewTime.Time) {
+				return false, fmt.Errorf("nodemaint-controller %s holds the leader Lease %s/%s (found %s): a running controller would redo what cleanup undoes; stop it first (or --force)", holder, lease.Namespace, leaderLease, where)
+			}
+			expired = false
+		}
+		return expired, nil
+	})
+}
+
+// leaderLeases reads nodemaint-controller's leader Leases in every namespace, or in namespace
+// where the user may not list them everywhere, and says where it looked.
+func leaderLeases(ctx context.Context, c client.Reader, namespace string) ([]coordinationv1.Lease, string, error) {
 	var leases coordinationv1.LeaseList
 	err := c.List(ctx, &leases, client.MatchingFields{"metadata.name": leaderLease})
 	where := "in any namespace"
@@ -128,15 +182,15 @@ func checkNoLeader(ctx context.Context, c client.Reader, namespace string, now t
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("reading the leader Lease %s %s to check that no controller runs: %w (--force skips the check)", leaderLease, where, err)
+		return nil, where, fmt.Errorf("reading the leader Lease %s %s to check that no controller runs: %w (--force skips the check)", leaderLease, where, err)
 	}
-	for i := range leases.Items {
-		lease := &leases.Items[i]
-		if holder, held := leaseHeld(lease, now); held && lease.Name == leaderLease {
-			return fmt.Errorf("nodemaint-controller %s holds the leader Lease %s/%s: a running controller would redo what cleanup undoes; stop it first (or --force)", holder, lease.Namespace, leaderLease)
+	var named []coordinationv1.Lease
+	for _, l := range leases.Items {
+		if l.Name == leaderLease {
+			named = append(named, l)
 		}
 	}
-	return nil
+	return named, where, nil
 }
 
 // controllerLabels select nodemaint-controller's Deployment, as config/manager and the Helm

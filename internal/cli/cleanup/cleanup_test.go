@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -181,13 +182,62 @@ func TestCleanupPodsAndMaintenances(t *testing.T) {
 	}
 }
 
+// leaseClock is the checks' clock: a second passes at each read of the Leases. With renew, each
+// read first renews every Lease still held, as its running controller does.
+type leaseClock struct {
+	now   time.Time
+	renew bool
+	reads int
+}
+
+func (l *leaseClock) Now() time.Time { return l.now }
+
+func (l *leaseClock) read(ctx context.Context, c client.WithWatch) {
+	l.reads++
+	was := l.now
+	l.now = l.now.Add(time.Second)
+	if !l.renew {
+		return
+	}
+	var leases coordinationv1.LeaseList
+	_ = c.List(ctx, &leases)
+	for i := range leases.Items {
+		if _, held := leaseHeld(&leases.Items[i], was); !held {
+			continue
+		}
+		leases.Items[i].Spec.RenewTime = &metav1.MicroTime{Time: l.now}
+		_ = c.Update(ctx, &leases.Items[i])
+	}
+}
+
+func (l *leaseClock) interceptor(listErr error) interceptor.Funcs {
+	return interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*coordinationv1.LeaseList); ok {
+				l.read(ctx, c)
+				if listErr != nil {
+					return listErr
+				}
+			}
+			return c.List(ctx, list, opts...)
+		},
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*coordinationv1.Lease); ok {
+				l.read(ctx, c)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}
+}
+
 // TestCheckNoLeaderAnyNamespace: a controller holding its Lease in any namespace (a Helm release's,
-// not only nodemaint-system) stops cleanup; an expired Lease, or one of another name, does not.
+// not only nodemaint-system), renewing it, stops cleanup; an expired Lease, or one of another
+// name, does not.
 func TestCheckNoLeaderAnyNamespace(t *testing.T) {
-	now := time.Now()
+	start := time.Now()
 	lease := func(ns, name string, renewedAgo time.Duration) *coordinationv1.Lease {
 		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-a"), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &metav1.MicroTime{Time: now.Add(-renewedAgo)}}}
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-a"), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &metav1.MicroTime{Time: start.Add(-renewedAgo)}}}
 	}
 	for name, tc := range map[string]struct {
 		leases []client.Object
@@ -199,23 +249,68 @@ func TestCheckNoLeaderAnyNamespace(t *testing.T) {
 		"another controller's Lease":           {[]client.Object{lease("platform", "other.example.com", time.Second)}, false},
 		"none":                                 {nil, false},
 	} {
-		c := fake.NewClientBuilder().WithObjects(tc.leases...).
+		clock := &leaseClock{now: start, renew: true}
+		c := fake.NewClientBuilder().WithObjects(tc.leases...).WithInterceptorFuncs(clock.interceptor(nil)).
 			WithIndex(&coordinationv1.Lease{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).Build()
-		err := checkNoLeader(context.Background(), c, "nodemaint-system", now)
+		err := checkNoLeader(context.Background(), c, "nodemaint-system", io.Discard, clock.Now, time.Millisecond)
 		if (err != nil) != tc.refuse {
 			t.Errorf("%s: %v, want refused %v", name, err, tc.refuse)
 		}
 	}
 	// A user who may not list Leases everywhere: the Lease in --controller-namespace is read.
-	forbidden := interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-		return apierrors.NewForbidden(coordinationv1.Resource("leases"), "", fmt.Errorf("no"))
-	}}
-	c := fake.NewClientBuilder().WithObjects(lease("nodemaint-system", leaderLease, time.Second)).WithInterceptorFuncs(forbidden).Build()
-	if err := checkNoLeader(context.Background(), c, "nodemaint-system", now); err == nil {
-		t.Error("forbidden to list: the Lease held in --controller-namespace does not stop cleanup")
+	forbidden := apierrors.NewForbidden(coordinationv1.Resource("leases"), "", fmt.Errorf("no"))
+	for ns, refuse := range map[string]bool{"nodemaint-system": true, "elsewhere": false} {
+		clock := &leaseClock{now: start, renew: true}
+		c := fake.NewClientBuilder().WithObjects(lease("nodemaint-system", leaderLease, time.Second)).WithInterceptorFuncs(clock.interceptor(forbidden)).Build()
+		if err := checkNoLeader(context.Background(), c, ns, io.Discard, clock.Now, time.Millisecond); (err != nil) != refuse {
+			t.Errorf("forbidden to list, --controller-namespace %s: %v, want refused %v", ns, err, refuse)
+		}
 	}
-	if err := checkNoLeader(context.Background(), c, "elsewhere", now); err != nil {
-		t.Errorf("forbidden to list, no Lease in --controller-namespace: %v", err)
+}
+
+// TestCheckNoLeaderStoppedController: a Lease its controller left held when it stopped (helm
+// uninstall removed its RBAC with its pods: its release was refused) does not stop cleanup, which
+// waits until it expires, and no longer; one whose holder changes meanwhile does.
+func TestCheckNoLeaderStoppedController(t *testing.T) {
+	start := time.Now()
+	left := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "nodemaint-system", Name: leaderLease},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-a"), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &metav1.MicroTime{Time: start.Add(-time.Second)}}}
+	clock := &leaseClock{now: start}
+	c := fake.NewClientBuilder().WithObjects(left.DeepCopy()).WithInterceptorFuncs(clock.interceptor(nil)).
+		WithIndex(&coordinationv1.Lease{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).Build()
+	var errOut bytes.Buffer
+	if err := checkNoLeader(context.Background(), c, "nodemaint-system", &errOut, clock.Now, time.Millisecond); err != nil {
+		t.Fatalf("a Lease left held by a stopped controller stops cleanup: %v", err)
+	}
+	// Renewed 1s before the checks' clock starts, 15s long: expired at the 14th read.
+	if clock.reads != 14 {
+		t.Errorf("read the Lease %d times (a second each), want until it expired: 14", clock.reads)
+	}
+	if !strings.Contains(errOut.String(), "held by pod-a") {
+		t.Errorf("cleanup says nothing of the wait: %q", errOut.String())
+	}
+
+	// Another replica takes it over meanwhile: a controller runs.
+	clock = &leaseClock{now: start}
+	c = fake.NewClientBuilder().WithObjects(left.DeepCopy()).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			clock.read(ctx, cl)
+			if clock.reads == 3 {
+				var l coordinationv1.Lease
+				if err := cl.Get(ctx, client.ObjectKeyFromObject(left), &l); err != nil {
+					return err
+				}
+				l.Spec.HolderIdentity = ptr.To("pod-b")
+				l.Spec.RenewTime = &metav1.MicroTime{Time: clock.now}
+				if err := cl.Update(ctx, &l); err != nil {
+					return err
+				}
+			}
+			return cl.List(ctx, list, opts...)
+		},
+	}).WithIndex(&coordinationv1.Lease{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).Build()
+	if err := checkNoLeader(context.Background(), c, "nodemaint-system", io.Discard, clock.Now, time.Millisecond); err == nil || !strings.Contains(err.Error(), "pod-b") {
+		t.Errorf("the Lease taken over by pod-b while cleanup waited: %v, want refused naming pod-b", err)
 	}
 }
 
