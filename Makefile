@@ -131,10 +131,18 @@ E2E_PKGS ?= $(E2E_FIRST) ./test/...
 ROOT := $(shell [ "$$(id -u)" = 0 ] && echo 1)
 REAL_NODE_NEEDS_ROOT := The real node's tests (test/e2e/realnode) need root and did not run: sudo make test-real-node
 
+# The release the end-to-end tests install and read: make release's files (chart package,
+# install.yaml, the image) for this machine's platform alone. test/e2e/realnode installs it on the
+# real node, pulled from a registry; test/e2e/install reads and runs its image.
+E2E_RELEASE := $(OUTPUT)/e2e-release
+
+.PHONY: e2e-release
+e2e-release:
+	VERSION="$(VERSION)" COMMIT="$(COMMIT)" GO="$(GO)" OUT="$(E2E_RELEASE)" PLATFORMS="linux/$$($(GO) env GOARCH)" IMAGE_PLATFORMS="linux/$$($(GO) env GOARCH)" hack/release.sh >/dev/null
+
 .PHONY: test-e2e
-test-e2e: build ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets; test/e2e/realnode's with a real kubelet and containerd, as root only); then the drain's and the responder's again under the EvictionRequest API.
-	$(GO) run ./hack/image -version "$(VERSION)" -commit "$(COMMIT)" -platforms "linux/$$($(GO) env GOARCH)" -out $(OUTPUT)/e2e-image
-	$(if $(ROOT),NODEMAINT_REAL_NODE=1 NODEMAINT_REAL_NODE_BIN_DIR="$(REAL_NODE_BIN)") NODEMAINT_IMAGE="$(CURDIR)/$(OUTPUT)/e2e-image" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m $(E2E_PKGS) $(E2E_ARGS)
+test-e2e: build e2e-release ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets; test/e2e/realnode's with a real kubelet and containerd, as root only, the release installed there); then the drain's and the responder's again under the EvictionRequest API.
+	$(if $(ROOT),NODEMAINT_REAL_NODE=1 NODEMAINT_REAL_NODE_BIN_DIR="$(REAL_NODE_BIN)") NODEMAINT_RELEASE="$(CURDIR)/$(E2E_RELEASE)" NODEMAINT_IMAGE="$(CURDIR)/$(E2E_RELEASE)/image" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m $(E2E_PKGS) $(E2E_ARGS)
 	EVICTION_REQUEST_API=true NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -p 2 -timeout 15m -run '$(E2E_EVICTION_REQUEST_RUN)' $(E2E_EVICTION_REQUEST_PKGS) $(E2E_ARGS)
 	@$(if $(ROOT),true,echo "$(REAL_NODE_NEEDS_ROOT)")
 
@@ -149,8 +157,8 @@ E2E_EVICTION_REQUEST_PKGS ?= ./test/e2e/drain/ ./test/e2e/responder/
 E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestSignalOnlyUnderAnotherEvictionController|TestDrainRuleOrder|TestNothingLeftWhenNodeDeleted|TestEvictionSingleReplicaWithStrictPDB|TestEvictionUnregisteredPodMoves|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp|TestClusterAPIPreDrainHook|TestAutoscaledDeploymentSurges)$$
 
 .PHONY: test-real-node needs-root
-test-real-node: needs-root build ## The real node's e2e tests alone (test/e2e/realnode, part of make test-e2e as root), as root: a kubelet, containerd and runc beside the kwok nodes drain, reboot and evict for real.
-	NODEMAINT_REAL_NODE=1 NODEMAINT_REAL_NODE_BIN_DIR="$(REAL_NODE_BIN)" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 15m ./test/e2e/realnode/ $(E2E_ARGS)
+test-real-node: needs-root build e2e-release ## The real node's e2e tests alone (test/e2e/realnode, part of make test-e2e as root), as root: a kubelet, containerd and runc beside the kwok nodes drain, reboot and evict for real, and the release (make release's chart package and install.yaml) runs there as users install it.
+	NODEMAINT_REAL_NODE=1 NODEMAINT_REAL_NODE_BIN_DIR="$(REAL_NODE_BIN)" NODEMAINT_RELEASE="$(CURDIR)/$(E2E_RELEASE)" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -v -timeout 15m ./test/e2e/realnode/ $(E2E_ARGS)
 
 # As anyone but root, test-real-node stops before building anything and names the command.
 needs-root:

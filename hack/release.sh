@@ -8,15 +8,18 @@
 #   with the version: hack/image), the Helm chart (nodemaint-<version>.tgz, its appVersion the
 #   version, so that it deploys that image) and install.yaml (config/default, the image tagged
 #   with the version: hack/installer).
-# VERSION (a git tag: v0.2.0), COMMIT and PLATFORMS come from the environment (the Makefile).
+# VERSION (a git tag: v0.2.0), COMMIT and PLATFORMS come from the environment (the Makefile);
+# OUT (default _output/release) and IMAGE_PLATFORMS (default linux/amd64,linux/arm64) let the
+# end-to-end tests make a release for this machine alone, which test/e2e/realnode installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 : "${VERSION:?VERSION is needed, e.g. v0.2.0}"
 : "${COMMIT:?COMMIT is needed}"
 PLATFORMS=${PLATFORMS:-"linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"}
+IMAGE_PLATFORMS=${IMAGE_PLATFORMS:-linux/amd64,linux/arm64}
 GO=${GO:-go}
-out=_output/release
+out=${OUT:-_output/release}
 ldflags="-s -w -X github.com/nodemaint/nodemaint/internal/version.version=${VERSION} -X github.com/nodemaint/nodemaint/internal/version.commit=${COMMIT}"
 # The archives' files carry the commit's time, so that a release is reproducible.
 mtime=$(git log -1 --format=%cI 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -40,7 +43,7 @@ for platform in $PLATFORMS; do
   done
   rm -rf "$dir"
 done
-$GO run ./hack/image -version "$VERSION" -commit "$COMMIT" -out "$out/image"
+$GO run ./hack/image -version "$VERSION" -commit "$COMMIT" -platforms "$IMAGE_PLATFORMS" -out "$out/image"
 $GO run ./hack/installer -version "$VERSION" > "$out/install.yaml"
 helm=$(hack/tools.sh helm)
 "$helm" package charts/nodemaint --version "${VERSION#v}" --app-version "$VERSION" --destination "$out"

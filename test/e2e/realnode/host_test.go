@@ -88,6 +88,9 @@ func witnessHost() (*hostWitness, error) {
 		}
 	}
 	w.proc = exec.Command("sleep", "infinity")
+	// Gone with the test process, even one interrupted before it removes the witness: it would
+	// keep the descriptors it inherited, such as flock's lock on the machine's real node.
+	w.proc.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := w.proc.Start(); err != nil {
 		return nil, errors.Join(err, w.remove())
 	}
