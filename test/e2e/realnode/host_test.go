@@ -25,10 +25,12 @@ const (
 )
 
 // hostSysctls are the kernel settings the real node must leave as it found them: the
-// kubelet's (which it sets itself unless protectKernelDefaults) and IP forwarding (which the CNI
-// bridge plugin turns on for a gateway bridge).
+// kubelet's (which it sets itself unless protectKernelDefaults), IP forwarding (which the CNI
+// bridge plugin turns on for a gateway bridge) and conntrack's (which kube-proxy sets).
 func hostSysctls() []string {
-	names := []string{"net.ipv4.ip_forward", "net.ipv4.conf.all.forwarding"}
+	names := []string{"net.ipv4.ip_forward", "net.ipv4.conf.all.forwarding",
+		// kube-proxy's, which it sets unless told to leave them.
+		"net.netfilter.nf_conntrack_max", "net.netfilter.nf_conntrack_tcp_timeout_established", "net.netfilter.nf_conntrack_tcp_timeout_close_wait"}
 	for _, s := range localcluster.KubeletSysctls {
 		names = append(names, s.Name)
 	}
@@ -132,6 +134,11 @@ func (w *hostWitness) check() error {
 	for _, d := range hostDirs {
 		if _, err := os.Stat(d); err == nil && !w.existed[d] {
 			errs = append(errs, fmt.Errorf("%s is left", d))
+		}
+	}
+	for _, family := range []string{"ip", "ip6"} {
+		if exec.Command("nft", "list", "table", family, "kube-proxy").Run() == nil {
+			errs = append(errs, fmt.Errorf("the real node's kube-proxy's nftables table %s kube-proxy is left", family))
 		}
 	}
 	return errors.Join(append(errs, w.remove())...)
