@@ -33,8 +33,10 @@ const takeoverTimeout = 20 * time.Second
 // totals are a run's figures, over its batches.
 type totals struct {
 	scenarios, maintenances, edits, kills, exited, judged, budgets, violations int
-	// machines are the Machines deleted, releases the releases of their hook judged.
-	machines, releases int
+	// machines are the Machines deleted and released those seen released, by topology; releases
+	// the releases of their hook judged.
+	machines, released map[topology]int
+	releases           int
 }
 
 func TestCombinations(t *testing.T) {
@@ -54,6 +56,14 @@ func TestCombinations(t *testing.T) {
 		s.batches = n
 	}
 	t.Logf("combinations seed %d: batches %d to %d (replay one with NODEMAINT_COMBINATIONS_SEED=<its seed> NODEMAINT_COMBINATIONS_BATCHES=1)", seed, seed, seed+uint64(s.batches)-1)
+	// The management cluster, started in the background when a batch has its Machines in it.
+	var mgmt *managementCluster
+	for i := range s.batches {
+		if topologyOf(seed+uint64(i)) == management {
+			mgmt = startManagement(t)
+			break
+		}
+	}
 	// Under the EvictionRequest protocol the Deployment responder answers for the pods it is
 	// registered on, as an admin installs it.
 	framework.InstallEvictionResponderPolicy(t)
@@ -63,18 +73,19 @@ func TestCombinations(t *testing.T) {
 			t.Fatalf("creating DrainRule %s: %v", rule.GetName(), err)
 		}
 	}
-	var sum totals
+	sum := totals{machines: map[topology]int{}, released: map[topology]int{}}
 	start := time.Now()
 	for i := range s.batches {
 		b := drawBatch(seed+uint64(i), s)
-		if !t.Run(fmt.Sprintf("batch-%d", b.seed), func(t *testing.T) { runBatch(t, b, s, &sum) }) {
+		if !t.Run(fmt.Sprintf("batch-%d", b.seed), func(t *testing.T) { runBatch(t, b, s, mgmt, &sum) }) {
 			// What a failed batch left (maintenances, cordons) would fail the next ones.
 			t.Fatalf("batch %d failed: the batches after it are not run", b.seed)
 		}
 	}
-	t.Logf("combinations figures: %d scenarios in %d batches (%d maintenances, %d edits, %d Cluster API Machines deleted, %d leader kills, %d replicas that exited by themselves), "+
+	t.Logf("combinations figures: %d scenarios in %d batches (%d maintenances, %d edits, Cluster API Machines deleted: %d self-hosted (%d released), %d in the management cluster (%d released); %d leader kills, %d replicas that exited by themselves), "+
 		"%d acts of nodemaint's judged (%d releases of the pre-drain hook), %d budgets checked, %d invariant violations, %v in all",
-		sum.scenarios, s.batches, sum.maintenances, sum.edits, sum.machines, sum.kills, sum.exited, sum.judged, sum.releases, sum.budgets, sum.violations, time.Since(start).Round(time.Second))
+		sum.scenarios, s.batches, sum.maintenances, sum.edits, sum.machines[selfHosted], sum.released[selfHosted], sum.machines[management], sum.released[management],
+		sum.kills, sum.exited, sum.judged, sum.releases, sum.budgets, sum.violations, time.Since(start).Round(time.Second))
 	if sum.judged == 0 {
 		t.Errorf("the checker judged no act of nodemaint's: the run exercised nothing")
 	}
@@ -83,10 +94,10 @@ func TestCombinations(t *testing.T) {
 // runBatch runs a batch: its lanes' workloads, a checker watching them, two controller replicas
 // of the batch's protocol, the maintenances and edits on time while the leader is killed; then
 // every maintenance is deleted, and nothing of nodemaint's may be left.
-func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
+func runBatch(t *testing.T, b batch, s runSize, mgmt *managementCluster, sum *totals) {
 	ctx := t.Context()
 	c := framework.Client()
-	t.Logf("batch %d: protocol %s", b.seed, b.protocol)
+	t.Logf("batch %d: protocol %s, Cluster API %s", b.seed, b.protocol, b.topology)
 	for _, sc := range b.lanes {
 		t.Logf("scenario %s", sc)
 	}
@@ -114,14 +125,25 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 		return ready >= want, err
 	})
 
-	// Cluster API self-hosted: the batch's Machines, in a namespace of their own.
-	capi := newMachines(t)
+	// Cluster API: the batch's Machines, in a namespace of their own, in this cluster (the
+	// controllers run with --cluster-api-self) or in the management cluster (whose controller
+	// runs with --cluster-api); the checker watches them there (with its audit log).
+	capiOpts := &invariants.ClusterAPI{}
+	capiArgs := []string{}
+	if b.topology == management {
+		mgmt.ready(t)
+		capiOpts = &invariants.ClusterAPI{Config: mgmt.Config, AuditLog: mgmt.AuditLog}
+	}
+	capi := newMachines(t, b.topology, mgmt)
+	if b.topology == selfHosted {
+		capiArgs = []string{"--cluster-api", "--cluster-api-self=" + capi.self()}
+	}
 	checker, err := invariants.Start(ctx, framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{
 		Namespaces:  namespaces,
 		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
 		Witness:     true,
 		Prometheus:  prom, AlertMaxAge: alerts.MaxAge(alertPoll),
-		ClusterAPI: &invariants.ClusterAPI{},
+		ClusterAPI: capiOpts,
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -136,12 +158,14 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 	f := &fleet{t: t, ctrls: []*framework.Controller{framework.NewController(t), framework.NewController(t)},
 		// A lease a little longer than the framework's: a replica that misses its renewal on a
 		// loaded machine is started again (keepAlive), but each such loss is a minute of work redone.
-		args: []string{"--evacuation-protocol=" + b.protocol,
+		args: append([]string{"--evacuation-protocol=" + b.protocol,
 			"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s",
-			"--prometheus-url=" + prom.URL(), "--prometheus-poll-interval=" + alertPoll.String(),
-			"--cluster-api", "--cluster-api-self=" + capi.self()},
+			"--prometheus-url=" + prom.URL(), "--prometheus-poll-interval=" + alertPoll.String()}, capiArgs...),
 		// Cluster API lets a Machine go once its hook is released.
-		tick: func() { capi.letReleasedGo(t.Context()) }}
+		tick: func() {
+			capi.letReleasedGo(t.Context())
+			mgmt.keepAlive(t)
+		}}
 	for _, ctrl := range f.ctrls {
 		ctrl.Start(f.args...)
 	}
@@ -242,6 +266,14 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 		return true, checker.CheckClean(ctx, namespaces...)
 	})
 
+	// Every release of the hook the test saw, judged by the checker, in both clusters.
+	released := capi.released[selfHosted] + capi.released[management]
+	f.eventually(time.Minute, fmt.Sprintf("the checker judging the %d releases of the pre-drain hook seen", released), func(context.Context) (bool, error) {
+		if n := checker.MachineReleases(); n < released {
+			return false, fmt.Errorf("%d judged", n)
+		}
+		return true, nil
+	})
 	stopped = true
 	if err := checker.Stop(); err != nil {
 		t.Errorf("stopping the invariant checker: %v", err)
@@ -255,16 +287,19 @@ func runBatch(t *testing.T, b batch, s runSize, sum *totals) {
 	sum.budgets += budgets
 	sum.violations += len(violations)
 	sum.releases += checker.MachineReleases()
+	for tp, n := range capi.released {
+		sum.released[tp] += n
+	}
 	for _, sc := range b.lanes {
 		sum.maintenances += len(sc.nms)
 		sum.edits += len(sc.edits)
 		if sc.machine != nil {
-			sum.machines++
+			sum.machines[sc.machine.topology]++
 		}
 	}
 	sum.exited += f.exited
-	t.Logf("batch %d (%s): %d scenarios, %d acts of nodemaint's judged (%d releases of the pre-drain hook), %d budgets checked, %d turns of rollouts with haltOnAlerts judged (%d answers of Prometheus), %d replicas that exited by themselves, %d violations",
-		b.seed, b.protocol, len(b.lanes), judged, checker.MachineReleases(), budgets, checker.AlertTurns(), prom.Served(), f.exited, len(violations))
+	t.Logf("batch %d (%s, Cluster API %s): %d scenarios, %d acts of nodemaint's judged (%d releases of the pre-drain hook), %d budgets checked, %d turns of rollouts with haltOnAlerts judged (%d answers of Prometheus), %d replicas that exited by themselves, %d violations",
+		b.seed, b.protocol, b.topology, len(b.lanes), judged, checker.MachineReleases(), budgets, checker.AlertTurns(), prom.Served(), f.exited, len(violations))
 	for _, v := range violations {
 		t.Errorf("invariant violated (replay: NODEMAINT_COMBINATIONS_SEED=%d NODEMAINT_COMBINATIONS_BATCHES=1): %s\n  in %s",
 			b.seed, v, scenarioOf(b, namespaces, v))

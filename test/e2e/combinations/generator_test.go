@@ -24,7 +24,7 @@ func TestSeedReplaysTheDraw(t *testing.T) {
 }
 
 func describeBatch(b batch) []string {
-	out := []string{b.protocol}
+	out := []string{b.protocol, string(b.topology)}
 	for _, sc := range b.lanes {
 		out = append(out, sc.String())
 	}
@@ -45,12 +45,15 @@ func TestGeneratorCoversTheSpace(t *testing.T) {
 	for seed := range uint64(longRun.batches) {
 		b := drawBatch(seed, longRun)
 		seen["protocol "+b.protocol] = true
+		seen["topology "+string(b.topology)+" protocol "+b.protocol] = true
 		for _, a := range b.alerts {
 			seen["alerts "+string(a.what)] = true
 		}
 		for _, sc := range b.lanes {
 			if m := sc.machine; m != nil {
 				seen["machine "+string(m.variant)] = true
+				seen["machine "+string(m.topology)] = true
+				seen["machine "+string(m.topology)+" "+string(m.variant)] = true
 				seen["machine drainTimeout "+map[bool]string{true: "yes", false: "no"}[m.drainTimeout > 0]] = true
 			}
 			for _, k := range sc.workloads {
@@ -95,6 +98,15 @@ func TestGeneratorCoversTheSpace(t *testing.T) {
 	}
 	for _, v := range []machineVariant{machineOwn, machineForged, machineNoNode} {
 		want = append(want, "machine "+string(v))
+		for _, tp := range []topology{selfHosted, management} {
+			want = append(want, "machine "+string(tp)+" "+string(v))
+		}
+	}
+	want = append(want, "machine "+string(selfHosted), "machine "+string(management))
+	for _, tp := range []topology{selfHosted, management} {
+		for _, p := range protocols {
+			want = append(want, "topology "+string(tp)+" protocol "+p)
+		}
 	}
 	want = append(want, "machine drainTimeout yes", "machine drainTimeout no")
 	for _, k := range zoo {

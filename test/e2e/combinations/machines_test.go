@@ -1,6 +1,7 @@
 package combinations_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -25,13 +26,16 @@ import (
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 )
 
-// Cluster API, self-hosted: some lanes delete a Machine of one of their nodes while their
-// maintenances run. The Machine carries nodemaint's pre-drain hook; nodemaint drains its node
-// alongside the lane's maintenances (its own NodeMaintenance: cordon, drain, Evict, Report, the
-// default response timeout, the Machine's nodeDrainTimeoutSeconds) and releases the hook, which
-// the invariant checker judges (test/invariants, machines.go); the test plays Cluster API and
-// lets the Machine go once the hook is released (the node stays: the lanes share nothing but it
-// is the lane's), or at the end of the batch.
+// Cluster API: some lanes delete a Machine of one of their nodes while their maintenances run, in
+// the batch's topology: self-hosted (the Machine in this cluster, --cluster-api-self) or in the
+// package's management cluster (a kube-apiserver of its own, where a controller runs with
+// --cluster-api and reaches this cluster, its workload cluster, through the Cluster's kubeconfig
+// Secret). The Machine carries nodemaint's pre-drain hook; nodemaint drains its node alongside
+// the lane's maintenances (its own NodeMaintenance, in this cluster: cordon, drain, Evict,
+// Report, the default response timeout, the Machine's nodeDrainTimeoutSeconds) and releases the
+// hook, which the invariant checker judges (test/invariants, machines.go) in both clusters; the
+// test plays Cluster API and lets the Machine go once the hook is released (the node stays: the
+// lanes share nothing but it is the lane's), or at the end of the batch.
 
 // machineVariant is how a lane's Machine relates to its node.
 type machineVariant string
@@ -48,7 +52,18 @@ const (
 
 var machineVariants = []machineVariant{machineOwn, machineOwn, machineOwn, machineForged, machineNoNode}
 
-// clusterName is the Cluster of the batches' Machines, --cluster-api-self.
+// topology is where a batch's Machines live. Not both in one batch: nodemaint running with
+// --cluster-api in a cluster takes the NodeMaintenances another cluster's nodemaint created there
+// for its Machines as those of its own Machines gone, and deletes them.
+type topology string
+
+const (
+	selfHosted topology = "self-hosted"
+	management topology = "management cluster"
+)
+
+// clusterName is the Cluster of the batches' Machines: --cluster-api-self, and the management
+// cluster's Cluster of this one.
 const clusterName = "combinations"
 
 // machineFinalizer is Cluster API's, which it removes once the Machine's node is gone.
@@ -59,13 +74,14 @@ type drawnMachine struct {
 	name     string
 	node     string
 	variant  machineVariant
+	topology topology
 	deleteAt time.Duration
 	// drainTimeout is its nodeDrainTimeoutSeconds; 0: none.
 	drainTimeout int32
 }
 
 func (m drawnMachine) String() string {
-	s := fmt.Sprintf("Machine %s of %s (%s) deleted at %v", m.name, m.node, m.variant, m.deleteAt.Round(time.Second))
+	s := fmt.Sprintf("Machine %s (%s) of %s (%s) deleted at %v", m.name, m.topology, m.node, m.variant, m.deleteAt.Round(time.Second))
 	if m.drainTimeout > 0 {
 		s += fmt.Sprintf(", nodeDrainTimeoutSeconds %d", m.drainTimeout)
 	}
@@ -73,7 +89,7 @@ func (m drawnMachine) String() string {
 }
 
 // drawMachines draws the batch's Machines, after everything else so that a seed draws the rest as
-// before: a lane in three has one, and every batch at least one.
+// before: a lane in three has one, and every batch at least one, all in the batch's topology.
 func drawMachines(rng *rand.Rand, b *batch, s runSize) {
 	for i := range b.lanes {
 		if rng.IntN(3) == 0 {
@@ -82,6 +98,11 @@ func drawMachines(rng *rand.Rand, b *batch, s runSize) {
 	}
 	if !slices.ContainsFunc(b.lanes, func(sc scenario) bool { return sc.machine != nil }) && len(b.lanes) > 0 {
 		b.lanes[0].machine = drawMachine(rng, b.lanes[0], s)
+	}
+	for i := range b.lanes {
+		if m := b.lanes[i].machine; m != nil {
+			m.topology = b.topology
+		}
 	}
 }
 
@@ -132,27 +153,87 @@ func installClusterAPI(t *testing.T) {
 	}
 }
 
-// machines plays Cluster API for a batch: it creates the batch's Cluster (the cluster itself,
-// --cluster-api-self), deletes each Machine as its MachineSet does, and lets it go once
-// nodemaint released its hook.
-type machines struct {
-	t       *testing.T
-	c       client.Client
-	ns      string
-	deleted []*clusterv1.Machine
+// managementCluster is the package's Cluster API management cluster, started in the background
+// before the first batch that draws one of its Machines, and its nodemaint-controller
+// (--cluster-api), started once the cluster is ready.
+type managementCluster struct {
+	wait func(testing.TB) *framework.Management
+	*framework.Management
+	ctrl *framework.Controller
+	// kubeconfig is this cluster's, the value of each Cluster's kubeconfig Secret.
+	kubeconfig []byte
+	started    time.Time
+	// top is the package's test, which the controller is tied to.
+	top *testing.T
 }
 
-// newMachines creates the batch's namespace of Machines and its Cluster.
-func newMachines(t *testing.T) *machines {
+// startManagement starts the management cluster in the background, stopped when t ends.
+func startManagement(t *testing.T) *managementCluster {
+	t.Helper()
+	return &managementCluster{wait: framework.StartManagementClusterInBackground(t), kubeconfig: framework.WorkloadKubeconfig(t), started: time.Now(), top: t}
+}
+
+// ready waits for the management cluster and, the first time, starts its controller.
+func (m *managementCluster) ready(t *testing.T) {
+	t.Helper()
+	if m == nil || m.Management != nil {
+		return
+	}
+	m.Management = m.wait(t)
+	t.Logf("management cluster ready %v after it was started in the background", time.Since(m.started).Round(100*time.Millisecond))
+	m.ctrl = framework.NewControllerFor(m.top, m.ControllerKubeconfig)
+	m.ctrl.Start("--cluster-api")
+}
+
+// keepAlive starts the management cluster's controller again when it exited by itself (a lease
+// not renewed in time on a loaded machine).
+func (m *managementCluster) keepAlive(t *testing.T) {
+	if m == nil || m.ctrl == nil || !m.ctrl.Running() || m.ctrl.Healthy() {
+		return
+	}
+	t.Logf("the management cluster's controller exited by itself; starting it again")
+	m.ctrl.Kill()
+	m.ctrl.Start("--cluster-api")
+}
+
+// machines plays Cluster API for a batch: it creates the batch's Cluster (self-hosted, the
+// cluster itself, --cluster-api-self; else in the management cluster, the Cluster of this one
+// with its kubeconfig Secret), deletes each Machine as its MachineSet does, and lets it go once
+// nodemaint released its hook.
+type machines struct {
+	t *testing.T
+	// c is this cluster's, mgmt the management cluster's (nil: none); ns is the batch's namespace
+	// of Machines in both.
+	c, mgmt client.Client
+	ns      string
+	deleted []deletedMachine
+	// released counts the Machines seen released, by topology.
+	released map[topology]int
+}
+
+type deletedMachine struct {
+	*clusterv1.Machine
+	topology topology
+}
+
+// newMachines creates the batch's namespace of Machines and its Cluster, in the cluster of the
+// topology.
+func newMachines(t *testing.T, tp topology, mgmt *managementCluster) *machines {
 	t.Helper()
 	c, err := client.New(framework.Cluster().RESTConfig(), client.Options{Scheme: capiScheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &machines{t: t, c: c, ns: framework.Namespace(t)}
-	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: clusterName}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(false)}}
-	if err := c.Create(t.Context(), cluster); err != nil {
-		t.Fatal(err)
+	m := &machines{t: t, c: c, ns: framework.Namespace(t), released: map[topology]int{}}
+	if tp == management {
+		m.mgmt = mgmt.Client
+		mgmt.Namespace(t, m.ns)
+		mgmt.Cluster(t, m.ns, clusterName, mgmt.kubeconfig)
+	} else {
+		cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: m.ns, Name: clusterName}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(false)}}
+		if err := c.Create(t.Context(), cluster); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Whatever happens, no Machine of the batch holds its namespace.
 	t.Cleanup(func() { m.letAllGo(context.Background()) })
@@ -162,8 +243,16 @@ func newMachines(t *testing.T) *machines {
 // self is the --cluster-api-self of the batch.
 func (m *machines) self() string { return m.ns + "/" + clusterName }
 
-// delete creates the drawn Machine, sets its node as Cluster API's Machine controller does, and
-// deletes it.
+// clientOf returns the client of the cluster of the Machine's topology.
+func (m *machines) clientOf(tp topology) client.Client {
+	if tp == management {
+		return m.mgmt
+	}
+	return m.c
+}
+
+// delete creates the drawn Machine in the cluster of its topology, sets its node as Cluster API's
+// Machine controller does, and deletes it.
 func (m *machines) delete(d *drawnMachine) {
 	t := m.t
 	providerID := "kwok://" + d.node
@@ -192,48 +281,80 @@ func (m *machines) delete(d *drawnMachine) {
 	if d.drainTimeout > 0 {
 		machine.Spec.Deletion.NodeDrainTimeoutSeconds = ptr.To(d.drainTimeout)
 	}
-	if err := m.c.Create(t.Context(), machine); err != nil {
+	c := m.clientOf(d.topology)
+	if c == nil {
+		t.Fatalf("Machine %s of the management cluster: the batch has none", d.name)
+	}
+	if err := c.Create(t.Context(), machine); err != nil {
 		t.Fatalf("creating Machine %s: %v", d.name, err)
 	}
 	machine.Status.NodeRef = clusterv1.MachineNodeReference{Name: d.node}
-	if err := m.c.Status().Update(t.Context(), machine); err != nil {
+	if err := c.Status().Update(t.Context(), machine); err != nil {
 		t.Fatalf("setting the node of Machine %s: %v", d.name, err)
 	}
-	if err := m.c.Delete(t.Context(), machine); err != nil {
+	if err := c.Delete(t.Context(), machine); err != nil {
 		t.Fatalf("deleting Machine %s: %v", d.name, err)
 	}
-	m.deleted = append(m.deleted, machine)
+	m.deleted = append(m.deleted, deletedMachine{Machine: machine, topology: d.topology})
 }
 
 // letReleasedGo lets the deleted Machines whose hook nodemaint released go, as Cluster API does
 // once it drained and deleted the node (the node stays here: it is the lane's).
 func (m *machines) letReleasedGo(ctx context.Context) {
 	n := 0
-	for _, machine := range m.deleted {
-		cur := &clusterv1.Machine{}
-		err := m.c.Get(ctx, client.ObjectKeyFromObject(machine), cur)
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err == nil && !hooked(cur):
-			m.t.Logf("Machine %s: pre-drain hook released; Cluster API lets it go", machine.Name)
-			letGo(ctx, m.c, machine)
+	for _, d := range m.deleted {
+		if m.releasedGo(ctx, d) {
 			continue
 		}
-		m.deleted[n] = machine
+		m.deleted[n] = d
 		n++
 	}
 	m.deleted = m.deleted[:n]
 }
 
+// releasedGo lets the Machine go when nodemaint released its hook, and reports whether it is gone
+// or let go.
+func (m *machines) releasedGo(ctx context.Context, d deletedMachine) bool {
+	c := m.clientOf(d.topology)
+	cur := &clusterv1.Machine{}
+	switch err := c.Get(ctx, client.ObjectKeyFromObject(d.Machine), cur); {
+	case apierrors.IsNotFound(err):
+		return true
+	case err == nil && !hooked(cur):
+		m.t.Logf("Machine %s (%s): pre-drain hook released; Cluster API lets it go", d.Name, d.topology)
+		m.released[d.topology]++
+		letGo(ctx, c, d.Machine)
+		return true
+	}
+	return false
+}
+
 // letAllGo lets every Machine of the batch go, released or not (the batch is over), and says
 // where each one still held stood.
 func (m *machines) letAllGo(ctx context.Context) {
-	for _, machine := range m.deleted {
-		m.t.Logf("Machine %s: pre-drain hook held at the end of the batch; %s", machine.Name, m.maintenanceOf(ctx, machine))
-		letGo(ctx, m.c, machine)
+	for _, d := range m.deleted {
+		if m.releasedGo(ctx, d) {
+			continue
+		}
+		m.t.Logf("Machine %s (%s): pre-drain hook held at the end of the batch; %s; Events: %s", d.Name, d.topology, m.maintenanceOf(ctx, d.Machine), m.eventsOf(ctx, d))
+		letGo(ctx, m.clientOf(d.topology), d.Machine)
 	}
 	m.deleted = nil
+}
+
+// eventsOf says the Events about the Machine in its cluster.
+func (m *machines) eventsOf(ctx context.Context, d deletedMachine) string {
+	var list corev1.EventList
+	if err := m.clientOf(d.topology).List(ctx, &list, client.InNamespace(d.Namespace)); err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "Machine" && e.InvolvedObject.Name == d.Name {
+			out = append(out, fmt.Sprintf("%s %s: %.200s", e.Type, e.Reason, e.Message))
+		}
+	}
+	return cmp.Or(strings.Join(out, "; "), "none")
 }
 
 // maintenanceOf says where the NodeMaintenance of the Machine stands.

@@ -11,9 +11,11 @@
 // and without haltOnAlerts), whose cordon, drain and policy are switched on and off while they
 // run; the controllers read their alerts from a stand-in Prometheus whose alert fires and clears,
 // and which answers with warnings or not at all, on the batch's timeline. Some lanes have a
-// Cluster API Machine of one of their nodes deleted while their maintenances run (self-hosted,
-// --cluster-api-self; the Machine's own node, a node of another providerID, or none: see
-// machines_test.go), whose pre-drain hook the checker judges. A batch runs its lanes side by
+// Cluster API Machine of one of their nodes deleted while their maintenances run (the Machine's
+// own node, a node of another providerID, or none: see machines_test.go), whose pre-drain hook
+// the checker judges; batches take the two topologies in turn: self-hosted (--cluster-api-self)
+// and a management cluster of the package's (a kube-apiserver of its own, started once in the
+// background, its controller reaching this cluster through the kubeconfig Secret). A batch runs its lanes side by
 // side under one evacuation protocol (the cluster serves the EvictionRequest API; batches take
 // pod-conditions and eviction-request in turn) while the leader of two controller replicas is
 // killed; then every maintenance is deleted and nothing of nodemaint's may be left. A violation

@@ -27,6 +27,8 @@ var protocols = []string{evictionrequest.FlagPodConditions, evictionrequest.Flag
 type batch struct {
 	seed     uint64
 	protocol string
+	// topology is where its Cluster API Machines live.
+	topology topology
 	lanes    []scenario
 	// kills are when the leader is killed, from the batch's start.
 	kills []time.Duration
@@ -114,7 +116,7 @@ func (e editKind) apply(spec *nodemaintv1alpha1.NodeMaintenanceSpec) {
 // drawBatch draws a batch of size s from seed.
 func drawBatch(seed uint64, s runSize) batch {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	b := batch{seed: seed, protocol: protocols[seed%uint64(len(protocols))]}
+	b := batch{seed: seed, protocol: protocols[seed%uint64(len(protocols))], topology: topologyOf(seed)}
 	for lane := range s.lanes {
 		b.lanes = append(b.lanes, drawScenario(rng, lane, s))
 	}
@@ -137,6 +139,12 @@ func drawBatch(seed uint64, s runSize) batch {
 	slices.SortStableFunc(b.alerts, func(x, y alertStep) int { return cmp.Compare(x.at, y.at) })
 	drawMachines(rng, &b, s)
 	return b
+}
+
+// topologyOf is the topology of the batch of the seed: (seed + seed/2) mod 2, so that any four
+// batches of consecutive seeds (a long run) draw each protocol in each topology.
+func topologyOf(seed uint64) topology {
+	return []topology{selfHosted, management}[(seed+seed/2)%2]
 }
 
 // drawScenario draws lane's scenario: at least three kinds of workload, one to three

@@ -10,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,23 +21,16 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/machine"
-	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	"github.com/nodemaint/nodemaint/test/invariants"
 	"github.com/nodemaint/nodemaint/test/localcluster"
-	"github.com/nodemaint/nodemaint/test/manifests"
 )
 
 // machineFinalizer is the finalizer Cluster API's Machine controller puts on every Machine, and
@@ -174,19 +165,19 @@ func expectMachineChecks(t *testing.T, checker *invariants.Checker, released int
 //   - kubectl maintenance cleanup removes the hook from the Machines left.
 func TestClusterAPIManagementCluster(t *testing.T) {
 	ctx := t.Context()
-	mgmt := startManagementCluster(t)
+	mgmt := framework.StartManagementCluster(t)
 
 	// Cluster API older than 1.11, or not installed: the controller says so, and runs on.
-	old := framework.NewControllerFor(t, mgmt.controllerKubeconfig)
+	old := framework.NewControllerFor(t, mgmt.ControllerKubeconfig)
 	old.Start("--cluster-api")
 	logSays(t, old, "NOT draining the nodes of Cluster API Machines")
 	probe := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "mgmt-probe"},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{NodeSelector: nodeNamed("none"), Reason: "the controller runs"}}
-	if err := mgmt.client.Create(ctx, probe); err != nil {
+	if err := mgmt.Client.Create(ctx, probe); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, waitTimeout, "the management cluster's NodeMaintenance reconciled", func(ctx context.Context) (bool, error) {
-		err := mgmt.client.Get(ctx, client.ObjectKeyFromObject(probe), probe)
+		err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(probe), probe)
 		return err == nil && probe.Status.ObservedGeneration == probe.Generation, err
 	})
 	if !old.Healthy() {
@@ -195,9 +186,7 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 	old.Stop()
 
 	// Cluster API installed in the management cluster; nodemaint in both.
-	if err := manifests.Apply(ctx, mgmt.client, testenv.RepoRoot(), "nodemaint-e2e", "test/e2e/testdata/cluster-api", "config/cluster-api"); err != nil {
-		t.Fatal(err)
-	}
+	mgmt.InstallClusterAPI(t)
 	framework.Apply(t, "test/e2e/testdata/cluster-api-workload")
 	if os.Getenv("EVICTION_REQUEST_API") == "true" {
 		framework.InstallEvictionResponderPolicy(t)
@@ -207,26 +196,26 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 	pool, empty := addNodes(t, 2, "web"), addNodes(t, 1, "empty")[0]
 	workload := framework.NewController(t)
 	workload.Start("--deployment-surge-timeout=2m")
-	mc := framework.NewControllerFor(t, mgmt.controllerKubeconfig)
+	mc := framework.NewControllerFor(t, mgmt.ControllerKubeconfig)
 	mc.Start("--cluster-api")
 	t.Cleanup(func() { deleteMaintenances(t, wc) }) // while the workload's controller runs
 
 	// A tenant's namespace of the management cluster, with its Cluster and kubeconfig Secret.
 	prefix := "capi-" + utilrand.String(5)
-	tenant := mgmt.namespace(t, prefix+"-tenant")
-	kubeconfig := workloadKubeconfig(t)
-	mgmt.cluster(t, tenant, "wl", kubeconfig)
+	tenant := mgmt.Namespace(t, prefix+"-tenant")
+	kubeconfig := framework.WorkloadKubeconfig(t)
+	mgmt.Cluster(t, tenant, "wl", kubeconfig)
 
 	// The management cluster's own node, which no Machine may get drained.
 	mgmtNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "mgmt-node-0"}, Spec: corev1.NodeSpec{ProviderID: "mgmt://node-0"}}
-	if err := mgmt.client.Create(ctx, mgmtNode); err != nil {
+	if err := mgmt.Client.Create(ctx, mgmtNode); err != nil {
 		t.Fatal(err)
 	}
 
 	ns := framework.Namespace(t)
 	// The invariant checker watches the Machines in the management cluster (with its audit log),
 	// the drain in the workload cluster.
-	checker := startMachineChecker(t, ns, &invariants.ClusterAPI{Config: mgmt.config, AuditLog: mgmt.auditLog})
+	checker := startMachineChecker(t, ns, &invariants.ClusterAPI{Config: mgmt.Config, AuditLog: mgmt.AuditLog})
 	d := framework.NewDeployment(ns, "web", 1)
 	surge, unavailable := intstr.FromInt32(1), intstr.FromInt32(0)
 	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
@@ -253,29 +242,29 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 	machines["long"].Spec.Deletion.NodeDrainTimeoutSeconds = ptr.To[int32](700000)
 	nodeOf := map[string]string{"drain": drained, "forged": other, "mgmt": mgmtNode.Name, "long": empty}
 	// <prefix>-a/b-c and <prefix>-a-b/c: machine-<namespace>-<name> was one name for both.
-	nsA, nsAB := mgmt.namespace(t, prefix+"-a"), mgmt.namespace(t, prefix+"-a-b")
+	nsA, nsAB := mgmt.Namespace(t, prefix+"-a"), mgmt.Namespace(t, prefix+"-a-b")
 	for _, n := range []string{nsA, nsAB} {
-		mgmt.cluster(t, n, "wl", kubeconfig)
+		mgmt.Cluster(t, n, "wl", kubeconfig)
 	}
 	machines["a/b-c"] = newMachine(nsA, "b-c", "wl", "kwok://"+empty)
 	machines["a-b/c"] = newMachine(nsAB, "c", "wl", "kwok://"+empty)
 	nodeOf["a/b-c"], nodeOf["a-b/c"] = empty, empty
 	for name, m := range machines {
-		createDeletedMachine(t, mgmt.client, m, nodeOf[name])
+		createDeletedMachine(t, mgmt.Client, m, nodeOf[name])
 	}
 	// One Machine stays, for cleanup.
 	kept := newMachine(tenant, "md-0-kept", "wl", "kwok://"+other)
-	if err := mgmt.client.Create(ctx, kept); err != nil {
+	if err := mgmt.Client.Create(ctx, kept); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { releaseMachine(context.Background(), mgmt.client, kept) })
+	t.Cleanup(func() { releaseMachine(context.Background(), mgmt.Client, kept) })
 
 	// A node that is not the Machine's: a Warning, and nothing cordoned.
-	machineEvent(t, mgmt.client, machines["forged"], machine.RefusedProviderID)
+	machineEvent(t, mgmt.Client, machines["forged"], machine.RefusedProviderID)
 	// Nothing of the management cluster drained: the Machine's node does not exist in its
 	// workload cluster, so its hook goes at once.
-	hookReleased(t, mgmt.client, machines["mgmt"])
-	for cl, node := range map[client.Client]string{wc: other, mgmt.client: mgmtNode.Name} {
+	hookReleased(t, mgmt.Client, machines["mgmt"])
+	for cl, node := range map[client.Client]string{wc: other, mgmt.Client: mgmtNode.Name} {
 		n := &corev1.Node{}
 		if err := cl.Get(ctx, types.NamespacedName{Name: node}, n); err != nil || n.Spec.Unschedulable {
 			t.Errorf("node %s cordoned (%v)", node, err)
@@ -283,20 +272,20 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 	}
 	for _, name := range []string{"forged", "mgmt"} {
 		key := types.NamespacedName{Name: machine.MaintenanceName(client.ObjectKeyFromObject(machines[name]))}
-		for _, cl := range []client.Client{wc, mgmt.client} {
+		for _, cl := range []client.Client{wc, mgmt.Client} {
 			if err := cl.Get(ctx, key, &nodemaintv1alpha1.NodeMaintenance{}); !apierrors.IsNotFound(err) {
 				t.Errorf("NodeMaintenance %s of the Machine %s: %v", key.Name, name, err)
 			}
 		}
 	}
-	if !hooked(t, mgmt.client, machines["forged"]) {
+	if !hooked(t, mgmt.Client, machines["forged"]) {
 		t.Error("the Machine whose node is not its own lost the hook")
 	}
 
 	// The clamped drain timeout, said; the names apart; all drained.
-	machineEvent(t, mgmt.client, machines["long"], "DrainTimeoutClamped")
+	machineEvent(t, mgmt.Client, machines["long"], "DrainTimeoutClamped")
 	for _, name := range []string{"long", "a/b-c", "a-b/c"} {
-		hookReleased(t, mgmt.client, machines[name])
+		hookReleased(t, mgmt.Client, machines[name])
 	}
 	long := &nodemaintv1alpha1.NodeMaintenance{}
 	if err := wc.Get(ctx, types.NamespacedName{Name: machine.MaintenanceName(client.ObjectKeyFromObject(machines["long"]))}, long); err != nil ||
@@ -313,7 +302,7 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 
 	// The drain in the workload cluster: the hook released once the node is drained, the
 	// Deployment surged with a Ready pod at every moment.
-	if hookReleased(t, mgmt.client, machines["drain"]) {
+	if hookReleased(t, mgmt.Client, machines["drain"]) {
 		if err := framework.Client().Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("the pre-drain hook released while pod %s is still there (%v)", pod.Name, err)
 		}
@@ -333,9 +322,9 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 			err := wc.Get(ctx, key, &nodemaintv1alpha1.NodeMaintenance{})
 			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 		})
-		releaseMachine(ctx, mgmt.client, machines["drain"])
+		releaseMachine(ctx, mgmt.Client, machines["drain"])
 		framework.Eventually(t, waitTimeout, "the Machine gone", func(ctx context.Context) (bool, error) {
-			err := mgmt.client.Get(ctx, client.ObjectKeyFromObject(machines["drain"]), &clusterv1.Machine{})
+			err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machines["drain"]), &clusterv1.Machine{})
 			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 		})
 	}
@@ -346,120 +335,14 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 	// Uninstall: the controller stopped, cleanup removes the hooks left (the refused Machine's,
 	// the Machine not deleted).
 	mc.Stop()
-	if out, err := runPlugin(t, mgmt.adminKubeconfig, "cleanup"); err != nil {
+	if out, err := runPlugin(t, mgmt.AdminKubeconfig, "cleanup"); err != nil {
 		t.Fatalf("kubectl maintenance cleanup: %v\n%s", err, out)
 	}
 	for _, m := range []*clusterv1.Machine{machines["forged"], kept} {
-		if hooked(t, mgmt.client, m) {
+		if hooked(t, mgmt.Client, m) {
 			t.Errorf("Machine %s/%s keeps the hook after cleanup", m.Namespace, m.Name)
 		}
 	}
-}
-
-// management is the management cluster of a test: etcd and kube-apiserver (envtest), with
-// nodemaint's CRDs and RBAC installed.
-type management struct {
-	client client.Client
-	config *rest.Config
-	// controllerKubeconfig authenticates as nodemaint-controller's ServiceAccount;
-	// adminKubeconfig as the API server's admin.
-	controllerKubeconfig, adminKubeconfig string
-	// auditLog is the API server's audit log of the Machines' writes, for the invariant checker.
-	auditLog string
-}
-
-// startManagementCluster starts the test's management cluster, stopped when the test ends.
-func startManagementCluster(t *testing.T) *management {
-	t.Helper()
-	// envtest logs through controller-runtime's logger: not here.
-	ctrllog.SetLogger(logr.Discard())
-	dir := t.TempDir()
-	auditLog := filepath.Join(dir, "audit.log")
-	env, err := testenv.StartWith(testenv.Options{AuditPolicy: invariants.MachineAuditPolicy, AuditLog: auditLog})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	m := &management{config: env.Config, auditLog: auditLog}
-	if m.client, err = client.New(env.Config, client.Options{Scheme: capiScheme}); err != nil {
-		t.Fatal(err)
-	}
-	if err := manifests.Install(t.Context(), m.client, testenv.RepoRoot(), framework.ControllerNamespace, "nodemaint-e2e"); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := cs.CoreV1().ServiceAccounts(framework.ControllerNamespace).CreateToken(t.Context(), framework.ControllerServiceAccount,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.controllerKubeconfig = filepath.Join(dir, "controller.kubeconfig")
-	m.adminKubeconfig = filepath.Join(dir, "admin.kubeconfig")
-	for path, user := range map[string]*clientcmdapi.AuthInfo{
-		m.controllerKubeconfig: {Token: tr.Status.Token},
-		m.adminKubeconfig:      {ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData},
-	} {
-		if err := clientcmd.WriteToFile(*kubeconfigOf(env.Config.Host, env.Config.CAData, user), path); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return m
-}
-
-// namespace creates the namespace in the management cluster.
-func (m *management) namespace(t *testing.T, name string) string {
-	t.Helper()
-	if err := m.client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
-
-// cluster creates a Cluster in the namespace and its kubeconfig Secret, as Cluster API does.
-func (m *management) cluster(t *testing.T, ns, name string, kubeconfig []byte) {
-	t.Helper()
-	createCluster(t, m.client, ns, name)
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + machine.KubeconfigSuffix, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-		Type:       "cluster.x-k8s.io/secret",
-		Data:       map[string][]byte{machine.KubeconfigKey: kubeconfig},
-	}
-	if err := m.client.Create(t.Context(), secret); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// kubeconfigOf is a kubeconfig of the server for the user.
-func kubeconfigOf(server string, ca []byte, user *clientcmdapi.AuthInfo) *clientcmdapi.Config {
-	const name = "e2e"
-	config := clientcmdapi.NewConfig()
-	config.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-	config.AuthInfos[name] = user
-	config.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-	config.CurrentContext = name
-	return config
-}
-
-// workloadKubeconfig is the package's cluster's kubeconfig, all inline, for the user of
-// testdata/cluster-api-workload.
-func workloadKubeconfig(t *testing.T) []byte {
-	t.Helper()
-	token, err := framework.ServiceAccountToken(t.Context(), framework.ControllerNamespace, "capi-workload-access")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := os.ReadFile(filepath.Join(framework.Cluster().Dir(), "pki", "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := clientcmd.Write(*kubeconfigOf(framework.Cluster().RESTConfig().Host, ca, &clientcmdapi.AuthInfo{Token: token}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // poolLabel groups the nodes a test adds.
