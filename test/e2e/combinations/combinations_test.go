@@ -266,7 +266,7 @@ func runBatch(t *testing.T, b batch, s runSize, mgmt *managementCluster, sum *to
 		return true, checker.CheckClean(ctx, namespaces...)
 	})
 
-	// Every release of the hook the test saw, judged by the checker, in both clusters.
+	// Every release of the hook the test saw, judged by the checker.
 	released := capi.released[selfHosted] + capi.released[management]
 	f.eventually(time.Minute, fmt.Sprintf("the checker judging the %d releases of the pre-drain hook seen", released), func(context.Context) (bool, error) {
 		if n := checker.MachineReleases(); n < released {

@@ -179,8 +179,10 @@ func (m *managementCluster) ready(t *testing.T) {
 	if m == nil || m.Management != nil {
 		return
 	}
+	waited := time.Now()
 	m.Management = m.wait(t)
-	t.Logf("management cluster ready %v after it was started in the background", time.Since(m.started).Round(100*time.Millisecond))
+	t.Logf("management cluster ready %v after it was started in the background (waited %v)",
+		time.Since(m.started).Round(100*time.Millisecond), time.Since(waited).Round(100*time.Millisecond))
 	m.ctrl = framework.NewControllerFor(m.top, m.ControllerKubeconfig)
 	m.ctrl.Start("--cluster-api")
 }
