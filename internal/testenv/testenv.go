@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
@@ -56,6 +57,9 @@ type Options struct {
 	// audit.k8s.io/v1 Policy, YAML) to the file AuditLog, in JSON lines: the invariant checker
 	// reads who wrote what (test/invariants).
 	AuditPolicy, AuditLog string
+	// FeatureGates are more kube-apiserver feature gates ("GenericWorkload=true"), beside
+	// EvictionRequestAPI's.
+	FeatureGates []string
 }
 
 // EvictionRequestAPIArgs are the kube-apiserver flags that serve KEP-4563's EvictionRequest API.
@@ -93,6 +97,14 @@ func StartWith(opts Options) (*Env, error) {
 		args.Set("audit-log-path", opts.AuditLog)
 		args.Set("audit-log-format", "json")
 		args.Set("audit-log-mode", "blocking")
+	}
+	if len(opts.FeatureGates) > 0 {
+		args := env.ControlPlane.GetAPIServer().Configure()
+		gates := opts.FeatureGates
+		if g := args.Get("feature-gates").Get(nil); len(g) > 0 {
+			gates = append(g, gates...)
+		}
+		args.Set("feature-gates", strings.Join(gates, ","))
 	}
 	cfg, err := startTiedToProcess(env)
 	if err != nil {
