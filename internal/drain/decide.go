@@ -118,6 +118,8 @@ type Refusal struct {
 	NotBefore       time.Time
 	Reason, Message string
 	Budgets         string
+	// Attempts counts the pod's refused evictions in a row, this one included.
+	Attempts int
 }
 
 // DecideCurrent decides about every pod of the current order group, in order, with what the API

@@ -1,6 +1,7 @@
 package eviction
 
 import (
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,8 @@ type Observation struct {
 	// the pod (zero: now); EvictMessage is what the API server said of the last one.
 	EvictNotBefore time.Time
 	EvictMessage   string
+	// EvictAttempts counts the imperative evictor's refused evictions of the pod in a row.
+	EvictAttempts int
 	// Budgets are the PodDisruptionBudgets that select the pod (SelectBudgets), as read;
 	// EvictBudgets is their BudgetsVersion when the last eviction was refused, and
 	// EvictBudgetRefused says a budget refused it (429). Once they changed and allow the eviction,
@@ -56,6 +59,10 @@ type Observation struct {
 	// (evictionrequest.ControllerLabel) are its own; every other Eviction is another
 	// controller's, which it never writes nor deletes, and which answers for the pod it names.
 	Controller string
+	// EndedAt is when the controller first saw each target (by UID) terminal or gone: the active
+	// responder has GracefulCompletionDelay from then to report its completion before it is
+	// interrupted. A target missing here ended now.
+	EndedAt map[types.UID]time.Time
 	// Yield, when set, says which other Eviction controller answers in the cluster
 	// (--eviction-controller=auto): the controller creates no Eviction and writes nothing for a
 	// pod it has no Eviction of; it carries its own to their end.
@@ -78,19 +85,20 @@ type Decision struct {
 	// RequestStatus are EvictionRequests whose status changes (the conditions of their Eviction,
 	// or why none is made).
 	RequestStatus []*lifecyclev1alpha1.EvictionRequest
-	// Meta are Evictions whose ownerReferences and labels change (a request came or went): the
-	// object as wanted.
+	// Meta are Evictions whose ownerReferences and labels change (a request came): the object
+	// as wanted.
 	Meta []*lifecyclev1alpha1.Eviction
-	// Delete are Evictions to delete: their target is gone or evicted, or no EvictionRequest
-	// names it any more.
+	// Delete are Evictions to delete: no EvictionRequest names their target any more, or another
+	// controller's older Eviction answers for their pod.
 	Delete []*lifecyclev1alpha1.Eviction
 	// Evict: the imperative evictor is the active responder of Eviction (in Status, or as
 	// observed) and calls the pod's eviction subresource now.
 	Evict *lifecyclev1alpha1.Eviction
 	// Events are what the decision changes, for Events on the Evictions.
 	Events []Event
-	// RecheckAfter is when the decision may change by itself (a heartbeat deadline or the
-	// imperative evictor's back-off runs out); zero: only on a change.
+	// RecheckAfter is when the decision may change by itself (a heartbeat deadline, the grace of
+	// an ended target's responder or the imperative evictor's back-off runs out); zero: only on a
+	// change.
 	RecheckAfter time.Duration
 	// StandAside, when set, says why the controller leaves the live pod to another Eviction
 	// controller (standAsideMessage): nothing of the pod is written but the collection of the
@@ -102,57 +110,220 @@ type Decision struct {
 // the cluster (Yield), without an Eviction of its own, is made again.
 const YieldRecheck = time.Minute
 
+// GracefulCompletionDelay is how long the active responder of a target that terminated or was
+// deleted has to report its completion before it is interrupted (upstream's controller's).
+const GracefulCompletionDelay = 5 * time.Second
+
 // MaxNameLength bounds an Eviction's name.
 const maxNameLength = 253
 
-// Decide decides, at now, what the Eviction controller does about the observed target. It does
-// not change the observation.
+// Decide decides, at now, what the Eviction controller does about the observed target, as
+// upstream's evictionrequest-controller does about each of its Evictions and EvictionRequests:
+// per target UID, the progress of its Evictions, their metadata, the conditions of its requests,
+// and a new Eviction when a request asks and none is under way. It does not change the
+// observation.
 func Decide(obs Observation, now time.Time) Decision {
 	if d, ok := handOver(obs); ok {
 		return d
 	}
 	var d Decision
 	pod := obs.Pod
-	gone, goneReason := targetGone(pod)
 	var live types.UID
-	if !gone {
+	if pod != nil {
 		live = pod.UID
 	}
 	all, active := requestsByTarget(obs.Requests)
 	own, others := splitEvictions(obs.Evictions, obs.Controller)
-	current := d.keepOneEviction(own, live, func(uid types.UID) bool { return pod == nil || pod.UID != uid }, all)
+	byTarget := map[types.UID][]*lifecyclev1alpha1.Eviction{}
+	for i := range own {
+		e := &own[i]
+		if e.DeletionTimestamp == nil && e.Spec.Target.Pod != nil {
+			byTarget[e.Spec.Target.Pod.UID] = append(byTarget[e.Spec.Target.Pod.UID], e)
+		}
+	}
 	if live != "" {
-		current = d.standAside(obs, current, others[live])
+		current, _ := relevant(byTarget[live])
+		if current != nil && completed(current) {
+			current = nil
+		}
+		d.standAside(obs, current, others[live])
 		if current == nil && d.StandAside == "" {
 			d.awaitInTree(obs, now)
 		}
 	}
-	// The requests of gone targets learn that their target is evicted, from the controller
-	// whose Eviction named it: another's answers its own; while another answers in the cluster,
-	// this one writes only where an Eviction of its own named the target.
-	for uid, reqs := range all {
-		if uid == live && live != "" || others[uid] != nil || obs.Yield != "" && !names(own, uid) {
+	uids := slices.Collect(func(yield func(types.UID) bool) {
+		for uid := range all {
+			if !yield(uid) {
+				return
+			}
+		}
+		for uid := range byTarget {
+			if all[uid] == nil && !yield(uid) {
+				return
+			}
+		}
+	})
+	slices.Sort(uids)
+	for _, uid := range uids {
+		switch {
+		case uid == live && d.StandAside != "":
+			// Left to the other controller: only the collection standAside decided.
+			continue
+		case uid != live && others[uid] != nil:
+			// The requests of a gone pod learn of it from the controller whose Eviction named it.
+			continue
+		case obs.Yield != "" && len(byTarget[uid]) == 0:
+			// Another controller answers in the cluster: this one writes only where an Eviction of
+			// its own names the target.
 			continue
 		}
-		reason := lifecyclev1alpha1.EvictionConditionReasonPodDeleted
-		if pod != nil && uid == pod.UID && gone {
-			reason = goneReason
-		}
-		for _, r := range reqs {
-			if reason == lifecyclev1alpha1.EvictionConditionReasonPodDeleted && collectedWith(r, uid) {
-				// The garbage collector deletes the request with its pod (its owner, deleted):
-				// a status would be written for nobody.
-				continue
-			}
-			d.requestConditions(r, now,
-				condition(lifecyclev1alpha1.EvictionConditionTargetEvicted, metav1.ConditionTrue, reason, ""),
-				condition(lifecyclev1alpha1.EvictionConditionFailed, metav1.ConditionFalse, lifecyclev1alpha1.EvictionConditionReasonSucceeded, ""))
-		}
-	}
-	if live != "" && d.StandAside == "" {
-		d.liveTarget(obs, current, all[live], active[live], now)
+		d.target(obs, uid, all[uid], active[uid], byTarget[uid], now)
 	}
 	return d
+}
+
+// target decides about the Evictions and requests of the target pod of that UID: reqs name it
+// (active: those that ask for its eviction), evs are the controller's own Evictions of it.
+func (d *Decision) target(obs Observation, uid types.UID, reqs, active []*lifecyclev1alpha1.EvictionRequest, evs []*lifecyclev1alpha1.Eviction, now time.Time) {
+	pod := obs.Pod
+	if pod != nil && pod.UID != uid {
+		pod = nil
+	}
+	if len(reqs) == 0 {
+		// No request names the target any more: its Evictions are collected, by the garbage
+		// collector where their owners went with a deleted pod.
+		for _, e := range evs {
+			if pod != nil || !collectedByOwners(e, nil, uid) {
+				d.Delete = append(d.Delete, e)
+			}
+		}
+		return
+	}
+	if pod == nil && !slices.ContainsFunc(reqs, func(r *lifecyclev1alpha1.EvictionRequest) bool { return !collectedWith(r, uid) }) {
+		// The pod is deleted and its requests go with it (they are its own, or being deleted),
+		// and the garbage collector takes their Evictions with them: a status written now would
+		// be written for nobody.
+		return
+	}
+	wanted := make([]*lifecyclev1alpha1.Eviction, 0, len(evs))
+	for _, e := range evs {
+		want := e.DeepCopy()
+		switch {
+		case completed(e):
+		case duplicate(e, evs):
+			d.invalid(want, invalidMessage(invalidDuplicate, ""), now)
+		case pod != nil && pod.Spec.SchedulingGroup != nil:
+			d.invalid(want, invalidMessage(invalidSchedulingGroup, ""), now)
+		default:
+			d.progress(want, obs, pod, reqs, active, now)
+		}
+		if !equality.Semantic.DeepEqual(want.Status, e.Status) {
+			d.Status = append(d.Status, want)
+		}
+		wanted = append(wanted, want)
+		if m := withMeta(e, reqs, pod); m != nil {
+			d.Meta = append(d.Meta, m)
+		}
+	}
+	invalid := validate(obs.Pod, uid, len(evs) > 0)
+	rel, create := relevant(wanted)
+	// A new Eviction once the observed ones say none is under way: not in the decision that ends
+	// one (its status is written first, and the decision on the created Eviction is made from the
+	// observed ones).
+	_, ended := relevant(evs)
+	if invalid == "" && pod != nil && len(active) > 0 && create && ended && !declinedByUs(rel) {
+		d.Create = newEviction(obs, pod, reqs)
+		// Its requests learn its conditions once its status is written (the next decision).
+		return
+	}
+	for _, r := range reqs {
+		if pod == nil && collectedWith(r, uid) {
+			continue
+		}
+		d.requestStatus(r, rel, invalid, now)
+	}
+}
+
+// validate says why a request for the target of that UID is invalid ("": it is not): the pod is
+// not found or has another UID, where no Eviction of the target exists (one that does carries on
+// to its end), or it is in a scheduling group.
+func validate(pod *corev1.Pod, uid types.UID, evictions bool) string {
+	switch {
+	case !evictions && pod == nil:
+		return invalidMessage(invalidNotFound, "")
+	case !evictions && pod.UID != uid:
+		return invalidMessage(invalidUIDMismatch, "expected "+string(uid)+", got "+string(pod.UID))
+	case pod != nil && pod.UID == uid && pod.Spec.SchedulingGroup != nil:
+		return invalidMessage(invalidSchedulingGroup, "")
+	}
+	return ""
+}
+
+// relevant is the Eviction of a target its requests follow: the one that evicted it (the latest),
+// else the oldest under way, else the latest that failed; create says no Eviction is under way or
+// succeeded, so that a request asking for the eviction gets a new one.
+func relevant(evs []*lifecyclev1alpha1.Eviction) (rel *lifecyclev1alpha1.Eviction, create bool) {
+	var active, succeeded, failed *lifecyclev1alpha1.Eviction
+	transition := func(e *lifecyclev1alpha1.Eviction, t lifecyclev1alpha1.EvictionConditionType) time.Time {
+		if c := meta.FindStatusCondition(e.Status.Conditions, string(t)); c != nil {
+			return c.LastTransitionTime.Time
+		}
+		return time.Time{}
+	}
+	for _, e := range evs {
+		switch {
+		case meta.IsStatusConditionTrue(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)):
+			if succeeded == nil || transition(succeeded, lifecyclev1alpha1.EvictionConditionTargetEvicted).Before(transition(e, lifecyclev1alpha1.EvictionConditionTargetEvicted)) {
+				succeeded = e
+			}
+		case meta.IsStatusConditionTrue(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)):
+			if failed == nil || !transition(e, lifecyclev1alpha1.EvictionConditionFailed).Before(transition(failed, lifecyclev1alpha1.EvictionConditionFailed)) {
+				failed = e
+			}
+		default:
+			if active == nil || older(e, active) {
+				active = e
+			}
+		}
+	}
+	switch {
+	case succeeded != nil:
+		return succeeded, false
+	case active != nil:
+		return active, false
+	}
+	return failed, true
+}
+
+// duplicate: another Eviction of the target than e is the one under way (a create raced a stale
+// cache): e is invalid.
+func duplicate(e *lifecyclev1alpha1.Eviction, evs []*lifecyclev1alpha1.Eviction) bool {
+	rel, _ := relevant(evs)
+	return rel != nil && !completed(rel) && rel.UID != e.UID
+}
+
+// completed: one of the Eviction's conditions is True; it is final.
+func completed(e *lifecyclev1alpha1.Eviction) bool {
+	return final(&e.Status)
+}
+
+// declinedByUs: the failed Eviction ended with NoFurtherResponder after nodemaint's imperative
+// evictor completed without evicting the pod (a DaemonSet or mirror pod, nodemaint's own): a new
+// Eviction would end the same way at once, again and again; the request keeps the failure.
+func declinedByUs(e *lifecyclev1alpha1.Eviction) bool {
+	if e == nil {
+		return false
+	}
+	c := meta.FindStatusCondition(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed))
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(lifecyclev1alpha1.EvictionConditionReasonNoFurtherResponder) {
+		return false
+	}
+	for _, r := range e.Status.Responders {
+		if r.Name == evictionrequest.ImperativeEvictor && r.CompletionTime != nil && notEvicted(ptr.Deref(r.Message, "")) {
+			return true
+		}
+	}
+	return false
 }
 
 // Ours reports whether the Eviction is the named controller's own (ControllerLabel).
@@ -194,35 +365,24 @@ func older(a, b *lifecyclev1alpha1.Eviction) bool {
 	return a.UID < b.UID
 }
 
-// names reports whether one of the Evictions names the target UID.
-func names(evictions []lifecyclev1alpha1.Eviction, uid types.UID) bool {
-	return slices.ContainsFunc(evictions, func(e lifecyclev1alpha1.Eviction) bool {
-		return e.Spec.Target.Pod != nil && e.Spec.Target.Pod.UID == uid
-	})
-}
-
 // standAside decides whether the controller leaves the live pod to another Eviction controller:
 // while another's Eviction names it (other), the controller writes nothing for the pod; its own
-// Eviction of the pod (current), if younger, is collected (of two nodemaint installations' that
-// raced, the older stays, the same in both), and if older, waits for the other to collect its
-// own. Without an Eviction of its own, it also stands aside while another controller answers in
-// the cluster (obs.Yield). It returns the controller's Eviction of the pod to carry on with (nil
-// when it stands aside).
-func (d *Decision) standAside(obs Observation, current, other *lifecyclev1alpha1.Eviction) *lifecyclev1alpha1.Eviction {
+// Eviction of the pod under way (current), if younger, is collected (of two nodemaint
+// installations' that raced, the older stays, the same in both), and if older, waits for the
+// other to collect its own. Without an Eviction of its own under way, it also stands aside while
+// another controller answers in the cluster (obs.Yield).
+func (d *Decision) standAside(obs Observation, current, other *lifecyclev1alpha1.Eviction) {
 	switch {
 	case other != nil:
 		if current != nil && older(other, current) {
 			d.Delete = append(d.Delete, current)
 		}
 		d.StandAside = standAsideMessage(other.Name, "")
-		return nil
 	case current == nil && obs.Yield != "":
 		d.StandAside = standAsideMessage("", obs.Yield)
 		// Looked at again, in case the other controller went away without answering.
 		d.after(YieldRecheck)
-		return nil
 	}
-	return current
 }
 
 // requestsByTarget groups the requests by their target pod's UID (all), and those that want it
@@ -245,91 +405,66 @@ func requestsByTarget(requests []lifecyclev1alpha1.EvictionRequest) (all, active
 	return all, active
 }
 
-// keepOneEviction returns the controller's own Eviction (evictions: its own only) of the live
-// target (its UID; "": none), one at most; the others (the target gone, or never named by a
-// request, or a second one of the same target) are finished and collected. The Eviction of a
-// target deleted (deleted(uid): no pod of its UID, not only terminal) whose every owner is a request that goes with the target
-// (collectedWith) is left to the garbage collector, which deletes it with them: a delete of its
-// own would be a second one.
-func (d *Decision) keepOneEviction(evictions []lifecyclev1alpha1.Eviction, live types.UID, deleted func(types.UID) bool, requests map[types.UID][]*lifecyclev1alpha1.EvictionRequest) *lifecyclev1alpha1.Eviction {
-	var current *lifecyclev1alpha1.Eviction
-	for i := range evictions {
-		e := &evictions[i]
-		uid := types.UID("")
-		if e.Spec.Target.Pod != nil {
-			uid = e.Spec.Target.Pod.UID
-		}
-		switch {
-		case uid == live && live != "" && current == nil && e.DeletionTimestamp == nil:
-			current = e
-		case e.DeletionTimestamp != nil:
-		case uid != live || live == "":
-			// The target is gone: TargetEvicted is copied into its requests (Decide), then the
-			// Eviction is collected, by the garbage collector where it goes with them.
-			if uid == "" || !deleted(uid) || !collectedByOwners(e, requests[uid], uid) {
-				d.Delete = append(d.Delete, e)
-			}
-		default:
-			// A second Eviction of its own of the same target (a create that raced a stale
-			// cache): only one is kept.
-			d.Delete = append(d.Delete, e)
-		}
-	}
-	return current
+// invalid ends the Eviction as invalid (EvictionInvalid, with why).
+func (d *Decision) invalid(e *lifecyclev1alpha1.Eviction, message string, now time.Time) {
+	e.Status.ObservedGeneration = ptr.To(max(e.Generation, 1))
+	setConditions(&e.Status.Conditions, now, *e.Status.ObservedGeneration,
+		condition(lifecyclev1alpha1.EvictionConditionFailed, metav1.ConditionTrue, lifecyclev1alpha1.EvictionConditionReasonEvictionInvalid, message),
+		condition(lifecyclev1alpha1.EvictionConditionTargetEvicted, metav1.ConditionFalse, lifecyclev1alpha1.EvictionConditionReasonEvictionFailed, ""))
 }
 
-// liveTarget decides about the Eviction of a pod that is not gone (current: its Eviction, nil
-// when none), from its requests (all) and those that want it evicted (active).
-func (d *Decision) liveTarget(obs Observation, current *lifecyclev1alpha1.Eviction, all, active []*lifecyclev1alpha1.EvictionRequest, now time.Time) {
-	pod := obs.Pod
-	switch {
-	case len(all) == 0:
-		if current != nil {
-			d.Delete = append(d.Delete, current)
-		}
-		return
-	case pod.Spec.SchedulingGroup != nil:
-		for _, r := range all {
-			d.requestConditions(r, now, condition(lifecyclev1alpha1.EvictionConditionFailed, metav1.ConditionTrue,
-				lifecyclev1alpha1.EvictionConditionReasonEvictionInvalid, pod.Name))
-		}
-		if current != nil {
-			d.Delete = append(d.Delete, current)
-		}
-		return
-	case current == nil:
-		// A terminating pod is already going: an Eviction would ask its responders for nothing,
-		// and where another controller's Eviction of it was just collected (its cache saw the pod
-		// gone first), a second one would be made for the same pod.
-		if len(active) > 0 && pod.DeletionTimestamp == nil {
-			d.Create = newEviction(obs, pod, all)
-		}
+// requestStatus writes the request's status: its observed generation, and the conditions of its
+// target's relevant Eviction (rel), or why it is invalid, or that it waits for an Eviction. A
+// request whose conditions are final (its target evicted, or invalid) keeps them: only a new
+// generation is observed.
+func (d *Decision) requestStatus(r *lifecyclev1alpha1.EvictionRequest, rel *lifecyclev1alpha1.Eviction, invalid string, now time.Time) {
+	gen := max(r.Generation, 1)
+	if requestFinal(r) && ptr.Deref(r.Status.ObservedGeneration, 0) == gen {
 		return
 	}
-	if cond := meta.FindStatusCondition(current.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)); cond != nil && cond.Status == metav1.ConditionTrue &&
-		cond.Reason == string(lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters) && len(active) > 0 {
-		// Canceled, then asked again: a canceled Eviction is final, so it makes way for a new one.
-		d.Delete = append(d.Delete, current)
-		return
-	}
-	if wantMeta := withMeta(current, all, pod); wantMeta != nil {
-		d.Meta = append(d.Meta, wantMeta)
-	}
-	want := current.DeepCopy()
-	d.progress(want, obs, pod, all, active, now)
-	if !equality.Semantic.DeepEqual(want.Status, current.Status) {
-		d.Status = append(d.Status, want)
-	}
-	// Condition synchronization: every request of the target carries the Eviction's Failed and
-	// TargetEvicted conditions.
 	var conds []metav1.Condition
-	for _, t := range []lifecyclev1alpha1.EvictionConditionType{lifecyclev1alpha1.EvictionConditionFailed, lifecyclev1alpha1.EvictionConditionTargetEvicted} {
-		if c := meta.FindStatusCondition(want.Status.Conditions, string(t)); c != nil {
-			conds = append(conds, *c)
+	switch {
+	case invalid != "":
+		conds = []metav1.Condition{
+			condition(lifecyclev1alpha1.EvictionConditionFailed, metav1.ConditionTrue, lifecyclev1alpha1.EvictionConditionReasonEvictionInvalid, invalid),
+			condition(lifecyclev1alpha1.EvictionConditionTargetEvicted, metav1.ConditionFalse, lifecyclev1alpha1.EvictionConditionReasonEvictionFailed, ""),
+		}
+	default:
+		for _, t := range []lifecyclev1alpha1.EvictionConditionType{lifecyclev1alpha1.EvictionConditionFailed, lifecyclev1alpha1.EvictionConditionTargetEvicted} {
+			var c *metav1.Condition
+			if rel != nil {
+				c = meta.FindStatusCondition(rel.Status.Conditions, string(t))
+			}
+			if c == nil {
+				conds = append(conds, condition(t, metav1.ConditionFalse, lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction, waitingForEviction))
+				continue
+			}
+			conds = append(conds, condition(t, c.Status, lifecyclev1alpha1.EvictionConditionReason(c.Reason), c.Message))
 		}
 	}
-	for _, r := range all {
-		d.requestConditions(r, now, conds...)
+	want := r.DeepCopy()
+	want.Status.ObservedGeneration = ptr.To(gen)
+	setConditions(&want.Status.Conditions, now, gen, conds...)
+	if !equality.Semantic.DeepEqual(want.Status, r.Status) {
+		d.RequestStatus = append(d.RequestStatus, want)
+	}
+}
+
+// requestFinal: the request's target was evicted, or the request is invalid.
+func requestFinal(r *lifecyclev1alpha1.EvictionRequest) bool {
+	if meta.IsStatusConditionTrue(r.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)) {
+		return true
+	}
+	c := meta.FindStatusCondition(r.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed))
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == string(lifecyclev1alpha1.EvictionConditionReasonEvictionInvalid)
+}
+
+// setConditions sets the conditions, each with the observed generation; a condition's transition
+// time changes only with its status.
+func setConditions(conds *[]metav1.Condition, now time.Time, gen int64, set ...metav1.Condition) {
+	for _, c := range set {
+		c.ObservedGeneration, c.LastTransitionTime = gen, metav1.NewTime(now)
+		meta.SetStatusCondition(conds, c)
 	}
 }
 
@@ -349,15 +484,9 @@ func collectedByOwners(e *lifecyclev1alpha1.Eviction, reqs []*lifecyclev1alpha1.
 	return true
 }
 
-// targetGone reports whether the pod is gone or terminal, with the reason of TargetEvicted.
-func targetGone(pod *corev1.Pod) (bool, lifecyclev1alpha1.EvictionConditionReason) {
-	switch {
-	case pod == nil:
-		return true, lifecyclev1alpha1.EvictionConditionReasonPodDeleted
-	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-		return true, lifecyclev1alpha1.EvictionConditionReasonPodTerminal
-	}
-	return false, ""
+// terminal: the pod reached a terminal phase.
+func terminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // wantsEviction: the request asks for the eviction. One being deleted (a blocking finalizer)
@@ -366,40 +495,43 @@ func wantsEviction(r *lifecyclev1alpha1.EvictionRequest) bool {
 	return r.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentEviction && r.DeletionTimestamp == nil
 }
 
-// newEviction is the Eviction of the pod: named pod-<n>-<pod name> with the first n not taken by
-// an observed Eviction, labelled with its requesters and responders, owned by its requests.
+// newEviction is the Eviction of the pod: named pod-<n>-<pod name>, n one more than the highest
+// of the observed Evictions of that name (a failed one stays, and the next counts on from it),
+// labelled with its requesters and responders, owned by its requests.
 func newEviction(obs Observation, pod *corev1.Pod, reqs []*lifecyclev1alpha1.EvictionRequest) *lifecyclev1alpha1.Eviction {
-	taken := map[string]bool{}
+	counter := regexp.MustCompile(`^pod-([0-9]+)-(.*)$`)
+	n := 0
 	for _, e := range obs.Evictions {
-		taken[e.Name] = true
+		m := counter.FindStringSubmatch(e.Name)
+		if m == nil || (m[2] != pod.Name && (len(e.Name) < maxNameLength-1 || !strings.HasPrefix(pod.Name, m[2]))) {
+			continue
+		}
+		if c, err := strconv.Atoi(m[1]); err == nil && c > n {
+			n = c
+		}
 	}
-	var name string
-	for n := 1; ; n++ {
-		name = "pod-" + strconv.Itoa(n) + "-" + pod.Name
-		if len(name) > maxNameLength {
-			name = strings.TrimRight(name[:maxNameLength], "-.")
-		}
-		if !taken[name] {
-			break
-		}
+	name := "pod-" + strconv.Itoa(n+1) + "-" + pod.Name
+	if len(name) > maxNameLength {
+		name = strings.TrimRight(name[:maxNameLength], "-.")
 	}
 	e := &lifecyclev1alpha1.Eviction{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: name, Labels: labels(reqs, pod)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: name, Labels: labels(reqs, pod, nil)},
 		Spec: lifecyclev1alpha1.EvictionSpec{Target: lifecyclev1alpha1.EvictionTarget{
 			Pod: &lifecyclev1alpha1.EvictionPodReference{Name: pod.Name, UID: pod.UID},
 		}},
 	}
 	// The creator's mark: the controller's own from now on (Ours).
 	e.Labels[evictionrequest.ControllerLabel] = obs.Controller
-	e.OwnerReferences = owners(reqs)
+	e.OwnerReferences = owners(nil, reqs)
 	return e
 }
 
 // withMeta is the Eviction with the ownerReferences and labels its requests and pod want; nil
-// when it has them. Labels of others are kept.
+// when it has them. Labels of others are kept, and so are its owners: a request's reference is
+// added, never removed (the garbage collector collects the Eviction with the last of them).
 func withMeta(e *lifecyclev1alpha1.Eviction, reqs []*lifecyclev1alpha1.EvictionRequest, pod *corev1.Pod) *lifecyclev1alpha1.Eviction {
-	refs := owners(reqs)
-	lbls := labels(reqs, pod)
+	refs := owners(e.OwnerReferences, reqs)
+	lbls := labels(reqs, pod, e.Status.TargetResponders)
 	changed := !equality.Semantic.DeepEqual(refs, e.OwnerReferences)
 	for k, v := range lbls {
 		changed = changed || e.Labels[k] != v
@@ -418,26 +550,33 @@ func withMeta(e *lifecyclev1alpha1.Eviction, reqs []*lifecyclev1alpha1.EvictionR
 	return out
 }
 
-// owners are the ownerReferences to the requests (so that the garbage collector collects the
-// Eviction with the last of them).
-func owners(reqs []*lifecyclev1alpha1.EvictionRequest) []metav1.OwnerReference {
-	var refs []metav1.OwnerReference
+// owners are the ownerReferences had, with one to each request not being deleted added (so that
+// the garbage collector collects the Eviction with the last of them), in order of name.
+func owners(had []metav1.OwnerReference, reqs []*lifecyclev1alpha1.EvictionRequest) []metav1.OwnerReference {
+	refs := slices.Clone(had)
 	for _, r := range reqs {
+		if r.DeletionTimestamp != nil || slices.ContainsFunc(refs, func(o metav1.OwnerReference) bool { return o.UID == r.UID }) {
+			continue
+		}
 		refs = append(refs, metav1.OwnerReference{
 			APIVersion: lifecyclev1alpha1.SchemeGroupVersion.String(), Kind: "EvictionRequest", Name: r.Name, UID: r.UID,
 		})
 	}
-	slices.SortFunc(refs, func(a, b metav1.OwnerReference) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(refs, func(a, b metav1.OwnerReference) int { return strings.Compare(a.Name, b.Name) })
 	return refs
 }
 
-// labels names the requesters and responders as label keys (KEP-4563 "Label Generation").
-func labels(reqs []*lifecyclev1alpha1.EvictionRequest, pod *corev1.Pod) map[string]string {
+// labels names the requesters and responders as label keys (KEP-4563 "Label Generation"): the
+// responders of the pod, or those the Eviction lists (targets) once the pod is gone.
+func labels(reqs []*lifecyclev1alpha1.EvictionRequest, pod *corev1.Pod, targets []lifecyclev1alpha1.TargetResponder) map[string]string {
 	out := map[string]string{}
 	for _, r := range reqs {
 		out[r.Spec.Requester] = string(lifecyclev1alpha1.EvictionParticipantRoleRequester)
 	}
-	for _, t := range Responders(pod) {
+	if pod != nil {
+		targets = Responders(pod)
+	}
+	for _, t := range targets {
 		if out[t.Name] == string(lifecyclev1alpha1.EvictionParticipantRoleRequester) {
 			out[t.Name] = string(lifecyclev1alpha1.EvictionParticipantRoleRequesterResponder)
 		} else {
@@ -486,32 +625,33 @@ func compareDomains(a, b string) int {
 	return strings.Compare(ka, kb)
 }
 
-// progress moves the Eviction's status on: requesters, responders (initialised once), the active
-// responder (completed, interrupted past its heartbeat deadline, canceled) and the conditions.
+// progress moves the Eviction's status on: requesters, responders (initialised once from the
+// pod), the active responder (completed, interrupted past its heartbeat deadline or, once the
+// target ended, past the grace; canceled when every requester withdrew), the next one made
+// Active, and the conditions. pod is the target, nil when it is gone.
 func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod *corev1.Pod, reqs, active []*lifecyclev1alpha1.EvictionRequest, now time.Time) {
 	st := &e.Status
-	st.ObservedGeneration = ptr.To(max(e.Generation, 1))
+	gen := max(e.Generation, 1)
+	st.ObservedGeneration = ptr.To(gen)
 	st.Requesters = requesters(st.Requesters, reqs)
-	if len(st.TargetResponders) == 0 {
+	if len(st.TargetResponders) == 0 && pod != nil {
 		st.TargetResponders = Responders(pod)
 	}
-	if len(st.Responders) == 0 {
-		for _, t := range st.TargetResponders {
-			st.Responders = append(st.Responders, lifecyclev1alpha1.ResponderStatus{Name: t.Name})
-		}
+	for _, t := range st.TargetResponders {
+		responderStatus(st, t.Name)
 	}
-	if final(st) {
-		return
-	}
-	if meta.FindStatusCondition(st.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)) == nil {
-		for _, t := range []lifecyclev1alpha1.EvictionConditionType{lifecyclev1alpha1.EvictionConditionFailed, lifecyclev1alpha1.EvictionConditionTargetEvicted} {
-			c := condition(t, metav1.ConditionFalse, lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction, "")
-			c.LastTransitionTime, c.ObservedGeneration = metav1.NewTime(now), *st.ObservedGeneration
-			meta.SetStatusCondition(&st.Conditions, c)
-		}
-	}
-
-	if len(active) == 0 {
+	gone := pod == nil
+	ended := gone || terminal(pod)
+	canceled := !ended && len(active) == 0
+	done, waiting := false, false
+	switch {
+	case len(st.TargetResponders) == 0:
+		done = true
+	case finalState(st.TargetResponders[len(st.TargetResponders)-1].State):
+		done = true
+	case ended:
+		waiting = d.ended(e, obs, pod, active, now)
+	case canceled:
 		// Every requester withdrew: the eviction is canceled; the active responder learns it.
 		for i := range st.TargetResponders {
 			if st.TargetResponders[i].State == lifecyclev1alpha1.ResponderStateActive {
@@ -519,10 +659,86 @@ func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod 
 				d.Events = append(d.Events, Event{Eviction: e.Name, Reason: ResponderCanceled, Responder: st.TargetResponders[i].Name})
 			}
 		}
-		d.fail(e, lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters, now)
-		return
+	default:
+		done = d.advance(e, obs, pod, active, now)
 	}
+	type pair struct {
+		failed, evicted metav1.Condition
+	}
+	var set pair
+	switch {
+	case gone && !waiting:
+		set = pair{condition(lifecyclev1alpha1.EvictionConditionFailed, metav1.ConditionFalse, lifecyclev1alpha1.EvictionConditionReasonSucceeded, ""),
+			condition(lifecyclev1alpha1.EvictionConditionTargetEvicted, metav1.ConditionTrue, lifecyclev1alpha1.EvictionConditionReasonPodDeleted, conditionMessage(lifecyclev1alpha1.EvictionConditionReasonPodDeleted))}
+	case ended && !waiting:
+		set = pair{condition(lifecyclev1alpha1.EvictionConditionFailed, metav1.ConditionFalse, lifecyclev1alpha1.EvictionConditionReasonSucceeded, ""),
+			condition(lifecyclev1alpha1.EvictionConditionTargetEvicted, metav1.ConditionTrue, lifecyclev1alpha1.EvictionConditionReasonPodTerminal, conditionMessage(lifecyclev1alpha1.EvictionConditionReasonPodTerminal))}
+	case canceled, done && !ended:
+		reason := lifecyclev1alpha1.EvictionConditionReasonNoFurtherResponder
+		if canceled {
+			reason = lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters
+		}
+		set = pair{condition(lifecyclev1alpha1.EvictionConditionFailed, metav1.ConditionTrue, reason, conditionMessage(reason)),
+			condition(lifecyclev1alpha1.EvictionConditionTargetEvicted, metav1.ConditionFalse, lifecyclev1alpha1.EvictionConditionReasonEvictionFailed, "")}
+		if !meta.IsStatusConditionTrue(st.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)) {
+			d.Events = append(d.Events, Event{Eviction: e.Name, Reason: EventReason(reason)})
+		}
+	default:
+		set = pair{condition(lifecyclev1alpha1.EvictionConditionFailed, metav1.ConditionFalse, lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction, ""),
+			condition(lifecyclev1alpha1.EvictionConditionTargetEvicted, metav1.ConditionFalse, lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction, "")}
+	}
+	setConditions(&st.Conditions, now, gen, set.failed, set.evicted)
+}
 
+// finalState: a responder in the state is done (no longer Inactive or Active).
+func finalState(s lifecyclev1alpha1.ResponderStateType) bool {
+	return s != lifecyclev1alpha1.ResponderStateInactive && s != lifecyclev1alpha1.ResponderStateActive
+}
+
+// ended moves the Eviction of a target that terminated or was deleted on: the active responder
+// (if any) completes if it reported its completion (the imperative evictor reports it now), and is
+// interrupted once the grace since the target ended ran out; no other responder is made Active.
+// It reports whether the active responder's report is still awaited.
+func (d *Decision) ended(e *lifecyclev1alpha1.Eviction, obs Observation, pod *corev1.Pod, active []*lifecyclev1alpha1.EvictionRequest, now time.Time) bool {
+	st := &e.Status
+	i := slices.IndexFunc(st.TargetResponders, func(t lifecyclev1alpha1.TargetResponder) bool {
+		return t.State == lifecyclev1alpha1.ResponderStateActive
+	})
+	if i < 0 {
+		return false
+	}
+	t := &st.TargetResponders[i]
+	rs := responderStatus(st, t.Name)
+	if t.Name == evictionrequest.ImperativeEvictor && rs.CompletionTime == nil {
+		if d.imperative(e, rs, obs, pod, active, now) {
+			// Its completion is written while it is Active (the API server allows a responder's
+			// entry to change only then); the next decision reads it.
+			return true
+		}
+	}
+	if rs.CompletionTime != nil {
+		t.State = lifecyclev1alpha1.ResponderStateCompleted
+		d.Events = append(d.Events, Event{Eviction: e.Name, Reason: ResponderCompleted, Responder: t.Name, ResponderMessage: ptr.Deref(rs.Message, "")})
+		return false
+	}
+	since, ok := obs.EndedAt[e.Spec.Target.Pod.UID]
+	if !ok {
+		since = now
+	}
+	if left := since.Add(GracefulCompletionDelay).Sub(now); left > 0 {
+		d.after(left)
+		return true
+	}
+	t.State = lifecyclev1alpha1.ResponderStateInterrupted
+	d.Events = append(d.Events, Event{Eviction: e.Name, Reason: ResponderInterrupted, Responder: t.Name, Ended: true})
+	return false
+}
+
+// advance moves the responders of a live target's Eviction on: the active one completed, or
+// interrupted past its heartbeat deadline, makes way for the next; the imperative evictor acts
+// while it is active. It reports whether every responder is done.
+func (d *Decision) advance(e *lifecyclev1alpha1.Eviction, obs Observation, pod *corev1.Pod, active []*lifecyclev1alpha1.EvictionRequest, now time.Time) bool {
+	st := &e.Status
 	for {
 		i := slices.IndexFunc(st.TargetResponders, func(t lifecyclev1alpha1.TargetResponder) bool {
 			return t.State == lifecyclev1alpha1.ResponderStateActive
@@ -530,6 +746,10 @@ func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod 
 		if i >= 0 {
 			t := &st.TargetResponders[i]
 			rs := responderStatus(st, t.Name)
+			if t.Name == evictionrequest.ImperativeEvictor && rs.CompletionTime == nil && d.imperative(e, rs, obs, pod, active, now) {
+				// Its completion is written while it is Active; the next decision reads it.
+				return false
+			}
 			if rs.CompletionTime != nil {
 				t.State = lifecyclev1alpha1.ResponderStateCompleted
 				d.Events = append(d.Events, Event{Eviction: e.Name, Reason: ResponderCompleted, Responder: t.Name, ResponderMessage: ptr.Deref(rs.Message, "")})
@@ -539,21 +759,20 @@ func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod 
 			if left := last.Add(obs.HeartbeatDeadline).Sub(now); left <= 0 {
 				t.State = lifecyclev1alpha1.ResponderStateInterrupted
 				d.Events = append(d.Events, Event{Eviction: e.Name, Reason: ResponderInterrupted, Responder: t.Name, HeartbeatDeadline: obs.HeartbeatDeadline})
+				if d.Evict == e {
+					d.Evict = nil
+				}
 				continue
 			} else {
 				d.after(left)
 			}
-			if t.Name == evictionrequest.ImperativeEvictor {
-				d.imperative(e, rs, obs, pod, active, now)
-			}
-			return
+			return false
 		}
 		next := slices.IndexFunc(st.TargetResponders, func(t lifecyclev1alpha1.TargetResponder) bool {
 			return t.State == lifecyclev1alpha1.ResponderStateInactive
 		})
 		if next < 0 {
-			d.fail(e, lifecyclev1alpha1.EvictionConditionReasonNoFurtherResponder, now)
-			return
+			return true
 		}
 		t := &st.TargetResponders[next]
 		t.State = lifecyclev1alpha1.ResponderStateActive
@@ -565,37 +784,71 @@ func (d *Decision) progress(e *lifecyclev1alpha1.Eviction, obs Observation, pod 
 	}
 }
 
-// imperative is the imperative evictor's part while it is active: evict the pod (unless it is
-// terminating, or backing off after a refusal and its budgets have not changed to allow it), and
-// heartbeat with what it met. Mirror and DaemonSet pods are not evicted through the API: the
-// responder completes without evicting. A pod only nodemaint's drain asks for is held (see
-// evictionrequest.HeldForDrain): the drain evicts it itself, when and if its maintenances allow.
-func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alpha1.ResponderStatus, obs Observation, pod *corev1.Pod, active []*lifecyclev1alpha1.EvictionRequest, now time.Time) {
-	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror || ownedByDaemonSet(pod) || obs.Protected != "" {
-		rs.CompletionTime = ptr.To(metav1.NewTime(now))
-		rs.Message = ptr.To(imperativeMessage(unsupported, ""))
-		if obs.Protected != "" {
-			rs.Message = ptr.To(imperativeMessage(protected, obs.Protected))
-		}
-		return
-	}
-	step, detail := evicting, ""
-	if obs.EvictMessage != "" {
-		step, detail = backingOff, obs.EvictMessage
+// imperative is the imperative evictor's part while it is active, as upstream's
+// imperative-eviction responder does: it completes once the pod is gone or terminal; it says the
+// pod is terminating, with its deletion as the expected completion; else it evicts the pod
+// (unless it backs off after a refusal and the pod's budgets have not changed to allow it), and
+// says how the last eviction went (the refusals counted). It heartbeats with what it met. Mirror
+// and DaemonSet pods are not evicted through the API: it completes without evicting them. A pod
+// only nodemaint's drain asks for is held (see evictionrequest.HeldForDrain): the drain evicts it
+// itself, when and if its maintenances allow. It reports whether it completed now.
+func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alpha1.ResponderStatus, obs Observation, pod *corev1.Pod, active []*lifecyclev1alpha1.EvictionRequest, now time.Time) bool {
+	name := e.Spec.Target.Pod.Name
+	complete := func(msg string) bool {
+		rs.CompletionTime, rs.ExpectedCompletionTime = ptr.To(metav1.NewTime(now)), ptr.To(metav1.NewTime(now))
+		rs.Message, rs.HeartbeatTime = ptr.To(msg), ptr.To(metav1.NewTime(now))
+		return true
 	}
 	switch {
-	case pod.DeletionTimestamp != nil || obs.Evicted:
-		step = terminating
-	case onlyDrain(active):
-		step = heldForDrain
-	case obs.EvictNotBefore.After(now) && !retryNow(obs, pod):
-		d.after(obs.EvictNotBefore.Sub(now))
-	case heldByBudgets(obs, pod):
-		// A change of the budgets brings the next decision.
-	default:
-		d.Evict = e
+	case pod == nil:
+		return complete(imperativeMessage(podGone, name, "", 0))
+	case terminal(pod) && pod.DeletionTimestamp != nil:
+		return complete(imperativeMessage(podDeletedTerminal, name, string(pod.Status.Phase), 0))
+	case terminal(pod):
+		return complete(imperativeMessage(podTerminal, name, string(pod.Status.Phase), 0))
 	}
-	msg := imperativeMessage(step, detail)
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror || ownedByDaemonSet(pod) || obs.Protected != "" {
+		msg := imperativeMessage(unsupported, name, "", 0)
+		if obs.Protected != "" {
+			msg = imperativeMessage(protected, name, obs.Protected, 0)
+		}
+		return complete(msg)
+	}
+	prev := ptr.Deref(rs.Message, "")
+	var msg string
+	switch {
+	case pod.DeletionTimestamp != nil:
+		step := terminating
+		if obs.Evicted || evictedByUs(prev) {
+			step = terminatingEvicted
+		}
+		msg = imperativeMessage(step, name, "", 0)
+		expected := pod.DeletionTimestamp.Time
+		if expected.Before(now) {
+			expected = now
+		}
+		if rs.ExpectedCompletionTime == nil || !rs.ExpectedCompletionTime.Time.Equal(expected) {
+			rs.ExpectedCompletionTime = ptr.To(metav1.NewTime(expected))
+			rs.HeartbeatTime = ptr.To(metav1.NewTime(now))
+		}
+	case obs.Evicted:
+		msg = imperativeMessage(evicted, name, "", 0)
+	case onlyDrain(active):
+		msg = imperativeMessage(heldForDrain, name, "", 0)
+	default:
+		msg = imperativeMessage(evicting, name, "", 0)
+		if obs.EvictMessage != "" {
+			msg = imperativeMessage(refused, name, obs.EvictMessage, max(obs.EvictAttempts, 1))
+		}
+		switch {
+		case obs.EvictNotBefore.After(now) && !retryNow(obs, pod):
+			d.after(obs.EvictNotBefore.Sub(now))
+		case heldByBudgets(obs, pod):
+			// A change of the budgets brings the next decision.
+		default:
+			d.Evict = e
+		}
+	}
 	if rs.Message == nil || *rs.Message != msg {
 		rs.Message = ptr.To(msg)
 		rs.HeartbeatTime = ptr.To(metav1.NewTime(now))
@@ -606,6 +859,7 @@ func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alph
 	if rs.HeartbeatTime != nil {
 		d.after(rs.HeartbeatTime.Add(obs.HeartbeatDeadline / 4).Sub(now))
 	}
+	return false
 }
 
 // onlyDrain reports whether every request that asks for the pod's eviction is nodemaint's drain's.
@@ -625,15 +879,6 @@ func ownedByDaemonSet(pod *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// fail ends the eviction: Failed=True with reason, TargetEvicted stays False; an Event of the
-// same reason reports it.
-func (d *Decision) fail(e *lifecyclev1alpha1.Eviction, reason lifecyclev1alpha1.EvictionConditionReason, now time.Time) {
-	c := condition(lifecyclev1alpha1.EvictionConditionFailed, metav1.ConditionTrue, reason, "")
-	c.LastTransitionTime, c.ObservedGeneration = metav1.NewTime(now), *e.Status.ObservedGeneration
-	meta.SetStatusCondition(&e.Status.Conditions, c)
-	d.Events = append(d.Events, Event{Eviction: e.Name, Reason: EventReason(reason)})
 }
 
 // final: the Eviction's conditions are final once one is True.
@@ -694,10 +939,9 @@ func latest(ts ...*metav1.Time) time.Time {
 	return out
 }
 
-// condition is a condition of the type, status and reason, with its message (conditionMessage);
-// pod names the target.
-func condition(t lifecyclev1alpha1.EvictionConditionType, status metav1.ConditionStatus, reason lifecyclev1alpha1.EvictionConditionReason, pod string) metav1.Condition {
-	return metav1.Condition{Type: string(t), Status: status, Reason: string(reason), Message: conditionMessage(reason, pod)}
+// condition is a condition of the type, status and reason, with its message.
+func condition(t lifecyclev1alpha1.EvictionConditionType, status metav1.ConditionStatus, reason lifecyclev1alpha1.EvictionConditionReason, message string) metav1.Condition {
+	return metav1.Condition{Type: string(t), Status: status, Reason: string(reason), Message: message}
 }
 
 // collectedWith reports whether the request goes with the target pod of that UID: it is owned by
@@ -709,28 +953,6 @@ func collectedWith(r *lifecyclev1alpha1.EvictionRequest, uid types.UID) bool {
 	return slices.ContainsFunc(r.OwnerReferences, func(o metav1.OwnerReference) bool {
 		return o.UID == uid && o.Kind == "Pod" && o.APIVersion == "v1"
 	})
-}
-
-// requestConditions sets the conditions on the request's status, recording it in
-// RequestStatus when that changes it. Only a meaningful change is written: a condition that
-// becomes True, or one the request carries that changes. The Eviction's first conditions
-// (Failed and TargetEvicted False, AwaitingEviction) say nothing a request without conditions
-// does not: written to every request as its Eviction starts, they were a write a pod on the way
-// to its responder's turn.
-func (d *Decision) requestConditions(r *lifecyclev1alpha1.EvictionRequest, now time.Time, conds ...metav1.Condition) {
-	want := r.DeepCopy()
-	want.Status.ObservedGeneration = ptr.To(max(r.Generation, 1))
-	for _, c := range conds {
-		if c.Status != metav1.ConditionTrue && meta.FindStatusCondition(r.Status.Conditions, c.Type) == nil {
-			continue
-		}
-		c.ObservedGeneration = *want.Status.ObservedGeneration
-		c.LastTransitionTime = metav1.NewTime(now)
-		meta.SetStatusCondition(&want.Status.Conditions, c)
-	}
-	if !equality.Semantic.DeepEqual(want.Status.Conditions, r.Status.Conditions) {
-		d.RequestStatus = append(d.RequestStatus, want)
-	}
 }
 
 // after keeps the earliest time the decision must be made again.

@@ -2,12 +2,14 @@ package eviction
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -311,8 +313,8 @@ func TestDecideEvictedOnce(t *testing.T) {
 		t.Fatalf("evicted again")
 	}
 	for _, r := range obs.Evictions[0].Status.Responders {
-		if r.Name == evictionrequest.ImperativeEvictor && (r.Message == nil || *r.Message != "the pod is terminating") {
-			t.Fatalf("the imperative evictor's message: %v", r.Message)
+		if r.Name == evictionrequest.ImperativeEvictor && (r.Message == nil || *r.Message != imperativeMessage(evicted, "p", "", 0)) {
+			t.Fatalf("the imperative evictor's message: %q", ptr.Deref(r.Message, ""))
 		}
 	}
 }
@@ -376,28 +378,6 @@ func TestDecideStandsAside(t *testing.T) {
 	})
 }
 
-// TestDecideNoEvictionOfATerminatingPod: a terminating pod that has none gets no Eviction (seen in
-// TestTwoEvictionControllers: another controller collected its Eviction of the pod as it went, and
-// this one, no longer standing aside, made a second); its requests learn the outcome once it is gone.
-func TestDecideNoEvictionOfATerminatingPod(t *testing.T) {
-	obs := Observation{
-		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Pod: testPod(),
-		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", descheduler, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
-	}
-	if d := Decide(obs, t0); d.Create == nil {
-		t.Fatalf("a live pod's request makes no Eviction: %+v", d)
-	}
-	obs.Pod.DeletionTimestamp = &metav1.Time{Time: t0}
-	if d := Decide(obs, t0); d.Create != nil {
-		t.Fatalf("an Eviction made for a terminating pod: %+v", d.Create)
-	}
-	obs.Pod = nil
-	obs, _ = settle(t, obs, t0)
-	if c := meta.FindStatusCondition(obs.Requests[0].Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)); c == nil || c.Status != metav1.ConditionTrue {
-		t.Fatalf("the request of the pod gone: %+v", obs.Requests[0].Status.Conditions)
-	}
-}
-
 // with is the observation as the named controller makes it, yielding to yield.
 func with(obs Observation, controller, yield string) Observation {
 	obs.Controller, obs.Yield = controller, yield
@@ -432,18 +412,146 @@ func TestSelectBudgets(t *testing.T) {
 	}
 }
 
-// TestDecideGone: a pod gone: its requests learn TargetEvicted (PodDeleted) and the Eviction is
-// collected; a request of the same name but another UID (a pod replaced) likewise.
+// TestDecideGone: a pod gone while a responder of its own is active: the Eviction is kept; the
+// responder has GracefulCompletionDelay from when the controller saw the pod gone to report its
+// completion, then it is interrupted; the Eviction and its requests say TargetEvicted (PodDeleted).
 func TestDecideGone(t *testing.T) {
 	obs := Observation{
-		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Pod: testPod(),
-		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Controller: "me",
+		Pod:      testPod(corev1.EvictionResponder{Name: "a.example.com/x", Priority: ptr.To[int32](10000)}),
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", descheduler, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
 	}
 	obs, _ = settle(t, obs, t0)
 	obs.Pod = nil
+	obs.EndedAt = map[types.UID]time.Time{"uid-p": t0.Add(time.Minute)}
+	obs, d := settle(t, obs, t0.Add(time.Minute+time.Second))
+	if len(obs.Evictions) != 1 || stateOf(obs.Evictions[0]) != "a.example.com/x=Active imperative-eviction.k8s.io/evictor=Inactive " || d.RecheckAfter != 4*time.Second {
+		t.Fatalf("within the grace: %d Evictions, %s, recheck after %v", len(obs.Evictions), stateOf(obs.Evictions[0]), d.RecheckAfter)
+	}
+	obs, _ = settle(t, obs, t0.Add(time.Minute+GracefulCompletionDelay))
+	e := obs.Evictions[0]
+	if stateOf(e) != "a.example.com/x=Interrupted imperative-eviction.k8s.io/evictor=Inactive " ||
+		!meta.IsStatusConditionTrue(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)) {
+		t.Fatalf("past the grace: %s, %+v", stateOf(e), e.Status.Conditions)
+	}
+	c := meta.FindStatusCondition(obs.Requests[0].Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted))
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(lifecyclev1alpha1.EvictionConditionReasonPodDeleted) {
+		t.Fatalf("request %+v", obs.Requests[0].Status.Conditions)
+	}
+}
+
+// TestDecideInvalid: a request for a pod that does not exist, of another UID, or in a scheduling
+// group is invalid (Failed True EvictionInvalid, TargetEvicted False EvictionFailed) and gets no
+// Eviction; withdrawn, it keeps its conditions and observes its generation.
+func TestDecideInvalid(t *testing.T) {
+	sg := testPod()
+	sg.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{}
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		uid  types.UID
+		want string
+	}{
+		"not found":        {nil, "uid-p", "Target pod not found."},
+		"UID mismatch":     {testPod(), "uid-x", "Target pod UID mismatch: expected uid-x, got uid-p."},
+		"scheduling group": {sg, "uid-p", "Target pod references a SchedulingGroup. Eviction is currently not supported."},
+	} {
+		obs := Observation{Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Controller: "me", Pod: tc.pod,
+			Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", descheduler, tc.uid, lifecyclev1alpha1.EvictionRequestIntentEviction)}}
+		obs, _ = settle(t, obs, t0)
+		first := obs.Requests[0].Status
+		failed := meta.FindStatusCondition(first.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed))
+		evicted := meta.FindStatusCondition(first.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted))
+		if len(obs.Evictions) != 0 || failed == nil || failed.Status != metav1.ConditionTrue || failed.Reason != string(lifecyclev1alpha1.EvictionConditionReasonEvictionInvalid) ||
+			failed.Message != tc.want || evicted == nil || evicted.Status != metav1.ConditionFalse || evicted.Reason != string(lifecyclev1alpha1.EvictionConditionReasonEvictionFailed) ||
+			ptr.Deref(first.ObservedGeneration, 0) != 1 {
+			t.Fatalf("%s: %d Evictions, %+v", name, len(obs.Evictions), first)
+		}
+		obs.Requests[0].Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
+		obs.Requests[0].Generation = 2
+		obs, _ = settle(t, obs, t0.Add(time.Minute))
+		if got := obs.Requests[0].Status; ptr.Deref(got.ObservedGeneration, 0) != 2 || !equality.Semantic.DeepEqual(got.Conditions, withGeneration(first.Conditions, 2)) {
+			t.Fatalf("%s withdrawn: %+v, was %+v", name, got, first)
+		}
+	}
+}
+
+func withGeneration(conds []metav1.Condition, gen int64) []metav1.Condition {
+	out := slices.Clone(conds)
+	for i := range out {
+		out[i].ObservedGeneration = gen
+	}
+	return out
+}
+
+// TestDecideCanceledThenAskedAgain: withdrawn, the Eviction is canceled (the active responder
+// Canceled, Failed True CanceledDueToNoRequesters, TargetEvicted False EvictionFailed), copied to
+// the request; asked again, the canceled Eviction stays and the next is pod-2-<pod>.
+func TestDecideCanceledThenAskedAgain(t *testing.T) {
+	obs := Observation{
+		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Controller: "me",
+		Pod:      testPod(corev1.EvictionResponder{Name: "a.example.com/x", Priority: ptr.To[int32](10000)}),
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", descheduler, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+	}
+	obs, _ = settle(t, obs, t0)
+	obs.Requests[0].Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
 	obs, _ = settle(t, obs, t0.Add(time.Minute))
-	if len(obs.Evictions) != 0 || !meta.IsStatusConditionTrue(obs.Requests[0].Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)) {
-		t.Fatalf("evictions %d, request %v", len(obs.Evictions), obs.Requests[0].Status.Conditions)
+	e := obs.Evictions[0]
+	failed := meta.FindStatusCondition(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed))
+	evicted := meta.FindStatusCondition(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted))
+	if stateOf(e) != "a.example.com/x=Canceled imperative-eviction.k8s.io/evictor=Inactive " || failed.Reason != string(lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters) ||
+		evicted.Reason != string(lifecyclev1alpha1.EvictionConditionReasonEvictionFailed) {
+		t.Fatalf("withdrawn: %s %+v", stateOf(e), e.Status.Conditions)
+	}
+	if !equality.Semantic.DeepEqual(conditionsOf(obs.Requests[0].Status.Conditions), conditionsOf(e.Status.Conditions)) {
+		t.Fatalf("request %+v; Eviction %+v", obs.Requests[0].Status.Conditions, e.Status.Conditions)
+	}
+	obs.Requests[0].Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentEviction
+	obs, _ = settle(t, obs, t0.Add(2*time.Minute))
+	if len(obs.Evictions) != 2 || obs.Evictions[0].Name != "pod-1-p" || obs.Evictions[1].Name != "pod-2-p" || stateOf(obs.Evictions[1]) != "a.example.com/x=Active imperative-eviction.k8s.io/evictor=Inactive " {
+		t.Fatalf("asked again: %d Evictions, %s", len(obs.Evictions), stateOf(obs.Evictions[len(obs.Evictions)-1]))
+	}
+}
+
+// conditionsOf is the conditions' types, statuses, reasons and messages.
+func conditionsOf(conds []metav1.Condition) []string {
+	var out []string
+	for _, c := range conds {
+		out = append(out, fmt.Sprintf("%s=%s/%s %q", c.Type, c.Status, c.Reason, c.Message))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestDecideNoFurtherResponder: every responder completed without the pod going: the Eviction
+// fails (NoFurtherResponder) and the next one starts over, unless nodemaint's imperative evictor
+// was the one that completed without evicting (a DaemonSet pod): that would repeat at once.
+func TestDecideNoFurtherResponder(t *testing.T) {
+	obs := Observation{
+		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Controller: "me",
+		Pod:      testPod(corev1.EvictionResponder{Name: "a.example.com/x", Priority: ptr.To[int32](10000)}),
+		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", descheduler, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
+	}
+	obs.Pod.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)}}
+	obs, _ = settle(t, obs, t0)
+	setResponder(&obs.Evictions[0], "a.example.com/x", func(r *lifecyclev1alpha1.ResponderStatus) { r.CompletionTime = ptr.To(metav1.NewTime(t0)) })
+	obs, _ = settle(t, obs, t0.Add(time.Minute))
+	e := obs.Evictions[0]
+	if len(obs.Evictions) != 1 || stateOf(e) != "a.example.com/x=Completed imperative-eviction.k8s.io/evictor=Completed " ||
+		meta.FindStatusCondition(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)).Reason != string(lifecyclev1alpha1.EvictionConditionReasonNoFurtherResponder) {
+		t.Fatalf("a DaemonSet pod: %d Evictions, %s %+v", len(obs.Evictions), stateOf(e), e.Status.Conditions)
+	}
+	// The imperative evictor completed by someone else (upstream's case): the next Eviction.
+	obs.Pod.OwnerReferences = nil
+	obs.Evictions = nil
+	obs.Requests[0].Status = lifecyclev1alpha1.EvictionRequestStatus{}
+	obs.EvictNotBefore, obs.EvictMessage = t0.Add(time.Hour), "refused"
+	obs, _ = settle(t, obs, t0)
+	setResponder(&obs.Evictions[0], "a.example.com/x", func(r *lifecyclev1alpha1.ResponderStatus) { r.CompletionTime = ptr.To(metav1.NewTime(t0)) })
+	obs, _ = settle(t, obs, t0.Add(time.Second))
+	setResponder(&obs.Evictions[0], evictionrequest.ImperativeEvictor, func(r *lifecyclev1alpha1.ResponderStatus) { r.CompletionTime = ptr.To(metav1.NewTime(t0)) })
+	obs, _ = settle(t, obs, t0.Add(2*time.Second))
+	if len(obs.Evictions) != 2 || obs.Evictions[1].Name != "pod-2-p" {
+		t.Fatalf("completed by another: %d Evictions", len(obs.Evictions))
 	}
 }
 
@@ -491,6 +599,7 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 	if d.Create != nil && !wanting {
 		t.Fatalf("created an Eviction no request asks for")
 	}
+	checkUpstream(t, obs, d)
 	for _, w := range d.Status {
 		var old *lifecyclev1alpha1.Eviction
 		for i := range obs.Evictions {
@@ -575,6 +684,77 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 	}
 }
 
+// checkUpstream checks the rules of upstream's controller (KEP-4563): a final Eviction (a
+// condition True) is never written again, nor deleted while a request names its target; its
+// target is evicted (TargetEvicted True) only once the pod is terminal or gone; a request's final
+// conditions (evicted, invalid) stay, only a new generation is observed; no Eviction is created
+// while one of the pod is under way; and a responder's entry changes only while it is Active (as
+// the API server requires).
+func checkUpstream(t *testing.T, obs Observation, d Decision) {
+	t.Helper()
+	observed := map[string]*lifecyclev1alpha1.Eviction{}
+	for i := range obs.Evictions {
+		observed[obs.Evictions[i].Name] = &obs.Evictions[i]
+	}
+	named := map[types.UID]bool{}
+	for _, r := range obs.Requests {
+		if r.Spec.Target.Pod != nil {
+			named[r.Spec.Target.Pod.UID] = true
+		}
+	}
+	for _, w := range d.Status {
+		old := observed[w.Name]
+		if final(&old.Status) {
+			t.Fatalf("a final Eviction written again: %+v -> %+v", old.Status.Conditions, w.Status.Conditions)
+		}
+		if meta.IsStatusConditionTrue(w.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)) &&
+			obs.Pod != nil && obs.Pod.UID == w.Spec.Target.Pod.UID && !terminal(obs.Pod) {
+			t.Fatalf("TargetEvicted of a live pod: %+v", w.Status.Conditions)
+		}
+		for i, tr := range old.Status.TargetResponders {
+			if tr.State == lifecyclev1alpha1.ResponderStateActive && i < len(w.Status.TargetResponders) && w.Status.TargetResponders[i].State == lifecyclev1alpha1.ResponderStateActive {
+				continue
+			}
+			var was, is *lifecyclev1alpha1.ResponderStatus
+			for j := range old.Status.Responders {
+				if old.Status.Responders[j].Name == tr.Name {
+					was = &old.Status.Responders[j]
+				}
+			}
+			for j := range w.Status.Responders {
+				if w.Status.Responders[j].Name == tr.Name {
+					is = &w.Status.Responders[j]
+				}
+			}
+			if was != nil && !equality.Semantic.DeepEqual(was, is) && tr.State != lifecyclev1alpha1.ResponderStateInactive {
+				t.Fatalf("the entry of %s, %s, changed in the write that leaves it not Active: %+v -> %+v", tr.Name, tr.State, was, is)
+			}
+		}
+	}
+	for _, e := range d.Delete {
+		if e.Spec.Target.Pod != nil && named[e.Spec.Target.Pod.UID] && d.StandAside == "" {
+			t.Fatalf("deleted Eviction %s while a request names its target", e.Name)
+		}
+	}
+	for _, w := range d.RequestStatus {
+		for _, r := range obs.Requests {
+			if r.Name != w.Name || !requestFinal(&r) {
+				continue
+			}
+			if !equality.Semantic.DeepEqual(conditionsOf(r.Status.Conditions), conditionsOf(w.Status.Conditions)) {
+				t.Fatalf("a request's final conditions changed: %v -> %v", conditionsOf(r.Status.Conditions), conditionsOf(w.Status.Conditions))
+			}
+		}
+	}
+	if d.Create != nil {
+		for _, e := range obs.Evictions {
+			if Ours(&e, obs.Controller) && e.DeletionTimestamp == nil && e.Spec.Target.Pod != nil && e.Spec.Target.Pod.UID == d.Create.Spec.Target.Pod.UID && !final(&e.Status) {
+				t.Fatalf("created %s while %s of the pod is under way", d.Create.Name, e.Name)
+			}
+		}
+	}
+}
+
 // checkOwnership: the decision writes to (status, metadata, eviction by its imperative evictor)
 // and deletes only the controller's own Evictions, creates only marked ones, and leaves a pod
 // and its requests to another controller whose Eviction names it: no Eviction created, no
@@ -612,7 +792,14 @@ func checkOwnership(t *testing.T, obs Observation, d Decision) {
 			t.Fatalf("wrote the status of request %s, which another controller's Eviction answers", r.Name)
 		}
 	}
-	if d.StandAside != "" && (d.Create != nil || len(d.Status) > 0 || len(d.Meta) > 0 || d.Evict != nil) {
+	// Standing aside is about the live pod: the controller's own Evictions of a pod gone (a
+	// namesake's) are carried to their end.
+	livePod := func(es []*lifecyclev1alpha1.Eviction) bool {
+		return slices.ContainsFunc(es, func(e *lifecyclev1alpha1.Eviction) bool {
+			return obs.Pod != nil && e.Spec.Target.Pod != nil && e.Spec.Target.Pod.UID == obs.Pod.UID
+		})
+	}
+	if d.StandAside != "" && (d.Create != nil || livePod(d.Status) || livePod(d.Meta) || d.Evict != nil) {
 		t.Fatalf("stood aside (%s) yet wrote: %+v", d.StandAside, d)
 	}
 }
@@ -641,12 +828,17 @@ func fuzzObservation(g *testutil.FuzzBytes, now time.Time) Observation {
 		obs.Protected = "nodemaint-controller's own pod"
 	}
 	obs.Evicted = g.Byte()%6 == 0
+	if b := g.Byte(); b%2 == 0 {
+		// The target seen ended a few seconds ago, within the grace of its responder or past it.
+		obs.EndedAt = map[types.UID]time.Time{"uid-p": now.Add(-time.Duration(b%16) * time.Second)}
+	}
 	if b := g.Byte(); b%3 == 0 {
 		obs.EvictNotBefore, obs.EvictMessage = now.Add(time.Duration(b)*time.Second-100*time.Second), "refused"
 		if b%2 == 0 {
 			obs.EvictBudgets = "db0=1"
 		}
 		obs.EvictBudgetRefused = b%4 < 2
+		obs.EvictAttempts = int(b % 5)
 	}
 	if pod != nil && g.Byte()%2 == 0 {
 		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
@@ -710,7 +902,12 @@ func fuzzObservation(g *testutil.FuzzBytes, now time.Time) Observation {
 	if at.After(now) {
 		at = now
 	}
-	obs.Evictions = append(obs.Evictions, start.Evictions...)
+	// Names are unique in a namespace: another controller's Eviction took its name first.
+	for _, e := range start.Evictions {
+		if !slices.ContainsFunc(obs.Evictions, func(o lifecyclev1alpha1.Eviction) bool { return o.Name == e.Name }) {
+			obs.Evictions = append(obs.Evictions, e)
+		}
+	}
 	return obs
 }
 
@@ -739,27 +936,31 @@ func otherEviction(b byte, now time.Time) lifecyclev1alpha1.Eviction {
 	return e
 }
 
-// TestRequestStatusOnlyWhenMeaningful: the requests learn nothing as their Eviction starts (its
-// first conditions, False and AwaitingEviction, say what a request without conditions says), and
-// learn the end when it comes: the Eviction canceled (Failed True) once every requester withdrew.
-func TestRequestStatusOnlyWhenMeaningful(t *testing.T) {
+// TestRequestStatusFromItsEviction: a request learns its Eviction's conditions (AwaitingEviction)
+// and its observed generation from the decision that writes the Eviction's first status, not
+// before (once, not twice), and the end when it comes: the Eviction canceled once every requester
+// withdrew.
+func TestRequestStatusFromItsEviction(t *testing.T) {
 	obs := Observation{
 		Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Controller: "me",
 		Pod:      testPod(corev1.EvictionResponder{Name: "a.example.com/x", Priority: ptr.To[int32](10000)}),
 		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
 	}
+	writes := 0
 	for range 10 {
 		d := Decide(obs, t0)
-		if len(d.RequestStatus) > 0 {
-			t.Fatalf("the request's status written as its Eviction starts: %+v", d.RequestStatus[0].Status)
+		if d.Create != nil && len(d.RequestStatus) > 0 {
+			t.Fatalf("the request's status written before its Eviction exists: %+v", d.RequestStatus[0].Status)
 		}
-		if d.Create == nil && len(d.Status) == 0 && len(d.Delete) == 0 && len(d.Meta) == 0 {
+		writes += len(d.RequestStatus)
+		if d.Create == nil && len(d.Status) == 0 && len(d.Delete) == 0 && len(d.Meta) == 0 && len(d.RequestStatus) == 0 {
 			break
 		}
 		obs = apply(obs, d)
 	}
-	if len(obs.Evictions) != 1 || stateOf(obs.Evictions[0]) != "a.example.com/x=Active imperative-eviction.k8s.io/evictor=Inactive " {
-		t.Fatalf("Evictions %d, %s", len(obs.Evictions), stateOf(obs.Evictions[0]))
+	if writes != 1 || len(obs.Evictions) != 1 || stateOf(obs.Evictions[0]) != "a.example.com/x=Active imperative-eviction.k8s.io/evictor=Inactive " ||
+		!equality.Semantic.DeepEqual(conditionsOf(obs.Requests[0].Status.Conditions), conditionsOf(obs.Evictions[0].Status.Conditions)) {
+		t.Fatalf("%d request writes; Evictions %d; request %+v", writes, len(obs.Evictions), obs.Requests[0].Status)
 	}
 	obs.Requests[0].Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
 	obs, _ = settle(t, obs, t0.Add(time.Minute))
@@ -770,8 +971,8 @@ func TestRequestStatusOnlyWhenMeaningful(t *testing.T) {
 
 // TestGoneTargetOwnedRequestsLeftToTheCollector: a deleted pod's requests that it owns, and the
 // Eviction they own, go with it through the garbage collector: no TargetEvicted written to them,
-// no delete of the Eviction. A terminal pod is not deleted: its requests learn TargetEvicted and
-// the Eviction is collected by the controller.
+// no delete of the Eviction. A terminal pod is not deleted: the Eviction and its requests learn
+// TargetEvicted (PodTerminal) and the Eviction is kept.
 func TestGoneTargetOwnedRequestsLeftToTheCollector(t *testing.T) {
 	r := testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)
 	r.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "uid-p"}}
@@ -790,7 +991,7 @@ func TestGoneTargetOwnedRequestsLeftToTheCollector(t *testing.T) {
 	terminal.Pod = testPod()
 	terminal.Pod.Status.Phase = corev1.PodSucceeded
 	terminal, _ = settle(t, terminal, t0.Add(time.Minute))
-	if len(terminal.Evictions) != 0 || !meta.IsStatusConditionTrue(terminal.Requests[0].Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)) {
+	if len(terminal.Evictions) != 1 || !meta.IsStatusConditionTrue(terminal.Requests[0].Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)) {
 		t.Fatalf("pod terminal: Evictions %d, request %v", len(terminal.Evictions), terminal.Requests[0].Status.Conditions)
 	}
 }

@@ -44,6 +44,9 @@ type Event struct {
 	ResponderMessage string
 	// HeartbeatDeadline is how long an interrupted responder went without a heartbeat.
 	HeartbeatDeadline time.Duration
+	// Ended: the responder was interrupted for reporting no completion within
+	// GracefulCompletionDelay of the pod's end.
+	Ended bool
 	// Pod names the target pod (EvictionCreated, PodEvicted).
 	Pod string
 	// Requests counts the EvictionRequests a created Eviction is for (its owners).

@@ -26,9 +26,10 @@ func TestEventNotes(t *testing.T) {
 		{Event{Reason: ResponderCompleted, Responder: "example.com/r"}, corev1.EventTypeNormal, "Reconcile", "example.com/r completed"},
 		{Event{Reason: ResponderCompleted, Responder: "example.com/r", ResponderMessage: "moved"}, corev1.EventTypeNormal, "Reconcile", "example.com/r completed: moved"},
 		{Event{Reason: ResponderInterrupted, Responder: "example.com/r", HeartbeatDeadline: 20 * time.Minute}, corev1.EventTypeWarning, "Reconcile", "example.com/r: no heartbeat for 20m0s"},
+		{Event{Reason: ResponderInterrupted, Responder: "example.com/r", Ended: true}, corev1.EventTypeWarning, "Reconcile", "example.com/r: no completion reported within 5s of the pod's end"},
 		{Event{Reason: ResponderCanceled, Responder: "example.com/r"}, corev1.EventTypeNormal, "Reconcile", "example.com/r: every requester withdrew"},
-		{Event{Reason: CanceledDueToNoRequesters}, corev1.EventTypeNormal, "Reconcile", "every requester withdrew its eviction intent"},
-		{Event{Reason: NoFurtherResponder}, corev1.EventTypeWarning, "Reconcile", "no responder evicted the target and no further responder is available"},
+		{Event{Reason: CanceledDueToNoRequesters}, corev1.EventTypeNormal, "Reconcile", "No active requesters with eviction intent."},
+		{Event{Reason: NoFurtherResponder}, corev1.EventTypeWarning, "Reconcile", "All responders have completed without evicting the target."},
 		{EvictedEvent(created, "p"), corev1.EventTypeNormal, "Evict", evictionrequest.ImperativeEvictor + " evicted pod p through the Eviction API"},
 	} {
 		if typ, action, note := tc.event.Type(), tc.event.Action(), tc.event.Note(); typ != tc.typ || action != tc.action || note != tc.note {
@@ -37,40 +38,62 @@ func TestEventNotes(t *testing.T) {
 	}
 }
 
-// TestConditionMessages pins the words of the conditions, the KEP's where it has them.
+// TestConditionMessages pins the words of the conditions: upstream's controller's.
 func TestConditionMessages(t *testing.T) {
 	for reason, want := range map[lifecyclev1alpha1.EvictionConditionReason]string{
-		lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction:          "the target is scheduled for eviction",
-		lifecyclev1alpha1.EvictionConditionReasonPodDeleted:                "the target pod no longer exists",
-		lifecyclev1alpha1.EvictionConditionReasonPodTerminal:               "the target pod reached a terminal phase",
-		lifecyclev1alpha1.EvictionConditionReasonSucceeded:                 "the target was evicted",
-		lifecyclev1alpha1.EvictionConditionReasonEvictionInvalid:           "Target Pod p is part of a Workload/PodGroup. Eviction of such pods is currently not supported.",
-		lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters: "every requester withdrew its eviction intent",
-		lifecyclev1alpha1.EvictionConditionReasonNoFurtherResponder:        "no responder evicted the target and no further responder is available",
+		lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction:          "",
+		lifecyclev1alpha1.EvictionConditionReasonPodDeleted:                "Target pod has been deleted.",
+		lifecyclev1alpha1.EvictionConditionReasonPodTerminal:               "Pod has reached terminal state.",
+		lifecyclev1alpha1.EvictionConditionReasonSucceeded:                 "",
+		lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters: "No active requesters with eviction intent.",
+		lifecyclev1alpha1.EvictionConditionReasonNoFurtherResponder:        "All responders have completed without evicting the target.",
 	} {
-		if got := conditionMessage(reason, "p"); got != want {
+		if got := conditionMessage(reason); got != want {
 			t.Errorf("%s: %q; want %q", reason, got, want)
+		}
+	}
+	for why, want := range map[invalidReason]string{
+		invalidNotFound:        "Target pod not found.",
+		invalidUIDMismatch:     "Target pod UID mismatch: expected a, got b.",
+		invalidSchedulingGroup: "Target pod references a SchedulingGroup. Eviction is currently not supported.",
+		invalidDuplicate:       "Active Eviction already exists for the same target.",
+	} {
+		if got := invalidMessage(why, "expected a, got b"); got != want {
+			t.Errorf("invalid %d: %q; want %q", why, got, want)
 		}
 	}
 }
 
-// TestImperativeMessages pins the words of the imperative evictor's status message.
+// TestImperativeMessages pins the words of the imperative evictor's status message: upstream's
+// responder's, but for nodemaint's own steps.
 func TestImperativeMessages(t *testing.T) {
 	for _, tc := range []struct {
-		step   imperativeStep
-		detail string
-		want   string
+		step     imperativeStep
+		detail   string
+		attempts int
+		want     string
 	}{
-		{evicting, "", "evicting the pod through the Eviction API"},
-		{backingOff, "refused", "Could not evict the pod, retrying with a back-off: refused"},
-		{terminating, "", "the pod is terminating"},
-		{heldForDrain, "", evictionrequest.HeldForDrain},
-		{unsupported, "", "API-initiated eviction of DaemonSet and mirror pods is not supported"},
-		{protected, "nodemaint-controller's own pod", "nodemaint-controller's own pod: not evicted by nodemaint"},
+		{evicting, "", 0, `"p" pod is being evicted via the /eviction subresource`},
+		{refused, "refused", 2, `"p" pod deletion via the /eviction subresource failed (attempts=2): refused`},
+		{evicted, "", 0, `"p" pod has been been marked for deletion via the /eviction subresource and will be terminated gracefully`},
+		{terminatingEvicted, "", 0, `"p" pod has been been marked for deletion via the /eviction subresource and is being terminated gracefully`},
+		{terminating, "", 0, `"p" pod has been been marked for deletion and is being terminated gracefully`},
+		{podGone, "", 0, `"p" pod has been deleted and fully terminated`},
+		{podDeletedTerminal, "Succeeded", 0, `"p" pod has been deleted and fully terminated (pod phase="Succeeded")`},
+		{podTerminal, "Failed", 0, `"p" pod has been fully terminated (pod phase="Failed")`},
+		{heldForDrain, "", 0, evictionrequest.HeldForDrain},
+		{unsupported, "", 0, "API-initiated eviction of DaemonSet and mirror pods is not supported: not evicted by nodemaint"},
+		{protected, "nodemaint-controller's own pod", 0, "nodemaint-controller's own pod: not evicted by nodemaint"},
 	} {
-		if got := imperativeMessage(tc.step, tc.detail); got != tc.want {
+		if got := imperativeMessage(tc.step, "p", tc.detail, tc.attempts); got != tc.want {
 			t.Errorf("step %d: %q; want %q", tc.step, got, tc.want)
 		}
+	}
+	if !notEvicted(imperativeMessage(unsupported, "p", "", 0)) || !notEvicted(imperativeMessage(protected, "p", "x", 0)) || notEvicted(imperativeMessage(podGone, "p", "", 0)) {
+		t.Error("notEvicted does not tell the imperative evictor's completions without eviction")
+	}
+	if !evictedByUs(imperativeMessage(evicted, "p", "", 0)) || evictedByUs(imperativeMessage(terminating, "p", "", 0)) {
+		t.Error("evictedByUs does not tell the imperative evictor's evictions")
 	}
 }
 

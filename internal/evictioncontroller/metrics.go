@@ -1,10 +1,15 @@
 package evictioncontroller
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/nodemaint/nodemaint/internal/eviction"
 )
 
 // standingAside is 1 while the Eviction controller (--eviction-controller=auto) stands aside for
@@ -37,4 +42,90 @@ func gauge(on bool) float64 {
 // managedFields tell which controller wrote them.
 func FieldManager(name string) string {
 	return "nodemaint-eviction-controller/" + name
+}
+
+// The gauges of upstream's evictionrequest-controller (kubernetes/kubernetes
+// pkg/controller/evictionrequest/metrics, KEP-4563 "Monitoring Requirements"), under its names and
+// labels, so that dashboards and alerts written for kube-controller-manager's read nodemaint's:
+// they describe the Evictions nodemaint's controller manages and the requests it answers, and
+// their series go with those objects.
+var (
+	// responderState is 1 for each responder of an Eviction, labelled with its state.
+	responderState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "evictionrequest_controller_responder_state",
+		Help: "The state of each responder for the Eviction.",
+	}, []string{"namespace", "eviction", "target_name", "target_type", "responder", "state"})
+	// requesterIntent is 1 for each EvictionRequest, labelled with its requester and intent.
+	requesterIntent = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "evictionrequest_controller_requester_intent",
+		Help: "The intent and target of the EvictionRequest.",
+	}, []string{"namespace", "evictionrequest", "target_name", "target_type", "requester", "intent"})
+	// targetResponders counts an Eviction's responders.
+	targetResponders = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "evictionrequest_controller_target_responders",
+		Help: "The number of available responders for the target.",
+	}, []string{"namespace", "eviction", "target_name", "target_type"})
+)
+
+// registerUpstreamMetrics registers upstream's gauges with controller-runtime's registry, once.
+var registerUpstreamMetrics = sync.OnceFunc(func() {
+	metrics.Registry.MustRegister(responderState, requesterIntent, targetResponders)
+})
+
+// reported are the Evictions and EvictionRequests of one target pod whose series are reported.
+type reported struct {
+	evictions, requests []string
+}
+
+// report sets upstream's gauges for the target's requests and the controller's own Evictions, as
+// the decision leaves them (wanted, by name: the statuses it writes), and deletes the series of
+// those gone since the last report (r.metrics).
+func (r *Reconciler) report(target types.NamespacedName, obs eviction.Observation, wanted map[string]*lifecyclev1alpha1.Eviction) {
+	var now reported
+	for i := range obs.Requests {
+		q := &obs.Requests[i]
+		if q.Spec.Target.Pod == nil {
+			continue
+		}
+		requesterIntent.DeletePartialMatch(prometheus.Labels{"namespace": q.Namespace, "evictionrequest": q.Name})
+		if q.DeletionTimestamp != nil {
+			continue
+		}
+		requesterIntent.WithLabelValues(q.Namespace, q.Name, q.Spec.Target.Pod.Name, "pod", q.Spec.Requester, string(q.Spec.Intent)).Set(1)
+		now.requests = append(now.requests, q.Name)
+	}
+	for i := range obs.Evictions {
+		e := &obs.Evictions[i]
+		if !eviction.Ours(e, r.Name) || e.Spec.Target.Pod == nil {
+			continue
+		}
+		if w := wanted[e.Name]; w != nil {
+			e = w
+		}
+		responderState.DeletePartialMatch(prometheus.Labels{"namespace": e.Namespace, "eviction": e.Name})
+		for _, t := range e.Status.TargetResponders {
+			responderState.WithLabelValues(e.Namespace, e.Name, e.Spec.Target.Pod.Name, "pod", t.Name, string(t.State)).Set(1)
+		}
+		targetResponders.WithLabelValues(e.Namespace, e.Name, e.Spec.Target.Pod.Name, "pod").Set(float64(len(e.Status.TargetResponders)))
+		now.evictions = append(now.evictions, e.Name)
+	}
+	if v, ok := r.metrics.Load(target); ok {
+		was := v.(reported)
+		for _, name := range was.requests {
+			if !slices.Contains(now.requests, name) {
+				requesterIntent.DeletePartialMatch(prometheus.Labels{"namespace": target.Namespace, "evictionrequest": name})
+			}
+		}
+		for _, name := range was.evictions {
+			if !slices.Contains(now.evictions, name) {
+				responderState.DeletePartialMatch(prometheus.Labels{"namespace": target.Namespace, "eviction": name})
+				targetResponders.DeletePartialMatch(prometheus.Labels{"namespace": target.Namespace, "eviction": name})
+			}
+		}
+	}
+	if len(now.requests)+len(now.evictions) == 0 {
+		r.metrics.Delete(target)
+		return
+	}
+	r.metrics.Store(target, now)
 }

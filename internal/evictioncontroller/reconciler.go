@@ -116,6 +116,14 @@ type Reconciler struct {
 	// collected are the Evictions deleted (namespace/name of their target: their UIDs) until the
 	// cache drops them, so that a reconcile in between does not delete them again.
 	collected sync.Map
+	// ended is when the controller first saw each target it has an Eviction of terminal or gone
+	// (namespace/name: map of UID to time), the start of its active responder's grace
+	// (eviction.GracefulCompletionDelay); memory only, as upstream's: after a restart the grace
+	// starts again.
+	ended sync.Map
+	// metrics are the Evictions and requests of each target (namespace/name) whose series of
+	// upstream's gauges are reported (report).
+	metrics sync.Map
 }
 
 // Reconcile observes the target pod, its EvictionRequests and Evictions, decides and applies.
@@ -129,10 +137,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if len(obs.Requests) == 0 && len(obs.Evictions) == 0 {
+		r.report(req.NamespacedName, obs, nil)
 		return reconcile.Result{}, nil
 	}
 	now := r.now()
 	d := eviction.Decide(obs, now)
+	defer func() { r.report(req.NamespacedName, obs, wanted(d)) }()
 	if d.StandAside != "" {
 		log.V(1).Info("standing aside", "reason", d.StandAside)
 	}
@@ -170,6 +180,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.V(1).Info("looking again", "after", d.RecheckAfter, "budgets", eviction.BudgetsVersion(obs.Budgets))
 	}
 	return reconcile.Result{RequeueAfter: d.RecheckAfter, Priority: priority}, nil
+}
+
+// wanted are the Evictions whose status the decision writes, by name, as it wants them.
+func wanted(d eviction.Decision) map[string]*lifecyclev1alpha1.Eviction {
+	out := map[string]*lifecyclev1alpha1.Eviction{}
+	for _, e := range d.Status {
+		out[e.Name] = e
+	}
+	return out
 }
 
 func (r *Reconciler) now() time.Time {
@@ -237,8 +256,11 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 	if obs.Pod != nil && r.Protected != nil {
 		obs.Protected = r.Protected(obs.Pod)
 	}
+	obs.EndedAt = r.endedAt(target, obs)
 	if uid, ok := r.evicted.Load(target); ok {
-		if obs.Pod != nil && obs.Pod.UID == uid && obs.Pod.DeletionTimestamp == nil {
+		// Until the pod is gone: its imperative evictor says it evicted the pod (and does not
+		// evict it again while the cache does not show its deletion yet).
+		if obs.Pod != nil && obs.Pod.UID == uid {
 			obs.Evicted = true
 		} else {
 			r.evicted.Delete(target)
@@ -247,10 +269,40 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 	if obs.Pod != nil && r.Refusals != nil {
 		if refusal, ok := r.Refusals.Of([]drain.Classified{{Pod: obs.Pod}})[obs.Pod.UID]; ok {
 			obs.EvictNotBefore, obs.EvictMessage, obs.EvictBudgets = refusal.NotBefore, refusal.Message, refusal.Budgets
+			obs.EvictAttempts = refusal.Attempts
 			obs.EvictBudgetRefused = refusal.Reason == nodemaintv1alpha1.BlockedReasonPodDisruptionBudget
 		}
 	}
 	return obs, r.budgets(ctx, &obs)
+}
+
+// endedAt records when the controller first saw each target its own Evictions name terminal or
+// gone, and returns those times; targets no longer named are forgotten.
+func (r *Reconciler) endedAt(target types.NamespacedName, obs eviction.Observation) map[types.UID]time.Time {
+	was, _ := r.ended.Load(target)
+	had, _ := was.(map[types.UID]time.Time)
+	out := map[types.UID]time.Time{}
+	for i := range obs.Evictions {
+		e := &obs.Evictions[i]
+		if !eviction.Ours(e, r.Name) || e.Spec.Target.Pod == nil {
+			continue
+		}
+		uid := e.Spec.Target.Pod.UID
+		if obs.Pod != nil && obs.Pod.UID == uid && obs.Pod.Status.Phase != corev1.PodSucceeded && obs.Pod.Status.Phase != corev1.PodFailed {
+			continue
+		}
+		if t, ok := had[uid]; ok {
+			out[uid] = t
+		} else if _, ok := out[uid]; !ok {
+			out[uid] = r.now()
+		}
+	}
+	if len(out) == 0 {
+		r.ended.Delete(target)
+		return nil
+	}
+	r.ended.Store(target, out)
+	return out
 }
 
 // budgets reads the PodDisruptionBudgets of the target pod into the observation: they pace the
@@ -458,6 +510,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	if err := IndexTargets(ctx, mgr); err != nil {
 		return err
 	}
+	registerUpstreamMetrics()
 	if r.Yield {
 		registerMetrics()
 		if err := indexInTree(ctx, mgr); err != nil {

@@ -3,14 +3,17 @@ package evictioncontroller
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -116,8 +119,9 @@ func reconcileOnce(t *testing.T, r *Reconciler) {
 // TestResponderActiveFromTheCreatingReconcile: the reconcile that creates a pod's Eviction also
 // makes its first responder Active (the status is decided from the Eviction the create returned,
 // not left for a later look once the cache shows it, while the pod's response timeout runs), and
-// writes nothing to the request as its Eviction starts: a create and a status write, the
-// Eviction's two writes, and nothing else.
+// writes the request's status once, with its Eviction's first conditions (AwaitingEviction, as
+// upstream's controller does): a create and a status write of the Eviction, one of the request,
+// and nothing else.
 func TestResponderActiveFromTheCreatingReconcile(t *testing.T) {
 	pod, req := askedPod()
 	writes := map[string]int{}
@@ -134,16 +138,17 @@ func TestResponderActiveFromTheCreatingReconcile(t *testing.T) {
 		e.Status.TargetResponders[0].State != lifecyclev1alpha1.ResponderStateActive {
 		t.Fatalf("after the reconcile that created it, the Eviction's responders are %+v; want %s Active", e.Status.TargetResponders, responder)
 	}
-	want := map[string]int{"create evictions": 1, "patch evictions/status": 1}
-	if len(writes) != len(want) || writes["create evictions"] != 1 || writes["patch evictions/status"] != 1 {
+	want := map[string]int{"create evictions": 1, "patch evictions/status": 1, "patch evictionrequests/status": 1}
+	if len(writes) != len(want) || writes["create evictions"] != 1 || writes["patch evictions/status"] != 1 || writes["patch evictionrequests/status"] != 1 {
 		t.Errorf("writes %v; want %v", writes, want)
 	}
 	got := &lifecyclev1alpha1.EvictionRequest{}
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(req), got); err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Status.Conditions) != 0 {
-		t.Errorf("the request got conditions as its Eviction started: %+v", got.Status.Conditions)
+	if c := meta.FindStatusCondition(got.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)); c == nil ||
+		c.Reason != string(lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction) || ptr.Deref(got.Status.ObservedGeneration, 0) != 1 {
+		t.Errorf("the request's status as its Eviction started: %+v; want its Eviction's conditions (AwaitingEviction), generation 1 observed", got.Status)
 	}
 	// Looked at again: nothing changed, nothing written.
 	clear(writes)
@@ -156,8 +161,9 @@ func TestResponderActiveFromTheCreatingReconcile(t *testing.T) {
 // TestGoneTargetLeftToTheGarbageCollector: once the pod is deleted, its Eviction, owned by
 // requests that its pod owns, is left to the garbage collector with them: no TargetEvicted
 // written to requests about to go, no delete sent beside the collector's. A request that its pod
-// does not own (another requester's) still learns TargetEvicted, and the Eviction it owns is
-// deleted by the controller.
+// does not own (another requester's) learns TargetEvicted, and the Eviction, which says so too,
+// is kept for it (as upstream's controller keeps it: the garbage collector takes it with the
+// request).
 func TestGoneTargetLeftToTheGarbageCollector(t *testing.T) {
 	for _, owned := range []bool{true, false} {
 		pod, req := askedPod()
@@ -167,12 +173,16 @@ func TestGoneTargetLeftToTheGarbageCollector(t *testing.T) {
 		writes := map[string]int{}
 		c := writesClient(t, writes, pod, req)
 		reads := &countingReader{Reader: c}
-		r := &Reconciler{Client: c, APIReader: reads, Recorder: events.NewFakeRecorder(10), Name: "me"}
+		clock := clocktesting.NewFakePassiveClock(time.Now())
+		r := &Reconciler{Client: c, APIReader: reads, Recorder: events.NewFakeRecorder(10), Name: "me", Clock: clock}
 		reconcileOnce(t, r)
 		if err := c.Delete(context.Background(), pod); err != nil {
 			t.Fatal(err)
 		}
 		clear(writes)
+		reconcileOnce(t, r)
+		// Its active responder's grace since the controller saw the pod gone ran out.
+		clock.SetTime(clock.Now().Add(eviction.GracefulCompletionDelay))
 		reconcileOnce(t, r)
 		if reads.gets != 0 {
 			// The controller made the pod's Eviction from the pod it read: the cache not
@@ -195,8 +205,9 @@ func TestGoneTargetLeftToTheGarbageCollector(t *testing.T) {
 		switch {
 		case owned && (len(writes) != 0 || len(evs.Items) != 1):
 			t.Errorf("request owned by the pod: writes %v, %d Evictions left; want none written, the Eviction left to the garbage collector", writes, len(evs.Items))
-		case !owned && (!evicted || len(evs.Items) != 0 || writes["delete evictions"] != 1):
-			t.Errorf("request not owned by the pod: TargetEvicted %t, writes %v, %d Evictions left; want TargetEvicted and the Eviction deleted once", evicted, writes, len(evs.Items))
+		case !owned && (!evicted || len(evs.Items) != 1 || writes["delete evictions"] != 0 ||
+			!meta.IsStatusConditionTrue(evs.Items[0].Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted))):
+			t.Errorf("request not owned by the pod: TargetEvicted %t, writes %v, %d Evictions left; want TargetEvicted and the Eviction kept, saying so", evicted, writes, len(evs.Items))
 		}
 	}
 }

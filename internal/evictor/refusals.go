@@ -46,7 +46,7 @@ func (e *Refusals) Refused(uid types.UID, now time.Time, reason, message string)
 func (e *Refusals) RefusedUnder(uid types.UID, now time.Time, reason, message, budgets string) time.Duration {
 	d := e.limiter.When(uid)
 	e.mu.Lock()
-	e.refused[uid] = drain.Refusal{NotBefore: now.Add(d), Reason: reason, Message: message, Budgets: budgets}
+	e.refused[uid] = drain.Refusal{NotBefore: now.Add(d), Reason: reason, Message: message, Budgets: budgets, Attempts: e.limiter.NumRequeues(uid)}
 	e.mu.Unlock()
 	return d
 }

@@ -740,7 +740,8 @@ func TestUnschedulableIn(t *testing.T) {
 }
 
 // The leftovers include nodemaint's EvictionRequests once their pods are gone (promise 7: a
-// node deleted under maintenance left them forever), and Evictions of gone pods.
+// node deleted under maintenance left them forever), and Evictions of gone pods that no request
+// owns any more.
 func TestLeftoverEvictionRequest(t *testing.T) {
 	er := lifecyclev1alpha1.EvictionRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "er-web"},
@@ -757,6 +758,19 @@ func TestLeftoverEvictionRequest(t *testing.T) {
 	want := []string{"Eviction app/web: its pod app/web is gone", "EvictionRequest app/er-web: intent Eviction, its pod app/web is gone"}
 	if !slices.Equal(got, want) {
 		t.Errorf("leftovers %q, want %q", got, want)
+	}
+	// An Eviction of a gone pod kept for another requester's request that owns it (upstream's
+	// controller keeps it, saying TargetEvicted, until the garbage collector takes it with the
+	// request): not a leftover; once the request is gone, it is.
+	other := er
+	other.UID, other.Spec.Requester = "uid-other", "descheduler.example.com/x"
+	kept := eviction
+	kept.OwnerReferences = []metav1.OwnerReference{{APIVersion: "lifecycle.k8s.io/v1alpha1", Kind: "EvictionRequest", Name: other.Name, UID: other.UID}}
+	if got := Leftovers(Snapshot{EvictionRequests: []lifecyclev1alpha1.EvictionRequest{other}, Evictions: []lifecyclev1alpha1.Eviction{kept}}, Baseline{}); len(got) > 0 {
+		t.Errorf("leftovers %q, want none: the Eviction is its request's", got)
+	}
+	if got := Leftovers(Snapshot{Evictions: []lifecyclev1alpha1.Eviction{kept}}, Baseline{}); !slices.Equal(got, want[:1]) {
+		t.Errorf("leftovers %q, want %q", got, want[:1])
 	}
 	// The pod gone and nothing of nodemaint's left: clean.
 	if got := Leftovers(Snapshot{Pods: []corev1.Pod{*nodePod("other", map[string]string{nodemaintv1alpha1.DrainLabel: "skip"})}}, Baseline{}); len(got) > 0 {

@@ -136,7 +136,7 @@ func (c *Checker) CheckClean(ctx context.Context, namespaces ...string) error {
 //   - an EvictionRequest of nodemaint's (requester nodemaint.dev/node-maintenance; saying when
 //     its pod is gone), or any EvictionRequest with a nodemaint.dev/ label or annotation; an
 //     Eviction that names nodemaint as a requester (label or status.requesters), or one of a
-//     pod that is gone;
+//     pod that is gone that no EvictionRequest owns (the garbage collector's to take);
 //   - a nodemaint.dev/ label on a node, or on a pod other than nodemaint.dev/drain (its owner's);
 //   - a NodeMaintenance being deleted that is still there (its finalizer never released);
 //   - where the Machines were read, a NodeMaintenance of a Cluster API Machine that is gone,
@@ -247,7 +247,10 @@ func Leftovers(snap Snapshot, base Baseline) []string {
 		switch gone := podGone(e.Namespace, pod); {
 		case labelled || named:
 			add("Eviction %s: names %s%s", k, ernames.Requester, gone)
-		case gone != "":
+		case gone != "" && !ownedByRequest(e, snap.EvictionRequests):
+			// Upstream's controller keeps an Eviction once its pod is gone, saying so
+			// (TargetEvicted), for its requesters: the garbage collector takes it with the last
+			// of its EvictionRequests. One no request owns any more is left behind.
 			add("Eviction %s: its pod %s is gone", k, key(e.Namespace, pod))
 		}
 	}
@@ -271,4 +274,13 @@ func ours(annotations map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ownedByRequest reports whether one of the EvictionRequests owns the Eviction.
+func ownedByRequest(e lifecyclev1alpha1.Eviction, reqs []lifecyclev1alpha1.EvictionRequest) bool {
+	return slices.ContainsFunc(e.OwnerReferences, func(o metav1.OwnerReference) bool {
+		return o.Kind == "EvictionRequest" && slices.ContainsFunc(reqs, func(r lifecyclev1alpha1.EvictionRequest) bool {
+			return r.Namespace == e.Namespace && r.UID == o.UID
+		})
+	})
 }
