@@ -72,27 +72,26 @@ var registerUpstreamMetrics = sync.OnceFunc(func() {
 	metrics.Registry.MustRegister(responderState, requesterIntent, targetResponders)
 })
 
-// reported are the Evictions and EvictionRequests of one target pod whose series are reported.
-type reported struct {
-	evictions, requests []string
-}
+// reported are the label values of the series of upstream's gauges reported for one target pod,
+// by gauge: deleted one by one when they go (a partial-match delete would scan every series of a
+// gauge at each look, in a drain of thousands of pods).
+type reported map[*prometheus.GaugeVec][][]string
 
 // report sets upstream's gauges for the target's requests and the controller's own Evictions, as
-// the decision leaves them (wanted, by name: the statuses it writes), and deletes the series of
-// those gone since the last report (r.metrics).
+// the decision leaves them (wanted, by name: the statuses it writes), and deletes the series
+// reported at the last look that are gone (r.metrics).
 func (r *Reconciler) report(target types.NamespacedName, obs eviction.Observation, wanted map[string]*lifecyclev1alpha1.Eviction) {
-	var now reported
+	now := reported{}
+	set := func(g *prometheus.GaugeVec, v float64, labels ...string) {
+		g.WithLabelValues(labels...).Set(v)
+		now[g] = append(now[g], labels)
+	}
 	for i := range obs.Requests {
 		q := &obs.Requests[i]
-		if q.Spec.Target.Pod == nil {
+		if q.Spec.Target.Pod == nil || q.DeletionTimestamp != nil {
 			continue
 		}
-		requesterIntent.DeletePartialMatch(prometheus.Labels{"namespace": q.Namespace, "evictionrequest": q.Name})
-		if q.DeletionTimestamp != nil {
-			continue
-		}
-		requesterIntent.WithLabelValues(q.Namespace, q.Name, q.Spec.Target.Pod.Name, "pod", q.Spec.Requester, string(q.Spec.Intent)).Set(1)
-		now.requests = append(now.requests, q.Name)
+		set(requesterIntent, 1, q.Namespace, q.Name, q.Spec.Target.Pod.Name, "pod", q.Spec.Requester, string(q.Spec.Intent))
 	}
 	for i := range obs.Evictions {
 		e := &obs.Evictions[i]
@@ -102,28 +101,21 @@ func (r *Reconciler) report(target types.NamespacedName, obs eviction.Observatio
 		if w := wanted[e.Name]; w != nil {
 			e = w
 		}
-		responderState.DeletePartialMatch(prometheus.Labels{"namespace": e.Namespace, "eviction": e.Name})
 		for _, t := range e.Status.TargetResponders {
-			responderState.WithLabelValues(e.Namespace, e.Name, e.Spec.Target.Pod.Name, "pod", t.Name, string(t.State)).Set(1)
+			set(responderState, 1, e.Namespace, e.Name, e.Spec.Target.Pod.Name, "pod", t.Name, string(t.State))
 		}
-		targetResponders.WithLabelValues(e.Namespace, e.Name, e.Spec.Target.Pod.Name, "pod").Set(float64(len(e.Status.TargetResponders)))
-		now.evictions = append(now.evictions, e.Name)
+		set(targetResponders, float64(len(e.Status.TargetResponders)), e.Namespace, e.Name, e.Spec.Target.Pod.Name, "pod")
 	}
 	if v, ok := r.metrics.Load(target); ok {
-		was := v.(reported)
-		for _, name := range was.requests {
-			if !slices.Contains(now.requests, name) {
-				requesterIntent.DeletePartialMatch(prometheus.Labels{"namespace": target.Namespace, "evictionrequest": name})
-			}
-		}
-		for _, name := range was.evictions {
-			if !slices.Contains(now.evictions, name) {
-				responderState.DeletePartialMatch(prometheus.Labels{"namespace": target.Namespace, "eviction": name})
-				targetResponders.DeletePartialMatch(prometheus.Labels{"namespace": target.Namespace, "eviction": name})
+		for g, was := range v.(reported) {
+			for _, labels := range was {
+				if !slices.ContainsFunc(now[g], func(l []string) bool { return slices.Equal(l, labels) }) {
+					g.DeleteLabelValues(labels...)
+				}
 			}
 		}
 	}
-	if len(now.requests)+len(now.evictions) == 0 {
+	if len(now) == 0 {
 		r.metrics.Delete(target)
 		return
 	}
