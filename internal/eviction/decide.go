@@ -231,7 +231,7 @@ func (d *Decision) target(obs Observation, uid types.UID, reqs, active []*lifecy
 	// one (its status is written first, and the decision on the created Eviction is made from the
 	// observed ones).
 	_, ended := relevant(evs)
-	if invalid == "" && pod != nil && len(active) > 0 && create && ended && !declinedByUs(rel) {
+	if invalid == "" && pod != nil && len(active) > 0 && create && ended && !declinedByUs(rel) && !unread(pod, reqs) {
 		d.Create = newEviction(obs, pod, reqs)
 		// Its requests learn its conditions once its status is written (the next decision).
 		return
@@ -942,6 +942,16 @@ func latest(ts ...*metav1.Time) time.Time {
 // condition is a condition of the type, status and reason, with its message.
 func condition(t lifecyclev1alpha1.EvictionConditionType, status metav1.ConditionStatus, reason lifecyclev1alpha1.EvictionConditionReason, message string) metav1.Condition {
 	return metav1.Condition{Type: string(t), Status: status, Reason: string(reason), Message: message}
+}
+
+// unread reports whether a new Eviction of the pod would be read by nobody: the pod is
+// terminating and every request of it goes with it. Its own Eviction, collected with its
+// requests once the pod was deleted, may be seen gone before the pod is (their watches are
+// apart): without this, a second Eviction would be made for a pod already gone.
+func unread(pod *corev1.Pod, reqs []*lifecyclev1alpha1.EvictionRequest) bool {
+	return pod.DeletionTimestamp != nil && !slices.ContainsFunc(reqs, func(r *lifecyclev1alpha1.EvictionRequest) bool {
+		return !collectedWith(r, pod.UID)
+	})
 }
 
 // collectedWith reports whether the request goes with the target pod of that UID: it is owned by

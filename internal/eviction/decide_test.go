@@ -378,6 +378,28 @@ func TestDecideStandsAside(t *testing.T) {
 	})
 }
 
+// TestDecideNoUnreadEviction: a terminating pod whose requests all go with it gets no new
+// Eviction (seen in TestTwoEvictionControllers: its first Eviction, collected with its requests
+// once the pod was deleted, was seen gone before the pod, and a second was made); a request that
+// stays (another requester's) still gets one.
+func TestDecideNoUnreadEviction(t *testing.T) {
+	owned := testRequest("r", descheduler, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "uid-p"}}
+	obs := Observation{Namespace: "ns", Name: "p", HeartbeatDeadline: 20 * time.Minute, Pod: testPod(),
+		Requests: []lifecyclev1alpha1.EvictionRequest{owned}}
+	if d := Decide(obs, t0); d.Create == nil {
+		t.Fatalf("a live pod's request makes no Eviction: %+v", d)
+	}
+	obs.Pod.DeletionTimestamp = &metav1.Time{Time: t0}
+	if d := Decide(obs, t0); d.Create != nil {
+		t.Fatalf("an Eviction made for a terminating pod whose requests go with it: %+v", d.Create)
+	}
+	obs.Requests = append(obs.Requests, testRequest("other", descheduler, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction))
+	if d := Decide(obs, t0); d.Create == nil {
+		t.Fatalf("a terminating pod's request that stays gets no Eviction: %+v", d)
+	}
+}
+
 // with is the observation as the named controller makes it, yielding to yield.
 func with(obs Observation, controller, yield string) Observation {
 	obs.Controller, obs.Yield = controller, yield
