@@ -577,6 +577,20 @@ func TestDecideNoFurtherResponder(t *testing.T) {
 	}
 }
 
+// endedPastGrace reports whether the Eviction's target ended (gone, replaced, or terminal) and
+// the grace of its active responder since it was seen ended ran out.
+func endedPastGrace(obs Observation, e *lifecyclev1alpha1.Eviction, now time.Time) bool {
+	if e.Spec.Target.Pod == nil {
+		return false
+	}
+	uid := e.Spec.Target.Pod.UID
+	if obs.Pod != nil && obs.Pod.UID == uid && !terminal(obs.Pod) {
+		return false
+	}
+	since, ok := obs.EndedAt[uid]
+	return ok && !now.Before(since.Add(GracefulCompletionDelay))
+}
+
 // FuzzDecide builds observations of one pod with responders, requests (several requesters, any
 // intent, some for a former pod of the same name) and an Eviction in whatever state responders
 // left it, and checks what a decision must never do: more than one active responder, an eviction
@@ -653,8 +667,12 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 			}
 		}
 		// A responder is interrupted only past its deadline, counted from its start or last
-		// heartbeat (as the decision leaves them: one started now cannot be interrupted now).
+		// heartbeat (as the decision leaves them: one started now cannot be interrupted now),
+		// or once its target ended and the grace for its report ran out.
 		for _, tr := range w.Status.TargetResponders {
+			if endedPastGrace(obs, w, now) {
+				break
+			}
 			was := lifecyclev1alpha1.ResponderStateInactive
 			for _, o := range old.Status.TargetResponders {
 				if o.Name == tr.Name {
