@@ -1008,28 +1008,9 @@ func (s *state) knownAs(k string) string {
 }
 
 // drainingAt returns the versions of the maintenances that drain the node within
-// maintenanceSlack of at.
+// maintenanceSlack of at: those of selectingAt that drain.
 func (s *state) drainingAt(node *corev1.Node, at time.Time) []nmVersion {
-	if node == nil {
-		return nil
-	}
-	var out []nmVersion
-	for _, name := range sortedKeysOf(s.acts.nms) {
-		hist := s.acts.nms[name]
-		for i, v := range hist {
-			if v.nm == nil || !v.nm.Spec.Drain || v.nm.DeletionTimestamp != nil || v.selector == nil || !v.selector.Match(node) {
-				continue
-			}
-			if v.seen.After(at.Add(maintenanceSlack)) {
-				continue
-			}
-			if i+1 < len(hist) && hist[i+1].seen.Before(at.Add(-maintenanceSlack)) {
-				continue
-			}
-			out = append(out, v)
-		}
-	}
-	return out
+	return slices.DeleteFunc(s.selectingAt(node, at), func(v nmVersion) bool { return !v.nm.Spec.Drain })
 }
 
 // skips reports whether the maintenance leaves the pod on the node: its spec.podSelector does
