@@ -76,6 +76,13 @@ const (
 	MachineNamespaceLabel = "nodemaint.dev/machine-namespace"
 	MachineNameLabel      = "nodemaint.dev/machine-name"
 	MachineAnnotation     = "nodemaint.dev/machine"
+	// MachineClusterAnnotation on a NodeMaintenance created for a Cluster API Machine names the
+	// cluster the Machine is in: the UID of that cluster's kube-system namespace. A nodemaint
+	// with --cluster-api deletes the NodeMaintenance of a Machine gone only where it names its
+	// own cluster (or nothing, created by an older nodemaint): a cluster both the workload
+	// cluster of a management cluster and running Cluster API itself holds the management
+	// cluster's, of Machines it does not have.
+	MachineClusterAnnotation = "nodemaint.dev/machine-cluster"
 
 	// NodeConditionReasonNodeMaintenance is the reason of the KEP-5683 node conditions nodemaint
 	// sets (MaintenancePlanned, MaintenanceInProgress, DrainInProgress, Drained); it removes only

@@ -10,8 +10,10 @@
 // Cluster's kubeconfig Secret (<cluster>-kubeconfig, key value; Workloads), where nodemaint runs
 // too and drains; or, for the one Cluster named by --cluster-api-self, through this cluster's
 // own client (self-hosted). The node is the Machine's only if its spec.providerID is the
-// Machine's. Observe (Reconciler), decide (Decide, pure), apply (Reconciler): the controller's
-// shape.
+// Machine's. A NodeMaintenance says which cluster's Machine it is for (its kube-system
+// namespace's UID, nodemaintv1alpha1.MachineClusterAnnotation): a cluster that is another's
+// workload cluster and runs Cluster API too holds the other's, and deletes only its own (Own).
+// Observe (Reconciler), decide (Decide, pure), apply (Reconciler): the controller's shape.
 package machine
 
 import (
@@ -49,6 +51,9 @@ type Observation struct {
 	// Maintenance is the Machine's NodeMaintenance (MaintenanceName) in the workload cluster,
 	// nil when there is none.
 	Maintenance *nodemaintv1alpha1.NodeMaintenance
+	// Self is the identity of this cluster, where the Machine is: its kube-system namespace's
+	// UID (see nodemaintv1alpha1.MachineClusterAnnotation).
+	Self types.UID
 }
 
 // Decision is what to write for the Machine, in this order.
@@ -64,7 +69,7 @@ type Decision struct {
 	// does not drain its node, and the hook stays.
 	Refused string
 	// DeleteMaintenance: the Machine is gone, or the maintenance's node is not the Machine's;
-	// its NodeMaintenance goes.
+	// its NodeMaintenance goes (only ever one created for a Machine of this cluster: Own).
 	DeleteMaintenance bool
 	// Wait: nothing to write yet; look again (a workload cluster's NodeMaintenance is read,
 	// not watched).
@@ -81,6 +86,11 @@ const (
 
 // Decide decides what to do for the Machine.
 func Decide(obs Observation) Decision {
+	if obs.Maintenance != nil && !Own(obs.Maintenance, obs.Self) {
+		// Another cluster's nodemaint created it, for a Machine of that cluster of the same
+		// namespace and name: not this Machine's, and not this nodemaint's to delete.
+		obs.Maintenance = nil
+	}
 	m := obs.Machine
 	switch {
 	case m == nil:
@@ -105,7 +115,7 @@ func Decide(obs Observation) Decision {
 			Why: fmt.Sprintf("node %s has spec.providerID %q, the Machine %q: it is not the Machine's node, and nodemaint does not drain it",
 				obs.Node.Name, obs.Node.Spec.ProviderID, m.Spec.ProviderID)}
 	case obs.Maintenance == nil:
-		nm, clamped := Maintenance(m, obs.Node)
+		nm, clamped := Maintenance(m, obs.Node, obs.Self)
 		return Decision{Create: nm, Clamped: clamped, Wait: true}
 	}
 	nm := obs.Maintenance
@@ -136,6 +146,14 @@ func sameProvider(m *clusterv1.Machine, node *corev1.Node) bool {
 	return m.Spec.ProviderID != "" && node.Spec.ProviderID == m.Spec.ProviderID
 }
 
+// Own reports whether the NodeMaintenance was created for a Machine of the cluster self: it names
+// self (nodemaintv1alpha1.MachineClusterAnnotation), or no cluster (an older nodemaint created
+// it, and it is taken for this cluster's, as that nodemaint took it).
+func Own(nm *nodemaintv1alpha1.NodeMaintenance, self types.UID) bool {
+	v, ok := nm.Annotations[nodemaintv1alpha1.MachineClusterAnnotation]
+	return !ok || v == string(self)
+}
+
 // Hooked reports whether the Machine carries nodemaint's pre-drain hook.
 func Hooked(m *clusterv1.Machine) bool {
 	_, ok := m.Annotations[nodemaintv1alpha1.ClusterAPIPreDrainHook]
@@ -162,9 +180,9 @@ func MaintenanceName(key types.NamespacedName) string {
 
 // Maintenance is the NodeMaintenance that drains the Machine's node: cordon and drain, the
 // Machine's nodeDrainTimeoutSeconds as drainTimeout (reported, never deleting; clamped to the
-// CRD's bound, which clamped says), labelled with the Machine so that it is found again, owned
-// by the node so that it goes with it.
-func Maintenance(m *clusterv1.Machine, node *corev1.Node) (nm *nodemaintv1alpha1.NodeMaintenance, clamped bool) {
+// CRD's bound, which clamped says), labelled with the Machine so that it is found again,
+// annotated with the cluster self the Machine is in, owned by the node so that it goes with it.
+func Maintenance(m *clusterv1.Machine, node *corev1.Node, self types.UID) (nm *nodemaintv1alpha1.NodeMaintenance, clamped bool) {
 	nm = &nodemaintv1alpha1.NodeMaintenance{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: MaintenanceName(types.NamespacedName{Namespace: m.Namespace, Name: m.Name}),
@@ -172,7 +190,10 @@ func Maintenance(m *clusterv1.Machine, node *corev1.Node) (nm *nodemaintv1alpha1
 				nodemaintv1alpha1.MachineNamespaceLabel: m.Namespace,
 				nodemaintv1alpha1.MachineNameLabel:      labelValue(m.Name),
 			},
-			Annotations: map[string]string{nodemaintv1alpha1.MachineAnnotation: m.Namespace + "/" + m.Name},
+			Annotations: map[string]string{
+				nodemaintv1alpha1.MachineAnnotation:        m.Namespace + "/" + m.Name,
+				nodemaintv1alpha1.MachineClusterAnnotation: string(self),
+			},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID,
 			}},

@@ -45,6 +45,10 @@ func TestDecide(t *testing.T) {
 		}
 		return nm
 	}
+	ofCluster := func(nm *nodemaintv1alpha1.NodeMaintenance, self types.UID) *nodemaintv1alpha1.NodeMaintenance {
+		nm.Annotations = map[string]string{nodemaintv1alpha1.MachineClusterAnnotation: string(self)}
+		return nm
+	}
 	deleting := machine(true, true, "n1")
 	for name, tc := range map[string]struct {
 		obs  Observation
@@ -68,6 +72,13 @@ func TestDecide(t *testing.T) {
 		"hook released, machine going": {Observation{Key: key, Machine: machine(true, false, "n1"), Cluster: cluster, Node: node, Maintenance: maintenance(nodemaintv1alpha1.ConditionDrained)}, "nothing"},
 		"machine gone":                 {Observation{Key: key, Maintenance: maintenance(nodemaintv1alpha1.ConditionDrained)}, "delete"},
 		"machine gone, no maintenance": {Observation{Key: key}, "nothing"},
+		// A cluster that is another's workload cluster holds its maintenances, of Machines it
+		// does not have, or has of the same name: not its own.
+		"machine gone, this cluster's":           {Observation{Key: key, Self: "self", Maintenance: ofCluster(maintenance(""), "self")}, "delete"},
+		"machine gone, another cluster's":        {Observation{Key: key, Self: "self", Maintenance: ofCluster(maintenance(""), "other")}, "nothing"},
+		"another cluster's maintenance, drained": {Observation{Key: key, Self: "self", Machine: deleting, Cluster: cluster, Node: node, Maintenance: ofCluster(maintenance(nodemaintv1alpha1.ConditionDrained), "other")}, "create"},
+		"another provider's node, another's":     {Observation{Key: key, Self: "self", Machine: deleting, Cluster: cluster, Node: otherNode, Maintenance: ofCluster(maintenance(""), "other")}, "refuse"},
+		"this cluster's maintenance, drained":    {Observation{Key: key, Self: "self", Machine: deleting, Cluster: cluster, Node: node, Maintenance: ofCluster(maintenance(nodemaintv1alpha1.ConditionDrained), "self")}, "release"},
 	} {
 		d := Decide(tc.obs)
 		got := "nothing"
@@ -91,10 +102,13 @@ func TestDecide(t *testing.T) {
 	if d := Decide(Observation{Key: key, Machine: deleting, Cluster: cluster, Node: otherNode, Maintenance: maintenance("")}); !d.DeleteMaintenance || d.Refused != RefusedProviderID {
 		t.Errorf("another provider's node under the Machine's maintenance: %+v", d)
 	}
+	if d := Decide(Observation{Key: key, Self: "self", Machine: deleting, Cluster: cluster, Node: otherNode, Maintenance: ofCluster(maintenance(""), "other")}); d.DeleteMaintenance {
+		t.Errorf("another provider's node under another cluster's maintenance: %+v", d)
+	}
 
-	nm, clamped := Maintenance(deleting, node)
+	nm, clamped := Maintenance(deleting, node, "self")
 	if !strings.HasPrefix(nm.Name, "machine-md-0-abc-") || !nm.Spec.Cordon || !nm.Spec.Drain || nm.Spec.DrainTimeout.Duration.Seconds() != 600 || clamped ||
-		nm.Spec.DrainTimeoutAction != "" || nm.Annotations[nodemaintv1alpha1.MachineAnnotation] != "capi/md-0-abc" ||
+		nm.Spec.DrainTimeoutAction != "" || nm.Annotations[nodemaintv1alpha1.MachineAnnotation] != "capi/md-0-abc" || nm.Annotations[nodemaintv1alpha1.MachineClusterAnnotation] != "self" ||
 		nm.Spec.NodeSelector.NodeSelectorTerms[0].MatchFields[0].Values[0] != "n1" ||
 		len(nm.OwnerReferences) != 1 || nm.OwnerReferences[0].Kind != "Node" || nm.OwnerReferences[0].UID != node.UID {
 		t.Errorf("maintenance %+v", nm)
@@ -145,7 +159,7 @@ func TestDrainTimeoutClamped(t *testing.T) {
 		{1<<31 - 1, nodemaintv1alpha1.MaxDrainTimeout, true},
 	} {
 		m.Spec.Deletion.NodeDrainTimeoutSeconds = ptr.To(tc.seconds)
-		nm, clamped := Maintenance(m, node)
+		nm, clamped := Maintenance(m, node, "self")
 		if nm.Spec.DrainTimeout.Duration != tc.want || clamped != tc.clamped {
 			t.Errorf("nodeDrainTimeoutSeconds %d: drainTimeout %v clamped %v, want %v %v", tc.seconds, nm.Spec.DrainTimeout.Duration, clamped, tc.want, tc.clamped)
 		}
@@ -161,13 +175,16 @@ func TestDrainTimeoutClamped(t *testing.T) {
 // drained, the drain timed out or there is no node to drain (looked at, not assumed); it creates
 // a NodeMaintenance only of the Machine's own node (its providerID), with a drainTimeout within
 // the CRD's bound; it deletes a NodeMaintenance only of a Machine that is gone or of a node that
-// is not the Machine's. Names: two Machines never share one.
+// is not the Machine's, and only one created for a Machine of this cluster (Own). Names: two
+// Machines never share one.
 func FuzzDecide(f *testing.F) {
 	f.Add(uint8(0x0f), uint8(0x03), uint8(0x03), uint8(1), int32(600), "a", "b-c", "a-b", "c")
 	f.Add(uint8(0x07), uint8(0x01), uint8(0x01), uint8(2), int32(1<<31-1), "n", "m", "n", "m")
+	f.Add(uint8(0x00), uint8(0x00), uint8(0x00), uint8(0x11), int32(0), "a", "b", "c", "d")
+	f.Add(uint8(0x1f), uint8(0x01), uint8(0x03), uint8(0x13), int32(60), "a", "b", "c", "d")
 	f.Fuzz(func(t *testing.T, m, c, n, nm uint8, timeout int32, ns1, name1, ns2, name2 string) {
 		key := types.NamespacedName{Namespace: "capi", Name: "m"}
-		obs := Observation{Key: key}
+		obs := Observation{Key: key, Self: "self"}
 		if m&1 != 0 {
 			obs.Machine = &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 			obs.Machine.Spec.ClusterName = "c"
@@ -222,7 +239,17 @@ func FuzzDecide(f *testing.F) {
 			if nm&8 != 0 {
 				obs.Maintenance.DeletionTimestamp = ptr.To(metav1.Now())
 			}
+			if nm&16 != 0 {
+				// Created for a Machine of this cluster, or of another (whose workload cluster
+				// this is); unsaid: by an older nodemaint.
+				cluster := "other"
+				if nm&32 != 0 {
+					cluster = "self"
+				}
+				obs.Maintenance.Annotations = map[string]string{nodemaintv1alpha1.MachineClusterAnnotation: cluster}
+			}
 		}
+		own := obs.Maintenance != nil && Own(obs.Maintenance, obs.Self)
 		d := Decide(obs)
 		writes := 0
 		for _, w := range []bool{d.Create != nil, d.ReleaseHook, d.DeleteMaintenance} {
@@ -243,13 +270,13 @@ func FuzzDecide(f *testing.F) {
 		if d.ReleaseHook {
 			mm := obs.Machine
 			nodeless := mm.Status.NodeRef.Name == "" || obs.Unreachable == "" && obs.Node == nil
-			done := mine && obs.Maintenance != nil && (drained || timedOut || obs.Maintenance.DeletionTimestamp != nil)
+			done := mine && own && (drained || timedOut || obs.Maintenance.DeletionTimestamp != nil)
 			if !nodeless && !done {
 				t.Fatalf("released the hook of %+v with node %+v, %+v", mm, obs.Node, obs.Maintenance)
 			}
 		}
 		if d.Create != nil {
-			if obs.Maintenance != nil || !mine || obs.Unreachable != "" {
+			if own || !mine || obs.Unreachable != "" {
 				t.Fatalf("created a NodeMaintenance of node %+v over %+v", obs.Node, obs.Maintenance)
 			}
 			if sel := d.Create.Spec.NodeSelector.NodeSelectorTerms; len(sel) != 1 || sel[0].MatchFields[0].Values[0] != obs.Node.Name {
@@ -261,6 +288,12 @@ func FuzzDecide(f *testing.F) {
 		}
 		if d.DeleteMaintenance && obs.Machine != nil && (mine || obs.Node == nil) {
 			t.Fatalf("deleted the NodeMaintenance of a Machine still there, of its own node")
+		}
+		if d.DeleteMaintenance && !own {
+			t.Fatalf("deleted NodeMaintenance %+v, not this cluster's", obs.Maintenance)
+		}
+		if d.Create != nil && d.Create.Annotations[nodemaintv1alpha1.MachineClusterAnnotation] != string(obs.Self) {
+			t.Fatalf("created NodeMaintenance %+v, not saying it is this cluster's", d.Create.ObjectMeta)
 		}
 		a, b := types.NamespacedName{Namespace: ns1, Name: name1}, types.NamespacedName{Namespace: ns2, Name: name2}
 		if a != b && !strings.Contains(ns1+name1+ns2+name2, "/") && MaintenanceName(a) == MaintenanceName(b) {

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -49,6 +50,28 @@ type Reconciler struct {
 	// gone remembers the Cluster of each Machine deleted, until its reconcile ran: the
 	// NodeMaintenance of a Machine gone is in that Cluster's workload cluster.
 	gone goneMachines
+	// self is this cluster's identity once read (selfUID).
+	self struct {
+		sync.Mutex
+		uid types.UID
+	}
+}
+
+// selfUID is this cluster's identity, the UID of its kube-system namespace: what the
+// NodeMaintenances created for its Machines say (nodemaintv1alpha1.MachineClusterAnnotation),
+// so that a nodemaint deletes only its own. It is read once: a namespace's UID does not change.
+func (r *Reconciler) selfUID(ctx context.Context) (types.UID, error) {
+	r.self.Lock()
+	defer r.self.Unlock()
+	if r.self.uid != "" {
+		return r.self.uid, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: metav1.NamespaceSystem}, ns); err != nil {
+		return "", fmt.Errorf("reading namespace %s, this cluster's identity: %w", metav1.NamespaceSystem, err)
+	}
+	r.self.uid = ns.UID
+	return ns.UID, nil
 }
 
 // Reconcile implements reconcile.Reconciler for Machines.
@@ -80,11 +103,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // its node and NodeMaintenance in its workload cluster. A NodeMaintenance of that name that is
 // another Machine's or nobody's is not the Machine's.
 func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (Observation, Workload, error) {
-	obs := Observation{Key: key}
+	self, err := r.selfUID(ctx)
+	if err != nil {
+		return Observation{Key: key}, Workload{}, err
+	}
+	obs := Observation{Key: key, Self: self}
 	m := &clusterv1.Machine{}
 	switch err := r.Client.Get(ctx, key, m); {
 	case apierrors.IsNotFound(err):
-		return r.observeGone(ctx, key)
+		return r.observeGone(ctx, obs)
 	case err != nil:
 		return obs, Workload{}, err
 	}
@@ -121,9 +148,10 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (Obs
 }
 
 // observeGone reads the NodeMaintenance of a Machine gone: in the workload cluster of the Cluster
-// it had when its deletion was seen, else in this cluster.
-func (r *Reconciler) observeGone(ctx context.Context, key types.NamespacedName) (Observation, Workload, error) {
-	obs := Observation{Key: key}
+// it had when its deletion was seen, else in this cluster (where it may be another cluster's
+// Machine's: Decide deletes only this cluster's, Own).
+func (r *Reconciler) observeGone(ctx context.Context, obs Observation) (Observation, Workload, error) {
+	key := obs.Key
 	wl := Workload{Client: r.Client, Local: true}
 	if cluster, ok := r.gone.get(key); ok {
 		w, err := r.Workloads.Get(ctx, cluster)
