@@ -191,11 +191,15 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 	if os.Getenv("EVICTION_REQUEST_API") == "true" {
 		framework.InstallEvictionResponderPolicy(t)
 	}
+	// The workload cluster runs Cluster API too (it manages Machines of its own, or of other
+	// clusters): its nodemaint, with --cluster-api, watches the NodeMaintenances the management
+	// cluster's creates there, of Machines it does not have, and must leave them be.
+	framework.Apply(t, "test/e2e/testdata/cluster-api", "config/cluster-api")
 	wc := capiClient(t)
 	// The workload cluster's nodes: a pool of two for the Deployment, one empty.
 	pool, empty := addNodes(t, 2, "web"), addNodes(t, 1, "empty")[0]
 	workload := framework.NewController(t)
-	workload.Start("--deployment-surge-timeout=2m")
+	workload.Start("--deployment-surge-timeout=2m", "--cluster-api")
 	mc := framework.NewControllerFor(t, mgmt.ControllerKubeconfig)
 	mc.Start("--cluster-api")
 	t.Cleanup(func() { deleteMaintenances(t, wc) }) // while the workload's controller runs
