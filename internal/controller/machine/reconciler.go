@@ -3,7 +3,6 @@ package machine
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/few"
@@ -289,11 +289,16 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 			r.Workloads.Forget(client.ObjectKeyFromObject(e.Object))
 		},
 	}
+	found := make(chan event.GenericEvent)
+	if err := r.setupLeftovers(mgr, found); err != nil {
+		return err
+	}
 	return builder.ControllerManagedBy(mgr).
 		Named("machine").
 		Watches(&clusterv1.Machine{}, machines).
 		Watches(&clusterv1.Cluster{}, clusters).
 		Watches(&nodemaintv1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(machineOf)).
+		WatchesRawSource(source.Channel(found, handler.EnqueueRequestsFromMapFunc(machineOf))).
 		Complete(r)
 }
 
@@ -314,15 +319,11 @@ func (r *Reconciler) enqueueMachinesOf(ctx context.Context, cluster client.Objec
 
 // machineOf maps a NodeMaintenance created for a Machine to the Machine.
 func machineOf(_ context.Context, obj client.Object) []reconcile.Request {
-	v := obj.GetAnnotations()[nodemaintv1alpha1.MachineAnnotation]
-	if v == "" {
-		return nil
-	}
-	ns, name, ok := strings.Cut(v, "/")
+	key, ok := machineKey(obj)
 	if !ok {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	return []reconcile.Request{{NamespacedName: key}}
 }
 
 // goneMachines maps deleted Machines to their Clusters.

@@ -336,6 +336,31 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 	// drained one.
 	expectMachineChecks(t, checker, 5)
 
+	// Machines that go while their nodes stay (a finalizer removed by hand): the NodeMaintenance of
+	// one gone while nodemaint runs is deleted at once; of one gone while it did not run, when it
+	// starts again (nothing but the workload cluster remembers that Machine).
+	maintenanceGone := func(name string) {
+		t.Helper()
+		key := types.NamespacedName{Name: machine.MaintenanceName(client.ObjectKeyFromObject(machines[name]))}
+		framework.Eventually(t, waitTimeout, "the NodeMaintenance of the Machine "+name+" gone", func(ctx context.Context) (bool, error) {
+			err := wc.Get(ctx, key, &nodemaintv1alpha1.NodeMaintenance{})
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		})
+	}
+	releaseMachine(ctx, mgmt.Client, machines["long"])
+	maintenanceGone("long")
+	mc.Stop()
+	releaseMachine(ctx, mgmt.Client, machines["a/b-c"])
+	framework.Eventually(t, waitTimeout, "the Machine a/b-c gone", func(ctx context.Context) (bool, error) {
+		err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machines["a/b-c"]), &clusterv1.Machine{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	mc.Start("--cluster-api")
+	maintenanceGone("a/b-c")
+	if n := (&corev1.Node{}); wc.Get(ctx, types.NamespacedName{Name: empty}, n) != nil || !n.Spec.Unschedulable {
+		t.Errorf("node %s, the Machine a-b/c's (still there, its hook released), not cordoned any more", empty)
+	}
+
 	// Uninstall: the controller stopped, cleanup removes the hooks left (the refused Machine's,
 	// the Machine not deleted).
 	mc.Stop()
