@@ -143,18 +143,16 @@ e2e-release:
 .PHONY: test-e2e
 test-e2e: build e2e-release ## End-to-end tests on a local cluster of their own (real control plane, kwok kubelets; test/e2e/realnode's with a real kubelet and containerd, as root only, the release installed there); then the drain's and the responder's again under the EvictionRequest API.
 	$(if $(ROOT),NODEMAINT_REAL_NODE=1 NODEMAINT_REAL_NODE_BIN_DIR="$(REAL_NODE_BIN)") NODEMAINT_RELEASE="$(CURDIR)/$(E2E_RELEASE)" NODEMAINT_IMAGE="$(CURDIR)/$(E2E_RELEASE)/image" NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" HELM="$$(hack/tools.sh helm)" $(GO) test -count=1 -timeout 40m $(E2E_PKGS) $(E2E_ARGS)
-	EVICTION_REQUEST_API=true NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -p 2 -timeout 15m -run '$(E2E_EVICTION_REQUEST_RUN)' $(E2E_EVICTION_REQUEST_PKGS) $(E2E_ARGS)
+	EVICTION_REQUEST_API=true NODEMAINT_BIN_DIR="$(CURDIR)/bin" KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -p 2 -timeout 15m $(E2E_EVICTION_REQUEST_PKGS) $(E2E_ARGS)
 	@$(if $(ROOT),true,echo "$(REAL_NODE_NEEDS_ROOT)")
 
-# The e2e tests run a second time on clusters serving the EvictionRequest API (KEP-4563), where
-# nodemaint asks through EvictionRequests: the drain's whose outcome must not depend on the
-# protocol, TestNothingLeftWhenNodeDeleted (the garbage collector takes nodemaint's requests with
-# their pods; it skips on clusters without the API), TestSignalOnlyUnderAnotherEvictionController
-# (SignalOnly evicts nothing under an Eviction controller other than nodemaint's), and the responder's proofs of issue 19
-# (TestEviction* skip on clusters without the API; TestExampleResponder, TestNoCapacityGivesUp and
-# TestAutoscaledDeploymentSurges run in both modes). -p 2: both packages' clusters at once.
+# The drain's and the responder's e2e tests run a second time on clusters serving the
+# EvictionRequest API (KEP-4563), where nodemaint asks through EvictionRequests: the whole
+# packages, each test saying with framework.RequireProtocols under which protocols it runs (the
+# drain's whose outcome must not depend on the protocol and the responder's proofs of issue 19
+# name both; those about EvictionRequests alone skip in the first pass). -p 2: both packages'
+# clusters at once.
 E2E_EVICTION_REQUEST_PKGS ?= ./test/e2e/drain/ ./test/e2e/responder/
-E2E_EVICTION_REQUEST_RUN ?= ^(TestUnbudgetedPodBlocks|TestSignalOnlyUnderAnotherEvictionController|TestDrainRuleOrder|TestNothingLeftWhenNodeDeleted|TestEvictionSingleReplicaWithStrictPDB|TestEvictionUnregisteredPodMoves|TestEvictionThirdPartyResponderFirst|TestExampleResponder|TestNoCapacityGivesUp|TestClusterAPIPreDrainHook|TestAutoscaledDeploymentSurges)$$
 
 .PHONY: test-real-node needs-root
 test-real-node: needs-root build e2e-release ## The real node's e2e tests alone (test/e2e/realnode, part of make test-e2e as root), as root: a kubelet, containerd and runc beside the kwok nodes drain, reboot and evict for real, and the release (make release's chart package and install.yaml) runs there as users install it.

@@ -142,6 +142,7 @@ func expectDrained(t *testing.T, name string) {
 // bare pod is evicted, a DaemonSet pod and a pod labelled skip stay (the latter reported), and the
 // maintenance reaches Drained.
 func TestMixedNode(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions)
 	ns := framework.Namespace(t)
 	startController(t)
 	target := node(0)
@@ -308,6 +309,7 @@ func isReady(pod *corev1.Pod) bool {
 // names it and quotes the budget, another node of the same maintenance drains meanwhile, and the
 // drain finishes once the budget is gone.
 func TestUnbudgetedPodBlocks(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions, framework.EvictionRequests)
 	ns := framework.Namespace(t)
 	startController(t)
 	blockedNode, freeNode := node(1), node(2)
@@ -347,6 +349,7 @@ func TestUnbudgetedPodBlocks(t *testing.T) {
 // TestDrainRuleOrder: with DrainRules of orders 0, 100 and 200, every pod of a group is gone
 // before the next group's first eviction, as seen from the pods' deletion times.
 func TestDrainRuleOrder(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions, framework.EvictionRequests)
 	ns := framework.Namespace(t)
 	startController(t)
 	target := node(3)

@@ -48,9 +48,7 @@ func leftovers(ctx context.Context, ns, node string) ([]string, error) {
 // requests) once the pod garbage collector deleted the pods of the node gone. The pods are
 // behind a budget that allows nothing, so the requests are still there when the node goes.
 func TestNothingLeftWhenNodeDeleted(t *testing.T) {
-	if !framework.Cluster().EvictionRequestAPI() {
-		t.Skip("the cluster does not serve lifecycle.k8s.io/v1alpha1: run with EVICTION_REQUEST_API=true")
-	}
+	framework.RequireProtocols(t, framework.EvictionRequests)
 	ns := framework.Namespace(t)
 	ctl := framework.NewController(t)
 	ctl.Start()

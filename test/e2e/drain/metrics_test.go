@@ -35,6 +35,7 @@ const dashboardPath = "../../../config/default/prometheus/dashboard.json"
 // released and uncordoned, the drain's duration; the maintenance's series go with it. A real
 // Prometheus scrapes the controller meanwhile, and every query of the dashboard returns data.
 func TestMetrics(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions)
 	ns := framework.Namespace(t)
 	start := time.Now()
 	controller := framework.NewController(t)

@@ -91,6 +91,7 @@ func setBootID(t *testing.T, node string) string {
 // kube-controller-manager then removes the pod, and the taint goes once the node is Ready again.
 // A Ready node of the same maintenance, with a pod stuck terminating too, never gets it.
 func TestOutOfServiceAfterShutdown(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions)
 	ns := framework.Namespace(t)
 	controller := framework.NewController(t)
 	controller.Start()

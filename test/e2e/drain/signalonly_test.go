@@ -88,6 +88,7 @@ func standInEvictionController(t *testing.T, ns string) (requested func() []stri
 // SignalOnly maintenance has the pod evicted too. Run under both protocols (make test-e2e's
 // second pass, EVICTION_REQUEST_API=true).
 func TestSignalOnlyUnderAnotherEvictionController(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions, framework.EvictionRequests)
 	ctx := t.Context()
 	ns := framework.Namespace(t)
 	framework.NewController(t).Start("--eviction-controller=off")

@@ -35,6 +35,7 @@ const autoscaledReadyDelay = "20s"
 // below 3, nobody scales the Deployment during the surge, the drain completes, and neither the
 // autoscaler nor the Deployment keeps a trace of it.
 func TestAutoscaledDeploymentSurges(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions, framework.EvictionRequests)
 	startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
 	answers := watchAnswers(t, ns) // on the EvictionRequest API: the responder registered on the pods
@@ -62,6 +63,7 @@ func TestAutoscaledDeploymentSurges(t *testing.T) {
 // Ready: meanwhile the autoscaler, its bounds raised, leaves the surge alone through its syncs;
 // then the evacuation completes and the autoscaler's bounds are restored, Ready never below 3.
 func TestAutoscaledControllerKilledDuringSurge(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions)
 	c := startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
 	watchAnswers(t, ns) // on the EvictionRequest API: the responder registered on the pods

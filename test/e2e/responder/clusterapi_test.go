@@ -65,6 +65,7 @@ func capiClient(t *testing.T) client.Client {
 // surges elsewhere with a Ready pod at every moment, the hook is released only once the node is
 // drained, and the NodeMaintenance goes with the Machine.
 func TestClusterAPIPreDrainHook(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions, framework.EvictionRequests)
 	framework.Apply(t, "test/e2e/testdata/cluster-api", "config/cluster-api")
 	if os.Getenv("EVICTION_REQUEST_API") == "true" {
 		// Under the EvictionRequest protocol the Deployment's pods are registered with the
@@ -164,6 +165,7 @@ func expectMachineChecks(t *testing.T, checker *invariants.Checker, released int
 //   - Machines a/b-c and a-b/c: two NodeMaintenances, both drained;
 //   - kubectl maintenance cleanup removes the hook from the Machines left.
 func TestClusterAPIManagementCluster(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions)
 	ctx := t.Context()
 	mgmt := framework.StartManagementCluster(t)
 

@@ -7,7 +7,6 @@ package responder_test
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -189,9 +188,7 @@ func TestEvictionThirdPartyResponderFirst(t *testing.T) {
 // pods (config/admission/eviction-responder), once.
 func requireEvictionAPI(t *testing.T) {
 	t.Helper()
-	if os.Getenv("EVICTION_REQUEST_API") != "true" {
-		t.Skip("the cluster does not serve lifecycle.k8s.io/v1alpha1: run with EVICTION_REQUEST_API=true")
-	}
+	framework.RequireProtocols(t, framework.EvictionRequests)
 	framework.InstallEvictionResponderPolicy(t)
 }
 

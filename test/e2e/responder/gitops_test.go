@@ -37,6 +37,7 @@ import (
 // move through their budget (evicted; one waits for the other's replacement), Ready never
 // below 1. Without the fix, it surged again at every look and the drain never ended.
 func TestGitOpsRevertsSurge(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions)
 	startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
 	manifest := gitopsDeployment(ns)
@@ -93,6 +94,7 @@ func TestGitOpsRevertsSurge(t *testing.T) {
 // at every change of the Deployment, during the surge too: the surge completes, with no revert,
 // and Ready never goes below the Deployment's 2 replicas.
 func TestGitOpsIgnoringReplicasSurges(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions)
 	startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
 	manifest := gitopsDeployment(ns)

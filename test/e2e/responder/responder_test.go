@@ -43,6 +43,7 @@ const waitTimeout = 90 * time.Second
 // (kubectl drain would wait forever) moves off the maintained node with a Ready pod at every
 // moment, although its pods take 5s to start.
 func TestSingleReplicaWithStrictPDB(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions)
 	startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
 	s := moveStrictSingleReplica(t, ns, intstr.FromString("25%"), "5s")
@@ -57,6 +58,7 @@ func TestSingleReplicaWithStrictPDB(t *testing.T) {
 // TestWavesOfMaxSurge: 10 replicas with maxSurge 2, spread over the maintained nodes and
 // others: only the maintained nodes' pods move, in waves of at most 2, and 10 stay Ready.
 func TestWavesOfMaxSurge(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions)
 	startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
 	createDeployment(t, ns, "web", 10, intstr.FromInt32(2), "3s", 0)
@@ -107,6 +109,7 @@ func TestWavesOfMaxSurge(t *testing.T) {
 // yet available (minReadySeconds): the surge pod goes, the evacuated pod stays, and the
 // Deployment is back to its replicas with no trace of the evacuation.
 func TestWithdrawalRollsBackSurge(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions)
 	startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
 	createDeployment(t, ns, "web", 2, intstr.FromInt32(1), "1s", 10)
@@ -163,6 +166,7 @@ func TestWithdrawalRollsBackSurge(t *testing.T) {
 // TestScaledDuringSurge: the user scales the Deployment while a surge is in flight: their count
 // wins, and the evacuation goes on from it.
 func TestScaledDuringSurge(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions)
 	startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
 	createDeployment(t, ns, "web", 2, intstr.FromInt32(1), "5s", 0)
@@ -189,6 +193,7 @@ func TestScaledDuringSurge(t *testing.T) {
 // HorizontalPodAutoscalers) are declined at once, so the drain need not wait for the response
 // timeout.
 func TestDeclined(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions)
 	startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
 	createDeployment(t, ns, "nosurge", 1, intstr.FromInt32(0), "1s", 0)
@@ -243,6 +248,7 @@ func TestDeclined(t *testing.T) {
 // a cluster serving the EvictionRequest API the decline is the Deployment responder's turn on the
 // pod's Eviction completed with the reason; otherwise the pod's EvacuationInitiated condition.
 func TestNoCapacityGivesUp(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions, framework.EvictionRequests)
 	const bound = 8 * time.Second
 	startNodemaint(t, bound)
 	ns := framework.Namespace(t)
@@ -321,6 +327,7 @@ func (a answers) String() string {
 // responder waits (up to the Deployment's progressDeadlineSeconds) instead of giving up and
 // leaving the pod to an eviction that its budget (minAvailable 1) would refuse.
 func TestSlowStartKeepsSurge(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions)
 	const bound = 5 * time.Second
 	startNodemaint(t, bound)
 	ns := framework.Namespace(t)
@@ -341,6 +348,7 @@ func TestSlowStartKeepsSurge(t *testing.T) {
 // started again after the surge became Ready: the evacuation completes, in more waves, the
 // replicas are restored exactly and availability never dropped.
 func TestControllerKilledDuringSurge(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions)
 	c := startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
 	createDeployment(t, ns, "web", 4, intstr.FromInt32(1), "4s", 0)
@@ -525,6 +533,7 @@ func names(pods []*corev1.Pod) []string {
 // example in spec.evictionResponders: it accepts on the pod's Eviction, checkpoints and completes
 // its turn, and the imperative evictor evicts the pod.
 func TestExampleResponder(t *testing.T) {
+	framework.RequireProtocols(t, framework.PodConditions, framework.EvictionRequests)
 	startNodemaint(t, 2*time.Minute)
 	ns := framework.Namespace(t)
 	runExample(t)
