@@ -34,13 +34,18 @@ import (
 )
 
 // realNodeEnv turns the package on: it builds and runs a kubelet and containerd as root. make
-// test and make test-real-node set it; a plain go test ./... leaves the package out.
+// test (as root) and make test-real-node set it; a plain go test ./... leaves the package out.
 const realNodeEnv = "NODEMAINT_REAL_NODE"
+
+// notAsked is why the package's tests do not run, when $NODEMAINT_REAL_NODE is not 1.
+var notAsked string
 
 func TestMain(m *testing.M) {
 	if os.Getenv(realNodeEnv) != "1" {
-		fmt.Printf("SKIP: the real node's tests run with %s=1 (make test, make test-real-node)\n", realNodeEnv)
-		os.Exit(0)
+		// Not asked for: no cluster, and every test reports itself skipped and why (go test -v,
+		// go test -json), rather than the package passing with nothing run.
+		notAsked = fmt.Sprintf("not asked for: the real node's tests run with %s=1, as root (make test as root, make test-real-node)", realNodeEnv)
+		os.Exit(m.Run())
 	}
 	if os.Geteuid() != 0 {
 		// Asked for and impossible: a failure, not a skip.
@@ -60,6 +65,14 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	os.Exit(code)
+}
+
+// requireRealNode is each test's first line: it skips the test when the package was not asked for.
+func requireRealNode(t *testing.T) {
+	t.Helper()
+	if notAsked != "" {
+		t.Skip(notAsked)
+	}
 }
 
 const (
@@ -244,6 +257,7 @@ func isReady(pod *corev1.Pod) bool {
 // old container really receives SIGTERM and exits within its grace period, by the kubelet's
 // own account of it.
 func TestDrainRealNode(t *testing.T) {
+	requireRealNode(t)
 	ns := framework.Namespace(t)
 	framework.NewController(t).Start()
 
@@ -364,6 +378,7 @@ func nodeCondition(node *corev1.Node, t corev1.NodeConditionType) corev1.Conditi
 // containerd stops; then containerd and the kubelet start again with a new boot ID. The rollout
 // sees the new boot ID, and once the node is Ready again releases it: uncordoned.
 func TestRebootRealNode(t *testing.T) {
+	requireRealNode(t)
 	ns := framework.Namespace(t)
 	framework.NewController(t).Start()
 	ctx := t.Context()
@@ -465,6 +480,7 @@ func TestRebootRealNode(t *testing.T) {
 // maintenance's status names it (Terminating) while it is stuck, the kubelet SIGKILLs it at the
 // end of its grace period, and the drain then completes.
 func TestKubeletEvictionAndStuckPod(t *testing.T) {
+	requireRealNode(t)
 	ns := framework.Namespace(t)
 	framework.NewController(t).Start()
 	ctx := t.Context()

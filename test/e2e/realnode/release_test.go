@@ -212,6 +212,7 @@ func startRegistry(rel releaseFiles) (*releaseRegistry, error) {
 // user guide's last steps leave nothing of nodemaint's in the cluster. Last, ctr images import of
 // the release's image names it as the chart does.
 func TestReleaseOnRealNode(t *testing.T) {
+	requireRealNode(t)
 	start := time.Now()
 	rel := readRelease(t)
 	reg := serveRelease(t, rel)
@@ -441,6 +442,7 @@ func TestReleaseOnRealNode(t *testing.T) {
 // does: the apply succeeds, containerd pulls the image, and both replicas become Ready as
 // config/default renders them. Then the release is deleted as it was applied.
 func TestInstallYAMLOnRealNode(t *testing.T) {
+	requireRealNode(t)
 	start := time.Now()
 	rel := readRelease(t)
 	reg := serveRelease(t, rel)
