@@ -10,7 +10,8 @@ import (
 
 // Eventually polls cond every 100ms until it reports done, and fails the test when the timeout
 // passes first, with the state cond described last (or its last error). Errors do not stop the
-// polling: they may be transient.
+// polling: they may be transient. It is the one wait on evidence of every test, unit,
+// integration and end-to-end (test/e2e/framework's included); what says what is awaited.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (done bool, state string, err error)) {
 	t.Helper()
 	var last string

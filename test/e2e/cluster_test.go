@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	"github.com/nodemaint/nodemaint/test/localcluster"
 )
@@ -174,10 +175,10 @@ func TestKubectlDrainHonoursPDB(t *testing.T) {
 	if err := framework.Client().Create(t.Context(), pdb); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 30*time.Second, "PDB status from the disruption controller", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, "PDB status from the disruption controller", func(ctx context.Context) (bool, string, error) {
 		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(pdb), pdb)
 		s := pdb.Status
-		return s.ObservedGeneration == pdb.Generation && s.CurrentHealthy == 1 && s.DisruptionsAllowed == 0, err
+		return s.ObservedGeneration == pdb.Generation && s.CurrentHealthy == 1 && s.DisruptionsAllowed == 0, "", err
 	})
 	pod := podsOf(t, d)[0]
 	t.Cleanup(func() { uncordon(t, pod.Spec.NodeName) })
@@ -219,10 +220,10 @@ func TestStopKubelet(t *testing.T) {
 	if err := c.StopKubelet(t.Context(), node); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 2*time.Minute, "node "+node+" NotReady", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 2*time.Minute, "node "+node+" NotReady", func(ctx context.Context) (bool, string, error) {
 		var n corev1.Node
 		err := framework.Client().Get(ctx, client.ObjectKey{Name: node}, &n)
-		return !localcluster.IsNodeReady(&n), err
+		return !localcluster.IsNodeReady(&n), "", err
 	})
 	// Without its kubelet, a deleted pod stays Terminating.
 	if err := framework.Client().Delete(t.Context(), &pod); err != nil {
@@ -236,14 +237,14 @@ func TestStopKubelet(t *testing.T) {
 	if err := c.StartKubelet(t.Context(), node); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, time.Minute, "node "+node+" Ready", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, time.Minute, "node "+node+" Ready", func(ctx context.Context) (bool, string, error) {
 		var n corev1.Node
 		err := framework.Client().Get(ctx, client.ObjectKey{Name: node}, &n)
-		return localcluster.IsNodeReady(&n), err
+		return localcluster.IsNodeReady(&n), "", err
 	})
-	framework.Eventually(t, 30*time.Second, "pod "+pod.Name+" deleted", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, "pod "+pod.Name+" deleted", func(ctx context.Context) (bool, string, error) {
 		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(&pod), &corev1.Pod{})
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
 	})
 }
 
@@ -263,9 +264,9 @@ func TestRestartKwok(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The scheduler binds the pod, but no kubelet starts it.
-	framework.Eventually(t, 30*time.Second, "pod scheduled", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, "pod scheduled", func(ctx context.Context) (bool, string, error) {
 		pods := podsOf(t, d)
-		return len(pods) == 1 && pods[0].Spec.NodeName != "", nil
+		return len(pods) == 1 && pods[0].Spec.NodeName != "", "", nil
 	})
 	time.Sleep(3 * time.Second) // kwok would have started it after 1s
 	if pod := podsOf(t, d)[0]; pod.Status.PodIP != "" {
@@ -295,15 +296,15 @@ func TestPodReadyAgain(t *testing.T) {
 	if isPodReady(&pod) {
 		t.Fatalf("pod %s still Ready after the patch", pod.Name)
 	}
-	framework.Eventually(t, 30*time.Second, "pod "+pod.Name+" Ready again", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, "pod "+pod.Name+" Ready again", func(ctx context.Context) (bool, string, error) {
 		var p corev1.Pod
 		if err := framework.Client().Get(ctx, client.ObjectKeyFromObject(&pod), &p); err != nil {
-			return false, err
+			return false, "", err
 		}
 		if p.UID != pod.UID {
-			return false, fmt.Errorf("pod %s was replaced", pod.Name)
+			return false, "", fmt.Errorf("pod %s was replaced", pod.Name)
 		}
-		return isPodReady(&p), nil
+		return isPodReady(&p), "", nil
 	})
 }
 

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	"github.com/nodemaint/nodemaint/test/invariants"
 	"github.com/nodemaint/nodemaint/test/localcluster"
@@ -531,10 +532,10 @@ func podTemplate(labels map[string]string) corev1.PodTemplateSpec {
 // waitAllReady waits until the namespace has want Ready pods.
 func waitAllReady(t *testing.T, ns string, want int) {
 	t.Helper()
-	framework.Eventually(t, 5*time.Minute, fmt.Sprintf("%d pods Ready", want), func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 5*time.Minute, fmt.Sprintf("%d pods Ready", want), func(ctx context.Context) (bool, string, error) {
 		var list corev1.PodList
 		if err := framework.Client().List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return false, err
+			return false, "", err
 		}
 		ready := 0
 		for i := range list.Items {
@@ -544,6 +545,6 @@ func waitAllReady(t *testing.T, ns string, want int) {
 				}
 			}
 		}
-		return ready == want, nil
+		return ready == want, "", nil
 	})
 }

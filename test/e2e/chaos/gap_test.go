@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	"github.com/nodemaint/nodemaint/test/invariants"
 )
@@ -59,18 +60,18 @@ func TestCheckerSeesBreachHiddenInGap(t *testing.T) {
 			t.Errorf("stopping the invariant checker: %v", err)
 		}
 	})
-	framework.Eventually(t, time.Minute, "the checker checks the budget and the Deployment", func(context.Context) (bool, error) {
+	testutil.Eventually(t, time.Minute, "the checker checks the budget and the Deployment", func(context.Context) (bool, string, error) {
 		budgets, deployments := checker.Watched()
-		return budgets == 1 && deployments == 1, nil
+		return budgets == 1 && deployments == 1, "", nil
 	})
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil || len(pods.Items) != 1 {
 		t.Fatalf("pods of web: %d, %v", len(pods.Items), err)
 	}
 	old := pods.Items[0]
-	framework.Eventually(t, time.Minute, "the witness finalizer on "+old.Name, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, time.Minute, "the witness finalizer on "+old.Name, func(ctx context.Context) (bool, string, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(&old), &old)
-		return slices.Contains(old.Finalizers, invariants.WitnessFinalizer), err
+		return slices.Contains(old.Finalizers, invariants.WitnessFinalizer), "", err
 	})
 
 	proxy.cut()
@@ -78,17 +79,17 @@ func TestCheckerSeesBreachHiddenInGap(t *testing.T) {
 	if err := c.Delete(ctx, &old); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, time.Minute, "a replacement Ready", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, time.Minute, "a replacement Ready", func(ctx context.Context) (bool, string, error) {
 		var list corev1.PodList
 		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return false, err
+			return false, "", err
 		}
 		for _, p := range list.Items {
 			if p.Name != old.Name && p.DeletionTimestamp == nil && readyCondition(&p) {
-				return true, nil
+				return true, "", nil
 			}
 		}
-		return false, nil
+		return false, "", nil
 	})
 	// Past the second of the replacement's Ready condition.
 	time.Sleep(time.Second)
@@ -99,9 +100,9 @@ func TestCheckerSeesBreachHiddenInGap(t *testing.T) {
 	t.Logf("the checker's connections restored")
 
 	var got []invariants.Violation
-	framework.Eventually(t, time.Minute, "the breach reported after the gap", func(context.Context) (bool, error) {
+	testutil.Eventually(t, time.Minute, "the breach reported after the gap", func(context.Context) (bool, string, error) {
 		got = checker.Violations()
-		return len(got) >= 2, nil
+		return len(got) >= 2, "", nil
 	})
 	gaps, _ := checker.Gaps()
 	for _, v := range got {

@@ -19,6 +19,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/alerts"
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	"github.com/nodemaint/nodemaint/test/invariants"
 )
@@ -120,9 +121,9 @@ func runBatch(t *testing.T, b batch, s runSize, mgmt *managementCluster, sum *to
 			want += k.pods(sc.nodes)
 		}
 	}
-	framework.Eventually(t, 3*time.Minute, fmt.Sprintf("%d pods Ready", want), func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 3*time.Minute, fmt.Sprintf("%d pods Ready", want), func(ctx context.Context) (bool, string, error) {
 		ready, err := readyPods(ctx, namespaces)
-		return ready >= want, err
+		return ready >= want, "", err
 	})
 
 	// Cluster API: the batch's Machines, in a namespace of their own, in this cluster (the

@@ -126,9 +126,9 @@ func TestMetrics(t *testing.T) {
 	})
 
 	// Prometheus has scraped the whole drain: every query of the dashboard returns data over it.
-	framework.Eventually(t, timeout, "Prometheus scraped the end of the drain", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "Prometheus scraped the end of the drain", func(ctx context.Context) (bool, string, error) {
 		series, err := prom.QueryRange(ctx, "nodemaint_drain_duration_seconds_count", time.Now().Add(-5*time.Second), time.Now(), time.Second)
-		return err == nil && len(series) == 1 && len(series[0].Values) > 0 && series[0].Values[len(series[0].Values)-1][1] == "1", err
+		return err == nil && len(series) == 1 && len(series[0].Values) > 0 && series[0].Values[len(series[0].Values)-1][1] == "1", "", err
 	})
 	time.Sleep(3 * time.Second) // a few scrapes more, for the rates after the last observation
 	end := time.Now()

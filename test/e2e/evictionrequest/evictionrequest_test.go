@@ -157,14 +157,14 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	framework.Eventually(t, timeout, "the pods Ready and the budget allowing no disruption", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "the pods Ready and the budget allowing no disruption", func(ctx context.Context) (bool, string, error) {
 		for _, p := range []*corev1.Pod{solo, op} {
 			if err := get(ctx, p); err != nil || !ready(p) {
-				return false, err
+				return false, "", err
 			}
 		}
 		err := get(ctx, pdb)
-		return pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.CurrentHealthy == 1 && pdb.Status.DisruptionsAllowed == 0, err
+		return pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.CurrentHealthy == 1 && pdb.Status.DisruptionsAllowed == 0, "", err
 	})
 
 	nm := &nodemaintv1alpha1.NodeMaintenance{
@@ -181,7 +181,7 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 
 	// The declining responder is asked first; it declines.
 	var opEviction *lifecyclev1alpha1.Eviction
-	framework.Eventually(t, timeout, "op's Eviction with the declining responder active", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "op's Eviction with the declining responder active", func(ctx context.Context) (bool, string, error) {
 		evs, _, err := evictionsOf(ctx, ns)
 		for i := range evs {
 			e := &evs[i]
@@ -191,7 +191,7 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 				opEviction = e
 			}
 		}
-		return opEviction != nil, err
+		return opEviction != nil, "", err
 	})
 	if err := get(ctx, op); err != nil || op.DeletionTimestamp != nil {
 		t.Fatalf("op was evicted while its responder was active (%v)", err)
@@ -207,19 +207,19 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	framework.Eventually(t, timeout, "op evicted once declined; solo held by its budget, reported", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "op evicted once declined; solo held by its budget, reported", func(ctx context.Context) (bool, string, error) {
 		if err := get(ctx, op); !apierrors.IsNotFound(err) {
-			return false, client.IgnoreNotFound(err)
+			return false, "", client.IgnoreNotFound(err)
 		}
 		if err := get(ctx, solo); err != nil || solo.DeletionTimestamp != nil {
-			return false, fmt.Errorf("solo evicted against its budget (%v)", err)
+			return false, "", fmt.Errorf("solo evicted against its budget (%v)", err)
 		}
 		if err := get(ctx, nm); err != nil {
-			return false, err
+			return false, "", err
 		}
 		msg := fmt.Sprint(nm.Status.Nodes[node].Blocked)
 		return nm.Status.EvacuationProtocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest &&
-			strings.Contains(msg, "disruption budget"), nil
+			strings.Contains(msg, "disruption budget"), "", nil
 	})
 	// solo names no responder: nodemaint asked it through its pod condition, not an
 	// EvictionRequest. Nobody answered: its first eviction came no earlier than its response
@@ -268,23 +268,23 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 	if err := c.Patch(ctx, pdb, client.MergeFrom(origPDB)); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, timeout, "solo evicted and the node drained", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "solo evicted and the node drained", func(ctx context.Context) (bool, string, error) {
 		if err := get(ctx, solo); !apierrors.IsNotFound(err) {
-			return false, client.IgnoreNotFound(err)
+			return false, "", client.IgnoreNotFound(err)
 		}
 		err := get(ctx, nm)
-		return nm.Status.NodesDrained == 1, err
+		return nm.Status.NodesDrained == 1, "", err
 	})
 
 	if err := c.Delete(ctx, nm); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, timeout, "the maintenance gone, with every EvictionRequest and Eviction", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "the maintenance gone, with every EvictionRequest and Eviction", func(ctx context.Context) (bool, string, error) {
 		if err := get(ctx, nm); !apierrors.IsNotFound(err) {
-			return false, client.IgnoreNotFound(err)
+			return false, "", client.IgnoreNotFound(err)
 		}
 		evs, reqs, err := evictionsOf(ctx, ns)
-		return len(evs) == 0 && len(reqs) == 0, err
+		return len(evs) == 0 && len(reqs) == 0, "", err
 	})
 	if err := checker.CheckClean(ctx, ns); err != nil {
 		t.Errorf("left over:\n%v", err)
@@ -330,43 +330,43 @@ func TestSignalOnlyThroughEvictionRequests(t *testing.T) {
 	// Evidence that the drain looked: the pod carries the condition, and the status says that
 	// the drain only signals.
 	var asked time.Time
-	framework.Eventually(t, timeout, "the pod asked through its condition, reported as signal only", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "the pod asked through its condition, reported as signal only", func(ctx context.Context) (bool, string, error) {
 		if err := get(ctx, p); err != nil {
-			return false, err
+			return false, "", err
 		}
 		cond := evacuation.Condition(p, evacuation.Request)
 		if cond == nil || cond.Status != corev1.ConditionTrue || cond.Reason != evacuation.ReasonNodeMaintenance {
-			return false, nil
+			return false, "", nil
 		}
 		asked = cond.LastTransitionTime.Time
 		if err := get(ctx, nm); err != nil {
-			return false, err
+			return false, "", err
 		}
-		return strings.Contains(fmt.Sprint(nm.Status.Nodes[other].Blocked), "signal only"), nil
+		return strings.Contains(fmt.Sprint(nm.Status.Nodes[other].Blocked), "signal only"), "", nil
 	})
 	// The drain reconsiders the pod at least every status period (5s) while it drains: well past
 	// its response timeout, it is still there, and nothing asked for its eviction.
-	framework.Eventually(t, timeout, "the pod untouched well past its response timeout", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "the pod untouched well past its response timeout", func(ctx context.Context) (bool, string, error) {
 		if err := get(ctx, p); err != nil || p.DeletionTimestamp != nil {
-			return false, fmt.Errorf("the pod was evicted under SignalOnly (%v)", err)
+			return false, "", fmt.Errorf("the pod was evicted under SignalOnly (%v)", err)
 		}
 		evs, reqs, err := evictionsOf(ctx, ns)
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
 		if len(reqs)+len(evs) > 0 {
-			return false, fmt.Errorf("under SignalOnly, %d EvictionRequests and %d Evictions of the pod", len(reqs), len(evs))
+			return false, "", fmt.Errorf("under SignalOnly, %d EvictionRequests and %d Evictions of the pod", len(reqs), len(evs))
 		}
-		return time.Since(asked) > 20*time.Second, nil
+		return time.Since(asked) > 20*time.Second, "", nil
 	})
 	orig := nm.DeepCopy()
 	nm.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicyEvict
 	if err := c.Patch(ctx, nm, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, timeout, "the pod evicted once the maintenance evicts", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "the pod evicted once the maintenance evicts", func(ctx context.Context) (bool, string, error) {
 		err := get(ctx, p)
-		return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil), client.IgnoreNotFound(err)
+		return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil), "", client.IgnoreNotFound(err)
 	})
 }
 
@@ -445,8 +445,8 @@ func TestTwoEvictionControllers(t *testing.T) {
 	// The framework's controller reconciles once it leads: it may wait out the Lease of the
 	// previous test's controller. Until then only the second would answer, and it could create
 	// and collect its Evictions before the first ever saw one.
-	framework.Eventually(t, timeout, "the framework's controller leading", func(ctx context.Context) (bool, error) {
-		return first.Leads(ctx), nil
+	testutil.Eventually(t, timeout, "the framework's controller leading", func(ctx context.Context) (bool, string, error) {
+		return first.Leads(ctx), "", nil
 	})
 	framework.NewController(t).Start("--eviction-controller=on", "--eviction-controller-name=second", "--leader-elect=false",
 		"--feature-gates=DeclarativeNodeMaintenance=false,NodeMaintenanceDeployment=false")
@@ -468,13 +468,13 @@ func TestTwoEvictionControllers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	framework.Eventually(t, timeout, "the pods Ready", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "the pods Ready", func(ctx context.Context) (bool, string, error) {
 		for _, p := range append(slices.Clone(drained), asked...) {
 			if err := get(ctx, p); err != nil || !ready(p) {
-				return false, err
+				return false, "", err
 			}
 		}
-		return true, nil
+		return true, "", nil
 	})
 	nm := &nodemaintv1alpha1.NodeMaintenance{
 		ObjectMeta: metav1.ObjectMeta{Name: "two-" + ns},
@@ -500,14 +500,14 @@ func TestTwoEvictionControllers(t *testing.T) {
 		}
 	}
 
-	framework.Eventually(t, timeout, "the node drained and the asked pods evicted", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "the node drained and the asked pods evicted", func(ctx context.Context) (bool, string, error) {
 		for _, p := range append(slices.Clone(drained), asked...) {
 			if err := get(ctx, p); !apierrors.IsNotFound(err) {
-				return false, client.IgnoreNotFound(err)
+				return false, "", client.IgnoreNotFound(err)
 			}
 		}
 		err := get(ctx, nm)
-		return nm.Status.NodesDrained == 1, err
+		return nm.Status.NodesDrained == 1, "", err
 	})
 	// The maintenance and the other requester's requests (whose pods are gone) end.
 	if err := c.Delete(ctx, nm); err != nil {
@@ -518,9 +518,9 @@ func TestTwoEvictionControllers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	framework.Eventually(t, timeout, "every EvictionRequest and Eviction gone", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "every EvictionRequest and Eviction gone", func(ctx context.Context) (bool, string, error) {
 		evs, reqs, err := evictionsOf(ctx, ns)
-		return len(evs) == 0 && len(reqs) == 0, err
+		return len(evs) == 0 && len(reqs) == 0, "", err
 	})
 	fights, perPod, marks := writers()
 	t.Logf("Evictions created, by controller: %v", marks)

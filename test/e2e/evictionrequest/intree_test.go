@@ -447,9 +447,9 @@ func TestBesideInTreeEvictionController(t *testing.T) {
 		if err := framework.Client().Create(t.Context(), first); err != nil {
 			t.Fatal(err)
 		}
-		framework.Eventually(t, timeout, "the first pod Ready", func(ctx context.Context) (bool, error) {
+		testutil.Eventually(t, timeout, "the first pod Ready", func(ctx context.Context) (bool, string, error) {
 			err := get(ctx, first)
-			return err == nil && ready(first), err
+			return err == nil && ready(first), "", err
 		})
 		req := &lifecyclev1alpha1.EvictionRequest{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "first"},
@@ -461,16 +461,16 @@ func TestBesideInTreeEvictionController(t *testing.T) {
 		if err := framework.Client().Create(t.Context(), req); err != nil {
 			t.Fatal(err)
 		}
-		framework.Eventually(t, timeout, "the first pod evicted through nodemaint's Eviction", func(ctx context.Context) (bool, error) {
+		testutil.Eventually(t, timeout, "the first pod evicted through nodemaint's Eviction", func(ctx context.Context) (bool, string, error) {
 			err := get(ctx, first)
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
 		})
 		if err := framework.Client().Delete(t.Context(), req); err != nil {
 			t.Fatal(err)
 		}
-		framework.Eventually(t, timeout, "the first request and its Eviction gone", func(ctx context.Context) (bool, error) {
+		testutil.Eventually(t, timeout, "the first request and its Eviction gone", func(ctx context.Context) (bool, string, error) {
 			evs, reqs, err := evictionsOf(ctx, ns)
-			return len(evs)+len(reqs) == 0, err
+			return len(evs)+len(reqs) == 0, "", err
 		})
 		inTreeStandIn(t, ns)
 		drainBesideInTree(t, ns, c, managers)
@@ -542,13 +542,13 @@ func drainBesideInTree(t *testing.T, ns string, c *framework.Controller, manager
 			t.Fatal(err)
 		}
 	}
-	framework.Eventually(t, timeout, "the bare and held pods Ready", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "the bare and held pods Ready", func(ctx context.Context) (bool, string, error) {
 		for _, p := range []*corev1.Pod{bare, held} {
 			if err := get(ctx, p); err != nil || !ready(p) {
-				return false, err
+				return false, "", err
 			}
 		}
-		return true, nil
+		return true, "", nil
 	})
 	hold := &lifecyclev1alpha1.EvictionRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held"},
@@ -571,25 +571,25 @@ func drainBesideInTree(t *testing.T, ns string, c *framework.Controller, manager
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cl.Delete(context.Background(), nm) })
-	framework.Eventually(t, timeout, "the node drained", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "the node drained", func(ctx context.Context) (bool, string, error) {
 		err := get(ctx, nm)
-		return nm.Status.NodesDrained == 1, err
+		return nm.Status.NodesDrained == 1, "", err
 	})
 	framework.WaitDeploymentAvailable(t, ns, "web")
 
 	// The held pod's request and Eviction show the in-tree controller: the gauges.
-	gauges := func(want float64) func(ctx context.Context) (bool, error) {
-		return func(ctx context.Context) (bool, error) {
+	gauges := func(want float64) func(ctx context.Context) (bool, string, error) {
+		return func(ctx context.Context) (bool, string, error) {
 			m, err := framework.ScrapeMetrics(ctx, c.MetricsTarget())
 			if err != nil {
-				return false, err
+				return false, "", err
 			}
 			inTree, _ := m.Value("nodemaint_eviction_controller_in_tree_answers", nil)
 			aside, _ := m.Value("nodemaint_eviction_controller_standing_aside", nil)
-			return inTree == want && aside == want, nil
+			return inTree == want && aside == want, fmt.Sprintf("in-tree answers %v, standing aside %v", inTree, aside), nil
 		}
 	}
-	if ok, err := gauges(1)(ctx); err != nil || !ok {
+	if ok, _, err := gauges(1)(ctx); err != nil || !ok {
 		t.Errorf("nodemaint_eviction_controller_in_tree_answers and _standing_aside not 1 while the in-tree controller answers (%v)", err)
 	}
 	if err := get(ctx, held); err != nil || held.DeletionTimestamp != nil {
@@ -604,9 +604,9 @@ func drainBesideInTree(t *testing.T, ns string, c *framework.Controller, manager
 	if err := cl.Delete(ctx, hold); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, timeout, "every EvictionRequest and Eviction gone", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "every EvictionRequest and Eviction gone", func(ctx context.Context) (bool, string, error) {
 		evs, reqs, err := evictionsOf(ctx, ns)
-		return len(evs)+len(reqs) == 0, err
+		return len(evs)+len(reqs) == 0, "", err
 	})
 	inTree, responderAnswered := 0, false
 	acceptedUIDs := accepted()
@@ -637,12 +637,12 @@ func drainBesideInTree(t *testing.T, ns string, c *framework.Controller, manager
 	if !responderAnswered {
 		t.Errorf("nodemaint's Deployment responder did not answer on the in-tree controller's Evictions (it accepted %v)", acceptedUIDs)
 	}
-	framework.Eventually(t, timeout, "nodemaint's Event that it stands aside", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "nodemaint's Event that it stands aside", func(ctx context.Context) (bool, string, error) {
 		var events eventsv1.EventList
 		err := cl.List(ctx, &events, client.InNamespace(ns))
 		return slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
 			return e.Reason == evictioncontroller.StandsAsideReason && e.EventTime.After(started)
-		}), err
+		}), "", err
 	})
 	log, err := os.ReadFile(c.LogPath())
 	if err != nil {
@@ -653,5 +653,5 @@ func drainBesideInTree(t *testing.T, ns string, c *framework.Controller, manager
 			t.Errorf("nodemaint's log does not say %q", want)
 		}
 	}
-	framework.Eventually(t, timeout, "the gauges back to 0", gauges(0))
+	testutil.Eventually(t, timeout, "the gauges back to 0", gauges(0))
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
+	"github.com/nodemaint/nodemaint/internal/testutil"
 )
 
 var (
@@ -86,12 +87,12 @@ func waitEvictionResponderPolicy(t *testing.T, inForce bool) {
 	if !inForce {
 		what = "the MutatingAdmissionPolicy no longer in force"
 	}
-	Eventually(t, 30*time.Second, what, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, what, func(ctx context.Context) (bool, string, error) {
 		p := probe.DeepCopy()
 		if err := adminClient.Create(ctx, p, client.DryRunAll); err != nil {
-			return false, err
+			return false, "", err
 		}
-		return slices.ContainsFunc(p.Spec.EvictionResponders, func(r corev1.EvictionResponder) bool { return r.Name == deployment.EvictionResponder }) == inForce, nil
+		return slices.ContainsFunc(p.Spec.EvictionResponders, func(r corev1.EvictionResponder) bool { return r.Name == deployment.EvictionResponder }) == inForce, "", nil
 	})
 }
 

@@ -36,6 +36,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/localcluster"
 	"github.com/nodemaint/nodemaint/test/manifests"
 )
@@ -204,13 +205,13 @@ func Uninstall(t testing.TB) {
 			t.Fatalf("deleting %s %s: %v", obj.GetKind(), obj.GetName(), err)
 		}
 	}
-	Eventually(t, NamespaceDeleteTimeout, "nodemaint's CRDs and namespace gone", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, NamespaceDeleteTimeout, "nodemaint's CRDs and namespace gone", func(ctx context.Context) (bool, string, error) {
 		for _, obj := range objs {
 			if err := adminClient.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopy()); !apierrors.IsNotFound(err) {
-				return false, err
+				return false, "", err
 			}
 		}
-		return true, nil
+		return true, "", nil
 	})
 	t.Cleanup(func() {
 		ctx := context.Background()

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodemaint/nodemaint/internal/testutil"
 )
 
 const (
@@ -22,22 +24,6 @@ const (
 	// NamespaceDeleteTimeout bounds the wait for the pods of a test's namespace to be deleted.
 	NamespaceDeleteTimeout = 5 * time.Minute
 )
-
-// Eventually polls cond every 250ms until it reports done, and fails the test when timeout
-// passes first. An error from cond does not stop the polling (it may be transient), but is
-// reported if cond never succeeds. what says what is awaited, for the failure message.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (done bool, err error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		done, err := cond(ctx)
-		last = err
-		return done && err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not after %v (last error: %v)", what, timeout, last)
-	}
-}
 
 // Namespace creates a namespace for the test and returns its name once pods can be created
 // in it. When the test ends, the namespace is deleted, and its pods waited for.
@@ -72,8 +58,8 @@ func Namespace(t testing.TB) string {
 		}
 	})
 	// The ServiceAccount admission plugin rejects pods until the default ServiceAccount exists.
-	Eventually(t, 30*time.Second, "ServiceAccount default in "+ns.Name, func(ctx context.Context) (bool, error) {
-		return true, adminClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{})
+	testutil.Eventually(t, 30*time.Second, "ServiceAccount default in "+ns.Name, func(ctx context.Context) (bool, string, error) {
+		return true, "", adminClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{})
 	})
 	return ns.Name
 }
@@ -110,15 +96,15 @@ func CreateDeployment(t testing.TB, d *appsv1.Deployment) {
 // is updated and available, and no other pod is left.
 func WaitDeploymentAvailable(t testing.TB, namespace, name string) {
 	t.Helper()
-	Eventually(t, DeploymentTimeout, "Deployment "+namespace+"/"+name+" available", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, DeploymentTimeout, "Deployment "+namespace+"/"+name+" available", func(ctx context.Context) (bool, string, error) {
 		var d appsv1.Deployment
 		if err := adminClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &d); err != nil {
-			return false, err
+			return false, "", err
 		}
 		want := ptr.Deref(d.Spec.Replicas, 1)
 		s := d.Status
 		return s.ObservedGeneration >= d.Generation && s.Replicas == want &&
-			s.UpdatedReplicas == want && s.AvailableReplicas == want, nil
+			s.UpdatedReplicas == want && s.AvailableReplicas == want, "", nil
 	})
 }
 

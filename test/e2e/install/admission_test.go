@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	testmanifests "github.com/nodemaint/nodemaint/test/manifests"
 )
@@ -413,12 +414,12 @@ func expectAbsent(t *testing.T, name string) {
 // waitRefused waits until c's dry-run create of obj is refused with want: the policy is enforced.
 func waitRefused(t *testing.T, c client.Client, obj client.Object, want string) {
 	t.Helper()
-	framework.Eventually(t, policyTimeout, "the policy refusing "+obj.GetName(), func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, policyTimeout, "the policy refusing "+obj.GetName(), func(ctx context.Context) (bool, string, error) {
 		err := c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
 		if err != nil && strings.Contains(err.Error(), want) {
-			return true, nil
+			return true, "", nil
 		}
-		return false, err
+		return false, "", err
 	})
 }
 
@@ -427,9 +428,9 @@ func waitRefused(t *testing.T, c client.Client, obj client.Object, want string) 
 func expectTypeChecked(t *testing.T, name string) {
 	t.Helper()
 	var policy admissionregistrationv1.ValidatingAdmissionPolicy
-	framework.Eventually(t, policyTimeout, "policy "+name+" type-checked", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, policyTimeout, "policy "+name+" type-checked", func(ctx context.Context) (bool, string, error) {
 		err := framework.Client().Get(ctx, client.ObjectKey{Name: name}, &policy)
-		return policy.Status.ObservedGeneration == policy.Generation && policy.Status.TypeChecking != nil, err
+		return policy.Status.ObservedGeneration == policy.Generation && policy.Status.TypeChecking != nil, "", err
 	})
 	for _, w := range policy.Status.TypeChecking.ExpressionWarnings {
 		t.Errorf("policy %s: %s: %s", name, w.FieldRef, w.Warning)

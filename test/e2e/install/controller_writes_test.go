@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 )
@@ -160,15 +161,15 @@ func expectWrite(t *testing.T, c client.Client, w write, policy string) {
 // plugin learns of a policy through an informer.
 func waitPolicyRefuses(t *testing.T, c client.Client, obj client.Object, patch client.Patch, policy string) {
 	t.Helper()
-	framework.Eventually(t, policyTimeout, "policy "+policy+" in force", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, policyTimeout, "policy "+policy+" in force", func(ctx context.Context) (bool, string, error) {
 		err := c.Patch(ctx, obj.DeepCopyObject().(client.Object), patch, client.DryRunAll)
 		switch {
 		case err == nil:
-			return false, nil
+			return false, "", nil
 		case apierrors.IsForbidden(err) && strings.Contains(err.Error(), policy):
-			return true, nil
+			return true, "", nil
 		}
-		return false, err
+		return false, "", err
 	})
 	expectTypeChecked(t, policy)
 }

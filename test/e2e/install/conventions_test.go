@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 )
 
@@ -129,14 +130,14 @@ func TestKustomizeNamespaceOverlay(t *testing.T) {
 		}
 	})
 	var lease coordinationv1.Lease
-	framework.Eventually(t, time.Minute, "the controller's Lease in "+ns, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, time.Minute, "the controller's Lease in "+ns, func(ctx context.Context) (bool, string, error) {
 		select {
 		case <-exited:
-			return false, fmt.Errorf("nodemaint-controller exited: %v", cmd.ProcessState)
+			return false, "", fmt.Errorf("nodemaint-controller exited: %v", cmd.ProcessState)
 		default:
 		}
 		err := framework.Client().Get(ctx, client.ObjectKey{Namespace: ns, Name: leaseName}, &lease)
-		return err == nil && ptr.Deref(lease.Spec.HolderIdentity, "") != "", client.IgnoreNotFound(err)
+		return err == nil && ptr.Deref(lease.Spec.HolderIdentity, "") != "", "", client.IgnoreNotFound(err)
 	})
 	t.Logf("Lease %s/%s held by %s", ns, leaseName, ptr.Deref(lease.Spec.HolderIdentity, ""))
 }
@@ -216,12 +217,12 @@ func TestPriorityClassScoped(t *testing.T) {
 	// Refused in the tenant's namespace, whoever creates the pod (here a cluster admin, as the
 	// ReplicaSet controller would for a tenant's Deployment).
 	want := "the PriorityClass " + name + " is nodemaint-controller's: only pods in namespace " + own + " may use it"
-	framework.Eventually(t, policyTimeout, "the policy refusing the class in "+tenant, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, policyTimeout, "the policy refusing the class in "+tenant, func(ctx context.Context) (bool, string, error) {
 		err := framework.Client().Create(ctx, pod(tenant, name), client.DryRunAll)
 		if err != nil && !strings.Contains(err.Error(), want) {
-			return false, err
+			return false, "", err
 		}
-		return err != nil, nil
+		return err != nil, "", nil
 	})
 	expectRefused(t, framework.Client().Create(ctx, pod(tenant, name)), want)
 	for what, p := range map[string]*corev1.Pod{

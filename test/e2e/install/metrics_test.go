@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 )
 
@@ -81,20 +82,20 @@ func TestSecureMetrics(t *testing.T) {
 // waitForMetrics waits until get answers 200 with the controllers' metrics.
 func waitForMetrics(t *testing.T, what string, get func() (*http.Response, error)) {
 	t.Helper()
-	framework.Eventually(t, time.Minute, what, func(context.Context) (bool, error) {
+	testutil.Eventually(t, time.Minute, what, func(context.Context) (bool, string, error) {
 		resp, err := get()
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
 		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "\ncontroller_runtime_reconcile_total{") {
-			return false, fmt.Errorf("%d, want 200 with the controller's metrics: %.300s", resp.StatusCode, body)
+			return false, "", fmt.Errorf("%d, want 200 with the controller's metrics: %.300s", resp.StatusCode, body)
 		}
-		return true, nil
+		return true, "", nil
 	})
 }
 

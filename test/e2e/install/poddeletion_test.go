@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	testmanifests "github.com/nodemaint/nodemaint/test/manifests"
 )
@@ -37,17 +38,17 @@ func TestPodDeletionOptIn(t *testing.T) {
 	nm := deleting("pod-deletion-" + strings.TrimPrefix(framework.Namespace(t), "e2e-"))
 	create(t, admin, nm)
 	waitPodDeletionGranted(t, nm.Name, metav1.ConditionFalse, nodemaintv1alpha1.ReasonPodDeletionNotGranted)
-	framework.Eventually(t, podDeletionTimeout, "Warning PodDeletionNotGranted", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, podDeletionTimeout, "Warning PodDeletionNotGranted", func(ctx context.Context) (bool, string, error) {
 		var events eventsv1.EventList
 		if err := admin.List(ctx, &events); err != nil {
-			return false, err
+			return false, "", err
 		}
 		for _, e := range events.Items {
 			if e.Reason == nodemaintv1alpha1.ReasonPodDeletionNotGranted && e.Type == corev1.EventTypeWarning && e.Regarding.Name == nm.Name {
-				return true, nil
+				return true, "", nil
 			}
 		}
-		return false, nil
+		return false, "", nil
 	})
 
 	objs, err := testmanifests.Read(repoPath("config", "pod-deletion"))
@@ -78,12 +79,12 @@ func TestPodDeletionOptIn(t *testing.T) {
 // status and reason.
 func waitPodDeletionGranted(t *testing.T, name string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
-	framework.Eventually(t, podDeletionTimeout, "PodDeletionGranted "+string(status)+", "+reason, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, podDeletionTimeout, "PodDeletionGranted "+string(status)+", "+reason, func(ctx context.Context) (bool, string, error) {
 		var nm nodemaintv1alpha1.NodeMaintenance
 		if err := framework.Client().Get(ctx, client.ObjectKey{Name: name}, &nm); err != nil {
-			return false, err
+			return false, "", err
 		}
 		c := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionPodDeletionGranted)
-		return c != nil && c.Status == status && c.Reason == reason, nil
+		return c != nil && c.Status == status && c.Reason == reason, "", nil
 	})
 }

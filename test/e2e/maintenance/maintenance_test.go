@@ -84,9 +84,9 @@ func deleteNM(t *testing.T, name string) {
 
 func expectGone(t *testing.T, name string) {
 	t.Helper()
-	framework.Eventually(t, timeout, "NodeMaintenance "+name+" deleted", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "NodeMaintenance "+name+" deleted", func(ctx context.Context) (bool, string, error) {
 		err := framework.Client().Get(ctx, types.NamespacedName{Name: name}, &nodemaintv1alpha1.NodeMaintenance{})
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
 	})
 }
 
@@ -190,9 +190,9 @@ func barePod(t *testing.T, namespace, name, node string) *corev1.Pod {
 	if err := framework.Client().Create(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, timeout, "pod "+name+" running", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "pod "+name+" running", func(ctx context.Context) (bool, string, error) {
 		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(pod), pod)
-		return pod.Status.Phase == corev1.PodRunning, err
+		return pod.Status.Phase == corev1.PodRunning, "", err
 	})
 	return pod
 }
@@ -214,16 +214,16 @@ func expectWarning(t *testing.T, reason, kind, name string) {
 // expectEvent waits for an Event of the type and reason regarding the object.
 func expectEvent(t *testing.T, eventType, reason, kind, name string) {
 	t.Helper()
-	framework.Eventually(t, timeout, fmt.Sprintf("%s %s on %s %s", eventType, reason, kind, name), func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, fmt.Sprintf("%s %s on %s %s", eventType, reason, kind, name), func(ctx context.Context) (bool, string, error) {
 		var events eventsv1.EventList
 		if err := framework.Client().List(ctx, &events); err != nil {
-			return false, err
+			return false, "", err
 		}
 		for _, e := range events.Items {
 			if e.Reason == reason && e.Type == eventType && e.Regarding.Kind == kind && e.Regarding.Name == name {
-				return true, nil
+				return true, "", nil
 			}
 		}
-		return false, nil
+		return false, "", nil
 	})
 }

@@ -47,9 +47,9 @@ func daemonSet(t *testing.T, namespace, name string) {
 	if err := framework.Client().Create(t.Context(), ds); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, timeout, "DaemonSet "+name+" ready on every node", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "DaemonSet "+name+" ready on every node", func(ctx context.Context) (bool, string, error) {
 		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(ds), ds)
-		return ds.Status.DesiredNumberScheduled > 0 && ds.Status.NumberReady == ds.Status.DesiredNumberScheduled, err
+		return ds.Status.DesiredNumberScheduled > 0 && ds.Status.NumberReady == ds.Status.DesiredNumberScheduled, "", err
 	})
 }
 
@@ -195,14 +195,14 @@ func TestControllerKilled(t *testing.T) {
 	spreadDeployment(t, ns, "crash", 15)
 
 	createNM(t, "crash", true, true, "crash test", nodes...)
-	framework.Eventually(t, timeout, "a first pod requested", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, "a first pod requested", func(ctx context.Context) (bool, string, error) {
 		pods, err := podsOn(ctx, ns, nodes[0])
 		for _, p := range pods {
 			if evacuation.Requested(p) {
-				return true, err
+				return true, "", err
 			}
 		}
-		return false, err
+		return false, "", err
 	})
 	ctrl.Kill()
 	ctrl.Start(controllerArgs...)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 )
@@ -47,10 +48,10 @@ func TestAutoscaledDeploymentSurges(t *testing.T) {
 	s.waitFor(t, 2*waitTimeout, "the maintained node's pods replaced", func(v view) bool {
 		return v.settled(3) && len(v.liveOn(node)) == 0
 	})
-	framework.Eventually(t, waitTimeout, "the maintenance Drained", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, waitTimeout, "the maintenance Drained", func(ctx context.Context) (bool, string, error) {
 		cur := &nodemaintv1alpha1.NodeMaintenance{}
 		err := framework.Client().Get(ctx, types.NamespacedName{Name: nm.Name}, cur)
-		return err == nil && meta.IsStatusConditionTrue(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrained), err
+		return err == nil && meta.IsStatusConditionTrue(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrained), "", err
 	})
 	if accepted, _ := answers.times(s, moved.Name, ""); accepted.IsZero() {
 		t.Errorf("the responder's acceptance of %s not seen %s", moved.Name, answers)
@@ -122,10 +123,10 @@ func createAutoscaled(t *testing.T, ns string) (*sampler, *autoscalerWatch) {
 // Deployment during it.
 func expectAutoscaledKept(t *testing.T, ns string, s *sampler, bounds *autoscalerWatch) {
 	t.Helper()
-	framework.Eventually(t, waitTimeout, "the autoscaler back to 3, 3 with no record", func(context.Context) (bool, error) {
+	testutil.Eventually(t, waitTimeout, "the autoscaler back to 3, 3 with no record", func(context.Context) (bool, string, error) {
 		cur := bounds.last()
 		return cur != nil && ptr.Deref(cur.Spec.MinReplicas, 1) == 3 && cur.Spec.MaxReplicas == 3 &&
-			cur.Annotations[evacuation.SurgeBoundsAnnotation] == "", nil
+			cur.Annotations[evacuation.SurgeBoundsAnnotation] == "", "", nil
 	})
 	expectMarkersGone(t, ns, "web")
 

@@ -28,6 +28,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/machine"
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	"github.com/nodemaint/nodemaint/test/invariants"
 	"github.com/nodemaint/nodemaint/test/localcluster"
@@ -104,13 +105,13 @@ func TestClusterAPIPreDrainHook(t *testing.T) {
 	// stays here: the other tests use it.)
 	releaseMachine(context.Background(), cc, m)
 	key := client.ObjectKeyFromObject(m)
-	framework.Eventually(t, waitTimeout, "the NodeMaintenance gone with the Machine", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, waitTimeout, "the NodeMaintenance gone with the Machine", func(ctx context.Context) (bool, string, error) {
 		err := framework.Client().Get(ctx, types.NamespacedName{Name: machine.MaintenanceName(key)}, &nodemaintv1alpha1.NodeMaintenance{})
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
 	})
-	framework.Eventually(t, waitTimeout, "nothing of nodemaint's left", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, waitTimeout, "nothing of nodemaint's left", func(ctx context.Context) (bool, string, error) {
 		err := checker.CheckClean(ctx, ns)
-		return err == nil, err
+		return err == nil, "", err
 	})
 	expectMachineChecks(t, checker, 1)
 }
@@ -178,9 +179,9 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 	if err := mgmt.Client.Create(ctx, probe); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, waitTimeout, "the management cluster's NodeMaintenance reconciled", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, waitTimeout, "the management cluster's NodeMaintenance reconciled", func(ctx context.Context) (bool, string, error) {
 		err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(probe), probe)
-		return err == nil && probe.Status.ObservedGeneration == probe.Generation, err
+		return err == nil && probe.Status.ObservedGeneration == probe.Generation, "", err
 	})
 	if !old.Healthy() {
 		t.Error("the controller without Cluster API's v1beta2 API is not healthy")
@@ -323,15 +324,15 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 		if err := framework.Cluster().DeleteNode(ctx, drained); err != nil {
 			t.Fatal(err)
 		}
-		framework.Eventually(t, waitTimeout, "the NodeMaintenance gone with the node", func(ctx context.Context) (bool, error) {
+		testutil.Eventually(t, waitTimeout, "the NodeMaintenance gone with the node", func(ctx context.Context) (bool, string, error) {
 			key := types.NamespacedName{Name: machine.MaintenanceName(client.ObjectKeyFromObject(machines["drain"]))}
 			err := wc.Get(ctx, key, &nodemaintv1alpha1.NodeMaintenance{})
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
 		})
 		releaseMachine(ctx, mgmt.Client, machines["drain"])
-		framework.Eventually(t, waitTimeout, "the Machine gone", func(ctx context.Context) (bool, error) {
+		testutil.Eventually(t, waitTimeout, "the Machine gone", func(ctx context.Context) (bool, string, error) {
 			err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machines["drain"]), &clusterv1.Machine{})
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
 		})
 	}
 	// Released: the Machines whose node the workload cluster does not have, or has empty, and the

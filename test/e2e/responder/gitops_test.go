@@ -23,6 +23,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
+	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	"github.com/nodemaint/nodemaint/test/localcluster"
@@ -52,10 +53,10 @@ func TestGitOpsRevertsSurge(t *testing.T) {
 
 	nm := maintain(t, ns, nodes...)
 	status := watchBlocked(t, nm.Name)
-	framework.Eventually(t, waitTimeout, "the maintenance Drained", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, waitTimeout, "the maintenance Drained", func(ctx context.Context) (bool, string, error) {
 		cur := &nodemaintv1alpha1.NodeMaintenance{}
 		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(nm), cur)
-		return err == nil && meta.IsStatusConditionTrue(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrained), err
+		return err == nil && meta.IsStatusConditionTrue(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrained), "", err
 	})
 	s.waitFor(t, waitTimeout, "the Deployment settled at its 2 replicas off the maintained nodes", func(v view) bool {
 		return v.settled(2) && len(v.liveOn(nodes...)) == 0
