@@ -216,6 +216,16 @@ func TestStopKubelet(t *testing.T) {
 	d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
 	framework.CreateDeployment(t, d)
 	pod := podsOf(t, d)[0]
+	// The control: a pod on a node whose kubelet runs, deleted right after the pod, is gone
+	// once kwok got to both.
+	control := framework.NewDeployment(ns, "control", 1)
+	control.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{node}}},
+		}}},
+	}}
+	framework.CreateDeployment(t, control)
+	controlPod := podsOf(t, control)[0]
 
 	if err := c.StopKubelet(t.Context(), node); err != nil {
 		t.Fatal(err)
@@ -229,9 +239,18 @@ func TestStopKubelet(t *testing.T) {
 	if err := framework.Client().Delete(t.Context(), &pod); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second) // kwok would have deleted it after 1s
-	if err := framework.Client().Get(t.Context(), client.ObjectKeyFromObject(&pod), &pod); err != nil || pod.DeletionTimestamp == nil {
-		t.Fatalf("pod %s on the stopped node is not Terminating: %v", pod.Name, err)
+	if err := framework.Client().Delete(t.Context(), &controlPod); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, "control pod "+controlPod.Name+" deleted by kwok", func(ctx context.Context) (bool, string, error) {
+		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(&controlPod), &corev1.Pod{})
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+	})
+	if err := framework.Client().Get(t.Context(), client.ObjectKeyFromObject(&pod), &pod); err != nil {
+		t.Fatalf("pod %s on the stopped node: %v", pod.Name, err)
+	}
+	if pod.DeletionTimestamp == nil {
+		t.Fatalf("pod %s on the stopped node is not Terminating", pod.Name)
 	}
 
 	if err := c.StartKubelet(t.Context(), node); err != nil {
@@ -268,15 +287,23 @@ func TestRestartKwok(t *testing.T) {
 		pods := podsOf(t, d)
 		return len(pods) == 1 && pods[0].Spec.NodeName != "", "", nil
 	})
-	time.Sleep(3 * time.Second) // kwok would have started it after 1s
-	if pod := podsOf(t, d)[0]; pod.Status.PodIP != "" {
+	pod := podsOf(t, d)[0]
+	if pod.Status.PodIP != "" {
 		t.Fatalf("pod %s started without kwok", pod.Name)
 	}
 
+	// StopKwok returned once kwok's process had exited: the pod's start is the new kwok's.
+	restarted := metav1.NewTime(time.Now().Truncate(time.Second)) // startTime has seconds
 	if err := c.StartKwok(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	framework.WaitDeploymentAvailable(t, ns, d.Name)
+	if err := framework.Client().Get(t.Context(), client.ObjectKeyFromObject(&pod), &pod); err != nil {
+		t.Fatalf("pod %s: %v", pod.Name, err)
+	}
+	if pod.Status.StartTime == nil || pod.Status.StartTime.Before(&restarted) {
+		t.Fatalf("pod %s started at %v, before kwok was started again at %v", pod.Name, pod.Status.StartTime, restarted)
+	}
 }
 
 // TestPodReadyAgain: kube-controller-manager marks the pods of a node that missed its

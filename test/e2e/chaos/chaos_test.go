@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -308,19 +309,18 @@ func (d *driver) killLeader(win window, timeout time.Duration) {
 
 // leader returns the replica that leads, waiting for one at most timeout; -1 when none does.
 func (d *driver) leader(timeout time.Duration) int {
-	deadline := time.Now().Add(timeout)
-	for {
+	leader := -1
+	_ = wait.PollUntilContextTimeout(d.t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		for j, ctrl := range d.ctrls {
-			if ctrl.Leads(d.t.Context()) {
-				return j
+			if ctrl.Leads(ctx) {
+				leader = j
+				return true, nil
 			}
 		}
-		if time.Now().After(deadline) || d.t.Context().Err() != nil {
-			return -1
-		}
-		time.Sleep(100 * time.Millisecond)
 		d.keepAlive()
-	}
+		return false, nil
+	})
+	return leader
 }
 
 // keepAlive starts again a replica that exited by itself: a replica that cannot renew its

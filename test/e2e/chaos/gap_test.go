@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -79,6 +80,7 @@ func TestCheckerSeesBreachHiddenInGap(t *testing.T) {
 	if err := c.Delete(ctx, &old); err != nil {
 		t.Fatal(err)
 	}
+	var readyAt time.Time
 	testutil.Eventually(t, time.Minute, "a replacement Ready", func(ctx context.Context) (bool, string, error) {
 		var list corev1.PodList
 		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
@@ -86,13 +88,17 @@ func TestCheckerSeesBreachHiddenInGap(t *testing.T) {
 		}
 		for _, p := range list.Items {
 			if p.Name != old.Name && p.DeletionTimestamp == nil && readyCondition(&p) {
+				readyAt = readySince(&p)
 				return true, "", nil
 			}
 		}
 		return false, "", nil
 	})
-	// Past the second of the replacement's Ready condition.
-	time.Sleep(time.Second)
+	// Past the second of the replacement's Ready condition (its lastTransitionTime has seconds).
+	testutil.Eventually(t, 5*time.Second, "past the second of the replacement's Ready condition", func(context.Context) (bool, string, error) {
+		now := time.Now().Truncate(time.Second)
+		return now.After(readyAt), fmt.Sprintf("now %v, Ready at %v", now, readyAt), nil
+	})
 	if v := checker.Violations(); len(v) > 0 {
 		t.Fatalf("violations while the checker's watches were cut: %v", v)
 	}
@@ -107,13 +113,29 @@ func TestCheckerSeesBreachHiddenInGap(t *testing.T) {
 	gaps, _ := checker.Gaps()
 	for _, v := range got {
 		t.Logf("found: %s", v)
-		if !v.AfterWatchGap || v.Pod != ns+"/"+old.Name || v.Healthy != 0 || v.Want != 1 {
-			t.Errorf("violation %s: want %s's leaving, reconstructed after the gap, 0 of 1", v, old.Name)
+		if !v.AfterWatchGap {
+			t.Errorf("violation %s: not reconstructed after the gap", v)
+		}
+		if v.Pod != ns+"/"+old.Name {
+			t.Errorf("violation %s: pod %s, want %s's leaving", v, v.Pod, old.Name)
+		}
+		if v.Healthy != 0 || v.Want != 1 {
+			t.Errorf("violation %s: %d healthy of %d wanted, want 0 of 1", v, v.Healthy, v.Want)
 		}
 	}
 	if gaps == 0 {
 		t.Errorf("no watch gap replayed")
 	}
+}
+
+// readySince is when the pod's Ready condition last changed.
+func readySince(pod *corev1.Pod) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 func readyCondition(pod *corev1.Pod) bool {

@@ -92,7 +92,7 @@ func TestLoad(t *testing.T) {
 	ctrl.Start("--feature-gates=NodeMaintenanceDeployment=false",
 		fmt.Sprintf("--kube-api-qps=%d", loadQPS), fmt.Sprintf("--kube-api-burst=%d", loadBurst),
 		"--leader-election-lease-duration=15s", "--leader-election-renew-deadline=10s", "--leader-election-retry-period=2s")
-	time.Sleep(2 * time.Second)
+	ctrl.WaitSettled(t, time.Minute)
 
 	sampler := startDepthSampler(t, ctrl)
 	clientBefore := requestsByLabel(t, ctrl.MetricsURL(), "rest_client_requests_total", "method")

@@ -130,7 +130,18 @@ func TestMetrics(t *testing.T) {
 		series, err := prom.QueryRange(ctx, "nodemaint_drain_duration_seconds_count", time.Now().Add(-5*time.Second), time.Now(), time.Second)
 		return err == nil && len(series) == 1 && len(series[0].Values) > 0 && series[0].Values[len(series[0].Values)-1][1] == "1", "", err
 	})
-	time.Sleep(3 * time.Second) // a few scrapes more, for the rates after the last observation
+	// A few scrapes more, for the rates after the last observation: three samples since.
+	seen := time.Now()
+	testutil.Eventually(t, timeout, "Prometheus scraped 3 times after the end of the drain", func(ctx context.Context) (bool, string, error) {
+		now := time.Now()
+		expr := fmt.Sprintf("count_over_time(nodemaint_drain_duration_seconds_count[%dms])", now.Sub(seen).Milliseconds())
+		series, err := prom.QueryRange(ctx, expr, now, now, time.Second)
+		if err != nil || len(series) != 1 || len(series[0].Values) == 0 {
+			return false, fmt.Sprint(series), err
+		}
+		n, err := strconv.ParseFloat(fmt.Sprint(series[0].Values[0][1]), 64)
+		return n >= 3, fmt.Sprintf("%v samples", n), err
+	})
 	end := time.Now()
 	for _, q := range dashboardQueries(t) {
 		series, err := prom.QueryRange(t.Context(), q.expr, start, end, time.Second)

@@ -135,8 +135,8 @@ func TestMarkPodsOfSelectedNodes(t *testing.T) {
 	// Leader election is off: its Lease renewals, a write every retry period, would make the count
 	// depend on how long the marking takes rather than on what it does.
 	ctrl.Start("--feature-gates=NodeMaintenanceDeployment=false", "--leader-elect=false")
-	// Let the controller settle on the idle cluster, then count from here.
-	time.Sleep(2 * time.Second)
+	// The controller settles on the idle cluster; counted from here.
+	ctrl.WaitSettled(t, time.Minute)
 	before, apiBefore := requestCounts(t, ctrl), apiServerWrites(t)
 
 	names := make([]string, selected)
