@@ -60,19 +60,20 @@ func TestDeploymentDeletedMidSurge(t *testing.T) {
 		v, ok := cur.Annotations[evacuation.SurgeAnnotation]
 		return ok, "annotation " + v, err
 	})
+	// Counted from the deletion on, a reconciler failing on the Deployment gone is seen at its
+	// first failure, not only at a retry.
+	before := reconcileErrors(t, ctl)
 	if err := c.Delete(t.Context(), d); err != nil {
 		t.Fatal(err)
 	}
 	expectDrained(t, "surge-deleted", 1)
-	before := reconcileErrors(t, ctl)
-	// Long enough for a failing reconcile to be retried several times (the work queue's back-off
-	// starts at 5ms and doubles).
-	time.Sleep(10 * time.Second)
-	// And the controller is at work, its metrics current: a change of the node is reconciled by
-	// the node and the NodeMaintenance controllers after that time.
+	// The controller settled (its queues empty, nothing in progress) and is at work, its metrics
+	// current: a change of the node is reconciled by the node and the NodeMaintenance
+	// controllers after that.
+	ctl.WaitSettled(t, timeout)
 	probeNode(t, ctl, node)
 	if after := reconcileErrors(t, ctl); after != before {
-		t.Errorf("reconcile errors after the drain: %v, 10s later %v", before, after)
+		t.Errorf("reconcile errors since the Deployment's deletion: %v, after the drain %v", before, after)
 	}
 }
 

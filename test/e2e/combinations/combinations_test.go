@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -380,19 +381,18 @@ func (f *fleet) killLeader() {
 // leader returns the replica that leads, waiting for one at most takeoverTimeout; -1 when none
 // does.
 func (f *fleet) leader() int {
-	deadline := time.Now().Add(takeoverTimeout)
-	for {
+	leader := -1
+	_ = wait.PollUntilContextTimeout(f.t.Context(), 200*time.Millisecond, takeoverTimeout, true, func(ctx context.Context) (bool, error) {
 		for j, ctrl := range f.ctrls {
-			if ctrl.Running() && ctrl.Leads(f.t.Context()) {
-				return j
+			if ctrl.Running() && ctrl.Leads(ctx) {
+				leader = j
+				return true, nil
 			}
 		}
-		if time.Now().After(deadline) || f.t.Context().Err() != nil {
-			return -1
-		}
-		time.Sleep(200 * time.Millisecond)
 		f.keepAlive()
-	}
+		return false, nil
+	})
+	return leader
 }
 
 // keepAlive starts again a replica that exited by itself: one that cannot renew its lease in

@@ -42,8 +42,6 @@ const (
 	// bigLabel marks the only nodes the Deployment "big" runs on: the pool's first node, and the
 	// spare node added to give its replacement room.
 	bigLabel = "e2e.nodemaint.dev/big"
-	// rebootTime is how long the simulated reboot keeps a node NotReady.
-	rebootTime = 2 * time.Second
 	// rolloutTimeout bounds the rollout of the whole pool.
 	rolloutTimeout = 2 * time.Minute
 )
@@ -415,11 +413,16 @@ func expectRollout(t *testing.T, name string, within time.Duration, what string,
 // consistentlyRollout fails the test when cond does not hold of the maintenance at any poll for d.
 func consistentlyRollout(t *testing.T, name string, d time.Duration, what string, cond func(*nodemaintv1alpha1.NodeMaintenance, *nodemaintv1alpha1.RolloutStatus) bool) {
 	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	var broken *nodemaintv1alpha1.NodeMaintenance
+	_ = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, d, true, func(context.Context) (bool, error) {
 		nm := getRollout(t, name)
 		if nm.Status.Rollout == nil || !cond(nm, nm.Status.Rollout) {
-			t.Fatalf("%s: no longer: %s", what, describeRollout(nm))
+			broken = nm
 		}
+		return broken != nil, nil
+	})
+	if broken != nil {
+		t.Fatalf("%s: no longer: %s", what, describeRollout(broken))
 	}
 }
 
@@ -630,9 +633,9 @@ func (w *poolWatch) changesSince(since time.Time) map[string][]cordonChange {
 // rebootDaemon simulates what kured or system-upgrade-controller does with nodemaint: it waits
 // for the KEP-5683 condition Drained=True on a pool node and reboots it once. A reboot stops the
 // node's kubelet (kwok stops playing it, so nothing sets the node Ready behind the daemon's back),
-// marks the node NotReady with a new boot ID, as the node coming back up reports it, and after
-// rebootTime starts the kubelet again: kwok's node-initialize stage marks it Ready, keeping the
-// boot ID.
+// marks the node NotReady with a new boot ID, as the node coming back up reports it, and once
+// the cluster saw it so (the node lifecycle controller's not-ready taint) starts the kubelet
+// again: kwok's node-initialize stage marks it Ready, keeping the boot ID.
 type rebootDaemon struct {
 	t        *testing.T
 	mu       sync.Mutex
@@ -694,7 +697,17 @@ func reboot(node string) error {
 	if err := framework.Client().Status().Patch(ctx, n, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
 		return err
 	}
-	time.Sleep(rebootTime)
+	// The reboot lasts until the cluster saw the node NotReady: kube-controller-manager's node
+	// lifecycle controller taints it not-ready.
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := framework.Client().Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+			return false, nil
+		}
+		return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }), nil
+	})
+	if err != nil {
+		return fmt.Errorf("node %s not tainted %s during its reboot: %w", node, corev1.TaintNodeNotReady, err)
+	}
 	// The reboot is what the test says it is: nobody made the node Ready meanwhile.
 	if err := framework.Client().Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -171,14 +172,12 @@ func removeBatch(ns string) {
 	c, batch, orphan := framework.Client(), client.MatchingLabels{"app": "batch"}, client.PropagationPolicy(metav1.DeletePropagationOrphan)
 	_ = c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "batch"}}, orphan)
 	_ = c.DeleteAllOf(ctx, &appsv1.ReplicaSet{}, client.InNamespace(ns), batch, orphan)
-	for range 30 {
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		_ = c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), batch, client.GracePeriodSeconds(1))
 		var left corev1.PodList
-		if err := c.List(ctx, &left, client.InNamespace(ns), batch); err != nil || len(left.Items) == 0 {
-			return
-		}
-		time.Sleep(time.Second)
-	}
+		err := c.List(ctx, &left, client.InNamespace(ns), batch)
+		return err != nil || len(left.Items) == 0, nil
+	})
 }
 
 // watchGracePeriods watches the pods of the app and returns what the deletion grace period of a
