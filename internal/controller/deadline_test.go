@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,16 +95,18 @@ func TestRolloutCordonFirstThenDrainDeletesNothingYet(t *testing.T) {
 	// The controller has looked at the node with drain true (it recorded the start and asked):
 	// look a little longer; the pod must be neither deleted nor evicted before its response
 	// timeout, nor before the node's own drainTimeout.
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Second, true, func(ctx context.Context) (bool, error) {
 		p := &corev1.Pod{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), p); err != nil {
-			t.Fatalf("pod gone right after drain: true: %v", err)
+			return false, fmt.Errorf("pod gone right after drain: true: %w", err)
 		}
 		if p.DeletionTimestamp != nil {
-			t.Fatalf("pod deleted right after drain: true, before its response timeout")
+			return false, fmt.Errorf("pod deleted right after drain: true, before its response timeout")
 		}
-		time.Sleep(200 * time.Millisecond)
+		return false, nil
+	})
+	if !wait.Interrupted(err) {
+		t.Fatal(err)
 	}
 	n := &corev1.Node{}
 	if err := k8s.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {

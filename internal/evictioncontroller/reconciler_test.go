@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -533,16 +534,20 @@ func TestSilentResponderPassedOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Silent from now on.
+	// Active at every look until 5s before the API server's deadline.
 	deadline := heartbeat.Add(evictionrequest.HeartbeatDeadline)
-	for time.Now().Before(deadline.Add(-5 * time.Second)) {
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Second, time.Until(deadline.Add(-5*time.Second)), true, func(ctx context.Context) (bool, error) {
 		got, err := evictionOf(ctx, pod)
 		if err != nil {
-			t.Fatal(err)
+			return false, err
 		}
 		if got == nil || got.Status.TargetResponders[0].State != lifecyclev1alpha1.ResponderStateActive {
-			t.Fatalf("passed over %v before its heartbeat deadline: %v", time.Until(deadline), got)
+			return false, fmt.Errorf("passed over %v before its heartbeat deadline: %v", time.Until(deadline), got)
 		}
-		time.Sleep(10 * time.Second)
+		return false, nil
+	})
+	if !wait.Interrupted(err) {
+		t.Fatal(err)
 	}
 	testutil.Eventually(t, time.Minute, "interrupted, and the pod evicted by the imperative evictor", func(ctx context.Context) (bool, string, error) {
 		gone, err := podGone(ctx, pod)

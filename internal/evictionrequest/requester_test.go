@@ -597,9 +597,10 @@ func TestUnregisteredPodAskedByPodCondition(t *testing.T) {
 	// that would have evicted the moved pod too; a second one's request, written by a later
 	// reconcile of the node, says that decision's evictions are done.
 	deadline := evacuation.Condition(current(t, pod), evacuation.Request).LastTransitionTime.Add(time.Second)
-	for time.Now().Before(deadline.Add(time.Second)) { // the conditions' times are in seconds
-		time.Sleep(100 * time.Millisecond)
-	}
+	eventually(t, "the pod's response timeout run out", func(context.Context) (bool, string, error) {
+		// The conditions' times are in seconds.
+		return time.Now().After(deadline.Add(time.Second)), fmt.Sprintf("response due at %v", deadline), nil
+	})
 	silent := runningPod(t, "unregistered-silent", "er-unreg")
 	eventually(t, "the pod nobody answers for evicted", func(context.Context) (bool, string, error) {
 		return current(t, silent).DeletionTimestamp != nil, "not evicted", nil

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nodemaint/nodemaint/internal/testenv"
+	"github.com/nodemaint/nodemaint/internal/testutil"
 )
 
 const panickingChildEnv = "NODEMAINT_TESTENV_PANICKING_CHILD"
@@ -65,22 +66,15 @@ func TestControlPlaneDiesWithPanickingTest(t *testing.T) {
 		t.Fatalf("the child's children are %v, not etcd and kube-apiserver:\n%s", names, out.String())
 	}
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.Eventually(t, 10*time.Second, "etcd and kube-apiserver gone after the test that started them panicked", func(context.Context) (bool, string, error) {
 		var alive []proc
 		for _, p := range started {
 			if p.alive() {
 				alive = append(alive, p)
 			}
 		}
-		if len(alive) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%v still run 10s after the test that started them panicked", alive)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(alive) == 0, fmt.Sprintf("%v still run", alive), nil
+	})
 }
 
 type proc struct {

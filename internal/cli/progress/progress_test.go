@@ -14,6 +14,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
+	"github.com/nodemaint/nodemaint/internal/testutil"
 )
 
 // bigMaintenance is the status of a maintenance of 5,000 nodes: two listed, 4,000 more with pods
@@ -190,9 +191,5 @@ func (b *syncBuffer) String() string {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-	}
+	testutil.Eventually(t, 10*time.Second, "the condition", func(context.Context) (bool, string, error) { return cond(), "", nil })
 }

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -75,13 +76,10 @@ func TestEvictionResponderPolicy(t *testing.T) {
 	}
 	ours := corev1.EvictionResponder{Name: EvictionResponder, Priority: ptr.To[int32](10000)}
 	// The admission plugin learns of the policy through an informer.
-	deadline := time.Now().Add(30 * time.Second)
-	for got := create(t, true); !slices.ContainsFunc(got, func(r corev1.EvictionResponder) bool { return r.Name == EvictionResponder }); got = create(t, true) {
-		if time.Now().After(deadline) {
-			t.Fatalf("a Deployment's pod got no responder in 30s: %+v", got)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testutil.Eventually(t, 30*time.Second, "a Deployment's pod got its responder", func(context.Context) (bool, string, error) {
+		got := create(t, true)
+		return slices.ContainsFunc(got, func(r corev1.EvictionResponder) bool { return r.Name == EvictionResponder }), fmt.Sprintf("responders %+v", got), nil
+	})
 	third := corev1.EvictionResponder{Name: "example.nodemaint.dev/checkpoint", Priority: ptr.To[int32](20000)}
 	mine := corev1.EvictionResponder{Name: EvictionResponder, Priority: ptr.To[int32](5000)}
 	for name, tc := range map[string]struct {
