@@ -71,8 +71,11 @@ func TestSchedulerSpreadsDeployment(t *testing.T) {
 		}
 		zones.Insert(node.Labels[corev1.LabelTopologyZone])
 	}
-	if len(pods) != 3 || zones.Len() != 3 {
-		t.Errorf("want 3 pods in 3 zones, got %d pods in zones %v", len(pods), sets.List(zones))
+	if len(pods) != 3 {
+		t.Errorf("%d pods, want 3", len(pods))
+	}
+	if zones.Len() != 3 {
+		t.Errorf("pods in zones %v, want 3 zones", sets.List(zones))
 	}
 }
 
@@ -194,8 +197,14 @@ func TestKubectlDrainHonoursPDB(t *testing.T) {
 	if err := framework.Client().Get(t.Context(), client.ObjectKeyFromObject(&pod), &after); err != nil {
 		t.Fatalf("pod %s: %v", pod.Name, err)
 	}
-	if after.UID != pod.UID || after.DeletionTimestamp != nil || !isPodReady(&after) {
-		t.Errorf("pod %s disrupted despite its PDB: %+v", pod.Name, after.Status)
+	if after.UID != pod.UID {
+		t.Errorf("pod %s replaced despite its PDB: UID %s, was %s", pod.Name, after.UID, pod.UID)
+	}
+	if after.DeletionTimestamp != nil {
+		t.Errorf("pod %s deleted despite its PDB", pod.Name)
+	}
+	if !isPodReady(&after) {
+		t.Errorf("pod %s not Ready despite its PDB: %+v", pod.Name, after.Status)
 	}
 }
 

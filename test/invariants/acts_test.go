@@ -706,8 +706,11 @@ func TestActWaitsForSettleAndGap(t *testing.T) {
 	s := setup([]*corev1.Pod{nodePod("web", nil)})
 	s.auditEvent(evictEv("web", now))
 	s.judgeAudit(now.Add(time.Second))
-	if len(s.violations) > 0 || len(s.acts.pending) != 1 {
+	if len(s.violations) > 0 {
 		t.Fatalf("judged before settle: %v", s.violations)
+	}
+	if len(s.acts.pending) != 1 {
+		t.Fatalf("%d acts pending before settle, want 1", len(s.acts.pending))
 	}
 	s.openGap()
 	s.judgeAudit(now.Add(time.Minute))
@@ -733,8 +736,14 @@ func TestUnschedulableIn(t *testing.T) {
 		{"patch", ``, false, true, false},
 	} {
 		c, m, k := unschedulableIn(tc.verb, json.RawMessage(tc.body))
-		if c != tc.cordoned || m != tc.mentioned || k != tc.known {
-			t.Errorf("%s %s: cordoned %v mentioned %v known %v, want %v %v %v", tc.verb, tc.body, c, m, k, tc.cordoned, tc.mentioned, tc.known)
+		if c != tc.cordoned {
+			t.Errorf("%s %s: cordoned %v, want %v", tc.verb, tc.body, c, tc.cordoned)
+		}
+		if m != tc.mentioned {
+			t.Errorf("%s %s: mentioned %v, want %v", tc.verb, tc.body, m, tc.mentioned)
+		}
+		if k != tc.known {
+			t.Errorf("%s %s: known %v, want %v", tc.verb, tc.body, k, tc.known)
 		}
 	}
 }
@@ -808,8 +817,11 @@ func TestAuditTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.readAudit()
-	if lines, _, _, _ := c.AuditStats(); lines != 1 || len(c.state.acts.pending) != 1 {
-		t.Fatalf("read %d lines, %d pending; want the complete one", lines, len(c.state.acts.pending))
+	if lines, _, _, _ := c.AuditStats(); lines != 1 {
+		t.Fatalf("read %d lines, want the complete one", lines)
+	}
+	if len(c.state.acts.pending) != 1 {
+		t.Fatalf("%d acts pending, want the complete line's", len(c.state.acts.pending))
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
@@ -827,8 +839,14 @@ func TestAuditTail(t *testing.T) {
 	}
 	c.readAudit()
 	lines, bad, _, _ := c.AuditStats()
-	if lines != 3 || bad != 0 || len(c.state.acts.pending) != 3 {
-		t.Fatalf("read %d lines (%d bad), %d pending; want 3 across the rotation", lines, bad, len(c.state.acts.pending))
+	if lines != 3 {
+		t.Errorf("read %d lines, want 3 across the rotation", lines)
+	}
+	if bad != 0 {
+		t.Errorf("%d bad lines, want none", bad)
+	}
+	if len(c.state.acts.pending) != 3 {
+		t.Errorf("%d acts pending, want 3 across the rotation", len(c.state.acts.pending))
 	}
 }
 
@@ -985,8 +1003,11 @@ func TestActFindsThePodAfterItsSuccessors(t *testing.T) {
 			s.pod(terminating(old), false, at.Add(10*time.Millisecond))
 			tc.successors(s, terminating(old), at)
 			expect(t, play(s))
-			if o := s.acts.outcomes[ns+"/db-0"]; !strings.Contains(o, "due, by NodeMaintenance/nm") || s.acts.excusedViolations != 1 {
-				t.Errorf("the deletion judged %q, %d violations excused; want due and the budget's 1 excused", o, s.acts.excusedViolations)
+			if o := s.acts.outcomes[ns+"/db-0"]; !strings.Contains(o, "due, by NodeMaintenance/nm") {
+				t.Errorf("the deletion judged %q, want due, by NodeMaintenance/nm", o)
+			}
+			if s.acts.excusedViolations != 1 {
+				t.Errorf("%d violations excused, want the budget's 1", s.acts.excusedViolations)
 			}
 		})
 	}

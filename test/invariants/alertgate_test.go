@@ -111,8 +111,14 @@ func TestAlertGate(t *testing.T) {
 				t.Fatalf("%d violations, want %d: %v", len(s.violations), tc.want, s.violations)
 			}
 			for _, v := range s.violations {
-				if v.Kind != KindAlertGate || v.Object != "gated" || !strings.Contains(v.String(), "node node-1 started its turn") {
-					t.Errorf("violation %s", v)
+				if v.Kind != KindAlertGate {
+					t.Errorf("violation %s: kind %s, want %s", v, v.Kind, KindAlertGate)
+				}
+				if v.Object != "gated" {
+					t.Errorf("violation %s: object %s, want gated", v, v.Object)
+				}
+				if !strings.Contains(v.String(), "node node-1 started its turn") {
+					t.Errorf("violation %s: does not say node node-1 started its turn", v)
 				}
 			}
 		})

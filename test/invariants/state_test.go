@@ -570,8 +570,14 @@ func TestWatchGapReplay(t *testing.T) {
 				t.Errorf("violations %v, want %v", got, tc.want)
 			}
 			for _, v := range s.violations {
-				if !v.AfterWatchGap || v.Evidence == "" || v.Time.Before(now) || v.Time.After(at(10)) {
-					t.Errorf("violation %s: want it dated inside the gap with its evidence", v)
+				if !v.AfterWatchGap {
+					t.Errorf("violation %s: not reconstructed after the gap", v)
+				}
+				if v.Evidence == "" {
+					t.Errorf("violation %s: no evidence", v)
+				}
+				if v.Time.Before(now) || v.Time.After(at(10)) {
+					t.Errorf("violation %s: dated %v, want inside the gap (%v to %v)", v, v.Time, now, at(10))
 				}
 			}
 			// Once the gap is closed, events are judged as they come again.

@@ -239,12 +239,23 @@ func TestChaos(t *testing.T) {
 	for _, v := range violations {
 		t.Errorf("invariant violated: %s", v)
 	}
-	if budgets == 0 || deployments == 0 {
-		t.Errorf("the checker checked %d budgets and %d Deployments: it saw nothing to check", budgets, deployments)
+	if budgets == 0 {
+		t.Errorf("the checker checked no budget: it saw nothing to check")
 	}
-	if d.kills < size.kills+1 || d.failovers == 0 || restarts != 1 || gaps == 0 {
-		t.Errorf("%d leader kills (want %d), %d failovers (want at least 1), %d API server restarts (want 1), "+
-			"%d watch gaps of the checker replayed (want at least 1: the restart's)", d.kills, size.kills+1, d.failovers, restarts, gaps)
+	if deployments == 0 {
+		t.Errorf("the checker checked no Deployment: it saw nothing to check")
+	}
+	if d.kills < size.kills+1 {
+		t.Errorf("%d leader kills, want %d", d.kills, size.kills+1)
+	}
+	if d.failovers == 0 {
+		t.Errorf("no failover, want at least 1")
+	}
+	if restarts != 1 {
+		t.Errorf("%d API server restarts, want 1", restarts)
+	}
+	if gaps == 0 {
+		t.Errorf("no watch gap of the checker replayed, want at least 1: the restart's")
 	}
 }
 

@@ -156,8 +156,11 @@ func testRolloutRebooted(t *testing.T, pool *nodePool, nodes []string, watch *po
 			t.Errorf("node %s: cordoned and uncordoned %v, want once each", n, c)
 			continue
 		}
-		if !c[1].ready || c[1].bootID == c[0].bootID {
-			t.Errorf("node %s released not after a reboot: boot ID %q when cordoned, %q and Ready %v when released", n, c[0].bootID, c[1].bootID, c[1].ready)
+		if !c[1].ready {
+			t.Errorf("node %s released not Ready", n)
+		}
+		if c[1].bootID == c[0].bootID {
+			t.Errorf("node %s released not after a reboot: boot ID %q when cordoned and when released", n, c[0].bootID)
 		}
 		if rebooted[n] != 1 {
 			t.Errorf("node %s rebooted %d times, want once", n, rebooted[n])
