@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // The components of a cluster. Each runs as a process in its own session, so that it outlives
@@ -143,18 +146,19 @@ func stopProcesses(log *slog.Logger, dir string, names ...string) error {
 			}
 		}
 	}
-	for deadline := time.Now().Add(stopGracePeriod); len(pids) > 0 && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-		exited()
+	// Each wait ends when every process exited, or after stopGracePeriod.
+	waitExited := func() {
+		_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, stopGracePeriod, true, func(context.Context) (bool, error) {
+			exited()
+			return len(pids) == 0, nil
+		})
 	}
+	waitExited()
 	for name, pid := range pids {
 		log.Info("Killing", "component", name, "pid", pid)
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
-	for deadline := time.Now().Add(stopGracePeriod); len(pids) > 0 && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-		exited()
-	}
+	waitExited()
 	if len(pids) > 0 {
 		return fmt.Errorf("still running after SIGKILL: %v", pids)
 	}
