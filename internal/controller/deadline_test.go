@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -92,21 +91,17 @@ func TestRolloutCordonFirstThenDrainDeletesNothingYet(t *testing.T) {
 		return ok && r.Generation == generation && evacuation.RequestedBy(p, evacuation.ReasonNodeMaintenance),
 			fmt.Sprintf("record %+v, pod conditions %+v", r, p.Status.Conditions), nil
 	})
-	// The controller has looked at the node with drain true (it recorded the start and asked):
-	// look a little longer; the pod must be neither deleted nor evicted before its response
-	// timeout, nor before the node's own drainTimeout.
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Second, true, func(ctx context.Context) (bool, error) {
-		p := &corev1.Pod{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), p); err != nil {
-			return false, fmt.Errorf("pod gone right after drain: true: %w", err)
-		}
-		if p.DeletionTimestamp != nil {
-			return false, fmt.Errorf("pod deleted right after drain: true, before its response timeout")
-		}
-		return false, nil
-	})
-	if !wait.Interrupted(err) {
-		t.Fatal(err)
+	// The controller has looked at the node with drain true (it recorded the start and asked);
+	// once it looked again (a drain under way is looked at every 5s), the pod must be neither
+	// deleted nor evicted: not before its response timeout, nor before the node's own drainTimeout.
+	looked := time.Now()
+	expectReconciled(t, "node", node, looked, "")
+	p := &corev1.Pod{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), p); err != nil {
+		t.Fatalf("pod gone right after drain: true: %v", err)
+	}
+	if p.DeletionTimestamp != nil {
+		t.Fatalf("pod deleted right after drain: true, before its response timeout")
 	}
 	n := &corev1.Node{}
 	if err := k8s.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
