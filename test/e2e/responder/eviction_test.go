@@ -66,12 +66,19 @@ func TestEvictionSingleReplicaWithStrictPDB(t *testing.T) {
 	_, accepted := s.accepted[old]
 	acceptedEviction := s.acceptedEviction[old]
 	s.mu.Unlock()
-	if uid := evictions.eviction(old); uid == "" || acceptedEviction != string(uid) {
+	uid := evictions.eviction(old)
+	if uid == "" {
+		t.Errorf("pod %s: no Eviction seen", old)
+	}
+	if acceptedEviction != string(uid) {
 		t.Errorf("pod %s was accepted with its marks for Eviction %q; want its Eviction %q", old, acceptedEviction, uid)
 	}
 	st := evictions.last(old, deployment.EvictionResponder)
-	if st.CompletionTime != nil || (st.Message != nil && !strings.HasPrefix(*st.Message, surgepolicy.ReasonSurge)) {
-		t.Errorf("the Deployment responder's last status on %s's Eviction: %+v (message %q); want its turn kept to the pod's end, any report a %s", old, st, ptr.Deref(st.Message, ""), surgepolicy.ReasonSurge)
+	if st.CompletionTime != nil {
+		t.Errorf("the Deployment responder's last status on %s's Eviction: %+v; want its turn kept to the pod's end, not completed", old, st)
+	}
+	if st.Message != nil && !strings.HasPrefix(*st.Message, surgepolicy.ReasonSurge) {
+		t.Errorf("the Deployment responder's last report on %s's Eviction: %q; want a %s", old, *st.Message, surgepolicy.ReasonSurge)
 	}
 	writes, _ := evictions.writesOf(old, deployment.EvictionResponder)
 	active := time.Since(evictions.firstSurge())
@@ -183,8 +190,11 @@ func TestEvictionThirdPartyResponderFirst(t *testing.T) {
 		t.Errorf("responders active on %s's Eviction, in order: %v; want the example, then the Deployment responder", oldPod.Name, got)
 	}
 	ex := evictions.last(oldPod.Name, exampleResponder)
-	if ex.CompletionTime == nil || !strings.Contains(ptr.Deref(ex.Message, ""), "progress is saved") {
-		t.Errorf("the example's last status: %+v (message %q); want completed after saving progress", ex, ptr.Deref(ex.Message, ""))
+	if ex.CompletionTime == nil {
+		t.Errorf("the example's last status: %+v; want completed", ex)
+	}
+	if !strings.Contains(ptr.Deref(ex.Message, ""), "progress is saved") {
+		t.Errorf("the example's last message: %q; want its progress saved", ptr.Deref(ex.Message, ""))
 	}
 	if at := evictions.firstSurge(); at.IsZero() || ex.CompletionTime == nil || at.Before(ex.CompletionTime.Time.Truncate(time.Second)) {
 		t.Errorf("the Deployment responder became active at %v; want after the example completed at %v", at, ex.CompletionTime)
