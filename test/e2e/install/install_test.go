@@ -212,8 +212,12 @@ func TestHelmChartValues(t *testing.T) {
 // prometheus-operator or cert-manager CRDs, so their objects are only checked against the metrics
 // Service and the Deployment; everything else is applied.
 func TestHelmChartServiceMonitor(t *testing.T) {
-	if objs := parse(t, helmTemplate(t)); len(kinds(objs, "ServiceMonitor")) != 0 || len(kinds(objs, "Certificate")) != 0 {
-		t.Error("a ServiceMonitor or a Certificate by default")
+	defaults := parse(t, helmTemplate(t))
+	if len(kinds(defaults, "ServiceMonitor")) != 0 {
+		t.Error("a ServiceMonitor by default")
+	}
+	if len(kinds(defaults, "Certificate")) != 0 {
+		t.Error("a Certificate by default")
 	}
 	// Enabled alone, it would scrape a self-signed certificate nothing can verify: refused, with
 	// the ways out.
@@ -227,8 +231,11 @@ func TestHelmChartServiceMonitor(t *testing.T) {
 		"--set", "serviceMonitor.scrapeClass=kubernetes-token", "--set", "metrics.certManager.enabled=true")
 	objs := parse(t, out)
 	sm, ep := serviceMonitorEndpoint(t, objs)
-	if sm.GetNamespace() != namespace || sm.GetLabels()["release"] != "prometheus" {
-		t.Errorf("ServiceMonitor %s/%s labels %v", sm.GetNamespace(), sm.GetName(), sm.GetLabels())
+	if sm.GetNamespace() != namespace {
+		t.Errorf("ServiceMonitor %s in namespace %s, want %s", sm.GetName(), sm.GetNamespace(), namespace)
+	}
+	if sm.GetLabels()["release"] != "prometheus" {
+		t.Errorf("ServiceMonitor %s/%s labels %v, want release prometheus", sm.GetNamespace(), sm.GetName(), sm.GetLabels())
 	}
 	var svc corev1.Service
 	decode(t, objs["Service/"+namespace+"/"+controller+"-metrics"], &svc)
@@ -470,8 +477,11 @@ func TestKustomize(t *testing.T) {
 	}
 	secretName, _, _ := unstructured.NestedString(certs[0].Object, "spec", "secretName")
 	dnsNames, _, _ := unstructured.NestedStringSlice(certs[0].Object, "spec", "dnsNames")
-	if secretName != "nodemaint-metrics-tls" || !slices.Contains(dnsNames, "nodemaint-controller-metrics") {
-		t.Errorf("the metrics-cert Certificate: secretName %q, dnsNames %q", secretName, dnsNames)
+	if secretName != "nodemaint-metrics-tls" {
+		t.Errorf("the metrics-cert Certificate: secretName %q, want nodemaint-metrics-tls", secretName)
+	}
+	if !slices.Contains(dnsNames, "nodemaint-controller-metrics") {
+		t.Errorf("the metrics-cert Certificate: dnsNames %q, want nodemaint-controller-metrics among them", dnsNames)
 	}
 
 	// The node-scope component, as config/default's comment enables it.
@@ -822,8 +832,11 @@ func checkImage(t *testing.T, d *appsv1.Deployment) {
 		t.Fatal(err)
 	}
 	want := "ghcr.io/nodemaint/nodemaint-controller:" + chart.AppVersion
-	if got := d.Spec.Template.Spec.Containers[0].Image; got != want || !strings.HasPrefix(chart.AppVersion, "v") {
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != want {
 		t.Errorf("image %s, want %s (a release tag, v0.2.0, as make image writes)", got, want)
+	}
+	if !strings.HasPrefix(chart.AppVersion, "v") {
+		t.Errorf("appVersion %s, want a release tag (v0.2.0)", chart.AppVersion)
 	}
 }
 
@@ -840,8 +853,11 @@ func checkDeployment(t *testing.T, objs map[string]*unstructured.Unstructured) *
 	}
 	// No PriorityClass unless asked for: a class of its own any tenant could name (see
 	// TestPriorityClassScoped).
-	if spec.PriorityClassName != "" || len(kinds(objs, "PriorityClass")) != 0 {
-		t.Errorf("priorityClassName %q, %d PriorityClasses: want none by default", spec.PriorityClassName, len(kinds(objs, "PriorityClass")))
+	if spec.PriorityClassName != "" {
+		t.Errorf("priorityClassName %q: want none by default", spec.PriorityClassName)
+	}
+	if n := len(kinds(objs, "PriorityClass")); n != 0 {
+		t.Errorf("%d PriorityClasses: want none by default", n)
 	}
 	// On Linux nodes; the replicas on different nodes where the scheduler can.
 	if spec.NodeSelector[corev1.LabelOSStable] != "linux" {
@@ -864,21 +880,30 @@ func checkDeployment(t *testing.T, objs map[string]*unstructured.Unstructured) *
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	if ports["metrics"] != 8443 || ports["probes"] != 8081 {
-		t.Errorf("ports = %v, want metrics 8443 and probes 8081", ports)
+	if ports["metrics"] != 8443 {
+		t.Errorf("ports = %v, want metrics 8443", ports)
+	}
+	if ports["probes"] != 8081 {
+		t.Errorf("ports = %v, want probes 8081", ports)
 	}
 	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
 		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port != intstr.FromString("probes") {
 			t.Errorf("no HTTP probe on probes%s: %+v", path, probe)
 		}
 	}
-	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
-		t.Errorf("resource requests %v", c.Resources.Requests)
+	if c.Resources.Requests.Cpu().IsZero() {
+		t.Errorf("resource requests %v: no CPU", c.Resources.Requests)
+	}
+	if c.Resources.Requests.Memory().IsZero() {
+		t.Errorf("resource requests %v: no memory", c.Resources.Requests)
 	}
 
 	psc := spec.SecurityContext
-	if psc == nil || !ptr.Deref(psc.RunAsNonRoot, false) || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-		t.Errorf("pod securityContext %+v: want runAsNonRoot and seccomp RuntimeDefault", psc)
+	if psc == nil || !ptr.Deref(psc.RunAsNonRoot, false) {
+		t.Errorf("pod securityContext %+v: want runAsNonRoot", psc)
+	}
+	if psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod securityContext %+v: want seccomp RuntimeDefault", psc)
 	}
 	sc := c.SecurityContext
 	if sc == nil || ptr.Deref(sc.AllowPrivilegeEscalation, true) || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) ||
@@ -901,8 +926,14 @@ func checkServiceAndPDB(t *testing.T, objs map[string]*unstructured.Unstructured
 	if len(svc.Spec.Selector) == 0 || !subset(svc.Spec.Selector, podLabels) {
 		t.Errorf("the metrics Service selects %v, not the pods %v", svc.Spec.Selector, podLabels)
 	}
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "metrics" || svc.Spec.Ports[0].Port != 8443 || svc.Spec.Ports[0].TargetPort != intstr.FromString("metrics") {
-		t.Errorf("metrics Service ports %+v", svc.Spec.Ports)
+	if len(svc.Spec.Ports) != 1 {
+		t.Fatalf("metrics Service ports %+v, want one", svc.Spec.Ports)
+	}
+	if p := svc.Spec.Ports[0]; p.Name != "metrics" || p.Port != 8443 {
+		t.Errorf("metrics Service port %s %d, want metrics 8443", p.Name, p.Port)
+	}
+	if p := svc.Spec.Ports[0]; p.TargetPort != intstr.FromString("metrics") {
+		t.Errorf("metrics Service targetPort %v, want the container's port metrics", p.TargetPort)
 	}
 	var pdb policyv1.PodDisruptionBudget
 	decode(t, objs["PodDisruptionBudget/"+namespace+"/"+controller], &pdb)
