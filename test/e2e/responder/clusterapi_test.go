@@ -345,18 +345,18 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 	maintenanceGone := func(name string) {
 		t.Helper()
 		key := types.NamespacedName{Name: machine.MaintenanceName(client.ObjectKeyFromObject(machines[name]))}
-		framework.Eventually(t, waitTimeout, "the NodeMaintenance of the Machine "+name+" gone", func(ctx context.Context) (bool, error) {
+		testutil.Eventually(t, waitTimeout, "the NodeMaintenance of the Machine "+name+" gone", func(ctx context.Context) (bool, string, error) {
 			err := wc.Get(ctx, key, &nodemaintv1alpha1.NodeMaintenance{})
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
 		})
 	}
 	releaseMachine(ctx, mgmt.Client, machines["long"])
 	maintenanceGone("long")
 	mc.Stop()
 	releaseMachine(ctx, mgmt.Client, machines["a/b-c"])
-	framework.Eventually(t, waitTimeout, "the Machine a/b-c gone", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, waitTimeout, "the Machine a/b-c gone", func(ctx context.Context) (bool, string, error) {
 		err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machines["a/b-c"]), &clusterv1.Machine{})
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
 	})
 	mc.Start("--cluster-api")
 	maintenanceGone("a/b-c")
