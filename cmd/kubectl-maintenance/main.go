@@ -13,17 +13,21 @@ import (
 	_ "time/tzdata"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/component-base/cli"
 
-	"github.com/nodemaint/nodemaint/internal/cli"
+	plugin "github.com/nodemaint/nodemaint/internal/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cmd := cli.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-	err := cmd.ExecuteContext(ctx)
+	cmd := plugin.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	cmd.SetContext(ctx)
+	// As kubectl runs: component-base's runner sets up klog from -v/--v and --vmodule once the
+	// flags are parsed, and flushes it on the way out.
+	err := cli.RunNoErrOutput(cmd)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 	}
-	os.Exit(cli.ExitCode(err))
+	os.Exit(plugin.ExitCode(err))
 }

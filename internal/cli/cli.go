@@ -4,7 +4,8 @@
 //
 //   - phase: plan, cordon and drain (with drain's rollout flags, kubectl drain's flags, its
 //     --dry-run and its classic fallback);
-//   - complete: complete and uncordon, of a whole maintenance or of nodes' turns in a rollout;
+//   - complete: complete, of a whole maintenance or of nodes' turns in a rollout, and uncordon
+//     (kubectl's, which ends the maintenance the plugin made for the node);
 //   - preflight: what a drain of the nodes would meet, before anything moves;
 //   - status: status and list;
 //   - cleanup: restore what nodemaint changed, without the controller;
@@ -17,6 +18,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/component-base/logs"
 
 	"github.com/nodemaint/nodemaint/internal/cli/cleanup"
 	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
@@ -54,17 +56,22 @@ maintenance goes on).`,
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	o.Config.AddFlags(cmd.PersistentFlags())
+	// kubectl's logging flags: -v/--v N (klog's verbosity: -v=6 logs every request), --vmodule.
+	// They come before cobra adds --version, which then has no -v.
+	logs.AddFlags(cmd.PersistentFlags())
+	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.AddCommand(
 		phase.NewCommand(o, "plan", "Announce maintenance of nodes (Planning): a PreferNoSchedule taint, nothing else", false, false),
 		phase.NewCommand(o, "cordon", "Cordon nodes through a NodeMaintenance", true, false),
 		phase.NewCommand(o, "drain", "Cordon and drain nodes through a NodeMaintenance, and follow the drain", true, true),
 		complete.NewCommand(o, "complete", "Complete the maintenance of nodes: restore what nodemaint changed"),
-		complete.NewCommand(o, "uncordon", "Complete the maintenance of nodes (alias of complete)"),
+		complete.NewUncordonCommand(o),
 		preflight.NewCommand(o),
 		status.NewStatusCommand(o),
 		status.NewListCommand(o),
 		cleanup.NewCommand(o),
 		newVersionCommand(),
+		newCompletionCommand(),
 	)
 	return cmd
 }

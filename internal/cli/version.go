@@ -1,38 +1,39 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
 	"github.com/nodemaint/nodemaint/internal/version"
 )
 
 const binaryName = "kubectl-maintenance"
 
-// newVersionCommand is `kubectl maintenance version [-o json]`: the plugin's version and commit,
-// without contacting the cluster. `kubectl maintenance --version` prints the same line.
+// newVersionCommand is `kubectl maintenance version [-o json|yaml|jsonpath=...]`: the plugin's
+// version and commit, without contacting the cluster. `kubectl maintenance --version` prints the
+// same line (-v is kubectl's verbosity).
 func newVersionCommand() *cobra.Command {
-	var output string
+	print := clioptions.NewDataPrintFlags()
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version and commit of kubectl-maintenance",
 		Args:  cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := clioptions.CheckOutput(print); err != nil {
+				return clioptions.UsageError(cmd, err)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch output {
-			case "":
+			if *print.OutputFormat == "" {
 				_, err := fmt.Fprintln(cmd.OutOrStdout(), version.Line(binaryName))
 				return err
-			case "json":
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(version.Get())
-			default:
-				return fmt.Errorf("--output %q: only json is supported", output)
 			}
+			return clioptions.PrintData(print, version.Get(), cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json, or empty for one line")
+	print.AddFlags(cmd)
 	return cmd
 }

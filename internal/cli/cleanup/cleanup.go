@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -46,8 +47,8 @@ const leasePoll = time.Second
 // controller.
 func NewCommand(o *clioptions.Options) *cobra.Command {
 	var (
-		dryRun, force bool
-		namespace     string
+		force     bool
+		namespace string
 		timeout       time.Duration
 	)
 	cmd := &cobra.Command{
@@ -82,11 +83,15 @@ as a controller just uninstalled leaves it, it waits out: at most its duration, 
 Deployment has available replicas (one run without leader election holds no Lease), in any
 namespace: it would redo its work. --force skips both checks. It is idempotent: run it again until it says there is nothing left.`,
 		Example: `  # Uninstall: stop the controller, then
-  kubectl maintenance cleanup --dry-run
+  kubectl maintenance cleanup --dry-run=client
   kubectl maintenance cleanup
   kubectl delete crd nodemaintenances.nodemaint.dev drainrules.nodemaint.dev`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			dryRun, err := clioptions.DryRun(cmd)
+			if err != nil {
+				return err
+			}
 			c, _, err := o.Clients()
 			if err != nil {
 				return err
@@ -100,11 +105,11 @@ namespace: it would redo its work. --force skips both checks. It is idempotent: 
 					return err
 				}
 			}
-			cl := &cleaner{c: c, out: o.Streams.Out, dryRun: dryRun}
+			cl := &cleaner{c: clioptions.DryRunClient(c, dryRun), out: o.Streams.Out, dryRun: dryRun == cmdutil.DryRunClient, serverDryRun: dryRun == cmdutil.DryRunServer}
 			return cl.run(ctx, timeout)
 		},
 	}
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Print what would be done, change nothing")
+	clioptions.AddDryRunFlag(cmd, `"none", "client" (print what would be done, change nothing) or "server" (the same, each write sent to the API server as a dry run: validated and admitted, not stored)`)
 	cmd.Flags().BoolVar(&force, "force", false, "Run even though a controller holds its leader Lease (it would redo its work)")
 	cmd.Flags().StringVar(&namespace, "controller-namespace", "nodemaint-system", "Namespace of the controller's leader election Lease, read when you may not list Leases in every namespace")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "How long to wait for ReplicaSets to remove the pods of a rolled back surge")
@@ -321,15 +326,26 @@ func ourRequest(pod *corev1.Pod) bool {
 type cleaner struct {
 	c       client.Client
 	out     io.Writer
-	dryRun  bool
-	changes int
+	dryRun  bool // client: writes nothing
+	// serverDryRun: c sends every write as a dry run; nothing changes, so nothing is waited for.
+	serverDryRun bool
+	changes      int
+}
+
+// suffix marks what a dry run would do, as kubectl marks it.
+func (cl *cleaner) suffix() string {
+	switch {
+	case cl.dryRun:
+		return " (dry run)"
+	case cl.serverDryRun:
+		return " (server dry run)"
+	}
+	return ""
 }
 
 func (cl *cleaner) report(obj, change string) {
 	cl.changes++
-	if cl.dryRun {
-		change += " (dry run)"
-	}
+	change += cl.suffix()
 	fmt.Fprintf(cl.out, "%s: %s\n", obj, change)
 }
 
@@ -356,7 +372,7 @@ func (cl *cleaner) run(ctx context.Context, timeout time.Duration) error {
 	}
 	// The ReplicaSets remove the pods of the surges rolled back; then their marks go.
 	deadline := time.Now().Add(timeout)
-	for again && !cl.dryRun && len(errs) == 0 {
+	for again && !cl.dryRun && !cl.serverDryRun && len(errs) == 0 {
 		if time.Now().After(deadline) {
 			errs = append(errs, fmt.Errorf("ReplicaSets did not remove the pods of rolled back surges within %v: run cleanup again", timeout))
 			break
@@ -493,10 +509,7 @@ func (cl *cleaner) deployments(ctx context.Context) (bool, error) {
 		changes, more, err := deployment.Release(ctx, cl.c, d, rsOf[d.UID], ps, hpaList, cl.dryRun)
 		for _, ch := range changes {
 			cl.changes++
-			if cl.dryRun {
-				ch += " (dry run)"
-			}
-			fmt.Fprintln(cl.out, ch)
+			fmt.Fprintln(cl.out, ch+cl.suffix())
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("deployment %s/%s: %w", d.Namespace, d.Name, err))

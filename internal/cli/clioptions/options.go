@@ -33,9 +33,12 @@ type Options struct {
 	Streams genericiooptions.IOStreams
 }
 
-// NewOptions returns the options of the commands, with kubectl's kubeconfig flags.
+// NewOptions returns the options of the commands, with kubectl's kubeconfig flags but
+// -n/--namespace: every object the commands name (nodes, NodeMaintenances) is cluster-scoped.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
-	return &Options{Config: genericclioptions.NewConfigFlags(true), Streams: streams}
+	config := genericclioptions.NewConfigFlags(true)
+	config.Namespace = nil
+	return &Options{Config: config, Streams: streams}
 }
 
 // Clients returns a client of the cluster the kubeconfig flags name, and a clientset.

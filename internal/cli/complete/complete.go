@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -59,6 +60,7 @@ cordon and drain false. One created otherwise (kubectl apply, GitOps) is kept un
 	cmd.Flags().BoolVar(&co.del, "delete", false, "Delete the NodeMaintenance (which completes it too), whoever created it")
 	cmd.Flags().BoolVar(&co.keep, "keep", false, "Keep a NodeMaintenance that kubectl maintenance created, with cordon and drain false (default: delete it)")
 	cmd.Flags().StringVar(&co.rolls, "maintenance", "", "Complete the named nodes' turn in this rollout (release Manual); default: the rollout the nodes are in")
+	clioptions.AddDryRunFlag(cmd, `"none", "client" (print what would be done, change nothing) or "server" (send the writes to the API server as dry runs: validated, not stored)`)
 	o.CompleteNames(cmd, true)
 	return cmd
 }
@@ -70,8 +72,9 @@ type completeOptions struct {
 	del    bool   // --delete
 	keep   bool   // --keep
 	rolls  string // --maintenance
+	dryRun cmdutil.DryRunStrategy
 
-	c client.Client
+	c client.Client // writes as --dry-run says
 }
 
 // Validate refuses flags that do not go together.
@@ -95,8 +98,23 @@ func (o *completeOptions) Complete(cmd *cobra.Command, args []string) error {
 		}
 	}
 	var err error
-	o.c, _, err = o.Clients()
+	if o.dryRun, err = clioptions.DryRun(cmd); err != nil {
+		return err
+	}
+	c, _, err := o.Clients()
+	o.c = clioptions.DryRunClient(c, o.dryRun)
 	return err
+}
+
+// suffix marks what a dry run would do, as kubectl marks it.
+func (o *completeOptions) suffix() string {
+	switch o.dryRun {
+	case cmdutil.DryRunClient:
+		return " (dry run)"
+	case cmdutil.DryRunServer:
+		return " (server dry run)"
+	}
+	return ""
 }
 
 // Run completes the named nodes' turns in their rollouts, if they are in one; otherwise it
@@ -104,7 +122,7 @@ func (o *completeOptions) Complete(cmd *cobra.Command, args []string) error {
 func (o *completeOptions) Run(ctx context.Context) error {
 	t := &o.target
 	if t.GivenName == "" && t.Selector == "" && !o.del {
-		if done, err := completeTurns(ctx, o.Streams.Out, o.c, t, o.rolls); done || err != nil {
+		if done, err := completeTurns(ctx, o.Streams.Out, o.c, t, o.rolls, o.suffix()); done || err != nil {
 			return err
 		}
 	}
@@ -117,7 +135,7 @@ func (o *completeOptions) Run(ctx context.Context) error {
 		if err := o.c.Delete(ctx, nm, client.Preconditions{UID: &nm.UID}); client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		fmt.Fprintf(o.Streams.Out, "nodemaintenance.nodemaint.dev/%s: deleted\n", nm.Name)
+		fmt.Fprintf(o.Streams.Out, "nodemaintenance.nodemaint.dev/%s: deleted%s\n", nm.Name, o.suffix())
 		return nil
 	}
 	orig := nm.DeepCopy()
@@ -125,7 +143,7 @@ func (o *completeOptions) Run(ctx context.Context) error {
 	if err := o.c.Patch(ctx, nm, client.MergeFrom(orig)); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Streams.Out, "nodemaintenance.nodemaint.dev/%s: complete\n", nm.Name)
+	fmt.Fprintf(o.Streams.Out, "nodemaintenance.nodemaint.dev/%s: complete%s\n", nm.Name, o.suffix())
 	return nil
 }
 
@@ -152,7 +170,7 @@ func (o *completeOptions) get(ctx context.Context) (*nodemaintv1alpha1.NodeMaint
 // rollout is named and none of the nodes is in one: complete then completes the NodeMaintenance
 // named after the nodes (which may outlive its nodes). Unknown nodes are refused, and nothing
 // changes unless every node's turn can be completed.
-func completeTurns(ctx context.Context, out io.Writer, c client.Client, t *target.Target, named string) (done bool, err error) {
+func completeTurns(ctx context.Context, out io.Writer, c client.Client, t *target.Target, named, suffix string) (done bool, err error) {
 	if named != "" {
 		if err := t.Check(ctx, c); err != nil {
 			return true, err
@@ -186,7 +204,7 @@ func completeTurns(ctx context.Context, out io.Writer, c client.Client, t *targe
 		fmt.Fprintln(out, line)
 	}
 	for _, turn := range turns {
-		if err := completeTurn(ctx, c, out, turn); err != nil {
+		if err := completeTurn(ctx, c, out, turn, suffix); err != nil {
 			return true, err
 		}
 	}

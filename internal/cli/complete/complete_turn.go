@@ -199,7 +199,7 @@ func withName(list, name string) string {
 // completeTurn adds the maintenance's name to the node's annotation nodemaint.dev/complete, with
 // a patch of that annotation under an optimistic lock, read again on a conflict: the names others
 // wrote there stay.
-func completeTurn(ctx context.Context, c client.Client, out io.Writer, t turnToComplete) error {
+func completeTurn(ctx context.Context, c client.Client, out io.Writer, t turnToComplete, suffix string) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		node := &corev1.Node{}
 		if err := c.Get(ctx, client.ObjectKey{Name: t.node}, node); err != nil {
@@ -219,6 +219,6 @@ func completeTurn(ctx context.Context, c client.Client, out io.Writer, t turnToC
 	if err != nil {
 		return fmt.Errorf("completing the turn of node %s in %s: %w", t.node, t.nm, err)
 	}
-	fmt.Fprintf(out, "node/%s: turn in nodemaintenance.nodemaint.dev/%s completed; nodemaint releases the node and starts the next\n", t.node, t.nm)
+	fmt.Fprintf(out, "node/%s: turn in nodemaintenance.nodemaint.dev/%s completed%s; nodemaint releases the node and starts the next\n", t.node, t.nm, suffix)
 	return nil
 }

@@ -100,7 +100,7 @@ func TestCompleteTurns(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		done, err := completeTurns(ctx, &out, c, tg, tc.named)
+		done, err := completeTurns(ctx, &out, c, tg, tc.named, "")
 		name := strings.Join(tc.nodes, " ") + " --maintenance=" + tc.named
 		if done != tc.wantDone || (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s: done %v, error %v; want done %v, error %q", name, done, err, tc.wantDone, tc.wantErr)

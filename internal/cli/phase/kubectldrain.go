@@ -43,14 +43,6 @@ func (f *kubectlDrainFlags) addFlags(cmd *cobra.Command) {
 	fs.IntVar(&f.gracePeriod, "grace-period", -1, "kubectl drain's: seconds each evicted pod gets to terminate, 1 to 86400 (spec.evictionGracePeriodSeconds); negative: each pod's own terminationGracePeriodSeconds. 0 (no grace at all) is refused. Pods their owners move (a Deployment's surge) terminate as their owners remove them")
 	fs.StringVar(&f.podSelector, "pod-selector", "", "kubectl drain's: drain only the pods this label selector selects (spec.podSelector); the others stay, running, reported as skipped")
 	fs.IntVar(&f.skipWaitForDelete, "skip-wait-for-delete-timeout", 0, "kubectl drain's; refused: the status names the pods stuck terminating, and spec.shutdown handles a node that was shut down")
-	// kubectl's own --dry-run, parsed as kubectl parses it (dryRun).
-	cmdutil.AddDryRunFlag(cmd)
-	fs.Lookup("dry-run").Usage = `"none", "client" (print the preflight and the NodeMaintenance, write nothing) or "server" (the same, and send the NodeMaintenance to the API server as a dry run: validated, not stored)`
-}
-
-// dryRun is --dry-run, as kubectl reads it (its old boolean forms included).
-func (f *kubectlDrainFlags) dryRun() (cmdutil.DryRunStrategy, error) {
-	return cmdutil.GetDryRunStrategy(f.cmd)
 }
 
 // check refuses what nodemaint does not do, with the option that does it safely, and the

@@ -47,10 +47,20 @@ func NewCommand(o *clioptions.Options, verb, short string, cordon, drain bool) *
 		cmd.Flags().BoolVar(&po.wait, "wait", true, "Follow the drain until the nodes are drained (a rollout: until every node was released)")
 		cmd.Flags().DurationVar(&po.timeout, "timeout", 0, "How long to wait for the drain (0: no limit); the drain goes on after a time-out")
 		cmd.Flags().DurationVar(&po.responseTimeout, "response-timeout", 0, "How long pod owners have to accept an evacuation before their pods are evicted (default: the NodeMaintenance's, 3m)")
+		cmd.Flags().BoolVar(&po.classicFallback, "classic-fallback", false, "On a cluster without nodemaint (no NodeMaintenance API: nodemaint not installed, or the wrong context), drain as kubectl drain does (cordon, evict every pod, --force and kubectl drain's other flags as kubectl takes them) instead of failing")
 		po.roll.addFlags(cmd)
 		po.kubectl.addFlags(cmd)
 	}
+	clioptions.AddDryRunFlag(cmd, dryRunUsage(drain))
 	return cmd
+}
+
+// dryRunUsage is --dry-run's help: drain's dry run prints the preflight too.
+func dryRunUsage(drain bool) string {
+	if drain {
+		return `"none", "client" (print the preflight and the NodeMaintenance, write nothing) or "server" (the same, and send the NodeMaintenance to the API server as a dry run: validated, not stored)`
+	}
+	return `"none", "client" (print the NodeMaintenance it would write, write nothing) or "server" (send it to the API server as a dry run: validated, not stored)`
 }
 
 // example is the help's examples of the verb; drain's show a rollout too.
@@ -91,37 +101,50 @@ type phaseOptions struct {
 	roll            rolloutFlags
 	kubectl         kubectlDrainFlags
 
+	classicFallback bool // --classic-fallback
+
 	c       client.WithWatch
 	cs      kubernetes.Interface
 	dryRun  cmdutil.DryRunStrategy
-	classic bool // drain on a cluster without the NodeMaintenance API: kubectl drain's way
+	classic bool // drain on a cluster without the NodeMaintenance API, with --classic-fallback: kubectl drain's way
 }
 
-// Complete reads the nodes from the arguments and checks that they exist, and for drain reads
-// --dry-run and whether the cluster serves NodeMaintenances.
+// Complete reads --dry-run and the nodes from the arguments and checks that they exist, and
+// whether the cluster serves NodeMaintenances: on one that does not (nodemaint is not installed,
+// or the kubeconfig names another cluster than meant), drain falls back to kubectl drain's way
+// only when --classic-fallback asks for it.
 func (o *phaseOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err := o.target.Complete(args); err != nil {
 		return clioptions.UsageError(cmd, err)
 	}
 	var err error
+	if o.dryRun, err = clioptions.DryRun(cmd); err != nil {
+		return err
+	}
 	if o.c, o.cs, err = o.Clients(); err != nil {
 		return err
 	}
 	if err := o.target.Check(cmd.Context(), o.c); err != nil {
 		return err
 	}
-	o.dryRun = cmdutil.DryRunNone
-	if !o.drain {
-		return nil
-	}
-	if o.dryRun, err = o.kubectl.dryRun(); err != nil {
-		return clioptions.UsageError(cmd, err)
-	}
 	ok, err := hasNodeMaintenanceAPI(o.cs)
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
+	case ok:
+		return nil
+	case !o.drain || !o.classicFallback:
+		server := ""
+		if cfg, err := o.Config.ToRESTConfig(); err == nil {
+			server = " at " + cfg.Host
+		}
+		how := "install nodemaint, or check that your kubeconfig's context is the cluster you mean"
+		if o.drain {
+			how += "; to drain as kubectl drain does (every pod evicted, --force honoured), add --classic-fallback"
+		}
+		return fmt.Errorf("the cluster%s serves no NodeMaintenance API (%s): %s; nothing changed", server, nodemaintv1alpha1.GroupVersion, how)
 	}
-	o.classic = !ok
+	o.classic = true
 	return nil
 }
 
@@ -148,7 +171,7 @@ func (o *phaseOptions) Validate(cmd *cobra.Command) error {
 func (o *phaseOptions) Run(ctx context.Context) error {
 	switch {
 	case o.classic:
-		fmt.Fprintln(o.Streams.ErrOut, "Warning: this cluster has no NodeMaintenance API (nodemaint.dev/v1alpha1); falling back to the classic drain, which evicts every pod without asking its owner")
+		fmt.Fprintln(o.Streams.ErrOut, "Warning: this cluster has no NodeMaintenance API (nodemaint.dev/v1alpha1); --classic-fallback: draining as kubectl drain does, evicting every pod without asking its owner")
 		return o.classicDrain(ctx)
 	case o.dryRun != cmdutil.DryRunNone:
 		return o.runDryRun(ctx)
@@ -171,6 +194,11 @@ func (o *phaseOptions) runDryRun(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	dry := clioptions.DryRunName(o.dryRun)
+	if !o.drain {
+		fmt.Fprintf(o.Streams.Out, "nodemaintenance.nodemaint.dev/%s: %s (%s dry run)\n", nm.Name, verbPast(o.verb, nm), dry)
+		return nil
+	}
 	var budget *intstr.IntOrString
 	if nm.Spec.Rollout != nil {
 		budget = nm.Spec.Rollout.MaxUnavailable
@@ -179,14 +207,10 @@ func (o *phaseOptions) runDryRun(ctx context.Context) error {
 	if nm.Spec.PodSelector != nil {
 		how.PodSelector = maintenance.PodSelector(nm)
 	}
-	preflightErr := preflight.Run(ctx, o.Streams, o.c, &o.target, budget, how, "")
+	preflightErr := preflight.Run(ctx, o.Streams, o.c, &o.target, budget, how, nil)
 	var exit *clioptions.ExitCodeError
 	if preflightErr != nil && !errors.As(preflightErr, &exit) {
 		return preflightErr
-	}
-	dry := "client"
-	if o.dryRun == cmdutil.DryRunServer {
-		dry = "server"
 	}
 	fmt.Fprintf(o.Streams.Out, "nodemaintenance.nodemaint.dev/%s: %s (%s dry run)\n", nm.Name, verbPast(o.verb, nm), dry)
 	return preflightErr

@@ -6,7 +6,6 @@ package preflight
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -16,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
@@ -32,10 +31,10 @@ func NewCommand(o *clioptions.Options) *cobra.Command {
 	var (
 		t                target.Target
 		maxUnavailable   string
-		output           string
 		drainLabelPolicy string
 		podSelector      string
 	)
+	print := clioptions.NewDataPrintFlags()
 	cmd := &cobra.Command{
 		Use:   "preflight (NODE... | -l SELECTOR) [--max-unavailable N]",
 		Short: "Say what would block or be lost if the nodes were drained, before anything moves",
@@ -74,10 +73,8 @@ Exit codes: 0 the drain would go through, 2 something would block it, 1 error.`,
 			if err := t.Complete(args); err != nil {
 				return clioptions.UsageError(cmd, err)
 			}
-			switch output {
-			case "", "json", "yaml":
-			default:
-				return clioptions.UsageError(cmd, fmt.Errorf("--output %q: want json or yaml", output))
+			if err := clioptions.CheckOutput(print); err != nil {
+				return clioptions.UsageError(cmd, err)
 			}
 			how, err := drainOf(drainLabelPolicy, podSelector)
 			if err != nil {
@@ -95,12 +92,13 @@ Exit codes: 0 the drain would go through, 2 something would block it, 1 error.`,
 			if err != nil {
 				return err
 			}
-			return Run(cmd.Context(), o.Streams, c, &t, budget, how, output)
+			return Run(cmd.Context(), o.Streams, c, &t, budget, how, print)
 		},
 	}
 	cmd.Flags().StringVarP(&t.Selector, "selector", "l", "", "Label selector of the nodes, instead of names")
 	cmd.Flags().StringVar(&maxUnavailable, "max-unavailable", "", "How many of the nodes are out at once, a number or a percentage, as a rollout's maxUnavailable (default: all of them)")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: a table per node)")
+	print.AddFlags(cmd)
+	cmd.Flags().Lookup("output").Usage = "Output format: json, yaml, jsonpath=..., go-template=... (default: a table per node)"
 	cmd.Flags().StringVar(&drainLabelPolicy, "drain-label-policy", string(nodemaintv1alpha1.DrainLabelPolicyHonor), "Whether the pod label nodemaint.dev/drain counts (Honor) or not (Ignore), as the NodeMaintenance's drainLabelPolicy")
 	cmd.Flags().StringVar(&podSelector, "pod-selector", "", "Only the pods this label selector selects are drained, as with drain --pod-selector (the NodeMaintenance's podSelector); the others are reported skipped")
 	o.CompleteNames(cmd, true)
@@ -133,23 +131,11 @@ func drainOf(drainLabelPolicy, podSelector string) (Drain, error) {
 	return how, err
 }
 
-// printPreflight prints the report: as JSON or YAML, or as the assumption and a table per node.
-func printPreflight(w io.Writer, r *drainpreflight.Report, output string) error {
-	switch output {
-	case "json":
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+// printPreflight prints the report: as -o says (json, yaml, jsonpath...: print, through
+// cli-runtime's printers), or as the assumption and a table per node (print nil, or no -o).
+func printPreflight(w io.Writer, r *drainpreflight.Report, print *genericclioptions.PrintFlags) error {
+	if print != nil && clioptions.CheckOutput(print) == nil && (*print.OutputFormat != "" || print.TemplatePrinterFlags.TemplateArgument != nil && *print.TemplatePrinterFlags.TemplateArgument != "") {
+		return clioptions.PrintData(print, r, w)
 	}
 	fmt.Fprintf(w, "Assuming %s.\n", r.Assumption)
 	if r.NotPlaced != "" {
@@ -200,9 +186,9 @@ func podList(pods []string) string {
 
 // Run reads the cluster, computes the preflight of the target's nodes (budget: a rollout's
 // maxUnavailable, nil for all at once) for a drain that treats the pods as how says, prints it
-// (output: "", json or yaml), and returns an error with the exit code clioptions.ExitBlocked when
+// (print: -o's flags; nil for the table), and returns an error with the exit code clioptions.ExitBlocked when
 // the drain would be blocked.
-func Run(ctx context.Context, streams genericiooptions.IOStreams, c client.Reader, t *target.Target, budget *intstr.IntOrString, how Drain, output string) error {
+func Run(ctx context.Context, streams genericiooptions.IOStreams, c client.Reader, t *target.Target, budget *intstr.IntOrString, how Drain, print *genericclioptions.PrintFlags) error {
 	in, err := drainpreflight.Read(ctx, c, streams.ErrOut)
 	if err != nil {
 		return err
@@ -216,7 +202,7 @@ func Run(ctx context.Context, streams genericiooptions.IOStreams, c client.Reade
 		in.MaxUnavailable = max(n, 1) // a rollout's budget is at least one node
 	}
 	report := drainpreflight.Run(in)
-	if err := printPreflight(streams.Out, &report, output); err != nil {
+	if err := printPreflight(streams.Out, &report, print); err != nil {
 		return err
 	}
 	if report.Blocks() {

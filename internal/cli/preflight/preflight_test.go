@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -58,7 +59,7 @@ func TestPreflightReadAndPrint(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	if err := printPreflight(&out, &r, ""); err != nil {
+	if err := printPreflight(&out, &r, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -76,7 +77,7 @@ func TestPreflightReadAndPrint(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := printPreflight(&out, &r, "json"); err != nil {
+	if err := printPreflight(&out, &r, jsonOutput()); err != nil {
 		t.Fatal(err)
 	}
 	var back drainpreflight.Report
@@ -111,7 +112,7 @@ func TestPreflightPodSelector(t *testing.T) {
 	if err := tg.Complete([]string{"n1"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Run(context.Background(), genericiooptions.IOStreams{Out: &out, ErrOut: &out}, c, tg, nil, how, ""); err != nil {
+	if err := Run(context.Background(), genericiooptions.IOStreams{Out: &out, ErrOut: &out}, c, tg, nil, how, nil); err != nil {
 		t.Fatalf("%v:\n%s", err, out.String())
 	}
 	for _, want := range []string{"(2 pods targeted: 1 moved, 1 skipped)", "Skipped", "shop/db-0", "not selected by spec.podSelector"} {
@@ -131,7 +132,7 @@ func TestPreflightBadFlags(t *testing.T) {
 		{[]string{"preflight", "n1", "--max-unavailable", "two"}, `--max-unavailable "two"`},
 		{[]string{"preflight", "n1", "--max-unavailable", "-1"}, `--max-unavailable "-1"`},
 		{[]string{"preflight", "n1", "--max-unavailable", "-5%"}, `--max-unavailable "-5%"`},
-		{[]string{"preflight", "n1", "-o", "wide"}, `--output "wide"`},
+		{[]string{"preflight", "n1", "-o", "wide"}, `output format "wide"`},
 		{[]string{"preflight", "n1", "--drain-label-policy", "Maybe"}, `--drain-label-policy "Maybe"`},
 		{[]string{"preflight", "n1", "--pod-selector", "replicas>1"}, `--pod-selector "replicas>1"`},
 		{[]string{"preflight", "n1", "--pod-selector", "app in (web"}, `--pod-selector "app in (web"`},
@@ -147,4 +148,11 @@ func TestPreflightBadFlags(t *testing.T) {
 			t.Errorf("%v: error %v (exit %d), want %q", tc.args, err, clioptions.ExitCode(err), tc.want)
 		}
 	}
+}
+
+// jsonOutput is -o json.
+func jsonOutput() *genericclioptions.PrintFlags {
+	f := clioptions.NewDataPrintFlags()
+	*f.OutputFormat = "json"
+	return f
 }

@@ -212,19 +212,49 @@ func Summary(nm *nodemaintv1alpha1.NodeMaintenance) string {
 // first thing that blocks it; then how many nodes it does not list. For a rollout, the nodes in
 // their turn (writeTurnTable).
 func WriteNodeTable(out io.Writer, nm *nodemaintv1alpha1.NodeMaintenance) {
+	writeNodeTable(out, nm, false)
+}
+
+// WriteWideNodeTable is WriteNodeTable with more columns (status -o wide): the volumes still
+// attached, whether nodemaint applied the out-of-service taint, what removed the node, and every
+// reason that blocks it.
+func WriteWideNodeTable(out io.Writer, nm *nodemaintv1alpha1.NodeMaintenance) {
+	writeNodeTable(out, nm, true)
+}
+
+func writeNodeTable(out io.Writer, nm *nodemaintv1alpha1.NodeMaintenance, wide bool) {
 	if nm.Spec.Rollout != nil {
 		writeTurnTable(out, nm, time.Now())
 		return
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tPENDING\tEVACUATING\tSKIPPED\tBLOCKED BY")
+	header := "NODE\tPENDING\tEVACUATING\tSKIPPED\tBLOCKED BY"
+	if wide {
+		header = "NODE\tPENDING\tEVACUATING\tSKIPPED\tVOLUMES\tOUT-OF-SERVICE\tREMOVED BY\tBLOCKED BY"
+	}
+	fmt.Fprintln(tw, header)
 	for _, n := range nodeNames(nm) {
 		ns := nm.Status.Nodes[n]
 		blocked := "-"
 		if len(ns.Blocked) > 0 {
 			blocked = blockedCell(ns.Blocked[0], len(ns.Blocked)-1)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", n, ns.PodsPendingEvacuation, ns.PodsEvacuating, ns.PodsSkipped, blocked)
+		if !wide {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", n, ns.PodsPendingEvacuation, ns.PodsEvacuating, ns.PodsSkipped, blocked)
+			continue
+		}
+		if len(ns.Blocked) > 1 {
+			cells := make([]string, 0, len(ns.Blocked))
+			for _, b := range ns.Blocked {
+				cells = append(cells, blockedCell(b, 0))
+			}
+			blocked = strings.Join(cells, "; ")
+		}
+		removedBy := ns.RemovedBy
+		if removedBy == "" {
+			removedBy = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%t\t%s\t%s\n", n, ns.PodsPendingEvacuation, ns.PodsEvacuating, ns.PodsSkipped, ns.VolumesAttached, ns.OutOfService, removedBy, blocked)
 	}
 	tw.Flush()
 	if l := notListedLine(nm); l != "" {

@@ -192,8 +192,10 @@ func noMaintenances(t *testing.T) {
 	})
 }
 
-// TestFallbackWithoutCRD: on a cluster without the NodeMaintenance API, drain warns and drains
-// the classic way. It removes the CRD, and installs it again when it ends.
+// TestFallbackWithoutCRD: on a cluster without the NodeMaintenance API (nodemaint not installed,
+// or the wrong context), drain refuses, changing nothing, unless --classic-fallback asks for the
+// classic drain, which it then does with a warning. It removes the CRD, and installs it again
+// when it ends.
 func TestFallbackWithoutCRD(t *testing.T) {
 	ns := framework.Namespace(t)
 	node := "kwok-node-2"
@@ -222,7 +224,14 @@ func TestFallbackWithoutCRD(t *testing.T) {
 		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(crd), crd)
 		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
 	})
-	out, code := plugin(t, "drain", node, "--timeout", "60s")
+	out, code := plugin(t, "drain", node, "--timeout", "60s", "--force")
+	if code != 1 || !strings.Contains(out, "serves no NodeMaintenance API") || !strings.Contains(out, "--classic-fallback") || strings.Contains(out, "drained") {
+		t.Errorf("drain without nodemaint: exit %d, want 1, the missing API named and --classic-fallback offered", code)
+	}
+	if ok, err := unschedulable(t.Context(), node); err != nil || ok {
+		t.Errorf("node %s cordoned by a drain that should have changed nothing (%v)", node, err)
+	}
+	out, code = plugin(t, "drain", node, "--timeout", "60s", "--classic-fallback")
 	if code != 0 || !strings.Contains(out, "Warning: this cluster has no NodeMaintenance API") || !strings.Contains(out, "node/"+node+" drained") {
 		t.Errorf("fallback drain: exit %d", code)
 	}
