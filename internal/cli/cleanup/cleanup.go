@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -49,7 +49,7 @@ func NewCommand(o *clioptions.Options) *cobra.Command {
 	var (
 		force     bool
 		namespace string
-		timeout       time.Duration
+		timeout   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "cleanup",
@@ -324,9 +324,9 @@ func ourRequest(pod *corev1.Pod) bool {
 
 // cleaner carries out the cleanup and prints what it does.
 type cleaner struct {
-	c       client.Client
-	out     io.Writer
-	dryRun  bool // client: writes nothing
+	c      client.Client
+	out    io.Writer
+	dryRun bool // client: writes nothing
 	// serverDryRun: c sends every write as a dry run; nothing changes, so nothing is waited for.
 	serverDryRun bool
 	changes      int

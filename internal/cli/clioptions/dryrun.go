@@ -49,16 +49,28 @@ func DryRunClient(c client.WithWatch, s cmdutil.DryRunStrategy) client.Client {
 		return client.NewDryRunClient(c)
 	case cmdutil.DryRunClient:
 		return interceptor.NewClient(c, interceptor.Funcs{
-			Create:            func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error { return nil },
-			Update:            func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error { return nil },
-			Patch:             func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error { return nil },
-			Apply:             func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error { return nil },
-			Delete:            func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error { return nil },
-			DeleteAllOf:       func(context.Context, client.WithWatch, client.Object, ...client.DeleteAllOfOption) error { return nil },
-			SubResourceCreate: func(context.Context, client.Client, string, client.Object, client.Object, ...client.SubResourceCreateOption) error { return nil },
-			SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error { return nil },
-			SubResourcePatch:  func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error { return nil },
-			SubResourceApply:  func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error { return nil },
+			Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error { return nil },
+			Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error { return nil },
+			Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+				return nil
+			},
+			Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+				return nil
+			},
+			Delete:      func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error { return nil },
+			DeleteAllOf: func(context.Context, client.WithWatch, client.Object, ...client.DeleteAllOfOption) error { return nil },
+			SubResourceCreate: func(context.Context, client.Client, string, client.Object, client.Object, ...client.SubResourceCreateOption) error {
+				return nil
+			},
+			SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error {
+				return nil
+			},
+			SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+				return nil
+			},
+			SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
+				return nil
+			},
 		})
 	}
 	return c
