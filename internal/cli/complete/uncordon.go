@@ -104,7 +104,11 @@ func (o *uncordonOptions) run(ctx context.Context) error {
 			nm := &covering[j]
 			if !target.OwnedFor(nm, node.Name) {
 				if nm.Spec.Cordon {
-					others = append(others, nm.Name)
+					how := "kubectl maintenance complete --name " + nm.Name
+					if nm.Spec.Rollout != nil {
+						how = "kubectl maintenance complete " + node.Name + " --maintenance " + nm.Name + " (its turn in the rollout)"
+					}
+					others = append(others, "NodeMaintenance "+nm.Name+": "+how)
 				}
 				continue
 			}
@@ -124,8 +128,8 @@ func (o *uncordonOptions) run(ctx context.Context) error {
 			fmt.Fprintf(o.Streams.Out, "node/%s uncordoned%s\n", node.Name, o.suffix())
 		}
 		if len(others) > 0 {
-			fmt.Fprintf(o.Streams.ErrOut, "Warning: node %s is still in the maintenance of NodeMaintenance %s, which nodemaint carries on and which cordons it again; end it with: kubectl maintenance complete %s\n",
-				node.Name, strings.Join(others, ", "), node.Name)
+			fmt.Fprintf(o.Streams.ErrOut, "Warning: node %s is still under maintenance, which nodemaint carries on and which cordons it again until it ends: %s\n",
+				node.Name, strings.Join(others, "; "))
 		}
 	}
 	return errors.Join(errs...)
