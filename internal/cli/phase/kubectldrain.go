@@ -13,12 +13,12 @@ import (
 	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
 )
 
-// kubectlDrainFlags are the flags of kubectl drain that runbooks type, on `drain`. With nodemaint
-// each means what nodemaint does (--dry-run), sets the NodeMaintenance's field that does it
+// kubectlDrainFlags are the flags of kubectl drain that runbooks type, on `drain` (--dry-run,
+// which every command that writes takes, is NewCommand's). With nodemaint each sets the NodeMaintenance's field that does it
 // (--pod-selector, --grace-period), is accepted where nodemaint already behaves so
 // (--ignore-daemonsets, --delete-emptydir-data), or is refused with one line that names what
-// nodemaint offers instead. In the classic fallback, on a cluster without nodemaint, they mean
-// what they mean to kubectl drain.
+// nodemaint offers instead. In the classic fallback (--classic-fallback, on a cluster without
+// nodemaint), they mean what they mean to kubectl drain.
 type kubectlDrainFlags struct {
 	cmd                *cobra.Command
 	ignoreDaemonSets   bool
