@@ -128,9 +128,9 @@ var docNode = regexp.MustCompile(`^node-([0-9]+)$`)
 // docs/user-guide.md against the local cluster, in the docs' order, and fails on an error: the
 // lines a runbook copies work as written. The docs' nodes node-N are kwok-node-(N mod 4), the
 // docs' pool=a is a label the test puts on two nodes. Each line runs on a cluster with no
-// NodeMaintenance and every node schedulable; a line about nodes under maintenance (status,
-// complete, uncordon of nodes) runs after drain NODE --wait=false, cleanup with the controller
-// stopped, as its section says. A drain runs with --timeout=60s; one whose nodes are released by a
+// NodeMaintenance and every node schedulable; a line about maintenances (status, list, complete,
+// uncordon) runs after drain NODE --wait=false of its nodes (node-1 for none), cleanup with the
+// controller stopped, as its section says. A drain runs with --timeout=60s; one whose nodes are released by a
 // reboot, which no kwok node does, with --wait=false. Exit codes: 0; preflight's 2 too.
 func TestRunbookLines(t *testing.T) {
 	lines := docLines(t, "README.md", "docs/user-guide.md")
@@ -170,11 +170,12 @@ func TestRunbookLines(t *testing.T) {
 		}
 		ran[verb] = true
 		switch verb {
-		case "status", "complete", "uncordon":
-			if len(nodes) > 0 {
-				if out, code := plugin(t, append([]string{"drain", "--wait=false"}, nodes...)...); code != 0 {
-					t.Fatalf("%s: setting up %q: drain: exit %d\n%s", l.where, l.text, code, out)
-				}
+		case "status", "list", "complete", "uncordon":
+			if len(nodes) == 0 {
+				nodes = []string{"kwok-node-1"} // something to list
+			}
+			if out, code := plugin(t, append([]string{"drain", "--wait=false"}, nodes...)...); code != 0 {
+				t.Fatalf("%s: setting up %q: drain: exit %d\n%s", l.where, l.text, code, out)
 			}
 		case "cleanup":
 			ctrl.Stop()
