@@ -2,8 +2,8 @@ package plugin_test
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
