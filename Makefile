@@ -105,7 +105,7 @@ test-unit: ## Unit and integration tests (envtest: a real kube-apiserver and etc
 # (golang/go#75804), which is a flake, not a crasher. A count has no deadline to race.
 FUZZ_TARGETS := internal/drain:FuzzClassify internal/drain:FuzzPlanAndBlocked \
 	internal/maintenance:FuzzTargeted internal/maintenance:FuzzEntries internal/maintenance:FuzzIntent \
-	internal/maintenance:FuzzSelector internal/nodeaction:FuzzDecide internal/rollout:FuzzDecide \
+	internal/maintenance:FuzzSelector internal/controller/node/nodedecide:FuzzDecide internal/rollout:FuzzDecide \
 	internal/controller/nodemaintenance:FuzzDecide \
 	internal/preflight:FuzzRun internal/eviction:FuzzDecide internal/responder/protocol:FuzzObserve \
 	internal/responder/deployment/decide:FuzzDecide internal/controller/machine:FuzzDecide \

@@ -1,6 +1,6 @@
 // Package evictionrequest is nodemaint's node drain as a requester of KEP-4563's EvictionRequest
 // API (lifecycle.k8s.io/v1alpha1), purely: the drain decides as it does with pod conditions
-// (nodeaction.Decide's Request and Withdraw), this package turns that into EvictionRequests to
+// (nodedecide.Decide's Request and Withdraw), this package turns that into EvictionRequests to
 // create, update, withdraw and delete, and reads each pod's Eviction back as its owner's answer
 // (Answer), so that the drain's rules (response timeout, eviction of pods nobody answers for,
 // drainTimeout) stay one and the same for both protocols.
@@ -102,7 +102,7 @@ type Observed struct {
 
 // WithPodCondition are the Registered pods that carry nodemaint's EvacuationRequest pod
 // condition: those the drain asks through it because nothing would evict them
-// (nodeaction.Decision.SignalOnly), and those asked so before (before the controller switched
+// (nodedecide.Decision.SignalOnly), and those asked so before (before the controller switched
 // protocols, or while every maintenance draining them was SignalOnly), whose condition is
 // withdrawn once they are asked through an EvictionRequest or not at all. The pods without a
 // responder are asked through the condition in any case.
@@ -140,7 +140,7 @@ func (o *Observed) ours(uid types.UID) *lifecyclev1alpha1.EvictionRequest {
 // itself, as it does when an owner declines); nodemaint's own pod condition beside such a request
 // does not count (it is withdrawn). Requests and answers of the pod condition protocol by others
 // stay. A Registered pod that no request of nodemaint's asks to evict is asked through the pod
-// condition, if at all (nodemaint never evicts it: nodeaction.Decision.SignalOnly; or asked so
+// condition, if at all (nodemaint never evicts it: nodedecide.Decision.SignalOnly; or asked so
 // before): it is returned as given, as is a pod that is not Registered, which is asked and
 // answered through the pod condition protocol whatever request of nodemaint's it has (one left
 // from before is withdrawn, see Decide). The pods

@@ -17,7 +17,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
@@ -494,7 +494,7 @@ func graceIn(body json.RawMessage) *int64 {
 }
 
 // autoscalersHeldIn reports whether a node's merge patch sets an autoscaler annotation
-// (nodeaction.AutoscalerAnnotations) to "true": nodemaint patches only what changes, so the
+// (nodedecide.AutoscalerAnnotations) to "true": nodemaint patches only what changes, so the
 // patch that carries it is the one that sets it.
 func autoscalersHeldIn(body json.RawMessage) bool {
 	var v struct {
@@ -505,7 +505,7 @@ func autoscalersHeldIn(body json.RawMessage) bool {
 	if len(body) == 0 || json.Unmarshal(body, &v) != nil {
 		return false
 	}
-	for _, k := range nodeaction.AutoscalerAnnotations {
+	for _, k := range nodedecide.AutoscalerAnnotations {
 		if a := v.Metadata.Annotations[k]; a != nil && *a == "true" {
 			return true
 		}
@@ -751,7 +751,7 @@ func (s *state) selectingAt(node *corev1.Node, at time.Time) []nmVersion {
 // maintenances it is for allow, else why not. A maintenance allows its
 // spec.evictionGracePeriodSeconds, or the pod's own terminationGracePeriodSeconds when it sets
 // none (an eviction is one act for all its maintenances: the shortest wins, see
-// nodeaction.gracePeriod). An eviction is for every maintenance of allowed (evicting and not
+// nodedecide.gracePeriod). An eviction is for every maintenance of allowed (evicting and not
 // skipping the pod) that was so steadily around it (its versions within maintenanceSlack all in
 // allowed, and draining the node since maintenanceSlack before): its grace is at most the
 // shortest of theirs (a maintenance's versions counting at their longest; a rollout, or one that

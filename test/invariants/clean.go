@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
@@ -157,7 +157,7 @@ func Leftovers(snap Snapshot, base Baseline) []string {
 		for _, a := range ours(n.Annotations) {
 			add("node %s: annotation %s", n.Name, a)
 		}
-		for _, k := range nodeaction.AutoscalerAnnotations {
+		for _, k := range nodedecide.AutoscalerAnnotations {
 			v, ok := n.Annotations[k]
 			if was, had := base.Autoscalers[n.Name][k]; ok && (!had || v != was) {
 				add("node %s: annotation %s=%s (not so when first seen)", n.Name, k, v)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -73,7 +73,7 @@ type Baseline struct {
 	// Unschedulable and OutOfService: nodes that were cordoned, or had the out-of-service taint,
 	// when first seen (someone else's, they stay).
 	Unschedulable, OutOfService map[string]bool
-	// Autoscalers are the autoscaler annotations (nodeaction.AutoscalerAnnotations) each node
+	// Autoscalers are the autoscaler annotations (nodedecide.AutoscalerAnnotations) each node
 	// had when first seen, by node and key: someone else's, they stay as they were.
 	Autoscalers map[string]map[string]string
 	// Replicas of each Deployment as its user set them (the surge's original replicas when it
@@ -211,7 +211,7 @@ func (s *state) node(node *corev1.Node, deleted bool) {
 		return
 	}
 	s.baseline.Unschedulable[node.Name] = node.Spec.Unschedulable
-	for _, k := range nodeaction.AutoscalerAnnotations {
+	for _, k := range nodedecide.AutoscalerAnnotations {
 		if v, ok := node.Annotations[k]; ok {
 			if s.baseline.Autoscalers[node.Name] == nil {
 				s.baseline.Autoscalers[node.Name] = map[string]string{}

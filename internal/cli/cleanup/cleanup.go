@@ -30,8 +30,8 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
@@ -257,7 +257,7 @@ func restoreNode(node *corev1.Node) []string {
 		changes = append(changes, dropTaints(node, corev1.TaintNodeOutOfService, " (nodemaint applied it)")...)
 	}
 	changes = append(changes, dropTaints(node, nodemaintv1alpha1.PlannedMaintenanceTaint, "")...)
-	for _, k := range nodeaction.HeldAutoscalers(node) {
+	for _, k := range nodedecide.HeldAutoscalers(node) {
 		if a[k] == "true" {
 			delete(a, k)
 			changes = append(changes, "removed annotation "+k+" (nodemaint set it)")

@@ -9,10 +9,10 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -31,7 +31,7 @@ func (e eventSink) warning(regarding, related runtime.Object, reason, action, no
 }
 
 // nodeWritten: the node was written as the decision wanted.
-func (e eventSink) nodeWritten(node *corev1.Node, nms []*nodemaintv1alpha1.NodeMaintenance, d nodeaction.Decision) {
+func (e eventSink) nodeWritten(node *corev1.Node, nms []*nodemaintv1alpha1.NodeMaintenance, d nodedecide.Decision) {
 	names := maintenanceNames(d.Intent)
 	switch c := d.Change; {
 	case c.Reverted:

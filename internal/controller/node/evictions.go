@@ -31,7 +31,7 @@ const podWritesPerNode = 10
 // or a webhook's 403, for the maintenances' Events), and an error only when a pod could not be
 // read before its eviction. Each pod is read again from the API server first, with what answers
 // for it in the protocol (see overtaken); seen is what the protocol observed of the node.
-// grace are the grace periods the decision gives (nodeaction.Decision.GracePeriods): a pod it
+// grace are the grace periods the decision gives (nodedecide.Decision.GracePeriods): a pod it
 // does not name gets its own.
 func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, grace map[types.UID]int64, seen *evictionrequest.Observed, now time.Time) (time.Duration, error, error) {
 	var (

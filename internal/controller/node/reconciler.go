@@ -20,12 +20,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/evictionbacklog"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/evictor"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/permissions"
 )
@@ -36,7 +36,7 @@ import (
 // its targeted pods while any of them drains it. When none wants anything any more, it restores what
 // nodemaint changed and nothing else.
 //
-// A reconcile observes the node (observer), decides (nodeaction.Decide, pure) and applies the
+// A reconcile observes the node (observer), decides (nodedecide.Decide, pure) and applies the
 // decision: the writes, in the order the decision needs them, and their Events.
 type Reconciler struct {
 	Client   client.Client
@@ -109,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	now := observe.Clock(r.Clock).Now()
-	d := nodeaction.Decide(obs, now)
+	d := nodedecide.Decide(obs, now)
 	res, err := r.apply(ctx, obs, d, o.Protocol.Writes(seen, obs.Pods, d, now), seen, now)
 	if apierrors.IsForbidden(err) {
 		eventSink{r.Recorder}.forbidden(node, obs.Maintenances, err)
@@ -132,7 +132,7 @@ func (r *Reconciler) protocol() protocol.Protocol {
 // Requests, deletions and evictions come only once the node is written cordoned. A write that
 // meets a conflict or an object gone was decided from a stale cache (see observe.Stale): it is dropped,
 // never retried blind.
-func (r *Reconciler) apply(ctx context.Context, obs nodeaction.Observation, d nodeaction.Decision, w protocol.Writes, seen *evictionrequest.Observed, now time.Time) (reconcile.Result, error) {
+func (r *Reconciler) apply(ctx context.Context, obs nodedecide.Observation, d nodedecide.Decision, w protocol.Writes, seen *evictionrequest.Observed, now time.Time) (reconcile.Result, error) {
 	next := d.RecheckAfter
 	sink := eventSink{r.Recorder}
 	if d.ShutdownNotConfirmed {
@@ -184,7 +184,7 @@ func (r *Reconciler) apply(ctx context.Context, obs nodeaction.Observation, d no
 
 // writeNode writes the node's spec and annotations, then its UnderMaintenance condition, as the
 // decision wants them, and emits the Events of the change.
-func (r *Reconciler) writeNode(ctx context.Context, obs nodeaction.Observation, d nodeaction.Decision) error {
+func (r *Reconciler) writeNode(ctx context.Context, obs nodedecide.Observation, d nodedecide.Decision) error {
 	if d.NodeChanged {
 		want := obs.Node.DeepCopy()
 		want.Spec, want.Annotations = *d.Node.Spec.DeepCopy(), maps.Clone(d.Node.Annotations)

@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -182,7 +182,7 @@ func (r *Reconciler) nodeGone(ctx context.Context, node string) (reconcile.Resul
 	if err != nil || seen == nil {
 		return reconcile.Result{}, err
 	}
-	w := p.Writes(seen, pods, nodeaction.Decision{}, observe.Clock(r.Clock).Now())
+	w := p.Writes(seen, pods, nodedecide.Decision{}, observe.Clock(r.Clock).Now())
 	return reconcile.Result{}, r.writeRequests(ctx, w.WithdrawRequests, seen, pods)
 }
 

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/preflights"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
@@ -32,7 +32,7 @@ type decision struct {
 type nodeDecision struct {
 	name string
 	node *corev1.Node
-	nodeaction.Decision
+	nodedecide.Decision
 }
 
 // decide takes the decision of a reconcile from its observation, purely: the node controller's
@@ -45,7 +45,7 @@ func decide(o observation, protocol nodemaintv1alpha1.EvacuationProtocol, now ti
 		d.preflightNotComputed = len(o.nodes)
 	}
 	for i, node := range o.nodes {
-		d.nodes = append(d.nodes, nodeDecision{name: node.Name, node: node, Decision: nodeaction.Decide(o.observed[i], now)})
+		d.nodes = append(d.nodes, nodeDecision{name: node.Name, node: node, Decision: nodedecide.Decide(o.observed[i], now)})
 	}
 	d.turns = decideTurns(o, d.nodes, now)
 	d.status = maintenanceStatus(nm, d.nodes, d.turns, now)

@@ -16,9 +16,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -118,10 +118,10 @@ func fuzzMaintenance(g *testutil.FuzzBytes, now time.Time) *nodemaintv1alpha1.No
 	return nm
 }
 
-func fuzzNode(g *testutil.FuzzBytes, i int, nm *nodemaintv1alpha1.NodeMaintenance, now time.Time) (*corev1.Node, nodeaction.Observation) {
+func fuzzNode(g *testutil.FuzzBytes, i int, nm *nodemaintv1alpha1.NodeMaintenance, now time.Time) (*corev1.Node, nodedecide.Observation) {
 	b := g.Byte()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("n", i)}, Spec: corev1.NodeSpec{Unschedulable: b&1 != 0}}
-	obs := nodeaction.Observation{Node: node}
+	obs := nodedecide.Observation{Node: node}
 	if b&2 != 0 {
 		obs.Beyond = []*nodemaintv1alpha1.NodeMaintenance{nm} // past the bound on this node
 	} else {
@@ -174,7 +174,7 @@ func fuzzSnapshot(t *testing.T, o observation) string {
 	raw, err := json.Marshal(struct {
 		NM       *nodemaintv1alpha1.NodeMaintenance
 		Nodes    []*corev1.Node
-		Observed []nodeaction.Observation
+		Observed []nodedecide.Observation
 	}{o.nm, o.nodes, o.observed})
 	if err != nil {
 		t.Fatal(err)

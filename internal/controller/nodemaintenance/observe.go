@@ -8,10 +8,10 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/alerts"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 )
 
 // observation is everything a reconcile of a NodeMaintenance decides from, read once from the
@@ -24,7 +24,7 @@ type observation struct {
 	total int
 	// observed is each selected node as the node controller observes it (in the order of
 	// nodes): the status reports the node controller's decisions, not a computation of its own.
-	observed []nodeaction.Observation
+	observed []nodedecide.Observation
 	// unschedulable names the pods created since the rollout started that the scheduler cannot
 	// place; only with spec.rollout.
 	unschedulable []string
@@ -52,7 +52,7 @@ func (r *Reconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMain
 	if err != nil {
 		return o, err
 	}
-	o.observed = make([]nodeaction.Observation, 0, len(o.nodes))
+	o.observed = make([]nodedecide.Observation, 0, len(o.nodes))
 	for _, node := range o.nodes {
 		n, _, err := obs.Observe(ctx, v, node)
 		if err != nil {

@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
@@ -200,7 +200,7 @@ func countNodes(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, t *
 			}
 		}
 		t.left = append(t.left, rep.Left[:min(len(rep.Left), drain.MaxBlockedNames-len(t.left))]...)
-		t.skipped = append(t.skipped, rep.SkippedNames[:min(len(rep.SkippedNames), nodeaction.MaxSkippedNames-len(t.skipped))]...)
+		t.skipped = append(t.skipped, rep.SkippedNames[:min(len(rep.SkippedNames), nodedecide.MaxSkippedNames-len(t.skipped))]...)
 		reports = append(reports, nodeReport{name: n.name, status: ns})
 		status.PodsPendingEvacuation += ns.PodsPendingEvacuation
 		status.PodsEvacuating += ns.PodsEvacuating

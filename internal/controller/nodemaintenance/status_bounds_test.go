@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/drain"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
@@ -166,9 +166,9 @@ func TestStatusOfMaintenanceWaitingForAPlace(t *testing.T) {
 	}
 
 	// Pods left on a node it waits on: held by the bound, whatever holds them for the others.
-	nodes[3].Report = nodeaction.Report{Pending: 7, Left: []string{"a/1", "a/2"},
+	nodes[3].Report = nodedecide.Report{Pending: 7, Left: []string{"a/1", "a/2"},
 		Blocked: []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Count: 7}}}
-	nodes[4].Report = nodeaction.Report{Pending: 1, Blocked: []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Count: 1}}}
+	nodes[4].Report = nodedecide.Report{Pending: 1, Blocked: []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Count: 1}}}
 	status = maintenanceStatus(nm, nodes, nil, time.Now())
 	if b := status.Nodes[nodes[3].name].Blocked; len(b) != 1 || b[0].Reason != nodemaintv1alpha1.ReasonTooManyMaintenances || b[0].Count != 7 || len(b[0].Pods) != 2 {
 		t.Errorf("waiting node: blocked %+v", b)
@@ -182,7 +182,7 @@ func TestStatusOfMaintenanceWaitingForAPlace(t *testing.T) {
 
 	// A place freed on every node: the condition goes, and the maintenance is Drained.
 	for i := range nodes {
-		nodes[i].Intent.Beyond, nodes[i].Report = nil, nodeaction.Report{}
+		nodes[i].Intent.Beyond, nodes[i].Report = nil, nodedecide.Report{}
 	}
 	nm.Status = status
 	status = maintenanceStatus(nm, nodes, nil, time.Now())

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -33,7 +33,7 @@ func NodeChanged() predicate.Predicate {
 			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
 			!equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
 			!equality.Semantic.DeepEqual(MaintenanceCondition(o), MaintenanceCondition(n)) ||
-			nodeaction.NodeReady(o) != nodeaction.NodeReady(n) ||
+			nodedecide.NodeReady(o) != nodedecide.NodeReady(n) ||
 			o.Status.NodeInfo.BootID != n.Status.NodeInfo.BootID ||
 			!equality.Semantic.DeepEqual(o.Status.VolumesAttached, n.Status.VolumesAttached)
 	}}

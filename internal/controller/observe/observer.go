@@ -1,5 +1,5 @@
 // Package observe reads from the cache what the controllers' decisions about a node need
-// (nodeaction.Observation): the node's pods as their owners answered (through the evacuation
+// (nodedecide.Observation): the node's pods as their owners answered (through the evacuation
 // protocol), the maintenances that select it, the DrainRules and the refusals met. The node and
 // NodeMaintenance controllers both observe through it, and share the cache indexes it reads
 // and the filters of the cache's events that matter to a node's decision.
@@ -18,12 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/permissions"
 	"github.com/nodemaint/nodemaint/internal/rollout"
@@ -32,7 +32,7 @@ import (
 // +kubebuilder:rbac:groups=nodemaint.dev,resources=drainrules,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
-// Observer reads from the cache what the decision about a node needs (nodeaction.Observation).
+// Observer reads from the cache what the decision about a node needs (nodedecide.Observation).
 // Both reconcilers observe through it: the node reconciler one node, the NodeMaintenance
 // reconciler each node it selects.
 type Observer struct {
@@ -56,7 +56,7 @@ type Observer struct {
 
 // View is what the observations of one reconcile share, each read once: the NodeMaintenances,
 // the DrainRules, and, when first needed, namespaces' labels and the VolumeAttachments. The
-// NodeMaintenances and DrainRules are the cache's, not copies: read only (nodeaction.Decide does
+// NodeMaintenances and DrainRules are the cache's, not copies: read only (nodedecide.Decide does
 // not change its observation).
 type View struct {
 	maintenances nodemaintv1alpha1.NodeMaintenanceList
@@ -82,8 +82,8 @@ func (o *Observer) View(ctx context.Context) (*View, error) {
 // Observe reads everything the decision about the node needs. The pods are as the protocol's
 // objects answer them (the EvictionRequests and Evictions of the EvictionRequest protocol), and
 // the second result holds those objects, for the protocol's writes (nil: none).
-func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nodeaction.Observation, *evictionrequest.Observed, error) {
-	obs := nodeaction.Observation{Node: node, ActiveSince: o.Active.Since(), PodDeletionDenied: o.PodDeletion.Denied()}
+func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nodedecide.Observation, *evictionrequest.Observed, error) {
+	obs := nodedecide.Observation{Node: node, ActiveSince: o.Active.Since(), PodDeletionDenied: o.PodDeletion.Denied()}
 	var selecting []*nodemaintv1alpha1.NodeMaintenance
 	for i := range v.maintenances.Items {
 		if selectors.Of(&v.maintenances.Items[i]).Matches(node) {
@@ -92,7 +92,7 @@ func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nod
 	}
 	// At most maintenance.MaxMaintenancesPerNode act on the node; the others wait, and neither
 	// their label policy nor anything else of theirs changes what is done to it.
-	obs.Maintenances, obs.Beyond = nodeaction.Admit(node, selecting)
+	obs.Maintenances, obs.Beyond = nodedecide.Admit(node, selecting)
 	var err error
 	if obs.Pods, err = PodsOnNode(o.Pods, node.Name); err != nil {
 		return obs, nil, err

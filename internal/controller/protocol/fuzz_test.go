@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -37,7 +37,7 @@ func FuzzWrites(f *testing.F) {
 		now := time.Now().Truncate(time.Second)
 		seen := &evictionrequest.Observed{Node: "n", Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
 		var pods []*corev1.Pod
-		var d nodeaction.Decision
+		var d nodedecide.Decision
 		d.RequestReason = "r"
 		for i := range int(g.Byte()%6) + 1 {
 			pod := fuzzPod(g, i, now, seen)
@@ -128,7 +128,7 @@ func registered(pod *corev1.Pod) *corev1.Pod {
 	return p
 }
 
-func checkOneProtocol(t *testing.T, seen *evictionrequest.Observed, pods []*corev1.Pod, d nodeaction.Decision, w Writes) {
+func checkOneProtocol(t *testing.T, seen *evictionrequest.Observed, pods []*corev1.Pod, d nodedecide.Decision, w Writes) {
 	t.Helper()
 	left := map[types.UID]bool{}
 	for _, r := range seen.Requests {

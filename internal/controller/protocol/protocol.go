@@ -1,6 +1,6 @@
 // Package protocol holds the ways of asking the owners of pods to move them (EvacuationProtocol):
 // nodemaint's pod conditions and KEP-4563's EvictionRequests. A protocol is a way to write the
-// node's decision (nodeaction.Decide), never a decision of its own: it reads its objects into the
+// node's decision (nodedecide.Decide), never a decision of its own: it reads its objects into the
 // pods as their owners answered, and turns the decision's Request and Withdraw into its writes,
 // which the node controller carries out.
 package protocol
@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -33,7 +33,7 @@ type Protocol interface {
 	// ObserveGone reads what the protocol left of a node that is gone, and the pods it names.
 	ObserveGone(ctx context.Context, node string) (*evictionrequest.Observed, []*corev1.Pod, error)
 	// Writes turns the decision into the protocol's writes, purely, from what Observe read.
-	Writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodeaction.Decision, now time.Time) Writes
+	Writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodedecide.Decision, now time.Time) Writes
 	// Live reads the pod and what answers for it from the API server (r), not the cache, and
 	// returns it as its owners have answered it by now, as Observe would; nil when the pod is
 	// gone or replaced by a namesake. seen is what Observe read. The node controller reads each
@@ -95,7 +95,7 @@ func (podConditions) ObserveGone(context.Context, string) (*evictionrequest.Obse
 	return nil, nil, nil
 }
 
-func (podConditions) Writes(_ *evictionrequest.Observed, _ []*corev1.Pod, d nodeaction.Decision, _ time.Time) Writes {
+func (podConditions) Writes(_ *evictionrequest.Observed, _ []*corev1.Pod, d nodedecide.Decision, _ time.Time) Writes {
 	return Writes{Withdraw: d.Withdraw, Request: d.Request, Reason: d.RequestReason}
 }
 
@@ -106,7 +106,7 @@ func (podConditions) Live(ctx context.Context, r client.Reader, pod *corev1.Pod,
 
 // evictionRequests asks with KEP-4563's EvictionRequests the pods that name a responder of their
 // own (evictionrequest.Registered) and that some maintenance would evict (not
-// nodeaction.Decision.SignalOnly), and reads each one's Eviction as its owners' answer
+// nodedecide.Decision.SignalOnly), and reads each one's Eviction as its owners' answer
 // (evictionrequest.Answer); nodemaint's pod conditions left on them from before are withdrawn.
 // The other pods are asked through the pod condition protocol, which their owners (nodemaint's
 // Deployment responder among them) answer: those whose EvictionRequest would reach nobody but the
@@ -221,7 +221,7 @@ func (p evictionRequests) cachedEvictions(uid types.UID) ([]*lifecyclev1alpha1.E
 // Writes asks each pod of the decision's Asked in one protocol (ChannelOf): through an
 // EvictionRequest, its pod condition withdrawn if it has one; or through the pod condition, a
 // request of nodemaint's for it withdrawn. Withdrawn pods lose both.
-func (evictionRequests) Writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodeaction.Decision, now time.Time) Writes {
+func (evictionRequests) Writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodedecide.Decision, now time.Time) Writes {
 	// The pods with a responder as read, carrying nodemaint's pod condition: pods holds their
 	// answered copies, whose conditions stand for nodemaint's EvictionRequests.
 	conditioned := make(map[types.UID]*corev1.Pod, len(seen.PodConditions))
@@ -287,7 +287,7 @@ const (
 // ChannelOf is how the EvictionRequest protocol asks a pod of the decision's Asked: through an
 // EvictionRequest where the pod names a responder of its own (evictionrequest.Registered) and
 // some maintenance would evict it (not d.SignalOnly), else through the pod condition.
-func ChannelOf(pod *corev1.Pod, d nodeaction.Decision) Channel {
+func ChannelOf(pod *corev1.Pod, d nodedecide.Decision) Channel {
 	if evictionrequest.Registered(pod) && !d.SignalOnly[pod.UID] {
 		return EvictionRequest
 	}

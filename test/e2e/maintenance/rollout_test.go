@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
-	"github.com/nodemaint/nodemaint/internal/nodeaction"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	"github.com/nodemaint/nodemaint/test/invariants"
@@ -478,7 +478,7 @@ func expectReleased(t *testing.T, name, want string) {
 			}
 		}
 		for _, c := range node.Status.Conditions {
-			if c.Type == nodemaintv1alpha1.NodeConditionUnderMaintenance || slices.Contains(nodeaction.LifecycleConditionTypes, c.Type) {
+			if c.Type == nodemaintv1alpha1.NodeConditionUnderMaintenance || slices.Contains(nodedecide.LifecycleConditionTypes, c.Type) {
 				left = append(left, fmt.Sprintf("condition %s=%s (%s)", c.Type, c.Status, c.Reason))
 			}
 		}

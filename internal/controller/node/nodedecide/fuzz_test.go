@@ -1,4 +1,4 @@
-package nodeaction
+package nodedecide
 
 import (
 	"encoding/json"
@@ -30,7 +30,7 @@ import (
 // a decision must never do, and that it converges: applied, the next decision changes nothing.
 // The seed corpus is under testdata/fuzz/FuzzDecide. Run it with e.g.
 //
-//	go test ./internal/nodeaction -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
+//	go test ./internal/nodedecide -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
 func FuzzDecide(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0x03, 0x12, 0, 0x03, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})

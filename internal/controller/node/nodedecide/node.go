@@ -1,4 +1,4 @@
-package nodeaction
+package nodedecide
 
 import (
 	"strings"
