@@ -32,7 +32,7 @@
 //
 // PodDisruptionBudgets, namespaces and DrainRules are kept whole but for their managed fields
 // and last-applied configuration. EvictionRequests and Evictions too, but for the managed fields
-// entries of kube-controller-manager's Eviction controllers (eviction.InTreeManager: their
+// entries of kube-controller-manager's Eviction controllers (evictiondecide.InTreeManager: their
 // manager, operation and time, not their fields), from which nodemaint's Eviction controller tells
 // that the in-tree one answers. The list is checked by TestPodKeepsWhatControllersRead, and
 // TestPreflightOfTrimmedObjects checks that a preflight of trimmed objects reports exactly as
@@ -51,7 +51,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodemaint/nodemaint/internal/eviction"
+	"github.com/nodemaint/nodemaint/internal/controller/eviction/evictiondecide"
 )
 
 // lastApplied is kubectl's client-side apply annotation: a copy of the whole object as applied.
@@ -118,7 +118,7 @@ func inTreeWrites(in any, managed []metav1.ManagedFieldsEntry) []metav1.ManagedF
 	}
 	var kept []metav1.ManagedFieldsEntry
 	for _, m := range managed {
-		if eviction.InTreeManager([]metav1.ManagedFieldsEntry{m}) != "" {
+		if evictiondecide.InTreeManager([]metav1.ManagedFieldsEntry{m}) != "" {
 			m.FieldsV1 = nil
 			kept = append(kept, m)
 		}

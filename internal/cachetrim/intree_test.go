@@ -7,7 +7,7 @@ import (
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodemaint/nodemaint/internal/eviction"
+	"github.com/nodemaint/nodemaint/internal/controller/eviction/evictiondecide"
 )
 
 // TestInTreeWritesKept: of an EvictionRequest or an Eviction, the cache keeps the managed fields
@@ -19,8 +19,8 @@ func TestInTreeWritesKept(t *testing.T) {
 		fields := &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}
 		return []metav1.ManagedFieldsEntry{
 			{Manager: "nodemaint-eviction-controller/nodemaint", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: fields},
-			{Manager: eviction.InTreeController, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", FieldsV1: fields},
-			{Manager: eviction.InTreeResponder, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", FieldsV1: fields},
+			{Manager: evictiondecide.InTreeController, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", FieldsV1: fields},
+			{Manager: evictiondecide.InTreeResponder, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", FieldsV1: fields},
 		}
 	}
 	for _, obj := range []interface {
@@ -33,7 +33,7 @@ func TestInTreeWritesKept(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := obj.GetManagedFields()
-		if len(got) != 2 || got[0].Manager != eviction.InTreeController || got[1].Manager != eviction.InTreeResponder ||
+		if len(got) != 2 || got[0].Manager != evictiondecide.InTreeController || got[1].Manager != evictiondecide.InTreeResponder ||
 			got[0].FieldsV1 != nil || got[0].Subresource != "status" || got[0].Operation != metav1.ManagedFieldsOperationApply {
 			t.Errorf("%T kept %+v: want the in-tree controllers' entries without their fields", obj, got)
 		}

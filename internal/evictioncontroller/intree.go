@@ -1,10 +1,10 @@
 package evictioncontroller
 
-// Beside kube-controller-manager's own Eviction controller (internal/eviction's coexist.go says
+// Beside kube-controller-manager's own Eviction controller (internal/controller/eviction/evictiondecide's coexist.go says
 // why its field managers are how it shows): under --eviction-controller=auto, the controller
 // looks in its cache for an EvictionRequest or Eviction the in-tree controllers wrote (the cache
 // keeps those managed fields entries, internal/cachetrim) and, while one is there, writes nothing
-// (eviction.Observation.InTree). The change is reported once: a log line, the gauges, and an
+// (evictiondecide.Observation.InTree). The change is reported once: a log line, the gauges, and an
 // Event on the object that shows it.
 
 import (
@@ -18,11 +18,11 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/nodemaint/nodemaint/internal/eviction"
+	"github.com/nodemaint/nodemaint/internal/controller/eviction/evictiondecide"
 )
 
 // inTreeIndex indexes under "true" the EvictionRequests and Evictions that an in-tree Eviction
-// controller wrote (eviction.InTreeManager).
+// controller wrote (evictiondecide.InTreeManager).
 const inTreeIndex = "evictioncontroller.intree"
 
 // StandsAsideReason is the reason of the Event recorded on the object that shows the in-tree
@@ -32,7 +32,7 @@ const StandsAsideReason = "EvictionControllerStandsAside"
 // indexInTree adds inTreeIndex to the manager's cache.
 func indexInTree(ctx context.Context, mgr manager.Manager) error {
 	written := func(o client.Object) []string {
-		if eviction.InTreeManager(o.GetManagedFields()) != "" {
+		if evictiondecide.InTreeManager(o.GetManagedFields()) != "" {
 			return []string{"true"}
 		}
 		return nil
@@ -71,7 +71,7 @@ func (r *Reconciler) inTree(ctx context.Context) (string, error) {
 		if _, ok := shown.(*lifecyclev1alpha1.EvictionRequest); ok {
 			kind = "EvictionRequest"
 		}
-		what = eviction.InTreeMessage(eviction.InTreeManager(shown.GetManagedFields()), kind, shown.GetNamespace(), shown.GetName())
+		what = evictiondecide.InTreeMessage(evictiondecide.InTreeManager(shown.GetManagedFields()), kind, shown.GetNamespace(), shown.GetName())
 	}
 	if was, _ := r.inTreeSeen.Swap(what).(string); (was == "") != (what == "") {
 		log := logf.FromContext(ctx)

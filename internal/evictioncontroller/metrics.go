@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/nodemaint/nodemaint/internal/eviction"
+	"github.com/nodemaint/nodemaint/internal/controller/eviction/evictiondecide"
 )
 
 // standingAside is 1 while the Eviction controller (--eviction-controller=auto) stands aside for
@@ -80,7 +80,7 @@ type reported map[*prometheus.GaugeVec][][]string
 // report sets upstream's gauges for the target's requests and the controller's own Evictions, as
 // the decision leaves them (wanted, by name: the statuses it writes), and deletes the series
 // reported at the last look that are gone (r.metrics).
-func (r *Reconciler) report(target types.NamespacedName, obs eviction.Observation, wanted map[string]*lifecyclev1alpha1.Eviction) {
+func (r *Reconciler) report(target types.NamespacedName, obs evictiondecide.Observation, wanted map[string]*lifecyclev1alpha1.Eviction) {
 	now := reported{}
 	set := func(g *prometheus.GaugeVec, v float64, labels ...string) {
 		g.WithLabelValues(labels...).Set(v)
@@ -95,7 +95,7 @@ func (r *Reconciler) report(target types.NamespacedName, obs eviction.Observatio
 	}
 	for i := range obs.Evictions {
 		e := &obs.Evictions[i]
-		if !eviction.Ours(e, r.Name) || e.Spec.Target.Pod == nil {
+		if !evictiondecide.Ours(e, r.Name) || e.Spec.Target.Pod == nil {
 			continue
 		}
 		if w := wanted[e.Name]; w != nil {

@@ -2,7 +2,7 @@
 // evictionrequest-controller and of its imperative-eviction.k8s.io/evictor responder, for
 // clusters that serve lifecycle.k8s.io/v1alpha1 but whose kube-controller-manager does not run the
 // controller (Kubernetes 1.37 does not have it). It observes one target pod, decides with
-// internal/eviction and applies.
+// internal/controller/eviction/evictiondecide and applies.
 package evictioncontroller
 
 import (
@@ -38,8 +38,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/eviction/evictiondecide"
 	"github.com/nodemaint/nodemaint/internal/drain"
-	"github.com/nodemaint/nodemaint/internal/eviction"
 	"github.com/nodemaint/nodemaint/internal/evictionbacklog"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
@@ -55,7 +55,7 @@ import (
 // targetIndex indexes EvictionRequests and Evictions by their target pod's "namespace/name".
 const targetIndex = "evictioncontroller.target"
 
-// foreignIndex indexes the Evictions this controller did not create (eviction.Ours) under
+// foreignIndex indexes the Evictions this controller did not create (evictiondecide.Ours) under
 // "true": where it looks for another Eviction controller answering in the cluster (Yield).
 const foreignIndex = "evictioncontroller.foreign"
 
@@ -118,7 +118,7 @@ type Reconciler struct {
 	collected sync.Map
 	// ended is when the controller first saw each target it has an Eviction of terminal or gone
 	// (namespace/name: map of UID to time), the start of its active responder's grace
-	// (eviction.GracefulCompletionDelay); memory only, as upstream's: after a restart the grace
+	// (evictiondecide.GracefulCompletionDelay); memory only, as upstream's: after a restart the grace
 	// starts again.
 	ended sync.Map
 	// metrics are the Evictions and requests of each target (namespace/name) whose series of
@@ -141,7 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	now := r.now()
-	d := eviction.Decide(obs, now)
+	d := evictiondecide.Decide(obs, now)
 	defer func() { r.report(req.NamespacedName, obs, wanted(d)) }()
 	if d.StandAside != "" {
 		log.V(1).Info("standing aside", "reason", d.StandAside)
@@ -159,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.budgets(ctx, &obs); err != nil {
 			return reconcile.Result{}, err
 		}
-		d = eviction.Decide(obs, now)
+		d = evictiondecide.Decide(obs, now)
 		if requeue, _, err = r.apply(ctx, obs, d); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -177,13 +177,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if d.RecheckAfter > 0 {
 		// With the state of the pod's budgets the decision was made with: a test (or a person
 		// reading the log) can tell that a refused pod was looked at since its budgets changed.
-		log.V(1).Info("looking again", "after", d.RecheckAfter, "budgets", eviction.BudgetsVersion(obs.Budgets))
+		log.V(1).Info("looking again", "after", d.RecheckAfter, "budgets", evictiondecide.BudgetsVersion(obs.Budgets))
 	}
 	return reconcile.Result{RequeueAfter: d.RecheckAfter, Priority: priority}, nil
 }
 
 // wanted are the Evictions whose status the decision writes, by name, as it wants them.
-func wanted(d eviction.Decision) map[string]*lifecyclev1alpha1.Eviction {
+func wanted(d evictiondecide.Decision) map[string]*lifecyclev1alpha1.Eviction {
 	out := map[string]*lifecyclev1alpha1.Eviction{}
 	for _, e := range d.Status {
 		out[e.Name] = e
@@ -198,10 +198,10 @@ func (r *Reconciler) now() time.Time {
 	return r.Clock.Now()
 }
 
-func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (eviction.Observation, error) {
+func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (evictiondecide.Observation, error) {
 	// The API server enforces the KEP's heartbeat deadline: it refuses to interrupt a responder
 	// earlier, so the deadline is not configurable.
-	obs := eviction.Observation{Namespace: target.Namespace, Name: target.Name, HeartbeatDeadline: evictionrequest.HeartbeatDeadline, Controller: r.Name}
+	obs := evictiondecide.Observation{Namespace: target.Namespace, Name: target.Name, HeartbeatDeadline: evictionrequest.HeartbeatDeadline, Controller: r.Name}
 	if r.Yield {
 		var err error
 		// kube-controller-manager's own controller first (intree.go): nothing is written while
@@ -209,7 +209,7 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 		if obs.InTree, err = r.inTree(ctx); err != nil {
 			return obs, err
 		}
-		obs.InTreeGrace = eviction.InTreeGrace
+		obs.InTreeGrace = evictiondecide.InTreeGrace
 		if obs.InTree == "" {
 			if obs.Yield, err = r.answering(ctx); err != nil {
 				return obs, err
@@ -278,13 +278,13 @@ func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (
 
 // endedAt records when the controller first saw each target its own Evictions name terminal or
 // gone, and returns those times; targets no longer named are forgotten.
-func (r *Reconciler) endedAt(target types.NamespacedName, obs eviction.Observation) map[types.UID]time.Time {
+func (r *Reconciler) endedAt(target types.NamespacedName, obs evictiondecide.Observation) map[types.UID]time.Time {
 	was, _ := r.ended.Load(target)
 	had, _ := was.(map[types.UID]time.Time)
 	out := map[types.UID]time.Time{}
 	for i := range obs.Evictions {
 		e := &obs.Evictions[i]
-		if !eviction.Ours(e, r.Name) || e.Spec.Target.Pod == nil {
+		if !evictiondecide.Ours(e, r.Name) || e.Spec.Target.Pod == nil {
 			continue
 		}
 		uid := e.Spec.Target.Pod.UID
@@ -307,27 +307,27 @@ func (r *Reconciler) endedAt(target types.NamespacedName, obs eviction.Observati
 
 // budgets reads the PodDisruptionBudgets of the target pod into the observation: they pace the
 // imperative evictor's retries, so they are read only while an Eviction exists.
-func (r *Reconciler) budgets(ctx context.Context, obs *eviction.Observation) error {
+func (r *Reconciler) budgets(ctx context.Context, obs *evictiondecide.Observation) error {
 	if obs.Pod == nil || len(obs.Evictions) == 0 || obs.Budgets != nil {
 		return nil
 	}
-	// Read only (eviction.Decide does not change its observation): the cache's objects, not
+	// Read only (evictiondecide.Decide does not change its observation): the cache's objects, not
 	// copies. Every look at a pod under way read its namespace's budgets, a hundred in scenario L,
 	// and deep copies of them were 6% of the controller's CPU late in that drain.
 	var pdbs policyv1.PodDisruptionBudgetList
 	if err := r.Client.List(ctx, &pdbs, client.InNamespace(obs.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	obs.Budgets = eviction.SelectBudgets(obs.Pod, pdbs.Items)
+	obs.Budgets = evictiondecide.SelectBudgets(obs.Pod, pdbs.Items)
 	return nil
 }
 
 // sawPod reports whether one of the controller's own Evictions names a pod a request of the
 // observation targets: the controller created it from that pod as its cache showed it.
-func (r *Reconciler) sawPod(obs eviction.Observation) bool {
+func (r *Reconciler) sawPod(obs evictiondecide.Observation) bool {
 	for i := range obs.Evictions {
 		e := &obs.Evictions[i]
-		if !eviction.Ours(e, r.Name) || e.Spec.Target.Pod == nil {
+		if !evictiondecide.Ours(e, r.Name) || e.Spec.Target.Pod == nil {
 			continue
 		}
 		for _, req := range obs.Requests {
@@ -365,7 +365,7 @@ func (r *Reconciler) answering(ctx context.Context) (string, error) {
 		e := &evs.Items[i]
 		name, marked := e.Labels[evictionrequest.ControllerLabel]
 		if marked || e.CreationTimestamp.After(r.since.Add(-clockSkew)) {
-			other = eviction.YieldMessage(name, marked, e.Namespace, e.Name)
+			other = evictiondecide.YieldMessage(name, marked, e.Namespace, e.Name)
 			break
 		}
 	}
@@ -384,7 +384,7 @@ func (r *Reconciler) answering(ctx context.Context) (string, error) {
 // responder waits for it), then the request conditions, then the imperative evictor's eviction,
 // then the collection of finished Evictions. It reports whether to look again shortly (a stale
 // write, or an eviction made), and the Eviction it created, as the API server returned it.
-func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d eviction.Decision) (bool, *lifecyclev1alpha1.Eviction, error) {
+func (r *Reconciler) apply(ctx context.Context, obs evictiondecide.Observation, d evictiondecide.Decision) (bool, *lifecyclev1alpha1.Eviction, error) {
 	log := logf.FromContext(ctx)
 	again := false
 	byName := map[string]*lifecyclev1alpha1.EvictionRequest{}
@@ -411,7 +411,7 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 		switch {
 		case err == nil:
 			log.Info("created the Eviction", "eviction", d.Create.Name)
-			r.record(d.Create, nil, eviction.CreatedEvent(d.Create))
+			r.record(d.Create, nil, evictiondecide.CreatedEvent(d.Create))
 			created = d.Create
 		case apierrors.IsAlreadyExists(err):
 			// Taken by another controller's Eviction (or one of its own the cache does not
@@ -475,10 +475,10 @@ func (r *Reconciler) apply(ctx context.Context, obs eviction.Observation, d evic
 // PodDisruptionBudgets), with the pod's UID as precondition. A refusal backs off exponentially
 // (Refusals), recorded with the state of the pod's budgets as observed, so that a change of
 // theirs brings the retry forward; the next decision writes it into the responder's message.
-func (r *Reconciler) evict(ctx context.Context, obs eviction.Observation, ev *lifecyclev1alpha1.Eviction) {
+func (r *Reconciler) evict(ctx context.Context, obs evictiondecide.Observation, ev *lifecyclev1alpha1.Eviction) {
 	log := logf.FromContext(ctx)
 	pod := obs.Pod
-	budgets := eviction.BudgetsVersion(obs.Budgets)
+	budgets := evictiondecide.BudgetsVersion(obs.Budgets)
 	// The pod's own grace period: the imperative evictor evicts only for other requesters (a pod
 	// only nodemaint's drain asks for is held for the drain, which evicts it with its
 	// maintenances' grace period), and KEP-4563's requests carry none.
@@ -487,15 +487,15 @@ func (r *Reconciler) evict(ctx context.Context, obs eviction.Observation, ev *li
 	case evictor.Evicted:
 		r.evicted.Store(client.ObjectKeyFromObject(pod), pod.UID)
 		log.Info("imperative evictor evicted the pod", "pod", pod.Name, "eviction", ev.Name)
-		r.record(ev, pod, eviction.EvictedEvent(ev, pod.Name))
+		r.record(ev, pod, evictiondecide.EvictedEvent(ev, pod.Name))
 	case evictor.Refused, evictor.Failed:
 		log.Info("imperative evictor's eviction refused", "pod", pod.Name, "retryAfter", res.Wait, "budgets", budgets, "reason", res.Message)
 	}
 }
 
 // record records the Event on the Eviction ev, related to the object related (nil: none), in
-// the words of internal/eviction, when it is one worth recording (eviction.Event.Recorded).
-func (r *Reconciler) record(ev *lifecyclev1alpha1.Eviction, related runtime.Object, e eviction.Event) {
+// the words of internal/controller/eviction/evictiondecide, when it is one worth recording (evictiondecide.Event.Recorded).
+func (r *Reconciler) record(ev *lifecyclev1alpha1.Eviction, related runtime.Object, e evictiondecide.Event) {
 	if !e.Recorded() {
 		return
 	}
@@ -517,7 +517,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			return err
 		}
 		if err := mgr.GetFieldIndexer().IndexField(ctx, &lifecyclev1alpha1.Eviction{}, foreignIndex, func(o client.Object) []string {
-			if !eviction.Ours(o.(*lifecyclev1alpha1.Eviction), r.Name) {
+			if !evictiondecide.Ours(o.(*lifecyclev1alpha1.Eviction), r.Name) {
 				return []string{"true"}
 			}
 			return nil
@@ -625,7 +625,7 @@ func waits(ctx context.Context, c client.Reader, target types.NamespacedName) bo
 func (r *Reconciler) evictionDecides() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool {
-			return e.IsInInitialList || !eviction.Ours(e.Object.(*lifecyclev1alpha1.Eviction), r.Name)
+			return e.IsInInitialList || !evictiondecide.Ours(e.Object.(*lifecyclev1alpha1.Eviction), r.Name)
 		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*lifecyclev1alpha1.Eviction), e.ObjectNew.(*lifecyclev1alpha1.Eviction)
@@ -698,7 +698,7 @@ func (r *Reconciler) refusedBy(ctx context.Context, o client.Object) []reconcile
 		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: pdb.Namespace, Name: p.Name}, pod, client.UnsafeDisableDeepCopy); err != nil || pod.UID != p.UID {
 			continue
 		}
-		if len(eviction.SelectBudgets(pod, []policyv1.PodDisruptionBudget{*pdb})) == 0 {
+		if len(evictiondecide.SelectBudgets(pod, []policyv1.PodDisruptionBudget{*pdb})) == 0 {
 			continue
 		}
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pdb.Namespace, Name: p.Name}})

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/nodemaint/nodemaint/internal/eviction"
+	"github.com/nodemaint/nodemaint/internal/controller/eviction/evictiondecide"
 	"github.com/nodemaint/nodemaint/internal/setup"
 	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/internal/testutil"
@@ -418,7 +418,7 @@ func TestBudgetPacedRetries(t *testing.T) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pdb), pdb); err != nil {
 			t.Fatal(err)
 		}
-		version := eviction.BudgetsVersion([]policyv1.PodDisruptionBudget{*pdb})
+		version := evictiondecide.BudgetsVersion([]policyv1.PodDisruptionBudget{*pdb})
 		for _, name := range remaining {
 			expectLooked(t, name, time.Time{}, map[string]string{"budgets": version})
 		}

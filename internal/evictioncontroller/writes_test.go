@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/nodemaint/nodemaint/internal/eviction"
+	"github.com/nodemaint/nodemaint/internal/controller/eviction/evictiondecide"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
@@ -182,7 +182,7 @@ func TestGoneTargetLeftToTheGarbageCollector(t *testing.T) {
 		clear(writes)
 		reconcileOnce(t, r)
 		// Its active responder's grace since the controller saw the pod gone ran out.
-		clock.SetTime(clock.Now().Add(eviction.GracefulCompletionDelay))
+		clock.SetTime(clock.Now().Add(evictiondecide.GracefulCompletionDelay))
 		reconcileOnce(t, r)
 		if reads.gets != 0 {
 			// The controller made the pod's Eviction from the pod it read: the cache not
@@ -323,11 +323,11 @@ func TestEventsOnlyOfStatusWritten(t *testing.T) {
 		}
 		want := seen.DeepCopy()
 		want.Status.TargetResponders = []lifecyclev1alpha1.TargetResponder{{Name: responder, Priority: ptr.To[int32](10000), State: lifecyclev1alpha1.ResponderStateCompleted}}
-		d := eviction.Decision{Status: []*lifecyclev1alpha1.Eviction{want},
-			Events: []eviction.Event{{Eviction: ev.Name, Reason: eviction.ResponderCompleted, Responder: responder, ResponderMessage: "declined"}}}
+		d := evictiondecide.Decision{Status: []*lifecyclev1alpha1.Eviction{want},
+			Events: []evictiondecide.Event{{Eviction: ev.Name, Reason: evictiondecide.ResponderCompleted, Responder: responder, ResponderMessage: "declined"}}}
 		rec := events.NewFakeRecorder(10)
 		r := &Reconciler{Client: c, Recorder: rec, Name: "me"}
-		_, _, _ = r.apply(ctx, eviction.Observation{Namespace: "ns", Name: pod.Name, Evictions: []lifecyclev1alpha1.Eviction{*seen}}, d)
+		_, _, _ = r.apply(ctx, evictiondecide.Observation{Namespace: "ns", Name: pod.Name, Evictions: []lifecyclev1alpha1.Eviction{*seen}}, d)
 		if got := len(rec.Events); got != map[bool]int{false: 0, true: 1}[stored] {
 			t.Errorf("status written %t: %d Events; want %d", stored, got, map[bool]int{false: 0, true: 1}[stored])
 		}

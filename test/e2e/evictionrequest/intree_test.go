@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/eviction"
+	"github.com/nodemaint/nodemaint/internal/controller/eviction/evictiondecide"
 	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 	"github.com/nodemaint/nodemaint/internal/testutil"
@@ -38,7 +38,7 @@ import (
 // eviction responder in the namespace, as their pull requests write them
 // (kubernetes/kubernetes#137133 and #137396, atiratree/kubernetes pkg/controller/evictionrequest):
 // every write is a Server-Side Apply with Force under their controller names as field managers
-// (eviction.InTreeController, eviction.InTreeResponder); it writes the observedGeneration of every
+// (evictiondecide.InTreeController, evictiondecide.InTreeResponder); it writes the observedGeneration of every
 // EvictionRequest at its first look; it creates one Eviction per pod asked for, named
 // pod-<n>-<pod>, labelled with its requesters' and responders' names (KEP-4563 "Label
 // Generation", no mark of its own), owned by the requests; and it adopts every Eviction of a pod,
@@ -156,7 +156,7 @@ func (s *standIn) sync(ctx context.Context, podName string) error {
 		reqs = append(reqs, r)
 		if ptr.Deref(r.Status.ObservedGeneration, 0) != r.Generation {
 			if _, err := lc.EvictionRequests(s.ns).ApplyStatus(ctx, lifecycleac.EvictionRequest(r.Name, s.ns).
-				WithStatus(lifecycleac.EvictionRequestStatus().WithObservedGeneration(r.Generation)), applyAs(eviction.InTreeController)); err != nil {
+				WithStatus(lifecycleac.EvictionRequestStatus().WithObservedGeneration(r.Generation)), applyAs(evictiondecide.InTreeController)); err != nil {
 				return err
 			}
 		}
@@ -199,7 +199,7 @@ func (s *standIn) sync(ctx context.Context, podName string) error {
 			ac.WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion(lifecyclev1alpha1.SchemeGroupVersion.String()).
 				WithKind("EvictionRequest").WithName(r.Name).WithUID(r.UID))
 		}
-		if _, err := lc.Evictions(s.ns).Apply(ctx, ac, applyAs(eviction.InTreeController)); err != nil {
+		if _, err := lc.Evictions(s.ns).Apply(ctx, ac, applyAs(evictiondecide.InTreeController)); err != nil {
 			return err
 		}
 		// Its status at the Eviction's event.
@@ -326,7 +326,7 @@ func (s *standIn) progress(ctx context.Context, e *lifecyclev1alpha1.Eviction, p
 		}
 		st.WithResponders(rs)
 	}
-	if _, err := s.cs.LifecycleV1alpha1().Evictions(s.ns).ApplyStatus(ctx, lifecycleac.Eviction(e.Name, s.ns).WithStatus(st), applyAs(eviction.InTreeController)); err != nil {
+	if _, err := s.cs.LifecycleV1alpha1().Evictions(s.ns).ApplyStatus(ctx, lifecycleac.Eviction(e.Name, s.ns).WithStatus(st), applyAs(evictiondecide.InTreeController)); err != nil {
 		return err
 	}
 	// The imperative responder, once Active: evicts the pod, and says so once.
@@ -348,7 +348,7 @@ func (s *standIn) progress(ctx context.Context, e *lifecyclev1alpha1.Eviction, p
 	}
 	_, err = s.cs.LifecycleV1alpha1().Evictions(s.ns).ApplyStatus(ctx, lifecycleac.Eviction(e.Name, s.ns).WithStatus(lifecycleac.EvictionStatus().
 		WithResponders(lifecycleac.ResponderStatus().WithName(names.ImperativeEvictor).WithHeartbeatTime(now).WithMessage("evicting the pod"))),
-		applyAs(eviction.InTreeResponder))
+		applyAs(evictiondecide.InTreeResponder))
 	return err
 }
 
@@ -617,7 +617,7 @@ func drainBesideInTree(t *testing.T, ns string, c *framework.Controller, manager
 		}
 		slices.Sort(wrote)
 		fromNodemaint := w.mark != "" || slices.ContainsFunc(wrote, func(m string) bool { return strings.HasPrefix(m, nodemaintController) })
-		fromInTree := w.managers[eviction.InTreeController]
+		fromInTree := w.managers[evictiondecide.InTreeController]
 		switch {
 		case fromNodemaint && fromInTree:
 			t.Errorf("Eviction %s written by nodemaint's Eviction controller and the in-tree one: %v (mark %q)", key, wrote, w.mark)

@@ -1,4 +1,4 @@
-package eviction
+package evictiondecide
 
 // The words of the decision: the conditions' messages, the Events' type, action and note, and
 // the imperative evictor's status message, from the facts the decision carries. The conditions'

@@ -1,4 +1,4 @@
-package eviction
+package evictiondecide
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-// Package eviction decides what KEP-4563's evictionrequest-controller does about one target pod,
+// Package evictiondecide decides what KEP-4563's evictionrequest-controller does about one target pod,
 // purely, as upstream's controller and imperative-eviction responder do (kubernetes/kubernetes
 // pkg/controller/evictionrequest, imperativeevictionresponder): from the pod and the
 // EvictionRequests and Evictions naming it, per target UID, the Eviction to create (pod-<n>-<pod>,
@@ -11,4 +11,4 @@
 // PodDisruptionBudgets changed since and allow it). The decision carries its Events and
 // conditions as reasons and facts; messages.go words them. internal/evictioncontroller observes
 // and applies.
-package eviction
+package evictiondecide

@@ -1,4 +1,4 @@
-package eviction
+package evictiondecide
 
 // Beside kube-controller-manager's own Eviction controllers (KEP-4563: the
 // evictionrequest-controller of kubernetes/kubernetes#137133 and the imperative eviction responder

@@ -1,4 +1,4 @@
-package eviction
+package evictiondecide
 
 import (
 	"fmt"
@@ -598,7 +598,7 @@ func endedPastGrace(obs Observation, e *lifecyclev1alpha1.Eviction, now time.Tim
 // without a request asking for it, a changed target responder list; and that applied, decisions
 // reach a fixed point.
 //
-//	go test ./internal/eviction -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
+//	go test ./internal/controller/eviction/evictiondecide -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
 func FuzzDecide(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{3, 1, 2, 0x41, 0x12, 9, 200, 7, 1, 3})
