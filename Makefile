@@ -176,7 +176,7 @@ test-combinations: build ## The combinations e2e test, long version: 104 scenari
 
 .PHONY: test-eviction-heartbeat
 test-eviction-heartbeat: ## KEP-4563: a responder that stops heartbeating is passed over after the API server's 20-minute deadline (about 21 minutes).
-	NODEMAINT_SLOW_TESTS=1 KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 40m -run 'TestSilentResponderPassedOver$$' ./internal/evictioncontroller/
+	NODEMAINT_SLOW_TESTS=1 KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" $(GO) test -count=1 -v -timeout 40m -run 'TestSilentResponderPassedOver$$' ./internal/controller/eviction/
 
 .PHONY: test-load
 test-load: build ## The load e2e test: 50 NodeMaintenances created at once over 500 nodes.

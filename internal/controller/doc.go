@@ -9,7 +9,7 @@
 //
 // and what they share: observe (the observation of a node, from the cache, that both decide
 // from) and protocol (the ways of asking owners to move their pods). KEP-4563's Eviction
-// controller is internal/evictioncontroller; setup.Controllers sets them all up.
+// controller is internal/controller/eviction; setup.Controllers sets them all up.
 //
 // The tests of this package run the controllers together as nodemaint-controller does, on a
 // real kube-apiserver and etcd (envtest).

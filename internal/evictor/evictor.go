@@ -1,6 +1,6 @@
 // Package evictor evicts pods through the Eviction API (policy/v1), so that PodDisruptionBudgets
 // hold, and remembers each pod's refused evictions (Refusals) to back off per pod. The node
-// controller's drain and KEP-4563's imperative evictor (evictioncontroller) evict through it, with
+// controller's drain and KEP-4563's imperative evictor (internal/controller/eviction) evict through it, with
 // one memory.
 package evictor
 

@@ -29,10 +29,10 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/alerts"
 	"github.com/nodemaint/nodemaint/internal/controller/drainrule"
+	"github.com/nodemaint/nodemaint/internal/controller/eviction"
 	"github.com/nodemaint/nodemaint/internal/controller/node"
 	"github.com/nodemaint/nodemaint/internal/controller/nodemaintenance"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
-	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/permissions"
@@ -48,8 +48,8 @@ type Options struct {
 	// server must serve lifecycle.k8s.io/v1alpha1.
 	EvictionController bool
 	// EvictionControllerName names the Eviction controller: it marks the Evictions it creates
-	// with it and writes only those (evictioncontroller.Reconciler.Name), under the field
-	// manager evictioncontroller.FieldManager of it.
+	// with it and writes only those (eviction.Reconciler.Name), under the field
+	// manager eviction.FieldManager of it.
 	EvictionControllerName string
 	// EvictionYield: the Eviction controller creates no Eviction while another Eviction
 	// controller answers in the cluster (--eviction-controller=auto).
@@ -103,7 +103,7 @@ type Options struct {
 type Set struct {
 	Nodes        *node.Reconciler
 	Maintenances *nodemaintenance.Reconciler
-	Evictions    *evictioncontroller.Reconciler
+	Evictions    *eviction.Reconciler
 	Responder    *deployment.Reconciler
 }
 
@@ -126,8 +126,8 @@ func Controllers(ctx context.Context, mgr manager.Manager, o Options) (*Set, err
 		backlog = evictionbacklog.New(2 * max(o.EvictionConcurrency, 1))
 	}
 	if o.EvictionController {
-		c.Evictions = &evictioncontroller.Reconciler{
-			Client:    client.WithFieldOwner(clientOr(o.EvictionClient, mgr), evictioncontroller.FieldManager(o.EvictionControllerName)),
+		c.Evictions = &eviction.Reconciler{
+			Client:    client.WithFieldOwner(clientOr(o.EvictionClient, mgr), eviction.FieldManager(o.EvictionControllerName)),
 			APIReader: mgr.GetAPIReader(), Recorder: recorder, Refusals: refusals, Clock: o.Clock,
 			Name: o.EvictionControllerName, Yield: o.EvictionYield, Backlog: backlog,
 			Protected: func(pod *corev1.Pod) string {

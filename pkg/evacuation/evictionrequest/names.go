@@ -2,7 +2,7 @@
 // (lifecycle.k8s.io/v1alpha1): the requester nodemaint's drain writes into its EvictionRequests,
 // the default responder every Eviction of a pod ends with, and the deadlines the KEP sets. The
 // requester (internal/evictionrequest), the out-of-tree Eviction controller
-// (internal/evictioncontroller) and the responders import them from here.
+// (internal/controller/eviction) and the responders import them from here.
 package evictionrequest
 
 import (

@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/eviction"
 	"github.com/nodemaint/nodemaint/internal/controller/eviction/evictiondecide"
-	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
 	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -409,8 +409,8 @@ type evictionWrites struct {
 }
 
 // nodemaintController is the field manager prefix of nodemaint's Eviction controllers
-// (evictioncontroller.FieldManager).
-var nodemaintController = evictioncontroller.FieldManager("")
+// (eviction.FieldManager).
+var nodemaintController = eviction.FieldManager("")
 
 // TestBesideInTreeEvictionController: kube-controller-manager's own Eviction controller
 // (played by inTreeStandIn, which writes what nodemaint created too) answers in the cluster,
@@ -641,7 +641,7 @@ func drainBesideInTree(t *testing.T, ns string, c *framework.Controller, manager
 		var events eventsv1.EventList
 		err := cl.List(ctx, &events, client.InNamespace(ns))
 		return slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
-			return e.Reason == evictioncontroller.StandsAsideReason && e.EventTime.After(started)
+			return e.Reason == eviction.StandsAsideReason && e.EventTime.After(started)
 		}), "", err
 	})
 	log, err := os.ReadFile(c.LogPath())

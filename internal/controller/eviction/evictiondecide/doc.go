@@ -9,6 +9,6 @@
 // generation of the requests (or why they are invalid), the Evictions to collect, and whether the
 // imperative evictor evicts the pod now (not while it backs off from a refusal, unless the pod's
 // PodDisruptionBudgets changed since and allow it). The decision carries its Events and
-// conditions as reasons and facts; messages.go words them. internal/evictioncontroller observes
+// conditions as reasons and facts; messages.go words them. internal/controller/eviction observes
 // and applies.
 package evictiondecide

@@ -1,4 +1,4 @@
-package evictioncontroller_test
+package eviction_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/nodemaint/nodemaint/internal/evictioncontroller"
+	"github.com/nodemaint/nodemaint/internal/controller/eviction"
 	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
@@ -161,11 +161,11 @@ func fieldManagers(t *testing.T, namespace string) (stop func() []string) {
 			}
 			var managers []string
 			for _, mf := range e.ManagedFields {
-				if strings.HasPrefix(mf.Manager, evictioncontroller.FieldManager("")) && !slices.Contains(managers, mf.Manager) {
+				if strings.HasPrefix(mf.Manager, eviction.FieldManager("")) && !slices.Contains(managers, mf.Manager) {
 					managers = append(managers, mf.Manager)
 				}
 			}
-			mark := evictioncontroller.FieldManager(e.Labels[evictionrequest.ControllerLabel])
+			mark := eviction.FieldManager(e.Labels[evictionrequest.ControllerLabel])
 			if len(managers) > 1 || len(managers) == 1 && managers[0] != mark {
 				found = append(found, fmt.Sprintf("Eviction %s (marked %s) written by %v", e.Name, mark, managers))
 			}

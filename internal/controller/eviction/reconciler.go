@@ -1,9 +1,9 @@
-// Package evictioncontroller is nodemaint's out-of-tree implementation of KEP-4563's
+// Package eviction is nodemaint's out-of-tree implementation of KEP-4563's
 // evictionrequest-controller and of its imperative-eviction.k8s.io/evictor responder, for
 // clusters that serve lifecycle.k8s.io/v1alpha1 but whose kube-controller-manager does not run the
 // controller (Kubernetes 1.37 does not have it). It observes one target pod, decides with
 // internal/controller/eviction/evictiondecide and applies.
-package evictioncontroller
+package eviction
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package evictioncontroller
+package eviction
 
 import (
 	"context"

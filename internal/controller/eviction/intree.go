@@ -1,4 +1,4 @@
-package evictioncontroller
+package eviction
 
 // Beside kube-controller-manager's own Eviction controller (internal/controller/eviction/evictiondecide's coexist.go says
 // why its field managers are how it shows): under --eviction-controller=auto, the controller

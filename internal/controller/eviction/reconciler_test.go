@@ -1,4 +1,4 @@
-package evictioncontroller_test
+package eviction_test
 
 import (
 	"context"
