@@ -108,7 +108,7 @@ FUZZ_TARGETS := internal/drain:FuzzClassify internal/drain:FuzzPlanAndBlocked \
 	internal/maintenance:FuzzSelector internal/controller/node/nodedecide:FuzzDecide internal/rollout:FuzzDecide \
 	internal/controller/nodemaintenance:FuzzDecide \
 	internal/preflight:FuzzRun internal/controller/eviction/evictiondecide:FuzzDecide internal/responder/protocol:FuzzObserve \
-	internal/responder/deployment/decide:FuzzDecide internal/controller/machine:FuzzDecide \
+	internal/controller/deployment/deploymentdecide:FuzzDecide internal/controller/machine:FuzzDecide \
 	internal/controller/protocol:FuzzWrites
 FUZZTIME ?= 10000x
 

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
-	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
-	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide/decidetest"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/decidetest"
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/internal/testutil"
@@ -113,12 +113,12 @@ func TestAcceptedEventsOneSeries(t *testing.T) {
 	r := &Reconciler{Client: c, Recorder: broadcaster.NewRecorder(scheme.Scheme, "nodemaint-controller")}
 
 	d := createDeployment(t, c, "api")
-	accepted := decide.Decide(decide.Input{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)},
+	accepted := deploymentdecide.Decide(deploymentdecide.Input{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)},
 		Pods: []*corev1.Pod{pod("a", requested(0)), pod("b"), pod("c")}, Now: now, SurgeTimeout: time.Minute}).Events
 	if len(accepted) != 1 || accepted[0].Reason != "EvacuationAccepted" {
 		t.Fatalf("events %+v; want EvacuationAccepted alone", accepted)
 	}
-	started := decide.Event{Reason: decide.SurgeStarted, Original: 3, Surge: 1, Asked: 1, Pods: []string{"a"}}
+	started := deploymentdecide.Event{Reason: deploymentdecide.SurgeStarted, Original: 3, Surge: 1, Asked: 1, Pods: []string{"a"}}
 	for i := range 3 {
 		r.record(ctx, d, append(accepted, started))
 		// A wave changes the Deployment: a version of its own for the next acceptances.
@@ -238,8 +238,8 @@ func TestBoundsPatchRealAPIServer(t *testing.T) {
 		cachetrim.HorizontalPodAutoscaler(got)
 		return got
 	}
-	decideBounds := func(surge *surgepolicy.State) decide.Plan {
-		var p decide.Plan
+	decideBounds := func(surge *surgepolicy.State) deploymentdecide.Plan {
+		var p deploymentdecide.Plan
 		p.Autoscalers([]*autoscalingv2.HorizontalPodAutoscaler{cached()}, "web", surge)
 		return p
 	}
@@ -286,7 +286,7 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 	d, hpa := createAutoscaled(t, c, 3)
 	// The pod asked to leave is accepted and marked already: the plans write no pod.
 	pods := []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}
-	observe := func() decide.Input {
+	observe := func() deploymentdecide.Input {
 		t.Helper()
 		got, h := &appsv1.Deployment{}, &autoscalingv2.HorizontalPodAutoscaler{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil {
@@ -295,7 +295,7 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(hpa), h); err != nil {
 			t.Fatal(err)
 		}
-		return decide.Input{Deployment: got, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)}, Pods: pods,
+		return deploymentdecide.Input{Deployment: got, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)}, Pods: pods,
 			Autoscalers: []*autoscalingv2.HorizontalPodAutoscaler{h}, Now: now, SurgeTimeout: time.Minute}
 	}
 
@@ -321,7 +321,7 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 		},
 	})
 	in := observe()
-	p := decide.Decide(in)
+	p := deploymentdecide.Decide(in)
 	if len(p.Raise) != 1 || p.Scale == nil || p.Scale.Replicas != 4 {
 		t.Fatalf("first decision: raise %v, scale %+v; want the bounds raised and a surge to 4", p.Raise, p.Scale)
 	}
@@ -334,7 +334,7 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 	if *in.Deployment.Spec.Replicas != 4 || in.Deployment.Annotations[evacuation.SurgeAnnotation] != "" {
 		t.Fatalf("after the autoscaler's scale: replicas %d, surge record %q; want 4 and none", *in.Deployment.Spec.Replicas, in.Deployment.Annotations[evacuation.SurgeAnnotation])
 	}
-	p = decide.Decide(in)
+	p = deploymentdecide.Decide(in)
 	r.Client = c
 	if _, err := r.apply(ctx, in.Deployment, pods, protocol.View{}, p); err != nil {
 		t.Fatal(err)
@@ -354,7 +354,7 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 	}
 	for range 2 {
 		in = observe()
-		p = decide.Decide(in)
+		p = deploymentdecide.Decide(in)
 		if _, err := r.apply(ctx, in.Deployment, pods, protocol.View{}, p); err != nil {
 			t.Fatal(err)
 		}
@@ -401,7 +401,7 @@ func TestAutoscalerLateScaleRealAPIServer(t *testing.T) {
 	}
 	report(readHPA().Generation, 3)
 	pods := []*corev1.Pod{pod("a", requested(1), accepted, withMark), pod("b"), pod("c")}
-	observe := func() decide.Input {
+	observe := func() deploymentdecide.Input {
 		t.Helper()
 		got := &appsv1.Deployment{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil {
@@ -409,14 +409,14 @@ func TestAutoscalerLateScaleRealAPIServer(t *testing.T) {
 		}
 		h := readHPA()
 		cachetrim.HorizontalPodAutoscaler(h)
-		return decide.Input{Deployment: got, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)}, Pods: pods,
+		return deploymentdecide.Input{Deployment: got, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)}, Pods: pods,
 			Autoscalers: []*autoscalingv2.HorizontalPodAutoscaler{h}, Now: now, SurgeTimeout: time.Minute}
 	}
 	r := &Reconciler{Client: c, Recorder: discard{}}
-	step := func(what string) decide.Plan {
+	step := func(what string) deploymentdecide.Plan {
 		t.Helper()
 		in := observe()
-		p := decide.Decide(in)
+		p := deploymentdecide.Decide(in)
 		if _, err := r.apply(ctx, in.Deployment, pods, protocol.View{}, p); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}

@@ -7,7 +7,7 @@
 // ReplicaSet removes exactly them. Pods go in waves of at most maxSurge.
 //
 // This package is the responder's reconciler: it observes a Deployment, its ReplicaSets, pods,
-// Evictions and autoscalers from the cache, has internal/responder/deployment/decide (pure,
+// Evictions and autoscalers from the cache, has internal/controller/deployment/deploymentdecide (pure,
 // fuzzed) decide, and applies the plan: the pods' answers and marks, the Deployment's scale in one
 // patch, the ReplicaSets' markers, the Evictions' progress and heartbeats, the Events and the
 // metrics. It also holds the watches that bring a Deployment's changes and Release, the plugin's

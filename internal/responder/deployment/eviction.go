@@ -2,7 +2,7 @@ package deployment
 
 // The responder on KEP-4563's Evictions: which Evictions it reads, what progress it reports on
 // them, and the watch that brings their changes. The translation between the protocols is
-// internal/responder/protocol's; the surge is internal/responder/deployment/decide's, the same for
+// internal/responder/protocol's; the surge is internal/controller/deployment/deploymentdecide's, the same for
 // both protocols.
 
 import (
@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
-	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -98,12 +98,12 @@ func (w evictionStatusWriter) Patch(ctx context.Context, obj client.Object, patc
 // the pod is gone. It returns when the next heartbeat is due. A write that fails is logged and
 // done again at the next look: the Eviction controller waits 20 minutes for a heartbeat. The
 // writes go in parallel, as the answers do.
-func (r *Reconciler) heartbeats(ctx context.Context, in decide.Input, view protocol.View) time.Time {
+func (r *Reconciler) heartbeats(ctx context.Context, in deploymentdecide.Input, view protocol.View) time.Time {
 	beats, next := view.Heartbeats(in.Pods, in.Now)
-	wave := decide.SurgeWave(in)
+	wave := deploymentdecide.SurgeWave(in)
 	var surging evacuation.Progress // the same for every pod of the wave
 	if len(wave) > 0 {
-		surging = decide.SurgeProgress(in)
+		surging = deploymentdecide.SurgeProgress(in)
 	}
 	var g errgroup.Group
 	g.SetLimit(podWritesInFlight)
@@ -114,13 +114,13 @@ func (r *Reconciler) heartbeats(ctx context.Context, in decide.Input, view proto
 		var p evacuation.Progress
 		switch {
 		case b.Terminating:
-			if gone := decide.Removing(in.Deployment.Name, pod); !b.Request.Reported(gone) {
+			if gone := deploymentdecide.Removing(in.Deployment.Name, pod); !b.Request.Reported(gone) {
 				p = gone
 			}
 		case wave[pod.UID]:
 			p = surging
 		default:
-			p = decide.Accepting(in.Deployment.Name)
+			p = deploymentdecide.Accepting(in.Deployment.Name)
 		}
 		g.Go(func() error {
 			err := b.Request.Progress(ctx, r.evictionClient(), p)

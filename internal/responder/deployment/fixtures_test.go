@@ -1,6 +1,6 @@
 package deployment
 
-import "github.com/nodemaint/nodemaint/internal/responder/deployment/decide/decidetest"
+import "github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/decidetest"
 
 // The tests' objects, by their short names (see decidetest), as in the decision's tests.
 var (

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -49,7 +49,7 @@ var registerMetrics = sync.OnceFunc(func() {
 // answerLatency returns how long the pod's evacuation request waited for this answer, when it is
 // the first (the pod as it was before the answer was written); ok is false otherwise.
 func answerLatency(pod *corev1.Pod, now time.Time) (latency time.Duration, ok bool) {
-	requested := decide.RequestTime(pod)
+	requested := deploymentdecide.RequestTime(pod)
 	if evacuation.Condition(pod, evacuation.Initiated) != nil || requested.IsZero() {
 		return 0, false
 	}

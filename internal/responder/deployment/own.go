@@ -3,7 +3,7 @@ package deployment
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
 )
 
@@ -12,7 +12,7 @@ import (
 // pod the plan writes twice (answered, then marked) is one copy, so that the second write
 // starts from what the first returned. Through view, an answer on the pod's conditions changes
 // the copy too.
-func ownWrites(p *decide.Plan, view protocol.View) {
+func ownWrites(p *deploymentdecide.Plan, view protocol.View) {
 	copies := map[*corev1.Pod]*corev1.Pod{}
 	own := func(pod *corev1.Pod) *corev1.Pod {
 		c, ok := copies[pod]

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -25,7 +25,7 @@ func TestOwnWrites(t *testing.T) {
 		before[i] = p.DeepCopy()
 	}
 	view := protocol.Observe(cached, nil, "")
-	p := decide.Plan{Answers: []decide.Answer{{Pod: answered, Status: corev1.ConditionTrue, Reason: surgepolicy.ReasonSurge}}, Mark: []*corev1.Pod{answered}, Unmark: []*corev1.Pod{unmarked}}
+	p := deploymentdecide.Plan{Answers: []deploymentdecide.Answer{{Pod: answered, Status: corev1.ConditionTrue, Reason: surgepolicy.ReasonSurge}}, Mark: []*corev1.Pod{answered}, Unmark: []*corev1.Pod{unmarked}}
 	ownWrites(&p, view)
 
 	own := p.Answers[0].Pod
@@ -39,8 +39,8 @@ func TestOwnWrites(t *testing.T) {
 	}
 	// What the writes do in memory.
 	evacuation.SetCondition(own, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: surgepolicy.ReasonSurge})
-	decide.SetAnnotation(own, corev1.PodDeletionCost, nil)
-	decide.SetAnnotation(p.Unmark[0], evacuation.OriginalDeletionCostAnnotation, nil)
+	deploymentdecide.SetAnnotation(own, corev1.PodDeletionCost, nil)
+	deploymentdecide.SetAnnotation(p.Unmark[0], evacuation.OriginalDeletionCostAnnotation, nil)
 	for i, p := range cached {
 		if p.Name != before[i].Name || len(p.Status.Conditions) != len(before[i].Status.Conditions) || len(p.Annotations) != len(before[i].Annotations) {
 			t.Errorf("the cache's pod %s changed", before[i].Name)

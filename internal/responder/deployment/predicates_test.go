@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide/decidetest"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/decidetest"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 )
 

@@ -36,9 +36,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
 	"github.com/nodemaint/nodemaint/internal/fairqueue"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
-	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -103,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	p := decide.Decide(in)
+	p := deploymentdecide.Decide(in)
 	ownWrites(&p, view)
 	written, err := r.apply(ctx, d, in.Pods, view, p)
 	if err != nil {
@@ -128,9 +128,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // observe reads the Deployment's ReplicaSets and pods from the cache, the pods' Evictions (with an
 // EvictionResponder), and the HorizontalPodAutoscalers that target it or hold bounds raised for
 // it (autoscalersOf). The pods are those of the protocol's view: asked through pod conditions or
-// an Eviction, they look the same to decide.Decide.
-func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (decide.Input, protocol.View, error) {
-	in := decide.Input{Deployment: d, Now: r.now(), SurgeTimeout: r.SurgeTimeout}
+// an Eviction, they look the same to deploymentdecide.Decide.
+func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (deploymentdecide.Input, protocol.View, error) {
+	in := deploymentdecide.Input{Deployment: d, Now: r.now(), SurgeTimeout: r.SurgeTimeout}
 	if in.SurgeTimeout <= 0 {
 		in.SurgeTimeout = DefaultSurgeTimeout
 	}
@@ -168,7 +168,7 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (decide.
 }
 
 // autoscalersOf reads from the cache the HorizontalPodAutoscalers of the Deployment's namespace
-// that target it or whose record of raised bounds names it (decide.Input.Autoscalers). The
+// that target it or whose record of raised bounds names it (deploymentdecide.Input.Autoscalers). The
 // cache's objects, not copies (every reconcile reads them): they are only read, and writeBounds
 // patches copies.
 func (r *Reconciler) autoscalersOf(ctx context.Context, key types.NamespacedName) ([]*autoscalingv2.HorizontalPodAutoscaler, error) {
@@ -200,13 +200,13 @@ func deploymentsOfAutoscaler(hpa *autoscalingv2.HorizontalPodAutoscaler) []strin
 }
 
 // releaseAutoscalers restores the autoscalers whose bounds were raised for a surge of a
-// Deployment that is gone (decide.Plan.Autoscalers with no surge), and removes their records.
+// Deployment that is gone (deploymentdecide.Plan.Autoscalers with no surge), and removes their records.
 func (r *Reconciler) releaseAutoscalers(ctx context.Context, key types.NamespacedName) error {
 	hpas, err := r.autoscalersOf(ctx, key)
 	if err != nil || len(hpas) == 0 {
 		return err
 	}
-	var p decide.Plan
+	var p deploymentdecide.Plan
 	p.Autoscalers(hpas, key.Name, nil)
 	for _, e := range p.Events {
 		log.FromContext(ctx).Info("Evacuation step", "reason", e.Reason, "note", e.Note())
@@ -217,7 +217,7 @@ func (r *Reconciler) releaseAutoscalers(ctx context.Context, key types.Namespace
 // writeBounds writes the autoscalers' bounds and records of raised bounds, each in a merge patch
 // that applies only to the autoscaler as read (its resourceVersion): someone's change since is
 // a conflict, decided again on the next look. An autoscaler gone has nothing left to hold.
-func (r *Reconciler) writeBounds(ctx context.Context, changes []decide.BoundsChange) error {
+func (r *Reconciler) writeBounds(ctx context.Context, changes []deploymentdecide.BoundsChange) error {
 	for _, c := range changes {
 		hpa := c.HPA.DeepCopy()
 		c.Apply(hpa)
@@ -247,7 +247,7 @@ const podWritesInFlight = 25
 // before succeeded: an autoscaler holds the surged count from before the Deployment has it until
 // a later decision finds it scaled back. A pod's answer on its conditions and its mark are one
 // write (evacuation.Answer); an answer on an Eviction is followed by the pod's mark.
-func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, view protocol.View, p decide.Plan) (written bool, err error) {
+func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, view protocol.View, p deploymentdecide.Plan) (written bool, err error) {
 	if err := r.writePods(ctx, view, p); err != nil {
 		return false, err
 	}
@@ -255,9 +255,9 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 		return false, err
 	}
 	orig := d.DeepCopy()
-	count := map[string]*string{evacuation.DeploymentReplicasToEvacuateAnnotation: countValue(decide.ToEvacuate(pods))}
-	if p.Scale != nil || p.DropSurge || !decide.CountCanWait(d.Annotations, count, p.MoreSteps) {
-		decide.SetAnnotation(d, evacuation.DeploymentReplicasToEvacuateAnnotation, count[evacuation.DeploymentReplicasToEvacuateAnnotation])
+	count := map[string]*string{evacuation.DeploymentReplicasToEvacuateAnnotation: countValue(deploymentdecide.ToEvacuate(pods))}
+	if p.Scale != nil || p.DropSurge || !deploymentdecide.CountCanWait(d.Annotations, count, p.MoreSteps) {
+		deploymentdecide.SetAnnotation(d, evacuation.DeploymentReplicasToEvacuateAnnotation, count[evacuation.DeploymentReplicasToEvacuateAnnotation])
 	}
 	p.ApplyScale(d)
 	if !equality.Semantic.DeepEqual(orig.Annotations, d.Annotations) || !equality.Semantic.DeepEqual(orig.Spec, d.Spec) {
@@ -274,7 +274,7 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 				err = apierrors.NewConflict(appsv1.Resource("deployments"), d.Name, err)
 			}
 			// The autoscaler's changes are made, and said.
-			r.record(ctx, d, slices.DeleteFunc(slices.Clone(p.Events), func(e decide.Event) bool { return !e.OfAutoscaler() }))
+			r.record(ctx, d, slices.DeleteFunc(slices.Clone(p.Events), func(e deploymentdecide.Event) bool { return !e.OfAutoscaler() }))
 			return false, fmt.Errorf("patching the Deployment: %w", err)
 		}
 		written = true
@@ -283,7 +283,7 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 				"surge", d.Annotations[evacuation.SurgeAnnotation])
 		}
 	}
-	for _, outcome := range decide.SurgeOutcomes(p.Events) {
+	for _, outcome := range deploymentdecide.SurgeOutcomes(p.Events) {
 		surgesTotal.WithLabelValues(outcome).Inc()
 	}
 	r.record(ctx, d, p.Events)
@@ -293,7 +293,7 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 // writePods writes the pods' answers and marks, in parallel: one patch after the other, a
 // Deployment of 100 pods on a loaded API server would take seconds per step while the other
 // Deployments wait their turn.
-func (r *Reconciler) writePods(ctx context.Context, view protocol.View, p decide.Plan) error {
+func (r *Reconciler) writePods(ctx context.Context, view protocol.View, p deploymentdecide.Plan) error {
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -305,10 +305,10 @@ func (r *Reconciler) writePods(ctx context.Context, view protocol.View, p decide
 	}
 	costs := make(map[*corev1.Pod]map[string]*string, len(p.Mark)+len(p.Unmark))
 	for _, pod := range p.Unmark {
-		costs[pod] = decide.DeletionCost(pod, false)
+		costs[pod] = deploymentdecide.DeletionCost(pod, false)
 	}
 	for _, pod := range p.Mark {
-		costs[pod] = decide.DeletionCost(pod, true)
+		costs[pod] = deploymentdecide.DeletionCost(pod, true)
 	}
 	var g errgroup.Group
 	g.SetLimit(podWritesInFlight)
@@ -335,7 +335,7 @@ func (r *Reconciler) writePods(ctx context.Context, view protocol.View, p decide
 }
 
 // record logs the plan's Events and records them on the Deployment.
-func (r *Reconciler) record(ctx context.Context, d *appsv1.Deployment, events []decide.Event) {
+func (r *Reconciler) record(ctx context.Context, d *appsv1.Deployment, events []deploymentdecide.Event) {
 	for _, e := range events {
 		note := e.Note()
 		log.FromContext(ctx).Info("Evacuation step", "reason", e.Reason, "note", note)
@@ -397,7 +397,7 @@ func jsonPointerEscape(key string) string {
 // (AcceptMarking: the Eviction hears from the responder at its first heartbeat), and a decline
 // or an acceptance without it is a write of the Eviction, followed by the cost on the pod. A
 // request that went away leaves an answer only on the conditions.
-func (r *Reconciler) answer(ctx context.Context, view protocol.View, a decide.Answer, cost map[string]*string) error {
+func (r *Reconciler) answer(ctx context.Context, view protocol.View, a deploymentdecide.Answer, cost map[string]*string) error {
 	before := a.Pod.ResourceVersion
 	req := view.Request(a.Pod)
 	if req == nil {
@@ -436,7 +436,7 @@ func (r *Reconciler) answer(ctx context.Context, view protocol.View, a decide.An
 	return nil
 }
 
-// setDeletionCost writes the pod's deletion cost annotations (decide.DeletionCost) with a pod
+// setDeletionCost writes the pod's deletion cost annotations (deploymentdecide.DeletionCost) with a pod
 // patch, to that pod only (its UID): a pod gone, or another under its name, is a stale read,
 // dropped (its event brings the next look).
 func (r *Reconciler) setDeletionCost(ctx context.Context, pod *corev1.Pod, cost map[string]*string) error {
@@ -461,19 +461,19 @@ func (r *Reconciler) wrote(before string, pod *corev1.Pod) {
 	r.Written.Wrote(before, written)
 }
 
-// syncMarkers keeps the ReplicaSets' markers (decide.Markers). While the evacuation has more steps
+// syncMarkers keeps the ReplicaSets' markers (deploymentdecide.Markers). While the evacuation has more steps
 // and the Deployment was not written (deploymentWritten), a count whose value alone changed
-// waits for the next step (decide.CountCanWait).
-func (r *Reconciler) syncMarkers(ctx context.Context, d *appsv1.Deployment, in decide.Input, ready, moreSteps, deploymentWritten bool) error {
+// waits for the next step (deploymentdecide.CountCanWait).
+func (r *Reconciler) syncMarkers(ctx context.Context, d *appsv1.Deployment, in deploymentdecide.Input, ready, moreSteps, deploymentWritten bool) error {
 	var errs []error
 	for _, rs := range in.ReplicaSets {
 		orig := rs.DeepCopy()
-		want := decide.Markers(rs, in.Pods, ready, d.Annotations, moreSteps)
-		if decide.CountCanWait(rs.Annotations, want, moreSteps && !deploymentWritten) {
+		want := deploymentdecide.Markers(rs, in.Pods, ready, d.Annotations, moreSteps)
+		if deploymentdecide.CountCanWait(rs.Annotations, want, moreSteps && !deploymentWritten) {
 			continue
 		}
 		for key, value := range want {
-			decide.SetAnnotation(rs, key, value)
+			deploymentdecide.SetAnnotation(rs, key, value)
 		}
 		if equality.Semantic.DeepEqual(orig.Annotations, rs.Annotations) {
 			continue
@@ -573,12 +573,12 @@ func deploymentOfPod(ctx context.Context, c client.Reader, pod *corev1.Pod, only
 // involved reports whether the responder looks at the pod's own changes: it has an evacuation
 // request, an answer or a mark.
 func involved(pod *corev1.Pod) bool {
-	return evacuation.Condition(pod, evacuation.Request) != nil || evacuation.Condition(pod, evacuation.Initiated) != nil || decide.IsMarked(pod)
+	return evacuation.Condition(pod, evacuation.Request) != nil || evacuation.Condition(pod, evacuation.Initiated) != nil || deploymentdecide.IsMarked(pod)
 }
 
 // podEvacuationChanged passes the events of pods the responder has to look at: with an
 // evacuation request, an answer or a mark, when one of those or the pod's deletion changes; and
-// any pod's readiness, which completes a surge, or trouble (decide.InTrouble: unschedulable,
+// any pod's readiness, which completes a surge, or trouble (deploymentdecide.InTrouble: unschedulable,
 // failing to start), which shortens its patience to the surge timeout (deploymentOfPod passes
 // those of surging Deployments only). A replacement seen before the scheduler marked it
 // unschedulable would otherwise wait for the Deployment's progress deadline, or the next
@@ -590,10 +590,10 @@ func podEvacuationChanged() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 			if !involved(o) && !involved(n) {
-				return podutils.IsPodReady(o) != podutils.IsPodReady(n) || decide.InTrouble(o) != decide.InTrouble(n)
+				return podutils.IsPodReady(o) != podutils.IsPodReady(n) || deploymentdecide.InTrouble(o) != deploymentdecide.InTrouble(n)
 			}
 			return !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
-				decide.IsMarked(o) != decide.IsMarked(n) ||
+				deploymentdecide.IsMarked(o) != deploymentdecide.IsMarked(n) ||
 				!equality.Semantic.DeepEqual(evacuation.Condition(o, evacuation.Request), evacuation.Condition(n, evacuation.Request)) ||
 				!equality.Semantic.DeepEqual(evacuation.Condition(o, evacuation.Initiated), evacuation.Condition(n, evacuation.Initiated))
 		},

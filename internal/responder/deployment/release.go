@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodemaint/nodemaint/internal/responder/deployment/decide"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
 	"github.com/nodemaint/nodemaint/internal/responder/protocol"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -48,8 +48,8 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 	// With the autoscalers, a surge the autoscaler carried out before the responder recorded it
 	// is adopted, then rolled back as any other.
 	mine := autoscalersOfDeployment(d, hpas)
-	in := decide.Input{Deployment: d, ReplicaSets: replicaSets, Pods: unrequested, Autoscalers: mine, Now: timeNow(), SurgeTimeout: DefaultSurgeTimeout}
-	p := decide.Decide(in)
+	in := deploymentdecide.Input{Deployment: d, ReplicaSets: replicaSets, Pods: unrequested, Autoscalers: mine, Now: timeNow(), SurgeTimeout: DefaultSurgeTimeout}
+	p := deploymentdecide.Decide(in)
 	rollBackWaiting(&p, d, unrequested)
 	boundsHeld := releaseBounds(&p, d, mine)
 	for i := range p.Answers {
@@ -85,7 +85,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 		delete(after.Annotations, evacuation.SurgeAnnotation)
 	}
 	for _, rs := range replicaSets {
-		want := decide.Markers(rs, unrequested, false, after.Annotations, false)
+		want := deploymentdecide.Markers(rs, unrequested, false, after.Annotations, false)
 		for _, k := range slices.Sorted(maps.Keys(want)) {
 			if _, has := rs.Annotations[k]; has && want[k] == nil {
 				changes = append(changes, fmt.Sprintf("replicaset.apps/%s/%s: removed annotation %s", rs.Namespace, rs.Name, k))
@@ -94,7 +94,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 	}
 	// Marked pods the ReplicaSet has yet to remove: the surge's pods after a rollback.
 	for _, pod := range unrequested {
-		if pod.DeletionTimestamp.IsZero() && (decide.IsMarked(pod) || containsPod(p.Mark, original[pod])) && !containsPod(p.Unmark, original[pod]) {
+		if pod.DeletionTimestamp.IsZero() && (deploymentdecide.IsMarked(pod) || containsPod(p.Mark, original[pod])) && !containsPod(p.Unmark, original[pod]) {
 			again = true
 		}
 	}
@@ -113,9 +113,9 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 	return changes, again, nil
 }
 
-// rollBackWaiting rolls back a surge decide.Decide would still wait for (no evacuated pod left
+// rollBackWaiting rolls back a surge deploymentdecide.Decide would still wait for (no evacuated pod left
 // to tell it was withdrawn): nobody will complete it any more.
-func rollBackWaiting(p *decide.Plan, d *appsv1.Deployment, unrequested []*corev1.Pod) {
+func rollBackWaiting(p *deploymentdecide.Plan, d *appsv1.Deployment, unrequested []*corev1.Pod) {
 	state, err := surgepolicy.Parse(d)
 	if err != nil || state == nil || p.Scale != nil || p.DropSurge {
 		return
@@ -126,7 +126,7 @@ func rollBackWaiting(p *decide.Plan, d *appsv1.Deployment, unrequested []*corev1
 			live = append(live, pod)
 		}
 	}
-	p.Rollback(live, state, decide.Event{Rollback: decide.RollbackReleased})
+	p.Rollback(live, state, deploymentdecide.Event{Rollback: deploymentdecide.RollbackReleased})
 }
 
 // autoscalersOfDeployment picks from hpas those that target the Deployment or whose record of
@@ -145,8 +145,8 @@ func autoscalersOfDeployment(d *appsv1.Deployment, hpas []*autoscalingv2.Horizon
 // any more: those raised for a surge are restored, whatever the plan said before, unless the
 // plan scales the Deployment back (as Decide, they wait for a call that finds it scaled back:
 // restored before, the autoscaler would race the scale-back). It reports whether they wait.
-func releaseBounds(p *decide.Plan, d *appsv1.Deployment, mine []*autoscalingv2.HorizontalPodAutoscaler) (held bool) {
-	p.Events = slices.DeleteFunc(p.Events, func(e decide.Event) bool {
+func releaseBounds(p *deploymentdecide.Plan, d *appsv1.Deployment, mine []*autoscalingv2.HorizontalPodAutoscaler) (held bool) {
+	p.Events = slices.DeleteFunc(p.Events, func(e deploymentdecide.Event) bool {
 		return e.OfAutoscaler()
 	})
 	if p.Scale != nil || p.DropSurge {

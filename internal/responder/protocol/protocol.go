@@ -1,5 +1,5 @@
 // Package protocol is the Deployment responder's adapter between the two evacuation protocols and
-// its decision. The responder decides (internal/responder/deployment/decide, pure) on pods whose
+// its decision. The responder decides (internal/controller/deployment/deploymentdecide, pure) on pods whose
 // conditions say what is asked and answered, as KEP-4212's pod conditions do; on a cluster that
 // serves KEP-4563's EvictionRequest API, a request may instead be an Eviction on which the
 // responder is Active. Observe turns those into the same view (a copy of the pod with the

@@ -1,4 +1,4 @@
-package decide
+package deploymentdecide
 
 // The marks the responder keeps: the pods' lowered deletion cost (the pods a ReplicaSet removes
 // first), the ReplicaSets' markers and the Deployment's count of pods to evacuate, as

@@ -1,4 +1,4 @@
-// Package decide is the decision of nodemaint's Deployment evacuation responder, pure: from what
+// Package deploymentdecide is the decision of nodemaint's Deployment evacuation responder, pure: from what
 // the responder observed of one Deployment (Input: the Deployment, its ReplicaSets, their pods as
 // internal/responder/protocol shows them, whether an autoscaler targets it, the time), what it
 // does now (Plan): the pods' answers (EvacuationInitiated accepted, declined or withdrawn), the
@@ -13,4 +13,4 @@
 // The decision is level-based and fuzzed (FuzzDecide): taken again after its plan is carried
 // out, at any point, it converges. It does no I/O: internal/responder/deployment observes and
 // applies it.
-package decide
+package deploymentdecide

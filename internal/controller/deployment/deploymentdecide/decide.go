@@ -1,4 +1,4 @@
-package decide
+package deploymentdecide
 
 // The decision: what the responder does to one Deployment and its pods, from what it observed
 // and the time. internal/responder/deployment observes and applies it; its Release reuses it.

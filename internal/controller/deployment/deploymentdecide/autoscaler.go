@@ -1,4 +1,4 @@
-package decide
+package deploymentdecide
 
 // The HorizontalPodAutoscaler of a surging Deployment: its bounds held at the surged count while
 // the surge is in progress, restored from the record on the autoscaler once it is over. An

@@ -1,4 +1,4 @@
-package decide
+package deploymentdecide
 
 import (
 	"testing"

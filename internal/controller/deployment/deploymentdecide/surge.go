@@ -1,4 +1,4 @@
-package decide
+package deploymentdecide
 
 // The surge bookkeeping: the pods a surge created, how long it may make no progress, its growth
 // and its rollback, and the plan's scale and surge record on the Deployment in memory.

@@ -1,4 +1,4 @@
-package decide
+package deploymentdecide
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ import (
 // (forgeRecords: what anyone who may patch the Deployment or the autoscaler can write), and no
 // scale-down the decision makes goes below what nodemaint itself could have set (checkFloor).
 //
-//	go test ./internal/responder/deployment/decide -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
+//	go test ./internal/controller/deployment/deploymentdecide -run '^$' -fuzz '^FuzzDecide$' -fuzztime 30s
 func FuzzDecide(f *testing.F) {
 	f.Add([]byte{3, 1, 0, 0, 0, 0, 1, 2, 1, 0})
 	f.Add([]byte{3, 1, 1, 1, 0, 4, 9, 3, 9, 1, 0, 33, 7})

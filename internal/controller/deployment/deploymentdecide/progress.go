@@ -1,4 +1,4 @@
-package decide
+package deploymentdecide
 
 // What the responder reports on the Evictions it accepted (KEP-4563), beyond its answers: the
 // pods the surge in progress is for, the surge's progress and expected completion, and the

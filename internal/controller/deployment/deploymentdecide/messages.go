@@ -1,4 +1,4 @@
-package decide
+package deploymentdecide
 
 // The words of the decision: the Events' type, action and note, the pods' EvacuationInitiated
 // messages and what the responder reports on the Evictions it accepted, from the facts the plan

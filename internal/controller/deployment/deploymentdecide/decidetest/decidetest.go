@@ -1,7 +1,7 @@
 // Package decidetest builds the objects of the Deployment responder's tests: Deployments (steady,
 // surging, paused, scaled), their ReplicaSet, HorizontalPodAutoscalers, and pods in every state of the evacuation protocol
 // (asked to leave, accepted, declined, marked, terminating, created by a surge, Ready or in
-// trouble), at the fixed instant Now. The tests of internal/responder/deployment/decide and of
+// trouble), at the fixed instant Now. The tests of internal/controller/deployment/deploymentdecide and of
 // internal/responder/deployment share them.
 package decidetest
 
