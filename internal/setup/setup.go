@@ -28,6 +28,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/alerts"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment"
 	"github.com/nodemaint/nodemaint/internal/controller/drainrule"
 	"github.com/nodemaint/nodemaint/internal/controller/eviction"
 	"github.com/nodemaint/nodemaint/internal/controller/node"
@@ -36,7 +37,6 @@ import (
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/permissions"
-	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 )
 
 // Options say which controllers run, and how.

@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/responder/deployment"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment"
 	"github.com/nodemaint/nodemaint/test/localcluster"
 	"github.com/nodemaint/nodemaint/test/manifests"
 )

@@ -30,9 +30,9 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment"
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/evictionrequest"
-	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )

@@ -25,9 +25,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment"
 	"github.com/nodemaint/nodemaint/internal/controller/eviction"
 	"github.com/nodemaint/nodemaint/internal/controller/eviction/evictiondecide"
-	"github.com/nodemaint/nodemaint/internal/responder/deployment"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"

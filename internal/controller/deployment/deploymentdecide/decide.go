@@ -1,7 +1,7 @@
 package deploymentdecide
 
 // The decision: what the responder does to one Deployment and its pods, from what it observed
-// and the time. internal/responder/deployment observes and applies it; its Release reuses it.
+// and the time. internal/controller/deployment observes and applies it; its Release reuses it.
 
 import (
 	"slices"

@@ -11,6 +11,6 @@
 // facts; messages.go words them.
 //
 // The decision is level-based and fuzzed (FuzzDecide): taken again after its plan is carried
-// out, at any point, it converges. It does no I/O: internal/responder/deployment observes and
+// out, at any point, it converges. It does no I/O: internal/controller/deployment observes and
 // applies it.
 package deploymentdecide

@@ -2,7 +2,7 @@ package deploymentdecide
 
 // What the responder reports on the Evictions it accepted (KEP-4563), beyond its answers: the
 // pods the surge in progress is for, the surge's progress and expected completion, and the
-// removal of a replaced pod. internal/responder/deployment writes them (its heartbeats).
+// removal of a replaced pod. internal/controller/deployment writes them (its heartbeats).
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -2,7 +2,7 @@
 // surging, paused, scaled), their ReplicaSet, HorizontalPodAutoscalers, and pods in every state of the evacuation protocol
 // (asked to leave, accepted, declined, marked, terminating, created by a surge, Ready or in
 // trouble), at the fixed instant Now. The tests of internal/controller/deployment/deploymentdecide and of
-// internal/responder/deployment share them.
+// internal/controller/deployment share them.
 package decidetest
 
 import (
