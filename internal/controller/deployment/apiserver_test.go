@@ -26,7 +26,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
 	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/decidetest"
-	"github.com/nodemaint/nodemaint/internal/responder/protocol"
+	"github.com/nodemaint/nodemaint/internal/responder"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -326,7 +326,7 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 		t.Fatalf("first decision: raise %v, scale %+v; want the bounds raised and a surge to 4", p.Raise, p.Scale)
 	}
 	r := &Reconciler{Client: autoscaling, Recorder: discard{}}
-	if _, err := r.apply(ctx, in.Deployment, pods, protocol.View{}, p); !apierrors.IsConflict(err) {
+	if _, err := r.apply(ctx, in.Deployment, pods, responder.View{}, p); !apierrors.IsConflict(err) {
 		t.Fatalf("the responder's scale after the autoscaler's: %v; want a conflict", err)
 	}
 
@@ -336,7 +336,7 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 	}
 	p = deploymentdecide.Decide(in)
 	r.Client = c
-	if _, err := r.apply(ctx, in.Deployment, pods, protocol.View{}, p); err != nil {
+	if _, err := r.apply(ctx, in.Deployment, pods, responder.View{}, p); err != nil {
 		t.Fatal(err)
 	}
 	in = observe()
@@ -355,7 +355,7 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 	for range 2 {
 		in = observe()
 		p = deploymentdecide.Decide(in)
-		if _, err := r.apply(ctx, in.Deployment, pods, protocol.View{}, p); err != nil {
+		if _, err := r.apply(ctx, in.Deployment, pods, responder.View{}, p); err != nil {
 			t.Fatal(err)
 		}
 		pods = pods[1:] // the ReplicaSet removed the pod asked to leave
@@ -417,7 +417,7 @@ func TestAutoscalerLateScaleRealAPIServer(t *testing.T) {
 		t.Helper()
 		in := observe()
 		p := deploymentdecide.Decide(in)
-		if _, err := r.apply(ctx, in.Deployment, pods, protocol.View{}, p); err != nil {
+		if _, err := r.apply(ctx, in.Deployment, pods, responder.View{}, p); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		return p

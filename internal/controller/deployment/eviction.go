@@ -2,7 +2,7 @@ package deployment
 
 // The responder on KEP-4563's Evictions: which Evictions it reads, what progress it reports on
 // them, and the watch that brings their changes. The translation between the protocols is
-// internal/responder/protocol's; the surge is internal/controller/deployment/deploymentdecide's, the same for
+// internal/responder's; the surge is internal/controller/deployment/deploymentdecide's, the same for
 // both protocols.
 
 import (
@@ -27,7 +27,7 @@ import (
 
 	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
-	"github.com/nodemaint/nodemaint/internal/responder/protocol"
+	"github.com/nodemaint/nodemaint/internal/responder"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -98,7 +98,7 @@ func (w evictionStatusWriter) Patch(ctx context.Context, obj client.Object, patc
 // the pod is gone. It returns when the next heartbeat is due. A write that fails is logged and
 // done again at the next look: the Eviction controller waits 20 minutes for a heartbeat. The
 // writes go in parallel, as the answers do.
-func (r *Reconciler) heartbeats(ctx context.Context, in deploymentdecide.Input, view protocol.View) time.Time {
+func (r *Reconciler) heartbeats(ctx context.Context, in deploymentdecide.Input, view responder.View) time.Time {
 	beats, next := view.Heartbeats(in.Pods, in.Now)
 	wave := deploymentdecide.SurgeWave(in)
 	var surging evacuation.Progress // the same for every pod of the wave

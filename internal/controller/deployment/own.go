@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
-	"github.com/nodemaint/nodemaint/internal/responder/protocol"
+	"github.com/nodemaint/nodemaint/internal/responder"
 )
 
 // ownWrites gives apply its own copies of the pods the plan writes (the answers, the marks and
@@ -12,7 +12,7 @@ import (
 // pod the plan writes twice (answered, then marked) is one copy, so that the second write
 // starts from what the first returned. Through view, an answer on the pod's conditions changes
 // the copy too.
-func ownWrites(p *deploymentdecide.Plan, view protocol.View) {
+func ownWrites(p *deploymentdecide.Plan, view responder.View) {
 	copies := map[*corev1.Pod]*corev1.Pod{}
 	own := func(pod *corev1.Pod) *corev1.Pod {
 		c, ok := copies[pod]

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
-	"github.com/nodemaint/nodemaint/internal/responder/protocol"
+	"github.com/nodemaint/nodemaint/internal/responder"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -24,7 +24,7 @@ func TestOwnWrites(t *testing.T) {
 	for i, p := range cached {
 		before[i] = p.DeepCopy()
 	}
-	view := protocol.Observe(cached, nil, "")
+	view := responder.Observe(cached, nil, "")
 	p := deploymentdecide.Plan{Answers: []deploymentdecide.Answer{{Pod: answered, Status: corev1.ConditionTrue, Reason: surgepolicy.ReasonSurge}}, Mark: []*corev1.Pod{answered}, Unmark: []*corev1.Pod{unmarked}}
 	ownWrites(&p, view)
 

@@ -39,7 +39,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
 	"github.com/nodemaint/nodemaint/internal/fairqueue"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
-	"github.com/nodemaint/nodemaint/internal/responder/protocol"
+	"github.com/nodemaint/nodemaint/internal/responder"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -129,12 +129,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // EvictionResponder), and the HorizontalPodAutoscalers that target it or hold bounds raised for
 // it (autoscalersOf). The pods are those of the protocol's view: asked through pod conditions or
 // an Eviction, they look the same to deploymentdecide.Decide.
-func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (deploymentdecide.Input, protocol.View, error) {
+func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (deploymentdecide.Input, responder.View, error) {
 	in := deploymentdecide.Input{Deployment: d, Now: r.now(), SurgeTimeout: r.SurgeTimeout}
 	if in.SurgeTimeout <= 0 {
 		in.SurgeTimeout = DefaultSurgeTimeout
 	}
-	var view protocol.View
+	var view responder.View
 	var rsList appsv1.ReplicaSetList
 	if err := r.Client.List(ctx, &rsList, client.InNamespace(d.Namespace), client.MatchingFields{controllerOwnerIndex: string(d.UID)}); err != nil {
 		return in, view, err
@@ -161,7 +161,7 @@ func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (deploym
 	if err != nil {
 		return in, view, err
 	}
-	view = protocol.Observe(in.Pods, evictions, r.EvictionResponder)
+	view = responder.Observe(in.Pods, evictions, r.EvictionResponder)
 	in.Pods = view.Pods
 	in.Autoscalers, err = r.autoscalersOf(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Name})
 	return in, view, err
@@ -247,7 +247,7 @@ const podWritesInFlight = 25
 // before succeeded: an autoscaler holds the surged count from before the Deployment has it until
 // a later decision finds it scaled back. A pod's answer on its conditions and its mark are one
 // write (evacuation.Answer); an answer on an Eviction is followed by the pod's mark.
-func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, view protocol.View, p deploymentdecide.Plan) (written bool, err error) {
+func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, view responder.View, p deploymentdecide.Plan) (written bool, err error) {
 	if err := r.writePods(ctx, view, p); err != nil {
 		return false, err
 	}
@@ -293,7 +293,7 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 // writePods writes the pods' answers and marks, in parallel: one patch after the other, a
 // Deployment of 100 pods on a loaded API server would take seconds per step while the other
 // Deployments wait their turn.
-func (r *Reconciler) writePods(ctx context.Context, view protocol.View, p deploymentdecide.Plan) error {
+func (r *Reconciler) writePods(ctx context.Context, view responder.View, p deploymentdecide.Plan) error {
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -397,7 +397,7 @@ func jsonPointerEscape(key string) string {
 // (AcceptMarking: the Eviction hears from the responder at its first heartbeat), and a decline
 // or an acceptance without it is a write of the Eviction, followed by the cost on the pod. A
 // request that went away leaves an answer only on the conditions.
-func (r *Reconciler) answer(ctx context.Context, view protocol.View, a deploymentdecide.Answer, cost map[string]*string) error {
+func (r *Reconciler) answer(ctx context.Context, view responder.View, a deploymentdecide.Answer, cost map[string]*string) error {
 	before := a.Pod.ResourceVersion
 	req := view.Request(a.Pod)
 	if req == nil {

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
-	"github.com/nodemaint/nodemaint/internal/responder/protocol"
+	"github.com/nodemaint/nodemaint/internal/responder"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -104,7 +104,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 		return changes, again, nil
 	}
 	r := &Reconciler{Client: c, Recorder: discard{}}
-	if _, err := r.apply(ctx, d, unrequested, protocol.View{}, p); err != nil {
+	if _, err := r.apply(ctx, d, unrequested, responder.View{}, p); err != nil {
 		return changes, true, err
 	}
 	if err := r.syncMarkers(ctx, d, in, false, false, true); err != nil {

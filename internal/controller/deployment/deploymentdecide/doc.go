@@ -1,6 +1,6 @@
 // Package deploymentdecide is the decision of nodemaint's Deployment evacuation responder, pure: from what
 // the responder observed of one Deployment (Input: the Deployment, its ReplicaSets, their pods as
-// internal/responder/protocol shows them, whether an autoscaler targets it, the time), what it
+// internal/responder shows them, whether an autoscaler targets it, the time), what it
 // does now (Plan): the pods' answers (EvacuationInitiated accepted, declined or withdrawn), the
 // pods marked to go first or unmarked (their deletion cost), and the Deployment's scale and surge
 // record: a wave that starts, grows, completes, is rolled back or gives up. It also decides the

@@ -1,4 +1,4 @@
-package protocol
+package responder
 
 import (
 	"encoding/json"
@@ -25,7 +25,7 @@ import (
 // a heartbeat of this turn, that the request kept for it is the Eviction's then, and that the
 // heartbeats owed are for accepted Eviction requests only. Run it with e.g.
 //
-//	go test ./internal/responder/protocol -run '^$' -fuzz '^FuzzObserve$' -fuzztime 30s
+//	go test ./internal/responder -run '^$' -fuzz '^FuzzObserve$' -fuzztime 30s
 func FuzzObserve(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0x03, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa})

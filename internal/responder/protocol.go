@@ -1,4 +1,4 @@
-// Package protocol is the Deployment responder's adapter between the two evacuation protocols and
+// Package responder is the responder's side of the two evacuation protocols, between them and
 // its decision. The responder decides (internal/controller/deployment/deploymentdecide, pure) on pods whose
 // conditions say what is asked and answered, as KEP-4212's pod conditions do; on a cluster that
 // serves KEP-4563's EvictionRequest API, a request may instead be an Eviction on which the
@@ -7,7 +7,7 @@
 // and keeps, per pod, the evacuation.PodRequest through which the answers go back: the pod's
 // conditions, or the Eviction's status.responders entry of the responder. Heartbeats, progress
 // and completion, which the pod conditions do not have, are decided here too (Heartbeats).
-package protocol
+package responder
 
 import (
 	"slices"
