@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
-	"github.com/nodemaint/nodemaint/internal/preflight"
+	"github.com/nodemaint/nodemaint/internal/drainpreflight"
 )
 
 // TestPreflightOfTrimmedObjects: the controller computes the preflight from its cache, so what
@@ -56,11 +56,11 @@ func TestPreflightOfTrimmedObjects(t *testing.T) {
 	for _, n := range whole.Nodes {
 		all = append(all, n.Name)
 	}
-	for _, spec := range []preflight.Spec{{Targets: all[:1]}, {Targets: all[1:2]}, {Targets: all[2:3]}, {Targets: all, MaxUnavailable: 2}, {Targets: all}} {
+	for _, spec := range []drainpreflight.Spec{{Targets: all[:1]}, {Targets: all[1:2]}, {Targets: all[2:3]}, {Targets: all, MaxUnavailable: 2}, {Targets: all}} {
 		w, tr := whole, trimmed
 		w.Targets, w.MaxUnavailable = spec.Targets, spec.MaxUnavailable
 		tr.Targets, tr.MaxUnavailable = spec.Targets, spec.MaxUnavailable
-		want, got := preflight.Run(w), preflight.Run(tr)
+		want, got := drainpreflight.Run(w), drainpreflight.Run(tr)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%v, %d at once: trimmed\n%+v\nwhole\n%+v", spec.Targets, spec.MaxUnavailable, got, want)
 		}
@@ -76,7 +76,7 @@ func TestPreflightOfTrimmedObjects(t *testing.T) {
 
 // preflightCluster is four nodes of different sizes, taints and zones, and pods that ask for
 // them in every way the preflight reads.
-func preflightCluster() preflight.Input {
+func preflightCluster() drainpreflight.Input {
 	q := resource.MustParse
 	node := func(name, zone, cpu, memory string, mutate ...func(*corev1.Node)) corev1.Node {
 		alloc := corev1.ResourceList{corev1.ResourceCPU: q(cpu), corev1.ResourceMemory: q(memory), corev1.ResourcePods: q("110"), "example.com/gpu": q("1")}
@@ -91,7 +91,7 @@ func preflightCluster() preflight.Input {
 		}
 		return n
 	}
-	in := preflight.Input{
+	in := drainpreflight.Input{
 		NamespaceLabels: map[string]map[string]string{"shop": {}},
 		Nodes: []corev1.Node{
 			node("a", "z1", "4", "16Gi"),

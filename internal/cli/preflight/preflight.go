@@ -1,5 +1,5 @@
 // Package preflight holds `kubectl maintenance preflight`: it reads what a drain of the nodes
-// would meet, with internal/preflight, before anything moves, and prints it (a table per node,
+// would meet, with internal/drainpreflight, before anything moves, and prints it (a table per node,
 // JSON or YAML) with the exit code 2 when something would block the drain. Run does the same for
 // drain --dry-run.
 package preflight
@@ -22,7 +22,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
 	"github.com/nodemaint/nodemaint/internal/cli/target"
-	drainpreflight "github.com/nodemaint/nodemaint/internal/preflight"
+	"github.com/nodemaint/nodemaint/internal/drainpreflight"
 )
 
 // NewCommand is `kubectl maintenance preflight`: it says, before anything moves, what a drain of

@@ -20,7 +20,7 @@ import (
 
 	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
 	"github.com/nodemaint/nodemaint/internal/cli/target"
-	drainpreflight "github.com/nodemaint/nodemaint/internal/preflight"
+	"github.com/nodemaint/nodemaint/internal/drainpreflight"
 )
 
 // TestPreflightReadAndPrint: what readCluster lists reaches the preflight (a budget that allows

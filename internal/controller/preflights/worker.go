@@ -28,9 +28,9 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
+	"github.com/nodemaint/nodemaint/internal/drainpreflight"
 	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
-	"github.com/nodemaint/nodemaint/internal/preflight"
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
@@ -53,7 +53,7 @@ const (
 	// preflight` computes any).
 	MaxNodes = 1000
 	// maxChecks bounds where one preflight places the displaced pods' replacements
-	// (preflight.Spec.MaxChecks): pod-node pairs, about a second of a core.
+	// (drainpreflight.Spec.MaxChecks): pod-node pairs, about a second of a core.
 	maxChecks = 100_000_000
 )
 
@@ -72,7 +72,7 @@ func (p *Worker) Status(nm *nodemaintv1alpha1.NodeMaintenance, targets []string,
 	if len(targets) > MaxNodes {
 		return nil, false, p.tooMany(nm)
 	}
-	req := request{uid: nm.UID, name: nm.Name, generation: nm.Generation, spec: preflight.Spec{
+	req := request{uid: nm.UID, name: nm.Name, generation: nm.Generation, spec: drainpreflight.Spec{
 		IgnoreDrainLabel: nm.Spec.DrainLabelPolicy == nodemaintv1alpha1.DrainLabelPolicyIgnore, MaxChecks: maxChecks,
 	}}
 	if nm.Spec.PodSelector != nil {
@@ -105,7 +105,7 @@ func samePreflight(a, b *nodemaintv1alpha1.PreflightStatus) bool {
 }
 
 // Worker computes the preflights of Planning maintenances from one snapshot of the cluster
-// as the controller's caches hold it (preflight.Snapshot), in a worker of its own, one at a time,
+// as the controller's caches hold it (drainpreflight.Snapshot), in a worker of its own, one at a time,
 // resting as long as it worked: never more than half a core, and never on a reconciler's
 // worker. A maintenance's preflight is computed when its spec or its nodes change, and again
 // when the cluster changed, at most every Refresh. The snapshot is made when a
@@ -125,7 +125,7 @@ type Worker struct {
 	failed time.Time
 
 	mu       sync.Mutex
-	snapshot *preflight.Snapshot
+	snapshot *drainpreflight.Snapshot
 	// seq is changes when the snapshot was made, at is when.
 	seq uint64
 	at  time.Time
@@ -157,7 +157,7 @@ type request struct {
 	uid        types.UID
 	name       string
 	generation int64
-	spec       preflight.Spec
+	spec       drainpreflight.Spec
 	// seq is changes when it was asked for: its snapshot must be at least as recent.
 	seq uint64
 }
@@ -402,7 +402,7 @@ func (p *Worker) putBack(req request) {
 
 // make makes a snapshot from the caches, once every one is filled, and says the changes it has
 // seen.
-func (p *Worker) make() (*preflight.Snapshot, uint64, error) {
+func (p *Worker) make() (*drainpreflight.Snapshot, uint64, error) {
 	for _, s := range p.sources {
 		if !s.synced() {
 			return nil, 0, fmt.Errorf("the cache of %s is not filled yet", s.kind)
@@ -410,7 +410,7 @@ func (p *Worker) make() (*preflight.Snapshot, uint64, error) {
 	}
 	// Read before the objects: a change while they are read makes the snapshot out of date.
 	seq := p.changes.Load()
-	var c preflight.Cluster
+	var c drainpreflight.Cluster
 	c.NamespaceLabels = map[string]map[string]string{}
 	for _, s := range p.sources {
 		for _, o := range s.indexer.List() {
@@ -438,12 +438,12 @@ func (p *Worker) make() (*preflight.Snapshot, uint64, error) {
 			}
 		}
 	}
-	return preflight.NewSnapshot(c), seq, nil
+	return drainpreflight.NewSnapshot(c), seq, nil
 }
 
 // statusOf is the status of a preflight report: what blocks and what is lost, worst first,
 // then by node, within the CRD's bounds.
-func statusOf(report preflight.Report, now time.Time) *nodemaintv1alpha1.PreflightStatus {
+func statusOf(report drainpreflight.Report, now time.Time) *nodemaintv1alpha1.PreflightStatus {
 	assumption := report.Assumption
 	if report.NotPlaced != "" {
 		assumption += "; " + report.NotPlaced
@@ -452,13 +452,13 @@ func statusOf(report preflight.Report, now time.Time) *nodemaintv1alpha1.Preflig
 	var findings []nodemaintv1alpha1.PreflightFinding
 	for _, n := range report.Nodes {
 		switch n.Verdict {
-		case preflight.Blocks:
+		case drainpreflight.Blocks:
 			out.NodesBlocked++
-		case preflight.Loses:
+		case drainpreflight.Loses:
 			out.NodesLosing++
 		}
 		for _, f := range n.Findings {
-			if f.Severity != preflight.Blocks && f.Severity != preflight.Loses {
+			if f.Severity != drainpreflight.Blocks && f.Severity != drainpreflight.Loses {
 				continue
 			}
 			findings = append(findings, nodemaintv1alpha1.PreflightFinding{
@@ -469,7 +469,7 @@ func statusOf(report preflight.Report, now time.Time) *nodemaintv1alpha1.Preflig
 	}
 	sort.SliceStable(findings, func(i, j int) bool {
 		if findings[i].Severity != findings[j].Severity {
-			return findings[i].Severity == string(preflight.Blocks)
+			return findings[i].Severity == string(drainpreflight.Blocks)
 		}
 		return findings[i].Node < findings[j].Node
 	})

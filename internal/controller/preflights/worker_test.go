@@ -12,7 +12,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/preflight"
+	"github.com/nodemaint/nodemaint/internal/drainpreflight"
 )
 
 // preflightsOfStores are preflights that read nodes and pods from stores of their own, as the
@@ -41,7 +41,7 @@ func barePod(name, node string) *corev1.Pod {
 }
 
 func requestOf(name string, generation int64, targets ...string) request {
-	return request{uid: types.UID("uid-" + name), name: name, generation: generation, spec: preflight.Spec{Targets: targets}}
+	return request{uid: types.UID("uid-" + name), name: name, generation: generation, spec: drainpreflight.Spec{Targets: targets}}
 }
 
 // drain runs the worker's steps until nothing is asked for, or it has to wait; it returns the
@@ -78,7 +78,7 @@ func TestPreflightsShareOneSnapshot(t *testing.T) {
 		t.Fatalf("50 maintenances: %d snapshots made, %d preflights, %d reconciles asked for (wait %v), want 1, 50, 50", p.made, p.ran, len(p.ready), wait)
 	}
 	got := p.result(requestOf("nm-7", 1, "a"), now)
-	if got == nil || got.NodesLosing != 1 || got.Findings[0].Reason != preflight.ReasonBarePod || got.Findings[0].Pods[0] != "default/lonely" {
+	if got == nil || got.NodesLosing != 1 || got.Findings[0].Reason != drainpreflight.ReasonBarePod || got.Findings[0].Pods[0] != "default/lonely" {
 		t.Fatalf("preflight %+v, want the bare pod on a", got)
 	}
 

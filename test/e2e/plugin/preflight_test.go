@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/preflight"
+	"github.com/nodemaint/nodemaint/internal/drainpreflight"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 )
@@ -110,11 +110,11 @@ func TestPreflightPredictsDrain(t *testing.T) {
 	if code != 2 {
 		t.Errorf("preflight -o json: exit %d, want 2", code)
 	}
-	var report preflight.Report
+	var report drainpreflight.Report
 	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &report); err != nil || len(report.Nodes) != 1 {
 		t.Fatalf("preflight -o json: %v", err)
 	}
-	found := func(sev preflight.Severity, reason, object, pod string) {
+	found := func(sev drainpreflight.Severity, reason, object, pod string) {
 		t.Helper()
 		for _, f := range report.Nodes[0].Findings {
 			if f.Severity == sev && f.Reason == reason && strings.HasPrefix(f.Object, object) && slices.Contains(f.Pods, pod) {
@@ -123,11 +123,11 @@ func TestPreflightPredictsDrain(t *testing.T) {
 		}
 		t.Errorf("no finding %s %s %q of %s in %+v", sev, reason, object, pod, report.Nodes[0].Findings)
 	}
-	found(preflight.Blocks, preflight.ReasonPodDisruptionBudget, "PodDisruptionBudget "+ns+"/db", ns+"/db-0")
-	found(preflight.Info, preflight.ReasonNoSurge, "StatefulSet "+ns+"/db", ns+"/db-0")
-	found(preflight.Loses, preflight.ReasonBarePod, "", ns+"/lonely")
-	found(preflight.Loses, preflight.ReasonNoRoom, "", pinnedPod)
-	found(preflight.Info, preflight.ReasonSkipped, "label nodemaint.dev/drain=skip", ns+"/tagged")
+	found(drainpreflight.Blocks, drainpreflight.ReasonPodDisruptionBudget, "PodDisruptionBudget "+ns+"/db", ns+"/db-0")
+	found(drainpreflight.Info, drainpreflight.ReasonNoSurge, "StatefulSet "+ns+"/db", ns+"/db-0")
+	found(drainpreflight.Loses, drainpreflight.ReasonBarePod, "", ns+"/lonely")
+	found(drainpreflight.Loses, drainpreflight.ReasonNoRoom, "", pinnedPod)
+	found(drainpreflight.Info, drainpreflight.ReasonSkipped, "label nodemaint.dev/drain=skip", ns+"/tagged")
 
 	// Planned, the maintenance's status says the same (the controller, with exactly its
 	// ServiceAccount's permissions, computes it from its cache).
@@ -145,13 +145,13 @@ func TestPreflightPredictsDrain(t *testing.T) {
 			return false, "no preflight", err
 		}
 		p := nm.Status.Preflight
-		has := func(sev preflight.Severity, reason, pod string) bool {
+		has := func(sev drainpreflight.Severity, reason, pod string) bool {
 			return slices.ContainsFunc(p.Findings, func(f nodemaintv1alpha1.PreflightFinding) bool {
 				return f.Node == node && f.Severity == string(sev) && f.Reason == reason && slices.Contains(f.Pods, pod)
 			})
 		}
-		return p.NodesBlocked == 1 && has(preflight.Blocks, preflight.ReasonPodDisruptionBudget, ns+"/db-0") && has(preflight.Loses, preflight.ReasonBarePod, ns+"/lonely") &&
-			has(preflight.Loses, preflight.ReasonNoRoom, pinnedPod), fmt.Sprintf("%+v", p), nil
+		return p.NodesBlocked == 1 && has(drainpreflight.Blocks, drainpreflight.ReasonPodDisruptionBudget, ns+"/db-0") && has(drainpreflight.Loses, drainpreflight.ReasonBarePod, ns+"/lonely") &&
+			has(drainpreflight.Loses, drainpreflight.ReasonNoRoom, pinnedPod), fmt.Sprintf("%+v", p), nil
 	})
 
 	// The drain, for real.

@@ -1,4 +1,4 @@
-package preflight
+package drainpreflight
 
 import (
 	appsv1 "k8s.io/api/apps/v1"

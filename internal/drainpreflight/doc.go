@@ -1,4 +1,4 @@
-// Package preflight says, before anything moves, what a drain of some nodes would meet: per
+// Package drainpreflight says, before anything moves, what a drain of some nodes would meet: per
 // node, what would block it (a PodDisruptionBudget that allows no disruption now, a DrainRule
 // that does not parse), what would be lost (bare pods that are not recreated, pods whose
 // replacement fits on no other node, emptyDir data, workloads that cannot surge and go down
@@ -18,4 +18,4 @@
 // (node selector and required node affinity, taints and tolerations, cordons, volume node
 // affinity) and resource requests against what is left of the nodes' allocatable. Inter-pod
 // affinity and anti-affinity, topology spread constraints and host ports are not evaluated.
-package preflight
+package drainpreflight

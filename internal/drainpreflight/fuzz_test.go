@@ -1,4 +1,4 @@
-package preflight
+package drainpreflight
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ import (
 //
 // Run it with
 //
-//	go test ./internal/preflight -run '^$' -fuzz '^FuzzRun$' -fuzztime 30s
+//	go test ./internal/drainpreflight -run '^$' -fuzz '^FuzzRun$' -fuzztime 30s
 func FuzzRun(f *testing.F) {
 	f.Add([]byte{3, 2, 0, 5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
 	f.Add([]byte{5, 1, 2, 9, 0xff, 0x10, 0x22, 0x35, 0x47, 0x51, 0x63, 0x7e, 0x81, 0x90, 0xa3, 0xb7, 0xc1, 0xd3, 0xe5, 0xf7, 0x02, 0x14, 0x26, 0x38, 0x4a, 0x5c, 0x6e})
