@@ -10,7 +10,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
-	"github.com/nodemaint/nodemaint/internal/controller/preflights"
+	"github.com/nodemaint/nodemaint/internal/controller/preflightworker"
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
@@ -73,7 +73,7 @@ func decide(o observation, protocol nodemaintv1alpha1.EvacuationProtocol, now ti
 		d.recheckAfter = sooner(d.recheckAfter, d.turns.RecheckAfter)
 	}
 	if o.planning {
-		d.recheckAfter = sooner(d.recheckAfter, preflights.Refresh)
+		d.recheckAfter = sooner(d.recheckAfter, preflightworker.Refresh)
 	}
 	return d
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/controller/preflights"
+	"github.com/nodemaint/nodemaint/internal/controller/preflightworker"
 	"github.com/nodemaint/nodemaint/internal/few"
 )
 
@@ -149,8 +149,8 @@ func (e eventSink) removalsWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) 
 }
 
 // preflightNotComputed: the maintenance selects more nodes than the controller computes the
-// preflight of (preflights.MaxNodes); once per spec.
+// preflight of (preflightworker.MaxNodes); once per spec.
 func (e eventSink) preflightNotComputed(nm *nodemaintv1alpha1.NodeMaintenance, nodes int) {
 	e.warning(nm, nil, "PreflightNotComputed", "Preflight", fmt.Sprintf(
-		"the maintenance selects %d nodes: the controller computes the preflight of at most %d; `kubectl maintenance preflight` computes it for any number", nodes, preflights.MaxNodes))
+		"the maintenance selects %d nodes: the controller computes the preflight of at most %d; `kubectl maintenance preflight` computes it for any number", nodes, preflightworker.MaxNodes))
 }

@@ -35,7 +35,7 @@ type observation struct {
 	alertsFresh   time.Time
 	// preflight is the maintenance's preflight as the worker has it, planning whether to look
 	// again for it, and preflightTooMany that it selects more nodes than the worker computes
-	// the preflight of, news for this spec (see preflights.Worker.Status).
+	// the preflight of, news for this spec (see preflightworker.Worker.Status).
 	preflight                  *nodemaintv1alpha1.PreflightStatus
 	planning, preflightTooMany bool
 	// podDeletionDenied: the controller may not delete pods (permissions.PodDeletion).

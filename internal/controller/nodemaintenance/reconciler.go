@@ -25,7 +25,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/alerts"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
-	"github.com/nodemaint/nodemaint/internal/controller/preflights"
+	"github.com/nodemaint/nodemaint/internal/controller/preflightworker"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
@@ -47,7 +47,7 @@ type Reconciler struct {
 	// Clock tells the time; nil is the real clock.
 	Clock clock.PassiveClock
 	// Preflight: the status of a Planning maintenance says what a drain of its nodes would
-	// meet (status.preflight), computed from the cache (see preflights.Worker).
+	// meet (status.preflight), computed from the cache (see preflightworker.Worker).
 	Preflight bool
 	// StatusBatchDelay is how long pod changes are gathered before the status is written again, so
 	// that thousands of pods moving do not mean thousands of status writes. It is also the least
@@ -72,7 +72,7 @@ type Reconciler struct {
 	statusWritten sync.Map
 	// preflights computes the preflights of Planning maintenances; SetupWithManager sets it
 	// when Preflight.
-	preflights *preflights.Worker
+	preflights *preflightworker.Worker
 
 	// pods is the cache's pod indexer, by node (observe.PodsOnNode), and nodes its node indexer
 	// (observe.SelectedNodes); SetupWithManager sets them.

@@ -19,7 +19,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/alerts"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
-	"github.com/nodemaint/nodemaint/internal/controller/preflights"
+	"github.com/nodemaint/nodemaint/internal/controller/preflightworker"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/fairqueue"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
@@ -75,7 +75,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 	statusMetrics.setSource(c, &r.active)
 	b := builder.ControllerManagedBy(mgr)
 	if r.Preflight {
-		if r.preflights, err = preflights.New(context.Background(), mgr); err != nil {
+		if r.preflights, err = preflightworker.New(context.Background(), mgr); err != nil {
 			return err
 		}
 		if err := mgr.Add(r.preflights); err != nil {

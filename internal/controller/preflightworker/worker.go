@@ -1,8 +1,8 @@
-// Package preflights computes the preflights of Planning NodeMaintenances (status.preflight) off
+// Package preflightworker computes the preflights of Planning NodeMaintenances (status.preflight) off
 // their reconciles: one worker, one snapshot of the controller's cache shared by every
 // maintenance, made again on a change (Worker). The NodeMaintenance controller asks it for a
 // maintenance's preflight at each reconcile (Worker.Status) and is told when one is computed.
-package preflights
+package preflightworker
 
 import (
 	"context"

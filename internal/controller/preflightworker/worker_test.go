@@ -1,4 +1,4 @@
-package preflights
+package preflightworker
 
 import (
 	"fmt"
