@@ -49,9 +49,9 @@ import (
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/controller/deployment"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/features"
 	"github.com/nodemaint/nodemaint/internal/permissions"
+	"github.com/nodemaint/nodemaint/internal/requester"
 	"github.com/nodemaint/nodemaint/internal/setup"
 	"github.com/nodemaint/nodemaint/internal/version"
 	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
@@ -124,7 +124,7 @@ func main() {
 	fs.DurationVar(&o.surgeTimeout, "deployment-surge-timeout", deployment.DefaultSurgeTimeout, "How long the Deployment evacuation responder waits for surged replacements that make no progress (none created, scheduled, initialized or Ready; plus the Deployment's minReadySeconds) before it gives up and lets eviction move the pods. This bound is for replacements that show a problem (unschedulable, failing to start, not created); a surge that is only slow gets the Deployment's progressDeadlineSeconds if that is longer.")
 	fs.StringVar(&o.ownPodsNamespace, "own-pods-namespace", "", "Namespace of nodemaint-controller's own pods, which nodemaint asks to move like any other but never evicts or deletes. Default: $POD_NAMESPACE (the downward API), else --leader-election-namespace.")
 	fs.StringVar(&o.ownPodsSelector, "own-pods-selector", "app.kubernetes.io/name=nodemaint-controller", "Label selector of nodemaint-controller's own pods in --own-pods-namespace (the Deployment's pod labels); empty: none.")
-	fs.StringVar(&o.evacuationProtocol, "evacuation-protocol", evictionrequest.FlagAuto, "How owners are asked to move their pods: pod-conditions (the EvacuationRequest pod condition, KEP-4212), eviction-request (an EvictionRequest per pod, KEP-4563's lifecycle.k8s.io/v1alpha1), or auto: eviction-request where the API server serves evictionrequests, else pod-conditions. Chosen at start; shown in each NodeMaintenance's status.evacuationProtocol.")
+	fs.StringVar(&o.evacuationProtocol, "evacuation-protocol", requester.FlagAuto, "How owners are asked to move their pods: pod-conditions (the EvacuationRequest pod condition, KEP-4212), eviction-request (an EvictionRequest per pod, KEP-4563's lifecycle.k8s.io/v1alpha1), or auto: eviction-request where the API server serves evictionrequests, else pod-conditions. Chosen at start; shown in each NodeMaintenance's status.evacuationProtocol.")
 	fs.StringVar(&o.evictionController, "eviction-controller", "auto", "Run nodemaint's own evictionrequest-controller and imperative-eviction.k8s.io/evictor (EvictionRequests to Evictions, responders by priority, the imperative evictor last): on, off, or auto: on where the API server serves lifecycle.k8s.io/v1alpha1. Either way it writes to and deletes only the Evictions it created (label "+names.ControllerLabel+"=<--eviction-controller-name>) and leaves a pod another controller's Eviction names to that controller; under auto it also creates no Eviction while another Eviction controller answers in the cluster (another nodemaint installation), and carries its own to their end; while kube-controller-manager's own answers (its field manager evictionrequest-controller in an EvictionRequest's or Eviction's managedFields) it writes nothing at all, and it leaves each pod's first request 2s to it before creating an Eviction. Set off where the control plane runs its own.")
 	fs.StringVar(&o.evictionControllerName, "eviction-controller-name", "", "Name of this installation's Eviction controller, a label value (63 characters at most): the value of "+names.ControllerLabel+" on the Evictions it creates, the only ones it writes to or deletes. Default: --leader-election-namespace (one installation per leader election namespace).")
 	fs.BoolVar(&o.clusterAPI, "cluster-api", false, "Drain the nodes of Cluster API Machines being deleted that carry the pre-drain hook "+nodemaintv1alpha1.ClusterAPIPreDrainHook+": a NodeMaintenance per Machine in its workload cluster, reached through its Cluster's kubeconfig Secret (<cluster>-kubeconfig) as Cluster API reaches it, the hook released once its node is drained. Needs the ClusterRoles of config/cluster-api (the chart's clusterAPI.enabled) and Cluster API 1.11 or later (cluster.x-k8s.io/v1beta2); without it the controller says so at start and runs on without.")
@@ -270,7 +270,7 @@ func setupOptions(o options, cfg *rest.Config, mgr manager.Manager, ownPods *obs
 	if err != nil {
 		return setup.Options{}, err
 	}
-	protocol, err := evictionrequest.Choose(o.evacuationProtocol, served)
+	protocol, err := requester.Choose(o.evacuationProtocol, served)
 	if err != nil {
 		return setup.Options{}, err
 	}

@@ -74,7 +74,7 @@ func Decide(c Classified, now time.Time, policy Policy) Decision {
 		reason := nodemaintv1alpha1.BlockedReasonEvacuatingByOwner
 		if cond.Reason == nodemaintv1alpha1.BlockedReasonPodDisruptionBudget {
 			// Under the EvictionRequest protocol, the imperative evictor is evicting it and a
-			// budget refuses (evictionrequest.Answer).
+			// budget refuses (requester.Answer).
 			reason = nodemaintv1alpha1.BlockedReasonPodDisruptionBudget
 		}
 		return Decision{Reason: reason, Quoted: cond.Message}

@@ -32,7 +32,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
 	"github.com/nodemaint/nodemaint/internal/controller/deployment"
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/requester"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
@@ -444,7 +444,7 @@ func (cl *cleaner) withdraw(ctx context.Context, pod *corev1.Pod) error {
 // evictionRequests deletes nodemaint's EvictionRequests; nothing where the API is not served.
 func (cl *cleaner) evictionRequests(ctx context.Context) error {
 	var reqs lifecyclev1alpha1.EvictionRequestList
-	err := cl.c.List(ctx, &reqs, client.HasLabels{evictionrequest.NodeLabel})
+	err := cl.c.List(ctx, &reqs, client.HasLabels{requester.NodeLabel})
 	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -26,7 +26,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/cli/clioptions"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/requester"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	ernames "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
@@ -128,10 +128,10 @@ func TestCleanupPodsAndMaintenances(t *testing.T) {
 	theirs := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "theirs"}}
 	evacuation.SetCondition(theirs, corev1.PodCondition{Type: evacuation.Request, Status: corev1.ConditionTrue, Reason: "Descheduler"})
 	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "m", Finalizers: []string{nodemaintv1alpha1.Finalizer}}}
-	request := func(name, requester string) *lifecyclev1alpha1.EvictionRequest {
+	request := func(name, by string) *lifecyclev1alpha1.EvictionRequest {
 		return &lifecyclev1alpha1.EvictionRequest{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{evictionrequest.NodeLabel: "n1"}},
-			Spec:       lifecyclev1alpha1.EvictionRequestSpec{Requester: requester, Intent: lifecyclev1alpha1.EvictionRequestIntentEviction},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{requester.NodeLabel: "n1"}},
+			Spec:       lifecyclev1alpha1.EvictionRequestSpec{Requester: by, Intent: lifecyclev1alpha1.EvictionRequestIntentEviction},
 		}
 	}
 	ourER, theirER := request("nodemaint-1", ernames.Requester), request("descheduler-1", "descheduler.example.com/x")

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nodemaint/nodemaint/internal/controller/eviction/evictiondecide"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/requester"
 	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
 
@@ -100,7 +100,7 @@ func askedPod() (*corev1.Pod, *lifecyclev1alpha1.EvictionRequest) {
 	}
 	req := &lifecyclev1alpha1.EvictionRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nodemaint-uid-web-1", UID: "uid-req", Generation: 1,
-			OwnerReferences: []metav1.OwnerReference{evictionrequest.PodOwner(pod.Name, pod.UID)}},
+			OwnerReferences: []metav1.OwnerReference{requester.PodOwner(pod.Name, pod.UID)}},
 		Spec: lifecyclev1alpha1.EvictionRequestSpec{
 			Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: pod.Name, UID: pod.UID}},
 			Requester: names.Requester, Intent: lifecyclev1alpha1.EvictionRequestIntentEviction,

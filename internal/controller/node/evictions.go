@@ -16,8 +16,8 @@ import (
 
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/drain"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/evictor"
+	"github.com/nodemaint/nodemaint/internal/requester"
 )
 
 // podWritesPerNode bounds the pod writes (evacuation requests, evictions) one node's reconcile
@@ -33,7 +33,7 @@ const podWritesPerNode = 10
 // for it in the protocol (see overtaken); seen is what the protocol observed of the node.
 // grace are the grace periods the decision gives (nodedecide.Decision.GracePeriods): a pod it
 // does not name gets its own.
-func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, grace map[types.UID]int64, seen *evictionrequest.Observed, now time.Time) (time.Duration, error, error) {
+func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, grace map[types.UID]int64, seen *requester.Observed, now time.Time) (time.Duration, error, error) {
 	var (
 		mu     sync.Mutex
 		wait   time.Duration
@@ -106,7 +106,7 @@ func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, gra
 // ran out may not be in it yet, and evicting the pod then would take its workload below its
 // replicas for nothing (the owner is surging a replacement). A GET or two per eviction, which
 // only pods nobody answered get.
-func (r *Reconciler) overtaken(ctx context.Context, pod *corev1.Pod, seen *evictionrequest.Observed) (string, error) {
+func (r *Reconciler) overtaken(ctx context.Context, pod *corev1.Pod, seen *requester.Observed) (string, error) {
 	if r.APIReader == nil {
 		return "", nil
 	}

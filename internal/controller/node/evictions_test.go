@@ -19,8 +19,8 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/drain"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/evictor"
+	"github.com/nodemaint/nodemaint/internal/requester"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
@@ -153,11 +153,11 @@ func TestEvictionRereadsTheEviction(t *testing.T) {
 	if err := stores.Index(); err != nil {
 		t.Fatal(err)
 	}
-	seen := &evictionrequest.Observed{Node: "er-nowhere"}
+	seen := &requester.Observed{Node: "er-nowhere"}
 	var stale []drain.Classified
 	evs := map[string]*lifecyclev1alpha1.Eviction{}
 	for _, pod := range []*corev1.Pod{answered, silent} {
-		plan := evictionrequest.Decide(evictionrequest.Observed{Node: seen.Node}, []*corev1.Pod{pod}, []*corev1.Pod{pod}, nil, "maintenance", time.Now().Add(-time.Hour))
+		plan := requester.Decide(requester.Observed{Node: seen.Node}, []*corev1.Pod{pod}, []*corev1.Pod{pod}, nil, "maintenance", time.Now().Add(-time.Hour))
 		req := plan.Create[0]
 		if err := k8s.Create(ctx, req); err != nil {
 			t.Fatal(err)

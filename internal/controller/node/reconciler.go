@@ -24,10 +24,10 @@ import (
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/evictionbacklog"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/permissions"
+	"github.com/nodemaint/nodemaint/internal/requester"
 )
 
 // Reconciler makes one node and its pods what the NodeMaintenances selecting it want together:
@@ -132,7 +132,7 @@ func (r *Reconciler) protocol() protocol.Protocol {
 // Requests, deletions and evictions come only once the node is written cordoned. A write that
 // meets a conflict or an object gone was decided from a stale cache (see observe.Stale): it is dropped,
 // never retried blind.
-func (r *Reconciler) apply(ctx context.Context, obs nodedecide.Observation, d nodedecide.Decision, w protocol.Writes, seen *evictionrequest.Observed, now time.Time) (reconcile.Result, error) {
+func (r *Reconciler) apply(ctx context.Context, obs nodedecide.Observation, d nodedecide.Decision, w protocol.Writes, seen *requester.Observed, now time.Time) (reconcile.Result, error) {
 	next := d.RecheckAfter
 	sink := eventSink{r.Recorder}
 	if d.ShutdownNotConfirmed {

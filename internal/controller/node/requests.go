@@ -22,16 +22,16 @@ import (
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/requester"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
 // writeRequests writes a plan of EvictionRequests (protocol.Writes' WithdrawRequests, then
 // its RequestRequests), each write with an optimistic lock on the request seen. A request that comes to
 // ask for its pod's eviction is an Event on the pod, as a pod condition's request is.
-func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Plan, seen *evictionrequest.Observed, pods []*corev1.Pod) error {
+func (r *Reconciler) writeRequests(ctx context.Context, plan requester.Plan, seen *requester.Observed, pods []*corev1.Pod) error {
 	if seen == nil {
 		return nil
 	}
@@ -67,7 +67,7 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan evictionrequest.Pla
 		})
 	}
 	r.deleteRequests(ctx, &g, plan.Delete, &c)
-	// Requests that stay, given their pod as owner (evictionrequest.PodOwner), so that the
+	// Requests that stay, given their pod as owner (requester.PodOwner), so that the
 	// garbage collector removes them with it.
 	for _, want := range plan.Adopt {
 		orig := byName[client.ObjectKeyFromObject(want)]

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/nodemaint/nodemaint/internal/evictionbacklog"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/requester"
 )
 
 // TestRequestDeletedOnce: a reconcile that decides again, from a cache that still shows an
@@ -41,10 +41,10 @@ func TestRequestDeletedOnce(t *testing.T) {
 	})
 	req := lifecyclev1alpha1.EvictionRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nodemaint-a", UID: "req-a"},
 		Spec: lifecyclev1alpha1.EvictionRequestSpec{Target: lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: "a", UID: "a"}}}}
-	seen := &evictionrequest.Observed{Node: "n", Requests: []lifecyclev1alpha1.EvictionRequest{req}}
+	seen := &requester.Observed{Node: "n", Requests: []lifecyclev1alpha1.EvictionRequest{req}}
 	r := &Reconciler{Client: c}
 	for range 2 {
-		if err := r.writeRequests(context.Background(), evictionrequest.Plan{Delete: []*lifecyclev1alpha1.EvictionRequest{&seen.Requests[0]}}, seen, nil); err != nil {
+		if err := r.writeRequests(context.Background(), requester.Plan{Delete: []*lifecyclev1alpha1.EvictionRequest{&seen.Requests[0]}}, seen, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -55,9 +55,9 @@ func TestRequestDeletedOnce(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b"}, Spec: corev1.PodSpec{
 		EvictionResponders: []corev1.EvictionResponder{{Name: "owner.example.com/r"}}}}
 	ownedByReplicaSet(pod)
-	plan := evictionrequest.Decide(evictionrequest.Observed{Node: "n"}, []*corev1.Pod{pod}, []*corev1.Pod{pod}, nil, "r", time.Now())
+	plan := requester.Decide(requester.Observed{Node: "n"}, []*corev1.Pod{pod}, []*corev1.Pod{pod}, nil, "r", time.Now())
 	for range 2 {
-		if err := r.writeRequests(context.Background(), plan, &evictionrequest.Observed{Node: "n"}, []*corev1.Pod{pod}); err != nil {
+		if err := r.writeRequests(context.Background(), plan, &requester.Observed{Node: "n"}, []*corev1.Pod{pod}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -66,11 +66,11 @@ func TestRequestDeletedOnce(t *testing.T) {
 	}
 	made := *plan.Create[0]
 	made.UID = "req-b"
-	if err := r.writeRequests(context.Background(), evictionrequest.Plan{Delete: []*lifecyclev1alpha1.EvictionRequest{&made}},
-		&evictionrequest.Observed{Node: "n", Requests: []lifecyclev1alpha1.EvictionRequest{made}}, nil); err != nil {
+	if err := r.writeRequests(context.Background(), requester.Plan{Delete: []*lifecyclev1alpha1.EvictionRequest{&made}},
+		&requester.Observed{Node: "n", Requests: []lifecyclev1alpha1.EvictionRequest{made}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.writeRequests(context.Background(), plan, &evictionrequest.Observed{Node: "n"}, []*corev1.Pod{pod}); err != nil {
+	if err := r.writeRequests(context.Background(), plan, &requester.Observed{Node: "n"}, []*corev1.Pod{pod}); err != nil {
 		t.Fatal(err)
 	}
 	if n := creates.Load(); n != 2 {
@@ -110,11 +110,11 @@ func TestRequestsPacedByBacklog(t *testing.T) {
 	backlog := evictionbacklog.New(2)
 	r := &Reconciler{Client: c, Backlog: backlog}
 	write := func() error {
-		plan := evictionrequest.Decide(evictionrequest.Observed{Node: "n"}, pods, pods, nil, "r", time.Now())
+		plan := requester.Decide(requester.Observed{Node: "n"}, pods, pods, nil, "r", time.Now())
 		if len(plan.Create) != len(pods) {
 			t.Fatalf("the plan creates %d requests; want %d", len(plan.Create), len(pods))
 		}
-		return r.writeRequests(context.Background(), plan, &evictionrequest.Observed{Node: "n"}, pods)
+		return r.writeRequests(context.Background(), plan, &requester.Observed{Node: "n"}, pods)
 	}
 	if err := write(); err == nil {
 		t.Fatal("the refused creation is not an error")

@@ -18,8 +18,8 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/requester"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -249,11 +249,11 @@ func watchAnswers(mgr manager.Manager) error {
 
 // watchEvictionAnswers records evacuationAnswers from the Eviction changes the cache sees, on the
 // leader only, under the EvictionRequest protocol: there the owners answer on the pod's Eviction
-// (evictionrequest.FirstAnswer), not on the pod, and the time counts from nodemaint's request.
+// (requester.FirstAnswer), not on the pod, and the time counts from nodemaint's request.
 func watchEvictionAnswers(mgr manager.Manager) error {
 	c := mgr.GetClient()
 	return onUpdates(mgr, &lifecyclev1alpha1.Eviction{}, func(ctx context.Context, old, cur *lifecyclev1alpha1.Eviction) {
-		if accepted, latency, ok := evictionrequest.FirstAnswer(old, cur, protocol.RequestOfEviction(ctx, c, cur)); ok {
+		if accepted, latency, ok := requester.FirstAnswer(old, cur, protocol.RequestOfEviction(ctx, c, cur)); ok {
 			evacuationAnswers.WithLabelValues(answerLabel(accepted)).Observe(latency.Seconds())
 		}
 	})

@@ -21,11 +21,11 @@ import (
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/drain"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/permissions"
+	"github.com/nodemaint/nodemaint/internal/requester"
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
@@ -82,7 +82,7 @@ func (o *Observer) View(ctx context.Context) (*View, error) {
 // Observe reads everything the decision about the node needs. The pods are as the protocol's
 // objects answer them (the EvictionRequests and Evictions of the EvictionRequest protocol), and
 // the second result holds those objects, for the protocol's writes (nil: none).
-func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nodedecide.Observation, *evictionrequest.Observed, error) {
+func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nodedecide.Observation, *requester.Observed, error) {
 	obs := nodedecide.Observation{Node: node, ActiveSince: o.Active.Since(), PodDeletionDenied: o.PodDeletion.Denied()}
 	var selecting []*nodemaintv1alpha1.NodeMaintenance
 	for i := range v.maintenances.Items {
@@ -97,7 +97,7 @@ func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nod
 	if obs.Pods, err = PodsOnNode(o.Pods, node.Name); err != nil {
 		return obs, nil, err
 	}
-	var seen *evictionrequest.Observed
+	var seen *requester.Observed
 	if obs.Pods, seen, err = o.Protocol.Observe(ctx, node.Name, obs.Pods); err != nil {
 		return obs, nil, err
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/drain"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/requester"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -35,7 +35,7 @@ func FuzzWrites(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := &testutil.FuzzBytes{Data: data}
 		now := time.Now().Truncate(time.Second)
-		seen := &evictionrequest.Observed{Node: "n", Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
+		seen := &requester.Observed{Node: "n", Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
 		var pods []*corev1.Pod
 		var d nodedecide.Decision
 		d.RequestReason = "r"
@@ -64,8 +64,8 @@ func FuzzWrites(f *testing.F) {
 			}
 		}
 		// The pods as the drain saw them: answered by nodemaint's requests.
-		seen.PodConditions = evictionrequest.WithPodCondition(pods)
-		pods = evictionrequest.Answer(pods, *seen)
+		seen.PodConditions = requester.WithPodCondition(pods)
+		pods = requester.Answer(pods, *seen)
 		for _, list := range [][]*corev1.Pod{d.Request, d.Asked, d.Withdraw} {
 			for i, pod := range list {
 				list[i] = answered(pods, pod.UID)
@@ -87,7 +87,7 @@ func FuzzWrites(f *testing.F) {
 
 // fuzzPod is the i-th pod: with or without a responder of its own and nodemaint's pod condition,
 // and a request of nodemaint's (asking or withdrawn, with its Eviction under way or not) in seen.
-func fuzzPod(g *testutil.FuzzBytes, i int, now time.Time, seen *evictionrequest.Observed) *corev1.Pod {
+func fuzzPod(g *testutil.FuzzBytes, i int, now time.Time, seen *requester.Observed) *corev1.Pod {
 	b := g.Byte()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p" + string(rune('a'+i)), UID: types.UID("uid-" + string(rune('a'+i)))}}
 	if b&1 != 0 {
@@ -98,7 +98,7 @@ func fuzzPod(g *testutil.FuzzBytes, i int, now time.Time, seen *evictionrequest.
 			Reason: evacuation.ReasonNodeMaintenance, LastTransitionTime: metav1.NewTime(now)})
 	}
 	if b&4 != 0 {
-		plan := evictionrequest.Decide(evictionrequest.Observed{Node: "n"}, []*corev1.Pod{registered(pod)}, []*corev1.Pod{registered(pod)}, nil, "r", now)
+		plan := requester.Decide(requester.Observed{Node: "n"}, []*corev1.Pod{registered(pod)}, []*corev1.Pod{registered(pod)}, nil, "r", now)
 		r := *plan.Create[0]
 		if b&8 != 0 {
 			r.Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
@@ -128,7 +128,7 @@ func registered(pod *corev1.Pod) *corev1.Pod {
 	return p
 }
 
-func checkOneProtocol(t *testing.T, seen *evictionrequest.Observed, pods []*corev1.Pod, d nodedecide.Decision, w Writes) {
+func checkOneProtocol(t *testing.T, seen *requester.Observed, pods []*corev1.Pod, d nodedecide.Decision, w Writes) {
 	t.Helper()
 	left := map[types.UID]bool{}
 	for _, r := range seen.Requests {
@@ -154,7 +154,7 @@ func checkOneProtocol(t *testing.T, seen *evictionrequest.Observed, pods []*core
 	}
 	asked := uids(d.Asked)
 	for _, pod := range pods {
-		reg, uid := evictionrequest.Registered(pod), pod.UID
+		reg, uid := requester.Registered(pod), pod.UID
 		viaRequest := asked[uid] && ChannelOf(pod, d) == EvictionRequest
 		switch {
 		case !reg && asking[uid]:

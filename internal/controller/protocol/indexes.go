@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/requester"
 	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
 
@@ -74,8 +74,8 @@ func ours(o any) *lifecyclev1alpha1.EvictionRequest {
 // every Eviction by its target pod.
 func (s Stores) Index() error {
 	if err := s.Requests.AddIndexers(toolscache.Indexers{requestNodeIndex: func(o any) ([]string, error) {
-		if r := ours(o); r != nil && r.Labels[evictionrequest.NodeLabel] != "" {
-			return []string{r.Labels[evictionrequest.NodeLabel]}, nil
+		if r := ours(o); r != nil && r.Labels[requester.NodeLabel] != "" {
+			return []string{r.Labels[requester.NodeLabel]}, nil
 		}
 		return nil, nil
 	}}); err != nil {
@@ -94,7 +94,7 @@ func (s Stores) Index() error {
 
 // NodeOfRequest maps one of nodemaint's EvictionRequests to its node.
 func NodeOfRequest(_ context.Context, o client.Object) []reconcile.Request {
-	if n := o.GetLabels()[evictionrequest.NodeLabel]; n != "" {
+	if n := o.GetLabels()[requester.NodeLabel]; n != "" {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: n}}}
 	}
 	return nil
@@ -109,7 +109,7 @@ func NodesOfEviction(ctx context.Context, c client.Reader, o client.Object) []re
 	var out []reconcile.Request
 	requests := requestsOf(ctx, c, o.(*lifecyclev1alpha1.Eviction))
 	for i := range requests {
-		node := requests[i].Labels[evictionrequest.NodeLabel]
+		node := requests[i].Labels[requester.NodeLabel]
 		if node == "" || seen[node] {
 			continue
 		}
@@ -120,10 +120,10 @@ func NodesOfEviction(ctx context.Context, c client.Reader, o client.Object) []re
 }
 
 // EvictionAnswerChanged passes the Eviction events that change what the drain reads of them
-// (evictionrequest.AnswerChanged): not a responder's heartbeat that says nothing new.
+// (requester.AnswerChanged): not a responder's heartbeat that says nothing new.
 func EvictionAnswerChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		return evictionrequest.AnswerChanged(e.ObjectOld.(*lifecyclev1alpha1.Eviction), e.ObjectNew.(*lifecyclev1alpha1.Eviction))
+		return requester.AnswerChanged(e.ObjectOld.(*lifecyclev1alpha1.Eviction), e.ObjectNew.(*lifecyclev1alpha1.Eviction))
 	}}
 }
 

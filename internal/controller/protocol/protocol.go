@@ -18,7 +18,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/requester"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
@@ -29,11 +29,11 @@ import (
 type Protocol interface {
 	// Observe reads the protocol's objects of the node and returns the pods as their owners
 	// answered, and the objects read (nil: the protocol has none).
-	Observe(ctx context.Context, node string, pods []*corev1.Pod) ([]*corev1.Pod, *evictionrequest.Observed, error)
+	Observe(ctx context.Context, node string, pods []*corev1.Pod) ([]*corev1.Pod, *requester.Observed, error)
 	// ObserveGone reads what the protocol left of a node that is gone, and the pods it names.
-	ObserveGone(ctx context.Context, node string) (*evictionrequest.Observed, []*corev1.Pod, error)
+	ObserveGone(ctx context.Context, node string) (*requester.Observed, []*corev1.Pod, error)
 	// Writes turns the decision into the protocol's writes, purely, from what Observe read.
-	Writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodedecide.Decision, now time.Time) Writes
+	Writes(seen *requester.Observed, pods []*corev1.Pod, d nodedecide.Decision, now time.Time) Writes
 	// Live reads the pod and what answers for it from the API server (r), not the cache, and
 	// returns it as its owners have answered it by now, as Observe would; nil when the pod is
 	// gone or replaced by a namesake. seen is what Observe read. The node controller reads each
@@ -42,7 +42,7 @@ type Protocol interface {
 	// one, where the API server drops slow watchers), and an answer it has not shown yet would
 	// otherwise be overtaken by the eviction it answers. Only pods nobody answered in time are
 	// evicted, so the reads are few.
-	Live(ctx context.Context, r client.Reader, pod *corev1.Pod, seen *evictionrequest.Observed) (*corev1.Pod, error)
+	Live(ctx context.Context, r client.Reader, pod *corev1.Pod, seen *requester.Observed) (*corev1.Pod, error)
 }
 
 // Writes are a node decision's Request and Withdraw as one protocol writes them. The node
@@ -51,12 +51,12 @@ type Writes struct {
 	// Before the node is written: the pods whose pod condition is withdrawn, and the
 	// EvictionRequests withdrawn, deleted or adopted.
 	Withdraw         []*corev1.Pod
-	WithdrawRequests evictionrequest.Plan
+	WithdrawRequests requester.Plan
 	// Once the node is cordoned: the pods that get the pod condition with reason, and the
 	// EvictionRequests created or asking again.
 	Request         []*corev1.Pod
 	Reason          string
-	RequestRequests evictionrequest.Plan
+	RequestRequests requester.Plan
 }
 
 // livePod is the pod key names as the API server has it, if it is the pod of that uid; nil when
@@ -87,27 +87,27 @@ func For(p nodemaintv1alpha1.EvacuationProtocol, c client.Reader, s Stores) Prot
 // the pod (EvacuationInitiated): there is nothing to read beyond the pods.
 type podConditions struct{}
 
-func (podConditions) Observe(_ context.Context, _ string, pods []*corev1.Pod) ([]*corev1.Pod, *evictionrequest.Observed, error) {
+func (podConditions) Observe(_ context.Context, _ string, pods []*corev1.Pod) ([]*corev1.Pod, *requester.Observed, error) {
 	return pods, nil, nil
 }
 
-func (podConditions) ObserveGone(context.Context, string) (*evictionrequest.Observed, []*corev1.Pod, error) {
+func (podConditions) ObserveGone(context.Context, string) (*requester.Observed, []*corev1.Pod, error) {
 	return nil, nil, nil
 }
 
-func (podConditions) Writes(_ *evictionrequest.Observed, _ []*corev1.Pod, d nodedecide.Decision, _ time.Time) Writes {
+func (podConditions) Writes(_ *requester.Observed, _ []*corev1.Pod, d nodedecide.Decision, _ time.Time) Writes {
 	return Writes{Withdraw: d.Withdraw, Request: d.Request, Reason: d.RequestReason}
 }
 
 // Live: the pod carries its owners' answers itself.
-func (podConditions) Live(ctx context.Context, r client.Reader, pod *corev1.Pod, _ *evictionrequest.Observed) (*corev1.Pod, error) {
+func (podConditions) Live(ctx context.Context, r client.Reader, pod *corev1.Pod, _ *requester.Observed) (*corev1.Pod, error) {
 	return livePod(ctx, r, client.ObjectKeyFromObject(pod), pod.UID)
 }
 
 // evictionRequests asks with KEP-4563's EvictionRequests the pods that name a responder of their
-// own (evictionrequest.Registered) and that some maintenance would evict (not
+// own (requester.Registered) and that some maintenance would evict (not
 // nodedecide.Decision.SignalOnly), and reads each one's Eviction as its owners' answer
-// (evictionrequest.Answer); nodemaint's pod conditions left on them from before are withdrawn.
+// (requester.Answer); nodemaint's pod conditions left on them from before are withdrawn.
 // The other pods are asked through the pod condition protocol, which their owners (nodemaint's
 // Deployment responder among them) answer: those whose EvictionRequest would reach nobody but the
 // imperative evictor (created before their owner's responder was registered, or before nodemaint
@@ -123,15 +123,15 @@ type evictionRequests struct {
 
 // Observe reads nodemaint's EvictionRequests of the node and the Evictions of its pods, and
 // returns the pods as answered by them.
-func (p evictionRequests) Observe(ctx context.Context, node string, pods []*corev1.Pod) ([]*corev1.Pod, *evictionrequest.Observed, error) {
-	seen := &evictionrequest.Observed{Node: node, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{},
-		PodConditions: evictionrequest.WithPodCondition(pods)}
+func (p evictionRequests) Observe(ctx context.Context, node string, pods []*corev1.Pod) ([]*corev1.Pod, *requester.Observed, error) {
+	seen := &requester.Observed{Node: node, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{},
+		PodConditions: requester.WithPodCondition(pods)}
 	var err error
 	if seen.Requests, err = p.requests(node); err != nil {
 		return nil, nil, err
 	}
 	// The Evictions of the requests' pods, looked up by pod: those are the ones the drain reads
-	// (evictionrequest.Answer and Decide read a pod's Eviction only where nodemaint asks for it).
+	// (requester.Answer and Decide read a pod's Eviction only where nodemaint asks for it).
 	for i := range seen.Requests {
 		if t := seen.Requests[i].Spec.Target.Pod; t != nil {
 			if err := p.readEvictions(t.UID, seen); err != nil {
@@ -139,18 +139,18 @@ func (p evictionRequests) Observe(ctx context.Context, node string, pods []*core
 			}
 		}
 	}
-	return evictionrequest.Answer(pods, *seen), seen, nil
+	return requester.Answer(pods, *seen), seen, nil
 }
 
 // ObserveGone reads nodemaint's EvictionRequests of a node that is gone (deleted under
 // maintenance, an autoscaler's scale-down), the pods they name that still exist and their
 // Evictions. Nil when there are none.
-func (p evictionRequests) ObserveGone(ctx context.Context, node string) (*evictionrequest.Observed, []*corev1.Pod, error) {
+func (p evictionRequests) ObserveGone(ctx context.Context, node string) (*requester.Observed, []*corev1.Pod, error) {
 	reqs, err := p.requests(node)
 	if err != nil || len(reqs) == 0 {
 		return nil, nil, err
 	}
-	seen := &evictionrequest.Observed{Node: node, Requests: reqs, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
+	seen := &requester.Observed{Node: node, Requests: reqs, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
 	var pods []*corev1.Pod
 	for _, req := range reqs {
 		target := req.Spec.Target.Pod
@@ -174,7 +174,7 @@ func (p evictionRequests) ObserveGone(ctx context.Context, node string) (*evicti
 
 // requests are nodemaint's EvictionRequests of the node (NodeLabel), from the informer's store:
 // shallow copies that share their maps and slices with the cache's, read only
-// (evictionrequest.Decide deep-copies a request before it changes it).
+// (requester.Decide deep-copies a request before it changes it).
 func (p evictionRequests) requests(node string) ([]lifecyclev1alpha1.EvictionRequest, error) {
 	objs, err := p.stores.Requests.ByIndex(requestNodeIndex, node)
 	if err != nil {
@@ -190,13 +190,13 @@ func (p evictionRequests) requests(node string) ([]lifecyclev1alpha1.EvictionReq
 }
 
 // readEvictions adds the pod's Eviction, whichever Eviction controller created it: the current
-// one when there are several (evictionrequest.Current). The cache's own: read only.
-func (p evictionRequests) readEvictions(uid types.UID, seen *evictionrequest.Observed) error {
+// one when there are several (requester.Current). The cache's own: read only.
+func (p evictionRequests) readEvictions(uid types.UID, seen *requester.Observed) error {
 	evs, err := p.cachedEvictions(uid)
 	if err != nil {
 		return err
 	}
-	if e := evictionrequest.Current(evs); e != nil {
+	if e := requester.Current(evs); e != nil {
 		seen.Evictions[uid] = e
 	}
 	return nil
@@ -221,7 +221,7 @@ func (p evictionRequests) cachedEvictions(uid types.UID) ([]*lifecyclev1alpha1.E
 // Writes asks each pod of the decision's Asked in one protocol (ChannelOf): through an
 // EvictionRequest, its pod condition withdrawn if it has one; or through the pod condition, a
 // request of nodemaint's for it withdrawn. Withdrawn pods lose both.
-func (evictionRequests) Writes(seen *evictionrequest.Observed, pods []*corev1.Pod, d nodedecide.Decision, now time.Time) Writes {
+func (evictionRequests) Writes(seen *requester.Observed, pods []*corev1.Pod, d nodedecide.Decision, now time.Time) Writes {
 	// The pods with a responder as read, carrying nodemaint's pod condition: pods holds their
 	// answered copies, whose conditions stand for nodemaint's EvictionRequests.
 	conditioned := make(map[types.UID]*corev1.Pod, len(seen.PodConditions))
@@ -232,7 +232,7 @@ func (evictionRequests) Writes(seen *evictionrequest.Observed, pods []*corev1.Po
 	for _, pod := range d.Asked {
 		raw := conditioned[pod.UID]
 		switch {
-		case !evictionrequest.Registered(pod):
+		case !requester.Registered(pod):
 			// As decided (Request), below.
 		case ChannelOf(pod, d) == EvictionRequest:
 			ask = append(ask, pod)
@@ -249,20 +249,20 @@ func (evictionRequests) Writes(seen *evictionrequest.Observed, pods []*corev1.Po
 		}
 	}
 	for _, pod := range d.Request {
-		if !evictionrequest.Registered(pod) {
+		if !requester.Registered(pod) {
 			byCondition = append(byCondition, pod)
 		}
 	}
 	for _, pod := range d.Withdraw {
 		withdraw = append(withdraw, pod)
 		switch raw := conditioned[pod.UID]; {
-		case !evictionrequest.Registered(pod):
+		case !requester.Registered(pod):
 			withdrawnByCondition = append(withdrawnByCondition, pod)
 		case raw != nil:
 			withdrawnByCondition = append(withdrawnByCondition, raw)
 		}
 	}
-	plan := evictionrequest.Decide(*seen, pods, ask, withdraw, d.RequestReason, now)
+	plan := requester.Decide(*seen, pods, ask, withdraw, d.RequestReason, now)
 	w := Writes{
 		Withdraw:         withdrawnByCondition,
 		WithdrawRequests: plan.Withdrawals(),
@@ -285,10 +285,10 @@ const (
 )
 
 // ChannelOf is how the EvictionRequest protocol asks a pod of the decision's Asked: through an
-// EvictionRequest where the pod names a responder of its own (evictionrequest.Registered) and
+// EvictionRequest where the pod names a responder of its own (requester.Registered) and
 // some maintenance would evict it (not d.SignalOnly), else through the pod condition.
 func ChannelOf(pod *corev1.Pod, d nodedecide.Decision) Channel {
-	if evictionrequest.Registered(pod) && !d.SignalOnly[pod.UID] {
+	if requester.Registered(pod) && !d.SignalOnly[pod.UID] {
 		return EvictionRequest
 	}
 	return PodCondition
@@ -307,9 +307,9 @@ func (ch Channel) String() string {
 // responder carries its answers itself. An Eviction the cache does not show at all is not looked
 // for: the Eviction controller creates one within seconds of the request, and a pod nobody
 // answered for the whole response timeout is evicted, as without an Eviction controller.
-func (p evictionRequests) Live(ctx context.Context, r client.Reader, pod *corev1.Pod, seen *evictionrequest.Observed) (*corev1.Pod, error) {
+func (p evictionRequests) Live(ctx context.Context, r client.Reader, pod *corev1.Pod, seen *requester.Observed) (*corev1.Pod, error) {
 	live, err := livePod(ctx, r, client.ObjectKeyFromObject(pod), pod.UID)
-	if err != nil || live == nil || seen == nil || !evictionrequest.Registered(live) {
+	if err != nil || live == nil || seen == nil || !requester.Registered(live) {
 		return live, err
 	}
 	cachedEvs, err := p.cachedEvictions(pod.UID)
@@ -329,9 +329,9 @@ func (p evictionRequests) Live(ctx context.Context, r client.Reader, pod *corev1
 		}
 		evs = append(evs, e)
 	}
-	fresh := evictionrequest.Observed{Node: seen.Node, Requests: seen.Requests, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
-	if e := evictionrequest.Current(evs); e != nil {
+	fresh := requester.Observed{Node: seen.Node, Requests: seen.Requests, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{}}
+	if e := requester.Current(evs); e != nil {
 		fresh.Evictions[live.UID] = e
 	}
-	return evictionrequest.Answer([]*corev1.Pod{live}, fresh)[0], nil
+	return requester.Answer([]*corev1.Pod{live}, fresh)[0], nil
 }

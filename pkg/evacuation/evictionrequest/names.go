@@ -1,7 +1,7 @@
 // Package evictionrequest holds the names nodemaint uses in KEP-4563's EvictionRequest API
 // (lifecycle.k8s.io/v1alpha1): the requester nodemaint's drain writes into its EvictionRequests,
 // the default responder every Eviction of a pod ends with, and the deadlines the KEP sets. The
-// requester (internal/evictionrequest), the out-of-tree Eviction controller
+// requester (internal/requester), the out-of-tree Eviction controller
 // (internal/controller/eviction) and the responders import them from here.
 package evictionrequest
 

@@ -14,14 +14,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/requester"
 )
 
 // The generator: everything a batch does is drawn here from its seed, before anything runs, so
 // that the seed replays it. Only what the cluster does in between is not replayed.
 
 // protocols are the evacuation protocols batches take in turn (by their seed's parity).
-var protocols = []string{evictionrequest.FlagPodConditions, evictionrequest.FlagEvictionRequest}
+var protocols = []string{requester.FlagPodConditions, requester.FlagEvictionRequest}
 
 // batch is one batch's draw: its lanes run side by side under one protocol.
 type batch struct {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/requester"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	names "github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
@@ -24,7 +24,7 @@ import (
 // the namespace, by name.
 func leftovers(ctx context.Context, ns, node string) ([]string, error) {
 	var reqs lifecyclev1alpha1.EvictionRequestList
-	if err := framework.Client().List(ctx, &reqs, client.InNamespace(ns), client.MatchingLabels{evictionrequest.NodeLabel: node}); err != nil {
+	if err := framework.Client().List(ctx, &reqs, client.InNamespace(ns), client.MatchingLabels{requester.NodeLabel: node}); err != nil {
 		return nil, err
 	}
 	var evs lifecyclev1alpha1.EvictionList
@@ -81,7 +81,7 @@ func TestNothingLeftWhenNodeDeleted(t *testing.T) {
 	createDrainNM(t, "node-deleted", doomed)
 	testutil.Eventually(t, timeout, "nodemaint's EvictionRequests of both pods, owned by them", func(ctx context.Context) (bool, string, error) {
 		var reqs lifecyclev1alpha1.EvictionRequestList
-		if err := framework.Client().List(ctx, &reqs, client.InNamespace(ns), client.MatchingLabels{evictionrequest.NodeLabel: doomed}); err != nil {
+		if err := framework.Client().List(ctx, &reqs, client.InNamespace(ns), client.MatchingLabels{requester.NodeLabel: doomed}); err != nil {
 			return false, "", err
 		}
 		owned := 0

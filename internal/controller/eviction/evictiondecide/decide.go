@@ -955,7 +955,7 @@ func unread(pod *corev1.Pod, reqs []*lifecyclev1alpha1.EvictionRequest) bool {
 }
 
 // collectedWith reports whether the request goes with the target pod of that UID: it is owned by
-// it (nodemaint's requests are, evictionrequest.PodOwner), or already being deleted.
+// it (nodemaint's requests are, requester.PodOwner), or already being deleted.
 func collectedWith(r *lifecyclev1alpha1.EvictionRequest, uid types.UID) bool {
 	if r.DeletionTimestamp != nil {
 		return true

@@ -1,4 +1,4 @@
-package evictionrequest
+package requester
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package evictionrequest_test
+package requester_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/evictionrequest"
+	"github.com/nodemaint/nodemaint/internal/requester"
 	"github.com/nodemaint/nodemaint/internal/setup"
 	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/internal/testutil"
@@ -130,7 +130,7 @@ func current(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 
 func requests(ctx context.Context, node string) ([]lifecyclev1alpha1.EvictionRequest, error) {
 	var list lifecyclev1alpha1.EvictionRequestList
-	err := k8s.List(ctx, &list, client.MatchingLabels{evictionrequest.NodeLabel: node})
+	err := k8s.List(ctx, &list, client.MatchingLabels{requester.NodeLabel: node})
 	return list.Items, err
 }
 
@@ -469,7 +469,7 @@ func heldPod(t *testing.T, name, node string) *corev1.Pod {
 // ownedBy reports whether the request carries its pod's owner reference (no blockOwnerDeletion).
 func ownedBy(r lifecyclev1alpha1.EvictionRequest, pod *corev1.Pod) bool {
 	for _, o := range r.OwnerReferences {
-		if o == evictionrequest.PodOwner(pod.Name, pod.UID) {
+		if o == requester.PodOwner(pod.Name, pod.UID) {
 			return true
 		}
 	}

@@ -1,10 +1,10 @@
-// Package evictionrequest is nodemaint's node drain as a requester of KEP-4563's EvictionRequest
+// Package requester is nodemaint's node drain as a requester of KEP-4563's EvictionRequest
 // API (lifecycle.k8s.io/v1alpha1), purely: the drain decides as it does with pod conditions
 // (nodedecide.Decide's Request and Withdraw), this package turns that into EvictionRequests to
 // create, update, withdraw and delete, and reads each pod's Eviction back as its owner's answer
 // (Answer), so that the drain's rules (response timeout, eviction of pods nobody answers for,
 // drainTimeout) stay one and the same for both protocols.
-package evictionrequest
+package requester
 
 import (
 	"fmt"
