@@ -19,10 +19,10 @@ const (
 // Blocked says what keeps the pods of a plan on their node, grouped by reason and message, with a
 // few pod names each, most pods first. Every pod the plan holds counts in exactly one entry: when
 // there are more reasons than MaxBlockedEntries, the smallest groups are folded into a last entry
-// of reason Other. current are the decisions about plan.Current (DecideCurrent), in its order,
+// of reason Other. current are the decisions about plan.Current (JudgeCurrent), in its order,
 // when the node is drained now, and nil when it is not: only then are the pods of the current
 // order group held by their owners or by evictions.
-func Blocked(plan Plan, current []Decision, now time.Time) []nodemaintv1alpha1.BlockedPods {
+func Blocked(plan Plan, current []Verdict, now time.Time) []nodemaintv1alpha1.BlockedPods {
 	type key struct{ reason, message string }
 	groups := map[key]*nodemaintv1alpha1.BlockedPods{}
 	var order []key

@@ -29,11 +29,11 @@ type Policy struct {
 	HonoredLabel string
 }
 
-// Decision is what to do with one pod of the current order group now.
-type Decision struct {
+// Verdict is what to do with one pod of the current order group now.
+type Verdict struct {
 	Evict bool
 	// Reason says why the pod is still there when not evicted (a BlockedReason); from
-	// DecideCurrent, also what an eviction meets (Evicting, or the refusal of the last one). The
+	// JudgeCurrent, also what an eviction meets (Evicting, or the refusal of the last one). The
 	// other fields are the facts Message words.
 	Reason string
 	// Quoted is what another party said: the owner's EvacuationInitiated message
@@ -59,16 +59,16 @@ type Decision struct {
 	Since time.Time
 }
 
-// Decide decides about a pod of the current order group. Its owner has the response timeout,
+// Judge decides about a pod of the current order group. Its owner has the response timeout,
 // counted from the EvacuationRequest's last transition (or policy.CountFrom, if later), to accept
 // (EvacuationInitiated=True); an owner that declines (EvacuationInitiated=False) has its pod
 // evicted at once. A bare pod (see Unanswerable) waits the response timeout like any other, since
 // an operator may answer for it, and its message says that it will not come back once evicted. An
 // accepted pod is left to its owner, and a protected pod (Class.Protected) is never evicted.
-func Decide(c Classified, now time.Time, policy Policy) Decision {
+func Judge(c Classified, now time.Time, policy Policy) Verdict {
 	pod := c.Pod
 	if pod.DeletionTimestamp != nil {
-		return Decision{Reason: nodemaintv1alpha1.BlockedReasonTerminating, Since: deletionRequested(pod)}
+		return Verdict{Reason: nodemaintv1alpha1.BlockedReasonTerminating, Since: deletionRequested(pod)}
 	}
 	if cond := evacuation.Condition(pod, evacuation.Initiated); cond != nil && cond.Status == corev1.ConditionTrue {
 		reason := nodemaintv1alpha1.BlockedReasonEvacuatingByOwner
@@ -77,24 +77,24 @@ func Decide(c Classified, now time.Time, policy Policy) Decision {
 			// budget refuses (requester.Answer).
 			reason = nodemaintv1alpha1.BlockedReasonPodDisruptionBudget
 		}
-		return Decision{Reason: reason, Quoted: cond.Message}
+		return Verdict{Reason: reason, Quoted: cond.Message}
 	}
 	req := evacuation.Condition(pod, evacuation.Request)
 	if req == nil || req.Status != corev1.ConditionTrue {
 		// The request is written by the look that decides it: its write, or the backlog it waits
 		// for (evictionbacklog), brings the next look.
-		return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, NotRequested: true}
+		return Verdict{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, NotRequested: true}
 	}
 	if c.Class.Protected != "" {
-		return Decision{Reason: nodemaintv1alpha1.BlockedReasonProtected, Protected: c.Class.Protected}
+		return Verdict{Reason: nodemaintv1alpha1.BlockedReasonProtected, Protected: c.Class.Protected}
 	}
 	if !policy.Evict {
-		return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Policy: policy}
+		return Verdict{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Policy: policy}
 	}
 	if evacuation.Declined(pod) {
 		cond := evacuation.Condition(pod, evacuation.Initiated)
 		said := slices.DeleteFunc([]string{cond.Reason, cond.Message}, func(s string) bool { return s == "" })
-		return Decision{Evict: true, Declined: cmp.Or(strings.Join(said, ": "), "no reason given")}
+		return Verdict{Evict: true, Declined: cmp.Or(strings.Join(said, ": "), "no reason given")}
 	}
 	// The API server keeps a condition's time to the second: the request was written up to a
 	// second after its lastTransitionTime says, so the timeout counts from the end of that second.
@@ -104,9 +104,9 @@ func Decide(c Classified, now time.Time, policy Policy) Decision {
 	}
 	left := from.Add(policy.ResponseTimeout).Sub(now)
 	if left <= 0 {
-		return Decision{Evict: true}
+		return Verdict{Evict: true}
 	}
-	return Decision{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Policy: policy, Bare: Unanswerable(pod), RecheckAfter: left}
+	return Verdict{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Policy: policy, Bare: Unanswerable(pod), RecheckAfter: left}
 }
 
 // Refusal is an eviction the API server refused: the pod backs off until NotBefore. Reason is
@@ -122,24 +122,24 @@ type Refusal struct {
 	Attempts int
 }
 
-// DecideCurrent decides about every pod of the current order group, in order, with what the API
+// JudgeCurrent decides about every pod of the current order group, in order, with what the API
 // server said of their earlier evictions (refusals, by pod UID): a pod whose eviction was refused
 // backs off until the refusal's NotBefore, held by the refusal; one past it is evicted again,
 // still reported with the refusal until an eviction succeeds. Every decision names a reason.
-func DecideCurrent(current []Classified, now time.Time, policy Policy, refusals map[types.UID]Refusal) []Decision {
-	return DecideCurrentEach(current, now, func(Classified) Policy { return policy }, refusals)
+func JudgeCurrent(current []Classified, now time.Time, policy Policy, refusals map[types.UID]Refusal) []Verdict {
+	return JudgeCurrentEach(current, now, func(Classified) Policy { return policy }, refusals)
 }
 
-// DecideCurrentEach is DecideCurrent with a policy of its own for each pod (policyOf): several
+// JudgeCurrentEach is JudgeCurrent with a policy of its own for each pod (policyOf): several
 // maintenances may drain a node, each evicting only the pods its own classification drains.
-func DecideCurrentEach(current []Classified, now time.Time, policyOf func(Classified) Policy, refusals map[types.UID]Refusal) []Decision {
-	out := make([]Decision, len(current))
+func JudgeCurrentEach(current []Classified, now time.Time, policyOf func(Classified) Policy, refusals map[types.UID]Refusal) []Verdict {
+	out := make([]Verdict, len(current))
 	for i, c := range current {
-		d := Decide(c, now, policyOf(c))
+		d := Judge(c, now, policyOf(c))
 		if d.Evict {
 			switch r, refused := refusals[c.Pod.UID]; {
 			case refused && r.NotBefore.After(now):
-				d = Decision{Reason: r.Reason, Quoted: r.Message, RecheckAfter: r.NotBefore.Sub(now), Declined: d.Declined}
+				d = Verdict{Reason: r.Reason, Quoted: r.Message, RecheckAfter: r.NotBefore.Sub(now), Declined: d.Declined}
 			case refused:
 				d.Reason, d.Quoted = r.Reason, r.Message
 			default:

@@ -142,7 +142,7 @@ func TestDecide(t *testing.T) {
 			Policy{Evict: true, ResponseTimeout: 3 * time.Minute, CountFrom: now.Add(-time.Hour)}, "", true, "", 0, ""},
 	}
 	for _, tc := range cases {
-		d := Decide(Classified{Pod: tc.pod, Class: Class{Protected: tc.protected}}, now, tc.policy)
+		d := Judge(Classified{Pod: tc.pod, Class: Class{Protected: tc.protected}}, now, tc.policy)
 		if d.Evict != tc.evict || d.Reason != tc.reason || d.RecheckAfter != tc.recheck || !strings.Contains(d.Message(), tc.message) {
 			t.Errorf("%s: got %+v", tc.name, d)
 		}
@@ -201,7 +201,7 @@ func TestBlockedTerminatingFor(t *testing.T) {
 			"terminating, the longest for 2m0s"},
 	} {
 		plan := NewPlan(tc.pods)
-		got := Blocked(plan, DecideCurrent(plan.Current, now, Policy{Evict: true, ResponseTimeout: time.Minute}, nil), now)
+		got := Blocked(plan, JudgeCurrent(plan.Current, now, Policy{Evict: true, ResponseTimeout: time.Minute}, nil), now)
 		if len(got) != 1 || got[0].Reason != nodemaintv1alpha1.BlockedReasonTerminating || got[0].Message != tc.want || int(got[0].Count) != len(tc.pods) {
 			t.Errorf("%s: blocked %+v, want one Terminating entry %q", tc.name, got, tc.want)
 		}
@@ -261,7 +261,7 @@ func TestInvalidRuleHolds(t *testing.T) {
 		if len(plan.Held) != 1 || len(plan.Current)+len(plan.Later)+len(plan.WaitCompleted)+len(plan.Skipped) != 0 || plan.Pending() != 1 {
 			t.Errorf("%s: plan %+v; want the pod held and pending", tc.name, plan)
 		}
-		blocked := Blocked(plan, DecideCurrent(plan.Current, time.Now(), Policy{Evict: true}, nil), time.Now())
+		blocked := Blocked(plan, JudgeCurrent(plan.Current, time.Now(), Policy{Evict: true}, nil), time.Now())
 		if len(blocked) != 1 || blocked[0].Reason != nodemaintv1alpha1.BlockedReasonInvalidDrainRule || !strings.Contains(blocked[0].Message, tc.source) {
 			t.Errorf("%s: blocked %+v; want reason %s naming %s", tc.name, blocked, nodemaintv1alpha1.BlockedReasonInvalidDrainRule, tc.source)
 		}
@@ -278,11 +278,11 @@ func TestDeclinedQuoted(t *testing.T) {
 	current := []Classified{{Pod: pod}}
 	policy := Policy{Evict: true, ResponseTimeout: time.Minute}
 	const declined = "; the owner declined the evacuation (ReplicasReverted: something reverts its replicas)"
-	if d := DecideCurrent(current, now, policy, nil)[0]; !d.Evict || d.Message() != "evicting through the Eviction API"+declined {
+	if d := JudgeCurrent(current, now, policy, nil)[0]; !d.Evict || d.Message() != "evicting through the Eviction API"+declined {
 		t.Errorf("evicting: %+v, message %q", d, d.Message())
 	}
 	refused := map[types.UID]Refusal{"p": {NotBefore: now.Add(time.Second), Reason: nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, Message: "The disruption budget web needs 1 healthy pods"}}
-	if d := DecideCurrent(current, now, policy, refused)[0]; d.Evict || d.Message() != "The disruption budget web needs 1 healthy pods"+declined {
+	if d := JudgeCurrent(current, now, policy, refused)[0]; d.Evict || d.Message() != "The disruption budget web needs 1 healthy pods"+declined {
 		t.Errorf("refused: %+v, message %q", d, d.Message())
 	}
 }

@@ -326,7 +326,7 @@ func FuzzPlanAndBlocked(f *testing.F) {
 
 		// Decisions about the current group.
 		for _, c := range plan.Current {
-			d := Decide(c, now, policy)
+			d := Judge(c, now, policy)
 			if d.Evict && (!policy.Evict || c.Pod.DeletionTimestamp != nil || evacuation.Accepted(c.Pod) || c.Class.Protected != "") {
 				t.Fatalf("pod %s evicted though terminating, accepted, protected, or signal-only: %+v", c.Pod.Name, d)
 			}
@@ -339,19 +339,19 @@ func FuzzPlanAndBlocked(f *testing.F) {
 			if d.Evict == (d.Reason != "") || d.RecheckAfter < 0 {
 				t.Fatalf("a decision either evicts or says why not: %+v", d)
 			}
-			if again := Decide(c, now, policy); again != d {
-				t.Fatalf("Decide is not deterministic: %+v then %+v", d, again)
+			if again := Judge(c, now, policy); again != d {
+				t.Fatalf("Judge is not deterministic: %+v then %+v", d, again)
 			}
 		}
 
-		var current []Decision
+		var current []Verdict
 		if draining {
-			current = DecideCurrent(plan.Current, now, policy, refusals)
+			current = JudgeCurrent(plan.Current, now, policy, refusals)
 			for i, d := range current {
 				c := plan.Current[i]
-				plain := Decide(c, now, policy)
+				plain := Judge(c, now, policy)
 				if d.Reason == "" || d.Evict && !plain.Evict {
-					t.Fatalf("pod %s: DecideCurrent %+v, Decide %+v: it evicts only what Decide evicts, and always names a reason", c.Pod.Name, d, plain)
+					t.Fatalf("pod %s: JudgeCurrent %+v, Judge %+v: it evicts only what Judge evicts, and always names a reason", c.Pod.Name, d, plain)
 				}
 				if d.Evict && refusals[c.Pod.UID].NotBefore.After(now) {
 					t.Fatalf("pod %s evicted while its refused eviction backs off: %+v", c.Pod.Name, d)

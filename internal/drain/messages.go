@@ -8,11 +8,11 @@ import (
 )
 
 // The words of a node's blocked entries (nodemaintv1alpha1.BlockedPods.Message) are all here,
-// built from the facts the decisions name: Decide and Blocked say what holds a pod, these say it.
+// built from the facts the decisions name: Judge and Blocked say what holds a pod, these say it.
 
 // Message says, in words, why the pod is still there (or that it is being evicted), and then the
 // owner's decline of its evacuation when there was one.
-func (d Decision) Message() string {
+func (d Verdict) Message() string {
 	msg := d.message()
 	if d.Declined == "" {
 		return msg
@@ -24,7 +24,7 @@ func (d Decision) Message() string {
 	return msg + "; " + declined
 }
 
-func (d Decision) message() string {
+func (d Verdict) message() string {
 	switch d.Reason {
 	case nodemaintv1alpha1.BlockedReasonTerminating:
 		return "terminating"
@@ -45,7 +45,7 @@ func (d Decision) message() string {
 
 // waitingMessage words a pod waiting for its owner: not asked yet, never evicted (signal only, or
 // its drain label honored), or evicted once the response timeout runs out.
-func waitingMessage(d Decision) string {
+func waitingMessage(d Verdict) string {
 	switch {
 	case d.NotRequested:
 		return "evacuation not requested yet"

@@ -53,7 +53,7 @@ func unregistered(name string) *corev1.Pod {
 }
 
 // TestUnregisteredPodsAskedByPodCondition: a pod with no responder of its own is the pod condition
-// protocol's: Decide never asks it through an EvictionRequest and withdraws one left from before
+// protocol's: WritesOf never asks it through an EvictionRequest and withdraws one left from before
 // (deleted once its Eviction is over), Answer returns it as given (nodemaint's condition and the
 // owner's answer on it count), and it is no pod condition left to withdraw.
 func TestUnregisteredPodsAskedByPodCondition(t *testing.T) {
@@ -61,7 +61,7 @@ func TestUnregisteredPodsAskedByPodCondition(t *testing.T) {
 	if !Registered(a) || Registered(u) {
 		t.Fatal("Registered: want the pod with a responder only")
 	}
-	p := Decide(observedWith(), []*corev1.Pod{a, u}, []*corev1.Pod{a, u}, nil, "r", now)
+	p := WritesOf(observedWith(), []*corev1.Pod{a, u}, []*corev1.Pod{a, u}, nil, "r", now)
 	if len(p.Create) != 1 || p.Create[0].Spec.Target.Pod.UID != a.UID {
 		t.Fatalf("want a request for the registered pod only, got %+v", p)
 	}
@@ -69,12 +69,12 @@ func TestUnregisteredPodsAskedByPodCondition(t *testing.T) {
 	old := *newRequest("n1", u, "r", now)
 	obs := observedWith(old)
 	obs.Evictions[u.UID] = &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-u"}}
-	p = Decide(obs, []*corev1.Pod{u}, []*corev1.Pod{u}, nil, "r", now)
+	p = WritesOf(obs, []*corev1.Pod{u}, []*corev1.Pod{u}, nil, "r", now)
 	if len(p.Update) != 1 || p.Update[0].Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn || len(p.Create)+len(p.Delete) != 0 {
 		t.Fatalf("a request left for an unregistered pod, its Eviction under way: want it withdrawn, got %+v", p)
 	}
 	delete(obs.Evictions, u.UID)
-	if p = Decide(obs, []*corev1.Pod{u}, []*corev1.Pod{u}, nil, "r", now); len(p.Delete) != 1 || len(p.Create)+len(p.Update) != 0 {
+	if p = WritesOf(obs, []*corev1.Pod{u}, []*corev1.Pod{u}, nil, "r", now); len(p.Delete) != 1 || len(p.Create)+len(p.Update) != 0 {
 		t.Fatalf("a request left for an unregistered pod, no Eviction: want it deleted, got %+v", p)
 	}
 
@@ -96,7 +96,7 @@ func observedWith(reqs ...lifecyclev1alpha1.EvictionRequest) Observed {
 func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
 	a, b := pod("a"), pod("b")
 	pods := []*corev1.Pod{a, b}
-	p := Decide(observedWith(), pods, []*corev1.Pod{a, b}, nil, "kernel upgrade", now)
+	p := WritesOf(observedWith(), pods, []*corev1.Pod{a, b}, nil, "kernel upgrade", now)
 	if len(p.Create) != 2 || len(p.Update)+len(p.Delete) != 0 {
 		t.Fatalf("first: %+v", p)
 	}
@@ -113,35 +113,35 @@ func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
 	if evacuation.Condition(pods[0], evacuation.Request) != nil {
 		t.Fatal("Answer changed its input")
 	}
-	if p := Decide(obs, pods, nil, nil, "kernel upgrade", now); len(p.Create)+len(p.Update)+len(p.Delete) != 0 {
+	if p := WritesOf(obs, pods, nil, nil, "kernel upgrade", now); len(p.Create)+len(p.Update)+len(p.Delete) != 0 {
 		t.Fatalf("nothing to do, got %+v", p)
 	}
 	// b's Eviction is under way: still asked, nothing changes; withdrawing b sets Withdrawn; a
 	// has none: its request goes.
 	obs.Evictions[b.UID] = &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-b"}}
-	if p := Decide(obs, pods, nil, nil, "kernel upgrade", now); len(p.Create)+len(p.Update)+len(p.Delete) != 0 {
+	if p := WritesOf(obs, pods, nil, nil, "kernel upgrade", now); len(p.Create)+len(p.Update)+len(p.Delete) != 0 {
 		t.Fatalf("an Eviction under way, nothing to do, got %+v", p)
 	}
-	p = Decide(obs, pods, nil, []*corev1.Pod{a, b}, "kernel upgrade", now)
+	p = WritesOf(obs, pods, nil, []*corev1.Pod{a, b}, "kernel upgrade", now)
 	if len(p.Delete) != 1 || p.Delete[0].Spec.Target.Pod.UID != a.UID || len(p.Update) != 1 || p.Update[0].Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
 		t.Fatalf("withdraw: %+v", p)
 	}
 	// Withdrawn, b's request stays until the Eviction is canceled, then goes.
 	obs.Requests = []lifecyclev1alpha1.EvictionRequest{*p.Update[0]}
-	if p := Decide(obs, pods, nil, nil, "", now); len(p.Delete)+len(p.Update)+len(p.Create) != 0 {
+	if p := WritesOf(obs, pods, nil, nil, "", now); len(p.Delete)+len(p.Update)+len(p.Create) != 0 {
 		t.Fatalf("withdrawn while the Eviction is under way: %+v", p)
 	}
 	obs.Evictions[b.UID].Status.Conditions = []metav1.Condition{{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: metav1.ConditionTrue, Reason: string(lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters)}}
-	if p := Decide(obs, pods, nil, nil, "", now); len(p.Delete) != 1 {
+	if p := WritesOf(obs, pods, nil, nil, "", now); len(p.Delete) != 1 {
 		t.Fatalf("canceled: %+v", p)
 	}
 	// A request whose pod is gone goes with it: the garbage collector deletes it, its pod being
 	// its owner; nodemaint sends no delete of its own. One its pod does not own is deleted.
-	if p := Decide(obs, []*corev1.Pod{a}, nil, nil, "", now); len(p.Delete)+len(p.Update)+len(p.Create)+len(p.Adopt) != 0 {
+	if p := WritesOf(obs, []*corev1.Pod{a}, nil, nil, "", now); len(p.Delete)+len(p.Update)+len(p.Create)+len(p.Adopt) != 0 {
 		t.Fatalf("pod gone, its request owned by it: %+v", p)
 	}
 	obs.Requests[0].OwnerReferences = nil
-	if p := Decide(obs, []*corev1.Pod{a}, nil, nil, "", now); len(p.Delete) != 1 {
+	if p := WritesOf(obs, []*corev1.Pod{a}, nil, nil, "", now); len(p.Delete) != 1 {
 		t.Fatalf("pod gone, its request not owned by it: %+v", p)
 	}
 }
@@ -154,7 +154,7 @@ func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
 func TestRequestsOwnedByTheirPods(t *testing.T) {
 	a, b, c := pod("a"), pod("b"), pod("c")
 	pods := []*corev1.Pod{a, b, c}
-	p := Decide(observedWith(), pods, []*corev1.Pod{a}, nil, "kernel upgrade", now)
+	p := WritesOf(observedWith(), pods, []*corev1.Pod{a}, nil, "kernel upgrade", now)
 	if len(p.Create) != 1 {
 		t.Fatalf("create: %+v", p)
 	}
@@ -175,7 +175,7 @@ func TestRequestsOwnedByTheirPods(t *testing.T) {
 	obs.Evictions[b.UID] = &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-b"}}
 	// a asked again, b withdrawn with its Eviction under way, c asked before and still wanted:
 	// all three adopted; gone's request deleted.
-	p = Decide(obs, pods, []*corev1.Pod{a}, nil, "kernel upgrade", now)
+	p = WritesOf(obs, pods, []*corev1.Pod{a}, nil, "kernel upgrade", now)
 	if len(p.Create)+len(p.Update) != 0 || len(p.Delete) != 1 || p.Delete[0].Spec.Target.Pod.UID != gone.UID || len(p.Adopt) != 3 {
 		t.Fatalf("plan %+v", p)
 	}
@@ -185,7 +185,7 @@ func TestRequestsOwnedByTheirPods(t *testing.T) {
 		}
 	}
 	// A request updated for another reason gets its owner in the same write.
-	p = Decide(obs, pods, []*corev1.Pod{a}, nil, "another reason", now)
+	p = WritesOf(obs, pods, []*corev1.Pod{a}, nil, "another reason", now)
 	if len(p.Update) != 1 || !ownedBy(p.Update[0]) || len(p.Adopt) != 2 {
 		t.Fatalf("update: %+v", p)
 	}
@@ -194,7 +194,7 @@ func TestRequestsOwnedByTheirPods(t *testing.T) {
 	}
 	// Adopted, nothing more to do; gone's request, now owned by its pod, goes with it (the
 	// garbage collector's).
-	if p := Decide(obs, pods, []*corev1.Pod{a}, nil, "kernel upgrade", now); len(p.Adopt)+len(p.Update)+len(p.Create)+len(p.Delete) != 0 {
+	if p := WritesOf(obs, pods, []*corev1.Pod{a}, nil, "kernel upgrade", now); len(p.Adopt)+len(p.Update)+len(p.Create)+len(p.Delete) != 0 {
 		t.Fatalf("owned: %+v", p)
 	}
 }
@@ -274,12 +274,12 @@ func TestAnswerHeldForDrain(t *testing.T) {
 func TestPlanParts(t *testing.T) {
 	a, b, c := pod("a"), pod("b"), pod("c")
 	pods := []*corev1.Pod{a, b, c}
-	first := Decide(observedWith(), pods, pods, nil, "kernel upgrade", now)
+	first := WritesOf(observedWith(), pods, pods, nil, "kernel upgrade", now)
 	obs := observedWith(*first.Create[0], *first.Create[1])
 	obs.Requests[1].Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
 	obs.Evictions[a.UID] = &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-a"}}
 	// a's request is withdrawn while its Eviction is under way, b's asks again, c's is created.
-	p := Decide(obs, pods, []*corev1.Pod{b, c}, []*corev1.Pod{a}, "kernel upgrade", now)
+	p := WritesOf(obs, pods, []*corev1.Pod{b, c}, []*corev1.Pod{a}, "kernel upgrade", now)
 	w, r := p.Withdrawals(), p.Requests()
 	if len(w.Update) != 1 || w.Update[0].Spec.Target.Pod.UID != a.UID || w.Update[0].Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn || len(w.Create) != 0 {
 		t.Errorf("withdrawals: %+v", w)

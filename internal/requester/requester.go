@@ -143,7 +143,7 @@ func (o *Observed) ours(uid types.UID) *lifecyclev1alpha1.EvictionRequest {
 // condition, if at all (nodemaint never evicts it: nodedecide.Decision.SignalOnly; or asked so
 // before): it is returned as given, as is a pod that is not Registered, which is asked and
 // answered through the pod condition protocol whatever request of nodemaint's it has (one left
-// from before is withdrawn, see Decide). The pods
+// from before is withdrawn, see WritesOf). The pods
 // given are not changed: a pod with nothing to answer is returned as given, an answered one is a
 // copy that shares all but its conditions with the pod given (the drain only reads pods; a deep
 // copy of each requested pod on every reconcile of its node was a tenth of the controller's CPU
@@ -294,8 +294,8 @@ func passedOver(e *lifecyclev1alpha1.Eviction, before []lifecyclev1alpha1.Target
 		Message: "Eviction " + e.Name + ": no responder moved the pod (" + strings.Join(who, ", ") + ")", LastTransitionTime: since}, true
 }
 
-// Plan is what the drain writes of the protocol for one node.
-type Plan struct {
+// Writes is what the drain writes of the protocol for one node.
+type Writes struct {
 	// Create are the EvictionRequests to create.
 	Create []*lifecyclev1alpha1.EvictionRequest
 	// Update are nodemaint's requests whose intent or reason changes: the object as wanted
@@ -309,7 +309,7 @@ type Plan struct {
 	Adopt []*lifecyclev1alpha1.EvictionRequest
 }
 
-// Decide turns the drain's decision into the protocol's writes: request are the pods asked to
+// WritesOf turns the drain's decision into the protocol's writes: request are the pods asked to
 // move now (reason: the drain's), withdraw those no longer asked, pods every pod on the node.
 // A request is withdrawn by setting its intent to Withdrawn while its Eviction is in progress, so
 // that the active responder learns of the cancellation, and deleted once the Eviction is over
@@ -319,8 +319,8 @@ type Plan struct {
 // it (created by an earlier version) is adopted. Only Registered pods are asked so: the others
 // are the pod condition protocol's, and a request of nodemaint's for one of them (left from
 // before) is withdrawn.
-func Decide(obs Observed, pods []*corev1.Pod, request, withdraw []*corev1.Pod, reason string, now time.Time) Plan {
-	var p Plan
+func WritesOf(obs Observed, pods []*corev1.Pod, request, withdraw []*corev1.Pod, reason string, now time.Time) Writes {
+	var p Writes
 	present := map[types.UID]bool{}
 	withdrawn := map[types.UID]bool{}
 	for _, pod := range pods {
@@ -496,8 +496,8 @@ func newRequest(node string, pod *corev1.Pod, reason string, now time.Time) *lif
 
 // Withdrawals is the part of the plan written before the node: the requests withdrawn, deleted
 // and adopted.
-func (p Plan) Withdrawals() Plan {
-	out := Plan{Delete: p.Delete, Adopt: p.Adopt}
+func (p Writes) Withdrawals() Writes {
+	out := Writes{Delete: p.Delete, Adopt: p.Adopt}
 	for _, r := range p.Update {
 		if r.Spec.Intent == lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
 			out.Update = append(out.Update, r)
@@ -508,8 +508,8 @@ func (p Plan) Withdrawals() Plan {
 
 // Requests is the part of the plan written once the node is cordoned: the requests created and
 // those asking again.
-func (p Plan) Requests() Plan {
-	out := Plan{Create: p.Create}
+func (p Writes) Requests() Writes {
+	out := Writes{Create: p.Create}
 	for _, r := range p.Update {
 		if r.Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
 			out.Update = append(out.Update, r)

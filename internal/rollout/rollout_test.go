@@ -38,14 +38,14 @@ func TestDecideTurns(t *testing.T) {
 	spec := nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(2))}
 	nodes := []Node{{Name: "n3"}, {Name: "n1"}, {Name: "n2"}, {Name: "n4", Unschedulable: true}, {Name: "n5", Ended: nodemaintv1alpha1.PhaseReleased}}
 
-	d := Decide(Input{Active: true, Spec: spec, Nodes: nodes}, now)
+	d := Turns(Input{Active: true, Spec: spec, Nodes: nodes}, now)
 	if !slices.Equal(d.Admitted, []string{"n4", "n1"}) || d.Done != 1 || d.Waiting != 2 || d.HaltReason != "" {
 		t.Fatalf("admitted %v, done %d, waiting %d, halt %q; want n4 (already cordoned) then n1", d.Admitted, d.Done, d.Waiting, d.HaltReason)
 	}
 
 	// n4 released, n1 still in its turn: one more starts, n2.
 	nodes[3].Ended = nodemaintv1alpha1.PhaseReleased
-	d = Decide(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: d.InTurn}, now.Add(time.Minute))
+	d = Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: d.InTurn}, now.Add(time.Minute))
 	if got := turnNames(d.InTurn); !slices.Equal(got, []string{"n1", "n2"}) || !slices.Equal(d.Admitted, []string{"n2"}) {
 		t.Fatalf("in turn %v, admitted %v; want n1, n2", got, d.Admitted)
 	}
@@ -55,25 +55,25 @@ func TestDecideTurns(t *testing.T) {
 
 	// Unschedulable replacements halt: nothing new starts; the nodes in their turn stay.
 	nodes[0].Ended, nodes[1].Ended = "", nodemaintv1alpha1.PhaseReleased
-	halted := Decide(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: d.InTurn, Unschedulable: []string{"app/web-x"}}, now)
+	halted := Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: d.InTurn, Unschedulable: []string{"app/web-x"}}, now)
 	if halted.HaltReason != nodemaintv1alpha1.ReasonReplacementsUnschedulable || len(halted.Admitted) > 0 || !slices.Equal(turnNames(halted.InTurn), []string{"n2"}) {
 		t.Fatalf("halt %q, admitted %v, in turn %v", halted.HaltReason, halted.Admitted, turnNames(halted.InTurn))
 	}
 
 	// A node past drainTimeout: Pause halts, Continue marks it failed and goes on.
 	late := []nodemaintv1alpha1.NodeTurn{{Name: "n2", Since: metav1.NewTime(now.Add(-2 * time.Hour))}}
-	paused := Decide(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: late, DrainTimeout: time.Hour}, now)
+	paused := Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: late, DrainTimeout: time.Hour}, now)
 	if paused.HaltReason != nodemaintv1alpha1.ReasonNodeDrainTimedOut || len(paused.Admitted) > 0 || !slices.Equal(paused.TimedOut, []string{"n2"}) {
 		t.Fatalf("pause: halt %q, admitted %v, timed out %v", paused.HaltReason, paused.Admitted, paused.TimedOut)
 	}
 	spec.OnNodeFailure = nodemaintv1alpha1.NodeFailureContinue
-	cont := Decide(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: late, DrainTimeout: time.Hour}, now)
+	cont := Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: late, DrainTimeout: time.Hour}, now)
 	if cont.HaltReason != "" || !cont.InTurn[slices.IndexFunc(cont.InTurn, func(t nodemaintv1alpha1.NodeTurn) bool { return t.Name == "n2" })].Failed {
 		t.Fatalf("continue: halt %q, in turn %+v", cont.HaltReason, cont.InTurn)
 	}
 
 	// An inactive maintenance has no node in its turn.
-	if off := Decide(Input{Spec: spec, Nodes: nodes, InTurn: late}, now); len(off.InTurn) > 0 || len(off.Admitted) > 0 {
+	if off := Turns(Input{Spec: spec, Nodes: nodes, InTurn: late}, now); len(off.InTurn) > 0 || len(off.Admitted) > 0 {
 		t.Fatalf("inactive: in turn %v", off.InTurn)
 	}
 }
@@ -175,10 +175,10 @@ func FuzzDecide(f *testing.F) {
 			}
 			in.Nodes = append(in.Nodes, n)
 		}
-		d := Decide(in, now)
-		again := Decide(in, now)
+		d := Turns(in, now)
+		again := Turns(in, now)
 		if fmt.Sprint(again) != fmt.Sprint(d) {
-			t.Fatal("Decide is not deterministic")
+			t.Fatal("Turns is not deterministic")
 		}
 		if len(d.Admitted) > 0 && len(d.InTurn) > d.Budget {
 			t.Fatalf("admitted %v beyond the budget %d: %d in turn", d.Admitted, d.Budget, len(d.InTurn))
@@ -246,23 +246,23 @@ func TestHaltOnAlerts(t *testing.T) {
 
 	firing := in
 	firing.Alerts = []string{"EtcdMembersDown"}
-	d := Decide(firing, now)
+	d := Turns(firing, now)
 	if d.HaltReason != nodemaintv1alpha1.ReasonAlertsFiring || !slices.Equal(d.Alerts, []string{"EtcdMembersDown"}) || len(d.Admitted) > 0 ||
 		!slices.Equal(turnNames(d.InTurn), []string{"n1"}) || d.RecheckAfter != 30*time.Second {
 		t.Fatalf("firing: halt %q %v, admitted %v, in turn %v, recheck %v", d.HaltReason, d.Alerts, d.Admitted, turnNames(d.InTurn), d.RecheckAfter)
 	}
 	unknown := in
 	unknown.AlertsUnknown, unknown.AlertsFresh = "Prometheus unreachable since 2026-01-01T11:59:00Z: connection refused", time.Time{}
-	if d := Decide(unknown, now); d.HaltReason != nodemaintv1alpha1.ReasonAlertsUnknown || d.AlertsUnknown != unknown.AlertsUnknown || len(d.Admitted) > 0 || d.RecheckAfter != 0 {
+	if d := Turns(unknown, now); d.HaltReason != nodemaintv1alpha1.ReasonAlertsUnknown || d.AlertsUnknown != unknown.AlertsUnknown || len(d.Admitted) > 0 || d.RecheckAfter != 0 {
 		t.Fatalf("unknown: halt %q (%q), admitted %v, recheck %v; want no look of its own (a new answer brings one)", d.HaltReason, d.AlertsUnknown, d.Admitted, d.RecheckAfter)
 	}
-	d = Decide(in, now)
+	d = Turns(in, now)
 	if d.HaltReason != "" || !slices.Equal(d.Admitted, []string{"n2"}) || d.RecheckAfter != 30*time.Second {
 		t.Fatalf("clear: halt %q, admitted %v, recheck %v; want n2 admitted and a look in 30s (n3 waits)", d.HaltReason, d.Admitted, d.RecheckAfter)
 	}
 	// Nothing waits: firing alerts halt nothing, and nothing is looked at again.
 	done := Input{Active: true, Spec: spec, Nodes: []Node{{Name: "n1"}}, InTurn: inTurn, Alerts: []string{"EtcdMembersDown"}, AlertsFresh: now.Add(30 * time.Second)}
-	if d := Decide(done, now); d.HaltReason != "" || d.RecheckAfter != 0 {
+	if d := Turns(done, now); d.HaltReason != "" || d.RecheckAfter != 0 {
 		t.Fatalf("nothing waits: halt %q, recheck %v", d.HaltReason, d.RecheckAfter)
 	}
 }

@@ -91,13 +91,13 @@ func Budget(maxUnavailable *intstr.IntOrString, selected int) int {
 	return n
 }
 
-// Decide decides the turns at now. The order in which nodes get their turn is deterministic:
+// Turns decides the turns at now. The order in which nodes get their turn is deterministic:
 // nodes already unschedulable first (cordoned by someone, they give no capacity away when taken),
 // then by name, as `kubectl get nodes` lists them, so an admin can tell which come next. A node
 // in its turn past drainTimeout halts the rollout (Pause) or is marked failed, to be released by
 // the node reconciler (Continue). No node starts while pods cannot be scheduled, outside the
 // window, or while a failed node holds the rollout; nodes in their turn finish it.
-func Decide(in Input, now time.Time) Decision {
+func Turns(in Input, now time.Time) Decision {
 	d := Decision{Budget: Budget(in.Spec.MaxUnavailable, len(in.Nodes))}
 	selected := map[string]*Node{}
 	for i := range in.Nodes {

@@ -238,8 +238,8 @@ func TestBoundsPatchRealAPIServer(t *testing.T) {
 		cachetrim.HorizontalPodAutoscaler(got)
 		return got
 	}
-	decideBounds := func(surge *surgepolicy.State) deploymentdecide.Plan {
-		var p deploymentdecide.Plan
+	decideBounds := func(surge *surgepolicy.State) deploymentdecide.Decision {
+		var p deploymentdecide.Decision
 		p.Autoscalers([]*autoscalingv2.HorizontalPodAutoscaler{cached()}, "web", surge)
 		return p
 	}
@@ -413,7 +413,7 @@ func TestAutoscalerLateScaleRealAPIServer(t *testing.T) {
 			Autoscalers: []*autoscalingv2.HorizontalPodAutoscaler{h}, Now: now, SurgeTimeout: time.Minute}
 	}
 	r := &Reconciler{Client: c, Recorder: discard{}}
-	step := func(what string) deploymentdecide.Plan {
+	step := func(what string) deploymentdecide.Decision {
 		t.Helper()
 		in := observe()
 		p := deploymentdecide.Decide(in)

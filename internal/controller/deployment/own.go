@@ -12,7 +12,7 @@ import (
 // pod the plan writes twice (answered, then marked) is one copy, so that the second write
 // starts from what the first returned. Through view, an answer on the pod's conditions changes
 // the copy too.
-func ownWrites(p *deploymentdecide.Plan, view responder.View) {
+func ownWrites(p *deploymentdecide.Decision, view responder.View) {
 	copies := map[*corev1.Pod]*corev1.Pod{}
 	own := func(pod *corev1.Pod) *corev1.Pod {
 		c, ok := copies[pod]

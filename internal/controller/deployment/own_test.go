@@ -25,7 +25,7 @@ func TestOwnWrites(t *testing.T) {
 		before[i] = p.DeepCopy()
 	}
 	view := responder.Observe(cached, nil, "")
-	p := deploymentdecide.Plan{Answers: []deploymentdecide.Answer{{Pod: answered, Status: corev1.ConditionTrue, Reason: surgepolicy.ReasonSurge}}, Mark: []*corev1.Pod{answered}, Unmark: []*corev1.Pod{unmarked}}
+	p := deploymentdecide.Decision{Answers: []deploymentdecide.Answer{{Pod: answered, Status: corev1.ConditionTrue, Reason: surgepolicy.ReasonSurge}}, Mark: []*corev1.Pod{answered}, Unmark: []*corev1.Pod{unmarked}}
 	ownWrites(&p, view)
 
 	own := p.Answers[0].Pod

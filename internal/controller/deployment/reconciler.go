@@ -200,13 +200,13 @@ func deploymentsOfAutoscaler(hpa *autoscalingv2.HorizontalPodAutoscaler) []strin
 }
 
 // releaseAutoscalers restores the autoscalers whose bounds were raised for a surge of a
-// Deployment that is gone (deploymentdecide.Plan.Autoscalers with no surge), and removes their records.
+// Deployment that is gone (deploymentdecide.Decision.Autoscalers with no surge), and removes their records.
 func (r *Reconciler) releaseAutoscalers(ctx context.Context, key types.NamespacedName) error {
 	hpas, err := r.autoscalersOf(ctx, key)
 	if err != nil || len(hpas) == 0 {
 		return err
 	}
-	var p deploymentdecide.Plan
+	var p deploymentdecide.Decision
 	p.Autoscalers(hpas, key.Name, nil)
 	for _, e := range p.Events {
 		log.FromContext(ctx).Info("Evacuation step", "reason", e.Reason, "note", e.Note())
@@ -247,7 +247,7 @@ const podWritesInFlight = 25
 // before succeeded: an autoscaler holds the surged count from before the Deployment has it until
 // a later decision finds it scaled back. A pod's answer on its conditions and its mark are one
 // write (evacuation.Answer); an answer on an Eviction is followed by the pod's mark.
-func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, view responder.View, p deploymentdecide.Plan) (written bool, err error) {
+func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*corev1.Pod, view responder.View, p deploymentdecide.Decision) (written bool, err error) {
 	if err := r.writePods(ctx, view, p); err != nil {
 		return false, err
 	}
@@ -293,7 +293,7 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 // writePods writes the pods' answers and marks, in parallel: one patch after the other, a
 // Deployment of 100 pods on a loaded API server would take seconds per step while the other
 // Deployments wait their turn.
-func (r *Reconciler) writePods(ctx context.Context, view responder.View, p deploymentdecide.Plan) error {
+func (r *Reconciler) writePods(ctx context.Context, view responder.View, p deploymentdecide.Decision) error {
 	var (
 		mu   sync.Mutex
 		errs []error

@@ -115,7 +115,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 
 // rollBackWaiting rolls back a surge deploymentdecide.Decide would still wait for (no evacuated pod left
 // to tell it was withdrawn): nobody will complete it any more.
-func rollBackWaiting(p *deploymentdecide.Plan, d *appsv1.Deployment, unrequested []*corev1.Pod) {
+func rollBackWaiting(p *deploymentdecide.Decision, d *appsv1.Deployment, unrequested []*corev1.Pod) {
 	state, err := surgepolicy.Parse(d)
 	if err != nil || state == nil || p.Scale != nil || p.DropSurge {
 		return
@@ -145,7 +145,7 @@ func autoscalersOfDeployment(d *appsv1.Deployment, hpas []*autoscalingv2.Horizon
 // any more: those raised for a surge are restored, whatever the plan said before, unless the
 // plan scales the Deployment back (as Decide, they wait for a call that finds it scaled back:
 // restored before, the autoscaler would race the scale-back). It reports whether they wait.
-func releaseBounds(p *deploymentdecide.Plan, d *appsv1.Deployment, mine []*autoscalingv2.HorizontalPodAutoscaler) (held bool) {
+func releaseBounds(p *deploymentdecide.Decision, d *appsv1.Deployment, mine []*autoscalingv2.HorizontalPodAutoscaler) (held bool) {
 	p.Events = slices.DeleteFunc(p.Events, func(e deploymentdecide.Event) bool {
 		return e.OfAutoscaler()
 	})

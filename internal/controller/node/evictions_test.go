@@ -157,7 +157,7 @@ func TestEvictionRereadsTheEviction(t *testing.T) {
 	var stale []drain.Classified
 	evs := map[string]*lifecyclev1alpha1.Eviction{}
 	for _, pod := range []*corev1.Pod{answered, silent} {
-		plan := requester.Decide(requester.Observed{Node: seen.Node}, []*corev1.Pod{pod}, []*corev1.Pod{pod}, nil, "maintenance", time.Now().Add(-time.Hour))
+		plan := requester.WritesOf(requester.Observed{Node: seen.Node}, []*corev1.Pod{pod}, []*corev1.Pod{pod}, nil, "maintenance", time.Now().Add(-time.Hour))
 		req := plan.Create[0]
 		if err := k8s.Create(ctx, req); err != nil {
 			t.Fatal(err)

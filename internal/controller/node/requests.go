@@ -31,7 +31,7 @@ import (
 // writeRequests writes a plan of EvictionRequests (protocol.Writes' WithdrawRequests, then
 // its RequestRequests), each write with an optimistic lock on the request seen. A request that comes to
 // ask for its pod's eviction is an Event on the pod, as a pod condition's request is.
-func (r *Reconciler) writeRequests(ctx context.Context, plan requester.Plan, seen *requester.Observed, pods []*corev1.Pod) error {
+func (r *Reconciler) writeRequests(ctx context.Context, plan requester.Writes, seen *requester.Observed, pods []*corev1.Pod) error {
 	if seen == nil {
 		return nil
 	}

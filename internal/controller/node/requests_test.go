@@ -44,7 +44,7 @@ func TestRequestDeletedOnce(t *testing.T) {
 	seen := &requester.Observed{Node: "n", Requests: []lifecyclev1alpha1.EvictionRequest{req}}
 	r := &Reconciler{Client: c}
 	for range 2 {
-		if err := r.writeRequests(context.Background(), requester.Plan{Delete: []*lifecyclev1alpha1.EvictionRequest{&seen.Requests[0]}}, seen, nil); err != nil {
+		if err := r.writeRequests(context.Background(), requester.Writes{Delete: []*lifecyclev1alpha1.EvictionRequest{&seen.Requests[0]}}, seen, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -55,7 +55,7 @@ func TestRequestDeletedOnce(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b"}, Spec: corev1.PodSpec{
 		EvictionResponders: []corev1.EvictionResponder{{Name: "owner.example.com/r"}}}}
 	ownedByReplicaSet(pod)
-	plan := requester.Decide(requester.Observed{Node: "n"}, []*corev1.Pod{pod}, []*corev1.Pod{pod}, nil, "r", time.Now())
+	plan := requester.WritesOf(requester.Observed{Node: "n"}, []*corev1.Pod{pod}, []*corev1.Pod{pod}, nil, "r", time.Now())
 	for range 2 {
 		if err := r.writeRequests(context.Background(), plan, &requester.Observed{Node: "n"}, []*corev1.Pod{pod}); err != nil {
 			t.Fatal(err)
@@ -66,7 +66,7 @@ func TestRequestDeletedOnce(t *testing.T) {
 	}
 	made := *plan.Create[0]
 	made.UID = "req-b"
-	if err := r.writeRequests(context.Background(), requester.Plan{Delete: []*lifecyclev1alpha1.EvictionRequest{&made}},
+	if err := r.writeRequests(context.Background(), requester.Writes{Delete: []*lifecyclev1alpha1.EvictionRequest{&made}},
 		&requester.Observed{Node: "n", Requests: []lifecyclev1alpha1.EvictionRequest{made}}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestRequestsPacedByBacklog(t *testing.T) {
 	backlog := evictionbacklog.New(2)
 	r := &Reconciler{Client: c, Backlog: backlog}
 	write := func() error {
-		plan := requester.Decide(requester.Observed{Node: "n"}, pods, pods, nil, "r", time.Now())
+		plan := requester.WritesOf(requester.Observed{Node: "n"}, pods, pods, nil, "r", time.Now())
 		if len(plan.Create) != len(pods) {
 			t.Fatalf("the plan creates %d requests; want %d", len(plan.Create), len(pods))
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
-// decideTurns decides the turns of the maintenance's rollout (rollout.Decide) from the decisions
+// decideTurns decides the turns of the maintenance's rollout (rollout.Turns) from the decisions
 // about its selected nodes, the pods the scheduler cannot place, the alerts and the window.
 // Nil without spec.rollout.
 func decideTurns(o observation, nodes []nodeDecision, now time.Time) *rollout.Decision {
@@ -44,7 +44,7 @@ func decideTurns(o observation, nodes []nodeDecision, now time.Time) *rollout.De
 			in.Window = w.At(now)
 		}
 	}
-	d := rollout.Decide(in, now)
+	d := rollout.Turns(in, now)
 	return &d
 }
 

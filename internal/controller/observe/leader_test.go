@@ -40,7 +40,7 @@ func TestActiveSincePolicy(t *testing.T) {
 			}
 			p := policy
 			p.CountFrom = a.Since()
-			d := drain.Decide(drain.Classified{Pod: tc.pod}, now, p)
+			d := drain.Judge(drain.Classified{Pod: tc.pod}, now, p)
 			if d.Evict != tc.wantEvict {
 				t.Errorf("evict %v, want %v (%+v)", d.Evict, tc.wantEvict, d)
 			}

@@ -98,7 +98,7 @@ func fuzzPod(g *testutil.FuzzBytes, i int, now time.Time, seen *requester.Observ
 			Reason: evacuation.ReasonNodeMaintenance, LastTransitionTime: metav1.NewTime(now)})
 	}
 	if b&4 != 0 {
-		plan := requester.Decide(requester.Observed{Node: "n"}, []*corev1.Pod{registered(pod)}, []*corev1.Pod{registered(pod)}, nil, "r", now)
+		plan := requester.WritesOf(requester.Observed{Node: "n"}, []*corev1.Pod{registered(pod)}, []*corev1.Pod{registered(pod)}, nil, "r", now)
 		r := *plan.Create[0]
 		if b&8 != 0 {
 			r.Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn

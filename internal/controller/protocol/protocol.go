@@ -51,12 +51,12 @@ type Writes struct {
 	// Before the node is written: the pods whose pod condition is withdrawn, and the
 	// EvictionRequests withdrawn, deleted or adopted.
 	Withdraw         []*corev1.Pod
-	WithdrawRequests requester.Plan
+	WithdrawRequests requester.Writes
 	// Once the node is cordoned: the pods that get the pod condition with reason, and the
 	// EvictionRequests created or asking again.
 	Request         []*corev1.Pod
 	Reason          string
-	RequestRequests requester.Plan
+	RequestRequests requester.Writes
 }
 
 // livePod is the pod key names as the API server has it, if it is the pod of that uid; nil when
@@ -174,7 +174,7 @@ func (p evictionRequests) ObserveGone(ctx context.Context, node string) (*reques
 
 // requests are nodemaint's EvictionRequests of the node (NodeLabel), from the informer's store:
 // shallow copies that share their maps and slices with the cache's, read only
-// (requester.Decide deep-copies a request before it changes it).
+// (requester.WritesOf deep-copies a request before it changes it).
 func (p evictionRequests) requests(node string) ([]lifecyclev1alpha1.EvictionRequest, error) {
 	objs, err := p.stores.Requests.ByIndex(requestNodeIndex, node)
 	if err != nil {
@@ -262,7 +262,7 @@ func (evictionRequests) Writes(seen *requester.Observed, pods []*corev1.Pod, d n
 			withdrawnByCondition = append(withdrawnByCondition, raw)
 		}
 	}
-	plan := requester.Decide(*seen, pods, ask, withdraw, d.RequestReason, now)
+	plan := requester.WritesOf(*seen, pods, ask, withdraw, d.RequestReason, now)
 	w := Writes{
 		Withdraw:         withdrawnByCondition,
 		WithdrawRequests: plan.Withdrawals(),

@@ -88,7 +88,7 @@ func unsettled(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Boun
 // bounds is unsettled: at that surge's count, with no surge of its own, it was scaled by a
 // decision its autoscaler took from the raised minReplicas before it saw them restored, and goes
 // back to the count before the surge. Once the autoscaler settled, a count it sets is its own.
-func (p *Plan) undoAutoscaled(in Input, replicas int32) {
+func (p *Decision) undoAutoscaled(in Input, replicas int32) {
 	for _, hpa := range in.Autoscalers {
 		rec, err := surgepolicy.ParseBounds(hpa)
 		if err != nil || rec == nil || rec.Restored == nil || !rec.Names(hpa, in.Deployment) || !surgeable(in.Deployment, rec.Surge) ||
@@ -112,7 +112,7 @@ func (p *Plan) undoAutoscaled(in Input, replicas int32) {
 // the plan's earlier bounds decision, and adds its Events. It is for a Deployment whose count
 // nobody guards any more (gone, or released): Decide keeps a restored record until the
 // autoscaler settled.
-func (p *Plan) Autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string, surge *surgepolicy.State) {
+func (p *Decision) Autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string, surge *surgepolicy.State) {
 	p.autoscalers(hpas, deployment, surge, time.Time{}, false)
 }
 
@@ -120,7 +120,7 @@ func (p *Plan) Autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, deploy
 // autoscaler that reports the generation it acted on (a controller manager before Kubernetes
 // 1.37, or with the HPAGeneration feature gate off, does not: it could not be seen to settle), and
 // goes once the autoscaler settled.
-func (p *Plan) autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string, surge *surgepolicy.State, now time.Time, settle bool) {
+func (p *Decision) autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, deployment string, surge *surgepolicy.State, now time.Time, settle bool) {
 	p.Raise, p.Restore = nil, nil
 	hold := surge != nil && targeting(hpas, deployment) == 1
 	for _, hpa := range hpas {
@@ -149,7 +149,7 @@ func (p *Plan) autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, deploy
 }
 
 // requeue asks to look again after wait at the latest.
-func (p *Plan) requeue(wait time.Duration) {
+func (p *Decision) requeue(wait time.Duration) {
 	if p.RequeueAfter == 0 || wait < p.RequeueAfter {
 		p.RequeueAfter = wait
 	}
@@ -159,7 +159,7 @@ func (p *Plan) requeue(wait time.Duration) {
 // least its surged count, the bounds before the surge kept in the record (from the record when
 // there is one: a surge that grows raises them again), and the surge named in the record. It
 // reports whether the autoscaler changes.
-func (p *Plan) raise(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, deployment string, surge *surgepolicy.State) bool {
+func (p *Decision) raise(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, deployment string, surge *surgepolicy.State) bool {
 	surged := surge.OriginalReplicas + surge.Surge
 	curMin, curMax := surgepolicy.MinReplicas(hpa), hpa.Spec.MaxReplicas
 	if rec != nil && rec.Restored != nil {
@@ -195,7 +195,7 @@ func (p *Plan) raise(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolic
 // stays (theirs wins, Event.Kept names it). A restored bound that would cross another's change
 // stays as it is, so that minReplicas never exceeds maxReplicas. With settle, the record stays,
 // restored at now (autoscalers).
-func (p *Plan) restore(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, now time.Time, settle bool) {
+func (p *Decision) restore(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, now time.Time, settle bool) {
 	curMin, curMax := surgepolicy.MinReplicas(hpa), hpa.Spec.MaxReplicas
 	ours := func(set *int32, cur int32) bool { return set != nil && *set == cur }
 	minReplicas, maxReplicas := hpa.Spec.MinReplicas, curMax
@@ -231,7 +231,7 @@ func (p *Plan) restore(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surgepol
 
 // surgeAfter is the surge in progress as the plan leaves it, from state, the one in progress
 // before it; nil when none is (none was, or the plan ends it).
-func (p *Plan) surgeAfter(state *surgepolicy.State) *surgepolicy.State {
+func (p *Decision) surgeAfter(state *surgepolicy.State) *surgepolicy.State {
 	switch {
 	case p.Scale != nil:
 		return p.Scale.Surge
@@ -250,7 +250,7 @@ func (p *Plan) surgeAfter(state *surgepolicy.State) *surgepolicy.State {
 // Deployment's), names a surge nodemaint could have started (maxSurge), and as many pods as it
 // surged for are asked to leave or were accepted by the responder (requests and answers the
 // autoscaler's writer does not make; Release decides with the requests taken away); a scale-back
-// it leads to is bounded besides (Plan.boundScaleDown).
+// it leads to is bounded besides (Decision.boundScaleDown).
 func adoptable(in Input, replicas int32) *surgepolicy.State {
 	d := in.Deployment
 	if targeting(in.Autoscalers, d.Name) != 1 {

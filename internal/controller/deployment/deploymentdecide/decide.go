@@ -167,9 +167,9 @@ func (e Event) OfAutoscaler() bool {
 	return e.Reason == AutoscalerRaised || e.Reason == AutoscalerRestored || e.Reason == InvalidBoundsRecord
 }
 
-// Plan is what the responder does to one Deployment and its pods, in this order: the pods'
+// Decision is what the responder does to one Deployment and its pods, in this order: the pods'
 // answers and marks, the autoscaler's bounds (Raise or Restore), then the Deployment's scale.
-type Plan struct {
+type Decision struct {
 	Answers []Answer
 	// Unmark restores the pods' deletion cost; Mark lowers it, so that the ReplicaSet removes
 	// them first when the Deployment scales down. A pod's mark and its answer are one write.
@@ -205,8 +205,8 @@ type Plan struct {
 // the Deployment's spec.replicas and surge annotation, the pods' conditions and marks, and the
 // autoscaler's bounds and their record, so a
 // decision taken again after a crash, at any point of carrying out an earlier one, converges.
-func Decide(in Input) Plan {
-	var p Plan
+func Decide(in Input) Decision {
+	var p Decision
 	replicas := ptr.Deref(in.Deployment.Spec.Replicas, 1)
 	live := livePods(in.Pods)
 	reverted := p.readReverted(in.Deployment)
@@ -269,7 +269,7 @@ func Decide(in Input) Plan {
 // that targets the Deployment as its owner set it (surgepolicy.OwnMinReplicas), never by more
 // than the Deployment's maxSurge from the count it goes to (where maxSurge resolves to more
 // than 0: a Deployment whose strategy changed to Recreate during a surge has it rolled back).
-func (p *Plan) boundScaleDown(in Input, replicas int32) {
+func (p *Decision) boundScaleDown(in Input, replicas int32) {
 	if p.Scale == nil || p.Scale.Replicas >= replicas {
 		return
 	}
@@ -302,7 +302,7 @@ func ScaleDownFloor(d *appsv1.Deployment, hpas []*autoscalingv2.HorizontalPodAut
 
 // readReverted reads the count of the evacuation's surges set back; one that is not nodemaint's
 // is removed, with an Event, and counts as none.
-func (p *Plan) readReverted(d *appsv1.Deployment) *surgepolicy.Reverted {
+func (p *Decision) readReverted(d *appsv1.Deployment) *surgepolicy.Reverted {
 	rev, err := surgepolicy.ParseReverted(d)
 	if err != nil {
 		p.DropReverted = true
@@ -332,7 +332,7 @@ func livePods(pods []*corev1.Pod) []*corev1.Pod {
 // readSurge decides what to make of the Deployment's surge record: the surge in progress, nil
 // when there is none. An unusable record is dropped: without it nobody knows which replica
 // count the user wants, so spec.replicas stays and eviction moves the pods.
-func (p *Plan) readSurge(d *appsv1.Deployment) *surgepolicy.State {
+func (p *Decision) readSurge(d *appsv1.Deployment) *surgepolicy.State {
 	state, err := surgepolicy.Parse(d)
 	if err != nil {
 		p.DropSurge = true
@@ -345,12 +345,12 @@ func (p *Plan) readSurge(d *appsv1.Deployment) *surgepolicy.State {
 // keepScale decides whether someone else (a person, a GitOps tool) scaled the Deployment during
 // the surge: their count is what the Deployment keeps, so the surge record goes; a new wave may
 // start from there. The marks stay: should they scale down, the pods asked to leave go first.
-// A count set back to the one before the surge is counted (Plan.Reverted, on the Deployment
+// A count set back to the one before the surge is counted (Decision.Reverted, on the Deployment
 // with the record's removal): a GitOps engine that corrects drift sets back every surge, and
 // once surgepolicy.RevertLimit were, the pods are declined (surgepolicy.Reverted.Eligible),
 // so the drain need not wait for a surge that never stays. It returns the surge still in
 // progress.
-func (p *Plan) keepScale(d *appsv1.Deployment, state *surgepolicy.State, replicas int32, reverted *surgepolicy.Reverted) *surgepolicy.State {
+func (p *Decision) keepScale(d *appsv1.Deployment, state *surgepolicy.State, replicas int32, reverted *surgepolicy.Reverted) *surgepolicy.State {
 	if state == nil || replicas == state.OriginalReplicas+state.Surge {
 		return state
 	}
@@ -383,7 +383,7 @@ func (p *Plan) keepScale(d *appsv1.Deployment, state *surgepolicy.State, replica
 // is given up (rolled back, its pods declined for good) once they made no progress for its
 // patience; until then it is looked at again at that deadline. It reports whether the surge
 // gave up.
-func (p *Plan) endSurge(in Input, live []*corev1.Pod, state *surgepolicy.State, el surgepolicy.Eligibility, replicas int32) (gaveUp bool) {
+func (p *Decision) endSurge(in Input, live []*corev1.Pod, state *surgepolicy.State, el surgepolicy.Eligibility, replicas int32) (gaveUp bool) {
 	if state == nil {
 		return false
 	}
@@ -441,7 +441,7 @@ func available(live []*corev1.Pod, minReadySeconds int32, now time.Time) (n int3
 // no longer asked to leave, False for good when the surge gave up, True when the Deployment
 // surges, False with the reason when it declines; left alone when the responder gave the pod up
 // earlier or neither accepts nor declines. The changes are reported in Events.
-func (p *Plan) answerPods(d *appsv1.Deployment, live []*corev1.Pod, el surgepolicy.Eligibility, gaveUp bool) {
+func (p *Decision) answerPods(d *appsv1.Deployment, live []*corev1.Pod, el surgepolicy.Eligibility, gaveUp bool) {
 	for _, pod := range live {
 		cond := evacuation.Condition(pod, evacuation.Initiated)
 		switch {
@@ -469,7 +469,7 @@ func (p *Plan) answerPods(d *appsv1.Deployment, live []*corev1.Pod, el surgepoli
 // steady, it surges by up to maxSurge for the pods asked to leave (marked to go first since
 // their acceptance, markEvacuated). A wave that is not full first waits gatherRequests for more
 // requests.
-func (p *Plan) startWave(in Input, live []*corev1.Pod, el surgepolicy.Eligibility, replicas int32) {
+func (p *Decision) startWave(in Input, live []*corev1.Pod, el surgepolicy.Eligibility, replicas int32) {
 	d := in.Deployment
 	if int32(len(live)) > replicas {
 		return
@@ -517,7 +517,7 @@ func evacuated(live []*corev1.Pod, el surgepolicy.Eligibility) []*corev1.Pod {
 // surge's, someone's), no mark is added and a rollback's marks stay: the ReplicaSet is to
 // remove the surge's pods, not the evacuated ones. surging: a surge was in progress when the
 // plan was made (its completion's scale-back comes after the plan's marks).
-func (p *Plan) markEvacuated(live []*corev1.Pod, el surgepolicy.Eligibility, surging bool, replicas int32) {
+func (p *Decision) markEvacuated(live []*corev1.Pod, el surgepolicy.Eligibility, surging bool, replicas int32) {
 	hold := !surging && int32(len(live)) > replicas
 	for _, pod := range live {
 		evacuate := el.OK && evacuation.Requested(pod) && !timedOut(pod)
@@ -568,7 +568,7 @@ func sortWave(candidates []*corev1.Pod) {
 // answerEvents reports the answers that change the pods' EvacuationInitiated. The answers are
 // carried out before the rollback of a surge that gave up: if the process stops in between, the
 // next decision still knows it gave up.
-func (p *Plan) answerEvents(gaveUp bool) {
+func (p *Decision) answerEvents(gaveUp bool) {
 	var accepted, declined []*corev1.Pod
 	var last Answer
 	for _, a := range p.Answers {

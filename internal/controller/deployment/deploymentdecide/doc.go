@@ -1,7 +1,7 @@
 // Package deploymentdecide is the decision of nodemaint's Deployment evacuation responder, pure: from what
 // the responder observed of one Deployment (Input: the Deployment, its ReplicaSets, their pods as
 // internal/responder shows them, whether an autoscaler targets it, the time), what it
-// does now (Plan): the pods' answers (EvacuationInitiated accepted, declined or withdrawn), the
+// does now (Decision): the pods' answers (EvacuationInitiated accepted, declined or withdrawn), the
 // pods marked to go first or unmarked (their deletion cost), and the Deployment's scale and surge
 // record: a wave that starts, grows, completes, is rolled back or gives up. It also decides the
 // ReplicaSets' markers and the Deployment's count of pods to evacuate (Markers, CountCanWait),

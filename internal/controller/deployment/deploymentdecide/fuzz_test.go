@@ -83,7 +83,7 @@ func FuzzDecide(f *testing.F) {
 
 // settling reports whether the change only removes a record of restored bounds that the plan p
 // kept.
-func settling(c BoundsChange, p Plan) bool {
+func settling(c BoundsChange, p Decision) bool {
 	rec, err := surgepolicy.ParseBounds(c.HPA)
 	if err != nil || rec == nil || rec.Restored == nil || c.Record != nil {
 		return false
@@ -218,7 +218,7 @@ func fuzzAutoscalers(g *testutil.FuzzBytes, replicas int32, state *surgepolicy.S
 // surge is under way, each record naming the Deployment is gone, and each bound the record says
 // was set is back to the recorded value where it still held the value set (unless that would put
 // minReplicas above maxReplicas), left alone where someone changed it.
-func checkBounds(t *testing.T, in Input, p Plan) {
+func checkBounds(t *testing.T, in Input, p Decision) {
 	t.Helper()
 	raised, restored := applyBounds(in.Autoscalers, p.Raise), applyBounds(in.Autoscalers, append(slices.Clone(p.Raise), p.Restore...))
 	var surged int32
@@ -264,7 +264,7 @@ func checkBounds(t *testing.T, in Input, p Plan) {
 // checkUndone asserts that a Deployment with no surge record, at the count of the surge a record
 // of restored bounds names, is scaled back to the count before that surge while the autoscaler
 // has not settled, and is not scaled otherwise (unless a surge is under way).
-func checkUndone(t *testing.T, in Input, p Plan) {
+func checkUndone(t *testing.T, in Input, p Decision) {
 	t.Helper()
 	if surgeFound(in) {
 		return
@@ -294,7 +294,7 @@ func surgeFound(in Input) bool {
 
 // surgeAfter is the surge in progress once the plan is carried out: the plan's, else the
 // Deployment's, or the autoscaler's record's that the Deployment's count shows adopted.
-func surgeAfter(in Input, p Plan) *surgepolicy.State {
+func surgeAfter(in Input, p Decision) *surgepolicy.State {
 	state, err := surgepolicy.Parse(in.Deployment)
 	if err == nil && state == nil {
 		state = adoptable(in, ptr.Deref(in.Deployment.Spec.Replicas, 1))
@@ -306,7 +306,7 @@ func surgeAfter(in Input, p Plan) *surgepolicy.State {
 // count its autoscaler's record names, with no surge record of its own) is the responder's
 // once the plan is carried out: the Deployment records it (or the surge it grew to), or is back
 // at the original count.
-func checkAdopted(t *testing.T, in Input, p Plan, after Input) {
+func checkAdopted(t *testing.T, in Input, p Decision, after Input) {
 	t.Helper()
 	replicas := ptr.Deref(in.Deployment.Spec.Replicas, 1)
 	rec := adoptable(in, replicas)
@@ -326,7 +326,7 @@ func checkAdopted(t *testing.T, in Input, p Plan, after Input) {
 
 // checkRestored asserts the restore of an autoscaler from its record rec: after is the autoscaler
 // h once the plan's writes are done.
-func checkRestored(t *testing.T, p Plan, h *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, after *autoscalingv2.HorizontalPodAutoscaler) {
+func checkRestored(t *testing.T, p Decision, h *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, after *autoscalingv2.HorizontalPodAutoscaler) {
 	t.Helper()
 	// The record stays, restored now, where the autoscaler reports what it acted on.
 	kept, err := surgepolicy.ParseBounds(after)
@@ -375,7 +375,7 @@ func applyBounds(hpas []*autoscalingv2.HorizontalPodAutoscaler, changes []Bounds
 // pods and the reverse; a wave starts with every pod it evacuates marked, and only once the last
 // scale-back removed its pods; a surge completes only with at least its size of marked pods
 // asked to leave, and with all of its replicas available.
-func checkMarks(t *testing.T, in Input, p Plan) {
+func checkMarks(t *testing.T, in Input, p Decision) {
 	t.Helper()
 	for _, pod := range p.Mark {
 		if IsMarked(pod) || slices.Contains(p.Unmark, pod) {
@@ -420,7 +420,7 @@ func checkMarks(t *testing.T, in Input, p Plan) {
 
 // carryOut is what the objects look like once the plan is carried out: the pods' answers and
 // marks, the Deployment's replicas and surge record (its status as it was).
-func carryOut(in Input, p Plan) Input {
+func carryOut(in Input, p Decision) Input {
 	out := in
 	out.Deployment = in.Deployment.DeepCopy()
 	copies := map[*corev1.Pod]*corev1.Pod{}
@@ -457,8 +457,8 @@ func carryOut(in Input, p Plan) Input {
 	return out
 }
 
-func describe(p Plan) string {
-	return fmt.Sprintf("Plan{answers %v, mark %v, unmark %v, scale %+v, drop %t, rolledBack %t}",
+func describe(p Decision) string {
+	return fmt.Sprintf("Decision{answers %v, mark %v, unmark %v, scale %+v, drop %t, rolledBack %t}",
 		answerNames(p.Answers), podNamesOf(p.Mark), podNamesOf(p.Unmark), p.Scale, p.DropSurge, p.RolledBack)
 }
 
@@ -487,7 +487,7 @@ func describeInput(in Input) string {
 
 // bounded is the count a scale-down to want goes to: want, or what the plan's ScaleBackBounded
 // Event says it went to instead.
-func bounded(p Plan, want int32) int32 {
+func bounded(p Decision, want int32) int32 {
 	for _, e := range p.Events {
 		if e.Reason == ScaleBackBounded && e.Original == want {
 			return e.Replicas
@@ -552,7 +552,7 @@ func forgeRecords(g *testutil.FuzzBytes, in Input) {
 // its autoscaler's naming the autoscaler's UID and a surge naming the Deployment's. A record
 // naming another object's UID, or an autoscaler's of the previous version, never lowers the
 // Deployment below its count.
-func checkFloor(t *testing.T, in Input, p Plan) {
+func checkFloor(t *testing.T, in Input, p Decision) {
 	t.Helper()
 	d := in.Deployment
 	replicas := ptr.Deref(d.Spec.Replicas, 1)

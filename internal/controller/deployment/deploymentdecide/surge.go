@@ -119,7 +119,7 @@ func failingToCreate(rs *appsv1.ReplicaSet) bool {
 // one before it to complete. It grows once the requests stop coming (gathering), as a wave
 // starts; it then completes when all of its replacements are available. Every pod it evacuates
 // is marked already (markEvacuated marks all of them during a surge).
-func (p *Plan) extend(in Input, live []*corev1.Pod, state *surgepolicy.State, el surgepolicy.Eligibility) {
+func (p *Decision) extend(in Input, live []*corev1.Pod, state *surgepolicy.State, el surgepolicy.Eligibility) {
 	candidates := evacuated(live, el)
 	k := min(el.Surge, int32(len(candidates)))
 	if k <= state.Surge {
@@ -140,7 +140,7 @@ func (p *Plan) extend(in Input, live []*corev1.Pod, state *surgepolicy.State, el
 // replace any the plan had; the evacuated pods are marked again once the scale-down is done
 // (markEvacuated). why is the cause: an Event with its Rollback reason and the facts that go
 // with it, which Rollback completes into the SurgeRolledBack Event.
-func (p *Plan) Rollback(live []*corev1.Pod, state *surgepolicy.State, why Event) {
+func (p *Decision) Rollback(live []*corev1.Pod, state *surgepolicy.State, why Event) {
 	p.RolledBack = true
 	p.Mark, p.Unmark = nil, nil
 	created := surgePods(live, state)
@@ -159,7 +159,7 @@ func (p *Plan) Rollback(live []*corev1.Pod, state *surgepolicy.State, why Event)
 
 // ApplyScale sets the plan's spec.replicas and surge record (or their removal) on the
 // Deployment in memory.
-func (p Plan) ApplyScale(d *appsv1.Deployment) {
+func (p Decision) ApplyScale(d *appsv1.Deployment) {
 	if p.DropSurge {
 		SetAnnotation(d, evacuation.SurgeAnnotation, nil)
 	}

@@ -51,7 +51,7 @@ func Decide(obs Observation, now time.Time) Decision {
 	d.Node, d.Change, d.NodeChanged, d.ConditionChanged = wantNode(obs.Node, intent, maintenance.FormatDrainStarts(starts), oos, now)
 	d.Withdraw, d.Request, d.Asked = requests(obs.Pods, plan.Current, intent)
 
-	var current []drain.Decision
+	var current []drain.Verdict
 	if intent.Drain {
 		// A complete cordon is a prerequisite of the drain (KEP-4212): no pod is asked to move,
 		// and none is evicted or deleted, before the node is unschedulable, or a replacement could
@@ -66,8 +66,8 @@ func Decide(obs Observation, now time.Time) Decision {
 
 // drain decides the evictions and deletions of the node's current order group, with their grace
 // periods, and returns the decisions about its pods.
-func (d *Decision) drain(obs Observation, drainers []drainer, starts map[string]maintenance.DrainStart, now time.Time) []drain.Decision {
-	current := drain.DecideCurrentEach(obs.Plan.Current, now, func(c drain.Classified) drain.Policy {
+func (d *Decision) drain(obs Observation, drainers []drainer, starts map[string]maintenance.DrainStart, now time.Time) []drain.Verdict {
+	current := drain.JudgeCurrentEach(obs.Plan.Current, now, func(c drain.Classified) drain.Policy {
 		return evictPolicy(obs, drainers, c)
 	}, obs.Refusals)
 	deleteFor, wait := deletions(obs, drainers, starts, now)
@@ -325,7 +325,7 @@ func requests(pods []*corev1.Pod, current []drain.Classified, intent maintenance
 
 // report says what the node's status entry says: current are the decisions about the current
 // order group while the node is drained, nil otherwise.
-func report(obs Observation, current []drain.Decision, now time.Time) Report {
+func report(obs Observation, current []drain.Verdict, now time.Time) Report {
 	plan := obs.Plan
 	r := Report{
 		Pending:         plan.Pending(),
