@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/nodemaint/nodemaint/internal/setup"
 )
 
 // The metrics server's options: secure by default (HTTPS, the API server authenticates and
@@ -22,7 +24,7 @@ import (
 // --metrics-cert-path served (through a watcher), and plain HTTP with --metrics-secure=false.
 func TestMetricsOptions(t *testing.T) {
 	cfg := &rest.Config{Host: "https://127.0.0.1:6443", BearerToken: "token"}
-	defaults := options{metricsAddr: ":8443", metricsSecure: true, metricsCertName: "tls.crt", metricsCertKey: "tls.key"}
+	defaults := setup.Flags{MetricsAddr: ":8443", MetricsSecure: true, MetricsCertName: "tls.crt", MetricsCertKey: "tls.key"}
 
 	opts, w, err := metricsOptions(defaults, cfg)
 	if err != nil {
@@ -43,19 +45,19 @@ func TestMetricsOptions(t *testing.T) {
 	}
 
 	insecure := defaults
-	insecure.metricsSecure, insecure.enableHTTP2 = false, true
+	insecure.MetricsSecure, insecure.EnableHTTP2 = false, true
 	if opts, _, err := metricsOptions(insecure, cfg); err != nil || opts.SecureServing || opts.FilterProvider != nil || len(opts.TLSOpts) != 0 {
 		t.Errorf("--metrics-secure=false --enable-http2: secure %v, filter %v, TLS options %d, %v", opts.SecureServing, opts.FilterProvider != nil, len(opts.TLSOpts), err)
 	}
 
 	missing := defaults
-	missing.metricsCertPath = t.TempDir()
+	missing.MetricsCertPath = t.TempDir()
 	if _, _, err := metricsOptions(missing, cfg); err == nil {
 		t.Error("a --metrics-cert-path without a certificate was accepted")
 	}
 
 	withCert := defaults
-	withCert.metricsCertPath = writeCert(t)
+	withCert.MetricsCertPath = writeCert(t)
 	opts, w, err = metricsOptions(withCert, cfg)
 	if err != nil || w == nil {
 		t.Fatalf("--metrics-cert-path: watcher %v, %v", w, err)

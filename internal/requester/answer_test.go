@@ -19,27 +19,6 @@ import (
 
 var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
-func TestChoose(t *testing.T) {
-	for _, tc := range []struct {
-		flag   string
-		served bool
-		want   nodemaintv1alpha1.EvacuationProtocol
-		err    bool
-	}{
-		{FlagAuto, true, nodemaintv1alpha1.EvacuationProtocolEvictionRequest, false},
-		{FlagAuto, false, nodemaintv1alpha1.EvacuationProtocolPodConditions, false},
-		{FlagPodConditions, true, nodemaintv1alpha1.EvacuationProtocolPodConditions, false},
-		{FlagEvictionRequest, true, nodemaintv1alpha1.EvacuationProtocolEvictionRequest, false},
-		{FlagEvictionRequest, false, "", true},
-		{"conditions", true, "", true},
-	} {
-		got, err := Choose(tc.flag, tc.served)
-		if got != tc.want || (err != nil) != tc.err {
-			t.Errorf("Choose(%q, %v) = %q, %v; want %q, error %v", tc.flag, tc.served, got, err, tc.want, tc.err)
-		}
-	}
-}
-
 // pod is a pod that names a responder of its own (Registered).
 func pod(name string) *corev1.Pod {
 	p := unregistered(name)

@@ -7,7 +7,6 @@
 package requester
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -35,35 +34,6 @@ const (
 	// from it, or from the request's creation if that came later (requestedAt).
 	RequestedAnnotation = "nodemaint.dev/requested-at"
 )
-
-// Protocol flag values of nodemaint-controller's --evacuation-protocol.
-const (
-	FlagAuto            = "auto"
-	FlagPodConditions   = "pod-conditions"
-	FlagEvictionRequest = "eviction-request"
-)
-
-// Choose is the protocol the flag value asks for, where served says whether the API server
-// serves evictionrequests in lifecycle.k8s.io/v1alpha1 (discovery). auto is EvictionRequest
-// where served, PodConditions elsewhere; eviction-request where it is not served is an error.
-func Choose(flag string, served bool) (nodemaintv1alpha1.EvacuationProtocol, error) {
-	switch flag {
-	case FlagAuto:
-		if served {
-			return nodemaintv1alpha1.EvacuationProtocolEvictionRequest, nil
-		}
-		return nodemaintv1alpha1.EvacuationProtocolPodConditions, nil
-	case FlagPodConditions:
-		return nodemaintv1alpha1.EvacuationProtocolPodConditions, nil
-	case FlagEvictionRequest:
-		if !served {
-			return "", fmt.Errorf("--evacuation-protocol=%s: the API server does not serve evictionrequests.%s (start kube-apiserver with --feature-gates=EvictionRequestAPI=true --runtime-config=%s=true)",
-				flag, lifecyclev1alpha1.SchemeGroupVersion, lifecyclev1alpha1.SchemeGroupVersion)
-		}
-		return nodemaintv1alpha1.EvacuationProtocolEvictionRequest, nil
-	}
-	return "", fmt.Errorf("--evacuation-protocol must be %s, %s or %s, not %q", FlagAuto, FlagPodConditions, FlagEvictionRequest, flag)
-}
 
 // Registered reports whether the pod names an evictionResponder of its own (spec.evictionResponders,
 // set only at the pod's creation): only then does an EvictionRequest reach someone who can move it.

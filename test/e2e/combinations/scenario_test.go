@@ -14,14 +14,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/requester"
+	"github.com/nodemaint/nodemaint/internal/setup"
 )
 
 // The generator: everything a batch does is drawn here from its seed, before anything runs, so
 // that the seed replays it. Only what the cluster does in between is not replayed.
 
 // protocols are the evacuation protocols batches take in turn (by their seed's parity).
-var protocols = []string{requester.FlagPodConditions, requester.FlagEvictionRequest}
+var protocols = []string{setup.ProtocolFlag(nodemaintv1alpha1.EvacuationProtocolPodConditions), setup.ProtocolFlag(nodemaintv1alpha1.EvacuationProtocolEvictionRequest)}
 
 // batch is one batch's draw: its lanes run side by side under one protocol.
 type batch struct {
