@@ -108,7 +108,7 @@ FUZZ_TARGETS := internal/drain:FuzzClassify internal/drain:FuzzPlanAndBlocked \
 	internal/maintenance:FuzzSelector internal/controller/node/nodedecide:FuzzDecide internal/rollout:FuzzDecide \
 	internal/controller/nodemaintenance:FuzzDecide \
 	internal/drainpreflight:FuzzRun internal/controller/eviction/evictiondecide:FuzzDecide internal/responder:FuzzObserve \
-	internal/controller/deployment/deploymentdecide:FuzzDecide internal/controller/machine:FuzzDecide \
+	internal/controller/deployment/deploymentdecide:FuzzDecide internal/controller/machine/machinedecide:FuzzDecide \
 	internal/controller/protocol:FuzzWrites
 FUZZTIME ?= 10000x
 

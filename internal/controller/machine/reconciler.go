@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/machine/machinedecide"
 	"github.com/nodemaint/nodemaint/internal/few"
 )
 
@@ -80,7 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	d := Decide(obs)
+	d := machinedecide.Decide(obs)
 	if err := r.apply(ctx, obs, wl, d); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -102,12 +103,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // observe reads the Machine and its Cluster and, for a Machine whose node nodemaint may drain,
 // its node and NodeMaintenance in its workload cluster. A NodeMaintenance of that name that is
 // another Machine's or nobody's is not the Machine's.
-func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (Observation, Workload, error) {
+func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (machinedecide.Observation, Workload, error) {
 	self, err := r.selfUID(ctx)
 	if err != nil {
-		return Observation{Key: key}, Workload{}, err
+		return machinedecide.Observation{Key: key}, Workload{}, err
 	}
-	obs := Observation{Key: key, Self: self}
+	obs := machinedecide.Observation{Key: key, Self: self}
 	m := &clusterv1.Machine{}
 	switch err := r.Client.Get(ctx, key, m); {
 	case apierrors.IsNotFound(err):
@@ -124,7 +125,7 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (Obs
 	default:
 		obs.Cluster = c
 	}
-	if m.DeletionTimestamp == nil || !Hooked(m) || !Applies(m, obs.Cluster) || m.Status.NodeRef.Name == "" {
+	if m.DeletionTimestamp == nil || !machinedecide.Hooked(m) || !machinedecide.Applies(m, obs.Cluster) || m.Status.NodeRef.Name == "" {
 		return obs, Workload{}, nil
 	}
 	wl, err := r.Workloads.Get(ctx, clusterOf(m))
@@ -150,7 +151,7 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (Obs
 // observeGone reads the NodeMaintenance of a Machine gone: in the workload cluster of the Cluster
 // it had when its deletion was seen, else in this cluster (where it may be another cluster's
 // Machine's: Decide deletes only this cluster's, Own).
-func (r *Reconciler) observeGone(ctx context.Context, obs Observation) (Observation, Workload, error) {
+func (r *Reconciler) observeGone(ctx context.Context, obs machinedecide.Observation) (machinedecide.Observation, Workload, error) {
 	key := obs.Key
 	wl := Workload{Client: r.Client, Local: true}
 	if cluster, ok := r.gone.get(key); ok {
@@ -173,11 +174,11 @@ func (r *Reconciler) observeGone(ctx context.Context, obs Observation) (Observat
 // not the Machine's.
 func maintenanceOf(ctx context.Context, c client.Reader, key types.NamespacedName) (*nodemaintv1alpha1.NodeMaintenance, error) {
 	nm := &nodemaintv1alpha1.NodeMaintenance{}
-	switch err := c.Get(ctx, types.NamespacedName{Name: MaintenanceName(key)}, nm); {
+	switch err := c.Get(ctx, types.NamespacedName{Name: machinedecide.MaintenanceName(key)}, nm); {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("reading NodeMaintenance %s: %w", MaintenanceName(key), err)
+		return nil, fmt.Errorf("reading NodeMaintenance %s: %w", machinedecide.MaintenanceName(key), err)
 	case nm.Annotations[nodemaintv1alpha1.MachineAnnotation] == key.String():
 		return nm, nil
 	}
@@ -192,7 +193,7 @@ func clusterOf(m *clusterv1.Machine) types.NamespacedName {
 // apply writes the decision: the refusal said, the NodeMaintenance created in the workload
 // cluster, the hook released (a patch that fails if the Machine changed since it was read), the
 // NodeMaintenance deleted (if it is still the one read).
-func (r *Reconciler) apply(ctx context.Context, obs Observation, wl Workload, d Decision) error {
+func (r *Reconciler) apply(ctx context.Context, obs machinedecide.Observation, wl Workload, d machinedecide.Decision) error {
 	m := obs.Machine
 	if d.Refused != "" {
 		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, d.Refused, "Drain", "%s", few.Cut(d.Why, few.MaxEventNote))
@@ -254,14 +255,14 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	}
 	machines := handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) {
-			if m, ok := e.Object.(*clusterv1.Machine); ok && Hooked(m) {
+			if m, ok := e.Object.(*clusterv1.Machine); ok && machinedecide.Hooked(m) {
 				add(q, m)
 			}
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
 			old, ok1 := e.ObjectOld.(*clusterv1.Machine)
 			m, ok2 := e.ObjectNew.(*clusterv1.Machine)
-			if ok1 && ok2 && (Hooked(old) || Hooked(m)) {
+			if ok1 && ok2 && (machinedecide.Hooked(old) || machinedecide.Hooked(m)) {
 				add(q, m)
 			}
 		},
@@ -311,7 +312,7 @@ func (r *Reconciler) enqueueMachinesOf(ctx context.Context, cluster client.Objec
 	}
 	for i := range list.Items {
 		m := &list.Items[i]
-		if m.Spec.ClusterName == cluster.GetName() && m.DeletionTimestamp != nil && Hooked(m) {
+		if m.Spec.ClusterName == cluster.GetName() && m.DeletionTimestamp != nil && machinedecide.Hooked(m) {
 			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)})
 		}
 	}

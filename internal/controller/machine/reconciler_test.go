@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/machine/machinedecide"
 )
 
 // TestOnlyOwnMaintenancesOfGoneMachines: a cluster that is the workload cluster of a management
@@ -32,7 +33,7 @@ func TestOnlyOwnMaintenancesOfGoneMachines(t *testing.T) {
 	self := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceSystem, UID: "this-cluster"}}
 	maintenance := func(machine, cluster string) *nodemaintv1alpha1.NodeMaintenance {
 		key := types.NamespacedName{Namespace: "capi", Name: machine}
-		nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: MaintenanceName(key), UID: types.UID("nm-" + machine),
+		nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: machinedecide.MaintenanceName(key), UID: types.UID("nm-" + machine),
 			Annotations: map[string]string{nodemaintv1alpha1.MachineAnnotation: key.String()}}}
 		if cluster != "" {
 			nm.Annotations[nodemaintv1alpha1.MachineClusterAnnotation] = cluster

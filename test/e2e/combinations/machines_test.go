@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	capimachine "github.com/nodemaint/nodemaint/internal/controller/machine"
+	"github.com/nodemaint/nodemaint/internal/controller/machine/machinedecide"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 )
 
@@ -361,7 +361,7 @@ func (m *machines) eventsOf(ctx context.Context, d deletedMachine) string {
 
 // maintenanceOf says where the NodeMaintenance of the Machine stands.
 func (m *machines) maintenanceOf(ctx context.Context, machine *clusterv1.Machine) string {
-	name := capimachine.MaintenanceName(client.ObjectKeyFromObject(machine))
+	name := machinedecide.MaintenanceName(client.ObjectKeyFromObject(machine))
 	nm := &nodemaintv1alpha1.NodeMaintenance{}
 	switch err := m.c.Get(ctx, client.ObjectKey{Name: name}, nm); {
 	case apierrors.IsNotFound(err):

@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/controller/machine"
+	"github.com/nodemaint/nodemaint/internal/controller/machine/machinedecide"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
 	"github.com/nodemaint/nodemaint/test/invariants"
@@ -106,7 +106,7 @@ func TestClusterAPIPreDrainHook(t *testing.T) {
 	releaseMachine(context.Background(), cc, m)
 	key := client.ObjectKeyFromObject(m)
 	testutil.Eventually(t, waitTimeout, "the NodeMaintenance gone with the Machine", func(ctx context.Context) (bool, string, error) {
-		err := framework.Client().Get(ctx, types.NamespacedName{Name: machine.MaintenanceName(key)}, &nodemaintv1alpha1.NodeMaintenance{})
+		err := framework.Client().Get(ctx, types.NamespacedName{Name: machinedecide.MaintenanceName(key)}, &nodemaintv1alpha1.NodeMaintenance{})
 		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
 	})
 	testutil.Eventually(t, waitTimeout, "nothing of nodemaint's left", func(ctx context.Context) (bool, string, error) {
@@ -267,7 +267,7 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 	t.Cleanup(func() { releaseMachine(context.Background(), mgmt.Client, kept) })
 
 	// A node that is not the Machine's: a Warning, and nothing cordoned.
-	machineEvent(t, mgmt.Client, machines["forged"], machine.RefusedProviderID)
+	machineEvent(t, mgmt.Client, machines["forged"], machinedecide.RefusedProviderID)
 	// Nothing of the management cluster drained: the Machine's node does not exist in its
 	// workload cluster, so its hook goes at once.
 	hookReleased(t, mgmt.Client, machines["mgmt"])
@@ -278,7 +278,7 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"forged", "mgmt"} {
-		key := types.NamespacedName{Name: machine.MaintenanceName(client.ObjectKeyFromObject(machines[name]))}
+		key := types.NamespacedName{Name: machinedecide.MaintenanceName(client.ObjectKeyFromObject(machines[name]))}
 		for _, cl := range []client.Client{wc, mgmt.Client} {
 			if err := cl.Get(ctx, key, &nodemaintv1alpha1.NodeMaintenance{}); !apierrors.IsNotFound(err) {
 				t.Errorf("NodeMaintenance %s of the Machine %s: %v", key.Name, name, err)
@@ -295,14 +295,14 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 		hookReleased(t, mgmt.Client, machines[name])
 	}
 	long := &nodemaintv1alpha1.NodeMaintenance{}
-	if err := wc.Get(ctx, types.NamespacedName{Name: machine.MaintenanceName(client.ObjectKeyFromObject(machines["long"]))}, long); err != nil ||
+	if err := wc.Get(ctx, types.NamespacedName{Name: machinedecide.MaintenanceName(client.ObjectKeyFromObject(machines["long"]))}, long); err != nil ||
 		long.Spec.DrainTimeout == nil || long.Spec.DrainTimeout.Duration != nodemaintv1alpha1.MaxDrainTimeout {
 		t.Errorf("NodeMaintenance of the Machine with nodeDrainTimeoutSeconds 700000: drainTimeout %v (%v)", long.Spec.DrainTimeout, err)
 	}
 	for _, name := range []string{"a/b-c", "a-b/c"} {
 		nm := &nodemaintv1alpha1.NodeMaintenance{}
 		key := client.ObjectKeyFromObject(machines[name])
-		if err := wc.Get(ctx, types.NamespacedName{Name: machine.MaintenanceName(key)}, nm); err != nil || nm.Annotations[nodemaintv1alpha1.MachineAnnotation] != key.String() {
+		if err := wc.Get(ctx, types.NamespacedName{Name: machinedecide.MaintenanceName(key)}, nm); err != nil || nm.Annotations[nodemaintv1alpha1.MachineAnnotation] != key.String() {
 			t.Errorf("NodeMaintenance of Machine %s: %v %v", key, nm.Annotations, err)
 		}
 	}
@@ -325,7 +325,7 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		testutil.Eventually(t, waitTimeout, "the NodeMaintenance gone with the node", func(ctx context.Context) (bool, string, error) {
-			key := types.NamespacedName{Name: machine.MaintenanceName(client.ObjectKeyFromObject(machines["drain"]))}
+			key := types.NamespacedName{Name: machinedecide.MaintenanceName(client.ObjectKeyFromObject(machines["drain"]))}
 			err := wc.Get(ctx, key, &nodemaintv1alpha1.NodeMaintenance{})
 			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
 		})
@@ -344,7 +344,7 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 	// starts again (nothing but the workload cluster remembers that Machine).
 	maintenanceGone := func(name string) {
 		t.Helper()
-		key := types.NamespacedName{Name: machine.MaintenanceName(client.ObjectKeyFromObject(machines[name]))}
+		key := types.NamespacedName{Name: machinedecide.MaintenanceName(client.ObjectKeyFromObject(machines[name]))}
 		testutil.Eventually(t, waitTimeout, "the NodeMaintenance of the Machine "+name+" gone", func(ctx context.Context) (bool, string, error) {
 			err := wc.Get(ctx, key, &nodemaintv1alpha1.NodeMaintenance{})
 			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
@@ -473,7 +473,7 @@ func hooked(t *testing.T, c client.Client, m *clusterv1.Machine) bool {
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(m), cur); err != nil {
 		t.Fatal(err)
 	}
-	return machine.Hooked(cur)
+	return machinedecide.Hooked(cur)
 }
 
 // hookReleased waits until nodemaint released the Machine's pre-drain hook; the test fails (and
@@ -485,7 +485,7 @@ func hookReleased(t *testing.T, c client.Client, m *clusterv1.Machine) bool {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(m), cur); err != nil {
 			return false, err
 		}
-		return !machine.Hooked(cur), nil
+		return !machinedecide.Hooked(cur), nil
 	})
 }
 
