@@ -178,7 +178,10 @@ func (c *requestWriteCounts) record(err error, what *int) {
 // request's change (nodeOfRequest).
 func (r *Reconciler) nodeGone(ctx context.Context, node string) (reconcile.Result, error) {
 	p := r.protocol()
-	seen, pods, err := p.ObserveGone(ctx, node)
+	if p.EvictionRequests == nil {
+		return reconcile.Result{}, nil
+	}
+	seen, pods, err := p.EvictionRequests.ObserveGone(ctx, node)
 	if err != nil || seen == nil {
 		return reconcile.Result{}, err
 	}

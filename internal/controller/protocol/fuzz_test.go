@@ -75,9 +75,9 @@ func FuzzWrites(f *testing.F) {
 			d.Evict[i].Pod = answered(pods, d.Evict[i].Pod.UID)
 		}
 
-		w := evictionRequests{}.Writes(seen, pods, d, now)
+		w := Protocol{EvictionRequests: &EvictionRequests{}}.Writes(seen, pods, d, now)
 		checkOneProtocol(t, seen, pods, d, w)
-		pc := podConditions{}.Writes(nil, pods, d, now)
+		pc := Protocol{}.Writes(nil, pods, d, now)
 		if len(pc.Request) != len(d.Request) || len(pc.Withdraw) != len(d.Withdraw) ||
 			len(pc.RequestRequests.Create)+len(pc.WithdrawRequests.Delete) != 0 {
 			t.Fatalf("pod conditions: %+v for a decision of %d requests, %d withdrawals, %d evictions", pc, len(d.Request), len(d.Withdraw), len(d.Evict))

@@ -1,6 +1,6 @@
-// Package protocol holds the ways of asking the owners of pods to move them (EvacuationProtocol):
-// nodemaint's pod conditions and KEP-4563's EvictionRequests. A protocol is a way to write the
-// node's decision (nodedecide.Decide), never a decision of its own: it reads its objects into the
+// Package protocol holds how nodemaint asks the owners of pods to move them (EvacuationProtocol),
+// as one value (Protocol): nodemaint's pod conditions, and KEP-4563's EvictionRequests where its
+// EvictionRequest part is set. The protocol is a way to write the node's decision (nodedecide.Decide), never a decision of its own: it reads its objects into the
 // pods as their owners answered, and turns the decision's Request and Withdraw into its writes,
 // which the node controller carries out.
 package protocol
@@ -25,24 +25,14 @@ import (
 // +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictionrequests,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=lifecycle.k8s.io,resources=evictions,verbs=get;list;watch
 
-// Protocol is one way of asking the owners of pods to move them.
-type Protocol interface {
-	// Observe reads the protocol's objects of the node and returns the pods as their owners
-	// answered, and the objects read (nil: the protocol has none).
-	Observe(ctx context.Context, node string, pods []*corev1.Pod) ([]*corev1.Pod, *requester.Observed, error)
-	// ObserveGone reads what the protocol left of a node that is gone, and the pods it names.
-	ObserveGone(ctx context.Context, node string) (*requester.Observed, []*corev1.Pod, error)
-	// Writes turns the decision into the protocol's writes, purely, from what Observe read.
-	Writes(seen *requester.Observed, pods []*corev1.Pod, d nodedecide.Decision, now time.Time) Writes
-	// Live reads the pod and what answers for it from the API server (r), not the cache, and
-	// returns it as its owners have answered it by now, as Observe would; nil when the pod is
-	// gone or replaced by a namesake. seen is what Observe read. The node controller reads each
-	// pod so right before it evicts it (drain.Overtaken): the decision was taken from the cache,
-	// which lags the API server by seconds on a busy cluster (and by minutes on an overloaded
-	// one, where the API server drops slow watchers), and an answer it has not shown yet would
-	// otherwise be overtaken by the eviction it answers. Only pods nobody answered in time are
-	// evicted, so the reads are few.
-	Live(ctx context.Context, r client.Reader, pod *corev1.Pod, seen *requester.Observed) (*corev1.Pod, error)
+// Protocol is how nodemaint asks the owners of pods to move them: nodemaint's EvacuationRequest
+// pod condition, answered on the pod (EvacuationInitiated), and, where EvictionRequests is set,
+// KEP-4563's EvictionRequests too, answered on each pod's Eviction. The EvictionRequest protocol
+// is a superset: it still asks through the pod condition the pods an EvictionRequest would not
+// reach (see EvictionRequests). The zero value is the pod condition protocol.
+type Protocol struct {
+	// EvictionRequests is the protocol's EvictionRequest part; nil under pod conditions.
+	EvictionRequests *EvictionRequests
 }
 
 // Writes are a node decision's Request and Withdraw as one protocol writes them. The node
@@ -74,37 +64,50 @@ func livePod(ctx context.Context, r client.Reader, key types.NamespacedName, uid
 	return live, nil
 }
 
-// For is the protocol p names, reading its objects from s (a node's) and c (a gone node's); the
-// zero value is PodConditions.
+// For is the protocol p names, its EvictionRequest part reading its objects from s (a node's) and
+// c (a gone node's); the zero value of p is PodConditions.
 func For(p nodemaintv1alpha1.EvacuationProtocol, c client.Reader, s Stores) Protocol {
 	if p == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
-		return evictionRequests{client: c, stores: s}
+		return Protocol{EvictionRequests: &EvictionRequests{client: c, stores: s}}
 	}
-	return podConditions{}
+	return Protocol{}
 }
 
-// podConditions asks with nodemaint's EvacuationRequest pod condition, and the owners answer on
-// the pod (EvacuationInitiated): there is nothing to read beyond the pods.
-type podConditions struct{}
-
-func (podConditions) Observe(_ context.Context, _ string, pods []*corev1.Pod) ([]*corev1.Pod, *requester.Observed, error) {
-	return pods, nil, nil
+// Observe reads the protocol's objects of the node and returns the pods as their owners
+// answered, and what its EvictionRequest part read (nil under pod conditions, where the pods
+// carry their answers themselves).
+func (p Protocol) Observe(_ context.Context, node string, pods []*corev1.Pod) ([]*corev1.Pod, *requester.Observed, error) {
+	if p.EvictionRequests == nil {
+		return pods, nil, nil
+	}
+	return p.EvictionRequests.observe(node, pods)
 }
 
-func (podConditions) ObserveGone(context.Context, string) (*requester.Observed, []*corev1.Pod, error) {
-	return nil, nil, nil
+// Writes turns the decision into the protocol's writes, purely, from what Observe read (seen).
+// Under pod conditions, the decision's Request and Withdraw as they are.
+func (p Protocol) Writes(seen *requester.Observed, pods []*corev1.Pod, d nodedecide.Decision, now time.Time) Writes {
+	if p.EvictionRequests == nil {
+		return Writes{Withdraw: d.Withdraw, Request: d.Request, Reason: d.RequestReason}
+	}
+	return p.EvictionRequests.writes(seen, pods, d, now)
 }
 
-func (podConditions) Writes(_ *requester.Observed, _ []*corev1.Pod, d nodedecide.Decision, _ time.Time) Writes {
-	return Writes{Withdraw: d.Withdraw, Request: d.Request, Reason: d.RequestReason}
+// Live reads the pod and what answers for it from the API server (r), not the cache, and
+// returns it as its owners have answered it by now, as Observe would; nil when the pod is gone
+// or replaced by a namesake. seen is what Observe read. The node controller reads each pod so
+// right before it evicts it (drain.Overtaken): the decision was taken from the cache, which lags
+// the API server by seconds on a busy cluster (and by minutes on an overloaded one, where the API
+// server drops slow watchers), and an answer it has not shown yet would otherwise be overtaken by
+// the eviction it answers. Only pods nobody answered in time are evicted, so the reads are few.
+// Under pod conditions the pod carries its owners' answers itself.
+func (p Protocol) Live(ctx context.Context, r client.Reader, pod *corev1.Pod, seen *requester.Observed) (*corev1.Pod, error) {
+	if p.EvictionRequests == nil {
+		return livePod(ctx, r, client.ObjectKeyFromObject(pod), pod.UID)
+	}
+	return p.EvictionRequests.live(ctx, r, pod, seen)
 }
 
-// Live: the pod carries its owners' answers itself.
-func (podConditions) Live(ctx context.Context, r client.Reader, pod *corev1.Pod, _ *requester.Observed) (*corev1.Pod, error) {
-	return livePod(ctx, r, client.ObjectKeyFromObject(pod), pod.UID)
-}
-
-// evictionRequests asks with KEP-4563's EvictionRequests the pods that name a responder of their
+// EvictionRequests asks with KEP-4563's EvictionRequests the pods that name a responder of their
 // own (requester.Registered) and that some maintenance would evict (not
 // nodedecide.Decision.SignalOnly), and reads each one's Eviction as its owners' answer
 // (requester.Answer); nodemaint's pod conditions left on them from before are withdrawn.
@@ -116,14 +119,14 @@ func (podConditions) Live(ctx context.Context, r client.Reader, pod *corev1.Pod,
 // maintenances' (only nodemaint's own holds such a pod back, and another may run in its place).
 // One decision, each pod written in the protocol that reaches its owner without more than the
 // maintenances ask.
-type evictionRequests struct {
+type EvictionRequests struct {
 	client client.Reader
 	stores Stores
 }
 
-// Observe reads nodemaint's EvictionRequests of the node and the Evictions of its pods, and
+// observe reads nodemaint's EvictionRequests of the node and the Evictions of its pods, and
 // returns the pods as answered by them.
-func (p evictionRequests) Observe(ctx context.Context, node string, pods []*corev1.Pod) ([]*corev1.Pod, *requester.Observed, error) {
+func (p *EvictionRequests) observe(node string, pods []*corev1.Pod) ([]*corev1.Pod, *requester.Observed, error) {
 	seen := &requester.Observed{Node: node, Evictions: map[types.UID]*lifecyclev1alpha1.Eviction{},
 		PodConditions: requester.WithPodCondition(pods)}
 	var err error
@@ -145,7 +148,7 @@ func (p evictionRequests) Observe(ctx context.Context, node string, pods []*core
 // ObserveGone reads nodemaint's EvictionRequests of a node that is gone (deleted under
 // maintenance, an autoscaler's scale-down), the pods they name that still exist and their
 // Evictions. Nil when there are none.
-func (p evictionRequests) ObserveGone(ctx context.Context, node string) (*requester.Observed, []*corev1.Pod, error) {
+func (p *EvictionRequests) ObserveGone(ctx context.Context, node string) (*requester.Observed, []*corev1.Pod, error) {
 	reqs, err := p.requests(node)
 	if err != nil || len(reqs) == 0 {
 		return nil, nil, err
@@ -175,7 +178,7 @@ func (p evictionRequests) ObserveGone(ctx context.Context, node string) (*reques
 // requests are nodemaint's EvictionRequests of the node (NodeLabel), from the informer's store:
 // shallow copies that share their maps and slices with the cache's, read only
 // (requester.WritesOf deep-copies a request before it changes it).
-func (p evictionRequests) requests(node string) ([]lifecyclev1alpha1.EvictionRequest, error) {
+func (p *EvictionRequests) requests(node string) ([]lifecyclev1alpha1.EvictionRequest, error) {
 	objs, err := p.stores.Requests.ByIndex(requestNodeIndex, node)
 	if err != nil {
 		return nil, fmt.Errorf("listing EvictionRequests: %w", err)
@@ -191,7 +194,7 @@ func (p evictionRequests) requests(node string) ([]lifecyclev1alpha1.EvictionReq
 
 // readEvictions adds the pod's Eviction, whichever Eviction controller created it: the current
 // one when there are several (requester.Current). The cache's own: read only.
-func (p evictionRequests) readEvictions(uid types.UID, seen *requester.Observed) error {
+func (p *EvictionRequests) readEvictions(uid types.UID, seen *requester.Observed) error {
 	evs, err := p.cachedEvictions(uid)
 	if err != nil {
 		return err
@@ -204,7 +207,7 @@ func (p evictionRequests) readEvictions(uid types.UID, seen *requester.Observed)
 
 // cachedEvictions are the Evictions of the pod the cache shows, whoever created them: the
 // cache's own objects, read only.
-func (p evictionRequests) cachedEvictions(uid types.UID) ([]*lifecyclev1alpha1.Eviction, error) {
+func (p *EvictionRequests) cachedEvictions(uid types.UID) ([]*lifecyclev1alpha1.Eviction, error) {
 	objs, err := p.stores.Evictions.ByIndex(evictionPodIndex, string(uid))
 	if err != nil {
 		return nil, fmt.Errorf("listing Evictions: %w", err)
@@ -218,10 +221,10 @@ func (p evictionRequests) cachedEvictions(uid types.UID) ([]*lifecyclev1alpha1.E
 	return evs, nil
 }
 
-// Writes asks each pod of the decision's Asked in one protocol (ChannelOf): through an
+// writes asks each pod of the decision's Asked in one protocol (ChannelOf): through an
 // EvictionRequest, its pod condition withdrawn if it has one; or through the pod condition, a
 // request of nodemaint's for it withdrawn. Withdrawn pods lose both.
-func (evictionRequests) Writes(seen *requester.Observed, pods []*corev1.Pod, d nodedecide.Decision, now time.Time) Writes {
+func (*EvictionRequests) writes(seen *requester.Observed, pods []*corev1.Pod, d nodedecide.Decision, now time.Time) Writes {
 	// The pods with a responder as read, carrying nodemaint's pod condition: pods holds their
 	// answered copies, whose conditions stand for nodemaint's EvictionRequests.
 	conditioned := make(map[types.UID]*corev1.Pod, len(seen.PodConditions))
@@ -301,13 +304,13 @@ func (ch Channel) String() string {
 	return "PodCondition"
 }
 
-// Live reads the pod, and the Evictions the cache knows of it (each by name: the API server
+// live reads the pod, and the Evictions the cache knows of it (each by name: the API server
 // selects Evictions by no field of their target), from the API server, and answers it with them
 // and nodemaint's requests as seen (the requests are nodemaint's own writes). A pod that names no
 // responder carries its answers itself. An Eviction the cache does not show at all is not looked
 // for: the Eviction controller creates one within seconds of the request, and a pod nobody
 // answered for the whole response timeout is evicted, as without an Eviction controller.
-func (p evictionRequests) Live(ctx context.Context, r client.Reader, pod *corev1.Pod, seen *requester.Observed) (*corev1.Pod, error) {
+func (p *EvictionRequests) live(ctx context.Context, r client.Reader, pod *corev1.Pod, seen *requester.Observed) (*corev1.Pod, error) {
 	live, err := livePod(ctx, r, client.ObjectKeyFromObject(pod), pod.UID)
 	if err != nil || live == nil || seen == nil || !requester.Registered(live) {
 		return live, err
