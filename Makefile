@@ -106,7 +106,7 @@ test-unit: ## Unit and integration tests (envtest: a real kube-apiserver and etc
 FUZZ_TARGETS := internal/drain:FuzzClassify internal/drain:FuzzPlanAndBlocked \
 	internal/maintenance:FuzzTargeted internal/maintenance:FuzzEntries internal/maintenance:FuzzIntent \
 	internal/maintenance:FuzzSelector internal/controller/node/nodedecide:FuzzDecide internal/rollout:FuzzDecide \
-	internal/controller/nodemaintenance:FuzzDecide \
+	internal/controller/nodemaintenance/nodemaintenancedecide:FuzzDecide \
 	internal/drainpreflight:FuzzRun internal/controller/eviction/evictiondecide:FuzzDecide internal/responder:FuzzObserve \
 	internal/controller/deployment/deploymentdecide:FuzzDecide internal/controller/machine/machinedecide:FuzzDecide \
 	internal/controller/protocol:FuzzWrites

@@ -3,7 +3,7 @@
 -- The status of a NodeMaintenance follows kstatus: status.observedGeneration, and a Ready
 -- condition that is True once the maintenance reached what its spec asks, else False with the
 -- reason and message of what it waits for. The controller computes Ready from the other
--- conditions (readyCondition in internal/controller/nodemaintenance/status.go; the conditions and
+-- conditions (readyCondition in internal/controller/nodemaintenance/nodemaintenancedecide/status.go; the conditions and
 -- their reasons are in api/v1alpha1/nodemaintenance_types.go).
 --
 -- Healthy: Ready is True. Suspended: a rollout waits for its maintenance window to open.

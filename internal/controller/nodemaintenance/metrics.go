@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/nodemaintenance/nodemaintenancedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
@@ -47,7 +48,7 @@ var nodeDrainDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 // with pods or volumes left while the status it replaced (old) did, and which is still selected
 // and left with nothing (decisions). Each is seen once: the next write replaces a status that no
 // longer lists it.
-func observeNodeDrains(old, cur *nodemaintv1alpha1.NodeMaintenance, decisions []nodeDecision, now time.Time) {
+func observeNodeDrains(old, cur *nodemaintv1alpha1.NodeMaintenance, decisions []nodemaintenancedecide.NodeDecision, now time.Time) {
 	if old.Status.DrainStartTime == nil {
 		return
 	}
@@ -58,15 +59,15 @@ func observeNodeDrains(old, cur *nodemaintv1alpha1.NodeMaintenance, decisions []
 		}
 	}
 	for _, d := range decisions {
-		was, listed := old.Status.Nodes[d.name]
+		was, listed := old.Status.Nodes[d.Name]
 		if !listed || was.PodsPendingEvacuation == 0 && was.VolumesAttached == 0 || d.Report.Pending > 0 || d.Report.VolumesAttached > 0 {
 			continue
 		}
-		if is, ok := cur.Status.Nodes[d.name]; ok && (is.PodsPendingEvacuation > 0 || is.VolumesAttached > 0) {
+		if is, ok := cur.Status.Nodes[d.Name]; ok && (is.PodsPendingEvacuation > 0 || is.VolumesAttached > 0) {
 			continue
 		}
 		start := old.Status.DrainStartTime.Time
-		if t, ok := since[d.name]; ok && t.After(start) {
+		if t, ok := since[d.Name]; ok && t.After(start) {
 			start = t
 		}
 		nodeDrainDuration.Observe(max(0, now.Sub(start).Seconds()))

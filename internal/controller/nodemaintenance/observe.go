@@ -4,76 +4,49 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/alerts"
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
+	"github.com/nodemaint/nodemaint/internal/controller/nodemaintenance/nodemaintenancedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 )
 
-// observation is everything a reconcile of a NodeMaintenance decides from, read once from the
-// cache before anything is decided.
-type observation struct {
-	nm *nodemaintv1alpha1.NodeMaintenance
-	// nodes are the selected nodes, sel the selector and total the nodes of the cluster.
-	nodes []*corev1.Node
-	sel   maintenance.Selector
-	total int
-	// observed is each selected node as the node controller observes it (in the order of
-	// nodes): the status reports the node controller's decisions, not a computation of its own.
-	observed []nodedecide.Observation
-	// unschedulable names the pods created since the rollout started that the scheduler cannot
-	// place; only with spec.rollout.
-	unschedulable []string
-	// alerts names the firing alerts spec.rollout.haltOnAlerts selects, alertsUnknown why they
-	// cannot be told, alertsFresh until when the answer counts; only with haltOnAlerts.
-	alerts        []string
-	alertsUnknown string
-	alertsFresh   time.Time
-	// preflight is the maintenance's preflight as the worker has it, planning whether to look
-	// again for it, and preflightTooMany that it selects more nodes than the worker computes
-	// the preflight of, news for this spec (see preflightworker.Worker.Status).
-	preflight                  *nodemaintv1alpha1.PreflightStatus
-	planning, preflightTooMany bool
-	// podDeletionDenied: the controller may not delete pods (permissions.PodDeletion).
-	podDeletionDenied bool
-}
-
 // observe reads what the reconcile of nm decides from.
-func (r *Reconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, now time.Time) (observation, error) {
-	o := observation{nm: nm, podDeletionDenied: r.PodDeletion.Denied()}
-	o.nodes, o.sel, o.total = observe.SelectedNodes(r.nodes, nm)
+func (r *Reconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, now time.Time) (nodemaintenancedecide.Observation, error) {
+	o := nodemaintenancedecide.Observation{Maintenance: nm, PodDeletionDenied: r.PodDeletion.Denied()}
+	o.Nodes, o.Selector, o.Total = observe.SelectedNodes(r.nodes, nm)
 	obs := &observe.Observer{Client: r.Client, Pods: r.pods, OwnPods: r.OwnPods, Refusals: r.Refusals, Active: &r.active, Written: r.Written,
 		Protocol: protocol.For(r.Protocol, r.Client, r.stores), PodDeletion: r.PodDeletion}
 	v, err := obs.View(ctx)
 	if err != nil {
 		return o, err
 	}
-	o.observed = make([]nodedecide.Observation, 0, len(o.nodes))
-	for _, node := range o.nodes {
+	o.Observed = make([]nodedecide.Observation, 0, len(o.Nodes))
+	for _, node := range o.Nodes {
 		n, _, err := obs.Observe(ctx, v, node)
 		if err != nil {
 			return o, err
 		}
-		o.observed = append(o.observed, n)
+		o.Observed = append(o.Observed, n)
 	}
 	if nm.Spec.Rollout != nil {
-		if o.unschedulable, err = unschedulableSince(ctx, r.Client, nm); err != nil {
+		if o.Unschedulable, err = unschedulableSince(ctx, r.Client, nm); err != nil {
 			return o, err
 		}
 		if sel := nm.Spec.Rollout.HaltOnAlerts; sel != nil {
-			o.alerts, o.alertsUnknown, o.alertsFresh = r.observeAlerts(sel, now)
+			o.Alerts, o.AlertsUnknown, o.AlertsFresh = r.observeAlerts(sel, now)
 		}
 	}
 	if r.preflights != nil {
-		targets := make([]string, 0, len(o.nodes))
-		for _, n := range o.nodes {
+		targets := make([]string, 0, len(o.Nodes))
+		for _, n := range o.Nodes {
 			targets = append(targets, n.Name)
 		}
-		o.preflight, o.planning, o.preflightTooMany = r.preflights.Status(nm, targets, now)
+		o.Preflight, o.Planning, o.PreflightTooMany = r.preflights.Status(nm, targets, now)
 	}
 	return o, nil
 }
@@ -87,4 +60,27 @@ func (r *Reconciler) observeAlerts(sel *nodemaintv1alpha1.AlertSelector, now tim
 	}
 	firing, unknown, fresh := r.Alerts.Answer().Gate(now)
 	return alerts.Selected(firing, sel), unknown, fresh
+}
+
+// unschedulableSince names the pods created since the maintenance's rollout started (its drain,
+// or its creation) that the scheduler cannot place: replacements of evacuated pods among them, or
+// anything else the capacity the rollout takes away leaves unplaced. They halt the rollout.
+func unschedulableSince(ctx context.Context, c client.Reader, nm *nodemaintv1alpha1.NodeMaintenance) ([]string, error) {
+	since := nm.CreationTimestamp.Time
+	if nm.Status.DrainStartTime != nil {
+		since = nm.Status.DrainStartTime.Time
+	}
+	pods, err := observe.UnschedulablePods(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for i := range pods {
+		pod := &pods[i]
+		if pod.CreationTimestamp.Time.Before(since) || !maintenance.Targeted(pod) {
+			continue
+		}
+		names = append(names, pod.Namespace+"/"+pod.Name)
+	}
+	return names, nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/nodemaintenance/nodemaintenancedecide"
 )
 
 // TestPodDeletionGranted: a maintenance with drainTimeoutAction Delete says in its status whether
@@ -24,24 +25,24 @@ func TestPodDeletionGranted(t *testing.T) {
 			DrainTimeout: &nodemaintv1alpha1.Duration{Duration: 5 * time.Minute}, DrainTimeoutAction: nodemaintv1alpha1.DrainTimeoutActionDelete},
 	}
 	timedOut := metav1.Condition{Type: nodemaintv1alpha1.ConditionDrainTimedOut, Status: metav1.ConditionTrue, Reason: nodemaintv1alpha1.ReasonDrainTimedOut,
-		Message: "not drained 5m0s after drain started: 1 pods and 0 volumes left on 1 nodes" + deletingNote}
+		Message: "not drained 5m0s after drain started: 1 pods and 0 volumes left on 1 nodes" + nodemaintenancedecide.DeletingNote}
 
 	denied := nodemaintv1alpha1.NodeMaintenanceStatus{Conditions: []metav1.Condition{timedOut}}
-	setPodDeletionGranted(nm, &denied, true, now)
+	nodemaintenancedecide.SetPodDeletionGranted(nm, &denied, true, now)
 	c := meta.FindStatusCondition(denied.Conditions, nodemaintv1alpha1.ConditionPodDeletionGranted)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != nodemaintv1alpha1.ReasonPodDeletionNotGranted || !strings.Contains(c.Message, "podDeletion.enabled") {
 		t.Fatalf("denied: condition %+v; want False, PodDeletionNotGranted, naming the opt-in", c)
 	}
-	if m := meta.FindStatusCondition(denied.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut).Message; strings.Contains(m, deletingNote) || !strings.Contains(m, "not deleting them") {
+	if m := meta.FindStatusCondition(denied.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut).Message; strings.Contains(m, nodemaintenancedecide.DeletingNote) || !strings.Contains(m, "not deleting them") {
 		t.Errorf("denied: DrainTimedOut says %q; want it not to claim deletions", m)
 	}
 
 	granted := nodemaintv1alpha1.NodeMaintenanceStatus{Conditions: []metav1.Condition{timedOut}}
-	setPodDeletionGranted(nm, &granted, false, now)
+	nodemaintenancedecide.SetPodDeletionGranted(nm, &granted, false, now)
 	if c := meta.FindStatusCondition(granted.Conditions, nodemaintv1alpha1.ConditionPodDeletionGranted); c == nil || c.Status != metav1.ConditionTrue {
 		t.Fatalf("granted: condition %+v; want True", c)
 	}
-	if m := meta.FindStatusCondition(granted.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut).Message; !strings.HasSuffix(m, deletingNote) {
+	if m := meta.FindStatusCondition(granted.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut).Message; !strings.HasSuffix(m, nodemaintenancedecide.DeletingNote) {
 		t.Errorf("granted: DrainTimedOut says %q", m)
 	}
 
@@ -64,7 +65,7 @@ func TestPodDeletionGranted(t *testing.T) {
 	report := nm.DeepCopy()
 	report.Spec.DrainTimeoutAction = nodemaintv1alpha1.DrainTimeoutActionReport
 	st := denied.DeepCopy()
-	setPodDeletionGranted(report, st, true, now)
+	nodemaintenancedecide.SetPodDeletionGranted(report, st, true, now)
 	if c := meta.FindStatusCondition(st.Conditions, nodemaintv1alpha1.ConditionPodDeletionGranted); c != nil {
 		t.Errorf("Report: condition %+v; want none", c)
 	}

@@ -5,14 +5,12 @@ package nodemaintenance
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -24,11 +22,11 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/alerts"
+	"github.com/nodemaint/nodemaint/internal/controller/nodemaintenance/nodemaintenancedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/preflightworker"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/evictor"
-	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/permissions"
 )
@@ -120,21 +118,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return r.apply(ctx, nm, decide(o, r.Protocol, now), now)
+	return r.apply(ctx, nm, nodemaintenancedecide.Decide(o, r.Protocol, now), now)
 }
 
 // apply writes the decision: the status, when it changed, with its Events and metrics, and the
 // Event of a preflight the controller does not compute.
-func (r *Reconciler) apply(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, d decision, now time.Time) (reconcile.Result, error) {
-	if d.preflightNotComputed > 0 {
-		eventSink{r.Recorder}.preflightNotComputed(nm, d.preflightNotComputed)
+func (r *Reconciler) apply(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, d nodemaintenancedecide.Decision, now time.Time) (reconcile.Result, error) {
+	if d.PreflightNotComputed > 0 {
+		eventSink{r.Recorder}.preflightNotComputed(nm, d.PreflightNotComputed)
 	}
-	result := reconcile.Result{RequeueAfter: d.recheckAfter}
-	if equality.Semantic.DeepEqual(nm.Status, d.status) {
+	result := reconcile.Result{RequeueAfter: d.RecheckAfter}
+	if equality.Semantic.DeepEqual(nm.Status, d.Status) {
 		return result, nil
 	}
 	orig := nm.DeepCopy()
-	nm.Status = d.status
+	nm.Status = d.Status
 	// With an optimistic lock: the turns of a rollout are decided from the status read, and a
 	// write from a stale read could drop a node in its turn.
 	if err := r.Client.Status().Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -142,7 +140,7 @@ func (r *Reconciler) apply(ctx context.Context, nm *nodemaintv1alpha1.NodeMainte
 	}
 	r.statusWritten.Store(client.ObjectKeyFromObject(nm), observe.Clock(r.Clock).Now())
 	eventSink{r.Recorder}.statusWritten(orig, nm, now)
-	observeNodeDrains(orig, nm, d.nodes, now)
+	observeNodeDrains(orig, nm, d.Nodes, now)
 	return result, nil
 }
 
@@ -154,27 +152,6 @@ func (r *Reconciler) statusWriteWait(key types.NamespacedName, now time.Time) ti
 		return 0
 	}
 	return max(0, last.(time.Time).Add(r.StatusBatchDelay).Sub(now))
-}
-
-// nodesSelectedCondition says whether the selector selects no node, which is likely a mistake
-// (the maintenance then does nothing), or every node of a cluster of several, which is likely a
-// mistake too (the whole cluster is cordoned and drained).
-func nodesSelectedCondition(nm *nodemaintv1alpha1.NodeMaintenance, sel maintenance.Selector, selected, total int) metav1.Condition {
-	c := metav1.Condition{Type: nodemaintv1alpha1.ConditionNodesSelected, ObservedGeneration: nm.Generation}
-	switch {
-	case sel.Err() != nil:
-		c.Status, c.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonInvalidNodeSelector
-		c.Message = fmt.Sprintf("the nodeSelector selects no node: %v", sel.Err())
-	case selected == 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonNoNodesSelected, "the nodeSelector selects no node"
-	case selected == total && total > 1:
-		c.Status, c.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonAllNodesSelected
-		c.Message = fmt.Sprintf("the nodeSelector selects every node of the cluster (%d nodes)", selected)
-	default:
-		c.Status, c.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonNodesSelected
-		c.Message = fmt.Sprintf("the nodeSelector selects %d nodes", selected)
-	}
-	return c
 }
 
 // finalize removes the finalizer once no node advertises the maintenance any more: the node

@@ -1,4 +1,4 @@
-package nodemaintenance
+package nodemaintenancedecide
 
 import (
 	"encoding/json"
@@ -133,9 +133,9 @@ func TestConditionMessagesBounded(t *testing.T) {
 func TestStatusOfMaintenanceWaitingForAPlace(t *testing.T) {
 	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "late", Generation: 2},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{Cordon: true, Drain: true}}
-	var nodes []nodeDecision
+	var nodes []NodeDecision
 	for i := range 300 {
-		d := nodeDecision{name: fmt.Sprintf("%s-%03d", strings.Repeat("n", 240), i)}
+		d := NodeDecision{Name: fmt.Sprintf("%s-%03d", strings.Repeat("n", 240), i)}
 		if i%3 == 0 {
 			d.Intent.Beyond = []string{"other", "late"}
 		}
@@ -170,10 +170,10 @@ func TestStatusOfMaintenanceWaitingForAPlace(t *testing.T) {
 		Blocked: []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Count: 7}}}
 	nodes[4].Report = nodedecide.Report{Pending: 1, Blocked: []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Count: 1}}}
 	status = maintenanceStatus(nm, nodes, nil, time.Now())
-	if b := status.Nodes[nodes[3].name].Blocked; len(b) != 1 || b[0].Reason != nodemaintv1alpha1.ReasonTooManyMaintenances || b[0].Count != 7 || len(b[0].Pods) != 2 {
+	if b := status.Nodes[nodes[3].Name].Blocked; len(b) != 1 || b[0].Reason != nodemaintv1alpha1.ReasonTooManyMaintenances || b[0].Count != 7 || len(b[0].Pods) != 2 {
 		t.Errorf("waiting node: blocked %+v", b)
 	}
-	if b := status.Nodes[nodes[4].name].Blocked; len(b) != 1 || b[0].Reason != nodemaintv1alpha1.BlockedReasonWaitingForOwner {
+	if b := status.Nodes[nodes[4].Name].Blocked; len(b) != 1 || b[0].Reason != nodemaintv1alpha1.BlockedReasonWaitingForOwner {
 		t.Errorf("acting node: blocked %+v", b)
 	}
 	if c := cond(status, nodemaintv1alpha1.ConditionDrained); c == nil || c.Reason != nodemaintv1alpha1.ReasonPodsPending {

@@ -1,4 +1,4 @@
-package nodemaintenance
+package nodemaintenancedecide
 
 import (
 	"strings"

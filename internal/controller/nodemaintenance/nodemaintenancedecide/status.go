@@ -1,4 +1,4 @@
-package nodemaintenance
+package nodemaintenancedecide
 
 import (
 	"encoding/json"
@@ -103,7 +103,7 @@ func boundBlocked(blocked []nodemaintv1alpha1.BlockedPods) []nodemaintv1alpha1.B
 // was released. A node the maintenance waits for a place on (past
 // maintenance.MaxMaintenancesPerNode) is never drained for it, and its pods are held by that
 // (TooManyMaintenances). The NodesSelected and SpecValid conditions are the caller's.
-func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, turns *rollout.Decision, now time.Time) nodemaintv1alpha1.NodeMaintenanceStatus {
+func maintenanceStatus(nm *nodemaintv1alpha1.NodeMaintenance, nodes []NodeDecision, turns *rollout.Decision, now time.Time) nodemaintv1alpha1.NodeMaintenanceStatus {
 	status := nodemaintv1alpha1.NodeMaintenanceStatus{
 		ObservedGeneration: nm.Generation,
 		SelectedNodes:      int32(len(nodes)),
@@ -159,11 +159,11 @@ type tally struct {
 }
 
 // waitingFor names the selected nodes where the maintenance does not act, past the bound, sorted.
-func waitingFor(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision) []string {
+func waitingFor(nm *nodemaintv1alpha1.NodeMaintenance, nodes []NodeDecision) []string {
 	var names []string
 	for _, n := range nodes {
 		if slices.Contains(n.Intent.Beyond, nm.Name) {
-			names = append(names, n.name)
+			names = append(names, n.Name)
 		}
 	}
 	slices.Sort(names)
@@ -173,8 +173,8 @@ func waitingFor(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision) []s
 // countNodes adds up the nodes' decisions into the status's totals and t's pods left and
 // skipped, and returns each node's report, by name, so that the nodes and pods the status names
 // do not change from one look to the next.
-func countNodes(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, t *tally, status *nodemaintv1alpha1.NodeMaintenanceStatus) []nodeReport {
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
+func countNodes(nm *nodemaintv1alpha1.NodeMaintenance, nodes []NodeDecision, t *tally, status *nodemaintv1alpha1.NodeMaintenanceStatus) []nodeReport {
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	waiting := make(map[string]bool, len(t.waiting))
 	for _, name := range t.waiting {
 		waiting[name] = true
@@ -193,7 +193,7 @@ func countNodes(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, t *
 			// What holds the pods, and the volumes left, are a drain's to report.
 			ns.VolumesAttached = int32(rep.VolumesAttached)
 			ns.Blocked = boundBlocked(rep.Blocked)
-			if waiting[n.name] && rep.Pending > 0 {
+			if waiting[n.Name] && rep.Pending > 0 {
 				// Whatever the maintenances acting on the node do, this one does nothing yet.
 				ns.Blocked = []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.ReasonTooManyMaintenances,
 					Message: waitingNote, Pods: rep.Left[:min(len(rep.Left), drain.MaxBlockedNames)], Count: int32(rep.Pending)}}
@@ -201,7 +201,7 @@ func countNodes(nm *nodemaintv1alpha1.NodeMaintenance, nodes []nodeDecision, t *
 		}
 		t.left = append(t.left, rep.Left[:min(len(rep.Left), drain.MaxBlockedNames-len(t.left))]...)
 		t.skipped = append(t.skipped, rep.SkippedNames[:min(len(rep.SkippedNames), nodedecide.MaxSkippedNames-len(t.skipped))]...)
-		reports = append(reports, nodeReport{name: n.name, status: ns})
+		reports = append(reports, nodeReport{name: n.Name, status: ns})
 		status.PodsPendingEvacuation += ns.PodsPendingEvacuation
 		status.PodsEvacuating += ns.PodsEvacuating
 		status.PodsSkipped += ns.PodsSkipped
@@ -254,8 +254,8 @@ func drainedCondition(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1
 	return cond
 }
 
-// deletingNote ends the DrainTimedOut message of a maintenance with drainTimeoutAction Delete.
-const deletingNote = "; deleting them on each node once its own drain ran drainTimeout, each asked its response timeout before (drainTimeoutAction Delete)"
+// DeletingNote ends the DrainTimedOut message of a maintenance with drainTimeoutAction Delete.
+const DeletingNote = "; deleting them on each node once its own drain ran drainTimeout, each asked its response timeout before (drainTimeoutAction Delete)"
 
 // setDrainTimedOut sets the DrainTimedOut condition: only with a drainTimeout the controller can
 // use; in a rollout, for the nodes whose turn ran past it.
@@ -283,7 +283,7 @@ func setDrainTimedOut(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1
 		timedOut.Message = fmt.Sprintf("not drained %s after drain started: %d pods and %d volumes left on %d nodes",
 			nm.Spec.DrainTimeout.Duration, status.PodsPendingEvacuation, status.VolumesAttached, status.NodesPending) + among
 		if nm.Spec.DrainTimeoutAction == nodemaintv1alpha1.DrainTimeoutActionDelete {
-			timedOut.Message += deletingNote
+			timedOut.Message += DeletingNote
 		}
 	}
 	setCondition(&status.Conditions, timedOut, now)
@@ -295,10 +295,10 @@ const podDeletionNotGranted = "drainTimeoutAction Delete needs the controller's 
 	"does not grant (Helm value podDeletion.enabled, kustomize component config/pod-deletion): nothing is deleted; " +
 	"the pods left after drainTimeout are evicted through their PodDisruptionBudgets, as with drainTimeoutAction Report"
 
-// setPodDeletionGranted sets the PodDeletionGranted condition of a maintenance with
+// SetPodDeletionGranted sets the PodDeletionGranted condition of a maintenance with
 // drainTimeoutAction Delete (denied: the controller may not delete pods), and removes it from
 // any other. A DrainTimedOut condition that says the pods are being deleted says they are not.
-func setPodDeletionGranted(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alpha1.NodeMaintenanceStatus, denied bool, now time.Time) {
+func SetPodDeletionGranted(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alpha1.NodeMaintenanceStatus, denied bool, now time.Time) {
 	if nm.Spec.DrainTimeoutAction != nodemaintv1alpha1.DrainTimeoutActionDelete {
 		meta.RemoveStatusCondition(&status.Conditions, nodemaintv1alpha1.ConditionPodDeletionGranted)
 		return
@@ -309,7 +309,7 @@ func setPodDeletionGranted(nm *nodemaintv1alpha1.NodeMaintenance, status *nodema
 	if denied {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonPodDeletionNotGranted, podDeletionNotGranted
 		if t := meta.FindStatusCondition(status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut); t != nil && t.Status == metav1.ConditionTrue {
-			if i := strings.Index(t.Message, deletingNote); i >= 0 {
+			if i := strings.Index(t.Message, DeletingNote); i >= 0 {
 				t.Message = t.Message[:i] + "; not deleting them: the controller may not delete pods (condition PodDeletionGranted)"
 			}
 		}
@@ -405,4 +405,25 @@ func readyCondition(nm *nodemaintv1alpha1.NodeMaintenance, status nodemaintv1alp
 		ready.Message = fmt.Sprintf("planned on %d nodes: they carry the planned-maintenance taint", status.SelectedNodes)
 	}
 	return ready
+}
+
+// nodesSelectedCondition says whether the selector selects no node, which is likely a mistake
+// (the maintenance then does nothing), or every node of a cluster of several, which is likely a
+// mistake too (the whole cluster is cordoned and drained).
+func nodesSelectedCondition(nm *nodemaintv1alpha1.NodeMaintenance, sel maintenance.Selector, selected, total int) metav1.Condition {
+	c := metav1.Condition{Type: nodemaintv1alpha1.ConditionNodesSelected, ObservedGeneration: nm.Generation}
+	switch {
+	case sel.Err() != nil:
+		c.Status, c.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonInvalidNodeSelector
+		c.Message = fmt.Sprintf("the nodeSelector selects no node: %v", sel.Err())
+	case selected == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, nodemaintv1alpha1.ReasonNoNodesSelected, "the nodeSelector selects no node"
+	case selected == total && total > 1:
+		c.Status, c.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonAllNodesSelected
+		c.Message = fmt.Sprintf("the nodeSelector selects every node of the cluster (%d nodes)", selected)
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, nodemaintv1alpha1.ReasonNodesSelected
+		c.Message = fmt.Sprintf("the nodeSelector selects %d nodes", selected)
+	}
+	return c
 }

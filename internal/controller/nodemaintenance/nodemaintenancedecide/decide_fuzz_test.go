@@ -1,4 +1,4 @@
-package nodemaintenance
+package nodemaintenancedecide
 
 import (
 	"encoding/json"
@@ -24,7 +24,7 @@ import (
 )
 
 // FuzzDecide: on arbitrary observations, the NodeMaintenance controller's decision leaves its
-// observation as it was, is the same when taken twice, and writes a status within its bounds
+// Observation as it was, is the same when taken twice, and writes a status within its bounds
 // that agrees with itself: every selected node counted, Drained only with nothing left, nothing
 // drained without a drain asked for.
 func FuzzDecide(f *testing.F) {
@@ -34,35 +34,35 @@ func FuzzDecide(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := &testutil.FuzzBytes{Data: data}
 		now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-		o := observation{nm: fuzzMaintenance(g, now)}
+		o := Observation{Maintenance: fuzzMaintenance(g, now)}
 		for i := range int(g.Byte() % 6) {
-			node, obs := fuzzNode(g, i, o.nm, now)
-			o.nodes = append(o.nodes, node)
-			o.observed = append(o.observed, obs)
+			node, obs := fuzzNode(g, i, o.Maintenance, now)
+			o.Nodes = append(o.Nodes, node)
+			o.Observed = append(o.Observed, obs)
 		}
-		o.total = len(o.nodes) + int(g.Byte()%3)
-		o.sel = maintenance.NewSelectors(time.Minute, clock.RealClock{}).Of(o.nm)
-		if o.nm.Spec.Rollout != nil && g.Byte()%2 == 1 {
-			o.unschedulable = []string{"default/unplaced"}
+		o.Total = len(o.Nodes) + int(g.Byte()%3)
+		o.Selector = maintenance.NewSelectors(time.Minute, clock.RealClock{}).Of(o.Maintenance)
+		if o.Maintenance.Spec.Rollout != nil && g.Byte()%2 == 1 {
+			o.Unschedulable = []string{"default/unplaced"}
 		}
-		o.planning = g.Byte()%2 == 1
+		o.Planning = g.Byte()%2 == 1
 		before := fuzzSnapshot(t, o)
-		d := decide(o, nodemaintv1alpha1.EvacuationProtocolPodConditions, now)
+		d := Decide(o, nodemaintv1alpha1.EvacuationProtocolPodConditions, now)
 		if after := fuzzSnapshot(t, o); after != before {
-			t.Fatalf("decide changed its observation:\n%s\n%s", before, after)
+			t.Fatalf("decide changed its Observation:\n%s\n%s", before, after)
 		}
-		if again := decide(o, nodemaintv1alpha1.EvacuationProtocolPodConditions, now); !equality.Semantic.DeepEqual(again.status, d.status) || again.recheckAfter != d.recheckAfter {
-			t.Fatalf("two decisions from one observation differ:\n%+v\n%+v", d.status, again.status)
+		if again := Decide(o, nodemaintv1alpha1.EvacuationProtocolPodConditions, now); !equality.Semantic.DeepEqual(again.Status, d.Status) || again.RecheckAfter != d.RecheckAfter {
+			t.Fatalf("two decisions from one Observation differ:\n%+v\n%+v", d.Status, again.Status)
 		}
 		checkStatus(t, o, d)
 	})
 }
 
-func checkStatus(t *testing.T, o observation, d decision) {
+func checkStatus(t *testing.T, o Observation, d Decision) {
 	t.Helper()
-	s := d.status
-	if int(s.SelectedNodes) != len(o.nodes) || len(s.Nodes) > nodemaintv1alpha1.MaxStatusNodes || s.Phase == "" || d.recheckAfter < 0 {
-		t.Fatalf("selected %d of %d nodes, %d listed, phase %q, recheck %v", s.SelectedNodes, len(o.nodes), len(s.Nodes), s.Phase, d.recheckAfter)
+	s := d.Status
+	if int(s.SelectedNodes) != len(o.Nodes) || len(s.Nodes) > nodemaintv1alpha1.MaxStatusNodes || s.Phase == "" || d.RecheckAfter < 0 {
+		t.Fatalf("selected %d of %d nodes, %d listed, phase %q, recheck %v", s.SelectedNodes, len(o.Nodes), len(s.Nodes), s.Phase, d.RecheckAfter)
 	}
 	seen := map[string]bool{}
 	for _, c := range s.Conditions {
@@ -80,15 +80,15 @@ func checkStatus(t *testing.T, o observation, d decision) {
 	}
 	drained := meta.IsStatusConditionTrue(s.Conditions, nodemaintv1alpha1.ConditionDrained)
 	if ready := meta.FindStatusCondition(s.Conditions, nodemaintv1alpha1.ConditionReady); ready == nil ||
-		ready.Status == metav1.ConditionTrue && o.nm.Spec.Drain && !drained && s.Phase != nodemaintv1alpha1.PhaseMaintenanceComplete {
+		ready.Status == metav1.ConditionTrue && o.Maintenance.Spec.Drain && !drained && s.Phase != nodemaintv1alpha1.PhaseMaintenanceComplete {
 		t.Fatalf("Ready %+v with Drained %t in phase %s", ready, drained, s.Phase)
 	}
 	switch {
-	case !o.nm.Spec.Drain && (drained || s.DrainStartTime != nil || s.VolumesAttached != 0):
+	case !o.Maintenance.Spec.Drain && (drained || s.DrainStartTime != nil || s.VolumesAttached != 0):
 		t.Fatalf("no drain asked for, yet Drained %t, drain start %v, %d volumes reported", drained, s.DrainStartTime, s.VolumesAttached)
-	case drained && o.nm.Spec.Rollout == nil && (len(o.nodes) == 0 || s.PodsPendingEvacuation > 0 || s.VolumesAttached > 0):
-		t.Fatalf("Drained with %d nodes, %d pods pending, %d volumes attached", len(o.nodes), s.PodsPendingEvacuation, s.VolumesAttached)
-	case o.nm.Spec.Drain && len(o.nodes) > 0 && !drained && !waitsEverywhere(o.nm, d.nodes) && d.recheckAfter == 0:
+	case drained && o.Maintenance.Spec.Rollout == nil && (len(o.Nodes) == 0 || s.PodsPendingEvacuation > 0 || s.VolumesAttached > 0):
+		t.Fatalf("Drained with %d nodes, %d pods pending, %d volumes attached", len(o.Nodes), s.PodsPendingEvacuation, s.VolumesAttached)
+	case o.Maintenance.Spec.Drain && len(o.Nodes) > 0 && !drained && !waitsEverywhere(o.Maintenance, d.Nodes) && d.RecheckAfter == 0:
 		t.Fatal("a drain under way is not looked at again")
 	}
 }
@@ -168,14 +168,14 @@ func intOrPercent(b byte) intstr.IntOrString {
 	return intstr.FromString(fmt.Sprintf("%d%%", int(b%100)+1))
 }
 
-// fuzzSnapshot is the observation as JSON: what decide must leave as it was.
-func fuzzSnapshot(t *testing.T, o observation) string {
+// fuzzSnapshot is the Observation as JSON: what decide must leave as it was.
+func fuzzSnapshot(t *testing.T, o Observation) string {
 	t.Helper()
 	raw, err := json.Marshal(struct {
 		NM       *nodemaintv1alpha1.NodeMaintenance
 		Nodes    []*corev1.Node
 		Observed []nodedecide.Observation
-	}{o.nm, o.nodes, o.observed})
+	}{o.Maintenance, o.Nodes, o.Observed})
 	if err != nil {
 		t.Fatal(err)
 	}

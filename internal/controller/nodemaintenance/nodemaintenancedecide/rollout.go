@@ -1,15 +1,12 @@
-package nodemaintenance
+package nodemaintenancedecide
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/rollout"
@@ -18,14 +15,14 @@ import (
 // decideTurns decides the turns of the maintenance's rollout (rollout.Turns) from the decisions
 // about its selected nodes, the pods the scheduler cannot place, the alerts and the window.
 // Nil without spec.rollout.
-func decideTurns(o observation, nodes []nodeDecision, now time.Time) *rollout.Decision {
-	nm := o.nm
+func decideTurns(o Observation, nodes []NodeDecision, now time.Time) *rollout.Decision {
+	nm := o.Maintenance
 	spec := nm.Spec.Rollout
 	if spec == nil {
 		return nil
 	}
-	in := rollout.Input{Active: nm.Spec.Cordon || nm.Spec.Drain, Spec: *spec, Unschedulable: o.unschedulable,
-		Alerts: o.alerts, AlertsUnknown: o.alertsUnknown, AlertsFresh: o.alertsFresh}
+	in := rollout.Input{Active: nm.Spec.Cordon || nm.Spec.Drain, Spec: *spec, Unschedulable: o.Unschedulable,
+		Alerts: o.Alerts, AlertsUnknown: o.AlertsUnknown, AlertsFresh: o.AlertsFresh}
 	if nm.Status.Rollout != nil {
 		in.InTurn = nm.Status.Rollout.InTurn
 	}
@@ -34,8 +31,8 @@ func decideTurns(o observation, nodes []nodeDecision, now time.Time) *rollout.De
 	}
 	for _, n := range nodes {
 		in.Nodes = append(in.Nodes, rollout.Node{
-			Name: n.name, Unschedulable: n.node.Spec.Unschedulable, Ended: rollout.Recorded(nm.Name, n.node),
-			Drained: n.Report.Pending == 0 && n.Report.VolumesAttached == 0, BootID: n.node.Status.NodeInfo.BootID,
+			Name: n.Name, Unschedulable: n.Node.Spec.Unschedulable, Ended: rollout.Recorded(nm.Name, n.Node),
+			Drained: n.Report.Pending == 0 && n.Report.VolumesAttached == 0, BootID: n.Node.Status.NodeInfo.BootID,
 		})
 	}
 	if spec.Window != nil {
@@ -46,29 +43,6 @@ func decideTurns(o observation, nodes []nodeDecision, now time.Time) *rollout.De
 	}
 	d := rollout.Turns(in, now)
 	return &d
-}
-
-// unschedulableSince names the pods created since the maintenance's rollout started (its drain,
-// or its creation) that the scheduler cannot place: replacements of evacuated pods among them, or
-// anything else the capacity the rollout takes away leaves unplaced. They halt the rollout.
-func unschedulableSince(ctx context.Context, c client.Reader, nm *nodemaintv1alpha1.NodeMaintenance) ([]string, error) {
-	since := nm.CreationTimestamp.Time
-	if nm.Status.DrainStartTime != nil {
-		since = nm.Status.DrainStartTime.Time
-	}
-	pods, err := observe.UnschedulablePods(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for i := range pods {
-		pod := &pods[i]
-		if pod.CreationTimestamp.Time.Before(since) || !maintenance.Targeted(pod) {
-			continue
-		}
-		names = append(names, pod.Namespace+"/"+pod.Name)
-	}
-	return names, nil
 }
 
 // rolloutStatus is the status of the rollout's decision: the counts, the turns and the
@@ -115,14 +89,14 @@ func haltMessage(d *rollout.Decision) string {
 
 // rolledNodes keeps, of the decisions about the selected nodes, those of the nodes in their turn:
 // the status details the nodes being maintained, not those waiting or done.
-func rolledNodes(d *rollout.Decision, nodes []nodeDecision) []nodeDecision {
+func rolledNodes(d *rollout.Decision, nodes []NodeDecision) []NodeDecision {
 	in := map[string]bool{}
 	for _, t := range d.InTurn {
 		in[t.Name] = true
 	}
-	var out []nodeDecision
+	var out []NodeDecision
 	for _, n := range nodes {
-		if in[n.name] {
+		if in[n.Name] {
 			out = append(out, n)
 		}
 	}
