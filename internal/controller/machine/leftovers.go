@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/machine/machinedecide"
 )
 
 // leftovers finds, for each Cluster it sees created (so every Cluster when the manager starts),
@@ -92,7 +93,7 @@ func Leftovers(nms []nodemaintv1alpha1.NodeMaintenance, ns string, self types.UI
 	for i := range nms {
 		nm := &nms[i]
 		key, ok := machineKey(nm)
-		if !ok || key.Namespace != ns || exists[key] || !Own(nm, self) {
+		if !ok || key.Namespace != ns || exists[key] || !machinedecide.Own(nm, self) {
 			continue
 		}
 		out = append(out, nm)

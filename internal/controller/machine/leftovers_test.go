@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/machine/machinedecide"
 )
 
 // TestLeftoversAfterARestart: a Machine that went while no nodemaint ran is remembered nowhere;
@@ -34,7 +35,7 @@ func TestLeftoversAfterARestart(t *testing.T) {
 	cluster := types.NamespacedName{Namespace: "capi", Name: "wl"}
 	maintenance := func(ns, machine, self string) *nodemaintv1alpha1.NodeMaintenance {
 		key := types.NamespacedName{Namespace: ns, Name: machine}
-		return &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: MaintenanceName(key), UID: types.UID("nm-" + ns + "-" + machine),
+		return &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: machinedecide.MaintenanceName(key), UID: types.UID("nm-" + ns + "-" + machine),
 			Labels:      map[string]string{nodemaintv1alpha1.MachineNamespaceLabel: ns},
 			Annotations: map[string]string{nodemaintv1alpha1.MachineAnnotation: key.String(), nodemaintv1alpha1.MachineClusterAnnotation: self}}}
 	}
