@@ -6,9 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,12 +24,7 @@ import (
 // controller, which deletes it. Those of Machines still there, of another cluster's Machines or
 // of another namespace's stay.
 func TestLeftoversAfterARestart(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, nodemaintv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testScheme(t)
 	cluster := types.NamespacedName{Namespace: "capi", Name: "wl"}
 	maintenance := func(ns, machine, self string) *nodemaintv1alpha1.NodeMaintenance {
 		key := types.NamespacedName{Namespace: ns, Name: machine}

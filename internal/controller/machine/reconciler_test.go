@@ -18,18 +18,26 @@ import (
 	"github.com/nodemaint/nodemaint/internal/controller/machine/machinedecide"
 )
 
-// TestOnlyOwnMaintenancesOfGoneMachines: a cluster that is the workload cluster of a management
-// cluster and runs nodemaint with --cluster-api itself holds the NodeMaintenances the management
-// cluster's nodemaint created for its Machines, which this cluster does not have. Its nodemaint
-// deletes the NodeMaintenance of a Machine gone only where it is its own: created for a Machine of
-// this cluster (its kube-system namespace's UID), or by a nodemaint that did not say (older).
-func TestOnlyOwnMaintenancesOfGoneMachines(t *testing.T) {
+// testScheme knows the objects the Machine controller reads and writes: core, Cluster API's and
+// nodemaint's.
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, nodemaintv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return scheme
+}
+
+// TestOnlyOwnMaintenancesOfGoneMachines: a cluster that is the workload cluster of a management
+// cluster and runs nodemaint with --cluster-api itself holds the NodeMaintenances the management
+// cluster's nodemaint created for its Machines, which this cluster does not have. Its nodemaint
+// deletes the NodeMaintenance of a Machine gone only where it is its own: created for a Machine of
+// this cluster (its kube-system namespace's UID), or by a nodemaint that did not say (older).
+func TestOnlyOwnMaintenancesOfGoneMachines(t *testing.T) {
+	scheme := testScheme(t)
 	self := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceSystem, UID: "this-cluster"}}
 	maintenance := func(machine, cluster string) *nodemaintv1alpha1.NodeMaintenance {
 		key := types.NamespacedName{Namespace: "capi", Name: machine}
