@@ -3,7 +3,6 @@ package machine
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -74,8 +73,8 @@ func (l *leftovers) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	for i := range machines.Items {
 		exists[client.ObjectKeyFromObject(&machines.Items[i])] = true
 	}
-	for _, nm := range Leftovers(nms.Items, c.Namespace, self, exists) {
-		key, _ := machineKey(nm)
+	for _, nm := range machinedecide.Leftovers(nms.Items, c.Namespace, self, exists) {
+		key, _ := machinedecide.MachineOf(nm)
 		l.r.gone.remember(key, req.NamespacedName)
 		select {
 		case l.found <- event.GenericEvent{Object: nm}:
@@ -84,28 +83,4 @@ func (l *leftovers) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		}
 	}
 	return reconcile.Result{}, nil
-}
-
-// Leftovers returns the NodeMaintenances of nms that this cluster (self) created for Machines of
-// namespace ns that are gone (not in exists).
-func Leftovers(nms []nodemaintv1alpha1.NodeMaintenance, ns string, self types.UID, exists map[types.NamespacedName]bool) []*nodemaintv1alpha1.NodeMaintenance {
-	var out []*nodemaintv1alpha1.NodeMaintenance
-	for i := range nms {
-		nm := &nms[i]
-		key, ok := machineKey(nm)
-		if !ok || key.Namespace != ns || exists[key] || !machinedecide.Own(nm, self) {
-			continue
-		}
-		out = append(out, nm)
-	}
-	return out
-}
-
-// machineKey is the Machine a NodeMaintenance was created for (its MachineAnnotation).
-func machineKey(nm client.Object) (types.NamespacedName, bool) {
-	ns, name, ok := strings.Cut(nm.GetAnnotations()[nodemaintv1alpha1.MachineAnnotation], "/")
-	if !ok || ns == "" || name == "" {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: ns, Name: name}, true
 }

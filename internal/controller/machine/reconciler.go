@@ -320,7 +320,7 @@ func (r *Reconciler) enqueueMachinesOf(ctx context.Context, cluster client.Objec
 
 // machineOf maps a NodeMaintenance created for a Machine to the Machine.
 func machineOf(_ context.Context, obj client.Object) []reconcile.Request {
-	key, ok := machineKey(obj)
+	key, ok := machinedecide.MachineOf(obj)
 	if !ok {
 		return nil
 	}

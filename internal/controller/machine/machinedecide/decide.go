@@ -217,3 +217,27 @@ func nodeSelector(node string) corev1.NodeSelector {
 		MatchFields: []corev1.NodeSelectorRequirement{{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
 	}}}
 }
+
+// Leftovers returns the NodeMaintenances of nms that this cluster (self) created for Machines of
+// namespace ns that are gone (not in exists).
+func Leftovers(nms []nodemaintv1alpha1.NodeMaintenance, ns string, self types.UID, exists map[types.NamespacedName]bool) []*nodemaintv1alpha1.NodeMaintenance {
+	var out []*nodemaintv1alpha1.NodeMaintenance
+	for i := range nms {
+		nm := &nms[i]
+		key, ok := MachineOf(nm)
+		if !ok || key.Namespace != ns || exists[key] || !Own(nm, self) {
+			continue
+		}
+		out = append(out, nm)
+	}
+	return out
+}
+
+// MachineOf is the Machine a NodeMaintenance was created for (its MachineAnnotation).
+func MachineOf(nm metav1.Object) (types.NamespacedName, bool) {
+	ns, name, ok := strings.Cut(nm.GetAnnotations()[nodemaintv1alpha1.MachineAnnotation], "/")
+	if !ok || ns == "" || name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, true
+}
