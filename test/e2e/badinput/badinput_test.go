@@ -142,7 +142,7 @@ func TestEvictionForbidden(t *testing.T) {
 				return true, "", nil
 			}
 		}
-		return false, fmt.Sprintf("blocked %+v", nm.Status.Nodes[node].Blocked), nil
+		return false, fmt.Sprintf("node status %+v, conditions %+v", nm.Status.Nodes[node], nm.Status.Conditions), nil
 	})
 	expectWarning(t, "NodeMaintenance", "forbidden-evict", "Forbidden", `cannot create resource "pods/eviction"`)
 	expectWarning(t, "Pod", "bare", nodemaintv1alpha1.BlockedReasonEvictionFailed, `cannot create resource "pods/eviction"`)

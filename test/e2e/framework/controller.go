@@ -130,10 +130,30 @@ func newController(t testing.TB, binary string) *Controller {
 	t.Cleanup(func() {
 		c.signal(syscall.SIGKILL)
 		if t.Failed() {
-			t.Logf("nodemaint-controller log: %s", c.logPath)
+			t.Logf("nodemaint-controller log: %s; its last lines:\n%s", c.logPath, logTail(c.logPath, failedLogLines))
 		}
 	})
 	return c
+}
+
+// failedLogLines is how many of the controller's last log lines a failed test prints: CI keeps
+// the cluster's directory on a machine nobody may log in to, and its output is what is read.
+const failedLogLines = 40
+
+// logTail returns the last n lines of the file at path, each cut at 400 bytes.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	lines = lines[max(0, len(lines)-n):]
+	for i, l := range lines {
+		if len(l) > 400 {
+			lines[i] = l[:400] + "…"
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // writeControllerKubeconfig writes a kubeconfig with a token of the controller's
