@@ -385,58 +385,97 @@ func (r *Reconciler) answering(ctx context.Context) (string, error) {
 // then the collection of finished Evictions. It reports whether to look again shortly (a stale
 // write, or an eviction made), and the Eviction it created, as the API server returned it.
 func (r *Reconciler) apply(ctx context.Context, obs evictiondecide.Observation, d evictiondecide.Decision) (bool, *lifecyclev1alpha1.Eviction, error) {
-	log := logf.FromContext(ctx)
-	again := false
-	byName := map[string]*lifecyclev1alpha1.EvictionRequest{}
-	for i := range obs.Requests {
-		byName[obs.Requests[i].Name] = &obs.Requests[i]
-	}
+	var out outcome
 	evByName := map[string]*lifecyclev1alpha1.Eviction{}
 	for i := range obs.Evictions {
 		evByName[obs.Evictions[i].Name] = &obs.Evictions[i]
 	}
-	var errs []error
-	note := func(err error) {
-		switch {
-		case err == nil:
-		case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err):
-			again = true
-		default:
-			errs = append(errs, err)
-		}
+	created := r.create(ctx, d.Create, &out)
+	written := r.writeEvictions(ctx, d, evByName, &out)
+	r.writeRequests(ctx, obs, d.RequestStatus, &out)
+	r.recordProgress(ctx, d.Events, evByName, written)
+	if d.Evict != nil && obs.Pod != nil && len(out.errs) == 0 {
+		// Evicted, gone, or refused anew: the next decision reads the outcome.
+		r.evict(ctx, obs, d.Evict)
+		out.again = true
 	}
-	var created *lifecyclev1alpha1.Eviction
-	if d.Create != nil {
-		err := r.Client.Create(ctx, d.Create)
-		switch {
-		case err == nil:
-			log.Info("created the Eviction", "eviction", d.Create.Name)
-			r.record(d.Create, nil, evictiondecide.CreatedEvent(d.Create))
-			created = d.Create
-		case apierrors.IsAlreadyExists(err):
-			// Taken by another controller's Eviction (or one of its own the cache does not
-			// show yet): the next decision reads it, and stands aside if it is another's.
-			log.Info("the Eviction's name is taken; looking again", "eviction", d.Create.Name)
-			again = true
-		}
-		note(err)
+	r.collect(ctx, obs, d.Delete, &out)
+	return out.again, created, errors.Join(out.errs...)
+}
+
+// outcome is what apply's writes add up to: whether to look again shortly, and the errors the
+// work queue retries.
+type outcome struct {
+	again bool
+	errs  []error
+}
+
+// note files the result of one write: a conflict, an object gone or a name taken is a stale
+// write, looked at again shortly; any other error is retried.
+func (o *outcome) note(err error) {
+	switch {
+	case err == nil:
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err):
+		o.again = true
+	default:
+		o.errs = append(o.errs, err)
 	}
+}
+
+// create creates the Eviction the decision makes (nil: none) and returns it as the API server
+// returned it, nil when it was not created.
+func (r *Reconciler) create(ctx context.Context, ev *lifecyclev1alpha1.Eviction, out *outcome) *lifecyclev1alpha1.Eviction {
+	if ev == nil {
+		return nil
+	}
+	log := logf.FromContext(ctx)
+	err := r.Client.Create(ctx, ev)
+	out.note(err)
+	switch {
+	case err == nil:
+		log.Info("created the Eviction", "eviction", ev.Name)
+		r.record(ev, nil, evictiondecide.CreatedEvent(ev))
+		return ev
+	case apierrors.IsAlreadyExists(err):
+		// Taken by another controller's Eviction (or one of its own the cache does not
+		// show yet): the next decision reads it, and stands aside if it is another's.
+		log.Info("the Eviction's name is taken; looking again", "eviction", ev.Name)
+	}
+	return nil
+}
+
+// writeEvictions patches the Evictions' metadata, then their status, each over what was
+// observed (evByName), and returns the Evictions whose status was written.
+func (r *Reconciler) writeEvictions(ctx context.Context, d evictiondecide.Decision, evByName map[string]*lifecyclev1alpha1.Eviction, out *outcome) map[string]bool {
 	for _, want := range d.Meta {
-		note(r.Client.Patch(ctx, want, client.MergeFromWithOptions(evByName[want.Name], client.MergeFromWithOptimisticLock{})))
+		out.note(r.Client.Patch(ctx, want, client.MergeFromWithOptions(evByName[want.Name], client.MergeFromWithOptimisticLock{})))
 	}
-	// The steps the Events report are the status written: an Eviction whose status write failed
-	// (a conflict, the API server overloaded) took none of them, and the next decision reports
-	// them again when they are written.
 	written := map[string]bool{}
 	for _, want := range d.Status {
 		err := r.Client.Status().Patch(ctx, want, client.MergeFromWithOptions(evByName[want.Name], client.MergeFromWithOptimisticLock{}))
 		written[want.Name] = err == nil
-		note(err)
+		out.note(err)
 	}
-	for _, want := range d.RequestStatus {
-		note(r.Client.Status().Patch(ctx, want, client.MergeFromWithOptions(byName[want.Name], client.MergeFromWithOptimisticLock{})))
+	return written
+}
+
+// writeRequests patches the EvictionRequests' status (their conditions) over what was observed.
+func (r *Reconciler) writeRequests(ctx context.Context, obs evictiondecide.Observation, status []*lifecyclev1alpha1.EvictionRequest, out *outcome) {
+	byName := map[string]*lifecyclev1alpha1.EvictionRequest{}
+	for i := range obs.Requests {
+		byName[obs.Requests[i].Name] = &obs.Requests[i]
 	}
-	for _, e := range d.Events {
+	for _, want := range status {
+		out.note(r.Client.Status().Patch(ctx, want, client.MergeFromWithOptions(byName[want.Name], client.MergeFromWithOptimisticLock{})))
+	}
+}
+
+// recordProgress records the Events of the steps taken. The steps the Events report are the
+// status written: an Eviction whose status write failed (a conflict, the API server overloaded)
+// took none of them, and the next decision reports them again when they are written.
+func (r *Reconciler) recordProgress(ctx context.Context, events []evictiondecide.Event, evByName map[string]*lifecyclev1alpha1.Eviction, written map[string]bool) {
+	log := logf.FromContext(ctx)
+	for _, e := range events {
 		ev := evByName[e.Eviction]
 		if ev == nil || !written[e.Eviction] {
 			continue
@@ -444,31 +483,30 @@ func (r *Reconciler) apply(ctx context.Context, obs evictiondecide.Observation, 
 		log.Info("eviction progress", "eviction", e.Eviction, "reason", e.Reason, "message", e.Note())
 		r.record(ev, nil, e)
 	}
-	if d.Evict != nil && obs.Pod != nil && len(errs) == 0 {
-		// Evicted, gone, or refused anew: the next decision reads the outcome.
-		r.evict(ctx, obs, d.Evict)
-		again = true
-	}
+}
+
+// collect deletes the finished Evictions the decision collects, each once: those this replica
+// deleted (or found gone) are remembered per target, as the cache may show them a while longer.
+func (r *Reconciler) collect(ctx context.Context, obs evictiondecide.Observation, evictions []*lifecyclev1alpha1.Eviction, out *outcome) {
 	target := types.NamespacedName{Namespace: obs.Namespace, Name: obs.Name}
 	var collected []types.UID
 	if v, ok := r.collected.Load(target); ok {
 		collected = v.([]types.UID)
 	}
-	for _, e := range d.Delete {
+	for _, e := range evictions {
 		if slices.Contains(collected, e.UID) {
 			continue
 		}
 		err := r.Client.Delete(ctx, e, client.Preconditions{UID: &e.UID})
 		if err == nil {
-			log.Info("collected the Eviction", "eviction", e.Name)
+			logf.FromContext(ctx).Info("collected the Eviction", "eviction", e.Name)
 		}
 		if err == nil || apierrors.IsNotFound(err) {
 			collected = append(collected, e.UID)
 			r.collected.Store(target, collected)
 		}
-		note(client.IgnoreNotFound(err))
+		out.note(client.IgnoreNotFound(err))
 	}
-	return again, created, errors.Join(errs...)
 }
 
 // evict is the imperative evictor: an eviction of the pod through the API (with its

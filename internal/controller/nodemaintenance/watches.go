@@ -46,10 +46,54 @@ func maintenancesOfNode(ctx context.Context, c client.Reader, node *corev1.Node)
 	return reqs
 }
 
+// maintenancesOnNode maps a node, by name, to the NodeMaintenances that select it or that it
+// advertises; none when it is not read.
+func maintenancesOnNode(ctx context.Context, c client.Reader, name string) []reconcile.Request {
+	if name == "" {
+		return nil
+	}
+	node := &corev1.Node{}
+	if err := c.Get(ctx, types.NamespacedName{Name: name}, node, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	return maintenancesOfNode(ctx, c, node)
+}
+
 // SetupWithManager registers the NodeMaintenance controller. Node changes reach it at once; pod
 // changes are batched by StatusBatchDelay, and so are the changes of the pods the scheduler cannot
 // place, which halt rollouts.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) error {
+	if err := r.start(mgr); err != nil {
+		return err
+	}
+	c := mgr.GetClient()
+	statusMetrics.setSource(c, &r.active)
+	return r.optionalWatches(builder.ControllerManagedBy(mgr), c).
+		Named("nodemaintenance").
+		For(&nodemaintv1alpha1.NodeMaintenance{}).
+		Watches(&corev1.Node{},
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				return maintenancesOfNode(ctx, c, o.(*corev1.Node))
+			}),
+			builder.WithPredicates(observe.NodeChanged())).
+		Watches(&corev1.Pod{},
+			observe.DelayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, o client.Object) []reconcile.Request {
+				return maintenancesOnNode(ctx, c, o.(*corev1.Pod).Spec.NodeName)
+			}),
+			builder.WithPredicates(observe.PodChanged())).
+		Watches(&corev1.Pod{},
+			observe.DelayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, _ client.Object) []reconcile.Request {
+				return rollingMaintenances(ctx, c)
+			}),
+			builder.WithPredicates(placementChanged())).
+		WithOptions(fairqueue.Options(concurrency)).
+		Complete(r)
+}
+
+// start makes what the reconciler reads besides its cache: the leadership it counts from, the
+// indexers of pods and nodes, the watchers of the protocol's answers (and its stores under the
+// EvictionRequest protocol), and the preflight worker when preflights are on.
+func (r *Reconciler) start(mgr manager.Manager) error {
 	if err := r.active.Start(mgr); err != nil {
 		return err
 	}
@@ -71,9 +115,6 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 			return err
 		}
 	}
-	c := mgr.GetClient()
-	statusMetrics.setSource(c, &r.active)
-	b := builder.ControllerManagedBy(mgr)
 	if r.Preflight {
 		if r.preflights, err = preflightworker.New(context.Background(), mgr); err != nil {
 			return err
@@ -81,6 +122,14 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 		if err := mgr.Add(r.preflights); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// optionalWatches adds the watches of what is configured: computed preflights, the permission
+// to delete pods, the alert reader's answers and, under the EvictionRequest protocol, Evictions.
+func (r *Reconciler) optionalWatches(b *builder.Builder, c client.Client) *builder.Builder {
+	if r.preflights != nil {
 		// A preflight computed: its maintenance's status says it.
 		b = b.WatchesRawSource(source.Channel(r.preflights.Ready(), &handler.EnqueueRequestForObject{}))
 	}
@@ -104,41 +153,10 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 			if pod == nil {
 				return nil
 			}
-			node := &corev1.Node{}
-			if err := c.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node, client.UnsafeDisableDeepCopy); err != nil {
-				return nil
-			}
-			return maintenancesOfNode(ctx, c, node)
+			return maintenancesOnNode(ctx, c, pod.Spec.NodeName)
 		}), builder.WithPredicates(protocol.EvictionAnswerChanged()))
 	}
-	return b.
-		Named("nodemaintenance").
-		For(&nodemaintv1alpha1.NodeMaintenance{}).
-		Watches(&corev1.Node{},
-			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-				return maintenancesOfNode(ctx, c, o.(*corev1.Node))
-			}),
-			builder.WithPredicates(observe.NodeChanged())).
-		Watches(&corev1.Pod{},
-			observe.DelayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, o client.Object) []reconcile.Request {
-				pod := o.(*corev1.Pod)
-				if pod.Spec.NodeName == "" {
-					return nil
-				}
-				node := &corev1.Node{}
-				if err := c.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node, client.UnsafeDisableDeepCopy); err != nil {
-					return nil
-				}
-				return maintenancesOfNode(ctx, c, node)
-			}),
-			builder.WithPredicates(observe.PodChanged())).
-		Watches(&corev1.Pod{},
-			observe.DelayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, _ client.Object) []reconcile.Request {
-				return rollingMaintenances(ctx, c)
-			}),
-			builder.WithPredicates(placementChanged())).
-		WithOptions(fairqueue.Options(concurrency)).
-		Complete(r)
+	return b
 }
 
 // placementChanged passes the events of pods the scheduler cannot place: one became unschedulable,
