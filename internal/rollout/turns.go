@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/recheck"
 )
 
 // Node is one selected node as the rollout sees it.
@@ -111,7 +112,7 @@ func Turns(in Input, now time.Time) Decision {
 		}
 		if in.DrainTimeout > 0 && !n.Drained && !turn.Failed {
 			if left := turn.Since.Add(in.DrainTimeout).Sub(now); left > 0 {
-				d.after(left)
+				d.RecheckAfter = recheck.Soonest(d.RecheckAfter, left)
 			} else {
 				timedOut = append(timedOut, turn.Name)
 				if in.Spec.OnNodeFailure == nodemaintv1alpha1.NodeFailureContinue {
@@ -154,22 +155,16 @@ func Turns(in Input, now time.Time) Decision {
 		d.Admitted = append(d.Admitted, n.Name)
 	}
 	if in.Spec.Window != nil && in.Window.Open && d.Waiting > 0 && !in.Window.Next.IsZero() {
-		d.after(in.Window.Next.Sub(now)) // the window closes
+		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, in.Window.Next.Sub(now)) // the window closes
 	}
 	if in.Spec.HaltOnAlerts != nil && d.Waiting > 0 && in.AlertsUnknown == "" && !in.AlertsFresh.IsZero() {
 		// A new answer brings a reconcile; an answer that ages without one closes the gate then.
-		d.after(in.AlertsFresh.Sub(now))
+		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, in.AlertsFresh.Sub(now))
 	}
 	sort.Slice(d.InTurn, func(i, j int) bool { return d.InTurn[i].Name < d.InTurn[j].Name })
 	d.TimedOut = timedOut
 	d.Complete = len(in.Nodes) > 0 && d.Done == len(in.Nodes)
 	return d
-}
-
-func (d *Decision) after(wait time.Duration) {
-	if wait > 0 && (d.RecheckAfter == 0 || wait < d.RecheckAfter) {
-		d.RecheckAfter = wait
-	}
 }
 
 // halt decides whether the rollout starts no new node, and why (HaltReason and its facts):
@@ -189,7 +184,7 @@ func (d *Decision) halt(in Input, timedOut []string, waiting bool, now time.Time
 	case in.Spec.Window != nil && !in.Window.Open && waiting:
 		d.HaltReason, d.WindowOpens = nodemaintv1alpha1.ReasonOutsideWindow, in.Window.Next
 		if !in.Window.Next.IsZero() {
-			d.after(in.Window.Next.Sub(now))
+			d.RecheckAfter = recheck.Soonest(d.RecheckAfter, in.Window.Next.Sub(now))
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/evictor"
+	"github.com/nodemaint/nodemaint/internal/recheck"
 	"github.com/nodemaint/nodemaint/internal/requester"
 )
 
@@ -40,11 +41,6 @@ func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, gra
 		errs   []error
 		denied []error
 	)
-	backOff := func(d time.Duration) {
-		if d > 0 && (wait == 0 || d < wait) {
-			wait = d
-		}
-	}
 	sink := eventSink{r.Recorder}
 	// Like kubectl drain, the pods of a node are evicted in parallel (EvictionSlots bounds the
 	// evictions in flight across all nodes): one at a time, a node of 100 pods held a worker for
@@ -78,7 +74,7 @@ func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, gra
 				// (two budgets select it, a webhook refuses it).
 				evictionsTotal.WithLabelValues("failed").Inc()
 				sink.evictionFailed(pod, res.Err, !res.Again)
-				backOff(res.Wait)
+				wait = recheck.Soonest(wait, res.Wait)
 				log.FromContext(ctx).Error(res.Err, "eviction failed", "pod", client.ObjectKeyFromObject(pod))
 				if apierrors.IsForbidden(res.Err) {
 					denied = append(denied, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, res.Err))
@@ -86,7 +82,7 @@ func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, gra
 			case evictor.Refused:
 				evictionsTotal.WithLabelValues("refused").Inc()
 				sink.evictionRefused(pod, res.Message, !res.Again)
-				backOff(res.Wait)
+				wait = recheck.Soonest(wait, res.Wait)
 				log.FromContext(ctx).V(1).Info("eviction refused", "pod", client.ObjectKeyFromObject(pod), "reason", res.Message)
 			default:
 				evictionsTotal.WithLabelValues("evicted").Inc()

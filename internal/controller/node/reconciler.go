@@ -27,6 +27,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/permissions"
+	"github.com/nodemaint/nodemaint/internal/recheck"
 	"github.com/nodemaint/nodemaint/internal/requester"
 )
 
@@ -142,7 +143,11 @@ func (r *Reconciler) apply(ctx context.Context, obs nodedecide.Observation, d no
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	next = sooner(next, refused)
+	if refused {
+		// Writes refused as stale: look again within observe.StaleRequeue, since the change that
+		// made them stale may be one no watch of this reconciler lets through (a kubelet's report).
+		next = recheck.Soonest(next, observe.StaleRequeue)
+	}
 	if err := r.writeRequests(ctx, w.WithdrawRequests, seen, obs.Pods); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -156,12 +161,14 @@ func (r *Reconciler) apply(ctx context.Context, obs nodedecide.Observation, d no
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	next = sooner(next, refused)
+	if refused {
+		next = recheck.Soonest(next, observe.StaleRequeue)
+	}
 	if err := r.writeRequests(ctx, w.RequestRequests, seen, obs.Pods); err != nil {
 		return reconcile.Result{}, err
 	}
-	if r.Backlog.Queued(obs.Node.Name) && (next == 0 || next > backlogRecheck) {
-		next = backlogRecheck
+	if r.Backlog.Queued(obs.Node.Name) {
+		next = recheck.Soonest(next, backlogRecheck)
 	}
 	if err := r.deletePods(ctx, obs.Node, d.Delete, d.GracePeriods); err != nil {
 		return reconcile.Result{}, err
@@ -176,10 +183,7 @@ func (r *Reconciler) apply(ctx context.Context, obs nodedecide.Observation, d no
 		// The work queue's back-off retries; a RequeueAfter next to an error is ignored.
 		return reconcile.Result{}, err
 	}
-	if wait > 0 && (next == 0 || wait < next) {
-		next = wait
-	}
-	return reconcile.Result{RequeueAfter: next}, nil
+	return reconcile.Result{RequeueAfter: recheck.Soonest(next, wait)}, nil
 }
 
 // writeNode writes the node's spec and annotations, then its UnderMaintenance condition, as the
@@ -211,16 +215,6 @@ func (r *Reconciler) writeNode(ctx context.Context, obs nodedecide.Observation, 
 	return nil
 }
 
-// sooner is when to look again (next; zero: not by itself) after pod writes of which some were
-// refused as stale (refused): within observe.StaleRequeue then, since the change that made them
-// stale may be one no watch of the node's reconciler lets through (a kubelet's status report).
 // backlogRecheck is when a node whose requests wait for room in the Eviction controller's backlog
 // looks again if the backlog has not woken it before (it wakes the nodes in turn as room comes).
 const backlogRecheck = 30 * time.Second
-
-func sooner(next time.Duration, refused bool) time.Duration {
-	if refused && (next == 0 || next > observe.StaleRequeue) {
-		return observe.StaleRequeue
-	}
-	return next
-}

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/recheck"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -138,20 +139,13 @@ func (p *Decision) autoscalers(hpas []*autoscalingv2.HorizontalPodAutoscaler, de
 			p.raise(hpa, rec, deployment, surge)
 		case rec != nil && rec.Restored != nil:
 			if wait := unsettled(hpa, rec, now); settle && wait > 0 {
-				p.requeue(wait)
+				p.RequeueAfter = recheck.Soonest(p.RequeueAfter, wait)
 			} else {
 				p.Restore = append(p.Restore, BoundsChange{HPA: hpa, MinReplicas: hpa.Spec.MinReplicas, MaxReplicas: hpa.Spec.MaxReplicas})
 			}
 		case rec != nil:
 			p.restore(hpa, rec, now, settle)
 		}
-	}
-}
-
-// requeue asks to look again after wait at the latest.
-func (p *Decision) requeue(wait time.Duration) {
-	if p.RequeueAfter == 0 || wait < p.RequeueAfter {
-		p.RequeueAfter = wait
 	}
 }
 
@@ -223,7 +217,7 @@ func (p *Decision) restore(hpa *autoscalingv2.HorizontalPodAutoscaler, rec *surg
 		kept := *rec
 		kept.Restored = ptr.To(metav1.NewMicroTime(now))
 		c.Record = &kept
-		p.requeue(SettleTimeout)
+		p.RequeueAfter = recheck.Soonest(p.RequeueAfter, SettleTimeout)
 	}
 	p.Restore = append(p.Restore, c)
 	p.Events = append(p.Events, e)

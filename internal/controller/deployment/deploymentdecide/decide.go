@@ -15,6 +15,7 @@ import (
 	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/recheck"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -409,10 +410,7 @@ func (p *Decision) endSurge(in Input, live []*corev1.Pod, state *surgepolicy.Sta
 		gaveUp = true
 		p.Rollback(live, state, Event{Rollback: RollbackNoProgress, Patience: deadline.Sub(progress), Elapsed: in.Now.Sub(state.StartTime.Time)})
 	default:
-		p.RequeueAfter = deadline.Sub(in.Now)
-		if becomesAvailable > 0 {
-			p.RequeueAfter = min(p.RequeueAfter, becomesAvailable)
-		}
+		p.RequeueAfter = recheck.Soonest(deadline.Sub(in.Now), becomesAvailable)
 		p.extend(in, live, state, el)
 	}
 	return gaveUp
@@ -429,9 +427,7 @@ func available(live []*corev1.Pod, minReadySeconds int32, now time.Time) (n int3
 		case podutils.IsPodReady(pod):
 			ready := evacuation.Condition(pod, corev1.PodReady).LastTransitionTime.Time
 			wait := ready.Add(time.Duration(minReadySeconds)*time.Second + time.Millisecond).Sub(now)
-			if wait > 0 && (becomesAvailable == 0 || wait < becomesAvailable) {
-				becomesAvailable = wait
-			}
+			becomesAvailable = recheck.Soonest(becomesAvailable, wait)
 		}
 	}
 	return n, becomesAvailable

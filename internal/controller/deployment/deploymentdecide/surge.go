@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/recheck"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -126,7 +127,7 @@ func (p *Decision) extend(in Input, live []*corev1.Pod, state *surgepolicy.State
 		return
 	}
 	if wait := gathering(candidates, el.Surge, in.Now); wait > 0 {
-		p.RequeueAfter = min(p.RequeueAfter, wait)
+		p.RequeueAfter = recheck.Soonest(p.RequeueAfter, wait)
 		return
 	}
 	grown := *state

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodemaint/nodemaint/internal/recheck"
 )
 
 const (
@@ -60,9 +62,7 @@ func handOver(obs Observation) (Decision, bool) {
 	if obs.InTree == "" {
 		return Decision{}, false
 	}
-	d := Decision{StandAside: inTreeMessage(obs.InTree)}
-	d.after(YieldRecheck)
-	return d, true
+	return Decision{StandAside: inTreeMessage(obs.InTree), RecheckAfter: YieldRecheck}, true
 }
 
 // awaitInTree: with obs.InTreeGrace, a live pod of which no Eviction exists waits until the
@@ -88,7 +88,7 @@ func (d *Decision) awaitInTree(obs Observation, now time.Time) {
 	}
 	if left := min(oldest.Add(obs.InTreeGrace).Sub(now), obs.InTreeGrace); left > 0 {
 		d.StandAside = awaitInTreeMessage(obs.InTreeGrace)
-		d.after(left)
+		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, left)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/recheck"
 	"github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
 
@@ -381,7 +382,7 @@ func (d *Decision) standAside(obs Observation, current, other *lifecyclev1alpha1
 	case current == nil && obs.Yield != "":
 		d.StandAside = standAsideMessage("", obs.Yield)
 		// Looked at again, in case the other controller went away without answering.
-		d.after(YieldRecheck)
+		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, YieldRecheck)
 	}
 }
 
@@ -726,7 +727,7 @@ func (d *Decision) ended(e *lifecyclev1alpha1.Eviction, obs Observation, pod *co
 		since = now
 	}
 	if left := since.Add(GracefulCompletionDelay).Sub(now); left > 0 {
-		d.after(left)
+		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, left)
 		return true
 	}
 	t.State = lifecyclev1alpha1.ResponderStateInterrupted
@@ -764,7 +765,7 @@ func (d *Decision) advance(e *lifecyclev1alpha1.Eviction, obs Observation, pod *
 				}
 				continue
 			} else {
-				d.after(left)
+				d.RecheckAfter = recheck.Soonest(d.RecheckAfter, left)
 			}
 			return false
 		}
@@ -842,7 +843,7 @@ func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alph
 		}
 		switch {
 		case obs.EvictNotBefore.After(now) && !retryNow(obs, pod):
-			d.after(obs.EvictNotBefore.Sub(now))
+			d.RecheckAfter = recheck.Soonest(d.RecheckAfter, obs.EvictNotBefore.Sub(now))
 		case heldByBudgets(obs, pod):
 			// A change of the budgets brings the next decision.
 		default:
@@ -857,7 +858,7 @@ func (d *Decision) imperative(e *lifecyclev1alpha1.Eviction, rs *lifecyclev1alph
 		rs.HeartbeatTime = ptr.To(metav1.NewTime(now))
 	}
 	if rs.HeartbeatTime != nil {
-		d.after(rs.HeartbeatTime.Add(obs.HeartbeatDeadline / 4).Sub(now))
+		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, rs.HeartbeatTime.Add(obs.HeartbeatDeadline/4).Sub(now))
 	}
 	return false
 }
@@ -963,11 +964,4 @@ func collectedWith(r *lifecyclev1alpha1.EvictionRequest, uid types.UID) bool {
 	return slices.ContainsFunc(r.OwnerReferences, func(o metav1.OwnerReference) bool {
 		return o.UID == uid && o.Kind == "Pod" && o.APIVersion == "v1"
 	})
-}
-
-// after keeps the earliest time the decision must be made again.
-func (d *Decision) after(wait time.Duration) {
-	if wait > 0 && (d.RecheckAfter == 0 || wait < d.RecheckAfter) {
-		d.RecheckAfter = wait
-	}
 }

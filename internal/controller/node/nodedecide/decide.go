@@ -12,6 +12,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/recheck"
 	"github.com/nodemaint/nodemaint/internal/rollout"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -46,7 +47,7 @@ func Decide(obs Observation, now time.Time) Decision {
 		obs.Maintenances, func(nm *nodemaintv1alpha1.NodeMaintenance) bool { return maintenance.Drains(phases[nm]) }, now)
 	d := Decision{Intent: intent, RequestReason: intent.Reason}
 	oos, wait, missing := outOfService(obs.Node, obs.Pods, intent, now)
-	d.after(wait)
+	d.RecheckAfter = recheck.Soonest(d.RecheckAfter, wait)
 	d.ShutdownNotConfirmed = missing
 	d.Node, d.Change, d.NodeChanged, d.ConditionChanged = wantNode(obs.Node, intent, maintenance.FormatDrainStarts(starts), oos, now)
 	d.Withdraw, d.Request, d.Asked = requests(obs.Pods, plan.Current, intent)
@@ -71,7 +72,7 @@ func (d *Decision) drain(obs Observation, drainers []drainer, starts map[string]
 		return evictPolicy(obs, drainers, c)
 	}, obs.Refusals)
 	deleteFor, wait := deletions(obs, drainers, starts, now)
-	d.after(wait)
+	d.RecheckAfter = recheck.Soonest(d.RecheckAfter, wait)
 	for i, c := range obs.Plan.Current {
 		switch nms := deleteFor[c.Pod.UID]; {
 		case len(nms) > 0:
@@ -81,7 +82,7 @@ func (d *Decision) drain(obs Observation, drainers []drainer, starts map[string]
 			d.Evict = append(d.Evict, c)
 			d.grace(c.Pod, evictors(drainers, c, obs.IgnoreDrainLabel))
 		default:
-			d.after(current[i].RecheckAfter)
+			d.RecheckAfter = recheck.Soonest(d.RecheckAfter, current[i].RecheckAfter)
 		}
 	}
 	return current
@@ -200,11 +201,6 @@ func deletions(obs Observation, drainers []drainer, starts map[string]maintenanc
 		out  = map[types.UID][]*nodemaintv1alpha1.NodeMaintenance{}
 		wait time.Duration
 	)
-	later := func(left time.Duration) {
-		if left > 0 && (wait == 0 || left < wait) {
-			wait = left
-		}
-	}
 	if obs.PodDeletionDenied {
 		return out, 0
 	}
@@ -217,7 +213,7 @@ func deletions(obs Observation, drainers []drainer, starts map[string]maintenanc
 			continue
 		}
 		if left := deadline.Sub(now); left > 0 {
-			later(left)
+			wait = recheck.Soonest(wait, left)
 			continue
 		}
 		for _, c := range obs.Plan.Current {
@@ -226,7 +222,7 @@ func deletions(obs Observation, drainers []drainer, starts map[string]maintenanc
 			case due:
 				out[c.Pod.UID] = append(out[c.Pod.UID], dr.nm)
 			case len(out[c.Pod.UID]) == 0:
-				later(left) // a pod deleted for another maintenance needs no look for this one
+				wait = recheck.Soonest(wait, left) // a pod deleted for another maintenance needs no look for this one
 			}
 		}
 	}
@@ -287,13 +283,6 @@ func gracePeriod(pod *corev1.Pod, nms []*nodemaintv1alpha1.NodeMaintenance) (int
 		}
 	}
 	return shortest, shortest != own
-}
-
-// after keeps the earliest time the decision must be made again.
-func (d *Decision) after(wait time.Duration) {
-	if wait > 0 && (d.RecheckAfter == 0 || wait < d.RecheckAfter) {
-		d.RecheckAfter = wait
-	}
 }
 
 // requests decides nodemaint's evacuation requests: set on the pods drained now (the current

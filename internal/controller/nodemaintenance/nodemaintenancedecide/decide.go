@@ -16,6 +16,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/preflightworker"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/recheck"
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
@@ -75,20 +76,12 @@ func Decide(o Observation, protocol nodemaintv1alpha1.EvacuationProtocol, now ti
 		d.RecheckAfter = drainStatusRefresh
 	}
 	if d.Turns != nil && d.Turns.RecheckAfter > 0 {
-		d.RecheckAfter = sooner(d.RecheckAfter, d.Turns.RecheckAfter)
+		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, d.Turns.RecheckAfter)
 	}
 	if o.Planning {
-		d.RecheckAfter = sooner(d.RecheckAfter, preflightworker.Refresh)
+		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, preflightworker.Refresh)
 	}
 	return d
-}
-
-// sooner is the earlier of two waits; zero is none.
-func sooner(a, b time.Duration) time.Duration {
-	if a == 0 || b < a {
-		return b
-	}
-	return a
 }
 
 // drainStatusRefresh is how often the status of a drain under way is computed again.
