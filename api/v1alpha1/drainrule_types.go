@@ -130,7 +130,3 @@ type DrainRuleList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []DrainRule `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&DrainRule{}, &DrainRuleList{})
-}

@@ -6,8 +6,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -15,8 +16,20 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "nodemaint.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the types of this package with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// (apimachinery's, as Kubernetes' own API packages: controller-runtime's scheme.Builder is
+	// deprecated, it would pull controller-runtime into every importer of the API).
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the types of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// addKnownTypes registers every type of this package, and the meta types of its group version.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&NodeMaintenance{}, &NodeMaintenanceList{},
+		&DrainRule{}, &DrainRuleList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

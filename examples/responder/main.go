@@ -126,7 +126,7 @@ func (r *checkpointer) Reconcile(ctx context.Context, req reconcile.Request) (re
 		logger.Info("Progress saved, deleting the pod")
 		err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion})
 		if apierrors.IsConflict(err) {
-			return reconcile.Result{Requeue: true}, nil
+			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
