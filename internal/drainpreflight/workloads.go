@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 )
@@ -180,7 +181,7 @@ func evictionIgnores(pod *corev1.Pod, b budget) bool {
 	if pod.Status.Phase == corev1.PodPending {
 		return true
 	}
-	if podReady(pod) {
+	if podutils.IsPodReady(pod) {
 		return false
 	}
 	st := b.pdb.Status
@@ -189,15 +190,6 @@ func evictionIgnores(pod *corev1.Pod, b budget) bool {
 	}
 	p := b.pdb.Spec.UnhealthyPodEvictionPolicy
 	return p != nil && *p == policyv1.AlwaysAllow
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // budgetNote says what the budgets of a workload's pod allow now.

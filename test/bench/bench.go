@@ -30,6 +30,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/kubectl/pkg/drain"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -359,7 +360,7 @@ func (b *bench) setup(ctx context.Context, s Scenario, ns string) error {
 	}
 	want := s.pods()
 	slog.Info("Waiting for the workloads", "namespace", ns, "pods", want)
-	ready := func(p *corev1.Pod) bool { return p.DeletionTimestamp == nil && podReady(p) }
+	ready := func(p *corev1.Pod) bool { return p.DeletionTimestamp == nil && podutils.IsPodReady(p) }
 	if err := b.waitPods(ctx, ns, want, "Ready", ready); err != nil {
 		return fmt.Errorf("the workloads are not Ready: %w", err)
 	}
@@ -433,7 +434,7 @@ func (b *bench) sample(ctx context.Context, ns string, tr *tracker) (stop func()
 		if !ok {
 			return
 		}
-		tr.observe(time.Now(), p.Name, p.Labels[appLabel], p.Spec.NodeName, podReady(p), p.DeletionTimestamp != nil, deleted)
+		tr.observe(time.Now(), p.Name, p.Labels[appLabel], p.Spec.NodeName, podutils.IsPodReady(p), p.DeletionTimestamp != nil, deleted)
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { observe(o, false) },
@@ -669,15 +670,6 @@ func roundp(f *float64) *float64 {
 		return nil
 	}
 	return ptr.To(round(*f))
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // countingTransport counts requests by HTTP method, of every client whose countedTransport

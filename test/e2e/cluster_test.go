@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -110,7 +111,7 @@ func TestPodStartupDelay(t *testing.T) {
 		if !ok {
 			t.Fatalf("watch: %v", event.Object)
 		}
-		if !isPodReady(pod) {
+		if !podutils.IsPodReady(pod) {
 			sawStarting = sawStarting || pod.Status.PodIP != ""
 			continue
 		}
@@ -203,7 +204,7 @@ func TestKubectlDrainHonoursPDB(t *testing.T) {
 	if after.DeletionTimestamp != nil {
 		t.Errorf("pod %s deleted despite its PDB", pod.Name)
 	}
-	if !isPodReady(&after) {
+	if !podutils.IsPodReady(&after) {
 		t.Errorf("pod %s not Ready despite its PDB: %+v", pod.Name, after.Status)
 	}
 }
@@ -329,7 +330,7 @@ func TestPodReadyAgain(t *testing.T) {
 	if err := framework.Client().Status().Patch(t.Context(), &pod, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
-	if isPodReady(&pod) {
+	if podutils.IsPodReady(&pod) {
 		t.Fatalf("pod %s still Ready after the patch", pod.Name)
 	}
 	testutil.Eventually(t, 30*time.Second, "pod "+pod.Name+" Ready again", func(ctx context.Context) (bool, string, error) {
@@ -340,7 +341,7 @@ func TestPodReadyAgain(t *testing.T) {
 		if p.UID != pod.UID {
 			return false, "", fmt.Errorf("pod %s was replaced", pod.Name)
 		}
-		return isPodReady(&p), "", nil
+		return podutils.IsPodReady(&p), "", nil
 	})
 }
 
@@ -361,15 +362,6 @@ func podsOf(t *testing.T, d *appsv1.Deployment) []corev1.Pod {
 		t.Fatal(err)
 	}
 	return pods.Items
-}
-
-func isPodReady(pod *corev1.Pod) bool {
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == corev1.PodReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func uncordon(t *testing.T, node string) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
@@ -102,12 +103,7 @@ func healthy(pod *corev1.Pod) bool {
 	if pod == nil || pod.DeletionTimestamp != nil {
 		return false
 	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return podutils.IsPodReady(pod)
 }
 
 // pod records a pod's change and checks the budgets and the Deployment it counts for. A

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -550,10 +551,8 @@ func waitAllReady(t *testing.T, ns string, want int) {
 		}
 		ready := 0
 		for i := range list.Items {
-			for _, cond := range list.Items[i].Status.Conditions {
-				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && list.Items[i].DeletionTimestamp == nil {
-					ready++
-				}
+			if podutils.IsPodReady(&list.Items[i]) && list.Items[i].DeletionTimestamp == nil {
+				ready++
 			}
 		}
 		return ready == want, "", nil

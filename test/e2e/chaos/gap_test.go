@@ -16,6 +16,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,7 +88,7 @@ func TestCheckerSeesBreachHiddenInGap(t *testing.T) {
 			return false, "", err
 		}
 		for _, p := range list.Items {
-			if p.Name != old.Name && p.DeletionTimestamp == nil && readyCondition(&p) {
+			if p.Name != old.Name && p.DeletionTimestamp == nil && podutils.IsPodReady(&p) {
 				readyAt = readySince(&p)
 				return true, "", nil
 			}
@@ -136,15 +137,6 @@ func readySince(pod *corev1.Pod) time.Time {
 		}
 	}
 	return time.Time{}
-}
-
-func readyCondition(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // proxy forwards TCP connections to the API server until cut: then it closes them all and

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -451,11 +452,9 @@ func readyPods(ctx context.Context, namespaces []string) (int, error) {
 		if err := framework.Client().List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return 0, err
 		}
-		for _, pod := range list.Items {
-			for _, cond := range pod.Status.Conditions {
-				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && pod.DeletionTimestamp == nil {
-					ready++
-				}
+		for i := range list.Items {
+			if podutils.IsPodReady(&list.Items[i]) && list.Items[i].DeletionTimestamp == nil {
+				ready++
 			}
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -93,11 +94,9 @@ func waitRunning(t *testing.T, ns string, n int) {
 			return false, "", err
 		}
 		ready := 0
-		for _, p := range pods.Items {
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-					ready++
-				}
+		for i := range pods.Items {
+			if podutils.IsPodReady(&pods.Items[i]) {
+				ready++
 			}
 		}
 		return ready == n, fmt.Sprintf("%d ready", ready), nil
@@ -297,12 +296,7 @@ func isReady(pod *corev1.Pod) bool {
 	if pod.DeletionTimestamp != nil {
 		return false
 	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return podutils.IsPodReady(pod)
 }
 
 // TestUnbudgetedPodBlocks: a pod whose budget allows no disruption holds its node, the status

@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -101,15 +102,6 @@ func pod(ns, name string, responders ...corev1.EvictionResponder) *corev1.Pod {
 	}
 }
 
-func ready(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func get(ctx context.Context, o client.Object) error {
 	return framework.Client().Get(ctx, client.ObjectKeyFromObject(o), o)
 }
@@ -159,7 +151,7 @@ func TestDrainThroughEvictionRequests(t *testing.T) {
 	}
 	testutil.Eventually(t, timeout, "the pods Ready and the budget allowing no disruption", func(ctx context.Context) (bool, string, error) {
 		for _, p := range []*corev1.Pod{solo, op} {
-			if err := get(ctx, p); err != nil || !ready(p) {
+			if err := get(ctx, p); err != nil || !podutils.IsPodReady(p) {
 				return false, "", err
 			}
 		}
@@ -470,7 +462,7 @@ func TestTwoEvictionControllers(t *testing.T) {
 	}
 	testutil.Eventually(t, timeout, "the pods Ready", func(ctx context.Context) (bool, string, error) {
 		for _, p := range append(slices.Clone(drained), asked...) {
-			if err := get(ctx, p); err != nil || !ready(p) {
+			if err := get(ctx, p); err != nil || !podutils.IsPodReady(p) {
 				return false, "", err
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -75,11 +76,9 @@ func waitReady(t *testing.T, ns string, n int) {
 		var pods corev1.PodList
 		err := framework.Client().List(ctx, &pods, client.InNamespace(ns))
 		ready := 0
-		for _, p := range pods.Items {
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-					ready++
-				}
+		for i := range pods.Items {
+			if podutils.IsPodReady(&pods.Items[i]) {
+				ready++
 			}
 		}
 		return ready == n, fmt.Sprint(ready), err

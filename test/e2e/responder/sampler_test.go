@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -231,7 +232,7 @@ func (v view) live() []*corev1.Pod {
 func (v view) ready() []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, pod := range v.live() {
-		if podReady(pod) {
+		if podutils.IsPodReady(pod) {
 			out = append(out, pod)
 		}
 	}
@@ -281,7 +282,7 @@ func (v view) String() string {
 		fmt.Fprintf(&b, "deployment replicas=%d available=%d annotations=%v; ", v.replicas(), v.d.Status.AvailableReplicas, nodemaintAnnotations(v.d.Annotations))
 	}
 	for _, pod := range v.pods {
-		fmt.Fprintf(&b, "pod %s node=%s ready=%t terminating=%t request=%t initiated=%s %v; ", pod.Name, pod.Spec.NodeName, podReady(pod),
+		fmt.Fprintf(&b, "pod %s node=%s ready=%t terminating=%t request=%t initiated=%s %v; ", pod.Name, pod.Spec.NodeName, podutils.IsPodReady(pod),
 			!pod.DeletionTimestamp.IsZero(), evacuation.Requested(pod), initiated(pod), nodemaintAnnotations(pod.Annotations))
 	}
 	return b.String()
@@ -303,13 +304,4 @@ func nodemaintAnnotations(a map[string]string) map[string]string {
 		}
 	}
 	return out
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -8,6 +8,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	labelsel "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/kubectl/pkg/util/podutils"
 )
 
 // The imperative evictor's retries are paced by the PodDisruptionBudgets that refused them: a
@@ -67,7 +68,7 @@ func budgetsAllow(pod *corev1.Pod, budgets []policyv1.PodDisruptionBudget) bool 
 		if b.Status.DisruptionsAllowed > 0 {
 			continue
 		}
-		if podReady(pod) {
+		if podutils.IsPodReady(pod) {
 			return false
 		}
 		policy := policyv1.IfHealthyBudget
@@ -79,15 +80,6 @@ func budgetsAllow(pod *corev1.Pod, budgets []policyv1.PodDisruptionBudget) bool 
 		}
 	}
 	return true
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // heldByBudgets: a budget refused the pod's last eviction and the budgets' status as read does not
