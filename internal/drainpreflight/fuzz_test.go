@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodemaint/nodemaint/internal/maintenance"
@@ -151,7 +152,7 @@ func FuzzRun(f *testing.F) {
 						covering = append(covering, b)
 					}
 				}
-				if !surges && len(covering) == 1 && covering[0].Status.DisruptionsAllowed == 0 && pod.Status.Phase == corev1.PodRunning && podReady(pod) &&
+				if !surges && len(covering) == 1 && covering[0].Status.DisruptionsAllowed == 0 && pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod) &&
 					!has(ReasonPodDisruptionBudget) {
 					t.Errorf("%s: %s is evicted under budget %s that allows nothing, not reported blocked: %+v", nr.Name, pod.Name, covering[0].Name, fs)
 				}

@@ -21,6 +21,7 @@ import (
 	lifecycleac "k8s.io/client-go/applyconfigurations/lifecycle/v1alpha1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -449,7 +450,7 @@ func TestBesideInTreeEvictionController(t *testing.T) {
 		}
 		testutil.Eventually(t, timeout, "the first pod Ready", func(ctx context.Context) (bool, string, error) {
 			err := get(ctx, first)
-			return err == nil && ready(first), "", err
+			return err == nil && podutils.IsPodReady(first), "", err
 		})
 		req := &lifecyclev1alpha1.EvictionRequest{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "first"},
@@ -544,7 +545,7 @@ func drainBesideInTree(t *testing.T, ns string, c *framework.Controller, manager
 	}
 	testutil.Eventually(t, timeout, "the bare and held pods Ready", func(ctx context.Context) (bool, string, error) {
 		for _, p := range []*corev1.Pod{bare, held} {
-			if err := get(ctx, p); err != nil || !ready(p) {
+			if err := get(ctx, p); err != nil || !podutils.IsPodReady(p) {
 				return false, "", err
 			}
 		}
