@@ -71,13 +71,16 @@ control-plane: ## Build (once) etcd, kube-apiserver, kube-controller-manager, ku
 test: test-deps verify test-alerts test-unit test-fuzz test-e2e ## Every test: generated files, alerts, unit, integration (envtest) and end-to-end.
 
 .PHONY: test-deps
-test-deps: ## Install what make test needs beside Go and make (tmux, promtool) as root with apt-get; otherwise name the command.
+test-deps: ## Install what make test needs beside Go and make (tmux, promtool) as root with apt-get; otherwise name the command. Builds staticcheck (hack/tools.sh).
 	@hack/test-deps.sh
+	@hack/tools.sh staticcheck >/dev/null
 
 .PHONY: verify
-verify: verify-chart ## Fail when gofmt, go vet, the generated files or the Helm chart are not clean.
+verify: verify-chart ## Fail when gofmt, go vet, staticcheck, the size limits (hack/sizecheck), the generated files or the Helm chart are not clean.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+	"$$(hack/tools.sh staticcheck)" ./...
+	$(GO) run ./hack/sizecheck
 	hack/verify-generated.sh
 
 .PHONY: test-alerts
