@@ -48,7 +48,7 @@ func TestMaintenancesPastTheBound(t *testing.T) {
 		if err := k8s.Get(ctx, types.NamespacedName{Name: "bound-n1"}, node); err != nil {
 			return nil, nil, nil, err
 		}
-		return maintenance.ParseEntries(node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]),
+		return maintenance.NodeEntries(node),
 			maintenance.ParseDrainStarts(node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation]), node, nil
 	}
 	eventually(t, "the node cordoned and drained by the 64 oldest, named alone", func(ctx context.Context) (bool, string, error) {

@@ -178,6 +178,12 @@ func FormatEntries(entries []NodeEntry) string {
 	return strings.Join(parts, ",")
 }
 
+// NodeEntries are the entries of the node's maintenances annotation
+// (nodemaintv1alpha1.MaintenancesAnnotation), parsed by ParseEntries.
+func NodeEntries(node metav1.Object) []NodeEntry {
+	return ParseEntries(node.GetAnnotations()[nodemaintv1alpha1.MaintenancesAnnotation])
+}
+
 // ParseEntries reads the node annotation value. Malformed parts are ignored.
 func ParseEntries(value string) []NodeEntry {
 	var entries []NodeEntry

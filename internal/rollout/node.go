@@ -54,7 +54,7 @@ func Phase(nm *nodemaintv1alpha1.NodeMaintenance, node *corev1.Node, drained boo
 // Recorded returns Released or Failed when the node's annotation records that its turn in the
 // maintenance ended, and "" otherwise.
 func Recorded(name string, node *corev1.Node) nodemaintv1alpha1.Phase {
-	for _, e := range maintenance.ParseEntries(node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]) {
+	for _, e := range maintenance.NodeEntries(node) {
 		if e.Name == name && Ended(e.Phase) {
 			return e.Phase
 		}

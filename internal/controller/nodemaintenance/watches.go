@@ -37,7 +37,7 @@ func maintenancesOfNode(ctx context.Context, c client.Reader, node *corev1.Node)
 		seen[nm.Name] = true
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nm.Name}})
 	}
-	for _, e := range maintenance.ParseEntries(node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]) {
+	for _, e := range maintenance.NodeEntries(node) {
 		if !seen[e.Name] {
 			seen[e.Name] = true
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: e.Name}})

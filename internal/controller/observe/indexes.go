@@ -50,7 +50,7 @@ func SetupIndexes(ctx context.Context, mgr manager.Manager) error {
 		return err
 	}
 	return mgr.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, nodeMaintenanceIndex, func(o client.Object) []string {
-		entries := maintenance.ParseEntries(o.GetAnnotations()[nodemaintv1alpha1.MaintenancesAnnotation])
+		entries := maintenance.NodeEntries(o)
 		names := make([]string, 0, len(entries))
 		for _, e := range entries {
 			names = append(names, e.Name)

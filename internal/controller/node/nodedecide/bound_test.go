@@ -177,7 +177,7 @@ func TestThousandOverlappingMaintenances(t *testing.T) {
 	withEnded := append([]*nodemaintv1alpha1.NodeMaintenance{}, nms...)
 	withEnded[3] = ended
 	d3 := Decide(observeBounded(next.Node, next.Pods, append(withEnded, older)), now)
-	entries = maintenance.ParseEntries(d3.Node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation])
+	entries = maintenance.NodeEntries(d3.Node)
 	has := map[string]bool{}
 	for _, e := range entries {
 		has[e.Name] = true

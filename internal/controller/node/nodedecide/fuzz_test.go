@@ -102,7 +102,7 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		t.Fatalf("a maintenance cordons the node, the decision leaves it schedulable")
 	}
 	// The node names at most the bound of maintenances, and none of those waiting past it.
-	entries := maintenance.ParseEntries(d.Node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation])
+	entries := maintenance.NodeEntries(d.Node)
 	if len(entries) > maintenance.MaxMaintenancesPerNode {
 		t.Fatalf("%d maintenances named on the node", len(entries))
 	}

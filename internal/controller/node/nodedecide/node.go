@@ -21,7 +21,7 @@ import (
 func wantNode(node *corev1.Node, intent maintenance.NodeIntent, drainStarts string, oos bool, now time.Time) (want *corev1.Node, change NodeChange, changed, conditionChanged bool) {
 	want = node.DeepCopy()
 	wasCordonedByUs := false
-	for _, e := range maintenance.ParseEntries(node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]) {
+	for _, e := range maintenance.NodeEntries(node) {
 		wasCordonedByUs = wasCordonedByUs || maintenance.Cordons(e.Phase)
 	}
 	switch {

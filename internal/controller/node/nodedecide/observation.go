@@ -145,7 +145,7 @@ const MaxSkippedNames = 5
 // MaintenanceComplete takes no place. The observation's maintenances are admitted before its
 // pods are classified: a maintenance past the bound does not change how they are drained.
 func Admit(node *corev1.Node, nms []*nodemaintv1alpha1.NodeMaintenance) (acting, beyond []*nodemaintv1alpha1.NodeMaintenance) {
-	return maintenance.Admit(nms, maintenance.ParseEntries(node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]),
+	return maintenance.Admit(nms, maintenance.NodeEntries(node),
 		func(nm *nodemaintv1alpha1.NodeMaintenance) bool {
 			return rollout.Phase(nm, node, false) != nodemaintv1alpha1.PhaseMaintenanceComplete
 		})
