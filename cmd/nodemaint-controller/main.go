@@ -221,23 +221,8 @@ func setupOptions(o setup.Flags, cfg *rest.Config, mgr manager.Manager, ownPods 
 		OwnPods:            ownPods,
 		PermissionInterval: o.PermissionInterval,
 	}
-	if o.ClusterAPI {
-		if so.ClusterAPI, err = clusterAPIServed(cfg); err != nil {
-			return so, err
-		}
-		if !so.ClusterAPI {
-			log.Info("NOT draining the nodes of Cluster API Machines (--cluster-api): the API server serves no Machines and Clusters of " + clusterv1.GroupVersion.String() +
-				" (Cluster API 1.11 or later); restart nodemaint-controller once it does")
-		}
-		if o.ClusterAPISelf != "" {
-			ns, name, ok := strings.Cut(o.ClusterAPISelf, "/")
-			if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-				return so, fmt.Errorf("--cluster-api-self must be <namespace>/<name>, not %q", o.ClusterAPISelf)
-			}
-			so.ClusterAPISelf = types.NamespacedName{Namespace: ns, Name: name}
-		}
-	} else if o.ClusterAPISelf != "" {
-		return so, errors.New("--cluster-api-self needs --cluster-api")
+	if err := clusterAPIOptions(o, cfg, &so); err != nil {
+		return so, err
 	}
 	if o.PrometheusURL != "" {
 		if so.Alerts, err = alerts.NewReader(o.PrometheusURL, o.AlertPoll, nil); err != nil {
@@ -270,6 +255,34 @@ func setupOptions(o setup.Flags, cfg *rest.Config, mgr manager.Manager, ownPods 
 		log.Info("feature gate disabled: not reconciling NodeMaintenances", "gate", features.DeclarativeNodeMaintenance)
 	}
 	return so, nil
+}
+
+// clusterAPIOptions sets whether the Cluster API controller runs (--cluster-api, and the API
+// server serves Machines and Clusters) and which Cluster is the one nodemaint runs in
+// (--cluster-api-self).
+func clusterAPIOptions(o setup.Flags, cfg *rest.Config, so *setup.Options) error {
+	if !o.ClusterAPI {
+		if o.ClusterAPISelf != "" {
+			return errors.New("--cluster-api-self needs --cluster-api")
+		}
+		return nil
+	}
+	var err error
+	if so.ClusterAPI, err = clusterAPIServed(cfg); err != nil {
+		return err
+	}
+	if !so.ClusterAPI {
+		ctrl.Log.WithName("setup").Info("NOT draining the nodes of Cluster API Machines (--cluster-api): the API server serves no Machines and Clusters of " + clusterv1.GroupVersion.String() +
+			" (Cluster API 1.11 or later); restart nodemaint-controller once it does")
+	}
+	if o.ClusterAPISelf != "" {
+		ns, name, ok := strings.Cut(o.ClusterAPISelf, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("--cluster-api-self must be <namespace>/<name>, not %q", o.ClusterAPISelf)
+		}
+		so.ClusterAPISelf = types.NamespacedName{Namespace: ns, Name: name}
+	}
+	return nil
 }
 
 // evictionRequestsServed asks discovery whether the API server serves KEP-4563's
