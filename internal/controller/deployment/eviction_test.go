@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/marks"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -143,7 +143,7 @@ func TestEvictionResponder(t *testing.T) {
 			t.Fatalf("after the first look, the responder's entry is %+v; want it unwritten (accepted on the pod, the Eviction's first write is its first heartbeat)", s)
 		}
 		get(t, c, p)
-		if !deploymentdecide.IsMarked(p) || p.Annotations[evacuation.AcceptedEvictionAnnotation] != string(ev.UID) {
+		if !marks.IsMarked(p) || p.Annotations[evacuation.AcceptedEvictionAnnotation] != string(ev.UID) {
 			t.Errorf("the evacuated pod's annotations %v; want it marked to go first and %s %s", p.Annotations, evacuation.AcceptedEvictionAnnotation, ev.UID)
 		}
 		podUntouched(t, c, p)

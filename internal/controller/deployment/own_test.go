@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/marks"
 	"github.com/nodemaint/nodemaint/internal/responder"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -39,8 +40,8 @@ func TestOwnWrites(t *testing.T) {
 	}
 	// What the writes do in memory.
 	evacuation.SetCondition(own, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: surgepolicy.ReasonSurge})
-	deploymentdecide.SetAnnotation(own, corev1.PodDeletionCost, nil)
-	deploymentdecide.SetAnnotation(p.Unmark[0], evacuation.OriginalDeletionCostAnnotation, nil)
+	marks.SetAnnotation(own, corev1.PodDeletionCost, nil)
+	marks.SetAnnotation(p.Unmark[0], evacuation.OriginalDeletionCostAnnotation, nil)
 	for i, p := range cached {
 		if p.Name != before[i].Name || len(p.Status.Conditions) != len(before[i].Status.Conditions) || len(p.Annotations) != len(before[i].Annotations) {
 			t.Errorf("the cache's pod %s changed", before[i].Name)

@@ -37,6 +37,7 @@ import (
 
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/marks"
 	"github.com/nodemaint/nodemaint/internal/fairqueue"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/responder"
@@ -255,9 +256,9 @@ func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, pods []*co
 		return false, err
 	}
 	orig := d.DeepCopy()
-	count := map[string]*string{evacuation.DeploymentReplicasToEvacuateAnnotation: countValue(deploymentdecide.ToEvacuate(pods))}
-	if p.Scale != nil || p.DropSurge || !deploymentdecide.CountCanWait(d.Annotations, count, p.MoreSteps) {
-		deploymentdecide.SetAnnotation(d, evacuation.DeploymentReplicasToEvacuateAnnotation, count[evacuation.DeploymentReplicasToEvacuateAnnotation])
+	count := map[string]*string{evacuation.DeploymentReplicasToEvacuateAnnotation: countValue(marks.ToEvacuate(pods))}
+	if p.Scale != nil || p.DropSurge || !marks.CountCanWait(d.Annotations, count, p.MoreSteps) {
+		marks.SetAnnotation(d, evacuation.DeploymentReplicasToEvacuateAnnotation, count[evacuation.DeploymentReplicasToEvacuateAnnotation])
 	}
 	p.ApplyScale(d)
 	if !equality.Semantic.DeepEqual(orig.Annotations, d.Annotations) || !equality.Semantic.DeepEqual(orig.Spec, d.Spec) {
@@ -305,10 +306,10 @@ func (r *Reconciler) writePods(ctx context.Context, view responder.View, p deplo
 	}
 	costs := make(map[*corev1.Pod]map[string]*string, len(p.Mark)+len(p.Unmark))
 	for _, pod := range p.Unmark {
-		costs[pod] = deploymentdecide.DeletionCost(pod, false)
+		costs[pod] = marks.DeletionCost(pod, false)
 	}
 	for _, pod := range p.Mark {
-		costs[pod] = deploymentdecide.DeletionCost(pod, true)
+		costs[pod] = marks.DeletionCost(pod, true)
 	}
 	var g errgroup.Group
 	g.SetLimit(podWritesInFlight)
@@ -468,12 +469,12 @@ func (r *Reconciler) syncMarkers(ctx context.Context, d *appsv1.Deployment, in d
 	var errs []error
 	for _, rs := range in.ReplicaSets {
 		orig := rs.DeepCopy()
-		want := deploymentdecide.Markers(rs, in.Pods, ready, d.Annotations, moreSteps)
-		if deploymentdecide.CountCanWait(rs.Annotations, want, moreSteps && !deploymentWritten) {
+		want := marks.Markers(rs, in.Pods, ready, d.Annotations, moreSteps)
+		if marks.CountCanWait(rs.Annotations, want, moreSteps && !deploymentWritten) {
 			continue
 		}
 		for key, value := range want {
-			deploymentdecide.SetAnnotation(rs, key, value)
+			marks.SetAnnotation(rs, key, value)
 		}
 		if equality.Semantic.DeepEqual(orig.Annotations, rs.Annotations) {
 			continue
@@ -573,7 +574,7 @@ func deploymentOfPod(ctx context.Context, c client.Reader, pod *corev1.Pod, only
 // involved reports whether the responder looks at the pod's own changes: it has an evacuation
 // request, an answer or a mark.
 func involved(pod *corev1.Pod) bool {
-	return evacuation.Condition(pod, evacuation.Request) != nil || evacuation.Condition(pod, evacuation.Initiated) != nil || deploymentdecide.IsMarked(pod)
+	return evacuation.Condition(pod, evacuation.Request) != nil || evacuation.Condition(pod, evacuation.Initiated) != nil || marks.IsMarked(pod)
 }
 
 // podEvacuationChanged passes the events of pods the responder has to look at: with an
@@ -593,7 +594,7 @@ func podEvacuationChanged() predicate.Predicate {
 				return podutils.IsPodReady(o) != podutils.IsPodReady(n) || deploymentdecide.InTrouble(o) != deploymentdecide.InTrouble(n)
 			}
 			return !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
-				deploymentdecide.IsMarked(o) != deploymentdecide.IsMarked(n) ||
+				marks.IsMarked(o) != marks.IsMarked(n) ||
 				!equality.Semantic.DeepEqual(evacuation.Condition(o, evacuation.Request), evacuation.Condition(n, evacuation.Request)) ||
 				!equality.Semantic.DeepEqual(evacuation.Condition(o, evacuation.Initiated), evacuation.Condition(n, evacuation.Initiated))
 		},

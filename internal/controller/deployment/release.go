@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/marks"
 	"github.com/nodemaint/nodemaint/internal/responder"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -85,7 +86,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 		delete(after.Annotations, evacuation.SurgeAnnotation)
 	}
 	for _, rs := range replicaSets {
-		want := deploymentdecide.Markers(rs, unrequested, false, after.Annotations, false)
+		want := marks.Markers(rs, unrequested, false, after.Annotations, false)
 		for _, k := range slices.Sorted(maps.Keys(want)) {
 			if _, has := rs.Annotations[k]; has && want[k] == nil {
 				changes = append(changes, fmt.Sprintf("replicaset.apps/%s/%s: removed annotation %s", rs.Namespace, rs.Name, k))
@@ -94,7 +95,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 	}
 	// Marked pods the ReplicaSet has yet to remove: the surge's pods after a rollback.
 	for _, pod := range unrequested {
-		if pod.DeletionTimestamp.IsZero() && (deploymentdecide.IsMarked(pod) || containsPod(p.Mark, original[pod])) && !containsPod(p.Unmark, original[pod]) {
+		if pod.DeletionTimestamp.IsZero() && (marks.IsMarked(pod) || containsPod(p.Mark, original[pod])) && !containsPod(p.Unmark, original[pod]) {
 			again = true
 		}
 	}

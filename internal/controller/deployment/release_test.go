@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
 	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/decidetest"
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/marks"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -114,10 +114,10 @@ func testRelease(t *testing.T, autoscalerFirst bool) {
 	get(evacuated)
 	get(surged)
 	get(rs)
-	if deploymentdecide.IsMarked(evacuated) || evacuation.Condition(evacuated, evacuation.Initiated) != nil || !evacuation.RequestedBy(evacuated, evacuation.ReasonNodeMaintenance) {
-		t.Errorf("evacuated pod: marked %v, conditions %v; want unmarked, its request only", deploymentdecide.IsMarked(evacuated), evacuated.Status.Conditions)
+	if marks.IsMarked(evacuated) || evacuation.Condition(evacuated, evacuation.Initiated) != nil || !evacuation.RequestedBy(evacuated, evacuation.ReasonNodeMaintenance) {
+		t.Errorf("evacuated pod: marked %v, conditions %v; want unmarked, its request only", marks.IsMarked(evacuated), evacuated.Status.Conditions)
 	}
-	if !deploymentdecide.IsMarked(surged) || surged.Annotations[corev1.PodDeletionCost] != "-2147483648" {
+	if !marks.IsMarked(surged) || surged.Annotations[corev1.PodDeletionCost] != "-2147483648" {
 		t.Errorf("the surge's pod is not marked to go first: %v", surged.Annotations)
 	}
 	if len(ours(rs.Annotations)) > 0 {

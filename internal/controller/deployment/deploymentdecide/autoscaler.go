@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/marks"
 	"github.com/nodemaint/nodemaint/internal/recheck"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -41,7 +42,7 @@ func (c BoundsChange) Apply(hpa *autoscalingv2.HorizontalPodAutoscaler) {
 	if c.Record != nil {
 		rec = ptr.To(c.Record.String())
 	}
-	SetAnnotation(hpa, evacuation.SurgeBoundsAnnotation, rec)
+	marks.SetAnnotation(hpa, evacuation.SurgeBoundsAnnotation, rec)
 }
 
 // targeting counts the autoscalers that target the Deployment.

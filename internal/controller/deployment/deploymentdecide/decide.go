@@ -15,6 +15,7 @@ import (
 	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/marks"
 	"github.com/nodemaint/nodemaint/internal/recheck"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -401,7 +402,7 @@ func (p *Decision) endSurge(in Input, live []*corev1.Pod, state *surgepolicy.Sta
 	complete := d.Status.ObservedGeneration >= d.Generation && availablePods >= replicas
 	switch {
 	case int32(len(evacuating)) < state.Surge:
-		p.Rollback(live, state, Event{Rollback: RollbackWithdrawn, Asked: len(evacuating), Withdrawn: names(withdrawn(marked(live)))})
+		p.Rollback(live, state, Event{Rollback: RollbackWithdrawn, Asked: len(evacuating), Withdrawn: names(withdrawn(marks.Marked(live)))})
 	case complete:
 		p.Scale = &ScaleChange{Replicas: state.OriginalReplicas}
 		p.Events = append(p.Events, Event{Reason: SurgeCompleted, Original: state.OriginalReplicas, Surge: state.Surge,
@@ -518,9 +519,9 @@ func (p *Decision) markEvacuated(live []*corev1.Pod, el surgepolicy.Eligibility,
 	for _, pod := range live {
 		evacuate := el.OK && evacuation.Requested(pod) && !timedOut(pod)
 		switch {
-		case evacuate && !IsMarked(pod) && !hold:
+		case evacuate && !marks.IsMarked(pod) && !hold:
 			p.Mark = append(p.Mark, pod)
-		case !evacuate && IsMarked(pod) && !(hold && rolledBackMark(pod)):
+		case !evacuate && marks.IsMarked(pod) && !(hold && rolledBackMark(pod)):
 			p.Unmark = append(p.Unmark, pod)
 		}
 	}
@@ -529,7 +530,7 @@ func (p *Decision) markEvacuated(live []*corev1.Pod, el surgepolicy.Eligibility,
 // rolledBackMark reports whether the pod is marked for a rollback's scale-down: marked, with
 // neither a request nor an answer (a pod a surge created).
 func rolledBackMark(pod *corev1.Pod) bool {
-	return IsMarked(pod) && !evacuation.Requested(pod) && evacuation.Condition(pod, evacuation.Initiated) == nil
+	return marks.IsMarked(pod) && !evacuation.Requested(pod) && evacuation.Condition(pod, evacuation.Initiated) == nil
 }
 
 // gathering is how long a wave of fewer candidates than maxSurge still waits for more

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/marks"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -417,7 +418,7 @@ func TestDecide(t *testing.T) {
 func TestMarkers(t *testing.T) {
 	rs := replicaSet("rs", 3)
 	pods := []*corev1.Pod{pod("a", requested(1)), pod("b", requested(2)), pod("c"), pod("d", requested(1), terminating)}
-	got := Markers(rs, pods, true, map[string]string{evacuation.SurgeAnnotation: "{}"}, false)
+	got := marks.Markers(rs, pods, true, map[string]string{evacuation.SurgeAnnotation: "{}"}, false)
 	want := map[string]*string{
 		evacuation.ReplicasToEvacuateAnnotation:           ptr.To("2"),
 		evacuation.EvacuationReadyAnnotation:              ptr.To("true"),
@@ -433,11 +434,11 @@ func TestMarkers(t *testing.T) {
 		}
 	}
 	// More steps to come: the copy of the Deployment's count stays until the end.
-	if got := Markers(rs, pods, true, nil, true); len(got) != 2 {
+	if got := marks.Markers(rs, pods, true, nil, true); len(got) != 2 {
 		t.Errorf("markers with more steps = %v, want the counts only, copies left alone", got)
 	}
 	// Nothing requested, not ready, nothing more to do: every marker removed.
-	for k, v := range Markers(rs, []*corev1.Pod{pod("c")}, false, nil, false) {
+	for k, v := range marks.Markers(rs, []*corev1.Pod{pod("c")}, false, nil, false) {
 		if v != nil {
 			t.Errorf("markers[%s] = %s, want removed", k, *v)
 		}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/marks"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -378,17 +379,17 @@ func applyBounds(hpas []*autoscalingv2.HorizontalPodAutoscaler, changes []Bounds
 func checkMarks(t *testing.T, in Input, p Decision) {
 	t.Helper()
 	for _, pod := range p.Mark {
-		if IsMarked(pod) || slices.Contains(p.Unmark, pod) {
+		if marks.IsMarked(pod) || slices.Contains(p.Unmark, pod) {
 			t.Errorf("%s: marks %s, which is marked or unmarked too", describe(p), pod.Name)
 		}
 	}
 	for _, pod := range p.Unmark {
-		if !IsMarked(pod) {
+		if !marks.IsMarked(pod) {
 			t.Errorf("%s: unmarks %s, which is not marked", describe(p), pod.Name)
 		}
 	}
 	markedAfter := func(pod *corev1.Pod) bool {
-		return (IsMarked(pod) || slices.Contains(p.Mark, pod)) && !slices.Contains(p.Unmark, pod)
+		return (marks.IsMarked(pod) || slices.Contains(p.Mark, pod)) && !slices.Contains(p.Unmark, pod)
 	}
 	live := livePods(in.Pods)
 	state, _ := surgepolicy.Parse(in.Deployment)
@@ -438,13 +439,13 @@ func carryOut(in Input, p Decision) Input {
 		}
 	}
 	for _, pod := range p.Mark {
-		for k, v := range DeletionCost(copies[pod], true) {
-			SetAnnotation(copies[pod], k, v)
+		for k, v := range marks.DeletionCost(copies[pod], true) {
+			marks.SetAnnotation(copies[pod], k, v)
 		}
 	}
 	for _, pod := range p.Unmark {
-		for k, v := range DeletionCost(copies[pod], false) {
-			SetAnnotation(copies[pod], k, v)
+		for k, v := range marks.DeletionCost(copies[pod], false) {
+			marks.SetAnnotation(copies[pod], k, v)
 		}
 	}
 	p.ApplyScale(out.Deployment)
@@ -480,7 +481,7 @@ func describeInput(in Input) string {
 	s += ";"
 	for _, pod := range in.Pods {
 		s += fmt.Sprintf(" %s(req %t init %v marked %t term %t)", pod.Name, evacuation.Requested(pod),
-			evacuation.Condition(pod, evacuation.Initiated) != nil, IsMarked(pod), !pod.DeletionTimestamp.IsZero())
+			evacuation.Condition(pod, evacuation.Initiated) != nil, marks.IsMarked(pod), !pod.DeletionTimestamp.IsZero())
 	}
 	return s
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/marks"
 	"github.com/nodemaint/nodemaint/internal/recheck"
 	"github.com/nodemaint/nodemaint/internal/responder/surgepolicy"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -147,9 +148,9 @@ func (p *Decision) Rollback(live []*corev1.Pod, state *surgepolicy.State, why Ev
 	created := surgePods(live, state)
 	for _, pod := range live {
 		switch in := slices.Contains(created, pod); {
-		case in && !IsMarked(pod):
+		case in && !marks.IsMarked(pod):
 			p.Mark = append(p.Mark, pod)
-		case !in && IsMarked(pod):
+		case !in && marks.IsMarked(pod):
 			p.Unmark = append(p.Unmark, pod)
 		}
 	}
@@ -162,20 +163,20 @@ func (p *Decision) Rollback(live []*corev1.Pod, state *surgepolicy.State, why Ev
 // Deployment in memory.
 func (p Decision) ApplyScale(d *appsv1.Deployment) {
 	if p.DropSurge {
-		SetAnnotation(d, evacuation.SurgeAnnotation, nil)
+		marks.SetAnnotation(d, evacuation.SurgeAnnotation, nil)
 	}
 	switch {
 	case p.Reverted != nil:
-		SetAnnotation(d, evacuation.SurgeRevertedAnnotation, ptr.To(p.Reverted.String()))
+		marks.SetAnnotation(d, evacuation.SurgeRevertedAnnotation, ptr.To(p.Reverted.String()))
 	case p.DropReverted:
-		SetAnnotation(d, evacuation.SurgeRevertedAnnotation, nil)
+		marks.SetAnnotation(d, evacuation.SurgeRevertedAnnotation, nil)
 	}
 	if p.Scale != nil {
 		d.Spec.Replicas = ptr.To(p.Scale.Replicas)
 		if p.Scale.Surge != nil {
-			SetAnnotation(d, evacuation.SurgeAnnotation, ptr.To(p.Scale.Surge.String()))
+			marks.SetAnnotation(d, evacuation.SurgeAnnotation, ptr.To(p.Scale.Surge.String()))
 		} else {
-			SetAnnotation(d, evacuation.SurgeAnnotation, nil)
+			marks.SetAnnotation(d, evacuation.SurgeAnnotation, nil)
 		}
 	}
 }

@@ -1,8 +1,8 @@
-package deploymentdecide
-
-// The marks the responder keeps: the pods' lowered deletion cost (the pods a ReplicaSet removes
-// first), the ReplicaSets' markers and the Deployment's count of pods to evacuate, as
-// annotations to write (a nil value removes one).
+// Package marks holds the marks the Deployment evacuation responder keeps: the pods' lowered
+// deletion cost (the pods a ReplicaSet removes first), the ReplicaSets' markers and the
+// Deployment's count of pods to evacuate, as annotations to write (a nil value removes one).
+// Pure: the responder's decision computes them, its reconciler writes them.
+package marks
 
 import (
 	"math"
@@ -25,7 +25,8 @@ func IsMarked(pod *corev1.Pod) bool {
 	return ok
 }
 
-func marked(pods []*corev1.Pod) []*corev1.Pod {
+// Marked returns the pods whose deletion cost the responder lowered.
+func Marked(pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, pod := range pods {
 		if IsMarked(pod) {
