@@ -16,7 +16,7 @@ import (
 // every entry of other objects, goes.
 func TestInTreeWritesKept(t *testing.T) {
 	managed := func() []metav1.ManagedFieldsEntry {
-		fields := &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}
+		fields := metav1.NewFieldsV1(`{"f:status":{}}`)
 		return []metav1.ManagedFieldsEntry{
 			{Manager: "nodemaint-eviction-controller/nodemaint", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: fields},
 			{Manager: evictiondecide.InTreeController, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", FieldsV1: fields},

@@ -219,7 +219,7 @@ func checkNoDeployment(ctx context.Context, c client.Reader, namespace string) e
 	}
 	for _, d := range list.Items {
 		if d.Status.AvailableReplicas > 0 {
-			return fmt.Errorf("Deployment %s/%s of nodemaint-controller has %d available replicas: a running controller would redo what cleanup undoes; scale it to 0 or delete it first (or --force)",
+			return fmt.Errorf("nodemaint-controller's Deployment %s/%s has %d available replicas: a running controller would redo what cleanup undoes; scale it to 0 or delete it first (or --force)",
 				d.Namespace, d.Name, d.Status.AvailableReplicas)
 		}
 	}
@@ -620,7 +620,7 @@ func (cl *cleaner) machines(ctx context.Context) error {
 		orig := m.DeepCopy()
 		delete(m.Annotations, nodemaintv1alpha1.ClusterAPIPreDrainHook)
 		if err := cl.c.Patch(ctx, m, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("Machine %s/%s: %w", m.Namespace, m.Name, err))
+			errs = append(errs, fmt.Errorf("releasing Machine %s/%s: %w", m.Namespace, m.Name, err))
 		}
 	}
 	return errors.Join(errs...)

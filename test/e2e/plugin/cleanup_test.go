@@ -105,7 +105,7 @@ func TestCleanupAfterKill(t *testing.T) {
 	framework.CreateDeployment(t, installed)
 	testutil.Eventually(t, timeout, "cleanup refused for the Deployment's available replica", func(context.Context) (bool, string, error) {
 		out, code := plugin(t, "cleanup", "--dry-run")
-		return code == 1 && strings.Contains(out, "of nodemaint-controller has 1 available replicas"), fmt.Sprint("exit ", code, ": ", out), nil
+		return code == 1 && strings.Contains(out, "has 1 available replicas"), fmt.Sprint("exit ", code, ": ", out), nil
 	})
 	if err := c.Delete(ctx, installed); err != nil {
 		t.Fatal(err)
