@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -694,11 +693,21 @@ func decisive(e *lifecyclev1alpha1.Eviction) *lifecyclev1alpha1.Eviction {
 // controller's own), owners or readiness (what its budgets allow). Not the others: the
 // responders' marks, the evacuation conditions, the kubelet's status reports.
 func podDecides() predicate.Predicate {
+	// The Ready condition's status, not podutils.IsPodReady: a condition that appears or goes
+	// Unknown is a change the budgets' observed state may follow.
+	ready := func(p *corev1.Pod) corev1.ConditionStatus {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status
+			}
+		}
+		return ""
+	}
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 		return o.UID != n.UID || o.Status.Phase != n.Status.Phase || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
 			!maps.Equal(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) ||
-			podutils.IsPodReady(o) != podutils.IsPodReady(n)
+			ready(o) != ready(n)
 	}}
 }
 
