@@ -32,6 +32,8 @@ type Writes[T client.Object] struct {
 	mu      sync.Mutex
 	entries map[types.UID]entry[T]
 	now     func() time.Time
+	// keep trims a written object to what the cache keeps of it (see New).
+	keep func(T)
 }
 
 type entry[T client.Object] struct {
@@ -43,17 +45,22 @@ type entry[T client.Object] struct {
 	at      time.Time
 }
 
-// New returns an empty record of writes.
-func New[T client.Object]() *Writes[T] {
-	return &Writes[T]{entries: map[types.UID]entry[T]{}, now: time.Now}
+// New returns an empty record of writes. keep trims each written object to what the informer
+// cache keeps of it (the cache's transform, e.g. cachetrim.Pod), so that what Fresh returns is
+// what the cache would: nil keeps the whole object.
+func New[T client.Object](keep func(T)) *Writes[T] {
+	return &Writes[T]{entries: map[types.UID]entry[T]{}, now: time.Now, keep: keep}
 }
 
 // Wrote records a write: before is the resourceVersion the write was computed from (the
-// cached object's), written the object the API server returned. written must not be changed
-// afterwards.
+// cached object's), written the object the API server returned, which Wrote trims (see New)
+// and which must not be used afterwards.
 func (w *Writes[T]) Wrote(before string, written T) {
 	if w == nil || before == "" || written.GetResourceVersion() == before {
 		return
+	}
+	if w.keep != nil {
+		w.keep(written)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

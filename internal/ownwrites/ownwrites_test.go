@@ -13,7 +13,7 @@ func pod(rv, label string) *corev1.Pod {
 }
 
 func TestFresh(t *testing.T) {
-	w := New[*corev1.Pod]()
+	w := New[*corev1.Pod](nil)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w.now = func() time.Time { return now }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/controller/machine"
 	"github.com/nodemaint/nodemaint/internal/evictionbacklog"
 
@@ -116,7 +117,7 @@ func Controllers(ctx context.Context, mgr manager.Manager, o Options) (*Set, err
 		// imperative evictor.
 		refusals = evictor.NewRefusals(backoff(o.EvictionBackoff, o.EvictionMaxBackoff))
 		// The pods' writes of the node controller and the responder, until the cache shows them.
-		written = ownwrites.New[*corev1.Pod]()
+		written = ownwrites.New(cachetrim.Pod)
 	)
 	var backlog *evictionbacklog.Backlog
 	if o.EvictionController && o.Maintenance && o.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {

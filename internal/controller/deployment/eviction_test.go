@@ -311,7 +311,7 @@ func TestEvictionWritesRemembered(t *testing.T) {
 	ctx := context.Background()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "web-1-uid"}}
 	c := evictionTestClient(t, pod, activeEviction(pod))
-	r := &Reconciler{Client: c, EvictionResponder: EvictionResponder, evictionWrites: ownwrites.New[*lifecyclev1alpha1.Eviction]()}
+	r := &Reconciler{Client: c, EvictionResponder: EvictionResponder, evictionWrites: ownwrites.New[*lifecyclev1alpha1.Eviction](nil)}
 	cached := &lifecyclev1alpha1.Eviction{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(activeEviction(pod)), cached); err != nil {
 		t.Fatal(err)

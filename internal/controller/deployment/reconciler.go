@@ -35,7 +35,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide"
 	"github.com/nodemaint/nodemaint/internal/controller/deployment/deploymentdecide/marks"
 	"github.com/nodemaint/nodemaint/internal/fairqueue"
@@ -457,9 +456,7 @@ func (r *Reconciler) wrote(before string, pod *corev1.Pod) {
 	if r.Written == nil {
 		return
 	}
-	written := pod.DeepCopy()
-	cachetrim.Pod(written)
-	r.Written.Wrote(before, written)
+	r.Written.Wrote(before, pod.DeepCopy())
 }
 
 // syncMarkers keeps the ReplicaSets' markers (deploymentdecide.Markers). While the evacuation has more steps
@@ -513,7 +510,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	c := mgr.GetClient()
 	b := builder.ControllerManagedBy(mgr)
 	if r.EvictionResponder != "" {
-		r.evictionWrites = ownwrites.New[*lifecyclev1alpha1.Eviction]()
+		r.evictionWrites = ownwrites.New[*lifecyclev1alpha1.Eviction](nil)
 		if err := mgr.GetFieldIndexer().IndexField(ctx, &lifecyclev1alpha1.Eviction{}, evictionTargetIndex, evictionTarget); err != nil {
 			return err
 		}

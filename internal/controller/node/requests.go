@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
@@ -233,7 +232,6 @@ func (r *Reconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reason *
 		g.Go(func() error {
 			err := r.Client.Status().Patch(ctx, pod, patch)
 			if err == nil {
-				cachetrim.Pod(pod)
 				r.Written.Wrote(before, pod)
 			}
 			mu.Lock()
