@@ -17,7 +17,9 @@ import (
 )
 
 // Every Event the node controller emits is built here, from what a decision or a write did: the
-// reasons and the words an admin reads in `kubectl events` are in one place.
+// reasons and the words an admin reads in `kubectl events` are in one place. The Events for
+// application owners, on the budgets and workloads of the pods a drain waits on, are decided and
+// worded in nodedecide (AppOwnerEvents), where they are tested without a cluster.
 
 // eventSink emits Events.
 type eventSink struct{ events.EventRecorder }
@@ -85,6 +87,13 @@ func (e eventSink) evictionRefused(pod *corev1.Pod, refusal string, first bool) 
 	if first {
 		e.warning(pod, nil, "EvictionRefused", "Evict", "node maintenance: "+refusal)
 	}
+}
+
+// appOwner: an Event for an application's owner, on its budget or workload (namespaced, where
+// `kubectl get events -n` shows it), related to the maintenance.
+func (e eventSink) appOwner(ev nodedecide.AppOwnerEvent) {
+	ref := ev.Regarding
+	e.warning(&ref, ev.Maintenance, ev.Reason, "Drain", ev.Note)
 }
 
 // deleted: the pod was deleted after the drain of its node timed out.

@@ -38,7 +38,8 @@ import (
 // nodemaint changed and nothing else.
 //
 // A reconcile observes the node (observer), decides (nodedecide.Decide, pure) and applies the
-// decision: the writes, in the order the decision needs them, and their Events.
+// decision: the writes, in the order the decision needs them, and their Events, the Events for
+// the application owners of the pods the drain waits on last (tellAppOwners).
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
@@ -61,6 +62,9 @@ type Reconciler struct {
 	// that each is sent once.
 	requestsDeleted, requestsCreated *ownwrites.Recent
 	requestsOnce                     sync.Once
+	// told remembers the Events for application owners recorded lately (tellAppOwners).
+	told     *tellings
+	toldOnce sync.Once
 	// Clock tells the time; nil is the real clock. A reconcile reads it once and decides, writes
 	// and schedules its next look from that one instant.
 	Clock clock.PassiveClock
@@ -183,7 +187,8 @@ func (r *Reconciler) apply(ctx context.Context, obs nodedecide.Observation, d no
 		// The work queue's back-off retries; a RequeueAfter next to an error is ignored.
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: recheck.Soonest(next, wait)}, nil
+	next = r.tellAppOwners(ctx, obs.Node, d, recheck.Soonest(next, wait), now)
+	return reconcile.Result{RequeueAfter: next}, nil
 }
 
 // writeNode writes the node's spec and annotations, then its UnderMaintenance condition, as the

@@ -150,16 +150,17 @@ func TestDeleteCountsFromTheNodesOwnDrain(t *testing.T) {
 		}
 	})
 
-	// Past the node's deadline: a pod asked an hour ago is deleted; one asked a minute ago waits
-	// the 2m left of its response timeout; one of a later order group, never asked, stays.
+	// Past the node's deadline: a pod asked an hour ago is deleted; one asked 90s ago waits
+	// the 1m30s left of its response timeout; one of a later order group, never asked, stays.
+	// (Asked over nodedecide.UnansweredAfter ago, the waiting pod brings no earlier look.)
 	t.Run("only asked pods, after their response timeout", func(t *testing.T) {
 		nm := deleting("kernel")
 		node := cordonedNode(map[string]maintenance.DrainStart{"kernel": {Start: t0.Add(-time.Hour), Generation: 1, UID: nm.UID}})
 		node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation] = "kernel=Drain"
-		pods := []*corev1.Pod{replicaPod("a", t0.Add(-time.Hour), nil), replicaPod("b", time.Time{}, nil), replicaPod("c", t0.Add(-time.Minute), nil)}
+		pods := []*corev1.Pod{replicaPod("a", t0.Add(-time.Hour), nil), replicaPod("b", time.Time{}, nil), replicaPod("c", t0.Add(-90*time.Second), nil)}
 		d := Decide(observeClassed(node, pods, false, map[string]int32{"b": 1}, nm), t0)
-		if names(d.Delete) != "a" || d.RecheckAfter != 2*time.Minute {
-			t.Fatalf("deleted %q, recheck %v; want a only, and a look in 2m", names(d.Delete), d.RecheckAfter)
+		if names(d.Delete) != "a" || d.RecheckAfter != 90*time.Second {
+			t.Fatalf("deleted %q, recheck %v; want a only, and a look in 1m30s", names(d.Delete), d.RecheckAfter)
 		}
 		if d.NodeChanged {
 			t.Fatalf("node changed: %v", d.Node.Annotations)

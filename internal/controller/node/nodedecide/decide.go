@@ -60,6 +60,9 @@ func Decide(obs Observation, now time.Time) Decision {
 		// reconciler acts on these only once it is written.
 		current = d.drain(obs, drainers, starts, now)
 		d.SignalOnly = signalOnly(obs, drainers, d.Asked)
+		var wait time.Duration
+		d.Holds, wait = holds(obs, drainers, current, now)
+		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, wait)
 	}
 	d.Report = report(obs, current, now)
 	return d

@@ -20,6 +20,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/cachetrim"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -94,6 +95,7 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 	if len(d.Request)+len(d.Evict)+len(d.Delete) > 0 && (!d.Intent.Drain || !d.Node.Spec.Unschedulable) {
 		t.Fatalf("requests %d, evictions %d, deletions %d on a node not cordoned or not drained", len(d.Request), len(d.Evict), len(d.Delete))
 	}
+	checkHolds(t, obs, d)
 	// nodemaint lifts only its own cordon.
 	if node.Spec.Unschedulable && !d.Node.Spec.Unschedulable && node.Annotations[nodemaintv1alpha1.CordonedAnnotation] == "" {
 		t.Fatalf("uncordoned a node someone else cordoned")
@@ -770,5 +772,38 @@ func checkAutoscalers(t *testing.T, node *corev1.Node, d Decision) {
 		case RemovedBy(node) != "" && !had && has:
 			t.Fatalf("%s set on a node %s is removing", k, RemovedBy(node))
 		}
+	}
+}
+
+// checkHolds: the pods the Events for application owners are about are at most MaxHolds pods of
+// the current order group of a node drained now, each for a maintenance that acts on the node,
+// with their Events one per object, maintenance and reason.
+func checkHolds(t *testing.T, obs Observation, d Decision) {
+	t.Helper()
+	if len(d.Holds) > MaxHolds || len(d.Holds) > 0 && !d.Intent.Drain {
+		t.Fatalf("%d holds (drain %v)", len(d.Holds), d.Intent.Drain)
+	}
+	current := map[types.UID]bool{}
+	for _, c := range obs.Plan.Current {
+		current[c.Pod.UID] = true
+	}
+	holders := Holders{Owners: map[types.UID]*corev1.ObjectReference{}}
+	for _, h := range d.Holds {
+		if !current[h.Pod.UID] || len(h.Maintenances) == 0 || h.Reason != ReasonBudgetBlocksDrain && h.Reason != ReasonEvacuationUnanswered {
+			t.Fatalf("hold %s/%s (%s) for %d maintenances: not of the current order group", h.Pod.Namespace, h.Pod.Name, h.Reason, len(h.Maintenances))
+		}
+		for _, nm := range h.Maintenances {
+			if !slices.Contains(obs.Maintenances, nm) {
+				t.Fatalf("hold %s for maintenance %s, which does not act on the node", h.Pod.Name, nm.Name)
+			}
+		}
+		holders.Owners[h.Pod.UID] = &corev1.ObjectReference{Kind: "Deployment", Namespace: h.Pod.Namespace, Name: "owner"}
+	}
+	keys := map[string]bool{}
+	for _, ev := range AppOwnerEvents(obs.Node.Name, d.Holds, holders, time.Unix(0, 0)) {
+		if keys[ev.Key()] || len(ev.Note) > few.MaxEventNote {
+			t.Fatalf("event %s twice, or its note too long (%d)", ev.Key(), len(ev.Note))
+		}
+		keys[ev.Key()] = true
 	}
 }

@@ -98,6 +98,11 @@ type Decision struct {
 	// gets its own. Every protocol's eviction and deletion carries it (DeleteOptions).
 	GracePeriods map[types.UID]int64
 
+	// Holds are the pods the drain waits on for their application's owner (a budget refuses
+	// their eviction, or the owner has not answered for UnansweredAfter), at most MaxHolds: the
+	// Events for application owners are made of them (AppOwnerEvents).
+	Holds []Hold
+
 	// Report is what the node's status says.
 	Report Report
 
