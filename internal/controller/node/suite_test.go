@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodemaint/nodemaint/internal/testenv"
@@ -20,7 +21,10 @@ import (
 // as a reconcile decided from a stale cache would have them; no controller runs. The controllers
 // running together are tested in internal/controller.
 
-var k8s client.Client
+var (
+	k8s client.Client
+	cfg *rest.Config
+)
 
 func TestMain(m *testing.M) {
 	env, err := testenv.StartWith(testenv.Options{EvictionRequestAPI: true})
@@ -28,7 +32,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	k8s = env.Client
+	k8s, cfg = env.Client, env.Config
 	code := m.Run()
 	_ = env.Stop()
 	os.Exit(code)
