@@ -97,13 +97,26 @@ func TestAppOwnersSeeWhyTheDrainWaits(t *testing.T) {
 			t.Errorf("%s web: %s Event related to %+v; want a Warning related to the NodeMaintenance", kind, ev.Type, ev.Related)
 		}
 	}
-	cmd := exec.Command(filepath.Join(framework.Cluster().BinDir(), "kubectl"), "get", "events", "-n", ns,
-		"--field-selector", "reason="+nodedecide.ReasonBudgetBlocksDrain, "-o", "custom-columns=TYPE:.type,OBJECT:.involvedObject.kind,NAME:.involvedObject.name,MESSAGE:.message")
-	cmd.Env = append(cmd.Environ(), "KUBECONFIG="+kubeconfig)
-	out, err := cmd.CombinedOutput()
+	kubectl := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(framework.Cluster().BinDir(), "kubectl"), args...)
+		cmd.Env = append(cmd.Environ(), "KUBECONFIG="+kubeconfig)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s as the namespace's user: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	out := kubectl("get", "events", "-n", ns, "--field-selector", "reason="+nodedecide.ReasonBudgetBlocksDrain,
+		"-o", "custom-columns=TYPE:.type,OBJECT:.involvedObject.kind,NAME:.involvedObject.name,MESSAGE:.message")
 	t.Logf("kubectl get events -n %s, as the namespace's user:\n%s", ns, out)
-	if err != nil || !strings.Contains(string(out), "PodDisruptionBudget") || !strings.Contains(string(out), "Deployment") {
-		t.Fatalf("kubectl get events as the namespace's user: %v", err)
+	if !strings.Contains(out, "PodDisruptionBudget") || !strings.Contains(out, "Deployment") {
+		t.Fatal("kubectl get events as the namespace's user does not show both")
+	}
+	for _, object := range []string{"deployment/web", "poddisruptionbudget/web"} {
+		if out := kubectl("describe", "-n", ns, object); !strings.Contains(out, nodedecide.ReasonBudgetBlocksDrain) {
+			t.Errorf("kubectl describe %s as the namespace's user shows no %s Event:\n%s", object, nodedecide.ReasonBudgetBlocksDrain, out)
+		}
 	}
 	if _, err := owner.CoreV1().Nodes().Get(t.Context(), drained, metav1.GetOptions{}); err == nil {
 		t.Fatal("the namespace's user reads nodes: the test proves nothing about where app owners look")
