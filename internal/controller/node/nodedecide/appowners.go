@@ -210,7 +210,7 @@ func blocking(budgets []*policyv1.PodDisruptionBudget) []*policyv1.PodDisruption
 
 func budgetRef(pdb *policyv1.PodDisruptionBudget) corev1.ObjectReference {
 	return corev1.ObjectReference{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: "PodDisruptionBudget",
-		Namespace: pdb.Namespace, Name: pdb.Name, UID: pdb.UID, ResourceVersion: ""}
+		Namespace: pdb.Namespace, Name: pdb.Name, UID: pdb.UID}
 }
 
 // appOwnerNote words the Event: what waits (the maintenance's drain of the node), on what (the
