@@ -184,18 +184,21 @@ func maintenance(ctx context.Context, mgr manager.Manager, o Options, c *Set, re
 	if o.MaxEvictions > 0 {
 		slots = semaphore.NewWeighted(o.MaxEvictions)
 	}
+	// One Observer for the node and NodeMaintenance reconcilers: the status reports what the node
+	// reconciler decides from, read through the same indexes, clock and selectors.
+	obs, err := observe.New(ctx, mgr, observe.Config{Client: mgr.GetClient(), OwnPods: o.OwnPods, Refusals: refusals, Written: written,
+		PodDeletion: deletion, Protocol: o.Protocol, Clock: o.Clock})
+	if err != nil {
+		return fmt.Errorf("setting up the observer: %w", err)
+	}
 	c.Nodes = &node.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
-		Refusals: refusals, EvictionSlots: slots, Backlog: backlog, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol, Clock: o.Clock,
-		PodDeletion: deletion,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Observer: obs, EvictionSlots: slots, Backlog: backlog,
 	}
 	if err := c.Nodes.SetupWithManager(mgr, max(o.Concurrency, 1)); err != nil {
 		return fmt.Errorf("setting up the node controller: %w", err)
 	}
 	c.Maintenances = &nodemaintenance.Reconciler{
-		Client: mgr.GetClient(), Preflight: o.Preflight, Recorder: recorder, Refusals: refusals,
-		StatusBatchDelay: o.StatusBatchDelay, OwnPods: o.OwnPods, Written: written, Protocol: o.Protocol, Clock: o.Clock,
-		PodDeletion: deletion,
+		Client: mgr.GetClient(), Preflight: o.Preflight, Recorder: recorder, Observer: obs, StatusBatchDelay: o.StatusBatchDelay, Protocol: o.Protocol,
 	}
 	if o.Alerts != nil {
 		if err := mgr.Add(o.Alerts); err != nil {

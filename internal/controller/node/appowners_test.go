@@ -19,6 +19,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
+	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/testenv"
 )
 
@@ -60,7 +61,7 @@ func TestAppOwnerEventsOnceAndOneSeries(t *testing.T) {
 
 	// Every look of one refresh: one recording per object.
 	fake := events.NewFakeRecorder(100)
-	r := &Reconciler{Client: k8s, Recorder: fake}
+	r := &Reconciler{Client: k8s, Recorder: fake, Observer: &observe.Observer{}}
 	for i := range 50 {
 		if next := r.tellAppOwners(ctx, node, d, 0, now.Add(time.Duration(i)*time.Second)); next != appOwnerRefresh {
 			t.Fatalf("next look in %v; want the refresh, %v", next, appOwnerRefresh)
@@ -79,7 +80,7 @@ func TestAppOwnerEventsOnceAndOneSeries(t *testing.T) {
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(cfg).EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	t.Cleanup(broadcaster.Shutdown)
-	r = &Reconciler{Client: k8s, Recorder: broadcaster.NewRecorder(testenv.Scheme, "nodemaint-controller")}
+	r = &Reconciler{Client: k8s, Recorder: broadcaster.NewRecorder(testenv.Scheme, "nodemaint-controller"), Observer: &observe.Observer{}}
 	r.tellAppOwners(ctx, node, d, 0, now)
 	eventually(t, "one Event on the budget, one on the Deployment", func(ctx context.Context) (bool, string, error) {
 		evs, err := appOwnerEventsOf(ctx, nm.Name)

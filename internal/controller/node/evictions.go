@@ -106,7 +106,7 @@ func (r *Reconciler) overtaken(ctx context.Context, pod *corev1.Pod, seen *reque
 	if r.APIReader == nil {
 		return "", nil
 	}
-	live, err := r.protocol().Live(ctx, r.APIReader, pod, seen)
+	live, err := r.Observer.Protocol.Live(ctx, r.APIReader, pod, seen)
 	if err != nil {
 		return "", err
 	}
@@ -115,7 +115,7 @@ func (r *Reconciler) overtaken(ctx context.Context, pod *corev1.Pod, seen *reque
 
 // evictor evicts through the Eviction API, with the refusal memory the reconcilers share.
 func (r *Reconciler) evictor() *evictor.Evictor {
-	return &evictor.Evictor{Client: r.Client, Refusals: r.Refusals, Slots: r.EvictionSlots}
+	return &evictor.Evictor{Client: r.Client, Refusals: r.Observer.Refusals, Slots: r.EvictionSlots}
 }
 
 // deletePods deletes the pods a drain still waits for, bypassing PodDisruptionBudgets: the admin
@@ -134,7 +134,7 @@ func (r *Reconciler) deletePods(ctx context.Context, node *corev1.Node, pods []d
 		case apierrors.IsForbidden(err):
 			// The permission was revoked since it was last asked: asked again at once, and
 			// until then no other deletion is tried.
-			r.PodDeletion.Forbidden()
+			r.Observer.PodDeletion.Forbidden()
 			return errors.Join(append(errs, err)...)
 		case err != nil:
 			errs = append(errs, err)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/evictor"
@@ -52,13 +53,13 @@ func TestEvictionRereadsThePod(t *testing.T) {
 	// The owner's answer, which that view does not have.
 	testutil.SetPodCondition(t, k8s, answered.Name, corev1.PodCondition{Type: evacuation.Initiated, Status: corev1.ConditionTrue, Reason: "Surge"})
 
-	r := &Reconciler{Client: k8s, APIReader: k8s, Refusals: evictor.NewRefusals(time.Second, time.Second)}
+	r := &Reconciler{Client: k8s, APIReader: k8s, Observer: &observe.Observer{Refusals: evictor.NewRefusals(time.Second, time.Second)}}
 	if _, _, err := r.evictPods(ctx, stale, nil, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	expectEvicted(t, silent.Name)
 	notEvicted(t, answered.Name)
-	if _, _, refused := r.Refusals.Refusal(answered.UID); refused {
+	if _, _, refused := r.Observer.Refusals.Refusal(answered.UID); refused {
 		t.Error("the answered pod's eviction is reported as refused")
 	}
 }
@@ -87,7 +88,7 @@ func TestEvictionFailureIsThePodsAlone(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pdb) })
 	}
-	r := &Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Refusals: evictor.NewRefusals(time.Second, time.Minute)}
+	r := &Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Observer: &observe.Observer{Refusals: evictor.NewRefusals(time.Second, time.Minute)}}
 	wait, _, err := r.evictPods(ctx, []drain.Classified{{Pod: broken}, {Pod: fine}}, nil, nil, time.Now())
 	if err != nil {
 		t.Fatalf("one pod's failed eviction returned an error for the node: %v", err)
@@ -97,7 +98,7 @@ func TestEvictionFailureIsThePodsAlone(t *testing.T) {
 	}
 	expectEvicted(t, fine.Name)
 	notEvicted(t, broken.Name)
-	if reason, msg, refused := r.Refusals.Refusal(broken.UID); !refused || reason != nodemaintv1alpha1.BlockedReasonEvictionFailed || !strings.Contains(msg, "more than one") {
+	if reason, msg, refused := r.Observer.Refusals.Refusal(broken.UID); !refused || reason != nodemaintv1alpha1.BlockedReasonEvictionFailed || !strings.Contains(msg, "more than one") {
 		t.Errorf("the failed eviction is recorded as %q %q (%v), want EvictionFailed with the API server's message", reason, msg, refused)
 	}
 }
@@ -112,7 +113,7 @@ func TestEvictionsAndDeletionsCarryTheGracePeriod(t *testing.T) {
 	deleted := createPod(t, "grace-deleted", "grace-nowhere", ownedByReplicaSet, own)
 	plain := createPod(t, "grace-plain", "grace-nowhere", ownedByReplicaSet, own)
 	grace := map[types.UID]int64{evicted.UID: 3, deleted.UID: 4}
-	r := &Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Refusals: evictor.NewRefusals(time.Second, time.Minute)}
+	r := &Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Observer: &observe.Observer{Refusals: evictor.NewRefusals(time.Second, time.Minute)}}
 	if _, _, err := r.evictPods(ctx, []drain.Classified{{Pod: evicted}, {Pod: plain}}, grace, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +189,8 @@ func TestEvictionRereadsTheEviction(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := &Reconciler{Client: k8s, APIReader: k8s, Protocol: nodemaintv1alpha1.EvacuationProtocolEvictionRequest, stores: stores,
-		Refusals: evictor.NewRefusals(time.Second, time.Second)}
+	r := &Reconciler{Client: k8s, APIReader: k8s, Observer: &observe.Observer{
+		Protocol: protocol.For(nodemaintv1alpha1.EvacuationProtocolEvictionRequest, k8s, stores), Refusals: evictor.NewRefusals(time.Second, time.Second)}}
 	if _, _, err := r.evictPods(ctx, stale, nil, seen, time.Now()); err != nil {
 		t.Fatal(err)
 	}

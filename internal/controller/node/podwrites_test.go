@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -21,7 +22,7 @@ import (
 
 // podWriter is a node reconciler used only for its pod writes.
 func podWriter() *Reconciler {
-	return &Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(10)}
+	return &Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Observer: &observe.Observer{}}
 }
 
 // setRequest sets an EvacuationRequest with the reason on the stored pod, as a requester would.

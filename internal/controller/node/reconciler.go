@@ -12,21 +12,16 @@ import (
 	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/evictionbacklog"
-	"github.com/nodemaint/nodemaint/internal/evictor"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
-	"github.com/nodemaint/nodemaint/internal/permissions"
 	"github.com/nodemaint/nodemaint/internal/recheck"
 	"github.com/nodemaint/nodemaint/internal/requester"
 )
@@ -43,20 +38,15 @@ import (
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	// Refusals remembers refused evictions; shared with the NodeMaintenance reconciler, which
-	// reports them, and the imperative evictor.
-	Refusals *evictor.Refusals
+	// Observer reads what a reconcile decides from (shared with the NodeMaintenance
+	// reconciler: setup.Controllers builds it once); the writes use its refusal memory, record
+	// of pods' writes, protocol, permission to delete pods and clock.
+	Observer *observe.Observer
 	// EvictionSlots bounds the evictions in flight across all nodes; nil is unbounded.
 	EvictionSlots *semaphore.Weighted
 	// Backlog paces the creation of EvictionRequests to the Eviction controller of this process
 	// (evictionbacklog); nil: not paced.
 	Backlog *evictionbacklog.Backlog
-	// OwnPods are nodemaint-controller's own pods: asked to move like any other, never evicted
-	// or deleted. Nil: none.
-	OwnPods *observe.OwnPods
-	// Written remembers the pods' evacuation requests written until the cache shows them;
-	// shared with the NodeMaintenance reconciler and the Deployment responder. Nil: none.
-	Written *ownwrites.Writes[*corev1.Pod]
 	// requestsDeleted and requestsCreated remember the EvictionRequests this replica deleted
 	// (by the request's UID) and created (by its pod's) while the cache may not show it yet, so
 	// that each is sent once.
@@ -65,26 +55,9 @@ type Reconciler struct {
 	// told remembers the Events for application owners recorded lately (tellAppOwners).
 	told     *tellings
 	toldOnce sync.Once
-	// Clock tells the time; nil is the real clock. A reconcile reads it once and decides, writes
-	// and schedules its next look from that one instant.
-	Clock clock.PassiveClock
-	// Protocol is how owners are asked to move their pods; zero: PodConditions.
-	Protocol nodemaintv1alpha1.EvacuationProtocol
 	// APIReader reads from the API server, not the cache: a pod is read again, with what answers
 	// for it, right before its eviction (drain.Overtaken). Nil: not read again.
 	APIReader client.Reader
-	// PodDeletion tells whether the controller may delete pods, which drainTimeoutAction Delete
-	// needs (an opt-in of the install); nil: it may.
-	PodDeletion *permissions.PodDeletion
-
-	// pods is the cache's pod indexer, by node (observe.PodsOnNode); SetupWithManager sets it.
-	pods toolscache.Indexer
-	// stores are the cache's stores of the EvictionRequest protocol's objects, under that
-	// protocol; SetupWithManager sets them.
-	stores protocol.Stores
-	// active is when this replica became the leader: response timeouts count from then at the
-	// earliest.
-	active observe.ActiveSince
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
@@ -104,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	} else if err != nil {
 		return reconcile.Result{}, err
 	}
-	o := r.observer()
+	o := r.Observer
 	v, err := o.View(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -113,22 +86,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	now := observe.Clock(r.Clock).Now()
+	now := o.Now()
 	d := nodedecide.Decide(obs, now)
 	res, err := r.apply(ctx, obs, d, o.Protocol.Writes(seen, obs.Pods, d, now), seen, now)
 	if apierrors.IsForbidden(err) {
 		eventSink{r.Recorder}.forbidden(node, obs.Maintenances, err)
 	}
 	return res, err
-}
-
-func (r *Reconciler) observer() *observe.Observer {
-	return &observe.Observer{Client: r.Client, Pods: r.pods, OwnPods: r.OwnPods, Refusals: r.Refusals, Active: &r.active, Written: r.Written, Protocol: r.protocol(), PodDeletion: r.PodDeletion}
-}
-
-// protocol is how the reconciler asks owners to move their pods.
-func (r *Reconciler) protocol() protocol.Protocol {
-	return protocol.For(r.Protocol, r.Client, r.stores)
 }
 
 // apply carries the decision out, the protocol's writes w of its requests included: a straight

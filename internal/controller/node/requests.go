@@ -176,7 +176,7 @@ func (c *requestWriteCounts) record(err error, what *int) {
 // pod's deletion brings this reconcile (nodeOfPod maps it to its node, gone or not), as does a
 // request's change (nodeOfRequest).
 func (r *Reconciler) nodeGone(ctx context.Context, node string) (reconcile.Result, error) {
-	p := r.protocol()
+	p := r.Observer.Protocol
 	if p.EvictionRequests == nil {
 		return reconcile.Result{}, nil
 	}
@@ -184,7 +184,7 @@ func (r *Reconciler) nodeGone(ctx context.Context, node string) (reconcile.Resul
 	if err != nil || seen == nil {
 		return reconcile.Result{}, err
 	}
-	w := p.Writes(seen, pods, nodedecide.Decision{}, observe.Clock(r.Clock).Now())
+	w := p.Writes(seen, pods, nodedecide.Decision{}, r.Observer.Now())
 	return reconcile.Result{}, r.writeRequests(ctx, w.WithdrawRequests, seen, pods)
 }
 
@@ -232,7 +232,7 @@ func (r *Reconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reason *
 		g.Go(func() error {
 			err := r.Client.Status().Patch(ctx, pod, patch)
 			if err == nil {
-				r.Written.Wrote(before, pod)
+				r.Observer.Written.Wrote(before, pod)
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/evictionbacklog"
 	"github.com/nodemaint/nodemaint/internal/requester"
 )
@@ -42,7 +43,7 @@ func TestRequestDeletedOnce(t *testing.T) {
 	req := lifecyclev1alpha1.EvictionRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nodemaint-a", UID: "req-a"},
 		Spec: lifecyclev1alpha1.EvictionRequestSpec{Target: lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: "a", UID: "a"}}}}
 	seen := &requester.Observed{Node: "n", Requests: []lifecyclev1alpha1.EvictionRequest{req}}
-	r := &Reconciler{Client: c}
+	r := &Reconciler{Client: c, Observer: &observe.Observer{}}
 	for range 2 {
 		if err := r.writeRequests(context.Background(), requester.Writes{Delete: []*lifecyclev1alpha1.EvictionRequest{&seen.Requests[0]}}, seen, nil); err != nil {
 			t.Fatal(err)
@@ -108,7 +109,7 @@ func TestRequestsPacedByBacklog(t *testing.T) {
 		pods = append(pods, pod)
 	}
 	backlog := evictionbacklog.New(2)
-	r := &Reconciler{Client: c, Backlog: backlog}
+	r := &Reconciler{Client: c, Backlog: backlog, Observer: &observe.Observer{}}
 	write := func() error {
 		plan := requester.WritesOf(requester.Observed{Node: "n"}, pods, pods, nil, "r", time.Now())
 		if len(plan.Create) != len(pods) {

@@ -10,7 +10,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +35,7 @@ import (
 // while a large maintenance moves thousands of pods onto the rest of the cluster, their events
 // would queue every node of the cluster ahead of the nodes being drained. A node that becomes selected is reconciled through
 // its own event or its NodeMaintenance's.
-func nodeOfPod(ctx context.Context, c client.Reader, pod *corev1.Pod) []reconcile.Request {
+func nodeOfPod(ctx context.Context, o *observe.Observer, pod *corev1.Pod) []reconcile.Request {
 	if pod.Spec.NodeName == "" {
 		return nil
 	}
@@ -45,14 +44,14 @@ func nodeOfPod(ctx context.Context, c client.Reader, pod *corev1.Pod) []reconcil
 		return req
 	}
 	node := &corev1.Node{}
-	if err := c.Get(ctx, req[0].NamespacedName, node, client.UnsafeDisableDeepCopy); err != nil { // read only
+	if err := o.Client.Get(ctx, req[0].NamespacedName, node, client.UnsafeDisableDeepCopy); err != nil { // read only
 		// Not in the cache (yet): the reconcile finds out.
 		return req
 	}
 	if carriesMaintenanceState(node) {
 		return req
 	}
-	nms, err := observe.MaintenancesSelecting(ctx, c, node)
+	nms, err := o.MaintenancesSelecting(ctx, node)
 	if err != nil || len(nms) > 0 {
 		return req
 	}
@@ -94,7 +93,7 @@ func nodesUnderMaintenance(ctx context.Context, c client.Reader) []reconcile.Req
 
 // nodesOfMaintenance maps a NodeMaintenance to the nodes it selects and the nodes that still
 // advertise it (it may have stopped selecting them).
-func nodesOfMaintenance(ctx context.Context, c client.Reader, all toolscache.Indexer, nm *nodemaintv1alpha1.NodeMaintenance) []reconcile.Request {
+func nodesOfMaintenance(ctx context.Context, o *observe.Observer, nm *nodemaintv1alpha1.NodeMaintenance) []reconcile.Request {
 	seen := map[string]bool{}
 	var reqs []reconcile.Request
 	add := func(name string) {
@@ -103,11 +102,11 @@ func nodesOfMaintenance(ctx context.Context, c client.Reader, all toolscache.Ind
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 		}
 	}
-	nodes, _, _ := observe.SelectedNodes(all, nm)
+	nodes, _, _ := o.SelectedNodes(nm)
 	for _, n := range nodes {
 		add(n.Name)
 	}
-	advertising, err := observe.NodesAdvertising(ctx, c, nm.Name)
+	advertising, err := observe.NodesAdvertising(ctx, o.Client, nm.Name)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "listing nodes")
 	}
@@ -132,9 +131,9 @@ func maintenanceIntentChanged() predicate.Predicate {
 // selects or that advertises it, except when only its rollout's turns changed, then the nodes
 // whose turn started, ended or failed (a rollout over thousands of nodes would otherwise queue
 // every one of them at each turn).
-func maintenanceNodesHandler(c client.Reader, nodes toolscache.Indexer) handler.EventHandler {
+func maintenanceNodesHandler(obs *observe.Observer) handler.EventHandler {
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return nodesOfMaintenance(ctx, c, nodes, o.(*nodemaintv1alpha1.NodeMaintenance))
+		return nodesOfMaintenance(ctx, obs, o.(*nodemaintv1alpha1.NodeMaintenance))
 	})
 	return handler.Funcs{
 		CreateFunc:  all.Create,
@@ -191,27 +190,10 @@ const podEventBatch = 200 * time.Millisecond
 // SetupWithManager registers the node controller: nodes, the NodeMaintenances that select them,
 // and their pods.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) error {
-	if err := r.active.Start(mgr); err != nil {
-		return err
-	}
-	var err error
-	if r.pods, err = observe.IndexerOf(mgr, &corev1.Pod{}); err != nil {
-		return err
-	}
-	nodes, err := observe.IndexerOf(mgr, &corev1.Node{})
-	if err != nil {
-		return err
-	}
 	c := mgr.GetClient()
 	b := builder.ControllerManagedBy(mgr)
-	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
+	if r.Observer.Protocol.EvictionRequests != nil {
 		// Only under that protocol: the cache must not watch kinds the cluster may not serve.
-		if r.stores, err = observe.ProtocolStores(mgr); err != nil {
-			return err
-		}
-		if err := protocol.SetupIndexes(context.Background(), mgr, r.stores); err != nil {
-			return err
-		}
 		// Gathered as the pods' events are: a node's requests and Evictions change in the same
 		// bursts as its pods (created, answered, ended, for many pods at once).
 		b = b.Watches(&lifecyclev1alpha1.EvictionRequest{}, observe.DelayedMapHandler(podEventBatch, protocol.NodeOfRequest)).
@@ -219,10 +201,10 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 				return protocol.NodesOfEviction(ctx, c, o)
 			}), builder.WithPredicates(protocol.EvictionAnswerChanged()))
 	}
-	if r.PodDeletion != nil {
+	if r.Observer.PodDeletion != nil {
 		// Granted or revoked, the permission to delete pods changes what a drain past its
 		// drainTimeout does (drainTimeoutAction Delete).
-		b = b.WatchesRawSource(source.Channel(r.PodDeletion.Changes(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		b = b.WatchesRawSource(source.Channel(r.Observer.PodDeletion.Changes(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 			return nodesUnderMaintenance(ctx, c)
 		})))
 	}
@@ -233,10 +215,10 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 	return b.
 		Named("node").
 		For(&corev1.Node{}, builder.WithPredicates(observe.NodeChanged())).
-		Watches(&nodemaintv1alpha1.NodeMaintenance{}, maintenanceNodesHandler(c, nodes), builder.WithPredicates(maintenanceIntentChanged())).
+		Watches(&nodemaintv1alpha1.NodeMaintenance{}, maintenanceNodesHandler(r.Observer), builder.WithPredicates(maintenanceIntentChanged())).
 		Watches(&corev1.Pod{},
 			observe.DelayedMapHandler(podEventBatch, func(ctx context.Context, o client.Object) []reconcile.Request {
-				return nodeOfPod(ctx, c, o.(*corev1.Pod))
+				return nodeOfPod(ctx, r.Observer, o.(*corev1.Pod))
 			}),
 			builder.WithPredicates(observe.PodChanged())).
 		Watches(&storagev1.VolumeAttachment{},

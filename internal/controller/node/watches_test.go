@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
@@ -44,7 +45,7 @@ func TestPodEventsOfUnmaintainedNodes(t *testing.T) {
 		return pod
 	}
 	mapped := func(pod *corev1.Pod) string {
-		reqs := nodeOfPod(ctx, k8s, pod)
+		reqs := nodeOfPod(ctx, &observe.Observer{Client: k8s}, pod)
 		if len(reqs) == 0 {
 			return ""
 		}

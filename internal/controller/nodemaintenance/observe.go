@@ -11,16 +11,14 @@ import (
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/nodemaintenance/nodemaintenancedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
-	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 )
 
 // observe reads what the reconcile of nm decides from.
 func (r *Reconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, now time.Time) (nodemaintenancedecide.Observation, error) {
-	o := nodemaintenancedecide.Observation{Maintenance: nm, PodDeletionDenied: r.PodDeletion.Denied()}
-	o.Nodes, o.Selector, o.Total = observe.SelectedNodes(r.nodes, nm)
-	obs := &observe.Observer{Client: r.Client, Pods: r.pods, OwnPods: r.OwnPods, Refusals: r.Refusals, Active: &r.active, Written: r.Written,
-		Protocol: protocol.For(r.Protocol, r.Client, r.stores), PodDeletion: r.PodDeletion}
+	obs := r.Observer
+	o := nodemaintenancedecide.Observation{Maintenance: nm, PodDeletionDenied: obs.PodDeletion.Denied()}
+	o.Nodes, o.Selector, o.Total = obs.SelectedNodes(nm)
 	v, err := obs.View(ctx)
 	if err != nil {
 		return o, err

@@ -8,13 +8,10 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -25,10 +22,6 @@ import (
 	"github.com/nodemaint/nodemaint/internal/controller/nodemaintenance/nodemaintenancedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/preflightworker"
-	"github.com/nodemaint/nodemaint/internal/controller/protocol"
-	"github.com/nodemaint/nodemaint/internal/evictor"
-	"github.com/nodemaint/nodemaint/internal/ownwrites"
-	"github.com/nodemaint/nodemaint/internal/permissions"
 )
 
 // Reconciler keeps a NodeMaintenance's finalizer, status and Events: which nodes it
@@ -36,14 +29,9 @@ import (
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	// Refusals holds the refused evictions the node reconciler met, to report them.
-	Refusals *evictor.Refusals
-	// OwnPods are nodemaint-controller's own pods (see node.Reconciler.OwnPods).
-	OwnPods *observe.OwnPods
-	// Written: see node.Reconciler.Written.
-	Written *ownwrites.Writes[*corev1.Pod]
-	// Clock tells the time; nil is the real clock.
-	Clock clock.PassiveClock
+	// Observer reads each selected node as the node reconciler observes it: the one
+	// setup.Controllers builds for both. Its clock is the reconciler's.
+	Observer *observe.Observer
 	// Preflight: the status of a Planning maintenance says what a drain of its nodes would
 	// meet (status.preflight), computed from the cache (see preflightworker.Worker).
 	Preflight bool
@@ -52,18 +40,13 @@ type Reconciler struct {
 	// time between two status writes of one NodeMaintenance: node changes and the controller's own
 	// writes reach it at once, and would otherwise write the status as fast as it changes.
 	StatusBatchDelay time.Duration
-	// Protocol is how owners are asked to move their pods (see node.Reconciler.Protocol); the
-	// status says which.
+	// Protocol is how owners are asked to move their pods: the status says which.
 	Protocol nodemaintv1alpha1.EvacuationProtocol
 	// Alerts tells the firing Prometheus alerts that halt rollouts (spec.rollout.haltOnAlerts):
 	// the last answer of the alert reader, which reads in the background; the rollouts that wait
 	// on alerts are reconciled when it changes. Nil: no --prometheus-url, and a rollout that asks
 	// for alerts halts (AlertsUnknown).
 	Alerts alerts.Source
-	// PodDeletion tells whether the controller may delete pods: the status of a maintenance
-	// with drainTimeoutAction Delete says it (ConditionPodDeletionGranted). Nil: it may.
-	PodDeletion *permissions.PodDeletion
-
 	// statusWritten holds when this replica last wrote each NodeMaintenance's status
 	// (types.NamespacedName → time.Time). Memory only: after a restart the first write just
 	// happens.
@@ -71,16 +54,6 @@ type Reconciler struct {
 	// preflights computes the preflights of Planning maintenances; SetupWithManager sets it
 	// when Preflight.
 	preflights *preflightworker.Worker
-
-	// pods is the cache's pod indexer, by node (observe.PodsOnNode), and nodes its node indexer
-	// (observe.SelectedNodes); SetupWithManager sets them.
-	pods, nodes toolscache.Indexer
-	// stores are the cache's stores of the EvictionRequest protocol's objects, under that
-	// protocol (their indexes are the node controller's: protocol.SetupIndexes).
-	stores protocol.Stores
-	// active is when this replica became the leader: the node reconciler counts response timeouts
-	// from it at the earliest, and so must the status that explains them.
-	active observe.ActiveSince
 }
 
 // +kubebuilder:rbac:groups=nodemaint.dev,resources=nodemaintenances,verbs=get;list;watch;patch
@@ -89,7 +62,7 @@ type Reconciler struct {
 
 // Reconcile implements reconcile.Reconciler for NodeMaintenances.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	now := observe.Clock(r.Clock).Now()
+	now := r.Observer.Now()
 	nm := &nodemaintv1alpha1.NodeMaintenance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, nm); err != nil {
 		if apierrors.IsNotFound(err) && r.preflights != nil {
@@ -138,7 +111,7 @@ func (r *Reconciler) apply(ctx context.Context, nm *nodemaintv1alpha1.NodeMainte
 	if err := r.Client.Status().Patch(ctx, nm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return observe.Settle(err)
 	}
-	r.statusWritten.Store(client.ObjectKeyFromObject(nm), observe.Clock(r.Clock).Now())
+	r.statusWritten.Store(client.ObjectKeyFromObject(nm), r.Observer.Now())
 	eventSink{r.Recorder}.statusWritten(orig, nm, now)
 	observeNodeDrains(orig, nm, d.Nodes, now)
 	return result, nil

@@ -26,8 +26,8 @@ import (
 )
 
 // maintenancesOfNode maps a node to the NodeMaintenances that select it or that it advertises.
-func maintenancesOfNode(ctx context.Context, c client.Reader, node *corev1.Node) []reconcile.Request {
-	nms, err := observe.MaintenancesSelecting(ctx, c, node)
+func maintenancesOfNode(ctx context.Context, o *observe.Observer, node *corev1.Node) []reconcile.Request {
+	nms, err := o.MaintenancesSelecting(ctx, node)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "listing NodeMaintenances")
 	}
@@ -48,15 +48,15 @@ func maintenancesOfNode(ctx context.Context, c client.Reader, node *corev1.Node)
 
 // maintenancesOnNode maps a node, by name, to the NodeMaintenances that select it or that it
 // advertises; none when it is not read.
-func maintenancesOnNode(ctx context.Context, c client.Reader, name string) []reconcile.Request {
+func maintenancesOnNode(ctx context.Context, o *observe.Observer, name string) []reconcile.Request {
 	if name == "" {
 		return nil
 	}
 	node := &corev1.Node{}
-	if err := c.Get(ctx, types.NamespacedName{Name: name}, node, client.UnsafeDisableDeepCopy); err != nil {
+	if err := o.Client.Get(ctx, types.NamespacedName{Name: name}, node, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
-	return maintenancesOfNode(ctx, c, node)
+	return maintenancesOfNode(ctx, o, node)
 }
 
 // SetupWithManager registers the NodeMaintenance controller. Node changes reach it at once; pod
@@ -67,18 +67,18 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 		return err
 	}
 	c := mgr.GetClient()
-	statusMetrics.setSource(c, &r.active)
+	statusMetrics.setSource(c, r.Observer.Active)
 	return r.optionalWatches(builder.ControllerManagedBy(mgr), c).
 		Named("nodemaintenance").
 		For(&nodemaintv1alpha1.NodeMaintenance{}).
 		Watches(&corev1.Node{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-				return maintenancesOfNode(ctx, c, o.(*corev1.Node))
+				return maintenancesOfNode(ctx, r.Observer, o.(*corev1.Node))
 			}),
 			builder.WithPredicates(observe.NodeChanged())).
 		Watches(&corev1.Pod{},
 			observe.DelayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, o client.Object) []reconcile.Request {
-				return maintenancesOnNode(ctx, c, o.(*corev1.Pod).Spec.NodeName)
+				return maintenancesOnNode(ctx, r.Observer, o.(*corev1.Pod).Spec.NodeName)
 			}),
 			builder.WithPredicates(observe.PodChanged())).
 		Watches(&corev1.Pod{},
@@ -90,28 +90,15 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 		Complete(r)
 }
 
-// start makes what the reconciler reads besides its cache: the leadership it counts from, the
-// indexers of pods and nodes, the watchers of the protocol's answers (and its stores under the
-// EvictionRequest protocol), and the preflight worker when preflights are on.
+// start makes what the reconciler reads besides its cache and its Observer: the watchers of the
+// protocol's answers, and the preflight worker when preflights are on.
 func (r *Reconciler) start(mgr manager.Manager) error {
-	if err := r.active.Start(mgr); err != nil {
-		return err
-	}
 	var err error
-	if r.pods, err = observe.IndexerOf(mgr, &corev1.Pod{}); err != nil {
-		return err
-	}
-	if r.nodes, err = observe.IndexerOf(mgr, &corev1.Node{}); err != nil {
-		return err
-	}
 	if err := watchAnswers(mgr); err != nil {
 		return err
 	}
 	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
 		if err := watchEvictionAnswers(mgr); err != nil {
-			return err
-		}
-		if r.stores, err = observe.ProtocolStores(mgr); err != nil {
 			return err
 		}
 	}
@@ -133,10 +120,10 @@ func (r *Reconciler) optionalWatches(b *builder.Builder, c client.Client) *build
 		// A preflight computed: its maintenance's status says it.
 		b = b.WatchesRawSource(source.Channel(r.preflights.Ready(), &handler.EnqueueRequestForObject{}))
 	}
-	if r.PodDeletion != nil {
+	if r.Observer.PodDeletion != nil {
 		// Granted or revoked, the permission to delete pods is in the status of each maintenance
 		// with drainTimeoutAction Delete.
-		b = b.WatchesRawSource(source.Channel(r.PodDeletion.Changes(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		b = b.WatchesRawSource(source.Channel(r.Observer.PodDeletion.Changes(), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 			return deletingMaintenances(ctx, c)
 		})))
 	}
@@ -153,7 +140,7 @@ func (r *Reconciler) optionalWatches(b *builder.Builder, c client.Client) *build
 			if pod == nil {
 				return nil
 			}
-			return maintenancesOnNode(ctx, c, pod.Spec.NodeName)
+			return maintenancesOnNode(ctx, r.Observer, pod.Spec.NodeName)
 		}), builder.WithPredicates(protocol.EvictionAnswerChanged()))
 	}
 	return b

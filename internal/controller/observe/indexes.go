@@ -3,12 +3,10 @@ package observe
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -158,18 +156,14 @@ func NodesAdvertising(ctx context.Context, c client.Reader, nm string) ([]corev1
 	return nodes.Items, nil
 }
 
-// selectors are the NodeMaintenances' parsed node selectors, which the watches and the
-// observations of both reconcilers match nodes against.
-var selectors = maintenance.NewSelectors(10*time.Minute, clock.RealClock{})
-
 // SelectedNodes lists the nodes a NodeMaintenance selects, from the node informer's store
 // (IndexerOf), and counts the nodes of the cluster. The nodes are the cache's, not copies: read
 // only. Through client.List, each look copied every node of the cluster (784 bytes a node, 3.9
 // MB at 5,000 nodes) to keep the few selected: fifty Planning maintenances of 100 nodes each,
 // looked at on every write of their nodes, kept tens of megabytes of such copies in flight.
-func SelectedNodes(nodes toolscache.Indexer, nm *nodemaintv1alpha1.NodeMaintenance) ([]*corev1.Node, maintenance.Selector, int) {
-	sel := selectors.Of(nm)
-	all := nodes.List()
+func (o *Observer) SelectedNodes(nm *nodemaintv1alpha1.NodeMaintenance) ([]*corev1.Node, maintenance.Selector, int) {
+	sel := o.selectorOf(nm)
+	all := o.Nodes.List()
 	var out []*corev1.Node
 	for _, o := range all {
 		if node, ok := o.(*corev1.Node); ok && sel.Matches(node) {
@@ -181,14 +175,14 @@ func SelectedNodes(nodes toolscache.Indexer, nm *nodemaintv1alpha1.NodeMaintenan
 
 // MaintenancesSelecting lists the NodeMaintenances whose nodeSelector selects the node, from the
 // cache; they are the cache's, read only: the watches map every pod event through here.
-func MaintenancesSelecting(ctx context.Context, c client.Reader, node *corev1.Node) ([]*nodemaintv1alpha1.NodeMaintenance, error) {
+func (o *Observer) MaintenancesSelecting(ctx context.Context, node *corev1.Node) ([]*nodemaintv1alpha1.NodeMaintenance, error) {
 	var list nodemaintv1alpha1.NodeMaintenanceList
-	if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+	if err := o.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var out []*nodemaintv1alpha1.NodeMaintenance
 	for i := range list.Items {
-		if selectors.Of(&list.Items[i]).Matches(node) {
+		if o.selectorOf(&list.Items[i]).Matches(node) {
 			out = append(out, &list.Items[i])
 		}
 	}

@@ -10,12 +10,15 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
@@ -33,12 +36,13 @@ import (
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Observer reads from the cache what the decision about a node needs (nodedecide.Observation).
-// Both reconcilers observe through it: the node reconciler one node, the NodeMaintenance
-// reconciler each node it selects.
+// Both reconcilers observe through the one New builds: the node reconciler one node, the
+// NodeMaintenance reconciler each node it selects.
 type Observer struct {
 	Client client.Reader
-	// Pods is the cache's pod indexer, by node (PodsOnNode).
-	Pods toolscache.Indexer
+	// Pods is the cache's pod indexer, by node (PodsOnNode), and Nodes its node indexer
+	// (SelectedNodes).
+	Pods, Nodes toolscache.Indexer
 	// OwnPods are nodemaint-controller's own pods, which are protected.
 	OwnPods *OwnPods
 	// Refusals remembers the refused evictions.
@@ -52,6 +56,72 @@ type Observer struct {
 	Protocol protocol.Protocol
 	// PodDeletion tells whether the controller may delete pods (nil: it may).
 	PodDeletion *permissions.PodDeletion
+	// Clock tells the time: a reconcile reads it once and decides from that instant.
+	Clock clock.PassiveClock
+
+	// selectors are the NodeMaintenances' parsed node selectors, aged by Clock.
+	selectors *maintenance.Selectors
+}
+
+// Config is what New is given to build the Observer with: what the writes of the controllers
+// share with it (Refusals, Written), what the install says (OwnPods, PodDeletion, Protocol), and
+// the clock (nil: the real one).
+type Config struct {
+	Client      client.Reader
+	OwnPods     *OwnPods
+	Refusals    *evictor.Refusals
+	Written     *ownwrites.Writes[*corev1.Pod]
+	PodDeletion *permissions.PodDeletion
+	Protocol    nodemaintv1alpha1.EvacuationProtocol
+	Clock       clock.PassiveClock
+}
+
+// New builds the Observer the node and NodeMaintenance reconcilers share: the cache's indexers
+// of pods and nodes, the protocol's stores and their indexes (under the EvictionRequest protocol
+// only: the cache must not watch kinds the cluster may not serve), the leadership response
+// timeouts count from, and the selectors' cache, all once.
+func New(ctx context.Context, mgr manager.Manager, c Config) (*Observer, error) {
+	o := &Observer{Client: c.Client, OwnPods: c.OwnPods, Refusals: c.Refusals, Written: c.Written, PodDeletion: c.PodDeletion,
+		Active: &ActiveSince{}, Clock: c.Clock}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	o.selectors = maintenance.NewSelectors(selectorsKept, o.Clock)
+	if err := o.Active.Start(mgr); err != nil {
+		return nil, err
+	}
+	var err error
+	if o.Pods, err = IndexerOf(mgr, &corev1.Pod{}); err != nil {
+		return nil, err
+	}
+	if o.Nodes, err = IndexerOf(mgr, &corev1.Node{}); err != nil {
+		return nil, err
+	}
+	var stores protocol.Stores
+	if c.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
+		if stores, err = ProtocolStores(mgr); err != nil {
+			return nil, err
+		}
+		if err := protocol.SetupIndexes(ctx, mgr, stores); err != nil {
+			return nil, err
+		}
+	}
+	o.Protocol = protocol.For(c.Protocol, c.Client, stores)
+	return o, nil
+}
+
+// selectorsKept is how long a parsed selector is kept after its last use.
+const selectorsKept = 10 * time.Minute
+
+// Now is the time a reconcile decides from.
+func (o *Observer) Now() time.Time { return o.Clock.Now() }
+
+// selectorOf is the NodeMaintenance's parsed node selector.
+func (o *Observer) selectorOf(nm *nodemaintv1alpha1.NodeMaintenance) maintenance.Selector {
+	if o.selectors == nil {
+		return maintenance.NewSelector(nm)
+	}
+	return o.selectors.Of(nm)
 }
 
 // View is what the observations of one reconcile share, each read once: the NodeMaintenances,
@@ -86,7 +156,7 @@ func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nod
 	obs := nodedecide.Observation{Node: node, ActiveSince: o.Active.Since(), PodDeletionDenied: o.PodDeletion.Denied()}
 	var selecting []*nodemaintv1alpha1.NodeMaintenance
 	for i := range v.maintenances.Items {
-		if selectors.Of(&v.maintenances.Items[i]).Matches(node) {
+		if o.selectorOf(&v.maintenances.Items[i]).Matches(node) {
 			selecting = append(selecting, &v.maintenances.Items[i])
 		}
 	}
