@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
@@ -16,10 +17,10 @@ import (
 // letting them surge. The zero value never extends a timeout.
 type ActiveSince struct{ nanos atomic.Int64 }
 
-// Start records the time at which mgr starts the leader's runnables.
-func (a *ActiveSince) Start(mgr manager.Manager) error {
+// Start records the time, by clk, at which mgr starts the leader's runnables.
+func (a *ActiveSince) Start(mgr manager.Manager, clk clock.PassiveClock) error {
 	return mgr.Add(manager.RunnableFunc(func(context.Context) error {
-		a.nanos.Store(time.Now().UnixNano())
+		a.nanos.Store(clk.Now().UnixNano())
 		return nil
 	}))
 }

@@ -87,7 +87,7 @@ func New(ctx context.Context, mgr manager.Manager, c Config) (*Observer, error) 
 		o.Clock = clock.RealClock{}
 	}
 	o.selectors = maintenance.NewSelectors(selectorsKept, o.Clock)
-	if err := o.Active.Start(mgr); err != nil {
+	if err := o.Active.Start(mgr, o.Clock); err != nil {
 		return nil, err
 	}
 	var err error
