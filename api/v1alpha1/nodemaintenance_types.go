@@ -14,6 +14,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.nodeSelector.nodeSelectorTerms.all(t, has(t.matchExpressions) || has(t.matchFields))",message="every nodeSelectorTerm needs matchExpressions or matchFields; an empty term selects no node"
 // +kubebuilder:validation:XValidation:rule="self.nodeSelector.nodeSelectorTerms.all(t, !has(t.matchFields) || t.matchFields.all(f, f.key == 'metadata.name' && (f.operator == 'In' || f.operator == 'NotIn') && has(f.values) && size(f.values) > 0))",message="matchFields supports only metadata.name with operator In or NotIn and 1 to 256 node names"
 // +kubebuilder:validation:XValidation:rule="!has(self.drainTimeoutAction) || self.drainTimeoutAction == 'Report' || has(self.drainTimeout)",message="drainTimeoutAction: Delete requires drainTimeout"
+// +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.rollout.maxBlockedNodes) || self.rollout.maxBlockedNodes == 0 || has(self.drainTimeout)",message="rollout.maxBlockedNodes requires drainTimeout: a node's drain is blocked when it is not drained within drainTimeout after its turn started"
 // +kubebuilder:validation:XValidation:rule="!has(self.drainTimeoutAction) || self.drainTimeoutAction == 'Report' || !has(self.drainTimeout) || !self.drainTimeout.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+$') || (duration(self.drainTimeout) >= duration('5m') && duration(self.drainTimeout) >= (has(self.evacuationResponseTimeout) && self.evacuationResponseTimeout.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+$') ? duration(self.evacuationResponseTimeout) : duration('3m')))",message="drainTimeoutAction: Delete requires a drainTimeout of at least 5m and at least evacuationResponseTimeout (default 3m): pods are deleted only after every owner had its chance to answer"
 type NodeMaintenanceSpec struct {
 	// nodeSelector selects the nodes under maintenance. Its terms are ORed, like a pod's required
@@ -277,6 +278,10 @@ const (
 	ReasonNodesSelected       = "NodesSelected"
 	ReasonAllNodesSelected    = "AllNodesSelected"
 	ReasonInvalidNodeSelector = "InvalidNodeSelector"
+	// ReasonEtcdQuorumAtRisk (NodesSelected False): a maintenance without spec.rollout that cordons
+	// or drains selects more than one control-plane node, which it would take at once; it does
+	// not start.
+	ReasonEtcdQuorumAtRisk = "EtcdQuorumAtRisk"
 	// SpecValid.
 	ReasonInvalidSpec = "InvalidSpec"
 	// PodDeletionGranted.
@@ -291,6 +296,9 @@ const (
 	ReasonReplacementsUnschedulable = "ReplacementsUnschedulable"
 	ReasonNodeDrainTimedOut         = "NodeDrainTimedOut"
 	ReasonOutsideWindow             = "OutsideWindow"
+	// RolloutHalted False while spec.rollout.soakTime runs after a node's turn ended: no new
+	// node starts until status.rollout.soakingUntil.
+	ReasonSoaking = "Soaking"
 	// RolloutHalted by spec.rollout.haltOnAlerts: alerts it selects fire, or whether they do
 	// cannot be told.
 	ReasonAlertsFiring  = "AlertsFiring"

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -46,7 +48,37 @@ type RolloutSpec struct {
 	// does not answer, the rollout halts too (reason AlertsUnknown).
 	// +optional
 	HaltOnAlerts *AlertSelector `json:"haltOnAlerts,omitempty"`
+
+	// soakTime is how long the rollout waits after a node's turn ends (released, or released as
+	// failed) before another node starts its turn, as AKS's nodeSoakDuration: time to see the
+	// released node serve again before the next is taken. Nodes already in their turn go on.
+	// Between 0s (the default: no wait) and 24h.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+$') && duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="soakTime must be a duration between 0s and 24h, such as 30s, 10m or 1h (units h, m, s, ms, us, ns; no days or weeks)"
+	SoakTime *Duration `json:"soakTime,omitempty"`
+
+	// maxBlockedNodes is how many nodes whose drain is blocked the rollout leaves cordoned and
+	// goes on without, as AKS's undrainableNodeBehavior Cordon with maxBlockedNodes. A node is
+	// blocked when it is not drained within drainTimeout after its turn started (the condition
+	// DrainTimedOut names it): it stays cordoned and in its turn, its drain goes on (it is released
+	// when the release policy says so, once drained), it is listed as blocked
+	// (status.rollout.inTurn[].blocked), and it no longer counts against maxUnavailable, so the
+	// next node starts. At most maxBlockedNodes nodes are blocked at once; one more is handled by
+	// onNodeFailure: Pause halts the rollout, Continue releases it as failed. 0 (the default):
+	// onNodeFailure handles the first. Needs drainTimeout. Between 0 and 100.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	MaxBlockedNodes int32 `json:"maxBlockedNodes,omitempty"`
 }
+
+// Bounds of the rollout's fields; the CRD's validation rules enforce the same.
+const (
+	MaxSoakTime        = 24 * time.Hour
+	MaxBlockedNodesMax = 100
+)
 
 // AlertSelector selects firing Prometheus alerts by name, by labels, or both (an alert then
 // matches both).
@@ -134,6 +166,19 @@ type RolloutStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=1000
 	InTurn []NodeTurn `json:"inTurn,omitempty"`
+
+	// nodesBlocked counts the nodes in their turn whose drain is blocked (spec.rollout.maxBlockedNodes):
+	// inTurn marks them blocked.
+	// +optional
+	NodesBlocked int32 `json:"nodesBlocked,omitempty"`
+	// lastReleaseTime is when the rollout last saw a node's turn end; spec.rollout.soakTime counts
+	// from it.
+	// +optional
+	LastReleaseTime *metav1.Time `json:"lastReleaseTime,omitempty"`
+	// soakingUntil is, while nodes wait and spec.rollout.soakTime has not run since the last
+	// release, when the next node may start its turn.
+	// +optional
+	SoakingUntil *metav1.Time `json:"soakingUntil,omitempty"`
 }
 
 // NodeTurn is one node's turn in a rollout.
@@ -151,6 +196,11 @@ type NodeTurn struct {
 	// failed says the node was not drained within drainTimeout.
 	// +optional
 	Failed bool `json:"failed,omitempty"`
+	// blocked says the node was not drained within drainTimeout and the rollout went on without
+	// it (spec.rollout.maxBlockedNodes): it stays cordoned and in its turn, its drain goes on, and
+	// it does not count against maxUnavailable.
+	// +optional
+	Blocked bool `json:"blocked,omitempty"`
 }
 
 // MaxRolloutInTurn is how many nodes status.rollout.inTurn lists at most (the CRD's limit).

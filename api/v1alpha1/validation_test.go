@@ -94,6 +94,16 @@ func TestNodeMaintenanceValidation(t *testing.T) {
 		{"alert name empty", validSelector + "\n  rollout: {haltOnAlerts: {alertNames: ['']}}", "alertNames[0]"},
 		{"autoscalers ignored", validSelector + "\n  autoscalers: Ignore", ""},
 		{"unknown autoscaler policy", validSelector + "\n  autoscalers: Sometimes", `spec.autoscalers: Unsupported value: "Sometimes"`},
+		{"soak", validSelector + "\n  rollout: {soakTime: 30s}", ""},
+		{"no soak", validSelector + "\n  rollout: {soakTime: 0s}", ""},
+		{"soak in days", validSelector + "\n  rollout: {soakTime: 1d}", "soakTime must be a duration between 0s and 24h"},
+		{"soak too long", validSelector + "\n  rollout: {soakTime: 24h1s}", "soakTime must be a duration between 0s and 24h"},
+		{"soak negative", validSelector + "\n  rollout: {soakTime: -1s}", "soakTime must be a duration between 0s and 24h"},
+		{"blocked nodes", validSelector + "\n  drainTimeout: 1h\n  rollout: {maxBlockedNodes: 3}", ""},
+		{"blocked nodes without drain timeout", validSelector + "\n  rollout: {maxBlockedNodes: 3}", "rollout.maxBlockedNodes requires drainTimeout"},
+		{"no blocked nodes without drain timeout", validSelector + "\n  rollout: {maxBlockedNodes: 0}", ""},
+		{"blocked nodes negative", validSelector + "\n  drainTimeout: 1h\n  rollout: {maxBlockedNodes: -1}", "spec.rollout.maxBlockedNodes: Invalid value: -1: spec.rollout.maxBlockedNodes in body should be greater than or equal to 0"},
+		{"blocked nodes too many", validSelector + "\n  drainTimeout: 1h\n  rollout: {maxBlockedNodes: 101}", "spec.rollout.maxBlockedNodes in body should be less than or equal to 100"},
 		{"key too long", "\n  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: " + strings.Repeat("k", 317) + ", operator: Exists}]}]}", "key: Too long"},
 	}
 	// Every duration field refuses what Go's time.ParseDuration cannot parse and what is out of

@@ -29,6 +29,11 @@ const (
 	// on a node whose instance is shut down: evidence of shutdown for the out-of-service taint.
 	CloudProviderShutdownTaint = "node.cloudprovider.kubernetes.io/shutdown"
 
+	// ControlPlaneLabel marks a control-plane node (kubeadm's node-role label). nodemaint takes a
+	// rollout's control-plane nodes one at a time and refuses a maintenance that would take two at
+	// once: it counts each as a member of a stacked etcd.
+	ControlPlaneLabel = "node-role.kubernetes.io/control-plane"
+
 	// PlannedMaintenanceTaint is the PreferNoSchedule taint of a node whose maintenance is only
 	// planned, so new pods prefer other nodes.
 	PlannedMaintenanceTaint = "nodemaint.dev/maintenance-planned"

@@ -129,16 +129,23 @@ func TestWindow(t *testing.T) {
 	}
 }
 
-// FuzzDecide: the turns never exceed the budget by admitting, admit only waiting selected nodes,
-// in order (already unschedulable first, then by name), none while halted; every selected node
-// is done, in its turn or waiting, exactly once.
+// FuzzDecide: the turns never exceed the budget by admitting (blocked nodes not counted), admit
+// only waiting selected nodes, in order (already unschedulable first, then by name; a
+// control-plane node skipped while another is in its turn), none while halted or soaking; every
+// selected node is done, in its turn or waiting, exactly once; never two control-plane nodes in
+// their turn; never more blocked nodes than maxBlockedNodes (or than were blocked already); no
+// turn begins before soakTime ran from the last release, and nodes waiting on the soak are looked
+// at again when it ends.
 func FuzzDecide(f *testing.F) {
-	f.Add([]byte{3, 1, 2, 3, 4, 5, 6, 7, 8}, uint8(2), false, false)
-	f.Add([]byte{0x81, 0x42, 0x23, 0x14, 0x05}, uint8(1), true, false)
-	f.Add([]byte{9, 0xff, 0x10, 0x20, 0x30, 0x40, 0x50}, uint8(3), false, true)
-	f.Add([]byte{9, 0xff, 0x10, 0x20, 0x30, 0x40, 0x50}, uint8(0x13), false, false)
-	f.Add([]byte{9, 0xff, 0x10, 0x20, 0x30, 0x40, 0x50}, uint8(0x22), false, false)
-	f.Fuzz(func(t *testing.T, data []byte, budget uint8, unschedulable, windowClosed bool) {
+	f.Add([]byte{3, 1, 2, 3, 4, 5, 6, 7, 8}, uint8(2), false, false, uint8(0), uint8(0), uint64(0), uint64(0))
+	f.Add([]byte{0x81, 0x42, 0x23, 0x14, 0x05}, uint8(1), true, false, uint8(0), uint8(0), uint64(0), uint64(0))
+	f.Add([]byte{9, 0xff, 0x10, 0x20, 0x30, 0x40, 0x50}, uint8(3), false, true, uint8(0), uint8(0), uint64(0), uint64(0))
+	f.Add([]byte{9, 0xff, 0x10, 0x20, 0x30, 0x40, 0x50}, uint8(0x13), false, false, uint8(0), uint8(0), uint64(0), uint64(0))
+	f.Add([]byte{9, 0xff, 0x10, 0x20, 0x30, 0x40, 0x50}, uint8(0x22), false, false, uint8(0), uint8(0), uint64(0), uint64(0))
+	// Soaking after a node's turn ended; control-plane nodes; blocked nodes.
+	f.Add([]byte{0xe8, 0xf8, 0x04, 0x01, 0x02, 0x03, 0x10, 0x20}, uint8(4), false, false, uint8(0x35), uint8(2), uint64(0xff), uint64(0x0f))
+	f.Add([]byte{0xe8, 0xf8, 0xd8, 0xc8, 0x03, 0x10, 0x20, 0x30}, uint8(4), false, false, uint8(0x80), uint8(0x83), uint64(0xaa), uint64(0x01))
+	f.Fuzz(func(t *testing.T, data []byte, budget uint8, unschedulable, windowClosed bool, soak, blocking uint8, controlPlanes, blockedTurns uint64) {
 		now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 		in := Input{Active: true, Spec: nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(int32(budget%5) + 1))}, DrainTimeout: time.Hour}
 		if windowClosed {
@@ -159,11 +166,20 @@ func FuzzDecide(f *testing.F) {
 				in.AlertsUnknown = "connection refused"
 			}
 		}
+		// soakTime of 0 to 15 minutes; the last release 0 to 15 minutes ago, or never.
+		in.SoakTime = time.Duration(soak&0x0f) * time.Minute
+		if soak>>4 != 0 {
+			in.LastRelease = now.Add(-time.Duration(soak>>4-1) * time.Minute)
+		}
+		in.Spec.MaxBlockedNodes = int32(blocking % 4)
+		if blocking&0x80 != 0 {
+			in.Spec.OnNodeFailure = nodemaintv1alpha1.NodeFailureContinue
+		}
 		for i, b := range data {
 			if i >= 40 {
 				break
 			}
-			n := Node{Name: fmt.Sprintf("n%02d", (int(b)*7+i)%50), Unschedulable: b&1 != 0, Drained: b&2 != 0}
+			n := Node{Name: fmt.Sprintf("n%02d", (int(b)*7+i)%50), Unschedulable: b&1 != 0, Drained: b&2 != 0, ControlPlane: controlPlanes&(1<<i) != 0}
 			if slices.ContainsFunc(in.Nodes, func(o Node) bool { return o.Name == n.Name }) {
 				continue
 			}
@@ -171,7 +187,12 @@ func FuzzDecide(f *testing.F) {
 			case 1:
 				n.Ended = nodemaintv1alpha1.PhaseReleased
 			case 2:
-				in.InTurn = append(in.InTurn, nodemaintv1alpha1.NodeTurn{Name: n.Name, Since: metav1.NewTime(now.Add(-time.Duration(b>>4) * 10 * time.Minute))})
+				in.InTurn = append(in.InTurn, nodemaintv1alpha1.NodeTurn{Name: n.Name, Since: metav1.NewTime(now.Add(-time.Duration(b>>4) * 10 * time.Minute)),
+					Blocked: blockedTurns&(1<<i) != 0 && !n.Drained && b>>4 >= 6})
+			case 3:
+				// A turn that ended: the node's annotation records it, the status still lists it.
+				n.Ended = nodemaintv1alpha1.PhaseReleased
+				in.InTurn = append(in.InTurn, nodemaintv1alpha1.NodeTurn{Name: n.Name, Since: metav1.NewTime(now.Add(-time.Hour))})
 			}
 			in.Nodes = append(in.Nodes, n)
 		}
@@ -180,11 +201,66 @@ func FuzzDecide(f *testing.F) {
 		if fmt.Sprint(again) != fmt.Sprint(d) {
 			t.Fatal("Turns is not deterministic")
 		}
-		if len(d.Admitted) > 0 && len(d.InTurn) > d.Budget {
-			t.Fatalf("admitted %v beyond the budget %d: %d in turn", d.Admitted, d.Budget, len(d.InTurn))
+		byName := map[string]Node{}
+		for _, n := range in.Nodes {
+			byName[n.Name] = n
+		}
+		counted, controlPlane, blockedBefore := 0, 0, 0
+		for _, turn := range d.InTurn {
+			if !turn.Blocked {
+				counted++
+			}
+			if byName[turn.Name].ControlPlane {
+				controlPlane++
+			}
+		}
+		controlPlaneBefore := 0
+		for _, turn := range in.InTurn {
+			if byName[turn.Name].ControlPlane && byName[turn.Name].Ended == "" {
+				controlPlaneBefore++
+			}
+			if turn.Blocked && byName[turn.Name].Ended == "" {
+				blockedBefore++
+			}
+		}
+		if len(d.Admitted) > 0 && counted > d.Budget {
+			t.Fatalf("admitted %v beyond the budget %d: %d in turn, %d blocked", d.Admitted, d.Budget, len(d.InTurn), len(d.Blocked))
+		}
+		if controlPlane > max(1, controlPlaneBefore) {
+			t.Fatalf("%d control-plane nodes in their turn (%d before): %+v", controlPlane, controlPlaneBefore, d.InTurn)
+		}
+		if len(d.Blocked) > max(int(in.Spec.MaxBlockedNodes), blockedBefore) {
+			t.Fatalf("%d nodes blocked (%v), maxBlockedNodes %d, %d blocked before", len(d.Blocked), d.Blocked, in.Spec.MaxBlockedNodes, blockedBefore)
+		}
+		for _, turn := range d.InTurn {
+			n := byName[turn.Name]
+			if turn.Blocked && !slices.Contains(d.TimedOut, turn.Name) && !slices.ContainsFunc(in.InTurn, func(t nodemaintv1alpha1.NodeTurn) bool { return t.Name == turn.Name && t.Blocked }) {
+				t.Fatalf("node %s blocked, not past drainTimeout (drained %v, since %v)", turn.Name, n.Drained, turn.Since)
+			}
+			if turn.Blocked && turn.Failed {
+				t.Fatalf("node %s blocked and failed", turn.Name)
+			}
+		}
+		// A turn that ended starts the soak now; no node starts before it ran.
+		ended := slices.ContainsFunc(in.InTurn, func(t nodemaintv1alpha1.NodeTurn) bool { return byName[t.Name].Ended != "" })
+		if ended && !d.LastRelease.Equal(now) || !ended && !d.LastRelease.Equal(in.LastRelease) {
+			t.Fatalf("last release %v, want %v (a turn ended: %v)", d.LastRelease, now, ended)
+		}
+		if soakEnds := d.LastRelease.Add(in.SoakTime); in.SoakTime > 0 && !d.LastRelease.IsZero() && now.Before(soakEnds) {
+			if len(d.Admitted) > 0 {
+				t.Fatalf("admitted %v while soaking until %v", d.Admitted, soakEnds)
+			}
+			if d.Waiting > 0 && (!d.SoakingUntil.Equal(soakEnds) || d.RecheckAfter <= 0 || d.RecheckAfter > soakEnds.Sub(now)) {
+				t.Fatalf("%d nodes wait on the soak until %v: soaking until %v, next look in %v", d.Waiting, soakEnds, d.SoakingUntil, d.RecheckAfter)
+			}
+		} else if !d.SoakingUntil.IsZero() {
+			t.Fatalf("soaking until %v, the soak of %v ran from %v", d.SoakingUntil, in.SoakTime, d.LastRelease)
 		}
 		if d.HaltReason != "" && len(d.Admitted) > 0 {
 			t.Fatalf("halted (%s) but admitted %v", d.HaltReason, d.Admitted)
+		}
+		if d.HaltReason == nodemaintv1alpha1.ReasonNodeDrainTimedOut && len(d.Holding) == 0 {
+			t.Fatalf("halted on drainTimeout, no node beyond maxBlockedNodes (blocked %v)", d.Blocked)
 		}
 		if (len(in.Alerts) > 0 || in.AlertsUnknown != "") && len(d.Admitted) > 0 {
 			t.Fatalf("alerts %v (unknown %q) but admitted %v", in.Alerts, in.AlertsUnknown, d.Admitted)
@@ -212,10 +288,12 @@ func FuzzDecide(f *testing.F) {
 		if d.Done+len(d.InTurn)+d.Waiting != len(in.Nodes) {
 			t.Fatalf("done %d + in turn %d + waiting %d != %d selected", d.Done, len(d.InTurn), d.Waiting, len(in.Nodes))
 		}
-		// Admitted in order: no waiting node comes before an admitted one.
+		// Admitted in order: no waiting node comes before an admitted one, but a control-plane
+		// node held by another in its turn.
 		var order []Node
 		for _, n := range in.Nodes {
-			if slices.Contains(d.Admitted, n.Name) || state[n.Name] == "" {
+			held := n.ControlPlane && controlPlane > 0 && !slices.Contains(d.Admitted, n.Name)
+			if slices.Contains(d.Admitted, n.Name) || state[n.Name] == "" && !held {
 				order = append(order, n)
 			}
 		}
@@ -264,5 +342,54 @@ func TestHaltOnAlerts(t *testing.T) {
 	done := Input{Active: true, Spec: spec, Nodes: []Node{{Name: "n1"}}, InTurn: inTurn, Alerts: []string{"EtcdMembersDown"}, AlertsFresh: now.Add(30 * time.Second)}
 	if d := Turns(done, now); d.HaltReason != "" || d.RecheckAfter != 0 {
 		t.Fatalf("nothing waits: halt %q, recheck %v", d.HaltReason, d.RecheckAfter)
+	}
+}
+
+// TestSoakBlockedControlPlane: a turn that ends starts the soak, during which no node starts; a
+// node past drainTimeout is blocked up to maxBlockedNodes and no longer counts, one more is
+// handled by onNodeFailure; control-plane nodes go one at a time, the others passing them.
+func TestSoakBlockedControlPlane(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	spec := nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(2)), MaxBlockedNodes: 1}
+
+	// n1's turn ended: the soak starts now; n3 waits until it ran.
+	nodes := []Node{{Name: "n1", Ended: nodemaintv1alpha1.PhaseReleased}, {Name: "n2"}, {Name: "n3"}}
+	turns := []nodemaintv1alpha1.NodeTurn{{Name: "n1", Since: metav1.NewTime(now.Add(-time.Minute))}, {Name: "n2", Since: metav1.NewTime(now.Add(-time.Minute))}}
+	d := Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: turns, SoakTime: 30 * time.Second}, now)
+	if len(d.Admitted) > 0 || !d.LastRelease.Equal(now) || !d.SoakingUntil.Equal(now.Add(30*time.Second)) || d.RecheckAfter != 30*time.Second {
+		t.Fatalf("released now: admitted %v, last release %v, soaking until %v, recheck %v", d.Admitted, d.LastRelease, d.SoakingUntil, d.RecheckAfter)
+	}
+	d = Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: d.InTurn, SoakTime: 30 * time.Second, LastRelease: d.LastRelease}, now.Add(30*time.Second))
+	if !slices.Equal(d.Admitted, []string{"n3"}) || !d.SoakingUntil.IsZero() || !d.LastRelease.Equal(now) {
+		t.Fatalf("soaked: admitted %v, soaking until %v, last release %v", d.Admitted, d.SoakingUntil, d.LastRelease)
+	}
+
+	// n1 and n2 past drainTimeout: n1, the earlier, is blocked and no longer counts; n2 holds
+	// the rollout (Pause), or fails (Continue).
+	nodes = []Node{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}, {Name: "n4"}}
+	late := []nodemaintv1alpha1.NodeTurn{{Name: "n1", Since: metav1.NewTime(now.Add(-3 * time.Hour))}, {Name: "n2", Since: metav1.NewTime(now.Add(-2 * time.Hour))}}
+	d = Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: late, DrainTimeout: time.Hour}, now)
+	if !slices.Equal(d.Blocked, []string{"n1"}) || !slices.Equal(d.Holding, []string{"n2"}) || d.HaltReason != nodemaintv1alpha1.ReasonNodeDrainTimedOut ||
+		len(d.Admitted) > 0 || !slices.Equal(d.TimedOut, []string{"n1", "n2"}) {
+		t.Fatalf("pause: blocked %v, holding %v, halt %q, admitted %v, timed out %v", d.Blocked, d.Holding, d.HaltReason, d.Admitted, d.TimedOut)
+	}
+	spec.MaxBlockedNodes = 2
+	d = Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: late, DrainTimeout: time.Hour}, now)
+	if !slices.Equal(d.Blocked, []string{"n1", "n2"}) || d.HaltReason != "" || !slices.Equal(d.Admitted, []string{"n3", "n4"}) {
+		t.Fatalf("two blocked: blocked %v, halt %q, admitted %v", d.Blocked, d.HaltReason, d.Admitted)
+	}
+	spec.MaxBlockedNodes, spec.OnNodeFailure = 1, nodemaintv1alpha1.NodeFailureContinue
+	d = Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: late, DrainTimeout: time.Hour}, now)
+	if !slices.Equal(d.Blocked, []string{"n1"}) || d.HaltReason != "" || !d.InTurn[1].Failed || !slices.Equal(d.Admitted, []string{"n3"}) {
+		t.Fatalf("continue: blocked %v, halt %q, in turn %+v, admitted %v", d.Blocked, d.HaltReason, d.InTurn, d.Admitted)
+	}
+
+	// Control-plane nodes one at a time, whatever maxUnavailable: cp1 starts, cp2 waits, w1
+	// and w2 pass it.
+	spec = nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromString("100%"))}
+	nodes = []Node{{Name: "cp1", ControlPlane: true}, {Name: "cp2", ControlPlane: true}, {Name: "w1"}, {Name: "w2"}}
+	d = Turns(Input{Active: true, Spec: spec, Nodes: nodes}, now)
+	if !slices.Equal(d.Admitted, []string{"cp1", "w1", "w2"}) || d.Waiting != 1 {
+		t.Fatalf("control plane: admitted %v, waiting %d", d.Admitted, d.Waiting)
 	}
 }

@@ -22,6 +22,9 @@ type Node struct {
 	Drained bool
 	// BootID is its status.nodeInfo.bootID.
 	BootID string
+	// ControlPlane: it carries the label node-role.kubernetes.io/control-plane. At most one
+	// control-plane node is in its turn at once.
+	ControlPlane bool
 }
 
 // Input is what the turns are decided from.
@@ -48,6 +51,10 @@ type Input struct {
 	Alerts        []string
 	AlertsUnknown string
 	AlertsFresh   time.Time
+	// SoakTime is spec.rollout.soakTime (zero: none); LastRelease is when the rollout last saw a
+	// node's turn end, as the status has it (status.rollout.lastReleaseTime; zero: never).
+	SoakTime    time.Duration
+	LastRelease time.Time
 }
 
 // Decision is the rollout's turns now.
@@ -61,10 +68,19 @@ type Decision struct {
 	Done, Failed, Waiting int
 	// Budget is maxUnavailable resolved against the selected nodes.
 	Budget int
-	// TimedOut names the nodes in their turn past drainTimeout and not drained.
+	// TimedOut names the nodes in their turn past drainTimeout and not drained (blocked ones
+	// among them).
 	TimedOut []string
+	// Blocked names the nodes in their turn whose drain is blocked (spec.rollout.maxBlockedNodes):
+	// they do not count against the budget. Holding names the nodes past drainTimeout beyond
+	// maxBlockedNodes that onNodeFailure handles: Pause halts on them, Continue fails them.
+	Blocked, Holding []string
+	// LastRelease is when the rollout last saw a node's turn end (now if one ended now), for
+	// status.rollout.lastReleaseTime; SoakingUntil, while soakTime runs from it and nodes wait,
+	// is when the next may start (zero: no soak).
+	LastRelease, SoakingUntil time.Time
 	// HaltReason says why no new node starts ("": none); the facts it names are Unschedulable
-	// (ReplacementsUnschedulable), TimedOut and DrainTimeout (NodeDrainTimedOut), Alerts
+	// (ReplacementsUnschedulable), Holding and DrainTimeout (NodeDrainTimedOut), Alerts
 	// (AlertsFiring), AlertsUnknown (AlertsUnknown: why) and WindowOpens (OutsideWindow: when the
 	// window opens next, zero if never). Complete: every selected node was released.
 	HaltReason    string
@@ -75,7 +91,7 @@ type Decision struct {
 	WindowOpens   time.Time
 	Complete      bool
 	// RecheckAfter is when the decision may change by itself (a drain timeout runs out, the
-	// window opens).
+	// window opens, the soak ends).
 	RecheckAfter time.Duration
 }
 
@@ -94,37 +110,50 @@ func Budget(maxUnavailable *intstr.IntOrString, selected int) int {
 
 // Turns decides the turns at now. The order in which nodes get their turn is deterministic:
 // nodes already unschedulable first (cordoned by someone, they give no capacity away when taken),
-// then by name, as `kubectl get nodes` lists them, so an admin can tell which come next. A node
-// in its turn past drainTimeout halts the rollout (Pause) or is marked failed, to be released by
-// the node reconciler (Continue). No node starts while pods cannot be scheduled, outside the
-// window, or while a failed node holds the rollout; nodes in their turn finish it.
+// then by name, as `kubectl get nodes` lists them, so an admin can tell which come next; a
+// control-plane node waits, without holding the others, while another control-plane node is in
+// its turn. A node in its turn past drainTimeout is blocked while fewer than maxBlockedNodes are
+// (it stays in its turn, no longer counted against the budget); beyond, it halts the rollout
+// (Pause) or is marked failed, to be released by the node reconciler (Continue). No node starts
+// while pods cannot be scheduled, outside the window, while a failed node holds the rollout, or
+// for soakTime after a node's turn ended; nodes in their turn finish it.
 func Turns(in Input, now time.Time) Decision {
-	d := Decision{Budget: Budget(in.Spec.MaxUnavailable, len(in.Nodes))}
+	d := Decision{Budget: Budget(in.Spec.MaxUnavailable, len(in.Nodes)), LastRelease: in.LastRelease}
 	selected := map[string]*Node{}
 	for i := range in.Nodes {
 		selected[in.Nodes[i].Name] = &in.Nodes[i]
 	}
-	var timedOut []string
+	var late []int // indexes in d.InTurn of the turns past drainTimeout, neither failed nor blocked
 	for _, turn := range in.InTurn {
 		n, ok := selected[turn.Name]
-		if !ok || n.Ended != "" || !in.Active {
-			continue // no longer selected, or released: its turn is over
+		if !ok || !in.Active {
+			continue // no longer selected: its turn is over
+		}
+		if n.Ended != "" {
+			d.LastRelease = now.Truncate(time.Second) // released now: the soak starts
+			continue
 		}
 		if in.DrainTimeout > 0 && !n.Drained && !turn.Failed {
 			if left := turn.Since.Add(in.DrainTimeout).Sub(now); left > 0 {
 				d.RecheckAfter = recheck.Soonest(d.RecheckAfter, left)
 			} else {
-				timedOut = append(timedOut, turn.Name)
-				if in.Spec.OnNodeFailure == nodemaintv1alpha1.NodeFailureContinue {
-					turn.Failed = true
+				d.TimedOut = append(d.TimedOut, turn.Name)
+				if !turn.Blocked {
+					late = append(late, len(d.InTurn))
 				}
 			}
 		}
 		d.InTurn = append(d.InTurn, turn)
 	}
+	d.block(in, late)
 	inTurn := map[string]bool{}
+	counted, controlPlane := 0, false
 	for _, t := range d.InTurn {
 		inTurn[t.Name] = true
+		if !t.Blocked {
+			counted++
+		}
+		controlPlane = controlPlane || selected[t.Name].ControlPlane
 	}
 	var waiting []*Node
 	for i := range in.Nodes {
@@ -145,14 +174,25 @@ func Turns(in Input, now time.Time) Decision {
 		}
 		return waiting[i].Name < waiting[j].Name
 	})
-	d.halt(in, timedOut, len(waiting) > 0, now)
+	d.halt(in, len(waiting) > 0, now)
+	soaking := time.Time{}
+	if in.SoakTime > 0 && !d.LastRelease.IsZero() && now.Before(d.LastRelease.Add(in.SoakTime)) {
+		soaking = d.LastRelease.Add(in.SoakTime)
+	}
 	for _, n := range waiting {
-		if d.HaltReason != "" || len(d.InTurn) >= d.Budget || len(d.InTurn) >= nodemaintv1alpha1.MaxRolloutInTurn {
+		if d.HaltReason != "" || !soaking.IsZero() || counted >= d.Budget || len(d.InTurn) >= nodemaintv1alpha1.MaxRolloutInTurn ||
+			n.ControlPlane && controlPlane {
 			d.Waiting++
 			continue
 		}
 		d.InTurn = append(d.InTurn, nodemaintv1alpha1.NodeTurn{Name: n.Name, Since: metav1.NewTime(now.Truncate(time.Second)), BootID: n.BootID})
 		d.Admitted = append(d.Admitted, n.Name)
+		counted++
+		controlPlane = controlPlane || n.ControlPlane
+	}
+	if !soaking.IsZero() && d.Waiting > 0 {
+		d.SoakingUntil = soaking
+		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, soaking.Sub(now))
 	}
 	if in.Spec.Window != nil && in.Window.Open && d.Waiting > 0 && !in.Window.Next.IsZero() {
 		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, in.Window.Next.Sub(now)) // the window closes
@@ -162,20 +202,59 @@ func Turns(in Input, now time.Time) Decision {
 		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, in.AlertsFresh.Sub(now))
 	}
 	sort.Slice(d.InTurn, func(i, j int) bool { return d.InTurn[i].Name < d.InTurn[j].Name })
-	d.TimedOut = timedOut
+	for _, t := range d.InTurn {
+		if t.Blocked {
+			d.Blocked = append(d.Blocked, t.Name)
+		}
+	}
 	d.Complete = len(in.Nodes) > 0 && d.Done == len(in.Nodes)
 	return d
 }
 
+// block decides what becomes of the turns past drainTimeout, neither failed nor blocked yet
+// (late, indexes in d.InTurn): the earliest turns are blocked while fewer than maxBlockedNodes
+// are; the others are Holding, and failed under onNodeFailure Continue. A blocked turn stays
+// blocked until it ends, whatever maxBlockedNodes becomes.
+func (d *Decision) block(in Input, late []int) {
+	blocked := 0
+	for _, t := range d.InTurn {
+		if t.Blocked {
+			blocked++
+		}
+	}
+	sort.Slice(late, func(i, j int) bool {
+		a, b := d.InTurn[late[i]], d.InTurn[late[j]]
+		if !a.Since.Equal(&b.Since) {
+			return a.Since.Before(&b.Since)
+		}
+		return a.Name < b.Name
+	})
+	for _, i := range late {
+		turn := &d.InTurn[i]
+		switch {
+		case blocked < int(in.Spec.MaxBlockedNodes):
+			turn.Blocked = true
+			blocked++
+		case in.Spec.OnNodeFailure == nodemaintv1alpha1.NodeFailureContinue:
+			turn.Failed = true
+			d.Holding = append(d.Holding, turn.Name)
+		default:
+			d.Holding = append(d.Holding, turn.Name)
+		}
+	}
+	sort.Strings(d.Holding)
+}
+
 // halt decides whether the rollout starts no new node, and why (HaltReason and its facts):
-// timedOut names the nodes in their turn past drainTimeout, waiting says whether some wait.
-func (d *Decision) halt(in Input, timedOut []string, waiting bool, now time.Time) {
+// d.Holding names the nodes in their turn past drainTimeout that onNodeFailure handles, waiting
+// says whether some wait.
+func (d *Decision) halt(in Input, waiting bool, now time.Time) {
 	switch {
 	case !in.Active:
 		d.HaltReason = nodemaintv1alpha1.ReasonDrainNotRequested
 	case len(in.Unschedulable) > 0:
 		d.HaltReason, d.Unschedulable = nodemaintv1alpha1.ReasonReplacementsUnschedulable, in.Unschedulable
-	case len(timedOut) > 0 && in.Spec.OnNodeFailure != nodemaintv1alpha1.NodeFailureContinue:
+	case len(d.Holding) > 0 && in.Spec.OnNodeFailure != nodemaintv1alpha1.NodeFailureContinue:
 		d.HaltReason, d.DrainTimeout = nodemaintv1alpha1.ReasonNodeDrainTimedOut, in.DrainTimeout
 	case in.Spec.HaltOnAlerts != nil && in.AlertsUnknown != "" && waiting:
 		d.HaltReason, d.AlertsUnknown = nodemaintv1alpha1.ReasonAlertsUnknown, in.AlertsUnknown
