@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
@@ -24,7 +25,7 @@ func Turn(nm *nodemaintv1alpha1.NodeMaintenance, node string) *nodemaintv1alpha1
 }
 
 // Phase is the maintenance's phase on the node. Without a rollout, the maintenance's own phase
-// (maintenance.Phase). In a rollout: Released or Failed once the node's turn ended (recorded in
+// (maintenance.Phase), but Planning while it is refused (Refused). In a rollout: Released or Failed once the node's turn ended (recorded in
 // the node's annotation, and kept until the maintenance ends); in its turn, the maintenance's
 // phase until the release policy releases it (drained: no targeted pod and no volume left);
 // Planning while it waits.
@@ -33,7 +34,13 @@ func Phase(nm *nodemaintv1alpha1.NodeMaintenance, node *corev1.Node, drained boo
 	if p == nodemaintv1alpha1.PhaseDrain && drained {
 		p = nodemaintv1alpha1.PhaseDrainComplete
 	}
-	if nm.Spec.Rollout == nil || p == nodemaintv1alpha1.PhaseMaintenanceComplete || p == nodemaintv1alpha1.PhasePlanning {
+	if p == nodemaintv1alpha1.PhaseMaintenanceComplete || p == nodemaintv1alpha1.PhasePlanning {
+		return p
+	}
+	if nm.Spec.Rollout == nil {
+		if Refused(nm, node) {
+			return nodemaintv1alpha1.PhasePlanning
+		}
 		return p
 	}
 	if done := Recorded(nm.Name, node); done != "" {
@@ -49,6 +56,30 @@ func Phase(nm *nodemaintv1alpha1.NodeMaintenance, node *corev1.Node, drained boo
 		return nodemaintv1alpha1.PhaseReleased
 	}
 	return p
+}
+
+// Refused reports whether a maintenance without a rollout does not start on the node because it
+// would take control-plane nodes (etcd members) together: its status says it selects more than
+// one (NodesSelected False, reason EtcdQuorumAtRisk), or, on a control-plane node, its status
+// has not said yet, for its generation, how many it selects. Every node it selects stays in
+// Planning while it is refused.
+func Refused(nm *nodemaintv1alpha1.NodeMaintenance, node *corev1.Node) bool {
+	if nm.Spec.Rollout != nil {
+		return false
+	}
+	c := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionNodesSelected)
+	if c != nil && c.Reason == nodemaintv1alpha1.ReasonEtcdQuorumAtRisk {
+		return true
+	}
+	return ControlPlane(node) && (c == nil || c.ObservedGeneration != nm.Generation)
+}
+
+// ControlPlane reports whether the node is a control-plane node (label
+// node-role.kubernetes.io/control-plane, whatever its value): a member of a stacked etcd, as
+// kubeadm sets clusters up.
+func ControlPlane(node *corev1.Node) bool {
+	_, ok := node.Labels[nodemaintv1alpha1.ControlPlaneLabel]
+	return ok
 }
 
 // Recorded returns Released or Failed when the node's annotation records that its turn in the

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -391,5 +392,37 @@ func TestSoakBlockedControlPlane(t *testing.T) {
 	d = Turns(Input{Active: true, Spec: spec, Nodes: nodes}, now)
 	if !slices.Equal(d.Admitted, []string{"cp1", "w1", "w2"}) || d.Waiting != 1 {
 		t.Fatalf("control plane: admitted %v, waiting %d", d.Admitted, d.Waiting)
+	}
+}
+
+// TestRefused: a maintenance without a rollout that its status says selects more than one
+// control-plane node stays in Planning on every node; on a control-plane node it waits for its
+// status to say so for its generation; a rollout is never refused.
+func TestRefused(t *testing.T) {
+	cp := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp1", Labels: map[string]string{nodemaintv1alpha1.ControlPlaneLabel: ""}}}
+	worker := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w1"}}
+	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "m", Generation: 2},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{Cordon: true, Drain: true}}
+	phases := func() (nodemaintv1alpha1.Phase, nodemaintv1alpha1.Phase) {
+		return Phase(nm, cp, false), Phase(nm, worker, false)
+	}
+	if c, w := phases(); c != nodemaintv1alpha1.PhasePlanning || w != nodemaintv1alpha1.PhaseDrain {
+		t.Fatalf("no verdict yet: control plane %s, worker %s; want Planning, Drain", c, w)
+	}
+	nm.Status.Conditions = []metav1.Condition{{Type: nodemaintv1alpha1.ConditionNodesSelected, Status: metav1.ConditionTrue, Reason: nodemaintv1alpha1.ReasonNodesSelected, ObservedGeneration: 1}}
+	if c, _ := phases(); c != nodemaintv1alpha1.PhasePlanning {
+		t.Fatalf("verdict of an older generation: control plane %s, want Planning", c)
+	}
+	nm.Status.Conditions[0].ObservedGeneration = 2
+	if c, w := phases(); c != nodemaintv1alpha1.PhaseDrain || w != nodemaintv1alpha1.PhaseDrain {
+		t.Fatalf("one control-plane node: %s, %s; want Drain", c, w)
+	}
+	nm.Status.Conditions[0].Status, nm.Status.Conditions[0].Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonEtcdQuorumAtRisk
+	if c, w := phases(); c != nodemaintv1alpha1.PhasePlanning || w != nodemaintv1alpha1.PhasePlanning {
+		t.Fatalf("refused: %s, %s; want Planning on both", c, w)
+	}
+	nm.Spec.Rollout = &nodemaintv1alpha1.RolloutSpec{}
+	if Refused(nm, cp) || Refused(nm, worker) {
+		t.Fatal("a rollout refused")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -123,8 +124,20 @@ func maintenanceIntentChanged() predicate.Predicate {
 		o, n := e.ObjectOld.(*nodemaintv1alpha1.NodeMaintenance), e.ObjectNew.(*nodemaintv1alpha1.NodeMaintenance)
 		return o.Generation != n.Generation || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
 			maintenance.Phase(o, false) != maintenance.Phase(n, false) ||
-			!equality.Semantic.DeepEqual(turnsOf(o), turnsOf(n))
+			!equality.Semantic.DeepEqual(turnsOf(o), turnsOf(n)) || verdictChanged(o, n)
 	}}
+}
+
+// verdictChanged reports whether the maintenance's verdict on the control-plane nodes it selects
+// changed (rollout.Refused): refused or not, said for its generation or not.
+func verdictChanged(o, n *nodemaintv1alpha1.NodeMaintenance) bool {
+	verdict := func(nm *nodemaintv1alpha1.NodeMaintenance) (bool, bool) {
+		c := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionNodesSelected)
+		return c != nil && c.Reason == nodemaintv1alpha1.ReasonEtcdQuorumAtRisk, c != nil && c.ObservedGeneration == nm.Generation
+	}
+	or, os := verdict(o)
+	nr, ns := verdict(n)
+	return n.Spec.Rollout == nil && (or != nr || os != ns)
 }
 
 // maintenanceNodesHandler enqueues the nodes a NodeMaintenance event concerns: every node it
@@ -141,7 +154,7 @@ func maintenanceNodesHandler(obs *observe.Observer) handler.EventHandler {
 		GenericFunc: all.Generic,
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			o, n := e.ObjectOld.(*nodemaintv1alpha1.NodeMaintenance), e.ObjectNew.(*nodemaintv1alpha1.NodeMaintenance)
-			if o.Generation != n.Generation || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) || maintenance.Phase(o, false) != maintenance.Phase(n, false) {
+			if o.Generation != n.Generation || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) || maintenance.Phase(o, false) != maintenance.Phase(n, false) || verdictChanged(o, n) {
 				all.Update(ctx, e, q)
 				return
 			}

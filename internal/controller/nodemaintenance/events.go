@@ -39,10 +39,14 @@ func (e eventSink) statusWritten(old, cur *nodemaintv1alpha1.NodeMaintenance, no
 		e.normal(cur, nil, "Phase"+string(cur.Status.Phase), "Reconcile",
 			fmt.Sprintf("phase %s on %d nodes", cur.Status.Phase, cur.Status.SelectedNodes))
 	}
-	if old.Status.ObservedGeneration != cur.Status.ObservedGeneration || old.Status.SelectedNodes != cur.Status.SelectedNodes {
-		switch c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionNodesSelected); {
+	wasSelected := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionNodesSelected)
+	isSelected := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionNodesSelected)
+	if old.Status.ObservedGeneration != cur.Status.ObservedGeneration || old.Status.SelectedNodes != cur.Status.SelectedNodes ||
+		isSelected != nil && (wasSelected == nil || wasSelected.Reason != isSelected.Reason) {
+		switch c := isSelected; {
 		case c == nil:
-		case c.Reason == nodemaintv1alpha1.ReasonInvalidNodeSelector, c.Reason == nodemaintv1alpha1.ReasonNoNodesSelected, c.Reason == nodemaintv1alpha1.ReasonAllNodesSelected:
+		case c.Reason == nodemaintv1alpha1.ReasonInvalidNodeSelector, c.Reason == nodemaintv1alpha1.ReasonNoNodesSelected, c.Reason == nodemaintv1alpha1.ReasonAllNodesSelected,
+			c.Reason == nodemaintv1alpha1.ReasonEtcdQuorumAtRisk:
 			e.warning(cur, nil, c.Reason, "Reconcile", c.Message)
 		}
 	}
@@ -99,6 +103,12 @@ func (e eventSink) rolloutWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) {
 			was[t.Name] = true
 		}
 	}
+	wasBlocked := map[string]bool{}
+	if old.Status.Rollout != nil {
+		for _, t := range old.Status.Rollout.InTurn {
+			wasBlocked[t.Name] = t.Blocked
+		}
+	}
 	is := map[string]bool{}
 	r := cur.Status.Rollout
 	for _, t := range r.InTurn {
@@ -106,11 +116,20 @@ func (e eventSink) rolloutWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) {
 		if !was[t.Name] {
 			e.normal(cur, nil, "TurnStarted", "Rollout", fmt.Sprintf("node %s starts its turn (%d in turn, %d done, %d waiting)", t.Name, r.NodesInTurn, r.NodesDone, r.NodesWaiting))
 		}
+		if t.Blocked && !wasBlocked[t.Name] {
+			e.warning(cur, nil, "NodeBlocked", "Rollout", fmt.Sprintf("node %s was not drained within drainTimeout %s after its turn started: it stays cordoned "+
+				"and its drain goes on, and the rollout goes on without it (%d of maxBlockedNodes %d blocked)",
+				t.Name, rawDuration(cur.Spec.DrainTimeout), r.NodesBlocked, maxBlocked(cur)))
+		}
 	}
 	if old.Status.Rollout != nil {
+		soak := ""
+		if r.SoakingUntil != nil {
+			soak = "; no new node starts until " + r.SoakingUntil.UTC().Format(time.RFC3339) + " (soakTime " + rawDuration(soakTime(cur)) + ")"
+		}
 		for _, t := range old.Status.Rollout.InTurn {
 			if !is[t.Name] {
-				e.normal(cur, nil, "TurnEnded", "Rollout", fmt.Sprintf("node %s's turn ended (%d done of %d)", t.Name, r.NodesDone, cur.Status.SelectedNodes))
+				e.normal(cur, nil, "TurnEnded", "Rollout", fmt.Sprintf("node %s's turn ended (%d done of %d)%s", t.Name, r.NodesDone, cur.Status.SelectedNodes, soak))
 			}
 		}
 	}
@@ -129,6 +148,28 @@ func (e eventSink) rolloutWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) {
 	case prev != nil && prev.Status == metav1.ConditionTrue:
 		e.normal(cur, nil, "RolloutResumed", "Rollout", c.Message)
 	}
+}
+
+// rawDuration is the duration as written, "none" when absent.
+func rawDuration(d *nodemaintv1alpha1.Duration) string {
+	if d == nil {
+		return "none"
+	}
+	return d.Raw()
+}
+
+func soakTime(nm *nodemaintv1alpha1.NodeMaintenance) *nodemaintv1alpha1.Duration {
+	if nm.Spec.Rollout == nil {
+		return nil
+	}
+	return nm.Spec.Rollout.SoakTime
+}
+
+func maxBlocked(nm *nodemaintv1alpha1.NodeMaintenance) int32 {
+	if nm.Spec.Rollout == nil {
+		return 0
+	}
+	return nm.Spec.Rollout.MaxBlockedNodes
 }
 
 // removalsWritten emits a Warning for each listed node an autoscaler started removing: nodemaint

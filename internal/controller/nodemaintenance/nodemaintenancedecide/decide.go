@@ -57,7 +57,14 @@ func Decide(o Observation, protocol nodemaintv1alpha1.EvacuationProtocol, now ti
 	d.Status = maintenanceStatus(nm, d.Nodes, d.Turns, now)
 	d.Status.EvacuationProtocol = cmp.Or(protocol, nodemaintv1alpha1.EvacuationProtocolPodConditions)
 	d.Status.Preflight = o.Preflight
-	setCondition(&d.Status.Conditions, nodesSelectedCondition(nm, o.Selector, len(o.Nodes), o.Total), now)
+	var controlPlanes []string
+	for _, node := range o.Nodes {
+		if rollout.ControlPlane(node) {
+			controlPlanes = append(controlPlanes, node.Name)
+		}
+	}
+	slices.Sort(controlPlanes)
+	setCondition(&d.Status.Conditions, nodesSelectedCondition(nm, o.Selector, len(o.Nodes), o.Total, controlPlanes), now)
 	setSpecValid(nm, &d.Status, now)
 	SetPodDeletionGranted(nm, &d.Status, o.PodDeletionDenied, now)
 	cordoned := 0

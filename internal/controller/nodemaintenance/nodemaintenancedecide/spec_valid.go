@@ -1,6 +1,7 @@
 package nodemaintenancedecide
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -19,6 +20,9 @@ func setSpecValid(nm *nodemaintv1alpha1.NodeMaintenance, status *nodemaintv1alph
 	if problems := nm.Spec.Problems(); len(problems) > 0 {
 		parts = append(parts, strings.Join(problems, "; ")+
 			"; until it is fixed, nodemaint only cordons and requests evacuation: it evicts, deletes and taints nothing for this maintenance")
+	}
+	if r := nm.Spec.Rollout; r != nil && r.SoakTime != nil && (!r.SoakTime.Valid() || r.SoakTime.Duration < 0 || r.SoakTime.Duration > nodemaintv1alpha1.MaxSoakTime) {
+		parts = append(parts, fmt.Sprintf("spec.rollout.soakTime: %q is not a duration between 0s and 24h; until it is fixed, the rollout soaks 24h after each node", r.SoakTime.Raw()))
 	}
 	if r := nm.Spec.Rollout; r != nil && r.Window != nil {
 		if _, err := rollout.ParseWindow(r.Window); err != nil {

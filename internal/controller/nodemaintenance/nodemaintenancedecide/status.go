@@ -409,10 +409,18 @@ func readyCondition(nm *nodemaintv1alpha1.NodeMaintenance, status nodemaintv1alp
 
 // nodesSelectedCondition says whether the selector selects no node, which is likely a mistake
 // (the maintenance then does nothing), or every node of a cluster of several, which is likely a
-// mistake too (the whole cluster is cordoned and drained).
-func nodesSelectedCondition(nm *nodemaintv1alpha1.NodeMaintenance, sel maintenance.Selector, selected, total int) metav1.Condition {
+// mistake too (the whole cluster is cordoned and drained); and whether a maintenance without a
+// rollout selects more than one control-plane node (controlPlanes, sorted), which it would take
+// at once, members of a stacked etcd together: refused (rollout.Refused), it does not start.
+func nodesSelectedCondition(nm *nodemaintv1alpha1.NodeMaintenance, sel maintenance.Selector, selected, total int, controlPlanes []string) metav1.Condition {
 	c := metav1.Condition{Type: nodemaintv1alpha1.ConditionNodesSelected, ObservedGeneration: nm.Generation}
 	switch {
+	case sel.Err() == nil && nm.Spec.Rollout == nil && len(controlPlanes) > 1:
+		c.Status, c.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonEtcdQuorumAtRisk
+		c.Message = fmt.Sprintf("the nodeSelector selects %d control-plane nodes (%s) and there is no spec.rollout: they would be cordoned, "+
+			"drained and maintained at once, etcd members together, which may lose etcd's quorum; the maintenance does not start "+
+			"(every selected node stays in Planning) until it selects at most one control-plane node, or rolls (spec.rollout takes "+
+			"control-plane nodes one at a time)", len(controlPlanes), few.Names(controlPlanes, few.Most))
 	case sel.Err() != nil:
 		c.Status, c.Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonInvalidNodeSelector
 		c.Message = fmt.Sprintf("the nodeSelector selects no node: %v", sel.Err())
