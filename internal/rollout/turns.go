@@ -130,7 +130,12 @@ func Turns(in Input, now time.Time) Decision {
 			continue // no longer selected: its turn is over
 		}
 		if n.Ended != "" {
-			d.LastRelease = now.Truncate(time.Second) // released now: the soak starts
+			// Released now: the soak starts, from the next whole second (the status keeps
+			// seconds), so that it never runs shorter than soakTime.
+			d.LastRelease = now.Truncate(time.Second)
+			if d.LastRelease.Before(now) {
+				d.LastRelease = d.LastRelease.Add(time.Second)
+			}
 			continue
 		}
 		if in.DrainTimeout > 0 && !n.Drained && !turn.Failed {
