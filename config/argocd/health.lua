@@ -57,7 +57,7 @@ if specValid ~= nil and specValid.status == "False" then
   return decide("Degraded", specValid)
 end
 local nodesSelected = condition("NodesSelected")
-if nodesSelected ~= nil and nodesSelected.status == "False" and nodesSelected.reason == "InvalidNodeSelector" then
+if nodesSelected ~= nil and nodesSelected.status == "False" and (nodesSelected.reason == "InvalidNodeSelector" or nodesSelected.reason == "EtcdQuorumAtRisk") then
   return decide("Degraded", nodesSelected)
 end
 local drainTimedOut = condition("DrainTimedOut")

@@ -250,6 +250,8 @@ func healthCases() []healthCase {
 		drainedNone     = condition(0, nmv1.ConditionDrained, metav1.ConditionFalse, nmv1.ReasonNoNodesSelected, "the nodeSelector selects no node: nothing is drained")
 		badSelector     = condition(0, nmv1.ConditionNodesSelected, metav1.ConditionFalse, nmv1.ReasonInvalidNodeSelector,
 			`the nodeSelector selects no node: values[0][node.kubernetes.io/instance-type]: Invalid value: "m5 xlarge": a valid label must be an empty string or consist of alphanumeric characters`)
+		etcdAtRisk = condition(0, nmv1.ConditionNodesSelected, metav1.ConditionFalse, nmv1.ReasonEtcdQuorumAtRisk,
+			"the nodeSelector selects 3 control-plane nodes (cp-1, cp-2, cp-3) and there is no spec.rollout: they would be cordoned, drained and maintained at once")
 		overLimit = condition(0, nmv1.ConditionNodesOverMaintenanceLimit, metav1.ConditionTrue, nmv1.ReasonTooManyMaintenances,
 			"waiting for a place on 1 of the 3 selected nodes (node-c): at most 64 NodeMaintenances act on a node at once, and 64 others act on it; nothing is done to the node for this one (no cordon, taint, evacuation request, eviction or deletion) until one of them ends")
 		planned  = condition(0, nmv1.ConditionReady, metav1.ConditionTrue, nmv1.ReasonPlanned, "planned on 3 nodes: they carry the planned-maintenance taint")
@@ -345,6 +347,9 @@ func healthCases() []healthCase {
 		{name: "invalid nodeSelector (InvalidNodeSelector)",
 			nm:   maintenance(1, 1, drain, nmv1.PhaseDrain, badSelector, drainedNone, within, readyFrom(badSelector, metav1.ConditionFalse)),
 			want: health{"Degraded", msg(badSelector)}},
+		{name: "control-plane nodes together (EtcdQuorumAtRisk)",
+			nm:   maintenance(1, 1, drain, nmv1.PhaseDrain, etcdAtRisk, pending, within, readyFrom(etcdAtRisk, metav1.ConditionFalse)),
+			want: health{"Degraded", msg(etcdAtRisk)}},
 		{name: "no node selected yet (NoNodesSelected)",
 			nm:   maintenance(1, 1, drain, nmv1.PhaseDrain, noneSelected, drainedNone, within, readyFrom(noneSelected, metav1.ConditionFalse)),
 			want: health{"Progressing", msg(noneSelected)}},

@@ -49,6 +49,12 @@ func RolloutPlan(nm *nodemaintv1alpha1.NodeMaintenance) string {
 		}
 		fmt.Fprintf(&b, ", starting turns in the window %q for %s (%s)", w.Schedule, w.Duration.Raw(), tz)
 	}
+	if spec.SoakTime != nil && (!spec.SoakTime.Valid() || spec.SoakTime.Duration > 0) {
+		fmt.Fprintf(&b, ", soaking %s after each node", spec.SoakTime.Raw())
+	}
+	if spec.MaxBlockedNodes > 0 {
+		fmt.Fprintf(&b, ", going on past %s whose drain is blocked", plural(int(spec.MaxBlockedNodes), "node"))
+	}
 	return b.String()
 }
 
@@ -68,7 +74,11 @@ func rolloutSummary(nm *nodemaintv1alpha1.NodeMaintenance) string {
 		if r.NodesFailed > 0 {
 			done += fmt.Sprintf(" (%d failed)", r.NodesFailed)
 		}
-		line += fmt.Sprintf(": %s, %d in turn, %d waiting", done, r.NodesInTurn, r.NodesWaiting)
+		turns := fmt.Sprintf("%d in turn", r.NodesInTurn)
+		if r.NodesBlocked > 0 {
+			turns += fmt.Sprintf(" (%d blocked)", r.NodesBlocked)
+		}
+		line += fmt.Sprintf(": %s, %s, %d waiting", done, turns, r.NodesWaiting)
 	} else {
 		line += ": no rollout status yet (is nodemaint-controller up to date?)"
 	}
@@ -79,13 +89,19 @@ func rolloutSummary(nm *nodemaintv1alpha1.NodeMaintenance) string {
 	return line
 }
 
-// haltLine says why the rollout starts no new node, "" when it does not halt.
+// haltLine says why the rollout starts no new node, "" when it does not halt: halted, or soaking
+// (spec.rollout.soakTime).
 func haltLine(nm *nodemaintv1alpha1.NodeMaintenance) string {
 	c := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted)
-	if c == nil || c.Status != metav1.ConditionTrue {
+	switch {
+	case c == nil:
 		return ""
+	case c.Status == metav1.ConditionTrue:
+		return fmt.Sprintf("halted (%s): %s", c.Reason, c.Message)
+	case c.Reason == nodemaintv1alpha1.ReasonSoaking:
+		return "soaking: " + c.Message
 	}
-	return fmt.Sprintf("halted (%s): %s", c.Reason, c.Message)
+	return ""
 }
 
 // turnCell says what holds a node in its turn: the first reason that keeps pods on it, the
@@ -95,6 +111,15 @@ func turnCell(nm *nodemaintv1alpha1.NodeMaintenance, turn nodemaintv1alpha1.Node
 	if turn.Failed {
 		return "failed: not drained within drainTimeout, released as failed (onNodeFailure Continue)", false
 	}
+	cell, held = heldCell(nm, turn)
+	if turn.Blocked {
+		cell = "blocked, left cordoned (maxBlockedNodes): " + cell
+	}
+	return cell, held
+}
+
+// heldCell is turnCell of a node in its turn that did not fail.
+func heldCell(nm *nodemaintv1alpha1.NodeMaintenance, turn nodemaintv1alpha1.NodeTurn) (cell string, held bool) {
 	ns, listed := nm.Status.Nodes[turn.Name]
 	switch {
 	case listed && ns.PodsPendingEvacuation > 0:

@@ -94,6 +94,30 @@ node-b  2m       0        0           0        drained; waiting for its reboot (
 	}
 }
 
+// TestRolloutViewsSoakBlocked: the plan names the soak and the blocked nodes the rollout goes on
+// past; the summary counts the blocked nodes, the table marks them; a soak is named as a halt is.
+func TestRolloutViewsSoakBlocked(t *testing.T) {
+	nm := rollingMaintenance()
+	nm.Spec.Rollout.SoakTime = &nodemaintv1alpha1.Duration{Duration: 5 * time.Minute}
+	nm.Spec.Rollout.MaxBlockedNodes = 2
+	nm.Status.Rollout.NodesBlocked = 1
+	nm.Status.Rollout.InTurn[0].Blocked = true
+	nm.Status.Conditions = []metav1.Condition{{Type: nodemaintv1alpha1.ConditionRolloutHalted, Status: metav1.ConditionFalse,
+		Reason: nodemaintv1alpha1.ReasonSoaking, Message: "a node's turn ended at 2026-11-24T20:05:00Z: no new node starts until 2026-11-24T20:10:00Z (soakTime 5m0s)"}}
+	if got, want := Summary(nm), "pool-a: phase Drain, 8 nodes, 2 nodes at a time, release Rebooted, soaking 5m0s after each node, going on past 2 nodes whose drain is blocked: "+
+		"3 done (1 failed), 2 in turn (1 blocked), 3 waiting"; !strings.HasPrefix(got, want) {
+		t.Errorf("summary:\n got %q\nwant %q...", got, want)
+	}
+	var table bytes.Buffer
+	writeTurnTable(&table, nm, time.Date(2026, 11, 24, 20, 7, 0, 0, time.UTC))
+	for _, want := range []string{"soaking: a node's turn ended at 2026-11-24T20:05:00Z: no new node starts until 2026-11-24T20:10:00Z",
+		"node-a  7m       1        0           1        blocked, left cordoned (maxBlockedNodes): PodDisruptionBudget prod/db-0"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("turn table lacks %q:\n%s", want, table.String())
+		}
+	}
+}
+
 // TestFollowEndsWhenTheRolloutIsComplete: drain follows a rollout until every node was drained
 // in its turn and released (the controller then reports Drained).
 func TestFollowEndsWhenTheRolloutIsComplete(t *testing.T) {
