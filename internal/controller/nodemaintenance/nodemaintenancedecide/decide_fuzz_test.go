@@ -3,6 +3,7 @@ package nodemaintenancedecide
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/rollout"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -78,6 +80,35 @@ func checkStatus(t *testing.T, o Observation, d Decision) {
 			}
 		}
 	}
+	// Control-plane nodes: never two in their turn; without a rollout, two selected refuse it.
+	var controlPlanes []string
+	for _, n := range o.Nodes {
+		if rollout.ControlPlane(n) {
+			controlPlanes = append(controlPlanes, n.Name)
+		}
+	}
+	selected := meta.FindStatusCondition(s.Conditions, nodemaintv1alpha1.ConditionNodesSelected)
+	refused := selected != nil && selected.Reason == nodemaintv1alpha1.ReasonEtcdQuorumAtRisk
+	if want := o.Maintenance.Spec.Rollout == nil && len(controlPlanes) > 1; refused != want {
+		t.Fatalf("NodesSelected %+v with control-plane nodes %v, rollout %v", selected, controlPlanes, o.Maintenance.Spec.Rollout != nil)
+	}
+	if r := s.Rollout; r != nil {
+		n := 0
+		for _, turn := range r.InTurn {
+			if slices.Contains(controlPlanes, turn.Name) {
+				n++
+			}
+		}
+		if n > 1 {
+			t.Fatalf("%d control-plane nodes in their turn: %+v", n, r.InTurn)
+		}
+		if r.SoakingUntil != nil && len(d.Turns.Admitted) > 0 {
+			t.Fatalf("admitted %v while soaking until %v", d.Turns.Admitted, r.SoakingUntil)
+		}
+		if int(r.NodesBlocked) > int(o.Maintenance.Spec.Rollout.MaxBlockedNodes) {
+			t.Fatalf("%d nodes blocked, maxBlockedNodes %d", r.NodesBlocked, o.Maintenance.Spec.Rollout.MaxBlockedNodes)
+		}
+	}
 	drained := meta.IsStatusConditionTrue(s.Conditions, nodemaintv1alpha1.ConditionDrained)
 	if ready := meta.FindStatusCondition(s.Conditions, nodemaintv1alpha1.ConditionReady); ready == nil ||
 		ready.Status == metav1.ConditionTrue && o.Maintenance.Spec.Drain && !drained && s.Phase != nodemaintv1alpha1.PhaseMaintenanceComplete {
@@ -108,6 +139,10 @@ func fuzzMaintenance(g *testutil.FuzzBytes, now time.Time) *nodemaintv1alpha1.No
 	}
 	if b&8 != 0 {
 		nm.Spec.Rollout = &nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intOrPercent(g.Byte()))}
+		if r := g.Byte(); r != 0 {
+			nm.Spec.Rollout.SoakTime = &nodemaintv1alpha1.Duration{Duration: time.Duration(r&0x0f) * time.Minute}
+			nm.Spec.Rollout.MaxBlockedNodes = int32(r >> 6)
+		}
 		if g.Byte()%2 == 1 {
 			nm.Status.Rollout = &nodemaintv1alpha1.RolloutStatus{InTurn: []nodemaintv1alpha1.NodeTurn{{Name: "n0", Since: metav1.NewTime(now.Add(-time.Duration(g.Byte()) * time.Minute))}}}
 		}
@@ -121,6 +156,9 @@ func fuzzMaintenance(g *testutil.FuzzBytes, now time.Time) *nodemaintv1alpha1.No
 func fuzzNode(g *testutil.FuzzBytes, i int, nm *nodemaintv1alpha1.NodeMaintenance, now time.Time) (*corev1.Node, nodedecide.Observation) {
 	b := g.Byte()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("n", i)}, Spec: corev1.NodeSpec{Unschedulable: b&1 != 0}}
+	if b&4 != 0 {
+		node.Labels = map[string]string{nodemaintv1alpha1.ControlPlaneLabel: ""}
+	}
 	obs := nodedecide.Observation{Node: node}
 	if b&2 != 0 {
 		obs.Beyond = []*nodemaintv1alpha1.NodeMaintenance{nm} // past the bound on this node
