@@ -337,6 +337,7 @@ func (c *Checker) apply(obj any, deleted bool) {
 		c.state.hpa(o, deleted)
 	case *corev1.Node:
 		c.state.node(o, deleted)
+		c.state.controlPlane(o, deleted, now)
 		c.state.capiNode(o, deleted, now)
 	case *corev1.Namespace:
 		c.state.namespace(o, deleted)

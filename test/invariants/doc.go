@@ -33,6 +33,9 @@
 //     spec.rollout.haltOnAlerts unless an answer the stand-in gave within the controller's
 //     answer age before the turn was usable (no warnings) and had none of the selected alerts
 //     firing: not while they fire, nor without a trustworthy answer (KindAlertGate);
+//   - no two control-plane nodes (label node-role.kubernetes.io/control-plane) are cordoned for one
+//     NodeMaintenance at once: a rollout takes them one at a time, and a maintenance without a
+//     rollout that selects several is refused (KindControlPlaneTogether, judged from the nodes);
 //   - [audit log] an eviction's grace period is no longer than the shortest the maintenances it is
 //     for allow (their spec.evictionGracePeriodSeconds, else the pod's own), a deletion's no longer
 //     than the longest (KindGracePeriod; promises 4 and 5);

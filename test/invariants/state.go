@@ -43,6 +43,9 @@ type state struct {
 	alertGate *alertGate
 	// capi is the state of the Machine checks (machines.go); nil without Options.ClusterAPI.
 	capi *capi
+	// controlPlanes are the control-plane nodes cordoned now, with the maintenances that cordon
+	// each (controlplane.go).
+	controlPlanes map[string][]string
 
 	// gap, while a watch gap's relists are being delivered: events are applied but judged only
 	// when it closes, by a replay of what the objects carry (gap.go).

@@ -22,6 +22,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
+	"github.com/nodemaint/nodemaint/test/invariants"
 )
 
 // Rollouts that behave like managed offerings: a soak after each node (AKS's nodeSoakDuration),
@@ -290,12 +291,22 @@ func TestRolloutBlockedNodes(t *testing.T) {
 // TestControlPlaneOneAtATime: a maintenance without a rollout that selects three control-plane
 // nodes is refused (NodesSelected False, EtcdQuorumAtRisk, a Warning Event): no node it selects
 // is cordoned. Given a rollout of maxUnavailable 100%, it takes the control-plane nodes one at a
-// time, the worker along with the first.
+// time, the worker along with the first. The invariant checker, which fails a controller that
+// cordons two control-plane nodes for one maintenance (KindControlPlaneTogether), finds nothing.
 func TestControlPlaneOneAtATime(t *testing.T) {
 	const name, pool = "managed-control-plane", "control-plane"
 	p := newNodePool(t)
 	controlPlanes := p.add(t, 3, map[string]string{managedLabel: pool, nodemaintv1alpha1.ControlPlaneLabel: ""})
 	worker := p.add(t, 1, map[string]string{managedLabel: pool})[0]
+	ns := framework.Namespace(t)
+	checker, err := invariants.Start(context.Background(), framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{
+		Namespaces:  []string{ns},
+		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = checker.Stop() })
 	startController(t)
 	cps := watchCordons(t, pool, func(n *corev1.Node) bool { _, ok := n.Labels[nodemaintv1alpha1.ControlPlaneLabel]; return ok })
 	createManaged(t, name, pool, func(*nodemaintv1alpha1.NodeMaintenanceSpec) {})
@@ -363,6 +374,7 @@ func TestControlPlaneOneAtATime(t *testing.T) {
 	if most != 1 || len(ever) != 3 {
 		t.Errorf("at most %d control-plane nodes cordoned at once, %v ever; want 1 at once, each of the 3", most, ever)
 	}
+	expectNoViolation(t, checker)
 	for _, n := range append(controlPlanes, worker) {
 		expectReleased(t, n, name+"="+string(nodemaintv1alpha1.PhaseReleased))
 	}
