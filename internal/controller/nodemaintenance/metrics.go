@@ -113,7 +113,7 @@ var (
 		"The NodeMaintenance's status conditions: 1 for the condition's status, 0 for the two others.",
 		[]string{"maintenance", "type", "status"}, nil)
 	descRollout = prometheus.NewDesc("nodemaint_maintenance_rollout_nodes",
-		"Nodes of a NodeMaintenance's rollout by state: done, failed (released as failed), in_turn, waiting.",
+		"Nodes of a NodeMaintenance's rollout by state: done, failed (released as failed), in_turn, blocked (in turn, past drainTimeout, left cordoned: maxBlockedNodes), waiting.",
 		[]string{"maintenance", "state"}, nil)
 	descHalted = prometheus.NewDesc("nodemaint_maintenance_rollout_halted",
 		"1 while the NodeMaintenance's rollout starts no new node (RolloutHalted=True), 0 otherwise.",
@@ -225,6 +225,7 @@ func maintenanceMetrics(nm *nodemaintv1alpha1.NodeMaintenance, ch chan<- prometh
 		gauge(descRollout, float64(r.NodesDone), "done")
 		gauge(descRollout, float64(r.NodesFailed), "failed")
 		gauge(descRollout, float64(r.NodesInTurn), "in_turn")
+		gauge(descRollout, float64(r.NodesBlocked), "blocked")
 		gauge(descRollout, float64(r.NodesWaiting), "waiting")
 		halted := 0.0
 		for _, cond := range s.Conditions {
