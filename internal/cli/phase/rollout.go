@@ -17,12 +17,14 @@ import (
 // (spec.rollout). Each flag given sets its field; a flag not given leaves the field of an
 // existing maintenance as it is.
 type rolloutFlags struct {
-	maxUnavailable string
-	release        string
-	onNodeFailure  string
-	windowSchedule string
-	windowDuration time.Duration
-	windowTimeZone string
+	maxUnavailable  string
+	release         string
+	onNodeFailure   string
+	windowSchedule  string
+	windowDuration  time.Duration
+	windowTimeZone  string
+	soakTime        time.Duration
+	maxBlockedNodes int32
 
 	cmd *cobra.Command
 }
@@ -34,6 +36,8 @@ const (
 	flagWindowSchedule = "window-schedule"
 	flagWindowDuration = "window-duration"
 	flagWindowTimeZone = "window-time-zone"
+	flagSoakTime       = "soak-time"
+	flagMaxBlocked     = "max-blocked-nodes"
 )
 
 func (f *rolloutFlags) addFlags(cmd *cobra.Command) {
@@ -45,6 +49,8 @@ func (f *rolloutFlags) addFlags(cmd *cobra.Command) {
 	fs.StringVar(&f.windowSchedule, flagWindowSchedule, "", "Nodes start their turn only in a maintenance window opening at this cron schedule (5 fields: minute hour day-of-month month day-of-week, e.g. \"0 22 * * 1-5\")")
 	fs.DurationVar(&f.windowDuration, flagWindowDuration, 0, "How long the maintenance window stays open each time (1m to 168h)")
 	fs.StringVar(&f.windowTimeZone, flagWindowTimeZone, "", "IANA time zone the window's schedule is read in (e.g. Europe/Berlin; default UTC)")
+	fs.DurationVar(&f.soakTime, flagSoakTime, 0, "After a node's turn ends, wait this long before another node starts its turn (0s to 24h)")
+	fs.Int32Var(&f.maxBlockedNodes, flagMaxBlocked, 0, "Leave up to this many nodes not drained within spec.drainTimeout cordoned and go on without them (0 to 100; the NodeMaintenance needs a spec.drainTimeout, which the API server checks)")
 }
 
 // changed reports whether the flag was given on the command line.
@@ -54,7 +60,7 @@ func (f *rolloutFlags) changed(name string) bool {
 
 // given reports whether any rollout flag was given.
 func (f *rolloutFlags) given() bool {
-	for _, n := range []string{flagMaxUnavailable, flagRelease, flagOnNodeFailure, flagWindowSchedule, flagWindowDuration, flagWindowTimeZone} {
+	for _, n := range []string{flagMaxUnavailable, flagRelease, flagOnNodeFailure, flagWindowSchedule, flagWindowDuration, flagWindowTimeZone, flagSoakTime, flagMaxBlocked} {
 		if f.changed(n) {
 			return true
 		}
@@ -105,7 +111,7 @@ func (f *rolloutFlags) apply(current *nodemaintv1alpha1.RolloutSpec) (*nodemaint
 	}
 	if current == nil && !f.changed(flagMaxUnavailable) {
 		var given []string
-		for _, n := range []string{flagRelease, flagOnNodeFailure, flagWindowSchedule, flagWindowDuration, flagWindowTimeZone} {
+		for _, n := range []string{flagRelease, flagOnNodeFailure, flagWindowSchedule, flagWindowDuration, flagWindowTimeZone, flagSoakTime, flagMaxBlocked} {
 			if f.changed(n) {
 				given = append(given, "--"+n)
 			}
@@ -131,6 +137,18 @@ func (f *rolloutFlags) apply(current *nodemaintv1alpha1.RolloutSpec) (*nodemaint
 		if out.OnNodeFailure, err = parseNodeFailure(f.onNodeFailure); err != nil {
 			return nil, err
 		}
+	}
+	if f.changed(flagSoakTime) {
+		if f.soakTime < 0 || f.soakTime > nodemaintv1alpha1.MaxSoakTime {
+			return nil, fmt.Errorf("--%s %s: want a duration between 0s and 24h", flagSoakTime, f.soakTime)
+		}
+		out.SoakTime = &nodemaintv1alpha1.Duration{Duration: f.soakTime}
+	}
+	if f.changed(flagMaxBlocked) {
+		if f.maxBlockedNodes < 0 || f.maxBlockedNodes > nodemaintv1alpha1.MaxBlockedNodesMax {
+			return nil, fmt.Errorf("--%s %d: want a number from 0 to %d", flagMaxBlocked, f.maxBlockedNodes, nodemaintv1alpha1.MaxBlockedNodesMax)
+		}
+		out.MaxBlockedNodes = f.maxBlockedNodes
 	}
 	if f.changed(flagWindowSchedule) || f.changed(flagWindowDuration) || f.changed(flagWindowTimeZone) {
 		w := &nodemaintv1alpha1.MaintenanceWindow{}

@@ -2,6 +2,7 @@ package phase
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,13 @@ func TestRolloutFlags(t *testing.T) {
 			want: &nodemaintv1alpha1.RolloutSpec{MaxUnavailable: &two,
 				Window: &nodemaintv1alpha1.MaintenanceWindow{Schedule: "0 1 * * *", Duration: nodemaintv1alpha1.Duration{Duration: time.Hour}, TimeZone: "Asia/Tokyo"}}},
 
+		{args: []string{"--max-unavailable", "2", "--soak-time", "10m", "--max-blocked-nodes", "1"},
+			want: &nodemaintv1alpha1.RolloutSpec{MaxUnavailable: &two, SoakTime: &nodemaintv1alpha1.Duration{Duration: 10 * time.Minute}, MaxBlockedNodes: 1}},
+		{args: []string{"--soak-time", "0s"}, current: &nodemaintv1alpha1.RolloutSpec{MaxUnavailable: &two, SoakTime: &nodemaintv1alpha1.Duration{Duration: time.Minute}},
+			want: &nodemaintv1alpha1.RolloutSpec{MaxUnavailable: &two, SoakTime: &nodemaintv1alpha1.Duration{}}},
+		{args: []string{"--soak-time", "1m"}, wantErr: "--soak-time: set how many nodes roll at once with --max-unavailable"},
+		{args: []string{"--max-unavailable", "1", "--soak-time", "25h"}, wantErr: "--soak-time 25h0m0s: want a duration between 0s and 24h"},
+		{args: []string{"--max-unavailable", "1", "--max-blocked-nodes", "101"}, wantErr: "--max-blocked-nodes 101: want a number from 0 to 100"},
 		{args: []string{"--release", "rebooted"}, wantErr: "--release: set how many nodes roll at once with --max-unavailable"},
 		{args: []string{"--max-unavailable", "0"}, wantErr: `--max-unavailable "0": want a number of nodes of at least 1, or a percentage from 1% to 100%`},
 		{args: []string{"--max-unavailable", "150%"}, wantErr: "percentage from 1% to 100%"},
@@ -101,6 +109,12 @@ func specString(s *nodemaintv1alpha1.RolloutSpec) string {
 	b.WriteString(" release=" + string(s.Release) + " onNodeFailure=" + string(s.OnNodeFailure))
 	if s.Window != nil {
 		b.WriteString(" window=" + s.Window.Schedule + "/" + s.Window.Duration.Raw() + "/" + s.Window.TimeZone)
+	}
+	if s.SoakTime != nil {
+		b.WriteString(" soakTime=" + s.SoakTime.Raw())
+	}
+	if s.MaxBlockedNodes != 0 {
+		fmt.Fprintf(&b, " maxBlockedNodes=%d", s.MaxBlockedNodes)
 	}
 	return b.String()
 }
