@@ -123,34 +123,7 @@ func Turns(in Input, now time.Time) Decision {
 	for i := range in.Nodes {
 		selected[in.Nodes[i].Name] = &in.Nodes[i]
 	}
-	var late []int // indexes in d.InTurn of the turns past drainTimeout, neither failed nor blocked
-	for _, turn := range in.InTurn {
-		n, ok := selected[turn.Name]
-		if !ok || !in.Active {
-			continue // no longer selected: its turn is over
-		}
-		if n.Ended != "" {
-			// Released now: the soak starts, from the next whole second (the status keeps
-			// seconds), so that it never runs shorter than soakTime.
-			d.LastRelease = now.Truncate(time.Second)
-			if d.LastRelease.Before(now) {
-				d.LastRelease = d.LastRelease.Add(time.Second)
-			}
-			continue
-		}
-		if in.DrainTimeout > 0 && !n.Drained && !turn.Failed {
-			if left := turn.Since.Add(in.DrainTimeout).Sub(now); left > 0 {
-				d.RecheckAfter = recheck.Soonest(d.RecheckAfter, left)
-			} else {
-				d.TimedOut = append(d.TimedOut, turn.Name)
-				if !turn.Blocked {
-					late = append(late, len(d.InTurn))
-				}
-			}
-		}
-		d.InTurn = append(d.InTurn, turn)
-	}
-	d.block(in, late)
+	d.block(in, d.continueTurns(in, selected, now))
 	inTurn := map[string]bool{}
 	counted, controlPlane := 0, false
 	for _, t := range d.InTurn {
@@ -180,6 +153,61 @@ func Turns(in Input, now time.Time) Decision {
 		return waiting[i].Name < waiting[j].Name
 	})
 	d.halt(in, len(waiting) > 0, now)
+	d.admit(in, waiting, counted, controlPlane, now)
+	if in.Spec.Window != nil && in.Window.Open && d.Waiting > 0 && !in.Window.Next.IsZero() {
+		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, in.Window.Next.Sub(now)) // the window closes
+	}
+	if in.Spec.HaltOnAlerts != nil && d.Waiting > 0 && in.AlertsUnknown == "" && !in.AlertsFresh.IsZero() {
+		// A new answer brings a reconcile; an answer that ages without one closes the gate then.
+		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, in.AlertsFresh.Sub(now))
+	}
+	sort.Slice(d.InTurn, func(i, j int) bool { return d.InTurn[i].Name < d.InTurn[j].Name })
+	for _, t := range d.InTurn {
+		if t.Blocked {
+			d.Blocked = append(d.Blocked, t.Name)
+		}
+	}
+	d.Complete = len(in.Nodes) > 0 && d.Done == len(in.Nodes)
+	return d
+}
+
+// continueTurns keeps the turns still under way in d.InTurn, records a release (the soak's
+// start) and returns the indexes in d.InTurn of the turns past drainTimeout, neither failed nor
+// blocked.
+func (d *Decision) continueTurns(in Input, selected map[string]*Node, now time.Time) (late []int) {
+	for _, turn := range in.InTurn {
+		n, ok := selected[turn.Name]
+		if !ok || !in.Active {
+			continue // no longer selected: its turn is over
+		}
+		if n.Ended != "" {
+			// Released now: the soak starts, from the next whole second (the status keeps
+			// seconds), so that it never runs shorter than soakTime.
+			d.LastRelease = now.Truncate(time.Second)
+			if d.LastRelease.Before(now) {
+				d.LastRelease = d.LastRelease.Add(time.Second)
+			}
+			continue
+		}
+		if in.DrainTimeout > 0 && !n.Drained && !turn.Failed {
+			if left := turn.Since.Add(in.DrainTimeout).Sub(now); left > 0 {
+				d.RecheckAfter = recheck.Soonest(d.RecheckAfter, left)
+			} else {
+				d.TimedOut = append(d.TimedOut, turn.Name)
+				if !turn.Blocked {
+					late = append(late, len(d.InTurn))
+				}
+			}
+		}
+		d.InTurn = append(d.InTurn, turn)
+	}
+	return late
+}
+
+// admit starts the turns of the waiting nodes, in order, while nothing halts the rollout, no
+// soak runs, the budget has room (counted: the turns it counts) and no other control-plane node
+// is in its turn (controlPlane); the others wait.
+func (d *Decision) admit(in Input, waiting []*Node, counted int, controlPlane bool, now time.Time) {
 	soaking := time.Time{}
 	if in.SoakTime > 0 && !d.LastRelease.IsZero() && now.Before(d.LastRelease.Add(in.SoakTime)) {
 		soaking = d.LastRelease.Add(in.SoakTime)
@@ -199,21 +227,6 @@ func Turns(in Input, now time.Time) Decision {
 		d.SoakingUntil = soaking
 		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, soaking.Sub(now))
 	}
-	if in.Spec.Window != nil && in.Window.Open && d.Waiting > 0 && !in.Window.Next.IsZero() {
-		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, in.Window.Next.Sub(now)) // the window closes
-	}
-	if in.Spec.HaltOnAlerts != nil && d.Waiting > 0 && in.AlertsUnknown == "" && !in.AlertsFresh.IsZero() {
-		// A new answer brings a reconcile; an answer that ages without one closes the gate then.
-		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, in.AlertsFresh.Sub(now))
-	}
-	sort.Slice(d.InTurn, func(i, j int) bool { return d.InTurn[i].Name < d.InTurn[j].Name })
-	for _, t := range d.InTurn {
-		if t.Blocked {
-			d.Blocked = append(d.Blocked, t.Name)
-		}
-	}
-	d.Complete = len(in.Nodes) > 0 && d.Done == len(in.Nodes)
-	return d
 }
 
 // block decides what becomes of the turns past drainTimeout, neither failed nor blocked yet
