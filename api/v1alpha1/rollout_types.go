@@ -72,7 +72,30 @@ type RolloutSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	MaxBlockedNodes int32 `json:"maxBlockedNodes,omitempty"`
+
+	// preflight says what the preflight's deadlock forecast does before the rollout starts (see
+	// PreflightStatus): Warn (the default) only reports it in status.preflight; Block starts no
+	// node while the forecast finds a deadlock (a finding of reason BudgetBlocked,
+	// BudgetExceededByTurn, CannotSurge or ControlPlaneTogether that blocks): the nodes stay in Planning,
+	// uncordoned, and RolloutHalted is True, reason PreflightBlocked, naming the findings (and a
+	// Warning Event). Until the forecast is computed (seconds) the reason is PreflightPending.
+	// The forecast is computed again as the cluster changes; once it is clean the rollout
+	// starts, and from then on the forecast no longer holds it.
+	// +optional
+	// +kubebuilder:default=Warn
+	Preflight PreflightPolicy `json:"preflight,omitempty"`
 }
+
+// PreflightPolicy says whether a rollout waits for a clean deadlock forecast before it starts.
+// +kubebuilder:validation:Enum=Warn;Block
+type PreflightPolicy string
+
+const (
+	// PreflightWarn reports the forecast only.
+	PreflightWarn PreflightPolicy = "Warn"
+	// PreflightBlock starts the rollout only once the forecast finds no deadlock.
+	PreflightBlock PreflightPolicy = "Block"
+)
 
 // Bounds of the rollout's fields; the CRD's validation rules enforce the same.
 const (

@@ -19,6 +19,7 @@ import (
 	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 )
 
@@ -33,7 +34,13 @@ import (
 //     reported NoRoom, and a NoRoom finding blocks exactly when the targets are out in turns;
 //   - a pod evicted under one budget that allows nothing (Ready, Running) blocks; a pod whose
 //     Deployment surges never does, nor is reported lost as bare;
-//   - a bare pod that the drain moves is reported lost.
+//   - a bare pod that the drain moves is reported lost;
+//   - the deadlock forecast: control-plane targets are reported ControlPlaneTogether exactly
+//     when several of them may be out at once; the only live pod of a workload that does not
+//     surge is reported CannotSurge; with every target out at once, a pod evicted under a budget
+//     that allows fewer disruptions than the targets hold of its evicted pods is reported
+//     BudgetExceededByTurn, and such a finding never names a budget that allows none or more;
+//     a single-pod Deployment whose hostname anti-affinity leaves no node is never said to surge.
 //
 // Run it with
 //
@@ -72,7 +79,18 @@ func FuzzRun(f *testing.F) {
 			t.Fatalf("the report depends on the preflights run before on the same snapshot:\n%+v\n%+v", r, r2)
 		}
 
+		if n := r.Deadlocks(); n != countBlocking(r, nodemaintv1alpha1.DeadlockReason) {
+			t.Errorf("Deadlocks %d, want %d", n, countBlocking(r, nodemaintv1alpha1.DeadlockReason))
+		}
 		rollout := r.OutAtOnce < len(r.Nodes)
+		// live counts the live pods of each owner.
+		live := map[string]int{}
+		for i := range in.Pods {
+			p := &in.Pods[i]
+			if o := metav1.GetControllerOf(p); o != nil && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				live[o.Name]++
+			}
+		}
 		pods := map[string]*corev1.Pod{}
 		for i := range in.Pods {
 			pods[podKey(&in.Pods[i])] = &in.Pods[i]
@@ -84,7 +102,7 @@ func FuzzRun(f *testing.F) {
 				if fd.Severity.rank() > worst.rank() {
 					worst = fd.Severity
 				}
-				if len(fd.Pods) == 0 {
+				if len(fd.Pods) == 0 && fd.Reason != ReasonControlPlaneTogether {
 					t.Errorf("%s: a finding without pods: %+v", nr.Name, fd)
 				}
 				for _, key := range fd.Pods {
@@ -98,6 +116,17 @@ func FuzzRun(f *testing.F) {
 				if fd.Reason == ReasonNoRoom && (fd.Severity == Blocks) != rollout {
 					t.Errorf("%s: NoRoom of severity %s with %d of %d nodes out at once", nr.Name, fd.Severity, r.OutAtOnce, len(r.Nodes))
 				}
+			}
+			cp := 0
+			for _, n := range in.Nodes {
+				if _, ok := n.Labels[LabelControlPlane]; ok && slices.Contains(in.Targets, n.Name) {
+					cp++
+				}
+			}
+			_, isCP := nodeOf(in, nr.Name).Labels[LabelControlPlane]
+			together := slices.ContainsFunc(nr.Findings, func(fd Finding) bool { return fd.Reason == ReasonControlPlaneTogether && fd.Severity == Blocks })
+			if want := isCP && cp >= 2 && r.OutAtOnce >= 2; together != want {
+				t.Errorf("%s: ControlPlaneTogether %v, want %v (control plane %v, %d control-plane targets, %d out at once)", nr.Name, together, want, isCP, cp, r.OutAtOnce)
 			}
 			if worst != nr.Verdict {
 				t.Errorf("%s: verdict %q, worst finding %q", nr.Name, nr.Verdict, worst)
@@ -143,7 +172,7 @@ func FuzzRun(f *testing.F) {
 					t.Errorf("%s: the replacement of %s fits on no node left, not reported: %+v", nr.Name, pod.Name, fs)
 				}
 				surges := has(ReasonSurge)
-				if surges && (has(ReasonPodDisruptionBudget) || has(ReasonMultipleBudgets)) {
+				if surges && (has(ReasonBudgetBlocked) || has(ReasonMultipleBudgets) || has(ReasonBudgetExceededByTurn) || has(ReasonCannotSurge)) {
 					t.Errorf("%s: %s surges, yet a budget blocks it", nr.Name, pod.Name)
 				}
 				var covering []policyv1.PodDisruptionBudget
@@ -153,15 +182,116 @@ func FuzzRun(f *testing.F) {
 					}
 				}
 				if !surges && len(covering) == 1 && covering[0].Status.DisruptionsAllowed == 0 && pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod) &&
-					!has(ReasonPodDisruptionBudget) {
+					!has(ReasonBudgetBlocked) {
 					t.Errorf("%s: %s is evicted under budget %s that allows nothing, not reported blocked: %+v", nr.Name, pod.Name, covering[0].Name, fs)
 				}
 				if len(covering) > 1 && !surges && pod.Status.Phase == corev1.PodRunning && !has(ReasonMultipleBudgets) {
 					t.Errorf("%s: %s under %d budgets not reported blocked", nr.Name, pod.Name, len(covering))
 				}
+				if owner != nil && !surges && live[owner.Name] == 1 && !has(ReasonCannotSurge) {
+					t.Errorf("%s: %s is the only live pod of %s and does not surge, not reported CannotSurge: %+v", nr.Name, pod.Name, owner.Name, fs)
+				}
+				if surges && g.repels[pod.Name] && live[owner.Name] == 1 && repelledEverywhere(in, pod, out) {
+					t.Errorf("%s: %s said to surge, but its anti-affinity leaves no node", nr.Name, pod.Name)
+				}
+				healthy := pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod)
+				if !rollout && !surges && healthy && len(covering) == 1 && covering[0].Status.DisruptionsAllowed > 0 &&
+					evictedUnder(in, r, covering[0]) > int(covering[0].Status.DisruptionsAllowed) && !has(ReasonBudgetExceededByTurn) {
+					t.Errorf("%s: %s is evicted under %s, which allows %d while the targets hold %d of its evicted pods, not reported: %+v",
+						nr.Name, pod.Name, covering[0].Name, covering[0].Status.DisruptionsAllowed, evictedUnder(in, r, covering[0]), fs)
+				}
+				if has(ReasonBudgetExceededByTurn) && (len(covering) != 1 || covering[0].Status.DisruptionsAllowed <= 0 ||
+					evictedUnder(in, r, covering[0]) <= int(covering[0].Status.DisruptionsAllowed)) {
+					t.Errorf("%s: %s reported BudgetExceededByTurn under %d budgets", nr.Name, pod.Name, len(covering))
+				}
 			}
 		}
 	})
+}
+
+func nodeOf(in Input, name string) *corev1.Node {
+	for i := range in.Nodes {
+		if in.Nodes[i].Name == name {
+			return &in.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// countBlocking counts the findings of severity Blocks of the reasons.
+func countBlocking(r Report, is func(string) bool) int {
+	n := 0
+	for _, nr := range r.Nodes {
+		for _, fd := range nr.Findings {
+			if fd.Severity == Blocks && is(fd.Reason) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// evictedUnder counts the pods on the targets the report says are evicted under the budget
+// (Running and Ready, under no other budget, not surged, not terminating): the pods one turn
+// takes of it when every target is out at once.
+func evictedUnder(in Input, r Report, b policyv1.PodDisruptionBudget) int {
+	surged := map[string]bool{}
+	for _, nr := range r.Nodes {
+		for _, fd := range nr.Findings {
+			if fd.Reason == ReasonSurge {
+				for _, p := range fd.Pods {
+					surged[p] = true
+				}
+			}
+		}
+	}
+	n := 0
+	for i := range in.Pods {
+		pod := &in.Pods[i]
+		if !slices.Contains(in.Targets, pod.Spec.NodeName) || !maintenance.Targeted(pod) || pod.DeletionTimestamp != nil || surged[podKey(pod)] ||
+			pod.Status.Phase != corev1.PodRunning || !podutils.IsPodReady(pod) || pod.Labels["nodemaint.dev/drain"] == "skip" || len(pod.Spec.Tolerations) > 0 && pod.Spec.Tolerations[0].Key == "" {
+			continue
+		}
+		covering := 0
+		for _, o := range in.PodDisruptionBudgets {
+			if o.Spec.Selector.MatchLabels["app"] == pod.Labels["app"] {
+				covering++
+			}
+		}
+		if covering == 1 && b.Spec.Selector.MatchLabels["app"] == pod.Labels["app"] {
+			n++
+		}
+	}
+	return n
+}
+
+// repelledEverywhere re-states the anti-affinity the generated pods may have (required, on
+// the hostname, against pods of their app): every node outside out that holds no pod of the
+// app is kept from the pod by its node selector, a taint or a cordon.
+func repelledEverywhere(in Input, pod *corev1.Pod, out map[string]bool) bool {
+	held := map[string]bool{}
+	for i := range in.Pods {
+		p := &in.Pods[i]
+		if p.DeletionTimestamp == nil && p.Labels["app"] == pod.Labels["app"] && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			held[p.Spec.NodeName] = true
+		}
+	}
+	tolerates := func(key string) bool {
+		return slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == key || t.Key == "" })
+	}
+	for _, n := range in.Nodes {
+		if out[n.Name] || held[n.Name] || (n.Spec.Unschedulable && !tolerates(corev1.TaintNodeUnschedulable)) {
+			continue
+		}
+		if v, ok := pod.Spec.NodeSelector["pool"]; ok && n.Labels["pool"] != v {
+			continue
+		}
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return !tolerates(t.Key) }) {
+			continue
+		}
+		return false
+	}
+	return true
 }
 
 // fitsNowhere re-states the filters for the generated clusters: the replacement of pod alone
@@ -202,15 +332,16 @@ func fitsNowhere(in Input, pod *corev1.Pod, out map[string]bool) bool {
 // gen hands out the fuzzer's bytes; past their end it hands out zeros.
 type gen struct {
 	testutil.FuzzBytes
-	// skipped names the generated pods the drain leaves (the skip label, a toleration of all).
-	skipped map[string]bool
+	// skipped names the generated pods the drain leaves (the skip label, a toleration of all);
+	// repels those with a required anti-affinity on the hostname against their app.
+	skipped, repels map[string]bool
 }
 
 var apps = []string{"a", "b", "c"}
 
 // input is a cluster of up to 6 nodes, 16 pods, 3 budgets, 2 Deployments.
 func (g *gen) input() Input {
-	g.skipped = map[string]bool{}
+	g.skipped, g.repels = map[string]bool{}, map[string]bool{}
 	in := Input{NamespaceLabels: map[string]map[string]string{}}
 	nNodes := 1 + int(g.Byte()%6)
 	nTargets := 1 + int(g.Byte())%nNodes
@@ -226,6 +357,9 @@ func (g *gen) input() Input {
 			n.Spec.Taints = []corev1.Taint{{Key: "t", Effect: corev1.TaintEffectNoSchedule}}
 		}
 		n.Spec.Unschedulable = b&0x20 != 0
+		if b&0x80 != 0 {
+			n.Labels[LabelControlPlane] = ""
+		}
 		if b&0x40 != 0 {
 			n.Status.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(2, resource.DecimalSI)
 		}
@@ -244,7 +378,11 @@ func (g *gen) input() Input {
 	}
 	for i := 0; i < int(g.Byte()%4); i++ {
 		b := g.Byte()
-		in.PodDisruptionBudgets = append(in.PodDisruptionBudgets, pdb("pdb"+strconv.Itoa(i), int32(b&1), int32(b>>1&3), int32(b>>3&3), apps[(b>>5)%3]))
+		budget := pdb("pdb"+strconv.Itoa(i), int32(b&1)+int32(b>>6&1), int32(b>>1&3), int32(b>>3&3), apps[(b>>5)%3])
+		if b&0x80 != 0 {
+			budget.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+		}
+		in.PodDisruptionBudgets = append(in.PodDisruptionBudgets, budget)
 	}
 	for i := 0; i < nPods; i++ {
 		b, c := g.Byte(), g.Byte()
@@ -264,6 +402,12 @@ func (g *gen) input() Input {
 		}
 		if c&0x40 != 0 {
 			p.Spec.NodeSelector = map[string]string{"pool": []string{"x", "y"}[c>>7]}
+		}
+		if b&0x80 != 0 && c&0x80 != 0 {
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": p.Labels["app"]}},
+			}}}}
+			g.repels[name] = true
 		}
 		switch d := g.Byte(); {
 		case d&1 != 0:

@@ -5,11 +5,14 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 )
 
@@ -25,18 +28,21 @@ func Run(in Input) Report {
 // own.
 type Snapshot struct {
 	nodes map[string]*corev1.Node
-	// podsByNode are the pods bound to each node and not finished, by namespace/name.
-	podsByNode map[string][]*corev1.Pod
-	rules      *drain.Rules
-	namespaces map[string]map[string]string
-	placer     *placer
-	workloads  *workloads
-	budgets    budgets
+	// podsByNode are the pods bound to each node and not finished, by namespace/name;
+	// podsByNamespace the same pods by namespace.
+	podsByNode      map[string][]*corev1.Pod
+	podsByNamespace map[string][]*corev1.Pod
+	rules           *drain.Rules
+	namespaces      map[string]map[string]string
+	placer          *placer
+	workloads       *workloads
+	budgets         budgets
 }
 
 // NewSnapshot computes what preflights of the cluster share. It does not change the cluster.
 func NewSnapshot(c Cluster) *Snapshot {
-	s := &Snapshot{nodes: make(map[string]*corev1.Node, len(c.Nodes)), podsByNode: map[string][]*corev1.Pod{}, namespaces: c.NamespaceLabels}
+	s := &Snapshot{nodes: make(map[string]*corev1.Node, len(c.Nodes)), podsByNode: map[string][]*corev1.Pod{}, podsByNamespace: map[string][]*corev1.Pod{},
+		namespaces: c.NamespaceLabels}
 	for _, n := range c.Nodes {
 		s.nodes[n.Name] = n
 	}
@@ -45,6 +51,7 @@ func NewSnapshot(c Cluster) *Snapshot {
 			continue
 		}
 		s.podsByNode[pod.Spec.NodeName] = append(s.podsByNode[pod.Spec.NodeName], pod)
+		s.podsByNamespace[pod.Namespace] = append(s.podsByNamespace[pod.Namespace], pod)
 	}
 	for _, pods := range s.podsByNode {
 		sort.Slice(pods, func(i, j int) bool { return podKeyLess(pods[i], pods[j]) })
@@ -118,6 +125,11 @@ func (s *Snapshot) Run(spec Spec) Report {
 			oc.unplaced = p.place(oc.out, oc.pods)
 		}
 	}
+	aa := &antiAffinity{s: s, p: p, held: map[string][]uint64{}}
+	for _, oc := range sets {
+		s.forecast(oc, plans, aa)
+	}
+	cp := controlPlane(s, targets, outAtOnce)
 	for _, name := range targets {
 		oc := outcomes[extra(name)]
 		nr := NodeReport{Name: name}
@@ -132,7 +144,7 @@ func (s *Snapshot) Run(spec Spec) Report {
 				}
 			}
 		}
-		check(&nr, plans[name], oc, ws, bs, rollout)
+		check(&nr, plans[name], oc, ws, bs, rollout, cp[name])
 		report.Nodes = append(report.Nodes, nr)
 	}
 	return report
@@ -241,12 +253,91 @@ type outcome struct {
 	unplaced map[types.UID]string
 	// liveOut counts, per workload, its pods the set of nodes displaces.
 	liveOut map[*workload]int
+	// take counts, per budget, its pods the set of nodes displaces that the drain evicts under
+	// it (healthy, and under no other budget).
+	take map[*policyv1.PodDisruptionBudget]int
+	// surgeFails says why the surge of a single-pod Deployment's pod finds no node (its
+	// required anti-affinity), by UID.
+	surgeFails map[types.UID]string
 }
 
+// forecast fills what the deadlock forecast needs of a set of nodes out at once, once its
+// pods are placed: the single-pod Deployments whose surge finds no node for their
+// anti-affinity, and how many of each budget's pods the drain evicts.
+func (s *Snapshot) forecast(oc *outcome, plans map[string]drain.Plan, aa *antiAffinity) {
+	oc.take, oc.surgeFails = map[*policyv1.PodDisruptionBudget]int{}, map[types.UID]string{}
+	isOut := make([]bool, len(s.placer.nodes))
+	for _, n := range oc.out {
+		isOut[s.placer.index[n]] = true
+	}
+	for _, n := range oc.out {
+		for _, c := range moved(plans[n]) {
+			pod := c.Pod
+			if pod.DeletionTimestamp != nil {
+				continue
+			}
+			w := s.workloads.of(pod)
+			if w != nil && w.surges && w.live == 1 {
+				if why := aa.noRoom(pod, isOut); why != "" {
+					oc.surgeFails[pod.UID] = why
+				}
+			}
+			_, noRoom := oc.unplaced[pod.UID]
+			if !evicts(w, noRoom, oc.surgeFails[pod.UID]) {
+				continue
+			}
+			if covering := s.budgets.of(pod); len(covering) == 1 && !evictionIgnores(pod, covering[0]) {
+				oc.take[covering[0].pdb]++
+			}
+		}
+	}
+}
+
+// evicts reports whether the drain evicts a pod of the workload (nil: bare) rather than its
+// Deployment surging it: noRoom, its replacement fits on no node; surgeFails, why its surge
+// finds no node ("": it does).
+func evicts(w *workload, noRoom bool, surgeFails string) bool {
+	return w == nil || !w.surges || noRoom || surgeFails != ""
+}
+
+// controlPlane is the ControlPlaneTogether finding of each control-plane target (label
+// node-role.kubernetes.io/control-plane) when several of them may be out at once: the
+// rollout takes nodes as its turns free, so any two of them may share one once outAtOnce is 2
+// or more. Empty when at most one is out at a time.
+func controlPlane(s *Snapshot, targets []string, outAtOnce int) map[string]*Finding {
+	var cp []string
+	for _, name := range targets {
+		if _, ok := s.nodes[name].Labels[LabelControlPlane]; ok {
+			cp = append(cp, name)
+		}
+	}
+	out := map[string]*Finding{}
+	if len(cp) < 2 || outAtOnce < 2 {
+		return out
+	}
+	how := fmt.Sprintf("%d control-plane nodes are out at once", len(cp))
+	if outAtOnce < len(targets) {
+		how = fmt.Sprintf("%d of the %d control-plane nodes may be out at once (%d nodes at a time)", min(outAtOnce, len(cp)), len(cp), outAtOnce)
+	}
+	f := &Finding{Severity: Blocks, Reason: ReasonControlPlaneTogether, Object: "nodes " + few.Names(cp, 3),
+		Message: how + ": draining control-plane nodes together can break etcd quorum and deadlock on the budgets of the control plane's pods; take them one at a time (maxUnavailable 1, or a maintenance of their own)"}
+	for _, name := range cp {
+		out[name] = f // shared: read only
+	}
+	return out
+}
+
+// LabelControlPlane marks a control-plane node (kubeadm's and most distributions' label).
+const LabelControlPlane = "node-role.kubernetes.io/control-plane"
+
 // check fills the node's report from its drain plan, what taking it out with the others does
-// to their pods, the workloads and the budgets.
-func check(nr *NodeReport, plan drain.Plan, oc *outcome, ws *workloads, bs budgets, rollout bool) {
+// to their pods, the workloads and the budgets; cp is its ControlPlaneTogether finding (nil:
+// none).
+func check(nr *NodeReport, plan drain.Plan, oc *outcome, ws *workloads, bs budgets, rollout bool, cp *Finding) {
 	f := findings{}
+	if cp != nil {
+		f.addNodes(*cp)
+	}
 	for _, c := range plan.Held {
 		f.add(Blocks, ReasonInvalidDrainRule, c.Class.Source, "held until the DrainRule is fixed or deleted: "+c.Class.InvalidRule, c.Pod)
 	}
@@ -265,28 +356,31 @@ func check(nr *NodeReport, plan drain.Plan, oc *outcome, ws *workloads, bs budge
 		covering := bs.of(pod)
 		why, noRoom := oc.unplaced[pod.UID]
 		w := ws.of(pod)
-		evicted := true
+		surgeFails := oc.surgeFails[pod.UID]
+		// blocked: the Eviction API refuses to evict the pod now, for its budget.
+		blocked := len(covering) == 1 && covering[0].pdb.Status.DisruptionsAllowed <= 0 && !evictionIgnores(pod, covering[0])
 		switch {
 		case w == nil:
 			f.add(Loses, ReasonBarePod, "", "bare pod (no controller): evicted once the response timeout runs out, unless someone accepts the evacuation request, and never recreated", pod)
-		case w.surges && !noRoom:
-			evicted = false
+		case w.surges && !noRoom && surgeFails == "":
 			msg := "surges: a replacement starts on another node before the pod goes, so the Deployment does not go down"
 			if len(covering) == 1 && covering[0].pdb.Status.DisruptionsAllowed <= 0 {
 				msg += fmt.Sprintf(" (its PodDisruptionBudget %s allows no disruption now, which a surge does not need)", covering[0])
 			}
 			f.add(Info, ReasonSurge, w.String(), msg, pod)
+		case w.surges && surgeFails != "":
+			cannotSurge(f, w, pod, "its Deployment would surge it, but "+surgeFails, covering, blocked)
+		case w.surges && w.live == 1:
+			cannotSurge(f, w, pod, "its Deployment would surge it, but its replacement fits on no other node", covering, blocked)
 		case w.surges:
 			f.add(Info, ReasonNoSurge, w.String(), "tries to surge, but its replacement fits on no other node: once the Deployment responder's surge timeout runs out it gives up and the pod is evicted; "+budgetNote(covering), pod)
+		case w.live == 1:
+			cannotSurge(f, w, pod, w.noSurge, covering, blocked)
 		default:
 			sev, msg := Info, w.noSurge+"; "+budgetNote(covering)
 			if len(covering) == 0 && w.live > 0 && w.live <= oc.liveOut[w] {
 				sev = Loses
-				if w.live == 1 {
-					msg += ": its only pod moves, it is down until its replacement is ready"
-				} else {
-					msg += fmt.Sprintf(": all its %d pods are on nodes out at once, it is down until a replacement is ready", w.live)
-				}
+				msg += fmt.Sprintf(": all its %d pods are on nodes out at once, it is down until a replacement is ready", w.live)
 			}
 			f.add(sev, ReasonNoSurge, w.String(), msg, pod)
 		}
@@ -300,15 +394,18 @@ func check(nr *NodeReport, plan drain.Plan, oc *outcome, ws *workloads, bs budge
 			}
 			f.add(sev, ReasonNoRoom, "", msg, pod)
 		}
-		if evicted {
+		if evicts(w, noRoom, surgeFails) {
 			switch {
 			case len(covering) > 1:
 				f.add(Blocks, ReasonMultipleBudgets, "PodDisruptionBudgets "+budgetNames(covering),
 					"covered by more than one PodDisruptionBudget: the Eviction API refuses to evict it", pod)
-			case len(covering) == 1 && covering[0].pdb.Status.DisruptionsAllowed <= 0 && !evictionIgnores(pod, covering[0]):
-				st := covering[0].pdb.Status
-				f.add(Blocks, ReasonPodDisruptionBudget, "PodDisruptionBudget "+covering[0].String(),
-					fmt.Sprintf("allows no disruption now (%d healthy, %d desired): the pod is not evicted until it does", st.CurrentHealthy, st.DesiredHealthy), pod)
+			case blocked:
+				f.add(Blocks, ReasonBudgetBlocked, "PodDisruptionBudget "+covering[0].String(), budgetBlocked(covering[0])+": the pod is not evicted until it does, and the drain waits", pod)
+			case len(covering) == 1 && !evictionIgnores(pod, covering[0]) && oc.take[covering[0].pdb] > int(covering[0].pdb.Status.DisruptionsAllowed):
+				take, allowed := oc.take[covering[0].pdb], int(covering[0].pdb.Status.DisruptionsAllowed)
+				f.add(Blocks, ReasonBudgetExceededByTurn, "PodDisruptionBudget "+covering[0].String(), fmt.Sprintf(
+					"the %d %s out at once (%s) hold %d of its pods that the drain evicts, and it allows %d %s now: the drain waits on it for the pods past that until replacements are healthy elsewhere, and deadlocks if they cannot be",
+					len(oc.out), plural(len(oc.out), "node", "nodes"), few.Names(oc.out, 3), take, allowed, plural(allowed, "disruption", "disruptions")), pod)
 			}
 		}
 		if vols := emptyDirs(pod); len(vols) > 0 {
@@ -324,6 +421,38 @@ func check(nr *NodeReport, plan drain.Plan, oc *outcome, ws *workloads, bs budge
 			nr.Verdict = fd.Severity
 		}
 	}
+}
+
+// cannotSurge reports the only live pod of a workload that nothing surges (why): it blocks when
+// its budgets forbid its eviction (blocked, or several budgets), else it is lost for a while.
+func cannotSurge(f findings, w *workload, pod *corev1.Pod, why string, covering []budget, blocked bool) {
+	msg := "its only live pod moves and nothing surges it (" + why + ")"
+	switch {
+	case blocked:
+		f.add(Blocks, ReasonCannotSurge, w.String(), msg+fmt.Sprintf("; its PodDisruptionBudget %s allows no disruption: the pod is never evicted, the drain waits until the budget or the workload changes", covering[0]), pod)
+	case len(covering) > 1:
+		f.add(Blocks, ReasonCannotSurge, w.String(), msg+"; it is under several PodDisruptionBudgets, which the Eviction API refuses", pod)
+	default:
+		f.add(Loses, ReasonCannotSurge, w.String(), msg+": it is down until its replacement is ready; "+budgetNote(covering), pod)
+	}
+}
+
+// budgetBlocked says why a budget allows no disruption now: it never does (maxUnavailable 0,
+// minAvailable as many as its pods), or its pods are not healthy enough.
+func budgetBlocked(b budget) string {
+	spec, st := b.pdb.Spec, b.pdb.Status
+	if mu := spec.MaxUnavailable; mu != nil {
+		if n, err := intstr.GetScaledValueFromIntOrPercent(mu, int(st.ExpectedPods), true); err == nil && n <= 0 {
+			return fmt.Sprintf("maxUnavailable %s: it never allows a disruption", mu.String())
+		}
+	}
+	if ma := spec.MinAvailable; ma != nil && st.ExpectedPods > 0 && st.DesiredHealthy >= st.ExpectedPods {
+		return fmt.Sprintf("minAvailable %s is all of its %d %s: it never allows a disruption", ma.String(), st.ExpectedPods, plural(int(st.ExpectedPods), "pod", "pods"))
+	}
+	if st.CurrentHealthy < st.DesiredHealthy || st.CurrentHealthy < st.ExpectedPods {
+		return fmt.Sprintf("%d of its %d pods are healthy and %d must be: it allows no disruption until more are healthy", st.CurrentHealthy, max(st.ExpectedPods, st.CurrentHealthy), st.DesiredHealthy)
+	}
+	return fmt.Sprintf("allows no disruption now (%d healthy, %d desired)", st.CurrentHealthy, st.DesiredHealthy)
 }
 
 func emptyDirs(pod *corev1.Pod) []string {
@@ -374,6 +503,14 @@ func (f findings) add(sev Severity, reason, object, message string, pod *corev1.
 		f[k] = fd
 	}
 	fd.Pods = append(fd.Pods, podKey(pod))
+}
+
+// addNodes adds a finding about nodes, of no pod.
+func (f findings) addNodes(fd Finding) {
+	k := [4]string{string(fd.Severity), fd.Reason, fd.Object, fd.Message}
+	if _, ok := f[k]; !ok {
+		f[k] = &fd
+	}
 }
 
 // sorted are the findings, the worst first, then by reason, object and message; each one's

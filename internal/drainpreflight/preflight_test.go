@@ -110,6 +110,16 @@ func findingsOf(t *testing.T, r Report, nodeName string) NodeReport {
 	return NodeReport{}
 }
 
+// reasoned is the node's first finding of the reason; the zero Finding if none.
+func reasoned(nr NodeReport, reason string) Finding {
+	for _, f := range nr.Findings {
+		if f.Reason == reason {
+			return f
+		}
+	}
+	return Finding{}
+}
+
 func describe(fs []Finding) string {
 	var b strings.Builder
 	for _, f := range fs {
@@ -159,7 +169,7 @@ func TestRun(t *testing.T) {
 			PodDisruptionBudgets: []policyv1.PodDisruptionBudget{pdb("db", 0, 2, 2, "db")}},
 		node: "n1", verdict: Blocks,
 		want: []want{
-			{Blocks, ReasonPodDisruptionBudget, "PodDisruptionBudget shop/db", "allows no disruption now (2 healthy, 2 desired)", []string{"shop/db-0"}},
+			{Blocks, ReasonBudgetBlocked, "PodDisruptionBudget shop/db", "allows no disruption now (2 healthy, 2 desired)", []string{"shop/db-0"}},
 			{Info, ReasonNoSurge, "StatefulSet shop/db", "PodDisruptionBudget shop/db allows 0 disruptions now", []string{"shop/db-0"}},
 		},
 	}, {
@@ -177,7 +187,7 @@ func TestRun(t *testing.T) {
 			Pods:        []corev1.Pod{podOn("n1", "single-a", "100m", ownedBy("ReplicaSet", "single-rs"))},
 			Deployments: []appsv1.Deployment{single}, ReplicaSets: []appsv1.ReplicaSet{singleRS}},
 		node: "n1", verdict: Loses,
-		want: []want{{Loses, ReasonNoSurge, "Deployment shop/single", "maxSurge is 0: eviction moves its pods; no PodDisruptionBudget: its only pod moves", []string{"shop/single-a"}}},
+		want: []want{{Loses, ReasonCannotSurge, "Deployment shop/single", "its only live pod moves and nothing surges it (the Deployment's maxSurge is 0: eviction moves its pods): it is down until its replacement is ready; no PodDisruptionBudget", []string{"shop/single-a"}}},
 	}, {
 		name: "a Deployment scaled by one HorizontalPodAutoscaler surges",
 		in: Input{Targets: []string{"n1"}, Nodes: []corev1.Node{node("n1"), node("n2")},
@@ -208,8 +218,8 @@ func TestRun(t *testing.T) {
 			})}},
 		node: "n1", verdict: Loses,
 		want: []want{
+			{Loses, ReasonCannotSurge, "StatefulSet shop/pinned", "a StatefulSet does not surge", []string{"shop/pinned-0"}},
 			{Loses, ReasonNoRoom, "", "0/3 nodes can take it: 1 out at once (n1), 2 not matching the pod's node selector or affinity): its replacement would stay Pending", []string{"shop/pinned-0"}},
-			{Loses, ReasonNoSurge, "StatefulSet shop/pinned", "no PodDisruptionBudget", []string{"shop/pinned-0"}},
 		},
 	}, {
 		name: "required node affinity, taints and cordons",
@@ -387,7 +397,7 @@ func TestRun(t *testing.T) {
 			}},
 		node: "n1", verdict: Blocks,
 		want: []want{
-			{Blocks, ReasonPodDisruptionBudget, "PodDisruptionBudget shop/d", "(1 healthy, 2 desired)", []string{"shop/d-0"}},
+			{Blocks, ReasonBudgetBlocked, "PodDisruptionBudget shop/d", "1 of its 1 pods are healthy and 2 must be: it allows no disruption until more are healthy", []string{"shop/d-0"}},
 			{Info, ReasonNoSurge, "StatefulSet shop/a", "PodDisruptionBudget shop/a allows 0 disruptions now", []string{"shop/a-0"}},
 			{Info, ReasonNoSurge, "StatefulSet shop/b", "", []string{"shop/b-0"}},
 			{Info, ReasonNoSurge, "StatefulSet shop/c", "", []string{"shop/c-0"}},
@@ -471,9 +481,9 @@ func TestMaxUnavailable(t *testing.T) {
 	in.Pods[3] = podOn("spare", "d-0", "3900m", ownedBy("StatefulSet", "d"))
 	r = Run(in)
 	nr := findingsOf(t, r, "n2")
-	if nr.Verdict != Blocks || nr.Findings[0].Reason != ReasonNoRoom || fmt.Sprint(nr.Findings[0].Pods) != "[shop/b-0]" ||
-		!strings.Contains(nr.Findings[0].Message, "0/4 nodes can take it: 2 out at once (n1, n2), 2 insufficient cpu") ||
-		!strings.Contains(nr.Findings[0].Message, "a rollout halts (ReplacementsUnschedulable)") {
+	if f := reasoned(nr, ReasonNoRoom); nr.Verdict != Blocks || f.Severity != Blocks || fmt.Sprint(f.Pods) != "[shop/b-0]" ||
+		!strings.Contains(f.Message, "0/4 nodes can take it: 2 out at once (n1, n2), 2 insufficient cpu") ||
+		!strings.Contains(f.Message, "a rollout halts (ReplacementsUnschedulable)") {
 		t.Errorf("n2 with the spare full:%s", describe(nr.Findings))
 	}
 	// Without the budget, all three are out: nothing is left but the full spare.
@@ -483,7 +493,7 @@ func TestMaxUnavailable(t *testing.T) {
 		t.Errorf("assumption %d %q", r.OutAtOnce, r.Assumption)
 	}
 	for _, nr := range r.Nodes {
-		if nr.Verdict != Loses || nr.Findings[0].Reason != ReasonNoRoom || strings.Contains(nr.Findings[0].Message, "rollout") {
+		if f := reasoned(nr, ReasonNoRoom); nr.Verdict != Loses || f.Severity != Loses || strings.Contains(f.Message, "rollout") {
 			t.Errorf("%s without a budget:%s", nr.Name, describe(nr.Findings))
 		}
 	}
@@ -530,7 +540,7 @@ func TestMaxChecks(t *testing.T) {
 	// 2 displaced pods against 2 nodes: 4 checks.
 	s := NewSnapshot(in.Cluster())
 	placed := s.Run(Spec{Targets: in.Targets, MaxChecks: 4})
-	if placed.NotPlaced != "" || findingsOf(t, placed, "n1").Findings[0].Reason != ReasonNoRoom {
+	if placed.NotPlaced != "" || reasoned(findingsOf(t, placed, "n1"), ReasonNoRoom).Reason != ReasonNoRoom {
 		t.Errorf("within the bound:%s %q", describe(findingsOf(t, placed, "n1").Findings), placed.NotPlaced)
 	}
 	r := s.Run(Spec{Targets: in.Targets, MaxChecks: 3})

@@ -130,9 +130,18 @@ func (s Severity) rank() int {
 
 // Reasons of findings.
 const (
-	// ReasonPodDisruptionBudget: a budget that allows no disruption now covers a pod that would
-	// be evicted.
-	ReasonPodDisruptionBudget = "PodDisruptionBudget"
+	// ReasonBudgetBlocked: a budget that allows no disruption now covers a pod that would be
+	// evicted; the message says why (pods unhealthy, or a budget that never allows one).
+	ReasonBudgetBlocked = nodemaintv1alpha1.PreflightReasonBudgetBlocked
+	// ReasonBudgetExceededByTurn: the nodes out at once hold more of a budget's pods that would
+	// be evicted than it allows now.
+	ReasonBudgetExceededByTurn = nodemaintv1alpha1.PreflightReasonBudgetExceededByTurn
+	// ReasonCannotSurge: the only live pod of a workload moves, and nothing surges it (no
+	// responder, maxSurge 0, or its required anti-affinity on the hostname leaves no node).
+	ReasonCannotSurge = nodemaintv1alpha1.PreflightReasonCannotSurge
+	// ReasonControlPlaneTogether: several control-plane nodes would be out at once. The finding
+	// names the nodes (Object), and no pod.
+	ReasonControlPlaneTogether = nodemaintv1alpha1.PreflightReasonControlPlaneTogether
 	// ReasonMultipleBudgets: more than one budget covers a pod that would be evicted; the
 	// Eviction API refuses to evict it.
 	ReasonMultipleBudgets = "MultiplePodDisruptionBudgets"
@@ -194,9 +203,27 @@ type Finding struct {
 	Reason   string   `json:"reason"`
 	// Object names what the finding is about besides the pods: "PodDisruptionBudget shop/db",
 	// "StatefulSet shop/db", "DrainRule keep-cache"; empty when it is only the pods.
-	Object  string   `json:"object,omitempty"`
-	Message string   `json:"message"`
-	Pods    []string `json:"pods"`
+	Object  string `json:"object,omitempty"`
+	Message string `json:"message"`
+	// Pods are the pods of the node it concerns; none for a finding about nodes
+	// (ControlPlaneTogether).
+	Pods []string `json:"pods"`
+}
+
+// Deadlocks counts the findings of the deadlock forecast (nodemaintv1alpha1.DeadlockReason)
+// that block: what a rollout with spec.rollout.preflight Block does not start on. A workload
+// that cannot surge but may be evicted (CannotSurge, Loses) goes down for a while; it does not
+// deadlock.
+func (r *Report) Deadlocks() int {
+	n := 0
+	for _, nr := range r.Nodes {
+		for _, f := range nr.Findings {
+			if f.Severity == Blocks && nodemaintv1alpha1.DeadlockReason(f.Reason) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Blocks reports whether some node's drain would be blocked.

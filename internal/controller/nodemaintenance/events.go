@@ -92,7 +92,8 @@ func (e eventSink) statusWritten(old, cur *nodemaintv1alpha1.NodeMaintenance, no
 }
 
 // rolloutWritten emits the Events of a rollout's progress: a node's turn starting, a node
-// released, the rollout halting (a Warning, but for the window, which is planned) or complete.
+// released, the rollout halting (a Warning, but for the window, which is planned, and a
+// forecast being computed; PreflightBlocked names the forecast's findings) or complete.
 func (e eventSink) rolloutWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) {
 	if cur.Status.Rollout == nil {
 		return
@@ -141,8 +142,11 @@ func (e eventSink) rolloutWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) {
 	switch {
 	case c.Reason == nodemaintv1alpha1.ReasonRolloutComplete:
 		e.normal(cur, nil, nodemaintv1alpha1.ReasonRolloutComplete, "Rollout", c.Message)
-	case c.Status == metav1.ConditionTrue && c.Reason == nodemaintv1alpha1.ReasonOutsideWindow:
+	case c.Status == metav1.ConditionTrue && (c.Reason == nodemaintv1alpha1.ReasonOutsideWindow || c.Reason == nodemaintv1alpha1.ReasonPreflightPending):
 		e.normal(cur, nil, "RolloutHalted", "Rollout", c.Message)
+	case c.Status == metav1.ConditionTrue && c.Reason == nodemaintv1alpha1.ReasonPreflightBlocked:
+		// The forecast's findings, where `kubectl describe` shows them.
+		e.warning(cur, nil, nodemaintv1alpha1.ReasonPreflightBlocked, "Rollout", c.Message)
 	case c.Status == metav1.ConditionTrue:
 		e.warning(cur, nil, "RolloutHalted", "Rollout", c.Message)
 	case prev != nil && prev.Status == metav1.ConditionTrue:

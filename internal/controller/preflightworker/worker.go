@@ -59,13 +59,14 @@ const (
 
 // Status is the preflight of a Planning maintenance's selected nodes (targets), as `kubectl
 // maintenance preflight` computes it, and whether the reconcile should look again within
-// Refresh. Nil when the maintenance is not Planning, selects no node or more than MaxNodes, or
+// Refresh; of a rollout that waits for its forecast too (Gates), though it cordons or drains.
+// Nil when the maintenance is neither, selects no node or more than MaxNodes, or
 // while its first preflight is computed (the status's own is kept while the spec is the same: a
 // new replica, nodes selected anew). It is computed off the reconcile, by the worker, which
 // asks for a reconcile once it is done (Ready). tooMany: the maintenance selects more than
 // MaxNodes nodes, and this is the first time its spec is asked about.
 func (p *Worker) Status(nm *nodemaintv1alpha1.NodeMaintenance, targets []string, now time.Time) (status *nodemaintv1alpha1.PreflightStatus, again, tooMany bool) {
-	if maintenance.Phase(nm, false) != nodemaintv1alpha1.PhasePlanning || len(targets) == 0 {
+	if maintenance.Phase(nm, false) != nodemaintv1alpha1.PhasePlanning && !Gates(nm) || len(targets) == 0 {
 		p.Forget(nm.Name)
 		return nil, false, false
 	}
@@ -94,6 +95,19 @@ func (p *Worker) Status(nm *nodemaintv1alpha1.NodeMaintenance, targets []string,
 		return old, true, false
 	}
 	return res, true, false
+}
+
+// Gates reports whether the maintenance's rollout waits for a clean deadlock forecast before it
+// starts (spec.rollout.preflight Block) and has not started: no node in its turn, none done.
+// Its preflight is computed while it waits, whether it cordons or drains or not; once a node
+// starts, the forecast no longer holds it.
+func Gates(nm *nodemaintv1alpha1.NodeMaintenance) bool {
+	r := nm.Spec.Rollout
+	if r == nil || r.Preflight != nodemaintv1alpha1.PreflightBlock || !nm.DeletionTimestamp.IsZero() {
+		return false
+	}
+	st := nm.Status.Rollout
+	return st == nil || len(st.InTurn) == 0 && st.NodesDone == 0
 }
 
 // samePreflight reports whether two preflights say the same but for their time: the status keeps
@@ -448,7 +462,8 @@ func statusOf(report drainpreflight.Report, now time.Time) *nodemaintv1alpha1.Pr
 	if report.NotPlaced != "" {
 		assumption += "; " + report.NotPlaced
 	}
-	out := &nodemaintv1alpha1.PreflightStatus{Time: metav1.NewTime(now.Truncate(time.Second)), Assumption: few.Cut(assumption, 512)}
+	out := &nodemaintv1alpha1.PreflightStatus{Time: metav1.NewTime(now.Truncate(time.Second)), Assumption: few.Cut(assumption, 512),
+		Deadlocks: int32(report.Deadlocks())}
 	var findings []nodemaintv1alpha1.PreflightFinding
 	for _, n := range report.Nodes {
 		switch n.Verdict {
@@ -470,6 +485,9 @@ func statusOf(report drainpreflight.Report, now time.Time) *nodemaintv1alpha1.Pr
 	sort.SliceStable(findings, func(i, j int) bool {
 		if findings[i].Severity != findings[j].Severity {
 			return findings[i].Severity == string(drainpreflight.Blocks)
+		}
+		if a, b := nodemaintv1alpha1.DeadlockReason(findings[i].Reason), nodemaintv1alpha1.DeadlockReason(findings[j].Reason); a != b {
+			return a
 		}
 		return findings[i].Node < findings[j].Node
 	})

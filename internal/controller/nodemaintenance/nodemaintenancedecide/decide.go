@@ -15,6 +15,7 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/controller/preflightworker"
+	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/recheck"
 	"github.com/nodemaint/nodemaint/internal/rollout"
@@ -53,8 +54,12 @@ func Decide(o Observation, protocol nodemaintv1alpha1.EvacuationProtocol, now ti
 	for i, node := range o.Nodes {
 		d.Nodes = append(d.Nodes, NodeDecision{Name: node.Name, Node: node, Decision: nodedecide.Decide(o.Observed[i], now)})
 	}
-	d.Turns = decideTurns(o, d.Nodes, now)
+	var hold string
+	d.Turns, hold = decideTurns(o, d.Nodes, now)
 	d.Status = maintenanceStatus(nm, d.Nodes, d.Turns, now)
+	if c := meta.FindStatusCondition(d.Status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted); c != nil && hold != "" {
+		c.Message = few.Cut(hold, nodemaintv1alpha1.MaxConditionMessageLength)
+	}
 	d.Status.EvacuationProtocol = cmp.Or(protocol, nodemaintv1alpha1.EvacuationProtocolPodConditions)
 	d.Status.Preflight = o.Preflight
 	var controlPlanes []string

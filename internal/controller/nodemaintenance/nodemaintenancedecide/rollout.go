@@ -7,19 +7,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/preflightworker"
+	"github.com/nodemaint/nodemaint/internal/drainpreflight"
 	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
 // decideTurns decides the turns of the maintenance's rollout (rollout.Turns) from the decisions
-// about its selected nodes, the pods the scheduler cannot place, the alerts and the window.
-// Nil without spec.rollout.
-func decideTurns(o Observation, nodes []NodeDecision, now time.Time) *rollout.Decision {
+// about its selected nodes, the pods the scheduler cannot place, the alerts, the window and,
+// before it starts, the preflight's deadlock forecast (preflightHold). Nil without
+// spec.rollout. hold is the message of a rollout the forecast holds ("": none).
+func decideTurns(o Observation, nodes []NodeDecision, now time.Time) (d *rollout.Decision, hold string) {
 	nm := o.Maintenance
 	spec := nm.Spec.Rollout
 	if spec == nil {
-		return nil
+		return nil, ""
 	}
 	in := rollout.Input{Active: nm.Spec.Cordon || nm.Spec.Drain, Spec: *spec, Unschedulable: o.Unschedulable,
 		Alerts: o.Alerts, AlertsUnknown: o.AlertsUnknown, AlertsFresh: o.AlertsFresh}
@@ -52,8 +55,54 @@ func decideTurns(o Observation, nodes []NodeDecision, now time.Time) *rollout.De
 			in.Window = w.At(now)
 		}
 	}
-	d := rollout.Turns(in, now)
-	return &d
+	reason := ""
+	if in.Active && preflightworker.Gates(nm) {
+		if reason, hold = preflightHold(o); reason != "" {
+			// Not started: no node in its turn, none admitted.
+			in.Active = false
+		}
+	}
+	turns := rollout.Turns(in, now)
+	if reason != "" {
+		turns.HaltReason = reason
+	}
+	return &turns, hold
+}
+
+// preflightHold says whether a rollout that waits for a clean deadlock forecast
+// (spec.rollout.preflight Block) may not start, and why: PreflightPending while the forecast is
+// not computed, PreflightBlocked, naming its findings, while it finds a deadlock; "" when it is
+// clean.
+func preflightHold(o Observation) (reason, message string) {
+	p := o.Preflight
+	switch {
+	case p == nil && len(o.Nodes) > preflightworker.MaxNodes:
+		return nodemaintv1alpha1.ReasonPreflightBlocked, fmt.Sprintf("spec.rollout.preflight is Block, and the controller computes the forecast of at most %d nodes (this maintenance selects %d): no node starts; set it to Warn, or select fewer nodes", preflightworker.MaxNodes, len(o.Nodes))
+	case p == nil:
+		return nodemaintv1alpha1.ReasonPreflightPending, "spec.rollout.preflight is Block: no node starts until the preflight's deadlock forecast is computed"
+	case p.Deadlocks == 0:
+		return "", ""
+	}
+	var named []string
+	for _, f := range p.Findings {
+		if f.Severity != string(drainpreflight.Blocks) || !nodemaintv1alpha1.DeadlockReason(f.Reason) {
+			continue
+		}
+		what := f.Node + ": " + f.Reason
+		if f.Object != "" {
+			what += " (" + f.Object + ")"
+		}
+		named = append(named, what)
+	}
+	return nodemaintv1alpha1.ReasonPreflightBlocked, fmt.Sprintf("the preflight forecasts %d %s: %s; no node starts until the forecast is clean (spec.rollout.preflight Block; status.preflight says why)",
+		p.Deadlocks, plural(int(p.Deadlocks), "deadlock", "deadlocks"), few.Of(named, int(p.Deadlocks)))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // rolloutStatus is the status of the rollout's decision: the counts, the turns and the
