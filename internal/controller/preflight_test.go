@@ -238,7 +238,7 @@ func TestRolloutPreflightBlock(t *testing.T) {
 	if err := k8s.Status().Update(ctx, pdb); err != nil {
 		t.Fatal(err)
 	}
-	// The forecast is computed again within preflightworker.Refresh (30s).
+	// The forecast is computed again within preflightworker.GatedRefresh (10s).
 	testutil.Eventually(t, time.Minute, "the rollout started once the forecast is clean", func(ctx context.Context) (bool, string, error) {
 		nm, err := getNM(ctx, "preflight-block")
 		if err == nil {

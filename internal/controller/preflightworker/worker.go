@@ -44,6 +44,8 @@ const (
 	// Refresh is how often the preflight of a Planning maintenance is computed again
 	// at most, when the cluster changed since.
 	Refresh = 30 * time.Second
+	// GatedRefresh is the same for a rollout that waits for its forecast to start (Gates).
+	GatedRefresh = floor
 	// floor is how often the snapshot of the cluster is made again at most.
 	floor = 10 * time.Second
 	// keep is how long the snapshot is kept with no preflight asked for.
@@ -80,6 +82,7 @@ func (p *Worker) Status(nm *nodemaintv1alpha1.NodeMaintenance, targets []string,
 		req.spec.PodSelector = maintenance.PodSelector(nm)
 	}
 	req.spec.Targets = slices.Sorted(slices.Values(targets))
+	req.gates = Gates(nm)
 	if nm.Spec.Rollout != nil {
 		req.spec.MaxUnavailable = rollout.Budget(nm.Spec.Rollout.MaxUnavailable, len(targets))
 	}
@@ -174,6 +177,9 @@ type request struct {
 	spec       drainpreflight.Spec
 	// seq is changes when it was asked for: its snapshot must be at least as recent.
 	seq uint64
+	// gates: a rollout waits for this forecast to start (Gates); it is computed again on a
+	// change every GatedRefresh rather than every Refresh, so that it starts soon once clean.
+	gates bool
 }
 
 // same reports whether two requests ask for the same preflight. The spec's podSelector is the
@@ -248,7 +254,11 @@ func (p *Worker) result(req request, now time.Time) *nodemaintv1alpha1.Preflight
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	res := p.results[req.name]
-	if res != nil && res.same(req) && (res.seq == p.changes.Load() || now.Sub(res.at) < Refresh) {
+	refresh := Refresh
+	if req.gates {
+		refresh = GatedRefresh
+	}
+	if res != nil && res.same(req) && (res.seq == p.changes.Load() || now.Sub(res.at) < refresh) {
 		return res.status
 	}
 	if queued, ok := p.pending[req.name]; !ok || !queued.same(req) {

@@ -90,7 +90,10 @@ func Decide(o Observation, protocol nodemaintv1alpha1.EvacuationProtocol, now ti
 	if d.Turns != nil && d.Turns.RecheckAfter > 0 {
 		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, d.Turns.RecheckAfter)
 	}
-	if o.Planning {
+	switch {
+	case o.Planning && preflightworker.Gates(nm):
+		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, preflightworker.GatedRefresh)
+	case o.Planning:
 		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, preflightworker.Refresh)
 	}
 	return d
