@@ -167,7 +167,7 @@ func TestForecast(t *testing.T) {
 					t.Errorf("finding %d: %s %s %q %q %v, want %s %s %q containing %q %v", i, f.Severity, f.Reason, f.Object, f.Message, f.Pods, w.sev, w.reason, w.object, w.inText, w.pods)
 				}
 			}
-			if n := r.Deadlocks(); n != tc.deadlocks {
+			if n := r.Deadlocks; n != tc.deadlocks {
 				t.Errorf("Deadlocks() = %d, want %d", n, tc.deadlocks)
 			}
 		})

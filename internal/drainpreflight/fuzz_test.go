@@ -79,7 +79,7 @@ func FuzzRun(f *testing.F) {
 			t.Fatalf("the report depends on the preflights run before on the same snapshot:\n%+v\n%+v", r, r2)
 		}
 
-		if n := r.Deadlocks(); n != countBlocking(r, nodemaintv1alpha1.DeadlockReason) {
+		if n := r.Deadlocks; n != countBlocking(r, nodemaintv1alpha1.DeadlockReason) {
 			t.Errorf("Deadlocks %d, want %d", n, countBlocking(r, nodemaintv1alpha1.DeadlockReason))
 		}
 		rollout := r.OutAtOnce < len(r.Nodes)

@@ -147,6 +147,7 @@ func (s *Snapshot) Run(spec Spec) Report {
 		check(&nr, plans[name], oc, ws, bs, rollout, cp[name])
 		report.Nodes = append(report.Nodes, nr)
 	}
+	report.Deadlocks = deadlocks(report.Nodes)
 	return report
 }
 
@@ -426,7 +427,7 @@ func check(nr *NodeReport, plan drain.Plan, oc *outcome, ws *workloads, bs budge
 // cannotSurge reports the only live pod of a workload that nothing surges (why): it blocks when
 // its budgets forbid its eviction (blocked, or several budgets), else it is lost for a while.
 func cannotSurge(f findings, w *workload, pod *corev1.Pod, why string, covering []budget, blocked bool) {
-	msg := "its only live pod moves and nothing surges it (" + why + ")"
+	msg := "its only live pod moves and nothing surges it: " + why
 	switch {
 	case blocked:
 		f.add(Blocks, ReasonCannotSurge, w.String(), msg+fmt.Sprintf("; its PodDisruptionBudget %s allows no disruption: the pod is never evicted, the drain waits until the budget or the workload changes", covering[0]), pod)

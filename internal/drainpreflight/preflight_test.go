@@ -187,7 +187,7 @@ func TestRun(t *testing.T) {
 			Pods:        []corev1.Pod{podOn("n1", "single-a", "100m", ownedBy("ReplicaSet", "single-rs"))},
 			Deployments: []appsv1.Deployment{single}, ReplicaSets: []appsv1.ReplicaSet{singleRS}},
 		node: "n1", verdict: Loses,
-		want: []want{{Loses, ReasonCannotSurge, "Deployment shop/single", "its only live pod moves and nothing surges it (the Deployment's maxSurge is 0: eviction moves its pods): it is down until its replacement is ready; no PodDisruptionBudget", []string{"shop/single-a"}}},
+		want: []want{{Loses, ReasonCannotSurge, "Deployment shop/single", "its only live pod moves and nothing surges it: the Deployment's maxSurge is 0: eviction moves its pods: it is down until its replacement is ready; no PodDisruptionBudget", []string{"shop/single-a"}}},
 	}, {
 		name: "a Deployment scaled by one HorizontalPodAutoscaler surges",
 		in: Input{Targets: []string{"n1"}, Nodes: []corev1.Node{node("n1"), node("n2")},

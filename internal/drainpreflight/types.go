@@ -178,6 +178,11 @@ type Report struct {
 	NotPlaced string `json:"notPlaced,omitempty"`
 	// Nodes are the targets, by name.
 	Nodes []NodeReport `json:"nodes"`
+	// Deadlocks counts the findings of the deadlock forecast (reasons BudgetBlocked,
+	// BudgetExceededByTurn, CannotSurge, ControlPlaneTogether) that block: what a rollout with
+	// spec.rollout.preflight Block does not start on. A workload that cannot surge but may be
+	// evicted (CannotSurge, Loses) goes down for a while; it does not deadlock.
+	Deadlocks int `json:"deadlocks"`
 }
 
 // NodeReport is what the drain of one node would meet.
@@ -210,13 +215,11 @@ type Finding struct {
 	Pods []string `json:"pods"`
 }
 
-// Deadlocks counts the findings of the deadlock forecast (nodemaintv1alpha1.DeadlockReason)
-// that block: what a rollout with spec.rollout.preflight Block does not start on. A workload
-// that cannot surge but may be evicted (CannotSurge, Loses) goes down for a while; it does not
-// deadlock.
-func (r *Report) Deadlocks() int {
+// deadlocks counts the findings of the deadlock forecast (nodemaintv1alpha1.DeadlockReason)
+// that block (Report.Deadlocks).
+func deadlocks(nodes []NodeReport) int {
 	n := 0
-	for _, nr := range r.Nodes {
+	for _, nr := range nodes {
 		for _, f := range nr.Findings {
 			if f.Severity == Blocks && nodemaintv1alpha1.DeadlockReason(f.Reason) {
 				n++

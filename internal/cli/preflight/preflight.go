@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -41,12 +42,18 @@ func NewCommand(o *clioptions.Options) *cobra.Command {
 		Long: `preflight lists, per node, what a drain of the nodes would meet, before anything moves:
 
   Blocks  the drain would not finish by itself: a PodDisruptionBudget that allows no
-          disruption now covers a pod that would be evicted, a pod under several budgets,
-          a DrainRule that does not parse; in a rollout (--max-unavailable), a replacement
-          that fits on no other node, which halts it
+          disruption now covers a pod that would be evicted (BudgetBlocked, saying why:
+          unhealthy pods, or minAvailable as many as its pods / maxUnavailable 0), the
+          nodes out at once hold more of a budget's evicted pods than it allows
+          (BudgetExceededByTurn), a single-pod workload nothing surges under such a budget
+          (CannotSurge), control-plane nodes out together (ControlPlaneTogether), a pod
+          under several budgets, a DrainRule that does not parse; in a rollout
+          (--max-unavailable), a replacement that fits on no other node, which halts it
   Loses   the drain goes through, but something is lost: bare pods (never recreated),
           pods whose replacement fits on no other node (it stays Pending), emptyDir data,
-          workloads that cannot surge and have all their pods on nodes out at once
+          single-pod workloads nothing surges (CannotSurge: no responder, maxSurge 0, or
+          a required hostname anti-affinity that leaves no node), workloads that cannot
+          surge and have all their pods on nodes out at once
   Info    what happens to the rest: Deployments that surge, workloads evicted within
           their budgets, pods skipped (DrainRules, the nodemaint.dev/drain label, a
           toleration of the unschedulable taint) or waited for, and why
@@ -56,8 +63,13 @@ selector and required node affinity, taints and tolerations, cordons, the node a
 bound volumes, and resource requests against the node's allocatable less the requests of the
 pods already there. With --max-unavailable N, N of the nodes are out at once: each node is
 checked with the N-1 fullest others out with it. Without it, all of them are out at once, as
-'kubectl maintenance drain' takes them. Pod (anti-)affinity, topology spread constraints and
-host ports are not checked.
+'kubectl maintenance drain' takes them. Pod (anti-)affinity (but a required anti-affinity on
+the hostname of a single-pod workload), topology spread constraints and host ports are not
+checked.
+
+The line after the assumption is the deadlock forecast: the findings a rollout with
+spec.rollout.preflight Block does not start on (BudgetBlocked, BudgetExceededByTurn,
+ControlPlaneTogether, and CannotSurge where a budget forbids the eviction).
 
 It only lists objects (nodes, pods, PodDisruptionBudgets, Deployments, ReplicaSets,
 StatefulSets, HorizontalPodAutoscalers, PersistentVolumeClaims, PersistentVolumes,
@@ -141,6 +153,7 @@ func printPreflight(w io.Writer, r *drainpreflight.Report, print *genericcliopti
 	if r.NotPlaced != "" {
 		fmt.Fprintf(w, "Note: %s.\n", r.NotPlaced)
 	}
+	fmt.Fprintln(w, deadlockForecast(r))
 	for _, n := range r.Nodes {
 		verdict := "nothing to report: the drain would go through"
 		switch n.Verdict {
@@ -173,6 +186,34 @@ func printPreflight(w io.Writer, r *drainpreflight.Report, print *genericcliopti
 		}
 	}
 	return nil
+}
+
+// deadlockForecast says in a line what the deadlock forecast found: the findings that would
+// hold the drain for good, which a rollout with spec.rollout.preflight Block does not start on.
+func deadlockForecast(r *drainpreflight.Report) string {
+	if r.Deadlocks == 0 {
+		return "Deadlock forecast: none (no budget that allows no disruption or that a turn exceeds, no single-pod workload that nothing surges under such a budget, no control-plane nodes out together)."
+	}
+	counts := map[string]int{}
+	var reasons []string
+	for _, n := range r.Nodes {
+		for _, f := range n.Findings {
+			if f.Severity != drainpreflight.Blocks || !nodemaintv1alpha1.DeadlockReason(f.Reason) {
+				continue
+			}
+			if counts[f.Reason] == 0 {
+				reasons = append(reasons, f.Reason)
+			}
+			counts[f.Reason]++
+		}
+	}
+	sort.Strings(reasons)
+	parts := make([]string, len(reasons))
+	for i, reason := range reasons {
+		parts[i] = fmt.Sprintf("%d %s", counts[reason], reason)
+	}
+	return fmt.Sprintf("Deadlock forecast: %d %s (%s): the drain would wait on them for good; a rollout with spec.rollout.preflight Block does not start.",
+		r.Deadlocks, map[bool]string{true: "finding", false: "findings"}[r.Deadlocks == 1], strings.Join(parts, ", "))
 }
 
 // podList names up to three pods, and how many more.

@@ -66,9 +66,11 @@ func TestPreflightReadAndPrint(t *testing.T) {
 		"Assuming 1 of the 2 nodes is out at a time",
 		"n1: the drain would be BLOCKED (2 pods targeted: 2 moved, 0 skipped)",
 		"SEVERITY  REASON",
-		"Blocks    PodDisruptionBudget  shop/db-0",
+		"Deadlock forecast: 2 findings (1 BudgetBlocked, 1 CannotSurge)",
+		"Blocks    BudgetBlocked  shop/db-0",
 		"PodDisruptionBudget shop/db: allows no disruption now (1 healthy, 1 desired)",
-		"Loses     BarePod              shop/lonely",
+		"Blocks    CannotSurge    shop/db-0    StatefulSet shop/db: its only live pod moves and nothing surges it",
+		"Loses     BarePod        shop/lonely",
 		"n2: nothing to report: the drain would go through (0 pods targeted: 0 moved, 0 skipped)",
 	} {
 		if !strings.Contains(out.String(), want) {

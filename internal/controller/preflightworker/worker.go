@@ -473,7 +473,7 @@ func statusOf(report drainpreflight.Report, now time.Time) *nodemaintv1alpha1.Pr
 		assumption += "; " + report.NotPlaced
 	}
 	out := &nodemaintv1alpha1.PreflightStatus{Time: metav1.NewTime(now.Truncate(time.Second)), Assumption: few.Cut(assumption, 512),
-		Deadlocks: int32(report.Deadlocks())}
+		Deadlocks: int32(report.Deadlocks)}
 	var findings []nodemaintv1alpha1.PreflightFinding
 	for _, n := range report.Nodes {
 		switch n.Verdict {
