@@ -17,6 +17,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -100,7 +101,7 @@ func TestPreflightPredictsDrain(t *testing.T) {
 	if code != 2 {
 		t.Errorf("preflight: exit %d, want 2 (blocked)", code)
 	}
-	for _, want := range []string{node + ": the drain would be BLOCKED", "PodDisruptionBudget " + ns + "/db: allows no disruption now",
+	for _, want := range []string{node + ": the drain would be BLOCKED", "PodDisruptionBudget " + ns + "/db: maxUnavailable 0: it never allows a disruption",
 		"StatefulSet " + ns + "/db", "BarePod", ns + "/lonely", "NoRoom", pinnedPod, "label nodemaint.dev/drain=skip"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("preflight does not say %q", want)
@@ -123,8 +124,8 @@ func TestPreflightPredictsDrain(t *testing.T) {
 		}
 		t.Errorf("no finding %s %s %q of %s in %+v", sev, reason, object, pod, report.Nodes[0].Findings)
 	}
-	found(drainpreflight.Blocks, drainpreflight.ReasonPodDisruptionBudget, "PodDisruptionBudget "+ns+"/db", ns+"/db-0")
-	found(drainpreflight.Info, drainpreflight.ReasonNoSurge, "StatefulSet "+ns+"/db", ns+"/db-0")
+	found(drainpreflight.Blocks, drainpreflight.ReasonBudgetBlocked, "PodDisruptionBudget "+ns+"/db", ns+"/db-0")
+	found(drainpreflight.Blocks, drainpreflight.ReasonCannotSurge, "StatefulSet "+ns+"/db", ns+"/db-0")
 	found(drainpreflight.Loses, drainpreflight.ReasonBarePod, "", ns+"/lonely")
 	found(drainpreflight.Loses, drainpreflight.ReasonNoRoom, "", pinnedPod)
 	found(drainpreflight.Info, drainpreflight.ReasonSkipped, "label nodemaint.dev/drain=skip", ns+"/tagged")
@@ -150,7 +151,7 @@ func TestPreflightPredictsDrain(t *testing.T) {
 				return f.Node == node && f.Severity == string(sev) && f.Reason == reason && slices.Contains(f.Pods, pod)
 			})
 		}
-		return p.NodesBlocked == 1 && has(drainpreflight.Blocks, drainpreflight.ReasonPodDisruptionBudget, ns+"/db-0") && has(drainpreflight.Loses, drainpreflight.ReasonBarePod, ns+"/lonely") &&
+		return p.NodesBlocked == 1 && has(drainpreflight.Blocks, drainpreflight.ReasonBudgetBlocked, ns+"/db-0") && has(drainpreflight.Loses, drainpreflight.ReasonBarePod, ns+"/lonely") &&
 			has(drainpreflight.Loses, drainpreflight.ReasonNoRoom, pinnedPod), fmt.Sprintf("%+v", p), nil
 	})
 
@@ -275,4 +276,110 @@ func unschedulablePod(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// TestPreflightDeadlockForecast: on a cluster built to deadlock, a Deployment of one replica with
+// maxSurge 0 under a budget of minAvailable 1 (as the disruption controller computes it),
+// preflight names, before anything moves, the budget that never allows a disruption
+// (BudgetBlocked) and the Deployment nothing surges (CannotSurge) in its deadlock forecast, and
+// exits 2. A rollout with spec.rollout.preflight Block of the node does not start (the node stays
+// uncordoned, RolloutHalted says PreflightBlocked, status.preflight the findings); once the
+// budget is relaxed to minAvailable 0, it starts.
+func TestPreflightDeadlockForecast(t *testing.T) {
+	ctx := t.Context()
+	c := framework.Client()
+	ns := framework.Namespace(t)
+	d := framework.NewDeployment(ns, "solo", 1)
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+		MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+	}}
+	framework.CreateDeployment(t, d)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "solo"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: d.Spec.Selector},
+	}
+	create(t, pdb)
+	budgetComputed := func(allowed int32) {
+		t.Helper()
+		testutil.Eventually(t, timeout, fmt.Sprintf("budget solo computed, %d allowed", allowed), func(ctx context.Context) (bool, string, error) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(pdb), pdb)
+			return err == nil && pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.ExpectedPods == 1 && pdb.Status.DisruptionsAllowed == allowed,
+				fmt.Sprintf("%+v", pdb.Status), err
+		})
+	}
+	budgetComputed(0)
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": "solo"}); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("the pod of solo: %v %+v", err, pods.Items)
+	}
+	node, solo := pods.Items[0].Spec.NodeName, ns+"/"+pods.Items[0].Name
+
+	out, code := plugin(t, "preflight", node)
+	if code != 2 {
+		t.Errorf("preflight: exit %d, want 2 (blocked)", code)
+	}
+	for _, want := range []string{
+		"Deadlock forecast: 2 findings (1 BudgetBlocked, 1 CannotSurge): the drain would wait on them for good",
+		"PodDisruptionBudget " + ns + "/solo: minAvailable 1 is all of its 1 pod: it never allows a disruption",
+		"Deployment " + ns + "/solo: its only live pod moves and nothing surges it: the Deployment's maxSurge is 0",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("preflight does not say %q", want)
+		}
+	}
+	out, _ = plugin(t, "preflight", node, "-o", "json")
+	var report drainpreflight.Report
+	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &report); err != nil || report.Deadlocks != 2 {
+		t.Errorf("preflight -o json: %v, deadlocks %d, want 2", err, report.Deadlocks)
+	}
+
+	framework.NewController(t).Start()
+	nm := &nodemaintv1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "forecast-e2e"},
+		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{
+			NodeSelector: testutil.NodeSelectorFor(node), Cordon: true, Drain: true, Reason: "deadlock forecast e2e",
+			Rollout: &nodemaintv1alpha1.RolloutSpec{Preflight: nodemaintv1alpha1.PreflightBlock},
+		},
+	}
+	create(t, nm)
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), nm)
+		noMaintenances(t)
+	})
+	testutil.Eventually(t, timeout, "the rollout held by its forecast", func(ctx context.Context) (bool, string, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(nm), nm); err != nil || nm.Status.Preflight == nil {
+			return false, "no preflight", err
+		}
+		p := nm.Status.Preflight
+		has := func(reason string) bool {
+			return slices.ContainsFunc(p.Findings, func(f nodemaintv1alpha1.PreflightFinding) bool {
+				return f.Node == node && f.Severity == string(drainpreflight.Blocks) && f.Reason == reason && slices.Contains(f.Pods, solo)
+			})
+		}
+		halted := meta.FindStatusCondition(nm.Status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted)
+		return p.Deadlocks == 2 && has(nodemaintv1alpha1.PreflightReasonBudgetBlocked) && has(nodemaintv1alpha1.PreflightReasonCannotSurge) &&
+				halted != nil && halted.Reason == nodemaintv1alpha1.ReasonPreflightBlocked && nm.Status.Rollout != nil && len(nm.Status.Rollout.InTurn) == 0,
+			fmt.Sprintf("preflight %+v, halted %+v", p, halted), nil
+	})
+	if cordoned, err := unschedulable(ctx, node); err != nil || cordoned {
+		t.Fatalf("%s cordoned while the forecast holds the rollout (%v)", node, err)
+	}
+
+	// Relaxed: the pod may be evicted (the Deployment goes down while it moves, which the
+	// forecast reports as a loss, not a deadlock); the rollout starts.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pdb), pdb); err != nil {
+		t.Fatal(err)
+	}
+	pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(0))
+	if err := c.Update(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	budgetComputed(1)
+	testutil.Eventually(t, timeout, "the rollout started once the forecast is clean", func(ctx context.Context) (bool, string, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(nm), nm); err != nil {
+			return false, "", err
+		}
+		cordoned, err := unschedulable(ctx, node)
+		return cordoned && nm.Status.Rollout != nil && len(nm.Status.Rollout.InTurn) == 1, fmt.Sprintf("rollout %+v, %s cordoned %v", nm.Status.Rollout, node, cordoned), err
+	})
 }
