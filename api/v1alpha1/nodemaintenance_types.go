@@ -424,7 +424,8 @@ type NodeMaintenanceStatus struct {
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
 
 	// preflight is what a drain of the selected nodes would meet, while the maintenance is
-	// Planning (see PreflightStatus); cleared once it cordons or drains.
+	// Planning, and while a rollout with spec.rollout.preflight Block waits for a clean
+	// forecast to start (see PreflightStatus); cleared once it cordons or drains.
 	// +optional
 	Preflight *PreflightStatus `json:"preflight,omitempty"`
 

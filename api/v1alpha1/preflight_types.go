@@ -3,8 +3,9 @@ package v1alpha1
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // PreflightStatus is what a drain of the selected nodes would meet, as `kubectl maintenance
-// preflight` reports it, while the maintenance is Planning: what would block and what would be
-// lost, worst first, within bounds.
+// preflight` reports it, while the maintenance is Planning (or its rollout waits for a clean
+// deadlock forecast, spec.rollout.preflight Block): what would block and what would be lost,
+// worst first, within bounds.
 type PreflightStatus struct {
 	// time is when it was computed. While Planning it is computed again when the spec or the
 	// selected nodes change, and when the cluster changes, at most every 30s; findings that come
