@@ -232,8 +232,10 @@ func countBlocking(r Report, is func(string) bool) int {
 }
 
 // evictedUnder counts the pods on the targets the report says are evicted under the budget
-// (Running and Ready, under no other budget, not surged, not terminating): the pods one turn
-// takes of it when every target is out at once.
+// and take one of its disruptions (Running, under no other budget, not surged, not
+// terminating, and Ready unless the budget is short of healthy pods: the Eviction API evicts
+// an unready pod of a healthy enough budget without counting it): the pods one turn takes of
+// it when every target is out at once.
 func evictedUnder(in Input, r Report, b policyv1.PodDisruptionBudget) int {
 	surged := map[string]bool{}
 	for _, nr := range r.Nodes {
@@ -249,7 +251,10 @@ func evictedUnder(in Input, r Report, b policyv1.PodDisruptionBudget) int {
 	for i := range in.Pods {
 		pod := &in.Pods[i]
 		if !slices.Contains(in.Targets, pod.Spec.NodeName) || !maintenance.Targeted(pod) || pod.DeletionTimestamp != nil || surged[podKey(pod)] ||
-			pod.Status.Phase != corev1.PodRunning || !podutils.IsPodReady(pod) || pod.Labels["nodemaint.dev/drain"] == "skip" || len(pod.Spec.Tolerations) > 0 && pod.Spec.Tolerations[0].Key == "" {
+			pod.Status.Phase != corev1.PodRunning || pod.Labels["nodemaint.dev/drain"] == "skip" || len(pod.Spec.Tolerations) > 0 && pod.Spec.Tolerations[0].Key == "" {
+			continue
+		}
+		if !podutils.IsPodReady(pod) && b.Status.DesiredHealthy > 0 && b.Status.CurrentHealthy >= b.Status.DesiredHealthy {
 			continue
 		}
 		covering := 0
