@@ -90,6 +90,9 @@ func TestNodeMaintenanceValidation(t *testing.T) {
 		{"too many values", "\n  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: In, values: [" + strings.TrimSuffix(strings.Repeat("v,", 257), ",") + "]}]}]}", "values: Too many"},
 		{"alerts by name", validSelector + "\n  rollout: {haltOnAlerts: {alertNames: [KubeNodeNotReady]}}", ""},
 		{"alerts by labels", validSelector + "\n  rollout: {haltOnAlerts: {matchLabels: {severity: critical}}}", ""},
+		{"preflight Block", validSelector + "\n  rollout: {preflight: Block}", ""},
+		{"preflight Warn", validSelector + "\n  rollout: {preflight: Warn}", ""},
+		{"unknown preflight policy", validSelector + "\n  rollout: {preflight: Refuse}", `spec.rollout.preflight: Unsupported value: "Refuse"`},
 		{"alerts selecting nothing", validSelector + "\n  rollout: {haltOnAlerts: {}}", "haltOnAlerts needs alertNames, matchLabels or both"},
 		{"alert name empty", validSelector + "\n  rollout: {haltOnAlerts: {alertNames: ['']}}", "alertNames[0]"},
 		{"autoscalers ignored", validSelector + "\n  autoscalers: Ignore", ""},
@@ -275,7 +278,7 @@ func checkErr(t *testing.T, err error, want string) {
 func TestNodeMaintenanceDefaults(t *testing.T) {
 	ctx := context.Background()
 	err := create(t, "nm-defaults", "apiVersion: nodemaint.dev/v1alpha1\nkind: NodeMaintenance\nspec:"+validSelector+
-		"\n  shutdown: {applyOutOfServiceTaint: true}")
+		"\n  shutdown: {applyOutOfServiceTaint: true}\n  rollout: {}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,6 +300,9 @@ func TestNodeMaintenanceDefaults(t *testing.T) {
 	}
 	if nm.Spec.Shutdown == nil || nm.Spec.Shutdown.NotReadyGracePeriod == nil || nm.Spec.Shutdown.NotReadyGracePeriod.Duration != time.Minute {
 		t.Errorf("shutdown.notReadyGracePeriod defaults to 1m, got %+v", nm.Spec.Shutdown)
+	}
+	if nm.Spec.Rollout == nil || nm.Spec.Rollout.Preflight != nodemaintv1alpha1.PreflightWarn {
+		t.Errorf("rollout.preflight defaults to Warn, got %+v", nm.Spec.Rollout)
 	}
 	if got := nm.Spec.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0].Values; len(got) != 1 || got[0] != "node-1" {
 		t.Errorf("nodeSelector did not round-trip: %+v", nm.Spec.NodeSelector)
