@@ -186,3 +186,61 @@ func TestPreflightTooManyNodes(t *testing.T) {
 		t.Error("not told again after a new spec")
 	}
 }
+
+// A rollout with spec.rollout.preflight Block that has not started has its forecast computed
+// though it cordons and drains (Gates); started, or with Warn, it has none.
+func TestGatedRolloutsForecast(t *testing.T) {
+	block := &nodemaintv1alpha1.RolloutSpec{Preflight: nodemaintv1alpha1.PreflightBlock}
+	turn := []nodemaintv1alpha1.NodeTurn{{Name: "a"}}
+	for _, tc := range []struct {
+		name    string
+		rollout *nodemaintv1alpha1.RolloutSpec
+		status  *nodemaintv1alpha1.RolloutStatus
+		gates   bool
+	}{
+		{name: "no rollout"},
+		{name: "warn", rollout: &nodemaintv1alpha1.RolloutSpec{Preflight: nodemaintv1alpha1.PreflightWarn}},
+		{name: "block, not started", rollout: block, gates: true},
+		{name: "block, no node in turn yet", rollout: block, status: &nodemaintv1alpha1.RolloutStatus{NodesWaiting: 1}, gates: true},
+		{name: "block, a node in its turn", rollout: block, status: &nodemaintv1alpha1.RolloutStatus{InTurn: turn}},
+		{name: "block, a node done", rollout: block, status: &nodemaintv1alpha1.RolloutStatus{NodesDone: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "m", UID: "uid-m", Generation: 1},
+				Spec:   nodemaintv1alpha1.NodeMaintenanceSpec{Cordon: true, Drain: true, Rollout: tc.rollout},
+				Status: nodemaintv1alpha1.NodeMaintenanceStatus{Rollout: tc.status}}
+			if got := Gates(nm); got != tc.gates {
+				t.Fatalf("Gates %v, want %v", got, tc.gates)
+			}
+			p, _ := preflightsOfStores(t, preflightNode("a"), barePod("lonely", "a"))
+			now := time.Now()
+			_, again, _ := p.Status(nm, []string{"a"}, now)
+			p.drain(t, now)
+			status, _, _ := p.Status(nm, []string{"a"}, now)
+			if again != tc.gates || (status != nil) != tc.gates {
+				t.Errorf("asked again %v, preflight %+v; want them for a gated rollout only", again, status)
+			}
+		})
+	}
+}
+
+// statusOf counts the deadlocks, and lists the forecast's findings first among those that block.
+func TestStatusOfDeadlocksFirst(t *testing.T) {
+	r := drainpreflight.Report{Deadlocks: 1, Nodes: []drainpreflight.NodeReport{
+		{Name: "a", Verdict: drainpreflight.Blocks, Findings: []drainpreflight.Finding{{Severity: drainpreflight.Blocks, Reason: drainpreflight.ReasonNoRoom, Message: "x", Pods: []string{"p/1"}}}},
+		{Name: "b", Verdict: drainpreflight.Blocks, Findings: []drainpreflight.Finding{
+			{Severity: drainpreflight.Blocks, Reason: drainpreflight.ReasonBudgetBlocked, Object: "PodDisruptionBudget p/db", Message: "never", Pods: []string{"p/2"}},
+			{Severity: drainpreflight.Loses, Reason: drainpreflight.ReasonCannotSurge, Message: "down", Pods: []string{"p/3"}},
+		}},
+		{Name: "c", Verdict: drainpreflight.Blocks, Findings: []drainpreflight.Finding{{Severity: drainpreflight.Blocks, Reason: drainpreflight.ReasonControlPlaneTogether, Object: "nodes c, d", Message: "together"}}},
+	}}
+	s := statusOf(r, time.Now())
+	var got []string
+	for _, f := range s.Findings {
+		got = append(got, fmt.Sprintf("%s %s %s %d", f.Node, f.Severity, f.Reason, f.Count))
+	}
+	want := "[b Blocks BudgetBlocked 1 c Blocks ControlPlaneTogether 0 a Blocks NoRoom 1 b Loses CannotSurge 1]"
+	if fmt.Sprint(got) != want || s.Deadlocks != 1 || s.NodesBlocked != 3 {
+		t.Errorf("findings %v (want %s), deadlocks %d, nodes blocked %d", got, want, s.Deadlocks, s.NodesBlocked)
+	}
+}
