@@ -4,7 +4,8 @@
 // replacement fits on no other node, emptyDir data, workloads that cannot surge and go down
 // together) and what happens to the rest (skipped pods and why, Deployments that surge).
 //
-// It is pure: Run reads an Input (the cluster as listed by the caller) and returns a Report.
+// It is pure: Run reads an Input (the cluster as listed by the caller: the plugin's
+// preflight.Read, the controller's cache) and returns a Report.
 // What preflights of one cluster share (the pods of each node, what each node has left, the
 // workloads, the budgets) is a Snapshot, made once (NewSnapshot, from the objects by pointer)
 // and read by any number of preflights of any targets (Snapshot.Run), concurrently too: the
@@ -17,5 +18,10 @@
 // another node is checked with the scheduler's filters as k8s.io/component-helpers has them
 // (node selector and required node affinity, taints and tolerations, cordons, volume node
 // affinity) and resource requests against what is left of the nodes' allocatable. Inter-pod
-// affinity and anti-affinity, topology spread constraints and host ports are not evaluated.
+// affinity and anti-affinity (but a single-pod Deployment's required anti-affinity on the
+// hostname, for its surge: package hostaffinity), topology spread constraints and host ports
+// are not evaluated. Its deadlock forecast names, before anything moves, what would hold a
+// drain for good (Report.Deadlocks): budgets that allow no disruption and why, budgets the nodes
+// out at once take more of than they allow, single-pod workloads nothing surges under such a
+// budget, control-plane nodes out together.
 package drainpreflight

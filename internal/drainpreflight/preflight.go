@@ -2,6 +2,7 @@ package drainpreflight
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
+	"github.com/nodemaint/nodemaint/internal/drainpreflight/hostaffinity"
 	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 )
@@ -125,10 +127,7 @@ func (s *Snapshot) Run(spec Spec) Report {
 			oc.unplaced = p.place(oc.out, oc.pods)
 		}
 	}
-	aa := &antiAffinity{s: s, p: p, held: map[string][]uint64{}}
-	for _, oc := range sets {
-		s.forecast(oc, plans, aa)
-	}
+	s.forecast(sets, plans, p)
 	cp := controlPlane(s, targets, outAtOnce)
 	for _, name := range targets {
 		oc := outcomes[extra(name)]
@@ -262,15 +261,18 @@ type outcome struct {
 	surgeFails map[types.UID]string
 }
 
-// forecast fills what the deadlock forecast needs of a set of nodes out at once, once its
+// forecast fills what the deadlock forecast needs of each set of nodes out at once, once their
 // pods are placed: the single-pod Deployments whose surge finds no node for their
 // anti-affinity, and how many of each budget's pods the drain evicts.
-func (s *Snapshot) forecast(oc *outcome, plans map[string]drain.Plan, aa *antiAffinity) {
-	oc.take, oc.surgeFails = map[*policyv1.PodDisruptionBudget]int{}, map[types.UID]string{}
-	isOut := make([]bool, len(s.placer.nodes))
-	for _, n := range oc.out {
-		isOut[s.placer.index[n]] = true
+func (s *Snapshot) forecast(sets []*outcome, plans map[string]drain.Plan, p *placement) {
+	holders := hostaffinity.New(s.podsByNamespace, p.index, len(p.nodes))
+	for _, oc := range sets {
+		s.forecastSet(oc, plans, p, holders)
 	}
+}
+
+func (s *Snapshot) forecastSet(oc *outcome, plans map[string]drain.Plan, p *placement, holders *hostaffinity.Holders) {
+	oc.take, oc.surgeFails = map[*policyv1.PodDisruptionBudget]int{}, map[types.UID]string{}
 	for _, n := range oc.out {
 		for _, c := range moved(plans[n]) {
 			pod := c.Pod
@@ -278,9 +280,14 @@ func (s *Snapshot) forecast(oc *outcome, plans map[string]drain.Plan, aa *antiAf
 				continue
 			}
 			w := s.workloads.of(pod)
-			if w != nil && w.surges && w.live == 1 {
-				if why := aa.noRoom(pod, isOut); why != "" {
-					oc.surgeFails[pod.UID] = why
+			if w != nil && w.surges && w.live == 1 && hostaffinity.Repels(pod) {
+				candidates := slices.Clone(p.allowedBy(p.constraintsOf(pod)))
+				for _, o := range oc.out {
+					i := p.index[o]
+					candidates[i/64] &^= 1 << (i % 64)
+				}
+				if holders.NoRoom(pod, candidates) {
+					oc.surgeFails[pod.UID] = "its required anti-affinity on " + corev1.LabelHostname + " leaves no node: every other node it may run on already holds a pod it repels"
 				}
 			}
 			_, noRoom := oc.unplaced[pod.UID]
@@ -349,69 +356,7 @@ func check(nr *NodeReport, plan drain.Plan, oc *outcome, ws *workloads, bs budge
 		f.add(Info, ReasonWaitCompleted, c.Class.Source, "the drain waits for the pod to complete and never evicts it", c.Pod)
 	}
 	for _, c := range moved(plan) {
-		pod := c.Pod
-		if pod.DeletionTimestamp != nil {
-			f.add(Info, ReasonTerminating, "", "already terminating: the drain waits for it to go", pod)
-			continue
-		}
-		covering := bs.of(pod)
-		why, noRoom := oc.unplaced[pod.UID]
-		w := ws.of(pod)
-		surgeFails := oc.surgeFails[pod.UID]
-		// blocked: the Eviction API refuses to evict the pod now, for its budget.
-		blocked := len(covering) == 1 && covering[0].pdb.Status.DisruptionsAllowed <= 0 && !evictionIgnores(pod, covering[0])
-		switch {
-		case w == nil:
-			f.add(Loses, ReasonBarePod, "", "bare pod (no controller): evicted once the response timeout runs out, unless someone accepts the evacuation request, and never recreated", pod)
-		case w.surges && !noRoom && surgeFails == "":
-			msg := "surges: a replacement starts on another node before the pod goes, so the Deployment does not go down"
-			if len(covering) == 1 && covering[0].pdb.Status.DisruptionsAllowed <= 0 {
-				msg += fmt.Sprintf(" (its PodDisruptionBudget %s allows no disruption now, which a surge does not need)", covering[0])
-			}
-			f.add(Info, ReasonSurge, w.String(), msg, pod)
-		case w.surges && surgeFails != "":
-			cannotSurge(f, w, pod, "its Deployment would surge it, but "+surgeFails, covering, blocked)
-		case w.surges && w.live == 1:
-			cannotSurge(f, w, pod, "its Deployment would surge it, but its replacement fits on no other node", covering, blocked)
-		case w.surges:
-			f.add(Info, ReasonNoSurge, w.String(), "tries to surge, but its replacement fits on no other node: once the Deployment responder's surge timeout runs out it gives up and the pod is evicted; "+budgetNote(covering), pod)
-		case w.live == 1:
-			cannotSurge(f, w, pod, w.noSurge, covering, blocked)
-		default:
-			sev, msg := Info, w.noSurge+"; "+budgetNote(covering)
-			if len(covering) == 0 && w.live > 0 && w.live <= oc.liveOut[w] {
-				sev = Loses
-				msg += fmt.Sprintf(": all its %d pods are on nodes out at once, it is down until a replacement is ready", w.live)
-			}
-			f.add(sev, ReasonNoSurge, w.String(), msg, pod)
-		}
-		if noRoom {
-			sev, msg := Loses, "fits on no other node ("+why+"): its replacement would stay Pending"
-			if w != nil && w.surges {
-				msg = "fits on no other node (" + why + "): its surge replacement, then its replacement, would stay Pending"
-			}
-			if rollout {
-				sev, msg = Blocks, msg+"; a rollout halts (ReplacementsUnschedulable) while a replacement cannot be scheduled"
-			}
-			f.add(sev, ReasonNoRoom, "", msg, pod)
-		}
-		if evicts(w, noRoom, surgeFails) {
-			switch {
-			case len(covering) > 1:
-				f.add(Blocks, ReasonMultipleBudgets, "PodDisruptionBudgets "+budgetNames(covering),
-					"covered by more than one PodDisruptionBudget: the Eviction API refuses to evict it", pod)
-			case blocked:
-				f.add(Blocks, ReasonBudgetBlocked, "PodDisruptionBudget "+covering[0].String(), budgetBlocked(covering[0])+": the pod is not evicted until it does, and the drain waits", pod)
-			case len(covering) == 1 && !evictionIgnores(pod, covering[0]) && oc.take[covering[0].pdb] > int(covering[0].pdb.Status.DisruptionsAllowed):
-				take, allowed := oc.take[covering[0].pdb], int(covering[0].pdb.Status.DisruptionsAllowed)
-				f.add(Blocks, ReasonBudgetExceededByTurn, "PodDisruptionBudget "+covering[0].String(), fmt.Sprintf(
-					"the %d %s out at once (%s) hold %d of its pods that the drain evicts, and it allows %d %s now: the drain waits on it for the pods past that until replacements are healthy elsewhere, and deadlocks if they cannot be",
-					len(oc.out), plural(len(oc.out), "node", "nodes"), few.Names(oc.out, 3), take, allowed, plural(allowed, "disruption", "disruptions")), pod)
-			}
-		}
-		if vols := emptyDirs(pod); len(vols) > 0 {
-			f.add(Loses, ReasonEmptyDir, "", "emptyDir volumes: their data is deleted with the pod", pod)
-		}
+		checkMoved(f, c.Pod, oc, ws, bs, rollout)
 	}
 	nr.Targeted = len(plan.Current) + len(plan.Later) + len(plan.WaitCompleted) + len(plan.Skipped) + len(plan.Held)
 	nr.Moved = len(plan.Current) + len(plan.Later)
@@ -421,6 +366,73 @@ func check(nr *NodeReport, plan drain.Plan, oc *outcome, ws *workloads, bs budge
 		if fd.Severity.rank() > nr.Verdict.rank() {
 			nr.Verdict = fd.Severity
 		}
+	}
+}
+
+// checkMoved adds the findings of a pod the drain moves off the node: whether it surges or is
+// evicted, under which budgets, whether its replacement fits, what is lost with it.
+func checkMoved(f findings, pod *corev1.Pod, oc *outcome, ws *workloads, bs budgets, rollout bool) {
+	if pod.DeletionTimestamp != nil {
+		f.add(Info, ReasonTerminating, "", "already terminating: the drain waits for it to go", pod)
+		return
+	}
+	covering := bs.of(pod)
+	why, noRoom := oc.unplaced[pod.UID]
+	w := ws.of(pod)
+	surgeFails := oc.surgeFails[pod.UID]
+	// blocked: the Eviction API refuses to evict the pod now, for its budget.
+	blocked := len(covering) == 1 && covering[0].pdb.Status.DisruptionsAllowed <= 0 && !evictionIgnores(pod, covering[0])
+	switch {
+	case w == nil:
+		f.add(Loses, ReasonBarePod, "", "bare pod (no controller): evicted once the response timeout runs out, unless someone accepts the evacuation request, and never recreated", pod)
+	case w.surges && !noRoom && surgeFails == "":
+		msg := "surges: a replacement starts on another node before the pod goes, so the Deployment does not go down"
+		if len(covering) == 1 && covering[0].pdb.Status.DisruptionsAllowed <= 0 {
+			msg += fmt.Sprintf(" (its PodDisruptionBudget %s allows no disruption now, which a surge does not need)", covering[0])
+		}
+		f.add(Info, ReasonSurge, w.String(), msg, pod)
+	case w.surges && surgeFails != "":
+		cannotSurge(f, w, pod, "its Deployment would surge it, but "+surgeFails, covering, blocked)
+	case w.surges && w.live == 1:
+		cannotSurge(f, w, pod, "its Deployment would surge it, but its replacement fits on no other node", covering, blocked)
+	case w.surges:
+		f.add(Info, ReasonNoSurge, w.String(), "tries to surge, but its replacement fits on no other node: once the Deployment responder's surge timeout runs out it gives up and the pod is evicted; "+budgetNote(covering), pod)
+	case w.live == 1:
+		cannotSurge(f, w, pod, w.noSurge, covering, blocked)
+	default:
+		sev, msg := Info, w.noSurge+"; "+budgetNote(covering)
+		if len(covering) == 0 && w.live > 0 && w.live <= oc.liveOut[w] {
+			sev = Loses
+			msg += fmt.Sprintf(": all its %d pods are on nodes out at once, it is down until a replacement is ready", w.live)
+		}
+		f.add(sev, ReasonNoSurge, w.String(), msg, pod)
+	}
+	if noRoom {
+		sev, msg := Loses, "fits on no other node ("+why+"): its replacement would stay Pending"
+		if w != nil && w.surges {
+			msg = "fits on no other node (" + why + "): its surge replacement, then its replacement, would stay Pending"
+		}
+		if rollout {
+			sev, msg = Blocks, msg+"; a rollout halts (ReplacementsUnschedulable) while a replacement cannot be scheduled"
+		}
+		f.add(sev, ReasonNoRoom, "", msg, pod)
+	}
+	if evicts(w, noRoom, surgeFails) {
+		switch {
+		case len(covering) > 1:
+			f.add(Blocks, ReasonMultipleBudgets, "PodDisruptionBudgets "+budgetNames(covering),
+				"covered by more than one PodDisruptionBudget: the Eviction API refuses to evict it", pod)
+		case blocked:
+			f.add(Blocks, ReasonBudgetBlocked, "PodDisruptionBudget "+covering[0].String(), budgetBlocked(covering[0])+": the pod is not evicted until it does, and the drain waits", pod)
+		case len(covering) == 1 && !evictionIgnores(pod, covering[0]) && oc.take[covering[0].pdb] > int(covering[0].pdb.Status.DisruptionsAllowed):
+			take, allowed := oc.take[covering[0].pdb], int(covering[0].pdb.Status.DisruptionsAllowed)
+			f.add(Blocks, ReasonBudgetExceededByTurn, "PodDisruptionBudget "+covering[0].String(), fmt.Sprintf(
+				"the %d %s out at once (%s) hold %d of its pods that the drain evicts, and it allows %d %s now: the drain waits on it for the pods past that until replacements are healthy elsewhere, and deadlocks if they cannot be",
+				len(oc.out), plural(len(oc.out), "node", "nodes"), few.Names(oc.out, 3), take, allowed, plural(allowed, "disruption", "disruptions")), pod)
+		}
+	}
+	if vols := emptyDirs(pod); len(vols) > 0 {
+		f.add(Loses, ReasonEmptyDir, "", "emptyDir volumes: their data is deleted with the pod", pod)
 	}
 }
 

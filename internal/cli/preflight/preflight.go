@@ -26,20 +26,8 @@ import (
 	"github.com/nodemaint/nodemaint/internal/drainpreflight"
 )
 
-// NewCommand is `kubectl maintenance preflight`: it says, before anything moves, what a drain of
-// the nodes would meet. It only reads (list), so a user who may only read the cluster can run it.
-func NewCommand(o *clioptions.Options) *cobra.Command {
-	var (
-		t                target.Target
-		maxUnavailable   string
-		drainLabelPolicy string
-		podSelector      string
-	)
-	print := clioptions.NewDataPrintFlags()
-	cmd := &cobra.Command{
-		Use:   "preflight (NODE... | -l SELECTOR) [--max-unavailable N]",
-		Short: "Say what would block or be lost if the nodes were drained, before anything moves",
-		Long: `preflight lists, per node, what a drain of the nodes would meet, before anything moves:
+// longHelp is `kubectl maintenance preflight --help`'s description.
+const longHelp = `preflight lists, per node, what a drain of the nodes would meet, before anything moves:
 
   Blocks  the drain would not finish by itself: a PodDisruptionBudget that allows no
           disruption now covers a pod that would be evicted (BudgetBlocked, saying why:
@@ -75,7 +63,22 @@ It only lists objects (nodes, pods, PodDisruptionBudgets, Deployments, ReplicaSe
 StatefulSets, HorizontalPodAutoscalers, PersistentVolumeClaims, PersistentVolumes,
 namespaces, DrainRules) and changes nothing.
 
-Exit codes: 0 the drain would go through, 2 something would block it, 1 error.`,
+Exit codes: 0 the drain would go through, 2 something would block it, 1 error.`
+
+// NewCommand is `kubectl maintenance preflight`: it says, before anything moves, what a drain of
+// the nodes would meet. It only reads (list), so a user who may only read the cluster can run it.
+func NewCommand(o *clioptions.Options) *cobra.Command {
+	var (
+		t                target.Target
+		maxUnavailable   string
+		drainLabelPolicy string
+		podSelector      string
+	)
+	print := clioptions.NewDataPrintFlags()
+	cmd := &cobra.Command{
+		Use:   "preflight (NODE... | -l SELECTOR) [--max-unavailable N]",
+		Short: "Say what would block or be lost if the nodes were drained, before anything moves",
+		Long:  longHelp,
 		Example: `  # What would a drain of node-1 meet?
   kubectl maintenance preflight node-1
 
@@ -230,7 +233,7 @@ func podList(pods []string) string {
 // (print: -o's flags; nil for the table), and returns an error with the exit code clioptions.ExitBlocked when
 // the drain would be blocked.
 func Run(ctx context.Context, streams genericiooptions.IOStreams, c client.Reader, t *target.Target, budget *intstr.IntOrString, how Drain, print *genericclioptions.PrintFlags) error {
-	in, err := drainpreflight.Read(ctx, c, streams.ErrOut)
+	in, err := Read(ctx, c, streams.ErrOut)
 	if err != nil {
 		return err
 	}

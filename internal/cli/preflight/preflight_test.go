@@ -44,7 +44,7 @@ func TestPreflightReadAndPrint(t *testing.T) {
 			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1}},
 	).Build()
 	var warnings bytes.Buffer
-	in, err := drainpreflight.Read(context.Background(), c, &warnings)
+	in, err := Read(context.Background(), c, &warnings)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package drainpreflight
+package preflight
 
 import (
 	"context"
@@ -14,14 +14,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/drainpreflight"
 )
 
-// Read lists what Run needs, with c: the only function of the package that reads the cluster. A cluster without the DrainRule API has no
-// DrainRules; any other error, a refused permission included, ends the preflight: a preflight
+// Read lists what drainpreflight.Run needs, with c (drainpreflight itself reads nothing). A
+// cluster without the DrainRule API has no DrainRules; any other error, a refused permission included, ends the preflight: a preflight
 // that did not see everything would say too little.
-func Read(ctx context.Context, c client.Reader, warnings io.Writer) (Input, error) {
+func Read(ctx context.Context, c client.Reader, warnings io.Writer) (drainpreflight.Input, error) {
 	var (
-		in          Input
+		in          drainpreflight.Input
 		nodes       corev1.NodeList
 		pods        corev1.PodList
 		pdbs        policyv1.PodDisruptionBudgetList
