@@ -36,7 +36,8 @@ import (
 //     Deployment surges never does, nor is reported lost as bare;
 //   - a bare pod that the drain moves is reported lost;
 //   - the deadlock forecast: control-plane targets are reported ControlPlaneTogether exactly
-//     when several of them may be out at once; the only live pod of a workload that does not
+//     when several of them are out at once without a rollout (a rollout takes them one at a
+//     time); the only live pod of a workload that does not
 //     surge is reported CannotSurge; with every target out at once, a pod evicted under a budget
 //     that allows fewer disruptions than the targets hold of its evicted pods is reported
 //     BudgetExceededByTurn, and such a finding never names a budget that allows none or more;
@@ -125,8 +126,8 @@ func FuzzRun(f *testing.F) {
 			}
 			_, isCP := nodeOf(in, nr.Name).Labels[LabelControlPlane]
 			together := slices.ContainsFunc(nr.Findings, func(fd Finding) bool { return fd.Reason == ReasonControlPlaneTogether && fd.Severity == Blocks })
-			if want := isCP && cp >= 2 && r.OutAtOnce >= 2; together != want {
-				t.Errorf("%s: ControlPlaneTogether %v, want %v (control plane %v, %d control-plane targets, %d out at once)", nr.Name, together, want, isCP, cp, r.OutAtOnce)
+			if want := isCP && cp >= 2 && in.MaxUnavailable <= 0; together != want {
+				t.Errorf("%s: ControlPlaneTogether %v, want %v (control plane %v, %d control-plane targets, maxUnavailable %d)", nr.Name, together, want, isCP, cp, in.MaxUnavailable)
 			}
 			if worst != nr.Verdict {
 				t.Errorf("%s: verdict %q, worst finding %q", nr.Name, nr.Verdict, worst)

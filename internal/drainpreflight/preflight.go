@@ -128,7 +128,7 @@ func (s *Snapshot) Run(spec Spec) Report {
 		}
 	}
 	s.forecast(sets, plans, p)
-	cp := controlPlane(s, targets, outAtOnce)
+	cp := controlPlane(s, targets, spec.MaxUnavailable > 0)
 	for _, name := range targets {
 		oc := outcomes[extra(name)]
 		nr := NodeReport{Name: name}
@@ -309,10 +309,10 @@ func evicts(w *workload, noRoom bool, surgeFails string) bool {
 }
 
 // controlPlane is the ControlPlaneTogether finding of each control-plane target (label
-// node-role.kubernetes.io/control-plane) when several of them may be out at once: the
-// rollout takes nodes as its turns free, so any two of them may share one once outAtOnce is 2
-// or more. Empty when at most one is out at a time.
-func controlPlane(s *Snapshot, targets []string, outAtOnce int) map[string]*Finding {
+// node-role.kubernetes.io/control-plane) when several of them are out at once: without a
+// rollout (all targets out together), which the controller refuses (EtcdQuorumAtRisk). A rollout
+// takes control-plane nodes one at a time whatever its maxUnavailable: empty then.
+func controlPlane(s *Snapshot, targets []string, rolling bool) map[string]*Finding {
 	var cp []string
 	for _, name := range targets {
 		if _, ok := s.nodes[name].Labels[LabelControlPlane]; ok {
@@ -320,15 +320,11 @@ func controlPlane(s *Snapshot, targets []string, outAtOnce int) map[string]*Find
 		}
 	}
 	out := map[string]*Finding{}
-	if len(cp) < 2 || outAtOnce < 2 {
+	if len(cp) < 2 || rolling {
 		return out
 	}
-	how := fmt.Sprintf("%d control-plane nodes are out at once", len(cp))
-	if outAtOnce < len(targets) {
-		how = fmt.Sprintf("%d of the %d control-plane nodes may be out at once (%d nodes at a time)", min(outAtOnce, len(cp)), len(cp), outAtOnce)
-	}
 	f := &Finding{Severity: Blocks, Reason: ReasonControlPlaneTogether, Object: "nodes " + few.Names(cp, 3),
-		Message: how + ": draining control-plane nodes together can break etcd quorum and deadlock on the budgets of the control plane's pods; take them one at a time (maxUnavailable 1, or a maintenance of their own)"}
+		Message: fmt.Sprintf("%d control-plane nodes are out at once: draining them together can break etcd quorum (the controller refuses it, EtcdQuorumAtRisk); take them in a rollout, which takes one at a time, or a maintenance each", len(cp))}
 	for _, name := range cp {
 		out[name] = f // shared: read only
 	}
