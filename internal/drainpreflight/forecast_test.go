@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 )
 
 // budgetWith is pdb with a spec: minAvailable or maxUnavailable (nil: not set) and the pods it
@@ -21,7 +23,7 @@ func budgetWith(name string, allowed, healthy, desired, expected int32, app stri
 }
 
 func controlPlaneNode(name string) corev1.Node {
-	return node(name, func(n *corev1.Node) { n.Labels[LabelControlPlane] = "" })
+	return node(name, func(n *corev1.Node) { n.Labels[nodemaintv1alpha1.ControlPlaneLabel] = "" })
 }
 
 // repelling gives the pod a required anti-affinity on the hostname against pods labelled app.

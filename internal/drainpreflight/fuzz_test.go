@@ -120,11 +120,11 @@ func FuzzRun(f *testing.F) {
 			}
 			cp := 0
 			for _, n := range in.Nodes {
-				if _, ok := n.Labels[LabelControlPlane]; ok && slices.Contains(in.Targets, n.Name) {
+				if _, ok := n.Labels[nodemaintv1alpha1.ControlPlaneLabel]; ok && slices.Contains(in.Targets, n.Name) {
 					cp++
 				}
 			}
-			_, isCP := nodeOf(in, nr.Name).Labels[LabelControlPlane]
+			_, isCP := nodeOf(in, nr.Name).Labels[nodemaintv1alpha1.ControlPlaneLabel]
 			together := slices.ContainsFunc(nr.Findings, func(fd Finding) bool { return fd.Reason == ReasonControlPlaneTogether && fd.Severity == Blocks })
 			if want := isCP && cp >= 2 && in.MaxUnavailable <= 0; together != want {
 				t.Errorf("%s: ControlPlaneTogether %v, want %v (control plane %v, %d control-plane targets, maxUnavailable %d)", nr.Name, together, want, isCP, cp, in.MaxUnavailable)
@@ -364,7 +364,7 @@ func (g *gen) input() Input {
 		}
 		n.Spec.Unschedulable = b&0x20 != 0
 		if b&0x80 != 0 {
-			n.Labels[LabelControlPlane] = ""
+			n.Labels[nodemaintv1alpha1.ControlPlaneLabel] = ""
 		}
 		if b&0x40 != 0 {
 			n.Status.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(2, resource.DecimalSI)

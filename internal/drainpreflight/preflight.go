@@ -16,6 +16,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/drainpreflight/hostaffinity"
 	"github.com/nodemaint/nodemaint/internal/few"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
+	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
 // Run checks the drain of the input's targets. It does not change the input.
@@ -315,7 +316,7 @@ func evicts(w *workload, noRoom bool, surgeFails string) bool {
 func controlPlane(s *Snapshot, targets []string, rolling bool) map[string]*Finding {
 	var cp []string
 	for _, name := range targets {
-		if _, ok := s.nodes[name].Labels[LabelControlPlane]; ok {
+		if rollout.ControlPlane(s.nodes[name]) {
 			cp = append(cp, name)
 		}
 	}
@@ -330,9 +331,6 @@ func controlPlane(s *Snapshot, targets []string, rolling bool) map[string]*Findi
 	}
 	return out
 }
-
-// LabelControlPlane marks a control-plane node (kubeadm's and most distributions' label).
-const LabelControlPlane = "node-role.kubernetes.io/control-plane"
 
 // check fills the node's report from its drain plan, what taking it out with the others does
 // to their pods, the workloads and the budgets; cp is its ControlPlaneTogether finding (nil:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodemaint/nodemaint/internal/controller/eviction/evictiondecide"
 	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
+	"github.com/nodemaint/nodemaint/internal/recheck"
 )
 
 // The Events for application owners (nodedecide.AppOwnerEvents) need the budgets that select a
@@ -52,10 +53,7 @@ func (r *Reconciler) tellAppOwners(ctx context.Context, node *corev1.Node, d nod
 			sink.appOwner(ev)
 		}
 	}
-	if next == 0 || next > appOwnerRefresh {
-		next = appOwnerRefresh
-	}
-	return next
+	return recheck.Soonest(next, appOwnerRefresh)
 }
 
 // holders reads the budgets and top owners of the holds' pods from the cache.
