@@ -22,7 +22,6 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/test/e2e/framework"
-	"github.com/nodemaint/nodemaint/test/invariants"
 )
 
 // Rollouts that behave like managed offerings: a soak after each node (AKS's nodeSoakDuration),
@@ -248,6 +247,7 @@ func TestRolloutBlockedNodes(t *testing.T) {
 	if err := framework.Client().Create(t.Context(), pdb); err != nil {
 		t.Fatal(err)
 	}
+	checker := startChecker(t, ns)
 	startController(t)
 	createManaged(t, name, pool, func(s *nodemaintv1alpha1.NodeMaintenanceSpec) {
 		s.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: time.Second}
@@ -286,6 +286,7 @@ func TestRolloutBlockedNodes(t *testing.T) {
 	for _, n := range nodes {
 		expectReleased(t, n, name+"="+string(nodemaintv1alpha1.PhaseReleased))
 	}
+	expectNoViolation(t, checker)
 }
 
 // TestControlPlaneOneAtATime: a maintenance without a rollout that selects three control-plane
@@ -298,15 +299,7 @@ func TestControlPlaneOneAtATime(t *testing.T) {
 	p := newNodePool(t)
 	controlPlanes := p.add(t, 3, map[string]string{managedLabel: pool, nodemaintv1alpha1.ControlPlaneLabel: ""})
 	worker := p.add(t, 1, map[string]string{managedLabel: pool})[0]
-	ns := framework.Namespace(t)
-	checker, err := invariants.Start(context.Background(), framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{
-		Namespaces:  []string{ns},
-		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = checker.Stop() })
+	checker := startChecker(t, framework.Namespace(t))
 	startController(t)
 	cps := watchCordons(t, pool, func(n *corev1.Node) bool { _, ok := n.Labels[nodemaintv1alpha1.ControlPlaneLabel]; return ok })
 	createManaged(t, name, pool, func(*nodemaintv1alpha1.NodeMaintenanceSpec) {})

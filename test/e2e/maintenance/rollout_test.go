@@ -79,18 +79,7 @@ func TestRollout(t *testing.T) {
 	for _, d := range deployments {
 		framework.WaitDeploymentAvailable(t, ns, d.Name)
 	}
-	checker, err := invariants.Start(context.Background(), framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{
-		Namespaces:  []string{ns},
-		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = checker.Stop()
-		lines, bad, size, judged := checker.AuditStats()
-		t.Logf("invariant checker: %d acts of nodemaint's judged from %d audit log lines (%d bad), %d bytes", judged, lines, bad, size)
-	})
+	checker := startChecker(t, ns)
 	if _, watched := checker.Watched(); watched != len(deployments) {
 		t.Fatalf("the invariant checker watches %d Deployments, want %d", watched, len(deployments))
 	}
@@ -511,6 +500,25 @@ func expectBudgetKept(t *testing.T, watch *poolWatch) {
 	if peak != maxUnavailable {
 		t.Errorf("at most %d pool nodes unschedulable at once, want %d (the budget, used)", peak, maxUnavailable)
 	}
+}
+
+// startChecker starts the invariant checker on the pods of the namespaces until the test ends,
+// when it logs what it judged.
+func startChecker(t *testing.T, namespaces ...string) *invariants.Checker {
+	t.Helper()
+	checker, err := invariants.Start(context.Background(), framework.Cluster().RESTConfig(), framework.CheckerOptions(invariants.Options{
+		Namespaces:  namespaces,
+		OnViolation: func(v invariants.Violation) { t.Logf("VIOLATION %s", v) },
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = checker.Stop()
+		lines, bad, size, judged := checker.AuditStats()
+		t.Logf("invariant checker: %d acts of nodemaint's judged from %d audit log lines (%d bad), %d bytes", judged, lines, bad, size)
+	})
+	return checker
 }
 
 func expectNoViolation(t *testing.T, checker *invariants.Checker) {
