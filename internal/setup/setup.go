@@ -110,6 +110,9 @@ type Set struct {
 
 // Controllers sets up on mgr the controllers o asks for.
 func Controllers(ctx context.Context, mgr manager.Manager, o Options) (*Set, error) {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	var (
 		c        Set
 		recorder = mgr.GetEventRecorder("nodemaint-controller")

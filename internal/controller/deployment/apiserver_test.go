@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -110,7 +111,7 @@ func TestAcceptedEventsOneSeries(t *testing.T) {
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(cfg).EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	t.Cleanup(broadcaster.Shutdown)
-	r := &Reconciler{Client: c, Recorder: broadcaster.NewRecorder(scheme.Scheme, "nodemaint-controller")}
+	r := &Reconciler{Client: c, Recorder: broadcaster.NewRecorder(scheme.Scheme, "nodemaint-controller"), Clock: clock.RealClock{}}
 
 	d := createDeployment(t, c, "api")
 	accepted := deploymentdecide.Decide(deploymentdecide.Input{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)},
@@ -224,7 +225,7 @@ func TestBoundsPatchRealAPIServer(t *testing.T) {
 	if err := c.Create(ctx, hpa); err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Client: c}
+	r := &Reconciler{Client: c, Clock: clock.RealClock{}}
 	read := func() *autoscalingv2.HorizontalPodAutoscaler {
 		t.Helper()
 		got := &autoscalingv2.HorizontalPodAutoscaler{}
@@ -325,7 +326,7 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 	if len(p.Raise) != 1 || p.Scale == nil || p.Scale.Replicas != 4 {
 		t.Fatalf("first decision: raise %v, scale %+v; want the bounds raised and a surge to 4", p.Raise, p.Scale)
 	}
-	r := &Reconciler{Client: autoscaling, Recorder: discard{}}
+	r := &Reconciler{Client: autoscaling, Recorder: discard{}, Clock: clock.RealClock{}}
 	if _, err := r.apply(ctx, in.Deployment, pods, responder.View{}, p); !apierrors.IsConflict(err) {
 		t.Fatalf("the responder's scale after the autoscaler's: %v; want a conflict", err)
 	}
@@ -412,7 +413,7 @@ func TestAutoscalerLateScaleRealAPIServer(t *testing.T) {
 		return deploymentdecide.Input{Deployment: got, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)}, Pods: pods,
 			Autoscalers: []*autoscalingv2.HorizontalPodAutoscaler{h}, Now: now, SurgeTimeout: time.Minute}
 	}
-	r := &Reconciler{Client: c, Recorder: discard{}}
+	r := &Reconciler{Client: c, Recorder: discard{}, Clock: clock.RealClock{}}
 	step := func(what string) deploymentdecide.Decision {
 		t.Helper()
 		in := observe()

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -82,7 +83,7 @@ func TestEvictionResponder(t *testing.T) {
 		p := pod("web-1", onNode, func(p *corev1.Pod) { p.UID = "11111111-1111-1111-1111-111111111111" })
 		ev := activeEviction(p)
 		c := evictionTestClient(t, d, rs, p, ev)
-		return c, &Reconciler{Client: c, Recorder: discard{}, EvictionResponder: EvictionResponder}, d, p, ev
+		return c, &Reconciler{Client: c, Recorder: discard{}, EvictionResponder: EvictionResponder, Clock: clock.RealClock{}}, d, p, ev
 	}
 	reconcileOnce := func(t *testing.T, r *Reconciler, d *appsv1.Deployment) reconcile.Result {
 		t.Helper()
@@ -225,7 +226,7 @@ func TestEvictionResponder(t *testing.T) {
 		p2 := pod("web-2", onNode, func(p *corev1.Pod) { p.UID = "22222222-2222-2222-2222-222222222222" })
 		ev1, ev2 := activeEviction(p1), activeEviction(p2)
 		c := evictionTestClient(t, d, rs, p1, p2, ev1, ev2)
-		r := &Reconciler{Client: c, Recorder: discard{}, EvictionResponder: EvictionResponder}
+		r := &Reconciler{Client: c, Recorder: discard{}, EvictionResponder: EvictionResponder, Clock: clock.RealClock{}}
 		reconcileOnce(t, r, d)
 		heartbeatDue(t, c, ev1)
 		heartbeatDue(t, c, ev2)
@@ -311,7 +312,7 @@ func TestEvictionWritesRemembered(t *testing.T) {
 	ctx := context.Background()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "web-1-uid"}}
 	c := evictionTestClient(t, pod, activeEviction(pod))
-	r := &Reconciler{Client: c, EvictionResponder: EvictionResponder, evictionWrites: ownwrites.New[*lifecyclev1alpha1.Eviction](nil)}
+	r := &Reconciler{Client: c, EvictionResponder: EvictionResponder, evictionWrites: ownwrites.New[*lifecyclev1alpha1.Eviction](nil), Clock: clock.RealClock{}}
 	cached := &lifecyclev1alpha1.Eviction{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(activeEviction(pod)), cached); err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// SurgeTimeout bounds a surge: DefaultSurgeTimeout when zero.
 	SurgeTimeout time.Duration
-	// Clock tells the time; nil is the real clock.
+	// Clock tells the time (setup.Controllers gives every controller one).
 	Clock clock.PassiveClock
 	// Written remembers the pods' answers and marks written until the cache shows them, so that
 	// a reconcile right after does not write them again. Nil: none.
@@ -130,7 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // it (autoscalersOf). The pods are those of the protocol's view: asked through pod conditions or
 // an Eviction, they look the same to deploymentdecide.Decide.
 func (r *Reconciler) observe(ctx context.Context, d *appsv1.Deployment) (deploymentdecide.Input, responder.View, error) {
-	in := deploymentdecide.Input{Deployment: d, Now: r.now(), SurgeTimeout: r.SurgeTimeout}
+	in := deploymentdecide.Input{Deployment: d, Now: r.Clock.Now(), SurgeTimeout: r.SurgeTimeout}
 	if in.SurgeTimeout <= 0 {
 		in.SurgeTimeout = DefaultSurgeTimeout
 	}
@@ -403,7 +403,7 @@ func (r *Reconciler) answer(ctx context.Context, view responder.View, a deployme
 	if req == nil {
 		req = evacuation.ForPod(a.Pod)
 	}
-	latency, first := answerLatency(a.Pod, r.now())
+	latency, first := answerLatency(a.Pod, r.Clock.Now())
 	var err error
 	onEviction := req != nil && req.Protocol() != evacuation.PodConditions && a.Status != ""
 	switch {
@@ -643,10 +643,3 @@ func replicaSetChanged() predicate.Predicate {
 	}}
 }
 
-// now is the reconciler's clock's time.
-func (r *Reconciler) now() time.Time {
-	if r.Clock == nil {
-		return time.Now()
-	}
-	return r.Clock.Now()
-}

@@ -11,6 +11,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -104,7 +105,7 @@ func Release(ctx context.Context, c client.Client, d *appsv1.Deployment, replica
 	if dryRun || len(changes) == 0 {
 		return changes, again, nil
 	}
-	r := &Reconciler{Client: c, Recorder: discard{}}
+	r := &Reconciler{Client: c, Recorder: discard{}, Clock: clock.RealClock{}}
 	if _, err := r.apply(ctx, d, unrequested, responder.View{}, p); err != nil {
 		return changes, true, err
 	}

@@ -9,6 +9,7 @@ import (
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -66,7 +67,7 @@ func TestWaitingPodLookedAtFirst(t *testing.T) {
 	}
 	q.Done(first)
 
-	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Name: "me"}
+	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Name: "me", Clock: clock.RealClock{}}
 	res, err := r.Reconcile(ctx, first)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestBacklogTold(t *testing.T) {
 	}
 	item, _, _ := q.GetWithPriority()
 	q.Done(item)
-	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Name: "me", Backlog: backlog}
+	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Name: "me", Backlog: backlog, Clock: clock.RealClock{}}
 	if _, err := r.Reconcile(ctx, item); err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ type Reconciler struct {
 	// Refusals remembers the imperative evictor's refused evictions, to back off per pod;
 	// shared with the node controller's drain, which evicts through the same evictor.
 	Refusals *evictor.Refusals
-	// Clock tells the time; nil is the real clock.
+	// Clock tells the time (setup.Controllers gives every controller one).
 	Clock clock.PassiveClock
 	// Protected, when set, says why a pod must never be evicted by nodemaint ("" for others):
 	// nodemaint-controller's own pods. The imperative evictor passes them on.
@@ -129,7 +129,7 @@ type Reconciler struct {
 // Reconcile observes the target pod, its EvictionRequests and Evictions, decides and applies.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := logf.FromContext(ctx)
-	r.startOnce.Do(func() { r.since = r.now() })
+	r.startOnce.Do(func() { r.since = r.Clock.Now() })
 	// Looked at, whatever comes of it: the drain's next request may come.
 	defer r.Backlog.Done(req.NamespacedName)
 	obs, err := r.observe(ctx, req.NamespacedName)
@@ -140,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.report(req.NamespacedName, obs, nil)
 		return reconcile.Result{}, nil
 	}
-	now := r.now()
+	now := r.Clock.Now()
 	d := evictiondecide.Decide(obs, now)
 	defer func() { r.report(req.NamespacedName, obs, wanted(d)) }()
 	if d.StandAside != "" {
@@ -191,12 +191,6 @@ func wanted(d evictiondecide.Decision) map[string]*lifecyclev1alpha1.Eviction {
 	return out
 }
 
-func (r *Reconciler) now() time.Time {
-	if r.Clock == nil {
-		return time.Now()
-	}
-	return r.Clock.Now()
-}
 
 func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (evictiondecide.Observation, error) {
 	// The API server enforces the KEP's heartbeat deadline: it refuses to interrupt a responder
@@ -294,7 +288,7 @@ func (r *Reconciler) endedAt(target types.NamespacedName, obs evictiondecide.Obs
 		if t, ok := had[uid]; ok {
 			out[uid] = t
 		} else if _, ok := out[uid]; !ok {
-			out[uid] = r.now()
+			out[uid] = r.Clock.Now()
 		}
 	}
 	if len(out) == 0 {
@@ -520,7 +514,7 @@ func (r *Reconciler) evict(ctx context.Context, obs evictiondecide.Observation, 
 	// The pod's own grace period: the imperative evictor evicts only for other requesters (a pod
 	// only nodemaint's drain asks for is held for the drain, which evicts it with its
 	// maintenances' grace period), and KEP-4563's requests carry none.
-	res := (&evictor.Evictor{Client: r.Client, Refusals: r.Refusals}).Evict(ctx, pod, nil, r.now(), budgets)
+	res := (&evictor.Evictor{Client: r.Client, Refusals: r.Refusals}).Evict(ctx, pod, nil, r.Clock.Now(), budgets)
 	switch res.Outcome {
 	case evictor.Evicted:
 		r.evicted.Store(client.ObjectKeyFromObject(pod), pod.UID)

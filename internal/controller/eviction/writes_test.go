@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -126,7 +127,7 @@ func TestResponderActiveFromTheCreatingReconcile(t *testing.T) {
 	pod, req := askedPod()
 	writes := map[string]int{}
 	c := writesClient(t, writes, pod, req)
-	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Name: "me"}
+	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Name: "me", Clock: clock.RealClock{}}
 	reconcileOnce(t, r)
 
 	var evs lifecyclev1alpha1.EvictionList
@@ -326,7 +327,7 @@ func TestEventsOnlyOfStatusWritten(t *testing.T) {
 		d := evictiondecide.Decision{Status: []*lifecyclev1alpha1.Eviction{want},
 			Events: []evictiondecide.Event{{Eviction: ev.Name, Reason: evictiondecide.ResponderCompleted, Responder: responder, ResponderMessage: "declined"}}}
 		rec := events.NewFakeRecorder(10)
-		r := &Reconciler{Client: c, Recorder: rec, Name: "me"}
+		r := &Reconciler{Client: c, Recorder: rec, Name: "me", Clock: clock.RealClock{}}
 		_, _, _ = r.apply(ctx, evictiondecide.Observation{Namespace: "ns", Name: pod.Name, Evictions: []lifecyclev1alpha1.Eviction{*seen}}, d)
 		if got := len(rec.Events); got != map[bool]int{false: 0, true: 1}[stored] {
 			t.Errorf("status written %t: %d Events; want %d", stored, got, map[bool]int{false: 0, true: 1}[stored])
