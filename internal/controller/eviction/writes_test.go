@@ -110,9 +110,14 @@ func askedPod() (*corev1.Pod, *lifecyclev1alpha1.EvictionRequest) {
 	return pod, req
 }
 
+// reconcileRequest asks about askedPod's pod.
+func reconcileRequest() reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "web-1"}}
+}
+
 func reconcileOnce(t *testing.T, r *Reconciler) {
 	t.Helper()
-	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "web-1"}}); err != nil {
+	if _, err := r.Reconcile(context.Background(), reconcileRequest()); err != nil {
 		t.Fatal(err)
 	}
 }
