@@ -642,4 +642,3 @@ func replicaSetChanged() predicate.Predicate {
 			(o.Status.Replicas == 0) != (n.Status.Replicas == 0)
 	}}
 }
-

@@ -191,7 +191,6 @@ func wanted(d evictiondecide.Decision) map[string]*lifecyclev1alpha1.Eviction {
 	return out
 }
 
-
 func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (evictiondecide.Observation, error) {
 	// The API server enforces the KEP's heartbeat deadline: it refuses to interrupt a responder
 	// earlier, so the deadline is not configurable.
