@@ -108,8 +108,14 @@ func TestForEviction(t *testing.T) {
 			if r == nil {
 				return
 			}
-			if r.Protocol() != EvictionRequests || r.Pod() != pod || r.Accepted() != tc.wantAccepted {
-				t.Errorf("request: protocol %s, accepted %t; want %s, %t", r.Protocol(), r.Accepted(), EvictionRequests, tc.wantAccepted)
+			if r.Protocol() != EvictionRequests {
+				t.Errorf("request: protocol %s; want %s", r.Protocol(), EvictionRequests)
+			}
+			if r.Pod() != pod {
+				t.Errorf("request: pod %v; want the pod given", r.Pod())
+			}
+			if r.Accepted() != tc.wantAccepted {
+				t.Errorf("request: accepted %t; want %t", r.Accepted(), tc.wantAccepted)
 			}
 			if got := r.Requesters(); len(got) != 1 || got[0] != "nodemaint.dev/node-maintenance" {
 				t.Errorf("Requesters = %v; want only the one whose intent is Eviction", got)
@@ -127,8 +133,10 @@ func TestForChoosesTheProtocol(t *testing.T) {
 		t.Errorf("For(unrequested pod) = %v; want nil", r)
 	}
 	SetCondition(pod, corev1.PodCondition{Type: Request, Status: corev1.ConditionTrue, Reason: ReasonNodeMaintenance})
-	if r := For(pod, nil, me); r == nil || r.Protocol() != PodConditions || r.Requesters()[0] != ReasonNodeMaintenance {
+	if r := For(pod, nil, me); r == nil || r.Protocol() != PodConditions {
 		t.Errorf("For(pod with EvacuationRequest) = %v; want the pod-condition request", r)
+	} else if got := r.Requesters(); got[0] != ReasonNodeMaintenance {
+		t.Errorf("For(pod with EvacuationRequest): requesters %v; want %s first", got, ReasonNodeMaintenance)
 	}
 	ev := testEviction(pod, lifecyclev1alpha1.ResponderStateActive, nil)
 	if r := For(pod, []*lifecyclev1alpha1.Eviction{ev}, me); r == nil || r.Protocol() != EvictionRequests {
@@ -191,14 +199,24 @@ func TestEvictionAnswers(t *testing.T) {
 		got := getEviction(t, c, ev)
 		keepsOthers(t, got)
 		s := ResponderStatusOf(got, me)
-		if s.HeartbeatTime == nil || time.Since(s.HeartbeatTime.Time) > 5*time.Second || s.CompletionTime != nil ||
-			s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.Equal(&metav1.Time{Time: expected.Truncate(time.Second)}) ||
-			s.Message == nil || *s.Message != "Surge: 0 of 1 Ready" {
-			t.Fatalf("after Accept: %+v", s)
+		if s.HeartbeatTime == nil || time.Since(s.HeartbeatTime.Time) > 5*time.Second {
+			t.Fatalf("after Accept: heartbeat %v; want one now", s.HeartbeatTime)
+		}
+		if s.CompletionTime != nil {
+			t.Errorf("after Accept: completion %v; want none", s.CompletionTime)
+		}
+		if want := (&metav1.Time{Time: expected.Truncate(time.Second)}); s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.Equal(want) {
+			t.Errorf("after Accept: expected completion %v; want %v", s.ExpectedCompletionTime, want)
+		}
+		if got := ptr.Deref(s.Message, "<nil>"); got != "Surge: 0 of 1 Ready" {
+			t.Errorf("after Accept: message %q; want %q", got, "Surge: 0 of 1 Ready")
 		}
 		r := ForEviction(got, pod, me)
-		if !r.Accepted() || !r.HeartbeatDue().Equal(s.HeartbeatTime.Add(HeartbeatInterval)) {
-			t.Errorf("accepted %t, heartbeat due %v; want accepted, due a HeartbeatInterval after %v", r.Accepted(), r.HeartbeatDue(), s.HeartbeatTime)
+		if !r.Accepted() {
+			t.Errorf("after Accept, the request reads not accepted")
+		}
+		if !r.HeartbeatDue().Equal(s.HeartbeatTime.Add(HeartbeatInterval)) {
+			t.Errorf("heartbeat due %v; want a HeartbeatInterval after %v", r.HeartbeatDue(), s.HeartbeatTime)
 		}
 		// The same progress before the heartbeat is due writes nothing.
 		rv := got.ResourceVersion
@@ -230,8 +248,12 @@ func TestEvictionAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = getEviction(t, c, ev)
-		if s := ResponderStatusOf(got, me); s.Message == nil || *s.Message != "Surge: 1 of 1 Ready" || s.ExpectedCompletionTime != nil {
-			t.Errorf("after Progress: %+v; want the new message, no expected completion", s)
+		s = ResponderStatusOf(got, me)
+		if got := ptr.Deref(s.Message, "<nil>"); got != "Surge: 1 of 1 Ready" {
+			t.Errorf("after Progress: message %q; want the new one", got)
+		}
+		if s.ExpectedCompletionTime != nil {
+			t.Errorf("after Progress: expected completion %v; want none", s.ExpectedCompletionTime)
 		}
 		keepsOthers(t, got)
 	})
@@ -245,8 +267,15 @@ func TestEvictionAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := getEviction(t, c, ev)
-		if s := ResponderStatusOf(got, me); s.HeartbeatTime == nil || s.ExpectedCompletionTime != nil || s.Message == nil || *s.Message != "Surge: replaced" {
-			t.Fatalf("after Accept with an expected completion passed: %+v; want the message, no expected completion", s)
+		s := ResponderStatusOf(got, me)
+		if s.HeartbeatTime == nil {
+			t.Errorf("after Accept with an expected completion passed: no heartbeat")
+		}
+		if s.ExpectedCompletionTime != nil {
+			t.Errorf("after Accept with an expected completion passed: expected completion %v; want none", s.ExpectedCompletionTime)
+		}
+		if got := ptr.Deref(s.Message, "<nil>"); got != "Surge: replaced" {
+			t.Fatalf("after Accept with an expected completion passed: message %q; want %q", got, "Surge: replaced")
 		}
 		rv := got.ResourceVersion
 		if err := ForEviction(got, pod, me).Progress(ctx, c, removing); err != nil {
@@ -303,9 +332,14 @@ func TestEvictionAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := ResponderStatusOf(getEviction(t, c, ev), me)
-		if time.Since(s.HeartbeatTime.Time) > 5*time.Second || ptr.Deref(s.Message, "") != "Surge: surged" ||
-			s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.Equal(expected) {
-			t.Errorf("a due heartbeat with nothing new: %+v; want a new heartbeat, the same message and expected completion", s)
+		if time.Since(s.HeartbeatTime.Time) > 5*time.Second {
+			t.Errorf("a due heartbeat with nothing new: heartbeat %v; want a new one", s.HeartbeatTime)
+		}
+		if got := ptr.Deref(s.Message, ""); got != "Surge: surged" {
+			t.Errorf("a due heartbeat with nothing new: message %q; want the same, %q", got, "Surge: surged")
+		}
+		if s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.Equal(expected) {
+			t.Errorf("a due heartbeat with nothing new: expected completion %v; want the same, %v", s.ExpectedCompletionTime, expected)
 		}
 	})
 
@@ -320,13 +354,21 @@ func TestEvictionAnswers(t *testing.T) {
 			t.Errorf("the Eviction was written: %+v", ResponderStatusOf(got, me))
 		}
 		// The pod given was updated to what the API server returned.
-		if pod.Annotations[AcceptedEvictionAnnotation] != string(ev.UID) || pod.Annotations[corev1.PodDeletionCost] != "-100" ||
-			pod.Annotations[OriginalDeletionCostAnnotation] != "" {
-			t.Fatalf("the pod's annotations %v; want the marks and %s %s", pod.Annotations, AcceptedEvictionAnnotation, ev.UID)
+		if got := pod.Annotations[AcceptedEvictionAnnotation]; got != string(ev.UID) {
+			t.Errorf("the pod's %s is %q; want %s", AcceptedEvictionAnnotation, got, ev.UID)
+		}
+		if got := pod.Annotations[corev1.PodDeletionCost]; got != "-100" {
+			t.Errorf("the pod's %s is %q; want -100", corev1.PodDeletionCost, got)
+		}
+		if got := pod.Annotations[OriginalDeletionCostAnnotation]; got != "" {
+			t.Errorf("the pod's %s is %q; want it empty", OriginalDeletionCostAnnotation, got)
 		}
 		r = ForEviction(ev, pod, me)
-		if due := start.StartTime.Add(HeartbeatInterval); !r.Accepted() || !r.HeartbeatDue().Equal(due) {
-			t.Errorf("accepted %t, heartbeat due %v; want accepted, due a HeartbeatInterval after startTime (%v)", r.Accepted(), r.HeartbeatDue(), due)
+		if !r.Accepted() {
+			t.Errorf("after AcceptMarking, the request reads not accepted")
+		}
+		if due := start.StartTime.Add(HeartbeatInterval); !r.HeartbeatDue().Equal(due) {
+			t.Errorf("heartbeat due %v; want a HeartbeatInterval after startTime (%v)", r.HeartbeatDue(), due)
 		}
 		// Another Eviction of the pod (this one deleted, a new one made) was not accepted.
 		next := ev.DeepCopy()
@@ -340,8 +382,12 @@ func TestEvictionAnswers(t *testing.T) {
 		if err := ForEviction(ev, pod2, me).AcceptMarking(ctx, c2, Progress{Reason: "Surge", Message: "waiting"}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if s := ResponderStatusOf(getEviction(t, c2, ev), me); s.HeartbeatTime == nil || ptr.Deref(s.Message, "") != "Surge: waiting" {
-			t.Errorf("accepted without marks: %+v; want the acceptance on the Eviction", s)
+		s := ResponderStatusOf(getEviction(t, c2, ev), me)
+		if s.HeartbeatTime == nil {
+			t.Errorf("accepted without marks: no heartbeat on the Eviction; want the acceptance there")
+		}
+		if got := ptr.Deref(s.Message, ""); got != "Surge: waiting" {
+			t.Errorf("accepted without marks: message %q on the Eviction; want %q", got, "Surge: waiting")
 		}
 	})
 
@@ -356,8 +402,14 @@ func TestEvictionAnswers(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
 			t.Fatal(err)
 		}
-		if !Accepted(got) || got.Annotations[corev1.PodDeletionCost] != "-100" || got.Annotations[AcceptedEvictionAnnotation] != "" {
-			t.Errorf("the pod: conditions %+v, annotations %v; want accepted and marked", got.Status.Conditions, got.Annotations)
+		if !Accepted(got) {
+			t.Errorf("the pod's conditions %+v; want accepted", got.Status.Conditions)
+		}
+		if v := got.Annotations[corev1.PodDeletionCost]; v != "-100" {
+			t.Errorf("the pod's %s is %q; want -100", corev1.PodDeletionCost, v)
+		}
+		if v := got.Annotations[AcceptedEvictionAnnotation]; v != "" {
+			t.Errorf("the pod's %s is %q on pod conditions; want none", AcceptedEvictionAnnotation, v)
 		}
 	})
 
@@ -369,8 +421,14 @@ func TestEvictionAnswers(t *testing.T) {
 		got := getEviction(t, c, ev)
 		keepsOthers(t, got)
 		s := ResponderStatusOf(got, me)
-		if s.CompletionTime == nil || s.Message == nil || !strings.Contains(*s.Message, "MaxSurgeZero") || !strings.Contains(*s.Message, "declined") {
-			t.Fatalf("after Decline: %+v; want completionTime and the reason", s)
+		if s.CompletionTime == nil {
+			t.Errorf("after Decline: no completionTime")
+		}
+		if m := ptr.Deref(s.Message, ""); !strings.Contains(m, "MaxSurgeZero") {
+			t.Errorf("after Decline: message %q; want the reason, MaxSurgeZero", m)
+		}
+		if m := ptr.Deref(s.Message, ""); !strings.Contains(m, "declined") {
+			t.Errorf("after Decline: message %q; want it to say declined", m)
 		}
 		if r := ForEviction(got, pod, me); r != nil {
 			t.Errorf("a declined request is still the responder's to answer")
@@ -383,8 +441,12 @@ func TestEvictionAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := getEviction(t, c, ev)
-		if s := ResponderStatusOf(got, me); s.CompletionTime == nil || *s.Message != "Completed: replaced" {
-			t.Fatalf("after Complete: %+v", s)
+		s := ResponderStatusOf(got, me)
+		if s.CompletionTime == nil {
+			t.Errorf("after Complete: no completionTime")
+		}
+		if m := ptr.Deref(s.Message, "<nil>"); m != "Completed: replaced" {
+			t.Errorf("after Complete: message %q; want %q", m, "Completed: replaced")
 		}
 		keepsOthers(t, got)
 	})
@@ -401,8 +463,14 @@ func TestEvictionAnswers(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
 			t.Fatal(err)
 		}
-		if !Accepted(got) || Condition(got, Initiated).Reason != "Surge" || !r.HeartbeatDue().IsZero() {
-			t.Fatalf("after Accept on pod conditions: %+v", got.Status.Conditions)
+		if !Accepted(got) {
+			t.Fatalf("after Accept on pod conditions: %+v; want accepted", got.Status.Conditions)
+		}
+		if reason := Condition(got, Initiated).Reason; reason != "Surge" {
+			t.Errorf("after Accept on pod conditions: reason %q; want Surge", reason)
+		}
+		if due := r.HeartbeatDue(); !due.IsZero() {
+			t.Errorf("after Accept on pod conditions: heartbeat due %v; want none", due)
 		}
 		if err := ForPod(got).Decline(ctx, c, "Nope", "cannot"); err != nil {
 			t.Fatal(err)
@@ -410,8 +478,11 @@ func TestEvictionAnswers(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
 			t.Fatal(err)
 		}
-		if !Declined(got) || Condition(got, Initiated).Reason != "Nope" {
-			t.Fatalf("after Decline on pod conditions: %+v", got.Status.Conditions)
+		if !Declined(got) {
+			t.Fatalf("after Decline on pod conditions: %+v; want declined", got.Status.Conditions)
+		}
+		if reason := Condition(got, Initiated).Reason; reason != "Nope" {
+			t.Errorf("after Decline on pod conditions: reason %q; want Nope", reason)
 		}
 	})
 }
