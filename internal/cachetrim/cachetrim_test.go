@@ -61,8 +61,17 @@ func TestPodKeepsWhatControllersRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Dropped.
-	if len(pod.Spec.Containers) != 0 || pod.Status.PodIP != "" || pod.ManagedFields != nil || pod.Status.ContainerStatuses[0].Image != "" {
-		t.Errorf("not trimmed: %+v", pod)
+	if len(pod.Spec.Containers) != 0 {
+		t.Errorf("containers not trimmed: %+v", pod.Spec.Containers)
+	}
+	if pod.Status.PodIP != "" {
+		t.Errorf("podIP not trimmed: %s", pod.Status.PodIP)
+	}
+	if pod.ManagedFields != nil {
+		t.Errorf("managedFields not trimmed: %+v", pod.ManagedFields)
+	}
+	if img := pod.Status.ContainerStatuses[0].Image; img != "" {
+		t.Errorf("container status image not trimmed: %s", img)
 	}
 	if _, ok := pod.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
 		t.Errorf("last-applied configuration kept")
@@ -74,8 +83,14 @@ func TestPodKeepsWhatControllersRead(t *testing.T) {
 	if maintenance.Targeted(pod) != maintenance.Targeted(full) {
 		t.Errorf("targeted differs")
 	}
-	if !evacuation.Requested(pod) || pod.Status.Phase != corev1.PodRunning || pod.Spec.NodeName != "node-1" {
-		t.Errorf("request, phase or node lost: %+v", pod.Status)
+	if !evacuation.Requested(pod) {
+		t.Errorf("request lost: %+v", pod.Status.Conditions)
+	}
+	if pod.Status.Phase != corev1.PodRunning {
+		t.Errorf("phase %s; want Running", pod.Status.Phase)
+	}
+	if pod.Spec.NodeName != "node-1" {
+		t.Errorf("node %q; want node-1", pod.Spec.NodeName)
 	}
 	if len(pod.Spec.EvictionResponders) != 1 || pod.Spec.EvictionResponders[0].Name != "example.com/checkpointer" {
 		t.Errorf("evictionResponders lost: %+v", pod.Spec.EvictionResponders)
@@ -94,8 +109,17 @@ func TestPodKeepsWhatControllersRead(t *testing.T) {
 			t.Errorf("annotation %s lost", key)
 		}
 	}
-	if len(pod.OwnerReferences) != 1 || len(pod.Finalizers) != 1 || pod.UID != "u1" || pod.Labels["app"] != "web" {
-		t.Errorf("metadata lost: %+v", pod.ObjectMeta)
+	if len(pod.OwnerReferences) != 1 {
+		t.Errorf("ownerReferences lost: %+v", pod.OwnerReferences)
+	}
+	if len(pod.Finalizers) != 1 {
+		t.Errorf("finalizers lost: %v", pod.Finalizers)
+	}
+	if pod.UID != "u1" {
+		t.Errorf("uid %q; want u1", pod.UID)
+	}
+	if pod.Labels["app"] != "web" {
+		t.Errorf("labels lost: %v", pod.Labels)
 	}
 	// A patch computed from two trimmed copies sends only what changed.
 	changed := pod.DeepCopy()
@@ -130,12 +154,30 @@ func TestNodeDeploymentReplicaSet(t *testing.T) {
 	if _, err := typed(Node)(node); err != nil {
 		t.Fatal(err)
 	}
-	if node.Status.Images != nil || node.Status.Addresses != nil {
-		t.Errorf("node not trimmed: %+v", node.Status)
+	if node.Status.Images != nil {
+		t.Errorf("node images not trimmed: %+v", node.Status.Images)
 	}
-	if !node.Spec.Unschedulable || len(node.Spec.Taints) != 1 || node.Status.NodeInfo.BootID != "b1" ||
-		len(node.Status.Conditions) != 1 || len(node.Status.VolumesAttached) != 1 || node.Annotations["nodemaint.dev/maintenances"] != "a" {
-		t.Errorf("node lost what is read: %+v", node)
+	if node.Status.Addresses != nil {
+		t.Errorf("node addresses not trimmed: %+v", node.Status.Addresses)
+	}
+	// Kept: what is read.
+	if !node.Spec.Unschedulable {
+		t.Errorf("node unschedulable lost")
+	}
+	if len(node.Spec.Taints) != 1 {
+		t.Errorf("node taints lost: %+v", node.Spec.Taints)
+	}
+	if node.Status.NodeInfo.BootID != "b1" {
+		t.Errorf("node bootID %q; want b1", node.Status.NodeInfo.BootID)
+	}
+	if len(node.Status.Conditions) != 1 {
+		t.Errorf("node conditions lost: %+v", node.Status.Conditions)
+	}
+	if len(node.Status.VolumesAttached) != 1 {
+		t.Errorf("node volumesAttached lost: %+v", node.Status.VolumesAttached)
+	}
+	if got := node.Annotations["nodemaint.dev/maintenances"]; got != "a" {
+		t.Errorf("node annotation nodemaint.dev/maintenances %q; want a", got)
 	}
 
 	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "x"}}}}
@@ -147,8 +189,17 @@ func TestNodeDeploymentReplicaSet(t *testing.T) {
 	if len(d.Spec.Template.Spec.Containers)+len(rs.Spec.Template.Spec.Containers) != 0 {
 		t.Errorf("templates kept")
 	}
-	if *d.Spec.Replicas != 3 || d.Spec.MinReadySeconds != 5 || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || *rs.Spec.Replicas != 3 {
-		t.Errorf("spec lost: %+v %+v", d.Spec, rs.Spec)
+	if *d.Spec.Replicas != 3 {
+		t.Errorf("Deployment replicas %d; want 3", *d.Spec.Replicas)
+	}
+	if d.Spec.MinReadySeconds != 5 {
+		t.Errorf("Deployment minReadySeconds %d; want 5", d.Spec.MinReadySeconds)
+	}
+	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		t.Errorf("Deployment strategy %s; want RollingUpdate", d.Spec.Strategy.Type)
+	}
+	if *rs.Spec.Replicas != 3 {
+		t.Errorf("ReplicaSet replicas %d; want 3", *rs.Spec.Replicas)
 	}
 	// Objects of another type (a tombstone) pass unchanged.
 	if out, err := typed(Pod)("tombstone"); err != nil || out != "tombstone" {
