@@ -37,8 +37,11 @@ func unregistered(name string) *corev1.Pod {
 // owner's answer on it count), and it is no pod condition left to withdraw.
 func TestUnregisteredPodsAskedByPodCondition(t *testing.T) {
 	a, u := pod("a"), unregistered("u")
-	if !Registered(a) || Registered(u) {
-		t.Fatal("Registered: want the pod with a responder only")
+	if !Registered(a) {
+		t.Fatal("Registered: the pod with a responder is not")
+	}
+	if Registered(u) {
+		t.Fatal("Registered: the pod without a responder is")
 	}
 	p := WritesOf(observedWith(), []*corev1.Pod{a, u}, []*corev1.Pod{a, u}, nil, "r", now)
 	if len(p.Create) != 1 || p.Create[0].Spec.Target.Pod.UID != a.UID {
@@ -80,14 +83,26 @@ func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
 		t.Fatalf("first: %+v", p)
 	}
 	c := p.Create[0]
-	if c.Spec.Requester != names.Requester || c.Spec.Target.Pod.UID != a.UID || c.Labels[NodeLabel] != "n1" || c.Annotations[ReasonAnnotation] != "kernel upgrade" {
-		t.Fatalf("request %+v", c)
+	if c.Spec.Requester != names.Requester {
+		t.Errorf("request's requester %q; want %q", c.Spec.Requester, names.Requester)
+	}
+	if c.Spec.Target.Pod.UID != a.UID {
+		t.Errorf("request's target %s; want %s", c.Spec.Target.Pod.UID, a.UID)
+	}
+	if got := c.Labels[NodeLabel]; got != "n1" {
+		t.Errorf("request's %s label %q; want n1", NodeLabel, got)
+	}
+	if got := c.Annotations[ReasonAnnotation]; got != "kernel upgrade" {
+		t.Errorf("request's %s annotation %q; want kernel upgrade", ReasonAnnotation, got)
 	}
 	obs := observedWith(*p.Create[0], *p.Create[1])
 	// The drain sees its request as the pod condition protocol's, and asks nothing more.
 	answered := Answer(pods, obs)
-	if !evacuation.RequestedBy(answered[0], evacuation.ReasonNodeMaintenance) || evacuation.Condition(answered[0], evacuation.Request).Message != "kernel upgrade" {
-		t.Fatalf("answered %+v", answered[0].Status.Conditions)
+	if !evacuation.RequestedBy(answered[0], evacuation.ReasonNodeMaintenance) {
+		t.Fatalf("answered %+v; want requested by %s", answered[0].Status.Conditions, evacuation.ReasonNodeMaintenance)
+	}
+	if m := evacuation.Condition(answered[0], evacuation.Request).Message; m != "kernel upgrade" {
+		t.Errorf("the request's message %q; want kernel upgrade", m)
 	}
 	if evacuation.Condition(pods[0], evacuation.Request) != nil {
 		t.Fatal("Answer changed its input")
@@ -196,8 +211,11 @@ func TestAnswerReadsTheEviction(t *testing.T) {
 	given := a.DeepCopy()
 	got := Answer([]*corev1.Pod{a}, obs)[0]
 	c := evacuation.Condition(got, evacuation.Initiated)
-	if !evacuation.Accepted(got) || !strings.Contains(c.Message, "evacuating by db.example.com/op, expected completion 2026-01-01T13:00:00Z: copying data") {
-		t.Fatalf("accepted: %+v", c)
+	if !evacuation.Accepted(got) {
+		t.Fatalf("accepted: %+v; want EvacuationInitiated True", c)
+	}
+	if want := "evacuating by db.example.com/op, expected completion 2026-01-01T13:00:00Z: copying data"; !strings.Contains(c.Message, want) {
+		t.Errorf("accepted: message %q; want it to contain %q", c.Message, want)
 	}
 	if !equality.Semantic.DeepEqual(a, given) || len(a.Status.Conditions[:cap(a.Status.Conditions)][1].Type) != 0 {
 		t.Fatalf("the pod given was changed: %+v", a.Status.Conditions[:cap(a.Status.Conditions)])
@@ -208,8 +226,12 @@ func TestAnswerReadsTheEviction(t *testing.T) {
 	e.Status.Responders = append(e.Status.Responders, lifecyclev1alpha1.ResponderStatus{Name: names.ImperativeEvictor, StartTime: ptr.To(metav1.NewTime(now)),
 		Message: ptr.To("Could not evict the pod, retrying with a back-off: Cannot evict pod as it would violate the pod's disruption budget.")})
 	got = Answer([]*corev1.Pod{a}, obs)[0]
-	if c := evacuation.Condition(got, evacuation.Initiated); c.Reason != nodemaintv1alpha1.BlockedReasonPodDisruptionBudget || !strings.Contains(c.Message, "evacuating by "+names.ImperativeEvictor) {
-		t.Fatalf("held by a budget: %+v", c)
+	c = evacuation.Condition(got, evacuation.Initiated)
+	if c.Reason != nodemaintv1alpha1.BlockedReasonPodDisruptionBudget {
+		t.Errorf("held by a budget: reason %q; want %s", c.Reason, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget)
+	}
+	if want := "evacuating by " + names.ImperativeEvictor; !strings.Contains(c.Message, want) {
+		t.Errorf("held by a budget: message %q; want it to contain %q", c.Message, want)
 	}
 	e.Status.Conditions = []metav1.Condition{{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: metav1.ConditionTrue, Reason: "NoFurtherResponder", Message: "none left"}}
 	got = Answer([]*corev1.Pod{a}, obs)[0]
@@ -219,8 +241,11 @@ func TestAnswerReadsTheEviction(t *testing.T) {
 	// Withdrawn: no request, no answer.
 	obs.Requests[0].Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
 	got = Answer([]*corev1.Pod{a}, obs)[0]
-	if evacuation.Requested(got) || evacuation.Condition(got, evacuation.Initiated) != nil {
-		t.Fatalf("withdrawn: %+v", got.Status.Conditions)
+	if evacuation.Requested(got) {
+		t.Errorf("withdrawn: %+v; want the request gone", got.Status.Conditions)
+	}
+	if evacuation.Condition(got, evacuation.Initiated) != nil {
+		t.Errorf("withdrawn: %+v; want the answer gone", got.Status.Conditions)
 	}
 }
 
@@ -236,8 +261,11 @@ func TestAnswerHeldForDrain(t *testing.T) {
 	e.Status.TargetResponders = []lifecyclev1alpha1.TargetResponder{{Name: names.ImperativeEvictor, State: lifecyclev1alpha1.ResponderStateActive}}
 	e.Status.Responders = []lifecyclev1alpha1.ResponderStatus{{Name: names.ImperativeEvictor, StartTime: ptr.To(metav1.NewTime(now)), Message: ptr.To(names.HeldForDrain)}}
 	got := Answer([]*corev1.Pod{a}, obs)[0]
-	if !evacuation.Requested(got) || evacuation.Condition(got, evacuation.Initiated) != nil {
-		t.Fatalf("no responder before the imperative evictor: want requested and not answered, got %+v", got.Status.Conditions)
+	if !evacuation.Requested(got) {
+		t.Errorf("no responder before the imperative evictor: want requested, got %+v", got.Status.Conditions)
+	}
+	if evacuation.Condition(got, evacuation.Initiated) != nil {
+		t.Errorf("no responder before the imperative evictor: want not answered, got %+v", got.Status.Conditions)
 	}
 	e.Status.TargetResponders = append([]lifecyclev1alpha1.TargetResponder{{Name: "db.example.com/op", State: lifecyclev1alpha1.ResponderStateCompleted}}, e.Status.TargetResponders...)
 	e.Status.Responders = append(e.Status.Responders, lifecyclev1alpha1.ResponderStatus{Name: "db.example.com/op", CompletionTime: ptr.To(metav1.NewTime(now))})
@@ -329,8 +357,14 @@ func TestFirstAnswer(t *testing.T) {
 		t.Fatal("no responder active yet: no answer")
 	}
 	accepted, latency, ok := FirstAnswer(created, active, req)
-	if !ok || !accepted || latency != 4*time.Second {
-		t.Fatalf("made active 4s after the request's creation: got accepted %v, %v, ok %v", accepted, latency, ok)
+	if !ok {
+		t.Fatal("made active 4s after the request's creation: no answer")
+	}
+	if !accepted {
+		t.Error("made active 4s after the request's creation: not accepted")
+	}
+	if latency != 4*time.Second {
+		t.Errorf("made active 4s after the request's creation: latency %v", latency)
 	}
 	heartbeat := active.DeepCopy()
 	heartbeat.Status.Responders[0].HeartbeatTime = ptr.To(metav1.NewTime(now.Add(time.Minute)))
