@@ -117,8 +117,14 @@ func TestReaderReadsFiring(t *testing.T) {
 	}
 	r.read(t.Context())
 	firing, unknown, fresh := r.Answer().Gate(t0)
-	if unknown != "" || len(firing) != 1 || firing[0].Name != "EtcdMembersDown" || firing[0].Labels["severity"] != "critical" {
-		t.Fatalf("firing %+v (%q); want EtcdMembersDown only", firing, unknown)
+	if unknown != "" {
+		t.Fatalf("after the first read, the gate is unknown: %q", unknown)
+	}
+	if len(firing) != 1 || firing[0].Name != "EtcdMembersDown" {
+		t.Fatalf("firing %+v; want EtcdMembersDown only", firing)
+	}
+	if got := firing[0].Labels["severity"]; got != "critical" {
+		t.Errorf("EtcdMembersDown's severity %q; want its label, critical", got)
 	}
 	if want := t0.Add(2*time.Second + ReadTimeout); !fresh.Equal(want) {
 		t.Errorf("fresh until %v, want %v", fresh, want)
@@ -136,8 +142,15 @@ func TestReaderReadsFiring(t *testing.T) {
 	}
 	p.answer(http.StatusOK, noneFiring)
 	r.read(t.Context())
-	if firing, unknown, _ := r.Answer().Gate(clk.Now()); unknown != "" || len(firing) != 0 || words(r) != 1 {
-		t.Errorf("cleared: firing %v (%q), want none and a word on Changed", firing, unknown)
+	firing, unknown, _ = r.Answer().Gate(clk.Now())
+	if unknown != "" {
+		t.Errorf("cleared: unknown %q; want an answer", unknown)
+	}
+	if len(firing) != 0 {
+		t.Errorf("cleared: firing %v; want none", firing)
+	}
+	if n := words(r); n != 1 {
+		t.Errorf("cleared: %d words on Changed; want 1", n)
 	}
 	// The answer ages past MaxAge (a read that took long): stale, the gate is closed; the next
 	// answer, with the same alerts, opens it and is news.
@@ -146,8 +159,11 @@ func TestReaderReadsFiring(t *testing.T) {
 		t.Errorf("stale: %q", unknown)
 	}
 	r.read(t.Context())
-	if _, unknown, _ := r.Answer().Gate(clk.Now()); unknown != "" || words(r) != 1 {
-		t.Errorf("answered after stale: %q, want open and a word on Changed", unknown)
+	if _, unknown, _ := r.Answer().Gate(clk.Now()); unknown != "" {
+		t.Errorf("answered after stale: %q, want open", unknown)
+	}
+	if n := words(r); n != 1 {
+		t.Errorf("answered after stale: %d words on Changed; want 1", n)
 	}
 	if p.reads.Load() != 4 {
 		t.Errorf("%d reads, want 4", p.reads.Load())
@@ -200,8 +216,14 @@ func TestReaderFailsClosed(t *testing.T) {
 			if tc.unreachable {
 				what = "Prometheus unreachable since 2026-01-01T12:00:01Z: "
 			}
-			if !strings.HasPrefix(unknown, what) || !strings.Contains(unknown, tc.want) || firing != nil || !fresh.IsZero() {
-				t.Fatalf("gate: firing %v, fresh %v, unknown %q; want %q…%q", firing, fresh, unknown, what, tc.want)
+			if !strings.HasPrefix(unknown, what) || !strings.Contains(unknown, tc.want) {
+				t.Fatalf("gate: unknown %q; want %q…%q", unknown, what, tc.want)
+			}
+			if firing != nil {
+				t.Errorf("gate closed: firing %v; want none", firing)
+			}
+			if !fresh.IsZero() {
+				t.Errorf("gate closed: fresh until %v; want zero", fresh)
 			}
 			if len(unknown) > 700 {
 				t.Errorf("unknown has %d bytes: unbounded", len(unknown))
@@ -212,16 +234,29 @@ func TestReaderFailsClosed(t *testing.T) {
 			// Failing on, the gate stays closed since the first failure, with no news.
 			clk.Step(time.Second)
 			r.read(t.Context())
-			if _, again, _ := r.Answer().Gate(clk.Now()); again != unknown || words(r) != 0 || !r.Answer().FailedSince.Equal(failedAt) {
-				t.Errorf("failing again: %q, want %q and no word on Changed", again, unknown)
+			if _, again, _ := r.Answer().Gate(clk.Now()); again != unknown {
+				t.Errorf("failing again: %q, want %q", again, unknown)
+			}
+			if n := words(r); n != 0 {
+				t.Errorf("failing again: %d words on Changed; want none", n)
+			}
+			if since := r.Answer().FailedSince; !since.Equal(failedAt) {
+				t.Errorf("failing again: failed since %v; want the first failure, %v", since, failedAt)
 			}
 			if tc.status == 0 {
 				return
 			}
 			p.answer(http.StatusOK, etcdFiring)
 			r.read(t.Context())
-			if firing, unknown, _ := r.Answer().Gate(clk.Now()); unknown != "" || len(firing) != 1 || words(r) != 1 {
-				t.Errorf("answered again: firing %v (%q), want EtcdMembersDown and a word on Changed", firing, unknown)
+			firing, unknown, _ = r.Answer().Gate(clk.Now())
+			if unknown != "" {
+				t.Errorf("answered again: unknown %q; want an answer", unknown)
+			}
+			if len(firing) != 1 {
+				t.Errorf("answered again: firing %v; want EtcdMembersDown", firing)
+			}
+			if n := words(r); n != 1 {
+				t.Errorf("answered again: %d words on Changed; want 1", n)
 			}
 		})
 	}
@@ -328,8 +363,11 @@ func TestReaderNeverWaits(t *testing.T) {
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
-	if _, unknown, _ := r.Answer().Gate(clk.Now()); !strings.HasPrefix(unknown, "no answer from Prometheus yet") || words(r) != 0 {
+	if _, unknown, _ := r.Answer().Gate(clk.Now()); !strings.HasPrefix(unknown, "no answer from Prometheus yet") {
 		t.Errorf("a read cut short by the end is kept: %q", unknown)
+	}
+	if n := words(r); n != 0 {
+		t.Errorf("a read cut short by the end: %d words on Changed; want none", n)
 	}
 }
 
