@@ -30,8 +30,17 @@ func TestMetricsOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !opts.SecureServing || opts.FilterProvider == nil || w != nil || opts.BindAddress != ":8443" {
-		t.Errorf("defaults: secure %v, filter %v, cert watcher %v, address %q: want HTTPS with authn/authz, a self-signed certificate", opts.SecureServing, opts.FilterProvider != nil, w != nil, opts.BindAddress)
+	if !opts.SecureServing {
+		t.Errorf("defaults: not secure; want HTTPS")
+	}
+	if opts.FilterProvider == nil {
+		t.Errorf("defaults: no filter; want authentication and authorization")
+	}
+	if w != nil {
+		t.Errorf("defaults: a certificate watcher; want a self-signed certificate")
+	}
+	if opts.BindAddress != ":8443" {
+		t.Errorf("defaults: address %q; want :8443", opts.BindAddress)
 	}
 	if filter, err := opts.FilterProvider(cfg, nil); err != nil || filter == nil {
 		t.Errorf("the authentication and authorization filter: %v", err)
@@ -46,8 +55,18 @@ func TestMetricsOptions(t *testing.T) {
 
 	insecure := defaults
 	insecure.MetricsSecure, insecure.EnableHTTP2 = false, true
-	if opts, _, err := metricsOptions(insecure, cfg); err != nil || opts.SecureServing || opts.FilterProvider != nil || len(opts.TLSOpts) != 0 {
-		t.Errorf("--metrics-secure=false --enable-http2: secure %v, filter %v, TLS options %d, %v", opts.SecureServing, opts.FilterProvider != nil, len(opts.TLSOpts), err)
+	opts, _, err = metricsOptions(insecure, cfg)
+	if err != nil {
+		t.Fatalf("--metrics-secure=false --enable-http2: %v", err)
+	}
+	if opts.SecureServing {
+		t.Errorf("--metrics-secure=false --enable-http2: secure")
+	}
+	if opts.FilterProvider != nil {
+		t.Errorf("--metrics-secure=false --enable-http2: a filter")
+	}
+	if len(opts.TLSOpts) != 0 {
+		t.Errorf("--metrics-secure=false --enable-http2: %d TLS options; want none", len(opts.TLSOpts))
 	}
 
 	missing := defaults
