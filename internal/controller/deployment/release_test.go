@@ -99,34 +99,58 @@ func testRelease(t *testing.T, autoscalerFirst bool) {
 		t.Fatal("dry run: no change announced")
 	}
 	get(d)
-	if *d.Spec.Replicas != 3 || (d.Annotations[evacuation.SurgeAnnotation] == "") != autoscalerFirst {
-		t.Fatalf("dry run changed the Deployment: replicas %d, annotations %v", *d.Spec.Replicas, d.Annotations)
+	if *d.Spec.Replicas != 3 {
+		t.Fatalf("dry run changed the Deployment's replicas: %d; want 3", *d.Spec.Replicas)
+	}
+	if (d.Annotations[evacuation.SurgeAnnotation] == "") != autoscalerFirst {
+		t.Fatalf("dry run changed the Deployment's surge record: annotations %v", d.Annotations)
 	}
 
 	changes, again := release(false)
-	if !again || !strings.Contains(strings.Join(changes, "\n"), "SurgeRolledBack") {
-		t.Errorf("rollback: again %v, changes %v", again, changes)
+	if !again {
+		t.Errorf("rollback: not to be called again; want again, the surge's pods still marked")
+	}
+	if !strings.Contains(strings.Join(changes, "\n"), "SurgeRolledBack") {
+		t.Errorf("rollback: changes %v; want SurgeRolledBack", changes)
 	}
 	get(d)
-	if *d.Spec.Replicas != 2 || len(ours(d.Annotations)) > 0 {
-		t.Errorf("Deployment after the rollback: replicas %d, annotations %v", *d.Spec.Replicas, d.Annotations)
+	if *d.Spec.Replicas != 2 {
+		t.Errorf("Deployment after the rollback: replicas %d; want 2", *d.Spec.Replicas)
+	}
+	if len(ours(d.Annotations)) > 0 {
+		t.Errorf("Deployment after the rollback: annotations %v; want none of ours", d.Annotations)
 	}
 	get(evacuated)
 	get(surged)
 	get(rs)
-	if marks.IsMarked(evacuated) || evacuation.Condition(evacuated, evacuation.Initiated) != nil || !evacuation.RequestedBy(evacuated, evacuation.ReasonNodeMaintenance) {
-		t.Errorf("evacuated pod: marked %v, conditions %v; want unmarked, its request only", marks.IsMarked(evacuated), evacuated.Status.Conditions)
+	if marks.IsMarked(evacuated) {
+		t.Errorf("evacuated pod: marked %v; want unmarked", evacuated.Annotations)
 	}
-	if !marks.IsMarked(surged) || surged.Annotations[corev1.PodDeletionCost] != "-2147483648" {
-		t.Errorf("the surge's pod is not marked to go first: %v", surged.Annotations)
+	if evacuation.Condition(evacuated, evacuation.Initiated) != nil {
+		t.Errorf("evacuated pod: conditions %v; want no answer", evacuated.Status.Conditions)
+	}
+	if !evacuation.RequestedBy(evacuated, evacuation.ReasonNodeMaintenance) {
+		t.Errorf("evacuated pod: conditions %v; want its request kept", evacuated.Status.Conditions)
+	}
+	if !marks.IsMarked(surged) {
+		t.Errorf("the surge's pod is not marked: %v", surged.Annotations)
+	}
+	if got := surged.Annotations[corev1.PodDeletionCost]; got != "-2147483648" {
+		t.Errorf("the surge's pod deletion cost %q; want -2147483648, to go first", got)
 	}
 	if len(ours(rs.Annotations)) > 0 {
 		t.Errorf("ReplicaSet deploymentdecide.Markers left: %v", rs.Annotations)
 	}
 	get(hpa)
-	if *hpa.Spec.MinReplicas != 3 || hpa.Spec.MaxReplicas != 3 || len(ours(hpa.Annotations)) != 1 {
-		t.Errorf("HorizontalPodAutoscaler with the rollback: min %d max %d, annotations %v; want 3, 3 and the record, until the scale-back is done",
-			*hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas, hpa.Annotations)
+	// Until the scale-back is done, the bounds stay raised and recorded.
+	if *hpa.Spec.MinReplicas != 3 {
+		t.Errorf("HorizontalPodAutoscaler with the rollback: min %d; want 3", *hpa.Spec.MinReplicas)
+	}
+	if hpa.Spec.MaxReplicas != 3 {
+		t.Errorf("HorizontalPodAutoscaler with the rollback: max %d; want 3", hpa.Spec.MaxReplicas)
+	}
+	if len(ours(hpa.Annotations)) != 1 {
+		t.Errorf("HorizontalPodAutoscaler with the rollback: annotations %v; want the record", hpa.Annotations)
 	}
 
 	// The ReplicaSet removes the surge's pod (the lowest deletion cost); the Deployment is scaled
@@ -134,16 +158,29 @@ func testRelease(t *testing.T, autoscalerFirst bool) {
 	if err := c.Delete(ctx, surged); err != nil {
 		t.Fatal(err)
 	}
-	if changes, again := release(false); again || !strings.Contains(strings.Join(changes, "\n"), "AutoscalerBoundsRestored") {
-		t.Errorf("after the ReplicaSet scaled down: again %v, changes %v; want the bounds restored", again, changes)
+	changes, again = release(false)
+	if again {
+		t.Errorf("after the ReplicaSet scaled down: to be called again; want done")
+	}
+	if !strings.Contains(strings.Join(changes, "\n"), "AutoscalerBoundsRestored") {
+		t.Errorf("after the ReplicaSet scaled down: changes %v; want the bounds restored", changes)
 	}
 	get(hpa)
-	if *hpa.Spec.MinReplicas != 2 || hpa.Spec.MaxReplicas != 2 || len(ours(hpa.Annotations)) > 0 {
-		t.Errorf("HorizontalPodAutoscaler after the scale-back: min %d max %d, annotations %v; want 2, 2 and no record",
-			*hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas, hpa.Annotations)
+	if *hpa.Spec.MinReplicas != 2 {
+		t.Errorf("HorizontalPodAutoscaler after the scale-back: min %d; want 2", *hpa.Spec.MinReplicas)
 	}
-	if changes, again := release(false); again || len(changes) != 0 {
-		t.Errorf("once all is released: again %v, changes %v; want nothing", again, changes)
+	if hpa.Spec.MaxReplicas != 2 {
+		t.Errorf("HorizontalPodAutoscaler after the scale-back: max %d; want 2", hpa.Spec.MaxReplicas)
+	}
+	if len(ours(hpa.Annotations)) > 0 {
+		t.Errorf("HorizontalPodAutoscaler after the scale-back: annotations %v; want no record", hpa.Annotations)
+	}
+	changes, again = release(false)
+	if again {
+		t.Errorf("once all is released: to be called again; want done")
+	}
+	if len(changes) != 0 {
+		t.Errorf("once all is released: changes %v; want none", changes)
 	}
 	get(d)
 	if *d.Spec.Replicas != 2 {
