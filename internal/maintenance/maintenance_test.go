@@ -86,8 +86,14 @@ func TestIntent(t *testing.T) {
 	phase := func(m *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase { return Phase(m, false) }
 
 	in := Intent([]*nodemaintv1alpha1.NodeMaintenance{newer, planned, older, done}, phase)
-	if !in.Cordon || !in.Drain || in.PlannedTaint {
-		t.Errorf("cordon/drain/taint = %v/%v/%v, want true/true/false", in.Cordon, in.Drain, in.PlannedTaint)
+	if !in.Cordon {
+		t.Errorf("cordon = false, want true")
+	}
+	if !in.Drain {
+		t.Errorf("drain = false, want true")
+	}
+	if in.PlannedTaint {
+		t.Errorf("planned taint = true, want false")
 	}
 	if in.Reason != "reason of b-older" {
 		t.Errorf("Reason = %q, want the oldest draining maintenance's", in.Reason)
@@ -99,15 +105,21 @@ func TestIntent(t *testing.T) {
 		t.Errorf("condition = %+v", c)
 	}
 
-	if !in.Evict || in.ResponseTimeout != DefaultResponseTimeout {
-		t.Errorf("evict/timeout = %v/%v, want the default", in.Evict, in.ResponseTimeout)
+	if !in.Evict {
+		t.Errorf("evict = false, want true")
+	}
+	if in.ResponseTimeout != DefaultResponseTimeout {
+		t.Errorf("timeout = %v, want the default, %v", in.ResponseTimeout, DefaultResponseTimeout)
 	}
 	newer.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: time.Minute}
 	older.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
 	older.Spec.EvacuationResponseTimeout = &nodemaintv1alpha1.Duration{Duration: time.Second}
 	in = Intent([]*nodemaintv1alpha1.NodeMaintenance{newer, older}, phase)
-	if !in.Evict || in.ResponseTimeout != time.Minute {
-		t.Errorf("evict/timeout = %v/%v, want the shortest timeout of the maintenances that evict", in.Evict, in.ResponseTimeout)
+	if !in.Evict {
+		t.Errorf("evict = false, want true")
+	}
+	if in.ResponseTimeout != time.Minute {
+		t.Errorf("timeout = %v, want the shortest timeout of the maintenances that evict, 1m", in.ResponseTimeout)
 	}
 	newer.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
 	if in = Intent([]*nodemaintv1alpha1.NodeMaintenance{newer, older}, phase); in.Evict {
@@ -115,12 +127,27 @@ func TestIntent(t *testing.T) {
 	}
 
 	in = Intent([]*nodemaintv1alpha1.NodeMaintenance{planned, done}, phase)
-	if in.Cordon || in.Drain || !in.PlannedTaint || in.Condition().Reason != "Planning" {
-		t.Errorf("planned only: %+v", in)
+	if in.Cordon {
+		t.Errorf("planned only: cordon")
+	}
+	if in.Drain {
+		t.Errorf("planned only: drain")
+	}
+	if !in.PlannedTaint {
+		t.Errorf("planned only: no planned taint")
+	}
+	if r := in.Condition().Reason; r != "Planning" {
+		t.Errorf("planned only: condition reason %q, want Planning", r)
 	}
 	in = Intent([]*nodemaintv1alpha1.NodeMaintenance{done}, phase)
-	if len(in.Entries) != 0 || in.PlannedTaint || in.Condition() != nil {
-		t.Errorf("complete only: %+v", in)
+	if len(in.Entries) != 0 {
+		t.Errorf("complete only: entries %+v, want none", in.Entries)
+	}
+	if in.PlannedTaint {
+		t.Errorf("complete only: planned taint")
+	}
+	if c := in.Condition(); c != nil {
+		t.Errorf("complete only: condition %+v, want none", c)
 	}
 }
 
@@ -157,11 +184,30 @@ func TestIntentUnusableSpec(t *testing.T) {
 			t.Errorf("%s: Usable, want not", spec)
 		}
 		in := Intent([]*nodemaintv1alpha1.NodeMaintenance{bad}, drainPhase)
-		if !in.Cordon || !in.Drain || in.Evict || Deletes(bad) || Evicts(bad) || in.OutOfService {
-			t.Errorf("%s: intent %+v, deletes %v; want cordon and drain (evacuation requested) only", spec, in, Deletes(bad))
+		// Cordon and drain (evacuation requested) only.
+		if !in.Cordon {
+			t.Errorf("%s: not cordoned", spec)
 		}
-		if !DrainDeadline(bad).IsZero() || !NodeDrainDeadline(bad, DrainStart{Start: time.Now().Add(-24 * time.Hour)}).IsZero() {
-			t.Errorf("%s: a drain deadline from an unusable spec", spec)
+		if !in.Drain {
+			t.Errorf("%s: not drained", spec)
+		}
+		if in.Evict {
+			t.Errorf("%s: intent evicts", spec)
+		}
+		if Deletes(bad) {
+			t.Errorf("%s: deletes", spec)
+		}
+		if Evicts(bad) {
+			t.Errorf("%s: evicts", spec)
+		}
+		if in.OutOfService {
+			t.Errorf("%s: out of service", spec)
+		}
+		if d := DrainDeadline(bad); !d.IsZero() {
+			t.Errorf("%s: a drain deadline %v from an unusable spec", spec, d)
+		}
+		if d := NodeDrainDeadline(bad, DrainStart{Start: time.Now().Add(-24 * time.Hour)}); !d.IsZero() {
+			t.Errorf("%s: a node drain deadline %v from an unusable spec", spec, d)
 		}
 		// The same maintenance with usable durations does evict, delete and taint.
 		good := nm("good", true, true, nodemaintv1alpha1.PhaseDrain)
@@ -169,8 +215,18 @@ func TestIntentUnusableSpec(t *testing.T) {
 		good.Spec.DrainTimeoutAction = nodemaintv1alpha1.DrainTimeoutActionDelete
 		good.Spec.Shutdown = &nodemaintv1alpha1.ShutdownSpec{ApplyOutOfServiceTaint: true}
 		good.Status.DrainStartTime = bad.Status.DrainStartTime
-		if in := Intent([]*nodemaintv1alpha1.NodeMaintenance{good}, drainPhase); !in.Evict || !Deletes(good) || NodeDrainDeadline(good, DrainStart{Start: time.Now()}).IsZero() || !in.OutOfService {
-			t.Errorf("usable maintenance: intent %+v; want evict, delete and out-of-service", in)
+		in = Intent([]*nodemaintv1alpha1.NodeMaintenance{good}, drainPhase)
+		if !in.Evict {
+			t.Errorf("usable maintenance: intent %+v; want evict", in)
+		}
+		if !Deletes(good) {
+			t.Errorf("usable maintenance: does not delete; want it to")
+		}
+		if NodeDrainDeadline(good, DrainStart{Start: time.Now()}).IsZero() {
+			t.Errorf("usable maintenance: no node drain deadline")
+		}
+		if !in.OutOfService {
+			t.Errorf("usable maintenance: intent %+v; want out-of-service", in)
 		}
 	}
 }
