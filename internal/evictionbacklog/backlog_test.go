@@ -45,8 +45,11 @@ func TestAdmit(t *testing.T) {
 	for _, n := range []string{"c", "d", "x"} {
 		b.Done(target(n))
 	}
-	if n := b.Admit("n", targets("e", "f", "g")); n != 2 || b.Len() != 3 {
-		t.Fatalf("admitted %d with y waiting (%d wait); want 2, then 3 waiting", n, b.Len())
+	if n := b.Admit("n", targets("e", "f", "g")); n != 2 {
+		t.Fatalf("admitted %d with y waiting; want 2", n)
+	}
+	if b.Len() != 3 {
+		t.Fatalf("%d wait after the admission; want 3", b.Len())
 	}
 }
 
@@ -82,8 +85,14 @@ func TestWake(t *testing.T) {
 		}
 	}
 	b.Admit("n1", targets("a", "b"))
-	if n := b.Admit("n2", targets("c")); n != 0 || !b.Queued("n2") || b.Queued("n1") {
-		t.Fatalf("n2 admitted %d with no room, queued %t (n1 %t); want 0, n2 queued alone", n, b.Queued("n2"), b.Queued("n1"))
+	if n := b.Admit("n2", targets("c")); n != 0 {
+		t.Fatalf("n2 admitted %d with no room; want 0", n)
+	}
+	if !b.Queued("n2") {
+		t.Fatalf("n2 not queued with no room")
+	}
+	if b.Queued("n1") {
+		t.Fatalf("n1 queued; want n2 queued alone")
 	}
 	b.Admit("n3", targets("d"))
 	b.Admit("n2", targets("c")) // asking again keeps its place
@@ -91,8 +100,14 @@ func TestWake(t *testing.T) {
 		t.Fatalf("woken %v with no room", got)
 	}
 	b.Done(target("a"))
-	if got := woken(); len(got) != 1 || got[0] != "n2" || b.Queued("n2") || !b.Queued("n3") {
-		t.Fatalf("woken %v for one room, n2 queued %t, n3 %t; want n2 alone, n3 still queued", got, b.Queued("n2"), b.Queued("n3"))
+	if got := woken(); len(got) != 1 || got[0] != "n2" {
+		t.Fatalf("woken %v for one room; want n2 alone", got)
+	}
+	if b.Queued("n2") {
+		t.Fatalf("n2 still queued once woken")
+	}
+	if !b.Queued("n3") {
+		t.Fatalf("n3 not queued any more; want it still queued")
 	}
 	// Another requester's request takes the room before n2 looks: n2 queued again, after n3.
 	b.Arrived(target("x"))
@@ -114,8 +129,11 @@ func TestWake(t *testing.T) {
 	if got := woken(); len(got) != 1 || got[0] != "n4" {
 		t.Fatalf("woken %v for one room; want n4", got)
 	}
-	if n := b.Admit("n5", targets("f")); n != 1 || b.Queued("n5") {
-		t.Fatalf("n5 admitted %d with room, queued %t; want 1, not queued", n, b.Queued("n5"))
+	if n := b.Admit("n5", targets("f")); n != 1 {
+		t.Fatalf("n5 admitted %d with room; want 1", n)
+	}
+	if b.Queued("n5") {
+		t.Fatalf("n5 queued with room")
 	}
 	b.Done(target("d"))
 	if got := woken(); len(got) != 0 {
