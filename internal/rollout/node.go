@@ -26,10 +26,10 @@ func Turn(nm *nodemaintv1alpha1.NodeMaintenance, node string) *nodemaintv1alpha1
 
 // Phase is the maintenance's phase on the node. Without a rollout, the maintenance's own phase
 // (maintenance.Phase), but Planning while it is refused (Refused). In a rollout: Released or Failed once the node's turn ended (recorded in
-// the node's annotation, and kept until the maintenance ends); in its turn, the maintenance's
-// phase until the release policy releases it (drained: no targeted pod and no volume left);
-// Planning while it waits.
-func Phase(nm *nodemaintv1alpha1.NodeMaintenance, node *corev1.Node, drained bool) nodemaintv1alpha1.Phase {
+// the node's annotation, whose entries are recorded, and kept until the maintenance ends); in its
+// turn, the maintenance's phase until the release policy releases it (drained: no targeted pod
+// and no volume left); Planning while it waits.
+func Phase(nm *nodemaintv1alpha1.NodeMaintenance, node *corev1.Node, recorded []maintenance.NodeEntry, drained bool) nodemaintv1alpha1.Phase {
 	p := maintenance.Phase(nm, false)
 	if p == nodemaintv1alpha1.PhaseDrain && drained {
 		p = nodemaintv1alpha1.PhaseDrainComplete
@@ -43,7 +43,7 @@ func Phase(nm *nodemaintv1alpha1.NodeMaintenance, node *corev1.Node, drained boo
 		}
 		return p
 	}
-	if done := Recorded(nm.Name, node); done != "" {
+	if done := Recorded(nm.Name, recorded); done != "" {
 		return done
 	}
 	turn := Turn(nm, node.Name)
@@ -82,10 +82,10 @@ func ControlPlane(node *corev1.Node) bool {
 	return ok
 }
 
-// Recorded returns Released or Failed when the node's annotation records that its turn in the
-// maintenance ended, and "" otherwise.
-func Recorded(name string, node *corev1.Node) nodemaintv1alpha1.Phase {
-	for _, e := range maintenance.NodeEntries(node) {
+// Recorded returns Released or Failed when the node's annotation (its entries, recorded:
+// maintenance.NodeEntries) records that its turn in the maintenance ended, and "" otherwise.
+func Recorded(name string, recorded []maintenance.NodeEntry) nodemaintv1alpha1.Phase {
+	for _, e := range recorded {
 		if e.Name == name && Ended(e.Phase) {
 			return e.Phase
 		}

@@ -404,7 +404,7 @@ func TestRefused(t *testing.T) {
 	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "m", Generation: 2},
 		Spec: nodemaintv1alpha1.NodeMaintenanceSpec{Cordon: true, Drain: true}}
 	phases := func() (nodemaintv1alpha1.Phase, nodemaintv1alpha1.Phase) {
-		return Phase(nm, cp, false), Phase(nm, worker, false)
+		return Phase(nm, cp, nil, false), Phase(nm, worker, nil, false)
 	}
 	if c, w := phases(); c != nodemaintv1alpha1.PhasePlanning || w != nodemaintv1alpha1.PhaseDrain {
 		t.Fatalf("no verdict yet: control plane %s, worker %s; want Planning, Drain", c, w)

@@ -131,7 +131,8 @@ func (r *turnResolver) resolve(ctx context.Context, nodes []*corev1.Node, named,
 		if nm == nil {
 			return nil, nil, true, fmt.Errorf("no NodeMaintenance %s: nothing changed", choice[i])
 		}
-		if ended := rollout.Recorded(nm.Name, node); ended != "" && nm.Spec.Rollout != nil {
+		entries := maintenance.NodeEntries(node)
+		if ended := rollout.Recorded(nm.Name, entries); ended != "" && nm.Spec.Rollout != nil {
 			already = append(already, fmt.Sprintf("node/%s: its turn in nodemaintenance.nodemaint.dev/%s already ended (%s)", node.Name, nm.Name, ended))
 			continue
 		}
@@ -143,7 +144,7 @@ func (r *turnResolver) resolve(ctx context.Context, nodes []*corev1.Node, named,
 			already = append(already, fmt.Sprintf("node/%s: its turn in nodemaintenance.nodemaint.dev/%s is already completed; nodemaint releases it", node.Name, nm.Name))
 		case rollout.Turn(nm, node.Name) != nil:
 			turns = append(turns, turnToComplete{node: node.Name, nm: nm.Name})
-		case listsMaintenance(node, nm.Name):
+		case listsMaintenance(entries, nm.Name):
 			problems = append(problems, fmt.Sprintf("node %s waits for its turn in %s: complete a node once its turn started", node.Name, nm.Name))
 		default:
 			problems = append(problems, fmt.Sprintf("node %s is not in the rollout %s", node.Name, nm.Name))
@@ -172,9 +173,10 @@ func completable(nm *nodemaintv1alpha1.NodeMaintenance) error {
 	return nil
 }
 
-// listsMaintenance reports whether the node's annotation lists the maintenance.
-func listsMaintenance(node *corev1.Node, name string) bool {
-	for _, e := range maintenance.ParseEntries(node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]) {
+// listsMaintenance reports whether the node's annotation (its entries, maintenance.NodeEntries)
+// lists the maintenance.
+func listsMaintenance(entries []maintenance.NodeEntry, name string) bool {
+	for _, e := range entries {
 		if e.Name == name {
 			return true
 		}

@@ -29,7 +29,6 @@ import (
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
 	"github.com/nodemaint/nodemaint/internal/permissions"
 	"github.com/nodemaint/nodemaint/internal/requester"
-	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
 // +kubebuilder:rbac:groups=nodemaint.dev,resources=drainrules,verbs=get;list;watch
@@ -162,7 +161,7 @@ func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nod
 	}
 	// At most maintenance.MaxMaintenancesPerNode act on the node; the others wait, and neither
 	// their label policy nor anything else of theirs changes what is done to it.
-	obs.Maintenances, obs.Beyond = nodedecide.Admit(node, selecting)
+	obs.Admit(selecting)
 	var err error
 	if obs.Pods, err = PodsOnNode(o.Pods, node.Name); err != nil {
 		return obs, nil, err
@@ -176,7 +175,7 @@ func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nod
 	}
 	obs.IgnoreDrainLabel = maintenance.IgnoreDrainLabel(obs.Maintenances)
 	scope := maintenance.NewPodScope(obs.Maintenances, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
-		return rollout.Phase(nm, node, false)
+		return obs.Phases[nm.Name] // not drained: the plan is not known yet
 	})
 	if obs.Plan, err = o.plan(ctx, v, node, obs.Pods, scope); err != nil {
 		return obs, nil, err
@@ -194,6 +193,7 @@ func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nod
 		}
 	}
 	obs.Refusals = o.Refusals.Of(obs.Plan.Current)
+	obs.Derive()
 	return obs, seen, nil
 }
 

@@ -56,12 +56,13 @@ func annotationBytes(a map[string]string) int {
 // admits them, and one pod classified Drain.
 func observeBounded(node *corev1.Node, pods []*corev1.Pod, nms []*nodemaintv1alpha1.NodeMaintenance) Observation {
 	obs := Observation{Node: node, Pods: pods}
-	obs.Maintenances, obs.Beyond = Admit(node, nms)
+	obs.Admit(nms)
 	var cs []drain.Classified
 	for i := range obs.Pods {
 		cs = append(cs, drain.Classified{Pod: obs.Pods[i], Class: drain.Class{Behavior: nodemaintv1alpha1.DrainBehaviorDrain}})
 	}
 	obs.Plan = drain.NewPlan(cs)
+	obs.Derive()
 	return obs
 }
 

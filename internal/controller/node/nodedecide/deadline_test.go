@@ -56,7 +56,8 @@ func replicaPod(name string, asked time.Time, labels map[string]string) *corev1.
 // observeClassed observes the node with the pods classified Drain, in the order groups given
 // (by pod name; 0 otherwise), and the label ignored or not as the plan's classification.
 func observeClassed(node *corev1.Node, pods []*corev1.Pod, ignoreLabel bool, order map[string]int32, nms ...*nodemaintv1alpha1.NodeMaintenance) Observation {
-	obs := Observation{Node: node, Pods: pods, Maintenances: nms, IgnoreDrainLabel: ignoreLabel}
+	obs := Observation{Node: node, Pods: pods, IgnoreDrainLabel: ignoreLabel}
+	obs.Admit(nms)
 	var cs []drain.Classified
 	for i := range obs.Pods {
 		class := drain.Class{Behavior: nodemaintv1alpha1.DrainBehaviorDrain, Order: order[obs.Pods[i].Name]}
@@ -66,6 +67,7 @@ func observeClassed(node *corev1.Node, pods []*corev1.Pod, ignoreLabel bool, ord
 		cs = append(cs, drain.Classified{Pod: obs.Pods[i], Class: class})
 	}
 	obs.Plan = drain.NewPlan(cs)
+	obs.Derive()
 	return obs
 }
 

@@ -2,7 +2,6 @@ package nodedecide
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,44 +12,35 @@ import (
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/recheck"
-	"github.com/nodemaint/nodemaint/internal/rollout"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
 // Decide decides what nodemaint does to the observed node and its pods at now. It does not
 // change the observation.
 func Decide(obs Observation, now time.Time) Decision {
-	// The observer admitted the maintenances (Admit); admitting them again here changes nothing
-	// then, and keeps the node's annotations and conditions bounded whoever observed.
-	acting, beyond := Admit(obs.Node, obs.Maintenances)
-	obs.Maintenances, obs.Beyond = acting, append(slices.Clip(obs.Beyond), beyond...)
-	plan := obs.Plan
-	drained := plan.Pending() == 0 && obs.VolumesAttached == 0
-	// In a rollout, a maintenance applies to the node only in its turn (rollout.Phase).
-	phases := make(map[*nodemaintv1alpha1.NodeMaintenance]nodemaintv1alpha1.Phase, len(obs.Maintenances))
+	// In a rollout, a maintenance applies to the node only in its turn (Observation.Phases).
 	var drainers []drainer
 	for _, nm := range obs.Maintenances {
-		phases[nm] = rollout.Phase(nm, obs.Node, drained)
-		if maintenance.Drains(phases[nm]) {
+		if maintenance.Drains(obs.Phases[nm.Name]) {
 			drainers = append(drainers, drainer{nm: nm, pods: maintenance.PodSelector(nm)})
 		}
 	}
 	intent := maintenance.Intent(obs.Maintenances, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
-		return phases[nm]
+		return obs.Phases[nm.Name]
 	})
 	for _, nm := range obs.Beyond {
 		intent.Beyond = append(intent.Beyond, nm.Name)
 	}
 	// Each maintenance's drain on this node starts when it first drains it (recorded in the node,
 	// written with the cordon), whenever the maintenance itself started draining.
-	starts := maintenance.DrainStarts(maintenance.ParseDrainStarts(obs.Node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation]),
-		obs.Maintenances, func(nm *nodemaintv1alpha1.NodeMaintenance) bool { return maintenance.Drains(phases[nm]) }, now)
+	starts := maintenance.DrainStarts(obs.DrainStarts, obs.Maintenances,
+		func(nm *nodemaintv1alpha1.NodeMaintenance) bool { return maintenance.Drains(obs.Phases[nm.Name]) }, now)
 	d := Decision{Intent: intent, RequestReason: intent.Reason}
 	oos, wait, missing := outOfService(obs.Node, obs.Pods, intent, now)
 	d.RecheckAfter = recheck.Soonest(d.RecheckAfter, wait)
 	d.ShutdownNotConfirmed = missing
-	d.Node, d.Change, d.NodeChanged, d.ConditionChanged = wantNode(obs.Node, intent, maintenance.FormatDrainStarts(starts), oos, now)
-	d.Withdraw, d.Request, d.Asked = requests(obs.Pods, plan.Current, intent)
+	d.Node, d.Change, d.NodeChanged, d.ConditionChanged = wantNode(obs.Node, obs.Entries, intent, maintenance.FormatDrainStarts(starts), oos, now)
+	d.Withdraw, d.Request, d.Asked = requests(obs.Pods, obs.Plan.Current, intent)
 
 	var current []drain.Verdict
 	if intent.Drain {

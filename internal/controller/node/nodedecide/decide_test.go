@@ -26,12 +26,14 @@ func TestDecideLifecycle(t *testing.T) {
 	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web-1", UID: "web-1",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs", Controller: ptr.To(true)}}}}
 	observe := func(node *corev1.Node, pods []*corev1.Pod, nms ...*nodemaintv1alpha1.NodeMaintenance) Observation {
-		obs := Observation{Node: node, Pods: pods, Maintenances: nms}
+		obs := Observation{Node: node, Pods: pods}
+		obs.Admit(nms)
 		var cs []drain.Classified
 		for i := range obs.Pods {
 			cs = append(cs, drain.Classified{Pod: obs.Pods[i], Class: drain.Class{Behavior: nodemaintv1alpha1.DrainBehaviorDrain}})
 		}
 		obs.Plan = drain.NewPlan(cs)
+		obs.Derive()
 		return obs
 	}
 

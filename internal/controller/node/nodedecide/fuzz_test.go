@@ -404,6 +404,8 @@ func apply(obs Observation, d Decision, now time.Time) Observation {
 	}
 	next.Plan = drain.Plan{Current: regroup(obs.Plan.Current), Later: regroup(obs.Plan.Later),
 		WaitCompleted: regroup(obs.Plan.WaitCompleted), Skipped: regroup(obs.Plan.Skipped), Held: regroup(obs.Plan.Held)}
+	next.Admit(next.Maintenances)
+	next.Derive()
 	return next
 }
 
@@ -459,6 +461,8 @@ func (g *gen) observation(now time.Time) Observation {
 				Reason: nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, Message: "The disruption budget web needs 1 healthy pods"}
 		}
 	}
+	obs.Admit(obs.Maintenances)
+	obs.Derive()
 	return obs
 }
 
@@ -720,6 +724,8 @@ func trimmed(obs Observation) Observation {
 	obs.Pods = pods
 	obs.Plan = drain.Plan{Current: regroup(obs.Plan.Current), Later: regroup(obs.Plan.Later),
 		WaitCompleted: regroup(obs.Plan.WaitCompleted), Skipped: regroup(obs.Plan.Skipped), Held: regroup(obs.Plan.Held)}
+	obs.Admit(obs.Maintenances) // from the trimmed node, as the observer reads it
+	obs.Derive()
 	return obs
 }
 

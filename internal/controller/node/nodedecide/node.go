@@ -13,15 +13,15 @@ import (
 )
 
 // wantNode is the node as the intent wants it: cordoned while a maintenance cordons it (and
-// uncordoned only when nodemaint cordoned it), the maintenances annotation, the drain starts
+// uncordoned only when nodemaint cordoned it, as its annotation's entries recorded), the maintenances annotation, the drain starts
 // annotation (drainStarts, maintenance.FormatDrainStarts), the autoscaler annotations
 // (holdAutoscalers), the PreferNoSchedule
 // taint while the node is only planned, the out-of-service taint when oos, and the
 // UnderMaintenance condition. It returns the observed node itself when nothing changes.
-func wantNode(node *corev1.Node, intent maintenance.NodeIntent, drainStarts string, oos bool, now time.Time) (want *corev1.Node, change NodeChange, changed, conditionChanged bool) {
+func wantNode(node *corev1.Node, recorded []maintenance.NodeEntry, intent maintenance.NodeIntent, drainStarts string, oos bool, now time.Time) (want *corev1.Node, change NodeChange, changed, conditionChanged bool) {
 	want = node.DeepCopy()
 	wasCordonedByUs := false
-	for _, e := range maintenance.NodeEntries(node) {
+	for _, e := range recorded {
 		wasCordonedByUs = wasCordonedByUs || maintenance.Cordons(e.Phase)
 	}
 	switch {

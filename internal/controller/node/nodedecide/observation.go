@@ -1,6 +1,7 @@
 package nodedecide
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,15 +14,27 @@ import (
 )
 
 // Observation is everything a node's decision is made from, read from the cluster at one moment.
+// What is derived from the node and its maintenances is derived once, here (Admit, then Derive
+// once the plan and volumes are known), and the decision reads it: Decide parses no annotation
+// and computes no phase.
 type Observation struct {
 	// Node is the node as read.
 	Node *corev1.Node
+	// Entries are the node's annotation nodemaint.dev/maintenances, parsed
+	// (maintenance.NodeEntries), and DrainStarts its annotation nodemaint.dev/drain-started
+	// (maintenance.ParseDrainStarts): set by Admit.
+	Entries     []maintenance.NodeEntry
+	DrainStarts map[string]maintenance.DrainStart
 	// Maintenances are the NodeMaintenances whose nodeSelector selects the node and that act on
 	// it (Admit): at most maintenance.MaxMaintenancesPerNode of them ask something of it.
 	Maintenances []*nodemaintv1alpha1.NodeMaintenance
 	// Beyond are the NodeMaintenances that select the node but do not act on it, past the bound,
 	// in the order they will act (Admit).
 	Beyond []*nodemaintv1alpha1.NodeMaintenance
+	// Phases are the phases on the node of the maintenances acting on it (rollout.Phase), by
+	// name: as if the node were not drained after Admit (what scopes the pods the plan
+	// classifies), and with the plan and volumes observed after Derive (what the decision reads).
+	Phases map[string]nodemaintv1alpha1.Phase
 	// Pods are the pods bound to the node, read only: they are the cache's own (see Decide).
 	Pods []*corev1.Pod
 	// Plan classifies the node's targeted pods by the DrainRules, within the maintenances' scope
@@ -144,14 +157,39 @@ type Report struct {
 // MaxSkippedNames is how many skipped pods a Report names.
 const MaxSkippedNames = 5
 
-// Admit splits the NodeMaintenances selecting the node into those that act on it and those past
-// maintenance.MaxMaintenancesPerNode (maintenance.Admit): the maintenances its annotation names
-// keep their place, then the oldest. A maintenance whose phase on the node (rollout.Phase) is
-// MaintenanceComplete takes no place. The observation's maintenances are admitted before its
+// Admit reads the observed node's annotations once (Entries, DrainStarts) and splits the
+// NodeMaintenances selecting it into those that act on it (Maintenances) and those past
+// maintenance.MaxMaintenancesPerNode (added to Beyond; maintenance.Admit): the maintenances its
+// annotation names keep their place, then the oldest. A maintenance whose phase on the node
+// (rollout.Phase) is MaintenanceComplete takes no place. It keeps the acting ones' phases, as if
+// the node were not drained (Phases). The observation's maintenances are admitted before its
 // pods are classified: a maintenance past the bound does not change how they are drained.
-func Admit(node *corev1.Node, nms []*nodemaintv1alpha1.NodeMaintenance) (acting, beyond []*nodemaintv1alpha1.NodeMaintenance) {
-	return maintenance.Admit(nms, maintenance.NodeEntries(node),
-		func(nm *nodemaintv1alpha1.NodeMaintenance) bool {
-			return rollout.Phase(nm, node, false) != nodemaintv1alpha1.PhaseMaintenanceComplete
-		})
+func (obs *Observation) Admit(selecting []*nodemaintv1alpha1.NodeMaintenance) {
+	node := obs.Node
+	obs.Entries = maintenance.NodeEntries(node)
+	obs.DrainStarts = maintenance.ParseDrainStarts(node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation])
+	phases := make(map[string]nodemaintv1alpha1.Phase, len(selecting))
+	acting, beyond := maintenance.Admit(selecting, obs.Entries, func(nm *nodemaintv1alpha1.NodeMaintenance) bool {
+		phases[nm.Name] = rollout.Phase(nm, node, obs.Entries, false)
+		return phases[nm.Name] != nodemaintv1alpha1.PhaseMaintenanceComplete
+	})
+	for _, nm := range beyond {
+		delete(phases, nm.Name)
+	}
+	obs.Maintenances, obs.Beyond, obs.Phases = acting, append(slices.Clip(obs.Beyond), beyond...), phases
+}
+
+// Derive completes the observation once its plan and volumes are known: the acting maintenances'
+// phases on the node, drained meaning that the plan has no pod pending and no volume of a drained
+// pod is attached (rollout.Phase: a drain is complete, a turn released). Unchanged while the node
+// is not drained.
+func (obs *Observation) Derive() {
+	if obs.Plan.Pending() > 0 || obs.VolumesAttached > 0 {
+		return
+	}
+	phases := make(map[string]nodemaintv1alpha1.Phase, len(obs.Maintenances))
+	for _, nm := range obs.Maintenances {
+		phases[nm.Name] = rollout.Phase(nm, obs.Node, obs.Entries, true)
+	}
+	obs.Phases = phases
 }

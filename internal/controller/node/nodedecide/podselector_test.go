@@ -14,16 +14,17 @@ import (
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
-	"github.com/nodemaint/nodemaint/internal/rollout"
 )
 
 // observeScoped observes the node as the observer does: each targeted pod classified within the
 // maintenances' scope (maintenance.PodScope: skipped when none draining the node selects it, its
 // label ignored when one that selects it ignores it), with no DrainRules.
 func observeScoped(node *corev1.Node, pods []*corev1.Pod, nms ...*nodemaintv1alpha1.NodeMaintenance) Observation {
-	obs := Observation{Node: node, Pods: pods, Maintenances: nms, IgnoreDrainLabel: maintenance.IgnoreDrainLabel(nms)}
-	scope := maintenance.NewPodScope(nms, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
-		return rollout.Phase(nm, node, false)
+	obs := Observation{Node: node, Pods: pods}
+	obs.Admit(nms)
+	obs.IgnoreDrainLabel = maintenance.IgnoreDrainLabel(obs.Maintenances)
+	scope := maintenance.NewPodScope(obs.Maintenances, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
+		return obs.Phases[nm.Name]
 	})
 	rules := drain.NewRules(nil)
 	var cs []drain.Classified
@@ -35,6 +36,7 @@ func observeScoped(node *corev1.Node, pods []*corev1.Pod, nms ...*nodemaintv1alp
 		cs = append(cs, drain.Classified{Pod: pod, Class: class})
 	}
 	obs.Plan = drain.NewPlan(cs)
+	obs.Derive()
 	return obs
 }
 

@@ -162,8 +162,9 @@ func fuzzNode(g *testutil.FuzzBytes, i int, nm *nodemaintv1alpha1.NodeMaintenanc
 	obs := nodedecide.Observation{Node: node}
 	if b&2 != 0 {
 		obs.Beyond = []*nodemaintv1alpha1.NodeMaintenance{nm} // past the bound on this node
+		obs.Admit(nil)
 	} else {
-		obs.Maintenances = []*nodemaintv1alpha1.NodeMaintenance{nm}
+		obs.Admit([]*nodemaintv1alpha1.NodeMaintenance{nm})
 	}
 	rules := drain.NewRules(nil)
 	var classified []drain.Classified
@@ -196,6 +197,7 @@ func fuzzNode(g *testutil.FuzzBytes, i int, nm *nodemaintv1alpha1.NodeMaintenanc
 	if obs.Plan.Pending() == 0 {
 		obs.VolumesAttached = int(g.Byte() % 2)
 	}
+	obs.Derive()
 	return node, obs
 }
 

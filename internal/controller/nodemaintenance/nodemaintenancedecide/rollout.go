@@ -44,7 +44,7 @@ func decideTurns(o Observation, nodes []NodeDecision, now time.Time) (d *rollout
 	}
 	for _, n := range nodes {
 		in.Nodes = append(in.Nodes, rollout.Node{
-			Name: n.Name, Unschedulable: n.Node.Spec.Unschedulable, Ended: rollout.Recorded(nm.Name, n.Node),
+			Name: n.Name, Unschedulable: n.Node.Spec.Unschedulable, Ended: rollout.Recorded(nm.Name, maintenance.NodeEntries(n.Node)),
 			Drained: n.Report.Pending == 0 && n.Report.VolumesAttached == 0, BootID: n.Node.Status.NodeInfo.BootID,
 			ControlPlane: rollout.ControlPlane(n.Node),
 		})
