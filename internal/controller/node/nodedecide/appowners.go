@@ -80,11 +80,11 @@ func holds(obs Observation, drainers []drainer, current []drain.Verdict, now tim
 		v := current[i]
 		switch {
 		case v.Reason == nodemaintv1alpha1.BlockedReasonPodDisruptionBudget:
-			if nms := evictors(drainers, c, obs.IgnoreDrainLabel); len(nms) > 0 {
+			if nms := evictors(drainers, c); len(nms) > 0 {
 				out = append(out, Hold{Pod: c.Pod, Reason: ReasonBudgetBlocksDrain, Maintenances: nms, Quoted: v.Quoted})
 			}
 		case v.Reason == nodemaintv1alpha1.BlockedReasonWaitingForOwner && !v.NotRequested && !drain.Unanswerable(c.Pod):
-			req := evacuation.Condition(c.Pod, evacuation.Request)
+			req := obs.Requests[c.Pod.UID]
 			if req == nil {
 				continue
 			}
@@ -104,7 +104,7 @@ func holds(obs Observation, drainers []drainer, current []drain.Verdict, now tim
 			}
 			var nms []*nodemaintv1alpha1.NodeMaintenance
 			for _, dr := range drainers {
-				if dr.drains(c, obs.IgnoreDrainLabel) {
+				if dr.drains(c) {
 					nms = append(nms, dr.nm)
 				}
 			}

@@ -19,12 +19,6 @@ import (
 // change the observation.
 func Decide(obs Observation, now time.Time) Decision {
 	// In a rollout, a maintenance applies to the node only in its turn (Observation.Phases).
-	var drainers []drainer
-	for _, nm := range obs.Maintenances {
-		if maintenance.Drains(obs.Phases[nm.Name]) {
-			drainers = append(drainers, drainer{nm: nm, pods: maintenance.PodSelector(nm)})
-		}
-	}
 	intent := maintenance.Intent(obs.Maintenances, func(nm *nodemaintv1alpha1.NodeMaintenance) nodemaintv1alpha1.Phase {
 		return obs.Phases[nm.Name]
 	})
@@ -35,12 +29,18 @@ func Decide(obs Observation, now time.Time) Decision {
 	// written with the cordon), whenever the maintenance itself started draining.
 	starts := maintenance.DrainStarts(obs.DrainStarts, obs.Maintenances,
 		func(nm *nodemaintv1alpha1.NodeMaintenance) bool { return maintenance.Drains(obs.Phases[nm.Name]) }, now)
+	drainers := obs.drainers
+	// and times out drainTimeout later.
+	deadlines := make(map[string]time.Time, len(drainers))
+	for _, dr := range drainers {
+		deadlines[dr.nm.Name] = maintenance.NodeDrainDeadline(dr.nm, starts[dr.nm.Name])
+	}
 	d := Decision{Intent: intent, RequestReason: intent.Reason}
 	oos, wait, missing := outOfService(obs.Node, obs.Pods, intent, now)
 	d.RecheckAfter = recheck.Soonest(d.RecheckAfter, wait)
 	d.ShutdownNotConfirmed = missing
 	d.Node, d.Change, d.NodeChanged, d.ConditionChanged = wantNode(obs.Node, obs.Entries, intent, maintenance.FormatDrainStarts(starts), oos, now)
-	d.Withdraw, d.Request, d.Asked = requests(obs.Pods, obs.Plan.Current, intent)
+	d.Withdraw, d.Request, d.Asked = requests(obs, intent)
 
 	var current []drain.Verdict
 	if intent.Drain {
@@ -48,7 +48,7 @@ func Decide(obs Observation, now time.Time) Decision {
 		// and none is evicted or deleted, before the node is unschedulable, or a replacement could
 		// land right back on it. d.Node is, since a maintenance that drains also cordons; the
 		// reconciler acts on these only once it is written.
-		current = d.drain(obs, drainers, starts, now)
+		current = d.drain(obs, drainers, deadlines, now)
 		d.SignalOnly = signalOnly(obs, drainers, d.Asked)
 		var wait time.Duration
 		d.Holds, wait = holds(obs, drainers, current, now)
@@ -60,11 +60,11 @@ func Decide(obs Observation, now time.Time) Decision {
 
 // drain decides the evictions and deletions of the node's current order group, with their grace
 // periods, and returns the decisions about its pods.
-func (d *Decision) drain(obs Observation, drainers []drainer, starts map[string]maintenance.DrainStart, now time.Time) []drain.Verdict {
+func (d *Decision) drain(obs Observation, drainers []drainer, deadlines map[string]time.Time, now time.Time) []drain.Verdict {
 	current := drain.JudgeCurrentEach(obs.Plan.Current, now, func(c drain.Classified) drain.Policy {
 		return evictPolicy(obs, drainers, c)
 	}, obs.Refusals)
-	deleteFor, wait := deletions(obs, drainers, starts, now)
+	deleteFor, wait := deletions(obs, drainers, deadlines, now)
 	d.RecheckAfter = recheck.Soonest(d.RecheckAfter, wait)
 	for i, c := range obs.Plan.Current {
 		switch nms := deleteFor[c.Pod.UID]; {
@@ -73,7 +73,7 @@ func (d *Decision) drain(obs Observation, drainers []drainer, starts map[string]
 			d.grace(c.Pod, nms)
 		case current[i].Evict:
 			d.Evict = append(d.Evict, c)
-			d.grace(c.Pod, evictors(drainers, c, obs.IgnoreDrainLabel))
+			d.grace(c.Pod, evictors(drainers, c))
 		default:
 			d.RecheckAfter = recheck.Soonest(d.RecheckAfter, current[i].RecheckAfter)
 		}
@@ -81,18 +81,38 @@ func (d *Decision) drain(obs Observation, drainers []drainer, starts map[string]
 	return current
 }
 
-// drainer is a maintenance that drains the node, with the pods its spec.podSelector selects.
+// drainer is a maintenance that drains the node (its phase there drains it), with what the
+// decision reads of it for every pod, derived once (Observation.Derive): whether it evicts
+// (maintenance.Evicts) and deletes (maintenance.Deletes), its response timeout
+// (maintenance.ResponseTimeout), and the pods of the current order group its spec.podSelector
+// selects and its own classification drains, by UID (drains).
 type drainer struct {
-	nm   *nodemaintv1alpha1.NodeMaintenance
-	pods labels.Selector
+	nm               *nodemaintv1alpha1.NodeMaintenance
+	evicts, deletes  bool
+	responseTimeout  time.Duration
+	selects, drained map[types.UID]bool
 }
 
-// drains reports whether the maintenance's own classification drains the pod: its podSelector
-// selects the pod, and its label policy with the DrainRules drain it (drain.Classified.DrainedBy,
-// given whether the plan ignored the label). No maintenance's eviction or deletion reaches a pod
-// its podSelector leaves alone, whichever maintenance's selector brought the pod into the plan.
-func (dr drainer) drains(c drain.Classified, planIgnoredLabel bool) bool {
-	return dr.pods.Matches(labels.Set(c.Pod.Labels)) && c.DrainedBy(ignoresLabel(dr.nm), planIgnoredLabel)
+// newDrainer is the maintenance draining the node, with what it does to the plan's current pods
+// (the plan classified with the label ignored or not: planIgnoredLabel).
+func newDrainer(nm *nodemaintv1alpha1.NodeMaintenance, current []drain.Classified, planIgnoredLabel bool) drainer {
+	dr := drainer{nm: nm, evicts: maintenance.Evicts(nm), deletes: maintenance.Deletes(nm), responseTimeout: maintenance.ResponseTimeout(nm),
+		selects: make(map[types.UID]bool, len(current)), drained: make(map[types.UID]bool, len(current))}
+	pods := maintenance.PodSelector(nm)
+	for _, c := range current {
+		dr.selects[c.Pod.UID] = pods.Matches(labels.Set(c.Pod.Labels))
+		dr.drained[c.Pod.UID] = dr.selects[c.Pod.UID] && c.DrainedBy(ignoresLabel(nm), planIgnoredLabel)
+	}
+	return dr
+}
+
+// drains reports whether the maintenance's own classification drains the pod of the current
+// order group: its podSelector selects the pod, and its label policy with the DrainRules drain it
+// (drain.Classified.DrainedBy, given whether the plan ignored the label). No maintenance's
+// eviction or deletion reaches a pod its podSelector leaves alone, whichever maintenance's
+// selector brought the pod into the plan.
+func (dr drainer) drains(c drain.Classified) bool {
+	return dr.drained[c.Pod.UID]
 }
 
 // ignoresLabel reports whether the maintenance ignores the pod label nodemaint.dev/drain.
@@ -102,10 +122,10 @@ func ignoresLabel(nm *nodemaintv1alpha1.NodeMaintenance) bool {
 
 // evictors are the maintenances draining the node that evict (maintenance.Evicts) and whose own
 // classification drains the pod (drainer.drains): those an eviction of the pod is for.
-func evictors(drainers []drainer, c drain.Classified, planIgnoredLabel bool) []*nodemaintv1alpha1.NodeMaintenance {
+func evictors(drainers []drainer, c drain.Classified) []*nodemaintv1alpha1.NodeMaintenance {
 	var out []*nodemaintv1alpha1.NodeMaintenance
 	for _, dr := range drainers {
-		if maintenance.Evicts(dr.nm) && dr.drains(c, planIgnoredLabel) {
+		if dr.evicts && dr.drains(c) {
 			out = append(out, dr.nm)
 		}
 	}
@@ -129,7 +149,7 @@ func signalOnly(obs Observation, drainers []drainer, asked []*corev1.Pod) map[ty
 	}
 	var out map[types.UID]bool
 	for _, c := range obs.Plan.Current {
-		if !isAsked[c.Pod.UID] || c.Class.Protected == "" && len(evictors(drainers, c, obs.IgnoreDrainLabel)) > 0 {
+		if !isAsked[c.Pod.UID] || c.Class.Protected == "" && len(evictors(drainers, c)) > 0 {
 			continue
 		}
 		if out == nil {
@@ -147,9 +167,12 @@ func signalOnly(obs Observation, drainers []drainer, asked []*corev1.Pod) map[ty
 // maintenance's eviction reaches a pod it leaves alone.
 func evictPolicy(obs Observation, drainers []drainer, c drain.Classified) drain.Policy {
 	p := drain.Policy{CountFrom: obs.ActiveSince}
-	for _, nm := range evictors(drainers, c, obs.IgnoreDrainLabel) {
-		if t := maintenance.ResponseTimeout(nm); !p.Evict || t < p.ResponseTimeout {
-			p.ResponseTimeout = t
+	for _, dr := range drainers {
+		if !dr.evicts || !dr.drains(c) {
+			continue
+		}
+		if !p.Evict || dr.responseTimeout < p.ResponseTimeout {
+			p.ResponseTimeout = dr.responseTimeout
 		}
 		p.Evict = true
 	}
@@ -165,9 +188,9 @@ func evictPolicy(obs Observation, drainers []drainer, c drain.Classified) drain.
 func notEvicting(drainers []drainer, c drain.Classified, p *drain.Policy) {
 	someEvicts, selected := false, false
 	for _, dr := range drainers {
-		if maintenance.Evicts(dr.nm) {
+		if dr.evicts {
 			someEvicts = true
-			selected = selected || dr.pods.Matches(labels.Set(c.Pod.Labels))
+			selected = selected || dr.selects[c.Pod.UID]
 		}
 	}
 	switch {
@@ -182,14 +205,14 @@ func notEvicting(drainers []drainer, c drain.Classified, p *drain.Policy) {
 // deletions are the pods deleted now, past their budgets, each with the maintenances it is for,
 // and how long until the next one may be (zero: none to come by itself). A pod is deleted for a
 // maintenance M only when M asked for it (maintenance.Deletes), M drains the node and M's
-// drainTimeout ran out counted from M's own drain start on this node (starts), M's own
+// drainTimeout ran out counted from M's own drain start on this node (deadlines), M's own
 // classification drains the pod (its podSelector, its label policy and the DrainRules,
 // drainer.drains), and the pod carries nodemaint's evacuation request since at least M's response
 // timeout (counted, like evictions, from this replica's leadership at the earliest), and only
 // when the controller may delete pods at all (Observation.PodDeletionDenied). So only pods
 // of the current order group are ever deleted (no other is asked), pods waited for to complete
 // and skipped, protected, held or terminating pods never are.
-func deletions(obs Observation, drainers []drainer, starts map[string]maintenance.DrainStart, now time.Time) (map[types.UID][]*nodemaintv1alpha1.NodeMaintenance, time.Duration) {
+func deletions(obs Observation, drainers []drainer, deadlines map[string]time.Time, now time.Time) (map[types.UID][]*nodemaintv1alpha1.NodeMaintenance, time.Duration) {
 	var (
 		out  = map[types.UID][]*nodemaintv1alpha1.NodeMaintenance{}
 		wait time.Duration
@@ -198,10 +221,10 @@ func deletions(obs Observation, drainers []drainer, starts map[string]maintenanc
 		return out, 0
 	}
 	for _, dr := range drainers {
-		if !maintenance.Deletes(dr.nm) {
+		if !dr.deletes {
 			continue
 		}
-		deadline := maintenance.NodeDrainDeadline(dr.nm, starts[dr.nm.Name])
+		deadline := deadlines[dr.nm.Name]
 		if deadline.IsZero() {
 			continue
 		}
@@ -226,10 +249,10 @@ func deletions(obs Observation, drainers []drainer, starts map[string]maintenanc
 // out on the node (see deletions), or else how long until its response timeout does (zero: not
 // by itself).
 func deletionDue(obs Observation, dr drainer, c drain.Classified, now time.Time) (bool, time.Duration) {
-	if c.Pod.DeletionTimestamp != nil || c.Class.Protected != "" || !dr.drains(c, obs.IgnoreDrainLabel) {
+	if c.Pod.DeletionTimestamp != nil || c.Class.Protected != "" || !dr.drains(c) {
 		return false, 0
 	}
-	req := evacuation.Condition(c.Pod, evacuation.Request)
+	req := obs.Requests[c.Pod.UID]
 	if req == nil || req.Status != corev1.ConditionTrue || req.Reason != evacuation.ReasonNodeMaintenance {
 		return false, 0 // asked first: the request comes with this decision
 	}
@@ -237,7 +260,7 @@ func deletionDue(obs Observation, dr drainer, c drain.Classified, now time.Time)
 	if obs.ActiveSince.After(from) {
 		from = obs.ActiveSince
 	}
-	if left := from.Add(maintenance.ResponseTimeout(dr.nm)).Sub(now); left > 0 {
+	if left := from.Add(dr.responseTimeout).Sub(now); left > 0 {
 		return false, left
 	}
 	return true, 0
@@ -282,15 +305,15 @@ func gracePeriod(pod *corev1.Pod, nms []*nodemaintv1alpha1.NodeMaintenance) (int
 // order group) while the node is drained, withdrawn from every other pod. Another requester's
 // request is never touched. asked are the pods that carry nodemaint's request once request is
 // written: request, and those asked before and still asked.
-func requests(pods []*corev1.Pod, current []drain.Classified, intent maintenance.NodeIntent) (withdraw, request, asked []*corev1.Pod) {
+func requests(obs Observation, intent maintenance.NodeIntent) (withdraw, request, asked []*corev1.Pod) {
 	drained := map[types.UID]bool{}
 	if intent.Drain {
-		for _, c := range current {
+		for _, c := range obs.Plan.Current {
 			drained[c.Pod.UID] = true
 		}
 	}
-	for _, pod := range pods {
-		cur := evacuation.Condition(pod, evacuation.Request)
+	for _, pod := range obs.Pods {
+		cur := obs.Requests[pod.UID]
 		ours := cur != nil && cur.Reason == evacuation.ReasonNodeMaintenance
 		switch {
 		case drained[pod.UID] && (cur == nil || cur.Status != corev1.ConditionTrue || ours):

@@ -11,6 +11,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/drain"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/rollout"
+	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
 // Observation is everything a node's decision is made from, read from the cluster at one moment.
@@ -37,6 +38,9 @@ type Observation struct {
 	Phases map[string]nodemaintv1alpha1.Phase
 	// Pods are the pods bound to the node, read only: they are the cache's own (see Decide).
 	Pods []*corev1.Pod
+	// Requests are the pods' evacuation requests (their condition EvacuationRequest, whoever
+	// asked), by UID: set by Derive.
+	Requests map[types.UID]*corev1.PodCondition
 	// Plan classifies the node's targeted pods by the DrainRules, within the maintenances' scope
 	// (maintenance.PodScope): a pod no maintenance draining the node selects by its podSelector
 	// is skipped (drain.NotSelected).
@@ -54,6 +58,9 @@ type Observation struct {
 	ActiveSince time.Time
 	// Refusals are the refused evictions of the plan's current pods, by UID.
 	Refusals map[types.UID]drain.Refusal
+	// drainers are the maintenances of Phases that drain the node, with what the decision reads
+	// of each for every pod of the plan's current order group: set by Derive.
+	drainers []drainer
 	// PodDeletionDenied: the controller may not delete pods (the install did not grant it, see
 	// permissions.PodDeletion), so drainTimeoutAction Delete deletes nothing; its pods are left
 	// to the evictions, as with Report.
@@ -179,17 +186,29 @@ func (obs *Observation) Admit(selecting []*nodemaintv1alpha1.NodeMaintenance) {
 	obs.Maintenances, obs.Beyond, obs.Phases = acting, append(slices.Clip(obs.Beyond), beyond...), phases
 }
 
-// Derive completes the observation once its plan and volumes are known: the acting maintenances'
-// phases on the node, drained meaning that the plan has no pod pending and no volume of a drained
-// pod is attached (rollout.Phase: a drain is complete, a turn released). Unchanged while the node
-// is not drained.
+// Derive completes the observation once its pods, plan and volumes are known: the pods'
+// evacuation requests (Requests); the acting maintenances' phases on the node, drained meaning
+// that the plan has no pod pending and no volume of a drained pod is attached (rollout.Phase: a
+// drain is complete, a turn released; the phases Admit kept while it is not); and those of them
+// that drain it, each with what the decision reads of it for every pod (drainer).
 func (obs *Observation) Derive() {
-	if obs.Plan.Pending() > 0 || obs.VolumesAttached > 0 {
-		return
+	obs.Requests = make(map[types.UID]*corev1.PodCondition, len(obs.Pods))
+	for _, pod := range obs.Pods {
+		if req := evacuation.Condition(pod, evacuation.Request); req != nil {
+			obs.Requests[pod.UID] = req
+		}
 	}
-	phases := make(map[string]nodemaintv1alpha1.Phase, len(obs.Maintenances))
+	if obs.Plan.Pending() == 0 && obs.VolumesAttached == 0 {
+		phases := make(map[string]nodemaintv1alpha1.Phase, len(obs.Maintenances))
+		for _, nm := range obs.Maintenances {
+			phases[nm.Name] = rollout.Phase(nm, obs.Node, obs.Entries, true)
+		}
+		obs.Phases = phases
+	}
+	obs.drainers = nil
 	for _, nm := range obs.Maintenances {
-		phases[nm.Name] = rollout.Phase(nm, obs.Node, obs.Entries, true)
+		if maintenance.Drains(obs.Phases[nm.Name]) {
+			obs.drainers = append(obs.drainers, newDrainer(nm, obs.Plan.Current, obs.IgnoreDrainLabel))
+		}
 	}
-	obs.Phases = phases
 }
