@@ -26,18 +26,19 @@ func Decide(obs Observation, now time.Time) Decision {
 		intent.Beyond = append(intent.Beyond, nm.Name)
 	}
 	// Each maintenance's drain on this node starts when it first drains it (recorded in the node,
-	// written with the cordon), whenever the maintenance itself started draining.
+	// written with the cordon), whenever the maintenance itself started draining, and times out
+	// its drainTimeout later (deadlines).
 	starts := maintenance.DrainStarts(obs.DrainStarts, obs.Maintenances,
 		func(nm *nodemaintv1alpha1.NodeMaintenance) bool { return maintenance.Drains(obs.Phases[nm.Name]) }, now)
 	drainers := obs.drainers
-	// and times out drainTimeout later.
 	deadlines := make(map[string]time.Time, len(drainers))
 	for _, dr := range drainers {
 		deadlines[dr.nm.Name] = maintenance.NodeDrainDeadline(dr.nm, starts[dr.nm.Name])
 	}
 	d := Decision{Intent: intent, RequestReason: intent.Reason}
+	// waits are when parts of the decision change by themselves: it looks again at the soonest.
 	oos, wait, missing := outOfService(obs.Node, obs.Pods, intent, now)
-	d.RecheckAfter = recheck.Soonest(d.RecheckAfter, wait)
+	waits := []time.Duration{wait}
 	d.ShutdownNotConfirmed = missing
 	d.Node, d.Change, d.NodeChanged, d.ConditionChanged = wantNode(obs.Node, obs.Entries, intent, maintenance.FormatDrainStarts(starts), oos, now)
 	d.Withdraw, d.Request, d.Asked = requests(obs, intent)
@@ -48,24 +49,25 @@ func Decide(obs Observation, now time.Time) Decision {
 		// and none is evicted or deleted, before the node is unschedulable, or a replacement could
 		// land right back on it. d.Node is, since a maintenance that drains also cordons; the
 		// reconciler acts on these only once it is written.
-		current = d.drain(obs, drainers, deadlines, now)
+		current, waits = d.drain(obs, drainers, deadlines, now, waits)
 		d.SignalOnly = signalOnly(obs, drainers, d.Asked)
-		var wait time.Duration
 		d.Holds, wait = holds(obs, drainers, current, now)
-		d.RecheckAfter = recheck.Soonest(d.RecheckAfter, wait)
+		waits = append(waits, wait)
 	}
 	d.Report = report(obs, current, now)
+	d.RecheckAfter = recheck.Soonest(waits...)
 	return d
 }
 
 // drain decides the evictions and deletions of the node's current order group, with their grace
-// periods, and returns the decisions about its pods.
-func (d *Decision) drain(obs Observation, drainers []drainer, deadlines map[string]time.Time, now time.Time) []drain.Verdict {
+// periods, and returns the decisions about its pods, and waits with when those change by
+// themselves added.
+func (d *Decision) drain(obs Observation, drainers []drainer, deadlines map[string]time.Time, now time.Time, waits []time.Duration) ([]drain.Verdict, []time.Duration) {
 	current := drain.JudgeCurrentEach(obs.Plan.Current, now, func(c drain.Classified) drain.Policy {
 		return evictPolicy(obs, drainers, c)
 	}, obs.Refusals)
 	deleteFor, wait := deletions(obs, drainers, deadlines, now)
-	d.RecheckAfter = recheck.Soonest(d.RecheckAfter, wait)
+	waits = append(waits, wait)
 	for i, c := range obs.Plan.Current {
 		switch nms := deleteFor[c.Pod.UID]; {
 		case len(nms) > 0:
@@ -75,10 +77,10 @@ func (d *Decision) drain(obs Observation, drainers []drainer, deadlines map[stri
 			d.Evict = append(d.Evict, c)
 			d.grace(c.Pod, evictors(drainers, c))
 		default:
-			d.RecheckAfter = recheck.Soonest(d.RecheckAfter, current[i].RecheckAfter)
+			waits = append(waits, current[i].RecheckAfter)
 		}
 	}
-	return current
+	return current, waits
 }
 
 // drainer is a maintenance that drains the node (its phase there drains it), with what the
