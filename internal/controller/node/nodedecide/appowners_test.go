@@ -63,8 +63,13 @@ func TestBudgetHoldsTellTheBudgetAndTheWorkload(t *testing.T) {
 	obs := observeClassed(node, pods, false, nil, nm)
 	obs.Refusals = refused("web-1", "web-2")
 	d := Decide(obs, t0)
-	if len(d.Holds) != 2 || d.Holds[0].Reason != ReasonBudgetBlocksDrain || d.Holds[1].Reason != ReasonBudgetBlocksDrain {
+	if len(d.Holds) != 2 {
 		t.Fatalf("holds %+v; want web-1 and web-2 held by their budget", d.Holds)
+	}
+	for i, h := range d.Holds {
+		if h.Reason != ReasonBudgetBlocksDrain {
+			t.Fatalf("hold %d: reason %s; want %s", i, h.Reason, ReasonBudgetBlocksDrain)
+		}
 	}
 	holders := Holders{
 		Budgets: map[types.UID][]*policyv1.PodDisruptionBudget{"web-1": {webBudget()}, "web-2": {webBudget()}},
@@ -75,8 +80,14 @@ func TestBudgetHoldsTellTheBudgetAndTheWorkload(t *testing.T) {
 		t.Fatalf("events:\n%s\nwant one on the budget, one on the Deployment", eventsOf(evs))
 	}
 	for _, ev := range evs {
-		if ev.Reason != ReasonBudgetBlocksDrain || ev.Maintenance.Name != "kernel" || ev.Regarding.Namespace != "app" || ev.Regarding.Name != "web" {
-			t.Errorf("event %+v", ev)
+		if ev.Reason != ReasonBudgetBlocksDrain {
+			t.Errorf("%s %s: reason %s; want %s", ev.Regarding.Kind, ev.Regarding.Name, ev.Reason, ReasonBudgetBlocksDrain)
+		}
+		if ev.Maintenance.Name != "kernel" {
+			t.Errorf("%s %s: maintenance %s; want kernel", ev.Regarding.Kind, ev.Regarding.Name, ev.Maintenance.Name)
+		}
+		if ev.Regarding.Namespace != "app" || ev.Regarding.Name != "web" {
+			t.Errorf("event regarding %s/%s; want app/web", ev.Regarding.Namespace, ev.Regarding.Name)
 		}
 		for _, want := range []string{"NodeMaintenance kernel", "node n1", "web-1, web-2", "allows 0 disruptions: 2 of 3 pods healthy, minAvailable 3",
 			"make the unhealthy pods healthy, scale up or relax the budget"} {
@@ -85,8 +96,11 @@ func TestBudgetHoldsTellTheBudgetAndTheWorkload(t *testing.T) {
 			}
 		}
 	}
-	if evs[0].Regarding.Kind != "PodDisruptionBudget" || evs[0].Regarding.UID != "pdb-web" || evs[1].Regarding != *webDeployment {
-		t.Errorf("regarding %+v and %+v; want the budget, then the Deployment", evs[0].Regarding, evs[1].Regarding)
+	if evs[0].Regarding.Kind != "PodDisruptionBudget" || evs[0].Regarding.UID != "pdb-web" {
+		t.Errorf("first event regarding %+v; want the budget (PodDisruptionBudget pdb-web)", evs[0].Regarding)
+	}
+	if evs[1].Regarding != *webDeployment {
+		t.Errorf("second event regarding %+v; want the Deployment %+v", evs[1].Regarding, *webDeployment)
 	}
 	// Every pod healthy: the budget's own rule is what holds it.
 	healthy := webBudget()
@@ -126,8 +140,13 @@ func TestAppOwnerEventsPerMaintenance(t *testing.T) {
 			t.Errorf("note %q; want the refusal quoted", ev.Note)
 		}
 	}
-	if len(evs) != 6 || count["PodDisruptionBudget/web"] != 2 || count["Deployment/web"] != 2 || count["StatefulSet/db"] != 2 {
+	if len(evs) != 6 {
 		t.Fatalf("events:\n%s\nwant one per object (budget web, Deployment web, StatefulSet db) and maintenance", eventsOf(evs))
+	}
+	for _, obj := range []string{"PodDisruptionBudget/web", "Deployment/web", "StatefulSet/db"} {
+		if count[obj] != 2 {
+			t.Errorf("%d events on %s; want one per maintenance, 2", count[obj], obj)
+		}
 	}
 	seen := map[string]bool{}
 	for _, ev := range evs {
@@ -146,16 +165,31 @@ func TestUnansweredRequestTellsTheWorkload(t *testing.T) {
 	nm.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
 	node := cordonedNode(nil)
 	d := Decide(observeClassed(node, []*corev1.Pod{replicaPod("web-1", t0.Add(-30*time.Second), nil)}, false, nil, nm), t0)
-	if len(d.Holds) != 0 || d.RecheckAfter != 31*time.Second {
-		t.Fatalf("holds %+v, recheck %v; want none yet, a look in 31s", d.Holds, d.RecheckAfter)
+	if len(d.Holds) != 0 {
+		t.Fatalf("holds %+v; want none yet", d.Holds)
+	}
+	if d.RecheckAfter != 31*time.Second {
+		t.Fatalf("recheck %v; want a look in 31s", d.RecheckAfter)
 	}
 	d = Decide(observeClassed(node, []*corev1.Pod{replicaPod("web-1", t0.Add(-2*time.Minute), nil)}, false, nil, nm), t0)
-	if len(d.Holds) != 1 || d.Holds[0].Reason != ReasonEvacuationUnanswered || d.Holds[0].EvictIn != 0 {
+	if len(d.Holds) != 1 {
 		t.Fatalf("holds %+v; want web-1 unanswered, never evicted", d.Holds)
 	}
+	if d.Holds[0].Reason != ReasonEvacuationUnanswered {
+		t.Fatalf("hold reason %s; want %s", d.Holds[0].Reason, ReasonEvacuationUnanswered)
+	}
+	if d.Holds[0].EvictIn != 0 {
+		t.Fatalf("hold evicts in %v; want never (0)", d.Holds[0].EvictIn)
+	}
 	evs := AppOwnerEvents("n1", d.Holds, Holders{Owners: map[types.UID]*corev1.ObjectReference{"web-1": webDeployment}}, t0)
-	if len(evs) != 1 || evs[0].Regarding != *webDeployment || evs[0].Reason != ReasonEvacuationUnanswered {
+	if len(evs) != 1 {
 		t.Fatalf("events:\n%s\nwant one on the Deployment", eventsOf(evs))
+	}
+	if evs[0].Regarding != *webDeployment {
+		t.Fatalf("event regarding %+v; want the Deployment %+v", evs[0].Regarding, *webDeployment)
+	}
+	if evs[0].Reason != ReasonEvacuationUnanswered {
+		t.Fatalf("event reason %s; want %s", evs[0].Reason, ReasonEvacuationUnanswered)
 	}
 	for _, want := range []string{"NodeMaintenance signal waits to drain node n1", "pod web-1", "has not answered nodemaint's evacuation request", "for 2m0s", "nodemaint does not evict it"} {
 		if !strings.Contains(evs[0].Note, want) {
@@ -165,8 +199,11 @@ func TestUnansweredRequestTellsTheWorkload(t *testing.T) {
 
 	// Under an evicting maintenance, the Event says when the eviction comes.
 	d = Decide(observeClassed(node, []*corev1.Pod{replicaPod("web-1", t0.Add(-2*time.Minute), nil)}, false, nil, evicting("kernel")), t0)
-	if len(d.Holds) != 1 || d.Holds[0].EvictIn != 3*time.Minute+time.Second {
+	if len(d.Holds) != 1 {
 		t.Fatalf("holds %+v; want web-1 unanswered, evicted in 3m1s", d.Holds)
+	}
+	if d.Holds[0].EvictIn != 3*time.Minute+time.Second {
+		t.Fatalf("hold evicts in %v; want 3m1s", d.Holds[0].EvictIn)
 	}
 	evs = AppOwnerEvents("n1", d.Holds, Holders{Owners: map[types.UID]*corev1.ObjectReference{"web-1": webDeployment}}, t0)
 	if !strings.Contains(evs[0].Note, "it is evicted in 3m1s") {
@@ -197,7 +234,13 @@ func TestAppOwnerEventsBounded(t *testing.T) {
 		holders.Owners[types.UID(name)] = webDeployment
 	}
 	evs := AppOwnerEvents("n1", d.Holds, holders, t0)
-	if len(evs) != 2 || !strings.Contains(evs[0].Note, "and 15 more") || len(evs[0].Note) > 1024 {
+	if len(evs) != 2 {
 		t.Fatalf("events:\n%s\nwant two, naming 5 pods and 15 more", eventsOf(evs))
+	}
+	if !strings.Contains(evs[0].Note, "and 15 more") {
+		t.Errorf("note %q; want it to name 5 pods and 15 more", evs[0].Note)
+	}
+	if len(evs[0].Note) > 1024 {
+		t.Errorf("note of %d bytes; want at most 1024", len(evs[0].Note))
 	}
 }

@@ -23,8 +23,9 @@ func TestAutoscalersHeldAndRestored(t *testing.T) {
 		node := &corev1.Node{}
 		node.Name = "n1"
 		held := decide(node, deleting("kernel")).Node
-		if held.Annotations[karpenter] != "true" || held.Annotations[ca] != "true" || len(HeldAutoscalers(held)) != 2 {
-			t.Fatalf("annotations %v; want both autoscalers held and recorded", held.Annotations)
+		wantAnnotations(t, "while draining", held.Annotations, map[string]string{karpenter: "true", ca: "true"})
+		if got := HeldAutoscalers(held); len(got) != 2 {
+			t.Fatalf("held autoscalers recorded %v; want both", got)
 		}
 		if d := decide(held, deleting("kernel")); d.NodeChanged {
 			t.Fatalf("held again: %v", d.Node.Annotations)
@@ -41,13 +42,12 @@ func TestAutoscalersHeldAndRestored(t *testing.T) {
 		node.Name = "n1"
 		node.Annotations = map[string]string{karpenter: "true", ca: "false"}
 		held := decide(node, deleting("kernel")).Node
-		if held.Annotations[karpenter] != "true" || held.Annotations[ca] != "false" || len(HeldAutoscalers(held)) != 0 {
-			t.Fatalf("annotations %v; want another writer's left alone and not recorded", held.Annotations)
+		wantAnnotations(t, "while draining (another writer's left alone)", held.Annotations, map[string]string{karpenter: "true", ca: "false"})
+		if got := HeldAutoscalers(held); len(got) != 0 {
+			t.Fatalf("held autoscalers recorded %v; want none (another writer's)", got)
 		}
 		released := decide(held, nil).Node
-		if released.Annotations[karpenter] != "true" || released.Annotations[ca] != "false" {
-			t.Fatalf("annotations %v after the maintenance; want another writer's as they were", released.Annotations)
-		}
+		wantAnnotations(t, "after the maintenance (another writer's as they were)", released.Annotations, map[string]string{karpenter: "true", ca: "false"})
 	})
 	t.Run("a value changed during the maintenance stays", func(t *testing.T) {
 		node := &corev1.Node{}
@@ -55,26 +55,40 @@ func TestAutoscalersHeldAndRestored(t *testing.T) {
 		held := decide(node, deleting("kernel")).Node
 		held.Annotations[karpenter] = "false"
 		released := decide(held, nil).Node
-		if released.Annotations[karpenter] != "false" || released.Annotations[ca] != "" {
-			t.Fatalf("annotations %v; want karpenter's changed value kept, nodemaint's own removed", released.Annotations)
-		}
+		wantAnnotations(t, "after the maintenance (karpenter's changed value kept, nodemaint's own removed)", released.Annotations, map[string]string{karpenter: "false", ca: ""})
 	})
 	t.Run("spec.autoscalers Ignore", func(t *testing.T) {
 		node := &corev1.Node{}
 		node.Name = "n1"
 		nm := deleting("kernel")
 		nm.Spec.Autoscalers = nodemaintv1alpha1.AutoscalerPolicyIgnore
-		if d := decide(node, nm); d.Node.Annotations[karpenter] != "" || d.Node.Annotations[ca] != "" {
-			t.Fatalf("annotations %v; want none", d.Node.Annotations)
-		}
+		d := decide(node, nm)
+		wantAnnotations(t, "under Ignore", d.Node.Annotations, map[string]string{karpenter: "", ca: ""})
 	})
 	t.Run("a node Karpenter is removing is reported, not held", func(t *testing.T) {
 		node := &corev1.Node{}
 		node.Name = "n1"
 		node.Spec.Taints = []corev1.Taint{{Key: nodemaintv1alpha1.KarpenterDisruptedTaint, Effect: corev1.TaintEffectNoSchedule}}
 		d := decide(node, deleting("kernel"))
-		if d.Node.Annotations[karpenter] != "" || d.Node.Annotations[ca] != "" || d.Report.RemovedBy != nodemaintv1alpha1.RemovedByKarpenter {
-			t.Fatalf("annotations %v, removed by %q; want none, and Karpenter reported", d.Node.Annotations, d.Report.RemovedBy)
+		wantAnnotations(t, "on a node Karpenter removes", d.Node.Annotations, map[string]string{karpenter: "", ca: ""})
+		if d.Report.RemovedBy != nodemaintv1alpha1.RemovedByKarpenter {
+			t.Fatalf("removed by %q; want %q reported", d.Report.RemovedBy, nodemaintv1alpha1.RemovedByKarpenter)
 		}
 	})
+}
+
+// wantAnnotations checks each wanted annotation ("" for absent or empty) on its own, and stops the
+// test if any differs.
+func wantAnnotations(t *testing.T, when string, got, want map[string]string) {
+	t.Helper()
+	failed := false
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: annotation %s = %q; want %q", when, k, got[k], v)
+			failed = true
+		}
+	}
+	if failed {
+		t.FailNow()
+	}
 }

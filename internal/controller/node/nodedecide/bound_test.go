@@ -126,8 +126,20 @@ func TestThousandOverlappingMaintenances(t *testing.T) {
 
 	obs := observeBounded(node, pods, nms)
 	d := Decide(obs, now)
-	if !d.NodeChanged || !d.Node.Spec.Unschedulable || !d.Intent.Drain || len(d.Request) != 1 {
-		t.Fatalf("not cordoned and drained: changed %v, unschedulable %v, drain %v, requests %d", d.NodeChanged, d.Node.Spec.Unschedulable, d.Intent.Drain, len(d.Request))
+	if !d.NodeChanged {
+		t.Errorf("the node is not changed; want it cordoned")
+	}
+	if !d.Node.Spec.Unschedulable {
+		t.Errorf("the node is schedulable; want it cordoned")
+	}
+	if !d.Intent.Drain {
+		t.Errorf("the intent does not drain; want it to")
+	}
+	if len(d.Request) != 1 {
+		t.Errorf("%d evacuation requests; want 1", len(d.Request))
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	annotations, patchBytes := patchedAnnotations(t, node, d.Node)
 	if errs := apivalidation.ValidateAnnotations(annotations, field.NewPath("metadata", "annotations")); len(errs) > 0 {
@@ -141,9 +153,17 @@ func TestThousandOverlappingMaintenances(t *testing.T) {
 	}
 	entries := maintenance.ParseEntries(annotations[nodemaintv1alpha1.MaintenancesAnnotation])
 	recordedStarts := maintenance.ParseDrainStarts(annotations[nodemaintv1alpha1.DrainStartedAnnotation])
-	if len(entries) != maintenance.MaxMaintenancesPerNode || len(recordedStarts) != maintenance.MaxMaintenancesPerNode || len(d.Intent.Beyond) != 1000-maintenance.MaxMaintenancesPerNode {
-		t.Fatalf("%d entries, %d drain starts, %d beyond; want %d, %d, %d", len(entries), len(recordedStarts), len(d.Intent.Beyond),
-			maintenance.MaxMaintenancesPerNode, maintenance.MaxMaintenancesPerNode, 1000-maintenance.MaxMaintenancesPerNode)
+	if len(entries) != maintenance.MaxMaintenancesPerNode {
+		t.Errorf("%d entries; want %d", len(entries), maintenance.MaxMaintenancesPerNode)
+	}
+	if len(recordedStarts) != maintenance.MaxMaintenancesPerNode {
+		t.Errorf("%d drain starts; want %d", len(recordedStarts), maintenance.MaxMaintenancesPerNode)
+	}
+	if len(d.Intent.Beyond) != 1000-maintenance.MaxMaintenancesPerNode {
+		t.Errorf("%d beyond; want %d", len(d.Intent.Beyond), 1000-maintenance.MaxMaintenancesPerNode)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	for i, e := range entries {
 		if e.Name != longName(i) {
@@ -168,8 +188,17 @@ func TestThousandOverlappingMaintenances(t *testing.T) {
 	older := overlapping(1, now.Add(-2*time.Hour))[0]
 	older.Name = "older"
 	d2 := Decide(observeBounded(next.Node, next.Pods, append(nms, older)), now)
-	if d2.NodeChanged || d2.Intent.Beyond[0] != "older" || len(d2.Intent.Entries) != maintenance.MaxMaintenancesPerNode {
-		t.Fatalf("changed %v, first waiting %s, %d entries; want the node as it is and the older maintenance first to wait", d2.NodeChanged, d2.Intent.Beyond[0][:5], len(d2.Intent.Entries))
+	if d2.NodeChanged {
+		t.Errorf("with an older maintenance, the node changed; want it as it is")
+	}
+	if d2.Intent.Beyond[0] != "older" {
+		t.Errorf("first waiting %s; want the older maintenance", d2.Intent.Beyond[0][:5])
+	}
+	if len(d2.Intent.Entries) != maintenance.MaxMaintenancesPerNode {
+		t.Errorf("with an older maintenance, %d entries; want %d", len(d2.Intent.Entries), maintenance.MaxMaintenancesPerNode)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	// One acting maintenance ends: the first waiting takes its place, in the same bounds.
@@ -183,8 +212,20 @@ func TestThousandOverlappingMaintenances(t *testing.T) {
 	for _, e := range entries {
 		has[e.Name] = true
 	}
-	if len(entries) != maintenance.MaxMaintenancesPerNode || has[ended.Name] || !has["older"] || !d3.Node.Spec.Unschedulable {
-		t.Fatalf("%d entries, ended %v, older %v, cordoned %v; want the ended one replaced by the first waiting", len(entries), has[ended.Name], has["older"], d3.Node.Spec.Unschedulable)
+	if len(entries) != maintenance.MaxMaintenancesPerNode {
+		t.Errorf("after one ended, %d entries; want %d", len(entries), maintenance.MaxMaintenancesPerNode)
+	}
+	if has[ended.Name] {
+		t.Errorf("the ended maintenance is still an entry; want it replaced")
+	}
+	if !has["older"] {
+		t.Errorf("the first waiting (older) is not an entry; want it in the ended one's place")
+	}
+	if !d3.Node.Spec.Unschedulable {
+		t.Errorf("after one ended, the node is schedulable; want it still cordoned")
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	if size := annotationBytes(d3.Node.Annotations); size > 48<<10 {
 		t.Errorf("%d bytes", size)

@@ -98,12 +98,25 @@ func TestDeleteCountsFromTheNodesOwnDrain(t *testing.T) {
 		if len(d.Delete) > 0 {
 			t.Fatalf("deleted %s the moment drain turned true, an hour into the node's turn", names(d.Delete))
 		}
-		if len(d.Request) != 1 || !d.NodeChanged {
-			t.Fatalf("request %d, node changed %v; want the pod asked and the node's drain start recorded", len(d.Request), d.NodeChanged)
+		if len(d.Request) != 1 {
+			t.Fatalf("%d requests; want the pod asked", len(d.Request))
+		}
+		if !d.NodeChanged {
+			t.Fatalf("node not changed; want the node's drain start recorded")
 		}
 		starts := maintenance.ParseDrainStarts(d.Node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation])
-		if r := starts["pool"]; !r.Start.Equal(t0) || r.Generation != 2 || r.UID != nm.UID {
-			t.Fatalf("recorded %+v; want the drain started now, at generation 2", starts)
+		r := starts["pool"]
+		if !r.Start.Equal(t0) {
+			t.Errorf("recorded drain start %v (of %+v); want now, %v", r.Start, starts, t0)
+		}
+		if r.Generation != 2 {
+			t.Errorf("recorded generation %d; want 2", r.Generation)
+		}
+		if r.UID != nm.UID {
+			t.Errorf("recorded UID %q; want the maintenance's, %q", r.UID, nm.UID)
+		}
+		if t.Failed() {
+			t.FailNow()
 		}
 		if d.RecheckAfter == 0 || d.RecheckAfter > 5*time.Minute {
 			t.Errorf("recheck %v; want at most the drainTimeout", d.RecheckAfter)
@@ -113,8 +126,12 @@ func TestDeleteCountsFromTheNodesOwnDrain(t *testing.T) {
 		// later it has, and the pod was asked 5m ago: deleted.
 		recorded := d.Node
 		asked := []*corev1.Pod{replicaPod("web-1", t0, nil)}
-		if d := Decide(observeClassed(recorded, asked, false, nil, nm), t0.Add(4*time.Minute)); len(d.Delete) > 0 || d.RecheckAfter != time.Minute {
-			t.Fatalf("4m into the node's drain: deleted %q, recheck %v; want none deleted, a look in 1m", names(d.Delete), d.RecheckAfter)
+		d = Decide(observeClassed(recorded, asked, false, nil, nm), t0.Add(4*time.Minute))
+		if len(d.Delete) > 0 {
+			t.Fatalf("4m into the node's drain: deleted %q; want none deleted", names(d.Delete))
+		}
+		if d.RecheckAfter != time.Minute {
+			t.Fatalf("4m into the node's drain: recheck %v; want a look in 1m", d.RecheckAfter)
 		}
 		if d := Decide(observeClassed(recorded, asked, false, nil, nm), t0.Add(5*time.Minute)); names(d.Delete) != "web-1" {
 			t.Fatalf("past the node's drainTimeout: deleted %q, want web-1", names(d.Delete))
@@ -131,8 +148,11 @@ func TestDeleteCountsFromTheNodesOwnDrain(t *testing.T) {
 		if len(d.Delete) > 0 {
 			t.Fatalf("deleted %s on a node selected an hour after the maintenance's drain started", names(d.Delete))
 		}
-		if !d.Node.Spec.Unschedulable || maintenance.ParseDrainStarts(d.Node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation])["kernel"].Start != t0 {
-			t.Fatalf("want the node cordoned and its drain start recorded in the same write: %v", d.Node.Annotations)
+		if !d.Node.Spec.Unschedulable {
+			t.Errorf("the node is schedulable; want it cordoned in the same write as its drain start")
+		}
+		if got := maintenance.ParseDrainStarts(d.Node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation])["kernel"].Start; got != t0 {
+			t.Errorf("recorded drain start %v (annotations %v); want now, %v", got, d.Node.Annotations, t0)
 		}
 	})
 
@@ -147,8 +167,12 @@ func TestDeleteCountsFromTheNodesOwnDrain(t *testing.T) {
 		if len(d.Delete) > 0 {
 			t.Fatalf("deleted %s counting from a start the record cannot vouch for", names(d.Delete))
 		}
-		if r := maintenance.ParseDrainStarts(d.Node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation])["kernel"]; r.Start != t0 || r.Generation != 3 {
-			t.Fatalf("recorded %+v; want the node's drain restarted now at generation 3", r)
+		r := maintenance.ParseDrainStarts(d.Node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation])["kernel"]
+		if r.Start != t0 {
+			t.Errorf("recorded drain start %v; want the node's drain restarted now, %v", r.Start, t0)
+		}
+		if r.Generation != 3 {
+			t.Errorf("recorded generation %d; want 3", r.Generation)
 		}
 	})
 
@@ -161,8 +185,11 @@ func TestDeleteCountsFromTheNodesOwnDrain(t *testing.T) {
 		node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation] = "kernel=Drain"
 		pods := []*corev1.Pod{replicaPod("a", t0.Add(-time.Hour), nil), replicaPod("b", time.Time{}, nil), replicaPod("c", t0.Add(-90*time.Second), nil)}
 		d := Decide(observeClassed(node, pods, false, map[string]int32{"b": 1}, nm), t0)
-		if names(d.Delete) != "a" || d.RecheckAfter != 90*time.Second {
-			t.Fatalf("deleted %q, recheck %v; want a only, and a look in 1m30s", names(d.Delete), d.RecheckAfter)
+		if names(d.Delete) != "a" {
+			t.Fatalf("deleted %q; want a only", names(d.Delete))
+		}
+		if d.RecheckAfter != 90*time.Second {
+			t.Fatalf("recheck %v; want a look in 1m30s", d.RecheckAfter)
 		}
 		if d.NodeChanged {
 			t.Fatalf("node changed: %v", d.Node.Annotations)
@@ -176,8 +203,11 @@ func TestDeleteCountsFromTheNodesOwnDrain(t *testing.T) {
 		nm.Spec.Drain = false
 		node := cordonedNode(map[string]maintenance.DrainStart{"kernel": {Start: t0.Add(-time.Hour), Generation: 1, UID: nm.UID}})
 		d := Decide(observeClassed(node, nil, false, nil, nm), t0)
-		if _, ok := d.Node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation]; ok || !d.NodeChanged {
-			t.Fatalf("annotations %v; want the drain start removed", d.Node.Annotations)
+		if _, ok := d.Node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation]; ok {
+			t.Errorf("annotations %v; want the drain start removed", d.Node.Annotations)
+		}
+		if !d.NodeChanged {
+			t.Errorf("node not changed; want the removal written")
 		}
 	})
 }
@@ -224,8 +254,14 @@ func TestDestructiveActsFollowTheirOwnMaintenance(t *testing.T) {
 			}
 			obs := observeClassed(cordonedNode(starts), pods(), maintenance.IgnoreDrainLabel(tc.nms), nil, tc.nms...)
 			d := Decide(obs, t0)
-			if names(d.Delete) != tc.deleted || names(d.Evict) != tc.evicted {
-				t.Fatalf("deleted %q, evicted %q; want %q, %q", names(d.Delete), names(d.Evict), tc.deleted, tc.evicted)
+			if got := names(d.Delete); got != tc.deleted {
+				t.Errorf("deleted %q; want %q", got, tc.deleted)
+			}
+			if got := names(d.Evict); got != tc.evicted {
+				t.Errorf("evicted %q; want %q", got, tc.evicted)
+			}
+			if t.Failed() {
+				t.FailNow()
 			}
 			if tc.evicted == "web" {
 				found := false

@@ -39,8 +39,20 @@ func TestDecideLifecycle(t *testing.T) {
 
 	// 1. Cordon, and ask the pod's owner; nothing evicted yet.
 	d := Decide(observe(node, []*corev1.Pod{&pod}, nm), now)
-	if !d.NodeChanged || !d.Node.Spec.Unschedulable || !d.Change.Cordoned || d.Node.Annotations[nodemaintv1alpha1.CordonedAnnotation] != "true" {
-		t.Fatalf("not cordoned: %+v", d)
+	if !d.NodeChanged {
+		t.Errorf("1: node not changed; want it cordoned")
+	}
+	if !d.Node.Spec.Unschedulable {
+		t.Errorf("1: node schedulable; want it cordoned")
+	}
+	if !d.Change.Cordoned {
+		t.Errorf("1: change %+v; want Cordoned", d.Change)
+	}
+	if got := d.Node.Annotations[nodemaintv1alpha1.CordonedAnnotation]; got != "true" {
+		t.Errorf("1: cordoned annotation %q; want \"true\"", got)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	if got := d.Node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]; got != "kernel=Drain" {
 		t.Errorf("annotation %q, want kernel=Drain", got)
@@ -49,12 +61,35 @@ func TestDecideLifecycle(t *testing.T) {
 	for _, c := range d.Node.Status.Conditions {
 		conds[c.Type] = c
 	}
-	if !d.ConditionChanged || len(conds) != 3 || conds[nodemaintv1alpha1.NodeConditionUnderMaintenance].Reason != string(nodemaintv1alpha1.PhaseDrain) ||
-		conds[corev1.NodeMaintenanceInProgress].Status != corev1.ConditionTrue || conds[corev1.NodeDrainInProgress].Status != corev1.ConditionTrue {
-		t.Errorf("conditions %+v; want UnderMaintenance (Drain), MaintenanceInProgress and DrainInProgress", d.Node.Status.Conditions)
+	if !d.ConditionChanged {
+		t.Errorf("1: conditions not changed; want them written")
 	}
-	if len(d.Request) != 1 || d.RequestReason != "kernel upgrade" || len(d.Evict) > 0 || d.RecheckAfter != 0 {
-		t.Fatalf("request %d (%q), evict %d, recheck %v; want one request, none evicted, no timed look (the request's write brings it)", len(d.Request), d.RequestReason, len(d.Evict), d.RecheckAfter)
+	if len(conds) != 3 {
+		t.Errorf("1: conditions %+v; want UnderMaintenance, MaintenanceInProgress and DrainInProgress", d.Node.Status.Conditions)
+	}
+	if got := conds[nodemaintv1alpha1.NodeConditionUnderMaintenance].Reason; got != string(nodemaintv1alpha1.PhaseDrain) {
+		t.Errorf("1: UnderMaintenance reason %q; want %q", got, nodemaintv1alpha1.PhaseDrain)
+	}
+	if got := conds[corev1.NodeMaintenanceInProgress].Status; got != corev1.ConditionTrue {
+		t.Errorf("1: MaintenanceInProgress %q; want True", got)
+	}
+	if got := conds[corev1.NodeDrainInProgress].Status; got != corev1.ConditionTrue {
+		t.Errorf("1: DrainInProgress %q; want True", got)
+	}
+	if len(d.Request) != 1 {
+		t.Errorf("1: %d requests; want one", len(d.Request))
+	}
+	if d.RequestReason != "kernel upgrade" {
+		t.Errorf("1: request reason %q; want %q", d.RequestReason, "kernel upgrade")
+	}
+	if len(d.Evict) > 0 {
+		t.Errorf("1: %d evicted; want none", len(d.Evict))
+	}
+	if d.RecheckAfter != 0 {
+		t.Errorf("1: recheck %v; want no timed look (the request's write brings it)", d.RecheckAfter)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	// 2. Asked 20s ago, no answer: wait the 40s left, and the second the condition's time cannot
@@ -65,25 +100,51 @@ func TestDecideLifecycle(t *testing.T) {
 	cond.LastTransitionTime = metav1.NewTime(now.Add(-20 * time.Second))
 	evacuation.SetCondition(&requested, cond)
 	d = Decide(observe(cordoned, []*corev1.Pod{&requested}, nm), now)
-	if d.NodeChanged || d.ConditionChanged || len(d.Request)+len(d.Withdraw)+len(d.Evict) > 0 || d.RecheckAfter != 41*time.Second {
-		t.Fatalf("changed %v/%v, request %d, withdraw %d, evict %d, recheck %v; want nothing but a look in 41s",
-			d.NodeChanged, d.ConditionChanged, len(d.Request), len(d.Withdraw), len(d.Evict), d.RecheckAfter)
+	if d.NodeChanged {
+		t.Errorf("2: node changed; want nothing written")
 	}
-	if b := d.Report.Blocked; len(b) != 1 || b[0].Reason != nodemaintv1alpha1.BlockedReasonWaitingForOwner || d.Report.Pending != 1 {
-		t.Errorf("report %+v", d.Report)
+	if d.ConditionChanged {
+		t.Errorf("2: conditions changed; want nothing written")
+	}
+	if n := len(d.Request) + len(d.Withdraw) + len(d.Evict); n > 0 {
+		t.Errorf("2: request %d, withdraw %d, evict %d; want no act on a pod", len(d.Request), len(d.Withdraw), len(d.Evict))
+	}
+	if d.RecheckAfter != 41*time.Second {
+		t.Errorf("2: recheck %v; want a look in 41s", d.RecheckAfter)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	if b := d.Report.Blocked; len(b) != 1 || b[0].Reason != nodemaintv1alpha1.BlockedReasonWaitingForOwner {
+		t.Errorf("2: blocked %+v; want the pod waiting for its owner", b)
+	}
+	if d.Report.Pending != 1 {
+		t.Errorf("2: %d pending; want 1", d.Report.Pending)
 	}
 
 	// 3. The response timeout ran out: evict; a refusal backs off, then the pod is evicted again.
 	later := now.Add(41 * time.Second)
 	d = Decide(observe(cordoned, []*corev1.Pod{&requested}, nm), later)
-	if len(d.Evict) != 1 || d.Report.Blocked[0].Reason != nodemaintv1alpha1.BlockedReasonEvicting {
-		t.Fatalf("evict %d, blocked %+v; want the pod evicted", len(d.Evict), d.Report.Blocked)
+	if len(d.Evict) != 1 {
+		t.Fatalf("3: %d evicted; want the pod evicted", len(d.Evict))
+	}
+	if got := d.Report.Blocked[0].Reason; got != nodemaintv1alpha1.BlockedReasonEvicting {
+		t.Fatalf("3: blocked %+v; want the pod reported %s", d.Report.Blocked, nodemaintv1alpha1.BlockedReasonEvicting)
 	}
 	obs := observe(cordoned, []*corev1.Pod{&requested}, nm)
 	obs.Refusals = map[types.UID]drain.Refusal{"web-1": {NotBefore: later.Add(2 * time.Second), Reason: nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, Message: "budget"}}
 	d = Decide(obs, later)
-	if len(d.Evict) != 0 || d.RecheckAfter != 2*time.Second || d.Report.Blocked[0].Reason != nodemaintv1alpha1.BlockedReasonPodDisruptionBudget {
-		t.Fatalf("evict %d, recheck %v, blocked %+v; want a 2s back-off held by the budget", len(d.Evict), d.RecheckAfter, d.Report.Blocked)
+	if len(d.Evict) != 0 {
+		t.Errorf("3: refused, %d evicted; want none during the back-off", len(d.Evict))
+	}
+	if d.RecheckAfter != 2*time.Second {
+		t.Errorf("3: refused, recheck %v; want the 2s back-off", d.RecheckAfter)
+	}
+	if got := d.Report.Blocked[0].Reason; got != nodemaintv1alpha1.BlockedReasonPodDisruptionBudget {
+		t.Errorf("3: refused, blocked %+v; want held by the budget", d.Report.Blocked)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	// 4. The pod is gone and the maintenance ended: uncordon, drop the annotation and condition.
@@ -91,15 +152,36 @@ func TestDecideLifecycle(t *testing.T) {
 	ended.Spec.Cordon, ended.Spec.Drain = false, false
 	ended.Status.Phase = nodemaintv1alpha1.PhaseDrainComplete
 	d = Decide(observe(cordoned, nil, ended), later)
-	if !d.Change.Uncordoned || d.Node.Spec.Unschedulable || len(d.Node.Annotations) != 0 || len(d.Node.Status.Conditions) != 0 || !d.ConditionChanged {
-		t.Fatalf("not restored: %+v, annotations %v, conditions %v", d.Change, d.Node.Annotations, d.Node.Status.Conditions)
+	if !d.Change.Uncordoned {
+		t.Errorf("4: change %+v; want Uncordoned", d.Change)
+	}
+	if d.Node.Spec.Unschedulable {
+		t.Errorf("4: node unschedulable; want it uncordoned")
+	}
+	if len(d.Node.Annotations) != 0 {
+		t.Errorf("4: annotations %v; want none", d.Node.Annotations)
+	}
+	if len(d.Node.Status.Conditions) != 0 {
+		t.Errorf("4: conditions %v; want none", d.Node.Status.Conditions)
+	}
+	if !d.ConditionChanged {
+		t.Errorf("4: conditions not changed; want their removal written")
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	// A node someone else cordoned stays cordoned; a request of nodemaint's is withdrawn.
 	theirs := node.DeepCopy()
 	theirs.Spec.Unschedulable = true
 	d = Decide(observe(theirs, []*corev1.Pod{&requested}), later)
-	if d.NodeChanged || !d.Node.Spec.Unschedulable || len(d.Withdraw) != 1 {
-		t.Fatalf("changed %v, unschedulable %v, withdraw %d; want the cordon kept and the request withdrawn", d.NodeChanged, d.Node.Spec.Unschedulable, len(d.Withdraw))
+	if d.NodeChanged {
+		t.Errorf("their cordon: node changed; want it left as it is")
+	}
+	if !d.Node.Spec.Unschedulable {
+		t.Errorf("their cordon: node schedulable; want the cordon kept")
+	}
+	if len(d.Withdraw) != 1 {
+		t.Errorf("their cordon: %d withdrawn; want the request withdrawn", len(d.Withdraw))
 	}
 }

@@ -67,9 +67,20 @@ func FuzzDecide(f *testing.F) {
 		// requests are what the next decision wants.
 		next := apply(obs, d, now)
 		d2 := Decide(next, now)
-		if d2.NodeChanged || d2.ConditionChanged || len(d2.Withdraw) > 0 || len(d2.Request) > 0 {
-			t.Fatalf("applied, the decision does not converge: node %v, condition %v, withdraw %d, request %d\nfirst %+v\nthen %+v",
-				d2.NodeChanged, d2.ConditionChanged, len(d2.Withdraw), len(d2.Request), d.Node.Spec, d2.Node.Spec)
+		if d2.NodeChanged {
+			t.Errorf("applied, the decision does not converge: the node changes again\nfirst %+v\nthen %+v", d.Node.Spec, d2.Node.Spec)
+		}
+		if d2.ConditionChanged {
+			t.Errorf("applied, the decision does not converge: the condition changes again")
+		}
+		if len(d2.Withdraw) > 0 {
+			t.Errorf("applied, the decision does not converge: %d requests withdrawn; want none", len(d2.Withdraw))
+		}
+		if len(d2.Request) > 0 {
+			t.Errorf("applied, the decision does not converge: %d requests made; want none", len(d2.Request))
+		}
+		if t.Failed() {
+			t.FailNow()
 		}
 		check(t, next, d2, now)
 
@@ -92,8 +103,13 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		t.Fatalf("NodeChanged %v does not say whether the node changes", d.NodeChanged)
 	}
 	// A complete cordon comes before any request, eviction or deletion (KEP-4212).
-	if len(d.Request)+len(d.Evict)+len(d.Delete) > 0 && (!d.Intent.Drain || !d.Node.Spec.Unschedulable) {
-		t.Fatalf("requests %d, evictions %d, deletions %d on a node not cordoned or not drained", len(d.Request), len(d.Evict), len(d.Delete))
+	if acts := len(d.Request) + len(d.Evict) + len(d.Delete); acts > 0 {
+		if !d.Intent.Drain {
+			t.Fatalf("requests %d, evictions %d, deletions %d on a node not drained", len(d.Request), len(d.Evict), len(d.Delete))
+		}
+		if !d.Node.Spec.Unschedulable {
+			t.Fatalf("requests %d, evictions %d, deletions %d on a node not cordoned", len(d.Request), len(d.Evict), len(d.Delete))
+		}
 	}
 	checkHolds(t, obs, d)
 	// nodemaint lifts only its own cordon.
@@ -110,8 +126,11 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 	}
 	starts := maintenance.ParseDrainStarts(d.Node.Annotations[nodemaintv1alpha1.DrainStartedAnnotation])
 	for _, name := range d.Intent.Beyond {
-		if _, ok := starts[name]; ok || slices.ContainsFunc(entries, func(e maintenance.NodeEntry) bool { return e.Name == name }) {
-			t.Fatalf("%s waits past the bound, and the node names it", name)
+		if _, ok := starts[name]; ok {
+			t.Fatalf("%s waits past the bound, and the node records its drain start", name)
+		}
+		if slices.ContainsFunc(entries, func(e maintenance.NodeEntry) bool { return e.Name == name }) {
+			t.Fatalf("%s waits past the bound, and the node names it among its maintenances", name)
 		}
 	}
 	checkAutoscalers(t, node, d)
@@ -149,8 +168,17 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		for i := range obs.Pods {
 			stuck = stuck || obs.Pods[i].DeletionTimestamp != nil
 		}
-		if NodeReady(node) || !stuck || !shutdownEvidence(node) || !d.Intent.OutOfService {
-			t.Fatalf("tainted out-of-service: ready %v, stuck %v, evidence %v, asked %v", NodeReady(node), stuck, shutdownEvidence(node), d.Intent.OutOfService)
+		if NodeReady(node) {
+			t.Fatalf("tainted out-of-service a Ready node")
+		}
+		if !stuck {
+			t.Fatalf("tainted out-of-service a node with no pod stuck terminating")
+		}
+		if !shutdownEvidence(node) {
+			t.Fatalf("tainted out-of-service a node with no evidence of a shutdown")
+		}
+		if !d.Intent.OutOfService {
+			t.Fatalf("tainted out-of-service a node no usable maintenance asked it for")
 		}
 	}
 	// Evacuation requests: only nodemaint's own are withdrawn; another requester's is never
@@ -220,8 +248,17 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 	deleted := map[types.UID]bool{}
 	for _, c := range d.Delete {
 		deleted[c.Pod.UID] = true
-		if c.Pod.DeletionTimestamp != nil || c.Class.Protected != "" || c.Class.InvalidRule != "" || c.Class.Behavior == nodemaintv1alpha1.DrainBehaviorSkip {
-			t.Fatalf("deleted %s: terminating, protected, held or skipped (%+v)", c.Pod.Name, c.Class)
+		if c.Pod.DeletionTimestamp != nil {
+			t.Fatalf("deleted %s: terminating already", c.Pod.Name)
+		}
+		if c.Class.Protected != "" {
+			t.Fatalf("deleted %s: protected (%s)", c.Pod.Name, c.Class.Protected)
+		}
+		if c.Class.InvalidRule != "" {
+			t.Fatalf("deleted %s: held by an invalid rule (%s)", c.Pod.Name, c.Class.InvalidRule)
+		}
+		if c.Class.Behavior == nodemaintv1alpha1.DrainBehaviorSkip {
+			t.Fatalf("deleted %s: skipped (%+v)", c.Pod.Name, c.Class)
 		}
 		if _, ok := current[c.Pod.UID]; !ok {
 			t.Fatalf("deleted %s: not in the current order group (never asked)", c.Pod.Name)
@@ -253,11 +290,26 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		checkGrace(t, d, c.Pod, authorizing)
 	}
 	for _, c := range d.Evict {
-		if _, ok := current[c.Pod.UID]; !ok || deleted[c.Pod.UID] {
-			t.Fatalf("evicted %s: not in the current order group, or deleted as well", c.Pod.Name)
+		if _, ok := current[c.Pod.UID]; !ok {
+			t.Fatalf("evicted %s: not in the current order group", c.Pod.Name)
 		}
-		if !d.Intent.Evict || !usable || c.Pod.DeletionTimestamp != nil || c.Class.Protected != "" || evacuation.Accepted(c.Pod) {
-			t.Fatalf("evicted %s: signal-only, unusable, terminating, protected or accepted", c.Pod.Name)
+		if deleted[c.Pod.UID] {
+			t.Fatalf("evicted %s: deleted as well", c.Pod.Name)
+		}
+		if !d.Intent.Evict {
+			t.Fatalf("evicted %s: signal-only", c.Pod.Name)
+		}
+		if !usable {
+			t.Fatalf("evicted %s: unusable", c.Pod.Name)
+		}
+		if c.Pod.DeletionTimestamp != nil {
+			t.Fatalf("evicted %s: terminating already", c.Pod.Name)
+		}
+		if c.Class.Protected != "" {
+			t.Fatalf("evicted %s: protected (%s)", c.Pod.Name, c.Class.Protected)
+		}
+		if evacuation.Accepted(c.Pod) {
+			t.Fatalf("evicted %s: its owner accepted the evacuation", c.Pod.Name)
 		}
 		authorized := false
 		var evictors []*nodemaintv1alpha1.NodeMaintenance
@@ -283,8 +335,11 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 	asked := map[types.UID]bool{}
 	for _, pod := range d.Asked {
 		c, ok := current[pod.UID]
-		if !ok || !d.Intent.Drain {
-			t.Fatalf("%s asked, not of the current order group of a drained node", pod.Name)
+		if !ok {
+			t.Fatalf("%s asked, not of the current order group", pod.Name)
+		}
+		if !d.Intent.Drain {
+			t.Fatalf("%s asked on a node not drained", pod.Name)
 		}
 		asked[pod.UID] = true
 		if cur := evacuation.Condition(pod, evacuation.Request); cur != nil && cur.Status == corev1.ConditionTrue && !ours(pod) {
@@ -321,8 +376,11 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 			t.Fatalf("a grace period for %s, which is neither evicted nor deleted", uid)
 		}
 	}
-	if d.Report.Pending != obs.Plan.Pending() || d.Report.Skipped != len(obs.Plan.Skipped) {
-		t.Fatalf("report %+v, plan pending %d skipped %d", d.Report, obs.Plan.Pending(), len(obs.Plan.Skipped))
+	if d.Report.Pending != obs.Plan.Pending() {
+		t.Fatalf("report pending %d; want the plan's %d", d.Report.Pending, obs.Plan.Pending())
+	}
+	if d.Report.Skipped != len(obs.Plan.Skipped) {
+		t.Fatalf("report skipped %d; want the plan's %d", d.Report.Skipped, len(obs.Plan.Skipped))
 	}
 	held := 0
 	for _, b := range d.Report.Blocked {
@@ -367,8 +425,14 @@ func checkGrace(t *testing.T, d Decision, pod *corev1.Pod, nms []*nodemaintv1alp
 		}
 	}
 	got, ok := d.GracePeriods[pod.UID]
-	if want == nil || (*want == own) == ok || ok && got != *want {
-		t.Fatalf("%s: grace period %d (%v), want %v of %d maintenances (the pod's own %d)", pod.Name, got, ok, want, len(nms), own)
+	if want == nil {
+		t.Fatalf("%s: evicted or deleted by none of %d maintenances", pod.Name, len(nms))
+	}
+	if ok != (*want != own) {
+		t.Fatalf("%s: grace period given %v; want one given only when %d of %d maintenances differs from the pod's own %d", pod.Name, ok, *want, len(nms), own)
+	}
+	if ok && got != *want {
+		t.Fatalf("%s: grace period %d; want %d of %d maintenances (the pod's own %d)", pod.Name, got, *want, len(nms), own)
 	}
 }
 
@@ -786,8 +850,11 @@ func checkAutoscalers(t *testing.T, node *corev1.Node, d Decision) {
 // with their Events one per object, maintenance and reason.
 func checkHolds(t *testing.T, obs Observation, d Decision) {
 	t.Helper()
-	if len(d.Holds) > MaxHolds || len(d.Holds) > 0 && !d.Intent.Drain {
-		t.Fatalf("%d holds (drain %v)", len(d.Holds), d.Intent.Drain)
+	if len(d.Holds) > MaxHolds {
+		t.Fatalf("%d holds; want at most %d", len(d.Holds), MaxHolds)
+	}
+	if len(d.Holds) > 0 && !d.Intent.Drain {
+		t.Fatalf("%d holds on a node not drained", len(d.Holds))
 	}
 	current := map[types.UID]bool{}
 	for _, c := range obs.Plan.Current {
@@ -795,8 +862,14 @@ func checkHolds(t *testing.T, obs Observation, d Decision) {
 	}
 	holders := Holders{Owners: map[types.UID]*corev1.ObjectReference{}}
 	for _, h := range d.Holds {
-		if !current[h.Pod.UID] || len(h.Maintenances) == 0 || h.Reason != ReasonBudgetBlocksDrain && h.Reason != ReasonEvacuationUnanswered {
-			t.Fatalf("hold %s/%s (%s) for %d maintenances: not of the current order group", h.Pod.Namespace, h.Pod.Name, h.Reason, len(h.Maintenances))
+		if !current[h.Pod.UID] {
+			t.Fatalf("hold %s/%s: not of the current order group", h.Pod.Namespace, h.Pod.Name)
+		}
+		if len(h.Maintenances) == 0 {
+			t.Fatalf("hold %s/%s: for no maintenance", h.Pod.Namespace, h.Pod.Name)
+		}
+		if h.Reason != ReasonBudgetBlocksDrain && h.Reason != ReasonEvacuationUnanswered {
+			t.Fatalf("hold %s/%s: reason %s; want %s or %s", h.Pod.Namespace, h.Pod.Name, h.Reason, ReasonBudgetBlocksDrain, ReasonEvacuationUnanswered)
 		}
 		for _, nm := range h.Maintenances {
 			if !slices.Contains(obs.Maintenances, nm) {
@@ -807,8 +880,11 @@ func checkHolds(t *testing.T, obs Observation, d Decision) {
 	}
 	keys := map[string]bool{}
 	for _, ev := range AppOwnerEvents(obs.Node.Name, d.Holds, holders, time.Unix(0, 0)) {
-		if keys[ev.Key()] || len(ev.Note) > few.MaxEventNote {
-			t.Fatalf("event %s twice, or its note too long (%d)", ev.Key(), len(ev.Note))
+		if keys[ev.Key()] {
+			t.Fatalf("event %s twice", ev.Key())
+		}
+		if len(ev.Note) > few.MaxEventNote {
+			t.Fatalf("event %s: note of %d bytes; want at most %d", ev.Key(), len(ev.Note), few.MaxEventNote)
 		}
 		keys[ev.Key()] = true
 	}

@@ -83,14 +83,30 @@ func TestEachMaintenanceReachesOnlyItsOwnPods(t *testing.T) {
 	pods := []*corev1.Pod{replicaPod("a-1", asked, app("a")), replicaPod("b-1", asked, app("b")), replicaPod("c-1", time.Time{}, app("c"))}
 
 	d := Decide(observeScoped(cordonedNode(startsOf(a, b)), pods, a, b), t0)
-	if names(d.Evict) != "a-1" || names(d.Delete) != "b-1" {
-		t.Fatalf("evicted %q, deleted %q; want a-1 evicted (a's), b-1 deleted (b's)", names(d.Evict), names(d.Delete))
+	if got := names(d.Evict); got != "a-1" {
+		t.Errorf("evicted %q; want a-1 evicted (a's)", got)
 	}
-	if g := d.GracePeriods; len(g) != 2 || g["a-1"] != 5 || g["b-1"] != 60 {
-		t.Errorf("grace periods %v; want a-1 5s (a's), b-1 60s (b's)", g)
+	if got := names(d.Delete); got != "b-1" {
+		t.Errorf("deleted %q; want b-1 deleted (b's)", got)
 	}
-	if d.Report.Skipped != 1 || len(d.Report.SkippedNames) != 1 || d.Report.SkippedNames[0] != "app/c-1 ("+drain.SourcePodSelector+")" {
-		t.Errorf("skipped %d %q; want app/c-1, not selected by spec.podSelector", d.Report.Skipped, d.Report.SkippedNames)
+	if t.Failed() {
+		t.FailNow()
+	}
+	g := d.GracePeriods
+	if len(g) != 2 {
+		t.Errorf("grace periods %v; want two, a-1's and b-1's", g)
+	}
+	if g["a-1"] != 5 {
+		t.Errorf("a-1's grace period %d; want 5s (a's)", g["a-1"])
+	}
+	if g["b-1"] != 60 {
+		t.Errorf("b-1's grace period %d; want 60s (b's)", g["b-1"])
+	}
+	if d.Report.Skipped != 1 {
+		t.Errorf("%d skipped; want 1", d.Report.Skipped)
+	}
+	if want := "app/c-1 (" + drain.SourcePodSelector + ")"; len(d.Report.SkippedNames) != 1 || d.Report.SkippedNames[0] != want {
+		t.Errorf("skipped %q; want only %q, not selected by spec.podSelector", d.Report.SkippedNames, want)
 	}
 	// Before anything is asked: a-1 and b-1 only.
 	fresh := []*corev1.Pod{replicaPod("a-1", time.Time{}, app("a")), replicaPod("b-1", time.Time{}, app("b")), replicaPod("c-1", time.Time{}, app("c"))}
@@ -102,8 +118,12 @@ func TestEachMaintenanceReachesOnlyItsOwnPods(t *testing.T) {
 	// asked to move because another maintenance drains the node.
 	waiting := selecting("waiting", "c")
 	waiting.Spec.Rollout = &nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Release: nodemaintv1alpha1.ReleaseDrained}
-	if d := Decide(observeScoped(cordonedNode(startsOf(a, b)), fresh, a, waiting), t0); podNames(d.Request) != "a-1" || d.Report.Skipped != 2 {
-		t.Errorf("asked %q, %d skipped; want a-1 only, b-1 and c-1 skipped while the rollout selecting c waits", podNames(d.Request), d.Report.Skipped)
+	d = Decide(observeScoped(cordonedNode(startsOf(a, b)), fresh, a, waiting), t0)
+	if got := podNames(d.Request); got != "a-1" {
+		t.Errorf("asked %q while the rollout selecting c waits; want a-1 only", got)
+	}
+	if d.Report.Skipped != 2 {
+		t.Errorf("%d skipped while the rollout selecting c waits; want 2, b-1 and c-1", d.Report.Skipped)
 	}
 
 	// Next to a signal-only maintenance that selects every pod, a's eviction still reaches only
@@ -112,8 +132,11 @@ func TestEachMaintenanceReachesOnlyItsOwnPods(t *testing.T) {
 	signal.Spec.EvictionPolicy = nodemaintv1alpha1.EvictionPolicySignalOnly
 	d = Decide(observeScoped(cordonedNode(startsOf(a, signal)), []*corev1.Pod{replicaPod("a-1", asked, app("a")),
 		replicaPod("b-1", asked, app("b"))}, a, signal), t0)
-	if names(d.Evict) != "a-1" || len(d.Delete) > 0 {
-		t.Fatalf("evicted %q, deleted %q; want a-1 only", names(d.Evict), names(d.Delete))
+	if got := names(d.Evict); got != "a-1" {
+		t.Fatalf("evicted %q; want a-1 only", got)
+	}
+	if len(d.Delete) > 0 {
+		t.Fatalf("deleted %q; want none", names(d.Delete))
 	}
 	found := false
 	for _, bl := range d.Report.Blocked {
@@ -131,8 +154,11 @@ func TestEachMaintenanceReachesOnlyItsOwnPods(t *testing.T) {
 	honor, ignore := evicting("honor", 5, "a"), evicting("ignore", 5, "b")
 	ignore.Spec.DrainLabelPolicy = nodemaintv1alpha1.DrainLabelPolicyIgnore
 	d = Decide(observeScoped(cordonedNode(startsOf(honor, ignore)), []*corev1.Pod{skip("a-kept", "a"), skip("b-gone", "b")}, honor, ignore), t0)
-	if names(d.Evict) != "b-gone" || d.Report.Skipped != 1 {
-		t.Errorf("evicted %q, %d skipped; want b-gone evicted, a-kept skipped (its label honored by the one maintenance selecting it)", names(d.Evict), d.Report.Skipped)
+	if got := names(d.Evict); got != "b-gone" {
+		t.Errorf("evicted %q; want b-gone evicted", got)
+	}
+	if d.Report.Skipped != 1 {
+		t.Errorf("%d skipped; want a-kept skipped (its label honored by the one maintenance selecting it)", d.Report.Skipped)
 	}
 }
 
@@ -171,8 +197,12 @@ func TestGracePeriodIsTheShortest(t *testing.T) {
 			if names(d.Evict) != "web" {
 				t.Fatalf("evicted %q, want web", names(d.Evict))
 			}
-			if got, ok := d.GracePeriods[types.UID("web")]; got != tc.want || ok != (tc.want != 0) {
-				t.Errorf("grace period %d (%v), want %d", got, ok, tc.want)
+			got, ok := d.GracePeriods[types.UID("web")]
+			if ok != (tc.want != 0) {
+				t.Errorf("grace period given %v; want one given only when the maintenances set one (%d)", ok, tc.want)
+			}
+			if got != tc.want {
+				t.Errorf("grace period %d; want %d", got, tc.want)
 			}
 		})
 	}
