@@ -40,15 +40,30 @@ func TestDecideTurns(t *testing.T) {
 	nodes := []Node{{Name: "n3"}, {Name: "n1"}, {Name: "n2"}, {Name: "n4", Unschedulable: true}, {Name: "n5", Ended: nodemaintv1alpha1.PhaseReleased}}
 
 	d := Turns(Input{Active: true, Spec: spec, Nodes: nodes}, now)
-	if !slices.Equal(d.Admitted, []string{"n4", "n1"}) || d.Done != 1 || d.Waiting != 2 || d.HaltReason != "" {
-		t.Fatalf("admitted %v, done %d, waiting %d, halt %q; want n4 (already cordoned) then n1", d.Admitted, d.Done, d.Waiting, d.HaltReason)
+	if !slices.Equal(d.Admitted, []string{"n4", "n1"}) {
+		t.Errorf("admitted %v; want n4 (already cordoned) then n1", d.Admitted)
+	}
+	if d.Done != 1 {
+		t.Errorf("done %d; want 1 (n5)", d.Done)
+	}
+	if d.Waiting != 2 {
+		t.Errorf("waiting %d; want 2 (n2, n3)", d.Waiting)
+	}
+	if d.HaltReason != "" {
+		t.Errorf("halt %q; want none", d.HaltReason)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	// n4 released, n1 still in its turn: one more starts, n2.
 	nodes[3].Ended = nodemaintv1alpha1.PhaseReleased
 	d = Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: d.InTurn}, now.Add(time.Minute))
-	if got := turnNames(d.InTurn); !slices.Equal(got, []string{"n1", "n2"}) || !slices.Equal(d.Admitted, []string{"n2"}) {
-		t.Fatalf("in turn %v, admitted %v; want n1, n2", got, d.Admitted)
+	if got := turnNames(d.InTurn); !slices.Equal(got, []string{"n1", "n2"}) {
+		t.Fatalf("in turn %v; want n1, n2", got)
+	}
+	if !slices.Equal(d.Admitted, []string{"n2"}) {
+		t.Fatalf("admitted %v; want n2", d.Admitted)
 	}
 	if d.InTurn[0].Since.Time != now {
 		t.Errorf("n1's turn restarted: %v", d.InTurn[0].Since)
@@ -57,25 +72,50 @@ func TestDecideTurns(t *testing.T) {
 	// Unschedulable replacements halt: nothing new starts; the nodes in their turn stay.
 	nodes[0].Ended, nodes[1].Ended = "", nodemaintv1alpha1.PhaseReleased
 	halted := Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: d.InTurn, Unschedulable: []string{"app/web-x"}}, now)
-	if halted.HaltReason != nodemaintv1alpha1.ReasonReplacementsUnschedulable || len(halted.Admitted) > 0 || !slices.Equal(turnNames(halted.InTurn), []string{"n2"}) {
-		t.Fatalf("halt %q, admitted %v, in turn %v", halted.HaltReason, halted.Admitted, turnNames(halted.InTurn))
+	if halted.HaltReason != nodemaintv1alpha1.ReasonReplacementsUnschedulable {
+		t.Errorf("halt %q; want %q", halted.HaltReason, nodemaintv1alpha1.ReasonReplacementsUnschedulable)
+	}
+	if len(halted.Admitted) > 0 {
+		t.Errorf("halted, admitted %v; want none", halted.Admitted)
+	}
+	if got := turnNames(halted.InTurn); !slices.Equal(got, []string{"n2"}) {
+		t.Errorf("halted, in turn %v; want n2 to stay", got)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	// A node past drainTimeout: Pause halts, Continue marks it failed and goes on.
 	late := []nodemaintv1alpha1.NodeTurn{{Name: "n2", Since: metav1.NewTime(now.Add(-2 * time.Hour))}}
 	paused := Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: late, DrainTimeout: time.Hour}, now)
-	if paused.HaltReason != nodemaintv1alpha1.ReasonNodeDrainTimedOut || len(paused.Admitted) > 0 || !slices.Equal(paused.TimedOut, []string{"n2"}) {
-		t.Fatalf("pause: halt %q, admitted %v, timed out %v", paused.HaltReason, paused.Admitted, paused.TimedOut)
+	if paused.HaltReason != nodemaintv1alpha1.ReasonNodeDrainTimedOut {
+		t.Errorf("pause: halt %q; want %q", paused.HaltReason, nodemaintv1alpha1.ReasonNodeDrainTimedOut)
+	}
+	if len(paused.Admitted) > 0 {
+		t.Errorf("pause: admitted %v; want none", paused.Admitted)
+	}
+	if !slices.Equal(paused.TimedOut, []string{"n2"}) {
+		t.Errorf("pause: timed out %v; want n2", paused.TimedOut)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	spec.OnNodeFailure = nodemaintv1alpha1.NodeFailureContinue
 	cont := Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: late, DrainTimeout: time.Hour}, now)
-	if cont.HaltReason != "" || !cont.InTurn[slices.IndexFunc(cont.InTurn, func(t nodemaintv1alpha1.NodeTurn) bool { return t.Name == "n2" })].Failed {
-		t.Fatalf("continue: halt %q, in turn %+v", cont.HaltReason, cont.InTurn)
+	if cont.HaltReason != "" {
+		t.Fatalf("continue: halt %q; want none", cont.HaltReason)
+	}
+	if i := slices.IndexFunc(cont.InTurn, func(t nodemaintv1alpha1.NodeTurn) bool { return t.Name == "n2" }); i < 0 || !cont.InTurn[i].Failed {
+		t.Fatalf("continue: in turn %+v; want n2 in its turn, failed", cont.InTurn)
 	}
 
 	// An inactive maintenance has no node in its turn.
-	if off := Turns(Input{Spec: spec, Nodes: nodes, InTurn: late}, now); len(off.InTurn) > 0 || len(off.Admitted) > 0 {
-		t.Fatalf("inactive: in turn %v", off.InTurn)
+	off := Turns(Input{Spec: spec, Nodes: nodes, InTurn: late}, now)
+	if len(off.InTurn) > 0 {
+		t.Errorf("inactive: in turn %v; want none", off.InTurn)
+	}
+	if len(off.Admitted) > 0 {
+		t.Errorf("inactive: admitted %v; want none", off.Admitted)
 	}
 }
 
@@ -111,8 +151,11 @@ func TestWindow(t *testing.T) {
 		{time.Date(2026, 3, 7, 3, 0, 0, 0, berlin), false, time.Date(2026, 3, 9, 22, 0, 0, 0, berlin)},
 	} {
 		got := w.At(tc.at.UTC())
-		if got.Open != tc.open || !got.Next.Equal(tc.next) {
-			t.Errorf("At(%v) = open %v, next %v; want %v, %v", tc.at, got.Open, got.Next, tc.open, tc.next)
+		if got.Open != tc.open {
+			t.Errorf("At(%v): open %v; want %v", tc.at, got.Open, tc.open)
+		}
+		if !got.Next.Equal(tc.next) {
+			t.Errorf("At(%v): next %v; want %v", tc.at, got.Next, tc.next)
 		}
 	}
 	// Overlapping windows join: every minute for 5 minutes is always open.
@@ -244,15 +287,22 @@ func FuzzDecide(f *testing.F) {
 		}
 		// A turn that ended starts the soak now; no node starts before it ran.
 		ended := slices.ContainsFunc(in.InTurn, func(t nodemaintv1alpha1.NodeTurn) bool { return byName[t.Name].Ended != "" })
-		if ended && !d.LastRelease.Equal(now) || !ended && !d.LastRelease.Equal(in.LastRelease) {
-			t.Fatalf("last release %v, want %v (a turn ended: %v)", d.LastRelease, now, ended)
+		wantRelease := in.LastRelease
+		if ended {
+			wantRelease = now
+		}
+		if !d.LastRelease.Equal(wantRelease) {
+			t.Fatalf("last release %v, want %v (a turn ended: %v)", d.LastRelease, wantRelease, ended)
 		}
 		if soakEnds := d.LastRelease.Add(in.SoakTime); in.SoakTime > 0 && !d.LastRelease.IsZero() && now.Before(soakEnds) {
 			if len(d.Admitted) > 0 {
 				t.Fatalf("admitted %v while soaking until %v", d.Admitted, soakEnds)
 			}
-			if d.Waiting > 0 && (!d.SoakingUntil.Equal(soakEnds) || d.RecheckAfter <= 0 || d.RecheckAfter > soakEnds.Sub(now)) {
-				t.Fatalf("%d nodes wait on the soak until %v: soaking until %v, next look in %v", d.Waiting, soakEnds, d.SoakingUntil, d.RecheckAfter)
+			if d.Waiting > 0 && !d.SoakingUntil.Equal(soakEnds) {
+				t.Fatalf("%d nodes wait on the soak: soaking until %v; want %v", d.Waiting, d.SoakingUntil, soakEnds)
+			}
+			if d.Waiting > 0 && (d.RecheckAfter <= 0 || d.RecheckAfter > soakEnds.Sub(now)) {
+				t.Fatalf("%d nodes wait on the soak until %v: next look in %v; want one by then", d.Waiting, soakEnds, d.RecheckAfter)
 			}
 		} else if !d.SoakingUntil.IsZero() {
 			t.Fatalf("soaking until %v, the soak of %v ran from %v", d.SoakingUntil, in.SoakTime, d.LastRelease)
@@ -326,23 +376,63 @@ func TestHaltOnAlerts(t *testing.T) {
 	firing := in
 	firing.Alerts = []string{"EtcdMembersDown"}
 	d := Turns(firing, now)
-	if d.HaltReason != nodemaintv1alpha1.ReasonAlertsFiring || !slices.Equal(d.Alerts, []string{"EtcdMembersDown"}) || len(d.Admitted) > 0 ||
-		!slices.Equal(turnNames(d.InTurn), []string{"n1"}) || d.RecheckAfter != 30*time.Second {
-		t.Fatalf("firing: halt %q %v, admitted %v, in turn %v, recheck %v", d.HaltReason, d.Alerts, d.Admitted, turnNames(d.InTurn), d.RecheckAfter)
+	if d.HaltReason != nodemaintv1alpha1.ReasonAlertsFiring {
+		t.Errorf("firing: halt %q; want %q", d.HaltReason, nodemaintv1alpha1.ReasonAlertsFiring)
+	}
+	if !slices.Equal(d.Alerts, []string{"EtcdMembersDown"}) {
+		t.Errorf("firing: alerts %v; want EtcdMembersDown", d.Alerts)
+	}
+	if len(d.Admitted) > 0 {
+		t.Errorf("firing: admitted %v; want none", d.Admitted)
+	}
+	if got := turnNames(d.InTurn); !slices.Equal(got, []string{"n1"}) {
+		t.Errorf("firing: in turn %v; want n1 to stay", got)
+	}
+	if d.RecheckAfter != 30*time.Second {
+		t.Errorf("firing: recheck %v; want 30s, when the answer goes stale", d.RecheckAfter)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	unknown := in
 	unknown.AlertsUnknown, unknown.AlertsFresh = "Prometheus unreachable since 2026-01-01T11:59:00Z: connection refused", time.Time{}
-	if d := Turns(unknown, now); d.HaltReason != nodemaintv1alpha1.ReasonAlertsUnknown || d.AlertsUnknown != unknown.AlertsUnknown || len(d.Admitted) > 0 || d.RecheckAfter != 0 {
-		t.Fatalf("unknown: halt %q (%q), admitted %v, recheck %v; want no look of its own (a new answer brings one)", d.HaltReason, d.AlertsUnknown, d.Admitted, d.RecheckAfter)
+	d = Turns(unknown, now)
+	if d.HaltReason != nodemaintv1alpha1.ReasonAlertsUnknown {
+		t.Errorf("unknown: halt %q; want %q", d.HaltReason, nodemaintv1alpha1.ReasonAlertsUnknown)
+	}
+	if d.AlertsUnknown != unknown.AlertsUnknown {
+		t.Errorf("unknown: says %q; want %q", d.AlertsUnknown, unknown.AlertsUnknown)
+	}
+	if len(d.Admitted) > 0 {
+		t.Errorf("unknown: admitted %v; want none", d.Admitted)
+	}
+	if d.RecheckAfter != 0 {
+		t.Errorf("unknown: recheck %v; want no look of its own (a new answer brings one)", d.RecheckAfter)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	d = Turns(in, now)
-	if d.HaltReason != "" || !slices.Equal(d.Admitted, []string{"n2"}) || d.RecheckAfter != 30*time.Second {
-		t.Fatalf("clear: halt %q, admitted %v, recheck %v; want n2 admitted and a look in 30s (n3 waits)", d.HaltReason, d.Admitted, d.RecheckAfter)
+	if d.HaltReason != "" {
+		t.Errorf("clear: halt %q; want none", d.HaltReason)
+	}
+	if !slices.Equal(d.Admitted, []string{"n2"}) {
+		t.Errorf("clear: admitted %v; want n2", d.Admitted)
+	}
+	if d.RecheckAfter != 30*time.Second {
+		t.Errorf("clear: recheck %v; want a look in 30s (n3 waits)", d.RecheckAfter)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	// Nothing waits: firing alerts halt nothing, and nothing is looked at again.
 	done := Input{Active: true, Spec: spec, Nodes: []Node{{Name: "n1"}}, InTurn: inTurn, Alerts: []string{"EtcdMembersDown"}, AlertsFresh: now.Add(30 * time.Second)}
-	if d := Turns(done, now); d.HaltReason != "" || d.RecheckAfter != 0 {
-		t.Fatalf("nothing waits: halt %q, recheck %v", d.HaltReason, d.RecheckAfter)
+	d = Turns(done, now)
+	if d.HaltReason != "" {
+		t.Errorf("nothing waits: halt %q; want none", d.HaltReason)
+	}
+	if d.RecheckAfter != 0 {
+		t.Errorf("nothing waits: recheck %v; want none", d.RecheckAfter)
 	}
 }
 
@@ -357,12 +447,33 @@ func TestSoakBlockedControlPlane(t *testing.T) {
 	nodes := []Node{{Name: "n1", Ended: nodemaintv1alpha1.PhaseReleased}, {Name: "n2"}, {Name: "n3"}}
 	turns := []nodemaintv1alpha1.NodeTurn{{Name: "n1", Since: metav1.NewTime(now.Add(-time.Minute))}, {Name: "n2", Since: metav1.NewTime(now.Add(-time.Minute))}}
 	d := Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: turns, SoakTime: 30 * time.Second}, now)
-	if len(d.Admitted) > 0 || !d.LastRelease.Equal(now) || !d.SoakingUntil.Equal(now.Add(30*time.Second)) || d.RecheckAfter != 30*time.Second {
-		t.Fatalf("released now: admitted %v, last release %v, soaking until %v, recheck %v", d.Admitted, d.LastRelease, d.SoakingUntil, d.RecheckAfter)
+	if len(d.Admitted) > 0 {
+		t.Errorf("released now: admitted %v; want none during the soak", d.Admitted)
+	}
+	if !d.LastRelease.Equal(now) {
+		t.Errorf("released now: last release %v; want %v", d.LastRelease, now)
+	}
+	if want := now.Add(30 * time.Second); !d.SoakingUntil.Equal(want) {
+		t.Errorf("released now: soaking until %v; want %v", d.SoakingUntil, want)
+	}
+	if d.RecheckAfter != 30*time.Second {
+		t.Errorf("released now: recheck %v; want 30s", d.RecheckAfter)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	d = Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: d.InTurn, SoakTime: 30 * time.Second, LastRelease: d.LastRelease}, now.Add(30*time.Second))
-	if !slices.Equal(d.Admitted, []string{"n3"}) || !d.SoakingUntil.IsZero() || !d.LastRelease.Equal(now) {
-		t.Fatalf("soaked: admitted %v, soaking until %v, last release %v", d.Admitted, d.SoakingUntil, d.LastRelease)
+	if !slices.Equal(d.Admitted, []string{"n3"}) {
+		t.Errorf("soaked: admitted %v; want n3", d.Admitted)
+	}
+	if !d.SoakingUntil.IsZero() {
+		t.Errorf("soaked: soaking until %v; want no soak", d.SoakingUntil)
+	}
+	if !d.LastRelease.Equal(now) {
+		t.Errorf("soaked: last release %v; want %v", d.LastRelease, now)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	// n1 and n2 past drainTimeout: n1, the earlier, is blocked and no longer counts; n2 holds
@@ -370,19 +481,54 @@ func TestSoakBlockedControlPlane(t *testing.T) {
 	nodes = []Node{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}, {Name: "n4"}}
 	late := []nodemaintv1alpha1.NodeTurn{{Name: "n1", Since: metav1.NewTime(now.Add(-3 * time.Hour))}, {Name: "n2", Since: metav1.NewTime(now.Add(-2 * time.Hour))}}
 	d = Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: late, DrainTimeout: time.Hour}, now)
-	if !slices.Equal(d.Blocked, []string{"n1"}) || !slices.Equal(d.Holding, []string{"n2"}) || d.HaltReason != nodemaintv1alpha1.ReasonNodeDrainTimedOut ||
-		len(d.Admitted) > 0 || !slices.Equal(d.TimedOut, []string{"n1", "n2"}) {
-		t.Fatalf("pause: blocked %v, holding %v, halt %q, admitted %v, timed out %v", d.Blocked, d.Holding, d.HaltReason, d.Admitted, d.TimedOut)
+	if !slices.Equal(d.Blocked, []string{"n1"}) {
+		t.Errorf("pause: blocked %v; want n1", d.Blocked)
+	}
+	if !slices.Equal(d.Holding, []string{"n2"}) {
+		t.Errorf("pause: holding %v; want n2", d.Holding)
+	}
+	if d.HaltReason != nodemaintv1alpha1.ReasonNodeDrainTimedOut {
+		t.Errorf("pause: halt %q; want %q", d.HaltReason, nodemaintv1alpha1.ReasonNodeDrainTimedOut)
+	}
+	if len(d.Admitted) > 0 {
+		t.Errorf("pause: admitted %v; want none", d.Admitted)
+	}
+	if !slices.Equal(d.TimedOut, []string{"n1", "n2"}) {
+		t.Errorf("pause: timed out %v; want n1, n2", d.TimedOut)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	spec.MaxBlockedNodes = 2
 	d = Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: late, DrainTimeout: time.Hour}, now)
-	if !slices.Equal(d.Blocked, []string{"n1", "n2"}) || d.HaltReason != "" || !slices.Equal(d.Admitted, []string{"n3", "n4"}) {
-		t.Fatalf("two blocked: blocked %v, halt %q, admitted %v", d.Blocked, d.HaltReason, d.Admitted)
+	if !slices.Equal(d.Blocked, []string{"n1", "n2"}) {
+		t.Errorf("two blocked: blocked %v; want n1, n2", d.Blocked)
+	}
+	if d.HaltReason != "" {
+		t.Errorf("two blocked: halt %q; want none", d.HaltReason)
+	}
+	if !slices.Equal(d.Admitted, []string{"n3", "n4"}) {
+		t.Errorf("two blocked: admitted %v; want n3, n4", d.Admitted)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	spec.MaxBlockedNodes, spec.OnNodeFailure = 1, nodemaintv1alpha1.NodeFailureContinue
 	d = Turns(Input{Active: true, Spec: spec, Nodes: nodes, InTurn: late, DrainTimeout: time.Hour}, now)
-	if !slices.Equal(d.Blocked, []string{"n1"}) || d.HaltReason != "" || !d.InTurn[1].Failed || !slices.Equal(d.Admitted, []string{"n3"}) {
-		t.Fatalf("continue: blocked %v, halt %q, in turn %+v, admitted %v", d.Blocked, d.HaltReason, d.InTurn, d.Admitted)
+	if !slices.Equal(d.Blocked, []string{"n1"}) {
+		t.Errorf("continue: blocked %v; want n1", d.Blocked)
+	}
+	if d.HaltReason != "" {
+		t.Errorf("continue: halt %q; want none", d.HaltReason)
+	}
+	if !d.InTurn[1].Failed {
+		t.Errorf("continue: in turn %+v; want the second (n2) failed", d.InTurn)
+	}
+	if !slices.Equal(d.Admitted, []string{"n3"}) {
+		t.Errorf("continue: admitted %v; want n3", d.Admitted)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	// Control-plane nodes one at a time, whatever maxUnavailable: cp1 starts, cp2 waits, w1
@@ -390,8 +536,11 @@ func TestSoakBlockedControlPlane(t *testing.T) {
 	spec = nodemaintv1alpha1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromString("100%"))}
 	nodes = []Node{{Name: "cp1", ControlPlane: true}, {Name: "cp2", ControlPlane: true}, {Name: "w1"}, {Name: "w2"}}
 	d = Turns(Input{Active: true, Spec: spec, Nodes: nodes}, now)
-	if !slices.Equal(d.Admitted, []string{"cp1", "w1", "w2"}) || d.Waiting != 1 {
-		t.Fatalf("control plane: admitted %v, waiting %d", d.Admitted, d.Waiting)
+	if !slices.Equal(d.Admitted, []string{"cp1", "w1", "w2"}) {
+		t.Errorf("control plane: admitted %v; want cp1, w1, w2", d.Admitted)
+	}
+	if d.Waiting != 1 {
+		t.Errorf("control plane: waiting %d; want 1 (cp2)", d.Waiting)
 	}
 }
 
@@ -406,23 +555,47 @@ func TestRefused(t *testing.T) {
 	phases := func() (nodemaintv1alpha1.Phase, nodemaintv1alpha1.Phase) {
 		return Phase(nm, cp, nil, false), Phase(nm, worker, nil, false)
 	}
-	if c, w := phases(); c != nodemaintv1alpha1.PhasePlanning || w != nodemaintv1alpha1.PhaseDrain {
-		t.Fatalf("no verdict yet: control plane %s, worker %s; want Planning, Drain", c, w)
+	c, w := phases()
+	if c != nodemaintv1alpha1.PhasePlanning {
+		t.Errorf("no verdict yet: control plane %s; want %s", c, nodemaintv1alpha1.PhasePlanning)
+	}
+	if w != nodemaintv1alpha1.PhaseDrain {
+		t.Errorf("no verdict yet: worker %s; want %s", w, nodemaintv1alpha1.PhaseDrain)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	nm.Status.Conditions = []metav1.Condition{{Type: nodemaintv1alpha1.ConditionNodesSelected, Status: metav1.ConditionTrue, Reason: nodemaintv1alpha1.ReasonNodesSelected, ObservedGeneration: 1}}
 	if c, _ := phases(); c != nodemaintv1alpha1.PhasePlanning {
 		t.Fatalf("verdict of an older generation: control plane %s, want Planning", c)
 	}
 	nm.Status.Conditions[0].ObservedGeneration = 2
-	if c, w := phases(); c != nodemaintv1alpha1.PhaseDrain || w != nodemaintv1alpha1.PhaseDrain {
-		t.Fatalf("one control-plane node: %s, %s; want Drain", c, w)
+	c, w = phases()
+	if c != nodemaintv1alpha1.PhaseDrain {
+		t.Errorf("one control-plane node: control plane %s; want %s", c, nodemaintv1alpha1.PhaseDrain)
+	}
+	if w != nodemaintv1alpha1.PhaseDrain {
+		t.Errorf("one control-plane node: worker %s; want %s", w, nodemaintv1alpha1.PhaseDrain)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	nm.Status.Conditions[0].Status, nm.Status.Conditions[0].Reason = metav1.ConditionFalse, nodemaintv1alpha1.ReasonEtcdQuorumAtRisk
-	if c, w := phases(); c != nodemaintv1alpha1.PhasePlanning || w != nodemaintv1alpha1.PhasePlanning {
-		t.Fatalf("refused: %s, %s; want Planning on both", c, w)
+	c, w = phases()
+	if c != nodemaintv1alpha1.PhasePlanning {
+		t.Errorf("refused: control plane %s; want %s", c, nodemaintv1alpha1.PhasePlanning)
+	}
+	if w != nodemaintv1alpha1.PhasePlanning {
+		t.Errorf("refused: worker %s; want %s", w, nodemaintv1alpha1.PhasePlanning)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	nm.Spec.Rollout = &nodemaintv1alpha1.RolloutSpec{}
-	if Refused(nm, cp) || Refused(nm, worker) {
-		t.Fatal("a rollout refused")
+	if Refused(nm, cp) {
+		t.Error("a rollout refused on a control-plane node")
+	}
+	if Refused(nm, worker) {
+		t.Error("a rollout refused on a worker")
 	}
 }
