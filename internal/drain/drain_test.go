@@ -70,8 +70,14 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tc := range cases {
 		got := rules.Classify(tc.pod, tc.ns, tc.node)
-		if got.Behavior != tc.want || got.Order != tc.order || got.Source != tc.source {
-			t.Errorf("%s: got %+v, want %s/%d/%q", tc.name, got, tc.want, tc.order, tc.source)
+		if got.Behavior != tc.want {
+			t.Errorf("%s: behavior %s; want %s", tc.name, got.Behavior, tc.want)
+		}
+		if got.Order != tc.order {
+			t.Errorf("%s: order %d; want %d", tc.name, got.Order, tc.order)
+		}
+		if got.Source != tc.source {
+			t.Errorf("%s: source %q; want %q", tc.name, got.Source, tc.source)
 		}
 	}
 }
@@ -85,12 +91,29 @@ func TestPlanOrderGroups(t *testing.T) {
 		c(nodemaintv1alpha1.DrainBehaviorDrain, -5), c(nodemaintv1alpha1.DrainBehaviorSkip, 0),
 		c(nodemaintv1alpha1.DrainBehaviorWaitCompleted, 0), c(nodemaintv1alpha1.DrainBehaviorDrain, 0),
 	})
-	if len(plan.Current) != 2 || plan.Current[0].Class.Order != -5 || len(plan.Later) != 2 ||
-		len(plan.Skipped) != 1 || len(plan.WaitCompleted) != 1 || plan.Pending() != 5 {
-		t.Errorf("plan = %+v", plan)
+	if len(plan.Current) != 2 {
+		t.Errorf("%d current; want the two of order -5 (plan %+v)", len(plan.Current), plan)
+	} else if got := plan.Current[0].Class.Order; got != -5 {
+		t.Errorf("current of order %d; want -5, the lowest", got)
 	}
-	if p := NewPlan(nil); p.Pending() != 0 || p.Current != nil {
-		t.Errorf("empty plan = %+v", p)
+	if len(plan.Later) != 2 {
+		t.Errorf("%d later; want 2 (orders 0 and 100)", len(plan.Later))
+	}
+	if len(plan.Skipped) != 1 {
+		t.Errorf("%d skipped; want 1", len(plan.Skipped))
+	}
+	if len(plan.WaitCompleted) != 1 {
+		t.Errorf("%d wait-completed; want 1", len(plan.WaitCompleted))
+	}
+	if plan.Pending() != 5 {
+		t.Errorf("%d pending; want 5", plan.Pending())
+	}
+	p := NewPlan(nil)
+	if p.Pending() != 0 {
+		t.Errorf("empty plan: %d pending; want 0", p.Pending())
+	}
+	if p.Current != nil {
+		t.Errorf("empty plan: current %+v; want nil", p.Current)
 	}
 }
 
@@ -143,8 +166,17 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range cases {
 		d := Judge(Classified{Pod: tc.pod, Class: Class{Protected: tc.protected}}, now, tc.policy)
-		if d.Evict != tc.evict || d.Reason != tc.reason || d.RecheckAfter != tc.recheck || !strings.Contains(d.Message(), tc.message) {
-			t.Errorf("%s: got %+v", tc.name, d)
+		if d.Evict != tc.evict {
+			t.Errorf("%s: evict %v; want %v", tc.name, d.Evict, tc.evict)
+		}
+		if d.Reason != tc.reason {
+			t.Errorf("%s: reason %q; want %q", tc.name, d.Reason, tc.reason)
+		}
+		if d.RecheckAfter != tc.recheck {
+			t.Errorf("%s: recheck %v; want %v", tc.name, d.RecheckAfter, tc.recheck)
+		}
+		if msg := d.Message(); !strings.Contains(msg, tc.message) {
+			t.Errorf("%s: message %q; want it to say %q", tc.name, msg, tc.message)
 		}
 	}
 }
@@ -202,8 +234,18 @@ func TestBlockedTerminatingFor(t *testing.T) {
 	} {
 		plan := NewPlan(tc.pods)
 		got := Blocked(plan, JudgeCurrent(plan.Current, now, Policy{Evict: true, ResponseTimeout: time.Minute}, nil), now)
-		if len(got) != 1 || got[0].Reason != nodemaintv1alpha1.BlockedReasonTerminating || got[0].Message != tc.want || int(got[0].Count) != len(tc.pods) {
+		if len(got) != 1 {
 			t.Errorf("%s: blocked %+v, want one Terminating entry %q", tc.name, got, tc.want)
+			continue
+		}
+		if got[0].Reason != nodemaintv1alpha1.BlockedReasonTerminating {
+			t.Errorf("%s: reason %s; want %s", tc.name, got[0].Reason, nodemaintv1alpha1.BlockedReasonTerminating)
+		}
+		if got[0].Message != tc.want {
+			t.Errorf("%s: message %q; want %q", tc.name, got[0].Message, tc.want)
+		}
+		if int(got[0].Count) != len(tc.pods) {
+			t.Errorf("%s: count %d; want %d", tc.name, got[0].Count, len(tc.pods))
 		}
 	}
 }
@@ -212,8 +254,14 @@ func TestUnanswerable(t *testing.T) {
 	bare := &corev1.Pod{}
 	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Controller: ptr.To(true)}}}}
 	referenced := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: "ConfigMap"}}}}
-	if !Unanswerable(bare) || Unanswerable(owned) || !Unanswerable(referenced) {
-		t.Errorf("bare %v, owned %v, referenced %v", Unanswerable(bare), Unanswerable(owned), Unanswerable(referenced))
+	if !Unanswerable(bare) {
+		t.Errorf("a bare pod: answerable; want unanswerable")
+	}
+	if Unanswerable(owned) {
+		t.Errorf("a pod of a controller: unanswerable; want answerable")
+	}
+	if !Unanswerable(referenced) {
+		t.Errorf("a pod only referenced, not controlled: answerable; want unanswerable")
 	}
 }
 
@@ -258,12 +306,25 @@ func TestInvalidRuleHolds(t *testing.T) {
 		}
 		tc.pod.Name, tc.pod.Namespace = "held", "default"
 		plan := NewPlan([]Classified{{Pod: tc.pod, Class: c}})
-		if len(plan.Held) != 1 || len(plan.Current)+len(plan.Later)+len(plan.WaitCompleted)+len(plan.Skipped) != 0 || plan.Pending() != 1 {
-			t.Errorf("%s: plan %+v; want the pod held and pending", tc.name, plan)
+		if len(plan.Held) != 1 {
+			t.Errorf("%s: %d held; want the pod held (plan %+v)", tc.name, len(plan.Held), plan)
+		}
+		if n := len(plan.Current) + len(plan.Later) + len(plan.WaitCompleted) + len(plan.Skipped); n != 0 {
+			t.Errorf("%s: %d pods in other groups; want the pod in none but held (plan %+v)", tc.name, n, plan)
+		}
+		if plan.Pending() != 1 {
+			t.Errorf("%s: %d pending; want the pod pending", tc.name, plan.Pending())
 		}
 		blocked := Blocked(plan, JudgeCurrent(plan.Current, time.Now(), Policy{Evict: true}, nil), time.Now())
-		if len(blocked) != 1 || blocked[0].Reason != nodemaintv1alpha1.BlockedReasonInvalidDrainRule || !strings.Contains(blocked[0].Message, tc.source) {
-			t.Errorf("%s: blocked %+v; want reason %s naming %s", tc.name, blocked, nodemaintv1alpha1.BlockedReasonInvalidDrainRule, tc.source)
+		if len(blocked) != 1 {
+			t.Errorf("%s: blocked %+v; want one entry, reason %s naming %s", tc.name, blocked, nodemaintv1alpha1.BlockedReasonInvalidDrainRule, tc.source)
+			continue
+		}
+		if blocked[0].Reason != nodemaintv1alpha1.BlockedReasonInvalidDrainRule {
+			t.Errorf("%s: blocked reason %s; want %s", tc.name, blocked[0].Reason, nodemaintv1alpha1.BlockedReasonInvalidDrainRule)
+		}
+		if !strings.Contains(blocked[0].Message, tc.source) {
+			t.Errorf("%s: blocked message %q; want it to name %s", tc.name, blocked[0].Message, tc.source)
 		}
 	}
 }
@@ -278,11 +339,19 @@ func TestDeclinedQuoted(t *testing.T) {
 	current := []Classified{{Pod: pod}}
 	policy := Policy{Evict: true, ResponseTimeout: time.Minute}
 	const declined = "; the owner declined the evacuation (ReplicasReverted: something reverts its replicas)"
-	if d := JudgeCurrent(current, now, policy, nil)[0]; !d.Evict || d.Message() != "evicting through the Eviction API"+declined {
-		t.Errorf("evicting: %+v, message %q", d, d.Message())
+	d := JudgeCurrent(current, now, policy, nil)[0]
+	if !d.Evict {
+		t.Errorf("evicting: %+v; want the pod evicted", d)
+	}
+	if want := "evicting through the Eviction API" + declined; d.Message() != want {
+		t.Errorf("evicting: message %q; want %q", d.Message(), want)
 	}
 	refused := map[types.UID]Refusal{"p": {NotBefore: now.Add(time.Second), Reason: nodemaintv1alpha1.BlockedReasonPodDisruptionBudget, Message: "The disruption budget web needs 1 healthy pods"}}
-	if d := JudgeCurrent(current, now, policy, refused)[0]; d.Evict || d.Message() != "The disruption budget web needs 1 healthy pods"+declined {
-		t.Errorf("refused: %+v, message %q", d, d.Message())
+	d = JudgeCurrent(current, now, policy, refused)[0]
+	if d.Evict {
+		t.Errorf("refused: %+v; want no eviction during the back-off", d)
+	}
+	if want := "The disruption budget web needs 1 healthy pods" + declined; d.Message() != want {
+		t.Errorf("refused: message %q; want %q", d.Message(), want)
 	}
 }

@@ -244,8 +244,11 @@ func FuzzClassify(f *testing.F) {
 			if len(rs.Errors()) != broken {
 				t.Fatalf("Errors() = %v, want %d rules that do not parse", rs.Errors(), broken)
 			}
-			if got.Order != 0 && (got.Behavior != nodemaintv1alpha1.DrainBehaviorDrain || !strings.HasPrefix(got.Source, "DrainRule ")) {
-				t.Fatalf("order %d only comes from a Drain rule, got %+v", got.Order, got)
+			if got.Order != 0 && got.Behavior != nodemaintv1alpha1.DrainBehaviorDrain {
+				t.Fatalf("order %d with behavior %s; an order only comes with Drain (%+v)", got.Order, got.Behavior, got)
+			}
+			if got.Order != 0 && !strings.HasPrefix(got.Source, "DrainRule ") {
+				t.Fatalf("order %d from source %q; an order only comes from a DrainRule (%+v)", got.Order, got.Source, got)
 			}
 			// Deterministic, and the listing order of the rules does not matter.
 			reversed := append([]nodemaintv1alpha1.DrainRule(nil), list...)
@@ -327,8 +330,17 @@ func FuzzPlanAndBlocked(f *testing.F) {
 		// Decisions about the current group.
 		for _, c := range plan.Current {
 			d := Judge(c, now, policy)
-			if d.Evict && (!policy.Evict || c.Pod.DeletionTimestamp != nil || evacuation.Accepted(c.Pod) || c.Class.Protected != "") {
-				t.Fatalf("pod %s evicted though terminating, accepted, protected, or signal-only: %+v", c.Pod.Name, d)
+			if d.Evict && !policy.Evict {
+				t.Fatalf("pod %s evicted by a signal-only drain: %+v", c.Pod.Name, d)
+			}
+			if d.Evict && c.Pod.DeletionTimestamp != nil {
+				t.Fatalf("pod %s evicted though terminating: %+v", c.Pod.Name, d)
+			}
+			if d.Evict && evacuation.Accepted(c.Pod) {
+				t.Fatalf("pod %s evicted though its owner accepted the evacuation: %+v", c.Pod.Name, d)
+			}
+			if d.Evict && c.Class.Protected != "" {
+				t.Fatalf("pod %s evicted though protected (%s): %+v", c.Pod.Name, c.Class.Protected, d)
 			}
 			if d.Evict && !evacuation.Declined(c.Pod) {
 				// Without a decline, only a response timeout run out evicts, bare pod or not.
@@ -336,8 +348,11 @@ func FuzzPlanAndBlocked(f *testing.F) {
 					t.Fatalf("pod %s evicted before its response timeout: %+v", c.Pod.Name, d)
 				}
 			}
-			if d.Evict == (d.Reason != "") || d.RecheckAfter < 0 {
+			if d.Evict == (d.Reason != "") {
 				t.Fatalf("a decision either evicts or says why not: %+v", d)
+			}
+			if d.RecheckAfter < 0 {
+				t.Fatalf("recheck %v; want none negative (%+v)", d.RecheckAfter, d)
 			}
 			if again := Judge(c, now, policy); again != d {
 				t.Fatalf("Judge is not deterministic: %+v then %+v", d, again)
@@ -350,8 +365,11 @@ func FuzzPlanAndBlocked(f *testing.F) {
 			for i, d := range current {
 				c := plan.Current[i]
 				plain := Judge(c, now, policy)
-				if d.Reason == "" || d.Evict && !plain.Evict {
-					t.Fatalf("pod %s: JudgeCurrent %+v, Judge %+v: it evicts only what Judge evicts, and always names a reason", c.Pod.Name, d, plain)
+				if d.Reason == "" {
+					t.Fatalf("pod %s: JudgeCurrent %+v names no reason; want one always", c.Pod.Name, d)
+				}
+				if d.Evict && !plain.Evict {
+					t.Fatalf("pod %s: JudgeCurrent %+v evicts, Judge %+v does not; want it to evict only what Judge evicts", c.Pod.Name, d, plain)
 				}
 				if d.Evict && refusals[c.Pod.UID].NotBefore.After(now) {
 					t.Fatalf("pod %s evicted while its refused eviction backs off: %+v", c.Pod.Name, d)
@@ -460,8 +478,20 @@ func checkBlocked(t *testing.T, plan Plan, draining bool, policy Policy, got []n
 	keys := map[string]bool{}
 	for i, b := range got {
 		total += int(b.Count)
-		if b.Reason == "" || b.Count <= 0 || len(b.Pods) == 0 || len(b.Pods) > MaxBlockedNames || len(b.Pods) > int(b.Count) {
-			t.Fatalf("entry %d: %+v", i, b)
+		if b.Reason == "" {
+			t.Fatalf("entry %d has no reason: %+v", i, b)
+		}
+		if b.Count <= 0 {
+			t.Fatalf("entry %d counts %d pods; want some: %+v", i, b.Count, b)
+		}
+		if len(b.Pods) == 0 {
+			t.Fatalf("entry %d names no pod: %+v", i, b)
+		}
+		if len(b.Pods) > MaxBlockedNames {
+			t.Fatalf("entry %d names %d pods; want at most %d", i, len(b.Pods), MaxBlockedNames)
+		}
+		if len(b.Pods) > int(b.Count) {
+			t.Fatalf("entry %d names %d pods, more than its count %d", i, len(b.Pods), b.Count)
 		}
 		if b.Reason != nodemaintv1alpha1.BlockedReasonOther && len(b.Pods) != min(int(b.Count), MaxBlockedNames) {
 			t.Fatalf("entry %d names %d of its %d pods: %+v", i, len(b.Pods), b.Count, b)
