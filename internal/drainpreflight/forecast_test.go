@@ -162,9 +162,20 @@ func TestForecast(t *testing.T) {
 			}
 			for i, w := range tc.want {
 				f := got[i]
-				if f.Severity != w.sev || f.Reason != w.reason || !strings.Contains(f.Object, w.object) || !strings.Contains(f.Message, w.inText) ||
-					strings.Join(f.Pods, ",") != strings.Join(w.pods, ",") {
-					t.Errorf("finding %d: %s %s %q %q %v, want %s %s %q containing %q %v", i, f.Severity, f.Reason, f.Object, f.Message, f.Pods, w.sev, w.reason, w.object, w.inText, w.pods)
+				if f.Severity != w.sev {
+					t.Errorf("finding %d: severity %s; want %s", i, f.Severity, w.sev)
+				}
+				if f.Reason != w.reason {
+					t.Errorf("finding %d: reason %s; want %s", i, f.Reason, w.reason)
+				}
+				if !strings.Contains(f.Object, w.object) {
+					t.Errorf("finding %d: object %q; want it to name %q", i, f.Object, w.object)
+				}
+				if !strings.Contains(f.Message, w.inText) {
+					t.Errorf("finding %d: message %q; want it to say %q", i, f.Message, w.inText)
+				}
+				if strings.Join(f.Pods, ",") != strings.Join(w.pods, ",") {
+					t.Errorf("finding %d: pods %v; want %v", i, f.Pods, w.pods)
 				}
 			}
 			if n := r.Deadlocks; n != tc.deadlocks {

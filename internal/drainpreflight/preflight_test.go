@@ -437,9 +437,20 @@ func TestRun(t *testing.T) {
 			}
 			for i, w := range tc.want {
 				f := nr.Findings[i]
-				if f.Severity != w.sev || f.Reason != w.reason || !strings.Contains(f.Object, w.object) || !strings.Contains(f.Message, w.inText) ||
-					fmt.Sprint(f.Pods) != fmt.Sprint(w.pods) {
-					t.Errorf("finding %d: %s %s %q %q %v, want %s %s %q containing %q %v", i, f.Severity, f.Reason, f.Object, f.Message, f.Pods, w.sev, w.reason, w.object, w.inText, w.pods)
+				if f.Severity != w.sev {
+					t.Errorf("finding %d: severity %s; want %s", i, f.Severity, w.sev)
+				}
+				if f.Reason != w.reason {
+					t.Errorf("finding %d: reason %s; want %s", i, f.Reason, w.reason)
+				}
+				if !strings.Contains(f.Object, w.object) {
+					t.Errorf("finding %d: object %q; want it to name %q", i, f.Object, w.object)
+				}
+				if !strings.Contains(f.Message, w.inText) {
+					t.Errorf("finding %d: message %q; want it to say %q", i, f.Message, w.inText)
+				}
+				if fmt.Sprint(f.Pods) != fmt.Sprint(w.pods) {
+					t.Errorf("finding %d: pods %v; want %v", i, f.Pods, w.pods)
 				}
 			}
 			if r.Blocks() != (tc.verdict == Blocks) {
@@ -464,8 +475,13 @@ func TestMaxUnavailable(t *testing.T) {
 		MaxUnavailable: 2,
 	}
 	r := Run(in)
-	if r.OutAtOnce != 2 || !strings.Contains(r.Assumption, "2 of the 3 nodes are out at once") || !strings.Contains(r.Assumption, "1 fullest other node") {
-		t.Errorf("assumption %d %q", r.OutAtOnce, r.Assumption)
+	if r.OutAtOnce != 2 {
+		t.Errorf("%d out at once; want 2", r.OutAtOnce)
+	}
+	for _, want := range []string{"2 of the 3 nodes are out at once", "1 fullest other node"} {
+		if !strings.Contains(r.Assumption, want) {
+			t.Errorf("assumption %q; want it to say %q", r.Assumption, want)
+		}
 	}
 	// n1 is the fullest: n2 and n3 are checked with it, n1 with n2.
 	for name, with := range map[string]string{"n1": "[n2]", "n2": "[n1]", "n3": "[n1]"} {
@@ -481,28 +497,51 @@ func TestMaxUnavailable(t *testing.T) {
 	in.Pods[3] = podOn("spare", "d-0", "3900m", ownedBy("StatefulSet", "d"))
 	r = Run(in)
 	nr := findingsOf(t, r, "n2")
-	if f := reasoned(nr, ReasonNoRoom); nr.Verdict != Blocks || f.Severity != Blocks || fmt.Sprint(f.Pods) != "[shop/b-0]" ||
-		!strings.Contains(f.Message, "0/4 nodes can take it: 2 out at once (n1, n2), 2 insufficient cpu") ||
-		!strings.Contains(f.Message, "a rollout halts (ReplacementsUnschedulable)") {
-		t.Errorf("n2 with the spare full:%s", describe(nr.Findings))
+	if nr.Verdict != Blocks {
+		t.Errorf("n2 with the spare full: verdict %s; want %s:%s", nr.Verdict, Blocks, describe(nr.Findings))
+	}
+	f := reasoned(nr, ReasonNoRoom)
+	if f.Severity != Blocks {
+		t.Errorf("n2 with the spare full: %s of severity %q; want %s", ReasonNoRoom, f.Severity, Blocks)
+	}
+	if got := fmt.Sprint(f.Pods); got != "[shop/b-0]" {
+		t.Errorf("n2 with the spare full: %s for pods %s; want [shop/b-0]", ReasonNoRoom, got)
+	}
+	for _, want := range []string{"0/4 nodes can take it: 2 out at once (n1, n2), 2 insufficient cpu", "a rollout halts (ReplacementsUnschedulable)"} {
+		if !strings.Contains(f.Message, want) {
+			t.Errorf("n2 with the spare full: message %q; want it to say %q", f.Message, want)
+		}
 	}
 	// Without the budget, all three are out: nothing is left but the full spare.
 	in.MaxUnavailable = 0
 	r = Run(in)
-	if r.OutAtOnce != 3 || !strings.Contains(r.Assumption, "all 3 nodes are out at once") {
-		t.Errorf("assumption %d %q", r.OutAtOnce, r.Assumption)
+	if r.OutAtOnce != 3 {
+		t.Errorf("without a budget: %d out at once; want 3", r.OutAtOnce)
+	}
+	if !strings.Contains(r.Assumption, "all 3 nodes are out at once") {
+		t.Errorf("without a budget: assumption %q; want it to say all 3 nodes are out at once", r.Assumption)
 	}
 	for _, nr := range r.Nodes {
-		if f := reasoned(nr, ReasonNoRoom); nr.Verdict != Loses || f.Severity != Loses || strings.Contains(f.Message, "rollout") {
-			t.Errorf("%s without a budget:%s", nr.Name, describe(nr.Findings))
+		if nr.Verdict != Loses {
+			t.Errorf("%s without a budget: verdict %s; want %s:%s", nr.Name, nr.Verdict, Loses, describe(nr.Findings))
+		}
+		f := reasoned(nr, ReasonNoRoom)
+		if f.Severity != Loses {
+			t.Errorf("%s without a budget: %s of severity %q; want %s", nr.Name, ReasonNoRoom, f.Severity, Loses)
+		}
+		if strings.Contains(f.Message, "rollout") {
+			t.Errorf("%s without a budget: message %q; want no word of a rollout", nr.Name, f.Message)
 		}
 	}
 }
 
 func TestMissingTargets(t *testing.T) {
 	r := Run(Input{Targets: []string{"n1", "nope", "n1"}, Nodes: []corev1.Node{node("n1")}})
-	if fmt.Sprint(r.Missing) != "[nope]" || len(r.Nodes) != 1 || r.Nodes[0].Name != "n1" {
-		t.Errorf("missing %v, nodes %+v", r.Missing, r.Nodes)
+	if got := fmt.Sprint(r.Missing); got != "[nope]" {
+		t.Errorf("missing %s; want [nope]", got)
+	}
+	if len(r.Nodes) != 1 || r.Nodes[0].Name != "n1" {
+		t.Errorf("nodes %+v; want n1 once", r.Nodes)
 	}
 }
 
@@ -540,8 +579,11 @@ func TestMaxChecks(t *testing.T) {
 	// 2 displaced pods against 2 nodes: 4 checks.
 	s := NewSnapshot(in.Cluster())
 	placed := s.Run(Spec{Targets: in.Targets, MaxChecks: 4})
-	if placed.NotPlaced != "" || reasoned(findingsOf(t, placed, "n1"), ReasonNoRoom).Reason != ReasonNoRoom {
-		t.Errorf("within the bound:%s %q", describe(findingsOf(t, placed, "n1").Findings), placed.NotPlaced)
+	if placed.NotPlaced != "" {
+		t.Errorf("within the bound: not placed %q; want all placed", placed.NotPlaced)
+	}
+	if n1 := findingsOf(t, placed, "n1"); reasoned(n1, ReasonNoRoom).Reason != ReasonNoRoom {
+		t.Errorf("within the bound: no %s finding; want big-0's:%s", ReasonNoRoom, describe(n1.Findings))
 	}
 	r := s.Run(Spec{Targets: in.Targets, MaxChecks: 3})
 	if !strings.Contains(r.NotPlaced, "1 set of nodes out at once, 2 pods displaced in all, against 2 nodes is more than this preflight checks (3 pod-node pairs at most)") {
