@@ -143,9 +143,23 @@ func FuzzIntent(f *testing.F) {
 				}
 			}
 		}
-		if len(got.Entries) != len(want.Entries) || got.Cordon != want.Cordon || got.Drain != want.Drain ||
-			got.Evict != want.Evict || got.ResponseTimeout != want.ResponseTimeout {
-			t.Fatalf("Intent = %+v, want %+v", got, want)
+		if len(got.Entries) != len(want.Entries) {
+			t.Errorf("Intent: %d entries; want %d (got %+v)", len(got.Entries), len(want.Entries), got)
+		}
+		if got.Cordon != want.Cordon {
+			t.Errorf("Intent: cordon %v; want %v", got.Cordon, want.Cordon)
+		}
+		if got.Drain != want.Drain {
+			t.Errorf("Intent: drain %v; want %v", got.Drain, want.Drain)
+		}
+		if got.Evict != want.Evict {
+			t.Errorf("Intent: evict %v; want %v", got.Evict, want.Evict)
+		}
+		if got.ResponseTimeout != want.ResponseTimeout {
+			t.Errorf("Intent: response timeout %v; want %v", got.ResponseTimeout, want.ResponseTimeout)
+		}
+		if t.Failed() {
+			t.FailNow()
 		}
 		if got.PlannedTaint != (len(want.Entries) > 0 && !want.Cordon) {
 			t.Fatalf("PlannedTaint %v with %d entries, cordon %v", got.PlannedTaint, len(want.Entries), want.Cordon)
@@ -306,8 +320,11 @@ func FuzzAdmit(f *testing.F) {
 			}
 		}
 		for _, nm := range beyond {
-			if seen[nm.Name] || !present[nm.Name] {
-				t.Fatalf("%s waits: acting too %v, asks something %v", nm.Name, seen[nm.Name], present[nm.Name])
+			if seen[nm.Name] {
+				t.Fatalf("%s waits, and acts too", nm.Name)
+			}
+			if !present[nm.Name] {
+				t.Fatalf("%s waits, and asks nothing of the node", nm.Name)
 			}
 			seen[nm.Name] = true
 			for _, a := range acting {
@@ -316,8 +333,11 @@ func FuzzAdmit(f *testing.F) {
 				}
 			}
 		}
-		if actingPresent > most || (len(beyond) > 0 && actingPresent != most) {
-			t.Fatalf("%d act with %d waiting, bound %d", actingPresent, len(beyond), most)
+		if actingPresent > most {
+			t.Fatalf("%d act; want at most the bound %d", actingPresent, most)
+		}
+		if len(beyond) > 0 && actingPresent != most {
+			t.Fatalf("%d act with %d waiting; want the bound %d full while any waits", actingPresent, len(beyond), most)
 		}
 		for i := 1; i < len(beyond); i++ {
 			if before(beyond[i], beyond[i-1]) {
@@ -361,8 +381,11 @@ func FuzzAdmit(f *testing.F) {
 			}
 			present[nm.Name] = false
 			a4, b4 := admit(nms, nowRecorded, asks, most)
-			if !slices.Contains(a4, waiting[0]) || slices.Contains(b4, waiting[0]) {
+			if !slices.Contains(a4, waiting[0]) {
 				t.Fatalf("%s ended, and %s, first to wait, does not act: %s", nm.Name, waiting[0].Name, names(a4))
+			}
+			if slices.Contains(b4, waiting[0]) {
+				t.Fatalf("%s ended, and %s, first to wait, still waits: %s", nm.Name, waiting[0].Name, names(b4))
 			}
 			present[nm.Name] = true
 			break

@@ -26,15 +26,24 @@ func TestSelectorsFollowTheGeneration(t *testing.T) {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-" + zone, Labels: map[string]string{"zone": zone}}}
 	}
 	s := NewSelectors(time.Minute, clocktesting.NewFakePassiveClock(time.Now()))
-	if !s.Of(selecting(1, "a")).Matches(node("a")) || s.Of(selecting(1, "a")).Matches(node("b")) {
-		t.Fatal("generation 1 selects zone a only")
+	if !s.Of(selecting(1, "a")).Matches(node("a")) {
+		t.Fatal("generation 1 does not select zone a; want it to")
 	}
-	if s.Of(selecting(2, "b")).Matches(node("a")) || !s.Of(selecting(2, "b")).Matches(node("b")) {
-		t.Error("generation 2 selects zone b only: the selector of generation 1 was kept")
+	if s.Of(selecting(1, "a")).Matches(node("b")) {
+		t.Fatal("generation 1 selects zone b; want zone a only")
+	}
+	if s.Of(selecting(2, "b")).Matches(node("a")) {
+		t.Error("generation 2 selects zone a: the selector of generation 1 was kept")
+	}
+	if !s.Of(selecting(2, "b")).Matches(node("b")) {
+		t.Error("generation 2 does not select zone b: the selector of generation 1 was kept")
 	}
 	// Without a generation (not from the API server) nothing is remembered.
-	if s.Of(selecting(0, "c")).Matches(node("b")) || !s.Of(selecting(0, "c")).Matches(node("c")) {
-		t.Error("a NodeMaintenance without a generation selects by its own selector")
+	if s.Of(selecting(0, "c")).Matches(node("b")) {
+		t.Error("a NodeMaintenance without a generation selects zone b, a remembered selector's; want its own selector")
+	}
+	if !s.Of(selecting(0, "c")).Matches(node("c")) {
+		t.Error("a NodeMaintenance without a generation does not select zone c; want its own selector")
 	}
 }
 
