@@ -111,12 +111,20 @@ func TestAppOwnerEventsOnceAndOneSeries(t *testing.T) {
 	kinds := map[string]string{}
 	for _, ev := range evs {
 		kinds[ev.Regarding.Kind] = ev.Regarding.Name
-		if ev.Type != corev1.EventTypeWarning || ev.Namespace != "default" || ev.Related == nil || ev.Related.Name != nm.Name {
-			t.Errorf("event %s: type %s in %s related %+v; want a Warning in default, related to the maintenance", ev.Name, ev.Type, ev.Namespace, ev.Related)
+		if ev.Type != corev1.EventTypeWarning {
+			t.Errorf("event %s: type %s; want a Warning", ev.Name, ev.Type)
+		}
+		if ev.Namespace != "default" {
+			t.Errorf("event %s: in namespace %s; want default", ev.Name, ev.Namespace)
+		}
+		if ev.Related == nil || ev.Related.Name != nm.Name {
+			t.Errorf("event %s: related %+v; want the maintenance %s", ev.Name, ev.Related, nm.Name)
 		}
 	}
-	if kinds["PodDisruptionBudget"] != "series" || kinds["Deployment"] != "series" {
-		t.Errorf("events regard %v; want the budget series and the Deployment series", kinds)
+	for _, kind := range []string{"PodDisruptionBudget", "Deployment"} {
+		if kinds[kind] != "series" {
+			t.Errorf("events regard %v; want the %s series", kinds, kind)
+		}
 	}
 }
 
