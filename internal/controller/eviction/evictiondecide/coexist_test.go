@@ -43,8 +43,11 @@ func TestDecideHandsOverToInTree(t *testing.T) {
 			obs.InTree = InTreeMessage(InTreeController, "EvictionRequest", "ns", "elsewhere")
 			d := Decide(obs, t0)
 			wroteNothing(t, d)
-			if d.StandAside == "" || d.RecheckAfter != YieldRecheck {
-				t.Fatalf("stand aside %q, recheck after %v: want a reason and %v", d.StandAside, d.RecheckAfter, YieldRecheck)
+			if d.StandAside == "" {
+				t.Errorf("stand aside %q: want a reason", d.StandAside)
+			}
+			if d.RecheckAfter != YieldRecheck {
+				t.Errorf("recheck after %v: want %v", d.RecheckAfter, YieldRecheck)
 			}
 		})
 	}
@@ -68,15 +71,26 @@ func TestDecideAwaitsInTree(t *testing.T) {
 
 	d := Decide(obs, t0.Add(500*time.Millisecond))
 	wroteNothing(t, d)
-	if d.StandAside == "" || d.RecheckAfter != 1500*time.Millisecond {
-		t.Fatalf("stand aside %q, recheck after %v: want a reason and 1.5s (the oldest request's grace left; a withdrawn one does not count)", d.StandAside, d.RecheckAfter)
+	if d.StandAside == "" {
+		t.Fatalf("stand aside %q: want a reason", d.StandAside)
+	}
+	if d.RecheckAfter != 1500*time.Millisecond {
+		t.Fatalf("recheck after %v: want 1.5s (the oldest request's grace left; a withdrawn one does not count)", d.RecheckAfter)
 	}
 	// A clock behind the API server's: one wait at most the grace.
-	if d := Decide(obs, t0.Add(-time.Minute)); d.Create != nil || d.RecheckAfter != grace {
-		t.Fatalf("clock behind: create %v, recheck after %v: want none and %v", d.Create != nil, d.RecheckAfter, grace)
+	behind := Decide(obs, t0.Add(-time.Minute))
+	if behind.Create != nil {
+		t.Fatalf("clock behind: created %s; want none", behind.Create.Name)
 	}
-	if d := Decide(obs, t0.Add(grace)); d.Create == nil || d.StandAside != "" {
-		t.Fatalf("grace over: want the Eviction created (stand aside %q)", d.StandAside)
+	if behind.RecheckAfter != grace {
+		t.Fatalf("clock behind: recheck after %v; want %v", behind.RecheckAfter, grace)
+	}
+	over := Decide(obs, t0.Add(grace))
+	if over.Create == nil {
+		t.Fatalf("grace over: created nothing; want the Eviction created")
+	}
+	if over.StandAside != "" {
+		t.Fatalf("grace over: stand aside %q; want none", over.StandAside)
 	}
 	on := obs
 	on.InTreeGrace = 0
@@ -86,16 +100,24 @@ func TestDecideAwaitsInTree(t *testing.T) {
 	// Another controller's Eviction answers for the pod: it is left to it, whatever the grace.
 	other := obs
 	other.Evictions = []lifecyclev1alpha1.Eviction{otherEviction(0, t0)}
-	if d := Decide(other, t0.Add(time.Hour)); d.Create != nil || d.StandAside == "" {
-		t.Fatalf("created beside another controller's Eviction: %+v", d)
+	beside := Decide(other, t0.Add(time.Hour))
+	if beside.Create != nil {
+		t.Fatalf("created %s beside another controller's Eviction; want none", beside.Create.Name)
+	}
+	if beside.StandAside == "" {
+		t.Fatalf("beside another controller's Eviction: no stand-aside reason; want one")
 	}
 	// Its own Eviction under way goes on within the grace of a later request.
 	underWay := obs
 	underWay.InTreeGrace = 0
 	underWay = apply(underWay, Decide(underWay, t0))
 	underWay.InTreeGrace = grace
-	if d := Decide(underWay, t0); d.StandAside != "" || len(d.Status) != 1 {
-		t.Fatalf("its own Eviction held by the grace: %+v", d)
+	goesOn := Decide(underWay, t0)
+	if goesOn.StandAside != "" {
+		t.Fatalf("its own Eviction held by the grace: stand aside %q; want none", goesOn.StandAside)
+	}
+	if len(goesOn.Status) != 1 {
+		t.Fatalf("its own Eviction under way: %d status writes; want 1 (%+v)", len(goesOn.Status), goesOn)
 	}
 }
 

@@ -142,12 +142,15 @@ func TestDecideHeldForDrain(t *testing.T) {
 		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", evictionrequest.Requester, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
 	}
 	obs, d := settle(t, obs, t0)
-	if d.Evict != nil || stateOf(obs.Evictions[0]) != evictionrequest.ImperativeEvictor+"=Active " {
-		t.Fatalf("evict %v, %s", d.Evict != nil, stateOf(obs.Evictions[0]))
+	if d.Evict != nil {
+		t.Fatalf("evicted; want the pod held for the drain")
+	}
+	if got, want := stateOf(obs.Evictions[0]), evictionrequest.ImperativeEvictor+"=Active "; got != want {
+		t.Fatalf("responders %q; want %q", got, want)
 	}
 	for _, rs := range obs.Evictions[0].Status.Responders {
-		if rs.Message == nil || *rs.Message != evictionrequest.HeldForDrain {
-			t.Fatalf("the imperative evictor says %v, want %q", rs.Message, evictionrequest.HeldForDrain)
+		if got := ptr.Deref(rs.Message, "<nil>"); got != evictionrequest.HeldForDrain {
+			t.Fatalf("the imperative evictor says %q, want %q", got, evictionrequest.HeldForDrain)
 		}
 	}
 	// An hour later, looked at as often as it asks to be, still held and heartbeating: no
@@ -158,8 +161,12 @@ func TestDecideHeldForDrain(t *testing.T) {
 			t.Fatalf("recheck after %v", d.RecheckAfter)
 		}
 		now = now.Add(d.RecheckAfter)
-		if obs, d = settle(t, obs, now); d.Evict != nil || stateOf(obs.Evictions[0]) != evictionrequest.ImperativeEvictor+"=Active " {
-			t.Fatalf("at %v: evict %v, %s", now.Sub(t0), d.Evict != nil, stateOf(obs.Evictions[0]))
+		obs, d = settle(t, obs, now)
+		if d.Evict != nil {
+			t.Fatalf("at %v: evicted; want the pod still held", now.Sub(t0))
+		}
+		if got, want := stateOf(obs.Evictions[0]), evictionrequest.ImperativeEvictor+"=Active "; got != want {
+			t.Fatalf("at %v: responders %q; want %q", now.Sub(t0), got, want)
 		}
 	}
 	obs.Requests = append(obs.Requests, testRequest("d", descheduler, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction))
@@ -178,24 +185,39 @@ func TestDecideHeartbeat(t *testing.T) {
 		Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", descheduler, "uid-p", lifecyclev1alpha1.EvictionRequestIntentEviction)},
 	}
 	obs, d := settle(t, obs, t0)
-	if len(obs.Evictions) != 1 || stateOf(obs.Evictions[0]) != op+"=Active "+evictionrequest.ImperativeEvictor+"=Inactive " {
-		t.Fatalf("first: %v", obs.Evictions)
+	if len(obs.Evictions) != 1 {
+		t.Fatalf("first: %d Evictions; want 1 (%v)", len(obs.Evictions), obs.Evictions)
 	}
-	if d.Evict != nil || d.RecheckAfter != 20*time.Minute {
-		t.Fatalf("evict %v, recheck %v", d.Evict != nil, d.RecheckAfter)
+	if got, want := stateOf(obs.Evictions[0]), op+"=Active "+evictionrequest.ImperativeEvictor+"=Inactive "; got != want {
+		t.Fatalf("first: responders %q; want %q", got, want)
+	}
+	if d.Evict != nil {
+		t.Fatalf("first: evicted; want the active responder's turn")
+	}
+	if d.RecheckAfter != 20*time.Minute {
+		t.Fatalf("first: recheck after %v; want 20m", d.RecheckAfter)
 	}
 	// A heartbeat at 19 minutes keeps it active at 39.
 	setResponder(&obs.Evictions[0], op, func(r *lifecyclev1alpha1.ResponderStatus) {
 		r.HeartbeatTime = ptr.To(metav1.NewTime(t0.Add(19 * time.Minute)))
 	})
 	obs, d = settle(t, obs, t0.Add(38*time.Minute))
-	if stateOf(obs.Evictions[0]) != op+"=Active "+evictionrequest.ImperativeEvictor+"=Inactive " || d.Evict != nil {
-		t.Fatalf("at 38m: %s", stateOf(obs.Evictions[0]))
+	if got, want := stateOf(obs.Evictions[0]), op+"=Active "+evictionrequest.ImperativeEvictor+"=Inactive "; got != want {
+		t.Fatalf("at 38m: responders %q; want %q", got, want)
+	}
+	if d.Evict != nil {
+		t.Fatalf("at 38m: evicted; want the active responder's turn")
 	}
 	now := t0.Add(39*time.Minute + time.Second)
 	d = Decide(obs, now)
-	if d.Evict == nil || len(d.Status) != 1 || stateOf(*d.Status[0]) != op+"=Interrupted "+evictionrequest.ImperativeEvictor+"=Active " {
-		t.Fatalf("past the deadline: evict %v, %v", d.Evict != nil, d.Status)
+	if d.Evict == nil {
+		t.Errorf("past the deadline: evicted nothing; want the imperative evictor to evict")
+	}
+	if len(d.Status) != 1 {
+		t.Fatalf("past the deadline: %d status writes; want 1 (%v)", len(d.Status), d.Status)
+	}
+	if got, want := stateOf(*d.Status[0]), op+"=Interrupted "+evictionrequest.ImperativeEvictor+"=Active "; got != want {
+		t.Fatalf("past the deadline: responders %q; want %q", got, want)
 	}
 }
 
@@ -313,8 +335,11 @@ func TestDecideEvictedOnce(t *testing.T) {
 		t.Fatalf("evicted again")
 	}
 	for _, r := range obs.Evictions[0].Status.Responders {
-		if r.Name == evictionrequest.ImperativeEvictor && (r.Message == nil || *r.Message != imperativeMessage(evicted, "p", "", 0)) {
-			t.Fatalf("the imperative evictor's message: %q", ptr.Deref(r.Message, ""))
+		if r.Name != evictionrequest.ImperativeEvictor {
+			continue
+		}
+		if got, want := ptr.Deref(r.Message, "<nil>"), imperativeMessage(evicted, "p", "", 0); got != want {
+			t.Fatalf("the imperative evictor's message: %q; want %q", got, want)
 		}
 	}
 }
@@ -329,8 +354,11 @@ func TestDecideStandsAside(t *testing.T) {
 	// Each controller's own Eviction, as it settles alone: the imperative evictor evicting.
 	mine, _ := settle(t, with(base, "me", ""), t0)
 	theirs, _ := settle(t, with(base, "them", ""), t0)
-	if len(mine.Evictions) != 1 || mine.Evictions[0].Labels[evictionrequest.ControllerLabel] != "me" {
-		t.Fatalf("the Eviction does not carry its creator's mark: %+v", mine.Evictions)
+	if len(mine.Evictions) != 1 {
+		t.Fatalf("%d Evictions settled; want 1 (%+v)", len(mine.Evictions), mine.Evictions)
+	}
+	if got := mine.Evictions[0].Labels[evictionrequest.ControllerLabel]; got != "me" {
+		t.Fatalf("the Eviction's %s is %q; want its creator's mark, me", evictionrequest.ControllerLabel, got)
 	}
 	other := theirs.Evictions[0]
 	other.Name, other.UID = "pod-2-p", "ev-theirs"
@@ -339,8 +367,15 @@ func TestDecideStandsAside(t *testing.T) {
 		obs := with(base, "me", "")
 		obs.Evictions = []lifecyclev1alpha1.Eviction{other}
 		d := Decide(obs, t0)
-		if d.StandAside == "" || d.Create != nil || d.Evict != nil || len(d.RequestStatus)+len(d.Status)+len(d.Meta)+len(d.Delete) > 0 {
-			t.Fatalf("did not stand aside: %+v", d)
+		standsAside(t, d)
+		if d.Create != nil {
+			t.Errorf("created %s; want none", d.Create.Name)
+		}
+		if d.Evict != nil {
+			t.Errorf("evicted; want not")
+		}
+		if n := len(d.RequestStatus) + len(d.Status) + len(d.Meta) + len(d.Delete); n > 0 {
+			t.Errorf("%d request status, status, meta and delete writes; want none (%+v)", n, d)
 		}
 	})
 	t.Run("both, theirs older", func(t *testing.T) {
@@ -349,8 +384,18 @@ func TestDecideStandsAside(t *testing.T) {
 		own.CreationTimestamp = metav1.NewTime(t0.Add(time.Second))
 		obs.Evictions = []lifecyclev1alpha1.Eviction{own, other}
 		d := Decide(obs, t0)
-		if d.StandAside == "" || len(d.Delete) != 1 || d.Delete[0].Name != own.Name || d.Evict != nil || len(d.RequestStatus)+len(d.Status) > 0 {
-			t.Fatalf("did not collect its own younger Eviction and stand aside: %+v", d)
+		standsAside(t, d)
+		if len(d.Delete) != 1 {
+			t.Fatalf("%d deletes; want its own younger Eviction collected (%+v)", len(d.Delete), d)
+		}
+		if d.Delete[0].Name != own.Name {
+			t.Errorf("deleted %s; want its own younger Eviction %s", d.Delete[0].Name, own.Name)
+		}
+		if d.Evict != nil {
+			t.Errorf("evicted; want not")
+		}
+		if n := len(d.RequestStatus) + len(d.Status); n > 0 {
+			t.Errorf("%d request status and status writes; want none (%+v)", n, d)
 		}
 	})
 	t.Run("both, mine older", func(t *testing.T) {
@@ -359,23 +404,46 @@ func TestDecideStandsAside(t *testing.T) {
 		o.CreationTimestamp = metav1.NewTime(t0.Add(time.Second))
 		obs.Evictions = []lifecyclev1alpha1.Eviction{mine.Evictions[0], o}
 		d := Decide(obs, t0)
-		if d.StandAside == "" || len(d.Delete) > 0 || d.Evict != nil || len(d.RequestStatus)+len(d.Status) > 0 {
-			t.Fatalf("wrote while another's Eviction names the pod: %+v", d)
+		standsAside(t, d)
+		if len(d.Delete) > 0 {
+			t.Errorf("%d deletes while another's Eviction names the pod; want none", len(d.Delete))
+		}
+		if d.Evict != nil {
+			t.Errorf("evicted while another's Eviction names the pod; want not")
+		}
+		if n := len(d.RequestStatus) + len(d.Status); n > 0 {
+			t.Errorf("%d request status and status writes while another's Eviction names the pod; want none (%+v)", n, d)
 		}
 	})
 	t.Run("yield, none of mine", func(t *testing.T) {
 		d := Decide(with(base, "me", "them"), t0)
-		if d.StandAside == "" || d.Create != nil || len(d.RequestStatus) > 0 {
-			t.Fatalf("created or wrote while another controller answers: %+v", d)
+		standsAside(t, d)
+		if d.Create != nil {
+			t.Errorf("created %s while another controller answers; want none", d.Create.Name)
+		}
+		if len(d.RequestStatus) > 0 {
+			t.Errorf("%d request status writes while another controller answers; want none", len(d.RequestStatus))
 		}
 	})
 	t.Run("yield, mine carried on", func(t *testing.T) {
 		obs := with(base, "me", "them")
 		obs.Evictions = mine.Evictions
-		if d := Decide(obs, t0); d.StandAside != "" || d.Evict == nil {
-			t.Fatalf("its own Eviction is not carried on: %+v", d)
+		d := Decide(obs, t0)
+		if d.StandAside != "" {
+			t.Errorf("stand aside %q; want its own Eviction carried on", d.StandAside)
+		}
+		if d.Evict == nil {
+			t.Errorf("evicted nothing; want its own Eviction carried on (%+v)", d)
 		}
 	})
+}
+
+// standsAside fails unless the decision gives a reason to stand aside.
+func standsAside(t *testing.T, d Decision) {
+	t.Helper()
+	if d.StandAside == "" {
+		t.Fatalf("no stand-aside reason; want one (%+v)", d)
+	}
 }
 
 // TestDecideNoUnreadEviction: a terminating pod whose requests all go with it gets no new
@@ -447,19 +515,42 @@ func TestDecideGone(t *testing.T) {
 	obs.Pod = nil
 	obs.EndedAt = map[types.UID]time.Time{"uid-p": t0.Add(time.Minute)}
 	obs, d := settle(t, obs, t0.Add(time.Minute+time.Second))
-	if len(obs.Evictions) != 1 || stateOf(obs.Evictions[0]) != "a.example.com/x=Active imperative-eviction.k8s.io/evictor=Inactive " || d.RecheckAfter != 4*time.Second {
-		t.Fatalf("within the grace: %d Evictions, %s, recheck after %v", len(obs.Evictions), stateOf(obs.Evictions[0]), d.RecheckAfter)
+	if len(obs.Evictions) != 1 {
+		t.Fatalf("within the grace: %d Evictions; want 1", len(obs.Evictions))
+	}
+	if got, want := stateOf(obs.Evictions[0]), "a.example.com/x=Active imperative-eviction.k8s.io/evictor=Inactive "; got != want {
+		t.Fatalf("within the grace: responders %q; want %q", got, want)
+	}
+	if d.RecheckAfter != 4*time.Second {
+		t.Fatalf("within the grace: recheck after %v; want 4s", d.RecheckAfter)
 	}
 	obs, _ = settle(t, obs, t0.Add(time.Minute+GracefulCompletionDelay))
 	e := obs.Evictions[0]
-	if stateOf(e) != "a.example.com/x=Interrupted imperative-eviction.k8s.io/evictor=Inactive " ||
-		!meta.IsStatusConditionTrue(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)) {
-		t.Fatalf("past the grace: %s, %+v", stateOf(e), e.Status.Conditions)
+	if got, want := stateOf(e), "a.example.com/x=Interrupted imperative-eviction.k8s.io/evictor=Inactive "; got != want {
+		t.Fatalf("past the grace: responders %q; want %q", got, want)
 	}
-	c := meta.FindStatusCondition(obs.Requests[0].Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted))
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(lifecyclev1alpha1.EvictionConditionReasonPodDeleted) {
-		t.Fatalf("request %+v", obs.Requests[0].Status.Conditions)
+	if !meta.IsStatusConditionTrue(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)) {
+		t.Fatalf("past the grace: the Eviction's conditions %+v; want TargetEvicted True", e.Status.Conditions)
 	}
+	hasCondition(t, "request", obs.Requests[0].Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted),
+		metav1.ConditionTrue, string(lifecyclev1alpha1.EvictionConditionReasonPodDeleted))
+}
+
+// hasCondition fails unless conds hold a condition of the type with the status and reason, and
+// returns it.
+func hasCondition(t *testing.T, what string, conds []metav1.Condition, typ string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	t.Helper()
+	c := meta.FindStatusCondition(conds, typ)
+	if c == nil {
+		t.Fatalf("%s: no %s condition; want %s %s (%+v)", what, typ, status, reason, conds)
+	}
+	if c.Status != status {
+		t.Errorf("%s: %s is %s; want %s", what, typ, c.Status, status)
+	}
+	if c.Reason != reason {
+		t.Errorf("%s: %s reason %s; want %s", what, typ, c.Reason, reason)
+	}
+	return c
 }
 
 // TestDecideInvalid: a request for a pod that does not exist, of another UID, or in a scheduling
@@ -481,18 +572,28 @@ func TestDecideInvalid(t *testing.T) {
 			Requests: []lifecyclev1alpha1.EvictionRequest{testRequest("r", descheduler, tc.uid, lifecyclev1alpha1.EvictionRequestIntentEviction)}}
 		obs, _ = settle(t, obs, t0)
 		first := obs.Requests[0].Status
-		failed := meta.FindStatusCondition(first.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed))
-		evicted := meta.FindStatusCondition(first.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted))
-		if len(obs.Evictions) != 0 || failed == nil || failed.Status != metav1.ConditionTrue || failed.Reason != string(lifecyclev1alpha1.EvictionConditionReasonEvictionInvalid) ||
-			failed.Message != tc.want || evicted == nil || evicted.Status != metav1.ConditionFalse || evicted.Reason != string(lifecyclev1alpha1.EvictionConditionReasonEvictionFailed) ||
-			ptr.Deref(first.ObservedGeneration, 0) != 1 {
-			t.Fatalf("%s: %d Evictions, %+v", name, len(obs.Evictions), first)
+		if len(obs.Evictions) != 0 {
+			t.Errorf("%s: %d Evictions; want none", name, len(obs.Evictions))
+		}
+		failed := hasCondition(t, name, first.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed),
+			metav1.ConditionTrue, string(lifecyclev1alpha1.EvictionConditionReasonEvictionInvalid))
+		if failed.Message != tc.want {
+			t.Errorf("%s: Failed message %q; want %q", name, failed.Message, tc.want)
+		}
+		hasCondition(t, name, first.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted),
+			metav1.ConditionFalse, string(lifecyclev1alpha1.EvictionConditionReasonEvictionFailed))
+		if got := ptr.Deref(first.ObservedGeneration, 0); got != 1 {
+			t.Errorf("%s: observed generation %d; want 1", name, got)
 		}
 		obs.Requests[0].Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
 		obs.Requests[0].Generation = 2
 		obs, _ = settle(t, obs, t0.Add(time.Minute))
-		if got := obs.Requests[0].Status; ptr.Deref(got.ObservedGeneration, 0) != 2 || !equality.Semantic.DeepEqual(got.Conditions, withGeneration(first.Conditions, 2)) {
-			t.Fatalf("%s withdrawn: %+v, was %+v", name, got, first)
+		got := obs.Requests[0].Status
+		if g := ptr.Deref(got.ObservedGeneration, 0); g != 2 {
+			t.Errorf("%s withdrawn: observed generation %d; want 2", name, g)
+		}
+		if want := withGeneration(first.Conditions, 2); !equality.Semantic.DeepEqual(got.Conditions, want) {
+			t.Errorf("%s withdrawn: conditions %+v; want those kept, %+v", name, got.Conditions, want)
 		}
 	}
 }
@@ -520,17 +621,31 @@ func TestDecideCanceledThenAskedAgain(t *testing.T) {
 	e := obs.Evictions[0]
 	failed := meta.FindStatusCondition(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed))
 	evicted := meta.FindStatusCondition(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted))
-	if stateOf(e) != "a.example.com/x=Canceled imperative-eviction.k8s.io/evictor=Inactive " || failed.Reason != string(lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters) ||
-		evicted.Reason != string(lifecyclev1alpha1.EvictionConditionReasonEvictionFailed) {
-		t.Fatalf("withdrawn: %s %+v", stateOf(e), e.Status.Conditions)
+	if got, want := stateOf(e), "a.example.com/x=Canceled imperative-eviction.k8s.io/evictor=Inactive "; got != want {
+		t.Errorf("withdrawn: responders %q; want %q", got, want)
+	}
+	if want := string(lifecyclev1alpha1.EvictionConditionReasonCanceledDueToNoRequesters); failed.Reason != want {
+		t.Errorf("withdrawn: Failed reason %s; want %s", failed.Reason, want)
+	}
+	if want := string(lifecyclev1alpha1.EvictionConditionReasonEvictionFailed); evicted.Reason != want {
+		t.Errorf("withdrawn: TargetEvicted reason %s; want %s", evicted.Reason, want)
 	}
 	if !equality.Semantic.DeepEqual(conditionsOf(obs.Requests[0].Status.Conditions), conditionsOf(e.Status.Conditions)) {
 		t.Fatalf("request %+v; Eviction %+v", obs.Requests[0].Status.Conditions, e.Status.Conditions)
 	}
 	obs.Requests[0].Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentEviction
 	obs, _ = settle(t, obs, t0.Add(2*time.Minute))
-	if len(obs.Evictions) != 2 || obs.Evictions[0].Name != "pod-1-p" || obs.Evictions[1].Name != "pod-2-p" || stateOf(obs.Evictions[1]) != "a.example.com/x=Active imperative-eviction.k8s.io/evictor=Inactive " {
-		t.Fatalf("asked again: %d Evictions, %s", len(obs.Evictions), stateOf(obs.Evictions[len(obs.Evictions)-1]))
+	if len(obs.Evictions) != 2 {
+		t.Fatalf("asked again: %d Evictions, the last %s; want 2", len(obs.Evictions), stateOf(obs.Evictions[len(obs.Evictions)-1]))
+	}
+	if got := obs.Evictions[0].Name; got != "pod-1-p" {
+		t.Errorf("asked again: the first Eviction is %s; want pod-1-p", got)
+	}
+	if got := obs.Evictions[1].Name; got != "pod-2-p" {
+		t.Errorf("asked again: the next Eviction is %s; want pod-2-p", got)
+	}
+	if got, want := stateOf(obs.Evictions[1]), "a.example.com/x=Active imperative-eviction.k8s.io/evictor=Inactive "; got != want {
+		t.Errorf("asked again: the next Eviction's responders %q; want %q", got, want)
 	}
 }
 
@@ -558,9 +673,15 @@ func TestDecideNoFurtherResponder(t *testing.T) {
 	setResponder(&obs.Evictions[0], "a.example.com/x", func(r *lifecyclev1alpha1.ResponderStatus) { r.CompletionTime = ptr.To(metav1.NewTime(t0)) })
 	obs, _ = settle(t, obs, t0.Add(time.Minute))
 	e := obs.Evictions[0]
-	if len(obs.Evictions) != 1 || stateOf(e) != "a.example.com/x=Completed imperative-eviction.k8s.io/evictor=Completed " ||
-		meta.FindStatusCondition(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)).Reason != string(lifecyclev1alpha1.EvictionConditionReasonNoFurtherResponder) {
-		t.Fatalf("a DaemonSet pod: %d Evictions, %s %+v", len(obs.Evictions), stateOf(e), e.Status.Conditions)
+	if len(obs.Evictions) != 1 {
+		t.Fatalf("a DaemonSet pod: %d Evictions; want 1", len(obs.Evictions))
+	}
+	if got, want := stateOf(e), "a.example.com/x=Completed imperative-eviction.k8s.io/evictor=Completed "; got != want {
+		t.Errorf("a DaemonSet pod: responders %q; want %q", got, want)
+	}
+	failed := meta.FindStatusCondition(e.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed))
+	if want := string(lifecyclev1alpha1.EvictionConditionReasonNoFurtherResponder); failed.Reason != want {
+		t.Fatalf("a DaemonSet pod: Failed reason %s; want %s", failed.Reason, want)
 	}
 	// The imperative evictor completed by someone else (upstream's case): the next Eviction.
 	obs.Pod.OwnerReferences = nil
@@ -572,8 +693,11 @@ func TestDecideNoFurtherResponder(t *testing.T) {
 	obs, _ = settle(t, obs, t0.Add(time.Second))
 	setResponder(&obs.Evictions[0], evictionrequest.ImperativeEvictor, func(r *lifecyclev1alpha1.ResponderStatus) { r.CompletionTime = ptr.To(metav1.NewTime(t0)) })
 	obs, _ = settle(t, obs, t0.Add(2*time.Second))
-	if len(obs.Evictions) != 2 || obs.Evictions[1].Name != "pod-2-p" {
-		t.Fatalf("completed by another: %d Evictions", len(obs.Evictions))
+	if len(obs.Evictions) != 2 {
+		t.Fatalf("completed by another: %d Evictions; want 2", len(obs.Evictions))
+	}
+	if got := obs.Evictions[1].Name; got != "pod-2-p" {
+		t.Fatalf("completed by another: the next Eviction is %s; want pod-2-p", got)
 	}
 }
 
@@ -690,8 +814,17 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		}
 	}
 	if d.Evict != nil {
-		if obs.Pod == nil || obs.Pod.DeletionTimestamp != nil || obs.Evicted || obs.Protected != "" {
-			t.Fatalf("evicting a pod gone, terminating, evicted already or protected")
+		if obs.Pod == nil {
+			t.Fatalf("evicting a pod gone")
+		}
+		if obs.Pod.DeletionTimestamp != nil {
+			t.Fatalf("evicting a pod terminating since %v", obs.Pod.DeletionTimestamp)
+		}
+		if obs.Evicted {
+			t.Fatalf("evicting a pod evicted already")
+		}
+		if obs.Protected != "" {
+			t.Fatalf("evicting a pod protected: %s", obs.Protected)
 		}
 		// Only another requester's request lets the imperative evictor evict: nodemaint's drain
 		// evicts the pods it alone asks for itself, by its maintenances' policy.
@@ -718,8 +851,11 @@ func check(t *testing.T, obs Observation, d Decision, now time.Time) {
 		for _, tr := range e.Status.TargetResponders {
 			ok = ok || (tr.Name == evictionrequest.ImperativeEvictor && tr.State == lifecyclev1alpha1.ResponderStateActive)
 		}
-		if !ok || final(&e.Status) {
+		if !ok {
 			t.Fatalf("evicting while the imperative evictor is not the active responder: %s", stateOf(*e))
+		}
+		if final(&e.Status) {
+			t.Fatalf("evicting for a final Eviction: %+v", e.Status.Conditions)
 		}
 	}
 }
@@ -816,13 +952,28 @@ func checkOwnership(t *testing.T, obs Observation, d Decision) {
 	}
 	for what, es := range writes {
 		for _, e := range es {
-			if old := observed[e.Name]; old == nil || !Ours(old, obs.Controller) || !Ours(e, obs.Controller) {
-				t.Fatalf("%s another controller's Eviction %s (%v)", what, e.Name, e.Labels)
+			old := observed[e.Name]
+			if old == nil {
+				t.Fatalf("%s an Eviction %s not observed", what, e.Name)
+			}
+			if !Ours(old, obs.Controller) {
+				t.Fatalf("%s another controller's Eviction %s (observed %v)", what, e.Name, old.Labels)
+			}
+			if !Ours(e, obs.Controller) {
+				t.Fatalf("%s Eviction %s written without the controller's mark (%v)", what, e.Name, e.Labels)
 			}
 		}
 	}
-	if d.Create != nil && (!Ours(d.Create, obs.Controller) || obs.Yield != "" || covered[d.Create.Spec.Target.Pod.UID]) {
-		t.Fatalf("created Eviction %s (%v) while another controller answers (yield %q, covered %v)", d.Create.Name, d.Create.Labels, obs.Yield, covered)
+	if d.Create != nil {
+		if !Ours(d.Create, obs.Controller) {
+			t.Fatalf("created Eviction %s without the controller's mark (%v)", d.Create.Name, d.Create.Labels)
+		}
+		if obs.Yield != "" {
+			t.Fatalf("created Eviction %s while another controller answers (yield %q)", d.Create.Name, obs.Yield)
+		}
+		if covered[d.Create.Spec.Target.Pod.UID] {
+			t.Fatalf("created Eviction %s for a pod another controller's Eviction answers for (covered %v)", d.Create.Name, covered)
+		}
 	}
 	if d.Evict != nil && covered[obs.Pod.UID] {
 		t.Fatalf("evicting a pod another controller's Eviction answers for")
@@ -839,8 +990,20 @@ func checkOwnership(t *testing.T, obs Observation, d Decision) {
 			return obs.Pod != nil && e.Spec.Target.Pod != nil && e.Spec.Target.Pod.UID == obs.Pod.UID
 		})
 	}
-	if d.StandAside != "" && (d.Create != nil || livePod(d.Status) || livePod(d.Meta) || d.Evict != nil) {
-		t.Fatalf("stood aside (%s) yet wrote: %+v", d.StandAside, d)
+	if d.StandAside == "" {
+		return
+	}
+	if d.Create != nil {
+		t.Fatalf("stood aside (%s) yet created %s", d.StandAside, d.Create.Name)
+	}
+	if livePod(d.Status) {
+		t.Fatalf("stood aside (%s) yet wrote the status of an Eviction of the live pod: %+v", d.StandAside, d.Status)
+	}
+	if livePod(d.Meta) {
+		t.Fatalf("stood aside (%s) yet wrote the metadata of an Eviction of the live pod: %+v", d.StandAside, d.Meta)
+	}
+	if d.Evict != nil {
+		t.Fatalf("stood aside (%s) yet evicted", d.StandAside)
 	}
 }
 
@@ -998,9 +1161,17 @@ func TestRequestStatusFromItsEviction(t *testing.T) {
 		}
 		obs = apply(obs, d)
 	}
-	if writes != 1 || len(obs.Evictions) != 1 || stateOf(obs.Evictions[0]) != "a.example.com/x=Active imperative-eviction.k8s.io/evictor=Inactive " ||
-		!equality.Semantic.DeepEqual(conditionsOf(obs.Requests[0].Status.Conditions), conditionsOf(obs.Evictions[0].Status.Conditions)) {
-		t.Fatalf("%d request writes; Evictions %d; request %+v", writes, len(obs.Evictions), obs.Requests[0].Status)
+	if writes != 1 {
+		t.Errorf("%d request status writes; want 1", writes)
+	}
+	if len(obs.Evictions) != 1 {
+		t.Fatalf("%d Evictions; want 1", len(obs.Evictions))
+	}
+	if got, want := stateOf(obs.Evictions[0]), "a.example.com/x=Active imperative-eviction.k8s.io/evictor=Inactive "; got != want {
+		t.Errorf("responders %q; want %q", got, want)
+	}
+	if got, want := conditionsOf(obs.Requests[0].Status.Conditions), conditionsOf(obs.Evictions[0].Status.Conditions); !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("the request's conditions %q; want the Eviction's, %q", got, want)
 	}
 	obs.Requests[0].Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
 	obs, _ = settle(t, obs, t0.Add(time.Minute))
@@ -1024,14 +1195,21 @@ func TestGoneTargetOwnedRequestsLeftToTheCollector(t *testing.T) {
 	}
 	deleted := obs
 	deleted.Pod = nil
-	if d := Decide(deleted, t0.Add(time.Minute)); len(d.RequestStatus)+len(d.Delete)+len(d.Status)+len(d.Meta) != 0 || d.Create != nil {
-		t.Fatalf("pod deleted: %+v; want nothing written", d)
+	d := Decide(deleted, t0.Add(time.Minute))
+	if n := len(d.RequestStatus) + len(d.Delete) + len(d.Status) + len(d.Meta); n != 0 {
+		t.Errorf("pod deleted: %d request status, delete, status and meta writes; want none (%+v)", n, d)
+	}
+	if d.Create != nil {
+		t.Errorf("pod deleted: created %s; want none", d.Create.Name)
 	}
 	terminal := obs
 	terminal.Pod = testPod()
 	terminal.Pod.Status.Phase = corev1.PodSucceeded
 	terminal, _ = settle(t, terminal, t0.Add(time.Minute))
-	if len(terminal.Evictions) != 1 || !meta.IsStatusConditionTrue(terminal.Requests[0].Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)) {
-		t.Fatalf("pod terminal: Evictions %d, request %v", len(terminal.Evictions), terminal.Requests[0].Status.Conditions)
+	if len(terminal.Evictions) != 1 {
+		t.Errorf("pod terminal: %d Evictions; want the one kept", len(terminal.Evictions))
+	}
+	if !meta.IsStatusConditionTrue(terminal.Requests[0].Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)) {
+		t.Errorf("pod terminal: the request's conditions %v; want TargetEvicted True", terminal.Requests[0].Status.Conditions)
 	}
 }

@@ -32,8 +32,14 @@ func TestEventNotes(t *testing.T) {
 		{Event{Reason: NoFurtherResponder}, corev1.EventTypeWarning, "Reconcile", "All responders have completed without evicting the target."},
 		{EvictedEvent(created, "p"), corev1.EventTypeNormal, "Evict", evictionrequest.ImperativeEvictor + " evicted pod p through the Eviction API"},
 	} {
-		if typ, action, note := tc.event.Type(), tc.event.Action(), tc.event.Note(); typ != tc.typ || action != tc.action || note != tc.note {
-			t.Errorf("%s: %s %s %q; want %s %s %q", tc.event.Reason, typ, action, note, tc.typ, tc.action, tc.note)
+		if typ := tc.event.Type(); typ != tc.typ {
+			t.Errorf("%s: type %s; want %s", tc.event.Reason, typ, tc.typ)
+		}
+		if action := tc.event.Action(); action != tc.action {
+			t.Errorf("%s: action %s; want %s", tc.event.Reason, action, tc.action)
+		}
+		if note := tc.event.Note(); note != tc.note {
+			t.Errorf("%s: note %q; want %q", tc.event.Reason, note, tc.note)
 		}
 	}
 }
@@ -89,11 +95,22 @@ func TestImperativeMessages(t *testing.T) {
 			t.Errorf("step %d: %q; want %q", tc.step, got, tc.want)
 		}
 	}
-	if !notEvicted(imperativeMessage(unsupported, "p", "", 0)) || !notEvicted(imperativeMessage(protected, "p", "x", 0)) || notEvicted(imperativeMessage(podGone, "p", "", 0)) {
-		t.Error("notEvicted does not tell the imperative evictor's completions without eviction")
+	for _, tc := range []struct {
+		step   imperativeStep
+		detail string
+		want   bool
+	}{{unsupported, "", true}, {protected, "x", true}, {podGone, "", false}} {
+		if got := notEvicted(imperativeMessage(tc.step, "p", tc.detail, 0)); got != tc.want {
+			t.Errorf("notEvicted(step %d's message) = %t; want %t", tc.step, got, tc.want)
+		}
 	}
-	if !evictedByUs(imperativeMessage(evicted, "p", "", 0)) || evictedByUs(imperativeMessage(terminating, "p", "", 0)) {
-		t.Error("evictedByUs does not tell the imperative evictor's evictions")
+	for _, tc := range []struct {
+		step imperativeStep
+		want bool
+	}{{evicted, true}, {terminating, false}} {
+		if got := evictedByUs(imperativeMessage(tc.step, "p", "", 0)); got != tc.want {
+			t.Errorf("evictedByUs(step %d's message) = %t; want %t", tc.step, got, tc.want)
+		}
 	}
 }
 
