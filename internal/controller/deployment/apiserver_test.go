@@ -61,9 +61,17 @@ func TestScalePatchRealAPIServer(t *testing.T) {
 	if err := c.Patch(ctx, want, scalePatch(seen, want)); err != nil {
 		t.Fatalf("scale patch over the controller's status reports: %v", err)
 	}
-	if *want.Spec.Replicas != 4 || want.Annotations[evacuation.SurgeAnnotation] != surge ||
-		want.Annotations[evacuation.DeploymentReplicasToEvacuateAnnotation] != "1" || want.Annotations["example.com/owner"] != "team-a" {
-		t.Fatalf("after the patch: replicas %d, annotations %v", *want.Spec.Replicas, want.Annotations)
+	if *want.Spec.Replicas != 4 {
+		t.Errorf("after the patch: replicas %d; want 4", *want.Spec.Replicas)
+	}
+	if got := want.Annotations[evacuation.SurgeAnnotation]; got != surge {
+		t.Errorf("after the patch: surge record %q; want %q", got, surge)
+	}
+	if got := want.Annotations[evacuation.DeploymentReplicasToEvacuateAnnotation]; got != "1" {
+		t.Errorf("after the patch: replicas to evacuate %q; want 1", got)
+	}
+	if got := want.Annotations["example.com/owner"]; got != "team-a" {
+		t.Fatalf("after the patch: example.com/owner %q; want team-a kept (annotations %v)", got, want.Annotations)
 	}
 
 	// Someone scales the Deployment; a decision taken before that is refused.
@@ -84,8 +92,11 @@ func TestScalePatchRealAPIServer(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil {
 		t.Fatal(err)
 	}
-	if *got.Spec.Replicas != 6 || got.Annotations[evacuation.SurgeAnnotation] != surge {
-		t.Fatalf("the refused patch changed the Deployment: replicas %d, surge %q", *got.Spec.Replicas, got.Annotations[evacuation.SurgeAnnotation])
+	if *got.Spec.Replicas != 6 {
+		t.Errorf("the refused patch changed the Deployment: replicas %d; want 6", *got.Spec.Replicas)
+	}
+	if rec := got.Annotations[evacuation.SurgeAnnotation]; rec != surge {
+		t.Fatalf("the refused patch changed the Deployment: surge %q; want %q", rec, surge)
 	}
 
 	// Decided again from the new spec: the record and the count go, the replicas stay theirs.
@@ -96,8 +107,14 @@ func TestScalePatchRealAPIServer(t *testing.T) {
 	if err := c.Patch(ctx, drop, scalePatch(seen, drop)); err != nil {
 		t.Fatal(err)
 	}
-	if *drop.Spec.Replicas != 6 || len(drop.Annotations) != 1 || drop.Annotations["example.com/owner"] != "team-a" {
-		t.Fatalf("after dropping the record: replicas %d, annotations %v", *drop.Spec.Replicas, drop.Annotations)
+	if *drop.Spec.Replicas != 6 {
+		t.Errorf("after dropping the record: replicas %d; want 6", *drop.Spec.Replicas)
+	}
+	if len(drop.Annotations) != 1 {
+		t.Errorf("after dropping the record: annotations %v; want only example.com/owner", drop.Annotations)
+	}
+	if got := drop.Annotations["example.com/owner"]; got != "team-a" {
+		t.Errorf("after dropping the record: example.com/owner %q; want team-a", got)
 	}
 }
 
@@ -116,8 +133,11 @@ func TestAcceptedEventsOneSeries(t *testing.T) {
 	d := createDeployment(t, c, "api")
 	accepted := deploymentdecide.Decide(deploymentdecide.Input{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{replicaSet("rs", 3)},
 		Pods: []*corev1.Pod{pod("a", requested(0)), pod("b"), pod("c")}, Now: now, SurgeTimeout: time.Minute}).Events
-	if len(accepted) != 1 || accepted[0].Reason != "EvacuationAccepted" {
-		t.Fatalf("events %+v; want EvacuationAccepted alone", accepted)
+	if len(accepted) != 1 {
+		t.Fatalf("%d events %+v; want EvacuationAccepted alone", len(accepted), accepted)
+	}
+	if accepted[0].Reason != "EvacuationAccepted" {
+		t.Fatalf("event %s; want EvacuationAccepted", accepted[0].Reason)
 	}
 	started := deploymentdecide.Event{Reason: deploymentdecide.SurgeStarted, Original: 3, Surge: 1, Asked: 1, Pods: []string{"a"}}
 	for i := range 3 {
@@ -269,9 +289,17 @@ func TestBoundsPatchRealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = read()
-	if *got.Spec.MinReplicas != 3 || got.Spec.MaxReplicas != 6 || got.Annotations[evacuation.SurgeBoundsAnnotation] != "" || len(got.Spec.Metrics) != 1 {
-		t.Fatalf("restored: min %d max %d, annotations %v, metrics %d; want 3, 6 (theirs), no record, the metric kept",
-			*got.Spec.MinReplicas, got.Spec.MaxReplicas, got.Annotations, len(got.Spec.Metrics))
+	if *got.Spec.MinReplicas != 3 {
+		t.Errorf("restored: min %d; want 3", *got.Spec.MinReplicas)
+	}
+	if got.Spec.MaxReplicas != 6 {
+		t.Errorf("restored: max %d; want 6 (theirs)", got.Spec.MaxReplicas)
+	}
+	if rec := got.Annotations[evacuation.SurgeBoundsAnnotation]; rec != "" {
+		t.Errorf("restored: bounds record %q; want none", rec)
+	}
+	if len(got.Spec.Metrics) != 1 {
+		t.Errorf("restored: %d metrics; want the metric kept", len(got.Spec.Metrics))
 	}
 }
 
@@ -323,8 +351,11 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 	})
 	in := observe()
 	p := deploymentdecide.Decide(in)
-	if len(p.Raise) != 1 || p.Scale == nil || p.Scale.Replicas != 4 {
-		t.Fatalf("first decision: raise %v, scale %+v; want the bounds raised and a surge to 4", p.Raise, p.Scale)
+	if len(p.Raise) != 1 {
+		t.Fatalf("first decision: raise %v; want the bounds raised", p.Raise)
+	}
+	if p.Scale == nil || p.Scale.Replicas != 4 {
+		t.Fatalf("first decision: scale %+v; want a surge to 4", p.Scale)
 	}
 	r := &Reconciler{Client: autoscaling, Recorder: discard{}, Clock: clock.RealClock{}}
 	if _, err := r.apply(ctx, in.Deployment, pods, responder.View{}, p); !apierrors.IsConflict(err) {
@@ -332,8 +363,11 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 	}
 
 	in = observe()
-	if *in.Deployment.Spec.Replicas != 4 || in.Deployment.Annotations[evacuation.SurgeAnnotation] != "" {
-		t.Fatalf("after the autoscaler's scale: replicas %d, surge record %q; want 4 and none", *in.Deployment.Spec.Replicas, in.Deployment.Annotations[evacuation.SurgeAnnotation])
+	if *in.Deployment.Spec.Replicas != 4 {
+		t.Fatalf("after the autoscaler's scale: replicas %d; want 4", *in.Deployment.Spec.Replicas)
+	}
+	if rec := in.Deployment.Annotations[evacuation.SurgeAnnotation]; rec != "" {
+		t.Fatalf("after the autoscaler's scale: surge record %q; want none", rec)
 	}
 	p = deploymentdecide.Decide(in)
 	r.Client = c
@@ -363,11 +397,20 @@ func TestAutoscalerScalesFirstRealAPIServer(t *testing.T) {
 	}
 	in = observe()
 	h := in.Autoscalers[0]
-	if *in.Deployment.Spec.Replicas != 3 || in.Deployment.Annotations[evacuation.SurgeAnnotation] != "" ||
-		*h.Spec.MinReplicas != 3 || h.Spec.MaxReplicas != 3 || h.Annotations[evacuation.SurgeBoundsAnnotation] != "" {
-		t.Fatalf("the surge over: replicas %d, surge record %q, autoscaler %d-%d record %q; want 3, none, 3-3, none",
-			*in.Deployment.Spec.Replicas, in.Deployment.Annotations[evacuation.SurgeAnnotation], *h.Spec.MinReplicas, h.Spec.MaxReplicas,
-			h.Annotations[evacuation.SurgeBoundsAnnotation])
+	if *in.Deployment.Spec.Replicas != 3 {
+		t.Errorf("the surge over: replicas %d; want 3", *in.Deployment.Spec.Replicas)
+	}
+	if rec := in.Deployment.Annotations[evacuation.SurgeAnnotation]; rec != "" {
+		t.Errorf("the surge over: surge record %q; want none", rec)
+	}
+	if *h.Spec.MinReplicas != 3 {
+		t.Errorf("the surge over: the autoscaler's minReplicas %d; want 3", *h.Spec.MinReplicas)
+	}
+	if h.Spec.MaxReplicas != 3 {
+		t.Errorf("the surge over: the autoscaler's maxReplicas %d; want 3", h.Spec.MaxReplicas)
+	}
+	if rec := h.Annotations[evacuation.SurgeBoundsAnnotation]; rec != "" {
+		t.Errorf("the surge over: the autoscaler's bounds record %q; want none", rec)
 	}
 }
 
@@ -427,15 +470,29 @@ func TestAutoscalerLateScaleRealAPIServer(t *testing.T) {
 		t.Helper()
 		in := observe()
 		rec, err := surgepolicy.ParseBounds(in.Autoscalers[0])
-		if *in.Deployment.Spec.Replicas != replicas || surgepolicy.MinReplicas(in.Autoscalers[0]) != minReplicas ||
-			err != nil || (rec != nil) != restored || (rec != nil && rec.Restored == nil) {
-			t.Fatalf("%s: replicas %d, the autoscaler's minReplicas %d, record %v (%v); want %d, %d, a record of restored bounds %t",
-				what, *in.Deployment.Spec.Replicas, surgepolicy.MinReplicas(in.Autoscalers[0]), rec, err, replicas, minReplicas, restored)
+		if *in.Deployment.Spec.Replicas != replicas {
+			t.Fatalf("%s: replicas %d; want %d", what, *in.Deployment.Spec.Replicas, replicas)
+		}
+		if got := surgepolicy.MinReplicas(in.Autoscalers[0]); got != minReplicas {
+			t.Fatalf("%s: the autoscaler's minReplicas %d; want %d", what, got, minReplicas)
+		}
+		if err != nil {
+			t.Fatalf("%s: the autoscaler's bounds record: %v", what, err)
+		}
+		if (rec != nil) != restored {
+			t.Fatalf("%s: bounds record %v; want a record %t", what, rec, restored)
+		}
+		if rec != nil && rec.Restored == nil {
+			t.Fatalf("%s: bounds record %v; want one of restored bounds", what, rec)
 		}
 	}
 
-	if p := step("the surge"); p.Scale == nil || p.Scale.Replicas != 4 || len(p.Raise) != 1 {
-		t.Fatalf("first decision: raise %v, scale %+v; want the bounds raised and a surge to 4", p.Raise, p.Scale)
+	p := step("the surge")
+	if p.Scale == nil || p.Scale.Replicas != 4 {
+		t.Fatalf("first decision: scale %+v; want a surge to 4", p.Scale)
+	}
+	if len(p.Raise) != 1 {
+		t.Fatalf("first decision: raise %v; want the bounds raised", p.Raise)
 	}
 	// The autoscaler reads its raised bounds (minReplicas 4), and takes a while to act on them.
 	raisedGeneration := readHPA().Generation

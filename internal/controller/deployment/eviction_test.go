@@ -127,8 +127,11 @@ func TestEvictionResponder(t *testing.T) {
 	podUntouched := func(t *testing.T, c client.Client, p *corev1.Pod) {
 		t.Helper()
 		get(t, c, p)
-		if evacuation.Condition(p, evacuation.Request) != nil || evacuation.Condition(p, evacuation.Initiated) != nil {
-			t.Errorf("the pod got evacuation conditions: %+v", p.Status.Conditions)
+		if c := evacuation.Condition(p, evacuation.Request); c != nil {
+			t.Errorf("the pod got a %s condition: %+v; want none", evacuation.Request, c)
+		}
+		if c := evacuation.Condition(p, evacuation.Initiated); c != nil {
+			t.Errorf("the pod got a %s condition: %+v; want none", evacuation.Initiated, c)
 		}
 	}
 
@@ -136,16 +139,29 @@ func TestEvictionResponder(t *testing.T) {
 		c, r, d, p, ev := setup(t, 1)
 		reconcileOnce(t, r, d)
 		get(t, c, d)
-		if *d.Spec.Replicas != 2 || d.Annotations[evacuation.SurgeAnnotation] == "" {
-			t.Fatalf("replicas %d, surge %q; want a surge to 2", *d.Spec.Replicas, d.Annotations[evacuation.SurgeAnnotation])
+		if *d.Spec.Replicas != 2 {
+			t.Fatalf("replicas %d; want a surge to 2", *d.Spec.Replicas)
 		}
+		if d.Annotations[evacuation.SurgeAnnotation] == "" {
+			t.Fatalf("no surge record; want one")
+		}
+		// Accepted on the pod, the Eviction's first write is its first heartbeat.
 		s := mine(t, c, ev)
-		if s.HeartbeatTime != nil || s.Message != nil || s.CompletionTime != nil {
-			t.Fatalf("after the first look, the responder's entry is %+v; want it unwritten (accepted on the pod, the Eviction's first write is its first heartbeat)", s)
+		if s.HeartbeatTime != nil {
+			t.Errorf("after the first look, the responder's heartbeat is %v; want none", s.HeartbeatTime)
+		}
+		if s.Message != nil {
+			t.Errorf("after the first look, the responder's message is %q; want none", *s.Message)
+		}
+		if s.CompletionTime != nil {
+			t.Fatalf("after the first look, the responder's completion is %v; want none", s.CompletionTime)
 		}
 		get(t, c, p)
-		if !marks.IsMarked(p) || p.Annotations[evacuation.AcceptedEvictionAnnotation] != string(ev.UID) {
-			t.Errorf("the evacuated pod's annotations %v; want it marked to go first and %s %s", p.Annotations, evacuation.AcceptedEvictionAnnotation, ev.UID)
+		if !marks.IsMarked(p) {
+			t.Errorf("the evacuated pod's annotations %v; want it marked to go first", p.Annotations)
+		}
+		if got := p.Annotations[evacuation.AcceptedEvictionAnnotation]; got != string(ev.UID) {
+			t.Errorf("the evacuated pod's %s is %q; want %s", evacuation.AcceptedEvictionAnnotation, got, ev.UID)
 		}
 		podUntouched(t, c, p)
 
@@ -166,12 +182,17 @@ func TestEvictionResponder(t *testing.T) {
 		heartbeatDue(t, c, ev)
 		reconcileOnce(t, r, d)
 		s = mine(t, c, ev)
-		if other := evacuation.ResponderStatusOf(ev, "example.com/checkpoint"); other.Message == nil || *other.Message != "checkpointed" {
-			t.Errorf("the other responder's entry changed: %+v", other)
+		if got := ptr.Deref(evacuation.ResponderStatusOf(ev, "example.com/checkpoint").Message, "<nil>"); got != "checkpointed" {
+			t.Errorf("the other responder's message changed: %q; want checkpointed", got)
 		}
-		if s.HeartbeatTime == nil || s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.After(time.Now()) ||
-			!strings.Contains(*s.Message, "surged from 1 to 2 replicas: the pod goes once the replacements are available") {
-			t.Fatalf("heartbeat: %+v (message %q); want the surge and an expected completion ahead", s, ptr.Deref(s.Message, ""))
+		if s.HeartbeatTime == nil {
+			t.Errorf("heartbeat: no heartbeat time; want one")
+		}
+		if s.ExpectedCompletionTime == nil || !s.ExpectedCompletionTime.After(time.Now()) {
+			t.Errorf("heartbeat: expected completion %v; want one ahead", s.ExpectedCompletionTime)
+		}
+		if got, want := ptr.Deref(s.Message, ""), "surged from 1 to 2 replicas: the pod goes once the replacements are available"; !strings.Contains(got, want) {
+			t.Fatalf("heartbeat: message %q; want the surge, %q", got, want)
 		}
 
 		// The replacement is available: the Deployment scales back; the ReplicaSet removes the
@@ -187,8 +208,11 @@ func TestEvictionResponder(t *testing.T) {
 		}
 		reconcileOnce(t, r, d)
 		get(t, c, d)
-		if *d.Spec.Replicas != 1 || d.Annotations[evacuation.SurgeAnnotation] != "" {
-			t.Fatalf("after the replacement is available: replicas %d, surge %q; want back to 1", *d.Spec.Replicas, d.Annotations[evacuation.SurgeAnnotation])
+		if *d.Spec.Replicas != 1 {
+			t.Fatalf("after the replacement is available: replicas %d; want back to 1", *d.Spec.Replicas)
+		}
+		if rec := d.Annotations[evacuation.SurgeAnnotation]; rec != "" {
+			t.Fatalf("after the replacement is available: surge record %q; want none", rec)
 		}
 		if s := mine(t, c, ev); s.CompletionTime != nil {
 			t.Fatalf("completed its turn: %+v", s)
@@ -204,16 +228,26 @@ func TestEvictionResponder(t *testing.T) {
 		get(t, c, ev)
 		rv = ev.ResourceVersion
 		reconcileOnce(t, r, d)
-		if s := mine(t, c, ev); ev.ResourceVersion != rv || s.CompletionTime != nil {
-			t.Fatalf("the pod being removed, before the heartbeat is due: %+v; want its turn kept, nothing written", s)
+		s = mine(t, c, ev)
+		if ev.ResourceVersion != rv {
+			t.Fatalf("the pod being removed, before the heartbeat is due: the Eviction written (%+v); want nothing written", s)
+		}
+		if s.CompletionTime != nil {
+			t.Fatalf("the pod being removed, before the heartbeat is due: completion %v; want its turn kept", s.CompletionTime)
 		}
 		heartbeatDue(t, c, ev)
 		reconcileOnce(t, r, d)
 		// The fake API server sets the deletionTimestamp at the delete: by the heartbeat it has
 		// passed, so no expected completion (the Eviction API refuses one in the past).
-		if s := mine(t, c, ev); s.CompletionTime != nil || !strings.Contains(*s.Message, "replaced the pod") ||
-			s.ExpectedCompletionTime != nil {
-			t.Fatalf("the pod being removed, at the heartbeat: %+v; want its turn kept (no completionTime: the pod's end completes it), the removal reported, no expected completion (its deletionTimestamp has passed)", s)
+		s = mine(t, c, ev)
+		if s.CompletionTime != nil {
+			t.Errorf("the pod being removed, at the heartbeat: completion %v; want its turn kept (the pod's end completes it)", s.CompletionTime)
+		}
+		if got := ptr.Deref(s.Message, ""); !strings.Contains(got, "replaced the pod") {
+			t.Errorf("the pod being removed, at the heartbeat: message %q; want the removal reported", got)
+		}
+		if s.ExpectedCompletionTime != nil {
+			t.Errorf("the pod being removed, at the heartbeat: expected completion %v; want none (its deletionTimestamp has passed)", s.ExpectedCompletionTime)
 		}
 		podUntouched(t, c, p)
 	})
@@ -234,8 +268,11 @@ func TestEvictionResponder(t *testing.T) {
 		var messages []string
 		for _, ev := range []*lifecyclev1alpha1.Eviction{ev1, ev2} {
 			s := mine(t, c, ev)
-			if s.HeartbeatTime == nil || s.Message == nil {
-				t.Fatalf("%s at its first heartbeat: %+v; want a heartbeat with a message", ev.Name, s)
+			if s.HeartbeatTime == nil {
+				t.Fatalf("%s at its first heartbeat: %+v; want a heartbeat time", ev.Name, s)
+			}
+			if s.Message == nil {
+				t.Fatalf("%s at its first heartbeat: %+v; want a message", ev.Name, s)
 			}
 			messages = append(messages, *s.Message)
 		}
@@ -265,8 +302,11 @@ func TestEvictionResponder(t *testing.T) {
 			reconcileOnce(t, r, d)
 		}
 		get(t, c, p)
-		if _, marked := p.Annotations[evacuation.OriginalDeletionCostAnnotation]; marked || p.Annotations[evacuation.AcceptedEvictionAnnotation] != "" {
-			t.Errorf("the pod's annotations after the cancellation: %v; want neither the mark nor %s", p.Annotations, evacuation.AcceptedEvictionAnnotation)
+		if cost, marked := p.Annotations[evacuation.OriginalDeletionCostAnnotation]; marked {
+			t.Errorf("the pod's %s after the cancellation: %q; want the mark gone", evacuation.OriginalDeletionCostAnnotation, cost)
+		}
+		if got := p.Annotations[evacuation.AcceptedEvictionAnnotation]; got != "" {
+			t.Errorf("the pod's %s after the cancellation: %q; want none", evacuation.AcceptedEvictionAnnotation, got)
 		}
 	})
 
@@ -274,8 +314,11 @@ func TestEvictionResponder(t *testing.T) {
 		c, r, d, p, ev := setup(t, 0)
 		reconcileOnce(t, r, d)
 		s := mine(t, c, ev)
-		if s.CompletionTime == nil || s.Message == nil || !strings.Contains(*s.Message, surgepolicy.ReasonMaxSurgeZero) {
-			t.Fatalf("responder entry %+v; want completed (declined) with %s", s, surgepolicy.ReasonMaxSurgeZero)
+		if s.CompletionTime == nil {
+			t.Errorf("responder entry %+v; want completed (declined)", s)
+		}
+		if got := ptr.Deref(s.Message, ""); !strings.Contains(got, surgepolicy.ReasonMaxSurgeZero) {
+			t.Fatalf("responder message %q; want %s", got, surgepolicy.ReasonMaxSurgeZero)
 		}
 		get(t, c, d)
 		if *d.Spec.Replicas != 1 {
@@ -298,8 +341,12 @@ func TestEvictionResponder(t *testing.T) {
 		}
 		reconcileOnce(t, r, d)
 		get(t, c, d)
-		if s := mine(t, c, ev); *d.Spec.Replicas != 1 || s.HeartbeatTime != nil {
-			t.Errorf("inactive: replicas %d, entry %+v; want nothing done", *d.Spec.Replicas, s)
+		s := mine(t, c, ev)
+		if *d.Spec.Replicas != 1 {
+			t.Errorf("inactive: replicas %d; want 1, nothing done", *d.Spec.Replicas)
+		}
+		if s.HeartbeatTime != nil {
+			t.Errorf("inactive: entry %+v; want no heartbeat, nothing done", s)
 		}
 		podUntouched(t, c, p)
 	})

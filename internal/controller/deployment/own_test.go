@@ -43,8 +43,14 @@ func TestOwnWrites(t *testing.T) {
 	marks.SetAnnotation(own, corev1.PodDeletionCost, nil)
 	marks.SetAnnotation(p.Unmark[0], evacuation.OriginalDeletionCostAnnotation, nil)
 	for i, p := range cached {
-		if p.Name != before[i].Name || len(p.Status.Conditions) != len(before[i].Status.Conditions) || len(p.Annotations) != len(before[i].Annotations) {
-			t.Errorf("the cache's pod %s changed", before[i].Name)
+		if p.Name != before[i].Name {
+			t.Errorf("the cache's pod %s is now %s; want it unchanged", before[i].Name, p.Name)
+		}
+		if got, want := len(p.Status.Conditions), len(before[i].Status.Conditions); got != want {
+			t.Errorf("the cache's pod %s has %d conditions; want %d, unchanged", before[i].Name, got, want)
+		}
+		if got, want := len(p.Annotations), len(before[i].Annotations); got != want {
+			t.Errorf("the cache's pod %s has %d annotations; want %d, unchanged", before[i].Name, got, want)
 		}
 	}
 }
