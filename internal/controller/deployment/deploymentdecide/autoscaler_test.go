@@ -268,17 +268,38 @@ func TestAutoscalerBounds(t *testing.T) {
 				}
 			}
 			for _, ch := range p.Raise {
-				if ch.Record.Deployment != "web" || ptr.Deref(ch.Record.SetMinReplicas, 0) != ptr.Deref(ch.MinReplicas, 0) ||
-					!ch.Record.Surge.Equal(surgeAfter(in, p)) {
-					t.Errorf("raise of %s records %s", ch.HPA.Name, ch.Record)
+				if ch.Record.Deployment != "web" {
+					t.Errorf("raise of %s records Deployment %q; want web", ch.HPA.Name, ch.Record.Deployment)
 				}
-				if was, _ := surgepolicy.ParseBounds(ch.HPA); (was == nil || was.Restored != nil) && (ptr.Deref(ch.Record.MinReplicas, 1) != surgepolicy.MinReplicas(ch.HPA) || ch.Record.MaxReplicas != ch.HPA.Spec.MaxReplicas || ch.Record.Restored != nil) {
-					t.Errorf("raise of %s records %s, not its bounds before", ch.HPA.Name, ch.Record)
+				if got, want := ptr.Deref(ch.Record.SetMinReplicas, 0), ptr.Deref(ch.MinReplicas, 0); got != want {
+					t.Errorf("raise of %s records minReplicas set to %d; want %d, the one it sets", ch.HPA.Name, got, want)
+				}
+				if want := surgeAfter(in, p); !ch.Record.Surge.Equal(want) {
+					t.Errorf("raise of %s records the surge %v; want %v", ch.HPA.Name, ch.Record.Surge, want)
+				}
+				// A raise from bounds not raised before records the bounds before.
+				if was, _ := surgepolicy.ParseBounds(ch.HPA); was != nil && was.Restored == nil {
+					continue
+				}
+				if got, want := ptr.Deref(ch.Record.MinReplicas, 1), surgepolicy.MinReplicas(ch.HPA); got != want {
+					t.Errorf("raise of %s records minReplicas %d; want its bounds before, %d", ch.HPA.Name, got, want)
+				}
+				if ch.Record.MaxReplicas != ch.HPA.Spec.MaxReplicas {
+					t.Errorf("raise of %s records maxReplicas %d; want its bounds before, %d", ch.HPA.Name, ch.Record.MaxReplicas, ch.HPA.Spec.MaxReplicas)
+				}
+				if ch.Record.Restored != nil {
+					t.Errorf("raise of %s records restored %v; want none", ch.HPA.Name, ch.Record.Restored)
 				}
 			}
 			for _, ch := range p.Restore {
-				if ch.Record != nil && (ch.Record.Restored == nil || !ch.Record.Restored.Equal(&metav1.MicroTime{Time: now}) || p.RequeueAfter != SettleTimeout) {
-					t.Errorf("restore of %s keeps the record %s, requeue after %v; want it restored now, looked at again within %v", ch.HPA.Name, ch.Record, p.RequeueAfter, SettleTimeout)
+				if ch.Record == nil {
+					continue
+				}
+				if ch.Record.Restored == nil || !ch.Record.Restored.Equal(&metav1.MicroTime{Time: now}) {
+					t.Errorf("restore of %s keeps the record %s; want it restored now", ch.HPA.Name, ch.Record)
+				}
+				if p.RequeueAfter != SettleTimeout {
+					t.Errorf("restore of %s keeping its record: requeue after %v; want %v", ch.HPA.Name, p.RequeueAfter, SettleTimeout)
 				}
 			}
 			var reasons []EventReason

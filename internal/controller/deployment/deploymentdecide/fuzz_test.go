@@ -65,9 +65,15 @@ func FuzzDecide(f *testing.F) {
 			if len(third.Restore) > 0 {
 				t.Errorf("deciding a third time after %s: restore %v; want the bounds restored once", describe(p), third.Restore)
 			}
-		} else if len(again.Restore) > 0 || (len(again.Raise) > 0 && (again.Scale == nil || again.Scale.Surge == nil)) {
-			t.Errorf("deciding again after carrying out %s: raise %v, restore %v; want no autoscaler write\nbefore: %s\nafter: %s",
-				describe(p), again.Raise, again.Restore, describeInput(in), describeInput(after))
+		} else {
+			if len(again.Restore) > 0 {
+				t.Errorf("deciding again after carrying out %s: restore %v; want no autoscaler write\nbefore: %s\nafter: %s",
+					describe(p), again.Restore, describeInput(in), describeInput(after))
+			}
+			if wave := again.Scale != nil && again.Scale.Surge != nil; len(again.Raise) > 0 && !wave {
+				t.Errorf("deciding again after carrying out %s: raise %v with no new wave or growing surge; want no autoscaler write\nbefore: %s\nafter: %s",
+					describe(p), again.Raise, describeInput(in), describeInput(after))
+			}
 		}
 		// Once a rollback has nothing left to remove (no more pods than replicas), its marks go
 		// at the next look, as any leftover mark, and the pods still asked to leave are marked
@@ -75,9 +81,17 @@ func FuzzDecide(f *testing.F) {
 		settled := p.RolledBack && int32(len(livePods(after.Pods))) <= ptr.Deref(after.Deployment.Spec.Replicas, 1)
 		again.Unmark = slices.DeleteFunc(again.Unmark, func(pod *corev1.Pod) bool { return settled && rolledBackMark(pod) })
 		again.Mark = slices.DeleteFunc(again.Mark, func(pod *corev1.Pod) bool { return settled && evacuation.Requested(pod) })
-		if len(again.Answers) > 0 || len(again.Mark) > 0 || len(again.Unmark) > 0 {
-			t.Errorf("deciding again after carrying out %s: answers %v, mark %v, unmark %v; want no pod write\nbefore: %s\nafter: %s",
-				describe(p), answerNames(again.Answers), podNamesOf(again.Mark), podNamesOf(again.Unmark), describeInput(in), describeInput(after))
+		if len(again.Answers) > 0 {
+			t.Errorf("deciding again after carrying out %s: answers %v; want no pod write\nbefore: %s\nafter: %s",
+				describe(p), answerNames(again.Answers), describeInput(in), describeInput(after))
+		}
+		if len(again.Mark) > 0 {
+			t.Errorf("deciding again after carrying out %s: mark %v; want no pod write\nbefore: %s\nafter: %s",
+				describe(p), podNamesOf(again.Mark), describeInput(in), describeInput(after))
+		}
+		if len(again.Unmark) > 0 {
+			t.Errorf("deciding again after carrying out %s: unmark %v; want no pod write\nbefore: %s\nafter: %s",
+				describe(p), podNamesOf(again.Unmark), describeInput(in), describeInput(after))
 		}
 	})
 }
@@ -236,8 +250,11 @@ func checkBounds(t *testing.T, in Input, p Decision) {
 		switch {
 		case surged > 0 && targeting(in.Autoscalers, "web") == 1 && surgepolicy.Autoscales(h, "web") && ours:
 			for _, got := range []*autoscalingv2.HorizontalPodAutoscaler{raised[i], after} {
-				if surgepolicy.MinReplicas(got) < surged || got.Spec.MaxReplicas < surged {
-					t.Errorf("%s: a surge to %d with %s at minReplicas %d, maxReplicas %d", describe(p), surged, h.Name, surgepolicy.MinReplicas(got), got.Spec.MaxReplicas)
+				if surgepolicy.MinReplicas(got) < surged {
+					t.Errorf("%s: a surge to %d with %s at minReplicas %d; want at least %d", describe(p), surged, h.Name, surgepolicy.MinReplicas(got), surged)
+				}
+				if got.Spec.MaxReplicas < surged {
+					t.Errorf("%s: a surge to %d with %s at maxReplicas %d; want at least %d", describe(p), surged, h.Name, got.Spec.MaxReplicas, surged)
 				}
 			}
 			if _, recorded := after.Annotations[evacuation.SurgeBoundsAnnotation]; !recorded && (surgepolicy.MinReplicas(h) < surged || h.Spec.MaxReplicas < surged) {
@@ -246,16 +263,14 @@ func checkBounds(t *testing.T, in Input, p Decision) {
 		case surged == 0 && surgeFound(in):
 			// The surge ends with this decision: the bounds stay until the Deployment is
 			// scaled back.
-			if len(p.Restore) > 0 || len(p.Raise) > 0 {
-				t.Errorf("%s: a surge ending writes %s's bounds (raise %v, restore %v); want them kept until it is scaled back", describe(p), h.Name, p.Raise, p.Restore)
+			if len(p.Restore) > 0 {
+				t.Errorf("%s: a surge ending restores %s's bounds (%v); want them kept until it is scaled back", describe(p), h.Name, p.Restore)
+			}
+			if len(p.Raise) > 0 {
+				t.Errorf("%s: a surge ending raises %s's bounds (%v); want them kept until it is scaled back", describe(p), h.Name, p.Raise)
 			}
 		case surged == 0 && rec != nil && rec.Deployment == "web" && rec.Restored != nil:
-			kept := after.Annotations[evacuation.SurgeBoundsAnnotation] == h.Annotations[evacuation.SurgeBoundsAnnotation]
-			if surgepolicy.MinReplicas(after) != surgepolicy.MinReplicas(h) || after.Spec.MaxReplicas != h.Spec.MaxReplicas ||
-				kept != (unsettled(h, rec, in.Now) > 0) || (!kept && after.Annotations[evacuation.SurgeBoundsAnnotation] != "") {
-				t.Errorf("%s: %s with a record of restored bounds (%s) ends at min %d max %d, record %q; want its bounds kept, and the record until it settles",
-					describe(p), h.Name, rec, surgepolicy.MinReplicas(after), after.Spec.MaxReplicas, after.Annotations[evacuation.SurgeBoundsAnnotation])
-			}
+			checkRestoredKept(t, p, h, rec, after, in.Now)
 		case surged == 0 && rec != nil && rec.Deployment == "web":
 			checkRestored(t, p, h, rec, after)
 		}
@@ -325,6 +340,27 @@ func checkAdopted(t *testing.T, in Input, p Decision, after Input) {
 	}
 }
 
+// checkRestoredKept asserts an autoscaler h with a record rec of restored bounds, after the plan's
+// writes: its bounds kept, and the record until it settles.
+func checkRestoredKept(t *testing.T, p Decision, h *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, after *autoscalingv2.HorizontalPodAutoscaler, now time.Time) {
+	t.Helper()
+	what := fmt.Sprintf("%s: %s with a record of restored bounds (%s)", describe(p), h.Name, rec)
+	if got, want := surgepolicy.MinReplicas(after), surgepolicy.MinReplicas(h); got != want {
+		t.Errorf("%s ends at min %d; want its bound kept, %d", what, got, want)
+	}
+	if after.Spec.MaxReplicas != h.Spec.MaxReplicas {
+		t.Errorf("%s ends at max %d; want its bound kept, %d", what, after.Spec.MaxReplicas, h.Spec.MaxReplicas)
+	}
+	record := after.Annotations[evacuation.SurgeBoundsAnnotation]
+	kept := record == h.Annotations[evacuation.SurgeBoundsAnnotation]
+	if waiting := unsettled(h, rec, now) > 0; kept != waiting {
+		t.Errorf("%s ends with record %q (kept %t); want it kept while unsettled (%t)", what, record, kept, waiting)
+	}
+	if !kept && record != "" {
+		t.Errorf("%s ends with record %q; want it kept or gone", what, record)
+	}
+}
+
 // checkRestored asserts the restore of an autoscaler from its record rec: after is the autoscaler
 // h once the plan's writes are done.
 func checkRestored(t *testing.T, p Decision, h *autoscalingv2.HorizontalPodAutoscaler, rec *surgepolicy.Bounds, after *autoscalingv2.HorizontalPodAutoscaler) {
@@ -332,9 +368,15 @@ func checkRestored(t *testing.T, p Decision, h *autoscalingv2.HorizontalPodAutos
 	// The record stays, restored now, where the autoscaler reports what it acted on.
 	kept, err := surgepolicy.ParseBounds(after)
 	reports := h.Status.ObservedGeneration != nil
-	if (kept != nil || err != nil) != reports || (kept != nil && (kept.Restored == nil || !kept.Restored.Time.Equal(now) || kept.Surged() != rec.Surged())) {
-		t.Errorf("%s: the surge is over and %s has the record %q (the autoscaler reports its generation: %t); want a record restored now only where it does",
+	if has := kept != nil || err != nil; has != reports {
+		t.Errorf("%s: the surge is over and %s has the record %q (the autoscaler reports its generation: %t); want a record only where it does",
 			describe(p), h.Name, after.Annotations[evacuation.SurgeBoundsAnnotation], reports)
+	}
+	if kept != nil && (kept.Restored == nil || !kept.Restored.Time.Equal(now)) {
+		t.Errorf("%s: the surge is over and %s keeps the record %q; want it restored now", describe(p), h.Name, after.Annotations[evacuation.SurgeBoundsAnnotation])
+	}
+	if kept != nil && kept.Surged() != rec.Surged() {
+		t.Errorf("%s: the surge is over and %s keeps a record of a surge to %d; want %d, the one recorded", describe(p), h.Name, kept.Surged(), rec.Surged())
 	}
 	// crosses: the recorded value would put minReplicas above maxReplicas as they end.
 	for _, b := range []struct {
@@ -379,8 +421,11 @@ func applyBounds(hpas []*autoscalingv2.HorizontalPodAutoscaler, changes []Bounds
 func checkMarks(t *testing.T, in Input, p Decision) {
 	t.Helper()
 	for _, pod := range p.Mark {
-		if marks.IsMarked(pod) || slices.Contains(p.Unmark, pod) {
-			t.Errorf("%s: marks %s, which is marked or unmarked too", describe(p), pod.Name)
+		if marks.IsMarked(pod) {
+			t.Errorf("%s: marks %s, which is marked already", describe(p), pod.Name)
+		}
+		if slices.Contains(p.Unmark, pod) {
+			t.Errorf("%s: marks %s, which it unmarks too", describe(p), pod.Name)
 		}
 	}
 	for _, pod := range p.Unmark {

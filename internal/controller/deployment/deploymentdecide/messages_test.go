@@ -52,8 +52,14 @@ func TestEventNotes(t *testing.T) {
 		{Event{Reason: InvalidBoundsRecord, Autoscaler: "web", Problem: "annotation b: invalid"}, corev1.EventTypeWarning, "Surge",
 			"HorizontalPodAutoscaler web: annotation b: invalid; removed it and left its bounds as they are"},
 	} {
-		if typ, action, note := tc.event.Type(), tc.event.Action(), tc.event.Note(); typ != tc.typ || action != tc.action || note != tc.note {
-			t.Errorf("%s: %s %s %q; want %s %s %q", tc.event.Reason, typ, action, note, tc.typ, tc.action, tc.note)
+		if typ := tc.event.Type(); typ != tc.typ {
+			t.Errorf("%s: type %s; want %s", tc.event.Reason, typ, tc.typ)
+		}
+		if action := tc.event.Action(); action != tc.action {
+			t.Errorf("%s: action %s; want %s", tc.event.Reason, action, tc.action)
+		}
+		if note := tc.event.Note(); note != tc.note {
+			t.Errorf("%s: note %q; want %q", tc.event.Reason, note, tc.note)
 		}
 	}
 }

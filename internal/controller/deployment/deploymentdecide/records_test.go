@@ -191,8 +191,11 @@ func TestRevertedSurges(t *testing.T) {
 			}
 			in := Input{Deployment: d, ReplicaSets: replicaSets(2), Pods: tc.pods, Now: now, SurgeTimeout: 2 * time.Minute}
 			p := Decide(in)
-			if got := ptr.Deref(p.Reverted, surgepolicy.Reverted{}).Count; got != tc.wantReverted || (p.Reverted != nil && p.Reverted.UID != d.UID) {
+			if got := ptr.Deref(p.Reverted, surgepolicy.Reverted{}).Count; got != tc.wantReverted {
 				t.Errorf("reverted written %+v, want count %d", p.Reverted, tc.wantReverted)
+			}
+			if p.Reverted != nil && p.Reverted.UID != d.UID {
+				t.Errorf("reverted written for UID %s, want the Deployment's %s", p.Reverted.UID, d.UID)
 			}
 			if p.DropReverted != tc.wantDropRev {
 				t.Errorf("dropReverted = %t, want %t", p.DropReverted, tc.wantDropRev)
@@ -215,8 +218,14 @@ func TestRevertedSurges(t *testing.T) {
 			var got []EventReason
 			for _, e := range p.Events {
 				got = append(got, e.Reason)
-				if e.Reason == ReplicasReverted && (e.Type() != corev1.EventTypeWarning || !containsAll(e.Note(), "something reverts its replicas")) {
-					t.Errorf("ReplicasReverted: %s %q", e.Type(), e.Note())
+				if e.Reason != ReplicasReverted {
+					continue
+				}
+				if e.Type() != corev1.EventTypeWarning {
+					t.Errorf("ReplicasReverted: type %s; want %s", e.Type(), corev1.EventTypeWarning)
+				}
+				if !containsAll(e.Note(), "something reverts its replicas") {
+					t.Errorf("ReplicasReverted: note %q; want it to say something reverts its replicas", e.Note())
 				}
 			}
 			if !slices.Equal(got, tc.wantEvents) {
