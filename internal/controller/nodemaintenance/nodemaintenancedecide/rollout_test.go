@@ -22,9 +22,17 @@ func TestEtcdQuorumAtRisk(t *testing.T) {
 			{Key: "pool", Operator: corev1.NodeSelectorOpExists}}}}}}}
 	sel := maintenance.NewSelector(nm)
 	c := nodesSelectedCondition(nm, sel, 5, 9, []string{"cp1", "cp2"})
-	if c.Status != metav1.ConditionFalse || c.Reason != nodemaintv1alpha1.ReasonEtcdQuorumAtRisk || c.ObservedGeneration != 3 ||
-		!strings.Contains(c.Message, "2 control-plane nodes (cp1, cp2)") {
-		t.Fatalf("two control-plane nodes: %s %s %q", c.Status, c.Reason, c.Message)
+	if c.Status != metav1.ConditionFalse {
+		t.Errorf("two control-plane nodes: %s; want False", c.Status)
+	}
+	if c.Reason != nodemaintv1alpha1.ReasonEtcdQuorumAtRisk {
+		t.Errorf("two control-plane nodes: reason %s; want %s", c.Reason, nodemaintv1alpha1.ReasonEtcdQuorumAtRisk)
+	}
+	if c.ObservedGeneration != 3 {
+		t.Errorf("two control-plane nodes: observed generation %d; want 3", c.ObservedGeneration)
+	}
+	if want := "2 control-plane nodes (cp1, cp2)"; !strings.Contains(c.Message, want) {
+		t.Fatalf("two control-plane nodes: message %q; want it to name them, %q", c.Message, want)
 	}
 	if c := nodesSelectedCondition(nm, sel, 5, 9, []string{"cp1"}); c.Status != metav1.ConditionTrue {
 		t.Fatalf("one control-plane node: %s %s", c.Status, c.Reason)
@@ -45,12 +53,26 @@ func TestRolloutStatusSoakBlocked(t *testing.T) {
 	var status nodemaintv1alpha1.NodeMaintenanceStatus
 	rolloutStatus(nm, d, &status, now)
 	r := status.Rollout
-	if r.NodesBlocked != 1 || !r.LastReleaseTime.Time.Equal(now) || !r.SoakingUntil.Time.Equal(now.Add(time.Minute)) {
-		t.Fatalf("rollout status %+v", r)
+	if r.NodesBlocked != 1 {
+		t.Errorf("rollout status: %d nodes blocked; want 1", r.NodesBlocked)
+	}
+	if !r.LastReleaseTime.Time.Equal(now) {
+		t.Errorf("rollout status: last release %v; want %v", r.LastReleaseTime, now)
+	}
+	if want := now.Add(time.Minute); !r.SoakingUntil.Time.Equal(want) {
+		t.Errorf("rollout status: soaking until %v; want %v", r.SoakingUntil, want)
 	}
 	c := meta.FindStatusCondition(status.Conditions, nodemaintv1alpha1.ConditionRolloutHalted)
-	if c.Status != metav1.ConditionFalse || c.Reason != nodemaintv1alpha1.ReasonSoaking ||
-		!strings.Contains(c.Message, "no new node starts until 2026-01-01T12:01:00Z (soakTime 1m0s)") || !strings.Contains(c.Message, "1 blocked") {
-		t.Fatalf("RolloutHalted %s %s %q", c.Status, c.Reason, c.Message)
+	if c.Status != metav1.ConditionFalse {
+		t.Errorf("RolloutHalted %s; want False", c.Status)
+	}
+	if c.Reason != nodemaintv1alpha1.ReasonSoaking {
+		t.Errorf("RolloutHalted reason %s; want %s", c.Reason, nodemaintv1alpha1.ReasonSoaking)
+	}
+	if want := "no new node starts until 2026-01-01T12:01:00Z (soakTime 1m0s)"; !strings.Contains(c.Message, want) {
+		t.Errorf("RolloutHalted message %q; want it to say %q", c.Message, want)
+	}
+	if !strings.Contains(c.Message, "1 blocked") {
+		t.Errorf("RolloutHalted message %q; want it to count 1 blocked", c.Message)
 	}
 }

@@ -47,12 +47,19 @@ func TestListNodesChoosesDeterministically(t *testing.T) {
 			}
 		}
 		got, notListed := listNodes(in, tc.max, 1<<20)
-		if names := sortedKeys(got); strings.Join(names, ",") != strings.Join(tc.want, ",") || notListed != tc.notListed {
-			t.Errorf("max %d: listed %v, %d not listed; want %v, %d", tc.max, names, notListed, tc.want, tc.notListed)
+		if names := sortedKeys(got); strings.Join(names, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("max %d: listed %v; want %v", tc.max, names, tc.want)
+		}
+		if notListed != tc.notListed {
+			t.Errorf("max %d: %d not listed; want %d", tc.max, notListed, tc.notListed)
 		}
 	}
-	if got, notListed := listNodes([]nodeReport{{name: "quiet"}}, 100, 1<<20); got != nil || notListed != 0 {
-		t.Errorf("nothing to report: listed %v, %d not listed", got, notListed)
+	got, notListed := listNodes([]nodeReport{{name: "quiet"}}, 100, 1<<20)
+	if got != nil {
+		t.Errorf("nothing to report: listed %v; want nil", got)
+	}
+	if notListed != 0 {
+		t.Errorf("nothing to report: %d not listed; want 0", notListed)
 	}
 }
 
@@ -83,13 +90,19 @@ func TestListNodesStaysWithinBudget(t *testing.T) {
 	if len(raw) > nodemaintv1alpha1.MaxStatusNodesBytes {
 		t.Errorf("status.nodes is %d bytes, over the budget of %d", len(raw), nodemaintv1alpha1.MaxStatusNodesBytes)
 	}
-	if len(got) == 0 || int(notListed) != len(reports)-len(got) {
-		t.Errorf("%d nodes listed, %d not listed, of %d", len(got), notListed, len(reports))
+	if len(got) == 0 {
+		t.Errorf("no node listed of %d; want some", len(reports))
+	}
+	if int(notListed) != len(reports)-len(got) {
+		t.Errorf("%d nodes listed, %d not listed, of %d; want the rest counted, %d", len(got), notListed, len(reports), len(reports)-len(got))
 	}
 	for _, ns := range got {
 		for _, b := range ns.Blocked {
-			if n := utf8.RuneCountInString(b.Message); n > nodemaintv1alpha1.MaxBlockedMessageLength || !utf8.ValidString(b.Message) {
-				t.Fatalf("a message of %d characters (valid UTF-8: %t)", n, utf8.ValidString(b.Message))
+			if n := utf8.RuneCountInString(b.Message); n > nodemaintv1alpha1.MaxBlockedMessageLength {
+				t.Fatalf("a message of %d characters; want at most %d", n, nodemaintv1alpha1.MaxBlockedMessageLength)
+			}
+			if !utf8.ValidString(b.Message) {
+				t.Fatalf("a message not valid UTF-8: %q", b.Message)
 			}
 		}
 	}
@@ -115,8 +128,11 @@ func TestConditionMessagesBounded(t *testing.T) {
 	status := maintenanceStatus(nm, nil, turns, time.Now())
 	timedOut := false
 	for _, c := range status.Conditions {
-		if len(c.Message) > nodemaintv1alpha1.MaxConditionMessageLength || !utf8.ValidString(c.Message) {
-			t.Errorf("condition %s: a message of %d bytes", c.Type, len(c.Message))
+		if len(c.Message) > nodemaintv1alpha1.MaxConditionMessageLength {
+			t.Errorf("condition %s: a message of %d bytes; want at most %d", c.Type, len(c.Message), nodemaintv1alpha1.MaxConditionMessageLength)
+		}
+		if !utf8.ValidString(c.Message) {
+			t.Errorf("condition %s: a message not valid UTF-8", c.Type)
 		}
 		if c.Type == nodemaintv1alpha1.ConditionDrainTimedOut {
 			timedOut = c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "and 495 more")
@@ -153,14 +169,20 @@ func TestStatusOfMaintenanceWaitingForAPlace(t *testing.T) {
 	// Nothing left on any node: drained where it acts, not Drained.
 	status := maintenanceStatus(nm, nodes, nil, time.Now())
 	over := cond(status, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit)
-	if over == nil || over.Status != metav1.ConditionTrue || over.Reason != nodemaintv1alpha1.ReasonTooManyMaintenances ||
-		!strings.HasPrefix(over.Message, "waiting for a place on 100 of the 300 selected nodes (") || !strings.Contains(over.Message, " and 95 more): at most 64 NodeMaintenances act on a node at once") ||
-		len(over.Message) > nodemaintv1alpha1.MaxConditionMessageLength {
-		t.Fatalf("NodesOverMaintenanceLimit %+v", over)
+	if over == nil {
+		t.Fatalf("no NodesOverMaintenanceLimit condition; want one (%+v)", status.Conditions)
 	}
-	if c := cond(status, nodemaintv1alpha1.ConditionDrained); c == nil || c.Status != metav1.ConditionFalse || c.Reason != nodemaintv1alpha1.ReasonTooManyMaintenances {
-		t.Fatalf("Drained %+v; want False, TooManyMaintenances", c)
+	conditionIs(t, over, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit, metav1.ConditionTrue, nodemaintv1alpha1.ReasonTooManyMaintenances)
+	if want := "waiting for a place on 100 of the 300 selected nodes ("; !strings.HasPrefix(over.Message, want) {
+		t.Errorf("NodesOverMaintenanceLimit message %q; want it to begin %q", over.Message, want)
 	}
+	if want := " and 95 more): at most 64 NodeMaintenances act on a node at once"; !strings.Contains(over.Message, want) {
+		t.Errorf("NodesOverMaintenanceLimit message %q; want it to say %q", over.Message, want)
+	}
+	if len(over.Message) > nodemaintv1alpha1.MaxConditionMessageLength {
+		t.Errorf("NodesOverMaintenanceLimit message of %d bytes; want at most %d", len(over.Message), nodemaintv1alpha1.MaxConditionMessageLength)
+	}
+	conditionIs(t, cond(status, nodemaintv1alpha1.ConditionDrained), nodemaintv1alpha1.ConditionDrained, metav1.ConditionFalse, nodemaintv1alpha1.ReasonTooManyMaintenances)
 	if status.Phase != nodemaintv1alpha1.PhaseDrain {
 		t.Errorf("phase %s, want Drain", status.Phase)
 	}
@@ -170,15 +192,25 @@ func TestStatusOfMaintenanceWaitingForAPlace(t *testing.T) {
 		Blocked: []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Count: 7}}}
 	nodes[4].Report = nodedecide.Report{Pending: 1, Blocked: []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Count: 1}}}
 	status = maintenanceStatus(nm, nodes, nil, time.Now())
-	if b := status.Nodes[nodes[3].Name].Blocked; len(b) != 1 || b[0].Reason != nodemaintv1alpha1.ReasonTooManyMaintenances || b[0].Count != 7 || len(b[0].Pods) != 2 {
-		t.Errorf("waiting node: blocked %+v", b)
+	if b := status.Nodes[nodes[3].Name].Blocked; len(b) != 1 {
+		t.Errorf("waiting node: blocked %+v; want one entry", b)
+	} else {
+		if b[0].Reason != nodemaintv1alpha1.ReasonTooManyMaintenances {
+			t.Errorf("waiting node: blocked by %s; want %s", b[0].Reason, nodemaintv1alpha1.ReasonTooManyMaintenances)
+		}
+		if b[0].Count != 7 {
+			t.Errorf("waiting node: %d pods blocked; want 7", b[0].Count)
+		}
+		if len(b[0].Pods) != 2 {
+			t.Errorf("waiting node: blocked pods named %v; want 2", b[0].Pods)
+		}
 	}
-	if b := status.Nodes[nodes[4].Name].Blocked; len(b) != 1 || b[0].Reason != nodemaintv1alpha1.BlockedReasonWaitingForOwner {
-		t.Errorf("acting node: blocked %+v", b)
+	if b := status.Nodes[nodes[4].Name].Blocked; len(b) != 1 {
+		t.Errorf("acting node: blocked %+v; want one entry", b)
+	} else if b[0].Reason != nodemaintv1alpha1.BlockedReasonWaitingForOwner {
+		t.Errorf("acting node: blocked by %s; want %s", b[0].Reason, nodemaintv1alpha1.BlockedReasonWaitingForOwner)
 	}
-	if c := cond(status, nodemaintv1alpha1.ConditionDrained); c == nil || c.Reason != nodemaintv1alpha1.ReasonPodsPending {
-		t.Errorf("Drained %+v; want PodsPending", c)
-	}
+	conditionIs(t, cond(status, nodemaintv1alpha1.ConditionDrained), nodemaintv1alpha1.ConditionDrained, "", nodemaintv1alpha1.ReasonPodsPending)
 
 	// A place freed on every node: the condition goes, and the maintenance is Drained.
 	for i := range nodes {
@@ -189,7 +221,21 @@ func TestStatusOfMaintenanceWaitingForAPlace(t *testing.T) {
 	if c := cond(status, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit); c != nil {
 		t.Errorf("NodesOverMaintenanceLimit %+v stays", c)
 	}
-	if c := cond(status, nodemaintv1alpha1.ConditionDrained); c == nil || c.Status != metav1.ConditionTrue {
-		t.Errorf("Drained %+v", c)
+	conditionIs(t, cond(status, nodemaintv1alpha1.ConditionDrained), nodemaintv1alpha1.ConditionDrained, metav1.ConditionTrue, "")
+}
+
+// conditionIs fails unless the condition c of the type is there with the status and the reason
+// (either not checked where empty).
+func conditionIs(t *testing.T, c *metav1.Condition, typ string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	if c == nil {
+		t.Errorf("no %s condition; want one", typ)
+		return
+	}
+	if status != "" && c.Status != status {
+		t.Errorf("%s is %s; want %s (%+v)", typ, c.Status, status, c)
+	}
+	if reason != "" && c.Reason != reason {
+		t.Errorf("%s reason %s; want %s (%+v)", typ, c.Reason, reason, c)
 	}
 }
