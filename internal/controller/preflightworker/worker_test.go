@@ -74,12 +74,20 @@ func TestPreflightsShareOneSnapshot(t *testing.T) {
 			t.Fatalf("a preflight before any was computed: %+v", got)
 		}
 	}
-	if wait := p.drain(t, now); wait != -1 || p.made != 1 || p.ran != 50 || len(p.ready) != 50 {
-		t.Fatalf("50 maintenances: %d snapshots made, %d preflights, %d reconciles asked for (wait %v), want 1, 50, 50", p.made, p.ran, len(p.ready), wait)
+	if wait := p.drain(t, now); wait != -1 {
+		t.Fatalf("50 maintenances: wait %v; want -1, nothing more asked for", wait)
+	}
+	wantCounts(t, "50 maintenances", p, 1, 50)
+	if len(p.ready) != 50 {
+		t.Fatalf("50 maintenances: %d reconciles asked for; want 50", len(p.ready))
 	}
 	got := p.result(requestOf("nm-7", 1, "a"), now)
-	if got == nil || got.NodesLosing != 1 || got.Findings[0].Reason != drainpreflight.ReasonBarePod || got.Findings[0].Pods[0] != "default/lonely" {
-		t.Fatalf("preflight %+v, want the bare pod on a", got)
+	wantLosing(t, "preflight", got, 1)
+	if got.Findings[0].Reason != drainpreflight.ReasonBarePod {
+		t.Fatalf("preflight finding %s; want %s, the bare pod on a", got.Findings[0].Reason, drainpreflight.ReasonBarePod)
+	}
+	if got.Findings[0].Pods[0] != "default/lonely" {
+		t.Fatalf("preflight finding of %v; want default/lonely first", got.Findings[0].Pods)
 	}
 
 	// Nothing changed: nothing is computed again, however old; with nothing to compute over
@@ -88,8 +96,10 @@ func TestPreflightsShareOneSnapshot(t *testing.T) {
 	for i := range 50 {
 		p.result(requestOf(fmt.Sprint("nm-", i), 1, "a"), later)
 	}
-	if p.drain(t, later); p.made != 1 || p.ran != 50 || p.snapshot != nil {
-		t.Fatalf("nothing changed: %d snapshots, %d preflights, snapshot kept %t; want 1, 50, dropped", p.made, p.ran, p.snapshot != nil)
+	p.drain(t, later)
+	wantCounts(t, "nothing changed", p, 1, 50)
+	if p.snapshot != nil {
+		t.Fatalf("nothing changed: snapshot kept; want it dropped")
 	}
 
 	// A pod comes: a maintenance's preflight younger than Refresh stays; a new
@@ -107,11 +117,12 @@ func TestPreflightsShareOneSnapshot(t *testing.T) {
 	if p.result(requestOf("new", 1, "b"), now) != nil {
 		t.Fatal("a new maintenance's preflight before it was computed")
 	}
-	if p.drain(t, now); p.made != 1 || p.ran != 1 {
-		t.Fatalf("a new maintenance: %d snapshots, %d preflights, want 1, 1", p.made, p.ran)
-	}
-	if got := p.result(requestOf("new", 1, "b"), now); got == nil || got.NodesLosing != 1 || got.Findings[0].Pods[0] != "default/newcomer" {
-		t.Fatalf("new maintenance: %+v, want the newcomer", got)
+	p.drain(t, now)
+	wantCounts(t, "a new maintenance", p, 1, 1)
+	got = p.result(requestOf("new", 1, "b"), now)
+	wantLosing(t, "new maintenance", got, 1)
+	if got.Findings[0].Pods[0] != "default/newcomer" {
+		t.Fatalf("new maintenance: finding of %v; want the newcomer first", got.Findings[0].Pods)
 	}
 	// Another comes a second later: the next new maintenance waits for a snapshot that has it,
 	// made no sooner than floor after the last.
@@ -120,34 +131,36 @@ func TestPreflightsShareOneSnapshot(t *testing.T) {
 	}
 	p.changes.Add(1)
 	p.result(requestOf("newer", 1, "b"), now.Add(time.Second))
-	if wait := p.drain(t, now.Add(time.Second)); wait != floor-time.Second || p.ran != 1 {
-		t.Fatalf("a second after the last snapshot: wait %v, %d preflights; want to wait %v", wait, p.ran, floor-time.Second)
+	if wait := p.drain(t, now.Add(time.Second)); wait != floor-time.Second {
+		t.Fatalf("a second after the last snapshot: wait %v; want %v", wait, floor-time.Second)
 	}
-	if p.drain(t, now.Add(floor)); p.made != 2 || p.ran != 2 {
-		t.Fatalf("past floor: %d snapshots, %d preflights, want 2, 2", p.made, p.ran)
+	if p.ran != 1 {
+		t.Fatalf("a second after the last snapshot: %d preflights; want still 1", p.ran)
 	}
-	if got := p.result(requestOf("newer", 1, "b"), now.Add(floor)); got == nil || got.Findings[0].Count != 2 {
-		t.Fatalf("newer maintenance: %+v, want both pods of b", got)
+	p.drain(t, now.Add(floor))
+	wantCounts(t, "past floor", p, 2, 2)
+	got = p.result(requestOf("newer", 1, "b"), now.Add(floor))
+	if got == nil {
+		t.Fatalf("newer maintenance: no preflight; want both pods of b")
+	}
+	if got.Findings[0].Count != 2 {
+		t.Fatalf("newer maintenance: finding of %d pods; want both pods of b", got.Findings[0].Count)
 	}
 	// The others take the change in once their preflight is Refresh old: from the
 	// snapshot just made, however many they are.
 	for i := range 50 {
 		p.result(requestOf(fmt.Sprint("nm-", i), 1, "a"), now.Add(Refresh))
 	}
-	if p.drain(t, now.Add(Refresh)); p.made != 2 || p.ran != 52 {
-		t.Fatalf("refreshed: %d snapshots, %d preflights, want 2, 52", p.made, p.ran)
-	}
+	p.drain(t, now.Add(Refresh))
+	wantCounts(t, "refreshed", p, 2, 52)
 
 	// A new spec is computed at once, from the snapshot as it is.
 	if p.result(requestOf("nm-3", 2, "a", "b"), now.Add(Refresh)) != nil {
 		t.Fatal("a new spec's preflight before it was computed")
 	}
-	if p.drain(t, now.Add(Refresh)); p.made != 2 || p.ran != 53 {
-		t.Fatalf("new spec: %d snapshots, %d preflights, want 2, 53", p.made, p.ran)
-	}
-	if got := p.result(requestOf("nm-3", 2, "a", "b"), now.Add(Refresh)); got == nil || got.NodesLosing != 2 {
-		t.Fatalf("new spec: %+v, want both nodes", got)
-	}
+	p.drain(t, now.Add(Refresh))
+	wantCounts(t, "new spec", p, 2, 53)
+	wantLosing(t, "new spec", p.result(requestOf("nm-3", 2, "a", "b"), now.Add(Refresh)), 2)
 
 	// Asked for nothing for keep, the snapshot is dropped.
 	if p.drain(t, now.Add(Refresh+keep)); p.snapshot != nil {
@@ -156,6 +169,31 @@ func TestPreflightsShareOneSnapshot(t *testing.T) {
 	p.Forget("nm-3")
 	if p.results["nm-3"] != nil {
 		t.Error("a forgotten maintenance's preflight kept")
+	}
+}
+
+// wantCounts fails unless the worker made the snapshots and computed the preflights counted.
+func wantCounts(t *testing.T, what string, p *Worker, made, ran int) {
+	t.Helper()
+	if p.made != made {
+		t.Fatalf("%s: %d snapshots made; want %d", what, p.made, made)
+	}
+	if p.ran != ran {
+		t.Fatalf("%s: %d preflights computed; want %d", what, p.ran, ran)
+	}
+}
+
+// wantLosing fails unless there is a preflight, with findings, that loses the nodes counted.
+func wantLosing(t *testing.T, what string, got *nodemaintv1alpha1.PreflightStatus, nodes int32) {
+	t.Helper()
+	if got == nil {
+		t.Fatalf("%s: no preflight; want one", what)
+	}
+	if got.NodesLosing != nodes {
+		t.Fatalf("%s: %d nodes losing; want %d (%+v)", what, got.NodesLosing, nodes, got)
+	}
+	if len(got.Findings) == 0 {
+		t.Fatalf("%s: no findings; want some (%+v)", what, got)
 	}
 }
 
@@ -171,15 +209,21 @@ func TestPreflightTooManyNodes(t *testing.T) {
 	news := 0
 	for range 3 {
 		got, planning, tooMany := p.Status(nm, targets, time.Now())
-		if got != nil || planning {
-			t.Fatalf("preflight %+v (looking again: %t), want none", got, planning)
+		if got != nil {
+			t.Fatalf("preflight %+v; want none", got)
+		}
+		if planning {
+			t.Fatalf("looking again; want not")
 		}
 		if tooMany {
 			news++
 		}
 	}
-	if news != 1 || len(p.pending) != 0 {
-		t.Errorf("too many nodes told %d times, %d asked for; want once, nothing asked", news, len(p.pending))
+	if news != 1 {
+		t.Errorf("too many nodes told %d times; want once", news)
+	}
+	if len(p.pending) != 0 {
+		t.Errorf("%d preflights asked for; want nothing asked", len(p.pending))
 	}
 	nm.Generation = 2
 	if _, _, tooMany := p.Status(nm, targets, time.Now()); !tooMany {
@@ -217,8 +261,11 @@ func TestGatedRolloutsForecast(t *testing.T) {
 			_, again, _ := p.Status(nm, []string{"a"}, now)
 			p.drain(t, now)
 			status, _, _ := p.Status(nm, []string{"a"}, now)
-			if again != tc.gates || (status != nil) != tc.gates {
-				t.Errorf("asked again %v, preflight %+v; want them for a gated rollout only", again, status)
+			if again != tc.gates {
+				t.Errorf("asked to look again %v; want %v (for a gated rollout only)", again, tc.gates)
+			}
+			if (status != nil) != tc.gates {
+				t.Errorf("preflight %+v; want one %v (for a gated rollout only)", status, tc.gates)
 			}
 		})
 	}
@@ -240,7 +287,13 @@ func TestStatusOfDeadlocksFirst(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s %s %d", f.Node, f.Severity, f.Reason, f.Count))
 	}
 	want := "[b Blocks BudgetBlocked 1 c Blocks ControlPlaneTogether 0 a Blocks NoRoom 1 b Loses CannotSurge 1]"
-	if fmt.Sprint(got) != want || s.Deadlocks != 1 || s.NodesBlocked != 3 {
-		t.Errorf("findings %v (want %s), deadlocks %d, nodes blocked %d", got, want, s.Deadlocks, s.NodesBlocked)
+	if fmt.Sprint(got) != want {
+		t.Errorf("findings %v; want %s", got, want)
+	}
+	if s.Deadlocks != 1 {
+		t.Errorf("deadlocks %d; want 1", s.Deadlocks)
+	}
+	if s.NodesBlocked != 3 {
+		t.Errorf("nodes blocked %d; want 3", s.NodesBlocked)
 	}
 }
