@@ -99,22 +99,63 @@ func TestDecide(t *testing.T) {
 		}
 	}
 	// A maintenance of a node that is not the Machine's goes.
-	if d := Decide(Observation{Key: key, Machine: deleting, Cluster: cluster, Node: otherNode, Maintenance: maintenance("")}); !d.DeleteMaintenance || d.Refused != RefusedProviderID {
-		t.Errorf("another provider's node under the Machine's maintenance: %+v", d)
+	d := Decide(Observation{Key: key, Machine: deleting, Cluster: cluster, Node: otherNode, Maintenance: maintenance("")})
+	if !d.DeleteMaintenance {
+		t.Errorf("another provider's node under the Machine's maintenance: not deleted (%+v); want it deleted", d)
+	}
+	if d.Refused != RefusedProviderID {
+		t.Errorf("another provider's node under the Machine's maintenance: refused %q; want %q", d.Refused, RefusedProviderID)
 	}
 	if d := Decide(Observation{Key: key, Self: "self", Machine: deleting, Cluster: cluster, Node: otherNode, Maintenance: ofCluster(maintenance(""), "other")}); d.DeleteMaintenance {
 		t.Errorf("another provider's node under another cluster's maintenance: %+v", d)
 	}
 
-	nm, clamped := Maintenance(deleting, node, "self")
-	if !strings.HasPrefix(nm.Name, "machine-md-0-abc-") || !nm.Spec.Cordon || !nm.Spec.Drain || nm.Spec.DrainTimeout.Duration.Seconds() != 600 || clamped ||
-		nm.Spec.DrainTimeoutAction != "" || nm.Annotations[nodemaintv1alpha1.MachineAnnotation] != "capi/md-0-abc" || nm.Annotations[nodemaintv1alpha1.MachineClusterAnnotation] != "self" ||
-		nm.Spec.NodeSelector.NodeSelectorTerms[0].MatchFields[0].Values[0] != "n1" ||
-		len(nm.OwnerReferences) != 1 || nm.OwnerReferences[0].Kind != "Node" || nm.OwnerReferences[0].UID != node.UID {
-		t.Errorf("maintenance %+v", nm)
-	}
+	checkMaintenance(t, deleting, node)
 	if v := labelValue(strings.Repeat("m", 253)); len(v) > 63 {
 		t.Errorf("label value %q", v)
+	}
+}
+
+// checkMaintenance asserts the NodeMaintenance made for the deleting Machine md-0-abc of node n1:
+// it cordons and drains n1 within the Machine's 600s, says whose it is, and the node owns it.
+func checkMaintenance(t *testing.T, deleting *clusterv1.Machine, node *corev1.Node) {
+	t.Helper()
+	nm, clamped := Maintenance(deleting, node, "self")
+	if !strings.HasPrefix(nm.Name, "machine-md-0-abc-") {
+		t.Errorf("maintenance name %s; want it to begin machine-md-0-abc-", nm.Name)
+	}
+	if !nm.Spec.Cordon {
+		t.Errorf("maintenance does not cordon; want it to")
+	}
+	if !nm.Spec.Drain {
+		t.Errorf("maintenance does not drain; want it to")
+	}
+	if got := nm.Spec.DrainTimeout.Duration.Seconds(); got != 600 {
+		t.Errorf("maintenance drainTimeout %vs; want 600s", got)
+	}
+	if clamped {
+		t.Errorf("maintenance drainTimeout clamped; want not")
+	}
+	if nm.Spec.DrainTimeoutAction != "" {
+		t.Errorf("maintenance drainTimeoutAction %q; want none", nm.Spec.DrainTimeoutAction)
+	}
+	if got := nm.Annotations[nodemaintv1alpha1.MachineAnnotation]; got != "capi/md-0-abc" {
+		t.Errorf("maintenance %s %q; want capi/md-0-abc", nodemaintv1alpha1.MachineAnnotation, got)
+	}
+	if got := nm.Annotations[nodemaintv1alpha1.MachineClusterAnnotation]; got != "self" {
+		t.Errorf("maintenance %s %q; want self", nodemaintv1alpha1.MachineClusterAnnotation, got)
+	}
+	if got := nm.Spec.NodeSelector.NodeSelectorTerms[0].MatchFields[0].Values[0]; got != "n1" {
+		t.Errorf("maintenance selects node %s; want n1", got)
+	}
+	if len(nm.OwnerReferences) != 1 {
+		t.Fatalf("maintenance owners %+v; want the node alone", nm.OwnerReferences)
+	}
+	if got := nm.OwnerReferences[0].Kind; got != "Node" {
+		t.Errorf("maintenance owned by a %s; want the Node", got)
+	}
+	if got := nm.OwnerReferences[0].UID; got != node.UID {
+		t.Errorf("maintenance owned by UID %s; want the node's %s", got, node.UID)
 	}
 }
 
@@ -137,8 +178,14 @@ func TestMaintenanceNamesDiffer(t *testing.T) {
 		{Namespace: "n", Name: strings.Repeat("m", 39) + "-a-b"},
 	} {
 		n := MaintenanceName(key)
-		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 || len(n) > 63 || n != MaintenanceName(key) {
-			t.Errorf("name of %v: %q %v", key, n, errs)
+		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+			t.Errorf("name of %v: %q is not a valid object name: %v", key, n, errs)
+		}
+		if len(n) > 63 {
+			t.Errorf("name of %v: %q is %d long; want at most 63", key, n, len(n))
+		}
+		if again := MaintenanceName(key); again != n {
+			t.Errorf("name of %v: %q, then %q; want the same", key, n, again)
 		}
 	}
 }
@@ -160,8 +207,11 @@ func TestDrainTimeoutClamped(t *testing.T) {
 	} {
 		m.Spec.Deletion.NodeDrainTimeoutSeconds = ptr.To(tc.seconds)
 		nm, clamped := Maintenance(m, node, "self")
-		if nm.Spec.DrainTimeout.Duration != tc.want || clamped != tc.clamped {
-			t.Errorf("nodeDrainTimeoutSeconds %d: drainTimeout %v clamped %v, want %v %v", tc.seconds, nm.Spec.DrainTimeout.Duration, clamped, tc.want, tc.clamped)
+		if nm.Spec.DrainTimeout.Duration != tc.want {
+			t.Errorf("nodeDrainTimeoutSeconds %d: drainTimeout %v, want %v", tc.seconds, nm.Spec.DrainTimeout.Duration, tc.want)
+		}
+		if clamped != tc.clamped {
+			t.Errorf("nodeDrainTimeoutSeconds %d: clamped %v, want %v", tc.seconds, clamped, tc.clamped)
 		}
 		if errs := nm.Spec.Problems(); len(errs) > 0 {
 			t.Errorf("nodeDrainTimeoutSeconds %d: %v", tc.seconds, errs)
@@ -263,8 +313,14 @@ func FuzzDecide(f *testing.F) {
 		mine := obs.Node != nil && obs.Machine != nil && obs.Machine.Spec.ProviderID != "" && obs.Node.Spec.ProviderID == obs.Machine.Spec.ProviderID
 		if d.ReleaseHook || d.Create != nil {
 			mm := obs.Machine
-			if mm.DeletionTimestamp == nil || !Hooked(mm) || !Applies(mm, obs.Cluster) {
-				t.Fatalf("wrote for Machine %+v of Cluster %+v: %+v", mm, obs.Cluster, d)
+			if mm.DeletionTimestamp == nil {
+				t.Fatalf("wrote for Machine %+v, not deleting: %+v", mm, d)
+			}
+			if !Hooked(mm) {
+				t.Fatalf("wrote for Machine %+v, without the hook: %+v", mm, d)
+			}
+			if !Applies(mm, obs.Cluster) {
+				t.Fatalf("wrote for Machine %+v of Cluster %+v, where it does not apply: %+v", mm, obs.Cluster, d)
 			}
 		}
 		if d.ReleaseHook {
@@ -276,18 +332,34 @@ func FuzzDecide(f *testing.F) {
 			}
 		}
 		if d.Create != nil {
-			if own || !mine || obs.Unreachable != "" {
-				t.Fatalf("created a NodeMaintenance of node %+v over %+v", obs.Node, obs.Maintenance)
+			if own {
+				t.Fatalf("created a NodeMaintenance over its own %+v", obs.Maintenance)
 			}
-			if sel := d.Create.Spec.NodeSelector.NodeSelectorTerms; len(sel) != 1 || sel[0].MatchFields[0].Values[0] != obs.Node.Name {
-				t.Fatalf("created a NodeMaintenance of %+v", sel)
+			if !mine {
+				t.Fatalf("created a NodeMaintenance of node %+v, not the Machine's", obs.Node)
 			}
-			if errs := d.Create.Spec.Problems(); len(errs) > 0 || d.Clamped != (time.Duration(timeout)*time.Second > nodemaintv1alpha1.MaxDrainTimeout) {
-				t.Fatalf("drainTimeout %v of nodeDrainTimeoutSeconds %d (clamped %v): %v", d.Create.Spec.DrainTimeout, timeout, d.Clamped, errs)
+			if obs.Unreachable != "" {
+				t.Fatalf("created a NodeMaintenance of node %+v, unreachable: %s", obs.Node, obs.Unreachable)
+			}
+			sel := d.Create.Spec.NodeSelector.NodeSelectorTerms
+			if len(sel) != 1 {
+				t.Fatalf("created a NodeMaintenance of %+v; want one term", sel)
+			}
+			if got := sel[0].MatchFields[0].Values[0]; got != obs.Node.Name {
+				t.Fatalf("created a NodeMaintenance of node %s; want %s", got, obs.Node.Name)
+			}
+			if errs := d.Create.Spec.Problems(); len(errs) > 0 {
+				t.Fatalf("drainTimeout %v of nodeDrainTimeoutSeconds %d: %v", d.Create.Spec.DrainTimeout, timeout, errs)
+			}
+			if want := time.Duration(timeout)*time.Second > nodemaintv1alpha1.MaxDrainTimeout; d.Clamped != want {
+				t.Fatalf("drainTimeout %v of nodeDrainTimeoutSeconds %d: clamped %v; want %v", d.Create.Spec.DrainTimeout, timeout, d.Clamped, want)
 			}
 		}
-		if d.DeleteMaintenance && obs.Machine != nil && (mine || obs.Node == nil) {
+		if d.DeleteMaintenance && obs.Machine != nil && mine {
 			t.Fatalf("deleted the NodeMaintenance of a Machine still there, of its own node")
+		}
+		if d.DeleteMaintenance && obs.Machine != nil && obs.Node == nil {
+			t.Fatalf("deleted the NodeMaintenance of a Machine still there, its node not seen")
 		}
 		if d.DeleteMaintenance && !own {
 			t.Fatalf("deleted NodeMaintenance %+v, not this cluster's", obs.Maintenance)
