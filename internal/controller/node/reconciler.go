@@ -73,6 +73,7 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	node := &corev1.Node{}
 	if err := r.Client.Get(ctx, req.NamespacedName, node); apierrors.IsNotFound(err) {
+		r.Observer.Reports.Forget(req.Name)
 		return r.nodeGone(ctx, req.Name)
 	} else if err != nil {
 		return reconcile.Result{}, err
@@ -88,6 +89,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	now := o.Now()
 	d := nodedecide.Decide(obs, now)
+	// The NodeMaintenance reconciler reports this decision in the statuses (observe.Reports).
+	o.Reports.Put(node, slices.Concat(obs.Maintenances, obs.Beyond), d.Report)
 	res, err := r.apply(ctx, obs, d, o.Protocol.Writes(seen, obs.Pods, d, now), seen, now)
 	if apierrors.IsForbidden(err) {
 		eventSink{r.Recorder}.forbidden(node, obs.Maintenances, err)

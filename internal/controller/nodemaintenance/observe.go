@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -23,13 +24,13 @@ func (r *Reconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMain
 	if err != nil {
 		return o, err
 	}
-	o.Observed = make([]nodedecide.Observation, 0, len(o.Nodes))
+	o.Reports = make([]nodedecide.Report, 0, len(o.Nodes))
 	for _, node := range o.Nodes {
-		n, _, err := obs.Observe(ctx, v, node)
+		rep, err := r.report(ctx, v, node, now)
 		if err != nil {
 			return o, err
 		}
-		o.Observed = append(o.Observed, n)
+		o.Reports = append(o.Reports, rep)
 	}
 	if nm.Spec.Rollout != nil {
 		if o.Unschedulable, err = unschedulableSince(ctx, r.Client, nm); err != nil {
@@ -47,6 +48,21 @@ func (r *Reconciler) observe(ctx context.Context, nm *nodemaintv1alpha1.NodeMain
 		o.Preflight, o.Planning, o.PreflightTooMany = r.preflights.Status(nm, targets, now)
 	}
 	return o, nil
+}
+
+// report is the node controller's report of the node (observe.Reports) or, when it has none
+// decided from the node and its maintenances as they are now (after a restart, or before it
+// looked again since they changed), the report of its decision made here as it would make it.
+func (r *Reconciler) report(ctx context.Context, v *observe.View, node *corev1.Node, now time.Time) (nodedecide.Report, error) {
+	obs := r.Observer
+	if rep, ok := obs.Reports.Of(node, obs.Selecting(v, node)); ok {
+		return rep, nil
+	}
+	n, _, err := obs.Observe(ctx, v, node)
+	if err != nil {
+		return nodedecide.Report{}, err
+	}
+	return nodedecide.Decide(n, now).Report, nil
 }
 
 // observeAlerts tells the firing alerts the selector selects, or why they cannot be told (the

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +19,6 @@ import (
 	"github.com/nodemaint/nodemaint/internal/alerts"
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/controller/preflightworker"
-	"github.com/nodemaint/nodemaint/internal/controller/protocol"
 	"github.com/nodemaint/nodemaint/internal/fairqueue"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 )
@@ -46,22 +44,10 @@ func maintenancesOfNode(ctx context.Context, o *observe.Observer, node *corev1.N
 	return reqs
 }
 
-// maintenancesOnNode maps a node, by name, to the NodeMaintenances that select it or that it
-// advertises; none when it is not read.
-func maintenancesOnNode(ctx context.Context, o *observe.Observer, name string) []reconcile.Request {
-	if name == "" {
-		return nil
-	}
-	node := &corev1.Node{}
-	if err := o.Client.Get(ctx, types.NamespacedName{Name: name}, node, client.UnsafeDisableDeepCopy); err != nil {
-		return nil
-	}
-	return maintenancesOfNode(ctx, o, node)
-}
-
-// SetupWithManager registers the NodeMaintenance controller. Node changes reach it at once; pod
-// changes are batched by StatusBatchDelay, and so are the changes of the pods the scheduler cannot
-// place, which halt rollouts.
+// SetupWithManager registers the NodeMaintenance controller. Node changes reach it at once; the
+// node controller's changed reports (what its pods' changes come to) are batched by
+// StatusBatchDelay, and so are the changes of the pods the scheduler cannot place, which halt
+// rollouts.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) error {
 	if err := r.start(mgr); err != nil {
 		return err
@@ -76,11 +62,9 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) erro
 				return maintenancesOfNode(ctx, r.Observer, o.(*corev1.Node))
 			}),
 			builder.WithPredicates(observe.NodeChanged())).
-		Watches(&corev1.Pod{},
-			observe.DelayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, o client.Object) []reconcile.Request {
-				return maintenancesOnNode(ctx, r.Observer, o.(*corev1.Pod).Spec.NodeName)
-			}),
-			builder.WithPredicates(observe.PodChanged())).
+		// The node controller's reports, which the statuses are made of, changed: for its pods'
+		// changes, their answers, and its maintenances'.
+		WatchesRawSource(r.Observer.Reports.Source(r.StatusBatchDelay)).
 		Watches(&corev1.Pod{},
 			observe.DelayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, _ client.Object) []reconcile.Request {
 				return rollingMaintenances(ctx, c)
@@ -114,7 +98,7 @@ func (r *Reconciler) start(mgr manager.Manager) error {
 }
 
 // optionalWatches adds the watches of what is configured: computed preflights, the permission
-// to delete pods, the alert reader's answers and, under the EvictionRequest protocol, Evictions.
+// to delete pods and the alert reader's answers.
 func (r *Reconciler) optionalWatches(b *builder.Builder, c client.Client) *builder.Builder {
 	if r.preflights != nil {
 		// A preflight computed: its maintenance's status says it.
@@ -132,16 +116,6 @@ func (r *Reconciler) optionalWatches(b *builder.Builder, c client.Client) *build
 		b = b.WatchesRawSource(source.Channel(r.Alerts.Changed(), handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ alerts.Answer) []reconcile.Request {
 			return alertGatedMaintenances(ctx, c)
 		})))
-	}
-	if r.Protocol == nodemaintv1alpha1.EvacuationProtocolEvictionRequest {
-		// An Eviction's progress (the active responder, its expected completion) is in the status.
-		b = b.Watches(&lifecyclev1alpha1.Eviction{}, observe.DelayedMapHandler(r.StatusBatchDelay, func(ctx context.Context, o client.Object) []reconcile.Request {
-			pod := protocol.PodOfEviction(ctx, c, o)
-			if pod == nil {
-				return nil
-			}
-			return maintenancesOnNode(ctx, r.Observer, pod.Spec.NodeName)
-		}), builder.WithPredicates(protocol.EvictionAnswerChanged()))
 	}
 	return b
 }

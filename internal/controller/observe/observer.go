@@ -57,6 +57,9 @@ type Observer struct {
 	PodDeletion *permissions.PodDeletion
 	// Clock tells the time: a reconcile reads it once and decides from that instant.
 	Clock clock.PassiveClock
+	// Reports are the node reconciler's last reports of each node, which the NodeMaintenance
+	// reconciler's statuses are made of.
+	Reports *Reports
 
 	// selectors are the NodeMaintenances' parsed node selectors, aged by Clock.
 	selectors *maintenance.Selectors
@@ -81,7 +84,7 @@ type Config struct {
 // timeouts count from, and the selectors' cache, all once.
 func New(ctx context.Context, mgr manager.Manager, c Config) (*Observer, error) {
 	o := &Observer{Client: c.Client, OwnPods: c.OwnPods, Refusals: c.Refusals, Written: c.Written, PodDeletion: c.PodDeletion,
-		Active: &ActiveSince{}, Clock: c.Clock}
+		Active: &ActiveSince{}, Clock: c.Clock, Reports: NewReports()}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -153,12 +156,7 @@ func (o *Observer) View(ctx context.Context) (*View, error) {
 // the second result holds those objects, for the protocol's writes (nil: none).
 func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nodedecide.Observation, *requester.Observed, error) {
 	obs := nodedecide.Observation{Node: node, ActiveSince: o.Active.Since(), PodDeletionDenied: o.PodDeletion.Denied()}
-	var selecting []*nodemaintv1alpha1.NodeMaintenance
-	for i := range v.maintenances.Items {
-		if o.selectorOf(&v.maintenances.Items[i]).Matches(node) {
-			selecting = append(selecting, &v.maintenances.Items[i])
-		}
-	}
+	selecting := o.Selecting(v, node)
 	// At most maintenance.MaxMaintenancesPerNode act on the node; the others wait, and neither
 	// their label policy nor anything else of theirs changes what is done to it.
 	obs.Admit(selecting)
@@ -195,6 +193,17 @@ func (o *Observer) Observe(ctx context.Context, v *View, node *corev1.Node) (nod
 	obs.Refusals = o.Refusals.Of(obs.Plan.Current)
 	obs.Derive()
 	return obs, seen, nil
+}
+
+// Selecting are the NodeMaintenances of the View whose nodeSelector selects the node.
+func (o *Observer) Selecting(v *View, node *corev1.Node) []*nodemaintv1alpha1.NodeMaintenance {
+	var selecting []*nodemaintv1alpha1.NodeMaintenance
+	for i := range v.maintenances.Items {
+		if o.selectorOf(&v.maintenances.Items[i]).Matches(node) {
+			selecting = append(selecting, &v.maintenances.Items[i])
+		}
+	}
+	return selecting
 }
 
 // plan classifies the targeted pods of a node by the DrainRules, within the scope of the

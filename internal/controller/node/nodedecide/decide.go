@@ -55,6 +55,7 @@ func Decide(obs Observation, now time.Time) Decision {
 		waits = append(waits, wait)
 	}
 	d.Report = report(obs, current, now)
+	d.Report.Beyond = intent.Beyond
 	d.RecheckAfter = recheck.Soonest(waits...)
 	return d
 }

@@ -156,6 +156,9 @@ type Report struct {
 	// Blocked says what holds the pods that stay: all of them while the node is drained, else
 	// those that are not drained in any case (later order groups, skipped, waited for, held).
 	Blocked []nodemaintv1alpha1.BlockedPods
+	// Beyond names the maintenances that select the node but do not act on it, past
+	// maintenance.MaxMaintenancesPerNode (Observation.Beyond).
+	Beyond []string
 	// Left names a few pods the drain still waits for (drain.MaxBlockedNames), and SkippedNames
 	// a few skipped ones with what skipped them (MaxSkippedNames), for the conditions' messages.
 	Left, SkippedNames []string

@@ -1,7 +1,7 @@
 // Package nodemaintenancedecide is the NodeMaintenance controller's decision, pure: from what a
-// reconcile of one maintenance observed (Observation), the node controller's decision about each
-// selected node (nodedecide.Decide), the rollout's turns, the status that reports them (bounded),
-// and when to look again (Decision).
+// reconcile of one maintenance observed (Observation), among it the node controller's report of
+// each selected node (nodedecide.Report), the rollout's turns, the status that reports them
+// (bounded), and when to look again (Decision).
 package nodemaintenancedecide
 
 import (
@@ -23,7 +23,7 @@ import (
 
 // Decision is what a reconcile of a NodeMaintenance writes, and when it looks again.
 type Decision struct {
-	// nodes are the decisions about the selected nodes, as the node controller takes them.
+	// nodes are the selected nodes with the node controller's reports of them.
 	Nodes []NodeDecision
 	// turns is the rollout's decision; nil without spec.rollout.
 	Turns  *rollout.Decision
@@ -35,15 +35,15 @@ type Decision struct {
 	PreflightNotComputed int
 }
 
-// NodeDecision is the decision about one selected node.
+// NodeDecision is one selected node and the node controller's report of it.
 type NodeDecision struct {
-	Name string
-	Node *corev1.Node
-	nodedecide.Decision
+	Name   string
+	Node   *corev1.Node
+	Report nodedecide.Report
 }
 
-// Decide takes the decision of a reconcile from its Observation, purely: the node controller's
-// decision about each selected node, the rollout's turns, and the status that reports them
+// Decide takes the decision of a reconcile from its Observation, purely: the rollout's turns and
+// the status that reports them with the node controller's report of each selected node
 // (protocol: how owners are asked, which the status says).
 func Decide(o Observation, protocol nodemaintv1alpha1.EvacuationProtocol, now time.Time) Decision {
 	nm := o.Maintenance
@@ -52,7 +52,7 @@ func Decide(o Observation, protocol nodemaintv1alpha1.EvacuationProtocol, now ti
 		d.PreflightNotComputed = len(o.Nodes)
 	}
 	for i, node := range o.Nodes {
-		d.Nodes = append(d.Nodes, NodeDecision{Name: node.Name, Node: node, Decision: nodedecide.Decide(o.Observed[i], now)})
+		d.Nodes = append(d.Nodes, NodeDecision{Name: node.Name, Node: node, Report: o.Reports[i]})
 	}
 	var hold string
 	d.Turns, hold = decideTurns(o, d.Nodes, now)
@@ -106,7 +106,7 @@ const drainStatusRefresh = 5 * time.Second
 // maintenance.MaxMaintenancesPerNode) on every node it selects.
 func waitsEverywhere(nm *nodemaintv1alpha1.NodeMaintenance, nodes []NodeDecision) bool {
 	for _, n := range nodes {
-		if !slices.Contains(n.Intent.Beyond, nm.Name) {
+		if !slices.Contains(n.Report.Beyond, nm.Name) {
 			return false
 		}
 	}
@@ -121,9 +121,9 @@ type Observation struct {
 	Nodes    []*corev1.Node
 	Selector maintenance.Selector
 	Total    int
-	// observed is each selected node as the node controller observes it (in the order of
-	// nodes): the status reports the node controller's decisions, not a computation of its own.
-	Observed []nodedecide.Observation
+	// Reports are the node controller's reports of the selected nodes, in the order of Nodes:
+	// the status reports the node controller's decisions, not a computation of its own.
+	Reports []nodedecide.Report
 	// unschedulable names the pods created since the rollout started that the scheduler cannot
 	// place; only with spec.rollout.
 	Unschedulable []string

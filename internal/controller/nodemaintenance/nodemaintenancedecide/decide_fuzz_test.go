@@ -40,7 +40,8 @@ func FuzzDecide(f *testing.F) {
 		for i := range int(g.Byte() % 6) {
 			node, obs := fuzzNode(g, i, o.Maintenance, now)
 			o.Nodes = append(o.Nodes, node)
-			o.Observed = append(o.Observed, obs)
+			// The node controller's report of its decision, as it would make it at now.
+			o.Reports = append(o.Reports, nodedecide.Decide(obs, now).Report)
 		}
 		o.Total = len(o.Nodes) + int(g.Byte()%3)
 		o.Selector = maintenance.NewSelectors(time.Minute, clock.RealClock{}).Of(o.Maintenance)
@@ -212,10 +213,10 @@ func intOrPercent(b byte) intstr.IntOrString {
 func fuzzSnapshot(t *testing.T, o Observation) string {
 	t.Helper()
 	raw, err := json.Marshal(struct {
-		NM       *nodemaintv1alpha1.NodeMaintenance
-		Nodes    []*corev1.Node
-		Observed []nodedecide.Observation
-	}{o.Maintenance, o.Nodes, o.Observed})
+		NM      *nodemaintv1alpha1.NodeMaintenance
+		Nodes   []*corev1.Node
+		Reports []nodedecide.Report
+	}{o.Maintenance, o.Nodes, o.Reports})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func TestPreflightBlock(t *testing.T) {
 				Status: nodemaintv1alpha1.NodeMaintenanceStatus{Rollout: tc.status}}
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
 			o := Observation{Maintenance: nm, Nodes: []*corev1.Node{node}, Preflight: tc.preflight, Planning: preflightworker.Gates(nm),
-				Observed: []nodedecide.Observation{{Node: node, Maintenances: []*nodemaintv1alpha1.NodeMaintenance{nm}}}}
+				Reports: []nodedecide.Report{{}}}
 			d, hold := decideTurns(o, []NodeDecision{{Name: "a", Node: node}}, now)
 			if d.HaltReason != tc.reason || !strings.Contains(hold, tc.inMessage) {
 				t.Errorf("halt %q %q, want %q containing %q", d.HaltReason, hold, tc.reason, tc.inMessage)

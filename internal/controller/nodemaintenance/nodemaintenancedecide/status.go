@@ -162,7 +162,7 @@ type tally struct {
 func waitingFor(nm *nodemaintv1alpha1.NodeMaintenance, nodes []NodeDecision) []string {
 	var names []string
 	for _, n := range nodes {
-		if slices.Contains(n.Intent.Beyond, nm.Name) {
+		if slices.Contains(n.Report.Beyond, nm.Name) {
 			names = append(names, n.Name)
 		}
 	}

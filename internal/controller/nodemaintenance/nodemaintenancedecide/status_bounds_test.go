@@ -153,7 +153,7 @@ func TestStatusOfMaintenanceWaitingForAPlace(t *testing.T) {
 	for i := range 300 {
 		d := NodeDecision{Name: fmt.Sprintf("%s-%03d", strings.Repeat("n", 240), i)}
 		if i%3 == 0 {
-			d.Intent.Beyond = []string{"other", "late"}
+			d.Report.Beyond = []string{"other", "late"}
 		}
 		nodes = append(nodes, d)
 	}
@@ -188,7 +188,7 @@ func TestStatusOfMaintenanceWaitingForAPlace(t *testing.T) {
 	}
 
 	// Pods left on a node it waits on: held by the bound, whatever holds them for the others.
-	nodes[3].Report = nodedecide.Report{Pending: 7, Left: []string{"a/1", "a/2"},
+	nodes[3].Report = nodedecide.Report{Pending: 7, Left: []string{"a/1", "a/2"}, Beyond: nodes[3].Report.Beyond,
 		Blocked: []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Count: 7}}}
 	nodes[4].Report = nodedecide.Report{Pending: 1, Blocked: []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.BlockedReasonWaitingForOwner, Count: 1}}}
 	status = maintenanceStatus(nm, nodes, nil, time.Now())
@@ -214,7 +214,7 @@ func TestStatusOfMaintenanceWaitingForAPlace(t *testing.T) {
 
 	// A place freed on every node: the condition goes, and the maintenance is Drained.
 	for i := range nodes {
-		nodes[i].Intent.Beyond, nodes[i].Report = nil, nodedecide.Report{}
+		nodes[i].Report = nodedecide.Report{}
 	}
 	nm.Status = status
 	status = maintenanceStatus(nm, nodes, nil, time.Now())
