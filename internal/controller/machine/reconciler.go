@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
+	"github.com/nodemaint/nodemaint/internal/controller/eventsink"
 	"github.com/nodemaint/nodemaint/internal/controller/machine/machinedecide"
-	"github.com/nodemaint/nodemaint/internal/few"
 )
 
 const (
@@ -196,7 +196,7 @@ func clusterOf(m *clusterv1.Machine) types.NamespacedName {
 func (r *Reconciler) apply(ctx context.Context, obs machinedecide.Observation, wl Workload, d machinedecide.Decision) error {
 	m := obs.Machine
 	if d.Refused != "" {
-		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, d.Refused, "Drain", "%s", few.Cut(d.Why, few.MaxEventNote))
+		eventsink.Sink{EventRecorder: r.Recorder}.Warning(m, nil, d.Refused, "Drain", d.Why)
 	}
 	if d.Create != nil {
 		where := ""
@@ -233,8 +233,7 @@ func (r *Reconciler) apply(ctx context.Context, obs machinedecide.Observation, w
 		if obs.Maintenance != nil && wl.Local {
 			related = obs.Maintenance
 		}
-		r.Recorder.Eventf(m, related, corev1.EventTypeNormal, "PreDrainHookReleased", "Drain", "%s",
-			few.Cut("released nodemaint's pre-drain hook: "+d.Why, few.MaxEventNote))
+		eventsink.Sink{EventRecorder: r.Recorder}.Normal(m, related, "PreDrainHookReleased", "Drain", "released nodemaint's pre-drain hook: "+d.Why)
 	}
 	if d.DeleteMaintenance {
 		uid := obs.Maintenance.UID

@@ -46,7 +46,7 @@ func (r *Reconciler) tellAppOwners(ctx context.Context, node *corev1.Node, d nod
 		log.FromContext(ctx).V(1).Info("not telling application owners: reading their budgets and workloads", "err", err.Error())
 		return next
 	}
-	sink := eventSink{r.Recorder}
+	sink := sinkOf(r.Recorder)
 	told := r.tellings()
 	for _, ev := range nodedecide.AppOwnerEvents(node.Name, d.Holds, holders, now) {
 		if told.due(ev.Key(), now) {

@@ -41,7 +41,7 @@ func (r *Reconciler) evictPods(ctx context.Context, pods []drain.Classified, gra
 		errs   []error
 		denied []error
 	)
-	sink := eventSink{r.Recorder}
+	sink := sinkOf(r.Recorder)
 	// Like kubectl drain, the pods of a node are evicted in parallel (EvictionSlots bounds the
 	// evictions in flight across all nodes): one at a time, a node of 100 pods held a worker for
 	// minutes on a loaded API server while the other nodes waited their turn.
@@ -140,7 +140,7 @@ func (r *Reconciler) deletePods(ctx context.Context, node *corev1.Node, pods []d
 			errs = append(errs, err)
 		default:
 			evictionsTotal.WithLabelValues("deleted").Inc()
-			eventSink{r.Recorder}.deleted(c.Pod, node)
+			sinkOf(r.Recorder).deleted(c.Pod, node)
 		}
 	}
 	return errors.Join(errs...)

@@ -93,7 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	o.Reports.Put(node, slices.Concat(obs.Maintenances, obs.Beyond), d.Report)
 	res, err := r.apply(ctx, obs, d, o.Protocol.Writes(seen, obs.Pods, d, now), seen, now)
 	if apierrors.IsForbidden(err) {
-		eventSink{r.Recorder}.forbidden(node, obs.Maintenances, err)
+		sinkOf(r.Recorder).forbidden(node, obs.Maintenances, err)
 	}
 	return res, err
 }
@@ -106,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // never retried blind.
 func (r *Reconciler) apply(ctx context.Context, obs nodedecide.Observation, d nodedecide.Decision, w protocol.Writes, seen *requester.Observed, now time.Time) (reconcile.Result, error) {
 	next := d.RecheckAfter
-	sink := eventSink{r.Recorder}
+	sink := sinkOf(r.Recorder)
 	if d.ShutdownNotConfirmed {
 		sink.shutdownNotConfirmed(obs.Node, d.Intent.OutOfServiceGrace)
 	}
@@ -175,7 +175,7 @@ func (r *Reconciler) writeNode(ctx context.Context, obs nodedecide.Observation, 
 			outOfServiceTaints.Inc()
 			log.FromContext(ctx).Info("node is shut down with pods stuck terminating; tainted out-of-service")
 		}
-		eventSink{r.Recorder}.nodeWritten(obs.Node, obs.Maintenances, d)
+		sinkOf(r.Recorder).nodeWritten(obs.Node, obs.Maintenances, d)
 	}
 	if d.ConditionChanged {
 		// A strategic merge patch of the conditions alone, merged by type: the kubelet's stay as

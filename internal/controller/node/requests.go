@@ -45,7 +45,7 @@ func (r *Reconciler) writeRequests(ctx context.Context, plan requester.Writes, s
 	var c requestWriteCounts
 	requested := func(req *lifecyclev1alpha1.EvictionRequest) {
 		if pod := podOf[req.Spec.Target.Pod.UID]; pod != nil {
-			eventSink{r.Recorder}.requested(pod)
+			sinkOf(r.Recorder).requested(pod)
 		}
 	}
 	var g errgroup.Group
@@ -244,7 +244,7 @@ func (r *Reconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reason *
 			default:
 				done++
 				if reason != nil {
-					eventSink{r.Recorder}.requested(orig)
+					sinkOf(r.Recorder).requested(orig)
 				}
 			}
 			return nil

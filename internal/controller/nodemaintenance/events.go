@@ -6,37 +6,31 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	"github.com/nodemaint/nodemaint/internal/controller/eventsink"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
 	"github.com/nodemaint/nodemaint/internal/controller/preflightworker"
-	"github.com/nodemaint/nodemaint/internal/few"
 )
 
 // Every Event the NodeMaintenance controller emits is built here, from the status it wrote: the
 // reasons and the words an admin reads in `kubectl events` are in one place.
 
-// eventSink emits Events.
-type eventSink struct{ events.EventRecorder }
+// eventSink emits the controller's Events.
+type eventSink struct{ eventsink.Sink }
 
-func (e eventSink) normal(regarding, related runtime.Object, reason, action, note string) {
-	e.Eventf(regarding, related, corev1.EventTypeNormal, reason, action, "%s", few.Cut(note, few.MaxEventNote))
-}
-
-func (e eventSink) warning(regarding, related runtime.Object, reason, action, note string) {
-	e.Eventf(regarding, related, corev1.EventTypeWarning, reason, action, "%s", few.Cut(note, few.MaxEventNote))
-}
+// sinkOf is the eventSink of a recorder.
+func sinkOf(r events.EventRecorder) eventSink { return eventSink{eventsink.Sink{EventRecorder: r}} }
 
 // statusWritten emits the Events of a NodeMaintenance's status change: its phase, a selector
 // that selects no node or every node, the drain timing out, the drain done, and a spec that
 // became unusable or changed while it is.
 func (e eventSink) statusWritten(old, cur *nodemaintv1alpha1.NodeMaintenance, now time.Time) {
 	if old.Status.Phase != cur.Status.Phase {
-		e.normal(cur, nil, "Phase"+string(cur.Status.Phase), "Reconcile",
+		e.Normal(cur, nil, "Phase"+string(cur.Status.Phase), "Reconcile",
 			fmt.Sprintf("phase %s on %d nodes", cur.Status.Phase, cur.Status.SelectedNodes))
 	}
 	wasSelected := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionNodesSelected)
@@ -47,18 +41,18 @@ func (e eventSink) statusWritten(old, cur *nodemaintv1alpha1.NodeMaintenance, no
 		case c == nil:
 		case c.Reason == nodemaintv1alpha1.ReasonInvalidNodeSelector, c.Reason == nodemaintv1alpha1.ReasonNoNodesSelected, c.Reason == nodemaintv1alpha1.ReasonAllNodesSelected,
 			c.Reason == nodemaintv1alpha1.ReasonEtcdQuorumAtRisk:
-			e.warning(cur, nil, c.Reason, "Reconcile", c.Message)
+			e.Warning(cur, nil, c.Reason, "Reconcile", c.Message)
 		}
 	}
 	if !meta.IsStatusConditionTrue(old.Status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut) &&
 		meta.IsStatusConditionTrue(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut) {
 		c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrainTimedOut)
-		e.warning(cur, nil, nodemaintv1alpha1.ReasonDrainTimedOut, "Drain", c.Message)
+		e.Warning(cur, nil, nodemaintv1alpha1.ReasonDrainTimedOut, "Drain", c.Message)
 	}
 	was := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
 	is := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionDrained)
 	if is != nil && is.Status == metav1.ConditionTrue && (was == nil || was.Status != metav1.ConditionTrue) {
-		e.normal(cur, nil, nodemaintv1alpha1.ReasonDrained, "Drain", is.Message)
+		e.Normal(cur, nil, nodemaintv1alpha1.ReasonDrained, "Drain", is.Message)
 		if start := cur.Status.DrainStartTime; start != nil {
 			drainDuration.Observe(now.Sub(start.Time).Seconds())
 		}
@@ -67,7 +61,7 @@ func (e eventSink) statusWritten(old, cur *nodemaintv1alpha1.NodeMaintenance, no
 	e.removalsWritten(old, cur)
 	if c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionSpecValid); c != nil {
 		if was := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionSpecValid); was == nil || was.Message != c.Message {
-			e.warning(cur, nil, nodemaintv1alpha1.ReasonInvalidSpec, "Reconcile", c.Message)
+			e.Warning(cur, nil, nodemaintv1alpha1.ReasonInvalidSpec, "Reconcile", c.Message)
 		}
 	}
 	// The permission to delete pods, for drainTimeoutAction Delete: a Warning when it is missing
@@ -76,18 +70,18 @@ func (e eventSink) statusWritten(old, cur *nodemaintv1alpha1.NodeMaintenance, no
 	switch c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionPodDeletionGranted); {
 	case c == nil:
 	case c.Status == metav1.ConditionFalse && (wasGranted == nil || wasGranted.Status != metav1.ConditionFalse):
-		e.warning(cur, nil, c.Reason, "Reconcile", c.Message)
+		e.Warning(cur, nil, c.Reason, "Reconcile", c.Message)
 	case c.Status == metav1.ConditionTrue && wasGranted != nil && wasGranted.Status == metav1.ConditionFalse:
-		e.normal(cur, nil, c.Reason, "Reconcile", c.Message)
+		e.Normal(cur, nil, c.Reason, "Reconcile", c.Message)
 	}
 	// Waiting for a place on nodes (maintenance.MaxMaintenancesPerNode): a Warning when it starts
 	// or the nodes change, and a Normal Event once it acts on every selected node.
 	wasWaiting := meta.FindStatusCondition(old.Status.Conditions, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit)
 	switch c := meta.FindStatusCondition(cur.Status.Conditions, nodemaintv1alpha1.ConditionNodesOverMaintenanceLimit); {
 	case c != nil && (wasWaiting == nil || wasWaiting.Message != c.Message):
-		e.warning(cur, nil, nodemaintv1alpha1.ReasonTooManyMaintenances, "Reconcile", c.Message)
+		e.Warning(cur, nil, nodemaintv1alpha1.ReasonTooManyMaintenances, "Reconcile", c.Message)
 	case c == nil && wasWaiting != nil:
-		e.normal(cur, nil, "WithinMaintenanceLimit", "Reconcile", "no selected node has too many NodeMaintenances acting on it any more: it acts on each")
+		e.Normal(cur, nil, "WithinMaintenanceLimit", "Reconcile", "no selected node has too many NodeMaintenances acting on it any more: it acts on each")
 	}
 }
 
@@ -115,10 +109,10 @@ func (e eventSink) rolloutWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) {
 	for _, t := range r.InTurn {
 		is[t.Name] = true
 		if !was[t.Name] {
-			e.normal(cur, nil, "TurnStarted", "Rollout", fmt.Sprintf("node %s starts its turn (%d in turn, %d done, %d waiting)", t.Name, r.NodesInTurn, r.NodesDone, r.NodesWaiting))
+			e.Normal(cur, nil, "TurnStarted", "Rollout", fmt.Sprintf("node %s starts its turn (%d in turn, %d done, %d waiting)", t.Name, r.NodesInTurn, r.NodesDone, r.NodesWaiting))
 		}
 		if t.Blocked && !wasBlocked[t.Name] {
-			e.warning(cur, nil, "NodeBlocked", "Rollout", fmt.Sprintf("node %s was not drained within drainTimeout %s after its turn started: it stays cordoned "+
+			e.Warning(cur, nil, "NodeBlocked", "Rollout", fmt.Sprintf("node %s was not drained within drainTimeout %s after its turn started: it stays cordoned "+
 				"and its drain goes on, and the rollout goes on without it (%d of maxBlockedNodes %d blocked)",
 				t.Name, rawDuration(cur.Spec.DrainTimeout), r.NodesBlocked, maxBlocked(cur)))
 		}
@@ -130,7 +124,7 @@ func (e eventSink) rolloutWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) {
 		}
 		for _, t := range old.Status.Rollout.InTurn {
 			if !is[t.Name] {
-				e.normal(cur, nil, "TurnEnded", "Rollout", fmt.Sprintf("node %s's turn ended (%d done of %d)%s", t.Name, r.NodesDone, cur.Status.SelectedNodes, soak))
+				e.Normal(cur, nil, "TurnEnded", "Rollout", fmt.Sprintf("node %s's turn ended (%d done of %d)%s", t.Name, r.NodesDone, cur.Status.SelectedNodes, soak))
 			}
 		}
 	}
@@ -141,16 +135,16 @@ func (e eventSink) rolloutWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) {
 	}
 	switch {
 	case c.Reason == nodemaintv1alpha1.ReasonRolloutComplete:
-		e.normal(cur, nil, nodemaintv1alpha1.ReasonRolloutComplete, "Rollout", c.Message)
+		e.Normal(cur, nil, nodemaintv1alpha1.ReasonRolloutComplete, "Rollout", c.Message)
 	case c.Status == metav1.ConditionTrue && (c.Reason == nodemaintv1alpha1.ReasonOutsideWindow || c.Reason == nodemaintv1alpha1.ReasonPreflightPending):
-		e.normal(cur, nil, "RolloutHalted", "Rollout", c.Message)
+		e.Normal(cur, nil, "RolloutHalted", "Rollout", c.Message)
 	case c.Status == metav1.ConditionTrue && c.Reason == nodemaintv1alpha1.ReasonPreflightBlocked:
 		// The forecast's findings, where `kubectl describe` shows them.
-		e.warning(cur, nil, nodemaintv1alpha1.ReasonPreflightBlocked, "Rollout", c.Message)
+		e.Warning(cur, nil, nodemaintv1alpha1.ReasonPreflightBlocked, "Rollout", c.Message)
 	case c.Status == metav1.ConditionTrue:
-		e.warning(cur, nil, "RolloutHalted", "Rollout", c.Message)
+		e.Warning(cur, nil, "RolloutHalted", "Rollout", c.Message)
 	case prev != nil && prev.Status == metav1.ConditionTrue:
-		e.normal(cur, nil, "RolloutResumed", "Rollout", c.Message)
+		e.Normal(cur, nil, "RolloutResumed", "Rollout", c.Message)
 	}
 }
 
@@ -188,7 +182,7 @@ func (e eventSink) removalsWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) 
 		if by == nodemaintv1alpha1.RemovedByClusterAutoscaler {
 			taint = nodemaintv1alpha1.ClusterAutoscalerToBeDeletedTaint
 		}
-		e.warning(cur, nil, "NodeRemovedByAutoscaler", "Drain", fmt.Sprintf(
+		e.Warning(cur, nil, "NodeRemovedByAutoscaler", "Drain", fmt.Sprintf(
 			"%s is removing node %s (taint %s): the maintenance drains it on and does not hold it", by, name, taint))
 	}
 }
@@ -196,6 +190,6 @@ func (e eventSink) removalsWritten(old, cur *nodemaintv1alpha1.NodeMaintenance) 
 // preflightNotComputed: the maintenance selects more nodes than the controller computes the
 // preflight of (preflightworker.MaxNodes); once per spec.
 func (e eventSink) preflightNotComputed(nm *nodemaintv1alpha1.NodeMaintenance, nodes int) {
-	e.warning(nm, nil, "PreflightNotComputed", "Preflight", fmt.Sprintf(
+	e.Warning(nm, nil, "PreflightNotComputed", "Preflight", fmt.Sprintf(
 		"the maintenance selects %d nodes: the controller computes the preflight of at most %d; `kubectl maintenance preflight` computes it for any number", nodes, preflightworker.MaxNodes))
 }

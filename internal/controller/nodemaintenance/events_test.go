@@ -15,7 +15,7 @@ import (
 func TestPreflightNotComputedEvent(t *testing.T) {
 	rec := events.NewFakeRecorder(1)
 	nm := &nodemaintv1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "all"}}
-	eventSink{rec}.preflightNotComputed(nm, 1001)
+	sinkOf(rec).preflightNotComputed(nm, 1001)
 	if e := <-rec.Events; !strings.Contains(e, "Warning PreflightNotComputed") || !strings.Contains(e, "selects 1001 nodes") ||
 		!strings.Contains(e, "kubectl maintenance preflight") {
 		t.Errorf("Event %q", e)

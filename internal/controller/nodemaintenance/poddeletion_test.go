@@ -50,14 +50,14 @@ func TestPodDeletionGranted(t *testing.T) {
 	before, after := nm.DeepCopy(), nm.DeepCopy()
 	before.Status.Conditions = []metav1.Condition{timedOut} // the drain timed out before: no Event of its own
 	after.Status = denied
-	eventSink{rec}.statusWritten(before, after, now)
+	sinkOf(rec).statusWritten(before, after, now)
 	if e := <-rec.Events; !strings.Contains(e, "Warning PodDeletionNotGranted") {
 		t.Errorf("Event %q; want Warning PodDeletionNotGranted", e)
 	}
-	eventSink{rec}.statusWritten(after, after.DeepCopy(), now)
+	sinkOf(rec).statusWritten(after, after.DeepCopy(), now)
 	again := after.DeepCopy()
 	again.Status = granted
-	eventSink{rec}.statusWritten(after, again, now)
+	sinkOf(rec).statusWritten(after, again, now)
 	if e := <-rec.Events; !strings.Contains(e, "Normal PodDeletionGranted") {
 		t.Errorf("Event %q; want Normal PodDeletionGranted (and no second Warning before it)", e)
 	}

@@ -98,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // Event of a preflight the controller does not compute.
 func (r *Reconciler) apply(ctx context.Context, nm *nodemaintv1alpha1.NodeMaintenance, d nodemaintenancedecide.Decision, now time.Time) (reconcile.Result, error) {
 	if d.PreflightNotComputed > 0 {
-		eventSink{r.Recorder}.preflightNotComputed(nm, d.PreflightNotComputed)
+		sinkOf(r.Recorder).preflightNotComputed(nm, d.PreflightNotComputed)
 	}
 	result := reconcile.Result{RequeueAfter: d.RecheckAfter}
 	if equality.Semantic.DeepEqual(nm.Status, d.Status) {
@@ -112,7 +112,7 @@ func (r *Reconciler) apply(ctx context.Context, nm *nodemaintv1alpha1.NodeMainte
 		return observe.Settle(err)
 	}
 	r.statusWritten.Store(client.ObjectKeyFromObject(nm), r.Observer.Now())
-	eventSink{r.Recorder}.statusWritten(orig, nm, now)
+	sinkOf(r.Recorder).statusWritten(orig, nm, now)
 	observeNodeDrains(orig, nm, d.Nodes, now)
 	return result, nil
 }
