@@ -247,6 +247,15 @@ func TestRolloutBlockedNodes(t *testing.T) {
 	if err := framework.Client().Create(t.Context(), pdb); err != nil {
 		t.Fatal(err)
 	}
+	// A pod that is not running yet may be evicted whatever its budget says: the drain starts once
+	// both run Ready and the budget counts them.
+	testutil.Eventually(t, timeout, "budget db: 2 pods healthy, no disruption allowed", func(ctx context.Context) (bool, string, error) {
+		var got policyv1.PodDisruptionBudget
+		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(pdb), &got)
+		s := got.Status
+		return err == nil && s.ObservedGeneration >= got.Generation && s.CurrentHealthy == 2 && s.DisruptionsAllowed == 0,
+			fmt.Sprintf("%d healthy, %d disruptions allowed", s.CurrentHealthy, s.DisruptionsAllowed), err
+	})
 	checker := startChecker(t, ns)
 	startController(t)
 	createManaged(t, name, pool, func(s *nodemaintv1alpha1.NodeMaintenanceSpec) {
