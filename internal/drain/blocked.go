@@ -16,6 +16,30 @@ const (
 	MaxBlockedEntries = 16
 )
 
+// earliestTerminating is when the first of the terminating pods of current was deleted; zero when
+// none is terminating.
+func earliestTerminating(current []Verdict) time.Time {
+	var since time.Time
+	for _, d := range current {
+		if d.Reason == nodemaintv1alpha1.BlockedReasonTerminating && !d.Since.IsZero() && (since.IsZero() || d.Since.Before(since)) {
+			since = d.Since
+		}
+	}
+	return since
+}
+
+// BlockedChangesIn is how long until what Blocked says of the decisions current changes by itself
+// (how long the longest terminating pod has been terminating, in steps of terminatingStep); zero:
+// only with them.
+func BlockedChangesIn(current []Verdict, now time.Time) time.Duration {
+	since := earliestTerminating(current)
+	if since.IsZero() {
+		return 0
+	}
+	elapsed := max(0, now.Sub(since))
+	return terminatingStep - elapsed%terminatingStep
+}
+
 // Blocked says what keeps the pods of a plan on their node, grouped by reason and message, with a
 // few pod names each, most pods first. Every pod the plan holds counts in exactly one entry: when
 // there are more reasons than MaxBlockedEntries, the smallest groups are folded into a last entry
@@ -39,13 +63,10 @@ func Blocked(plan Plan, current []Verdict, now time.Time) []nodemaintv1alpha1.Bl
 			g.Pods = append(g.Pods, pod.Namespace+"/"+pod.Name)
 		}
 	}
-	var terminatingSince time.Time // the earliest deletion of a terminating pod
 	for i, d := range current {
 		add(d.Reason, d.Message(), plan.Current[i].Pod)
-		if d.Reason == nodemaintv1alpha1.BlockedReasonTerminating && !d.Since.IsZero() && (terminatingSince.IsZero() || d.Since.Before(terminatingSince)) {
-			terminatingSince = d.Since
-		}
 	}
+	terminatingSince := earliestTerminating(current)
 	for _, c := range plan.Later {
 		add(nodemaintv1alpha1.BlockedReasonWaitingForOrder, laterMessage(c), c.Pod)
 	}

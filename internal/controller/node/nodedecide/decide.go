@@ -52,7 +52,8 @@ func Decide(obs Observation, now time.Time) Decision {
 		current, waits = d.drain(obs, drainers, deadlines, now, waits)
 		d.SignalOnly = signalOnly(obs, drainers, d.Asked)
 		d.Holds, wait = holds(obs, drainers, current, now)
-		waits = append(waits, wait)
+		// The report, which the statuses are made of, says how long pods have been terminating.
+		waits = append(waits, wait, drain.BlockedChangesIn(current, now))
 	}
 	d.Report = report(obs, current, now)
 	d.Report.Beyond = intent.Beyond
