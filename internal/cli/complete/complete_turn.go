@@ -56,7 +56,7 @@ func (r *turnResolver) get(ctx context.Context, name string) (*nodemaintv1alpha1
 // which it ended (so that complete run again says so).
 func (r *turnResolver) rollouts(ctx context.Context, node *corev1.Node) ([]string, error) {
 	var open, ended []string
-	for _, e := range maintenance.ParseEntries(node.Annotations[nodemaintv1alpha1.MaintenancesAnnotation]) {
+	for _, e := range maintenance.NodeEntries(node) {
 		nm, err := r.get(ctx, e.Name)
 		if err != nil {
 			return nil, err
