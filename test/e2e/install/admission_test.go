@@ -395,8 +395,16 @@ func expectRefused(t *testing.T, err error, want string) {
 		t.Errorf("allowed; want refused with %q", want)
 		return
 	}
-	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
-		t.Errorf("error %v; want Forbidden with %q", err, want)
+	refused := true
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("error %v; want Forbidden", err)
+		refused = false
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v; want a message with %q", err, want)
+		refused = false
+	}
+	if !refused {
 		return
 	}
 	t.Logf("refused: %v", err)
@@ -571,15 +579,28 @@ func checkPolicies(t *testing.T, objs map[string]*unstructured.Unstructured, pre
 		}
 		var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
 		decode(t, objs["ValidatingAdmissionPolicyBinding/"+name], &binding)
-		if binding.Spec.PolicyName != name || !slices.Equal(binding.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
-			t.Errorf("binding %s: policy %q, actions %v; want %s, [Deny]", name, binding.Spec.PolicyName, binding.Spec.ValidationActions, name)
+		if binding.Spec.PolicyName != name {
+			t.Errorf("binding %s: policy %q, want %s", name, binding.Spec.PolicyName, name)
+		}
+		if !slices.Equal(binding.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+			t.Errorf("binding %s: actions %v, want [Deny]", name, binding.Spec.ValidationActions)
 		}
 		if name != prefix+"-node-scope" {
 			continue
 		}
 		ref := binding.Spec.ParamRef
-		if ref == nil || ref.Name != name || ref.Namespace != ns || ptr.Deref(ref.ParameterNotFoundAction, "") != admissionregistrationv1.DenyAction {
-			t.Errorf("binding %s paramRef %+v; want ConfigMap %s/%s, Deny when missing", name, ref, ns, name)
+		if ref == nil {
+			t.Errorf("binding %s: no paramRef; want ConfigMap %s/%s, Deny when missing", name, ns, name)
+		} else {
+			if ref.Name != name {
+				t.Errorf("binding %s paramRef name %q, want %s", name, ref.Name, name)
+			}
+			if ref.Namespace != ns {
+				t.Errorf("binding %s paramRef namespace %q, want %s", name, ref.Namespace, ns)
+			}
+			if got := ptr.Deref(ref.ParameterNotFoundAction, ""); got != admissionregistrationv1.DenyAction {
+				t.Errorf("binding %s paramRef parameterNotFoundAction %q, want Deny when missing", name, got)
+			}
 		}
 		cm := objs["ConfigMap/"+ns+"/"+name]
 		if cm == nil {

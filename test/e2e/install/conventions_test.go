@@ -151,10 +151,18 @@ func TestHelmChartAffinity(t *testing.T) {
 		return d.Spec.Template.Spec
 	}
 	spec := deployment("--set", "podAntiAffinity=required")
-	if a := spec.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 ||
-		len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 0 ||
-		!antiAffine(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0], map[string]string{"app.kubernetes.io/name": controller, "app.kubernetes.io/instance": release}) {
-		t.Errorf("podAntiAffinity=required: affinity %+v", a)
+	if a := spec.Affinity; a == nil || a.PodAntiAffinity == nil {
+		t.Errorf("podAntiAffinity=required: affinity %+v, want a pod anti-affinity", a)
+	} else {
+		required, preferred := a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+		if len(required) != 1 {
+			t.Errorf("podAntiAffinity=required: required terms %+v, want one", required)
+		} else if !antiAffine(required[0], map[string]string{"app.kubernetes.io/name": controller, "app.kubernetes.io/instance": release}) {
+			t.Errorf("podAntiAffinity=required: required term %+v, want the release's pods one per node", required[0])
+		}
+		if len(preferred) != 0 {
+			t.Errorf("podAntiAffinity=required: preferred terms %+v, want none", preferred)
+		}
 	}
 	if spec := deployment("--set", "podAntiAffinity=none"); spec.Affinity != nil {
 		t.Errorf("podAntiAffinity=none: affinity %+v", spec.Affinity)
@@ -163,13 +171,20 @@ func TestHelmChartAffinity(t *testing.T) {
 		"--set", "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey=topology.kubernetes.io/zone",
 		"--set", "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
 		"--set", "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists")
-	if a := spec.Affinity; a == nil || a.NodeAffinity == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
+	if a := spec.Affinity; a == nil || a.NodeAffinity == nil {
+		t.Errorf("an affinity of the user's: %+v, want its node affinity", a)
+	}
+	if a := spec.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
 		a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != "topology.kubernetes.io/zone" {
-		t.Errorf("an affinity of the user's: %+v", a)
+		t.Errorf("an affinity of the user's: %+v, want its pod anti-affinity by zone", a)
 	}
 	// The user's nodeSelector adds to kubernetes.io/os: linux.
-	if spec := deployment("--set", "nodeSelector.pool=infra"); spec.NodeSelector[corev1.LabelOSStable] != "linux" || spec.NodeSelector["pool"] != "infra" {
-		t.Errorf("nodeSelector %v", spec.NodeSelector)
+	spec = deployment("--set", "nodeSelector.pool=infra")
+	if spec.NodeSelector[corev1.LabelOSStable] != "linux" {
+		t.Errorf("nodeSelector %v, want %s: linux", spec.NodeSelector, corev1.LabelOSStable)
+	}
+	if spec.NodeSelector["pool"] != "infra" {
+		t.Errorf("nodeSelector %v, want pool: infra", spec.NodeSelector)
 	}
 }
 

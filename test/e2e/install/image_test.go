@@ -75,8 +75,11 @@ func TestControllerImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := cfg.Config
-	if c.User != fmt.Sprintf("%d:%d", imageUID, imageUID) || !slices.Equal(c.Entrypoint, []string{"/nodemaint-controller"}) {
-		t.Errorf("user %q, entrypoint %q: want %d:%d and /nodemaint-controller", c.User, c.Entrypoint, imageUID, imageUID)
+	if c.User != fmt.Sprintf("%d:%d", imageUID, imageUID) {
+		t.Errorf("user %q, want %d:%d", c.User, imageUID, imageUID)
+	}
+	if !slices.Equal(c.Entrypoint, []string{"/nodemaint-controller"}) {
+		t.Errorf("entrypoint %q, want /nodemaint-controller", c.Entrypoint)
 	}
 	for k, want := range map[string]string{
 		"org.opencontainers.image.version":  tag,

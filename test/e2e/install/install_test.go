@@ -96,9 +96,16 @@ func TestHelmChart(t *testing.T) {
 	// The CRDs are the release's, upgraded with it, and kept when it is uninstalled, by Helm and
 	// by Argo CD.
 	for _, crd := range []string{"drainrules.nodemaint.dev", "nodemaintenances.nodemaint.dev"} {
-		if o := objs["CustomResourceDefinition/"+crd]; o == nil || o.GetAnnotations()["helm.sh/resource-policy"] != "keep" ||
-			o.GetAnnotations()["argocd.argoproj.io/sync-options"] != "Delete=false" {
-			t.Errorf("CRD %s without helm.sh/resource-policy: keep and argocd.argoproj.io/sync-options: Delete=false", crd)
+		o := objs["CustomResourceDefinition/"+crd]
+		if o == nil {
+			t.Errorf("no CRD %s", crd)
+			continue
+		}
+		if o.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("CRD %s without helm.sh/resource-policy: keep", crd)
+		}
+		if o.GetAnnotations()["argocd.argoproj.io/sync-options"] != "Delete=false" {
+			t.Errorf("CRD %s without argocd.argoproj.io/sync-options: Delete=false", crd)
 		}
 	}
 
@@ -221,9 +228,15 @@ func TestHelmChartServiceMonitor(t *testing.T) {
 	}
 	// Enabled alone, it would scrape a self-signed certificate nothing can verify: refused, with
 	// the ways out.
-	if out, err := helmTemplateError(t, "--set", "serviceMonitor.enabled=true"); err == nil ||
-		!strings.Contains(out, "Prometheus must verify the metrics server's certificate") || !strings.Contains(out, "metrics.certManager.enabled=true") {
-		t.Errorf("serviceMonitor.enabled alone: %v\n%s", err, out)
+	alone, aloneErr := helmTemplateError(t, "--set", "serviceMonitor.enabled=true")
+	if aloneErr == nil {
+		t.Errorf("serviceMonitor.enabled alone: rendered, want refused\n%s", alone)
+	}
+	if !strings.Contains(alone, "Prometheus must verify the metrics server's certificate") {
+		t.Errorf("serviceMonitor.enabled alone: %v\n%s\nwant the reason: Prometheus must verify the metrics server's certificate", aloneErr, alone)
+	}
+	if !strings.Contains(alone, "metrics.certManager.enabled=true") {
+		t.Errorf("serviceMonitor.enabled alone: %v\n%s\nwant the way out metrics.certManager.enabled=true", aloneErr, alone)
 	}
 
 	// cert-manager's certificate, Prometheus' own token through a scrape class.
@@ -240,8 +253,11 @@ func TestHelmChartServiceMonitor(t *testing.T) {
 	var svc corev1.Service
 	decode(t, objs["Service/"+namespace+"/"+controller+"-metrics"], &svc)
 	selector, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
-	if len(selector) == 0 || !subset(selector, svc.Labels) || ep["port"] != svc.Spec.Ports[0].Name {
-		t.Errorf("ServiceMonitor selector %v, port %v do not select the metrics Service (labels %v, port %s)", selector, ep["port"], svc.Labels, svc.Spec.Ports[0].Name)
+	if len(selector) == 0 || !subset(selector, svc.Labels) {
+		t.Errorf("ServiceMonitor selector %v does not select the metrics Service (labels %v)", selector, svc.Labels)
+	}
+	if ep["port"] != svc.Spec.Ports[0].Name {
+		t.Errorf("ServiceMonitor port %v, want the metrics Service's port %s", ep["port"], svc.Spec.Ports[0].Name)
 	}
 	if class, _, _ := unstructured.NestedString(sm.Object, "spec", "scrapeClassName"); class != "kubernetes-token" {
 		t.Errorf("scrapeClassName %q, want kubernetes-token", class)
@@ -265,10 +281,17 @@ func TestHelmChartServiceMonitor(t *testing.T) {
 	secretName, _, _ := unstructured.NestedString(certs[0].Object, "spec", "secretName")
 	dnsNames, _, _ := unstructured.NestedStringSlice(certs[0].Object, "spec", "dnsNames")
 	issuer, _, _ := unstructured.NestedStringMap(certs[0].Object, "spec", "issuerRef")
-	if secretName != tlsSecret || !slices.Contains(dnsNames, serverName) || issuer["name"] != controller+"-selfsigned" ||
-		objs["Issuer/"+namespace+"/"+controller+"-selfsigned"] == nil {
-		t.Errorf("Certificate secretName %q, dnsNames %q, issuerRef %v; Issuer %s: want %s, %s, the chart's self-signed Issuer",
-			secretName, dnsNames, issuer, controller+"-selfsigned", tlsSecret, serverName)
+	if secretName != tlsSecret {
+		t.Errorf("Certificate secretName %q, want %s", secretName, tlsSecret)
+	}
+	if !slices.Contains(dnsNames, serverName) {
+		t.Errorf("Certificate dnsNames %q, want %s among them", dnsNames, serverName)
+	}
+	if issuer["name"] != controller+"-selfsigned" {
+		t.Errorf("Certificate issuerRef %v, want the chart's self-signed Issuer %s", issuer, controller+"-selfsigned")
+	}
+	if objs["Issuer/"+namespace+"/"+controller+"-selfsigned"] == nil {
+		t.Errorf("no Issuer %s, want the chart's self-signed Issuer", controller+"-selfsigned")
 	}
 	checkServesCert(t, objs, tlsSecret)
 	var rest bytes.Buffer
@@ -288,9 +311,15 @@ func TestHelmChartServiceMonitor(t *testing.T) {
 	// The cluster's issuer instead of the chart's.
 	objs = parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "metrics.certManager.enabled=true",
 		"--set", "metrics.certManager.issuerRef.name=cluster-ca", "--set", "metrics.certManager.issuerRef.kind=ClusterIssuer"))
-	if issuer, _, _ := unstructured.NestedStringMap(kinds(objs, "Certificate")[0].Object, "spec", "issuerRef"); issuer["name"] != "cluster-ca" ||
-		issuer["kind"] != "ClusterIssuer" || len(kinds(objs, "Issuer")) != 0 {
-		t.Errorf("metrics.certManager.issuerRef: Certificate issuerRef %v, %d Issuers", issuer, len(kinds(objs, "Issuer")))
+	issuer, _, _ = unstructured.NestedStringMap(kinds(objs, "Certificate")[0].Object, "spec", "issuerRef")
+	if issuer["name"] != "cluster-ca" {
+		t.Errorf("metrics.certManager.issuerRef: Certificate issuerRef %v, want name cluster-ca", issuer)
+	}
+	if issuer["kind"] != "ClusterIssuer" {
+		t.Errorf("metrics.certManager.issuerRef: Certificate issuerRef %v, want kind ClusterIssuer", issuer)
+	}
+	if n := len(kinds(objs, "Issuer")); n != 0 {
+		t.Errorf("metrics.certManager.issuerRef: %d Issuers, want none", n)
 	}
 	// A certificate of one's own: mounted, passed, and verified with its ca.crt.
 	objs = parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "metrics.certSecret=metrics-tls"))
@@ -311,8 +340,11 @@ func TestHelmChartServiceMonitor(t *testing.T) {
 		"--set", "serviceMonitor.tokenSecret=true"))
 	_, ep = serviceMonitorEndpoint(t, objs)
 	secret, _, _ := unstructured.NestedString(ep, "authorization", "credentials", "name")
-	if skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify"); !skip || secret != scraper {
-		t.Errorf("insecureSkipVerify and tokenSecret: endpoint %v", ep)
+	if skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify"); !skip {
+		t.Errorf("insecureSkipVerify: endpoint %v, want insecureSkipVerify", ep)
+	}
+	if secret != scraper {
+		t.Errorf("tokenSecret: endpoint %v, want credentials of Secret %s", ep, scraper)
 	}
 	for _, k := range []string{"ServiceAccount/" + namespace + "/" + scraper, "Secret/" + namespace + "/" + scraper, "ClusterRoleBinding/" + scraper} {
 		if objs[k] == nil {
@@ -323,10 +355,20 @@ func TestHelmChartServiceMonitor(t *testing.T) {
 	// metrics.secure=false: plain HTTP, no token reviews.
 	plain := parse(t, helmTemplate(t, "--set", "serviceMonitor.enabled=true", "--set", "metrics.secure=false"))
 	_, ep = serviceMonitorEndpoint(t, plain)
-	if ep["scheme"] != "http" || ep["tlsConfig"] != nil || ep["authorization"] != nil || plain["ClusterRole/"+controller+"-metrics-auth"] != nil ||
-		plain["Secret/"+namespace+"/"+scraper] != nil {
-		t.Errorf("metrics.secure=false: endpoint %v, metrics-auth ClusterRole %v, scraper Secret %v", ep,
-			plain["ClusterRole/"+controller+"-metrics-auth"] != nil, plain["Secret/"+namespace+"/"+scraper] != nil)
+	if ep["scheme"] != "http" {
+		t.Errorf("metrics.secure=false: endpoint %v, want scheme http", ep)
+	}
+	if ep["tlsConfig"] != nil {
+		t.Errorf("metrics.secure=false: endpoint %v, want no tlsConfig", ep)
+	}
+	if ep["authorization"] != nil {
+		t.Errorf("metrics.secure=false: endpoint %v, want no authorization", ep)
+	}
+	if plain["ClusterRole/"+controller+"-metrics-auth"] != nil {
+		t.Errorf("metrics.secure=false: a metrics-auth ClusterRole, want none")
+	}
+	if plain["Secret/"+namespace+"/"+scraper] != nil {
+		t.Errorf("metrics.secure=false: a scraper Secret, want none")
 	}
 }
 
@@ -351,9 +393,20 @@ func checkVerified(t *testing.T, ep map[string]any, serverName, kind, name strin
 	t.Helper()
 	tlsConfig, _, _ := unstructured.NestedMap(ep, "tlsConfig")
 	ca, _, _ := unstructured.NestedStringMap(tlsConfig, "ca", kind)
-	if ep["scheme"] != "https" || tlsConfig["insecureSkipVerify"] != nil || tlsConfig["serverName"] != serverName ||
-		ca["name"] != name || ca["key"] != "ca.crt" {
-		t.Errorf("ServiceMonitor endpoint %v: want https verified for %s with ca.crt of %s %s", ep, serverName, kind, name)
+	if ep["scheme"] != "https" {
+		t.Errorf("ServiceMonitor endpoint %v: want https", ep)
+	}
+	if tlsConfig["insecureSkipVerify"] != nil {
+		t.Errorf("ServiceMonitor endpoint %v: want no insecureSkipVerify", ep)
+	}
+	if tlsConfig["serverName"] != serverName {
+		t.Errorf("ServiceMonitor endpoint %v: want verified for %s", ep, serverName)
+	}
+	if ca["name"] != name {
+		t.Errorf("ServiceMonitor endpoint %v: want the ca of %s %s", ep, kind, name)
+	}
+	if ca["key"] != "ca.crt" {
+		t.Errorf("ServiceMonitor endpoint %v: want the ca's key ca.crt", ep)
 	}
 	for _, f := range []string{"authorization", "bearerTokenFile", "bearerTokenSecret", "basicAuth", "oauth2"} {
 		if ep[f] != nil {
@@ -367,10 +420,15 @@ func checkServesCert(t *testing.T, objs map[string]*unstructured.Unstructured, s
 	t.Helper()
 	var d appsv1.Deployment
 	decode(t, objs["Deployment/"+namespace+"/"+controller], &d)
-	if c := d.Spec.Template.Spec.Containers[0]; !slices.Contains(c.Args, "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs") ||
-		len(c.VolumeMounts) != 1 || len(d.Spec.Template.Spec.Volumes) != 1 || d.Spec.Template.Spec.Volumes[0].Secret == nil ||
-		d.Spec.Template.Spec.Volumes[0].Secret.SecretName != secret {
-		t.Errorf("the controller does not serve Secret %s: args %q, mounts %+v, volumes %+v", secret, c.Args, c.VolumeMounts, d.Spec.Template.Spec.Volumes)
+	c := d.Spec.Template.Spec.Containers[0]
+	if !slices.Contains(c.Args, "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs") {
+		t.Errorf("the controller does not serve Secret %s: args %q, want --metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs", secret, c.Args)
+	}
+	if len(c.VolumeMounts) != 1 {
+		t.Errorf("the controller does not serve Secret %s: mounts %+v, want one", secret, c.VolumeMounts)
+	}
+	if v := d.Spec.Template.Spec.Volumes; len(v) != 1 || v[0].Secret == nil || v[0].Secret.SecretName != secret {
+		t.Errorf("the controller does not serve Secret %s: volumes %+v, want one of Secret %s", secret, v, secret)
 	}
 }
 
@@ -445,8 +503,11 @@ func TestKustomize(t *testing.T) {
 	}
 	monitoring := parse(t, out)
 	sms := kinds(monitoring, "ServiceMonitor")
-	if len(sms) != 1 || sms[0].GetNamespace() != namespace {
-		t.Fatalf("the prometheus component gives %d ServiceMonitors, want 1 in %s", len(sms), namespace)
+	if len(sms) != 1 {
+		t.Fatalf("the prometheus component gives %d ServiceMonitors, want 1", len(sms))
+	}
+	if sms[0].GetNamespace() != namespace {
+		t.Fatalf("the prometheus component's ServiceMonitor in %s, want in %s", sms[0].GetNamespace(), namespace)
 	}
 	// Verified against the certificate the controller serves, Prometheus' own token (a scrape
 	// class's), its ServiceAccount bound to nodemaint-metrics-reader.
@@ -455,8 +516,11 @@ func TestKustomize(t *testing.T) {
 	checkServesCert(t, monitoring, "nodemaint-metrics-tls")
 	var binding rbacv1.ClusterRoleBinding
 	decode(t, monitoring["ClusterRoleBinding/nodemaint-metrics-reader"], &binding)
-	if binding.RoleRef.Name != "nodemaint-metrics-reader" || len(binding.Subjects) != 1 || binding.Subjects[0].Kind != "ServiceAccount" {
-		t.Errorf("the prometheus component's reader binding %+v", binding)
+	if binding.RoleRef.Name != "nodemaint-metrics-reader" {
+		t.Errorf("the prometheus component's reader binding roleRef %+v, want nodemaint-metrics-reader", binding.RoleRef)
+	}
+	if len(binding.Subjects) != 1 || binding.Subjects[0].Kind != "ServiceAccount" {
+		t.Errorf("the prometheus component's reader binding subjects %+v, want one ServiceAccount", binding.Subjects)
 	}
 	if sms[0].Object["spec"].(map[string]any)["namespaceSelector"] != nil {
 		t.Error("the ServiceMonitor's namespaceSelector would not follow a namespace overlay")
@@ -793,8 +857,11 @@ func checkRBAC(t *testing.T, objs map[string]*unstructured.Unstructured) {
 	subject := rbacv1.Subject{Kind: "ServiceAccount", Name: controller, Namespace: namespace}
 	var crb rbacv1.ClusterRoleBinding
 	decode(t, objs["ClusterRoleBinding/"+controller], &crb)
-	if crb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: controller}) || !slices.Equal(crb.Subjects, []rbacv1.Subject{subject}) {
-		t.Errorf("ClusterRoleBinding %+v %+v", crb.RoleRef, crb.Subjects)
+	if want := (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: controller}); crb.RoleRef != want {
+		t.Errorf("ClusterRoleBinding roleRef %+v, want %+v", crb.RoleRef, want)
+	}
+	if !slices.Equal(crb.Subjects, []rbacv1.Subject{subject}) {
+		t.Errorf("ClusterRoleBinding subjects %+v, want [%+v]", crb.Subjects, subject)
 	}
 	for name, file := range map[string]string{controller + "-metrics-auth": "metrics_auth_role.yaml", "nodemaint-metrics-reader": "metrics_reader_role.yaml"} {
 		var r rbacv1.ClusterRole
@@ -805,13 +872,19 @@ func checkRBAC(t *testing.T, objs map[string]*unstructured.Unstructured) {
 	}
 	var mab rbacv1.ClusterRoleBinding
 	decode(t, objs["ClusterRoleBinding/"+controller+"-metrics-auth"], &mab)
-	if mab.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: controller + "-metrics-auth"}) || !slices.Equal(mab.Subjects, []rbacv1.Subject{subject}) {
-		t.Errorf("metrics-auth ClusterRoleBinding %+v %+v", mab.RoleRef, mab.Subjects)
+	if want := (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: controller + "-metrics-auth"}); mab.RoleRef != want {
+		t.Errorf("metrics-auth ClusterRoleBinding roleRef %+v, want %+v", mab.RoleRef, want)
+	}
+	if !slices.Equal(mab.Subjects, []rbacv1.Subject{subject}) {
+		t.Errorf("metrics-auth ClusterRoleBinding subjects %+v, want [%+v]", mab.Subjects, subject)
 	}
 	var rb rbacv1.RoleBinding
 	decode(t, objs["RoleBinding/"+namespace+"/nodemaint-leader-election"], &rb)
-	if rb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "nodemaint-leader-election"}) || !slices.Equal(rb.Subjects, []rbacv1.Subject{subject}) {
-		t.Errorf("leader-election RoleBinding %+v %+v", rb.RoleRef, rb.Subjects)
+	if want := (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "nodemaint-leader-election"}); rb.RoleRef != want {
+		t.Errorf("leader-election RoleBinding roleRef %+v, want %+v", rb.RoleRef, want)
+	}
+	if !slices.Equal(rb.Subjects, []rbacv1.Subject{subject}) {
+		t.Errorf("leader-election RoleBinding subjects %+v, want [%+v]", rb.Subjects, subject)
 	}
 }
 
@@ -887,8 +960,15 @@ func checkDeployment(t *testing.T, objs map[string]*unstructured.Unstructured) *
 		t.Errorf("ports = %v, want probes 8081", ports)
 	}
 	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
-		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port != intstr.FromString("probes") {
+		if probe == nil || probe.HTTPGet == nil {
 			t.Errorf("no HTTP probe on probes%s: %+v", path, probe)
+			continue
+		}
+		if probe.HTTPGet.Path != path {
+			t.Errorf("HTTP probe on path %s, want %s", probe.HTTPGet.Path, path)
+		}
+		if probe.HTTPGet.Port != intstr.FromString("probes") {
+			t.Errorf("HTTP probe of %s on port %s, want probes", path, probe.HTTPGet.Port.String())
 		}
 	}
 	if c.Resources.Requests.Cpu().IsZero() {
@@ -906,9 +986,21 @@ func checkDeployment(t *testing.T, objs map[string]*unstructured.Unstructured) *
 		t.Errorf("pod securityContext %+v: want seccomp RuntimeDefault", psc)
 	}
 	sc := c.SecurityContext
-	if sc == nil || ptr.Deref(sc.AllowPrivilegeEscalation, true) || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) ||
-		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
-		t.Errorf("container securityContext %+v: want no privilege escalation, a read-only root filesystem, every capability dropped", sc)
+	if sc == nil {
+		t.Errorf("no container securityContext: want no privilege escalation, a read-only root filesystem, every capability dropped")
+	} else {
+		if ptr.Deref(sc.AllowPrivilegeEscalation, true) {
+			t.Errorf("container securityContext %+v: want no privilege escalation", sc)
+		}
+		if !ptr.Deref(sc.ReadOnlyRootFilesystem, false) {
+			t.Errorf("container securityContext %+v: want a read-only root filesystem", sc)
+		}
+		if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+			t.Errorf("container securityContext capabilities %+v: want every capability dropped", sc.Capabilities)
+		}
+		if sc.Capabilities != nil && len(sc.Capabilities.Add) != 0 {
+			t.Errorf("container securityContext adds capabilities %v, want none", sc.Capabilities.Add)
+		}
 	}
 	return &d
 }
@@ -929,8 +1021,11 @@ func checkServiceAndPDB(t *testing.T, objs map[string]*unstructured.Unstructured
 	if len(svc.Spec.Ports) != 1 {
 		t.Fatalf("metrics Service ports %+v, want one", svc.Spec.Ports)
 	}
-	if p := svc.Spec.Ports[0]; p.Name != "metrics" || p.Port != 8443 {
-		t.Errorf("metrics Service port %s %d, want metrics 8443", p.Name, p.Port)
+	if p := svc.Spec.Ports[0]; p.Name != "metrics" {
+		t.Errorf("metrics Service port name %q, want metrics", p.Name)
+	}
+	if p := svc.Spec.Ports[0]; p.Port != 8443 {
+		t.Errorf("metrics Service port %d, want 8443", p.Port)
 	}
 	if p := svc.Spec.Ports[0]; p.TargetPort != intstr.FromString("metrics") {
 		t.Errorf("metrics Service targetPort %v, want the container's port metrics", p.TargetPort)

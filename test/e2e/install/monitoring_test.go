@@ -77,8 +77,14 @@ func TestHelmChartMonitoring(t *testing.T) {
 		"--set", "fullnameOverride=nm",
 	))
 	rules := kinds(objs, "PrometheusRule")
-	if len(rules) != 1 || rules[0].GetNamespace() != namespace || rules[0].GetLabels()["release"] != "prometheus" {
-		t.Fatalf("PrometheusRules %v, want 1 in %s labelled release=prometheus", rules, namespace)
+	if len(rules) != 1 {
+		t.Fatalf("PrometheusRules %v, want 1", rules)
+	}
+	if rules[0].GetNamespace() != namespace {
+		t.Errorf("PrometheusRule in %s, want in %s", rules[0].GetNamespace(), namespace)
+	}
+	if rules[0].GetLabels()["release"] != "prometheus" {
+		t.Errorf("PrometheusRule labels %v, want release=prometheus", rules[0].GetLabels())
 	}
 	got, _, _ := unstructured.NestedSlice(rules[0].Object, "spec", "groups")
 	// What the values change, applied to the source.
@@ -108,9 +114,11 @@ func TestHelmChartMonitoring(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
-	if cm.GetLabels()["grafana_dashboard"] != "1" || data["nodemaint.json"] != strings.TrimSuffix(string(dashboard), "\n") {
-		t.Errorf("dashboard ConfigMap labels %v, data equal to %s: %t", cm.GetLabels(), dashboardSource,
-			data["nodemaint.json"] == strings.TrimSuffix(string(dashboard), "\n"))
+	if cm.GetLabels()["grafana_dashboard"] != "1" {
+		t.Errorf("dashboard ConfigMap labels %v, want grafana_dashboard=1", cm.GetLabels())
+	}
+	if data["nodemaint.json"] != strings.TrimSuffix(string(dashboard), "\n") {
+		t.Errorf("dashboard ConfigMap data differs from %s", dashboardSource)
 	}
 }
 
@@ -135,8 +143,11 @@ func TestKustomizeMonitoring(t *testing.T) {
 	}
 	objs := parse(t, out)
 	rules := kinds(objs, "PrometheusRule")
-	if len(rules) != 1 || rules[0].GetNamespace() != namespace {
-		t.Fatalf("the prometheus component gives %d PrometheusRules, want 1 in %s", len(rules), namespace)
+	if len(rules) != 1 {
+		t.Fatalf("the prometheus component gives %d PrometheusRules, want 1", len(rules))
+	}
+	if rules[0].GetNamespace() != namespace {
+		t.Errorf("the prometheus component's PrometheusRule in %s, want in %s", rules[0].GetNamespace(), namespace)
 	}
 	if got, _, _ := unstructured.NestedSlice(rules[0].Object, "spec", "groups"); !reflect.DeepEqual(got, sourceRules(t)) {
 		t.Errorf("the component's rules differ from %s", rulesSource)
@@ -150,8 +161,11 @@ func TestKustomizeMonitoring(t *testing.T) {
 		t.Fatal("no dashboard ConfigMap")
 	}
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
-	if cm.GetLabels()["grafana_dashboard"] != "1" || data["nodemaint.json"] != string(dashboard) {
-		t.Errorf("dashboard ConfigMap labels %v; data equal to %s: %t", cm.GetLabels(), dashboardSource, data["nodemaint.json"] == string(dashboard))
+	if cm.GetLabels()["grafana_dashboard"] != "1" {
+		t.Errorf("dashboard ConfigMap labels %v, want grafana_dashboard=1", cm.GetLabels())
+	}
+	if data["nodemaint.json"] != string(dashboard) {
+		t.Errorf("dashboard ConfigMap data differs from %s", dashboardSource)
 	}
 }
 

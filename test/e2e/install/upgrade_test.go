@@ -110,9 +110,17 @@ func TestHelmUpgrade(t *testing.T) {
 	if err := framework.Client().Get(t.Context(), client.ObjectKeyFromObject(nm), &after); err != nil {
 		t.Fatalf("the maintenance after the upgrade: %v", err)
 	}
-	if after.UID != before.UID || after.Generation != before.Generation || after.Status.Phase != before.Status.Phase ||
-		after.Status.Nodes[node].PodsPendingEvacuation != before.Status.Nodes[node].PodsPendingEvacuation {
-		t.Errorf("the maintenance changed in the upgrade: %+v, was %+v", after.Status.Nodes[node], before.Status.Nodes[node])
+	if after.UID != before.UID {
+		t.Errorf("the maintenance replaced in the upgrade: UID %s, was %s", after.UID, before.UID)
+	}
+	if after.Generation != before.Generation {
+		t.Errorf("the maintenance's spec changed in the upgrade: generation %d, was %d", after.Generation, before.Generation)
+	}
+	if after.Status.Phase != before.Status.Phase {
+		t.Errorf("the maintenance's phase changed in the upgrade: %s, was %s", after.Status.Phase, before.Status.Phase)
+	}
+	if got, was := after.Status.Nodes[node].PodsPendingEvacuation, before.Status.Nodes[node].PodsPendingEvacuation; got != was {
+		t.Errorf("the maintenance's pods pending evacuation on %s changed in the upgrade: %+v, was %+v", node, after.Status.Nodes[node], before.Status.Nodes[node])
 	}
 	if ok, msg, err := held(t.Context()); !ok || err != nil {
 		t.Errorf("after the upgrade, the drain is no longer reported held: %s %v", msg, err)
