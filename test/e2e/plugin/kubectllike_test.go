@@ -50,8 +50,15 @@ func TestKubectlLike(t *testing.T) {
 	ctx := t.Context()
 	node := "kwok-node-3"
 
-	if out, code := plugin(t, "-v=6", "list"); code != 0 || !strings.Contains(out, `verb="GET"`) || !strings.Contains(out, "/apis/nodemaint.dev/v1alpha1/nodemaintenances") {
-		t.Errorf("-v=6 list: exit %d, want 0 and the requests logged", code)
+	said, code := plugin(t, "-v=6", "list")
+	if code != 0 {
+		t.Errorf("-v=6 list: exit %d, want 0", code)
+	}
+	if !strings.Contains(said, `verb="GET"`) {
+		t.Errorf("-v=6 list: output %q, want the requests' verbs logged", said)
+	}
+	if !strings.Contains(said, "/apis/nodemaint.dev/v1alpha1/nodemaintenances") {
+		t.Errorf("-v=6 list: output %q, want the requests' paths logged", said)
 	}
 
 	// list -w: the maintenances, then each change.
@@ -69,8 +76,12 @@ func TestKubectlLike(t *testing.T) {
 	if out, err := framework.Kubectl(t, "cordon", node); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if out, code := plugin(t, "uncordon", node); code != 0 || !strings.Contains(out, "node/"+node+" uncordoned") {
-		t.Errorf("uncordon of a node kubectl cordoned: exit %d, want 0 and node/%s uncordoned", code, node)
+	said, code = plugin(t, "uncordon", node)
+	if code != 0 {
+		t.Errorf("uncordon of a node kubectl cordoned: exit %d, want 0", code)
+	}
+	if !strings.Contains(said, "node/"+node+" uncordoned") {
+		t.Errorf("uncordon of a node kubectl cordoned: output %q, want node/%s uncordoned", said, node)
 	}
 	if ok, err := unschedulable(ctx, node); err != nil || ok {
 		t.Errorf("node %s still cordoned after uncordon (%v)", node, err)
@@ -90,8 +101,12 @@ func TestKubectlLike(t *testing.T) {
 		return strings.Contains(out, "NAME ") && strings.Contains(out, "\n"+node+" "), out, nil
 	})
 	for _, args := range [][]string{{"uncordon", node, "--dry-run=server"}, {"complete", node, "--dry-run=server"}} {
-		if out, code := plugin(t, args...); code != 0 || !strings.Contains(out, "(server dry run)") {
-			t.Errorf("%v: exit %d, want 0 and a server dry run", args, code)
+		out, code := plugin(t, args...)
+		if code != 0 {
+			t.Errorf("%v: exit %d, want 0", args, code)
+		}
+		if !strings.Contains(out, "(server dry run)") {
+			t.Errorf("%v: output %q, want a server dry run", args, out)
 		}
 	}
 	nm := &nodemaintv1alpha1.NodeMaintenance{}
@@ -101,8 +116,12 @@ func TestKubectlLike(t *testing.T) {
 	if ok, err := unschedulable(ctx, node); err != nil || !ok {
 		t.Errorf("node %s uncordoned by a dry run (%v)", node, err)
 	}
-	if out, code := plugin(t, "uncordon", node); code != 0 || !strings.Contains(out, "nodemaintenance.nodemaint.dev/"+node+" deleted: kubectl maintenance made it for node "+node) {
-		t.Errorf("uncordon of the plugin's maintenance: exit %d, want 0 and the maintenance ended, said", code)
+	said, code = plugin(t, "uncordon", node)
+	if code != 0 {
+		t.Errorf("uncordon of the plugin's maintenance: exit %d, want 0", code)
+	}
+	if !strings.Contains(said, "nodemaintenance.nodemaint.dev/"+node+" deleted: kubectl maintenance made it for node "+node) {
+		t.Errorf("uncordon of the plugin's maintenance: output %q, want the maintenance ended, said", said)
 	}
 	noMaintenances(t)
 
@@ -117,11 +136,22 @@ func TestKubectlLike(t *testing.T) {
 		ok, err := unschedulable(ctx, node)
 		return ok, "", err
 	})
-	if out, code := plugin(t, "status", node); code != 0 || !strings.Contains(out, "kernel-rack-7: phase") {
-		t.Errorf("status %s: exit %d, want 0 and kernel-rack-7, which covers it", node, code)
+	said, code = plugin(t, "status", node)
+	if code != 0 {
+		t.Errorf("status %s: exit %d, want 0", node, code)
 	}
-	if out, code := plugin(t, "uncordon", node); code != 0 || !strings.Contains(out, "NodeMaintenance kernel-rack-7: kubectl maintenance complete --name kernel-rack-7") || strings.Contains(out, "deleted") {
-		t.Errorf("uncordon of a node in a maintenance applied otherwise: exit %d, want 0, kernel-rack-7 named and kept", code)
+	if !strings.Contains(said, "kernel-rack-7: phase") {
+		t.Errorf("status %s: output %q, want kernel-rack-7, which covers it", node, said)
+	}
+	said, code = plugin(t, "uncordon", node)
+	if code != 0 {
+		t.Errorf("uncordon of a node in a maintenance applied otherwise: exit %d, want 0", code)
+	}
+	if !strings.Contains(said, "NodeMaintenance kernel-rack-7: kubectl maintenance complete --name kernel-rack-7") {
+		t.Errorf("uncordon of a node in a maintenance applied otherwise: output %q, want kernel-rack-7 named", said)
+	}
+	if strings.Contains(said, "deleted") {
+		t.Errorf("uncordon of a node in a maintenance applied otherwise: output %q, want kernel-rack-7 kept", said)
 	}
 	if err := framework.Client().Get(ctx, client.ObjectKeyFromObject(applied), applied); err != nil || !applied.Spec.Cordon || !applied.DeletionTimestamp.IsZero() {
 		t.Errorf("kernel-rack-7 after uncordon: %v, cordon %v, deleting %v; want it as it was", err, applied.Spec.Cordon, applied.DeletionTimestamp)

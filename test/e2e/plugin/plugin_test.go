@@ -106,33 +106,60 @@ func TestDrainStatusComplete(t *testing.T) {
 	waitReady(t, ns, 2)
 
 	out, code := plugin(t, "drain", node, "--reason", "e2e", "--timeout", "20s", "--response-timeout", "2s")
-	if code != 3 || !strings.Contains(out, "PodDisruptionBudget") || !strings.Contains(out, ns+"/precious") ||
-		!strings.Contains(out, "The disruption budget precious does not allow evicting pods") {
-		t.Errorf("drain blocked by a budget: exit %d, want 3 and the budget named", code)
+	if code != 3 {
+		t.Errorf("drain blocked by a budget: exit %d, want 3", code)
 	}
-	if out, code := plugin(t, "status", node, "--blocking"); code != 0 || !strings.Contains(out, "The disruption budget precious") {
-		t.Errorf("status --blocking: exit %d, output does not quote the budget", code)
+	for _, want := range []string{"PodDisruptionBudget", ns + "/precious", "The disruption budget precious does not allow evicting pods"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("drain blocked by a budget: output %q, want the budget named: %q", out, want)
+		}
 	}
-	if out, code := plugin(t, "list", "-o", "wide"); code != 0 || !strings.Contains(out, node) || !strings.Contains(out, "e2e") {
-		t.Errorf("list -o wide: exit %d, %q", code, out)
+	out, code = plugin(t, "status", node, "--blocking")
+	if code != 0 {
+		t.Errorf("status --blocking: exit %d, want 0", code)
 	}
-	if out, code := plugin(t, "status", node, "-o", "yaml"); code != 0 || !strings.Contains(out, "kind: NodeMaintenance") {
-		t.Errorf("status -o yaml: exit %d", code)
+	if !strings.Contains(out, "The disruption budget precious") {
+		t.Errorf("status --blocking: output %q does not quote the budget", out)
+	}
+	out, code = plugin(t, "list", "-o", "wide")
+	if code != 0 {
+		t.Errorf("list -o wide: exit %d, want 0", code)
+	}
+	if !strings.Contains(out, node) {
+		t.Errorf("list -o wide: %q, want node %s in it", out, node)
+	}
+	if !strings.Contains(out, "e2e") {
+		t.Errorf("list -o wide: %q, want the reason e2e in it", out)
+	}
+	out, code = plugin(t, "status", node, "-o", "yaml")
+	if code != 0 {
+		t.Errorf("status -o yaml: exit %d, want 0", code)
+	}
+	if !strings.Contains(out, "kind: NodeMaintenance") {
+		t.Errorf("status -o yaml: output %q, want kind: NodeMaintenance", out)
 	}
 
 	if err := framework.Client().Delete(t.Context(), pdb); err != nil {
 		t.Fatal(err)
 	}
 	// Running drain again is idempotent: it follows the same NodeMaintenance to the end.
-	if out, code := plugin(t, "drain", node, "--timeout", "60s", "--response-timeout", "2s"); code != 0 || !strings.Contains(out, "drained") {
-		t.Errorf("drain: exit %d, want 0 and drained", code)
+	out, code = plugin(t, "drain", node, "--timeout", "60s", "--response-timeout", "2s")
+	if code != 0 {
+		t.Errorf("drain: exit %d, want 0", code)
+	}
+	if !strings.Contains(out, "drained") {
+		t.Errorf("drain: output %q, want drained", out)
 	}
 	if ok, err := unschedulable(t.Context(), node); err != nil || !ok {
 		t.Errorf("node %s schedulable during maintenance (%v)", node, err)
 	}
 	// complete ends the maintenance drain created, and deletes it: nothing is left behind.
-	if out, code := plugin(t, "complete", node); code != 0 || !strings.Contains(out, "deleted") {
-		t.Errorf("complete: exit %d, want 0 and the NodeMaintenance deleted", code)
+	out, code = plugin(t, "complete", node)
+	if code != 0 {
+		t.Errorf("complete: exit %d, want 0", code)
+	}
+	if !strings.Contains(out, "deleted") {
+		t.Errorf("complete: output %q, want the NodeMaintenance deleted", out)
 	}
 	noMaintenances(t)
 	testutil.Eventually(t, timeout, "node schedulable again", func(ctx context.Context) (bool, string, error) {
@@ -166,8 +193,12 @@ func TestDrainStatusComplete(t *testing.T) {
 		Cordon: true, NodeSelector: corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
 			{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}}}
 	create(t, applied)
-	if out, code := plugin(t, "complete", "--name", "applied"); code != 0 || !strings.Contains(out, "complete") {
-		t.Errorf("complete --name applied: exit %d", code)
+	out, code = plugin(t, "complete", "--name", "applied")
+	if code != 0 {
+		t.Errorf("complete --name applied: exit %d, want 0", code)
+	}
+	if !strings.Contains(out, "complete") {
+		t.Errorf("complete --name applied: output %q, want complete", out)
 	}
 	kept("applied")
 	if _, code := plugin(t, "complete", "--name", "applied", "--delete"); code != 0 {
@@ -224,15 +255,30 @@ func TestFallbackWithoutCRD(t *testing.T) {
 		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
 	})
 	out, code := plugin(t, "drain", node, "--timeout", "60s", "--force")
-	if code != 1 || !strings.Contains(out, "serves no NodeMaintenance API") || !strings.Contains(out, "--classic-fallback") || strings.Contains(out, "drained") {
-		t.Errorf("drain without nodemaint: exit %d, want 1, the missing API named and --classic-fallback offered", code)
+	if code != 1 {
+		t.Errorf("drain without nodemaint: exit %d, want 1", code)
+	}
+	if !strings.Contains(out, "serves no NodeMaintenance API") {
+		t.Errorf("drain without nodemaint: output %q, want the missing API named", out)
+	}
+	if !strings.Contains(out, "--classic-fallback") {
+		t.Errorf("drain without nodemaint: output %q, want --classic-fallback offered", out)
+	}
+	if strings.Contains(out, "drained") {
+		t.Errorf("drain without nodemaint: output %q, want not drained", out)
 	}
 	if ok, err := unschedulable(t.Context(), node); err != nil || ok {
 		t.Errorf("node %s cordoned by a drain that should have changed nothing (%v)", node, err)
 	}
 	out, code = plugin(t, "drain", node, "--timeout", "60s", "--classic-fallback")
-	if code != 0 || !strings.Contains(out, "Warning: this cluster has no NodeMaintenance API") || !strings.Contains(out, "node/"+node+" drained") {
-		t.Errorf("fallback drain: exit %d", code)
+	if code != 0 {
+		t.Errorf("fallback drain: exit %d, want 0", code)
+	}
+	if !strings.Contains(out, "Warning: this cluster has no NodeMaintenance API") {
+		t.Errorf("fallback drain: output %q, want the warning that the cluster has no NodeMaintenance API", out)
+	}
+	if !strings.Contains(out, "node/"+node+" drained") {
+		t.Errorf("fallback drain: output %q, want node/%s drained", out, node)
 	}
 	if ok, err := unschedulable(t.Context(), node); err != nil || !ok {
 		t.Errorf("node %s not cordoned by the classic drain (%v)", node, err)

@@ -202,12 +202,18 @@ func TestPreflightPredictsDrain(t *testing.T) {
 	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": "pinned"}); err != nil {
 		t.Fatal(err)
 	}
-	if len(pods.Items) != 1 || !unschedulablePod(&pods.Items[0]) {
-		t.Errorf("pinned pods %+v, want one replacement, Pending and unschedulable", pods.Items)
+	if len(pods.Items) != 1 {
+		t.Errorf("pinned pods %+v, want one replacement", pods.Items)
+	} else if !unschedulablePod(&pods.Items[0]) {
+		t.Errorf("pinned pod %+v, want it Pending and unschedulable", pods.Items[0])
 	}
 	for _, name := range []string{"db-0", "tagged"} {
-		if p := mustGetPod(t, ns, name); p.Spec.NodeName != node || p.DeletionTimestamp != nil {
-			t.Errorf("%s on %s (deleting: %v), want it still on %s", name, p.Spec.NodeName, p.DeletionTimestamp, node)
+		p := mustGetPod(t, ns, name)
+		if p.Spec.NodeName != node {
+			t.Errorf("%s on %s, want it still on %s", name, p.Spec.NodeName, node)
+		}
+		if p.DeletionTimestamp != nil {
+			t.Errorf("%s deleting since %v, want it kept", name, p.DeletionTimestamp)
 		}
 	}
 }

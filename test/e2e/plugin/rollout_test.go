@@ -37,22 +37,41 @@ func TestRolloutDrainAndComplete(t *testing.T) {
 	drain := []string{"drain", "-l", label + "=pool", "--name", name, "--max-unavailable", "1", "--release", "manual", "--response-timeout", "2s"}
 
 	out, code := plugin(t, append(drain, "--wait=false")...)
-	if code != 0 || !strings.Contains(out, "nodemaintenance.nodemaint.dev/"+name+": rolling, 1 node at a time, release Manual") {
-		t.Fatalf("drain --max-unavailable: exit %d", code)
+	if code != 0 {
+		t.Errorf("drain --max-unavailable: exit %d, want 0", code)
+	}
+	if !strings.Contains(out, "nodemaintenance.nodemaint.dev/"+name+": rolling, 1 node at a time, release Manual") {
+		t.Errorf("drain --max-unavailable: output %q, want the rollout said: 1 node at a time, release Manual", out)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	t.Cleanup(func() { _, _ = plugin(t, "complete", "--name", name, "--delete"); noMaintenances(t) })
 	inTurn(t, first, second)
 	out, code = plugin(t, "status", name)
-	if code != 0 || !strings.Contains(out, "0 done, 1 in turn, 1 waiting") ||
-		!strings.Contains(out, "drained; waiting for `kubectl maintenance complete "+first+"`") {
-		t.Errorf("status of the rollout: exit %d", code)
+	if code != 0 {
+		t.Errorf("status of the rollout: exit %d, want 0", code)
+	}
+	if !strings.Contains(out, "0 done, 1 in turn, 1 waiting") {
+		t.Errorf("status of the rollout: output %q, want 0 done, 1 in turn, 1 waiting", out)
+	}
+	if !strings.Contains(out, "drained; waiting for `kubectl maintenance complete "+first+"`") {
+		t.Errorf("status of the rollout: output %q, want %s drained, waiting for complete", out, first)
 	}
 
-	if out, code := plugin(t, "complete", second); code != 1 || !strings.Contains(out, "node "+second+" waits for its turn in "+name) {
-		t.Errorf("complete of a node waiting for its turn: exit %d, want 1 and why", code)
+	out, code = plugin(t, "complete", second)
+	if code != 1 {
+		t.Errorf("complete of a node waiting for its turn: exit %d, want 1", code)
 	}
-	if out, code := plugin(t, "complete", first); code != 0 || !strings.Contains(out, "node/"+first+": turn in nodemaintenance.nodemaint.dev/"+name+" completed") {
-		t.Errorf("complete %s: exit %d", first, code)
+	if !strings.Contains(out, "node "+second+" waits for its turn in "+name) {
+		t.Errorf("complete of a node waiting for its turn: output %q, want why", out)
+	}
+	out, code = plugin(t, "complete", first)
+	if code != 0 {
+		t.Errorf("complete %s: exit %d, want 0", first, code)
+	}
+	if !strings.Contains(out, "node/"+first+": turn in nodemaintenance.nodemaint.dev/"+name+" completed") {
+		t.Errorf("complete %s: output %q, want its turn completed", first, out)
 	}
 	inTurn(t, second, first)
 
@@ -61,8 +80,11 @@ func TestRolloutDrainAndComplete(t *testing.T) {
 	}
 	// drain again: the same maintenance, followed to the end of the rollout.
 	out, code = plugin(t, append(drain, "--timeout", "60s")...)
-	if code != 0 || !strings.Contains(out, name+": drained, every node in its turn, and released") {
-		t.Errorf("drain followed to the end of the rollout: exit %d", code)
+	if code != 0 {
+		t.Errorf("drain followed to the end of the rollout: exit %d, want 0", code)
+	}
+	if !strings.Contains(out, name+": drained, every node in its turn, and released") {
+		t.Errorf("drain followed to the end of the rollout: output %q, want drained, every node in its turn, and released", out)
 	}
 	// Released: uncordoned, the conditions gone; the annotation records the turn that ended.
 	for _, n := range []string{first, second} {
