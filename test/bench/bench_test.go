@@ -52,8 +52,11 @@ func TestIdealTimes(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			empty, settled := idealTimes(tc.ws)
-			if empty != tc.empty || settled != tc.settled {
-				t.Errorf("idealTimes = %v, %v; want %v, %v", empty, settled, tc.empty, tc.settled)
+			if empty != tc.empty {
+				t.Errorf("idealTimes: empty %v, want %v", empty, tc.empty)
+			}
+			if settled != tc.settled {
+				t.Errorf("idealTimes: settled %v, want %v", settled, tc.settled)
 			}
 		})
 	}
@@ -75,8 +78,17 @@ func TestScenarioSizes(t *testing.T) {
 // rebooted nodes whatever the size of the cluster the other scenarios need.
 func TestRolloutScenarioPool(t *testing.T) {
 	p := scenarios()["P"]
-	if p.Rollout == nil || p.Rollout.atOnce(MethodNodemaint, p.Targets) != 2 || p.Rollout.atOnce(MethodClassic, p.Targets) != 1 || p.Targets != 20 {
-		t.Fatalf("scenario P: %d targets, rollout %+v; want 20 nodes, maxUnavailable 2", p.Targets, p.Rollout)
+	if p.Rollout == nil {
+		t.Fatalf("scenario P: no rollout; want maxUnavailable 2")
+	}
+	if got := p.Rollout.atOnce(MethodNodemaint, p.Targets); got != 2 {
+		t.Fatalf("scenario P: %d nodes at once by nodemaint, want maxUnavailable 2", got)
+	}
+	if got := p.Rollout.atOnce(MethodClassic, p.Targets); got != 1 {
+		t.Fatalf("scenario P: %d nodes at once by the classic drain, want 1", got)
+	}
+	if p.Targets != 20 {
+		t.Fatalf("scenario P: %d targets, want 20 nodes", p.Targets)
 	}
 	pool := strings.Join(p.targetNodes(), ",")
 	for _, w := range p.Workloads {
@@ -96,8 +108,14 @@ func TestRolloutScenarioPool(t *testing.T) {
 			t.Fatalf("%s is not confined to the pool: %+v", w.Name, a)
 		}
 		req := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0]
-		if req.Key != corev1.LabelHostname || req.Operator != corev1.NodeSelectorOpIn || strings.Join(req.Values, ",") != pool {
-			t.Errorf("%s's pods select %+v, want the pool %s", w.Name, req, pool)
+		if req.Key != corev1.LabelHostname {
+			t.Errorf("%s's pods select by %s, want %s", w.Name, req.Key, corev1.LabelHostname)
+		}
+		if req.Operator != corev1.NodeSelectorOpIn {
+			t.Errorf("%s's pods select with %s, want %s", w.Name, req.Operator, corev1.NodeSelectorOpIn)
+		}
+		if got := strings.Join(req.Values, ","); got != pool {
+			t.Errorf("%s's pods select %s, want the pool %s", w.Name, got, pool)
 		}
 	}
 }
@@ -135,33 +153,64 @@ func TestNodeTracker(t *testing.T) {
 	nt.observe(at(-5), "n2", "boot-2", true, false, false)
 	nt.observe(at(-5), "other", "x", false, true, false) // not in the pool
 	nt.begin(t0)
-	if s := nt.snapshot(); len(s.nodes) != 2 || s.nodes["n1"].rebooted || s.nodes["n1"].out() {
-		t.Fatalf("initial snapshot %+v", s.nodes)
+	s := nt.snapshot()
+	if len(s.nodes) != 2 {
+		t.Fatalf("initial snapshot %+v, want the 2 nodes of the pool", s.nodes)
+	}
+	if s.nodes["n1"].rebooted {
+		t.Fatalf("initial snapshot %+v, want n1 not rebooted", s.nodes)
+	}
+	if s.nodes["n1"].out() {
+		t.Fatalf("initial snapshot %+v, want n1 in service", s.nodes)
 	}
 	nt.observe(at(1), "n1", "boot-1", true, true, false)
 	nt.observe(at(5), "n1", "boot-1", true, true, true)
 	nt.observe(at(6), "n1", "boot-1b", false, true, true) // down, back with another boot ID
-	if n := nt.snapshot().nodes["n1"]; !n.rebooted || n.back() {
-		t.Fatalf("n1 rebooting: %+v", n)
+	n1 := nt.snapshot().nodes["n1"]
+	if !n1.rebooted {
+		t.Fatalf("n1 rebooting: %+v, want rebooted", n1)
+	}
+	if n1.back() {
+		t.Fatalf("n1 rebooting: %+v, want not back", n1)
 	}
 	nt.observe(at(9), "n1", "boot-1b", true, true, true)
 	nt.observe(at(10), "n1", "boot-1b", true, false, false)
-	if o := nt.outcome(); o.back != 1 || o.allBack != nil || o.maxOut != 1 {
-		t.Fatalf("outcome after n1: %+v", o)
+	o := nt.outcome()
+	if o.back != 1 {
+		t.Fatalf("outcome after n1: %d back, want 1", o.back)
+	}
+	if o.allBack != nil {
+		t.Fatalf("outcome after n1: all back at %v, want not all back", *o.allBack)
+	}
+	if o.maxOut != 1 {
+		t.Fatalf("outcome after n1: at most %d out, want 1", o.maxOut)
 	}
 	nt.observe(at(10.5), "n2", "boot-2", true, true, false)
 	nt.observe(at(12), "n2", "boot-2b", false, true, true)
 	nt.observe(at(14), "n2", "boot-2b", true, false, false)
 	nt.observe(at(15), "other", "y", false, true, false)
-	o := nt.outcome()
-	if o.back != 2 || o.allBack == nil || *o.allBack != 14 || o.maxOut != 1 {
-		t.Errorf("outcome %+v (all back %v), want 2 back at 14s, at most 1 out", o, o.allBack)
+	o = nt.outcome()
+	if o.back != 2 {
+		t.Errorf("%d back, want 2", o.back)
+	}
+	if o.allBack == nil || *o.allBack != 14 {
+		t.Errorf("all back at %v, want 14s", o.allBack)
+	}
+	if o.maxOut != 1 {
+		t.Errorf("at most %d out, want 1", o.maxOut)
 	}
 	// A node that goes out again is not back until it returns.
 	nt.observe(at(16), "n1", "boot-1b", true, true, false)
 	nt.observe(at(17), "n2", "boot-2b", false, false, false)
-	if o := nt.outcome(); o.back != 0 || o.allBack != nil || o.maxOut != 2 {
-		t.Errorf("outcome with both out again %+v, want none back, 2 out", o)
+	o = nt.outcome()
+	if o.back != 0 {
+		t.Errorf("with both out again: %d back, want none", o.back)
+	}
+	if o.allBack != nil {
+		t.Errorf("with both out again: all back at %v, want not all back", *o.allBack)
+	}
+	if o.maxOut != 2 {
+		t.Errorf("with both out again: at most %d out, want 2", o.maxOut)
 	}
 	nt.observe(at(18), "n1", "boot-1b", true, false, false)
 	nt.observe(at(19), "n2", "boot-2b", true, false, false)
@@ -181,8 +230,12 @@ func TestTracker(t *testing.T) {
 	tr.observe(at(-5), "web-b", "web", "n1", true, false, false)
 	tr.observe(at(-5), "blocker-0", "blocker", "n1", true, false, false)
 	tr.begin(t0)
-	if s := tr.snapshot(); s.left != 2 || !s.allDesired {
-		t.Fatalf("initial snapshot %+v", s)
+	s := tr.snapshot()
+	if s.left != 2 {
+		t.Fatalf("initial snapshot %+v, want 2 pods left", s)
+	}
+	if !s.allDesired {
+		t.Fatalf("initial snapshot %+v, want every workload at its desired count", s)
 	}
 	tr.observe(at(1), "web-a", "web", "n1", true, true, false) // evicted: terminating, no longer counts as Ready
 	tr.observe(at(2), "web-c", "web", "", false, false, false) // replacement created
@@ -191,13 +244,20 @@ func TestTracker(t *testing.T) {
 	tr.observe(at(6), "web-c", "web", "n2", true, false, false)
 	tr.observe(at(7), "web-d", "web", "n2", true, false, false) // a surge: above desired
 	tr.observe(at(8), "web-b", "web", "n1", true, true, false)
-	if s := tr.snapshot(); s.left != 1 || !s.allDesired {
-		t.Fatalf("snapshot at 8s %+v", s)
+	s = tr.snapshot()
+	if s.left != 1 {
+		t.Fatalf("snapshot at 8s %+v, want 1 pod left", s)
+	}
+	if !s.allDesired {
+		t.Fatalf("snapshot at 8s %+v, want every workload at its desired count", s)
 	}
 	tr.observe(at(9), "web-b", "web", "n1", true, true, true)
-	s := tr.snapshot()
-	if s.left != 0 || !s.allDesired {
-		t.Fatalf("final snapshot %+v", s)
+	s = tr.snapshot()
+	if s.left != 0 {
+		t.Fatalf("final snapshot %+v, want no pod left", s)
+	}
+	if !s.allDesired {
+		t.Fatalf("final snapshot %+v, want every workload at its desired count", s)
 	}
 	o := tr.outcome(10, map[string]string{"web": KindDeployment, "blocker": KindStatefulSet})
 	if o.empty == nil || *o.empty != 9 {
@@ -236,13 +296,23 @@ func TestTrackerNeverEmpty(t *testing.T) {
 	tr.begin(t0)
 	tr.observe(t0.Add(3*time.Second), "db-0", "db", "n1", false, false, false) // not Ready, stays
 	o := tr.outcome(10, nil)
-	if o.empty != nil || o.left != 1 {
-		t.Errorf("empty = %v, left = %d; want never, 1", o.empty, o.left)
+	if o.empty != nil {
+		t.Errorf("empty = %v, want never", *o.empty)
+	}
+	if o.left != 1 {
+		t.Errorf("left = %d, want 1", o.left)
 	}
 	if o.settled != nil {
 		t.Errorf("settled = %v, want never (db is down)", *o.settled)
 	}
-	if w := o.workloads[0]; w.MinReady != 0 || w.SecondsBelow != 7 || w.SecondsAtZero != 7 {
+	w := o.workloads[0]
+	if w.MinReady != 0 {
+		t.Errorf("db = %+v, want at least once none Ready", w)
+	}
+	if w.SecondsBelow != 7 {
+		t.Errorf("db = %+v, want 7s below desired", w)
+	}
+	if w.SecondsAtZero != 7 {
 		t.Errorf("db = %+v, want 7s at zero", w)
 	}
 }
@@ -250,8 +320,14 @@ func TestTrackerNeverEmpty(t *testing.T) {
 func TestAvailability(t *testing.T) {
 	series := []Point{{0, 3}, {2, 1}, {4, 0}, {5, 3}, {20, 3}}
 	minReady, below, zero := availability(series, 3, 10)
-	if minReady != 0 || below != 3 || zero != 1 {
-		t.Errorf("availability = %d, %v, %v; want 0, 3, 1", minReady, below, zero)
+	if minReady != 0 {
+		t.Errorf("availability: min Ready %d, want 0", minReady)
+	}
+	if below != 3 {
+		t.Errorf("availability: %v below desired, want 3", below)
+	}
+	if zero != 1 {
+		t.Errorf("availability: %v at zero, want 1", zero)
 	}
 }
 
@@ -399,16 +475,25 @@ func TestWriteDocsParts(t *testing.T) {
 	if !strings.Contains(got, "\nold regular\n") {
 		t.Errorf("a large run rewrote the regular part:\n%s", got)
 	}
-	if strings.Contains(got, "old large") || !strings.Contains(got, "### Scenario L") || !strings.Contains(got, "5000 nodes and 50000 pods") {
-		t.Errorf("a large run did not write the large part:\n%s", got)
+	if strings.Contains(got, "old large") {
+		t.Errorf("a large run did not replace the large part:\n%s", got)
+	}
+	if !strings.Contains(got, "### Scenario L") {
+		t.Errorf("a large run did not write scenario L:\n%s", got)
+	}
+	if !strings.Contains(got, "5000 nodes and 50000 pods") {
+		t.Errorf("a large run did not write its size:\n%s", got)
 	}
 	regular := &Report{Time: "T2", Scenarios: []ScenarioResult{{Name: "M", Description: "the medium one"}}}
 	if err := writeDocs(root, regular); err != nil {
 		t.Fatal(err)
 	}
 	got = read()
-	if strings.Contains(got, "old regular") || !strings.Contains(got, "### Scenario M") {
-		t.Errorf("a regular run did not write the regular part:\n%s", got)
+	if strings.Contains(got, "old regular") {
+		t.Errorf("a regular run did not replace the regular part:\n%s", got)
+	}
+	if !strings.Contains(got, "### Scenario M") {
+		t.Errorf("a regular run did not write scenario M:\n%s", got)
 	}
 	if !strings.Contains(got, "### Scenario L") {
 		t.Errorf("a regular run rewrote the large part:\n%s", got)
@@ -425,8 +510,14 @@ func TestWriteDocsParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = read()
-	if strings.Contains(got, "old fleet") || strings.Count(got, "### Scenario F") != 1 || !strings.Contains(got, "medium again") {
-		t.Errorf("a run of M and F did not write both parts:\n%s", got)
+	if strings.Contains(got, "old fleet") {
+		t.Errorf("a run of M and F did not replace the fleet part:\n%s", got)
+	}
+	if n := strings.Count(got, "### Scenario F"); n != 1 {
+		t.Errorf("a run of M and F wrote scenario F %d times, want once:\n%s", n, got)
+	}
+	if !strings.Contains(got, "medium again") {
+		t.Errorf("a run of M and F did not write the regular part:\n%s", got)
 	}
 	if i, j := strings.Index(got, "### Scenario F"), strings.Index(got, docsFleetBegin); i < j {
 		t.Errorf("scenario F written outside the fleet part:\n%s", got)
@@ -447,22 +538,64 @@ func TestMergeReports(t *testing.T) {
 		{Name: "L", Description: "again", Runs: []RunResult{{Method: MethodNodemaint, DurationSeconds: 300}}},
 		{Name: "M", Description: "medium"}}}
 	m := mergeReports([]*Report{l, idle, again})
-	if m.Time != "T1" || m.Settings.ClusterNodes != 1000 {
-		t.Errorf("time %s, %d nodes: want the first report's, T1 and 1000", m.Time, m.Settings.ClusterNodes)
+	if m.Time != "T1" {
+		t.Errorf("time %s: want the first report's, T1", m.Time)
 	}
-	if len(m.Scenarios) != 2 || m.Scenarios[0].Description != "again" || m.Scenarios[1].Name != "M" {
+	if m.Settings.ClusterNodes != 1000 {
+		t.Errorf("%d nodes: want the first report's, 1000", m.Settings.ClusterNodes)
+	}
+	if len(m.Scenarios) != 2 {
 		t.Fatalf("scenarios %+v: want L (again) and M", m.Scenarios)
 	}
+	if m.Scenarios[0].Description != "again" {
+		t.Fatalf("scenarios %+v: want L described by the later run (again)", m.Scenarios)
+	}
+	if m.Scenarios[1].Name != "M" {
+		t.Fatalf("scenarios %+v: want M second", m.Scenarios)
+	}
 	runs := m.Scenarios[0].Runs
-	if len(runs) != 2 || runs[0].Method != MethodClassic || runs[0].DurationSeconds != 777 || runs[0].Time != "" ||
-		runs[1].Method != MethodNodemaint || runs[1].DurationSeconds != 300 || runs[1].Time != "T3" {
+	if len(runs) != 2 {
 		t.Errorf("runs of L %+v: want the classic one of T1 and the nodemaint one of T3", runs)
+	} else {
+		if runs[0].Method != MethodClassic {
+			t.Errorf("runs of L %+v: want the classic one first", runs)
+		}
+		if runs[0].DurationSeconds != 777 {
+			t.Errorf("runs of L %+v: want the classic one of T1, 777s", runs)
+		}
+		if runs[0].Time != "" {
+			t.Errorf("runs of L %+v: want the classic one of the report's own time", runs)
+		}
+		if runs[1].Method != MethodNodemaint {
+			t.Errorf("runs of L %+v: want the nodemaint one second", runs)
+		}
+		if runs[1].DurationSeconds != 300 {
+			t.Errorf("runs of L %+v: want the nodemaint one of T3, 300s", runs)
+		}
+		if runs[1].Time != "T3" {
+			t.Errorf("runs of L %+v: want the nodemaint one with its time T3", runs)
+		}
 	}
-	if m.Idle == nil || m.Idle.RSSMiB != 590 || m.Idle.Time != "T2" {
-		t.Fatalf("idle %+v: want 590 MiB measured at T2", m.Idle)
+	if m.Idle == nil {
+		t.Fatalf("no idle figures: want 590 MiB measured at T2")
 	}
-	if l.Scenarios[0].Description != "first" || l.Scenarios[0].Runs[1].DurationSeconds != 1 || idle.Idle.Time != "" || again.Scenarios[0].Runs[0].Time != "" {
-		t.Error("merging changed its inputs")
+	if m.Idle.RSSMiB != 590 {
+		t.Fatalf("idle %+v: want 590 MiB", m.Idle)
+	}
+	if m.Idle.Time != "T2" {
+		t.Fatalf("idle %+v: want measured at T2", m.Idle)
+	}
+	if l.Scenarios[0].Description != "first" {
+		t.Error("merging changed its inputs: the first report's description")
+	}
+	if l.Scenarios[0].Runs[1].DurationSeconds != 1 {
+		t.Error("merging changed its inputs: the first report's run")
+	}
+	if idle.Idle.Time != "" {
+		t.Error("merging changed its inputs: the idle report's time")
+	}
+	if again.Scenarios[0].Runs[0].Time != "" {
+		t.Error("merging changed its inputs: the later report's run")
 	}
 	md := renderMarkdown(m, "")
 	for _, want := range []string{"Run T1 ", "Controller idle (run T2) with 5000 nodes", "590 MiB (peak 0 MiB), 420 MiB 1m30s later,", "nodemaint was run apart: run T3"} {
@@ -525,8 +658,11 @@ func TestProtocolArgs(t *testing.T) {
 			t.Errorf("protocolArgs(%s, API served %v) = %v, want %v", c.method, c.api, got, c.want)
 		}
 	}
-	if needsEvictionRequestAPI([]string{MethodClassic, MethodNodemaint}) || !needsEvictionRequestAPI([]string{MethodNodemaint, MethodNodemaintER}) {
-		t.Error("needsEvictionRequestAPI: want the API for nodemaint-er only")
+	if needsEvictionRequestAPI([]string{MethodClassic, MethodNodemaint}) {
+		t.Error("needsEvictionRequestAPI: classic and nodemaint need the API, want the API for nodemaint-er only")
+	}
+	if !needsEvictionRequestAPI([]string{MethodNodemaint, MethodNodemaintER}) {
+		t.Error("needsEvictionRequestAPI: nodemaint-er does not need the API, want the API for nodemaint-er")
 	}
 }
 

@@ -23,12 +23,27 @@ import (
 func TestFleetScenario(t *testing.T) {
 	for _, tc := range []struct{ nodes, pods, atOnce int }{{1000, 10000, 100}, {100, 1000, 10}, {200, 2000, 20}} {
 		f := fleet(tc.nodes)
-		if f.Targets != tc.nodes || f.Nodes != tc.nodes || f.pods() != tc.pods {
-			t.Errorf("fleet(%d): %d of %d nodes, %d pods; want %d pods", tc.nodes, f.Targets, f.Nodes, f.pods(), tc.pods)
+		if f.Targets != tc.nodes {
+			t.Errorf("fleet(%d): %d targets, want %d", tc.nodes, f.Targets, tc.nodes)
+		}
+		if f.Nodes != tc.nodes {
+			t.Errorf("fleet(%d): %d nodes, want %d", tc.nodes, f.Nodes, tc.nodes)
+		}
+		if got := f.pods(); got != tc.pods {
+			t.Errorf("fleet(%d): %d pods, want %d", tc.nodes, got, tc.pods)
 		}
 		r := f.Rollout
-		if r == nil || r.MaxUnavailable.String() != "10%" || r.atOnce(MethodNodemaint, f.Targets) != tc.atOnce || r.atOnce(MethodClassic, f.Targets) != tc.atOnce {
-			t.Errorf("fleet(%d) rollout %+v: want 10%%, %d nodes at once for both methods", tc.nodes, r, tc.atOnce)
+		if r == nil {
+			t.Fatalf("fleet(%d): no rollout, want 10%%, %d nodes at once for both methods", tc.nodes, tc.atOnce)
+		}
+		if got := r.MaxUnavailable.String(); got != "10%" {
+			t.Errorf("fleet(%d) rollout maxUnavailable %s, want 10%%", tc.nodes, got)
+		}
+		if got := r.atOnce(MethodNodemaint, f.Targets); got != tc.atOnce {
+			t.Errorf("fleet(%d) rollout: %d nodes at once by nodemaint, want %d", tc.nodes, got, tc.atOnce)
+		}
+		if got := r.atOnce(MethodClassic, f.Targets); got != tc.atOnce {
+			t.Errorf("fleet(%d) rollout: %d nodes at once by the classic drain, want %d", tc.nodes, got, tc.atOnce)
 		}
 		if r.Reboot != 10*sec {
 			t.Errorf("fleet(%d) reboot %v, want 10s", tc.nodes, r.Reboot)
@@ -37,8 +52,12 @@ func TestFleetScenario(t *testing.T) {
 	if got := scenarios()["F"]; got.Targets != fleetNodes {
 		t.Errorf("scenario F has %d nodes, want %d", got.Targets, fleetNodes)
 	}
-	if d := fleet(1000).Description; !strings.Contains(d, "1,000 nodes and 10,000 pods") || !strings.Contains(d, "concurrency of 100") {
-		t.Errorf("description %q", d)
+	d := fleet(1000).Description
+	if !strings.Contains(d, "1,000 nodes and 10,000 pods") {
+		t.Errorf("description %q, want 1,000 nodes and 10,000 pods", d)
+	}
+	if !strings.Contains(d, "concurrency of 100") {
+		t.Errorf("description %q, want a concurrency of 100", d)
 	}
 }
 
@@ -49,8 +68,15 @@ func TestFleetWorkloads(t *testing.T) {
 	if !f.LabelPool {
 		t.Fatal("the fleet's pool is not labelled")
 	}
-	if req := f.poolRequirement(); req.Key != poolLabel || req.Operator != corev1.NodeSelectorOpIn || len(req.Values) != 1 || req.Values[0] != "F" {
-		t.Errorf("the maintenance selects %+v, want the pool's label", req)
+	req := f.poolRequirement()
+	if req.Key != poolLabel {
+		t.Errorf("the maintenance selects by %s, want the pool's label %s", req.Key, poolLabel)
+	}
+	if req.Operator != corev1.NodeSelectorOpIn {
+		t.Errorf("the maintenance selects with %s, want %s", req.Operator, corev1.NodeSelectorOpIn)
+	}
+	if len(req.Values) != 1 || req.Values[0] != "F" {
+		t.Errorf("the maintenance selects %v, want the pool F", req.Values)
 	}
 	kinds, budgets := map[string]int{}, map[string]int{}
 	for _, w := range f.Workloads {
@@ -62,8 +88,11 @@ func TestFleetWorkloads(t *testing.T) {
 		case *appsv1.StatefulSet:
 			tmpl = o.Spec.Template
 		}
-		if tmpl.Spec.NodeSelector[poolLabel] != "F" || tmpl.Spec.Affinity != nil {
+		if tmpl.Spec.NodeSelector[poolLabel] != "F" {
 			t.Errorf("%s is not confined to the pool by its label: %v", w.Name, tmpl.Spec.NodeSelector)
+		}
+		if tmpl.Spec.Affinity != nil {
+			t.Errorf("%s has an affinity %+v, want the pool's label alone", w.Name, tmpl.Spec.Affinity)
 		}
 		kinds[w.Kind]++
 		switch p, _ := pdb.(*policyv1.PodDisruptionBudget); {
@@ -73,11 +102,20 @@ func TestFleetWorkloads(t *testing.T) {
 			budgets[p.Spec.MaxUnavailable.String()]++
 		}
 	}
-	if kinds[KindStatefulSet] != 2 || kinds[KindDeployment] != 180 {
-		t.Errorf("workloads by kind %v, want 180 Deployments and 2 StatefulSets", kinds)
+	if kinds[KindStatefulSet] != 2 {
+		t.Errorf("workloads by kind %v, want 2 StatefulSets", kinds)
 	}
-	if budgets["10%"] != 22 || budgets["1"] != 111 || budgets["none"] != 49 {
-		t.Errorf("budgets %v, want 22 of 10%%, 111 of 1, 49 none", budgets)
+	if kinds[KindDeployment] != 180 {
+		t.Errorf("workloads by kind %v, want 180 Deployments", kinds)
+	}
+	if budgets["10%"] != 22 {
+		t.Errorf("budgets %v, want 22 of 10%%", budgets)
+	}
+	if budgets["1"] != 111 {
+		t.Errorf("budgets %v, want 111 of 1", budgets)
+	}
+	if budgets["none"] != 49 {
+		t.Errorf("budgets %v, want 49 none", budgets)
 	}
 }
 
@@ -143,8 +181,20 @@ func TestIdealFleet(t *testing.T) {
 		t.Errorf("10%% of 5 allows %d, want 1", got)
 	}
 	res := rolloutResult(f)
-	if res.MaxUnavailable != 100 || res.MaxUnavailableSpec != "10%" || res.ClassicAtOnce != 100 || res.IdealSeconds != 220 || res.IdealClassicSeconds != 220 {
-		t.Errorf("rollout result %+v", res)
+	if res.MaxUnavailable != 100 {
+		t.Errorf("rollout result %+v, want maxUnavailable 100", res)
+	}
+	if res.MaxUnavailableSpec != "10%" {
+		t.Errorf("rollout result %+v, want maxUnavailable spelled 10%%", res)
+	}
+	if res.ClassicAtOnce != 100 {
+		t.Errorf("rollout result %+v, want 100 at once by the classic drain", res)
+	}
+	if res.IdealSeconds != 220 {
+		t.Errorf("rollout result %+v, want ideally 220s", res)
+	}
+	if res.IdealClassicSeconds != 220 {
+		t.Errorf("rollout result %+v, want ideally 220s by the classic drain", res)
 	}
 }
 
@@ -183,12 +233,28 @@ func TestNodeTrackerMaxOut(t *testing.T) {
 			}
 		}
 		want, wantCordoned = max(want, out), max(wantCordoned, cordoned)
-		if nt.out != out || nt.cordoned != cordoned {
-			t.Fatalf("%d nodes out and %d cordoned counted, %d and %d", nt.out, nt.cordoned, out, cordoned)
+		if nt.out != out {
+			t.Fatalf("%d nodes out counted, want %d", nt.out, out)
+		}
+		if nt.cordoned != cordoned {
+			t.Fatalf("%d nodes cordoned counted, want %d", nt.cordoned, cordoned)
 		}
 	}
-	if o := nt.outcome(); o.maxOut != want || want == 0 || o.maxCordoned != wantCordoned || wantCordoned == 0 || o.maxCordoned > o.maxOut {
-		t.Errorf("max out %d, cordoned %d; want %d, %d", o.maxOut, o.maxCordoned, want, wantCordoned)
+	o := nt.outcome()
+	if o.maxOut != want {
+		t.Errorf("max out %d, want %d", o.maxOut, want)
+	}
+	if want == 0 {
+		t.Errorf("the random events took no node out: nothing tested")
+	}
+	if o.maxCordoned != wantCordoned {
+		t.Errorf("max cordoned %d, want %d", o.maxCordoned, wantCordoned)
+	}
+	if wantCordoned == 0 {
+		t.Errorf("the random events cordoned no node: nothing tested")
+	}
+	if o.maxCordoned > o.maxOut {
+		t.Errorf("max cordoned %d above max out %d: a cordoned node is out", o.maxCordoned, o.maxOut)
 	}
 	// Nodes outside the pool do not count.
 	nt.observe(t0, "other", "boot", false, true, false)
@@ -211,8 +277,15 @@ func TestNodeTrackerLostReady(t *testing.T) {
 	nt.observe(t0, "n1", "boot-n1b", true, false, false)
 	nt.observe(t0, "n2", "boot-n2", false, false, false) // heartbeats missed
 	nt.observe(t0, "n2", "boot-n2", true, false, false)
-	if o := nt.outcome(); o.lostReady != 1 || o.maxCordoned != 1 || o.maxOut != 1 {
-		t.Errorf("outcome %+v, want 1 node lost Ready, 1 cordoned, 1 out at most", o)
+	o := nt.outcome()
+	if o.lostReady != 1 {
+		t.Errorf("%d nodes lost Ready, want 1", o.lostReady)
+	}
+	if o.maxCordoned != 1 {
+		t.Errorf("%d cordoned at most, want 1", o.maxCordoned)
+	}
+	if o.maxOut != 1 {
+		t.Errorf("%d out at most, want 1", o.maxOut)
 	}
 }
 

@@ -61,11 +61,21 @@ func TestRunningStatusHostIP(t *testing.T) {
 	node := &corev1.Node{Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
 		{Type: corev1.NodeHostName, Address: "n"}, {Type: corev1.NodeExternalIP, Address: "192.0.2.1"}, {Type: corev1.NodeInternalIP, Address: "172.16.0.1"}}}}
 	s := runningStatus(pod, nodeHostIP(node), "10.1.0.1", time.Now())
-	if s.HostIP != "172.16.0.1" || len(s.HostIPs) != 1 || s.HostIPs[0].IP != "172.16.0.1" {
-		t.Errorf("host IP %q %v: want the node's internal IP", s.HostIP, s.HostIPs)
+	if s.HostIP != "172.16.0.1" {
+		t.Errorf("host IP %q: want the node's internal IP", s.HostIP)
 	}
-	if len(s.ContainerStatuses) != 2 || s.ContainerStatuses[1].Name != "b" || s.ContainerStatuses[1].State.Running == nil {
-		t.Errorf("container statuses %+v: want both running", s.ContainerStatuses)
+	if len(s.HostIPs) != 1 || s.HostIPs[0].IP != "172.16.0.1" {
+		t.Errorf("host IPs %v: want the node's internal IP", s.HostIPs)
+	}
+	if len(s.ContainerStatuses) != 2 {
+		t.Errorf("container statuses %+v: want both", s.ContainerStatuses)
+	} else {
+		if s.ContainerStatuses[1].Name != "b" {
+			t.Errorf("container statuses %+v: want b second", s.ContainerStatuses)
+		}
+		if s.ContainerStatuses[1].State.Running == nil {
+			t.Errorf("container statuses %+v: want b running", s.ContainerStatuses)
+		}
 	}
 	if got := nodeHostIP(&corev1.Node{}); got != "" {
 		t.Errorf("a node without addresses: host IP %q", got)

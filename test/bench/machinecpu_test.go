@@ -14,8 +14,11 @@ func TestParseMachineCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Guest time is in user time already; idle is idle and iowait.
-	if busy != 14 || all != 65 {
-		t.Errorf("parseMachineCPU = %v busy of %v, want 14 of 65", busy, all)
+	if busy != 14 {
+		t.Errorf("parseMachineCPU = %v busy, want 14", busy)
+	}
+	if all != 65 {
+		t.Errorf("parseMachineCPU = %v in all, want 65", all)
 	}
 	if _, _, err := parseMachineCPU("intr 1\n"); err == nil {
 		t.Error("a /proc/stat without its cpu line parsed")
@@ -50,8 +53,14 @@ func TestTakeCPUSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.all <= 0 || s.busy <= 0 || s.busy > s.all {
-		t.Errorf("machine CPU %v busy of %v", s.busy, s.all)
+	if s.all <= 0 {
+		t.Errorf("machine CPU %v in all, want some", s.all)
+	}
+	if s.busy <= 0 {
+		t.Errorf("machine CPU %v busy, want some", s.busy)
+	}
+	if s.busy > s.all {
+		t.Errorf("machine CPU %v busy of %v, want at most all", s.busy, s.all)
 	}
 	if _, ok := s.processes[benchProcess]; !ok || len(s.processes) != 1 {
 		t.Errorf("processes = %v, want the bench's alone", s.processes)
