@@ -136,8 +136,10 @@ func testRolloutRebooted(t *testing.T, pool *nodePool, nodes []string, watch *po
 		cordons = append(cordons, c[0])
 	}
 	slices.SortFunc(cordons, func(a, b cordonChange) int { return a.at.Compare(b.at) })
-	if len(cordons) < 2 || !slices.Contains(nodes[:2], cordons[0].node) || !slices.Contains(nodes[:2], cordons[1].node) {
-		t.Errorf("first cordoned %v, want %v (by name)", cordons[:min(2, len(cordons))], nodes[:2])
+	if len(cordons) < 2 {
+		t.Errorf("cordoned %v, want at least %v (by name) first", cordons, nodes[:2])
+	} else if !slices.Contains(nodes[:2], cordons[0].node) || !slices.Contains(nodes[:2], cordons[1].node) {
+		t.Errorf("first cordoned %v, want %v (by name)", cordons[:2], nodes[:2])
 	}
 	for _, n := range nodes {
 		c := changes[n]
