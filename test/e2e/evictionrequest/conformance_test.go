@@ -117,8 +117,11 @@ func apiOperations(t *testing.T, res dynamic.ResourceInterface, kind string, spe
 	if err != nil {
 		t.Fatal(err)
 	}
-	if read.GetUID() != created.GetUID() || read.GetResourceVersion() == "" {
-		t.Fatalf("got UID %s resourceVersion %q: want %s and a resourceVersion", read.GetUID(), read.GetResourceVersion(), created.GetUID())
+	if read.GetUID() != created.GetUID() {
+		t.Fatalf("got UID %s, want %s", read.GetUID(), created.GetUID())
+	}
+	if read.GetResourceVersion() == "" {
+		t.Fatalf("got no resourceVersion, want one")
 	}
 
 	// list, watch
@@ -189,8 +192,11 @@ func apiOperations(t *testing.T, res dynamic.ResourceInterface, kind string, spe
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.GroupVersionKind() != gv.WithKind(kind) || st.GetUID() != created.GetUID() {
-		t.Fatalf("/status is a %v of UID %s: want a %s of UID %s", st.GroupVersionKind(), st.GetUID(), kind, created.GetUID())
+	if st.GroupVersionKind() != gv.WithKind(kind) {
+		t.Fatalf("/status is a %v, want a %s", st.GroupVersionKind(), kind)
+	}
+	if st.GetUID() != created.GetUID() {
+		t.Fatalf("/status is of UID %s, want %s", st.GetUID(), created.GetUID())
 	}
 	var statusUpdated *unstructured.Unstructured
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
