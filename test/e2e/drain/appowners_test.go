@@ -93,8 +93,11 @@ func TestAppOwnersSeeWhyTheDrainWaits(t *testing.T) {
 				t.Errorf("%s web: note %q does not say %q", kind, ev.Note, want)
 			}
 		}
-		if ev.Type != corev1.EventTypeWarning || ev.Related == nil || ev.Related.Kind != "NodeMaintenance" || ev.Related.Name != "appowners" {
-			t.Errorf("%s web: %s Event related to %+v; want a Warning related to the NodeMaintenance", kind, ev.Type, ev.Related)
+		if ev.Type != corev1.EventTypeWarning {
+			t.Errorf("%s web: %s Event, want a Warning", kind, ev.Type)
+		}
+		if ev.Related == nil || ev.Related.Kind != "NodeMaintenance" || ev.Related.Name != "appowners" {
+			t.Errorf("%s web: Event related to %+v, want related to the NodeMaintenance appowners", kind, ev.Related)
 		}
 	}
 	kubectl := func(args ...string) string {
@@ -110,8 +113,11 @@ func TestAppOwnersSeeWhyTheDrainWaits(t *testing.T) {
 	out := kubectl("get", "events", "-n", ns, "--field-selector", "reason="+nodedecide.ReasonBudgetBlocksDrain,
 		"-o", "custom-columns=TYPE:.type,OBJECT:.involvedObject.kind,NAME:.involvedObject.name,MESSAGE:.message")
 	t.Logf("kubectl get events -n %s, as the namespace's user:\n%s", ns, out)
-	if !strings.Contains(out, "PodDisruptionBudget") || !strings.Contains(out, "Deployment") {
-		t.Fatal("kubectl get events as the namespace's user does not show both")
+	if !strings.Contains(out, "PodDisruptionBudget") {
+		t.Fatal("kubectl get events as the namespace's user does not show the PodDisruptionBudget's")
+	}
+	if !strings.Contains(out, "Deployment") {
+		t.Fatal("kubectl get events as the namespace's user does not show the Deployment's")
 	}
 	for _, object := range []string{"deployment/web", "poddisruptionbudget/web"} {
 		if out := kubectl("describe", "-n", ns, object); !strings.Contains(out, nodedecide.ReasonBudgetBlocksDrain) {

@@ -209,15 +209,29 @@ func TestMixedNode(t *testing.T) {
 		left = append(left, p.Name)
 	}
 	slices.Sort(left)
-	if len(left) != 2 || !strings.HasPrefix(left[0], "agent-") || left[1] != "keep" {
-		t.Errorf("pods left on %s: %v; want the skipped pod and the DaemonSet's", target, left)
+	if len(left) != 2 {
+		t.Errorf("pods left on %s: %v; want 2, the skipped pod and the DaemonSet's", target, left)
+	} else {
+		if !strings.HasPrefix(left[0], "agent-") {
+			t.Errorf("pods left on %s: %v; want the DaemonSet's among them", target, left)
+		}
+		if left[1] != "keep" {
+			t.Errorf("pods left on %s: %v; want the skipped pod keep among them", target, left)
+		}
 	}
 	st, _, err := nodeStatus(t.Context(), "mixed", target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Blocked) != 1 || st.Blocked[0].Reason != nodemaintv1alpha1.BlockedReasonSkipped || !slices.Equal(st.Blocked[0].Pods, []string{ns + "/keep"}) {
-		t.Errorf("status of %s: %+v; want the skipped pod reported", target, st)
+	if len(st.Blocked) != 1 {
+		t.Errorf("status of %s: %+v; want one blocked entry, the skipped pod", target, st)
+	} else {
+		if st.Blocked[0].Reason != nodemaintv1alpha1.BlockedReasonSkipped {
+			t.Errorf("status of %s: blocked %s, want %s", target, st.Blocked[0].Reason, nodemaintv1alpha1.BlockedReasonSkipped)
+		}
+		if !slices.Equal(st.Blocked[0].Pods, []string{ns + "/keep"}) {
+			t.Errorf("status of %s: blocked pods %v, want [%s/keep]", target, st.Blocked[0].Pods, ns)
+		}
 	}
 }
 
@@ -413,8 +427,14 @@ func TestDrainRuleOrder(t *testing.T) {
 	group := func(order string) (firstDeleted, lastGone time.Time) {
 		for i := range 2 {
 			ts := seen[fmt.Sprintf("order-%s-%d", order, i)]
-			if ts == nil || ts.deleted.IsZero() || ts.gone.IsZero() {
-				t.Fatalf("pod order-%s-%d: not seen evicted and gone: %+v", order, i, ts)
+			if ts == nil {
+				t.Fatalf("pod order-%s-%d: not seen", order, i)
+			}
+			if ts.deleted.IsZero() {
+				t.Fatalf("pod order-%s-%d: not seen evicted: %+v", order, i, ts)
+			}
+			if ts.gone.IsZero() {
+				t.Fatalf("pod order-%s-%d: not seen gone: %+v", order, i, ts)
 			}
 			if firstDeleted.IsZero() || ts.deleted.Before(firstDeleted) {
 				firstDeleted = ts.deleted
