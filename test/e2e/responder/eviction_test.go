@@ -196,7 +196,9 @@ func TestEvictionThirdPartyResponderFirst(t *testing.T) {
 	if !strings.Contains(ptr.Deref(ex.Message, ""), "progress is saved") {
 		t.Errorf("the example's last message: %q; want its progress saved", ptr.Deref(ex.Message, ""))
 	}
-	if at := evictions.firstSurge(); at.IsZero() || ex.CompletionTime == nil || at.Before(ex.CompletionTime.Time.Truncate(time.Second)) {
+	if at := evictions.firstSurge(); at.IsZero() {
+		t.Errorf("the Deployment responder never became active; want after the example completed at %v", ex.CompletionTime)
+	} else if ex.CompletionTime == nil || at.Before(ex.CompletionTime.Time.Truncate(time.Second)) {
 		t.Errorf("the Deployment responder became active at %v; want after the example completed at %v", at, ex.CompletionTime)
 	}
 	s.mu.Lock()

@@ -86,8 +86,11 @@ func TestWavesOfMaxSurge(t *testing.T) {
 		staying = append(staying, byNode[n]...)
 	}
 	moving := len(byNode[maintained[0]]) + len(byNode[maintained[1]])
-	if moving < 3 || len(staying) == 0 {
-		t.Fatalf("pods not spread as needed: %v", byNode)
+	if moving < 3 {
+		t.Fatalf("pods not spread as needed: %d on the two nodes maintained, want at least 3: %v", moving, byNode)
+	}
+	if len(staying) == 0 {
+		t.Fatalf("pods not spread as needed: none on the other nodes, want some staying: %v", byNode)
 	}
 	t.Logf("maintaining %v with %d pods; %d pods on %v stay", maintained, moving, len(staying), others)
 
@@ -139,9 +142,11 @@ func TestWithdrawalRollsBackSurge(t *testing.T) {
 		t.Fatalf("want 1 ReplicaSet: %v %v", rss.Items, err)
 	}
 	rs := rss.Items[0].Annotations
-	if rs[evacuation.EvacuationReadyAnnotation] != "true" || rs[evacuation.ReplicasToEvacuateAnnotation] != fmt.Sprint(len(evacuated)) {
-		t.Errorf("ReplicaSet annotations %v, want %s=true and %s=%d", nodemaintAnnotations(rs),
-			evacuation.EvacuationReadyAnnotation, evacuation.ReplicasToEvacuateAnnotation, len(evacuated))
+	if rs[evacuation.EvacuationReadyAnnotation] != "true" {
+		t.Errorf("ReplicaSet annotations %v, want %s=true", nodemaintAnnotations(rs), evacuation.EvacuationReadyAnnotation)
+	}
+	if rs[evacuation.ReplicasToEvacuateAnnotation] != fmt.Sprint(len(evacuated)) {
+		t.Errorf("ReplicaSet annotations %v, want %s=%d", nodemaintAnnotations(rs), evacuation.ReplicasToEvacuateAnnotation, len(evacuated))
 	}
 	if got := s.view().d.Annotations[evacuation.DeploymentReplicasToEvacuateAnnotation]; got != fmt.Sprint(len(evacuated)) {
 		t.Errorf("Deployment %s=%q, want %d", evacuation.DeploymentReplicasToEvacuateAnnotation, got, len(evacuated))
@@ -253,8 +258,12 @@ func TestDeclined(t *testing.T) {
 		s.waitFor(t, waitTimeout, "declined with "+reason, func(view) bool {
 			return s.declinedWith(reason) || (evictions != nil && evictions.declinedWith(pod, reason))
 		})
-		if v := s.view(); v.replicas() != 1 || v.surging() {
-			t.Errorf("%s: declined, yet the Deployment changed: %s", reason, v)
+		v := s.view()
+		if v.replicas() != 1 {
+			t.Errorf("%s: declined, yet the Deployment's replicas changed: %s", reason, v)
+		}
+		if v.surging() {
+			t.Errorf("%s: declined, yet the Deployment surges: %s", reason, v)
 		}
 	}
 }
@@ -594,10 +603,17 @@ func TestExampleResponder(t *testing.T) {
 	})
 	if evictionAPI {
 		st := evictions.last(old.Name, exampleResponder)
-		if order := evictions.activeOrder(old.Name); len(order) == 0 || order[0] != exampleResponder ||
-			st.HeartbeatTime == nil || st.CompletionTime == nil || !strings.Contains(ptr.Deref(st.Message, ""), "progress is saved") {
-			t.Errorf("on %s's Eviction, responders active in order %v, the example's last status %+v (message %q); want the example first, accepted, completed after saving progress",
-				old.Name, order, st, ptr.Deref(st.Message, ""))
+		if order := evictions.activeOrder(old.Name); len(order) == 0 || order[0] != exampleResponder {
+			t.Errorf("on %s's Eviction, responders active in order %v; want the example first", old.Name, order)
+		}
+		if st.HeartbeatTime == nil {
+			t.Errorf("on %s's Eviction, the example's last status %+v; want accepted (a heartbeat)", old.Name, st)
+		}
+		if st.CompletionTime == nil {
+			t.Errorf("on %s's Eviction, the example's last status %+v; want completed", old.Name, st)
+		}
+		if !strings.Contains(ptr.Deref(st.Message, ""), "progress is saved") {
+			t.Errorf("on %s's Eviction, the example's last message %q; want its progress saved", old.Name, ptr.Deref(st.Message, ""))
 		}
 		return
 	}
