@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -87,9 +85,7 @@ func TestClusterAPIPreDrainHook(t *testing.T) {
 	m := newMachine(ns, "md-0-abcde", "e2e", providerID(t, cc, old.Spec.NodeName))
 	createDeletedMachine(t, cc, m, old.Spec.NodeName)
 
-	if !hookReleased(t, cc, m) {
-		t.FailNow()
-	}
+	hookReleased(t, cc, m)
 	// The hook held the deletion until the node was drained: the old pod is gone by then.
 	if err := framework.Client().Get(t.Context(), types.NamespacedName{Namespace: ns, Name: old.Name}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the pre-drain hook released while pod %s is still there (%v)", old.Name, err)
@@ -309,32 +305,31 @@ func TestClusterAPIManagementCluster(t *testing.T) {
 
 	// The drain in the workload cluster: the hook released once the node is drained, the
 	// Deployment surged with a Ready pod at every moment.
-	if hookReleased(t, mgmt.Client, machines["drain"]) {
-		if err := framework.Client().Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
-			t.Fatalf("the pre-drain hook released while pod %s is still there (%v)", pod.Name, err)
-		}
-		s.waitFor(t, waitTimeout, "the pod replaced on the pool's other node", func(v view) bool {
-			return v.settled(1) && v.pod(pod.Name) == nil && v.live()[0].Spec.NodeName == other
-		})
-		if minReady, _, _ := s.stats(); minReady < 1 {
-			t.Errorf("Ready pods went down to %d while Cluster API deleted the Machine", minReady)
-		}
-		// Cluster API deletes the drained node, then lets the Machine go: the NodeMaintenance
-		// goes with the node (its owner).
-		if err := framework.Cluster().DeleteNode(ctx, drained); err != nil {
-			t.Fatal(err)
-		}
-		testutil.Eventually(t, waitTimeout, "the NodeMaintenance gone with the node", func(ctx context.Context) (bool, string, error) {
-			key := types.NamespacedName{Name: machinedecide.MaintenanceName(client.ObjectKeyFromObject(machines["drain"]))}
-			err := wc.Get(ctx, key, &nodemaintv1alpha1.NodeMaintenance{})
-			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
-		})
-		releaseMachine(ctx, mgmt.Client, machines["drain"])
-		testutil.Eventually(t, waitTimeout, "the Machine gone", func(ctx context.Context) (bool, string, error) {
-			err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machines["drain"]), &clusterv1.Machine{})
-			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
-		})
+	hookReleased(t, mgmt.Client, machines["drain"])
+	if err := framework.Client().Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the pre-drain hook released while pod %s is still there (%v)", pod.Name, err)
 	}
+	s.waitFor(t, waitTimeout, "the pod replaced on the pool's other node", func(v view) bool {
+		return v.settled(1) && v.pod(pod.Name) == nil && v.live()[0].Spec.NodeName == other
+	})
+	if minReady, _, _ := s.stats(); minReady < 1 {
+		t.Errorf("Ready pods went down to %d while Cluster API deleted the Machine", minReady)
+	}
+	// Cluster API deletes the drained node, then lets the Machine go: the NodeMaintenance
+	// goes with the node (its owner).
+	if err := framework.Cluster().DeleteNode(ctx, drained); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, waitTimeout, "the NodeMaintenance gone with the node", func(ctx context.Context) (bool, string, error) {
+		key := types.NamespacedName{Name: machinedecide.MaintenanceName(client.ObjectKeyFromObject(machines["drain"]))}
+		err := wc.Get(ctx, key, &nodemaintv1alpha1.NodeMaintenance{})
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+	})
+	releaseMachine(ctx, mgmt.Client, machines["drain"])
+	testutil.Eventually(t, waitTimeout, "the Machine gone", func(ctx context.Context) (bool, string, error) {
+		err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machines["drain"]), &clusterv1.Machine{})
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+	})
 	// Released: the Machines whose node the workload cluster does not have, or has empty, and the
 	// drained one.
 	expectMachineChecks(t, checker, 5)
@@ -476,61 +471,41 @@ func hooked(t *testing.T, c client.Client, m *clusterv1.Machine) bool {
 	return machinedecide.Hooked(cur)
 }
 
-// hookReleased waits until nodemaint released the Machine's pre-drain hook; the test fails (and
-// goes on) when it does not.
-func hookReleased(t *testing.T, c client.Client, m *clusterv1.Machine) bool {
+// hookReleased waits until nodemaint released the Machine's pre-drain hook.
+func hookReleased(t *testing.T, c client.Client, m *clusterv1.Machine) {
 	t.Helper()
-	return eventually(t, fmt.Sprintf("the pre-drain hook of Machine %s/%s released", m.Namespace, m.Name), func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, waitTimeout, fmt.Sprintf("the pre-drain hook of Machine %s/%s released", m.Namespace, m.Name), func(ctx context.Context) (bool, string, error) {
 		cur := &clusterv1.Machine{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(m), cur); err != nil {
-			return false, err
+			return false, "", err
 		}
-		return !machinedecide.Hooked(cur), nil
+		return !machinedecide.Hooked(cur), "hooked", nil
 	})
 }
 
-// machineEvent waits for an Event of the reason about the Machine; the test fails (and goes on)
-// when none comes.
-func machineEvent(t *testing.T, c client.Client, m *clusterv1.Machine, reason string) bool {
+// machineEvent waits for an Event of the reason about the Machine.
+func machineEvent(t *testing.T, c client.Client, m *clusterv1.Machine, reason string) {
 	t.Helper()
-	return eventually(t, fmt.Sprintf("Event %s about Machine %s/%s", reason, m.Namespace, m.Name), func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, waitTimeout, fmt.Sprintf("Event %s about Machine %s/%s", reason, m.Namespace, m.Name), func(ctx context.Context) (bool, string, error) {
 		var list corev1.EventList
 		if err := c.List(ctx, &list, client.InNamespace(m.Namespace)); err != nil {
-			return false, err
+			return false, "", err
 		}
 		for _, e := range list.Items {
 			if e.InvolvedObject.Kind == "Machine" && e.InvolvedObject.Name == m.Name && e.Reason == reason {
-				return true, nil
+				return true, "", nil
 			}
 		}
-		return false, nil
+		return false, fmt.Sprintf("%d Events in the namespace", len(list.Items)), nil
 	})
 }
 
-// eventually polls cond for waitTimeout; where it never holds, the test fails and goes on, so
-// that one run shows every case that fails.
-func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) bool {
+// logSays waits until the controller's log says what.
+func logSays(t *testing.T, c *framework.Controller, what string) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		t.Errorf("%s: not within %v (last error: %v)", what, waitTimeout, last)
-		return false
-	}
-	return true
-}
-
-// logSays waits until the controller's log says what; the test fails (and goes on) when it does
-// not.
-func logSays(t *testing.T, c *framework.Controller, what string) bool {
-	t.Helper()
-	return eventually(t, "the controller's log to say "+what, func(context.Context) (bool, error) {
+	testutil.Eventually(t, waitTimeout, "the controller's log to say "+what, func(context.Context) (bool, string, error) {
 		b, err := os.ReadFile(c.LogPath())
-		return strings.Contains(string(b), what), err
+		return strings.Contains(string(b), what), c.LogPath(), err
 	})
 }
 
@@ -546,15 +521,11 @@ func deleteMaintenances(t *testing.T, c client.Client) {
 	for i := range list.Items {
 		_ = c.Delete(ctx, &list.Items[i])
 	}
-	// The test's context is done when cleanups run.
 	for i := range list.Items {
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		testutil.Eventually(t, waitTimeout, "NodeMaintenance "+list.Items[i].Name+" gone", func(ctx context.Context) (bool, string, error) {
 			err := c.Get(ctx, client.ObjectKeyFromObject(&list.Items[i]), &nodemaintv1alpha1.NodeMaintenance{})
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
 		})
-		if err != nil {
-			t.Errorf("NodeMaintenance %s not gone: %v", list.Items[i].Name, err)
-		}
 	}
 }
 
