@@ -86,13 +86,20 @@ func listNodes(reports []nodeReport, maxNodes, maxBytes int) (map[string]nodemai
 	return listed, notListed
 }
 
-// boundBlocked cuts the messages of blocked entries to the CRD's limit: an eviction's error or an
-// owner's message may be of any length, and one too long would fail the whole status write.
+// boundBlocked is the blocked entries with their messages cut to the CRD's limit: an eviction's
+// error or an owner's message may be of any length, and one too long would fail the whole status
+// write. The entries are the node controller's report's, shared: they are copied, never changed.
 func boundBlocked(blocked []nodemaintv1alpha1.BlockedPods) []nodemaintv1alpha1.BlockedPods {
-	for i := range blocked {
-		blocked[i].Message = few.Cut(blocked[i].Message, nodemaintv1alpha1.MaxBlockedMessageLength)
+	if blocked == nil {
+		return nil
 	}
-	return blocked
+	out := make([]nodemaintv1alpha1.BlockedPods, len(blocked))
+	for i, b := range blocked {
+		b.Pods = slices.Clone(b.Pods)
+		b.Message = few.Cut(b.Message, nodemaintv1alpha1.MaxBlockedMessageLength)
+		out[i] = b
+	}
+	return out
 }
 
 // maintenanceStatus is the status of the maintenance from the decisions about its selected nodes
@@ -196,7 +203,7 @@ func countNodes(nm *nodemaintv1alpha1.NodeMaintenance, nodes []NodeDecision, t *
 			if waiting[n.Name] && rep.Pending > 0 {
 				// Whatever the maintenances acting on the node do, this one does nothing yet.
 				ns.Blocked = []nodemaintv1alpha1.BlockedPods{{Reason: nodemaintv1alpha1.ReasonTooManyMaintenances,
-					Message: waitingNote, Pods: rep.Left[:min(len(rep.Left), drain.MaxBlockedNames)], Count: int32(rep.Pending)}}
+					Message: waitingNote, Pods: slices.Clone(rep.Left[:min(len(rep.Left), drain.MaxBlockedNames)]), Count: int32(rep.Pending)}}
 			}
 		}
 		t.left = append(t.left, rep.Left[:min(len(rep.Left), drain.MaxBlockedNames-len(t.left))]...)
