@@ -77,8 +77,10 @@ func TestPodKeepsWhatControllersRead(t *testing.T) {
 		t.Errorf("last-applied configuration kept")
 	}
 	// Kept: what the decisions read.
-	if got, want := drain.ToleratesUnschedulable(pod), drain.ToleratesUnschedulable(full); got != want || !got {
-		t.Errorf("tolerates unschedulable: %v, want %v", got, want)
+	if got, want := drain.ToleratesUnschedulable(pod), drain.ToleratesUnschedulable(full); got != want {
+		t.Errorf("tolerates unschedulable: %v, want %v as the whole pod", got, want)
+	} else if !got {
+		t.Errorf("tolerates unschedulable: %v, want true", got)
 	}
 	if maintenance.Targeted(pod) != maintenance.Targeted(full) {
 		t.Errorf("targeted differs")
@@ -92,11 +94,20 @@ func TestPodKeepsWhatControllersRead(t *testing.T) {
 	if pod.Spec.NodeName != "node-1" {
 		t.Errorf("node %q; want node-1", pod.Spec.NodeName)
 	}
-	if len(pod.Spec.EvictionResponders) != 1 || pod.Spec.EvictionResponders[0].Name != "example.com/checkpointer" {
-		t.Errorf("evictionResponders lost: %+v", pod.Spec.EvictionResponders)
+	if len(pod.Spec.EvictionResponders) != 1 {
+		t.Errorf("evictionResponders lost: %+v; want one", pod.Spec.EvictionResponders)
+	} else if name := pod.Spec.EvictionResponders[0].Name; name != "example.com/checkpointer" {
+		t.Errorf("evictionResponder %q; want example.com/checkpointer", name)
 	}
-	if len(pod.Spec.Volumes) != 2 || pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "data-web-1" || pod.Spec.Volumes[1].EmptyDir == nil {
+	if len(pod.Spec.Volumes) != 2 {
 		t.Errorf("volumes %+v, want the claim and the emptyDir", pod.Spec.Volumes)
+	} else {
+		if c := pod.Spec.Volumes[0].PersistentVolumeClaim; c == nil || c.ClaimName != "data-web-1" {
+			t.Errorf("first volume %+v; want the claim data-web-1", pod.Spec.Volumes[0])
+		}
+		if pod.Spec.Volumes[1].EmptyDir == nil {
+			t.Errorf("second volume %+v; want the emptyDir", pod.Spec.Volumes[1])
+		}
 	}
 	if g := pod.Spec.TerminationGracePeriodSeconds; g == nil || *g != 30 {
 		t.Errorf("terminationGracePeriodSeconds lost: %v", g)
@@ -223,21 +234,50 @@ func TestPodsShareWhatTheyHaveInCommon(t *testing.T) {
 		}
 	}
 	same := func(x, y any) bool { return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() }
-	if !same(a.Labels, b.Labels) || !same(a.Annotations, b.Annotations) || !same(a.OwnerReferences, b.OwnerReferences) || !same(a.Spec.Tolerations, b.Spec.Tolerations) {
-		t.Errorf("labels, annotations, owner references or tolerations not shared")
+	if !same(a.Labels, b.Labels) {
+		t.Errorf("labels not shared")
 	}
-	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) || unsafe.StringData(a.Spec.NodeName) != unsafe.StringData(b.Spec.NodeName) {
-		t.Errorf("namespace or node name not interned")
+	if !same(a.Annotations, b.Annotations) {
+		t.Errorf("annotations not shared")
 	}
-	if same(a.Labels, other.Labels) || other.Labels["app"] != "db" {
+	if !same(a.OwnerReferences, b.OwnerReferences) {
+		t.Errorf("owner references not shared")
+	}
+	if !same(a.Spec.Tolerations, b.Spec.Tolerations) {
+		t.Errorf("tolerations not shared")
+	}
+	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) {
+		t.Errorf("namespace not interned")
+	}
+	if unsafe.StringData(a.Spec.NodeName) != unsafe.StringData(b.Spec.NodeName) {
+		t.Errorf("node name not interned")
+	}
+	if same(a.Labels, other.Labels) {
 		t.Errorf("other labels %v share a's %v", other.Labels, a.Labels)
 	}
-	if !equality.Semantic.DeepEqual(b.Labels, wantLabels) || !equality.Semantic.DeepEqual(b.OwnerReferences, wantRefs) ||
-		!equality.Semantic.DeepEqual(b.Spec.Tolerations, wantTolerations) || b.Name != "web-2" || b.UID != "u2" {
-		t.Errorf("values changed: %+v", b.ObjectMeta)
+	if other.Labels["app"] != "db" {
+		t.Errorf("other label app=%q; want db", other.Labels["app"])
 	}
-	if len(b.Annotations) != 1 || b.Annotations[corev1.PodDeletionCost] != "5" {
+	if !equality.Semantic.DeepEqual(b.Labels, wantLabels) {
+		t.Errorf("labels changed: %v; want %v", b.Labels, wantLabels)
+	}
+	if !equality.Semantic.DeepEqual(b.OwnerReferences, wantRefs) {
+		t.Errorf("owner references changed: %+v; want %+v", b.OwnerReferences, wantRefs)
+	}
+	if !equality.Semantic.DeepEqual(b.Spec.Tolerations, wantTolerations) {
+		t.Errorf("tolerations changed: %+v; want %+v", b.Spec.Tolerations, wantTolerations)
+	}
+	if b.Name != "web-2" {
+		t.Errorf("name changed: %q; want web-2", b.Name)
+	}
+	if b.UID != "u2" {
+		t.Errorf("uid changed: %q; want u2", b.UID)
+	}
+	if len(b.Annotations) != 1 {
 		t.Errorf("annotations %v, want the deletion cost alone", b.Annotations)
+	}
+	if got := b.Annotations[corev1.PodDeletionCost]; got != "5" {
+		t.Errorf("deletion cost %q; want 5", got)
 	}
 	// A reader's deep copy has maps and slices of its own.
 	c := a.DeepCopy()
@@ -253,8 +293,11 @@ func TestConditionsExact(t *testing.T) {
 	pod.Status.Conditions = append(make([]corev1.PodCondition, 0, 8), pod.Status.Conditions...)
 	want := slices.Clone(pod.Status.Conditions)
 	Pod(pod)
-	if c := pod.Status.Conditions; cap(c) != len(c) || !equality.Semantic.DeepEqual(c, want) {
-		t.Errorf("conditions %+v, capacity %d, want %+v in an array of their length", c, cap(c), want)
+	if c := pod.Status.Conditions; cap(c) != len(c) {
+		t.Errorf("conditions capacity %d; want their length %d", cap(c), len(c))
+	}
+	if c := pod.Status.Conditions; !equality.Semantic.DeepEqual(c, want) {
+		t.Errorf("conditions %+v; want %+v", c, want)
 	}
 }
 
@@ -273,8 +316,11 @@ func TestUnreadConditionsDropped(t *testing.T) {
 		types = append(types, c.Type)
 	}
 	want := []corev1.PodConditionType{corev1.PodInitialized, corev1.PodReady, corev1.PodScheduled, evacuation.Request, "example.com/Checkpointed"}
-	if !slices.Equal(types, want) || cap(pod.Status.Conditions) != len(want) {
-		t.Errorf("conditions %v (capacity %d), want %v", types, cap(pod.Status.Conditions), want)
+	if !slices.Equal(types, want) {
+		t.Errorf("conditions %v, want %v", types, want)
+	}
+	if cap(pod.Status.Conditions) != len(want) {
+		t.Errorf("conditions capacity %d, want %d", cap(pod.Status.Conditions), len(want))
 	}
 	if !evacuation.Requested(pod) {
 		t.Errorf("the evacuation request lost")
@@ -289,9 +335,17 @@ func TestRunningContainerStatusesDropped(t *testing.T) {
 	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init",
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}}
 	Pod(pod)
-	if len(pod.Status.InitContainerStatuses) != 0 || len(pod.Status.ContainerStatuses) != 1 ||
-		pod.Status.ContainerStatuses[0].Name != "web" || pod.Status.ContainerStatuses[0].State.Waiting.Reason != "CrashLoopBackOff" {
-		t.Errorf("statuses %+v %+v, want web waiting alone", pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses)
+	if len(pod.Status.InitContainerStatuses) != 0 {
+		t.Errorf("init container statuses %+v; want none", pod.Status.InitContainerStatuses)
+	}
+	if len(pod.Status.ContainerStatuses) != 1 {
+		t.Fatalf("container statuses %+v, want web waiting alone", pod.Status.ContainerStatuses)
+	}
+	if name := pod.Status.ContainerStatuses[0].Name; name != "web" {
+		t.Errorf("container status of %q; want web", name)
+	}
+	if w := pod.Status.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" {
+		t.Errorf("container state %+v; want waiting in CrashLoopBackOff", pod.Status.ContainerStatuses[0].State)
 	}
 }
 
@@ -330,14 +384,26 @@ func TestNodesShareStrings(t *testing.T) {
 	a, b := node("a"), node("b")
 	Node(a)
 	Node(b)
-	if unsafe.StringData(a.Status.Conditions[0].Message) != unsafe.StringData(b.Status.Conditions[0].Message) ||
-		unsafe.StringData(a.Labels[corev1.LabelTopologyZone]) != unsafe.StringData(b.Labels[corev1.LabelTopologyZone]) ||
-		unsafe.StringData(a.Status.NodeInfo.KubeletVersion) != unsafe.StringData(b.Status.NodeInfo.KubeletVersion) {
-		t.Errorf("strings not shared")
+	if unsafe.StringData(a.Status.Conditions[0].Message) != unsafe.StringData(b.Status.Conditions[0].Message) {
+		t.Errorf("condition message not shared")
 	}
-	if b.Labels[corev1.LabelHostname] != "b" || b.Labels[corev1.LabelTopologyZone] != "zone-a" || b.Status.NodeInfo.BootID != "b" ||
-		b.Status.Conditions[0].Message != "kubelet has sufficient memory available" {
-		t.Errorf("values changed: %+v", b)
+	if unsafe.StringData(a.Labels[corev1.LabelTopologyZone]) != unsafe.StringData(b.Labels[corev1.LabelTopologyZone]) {
+		t.Errorf("zone label not shared")
+	}
+	if unsafe.StringData(a.Status.NodeInfo.KubeletVersion) != unsafe.StringData(b.Status.NodeInfo.KubeletVersion) {
+		t.Errorf("kubelet version not shared")
+	}
+	if got := b.Labels[corev1.LabelHostname]; got != "b" {
+		t.Errorf("hostname label %q; want b", got)
+	}
+	if got := b.Labels[corev1.LabelTopologyZone]; got != "zone-a" {
+		t.Errorf("zone label %q; want zone-a", got)
+	}
+	if got := b.Status.NodeInfo.BootID; got != "b" {
+		t.Errorf("boot ID %q; want b", got)
+	}
+	if got := b.Status.Conditions[0].Message; got != "kubelet has sufficient memory available" {
+		t.Errorf("condition message %q; want kubelet has sufficient memory available", got)
 	}
 }
 
@@ -354,17 +420,44 @@ func TestVolumes(t *testing.T) {
 		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound}}
 	_, _ = typed(PersistentVolumeClaim)(pvc)
 	_, _ = typed(PersistentVolume)(pv)
-	if pvc.Spec.VolumeName != "pv-1" || pvc.Name != "data" || pvc.Spec.StorageClassName != nil || pvc.Status.Phase != "" {
-		t.Errorf("claim %+v", pvc)
+	if pvc.Spec.VolumeName != "pv-1" {
+		t.Errorf("claim's volume %q; want pv-1", pvc.Spec.VolumeName)
 	}
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != "ebs.csi.aws.com" || pv.Spec.CSI.VolumeHandle != "vol-1" || pv.Spec.CSI.VolumeAttributes != nil ||
-		pv.Spec.ClaimRef != nil || pv.Name != "pv-1" {
-		t.Errorf("volume %+v", pv)
+	if pvc.Name != "data" {
+		t.Errorf("claim's name %q; want data", pvc.Name)
+	}
+	if pvc.Spec.StorageClassName != nil {
+		t.Errorf("claim's storage class %q kept; want it dropped", *pvc.Spec.StorageClassName)
+	}
+	if pvc.Status.Phase != "" {
+		t.Errorf("claim's phase %q kept; want it dropped", pvc.Status.Phase)
+	}
+	if pv.Spec.CSI == nil {
+		t.Errorf("volume %+v lost its CSI source", pv)
+	} else {
+		if pv.Spec.CSI.Driver != "ebs.csi.aws.com" {
+			t.Errorf("volume's CSI driver %q; want ebs.csi.aws.com", pv.Spec.CSI.Driver)
+		}
+		if pv.Spec.CSI.VolumeHandle != "vol-1" {
+			t.Errorf("volume's handle %q; want vol-1", pv.Spec.CSI.VolumeHandle)
+		}
+		if pv.Spec.CSI.VolumeAttributes != nil {
+			t.Errorf("volume's attributes %v kept; want them dropped", pv.Spec.CSI.VolumeAttributes)
+		}
+	}
+	if pv.Spec.ClaimRef != nil {
+		t.Errorf("volume's claimRef %+v kept; want it dropped", pv.Spec.ClaimRef)
+	}
+	if pv.Name != "pv-1" {
+		t.Errorf("volume's name %q; want pv-1", pv.Name)
 	}
 	local := &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/x"}}}}
 	_, _ = typed(PersistentVolume)(local)
-	if local.Spec.CSI != nil || local.Spec.Local != nil {
-		t.Errorf("local volume %+v", local.Spec)
+	if local.Spec.CSI != nil {
+		t.Errorf("local volume's CSI %+v; want none", local.Spec.CSI)
+	}
+	if local.Spec.Local != nil {
+		t.Errorf("local volume's local source %+v kept; want it dropped", local.Spec.Local)
 	}
 	if len(Options(cache.Options{}).ByObject) != 7 {
 		t.Errorf("not every trimmed kind in the cache options")

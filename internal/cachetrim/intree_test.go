@@ -33,9 +33,24 @@ func TestInTreeWritesKept(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := obj.GetManagedFields()
-		if len(got) != 2 || got[0].Manager != evictiondecide.InTreeController || got[1].Manager != evictiondecide.InTreeResponder ||
-			got[0].FieldsV1 != nil || got[0].Subresource != "status" || got[0].Operation != metav1.ManagedFieldsOperationApply {
+		if len(got) != 2 {
 			t.Errorf("%T kept %+v: want the in-tree controllers' entries without their fields", obj, got)
+			continue
+		}
+		if got[0].Manager != evictiondecide.InTreeController {
+			t.Errorf("%T first entry's manager %q; want %q", obj, got[0].Manager, evictiondecide.InTreeController)
+		}
+		if got[1].Manager != evictiondecide.InTreeResponder {
+			t.Errorf("%T second entry's manager %q; want %q", obj, got[1].Manager, evictiondecide.InTreeResponder)
+		}
+		if got[0].FieldsV1 != nil {
+			t.Errorf("%T first entry kept its fields %s; want them dropped", obj, got[0].FieldsV1.Raw)
+		}
+		if got[0].Subresource != "status" {
+			t.Errorf("%T first entry's subresource %q; want status", obj, got[0].Subresource)
+		}
+		if got[0].Operation != metav1.ManagedFieldsOperationApply {
+			t.Errorf("%T first entry's operation %q; want %q", obj, got[0].Operation, metav1.ManagedFieldsOperationApply)
 		}
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: managed()}}
