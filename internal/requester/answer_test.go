@@ -44,20 +44,33 @@ func TestUnregisteredPodsAskedByPodCondition(t *testing.T) {
 		t.Fatal("Registered: the pod without a responder is")
 	}
 	p := WritesOf(observedWith(), []*corev1.Pod{a, u}, []*corev1.Pod{a, u}, nil, "r", now)
-	if len(p.Create) != 1 || p.Create[0].Spec.Target.Pod.UID != a.UID {
+	if len(p.Create) != 1 {
 		t.Fatalf("want a request for the registered pod only, got %+v", p)
+	}
+	if got := p.Create[0].Spec.Target.Pod.UID; got != a.UID {
+		t.Fatalf("request for %s; want the registered pod %s", got, a.UID)
 	}
 
 	old := *newRequest("n1", u, "r", now)
 	obs := observedWith(old)
 	obs.Evictions[u.UID] = &lifecyclev1alpha1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pod-1-u"}}
 	p = WritesOf(obs, []*corev1.Pod{u}, []*corev1.Pod{u}, nil, "r", now)
-	if len(p.Update) != 1 || p.Update[0].Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn || len(p.Create)+len(p.Delete) != 0 {
+	if len(p.Update) != 1 {
 		t.Fatalf("a request left for an unregistered pod, its Eviction under way: want it withdrawn, got %+v", p)
 	}
+	if got := p.Update[0].Spec.Intent; got != lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
+		t.Fatalf("a request left for an unregistered pod, its Eviction under way: intent %s; want %s", got, lifecyclev1alpha1.EvictionRequestIntentWithdrawn)
+	}
+	if len(p.Create)+len(p.Delete) != 0 {
+		t.Fatalf("a request left for an unregistered pod, its Eviction under way: creates %+v, deletes %+v; want none", p.Create, p.Delete)
+	}
 	delete(obs.Evictions, u.UID)
-	if p = WritesOf(obs, []*corev1.Pod{u}, []*corev1.Pod{u}, nil, "r", now); len(p.Delete) != 1 || len(p.Create)+len(p.Update) != 0 {
+	p = WritesOf(obs, []*corev1.Pod{u}, []*corev1.Pod{u}, nil, "r", now)
+	if len(p.Delete) != 1 {
 		t.Fatalf("a request left for an unregistered pod, no Eviction: want it deleted, got %+v", p)
+	}
+	if len(p.Create)+len(p.Update) != 0 {
+		t.Fatalf("a request left for an unregistered pod, no Eviction: creates %+v, updates %+v; want none", p.Create, p.Update)
 	}
 
 	asked := u.DeepCopy()
@@ -79,8 +92,11 @@ func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
 	a, b := pod("a"), pod("b")
 	pods := []*corev1.Pod{a, b}
 	p := WritesOf(observedWith(), pods, []*corev1.Pod{a, b}, nil, "kernel upgrade", now)
-	if len(p.Create) != 2 || len(p.Update)+len(p.Delete) != 0 {
-		t.Fatalf("first: %+v", p)
+	if len(p.Create) != 2 {
+		t.Fatalf("first: creates %+v; want one per pod, 2", p.Create)
+	}
+	if len(p.Update)+len(p.Delete) != 0 {
+		t.Fatalf("first: updates %+v, deletes %+v; want none", p.Update, p.Delete)
 	}
 	c := p.Create[0]
 	if c.Spec.Requester != names.Requester {
@@ -117,8 +133,17 @@ func TestDecideCreatesOncePerPodAndWithdraws(t *testing.T) {
 		t.Fatalf("an Eviction under way, nothing to do, got %+v", p)
 	}
 	p = WritesOf(obs, pods, nil, []*corev1.Pod{a, b}, "kernel upgrade", now)
-	if len(p.Delete) != 1 || p.Delete[0].Spec.Target.Pod.UID != a.UID || len(p.Update) != 1 || p.Update[0].Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
-		t.Fatalf("withdraw: %+v", p)
+	if len(p.Delete) != 1 {
+		t.Fatalf("withdraw: deletes %+v; want a's request", p.Delete)
+	}
+	if got := p.Delete[0].Spec.Target.Pod.UID; got != a.UID {
+		t.Fatalf("withdraw: deletes the request for %s; want a's (%s)", got, a.UID)
+	}
+	if len(p.Update) != 1 {
+		t.Fatalf("withdraw: updates %+v; want b's request", p.Update)
+	}
+	if got := p.Update[0].Spec.Intent; got != lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
+		t.Fatalf("withdraw: b's request's intent %s; want %s", got, lifecyclev1alpha1.EvictionRequestIntentWithdrawn)
 	}
 	// Withdrawn, b's request stays until the Eviction is canceled, then goes.
 	obs.Requests = []lifecyclev1alpha1.EvictionRequest{*p.Update[0]}
@@ -153,8 +178,10 @@ func TestRequestsOwnedByTheirPods(t *testing.T) {
 		t.Fatalf("create: %+v", p)
 	}
 	want := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "a", UID: a.UID}}
-	if got := p.Create[0].OwnerReferences; len(got) != 1 || got[0] != want[0] {
+	if got := p.Create[0].OwnerReferences; len(got) != 1 {
 		t.Errorf("owner references %+v, want %+v", got, want)
+	} else if got[0] != want[0] {
+		t.Errorf("owner reference %+v, want %+v", got[0], want[0])
 	}
 
 	old := func(pod *corev1.Pod, intent lifecyclev1alpha1.EvictionRequestIntent) lifecyclev1alpha1.EvictionRequest {
@@ -170,18 +197,36 @@ func TestRequestsOwnedByTheirPods(t *testing.T) {
 	// a asked again, b withdrawn with its Eviction under way, c asked before and still wanted:
 	// all three adopted; gone's request deleted.
 	p = WritesOf(obs, pods, []*corev1.Pod{a}, nil, "kernel upgrade", now)
-	if len(p.Create)+len(p.Update) != 0 || len(p.Delete) != 1 || p.Delete[0].Spec.Target.Pod.UID != gone.UID || len(p.Adopt) != 3 {
-		t.Fatalf("plan %+v", p)
+	if len(p.Create)+len(p.Update) != 0 {
+		t.Fatalf("plan creates %+v, updates %+v; want none", p.Create, p.Update)
+	}
+	if len(p.Delete) != 1 {
+		t.Fatalf("plan deletes %+v; want gone's request", p.Delete)
+	}
+	if got := p.Delete[0].Spec.Target.Pod.UID; got != gone.UID {
+		t.Fatalf("plan deletes the request for %s; want gone's (%s)", got, gone.UID)
+	}
+	if len(p.Adopt) != 3 {
+		t.Fatalf("plan adopts %d requests; want 3 (a, b and c)", len(p.Adopt))
 	}
 	for _, r := range p.Adopt {
-		if !ownedBy(r) || len(r.OwnerReferences) != 1 {
-			t.Errorf("adopted %s has owner references %+v", r.Name, r.OwnerReferences)
+		if !ownedBy(r) {
+			t.Errorf("adopted %s has owner references %+v; want its pod's", r.Name, r.OwnerReferences)
+		}
+		if len(r.OwnerReferences) != 1 {
+			t.Errorf("adopted %s has %d owner references %+v; want 1", r.Name, len(r.OwnerReferences), r.OwnerReferences)
 		}
 	}
 	// A request updated for another reason gets its owner in the same write.
 	p = WritesOf(obs, pods, []*corev1.Pod{a}, nil, "another reason", now)
-	if len(p.Update) != 1 || !ownedBy(p.Update[0]) || len(p.Adopt) != 2 {
-		t.Fatalf("update: %+v", p)
+	if len(p.Update) != 1 {
+		t.Fatalf("update: updates %+v; want one", p.Update)
+	}
+	if !ownedBy(p.Update[0]) {
+		t.Fatalf("update: owner references %+v; want its pod's in the same write", p.Update[0].OwnerReferences)
+	}
+	if len(p.Adopt) != 2 {
+		t.Fatalf("update: adopts %d requests; want the other 2", len(p.Adopt))
 	}
 	for i := range obs.Requests {
 		owned(&obs.Requests[i])
@@ -217,8 +262,11 @@ func TestAnswerReadsTheEviction(t *testing.T) {
 	if want := "evacuating by db.example.com/op, expected completion 2026-01-01T13:00:00Z: copying data"; !strings.Contains(c.Message, want) {
 		t.Errorf("accepted: message %q; want it to contain %q", c.Message, want)
 	}
-	if !equality.Semantic.DeepEqual(a, given) || len(a.Status.Conditions[:cap(a.Status.Conditions)][1].Type) != 0 {
-		t.Fatalf("the pod given was changed: %+v", a.Status.Conditions[:cap(a.Status.Conditions)])
+	if !equality.Semantic.DeepEqual(a, given) {
+		t.Fatalf("the pod given was changed: %+v; want %+v", a.Status.Conditions, given.Status.Conditions)
+	}
+	if room := a.Status.Conditions[:cap(a.Status.Conditions)]; len(room[1].Type) != 0 {
+		t.Fatalf("the pod given's array was written after its conditions: %+v; want nothing after them", room)
 	}
 	// The imperative evictor held by a budget reads as that.
 	e.Status.TargetResponders[0].State = lifecyclev1alpha1.ResponderStateCompleted
@@ -270,8 +318,11 @@ func TestAnswerHeldForDrain(t *testing.T) {
 	e.Status.TargetResponders = append([]lifecyclev1alpha1.TargetResponder{{Name: "db.example.com/op", State: lifecyclev1alpha1.ResponderStateCompleted}}, e.Status.TargetResponders...)
 	e.Status.Responders = append(e.Status.Responders, lifecyclev1alpha1.ResponderStatus{Name: "db.example.com/op", CompletionTime: ptr.To(metav1.NewTime(now))})
 	got = Answer([]*corev1.Pod{a}, obs)[0]
-	if c := evacuation.Condition(got, evacuation.Initiated); !evacuation.Declined(got) || !strings.Contains(c.Message, "db.example.com/op completed") {
+	if !evacuation.Declined(got) {
 		t.Fatalf("its responder ended without moving it: want declined, got %+v", got.Status.Conditions)
+	}
+	if c := evacuation.Condition(got, evacuation.Initiated); !strings.Contains(c.Message, "db.example.com/op completed") {
+		t.Fatalf("its responder ended without moving it: message %q; want it to say db.example.com/op completed", c.Message)
 	}
 }
 
@@ -288,14 +339,40 @@ func TestPlanParts(t *testing.T) {
 	// a's request is withdrawn while its Eviction is under way, b's asks again, c's is created.
 	p := WritesOf(obs, pods, []*corev1.Pod{b, c}, []*corev1.Pod{a}, "kernel upgrade", now)
 	w, r := p.Withdrawals(), p.Requests()
-	if len(w.Update) != 1 || w.Update[0].Spec.Target.Pod.UID != a.UID || w.Update[0].Spec.Intent != lifecyclev1alpha1.EvictionRequestIntentWithdrawn || len(w.Create) != 0 {
-		t.Errorf("withdrawals: %+v", w)
+	if len(w.Update) != 1 {
+		t.Errorf("withdrawals update %+v; want a's request", w.Update)
+	} else {
+		if got := w.Update[0].Spec.Target.Pod.UID; got != a.UID {
+			t.Errorf("withdrawals update the request for %s; want a's (%s)", got, a.UID)
+		}
+		if got := w.Update[0].Spec.Intent; got != lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
+			t.Errorf("withdrawals: intent %s; want %s", got, lifecyclev1alpha1.EvictionRequestIntentWithdrawn)
+		}
 	}
-	if len(r.Update) != 1 || r.Update[0].Spec.Target.Pod.UID != b.UID || len(r.Create) != 1 || r.Create[0].Spec.Target.Pod.UID != c.UID || len(r.Delete)+len(r.Adopt) != 0 {
-		t.Errorf("requests: %+v", r)
+	if len(w.Create) != 0 {
+		t.Errorf("withdrawals create %+v; want none", w.Create)
 	}
-	if len(w.Update)+len(r.Update) != len(p.Update) || len(w.Delete) != len(p.Delete) || len(w.Adopt) != len(p.Adopt) {
-		t.Errorf("the parts %+v and %+v are not the plan %+v", w, r, p)
+	if len(r.Update) != 1 {
+		t.Errorf("requests update %+v; want b's request", r.Update)
+	} else if got := r.Update[0].Spec.Target.Pod.UID; got != b.UID {
+		t.Errorf("requests update the request for %s; want b's (%s)", got, b.UID)
+	}
+	if len(r.Create) != 1 {
+		t.Errorf("requests create %+v; want c's request", r.Create)
+	} else if got := r.Create[0].Spec.Target.Pod.UID; got != c.UID {
+		t.Errorf("requests create the request for %s; want c's (%s)", got, c.UID)
+	}
+	if len(r.Delete)+len(r.Adopt) != 0 {
+		t.Errorf("requests delete %+v, adopt %+v; want none", r.Delete, r.Adopt)
+	}
+	if len(w.Update)+len(r.Update) != len(p.Update) {
+		t.Errorf("the parts update %d and %d requests; want the plan's %d", len(w.Update), len(r.Update), len(p.Update))
+	}
+	if len(w.Delete) != len(p.Delete) {
+		t.Errorf("the withdrawals delete %d requests; want the plan's %d", len(w.Delete), len(p.Delete))
+	}
+	if len(w.Adopt) != len(p.Adopt) {
+		t.Errorf("the withdrawals adopt %d requests; want the plan's %d", len(w.Adopt), len(p.Adopt))
 	}
 }
 
@@ -377,8 +454,15 @@ func TestFirstAnswer(t *testing.T) {
 	failed := created.DeepCopy()
 	failed.Status.Conditions = []metav1.Condition{{Type: string(lifecyclev1alpha1.EvictionConditionFailed), Status: metav1.ConditionTrue,
 		Reason: "NoFurtherResponder", LastTransitionTime: metav1.NewTime(now.Add(9 * time.Second))}}
-	if accepted, latency, ok := FirstAnswer(created, failed, req); !ok || accepted || latency != 7*time.Second {
-		t.Fatalf("failed 7s after the request: got accepted %v, %v, ok %v", accepted, latency, ok)
+	accepted, latency, ok = FirstAnswer(created, failed, req)
+	if !ok {
+		t.Fatal("failed 7s after the request: no first answer; want one")
+	}
+	if accepted {
+		t.Error("failed 7s after the request: accepted; want declined")
+	}
+	if latency != 7*time.Second {
+		t.Errorf("failed 7s after the request: latency %v; want 7s", latency)
 	}
 }
 
