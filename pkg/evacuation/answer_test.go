@@ -89,27 +89,39 @@ func TestAnswerWithAnnotationsRealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAnswered(t, real, pod, corev1.ConditionTrue, lowered)
-	if patches.Load() != 0 || statusPatches.Load() != 1 {
-		t.Errorf("accepting wrote %d pod and %d status patches, want one status patch", patches.Load(), statusPatches.Load())
+	if n := patches.Load(); n != 0 {
+		t.Errorf("accepting wrote %d pod patches, want none", n)
 	}
-	if pod.Annotations[costKey] != "-2147483648" || Condition(pod, Initiated) == nil {
-		t.Errorf("the pod in memory is not the one written: %v, %v", pod.Annotations, pod.Status.Conditions)
+	if n := statusPatches.Load(); n != 1 {
+		t.Errorf("accepting wrote %d status patches, want one", n)
+	}
+	if got := pod.Annotations[costKey]; got != "-2147483648" {
+		t.Errorf("the pod in memory is not the one written: annotation %s = %q, want -2147483648", costKey, got)
+	}
+	if Condition(pod, Initiated) == nil {
+		t.Errorf("the pod in memory is not the one written: conditions %v, want %s", pod.Status.Conditions, Initiated)
 	}
 
 	// Nothing changes: no write.
 	if err := Answer(ctx, c, pod, accept, lowered); err != nil {
 		t.Fatal(err)
 	}
-	if patches.Load() != 0 || statusPatches.Load() != 1 {
-		t.Errorf("answering again wrote %d pod and %d status patches, want none more", patches.Load(), statusPatches.Load()-1)
+	if n := patches.Load(); n != 0 {
+		t.Errorf("answering again wrote %d pod patches, want none", n)
+	}
+	if n := statusPatches.Load(); n != 1 {
+		t.Errorf("answering again wrote %d status patches more, want none more", n-1)
 	}
 
 	if err := Answer(ctx, c, pod, nil, restored); err != nil {
 		t.Fatal(err)
 	}
 	checkAnswered(t, real, pod, "", restored)
-	if patches.Load() != 0 || statusPatches.Load() != 2 {
-		t.Errorf("withdrawing wrote %d pod and %d status patches, want one status patch", patches.Load(), statusPatches.Load()-1)
+	if n := patches.Load(); n != 0 {
+		t.Errorf("withdrawing wrote %d pod patches, want none", n)
+	}
+	if n := statusPatches.Load(); n != 2 {
+		t.Errorf("withdrawing wrote %d status patches, want one", n-1)
 	}
 
 	// The pod deleted and created again under its name (a StatefulSet's) is another pod: an
@@ -148,15 +160,21 @@ func TestAnswerWithAnnotationsFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAnswered(t, fc, pod, corev1.ConditionFalse, lowered)
-	if patches.Load() != 1 || statusPatches.Load() != 1 {
-		t.Errorf("wrote %d pod and %d status patches, want one of each", patches.Load(), statusPatches.Load())
+	if n := patches.Load(); n != 1 {
+		t.Errorf("wrote %d pod patches, want one", n)
+	}
+	if n := statusPatches.Load(); n != 1 {
+		t.Errorf("wrote %d status patches, want one", n)
 	}
 	// Annotations alone: one pod patch.
 	if err := Answer(ctx, c, pod, &corev1.PodCondition{Type: Initiated, Status: corev1.ConditionFalse, Reason: "No"}, restored); err != nil {
 		t.Fatal(err)
 	}
 	checkAnswered(t, fc, pod, corev1.ConditionFalse, restored)
-	if patches.Load() != 2 || statusPatches.Load() != 1 {
-		t.Errorf("wrote %d pod and %d status patches, want a second pod patch only", patches.Load(), statusPatches.Load())
+	if n := patches.Load(); n != 2 {
+		t.Errorf("wrote %d pod patches in all, want a second one (2)", n)
+	}
+	if n := statusPatches.Load(); n != 1 {
+		t.Errorf("wrote %d status patches in all, want no second one (1)", n)
 	}
 }

@@ -314,8 +314,11 @@ func TestEvictionAnswers(t *testing.T) {
 		}
 		ev = getEviction(t, c, ev)
 		r := ForEviction(ev, pod, me)
-		if !r.Reported(Progress{Reason: "Surge", Message: "surged"}) || r.Reported(Progress{Reason: "Surge", Message: "other"}) {
-			t.Errorf("Reported does not tell the reported message from another")
+		if !r.Reported(Progress{Reason: "Surge", Message: "surged"}) {
+			t.Errorf("Reported(Surge, surged) = false; want true for the reported message")
+		}
+		if r.Reported(Progress{Reason: "Surge", Message: "other"}) {
+			t.Errorf("Reported(Surge, other) = true; want false for a message not reported")
 		}
 		if err := r.Progress(ctx, c, Progress{}); err != nil {
 			t.Fatal(err)
