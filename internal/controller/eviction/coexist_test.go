@@ -237,8 +237,13 @@ func TestTwoControllers(t *testing.T) {
 	shares := map[string]int{}
 	for _, req := range pods {
 		created, evicted, requestWriters := written.of(req.Spec.Target.Pod.UID)
+		if len(created) != 1 {
+			t.Errorf("%s: Evictions created by %v: want one", req.Spec.Target.Pod.Name, created)
+		}
+		if len(evicted) != 1 {
+			t.Errorf("%s: evicted by %v: want one", req.Spec.Target.Pod.Name, evicted)
+		}
 		if len(created) != 1 || len(evicted) != 1 {
-			t.Errorf("%s: Evictions created by %v, evicted by %v: want one each", req.Spec.Target.Pod.Name, created, evicted)
 			continue
 		}
 		if created[0] == "c" {
@@ -250,8 +255,10 @@ func TestTwoControllers(t *testing.T) {
 		shares[created[0]]++
 	}
 	t.Logf("Evictions created, by instance: %v", shares)
-	if shares["a"] != 3 || shares["b"] != 3 {
-		t.Errorf("Evictions created, by instance: %v; want 3 each, as leaveTo arranged", shares)
+	for _, instance := range []string{"a", "b"} {
+		if shares[instance] != 3 {
+			t.Errorf("Evictions created by %s: %d; want 3, as leaveTo arranged", instance, shares[instance])
+		}
 	}
 	written.mu.Lock()
 	foreign := slices.Clone(written.foreign)

@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -140,12 +141,17 @@ func TestResponderActiveFromTheCreatingReconcile(t *testing.T) {
 		t.Fatalf("Evictions %v (%v); want one", evs.Items, err)
 	}
 	e := evs.Items[0]
-	if len(e.Status.TargetResponders) == 0 || e.Status.TargetResponders[0].Name != responder ||
-		e.Status.TargetResponders[0].State != lifecyclev1alpha1.ResponderStateActive {
-		t.Fatalf("after the reconcile that created it, the Eviction's responders are %+v; want %s Active", e.Status.TargetResponders, responder)
+	if len(e.Status.TargetResponders) == 0 {
+		t.Fatalf("after the reconcile that created it, the Eviction has no responders; want %s Active", responder)
+	}
+	if got := e.Status.TargetResponders[0].Name; got != responder {
+		t.Fatalf("after the reconcile that created it, the Eviction's first responder is %s; want %s", got, responder)
+	}
+	if got := e.Status.TargetResponders[0].State; got != lifecyclev1alpha1.ResponderStateActive {
+		t.Fatalf("after the reconcile that created it, %s is %s; want %s", responder, got, lifecyclev1alpha1.ResponderStateActive)
 	}
 	want := map[string]int{"create evictions": 1, "patch evictions/status": 1, "patch evictionrequests/status": 1}
-	if len(writes) != len(want) || writes["create evictions"] != 1 || writes["patch evictions/status"] != 1 || writes["patch evictionrequests/status"] != 1 {
+	if !maps.Equal(writes, want) {
 		t.Errorf("writes %v; want %v", writes, want)
 	}
 	got := &lifecyclev1alpha1.EvictionRequest{}
@@ -153,8 +159,11 @@ func TestResponderActiveFromTheCreatingReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c := meta.FindStatusCondition(got.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)); c == nil ||
-		c.Reason != string(lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction) || ptr.Deref(got.Status.ObservedGeneration, 0) != 1 {
-		t.Errorf("the request's status as its Eviction started: %+v; want its Eviction's conditions (AwaitingEviction), generation 1 observed", got.Status)
+		c.Reason != string(lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction) {
+		t.Errorf("the request's TargetEvicted condition as its Eviction started: %+v; want its Eviction's (AwaitingEviction)", c)
+	}
+	if g := ptr.Deref(got.Status.ObservedGeneration, 0); g != 1 {
+		t.Errorf("the request's observed generation as its Eviction started: %d; want 1", g)
 	}
 	// Looked at again: nothing changed, nothing written.
 	clear(writes)
@@ -260,9 +269,14 @@ func TestLooksOnlyAtWhatDecides(t *testing.T) {
 	}
 	mine := ev.DeepCopy()
 	mine.Labels = map[string]string{names.ControllerLabel: "me"}
-	if created(mine, false) || !created(mine, true) || !created(ev, false) {
-		t.Errorf("Eviction created: its own looked %t (%t in the initial list), another's %t; want false (true), true",
-			created(mine, false), created(mine, true), created(ev, false))
+	if created(mine, false) {
+		t.Errorf("its own Eviction created: looked at; want not")
+	}
+	if !created(mine, true) {
+		t.Errorf("its own Eviction in the initial list: not looked at; want looked at")
+	}
+	if !created(ev, false) {
+		t.Errorf("another's Eviction created: not looked at; want looked at")
 	}
 
 	pod, _ := askedPod()
