@@ -104,8 +104,11 @@ func FuzzObserve(f *testing.F) {
 				t.Fatalf("%s: request %v; want one: %t", pod.Name, req, wantAsked)
 			}
 			if active {
-				if req.Protocol() != evacuation.EvictionRequests || evacuation.Accepted(seen) != accepted {
-					t.Fatalf("%s: protocol %s, accepted %t; want the Eviction, accepted %t", pod.Name, req.Protocol(), evacuation.Accepted(seen), accepted)
+				if req.Protocol() != evacuation.EvictionRequests {
+					t.Fatalf("%s: protocol %s; want %s", pod.Name, req.Protocol(), evacuation.EvictionRequests)
+				}
+				if evacuation.Accepted(seen) != accepted {
+					t.Fatalf("%s: accepted %t; want %t", pod.Name, evacuation.Accepted(seen), accepted)
 				}
 			} else if seen != pod {
 				t.Fatalf("%s: a pod not asked through an Eviction was copied", pod.Name)
@@ -113,8 +116,11 @@ func FuzzObserve(f *testing.F) {
 		}
 		beats, next := v.Heartbeats(v.Pods, now)
 		for _, b := range beats {
-			if b.Request.Protocol() != evacuation.EvictionRequests || !b.Request.Accepted() {
-				t.Fatalf("a heartbeat owed to a request not accepted on an Eviction: %v", b.Request.Pod().Name)
+			if b.Request.Protocol() != evacuation.EvictionRequests {
+				t.Fatalf("%s: a heartbeat owed to a request by %s; want only to one on an Eviction", b.Request.Pod().Name, b.Request.Protocol())
+			}
+			if !b.Request.Accepted() {
+				t.Fatalf("%s: a heartbeat owed to a request not accepted; want only to accepted ones", b.Request.Pod().Name)
 			}
 			if b.Request.HeartbeatDue().After(now) {
 				t.Fatalf("%s: a heartbeat before it is due (%v)", b.Request.Pod().Name, b.Request.HeartbeatDue())

@@ -64,11 +64,17 @@ func TestObserve(t *testing.T) {
 	if len(v.Pods) != 6 {
 		t.Fatalf("view has %d pods; want 6", len(v.Pods))
 	}
-	if v.Pods[0] != byCondition || v.Pods[3] != none {
-		t.Errorf("pods not asked through an Eviction are copied")
+	if v.Pods[0] != byCondition {
+		t.Errorf("the pod asked by condition is copied; want it as given")
 	}
-	if v.Request(none) != nil || v.Request(byCondition).Protocol() != evacuation.PodConditions {
-		t.Errorf("requests: none %v, by condition %v", v.Request(none), v.Request(byCondition))
+	if v.Pods[3] != none {
+		t.Errorf("the pod not asked is copied; want it as given")
+	}
+	if r := v.Request(none); r != nil {
+		t.Errorf("request of the pod not asked %v; want none", r)
+	}
+	if r := v.Request(byCondition); r.Protocol() != evacuation.PodConditions {
+		t.Errorf("request of the pod asked by condition by %s; want %s", r.Protocol(), evacuation.PodConditions)
 	}
 	for i, want := range map[int]bool{1: false, 2: true, 4: false, 5: true} {
 		p := v.Pods[i]
@@ -76,8 +82,10 @@ func TestObserve(t *testing.T) {
 			t.Errorf("%s: the request answers through another pod than the view's", p.Name)
 		}
 		c := evacuation.Condition(p, evacuation.Request)
-		if !evacuation.Requested(p) || !c.LastTransitionTime.Equal(evictions[p.UID][0].Status.Responders[0].StartTime) {
-			t.Errorf("%s: request %+v; want True since the responder's startTime", p.Name, c)
+		if !evacuation.Requested(p) {
+			t.Errorf("%s: request %+v; want True", p.Name, c)
+		} else if start := evictions[p.UID][0].Status.Responders[0].StartTime; !c.LastTransitionTime.Equal(start) {
+			t.Errorf("%s: requested since %v; want since the responder's startTime %v", p.Name, c.LastTransitionTime, start)
 		}
 		if evacuation.Accepted(p) != want {
 			t.Errorf("%s: accepted %t; want %t", p.Name, evacuation.Accepted(p), want)
@@ -86,8 +94,10 @@ func TestObserve(t *testing.T) {
 			t.Errorf("%s: request %v; want the Eviction", p.Name, r)
 		}
 	}
-	if len(byEviction.Status.Conditions) != 0 || len(acceptedEviction.Status.Conditions) != 0 {
-		t.Errorf("Observe changed the pods it was given")
+	for _, p := range []*corev1.Pod{byEviction, acceptedEviction} {
+		if len(p.Status.Conditions) != 0 {
+			t.Errorf("Observe changed the pod %s it was given: conditions %+v; want none", p.Name, p.Status.Conditions)
+		}
 	}
 	if v := Observe([]*corev1.Pod{byEviction}, evictions, ""); evacuation.Requested(v.Pods[0]) {
 		t.Errorf("without a responder name, an Eviction asks nothing")

@@ -33,8 +33,11 @@ func TestMaxSurge(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Strategy: tc.strategy}}
 			got, err := MaxSurge(d, tc.replicas)
-			if (err != nil) != tc.wantErr || got != tc.want {
-				t.Errorf("MaxSurge = %d, %v; want %d, error %t", got, err, tc.want, tc.wantErr)
+			if (err != nil) != tc.wantErr {
+				t.Errorf("MaxSurge error %v; want an error: %t", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("MaxSurge = %d; want %d", got, tc.want)
 			}
 		})
 	}
@@ -65,8 +68,11 @@ func TestEligible(t *testing.T) {
 				tc.mutate(d)
 			}
 			el := Eligible(d, *d.Spec.Replicas, max(tc.replicaSet, 1), tc.autoscalers)
-			if el.OK != tc.wantOK || el.Reason != tc.wantReason {
-				t.Errorf("eligible = %+v; want ok %t, reason %q", el, tc.wantOK, tc.wantReason)
+			if el.OK != tc.wantOK {
+				t.Errorf("eligible = %+v; want ok %t", el, tc.wantOK)
+			}
+			if el.Reason != tc.wantReason {
+				t.Errorf("eligible reason %q; want %q", el.Reason, tc.wantReason)
 			}
 		})
 	}
@@ -97,8 +103,18 @@ func TestSurgesReadsTheRecord(t *testing.T) {
 		h.Spec.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{APIVersion: apiVersion, Kind: kind, Name: name}
 		return Autoscales(h, "web")
 	}
-	if !hpa("apps/v1", "Deployment", "web") || hpa("apps/v1", "StatefulSet", "web") || hpa("apps/v1", "Deployment", "api") || hpa("example.com/v1", "Deployment", "web") {
-		t.Error("Autoscales does not recognise exactly the HPAs of apps' Deployment web")
+	for _, tc := range []struct {
+		apiVersion, kind, name string
+		want                   bool
+	}{
+		{"apps/v1", "Deployment", "web", true},
+		{"apps/v1", "StatefulSet", "web", false},
+		{"apps/v1", "Deployment", "api", false},
+		{"example.com/v1", "Deployment", "web", false},
+	} {
+		if got := hpa(tc.apiVersion, tc.kind, tc.name); got != tc.want {
+			t.Errorf("Autoscales(HPA of %s %s %s) = %t; want %t (exactly the HPAs of apps' Deployment web)", tc.apiVersion, tc.kind, tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -120,8 +136,12 @@ func newDeployment(replicas, maxSurge int32) *appsv1.Deployment {
 // Deployment, or says nothing was set, is refused.
 func TestParseBounds(t *testing.T) {
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
-	if b, err := ParseBounds(hpa); b != nil || err != nil {
-		t.Errorf("ParseBounds of no record = %v, %v; want nil, nil", b, err)
+	b, err := ParseBounds(hpa)
+	if err != nil {
+		t.Errorf("ParseBounds of no record: %v; want no error", err)
+	}
+	if b != nil {
+		t.Errorf("ParseBounds of no record = %v; want nil", b)
 	}
 	rec := Bounds{Deployment: "web", MinReplicas: ptr.To[int32](3), MaxReplicas: 3, SetMinReplicas: ptr.To[int32](4), SetMaxReplicas: ptr.To[int32](4)}
 	hpa.Annotations = map[string]string{evacuation.SurgeBoundsAnnotation: rec.String()}
@@ -157,8 +177,11 @@ func TestRecordsNameTheirObject(t *testing.T) {
 	} {
 		d.Annotations = map[string]string{evacuation.SurgeAnnotation: tc.state.String()}
 		got, err := Parse(d)
-		if (err != nil) != tc.wantErr || (err == nil && got.Legacy() != tc.wantLegacy) {
-			t.Errorf("%s: Parse = %v, %v", name, got, err)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%s: Parse error %v; want an error: %t", name, err, tc.wantErr)
+		}
+		if err == nil && got.Legacy() != tc.wantLegacy {
+			t.Errorf("%s: Parse = %v, legacy %t; want legacy %t", name, got, got.Legacy(), tc.wantLegacy)
 		}
 	}
 
@@ -182,8 +205,11 @@ func TestRecordsNameTheirObject(t *testing.T) {
 	} {
 		hpa.Annotations = map[string]string{evacuation.SurgeBoundsAnnotation: tc.rec.String()}
 		got, err := ParseBounds(hpa)
-		if (err != nil) != tc.wantErr || (err == nil && got.Names(hpa, d) != tc.names) {
-			t.Errorf("%s: ParseBounds = %v, %v", name, got, err)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%s: ParseBounds error %v; want an error: %t", name, err, tc.wantErr)
+		}
+		if err == nil && got.Names(hpa, d) != tc.names {
+			t.Errorf("%s: ParseBounds = %v, names the autoscaler and Deployment %t; want %t", name, got, !tc.names, tc.names)
 		}
 		if own := OwnMinReplicas(hpa, "web"); own != tc.ownMin {
 			t.Errorf("%s: OwnMinReplicas = %d, want %d", name, own, tc.ownMin)
@@ -206,8 +232,10 @@ func TestRecordsNameTheirObject(t *testing.T) {
 	if el := (&Reverted{UID: "d", Count: RevertLimit - 1, Replicas: 3}).Eligible(ok); !el.OK {
 		t.Errorf("surges set back %d times: %+v, want eligible", RevertLimit-1, el)
 	}
-	if el := (&Reverted{UID: "d", Count: RevertLimit, Replicas: 3}).Eligible(ok); el.OK || el.Reason != ReasonReplicasReverted {
-		t.Errorf("surges set back %d times: %+v, want declined %s", RevertLimit, el, ReasonReplicasReverted)
+	if el := (&Reverted{UID: "d", Count: RevertLimit, Replicas: 3}).Eligible(ok); el.OK {
+		t.Errorf("surges set back %d times: %+v, want declined", RevertLimit, el)
+	} else if el.Reason != ReasonReplicasReverted {
+		t.Errorf("surges set back %d times: reason %q, want %s", RevertLimit, el.Reason, ReasonReplicasReverted)
 	}
 	if el := (*Reverted)(nil).Eligible(ok); !el.OK {
 		t.Errorf("none set back: %+v", el)
