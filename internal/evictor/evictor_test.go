@@ -60,15 +60,32 @@ func TestEvictOutcomes(t *testing.T) {
 			if asked == nil || asked.DeleteOptions == nil || *asked.DeleteOptions.Preconditions.UID != pod.UID {
 				t.Fatalf("eviction %+v: want the pod's UID as precondition", asked)
 			}
-			if res.Outcome != tc.want || res.Message != tc.message || !res.Again {
-				t.Errorf("result %+v, want %s with message %q, again", res, tc.want, tc.message)
+			if res.Outcome != tc.want {
+				t.Errorf("outcome %s, want %s", res.Outcome, tc.want)
+			}
+			if res.Message != tc.message {
+				t.Errorf("message %q, want %q", res.Message, tc.message)
+			}
+			if !res.Again {
+				t.Errorf("result %+v not to be tried again, want again", res)
 			}
 			reason, msg, remembered := refusals.Refusal(pod.UID)
-			if remembered != (tc.reason != "") || reason != tc.reason || (remembered && msg != tc.message) {
-				t.Errorf("remembered %v %q %q, want %q %q", remembered, reason, msg, tc.reason, tc.message)
+			if remembered != (tc.reason != "") {
+				t.Errorf("refusal remembered %v, want %v", remembered, tc.reason != "")
 			}
-			if remembered && (res.Wait != 2*time.Second || refusals.Of(nil) != nil) {
-				t.Errorf("a second refusal backs off 2s, got %v", res.Wait)
+			if reason != tc.reason {
+				t.Errorf("refusal remembered with reason %q, want %q", reason, tc.reason)
+			}
+			if remembered && msg != tc.message {
+				t.Errorf("refusal remembered with message %q, want %q", msg, tc.message)
+			}
+			if remembered && res.Wait != 2*time.Second {
+				t.Errorf("a second refusal backs off %v, want 2s", res.Wait)
+			}
+			if remembered {
+				if of := refusals.Of(nil); of != nil {
+					t.Errorf("refusals of no pods %v, want none", of)
+				}
 			}
 		})
 	}

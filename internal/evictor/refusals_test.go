@@ -14,8 +14,11 @@ func TestRefusalsBackOff(t *testing.T) {
 	if e.Wait("a", now) != 0 {
 		t.Fatal("a pod never refused waits")
 	}
-	if !e.None() || !(*Refusals)(nil).None() {
+	if !e.None() {
 		t.Fatal("nothing refused yet: None must say so")
+	}
+	if !(*Refusals)(nil).None() {
+		t.Fatal("no refusals at all (nil): None must say so")
 	}
 	var delays []time.Duration
 	for range 5 {
@@ -27,8 +30,15 @@ func TestRefusalsBackOff(t *testing.T) {
 	if w := e.Wait("a", now.Add(3*time.Second)); w != 5*time.Second {
 		t.Errorf("Wait = %v, want 5s", w)
 	}
-	if reason, msg, ok := e.Refusal("a"); !ok || reason != nodemaintv1alpha1.BlockedReasonPodDisruptionBudget || msg != "pdb says no" {
-		t.Errorf("Refusal = %q, %q, %v", reason, msg, ok)
+	if reason, msg, ok := e.Refusal("a"); !ok {
+		t.Errorf("Refusal of a: none; want the budget's")
+	} else {
+		if reason != nodemaintv1alpha1.BlockedReasonPodDisruptionBudget {
+			t.Errorf("Refusal of a: reason %q; want %q", reason, nodemaintv1alpha1.BlockedReasonPodDisruptionBudget)
+		}
+		if msg != "pdb says no" {
+			t.Errorf("Refusal of a: message %q; want %q", msg, "pdb says no")
+		}
 	}
 	if e.Wait("b", now) != 0 {
 		t.Error("one pod's back-off holds up another")
@@ -40,7 +50,13 @@ func TestRefusalsBackOff(t *testing.T) {
 	if !e.None() {
 		t.Error("a done: None must say so")
 	}
-	if _, _, ok := e.Refusal("a"); ok || e.Wait("a", now) != 0 || e.Refused("a", now, nodemaintv1alpha1.BlockedReasonEvictionFailed, "") != time.Second {
-		t.Error("Done does not forget the pod")
+	if _, _, ok := e.Refusal("a"); ok {
+		t.Error("Done does not forget the pod: its refusal kept")
+	}
+	if w := e.Wait("a", now); w != 0 {
+		t.Errorf("Done does not forget the pod: it waits %v, want 0", w)
+	}
+	if d := e.Refused("a", now, nodemaintv1alpha1.BlockedReasonEvictionFailed, ""); d != time.Second {
+		t.Errorf("Done does not forget the pod: refused again, it backs off %v, want the first 1s", d)
 	}
 }
