@@ -37,8 +37,15 @@ func TestVerbosityFlag(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if v := cmd.PersistentFlags().Lookup("v"); v == nil || v.Shorthand != "v" || v.Value.String() != "6" {
-		t.Errorf("-v=6: flag %+v, want klog's v, at 6", v)
+	v := cmd.PersistentFlags().Lookup("v")
+	if v == nil {
+		t.Fatal("-v=6: no flag v, want klog's v")
+	}
+	if v.Shorthand != "v" {
+		t.Errorf("-v=6: flag shorthand %q, want klog's v", v.Shorthand)
+	}
+	if got := v.Value.String(); got != "6" {
+		t.Errorf("-v=6: flag at %s, want 6", got)
 	}
 }
 
@@ -55,8 +62,11 @@ func TestNoNamespaceFlag(t *testing.T) {
 	root := NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
 	walk(root, func(c *cobra.Command) {
 		for _, fs := range []*pflag.FlagSet{c.Flags(), c.InheritedFlags(), c.PersistentFlags()} {
-			if fs.Lookup("namespace") != nil || fs.ShorthandLookup("n") != nil {
-				t.Errorf("%s offers -n/--namespace", c.CommandPath())
+			if fs.Lookup("namespace") != nil {
+				t.Errorf("%s offers --namespace", c.CommandPath())
+			}
+			if fs.ShorthandLookup("n") != nil {
+				t.Errorf("%s offers -n", c.CommandPath())
 			}
 		}
 	})

@@ -36,7 +36,13 @@ func TestVersion(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("version -o json: %v\n%s", err, out.String())
 	}
-	if got != version.Get() || got.Version == "" || got.Commit == "" {
+	if got != version.Get() {
 		t.Errorf("version -o json = %+v, want %+v", got, version.Get())
+	}
+	if got.Version == "" {
+		t.Errorf("version -o json = %+v, want a version", got)
+	}
+	if got.Commit == "" {
+		t.Errorf("version -o json = %+v, want a commit", got)
 	}
 }

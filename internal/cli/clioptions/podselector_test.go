@@ -33,8 +33,10 @@ func TestParsePodSelector(t *testing.T) {
 			}
 		}
 	}
-	if sel, err := ParsePodSelector(""); sel != nil || err != nil {
-		t.Errorf(`"": %+v, %v; want none`, sel, err)
+	if sel, err := ParsePodSelector(""); err != nil {
+		t.Errorf(`"": error %v; want none`, err)
+	} else if sel != nil {
+		t.Errorf(`"": selector %+v; want none`, sel)
 	}
 	for _, s := range []string{"replicas>1", "replicas<3", "app in (web", "app=we b", "-app=web", "app=" + strings.Repeat("x", 64)} {
 		if _, err := ParsePodSelector(s); err == nil || !strings.Contains(err.Error(), "--pod-selector") {

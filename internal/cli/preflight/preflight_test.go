@@ -146,8 +146,15 @@ func TestPreflightBadFlags(t *testing.T) {
 		root.AddCommand(NewCommand(o))
 		root.SetArgs(append(tc.args, "--kubeconfig", "/nonexistent"))
 		err := root.Execute()
-		if err == nil || clioptions.ExitCode(err) != clioptions.ExitError || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: error %v (exit %d), want %q", tc.args, err, clioptions.ExitCode(err), tc.want)
+		if err == nil {
+			t.Errorf("%v: no error, want %q", tc.args, tc.want)
+			continue
+		}
+		if code := clioptions.ExitCode(err); code != clioptions.ExitError {
+			t.Errorf("%v: exit %d, want %d", tc.args, code, clioptions.ExitError)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 		}
 	}
 }

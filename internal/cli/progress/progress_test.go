@@ -60,9 +60,14 @@ func TestDisplayOfABoundedStatus(t *testing.T) {
 		}
 	}
 	lines := BlockingLines(nm)
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "node-a: PodDisruptionBudget (1) prod/db-0: The disruption budget db") ||
-		!strings.HasPrefix(lines[1], "4000 more nodes not listed") {
-		t.Errorf("blocking lines %q", lines)
+	if len(lines) != 2 {
+		t.Fatalf("blocking lines %q, want 2", lines)
+	}
+	if want := "node-a: PodDisruptionBudget (1) prod/db-0: The disruption budget db"; !strings.HasPrefix(lines[0], want) {
+		t.Errorf("first blocking line %q, want it to start %q", lines[0], want)
+	}
+	if want := "4000 more nodes not listed"; !strings.HasPrefix(lines[1], want) {
+		t.Errorf("second blocking line %q, want it to start %q", lines[1], want)
 	}
 }
 
@@ -93,9 +98,14 @@ func TestFollowFailsWhenNoNodeIsSelected(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("follow still waits for a maintenance that selects no node")
 	}
-	if err == nil || clioptions.ExitCode(err) != clioptions.ExitError ||
-		err.Error() != "NodeMaintenance no-such-node drains nothing: the nodeSelector selects no node (NoNodesSelected); remove it with `kubectl maintenance complete --name no-such-node --delete`" {
-		t.Fatalf("follow: %v (exit %d); want exit 1 naming the empty selection", err, clioptions.ExitCode(err))
+	if err == nil {
+		t.Fatal("follow: no error; want exit 1 naming the empty selection")
+	}
+	if code := clioptions.ExitCode(err); code != clioptions.ExitError {
+		t.Fatalf("follow: %v (exit %d); want exit %d", err, code, clioptions.ExitError)
+	}
+	if want := "NodeMaintenance no-such-node drains nothing: the nodeSelector selects no node (NoNodesSelected); remove it with `kubectl maintenance complete --name no-such-node --delete`"; err.Error() != want {
+		t.Fatalf("follow: %v; want %q", err, want)
 	}
 }
 
@@ -165,8 +175,12 @@ func TestFollowWatchesChanges(t *testing.T) {
 	})
 	t.Run("timeout", func(t *testing.T) {
 		_, _, done := start(t, 500*time.Millisecond)
-		if err := wait(t, done); clioptions.ExitCode(err) != clioptions.ExitTimedOut || !strings.HasPrefix(err.Error(), "timed out waiting for NodeMaintenance fleet to drain: 4003 pods pending") {
-			t.Errorf("follow: %v (exit %d), want a time-out (exit 3)", err, clioptions.ExitCode(err))
+		err := wait(t, done)
+		if code := clioptions.ExitCode(err); code != clioptions.ExitTimedOut {
+			t.Fatalf("follow: %v (exit %d), want a time-out (exit %d)", err, code, clioptions.ExitTimedOut)
+		}
+		if want := "timed out waiting for NodeMaintenance fleet to drain: 4003 pods pending"; !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("follow: %v, want it to start %q", err, want)
 		}
 	})
 }

@@ -78,8 +78,12 @@ node-b  2m       0        0           0        drained; waiting for its reboot (
 	}
 
 	nm.Spec.Rollout.Release = nodemaintv1alpha1.ReleaseManual
-	if cell, held := turnCell(nm, nm.Status.Rollout.InTurn[1]); held || cell != "drained; waiting for `kubectl maintenance complete node-b`" {
-		t.Errorf("manual release: %q (held %v)", cell, held)
+	cell, held := turnCell(nm, nm.Status.Rollout.InTurn[1])
+	if held {
+		t.Errorf("manual release: %q held; want not held", cell)
+	}
+	if want := "drained; waiting for `kubectl maintenance complete node-b`"; cell != want {
+		t.Errorf("manual release: %q; want %q", cell, want)
 	}
 	if got := RolloutCell(nm); got != "3/8 done, 2 in turn, halted (ReplacementsUnschedulable)" {
 		t.Errorf("list cell %q", got)
@@ -88,9 +92,11 @@ node-b  2m       0        0           0        drained; waiting for its reboot (
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err := waitError(ctx, nm, ctx.Err())
-	if clioptions.ExitCode(err) != clioptions.ExitTimedOut || !strings.HasPrefix(err.Error(),
-		"timed out waiting for the rollout of NodeMaintenance pool-a: 3 of 8 nodes done, 2 in turn (node-a, node-b), 3 waiting; halted (ReplacementsUnschedulable)") {
-		t.Errorf("time-out: %v (exit %d)", err, clioptions.ExitCode(err))
+	if code := clioptions.ExitCode(err); code != clioptions.ExitTimedOut {
+		t.Fatalf("time-out: %v (exit %d); want exit %d", err, code, clioptions.ExitTimedOut)
+	}
+	if want := "timed out waiting for the rollout of NodeMaintenance pool-a: 3 of 8 nodes done, 2 in turn (node-a, node-b), 3 waiting; halted (ReplacementsUnschedulable)"; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("time-out: %v; want it to start %q", err, want)
 	}
 }
 
@@ -136,7 +142,10 @@ func TestFollowEndsWhenTheRolloutIsComplete(t *testing.T) {
 	if err := Follow(context.Background(), &out, listOnly{c}, "pool-a", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "8 done, 0 in turn, 0 waiting") || !strings.HasSuffix(out.String(), "pool-a: drained, every node in its turn, and released\n") {
-		t.Errorf("output:\n%s", out.String())
+	if want := "8 done, 0 in turn, 0 waiting"; !strings.Contains(out.String(), want) {
+		t.Errorf("output:\n%s\nwant it to say %q", out.String(), want)
+	}
+	if want := "pool-a: drained, every node in its turn, and released\n"; !strings.HasSuffix(out.String(), want) {
+		t.Errorf("output:\n%s\nwant it to end %q", out.String(), want)
 	}
 }

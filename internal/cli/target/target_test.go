@@ -71,9 +71,16 @@ func TestNodeSelectorOneTerm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sel.NodeSelectorTerms) != 1 || len(sel.NodeSelectorTerms[0].MatchFields) != 1 ||
-		sel.NodeSelectorTerms[0].MatchFields[0].Key != "metadata.name" || len(sel.NodeSelectorTerms[0].MatchFields[0].Values) != 20 {
-		t.Errorf("selector of 20 names: %+v, want one term with metadata.name In the 20 names", sel)
+	if len(sel.NodeSelectorTerms) != 1 || len(sel.NodeSelectorTerms[0].MatchFields) != 1 {
+		t.Errorf("selector of 20 names: %+v, want one term with one field", sel)
+	} else {
+		f := sel.NodeSelectorTerms[0].MatchFields[0]
+		if f.Key != "metadata.name" {
+			t.Errorf("selector of 20 names: field %s, want metadata.name", f.Key)
+		}
+		if len(f.Values) != 20 {
+			t.Errorf("selector of 20 names: %d values, want the 20 names", len(f.Values))
+		}
 	}
 	for i := 20; i < 257; i++ {
 		names = append(names, fmt.Sprintf("node-%03d", i))
