@@ -108,8 +108,15 @@ func TestMaintenancesPastTheBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := nm.Status.Nodes["bound-n1"].Blocked; len(b) != 1 || b[0].Reason != nodemaintv1alpha1.ReasonTooManyMaintenances || b[0].Count != 1 {
-		t.Errorf("the first waiting reports bound-n1 blocked by %+v", b)
+	if b := nm.Status.Nodes["bound-n1"].Blocked; len(b) != 1 {
+		t.Errorf("the first waiting reports bound-n1 blocked by %+v; want one reason", b)
+	} else {
+		if b[0].Reason != nodemaintv1alpha1.ReasonTooManyMaintenances {
+			t.Errorf("the first waiting reports bound-n1 blocked by %s; want %s", b[0].Reason, nodemaintv1alpha1.ReasonTooManyMaintenances)
+		}
+		if b[0].Count != 1 {
+			t.Errorf("the first waiting reports bound-n1 blocked with count %d; want 1", b[0].Count)
+		}
 	}
 
 	// One acting maintenance goes: the oldest waiting takes its place, and stops waiting.

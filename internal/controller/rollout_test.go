@@ -137,8 +137,11 @@ func TestRolloutRebooted(t *testing.T) {
 				return false, "", err
 			}
 			if hasCondition(node, corev1.NodeDrained) && !rebooted[n] {
-				if !node.Spec.Unschedulable || !hasCondition(node, corev1.NodeMaintenanceInProgress) {
-					return false, "", fmt.Errorf("node %s Drained but not cordoned under maintenance: %+v", n, node.Status.Conditions)
+				if !node.Spec.Unschedulable {
+					return false, "", fmt.Errorf("node %s Drained but not cordoned", n)
+				}
+				if !hasCondition(node, corev1.NodeMaintenanceInProgress) {
+					return false, "", fmt.Errorf("node %s Drained but not under maintenance: %+v; want %s", n, node.Status.Conditions, corev1.NodeMaintenanceInProgress)
 				}
 				rebooted[n] = true
 				setNodeBoot(t, n, "boot-2")
