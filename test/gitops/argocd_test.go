@@ -495,8 +495,14 @@ func TestArgoCDConfigMapPatch(t *testing.T) {
 	if err := yaml.UnmarshalStrict(raw, &patch); err != nil {
 		t.Fatal(err)
 	}
-	if patch.APIVersion != "v1" || patch.Kind != "ConfigMap" || patch.Name != "argocd-cm" {
-		t.Errorf("the patch is of %s %s %q, want v1 ConfigMap argocd-cm", patch.APIVersion, patch.Kind, patch.Name)
+	if patch.APIVersion != "v1" {
+		t.Errorf("the patch's apiVersion is %q, want v1", patch.APIVersion)
+	}
+	if patch.Kind != "ConfigMap" {
+		t.Errorf("the patch's kind is %q, want ConfigMap", patch.Kind)
+	}
+	if patch.Name != "argocd-cm" {
+		t.Errorf("the patch's name is %q, want argocd-cm", patch.Name)
 	}
 
 	// Argo CD's key for a kind: resource.customizations.health.<group>_<kind>, read back as
@@ -546,9 +552,14 @@ func TestArgoCDConfigMapPatch(t *testing.T) {
 	for k, v := range argocdCM.Data {
 		want[k] = v
 	}
-	if len(result.Data) != len(want) || result.Namespace != "argocd" || result.Labels["app.kubernetes.io/part-of"] != "argocd" {
-		t.Errorf("the patched argocd-cm has keys %v, namespace %q, labels %v; want keys %v, its namespace and labels kept",
-			slices.Sorted(maps.Keys(result.Data)), result.Namespace, result.Labels, slices.Sorted(maps.Keys(want)))
+	if len(result.Data) != len(want) {
+		t.Errorf("the patched argocd-cm has keys %v; want %v", slices.Sorted(maps.Keys(result.Data)), slices.Sorted(maps.Keys(want)))
+	}
+	if result.Namespace != "argocd" {
+		t.Errorf("the patched argocd-cm is in namespace %q; want its own, argocd", result.Namespace)
+	}
+	if result.Labels["app.kubernetes.io/part-of"] != "argocd" {
+		t.Errorf("the patched argocd-cm has labels %v; want its own kept (app.kubernetes.io/part-of: argocd)", result.Labels)
 	}
 	for k, v := range want {
 		if result.Data[k] != v {
@@ -585,9 +596,17 @@ func TestArgoCDConfigMapPatchWithKustomize(t *testing.T) {
 	}
 	cm := resources.Resources()[0]
 	data := cm.GetDataMap()
-	if cm.GetNamespace() != "argocd" || cm.GetLabels()["app.kubernetes.io/part-of"] != "argocd" || len(data) != 1 ||
-		data[healthKeyPrefix+"nodemaint.dev_NodeMaintenance"] != script {
-		t.Errorf("kustomize built argocd-cm in %q, labels %v, keys %v; want the health check added in argocd", cm.GetNamespace(), cm.GetLabels(), slices.Sorted(maps.Keys(data)))
+	if cm.GetNamespace() != "argocd" {
+		t.Errorf("kustomize built argocd-cm in %q; want argocd", cm.GetNamespace())
+	}
+	if cm.GetLabels()["app.kubernetes.io/part-of"] != "argocd" {
+		t.Errorf("kustomize built argocd-cm with labels %v; want app.kubernetes.io/part-of: argocd", cm.GetLabels())
+	}
+	if len(data) != 1 {
+		t.Errorf("kustomize built argocd-cm with keys %v; want the health check's alone", slices.Sorted(maps.Keys(data)))
+	}
+	if data[healthKeyPrefix+"nodemaint.dev_NodeMaintenance"] != script {
+		t.Errorf("kustomize built argocd-cm without the health check script under %snodemaint.dev_NodeMaintenance", healthKeyPrefix)
 	}
 }
 
