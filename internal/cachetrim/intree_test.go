@@ -44,7 +44,7 @@ func TestInTreeWritesKept(t *testing.T) {
 			t.Errorf("%T second entry's manager %q; want %q", obj, got[1].Manager, evictiondecide.InTreeResponder)
 		}
 		if got[0].FieldsV1 != nil {
-			t.Errorf("%T first entry kept its fields %s; want them dropped", obj, got[0].FieldsV1.Raw)
+			t.Errorf("%T first entry kept its fields %s; want them dropped", obj, got[0].FieldsV1.GetRawString())
 		}
 		if got[0].Subresource != "status" {
 			t.Errorf("%T first entry's subresource %q; want status", obj, got[0].Subresource)
