@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/nodemaint/nodemaint/internal/controller/node/nodedecide"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 
@@ -28,14 +27,9 @@ import (
 // heartbeats.
 func NodeChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-		return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
-			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
-			!equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
-			!equality.Semantic.DeepEqual(MaintenanceCondition(o), MaintenanceCondition(n)) ||
-			nodedecide.NodeReady(o) != nodedecide.NodeReady(n) ||
-			o.Status.NodeInfo.BootID != n.Status.NodeInfo.BootID ||
-			!equality.Semantic.DeepEqual(o.Status.VolumesAttached, n.Status.VolumesAttached)
+		// What a node's decision is made from (nodeBasis): a report decided from the old node
+		// holds for the new one exactly when this passes nothing.
+		return !basisOfNode(e.ObjectOld.(*corev1.Node)).equal(basisOfNode(e.ObjectNew.(*corev1.Node)))
 	}}
 }
 

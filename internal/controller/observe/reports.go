@@ -122,8 +122,8 @@ func (r *Reports) Source(delay time.Duration) source.Source {
 	})
 }
 
-// nodeBasis is what of a node its decision is made from, as far as the node controller's watch
-// tells (NodeChanged): a report decided from a node of another basis is outdated. The maps and
+// nodeBasis is what of a node its decision is made from, as the node controller's watch tells it
+// (NodeChanged compares it): a report decided from a node of another basis is outdated. The maps and
 // slices are the node's own, never changed (cache objects, or the reconciler's copy).
 type nodeBasis struct {
 	labels, annotations map[string]string

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
@@ -150,4 +151,27 @@ func drainQueue(q workqueue.TypedRateLimitingInterface[reconcile.Request]) map[s
 		q.Done(req)
 	}
 	return got
+}
+
+// NodeChanged passes a node event exactly when a report decided from the old node no longer holds
+// for the new one: a heartbeat is let through neither.
+func TestNodeChangedIsTheReportsBasis(t *testing.T) {
+	old := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"pool": "a"}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	heartbeat := old.DeepCopy()
+	heartbeat.ResourceVersion = "2"
+	heartbeat.Status.Conditions[0].LastHeartbeatTime = metav1.Now()
+	relabelled := old.DeepCopy()
+	relabelled.Labels["pool"] = "b"
+	for name, tc := range map[string]struct {
+		n    *corev1.Node
+		want bool
+	}{"heartbeat": {heartbeat, false}, "relabelled": {relabelled, true}} {
+		if got := NodeChanged().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: tc.n}); got != tc.want {
+			t.Errorf("%s: NodeChanged %v, want %v", name, got, tc.want)
+		}
+		if got := !basisOfNode(old).equal(basisOfNode(tc.n)); got != tc.want {
+			t.Errorf("%s: report outdated %v, want %v", name, got, tc.want)
+		}
+	}
 }
