@@ -6,55 +6,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodemaint/nodemaint/internal/controller/observe/observetest"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nodemaintv1alpha1 "github.com/nodemaint/nodemaint/api/v1alpha1"
-	"github.com/nodemaint/nodemaint/internal/cachetrim"
-	"github.com/nodemaint/nodemaint/internal/controller/observe"
-	"github.com/nodemaint/nodemaint/internal/evictor"
-	"github.com/nodemaint/nodemaint/internal/testenv"
 	"github.com/nodemaint/nodemaint/internal/testutil"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
 
 // clockedReconciler is the node reconciler as setup.Controllers makes it, its Observer on a
-// clock the test steps, over a manager whose cache runs and whose controllers do not: the test
-// calls Reconcile itself.
+// clock the test steps (observetest.Clocked): the test calls Reconcile itself.
 func clockedReconciler(t *testing.T, clk *clocktesting.FakePassiveClock) *Reconciler {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: testenv.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: cachetrim.Options(cache.Options{}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := observe.SetupIndexes(ctx, mgr); err != nil {
-		t.Fatal(err)
-	}
-	obs, err := observe.New(ctx, mgr, observe.Config{Client: mgr.GetClient(), Refusals: evictor.NewRefusals(time.Second, time.Minute), Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	eventually(t, "the leadership recorded by the test's clock", func(context.Context) (bool, string, error) {
-		return obs.Active.Since().Equal(clk.Now()), fmt.Sprint("active since ", obs.Active.Since()), nil
-	})
+	obs, mgr := observetest.Clocked(t, cfg, clk)
 	return &Reconciler{Client: mgr.GetClient(), APIReader: k8s, Recorder: events.NewFakeRecorder(100), Observer: obs}
 }
 
