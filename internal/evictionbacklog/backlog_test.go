@@ -140,3 +140,32 @@ func TestWake(t *testing.T) {
 		t.Fatalf("woken %v with nobody queued", got)
 	}
 }
+
+// TestWakeInBatches: a queued node is woken once no more than half the limit wait, not at each
+// look, so that its next look has room for many requests (one look of its node a request paced a
+// large drain to those looks).
+func TestWakeInBatches(t *testing.T) {
+	b := New(4)
+	b.Admit("n1", targets("a", "b", "c", "d"))
+	if n := b.Admit("n2", targets("e", "f", "g")); n != 0 {
+		t.Fatalf("n2 admitted %d with no room; want 0", n)
+	}
+	b.Done(target("a"))
+	select {
+	case e := <-b.Wake():
+		t.Fatalf("%s woken with 3 of 4 waiting; want none before 2", e.Object.GetName())
+	default:
+	}
+	b.Done(target("b"))
+	select {
+	case e := <-b.Wake():
+		if e.Object.GetName() != "n2" {
+			t.Fatalf("woken %s; want n2", e.Object.GetName())
+		}
+	default:
+		t.Fatal("nobody woken with 2 of 4 waiting; want n2")
+	}
+	if n := b.Admit("n2", targets("e", "f", "g")); n != 2 {
+		t.Fatalf("n2 admitted %d once woken; want 2, the room of half the limit", n)
+	}
+}
