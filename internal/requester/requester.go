@@ -187,7 +187,7 @@ func FirstAnswer(old, cur *lifecyclev1alpha1.Eviction, req *lifecyclev1alpha1.Ev
 // drain reads of it: its answer (Answer: the active responder, its message and expected
 // completion, a failure) or whether it is in progress. A responder's heartbeat that says nothing
 // new changes neither: in a drain of 10,000 pods, the pods waiting for their Deployment's wave
-// are heartbeated every 3 minutes for half an hour, and each heartbeat looked at their node again.
+// are heartbeated for as long as they wait, and each heartbeat looked at their node again.
 func AnswerChanged(old, cur *lifecyclev1alpha1.Eviction) bool {
 	was, had := answer(old)
 	is, has := answer(cur)

@@ -20,7 +20,7 @@ func pod(name string) *corev1.Pod {
 }
 
 func eviction(p *corev1.Pod, heartbeatAgo time.Duration) *lifecyclev1alpha1.Eviction {
-	start := metav1.NewTime(time.Now().Add(-10 * time.Minute).Truncate(time.Second))
+	start := metav1.NewTime(time.Now().Add(-evacuation.HeartbeatInterval - 5*time.Minute).Truncate(time.Second))
 	s := lifecyclev1alpha1.ResponderStatus{Name: me, StartTime: &start}
 	if heartbeatAgo > 0 {
 		s.HeartbeatTime = ptr.To(metav1.NewTime(time.Now().Add(-heartbeatAgo)))
@@ -117,9 +117,9 @@ func TestHeartbeats(t *testing.T) {
 		notAccepted.UID: {eviction(notAccepted, 0)},
 		soon.UID:        {eviction(soon, 50*time.Second)},
 		later.UID:       {eviction(later, 10*time.Second)},
-		gone.UID:        {eviction(gone, 5*time.Minute)},
-		due.UID:         {eviction(due, 4*time.Minute)},
-		onPod.UID:       {eviction(onPod, 0)}, // Active for 10 minutes: its first heartbeat is due
+		gone.UID:        {eviction(gone, evacuation.HeartbeatInterval+2*time.Minute)},
+		due.UID:         {eviction(due, evacuation.HeartbeatInterval+time.Minute)},
+		onPod.UID:       {eviction(onPod, 0)}, // Active for longer than the interval: its first heartbeat is due
 		onPodSoon.UID:   {startedSoon},        // Active for 30s: due after "soon"
 	}
 	v := Observe([]*corev1.Pod{notAccepted, soon, later, gone, due, onPod, onPodSoon}, evictions, me)
