@@ -288,7 +288,7 @@ func TestEvictionAnswers(t *testing.T) {
 
 	t.Run("progress due", func(t *testing.T) {
 		c, pod, ev := setup(t)
-		ev.Status.Responders[0].StartTime = mtime(10 * time.Minute)
+		ev.Status.Responders[0].StartTime = mtime(HeartbeatInterval + 10*time.Minute)
 		ev.Status.Responders[0].HeartbeatTime = mtime(HeartbeatInterval + time.Second)
 		ev.Status.Responders[0].Message = ptr.To("Surge: waiting")
 		if err := c.Status().Update(ctx, ev); err != nil {
@@ -305,7 +305,7 @@ func TestEvictionAnswers(t *testing.T) {
 	t.Run("nothing new: a heartbeat when due, with what was reported", func(t *testing.T) {
 		c, pod, ev := setup(t)
 		expected := mtime(-5 * time.Minute) // 5 minutes ahead
-		ev.Status.Responders[0].StartTime = mtime(10 * time.Minute)
+		ev.Status.Responders[0].StartTime = mtime(HeartbeatInterval + 10*time.Minute)
 		ev.Status.Responders[0].HeartbeatTime = mtime(time.Second)
 		ev.Status.Responders[0].ExpectedCompletionTime = expected
 		ev.Status.Responders[0].Message = ptr.To("Surge: surged")
