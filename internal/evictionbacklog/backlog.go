@@ -28,9 +28,7 @@ import (
 // memory only, rebuilt from the controller's watch after a restart (Arrived); a nil Backlog
 // admits every request (no Eviction controller in this process to pace to).
 type Backlog struct {
-	limit int
-	// low is how few may wait for the queued nodes to be woken (half the limit).
-	low     int
+	limit   int
 	mu      sync.Mutex
 	waiting map[types.NamespacedName]struct{}
 	// queued are the nodes refused room, in the order they asked; each is in inQueue.
@@ -49,7 +47,7 @@ func New(limit int) *Backlog {
 	if limit <= 0 {
 		return nil
 	}
-	return &Backlog{limit: limit, low: limit / 2, waiting: map[types.NamespacedName]struct{}{}, inQueue: map[string]bool{},
+	return &Backlog{limit: limit, waiting: map[types.NamespacedName]struct{}{}, inQueue: map[string]bool{},
 		wake: make(chan event.GenericEvent, wakeBuffer)}
 }
 
@@ -125,7 +123,7 @@ func (b *Backlog) Done(t types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.waiting, t)
-	if len(b.waiting) > b.low || len(b.queued) == 0 {
+	if len(b.waiting) > b.limit/2 || len(b.queued) == 0 {
 		return
 	}
 	// One node woken for the room.

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodemaint/nodemaint/pkg/evacuation/evictionrequest"
 )
 
 // HeartbeatInterval is how often an accepted Eviction gets a heartbeat (Progress) when nothing
@@ -24,7 +26,7 @@ import (
 // pods wait for their Deployment's wave: in a drain of 10,000 pods, a heartbeat every minute was
 // 8.2 Eviction writes a pod, and every 3 minutes (KEP-4563's example) 5.4, half of the
 // controller's writes; a pod moved within 10 minutes of its acceptance now costs none.
-const HeartbeatInterval = 10 * time.Minute
+const HeartbeatInterval = evictionrequest.HeartbeatDeadline / 2
 
 // ForEviction returns the request the Eviction makes of the named responder for the pod, nil
 // unless the Eviction targets this very pod (name and UID), the responder is Active on it and has
