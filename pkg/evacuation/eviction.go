@@ -25,7 +25,7 @@ import (
 // the Eviction passing to the next responder. More often only loads the control plane while the
 // pods wait for their Deployment's wave: in a drain of 10,000 pods, a heartbeat every minute was
 // 8.2 Eviction writes a pod, and every 3 minutes (KEP-4563's example) 5.4, half of the
-// controller's writes; a pod moved within 10 minutes of its acceptance now costs none.
+// controller's writes; a pod moved within 10 minutes of its acceptance costs none.
 const HeartbeatInterval = evictionrequest.HeartbeatDeadline / 2
 
 // ForEviction returns the request the Eviction makes of the named responder for the pod, nil
