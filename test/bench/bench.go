@@ -51,7 +51,7 @@ const (
 )
 
 // knownMethods are the methods -methods accepts.
-var knownMethods = []string{MethodClassic, MethodNodemaint, MethodNodemaintER, MethodFloor}
+var knownMethods = []string{MethodClassic, MethodNodemaint, MethodNodemaintER, MethodFloor, MethodAlone}
 
 // isNodemaint reports whether the method runs nodemaint-controller (in either protocol).
 func isNodemaint(method string) bool { return method == MethodNodemaint || method == MethodNodemaintER }
@@ -151,7 +151,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	}
 	defer stopSampler()
 	var nt *nodeTracker
-	if s.Rollout != nil {
+	if s.Rollout != nil || method == MethodAlone {
 		nt = newNodeTracker(targets)
 		stopNodes, err := b.watchNodes(ctx, nt)
 		if err != nil {
@@ -200,7 +200,11 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	if nt != nil {
 		nt.begin(start)
 	}
-	runCtx, cancel := context.WithTimeout(ctx, max(b.o.runTimeout, s.Timeout))
+	timeout := max(b.o.runTimeout, s.Timeout)
+	if method == MethodAlone {
+		timeout = max(timeout, b.o.aloneFor+time.Minute)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if ctrl != nil {
 		// The controller's CPU profile of the run's first 30 seconds (go tool pprof -top): where
@@ -215,6 +219,8 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 	}
 	var clientRequests map[string]float64
 	switch {
+	case method == MethodAlone:
+		err = leaveAlone(runCtx, b.o.aloneFor, nt)
 	case s.Rollout != nil && isNodemaint(method):
 		res.Blocked, res.Status, err = b.rollNodemaint(runCtx, ns, s, tr, nt)
 	case s.Rollout != nil:
@@ -553,6 +559,10 @@ func waitTracker(ctx context.Context, tr *tracker, what string, cond func(snapsh
 // restore undoes the drain: nodemaint's maintenance is deleted (nodemaint uncordons the nodes),
 // the classic drain's nodes are uncordoned; it waits until no node is cordoned.
 func (b *bench) restore(ctx context.Context, method string, targets []string) error {
+	if method == MethodAlone {
+		// Nothing was cordoned; a node that went not Ready is marked Ready by its next Lease.
+		return nil
+	}
 	if isNodemaint(method) {
 		var list nodemaintv1alpha1.NodeMaintenanceList
 		if err := b.c.List(ctx, &list); err != nil {

@@ -55,6 +55,7 @@ type options struct {
 	controllerArgs  []string
 	fromJSON        string
 	fleetNodes      int
+	aloneFor        time.Duration
 }
 
 func main() {
@@ -75,7 +76,8 @@ func main() {
 	flag.StringVar(&o.k8sBinDir, "k8s-bin-dir", os.Getenv("KUBEBUILDER_ASSETS"), "Directory of the control-plane binaries; empty runs hack/control-plane.sh.")
 	flag.StringVar(&o.controller, "controller", "bin/nodemaint-controller", "The nodemaint-controller binary (make build).")
 	flag.BoolVar(&o.writeDocs, "write-docs", false, "Write the figures to docs/benchmarks.md and the chart to docs/bench-s-ready.svg.")
-	flag.StringVar(&methods, "methods", MethodClassic+","+MethodNodemaint, "Methods to run, comma-separated: "+strings.Join(knownMethods, ", ")+" ("+MethodNodemaintER+" starts the cluster with the EvictionRequest API, for every method of the run; "+MethodFloor+" is no drainer but this cluster's floor: every Deployment surged at once by all its pods to move, then scaled back).")
+	flag.StringVar(&methods, "methods", MethodClassic+","+MethodNodemaint, "Methods to run, comma-separated: "+strings.Join(knownMethods, ", ")+" ("+MethodNodemaintER+" starts the cluster with the EvictionRequest API, for every method of the run; "+MethodFloor+" is no drainer but this cluster's floor: every Deployment surged at once by all its pods to move, then scaled back; "+MethodAlone+" is no drainer either: the cluster left alone for -alone-for, counting the nodes that go not Ready).")
+	flag.DurationVar(&o.aloneFor, "alone-for", defaultAloneFor, "How long method "+MethodAlone+" leaves the scenario's cluster alone, counting the nodes that go not Ready.")
 	flag.StringVar(&controllerArgs, "controller-args", "", "Extra arguments of nodemaint-controller, space-separated (e.g. --eviction-max-backoff=30s).")
 	flag.DurationVar(&o.classicTimeout, "classic-timeout", 30*time.Second, "The classic drain's timeout per node (kubectl drain --timeout); a pod its PDB never lets go blocks it until then.")
 	flag.DurationVar(&o.responseTimeout, "response-timeout", 30*time.Second, "The NodeMaintenance's evacuationResponseTimeout: how long pods no responder answers for wait before they are evicted.")
