@@ -50,6 +50,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/features"
 	"github.com/nodemaint/nodemaint/internal/setup"
 	"github.com/nodemaint/nodemaint/internal/version"
+	"github.com/nodemaint/nodemaint/internal/watchevents"
 )
 
 // gcPercent is the collector's GOGC unless the environment sets GOGC: the heap grows to 1.5 times
@@ -165,7 +166,7 @@ func newManager(o setup.Flags, cfg, leaderElectionCfg *rest.Config) (manager.Man
 		RetryPeriod:                   &o.RetryPeriod,
 		// Only what the controllers read is kept in the caches (managed fields, pods'
 		// containers, pod templates dropped): see internal/cachetrim.
-		Cache:            cachetrim.Options(cache.Options{}),
+		Cache:            cachetrim.Options(cache.Options{NewInformer: watchevents.NewInformer}),
 		PprofBindAddress: o.PprofAddr,
 	})
 	if err != nil {

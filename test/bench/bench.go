@@ -265,6 +265,7 @@ func (b *bench) run(ctx context.Context, s Scenario, method string) (_ *RunResul
 		res.ResponderReconcileSeconds = meanOf(ctrlAfter.responderReconcile, ctrlBefore.responderReconcile)
 		res.AnswerLatency = answerLatency(ctrlAfter.answers, ctrlBefore.answers)
 		res.Evictions = diff(ctrlAfter.evictions, ctrlBefore.evictions)
+		res.WatchEvents = diff(ctrlAfter.watchEvents, ctrlBefore.watchEvents)
 		_, hwm, err := procStats(ctrl.pid())
 		if err != nil {
 			return nil, err

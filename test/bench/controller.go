@@ -177,6 +177,8 @@ type controllerMetrics struct {
 	// (nodemaint_evacuation_answer_duration_seconds{answer="accepted"}) by upper bound ("+Inf"
 	// the count); evictions are nodemaint's evictions by result.
 	answers, evictions map[string]float64
+	// watchEvents are the events its informers received (nodemaint_watch_events_total) by kind.
+	watchEvents map[string]float64
 	// text is the whole exposition, as read.
 	text []byte
 }
@@ -239,6 +241,9 @@ func (p *controllerProcess) metrics(ctx context.Context) (controllerMetrics, err
 		}
 	}
 	if m.evictions, err = sumCounter(bytes.NewReader(text), "nodemaint_evictions_total", "result"); err != nil {
+		return m, err
+	}
+	if m.watchEvents, err = sumCounter(bytes.NewReader(text), "nodemaint_watch_events_total", "kind"); err != nil {
 		return m, err
 	}
 	return m, nil

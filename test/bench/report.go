@@ -196,7 +196,10 @@ type RunResult struct {
 	// Evictions are nodemaint's evictions by result (evicted, refused, failed, deleted): an
 	// evicted Deployment pod is one no owner answered in time.
 	Evictions map[string]float64 `json:"evictions,omitempty"`
-	Workloads []WorkloadResult   `json:"workloads"`
+	// WatchEvents are the watch events the controller's informers received during the run, by
+	// kind (its nodemaint_watch_events_total): what the cluster's changes cost it.
+	WatchEvents map[string]float64 `json:"watchEvents,omitempty"`
+	Workloads   []WorkloadResult   `json:"workloads"`
 	// Ready is the number of Ready pods of all workloads (a Blocker's aside) over time.
 	Ready []Point `json:"ready"`
 }
@@ -365,6 +368,19 @@ func rows(s ScenarioResult) (header []string, lines [][]string) {
 			return "—"
 		}
 		return fmt.Sprintf("%.0f MiB", *r.ControllerPeakRSSMiB)
+	})
+	add("controller watch events (a pod)", "", func(r RunResult) string {
+		if r.WatchEvents == nil {
+			return "—"
+		}
+		total := 0.0
+		for _, n := range r.WatchEvents {
+			total += n
+		}
+		if r.EvacuatedPods == 0 {
+			return fmt.Sprintf("%.0f", total)
+		}
+		return fmt.Sprintf("%.0f (%.1f)", total, total/float64(r.EvacuatedPods))
 	})
 	add("node reconcile / queue wait (mean)", "", func(r RunResult) string {
 		if r.NodeReconcileSeconds == nil || r.NodeQueueWaitSeconds == nil {
