@@ -56,6 +56,7 @@ type options struct {
 	fromJSON        string
 	fleetNodes      int
 	aloneFor        time.Duration
+	model           bool
 }
 
 func main() {
@@ -83,6 +84,7 @@ func main() {
 	flag.DurationVar(&o.responseTimeout, "response-timeout", 30*time.Second, "The NodeMaintenance's evacuationResponseTimeout: how long pods no responder answers for wait before they are evicted.")
 	flag.DurationVar(&o.runTimeout, "run-timeout", 10*time.Minute, "How long one run may take before the benchmark fails.")
 	flag.StringVar(&o.fromJSON, "from-json", "", "Run nothing: print the table of these results files (comma-separated; later ones add their scenarios and idle measurement to the first) and, with -write-docs, write their figures to docs/benchmarks.md.")
+	flag.BoolVar(&o.model, "model", false, "With -from-json: fit the controller's CPU, peak RSS, API requests and watch events in nodemaint's runs of scenario F at three pool sizes or more (-fleet-nodes), print what they predict for 1,000 and 5,000 nodes and, given a fourth and larger size, the prediction beside its measure.")
 	flag.BoolVar(&o.keep, "keep-cluster", false, "Leave the cluster running at the end (it is reused by the next run).")
 	flag.Parse()
 	for _, n := range strings.Split(names, ",") {
@@ -231,6 +233,14 @@ func render(o options) error {
 			return fmt.Errorf("reading %s: %w", name, err)
 		}
 		reports = append(reports, &r)
+	}
+	if o.model {
+		model, err := renderModel(reports)
+		if err != nil {
+			return err
+		}
+		fmt.Print(model)
+		return nil
 	}
 	r := mergeReports(reports)
 	fmt.Print(renderTable(r))
