@@ -434,14 +434,21 @@ func rolloutRows(s ScenarioResult, add addRow) {
 	if s.Goals != nil && s.Goals.TotalRatio > 0 {
 		ideal += fmt.Sprintf("; goal for nodemaint: ×%.1f", s.Goals.TotalRatio)
 	}
+	// The cluster left alone (MethodAlone) rebooted nothing: its figure is the nodes out at once.
 	add("total time", ideal, func(r RunResult) string {
-		if r.TotalSeconds == nil {
+		switch {
+		case r.Method == MethodAlone:
+			return fmt.Sprintf("— (left alone %s)", fmtSeconds(&r.DurationSeconds))
+		case r.TotalSeconds == nil:
 			return "never"
 		}
 		return fmtSeconds(r.TotalSeconds) + " " + fmtRatio(r.TotalRatio)
 	})
 	add("nodes rebooted and back", fmt.Sprint(s.Targets), func(r RunResult) string {
-		if r.RebootsReasserted > 0 {
+		switch {
+		case r.Method == MethodAlone:
+			return "—"
+		case r.RebootsReasserted > 0:
 			return fmt.Sprintf("%d of %d (%d marked Ready by kwok during their reboot, NotReady again)", r.NodesBack, s.Targets, r.RebootsReasserted)
 		}
 		return fmt.Sprintf("%d of %d", r.NodesBack, s.Targets)
