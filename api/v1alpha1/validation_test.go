@@ -3,7 +3,6 @@ package v1alpha1_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,16 +19,7 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 // create sends the YAML object to the real API server.
 func create(t *testing.T, name, doc string) error {

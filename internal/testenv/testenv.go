@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 	"time"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
@@ -120,3 +121,17 @@ func StartWith(opts Options) (*Env, error) {
 
 // Stop stops the API server and etcd.
 func (e *Env) Stop() error { return e.env.Stop() }
+
+// Main is the TestMain of a test package that needs an API server and nothing else: it starts one
+// into *env, runs the package's tests, stops it and exits with the tests' code.
+func Main(m *testing.M, env **Env) {
+	e, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*env = e
+	code := m.Run()
+	_ = e.Stop()
+	os.Exit(code)
+}

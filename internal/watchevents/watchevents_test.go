@@ -3,7 +3,6 @@ package watchevents
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -22,16 +21,7 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 // A cache built with NewInformer counts the events of its watches on a real API server, by kind
 // and type, and still serves the objects.
