@@ -29,8 +29,8 @@ type modelFigure struct {
 var modelFigures = []modelFigure{
 	{"controller CPU (s)", func(r RunResult) (float64, bool) { return deref(r.ControllerCPUSeconds) }},
 	{"controller peak RSS (MiB)", func(r RunResult) (float64, bool) { return deref(r.ControllerPeakRSSMiB) }},
-	{"own API requests", func(r RunResult) (float64, bool) { return sum(r.ClientRequests) }},
-	{"watch events", func(r RunResult) (float64, bool) { return sum(r.WatchEvents) }},
+	{"own API requests", func(r RunResult) (float64, bool) { return total(r.ClientRequests), len(r.ClientRequests) > 0 }},
+	{"watch events", func(r RunResult) (float64, bool) { return total(r.WatchEvents), len(r.WatchEvents) > 0 }},
 }
 
 func deref(p *float64) (float64, bool) {
@@ -38,14 +38,6 @@ func deref(p *float64) (float64, bool) {
 		return 0, false
 	}
 	return *p, true
-}
-
-func sum(m map[string]float64) (float64, bool) {
-	t := 0.0
-	for _, v := range m {
-		t += v
-	}
-	return t, len(m) > 0
 }
 
 // fleetRuns are nodemaint's runs of scenario F in the reports (pod conditions; the runs through
@@ -85,10 +77,10 @@ func fitLine(xs, ys []float64) line {
 	for i := range xs {
 		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
 	}
-	den := n*sxx - sx*sx
 	if n == 0 {
 		return line{}
 	}
+	den := n*sxx - sx*sx
 	if den == 0 {
 		return line{a: sy / n}
 	}

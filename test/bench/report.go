@@ -373,14 +373,11 @@ func rows(s ScenarioResult) (header []string, lines [][]string) {
 		if r.WatchEvents == nil {
 			return "—"
 		}
-		total := 0.0
-		for _, n := range r.WatchEvents {
-			total += n
-		}
+		n := total(r.WatchEvents)
 		if r.EvacuatedPods == 0 {
-			return fmt.Sprintf("%.0f", total)
+			return fmt.Sprintf("%.0f", n)
 		}
-		return fmt.Sprintf("%.0f (%.1f)", total, total/float64(r.EvacuatedPods))
+		return fmt.Sprintf("%.0f (%.1f)", n, n/float64(r.EvacuatedPods))
 	})
 	add("node reconcile / queue wait (mean)", "", func(r RunResult) string {
 		if r.NodeReconcileSeconds == nil || r.NodeQueueWaitSeconds == nil {
