@@ -88,3 +88,49 @@ func TestRecent(t *testing.T) {
 		t.Fatal("a nil record remembers")
 	}
 }
+
+// TestConflicts: the version a write was refused at is behind until the cache shows another
+// (or a minute has passed); other objects and versions are not; a nil record remembers nothing.
+func TestConflicts(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := NewConflicts()
+	c.now = func() time.Time { return now }
+
+	c.Met(pod("1", "cached"))
+	if !c.Behind(pod("1", "cached")) {
+		t.Fatal("the version refused at is not behind")
+	}
+	other := pod("1", "cached")
+	other.UID = "v"
+	if c.Behind(other) {
+		t.Fatal("another object is behind")
+	}
+	// The cache shows a later version: it is decided from, and the record ends.
+	if c.Behind(pod("2", "cached")) || c.Len() != 0 {
+		t.Fatalf("a later version is behind, or the record stays (%d)", c.Len())
+	}
+	if c.Behind(pod("1", "cached")) {
+		t.Fatal("the record outlived the later version")
+	}
+
+	// A cache that never shows the later version (the object deleted) is trusted again after a
+	// while, and the next record expires the old.
+	c.Met(pod("3", "cached"))
+	now = now.Add(forget)
+	if c.Behind(pod("3", "cached")) {
+		t.Fatal("behind past a minute")
+	}
+	c.Met(pod("4", "cached"))
+	now = now.Add(forget)
+	other.ResourceVersion = "9"
+	c.Met(other)
+	if c.Len() != 1 {
+		t.Fatalf("%d remembered, want the last one only", c.Len())
+	}
+
+	var none *Conflicts
+	none.Met(pod("1", "cached"))
+	if none.Behind(pod("1", "cached")) || none.Len() != 0 {
+		t.Fatal("a nil record remembers")
+	}
+}

@@ -7,9 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/testutil"
@@ -66,11 +68,11 @@ func TestRequestNotForPodRecreatedUnderSameName(t *testing.T) {
 		t.Fatal("the pod was not created again")
 	}
 
-	refused, err := podWriter().patchPods(ctx, []*corev1.Pod{old}, ptr.To("kernel upgrade"), time.Now())
+	again, err := podWriter().patchPods(ctx, []*corev1.Pod{old}, ptr.To("kernel upgrade"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !refused {
+	if again == 0 {
 		t.Error("the write to a pod created again was not reported refused (stale)")
 	}
 	if c := evacuation.Condition(readPod(t, recreated), evacuation.Request); c != nil {
@@ -105,11 +107,11 @@ func TestWithdrawalKeepsAnotherRequest(t *testing.T) {
 	read := readPod(t, pod)
 	setRequest(t, pod, "Descheduler")
 
-	refused, err := podWriter().patchPods(ctx, []*corev1.Pod{read}, nil, time.Now())
+	again, err := podWriter().patchPods(ctx, []*corev1.Pod{read}, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !refused {
+	if again == 0 {
 		t.Error("the withdrawal from a pod changed since the read was not reported refused (stale)")
 	}
 	if c := evacuation.Condition(readPod(t, pod), evacuation.Request); c == nil || c.Reason != "Descheduler" {
@@ -123,5 +125,59 @@ func TestWithdrawalKeepsAnotherRequest(t *testing.T) {
 	}
 	if c := evacuation.Condition(readPod(t, pod), evacuation.Request); c != nil {
 		t.Errorf("nodemaint's own request was not withdrawn from the pod as read: %+v", c)
+	}
+}
+
+// TestRefusedRequestNotSentAgain: a request refused because the pod changed since the read is
+// not sent again while the pod observed is still the one read (a cache behind the API server):
+// no patch reaches the API server, and the node is looked at again later than after the
+// refusal itself. From the pod as it now is, the request is written.
+func TestRefusedRequestNotSentAgain(t *testing.T) {
+	ctx := context.Background()
+	pod := createPod(t, "web-behind", "podwrites-unselected")
+	read := readPod(t, pod)
+	// Another writer changes the pod after the read (a kubelet's report, another controller).
+	if err := k8s.Patch(ctx, readPod(t, pod), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"touched":"yes"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+
+	direct, err := client.NewWithWatch(cfg, client.Options{Scheme: k8s.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patches := 0
+	counted := interceptor.NewClient(direct, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	w := podWriter()
+	w.Client = counted
+
+	again, err := w.patchPods(ctx, []*corev1.Pod{read}, ptr.To("kernel upgrade"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if patches != 1 || again != observe.StaleRequeue {
+		t.Fatalf("first write: %d patches, looked at again in %v; want 1 refused, %v", patches, again, observe.StaleRequeue)
+	}
+	again, err = w.patchPods(ctx, []*corev1.Pod{read}, ptr.To("kernel upgrade"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if patches != 1 || again != cacheBehindRecheck {
+		t.Errorf("from the read refused: %d patches in all, looked at again in %v; want none sent again, %v", patches, again, cacheBehindRecheck)
+	}
+
+	again, err = w.patchPods(ctx, []*corev1.Pod{readPod(t, pod)}, ptr.To("kernel upgrade"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if patches != 2 || again != 0 {
+		t.Errorf("from the pod as it is: %d patches in all, looked at again in %v; want 2, none", patches, again)
+	}
+	if c := evacuation.Condition(readPod(t, pod), evacuation.Request); c == nil || c.Reason != evacuation.ReasonNodeMaintenance {
+		t.Errorf("EvacuationRequest = %+v, want nodemaint's", c)
 	}
 }

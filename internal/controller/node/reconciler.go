@@ -52,6 +52,9 @@ type Reconciler struct {
 	// that each is sent once.
 	requestsDeleted, requestsCreated *ownwrites.Recent
 	requestsOnce                     sync.Once
+	// podConflicts remembers the pods' versions their writes were refused at (conflicts).
+	podConflicts  *ownwrites.Conflicts
+	conflictsOnce sync.Once
 	// told remembers the Events for application owners recorded lately (tellAppOwners).
 	told     *tellings
 	toldOnce sync.Once
@@ -110,15 +113,14 @@ func (r *Reconciler) apply(ctx context.Context, obs nodedecide.Observation, d no
 	if d.ShutdownNotConfirmed {
 		sink.shutdownNotConfirmed(obs.Node, d.Intent.OutOfServiceGrace)
 	}
-	refused, err := r.patchPods(ctx, w.Withdraw, nil, now)
+	again, err := r.patchPods(ctx, w.Withdraw, nil, now)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if refused {
-		// Writes refused as stale: look again within observe.StaleRequeue, since the change that
-		// made them stale may be one no watch of this reconciler lets through (a kubelet's report).
-		next = recheck.Soonest(next, observe.StaleRequeue)
-	}
+	// Writes not done, refused or held back as stale: looked at again when patchPods says, since
+	// the change that made them stale may be one no watch of this reconciler lets through (a
+	// kubelet's report).
+	next = recheck.Soonest(next, again)
 	if err := r.writeRequests(ctx, w.WithdrawRequests, seen, obs.Pods); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -128,13 +130,11 @@ func (r *Reconciler) apply(ctx context.Context, obs nodedecide.Observation, d no
 	if !d.Intent.Drain {
 		return reconcile.Result{RequeueAfter: next}, nil
 	}
-	refused, err = r.patchPods(ctx, w.Request, &w.Reason, now)
+	again, err = r.patchPods(ctx, w.Request, &w.Reason, now)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if refused {
-		next = recheck.Soonest(next, observe.StaleRequeue)
-	}
+	next = recheck.Soonest(next, again)
 	if err := r.writeRequests(ctx, w.RequestRequests, seen, obs.Pods); err != nil {
 		return reconcile.Result{}, err
 	}

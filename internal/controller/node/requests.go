@@ -23,6 +23,7 @@ import (
 	"github.com/nodemaint/nodemaint/internal/controller/observe"
 	"github.com/nodemaint/nodemaint/internal/maintenance"
 	"github.com/nodemaint/nodemaint/internal/ownwrites"
+	"github.com/nodemaint/nodemaint/internal/recheck"
 	"github.com/nodemaint/nodemaint/internal/requester"
 	"github.com/nodemaint/nodemaint/pkg/evacuation"
 )
@@ -193,14 +194,20 @@ func (r *Reconciler) nodeGone(ctx context.Context, node string) (reconcile.Resul
 // (evacuation.ConditionPatch, RemoveConditionPatch: its UID and resourceVersion), so a request
 // never reaches a pod created since under the same name nor overwrites another requester's
 // request set since the read, and a withdrawal removes nodemaint's own request only, the one it
-// saw. It reports whether a write was refused as stale (evacuation.Stale): dropped, the node is
-// looked at again shortly, when the cache has caught up.
-func (r *Reconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reason *string, now time.Time) (bool, error) {
+// saw. A write refused as stale (evacuation.Stale) is dropped, and the version of the pod it was
+// decided from remembered (r.conflicts): while the cache still shows that version, the pod's
+// write is not sent again, since it would be refused the same way. It returns how soon the node
+// is to be looked at again for the writes not done: observe.StaleRequeue after a refusal (the
+// cache is usually a moment behind), cacheBehindRecheck while a pod is still behind from an
+// earlier one (the cache is further behind), 0 when every write was done.
+func (r *Reconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reason *string, now time.Time) (time.Duration, error) {
 	var (
-		mu     sync.Mutex
-		errs   []error
-		done   int
-		refuse bool
+		mu      sync.Mutex
+		errs    []error
+		done    int
+		again   time.Duration
+		skipped bool
+		behind  = r.conflicts()
 	)
 	defer func() {
 		if done > 0 && reason != nil {
@@ -214,6 +221,10 @@ func (r *Reconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reason *
 	var g errgroup.Group
 	g.SetLimit(podWritesPerNode)
 	for _, orig := range pods {
+		if behind.Behind(orig) {
+			skipped = true
+			continue
+		}
 		// The patch names the one condition (merged by type); the pod the API server returns
 		// is read into a new object, which the record of writes keeps.
 		var patch client.Patch
@@ -238,7 +249,8 @@ func (r *Reconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reason *
 			defer mu.Unlock()
 			switch {
 			case evacuation.Stale(err):
-				refuse = true
+				behind.Met(orig)
+				again = recheck.Soonest(again, observe.StaleRequeue)
 			case err != nil:
 				errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
 			default:
@@ -251,5 +263,19 @@ func (r *Reconciler) patchPods(ctx context.Context, pods []*corev1.Pod, reason *
 		})
 	}
 	_ = g.Wait()
-	return refuse, errors.Join(errs...)
+	if skipped {
+		again = recheck.Soonest(again, cacheBehindRecheck)
+	}
+	return again, errors.Join(errs...)
+}
+
+// cacheBehindRecheck is how soon a node is looked at again while the cache still shows a pod at
+// the version a write of it was refused at: long enough not to spin on a cache a minute behind,
+// short against the wait for an answer.
+const cacheBehindRecheck = time.Second
+
+// conflicts is the record of the pods' versions the writes were refused at.
+func (r *Reconciler) conflicts() *ownwrites.Conflicts {
+	r.conflictsOnce.Do(func() { r.podConflicts = ownwrites.NewConflicts() })
+	return r.podConflicts
 }
