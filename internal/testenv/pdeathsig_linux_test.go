@@ -38,7 +38,9 @@ func TestControlPlaneDiesWithPanickingTest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestControlPlaneDiesWithPanickingTest$", "-test.count=1")
-	cmd.Env = append(os.Environ(), panickingChildEnv+"=1")
+	// The child's env is never stopped, so its certificates and etcd data stay: under a TMPDIR
+	// of this test's, removed with it, not in the host's /tmp.
+	cmd.Env = append(os.Environ(), panickingChildEnv+"=1", "TMPDIR="+t.TempDir())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
