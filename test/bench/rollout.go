@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -55,28 +54,27 @@ func drained(n *corev1.Node) bool {
 	})
 }
 
-// reboot simulates the reboot of a drained node, taking d. kwok stops playing its kubelet
-// (otherwise kwok's node-initialize stage marks a node that is not Ready Ready again at once), and
-// the node reports NotReady. After d it boots: it reports a new boot ID, still NotReady, and kwok
-// plays its kubelet again: its node-initialize stage marks it Ready, keeping the boot ID (kwok's
-// heartbeat does not write nodeInfo). The boot ID changes as the node comes back, as a kubelet
-// reports it, so no write of kwok's can show the node Ready and rebooted before its reboot is
-// over.
+// reboot simulates the reboot of a drained node, taking d. kwok leaves the node's status alone
+// (otherwise kwok's node-initialize stage marks a node that is not Ready Ready again at once)
+// while it goes on renewing the node's Lease, and the node reports NotReady. After d it boots: it
+// reports a new boot ID, still NotReady, and kwok writes its status again: its node-initialize
+// stage marks it Ready, keeping the boot ID (kwok's heartbeat does not write nodeInfo). The boot
+// ID changes as the node comes back, as a kubelet reports it, so no write of kwok's can show the
+// node Ready and rebooted before its reboot is over.
 //
-// kwok can still write the node's status after it let go of it, from work it had queued (seen
-// with 10 reboots at once on a loaded machine: the node Ready 7s into its reboot): the node is
+// kwok can still write the node's status after the hold, from work it had queued: the node is
 // then marked NotReady again, and the run's rebootsReasserted counts it.
 func (b *bench) reboot(ctx context.Context, nt *nodeTracker, node string, d time.Duration) (err error) {
-	if err := b.cluster.StopKubelet(ctx, node); err != nil {
+	if err := b.cluster.HoldNodeStatus(ctx, node); err != nil {
 		return err
 	}
 	defer func() {
-		// Whatever happened, the node gets its kubelet back: the next runs need it.
+		// Whatever happened, kwok gets the node's status back: the next runs need it.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		err = errors.Join(err, b.cluster.StartKubelet(ctx, node))
+		err = errors.Join(err, b.cluster.ReleaseNodeStatus(ctx, node))
 	}()
-	if err := b.markNotReady(ctx, node, ""); err != nil {
+	if err := b.cluster.MarkNodeNotReady(ctx, node, ""); err != nil {
 		return err
 	}
 	booted := time.After(d)
@@ -89,7 +87,7 @@ func (b *bench) reboot(ctx context.Context, nt *nodeTracker, node string, d time
 		case down:
 			slog.Info("kwok marked a rebooting node Ready: marking it NotReady again", "node", node)
 			b.reasserted.Add(1)
-			if err := b.markNotReady(ctx, node, ""); err != nil {
+			if err := b.cluster.MarkNodeNotReady(ctx, node, ""); err != nil {
 				return err
 			}
 			down = false
@@ -97,27 +95,11 @@ func (b *bench) reboot(ctx context.Context, nt *nodeTracker, node string, d time
 		select {
 		case <-changed:
 		case <-booted:
-			return b.markNotReady(ctx, node, string(uuid.NewUUID()))
+			return b.cluster.MarkNodeNotReady(ctx, node, string(uuid.NewUUID()))
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-}
-
-// markNotReady writes the node's Ready condition False, as a node going down or coming up, and
-// its boot ID when set.
-func (b *bench) markNotReady(ctx context.Context, node, bootID string) error {
-	now := time.Now().UTC().Format(time.RFC3339)
-	nodeInfo := ""
-	if bootID != "" {
-		nodeInfo = fmt.Sprintf(`,"nodeInfo":{"bootID":%q}`, bootID)
-	}
-	patch := fmt.Appendf(nil, `{"status":{"conditions":[{"type":%q,"status":"False","reason":"KubeletNotReady","message":"rebooting","lastHeartbeatTime":%q,"lastTransitionTime":%q}]%s}}`,
-		corev1.NodeReady, now, now, nodeInfo)
-	if _, err := b.cs.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
-		return fmt.Errorf("marking node %s NotReady: %w", node, err)
-	}
-	return nil
 }
 
 // rebootDaemon is what kured or system-upgrade-controller does next to nodemaint: it waits for

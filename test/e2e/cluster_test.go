@@ -6,11 +6,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -275,6 +278,77 @@ func TestStopKubelet(t *testing.T) {
 		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(&pod), &corev1.Pod{})
 		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
 	})
+}
+
+// TestHoldNodeStatus: while a node's status is held, the node reports what is written to it
+// (NotReady, rebooting), though kwok still renews its Lease and plays its pods; once released,
+// kwok marks it Ready, keeping the boot ID it reported while down.
+func TestHoldNodeStatus(t *testing.T) {
+	c := framework.Cluster()
+	names, err := c.AddNodes(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := names[0]
+	t.Cleanup(func() {
+		if err := c.DeleteNode(context.Background(), node); err != nil {
+			t.Error(err)
+		}
+	})
+	ns := framework.Namespace(t)
+	d := framework.NewDeployment(ns, "pinned", 1)
+	d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+	framework.CreateDeployment(t, d)
+	pod := podsOf(t, d)[0]
+
+	held := time.Now()
+	if err := c.HoldNodeStatus(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MarkNodeNotReady(t.Context(), node, ""); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, time.Minute, "node "+node+" tainted not-ready", func(ctx context.Context) (bool, string, error) {
+		var n corev1.Node
+		err := framework.Client().Get(ctx, client.ObjectKey{Name: node}, &n)
+		return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }), "", err
+	})
+	// kwok still has the node: it renews its Lease and deletes its pods.
+	testutil.Eventually(t, time.Minute, "Lease of "+node+" renewed", func(ctx context.Context) (bool, string, error) {
+		var l coordinationv1.Lease
+		err := framework.Client().Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node}, &l)
+		return l.Spec.RenewTime != nil && l.Spec.RenewTime.After(held), fmt.Sprint(l.Spec.RenewTime), err
+	})
+	if err := framework.Client().Delete(t.Context(), &pod); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, "pod "+pod.Name+" deleted by kwok", func(ctx context.Context) (bool, string, error) {
+		err := framework.Client().Get(ctx, client.ObjectKeyFromObject(&pod), &corev1.Pod{})
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+	})
+	// ...but it left the node's status alone.
+	var n corev1.Node
+	if err := framework.Client().Get(t.Context(), client.ObjectKey{Name: node}, &n); err != nil {
+		t.Fatal(err)
+	}
+	if localcluster.IsNodeReady(&n) {
+		t.Fatalf("node %s Ready while its status is held: kwok wrote it", node)
+	}
+
+	bootID := string(uuid.NewUUID())
+	if err := c.MarkNodeNotReady(t.Context(), node, bootID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ReleaseNodeStatus(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, time.Minute, "node "+node+" Ready", func(ctx context.Context) (bool, string, error) {
+		err := framework.Client().Get(ctx, client.ObjectKey{Name: node}, &n)
+		return localcluster.IsNodeReady(&n), "", err
+	})
+	if n.Status.NodeInfo.BootID != bootID {
+		t.Errorf("node %s boot ID %q once Ready, want %q", node, n.Status.NodeInfo.BootID, bootID)
+	}
 }
 
 func TestRestartKwok(t *testing.T) {

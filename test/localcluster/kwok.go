@@ -12,10 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/kubectl/pkg/util/podutils"
+	"sigs.k8s.io/yaml"
 )
 
 // Pod annotations that set how long the fake kubelet takes over a pod, as Go durations
@@ -41,28 +43,75 @@ const nodeLeaseDuration = 40
 //go:embed kwok_pod_stages.yaml
 var podStages []byte
 
-func writeKwokStages(dir string) error {
+// kwokNodeStages are kwok's own node Stages the cluster runs, relative to the stages directory
+// hack/control-plane.sh installs: one marks a new node (or one that is not Ready) Ready, the
+// other writes the status of a Ready node every 10 to 20 minutes, as a kubelet with a Lease.
+var kwokNodeStages = []string{
+	filepath.Join("node", "fast", "node-initialize.yaml"),
+	filepath.Join("node", "heartbeat-with-lease", "node-heartbeat-with-lease.yaml"),
+}
+
+// writeKwokStages writes into dir the Stages kwokArgs names: the pods' from
+// kwok_pod_stages.yaml, and kwok's node Stages from stagesDir, each made to skip the nodes
+// with NodeStatusHeldAnnotation.
+func writeKwokStages(dir, stagesDir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	for _, name := range kwokNodeStages {
+		stage, err := os.ReadFile(filepath.Join(stagesDir, name))
+		if err != nil {
+			return err
+		}
+		if stage, err = skipHeldNodes(stage); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), stage, 0o644); err != nil {
+			return err
+		}
+	}
 	return os.WriteFile(filepath.Join(dir, "pod-stages.yaml"), podStages, 0o644)
+}
+
+// skipHeldNodes adds to the selector of a kwok node Stage that the node has no
+// NodeStatusHeldAnnotation.
+func skipHeldNodes(stage []byte) ([]byte, error) {
+	var s map[string]any
+	if err := yaml.Unmarshal(stage, &s); err != nil {
+		return nil, err
+	}
+	notHeld := map[string]any{
+		"key":      fmt.Sprintf(".metadata.annotations[%q]", NodeStatusHeldAnnotation),
+		"operator": "DoesNotExist",
+	}
+	exprs, found, err := unstructured.NestedSlice(s, "spec", "selector", "matchExpressions")
+	if err != nil || !found {
+		return nil, fmt.Errorf("no spec.selector.matchExpressions (%v)", err)
+	}
+	if err := unstructured.SetNestedSlice(s, append(exprs, notHeld), "spec", "selector", "matchExpressions"); err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(s)
 }
 
 // kwokArgs returns kwok's command line: it manages the nodes labelled KwokNodeLabel=fake with
 // Leases and kwok's own node Stages, and their pods with kwok_pod_stages.yaml.
 func (c *Cluster) kwokArgs(kubeconfig string) []string {
-	stages := filepath.Join(filepath.Dir(c.binDir), "stages")
-	return []string{
+	args := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--manage-nodes-with-label-selector=" + KwokNodeLabel + "=fake",
 		"--node-lease-duration-seconds=" + strconv.Itoa(nodeLeaseDuration),
 		// Room for 65k pod IPs, where kwok's default has 254.
 		"--cidr=10.0.0.0/16",
-		"--config=" + filepath.Join(stages, "node", "fast", "node-initialize.yaml"),
-		"--config=" + filepath.Join(stages, "node", "heartbeat-with-lease", "node-heartbeat-with-lease.yaml"),
-		"--config=" + filepath.Join(c.dir, "kwok", "pod-stages.yaml"),
 	}
+	for _, name := range kwokNodeStages {
+		args = append(args, "--config="+filepath.Join(c.dir, "kwok", filepath.Base(name)))
+	}
+	return append(args, "--config="+filepath.Join(c.dir, "kwok", "pod-stages.yaml"))
 }
+
+// kwokStagesDir is where hack/control-plane.sh installs kwok's Stages, next to the binaries.
+func (c *Cluster) kwokStagesDir() string { return filepath.Join(filepath.Dir(c.binDir), "stages") }
 
 // StopKwok stops kwok, and with it every fake kubelet: nothing happens to pods any more, and
 // nodes go NotReady once nodeMonitorGracePeriod (40s) passed without heartbeats.

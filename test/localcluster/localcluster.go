@@ -368,7 +368,7 @@ func (c *Cluster) writeConfigs() error {
 	if err := c.writeAuditPolicy(); err != nil {
 		return err
 	}
-	return writeKwokStages(filepath.Join(c.dir, "kwok"))
+	return writeKwokStages(filepath.Join(c.dir, "kwok"), c.kwokStagesDir())
 }
 
 // connect builds the cluster-admin clients.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
 const (
@@ -30,6 +31,10 @@ const (
 	// usual annotation because kwok only notices that a node left its selection when the API
 	// server filters its watch, which it does for labels only.
 	KwokNodeLabel = "kwok.x-k8s.io/node"
+
+	// NodeStatusHeldAnnotation is on a node whose status kwok leaves alone: HoldNodeStatus
+	// sets it, ReleaseNodeStatus removes it.
+	NodeStatusHeldAnnotation = "localcluster.nodemaint.io/node-status-held"
 
 	// nodeCreateWorkers bounds the parallel node creations.
 	nodeCreateWorkers = 32
@@ -119,20 +124,58 @@ func (c *Cluster) DeleteNode(ctx context.Context, name string) error {
 // nodeMonitorGracePeriod (40s) passed without a heartbeat, and then taints it unreachable.
 // It removes the node's KwokNodeLabel.
 func (c *Cluster) StopKubelet(ctx context.Context, node string) error {
-	return c.patchNodeLabel(ctx, node, nil)
+	return c.patchNodeMetadata(ctx, node, "labels", KwokNodeLabel, nil)
 }
 
 // StartKubelet starts again the fake kubelet StopKubelet stopped: kwok takes the node back
 // (within a few seconds), marks it Ready and carries on with its pods.
 func (c *Cluster) StartKubelet(ctx context.Context, node string) error {
-	value := "fake"
-	return c.patchNodeLabel(ctx, node, &value)
+	return c.patchNodeMetadata(ctx, node, "labels", KwokNodeLabel, ptr.To("fake"))
 }
 
-func (c *Cluster) patchNodeLabel(ctx context.Context, node string, value *string) error {
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:null}}}`, KwokNodeLabel)
+// HoldNodeStatus makes kwok leave the node's status alone, as a kubelet restarting leaves it
+// to the kubelet that comes back: the node reports what the caller writes (MarkNodeNotReady),
+// while kwok goes on renewing its Lease and playing its pods. A reboot is HoldNodeStatus,
+// MarkNodeNotReady, MarkNodeNotReady with the new boot ID, then ReleaseNodeStatus.
+//
+// Unlike StopKubelet, the node stays kwok's: taking a node out of kwok's selection and back
+// while kwok renews its Lease can queue the node twice in kwok v0.8.0's lease controller, and
+// the duplicate, stuck at the head of its queue, stops the renewal of every node's Lease (the
+// whole fleet goes NotReady).
+func (c *Cluster) HoldNodeStatus(ctx context.Context, node string) error {
+	return c.patchNodeMetadata(ctx, node, "annotations", NodeStatusHeldAnnotation, ptr.To("true"))
+}
+
+// ReleaseNodeStatus ends HoldNodeStatus: kwok writes the node's status again, and marks it
+// Ready at once if it is not, keeping its boot ID.
+func (c *Cluster) ReleaseNodeStatus(ctx context.Context, node string) error {
+	return c.patchNodeMetadata(ctx, node, "annotations", NodeStatusHeldAnnotation, nil)
+}
+
+// MarkNodeNotReady writes the node's Ready condition False with the message "rebooting", as a
+// kubelet going down or coming back up does, and its boot ID when bootID is set. Unless the
+// node's status is held (HoldNodeStatus) or its kubelet stopped (StopKubelet), kwok marks it
+// Ready again at once.
+func (c *Cluster) MarkNodeNotReady(ctx context.Context, node, bootID string) error {
+	now := time.Now().UTC().Format(time.RFC3339)
+	nodeInfo := ""
+	if bootID != "" {
+		nodeInfo = fmt.Sprintf(`,"nodeInfo":{"bootID":%q}`, bootID)
+	}
+	patch := fmt.Appendf(nil, `{"status":{"conditions":[{"type":%q,"status":"False","reason":"KubeletNotReady","message":"rebooting","lastHeartbeatTime":%q,"lastTransitionTime":%q}]%s}}`,
+		corev1.NodeReady, now, now, nodeInfo)
+	if _, err := c.client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("marking node %s NotReady: %w", node, err)
+	}
+	return nil
+}
+
+// patchNodeMetadata sets the node's label or annotation (field "labels" or "annotations") key to
+// value, or removes it when value is nil.
+func (c *Cluster) patchNodeMetadata(ctx context.Context, node, field, key string, value *string) error {
+	patch := fmt.Appendf(nil, `{"metadata":{%q:{%q:null}}}`, field, key)
 	if value != nil {
-		patch = fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, KwokNodeLabel, *value)
+		patch = fmt.Appendf(nil, `{"metadata":{%q:{%q:%q}}}`, field, key, *value)
 	}
 	_, err := c.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
 	return err

@@ -699,19 +699,16 @@ func reboot(node string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := framework.Cluster()
-	if err := c.StopKubelet(ctx, node); err != nil {
+	if err := c.HoldNodeStatus(ctx, node); err != nil {
 		return err
 	}
-	now := time.Now().UTC().Format(time.RFC3339)
 	bootID := string(uuid.NewUUID())
-	patch := fmt.Appendf(nil, `{"status":{"conditions":[{"type":%q,"status":"False","reason":"KubeletNotReady","message":"rebooting","lastHeartbeatTime":%q,"lastTransitionTime":%q}],"nodeInfo":{"bootID":%q}}}`,
-		corev1.NodeReady, now, now, bootID)
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
-	if err := framework.Client().Status().Patch(ctx, n, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+	if err := c.MarkNodeNotReady(ctx, node, bootID); err != nil {
 		return err
 	}
 	// The reboot lasts until the cluster saw the node NotReady: kube-controller-manager's node
 	// lifecycle controller taints it not-ready.
+	n := &corev1.Node{}
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		if err := framework.Client().Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
 			return false, nil
@@ -726,8 +723,8 @@ func reboot(node string) error {
 		return err
 	}
 	if localcluster.IsNodeReady(n) || n.Status.NodeInfo.BootID != bootID {
-		return fmt.Errorf("node Ready %v, boot ID %q during its reboot (want NotReady, %q): kwok still played its kubelet",
+		return fmt.Errorf("node Ready %v, boot ID %q during its reboot (want NotReady, %q): kwok still wrote its status",
 			localcluster.IsNodeReady(n), n.Status.NodeInfo.BootID, bootID)
 	}
-	return c.StartKubelet(ctx, node)
+	return c.ReleaseNodeStatus(ctx, node)
 }
