@@ -43,6 +43,9 @@ const nodeLeaseDuration = 40
 //go:embed kwok_pod_stages.yaml
 var podStages []byte
 
+//go:embed kwok_node_stages.yaml
+var nodeStages []byte
+
 // kwokNodeStages are kwok's own node Stages the cluster runs, relative to the stages directory
 // hack/control-plane.sh installs: one marks a new node (or one that is not Ready) Ready, the
 // other writes the status of a Ready node every 10 to 20 minutes, as a kubelet with a Lease.
@@ -52,8 +55,8 @@ var kwokNodeStages = []string{
 }
 
 // writeKwokStages writes into dir the Stages kwokArgs names: the pods' from
-// kwok_pod_stages.yaml, and kwok's node Stages from stagesDir, each made to skip the nodes
-// with NodeStatusHeldAnnotation.
+// kwok_pod_stages.yaml, kwok's node Stages from stagesDir, each made to skip the nodes with
+// NodeStatusHeldAnnotation, and the one of kwok_node_stages.yaml that holds those nodes.
 func writeKwokStages(dir, stagesDir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -69,6 +72,9 @@ func writeKwokStages(dir, stagesDir string) error {
 		if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), stage, 0o644); err != nil {
 			return err
 		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "node-stages.yaml"), nodeStages, 0o644); err != nil {
+		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "pod-stages.yaml"), podStages, 0o644)
 }
@@ -107,7 +113,9 @@ func (c *Cluster) kwokArgs(kubeconfig string) []string {
 	for _, name := range kwokNodeStages {
 		args = append(args, "--config="+filepath.Join(c.dir, "kwok", filepath.Base(name)))
 	}
-	return append(args, "--config="+filepath.Join(c.dir, "kwok", "pod-stages.yaml"))
+	return append(args,
+		"--config="+filepath.Join(c.dir, "kwok", "node-stages.yaml"),
+		"--config="+filepath.Join(c.dir, "kwok", "pod-stages.yaml"))
 }
 
 // kwokStagesDir is where hack/control-plane.sh installs kwok's Stages, next to the binaries.

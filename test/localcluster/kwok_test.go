@@ -63,3 +63,12 @@ spec:
 		t.Error("a stage without a selector: no error")
 	}
 }
+
+// TestNodeStatusHeldStage: the Stage that holds a node's status selects the annotation
+// HoldNodeStatus sets.
+func TestNodeStatusHeldStage(t *testing.T) {
+	want := `'.metadata.annotations["` + NodeStatusHeldAnnotation + `"]'`
+	if !strings.Contains(string(nodeStages), "- key: "+want+"\n      operator: 'Exists'") {
+		t.Errorf("kwok_node_stages.yaml does not select %s Exists:\n%s", want, nodeStages)
+	}
+}
