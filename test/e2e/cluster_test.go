@@ -214,21 +214,7 @@ func TestKubectlDrainHonoursPDB(t *testing.T) {
 
 func TestStopKubelet(t *testing.T) {
 	c := framework.Cluster()
-	names, err := c.AddNodes(t.Context(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := names[0]
-	t.Cleanup(func() {
-		if err := c.DeleteNode(context.Background(), node); err != nil {
-			t.Error(err)
-		}
-	})
-	ns := framework.Namespace(t)
-	d := framework.NewDeployment(ns, "pinned", 1)
-	d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
-	framework.CreateDeployment(t, d)
-	pod := podsOf(t, d)[0]
+	node, ns, pod := nodeWithPod(t)
 	// The control: a pod on a node whose kubelet runs, deleted right after the pod, is gone
 	// once kwok got to both.
 	control := framework.NewDeployment(ns, "control", 1)
@@ -280,10 +266,10 @@ func TestStopKubelet(t *testing.T) {
 	})
 }
 
-// TestHoldNodeStatus: while a node's status is held, the node reports what is written to it
-// (NotReady, rebooting), though kwok still renews its Lease and plays its pods; once released,
-// kwok marks it Ready, keeping the boot ID it reported while down.
-func TestHoldNodeStatus(t *testing.T) {
+// nodeWithPod adds a node for the test alone, deleted at its end, and returns it with the
+// namespace of the test and the pod of a Deployment pinned to the node.
+func nodeWithPod(t *testing.T) (string, string, corev1.Pod) {
+	t.Helper()
 	c := framework.Cluster()
 	names, err := c.AddNodes(t.Context(), 1)
 	if err != nil {
@@ -299,7 +285,15 @@ func TestHoldNodeStatus(t *testing.T) {
 	d := framework.NewDeployment(ns, "pinned", 1)
 	d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
 	framework.CreateDeployment(t, d)
-	pod := podsOf(t, d)[0]
+	return node, ns, podsOf(t, d)[0]
+}
+
+// TestHoldNodeStatus: while a node's status is held, the node reports what is written to it
+// (NotReady, rebooting), though kwok still renews its Lease and plays its pods; once released,
+// kwok marks it Ready, keeping the boot ID it reported while down.
+func TestHoldNodeStatus(t *testing.T) {
+	c := framework.Cluster()
+	node, _, pod := nodeWithPod(t)
 
 	held := time.Now()
 	if err := c.HoldNodeStatus(t.Context(), node); err != nil {
