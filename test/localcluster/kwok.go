@@ -54,9 +54,28 @@ var kwokNodeStages = []string{
 	filepath.Join("node", "heartbeat-with-lease", "node-heartbeat-with-lease.yaml"),
 }
 
-// writeKwokStages writes into dir the Stages kwokArgs names: the pods' from
-// kwok_pod_stages.yaml, kwok's node Stages from stagesDir, each made to skip the nodes with
-// NodeStatusHeldAnnotation, and the one of kwok_node_stages.yaml that holds those nodes.
+// ownKwokStages are the Stages of this package, by the name of their file in the cluster's kwok
+// directory: the one that holds a node's status, and the pods' (with kwok's options).
+var ownKwokStages = []struct {
+	name  string
+	stage []byte
+}{{"node-stages.yaml", nodeStages}, {"pod-stages.yaml", podStages}}
+
+// kwokStageFiles are the names of the Stage files writeKwokStages writes into the cluster's kwok
+// directory, in the order kwokArgs passes them.
+func kwokStageFiles() []string {
+	var names []string
+	for _, name := range kwokNodeStages {
+		names = append(names, filepath.Base(name))
+	}
+	for _, own := range ownKwokStages {
+		names = append(names, own.name)
+	}
+	return names
+}
+
+// writeKwokStages writes into dir the Stages kwokArgs names: kwok's node Stages from
+// stagesDir, each made to skip the nodes with NodeStatusHeldAnnotation, then ownKwokStages.
 func writeKwokStages(dir, stagesDir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -73,10 +92,12 @@ func writeKwokStages(dir, stagesDir string) error {
 			return err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "node-stages.yaml"), nodeStages, 0o644); err != nil {
-		return err
+	for _, own := range ownKwokStages {
+		if err := os.WriteFile(filepath.Join(dir, own.name), own.stage, 0o644); err != nil {
+			return err
+		}
 	}
-	return os.WriteFile(filepath.Join(dir, "pod-stages.yaml"), podStages, 0o644)
+	return nil
 }
 
 // skipHeldNodes adds to the selector of a kwok node Stage that the node has no
@@ -110,12 +131,10 @@ func (c *Cluster) kwokArgs(kubeconfig string) []string {
 		// Room for 65k pod IPs, where kwok's default has 254.
 		"--cidr=10.0.0.0/16",
 	}
-	for _, name := range kwokNodeStages {
-		args = append(args, "--config="+filepath.Join(c.dir, "kwok", filepath.Base(name)))
+	for _, name := range kwokStageFiles() {
+		args = append(args, "--config="+filepath.Join(c.dir, "kwok", name))
 	}
-	return append(args,
-		"--config="+filepath.Join(c.dir, "kwok", "node-stages.yaml"),
-		"--config="+filepath.Join(c.dir, "kwok", "pod-stages.yaml"))
+	return args
 }
 
 // kwokStagesDir is where hack/control-plane.sh installs kwok's Stages, next to the binaries.
