@@ -121,15 +121,19 @@ type Reconciler struct {
 	// (evictiondecide.GracefulCompletionDelay); memory only, as upstream's: after a restart the grace
 	// starts again.
 	ended sync.Map
-	// metrics are the Evictions and requests of each target (namespace/name) whose series of
-	// upstream's gauges are reported (report).
-	metrics sync.Map
+	// gauges reports upstream's gauges of this controller's Evictions once it reconciles.
+	gauges *gaugesSource
 }
 
 // Reconcile observes the target pod, its EvictionRequests and Evictions, decides and applies.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := logf.FromContext(ctx)
-	r.startOnce.Do(func() { r.since = r.Clock.Now() })
+	r.startOnce.Do(func() {
+		r.since = r.Clock.Now()
+		if r.gauges != nil {
+			r.gauges.leading.Store(true)
+		}
+	})
 	// Looked at, whatever comes of it: the drain's next request may come.
 	defer r.Backlog.Done(req.NamespacedName)
 	obs, err := r.observe(ctx, req.NamespacedName)
@@ -137,12 +141,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if len(obs.Requests) == 0 && len(obs.Evictions) == 0 {
-		r.report(req.NamespacedName, obs, nil)
 		return reconcile.Result{}, nil
 	}
 	now := r.Clock.Now()
 	d := evictiondecide.Decide(obs, now)
-	defer func() { r.report(req.NamespacedName, obs, wanted(d)) }()
 	if d.StandAside != "" {
 		log.V(1).Info("standing aside", "reason", d.StandAside)
 	}
@@ -180,15 +182,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.V(1).Info("looking again", "after", d.RecheckAfter, "budgets", evictiondecide.BudgetsVersion(obs.Budgets))
 	}
 	return reconcile.Result{RequeueAfter: d.RecheckAfter, Priority: priority}, nil
-}
-
-// wanted are the Evictions whose status the decision writes, by name, as it wants them.
-func wanted(d evictiondecide.Decision) map[string]*lifecyclev1alpha1.Eviction {
-	out := map[string]*lifecyclev1alpha1.Eviction{}
-	for _, e := range d.Status {
-		out[e.Name] = e
-	}
-	return out
 }
 
 func (r *Reconciler) observe(ctx context.Context, target types.NamespacedName) (evictiondecide.Observation, error) {
@@ -542,6 +535,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		return err
 	}
 	registerUpstreamMetrics()
+	r.gauges = upstreamGauges.add(mgr.GetCache(), r.Name)
 	if r.Yield {
 		registerMetrics()
 		if err := indexInTree(ctx, mgr); err != nil {
