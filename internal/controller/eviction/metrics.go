@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -81,7 +80,8 @@ var registerUpstreamMetrics = sync.OnceFunc(func() { metrics.Registry.MustRegist
 // kube-state-metrics does: nothing kept per series, so a drain of 10,000 pods holds no 40,000
 // series between scrapes (in scenario L the series and their bookkeeping were 27 MB of a 149 MB
 // heap), and nothing is left of an object gone. Each Eviction controller of the process reports
-// its own Evictions; the requests, which every controller's cache holds, are reported once.
+// its own Evictions; the requests, which every controller's cache holds, are listed from the first
+// that leads.
 type gaugesCollector struct {
 	mu      sync.Mutex
 	sources []*gaugesSource
@@ -122,36 +122,39 @@ func (c *gaugesCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), collectTimeout)
 	defer cancel()
-	requests := map[types.NamespacedName]bool{}
+	requestsListed := false
 	for _, s := range sources {
 		if !s.leading.Load() {
 			continue
 		}
-		if err := s.collect(ctx, ch, requests); err != nil {
+		if err := s.collect(ctx, ch, !requestsListed); err != nil {
 			// Not an invalid metric, which would fail the whole scrape: the others still count.
 			log.Log.WithName("metrics").Error(err, "listing EvictionRequests and Evictions for their metrics", "controller", s.name)
 		}
+		requestsListed = true
 	}
 }
 
-// collect sends the gauges of the requests not reported yet (recording them in reported) and of
-// the source's own Evictions. Read only: the cache's objects, not copies.
-func (s *gaugesSource) collect(ctx context.Context, ch chan<- prometheus.Metric, reported map[types.NamespacedName]bool) error {
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
-	var requests lifecyclev1alpha1.EvictionRequestList
-	if err := s.reader.List(ctx, &requests, client.UnsafeDisableDeepCopy); err != nil {
-		return err
-	}
-	for i := range requests.Items {
-		q := &requests.Items[i]
-		key := types.NamespacedName{Namespace: q.Namespace, Name: q.Name}
-		if q.Spec.Target.Pod == nil || q.DeletionTimestamp != nil || reported[key] {
-			continue
+// sample sends one sample of a gauge.
+func sample(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+// collect sends the gauges of the source's own Evictions and, with requests, of every request.
+// Read only: the cache's objects, not copies.
+func (s *gaugesSource) collect(ctx context.Context, ch chan<- prometheus.Metric, requests bool) error {
+	if requests {
+		var list lifecyclev1alpha1.EvictionRequestList
+		if err := s.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+			return err
 		}
-		reported[key] = true
-		gauge(descRequesterIntent, 1, q.Namespace, q.Name, q.Spec.Target.Pod.Name, "pod", q.Spec.Requester, string(q.Spec.Intent))
+		for i := range list.Items {
+			q := &list.Items[i]
+			if q.Spec.Target.Pod == nil || q.DeletionTimestamp != nil {
+				continue
+			}
+			sample(ch, descRequesterIntent, 1, q.Namespace, q.Name, q.Spec.Target.Pod.Name, "pod", q.Spec.Requester, string(q.Spec.Intent))
+		}
 	}
 	var evictions lifecyclev1alpha1.EvictionList
 	if err := s.reader.List(ctx, &evictions, client.UnsafeDisableDeepCopy); err != nil {
@@ -163,9 +166,9 @@ func (s *gaugesSource) collect(ctx context.Context, ch chan<- prometheus.Metric,
 			continue
 		}
 		for _, t := range e.Status.TargetResponders {
-			gauge(descResponderState, 1, e.Namespace, e.Name, e.Spec.Target.Pod.Name, "pod", t.Name, string(t.State))
+			sample(ch, descResponderState, 1, e.Namespace, e.Name, e.Spec.Target.Pod.Name, "pod", t.Name, string(t.State))
 		}
-		gauge(descTargetResponders, float64(len(e.Status.TargetResponders)), e.Namespace, e.Name, e.Spec.Target.Pod.Name, "pod")
+		sample(ch, descTargetResponders, float64(len(e.Status.TargetResponders)), e.Namespace, e.Name, e.Spec.Target.Pod.Name, "pod")
 	}
 	return nil
 }
